@@ -1,0 +1,57 @@
+#include "common.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace ckpt::cli {
+
+int failWith(const std::string& message) {
+  std::fprintf(stderr, "ckptscope-cli: %s\n", message.c_str());
+  return kExitFailure;
+}
+
+void printUsage(const std::string& command) {
+  const char* all =
+      "usage: ckptscope-cli <command> [options]\n"
+      "\n"
+      "commands:\n"
+      "  info FILE [--json]     metadata, config and the tensor table of a checkpoint\n"
+      "  ls DIR [--json]        every checkpoint under DIR, grouped into runs\n"
+      "  verify FILE            check every record's CRC and every tensor's extent\n"
+      "\n"
+      "Exit status: 0 success, 1 a file cannot be read or is damaged, 2 usage error.\n";
+  if (command == "info") std::fputs("usage: ckptscope-cli info FILE [--json]\n", stderr);
+  else if (command == "ls") std::fputs("usage: ckptscope-cli ls DIR [--json]\n", stderr);
+  else if (command == "verify") std::fputs("usage: ckptscope-cli verify FILE\n", stderr);
+  else std::fputs(all, stderr);
+}
+
+int usageError(const std::string& problem, const std::string& command) {
+  if (!problem.empty()) std::fprintf(stderr, "ckptscope-cli: %s\n", problem.c_str());
+  printUsage(command);
+  return kExitUsage;
+}
+
+bool Args::has(const std::string& flag) const { return std::find(flags.begin(), flags.end(), flag) != flags.end(); }
+
+bool parseArgs(int argc, char** argv, int first, const std::vector<std::string>& allowedFlags, Args& out,
+               std::string& problem) {
+  bool onlyPositional = false;
+  for (int i = first; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (!onlyPositional && a == "--") {
+      onlyPositional = true;
+    } else if (!onlyPositional && a.size() > 1 && a[0] == '-') {
+      if (std::find(allowedFlags.begin(), allowedFlags.end(), a) == allowedFlags.end()) {
+        problem = "unknown option " + a;
+        return false;
+      }
+      out.flags.push_back(a);
+    } else {
+      out.positional.push_back(a);
+    }
+  }
+  return true;
+}
+
+}  // namespace ckpt::cli

@@ -1,0 +1,32 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ckpt::cli {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;  // a file cannot be read, a check failed
+constexpr int kExitUsage = 2;
+
+// "ckptscope-cli: <message>" on stderr; returns kExitFailure.
+int failWith(const std::string& message);
+// The usage text of one subcommand (or all) on stderr; returns kExitUsage.
+int usageError(const std::string& problem, const std::string& command = {});
+void printUsage(const std::string& command = {});
+
+// Splits arguments into positionals and recognised --flags; anything else is
+// a usage error (reported through `problem`).
+struct Args {
+  std::vector<std::string> positional;
+  std::vector<std::string> flags;
+  bool has(const std::string& flag) const;
+};
+bool parseArgs(int argc, char** argv, int first, const std::vector<std::string>& allowedFlags, Args& out,
+               std::string& problem);
+
+int runInfo(int argc, char** argv);
+int runLs(int argc, char** argv);
+int runVerify(int argc, char** argv);
+
+}  // namespace ckpt::cli

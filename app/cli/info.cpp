@@ -1,0 +1,136 @@
+// ckptscope-cli info FILE [--json]
+#include <cinttypes>
+#include <cstdio>
+#include <string>
+
+#include "ckpt/format/checkpoint_file.h"
+#include "ckpt/format/checkpoint_view.h"
+#include "ckpt/format/error.h"
+#include "ckpt/format/json_export.h"
+#include "common.h"
+
+namespace ckpt::cli {
+namespace {
+
+std::string withThousands(uint64_t n) {
+  std::string s = std::to_string(n);
+  for (int i = int(s.size()) - 3; i > 0; i -= 3) s.insert(size_t(i), ",");
+  return s;
+}
+
+void line(const char* label, const std::string& value) { std::printf("%-11s %s\n", label, value.c_str()); }
+
+std::string configSummary(const Value* config) {
+  std::string s;
+  for (const auto& [k, v] : config->entries) {
+    if (!s.empty()) s += ' ';
+    s += (k->isStr() ? k->text : shortRepr(k, 30)) + "=" + shortRepr(v, 40);
+  }
+  return s;
+}
+
+std::string optimizerSummary(const CheckpointView& view) {
+  const Value* groups = view.optimizer()->get("param_groups");
+  const Value* state = view.optimizer()->get("state");
+  std::string s = std::to_string(state && state->isDict() ? state->entries.size() : 0) + " parameters with state";
+  if (groups && groups->kind == Value::Kind::List && !groups->items.empty()) {
+    const Value* g = groups->items.front();
+    std::string hyper;
+    for (const char* key : {"lr", "betas", "eps", "weight_decay"})
+      if (const Value* v = g->get(key)) hyper += std::string(hyper.empty() ? "" : ", ") + key + " " + shortRepr(v, 30);
+    if (groups->items.size() > 1) s += ", " + std::to_string(groups->items.size()) + " groups";
+    if (!hyper.empty()) s += " (" + hyper + ")";
+  }
+  return s;
+}
+
+void printText(const CheckpointFile& file) {
+  const CheckpointView view(file);
+  line("file", file.path());
+  line("format", std::string(formatName(file.format())) + ", " + humanBytes(file.fileSize()));
+  if (view.step()) line("step", std::to_string(*view.step()));
+  if (view.loss()) line("loss", formatPythonFloat(*view.loss()));
+  if (view.run()) line("run", *view.run());
+  if (view.stage()) line("stage", *view.stage());
+  if (view.config()) line("config", configSummary(view.config()));
+  if (view.modelState()) {
+    std::string p = withThousands(view.parameterCount()) + " in " + std::to_string(view.entries().size()) + " tensors";
+    if (view.compiledPrefix()) p += " (keys carry _orig_mod., stripped)";
+    line("parameters", p);
+    for (const StateEntry& e : view.entries())
+      if (e.tiedTo >= 0) line("tied", e.name + " = " + view.entries()[size_t(e.tiedTo)].name);
+  }
+  if (view.optimizer()) line("optimizer", optimizerSummary(view));
+  for (const std::string& n : view.notes()) line("note", n);
+
+  // Every metadata key: the `metadata` dict, or the top level's plain values.
+  const Value* meta = view.metadata();
+  const Value* root = file.root();
+  std::printf("\nmetadata\n");
+  if (meta) {
+    for (const auto& [k, v] : meta->entries)
+      std::printf("  %s = %s\n", (k->isStr() ? k->text : shortRepr(k, 40)).c_str(), shortRepr(v, 100).c_str());
+  } else if (root && root->isDict() && root != view.modelState()) {
+    for (const auto& [k, v] : root->entries)
+      if (v != view.modelState() && v != view.optimizer())
+        std::printf("  %s = %s\n", (k->isStr() ? k->text : shortRepr(k, 40)).c_str(), shortRepr(v, 100).c_str());
+  } else {
+    std::printf("  (none)\n");
+  }
+
+  const auto& tensors = file.tensors();
+  const auto& storages = file.storages();
+  size_t nameWidth = 4;
+  for (const TensorInfo& t : tensors) nameWidth = std::max(nameWidth, joinPath(t.path).size());
+  nameWidth = std::min<size_t>(nameWidth, 60);
+  std::printf("\ntensors\n  %-*s  %-9s  %-18s %12s %10s  %s\n", int(nameWidth), "name", "dtype", "shape", "elements",
+              "bytes", "storage");
+  uint64_t elements = 0, bytes = 0;
+  for (const TensorInfo& t : tensors) {
+    std::string storage = "-";
+    if (t.storage >= 0) {
+      const StorageInfo& s = storages[size_t(t.storage)];
+      storage = s.key;
+      if (s.useCount > 1) storage += " (shared by " + std::to_string(s.useCount) + ")";
+      if (s.location != "cpu") storage += " " + s.location;
+    } else if (t.isMeta) {
+      storage = "meta";
+    }
+    if (!t.error.empty()) storage += "  ERROR: " + t.error;
+    std::printf("  %-*s  %-9s  %-18s %12s %10s  %s\n", int(nameWidth), joinPath(t.path).c_str(),
+                std::string(dtypeName(t.dtype)).c_str(), t.shapeString().c_str(), withThousands(t.numel()).c_str(),
+                humanBytes(t.nbytes()).c_str(), storage.c_str());
+    elements += t.numel();
+    bytes += t.nbytes();
+  }
+  uint64_t storageBytes = 0;
+  for (const StorageInfo& s : storages) storageBytes += s.nbytes();
+  std::printf("\ntotal       %zu tensors, %s elements, %s; %zu storages holding %s\n", tensors.size(),
+              withThousands(elements).c_str(), humanBytes(bytes).c_str(), storages.size(),
+              humanBytes(storageBytes).c_str());
+}
+
+}  // namespace
+
+int runInfo(int argc, char** argv) {
+  Args args;
+  std::string problem;
+  if (!parseArgs(argc, argv, 2, {"--json"}, args, problem)) return usageError(problem, "info");
+  if (args.positional.size() != 1) return usageError("info takes exactly one FILE", "info");
+  std::unique_ptr<CheckpointFile> file;
+  try {
+    file = CheckpointFile::open(args.positional[0]);
+  } catch (const FormatError& e) {
+    return failWith(e.what());
+  }
+  if (args.has("--json")) {
+    const std::string out = toJson(*file).dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    std::fputc('\n', stdout);
+  } else {
+    printText(*file);
+  }
+  return kExitOk;
+}
+
+}  // namespace ckpt::cli

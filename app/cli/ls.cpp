@@ -1,0 +1,93 @@
+// ckptscope-cli ls DIR [--json]
+#include <cstdio>
+#include <ctime>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "ckpt/format/error.h"
+#include "ckpt/format/value.h"
+#include "ckpt/index/scanner.h"
+#include "common.h"
+
+namespace ckpt::cli {
+namespace {
+
+std::string localTime(int64_t t) {
+  const std::time_t tt = std::time_t(t);
+  std::tm tm{};
+  localtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M", &tm);
+  return buf;
+}
+
+nlohmann::ordered_json toJson(const ScanResult& r) {
+  using json = nlohmann::ordered_json;
+  json runs = json::array();
+  for (const RunEntry& run : r.runs) {
+    json cks = json::array();
+    for (const CheckpointEntry& c : run.checkpoints) {
+      json j;
+      j["file"] = c.file;
+      j["step"] = c.step ? json(*c.step) : json(nullptr);
+      j["kind"] = c.kind == CheckpointKind::Unknown ? json(nullptr) : json(std::string(checkpointKindName(c.kind)));
+      j["loss"] = c.loss ? json(*c.loss) : json(nullptr);
+      j["size"] = c.size;
+      j["mtime"] = c.mtime;
+      j["error"] = c.error.empty() ? json(nullptr) : json(c.error);
+      j["format"] = c.format.empty() ? json(nullptr) : json(c.format);
+      j["stage"] = c.stage ? json(*c.stage) : json(nullptr);
+      cks.push_back(std::move(j));
+    }
+    runs.push_back(json{{"name", run.name}, {"path", run.path}, {"checkpoints", std::move(cks)}});
+  }
+  return json{{"root", r.root}, {"runs", std::move(runs)}};
+}
+
+void printText(const ScanResult& r) {
+  size_t total = 0;
+  for (const RunEntry& run : r.runs) {
+    std::printf("%s  (%zu checkpoint%s)\n", run.name.c_str(), run.checkpoints.size(), run.checkpoints.size() == 1 ? "" : "s");
+    std::printf("  %8s  %-6s  %-10s  %9s  %-16s  %s\n", "step", "kind", "loss", "size", "modified", "file");
+    for (const CheckpointEntry& c : run.checkpoints) {
+      const std::string step = c.step ? std::to_string(*c.step) : "-";
+      const std::string kind = c.kind == CheckpointKind::Unknown ? "-" : std::string(checkpointKindName(c.kind));
+      std::string loss = "-";
+      if (c.loss) {
+        char b[32];
+        std::snprintf(b, sizeof b, "%.4f", *c.loss);
+        loss = b;
+      }
+      std::printf("  %8s  %-6s  %-10s  %9s  %-16s  %s\n", step.c_str(), kind.c_str(), loss.c_str(),
+                  humanBytes(c.size).c_str(), localTime(c.mtime).c_str(), c.file.c_str());
+      if (!c.error.empty()) std::printf("  %8s  error: %s\n", "", c.error.c_str());
+      ++total;
+    }
+  }
+  std::printf("%zu checkpoint%s in %zu run%s\n", total, total == 1 ? "" : "s", r.runs.size(), r.runs.size() == 1 ? "" : "s");
+}
+
+}  // namespace
+
+int runLs(int argc, char** argv) {
+  Args args;
+  std::string problem;
+  if (!parseArgs(argc, argv, 2, {"--json"}, args, problem)) return usageError(problem, "ls");
+  if (args.positional.size() != 1) return usageError("ls takes exactly one DIR", "ls");
+  ScanResult result;
+  try {
+    result = scanDirectory(args.positional[0]);
+  } catch (const std::exception& e) {
+    return failWith(e.what());
+  }
+  if (args.has("--json")) {
+    const std::string out = toJson(result).dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    std::fputc('\n', stdout);
+  } else {
+    printText(result);
+  }
+  return kExitOk;
+}
+
+}  // namespace ckpt::cli

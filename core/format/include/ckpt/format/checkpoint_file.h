@@ -1,0 +1,88 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ckpt/format/input_file.h"
+#include "ckpt/format/pickle_reader.h"
+#include "ckpt/format/tensor_info.h"
+#include "ckpt/format/value.h"
+
+namespace ckpt {
+
+class ZipArchive;
+class TensorData;
+
+enum class FileFormat { TorchZip, TorchLegacy, Safetensors };
+std::string_view formatName(FileFormat f);  // "torch-zip", "torch-legacy", "safetensors"
+
+// What the first bytes say a file is, without parsing it.
+enum class Sniff { TorchZip, TorchLegacy, Safetensors, TorchScript, Tar, Zip, Pickle, Unknown };
+Sniff sniffFile(const InputFile& file);
+
+struct ReadOptions {
+  PickleLimits limits;
+  uint64_t maxPickleBytes = 1ull << 30;
+  uint64_t maxHeaderBytes = 100ull << 20;  // safetensors JSON header
+};
+
+// One checkpoint file, opened lazily: the value tree and the tensor and
+// storage tables are decoded; no tensor byte is read until tensorData().
+class CheckpointFile {
+ public:
+  // Throws FormatError whose message starts with the path.
+  static std::unique_ptr<CheckpointFile> open(const std::string& path, const ReadOptions& options = {});
+  ~CheckpointFile();
+
+  [[nodiscard]] const std::string& path() const { return m_file->path(); }
+  [[nodiscard]] FileFormat format() const { return m_format; }
+  [[nodiscard]] uint64_t fileSize() const { return m_file->size(); }
+  [[nodiscard]] int64_t mtime() const { return m_file->mtime(); }
+  [[nodiscard]] bool bigEndian() const { return m_bigEndian; }
+  [[nodiscard]] const Value* root() const { return m_root; }
+  // Tensors in order of first appearance in the tree (depth first, file
+  // order); Value::index of a Tensor node indexes this list.
+  [[nodiscard]] const std::vector<TensorInfo>& tensors() const { return m_table.tensors; }
+  [[nodiscard]] const std::vector<StorageInfo>& storages() const { return m_table.storages; }
+  [[nodiscard]] const ZipArchive* zip() const { return m_zip.get(); }
+  [[nodiscard]] const InputFile& input() const { return *m_file; }
+  [[nodiscard]] size_t valueCount() const { return m_arena.size(); }
+
+  // Maps just the bytes tensor `i` views (checked against its storage and the
+  // file); throws FormatError naming the tensor when they are not there.
+  [[nodiscard]] TensorData tensorData(size_t i) const;
+  // The bytes of a whole storage.
+  [[nodiscard]] ByteRegion storageBytes(size_t storage) const;
+
+  // Every integrity problem: zip CRCs, storage records, tensor extents.
+  // Empty when the file is intact. Reads every byte.
+  [[nodiscard]] std::vector<std::string> verify() const;
+
+ private:
+  CheckpointFile() = default;
+  void loadTorchZip(const ReadOptions& options);
+  void loadTorchLegacy(const ReadOptions& options);
+  void loadSafetensors(const ReadOptions& options);
+  void finish();  // number tensors in tree order, check extents
+
+  std::unique_ptr<InputFile> m_file;
+  std::unique_ptr<ZipArchive> m_zip;
+  std::string m_zipRoot;  // "archive/" or "<stem>/"
+  FileFormat m_format = FileFormat::TorchZip;
+  bool m_bigEndian = false;
+  ValueArena m_arena;
+  const Value* m_root = nullptr;
+  TensorTable m_table;
+};
+
+// Walks the tree depth first in file order, visiting each container once
+// (shared references and cycles are safe), and calls `fn` for each Tensor
+// node with its path. Opaque objects are entered too (their arguments, state
+// and items) so that tensors inside pickled modules are found.
+void walkTensors(const Value* root,
+                 const std::function<void(const Value* tensor, const TensorPath& path)>& fn);
+
+}  // namespace ckpt

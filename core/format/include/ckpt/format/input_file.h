@@ -1,0 +1,45 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ckpt {
+
+// A read-only view of some bytes plus whatever keeps them alive: a memory
+// mapping of part of a file, or a heap buffer (an inflated zip record).
+struct ByteRegion {
+  std::shared_ptr<const void> owner;
+  const uint8_t* data = nullptr;
+  uint64_t size = 0;
+};
+
+// An open file. Small reads (zip directory, pickle) copy with pread; tensor
+// bytes are memory-mapped only when asked for, and only their extent.
+class InputFile {
+ public:
+  explicit InputFile(const std::string& path);  // throws FormatError
+  ~InputFile();
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+
+  [[nodiscard]] const std::string& path() const { return m_path; }
+  [[nodiscard]] uint64_t size() const { return m_size; }
+  [[nodiscard]] int64_t mtime() const { return m_mtime; }
+
+  // Exactly `length` bytes at `offset`; a short file is a TruncatedError that
+  // names the offset.
+  void read(uint64_t offset, uint64_t length, void* out) const;
+  [[nodiscard]] std::vector<uint8_t> read(uint64_t offset, uint64_t length) const;
+  // Maps [offset, offset + length) read-only. The region outlives this object.
+  [[nodiscard]] ByteRegion map(uint64_t offset, uint64_t length) const;
+
+ private:
+  std::string m_path;
+  int m_fd = -1;
+  uint64_t m_size = 0;
+  int64_t m_mtime = 0;
+};
+
+}  // namespace ckpt

@@ -1,0 +1,57 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "ckpt/format/tensor_info.h"
+#include "ckpt/format/value.h"
+
+namespace ckpt {
+
+// Caps that turn hostile pickles into errors instead of crashes or giant
+// allocations. Defaults are far above what real checkpoints use.
+struct PickleLimits {
+  uint32_t maxDepth = 1000;            // container nesting
+  uint64_t maxStringBytes = 1ull << 30;  // one str / bytes
+  uint64_t maxNodes = 50'000'000;      // values created
+  uint64_t maxMemo = 50'000'000;       // memo entries
+  uint64_t maxStack = 10'000'000;      // stack + marks
+};
+
+// Called for PERSID / BINPERSID with the persistent id the pickle built; it
+// returns the value to push (a Storage node) or throws.
+using PersistentLoader = std::function<const Value*(const Value* pid)>;
+
+struct PickleResult {
+  const Value* root = nullptr;
+  uint64_t end = 0;  // offset just past STOP
+};
+
+// A safe pickle interpreter (protocols 0-5 as they occur in checkpoints).
+// Rebuild functions of torch are interpreted; every other global becomes an
+// opaque Object that records its class, arguments and state. Nothing is
+// imported or called.
+// `what` names the buffer in error messages ("archive/data.pkl");
+// `baseOffset` is added to byte offsets in messages.
+class PickleReader {
+ public:
+  PickleReader(ValueArena& arena, std::string what, PickleLimits limits = {});
+
+  void setPersistentLoader(PersistentLoader loader) { m_loader = std::move(loader); }
+  // Where torch's rebuild functions put the tensors they describe (and look
+  // up the storages the persistent loader registered). Without a table,
+  // rebuild calls stay opaque objects.
+  void setTensorTable(TensorTable* table) { m_table = table; }
+
+  PickleResult parse(const uint8_t* data, uint64_t size, uint64_t baseOffset = 0);
+
+ private:
+  ValueArena& m_arena;
+  std::string m_what;
+  PickleLimits m_limits;
+  PersistentLoader m_loader;
+  TensorTable* m_table = nullptr;
+};
+
+}  // namespace ckpt

@@ -1,0 +1,49 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "ckpt/format/input_file.h"
+
+namespace ckpt {
+
+struct ZipEntry {
+  std::string name;
+  uint16_t method = 0;  // 0 stored, 8 deflated
+  uint16_t flags = 0;
+  uint32_t crc = 0;
+  uint64_t compressedSize = 0;
+  uint64_t size = 0;
+  uint64_t localHeaderOffset = 0;
+};
+
+// The central directory of a zip (zip64 included) read with a few small
+// reads. Entry data offsets come from each LOCAL header, read on demand, so
+// opening an archive of a thousand tensors touches none of them.
+class ZipArchive {
+ public:
+  explicit ZipArchive(const InputFile& file);  // throws FormatError
+
+  [[nodiscard]] const std::vector<ZipEntry>& entries() const { return m_entries; }
+  [[nodiscard]] const ZipEntry* find(std::string_view name) const;
+
+  // Absolute offset of the entry's data (checked to lie inside the file).
+  [[nodiscard]] uint64_t dataOffset(const ZipEntry& e) const;
+  // The entry's bytes: mapped when stored, inflated into memory when
+  // deflated. `maxSize` caps what a deflated entry may claim.
+  [[nodiscard]] ByteRegion bytes(const ZipEntry& e, uint64_t maxSize = UINT64_MAX) const;
+  // The same, copied, for small records (data.pkl, version).
+  [[nodiscard]] std::vector<uint8_t> readAll(const ZipEntry& e, uint64_t maxSize) const;
+  // Recomputes the CRC-32 of the entry's data; "" when it matches, else why not.
+  [[nodiscard]] std::string checkCrc(const ZipEntry& e) const;
+
+ private:
+  const InputFile& m_file;
+  std::vector<ZipEntry> m_entries;
+  std::unordered_map<std::string_view, size_t> m_byName;
+};
+
+}  // namespace ckpt

@@ -1,0 +1,253 @@
+#include "ckpt/format/checkpoint_file.h"
+
+#include <cstring>
+#include <new>
+#include <unordered_set>
+
+#include "ckpt/format/error.h"
+#include "ckpt/format/tensor_data.h"
+#include "ckpt/format/zip_archive.h"
+
+namespace ckpt {
+
+std::string_view formatName(FileFormat f) {
+  switch (f) {
+    case FileFormat::TorchZip: return "torch-zip";
+    case FileFormat::TorchLegacy: return "torch-legacy";
+    case FileFormat::Safetensors: return "safetensors";
+  }
+  return "?";
+}
+
+Sniff sniffFile(const InputFile& file) {
+  static constexpr uint8_t kLegacy[] = {0x80, 0x02, 0x8A, 0x0A, 0x6C, 0xFC, 0x9C, 0x46, 0xF9, 0x20, 0x6A, 0xA8, 0x50, 0x19};
+  uint8_t head[512] = {};
+  const uint64_t n = std::min<uint64_t>(file.size(), sizeof head);
+  if (n == 0) return Sniff::Unknown;
+  file.read(0, n, head);
+  if (n >= 4 && head[0] == 'P' && head[1] == 'K' && ((head[2] == 3 && head[3] == 4) || (head[2] == 5 && head[3] == 6)))
+    return Sniff::Zip;
+  if (n >= sizeof kLegacy && std::memcmp(head, kLegacy, sizeof kLegacy) == 0) return Sniff::TorchLegacy;
+  if (n >= 262 && std::memcmp(head + 257, "ustar", 5) == 0) return Sniff::Tar;
+  if (n >= 9 && head[8] == '{') {
+    uint64_t len = 0;
+    for (int i = 0; i < 8; ++i) len |= uint64_t(head[i]) << (8 * i);
+    if (len >= 2 && len <= file.size() - 8) return Sniff::Safetensors;
+  }
+  if (head[0] == 0x80) return Sniff::Pickle;
+  return Sniff::Unknown;
+}
+
+CheckpointFile::~CheckpointFile() = default;
+
+std::unique_ptr<CheckpointFile> CheckpointFile::open(const std::string& path, const ReadOptions& options) {
+  std::unique_ptr<CheckpointFile> f(new CheckpointFile);
+  try {
+    f->m_file = std::make_unique<InputFile>(path);
+    if (f->m_file->size() == 0) fail("empty file");
+    switch (sniffFile(*f->m_file)) {
+      case Sniff::Zip:
+      case Sniff::TorchZip: f->loadTorchZip(options); break;
+      case Sniff::TorchLegacy: f->loadTorchLegacy(options); break;
+      case Sniff::Safetensors: f->loadSafetensors(options); break;
+      case Sniff::TorchScript: fail("a TorchScript archive (torch.jit.save) is not supported");
+      case Sniff::Tar: fail("a tar-era PyTorch file (before 0.1.10) is not supported");
+      case Sniff::Pickle: fail("a plain pickle without PyTorch's magic number: not a torch.save file");
+      case Sniff::Unknown: fail("not a PyTorch or safetensors file (unrecognised first bytes)");
+    }
+    f->finish();
+  } catch (const FormatError& e) {
+    throw FormatError(path + ": " + e.what());
+  } catch (const std::bad_alloc&) {
+    throw FormatError(path + ": out of memory while reading");
+  } catch (const std::length_error&) {
+    throw FormatError(path + ": a size in the file is too large");
+  }
+  return f;
+}
+
+void walkTensors(const Value* root, const std::function<void(const Value*, const TensorPath&)>& fn) {
+  using K = Value::Kind;
+  static const Value kNoState;
+  struct Frame {
+    const Value* v;
+    size_t next;
+    bool hasKey;  // false for the root, whose path is empty
+  };
+  auto isContainer = [](const Value* v) {
+    return v->kind == K::Dict || v->kind == K::List || v->kind == K::Tuple || v->kind == K::Set ||
+           v->kind == K::Object;
+  };
+  // Child i of a container and its path element; nullptr past the end.
+  auto child = [](const Value* v, size_t i, PathElement& key) -> const Value* {
+    auto keyOf = [&key](const Value* k) {
+      if (k->kind == K::Str) key = k->text;
+      else if (k->kind == K::Int) key = k->integer;
+      else key = shortRepr(k, 60);
+    };
+    switch (v->kind) {
+      case K::Dict:
+        if (i >= v->entries.size()) return nullptr;
+        keyOf(v->entries[i].first);
+        return v->entries[i].second;
+      case K::List:
+      case K::Tuple:
+      case K::Set:
+        if (i >= v->items.size()) return nullptr;
+        key = int64_t(i);
+        return v->items[i];
+      case K::Object:
+        // Arguments, then state, then list items, then dict items.
+        if (i < v->items.size()) {
+          key = int64_t(i);
+          return v->items[i];
+        }
+        i -= v->items.size();
+        if (i == 0) {
+          key = std::string("__state__");
+          return v->state ? v->state : &kNoState;
+        }
+        i -= 1;
+        if (i < v->listItems.size()) {
+          key = int64_t(i);
+          return v->listItems[i];
+        }
+        i -= v->listItems.size();
+        if (i >= v->entries.size()) return nullptr;
+        keyOf(v->entries[i].first);
+        return v->entries[i].second;
+      default:
+        return nullptr;
+    }
+  };
+
+  std::unordered_set<const Value*> seen;
+  std::vector<Frame> stack;
+  TensorPath path;
+  if (!root) return;
+  if (root->kind == K::Tensor) {
+    fn(root, path);
+    return;
+  }
+  if (!isContainer(root)) return;
+  seen.insert(root);
+  stack.push_back({root, 0, false});
+  while (!stack.empty()) {
+    Frame& f = stack.back();
+    PathElement key;
+    const Value* c = child(f.v, f.next, key);
+    if (!c) {
+      const bool hasKey = f.hasKey;
+      stack.pop_back();
+      if (hasKey) path.pop_back();
+      continue;
+    }
+    ++f.next;
+    if (c->kind == K::Tensor) {
+      if (seen.insert(c).second) {
+        path.push_back(std::move(key));
+        fn(c, path);
+        path.pop_back();
+      }
+    } else if (isContainer(c) && seen.insert(c).second) {
+      path.push_back(std::move(key));
+      stack.push_back({c, 0, true});
+    }
+  }
+}
+
+void CheckpointFile::finish() {
+  // Number tensors in tree order and give each its first path.
+  std::vector<TensorInfo> ordered;
+  ordered.reserve(m_table.tensors.size());
+  walkTensors(m_root, [&](const Value* t, const TensorPath& path) {
+    TensorInfo info = m_table.tensors[size_t(t->index)];
+    info.path = path;
+    const_cast<Value*>(t)->index = int64_t(ordered.size());
+    ordered.push_back(std::move(info));
+  });
+  m_table.tensors = std::move(ordered);
+
+  for (TensorInfo& t : m_table.tensors) {
+    if (t.isMeta || t.storage < 0) continue;
+    StorageInfo& s = m_table.storages[size_t(t.storage)];
+    ++s.useCount;
+    if (!s.error.empty()) {
+      t.error = s.error;
+      continue;
+    }
+    if (t.numel() == 0) continue;
+    // The last element the tensor touches must lie inside its storage.
+    uint64_t last = uint64_t(t.storageOffset), term = 0, endByte = 0;
+    bool overflow = false;
+    for (size_t d = 0; d < t.shape.size(); ++d)
+      overflow |= mulOverflows(uint64_t(t.shape[d] - 1), uint64_t(t.stride[d]), &term) || addOverflows(last, term, &last);
+    overflow |= mulOverflows(last + 1, uint64_t(dtypeSize(t.dtype)), &endByte);
+    if (overflow || endByte > s.nbytes())
+      t.error = "extent (storage offset " + std::to_string(t.storageOffset) + ", size " + t.shapeString() +
+                ") needs " + (overflow ? std::string("an overflowing number of") : std::to_string(endByte)) +
+                " bytes, storage " + s.key + " has " + std::to_string(s.nbytes());
+  }
+}
+
+ByteRegion CheckpointFile::storageBytes(size_t index) const {
+  const StorageInfo& s = m_table.storages.at(index);
+  if (!s.error.empty()) fail(path() + ": storage " + s.key + ": " + s.error);
+  try {
+    if (m_zip) {
+      const ZipEntry* e = m_zip->find(s.record);
+      if (!e) fail("record " + s.record + " is missing");
+      ByteRegion r = m_zip->bytes(*e, s.nbytes());
+      r.size = std::min(r.size, s.nbytes());
+      return r;
+    }
+    return m_file->map(s.dataOffset, s.nbytes());
+  } catch (const FormatError& e) {
+    throw FormatError(path() + ": storage " + s.key + ": " + e.what());
+  }
+}
+
+TensorData CheckpointFile::tensorData(size_t i) const {
+  const TensorInfo& t = m_table.tensors.at(i);
+  const std::string where = path() + ": tensor " + joinPath(t.path);
+  if (t.isMeta || t.storage < 0) fail(where + " is a meta tensor: it has no data");
+  if (!t.error.empty()) fail(where + ": " + t.error);
+  const StorageInfo& s = m_table.storages[size_t(t.storage)];
+  const uint64_t es = uint64_t(dtypeSize(t.dtype));
+  if (t.numel() == 0) return TensorData(t, ByteRegion{}, 0, m_bigEndian);
+  uint64_t last = uint64_t(t.storageOffset);
+  for (size_t d = 0; d < t.shape.size(); ++d) last += uint64_t(t.shape[d] - 1) * uint64_t(t.stride[d]);
+  const uint64_t first = uint64_t(t.storageOffset);
+  const uint64_t begin = first * es, length = (last + 1 - first) * es;
+  try {
+    if (m_zip) {
+      const ZipEntry* e = m_zip->find(s.record);
+      if (!e) fail("record " + s.record + " is missing");
+      if (e->method == 0) {
+        return TensorData(t, m_file->map(m_zip->dataOffset(*e) + begin, length), first, m_bigEndian);
+      }
+      ByteRegion whole = m_zip->bytes(*e, s.nbytes());
+      ByteRegion part{whole.owner, whole.data + begin, length};
+      if (begin + length > whole.size) fail("record " + s.record + " is shorter than the tensor's extent");
+      return TensorData(t, part, first, m_bigEndian);
+    }
+    return TensorData(t, m_file->map(s.dataOffset + begin, length), first, m_bigEndian);
+  } catch (const FormatError& e) {
+    throw FormatError(where + ": " + e.what());
+  }
+}
+
+std::vector<std::string> CheckpointFile::verify() const {
+  std::vector<std::string> problems;
+  if (m_zip)
+    for (const ZipEntry& e : m_zip->entries())
+      if (std::string p = m_zip->checkCrc(e); !p.empty()) problems.push_back(p);
+  for (const StorageInfo& s : m_table.storages)
+    if (!s.error.empty()) problems.push_back("storage " + s.key + ": " + s.error);
+  for (const TensorInfo& t : m_table.tensors)
+    if (!t.error.empty() && (t.storage < 0 || m_table.storages[size_t(t.storage)].error.empty()))
+      problems.push_back("tensor " + joinPath(t.path) + ": " + t.error);
+  return problems;
+}
+
+}  // namespace ckpt

@@ -1,0 +1,202 @@
+#include "ckpt/format/checkpoint_view.h"
+
+#include <charconv>
+#include <map>
+#include <tuple>
+
+namespace ckpt {
+namespace {
+
+using K = Value::Kind;
+
+constexpr std::string_view kCompiledPrefix = "_orig_mod.";
+
+bool isStateDict(const Value* v, bool allowMetadataKey) {
+  if (!v || v->kind != K::Dict || v->entries.empty()) return false;
+  bool anyTensor = false;
+  for (const auto& [k, x] : v->entries) {
+    if (allowMetadataKey && k->isStr() && k->text == "__metadata__") continue;
+    if (!k->isStr() || x->kind != K::Tensor) return false;
+    anyTensor = true;
+  }
+  return anyTensor;
+}
+
+bool isOptimizerState(const Value* v) {
+  return v && v->kind == K::Dict && v->get("state") && v->get("param_groups");
+}
+
+std::optional<double> asNumber(const Value* v) {
+  if (!v) return std::nullopt;
+  if (v->kind == K::Int) return double(v->integer);
+  if (v->kind == K::Float) return v->real;
+  if (v->kind == K::Str) {  // safetensors metadata holds strings
+    double d = 0;
+    const char* b = v->text.data();
+    const auto r = std::from_chars(b, b + v->text.size(), d);
+    if (r.ec == std::errc() && r.ptr == b + v->text.size()) return d;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+CheckpointView::CheckpointView(const CheckpointFile& file) : m_file(file) { findParts(); }
+
+void CheckpointView::findParts() {
+  const Value* root = m_file.root();
+  if (!root || root->kind != K::Dict) return;
+  const bool safetensors = m_file.format() == FileFormat::Safetensors;
+  if (isStateDict(root, safetensors)) {
+    m_modelState = root;
+  } else {
+    for (const char* key : {"model_state", "model_state_dict", "state_dict", "model"}) {
+      const Value* v = root->get(key);
+      if (v && v->kind == K::Dict) {
+        m_modelState = v;
+        m_modelStateKey = key;
+        break;
+      }
+    }
+  }
+  for (const char* key : {"optimizer", "optimizer_state", "optimizer_state_dict", "optim"}) {
+    if (const Value* v = root->get(key); isOptimizerState(v)) {
+      m_optimizer = v;
+      break;
+    }
+  }
+  m_metadata = root->get(safetensors ? "__metadata__" : "metadata");
+  if (m_metadata && m_metadata->kind != K::Dict) m_metadata = nullptr;
+
+  for (const char* key : {"config", "model_config"}) {
+    const Value* c = lookup(key);
+    if (c && c->kind == K::Object && c->state && c->state->kind == K::Dict) c = c->state;  // a dataclass
+    if (c && c->kind == K::Dict) {
+      m_config = c;
+      break;
+    }
+  }
+  for (const char* key : {"step", "global_step"}) {
+    if (const auto n = asNumber(lookup(key)); n && *n >= 0 && *n == double(int64_t(*n))) {
+      m_step = int64_t(*n);
+      break;
+    }
+  }
+  for (const char* key : {"loss", "train_loss", "val_loss"}) {
+    if (const auto n = asNumber(lookup(key))) {
+      m_loss = *n;
+      break;
+    }
+  }
+  for (const char* key : {"run_name", "run"}) {
+    if (const Value* v = lookup(key); v && v->isStr()) {
+      m_run = v->text;
+      break;
+    }
+  }
+  if (const Value* v = lookup("stage"); v && v->isStr()) m_stage = v->text;
+  if (const Value* v = lookup("final"); v && v->kind == K::Bool) m_final = v->boolean;
+}
+
+const Value* CheckpointView::lookup(std::string_view key) const {
+  const Value* root = m_file.root();
+  if (root && root->kind == K::Dict && root != m_modelState)
+    if (const Value* v = root->get(key)) return v;
+  return m_metadata ? m_metadata->get(key) : nullptr;
+}
+
+const std::vector<StateEntry>& CheckpointView::entries() const {
+  if (!m_mapped) {
+    m_mapped = true;
+    mapEntries();
+    mapOptimizer();
+  }
+  return m_entries;
+}
+
+const std::vector<OptimizerParam>& CheckpointView::optimizerParams() const {
+  (void)entries();
+  return m_optParams;
+}
+
+const std::vector<std::string>& CheckpointView::notes() const {
+  (void)entries();
+  return m_notes;
+}
+
+void CheckpointView::mapEntries() const {
+  if (!m_modelState) return;
+  const auto& tensors = m_file.tensors();
+  // Tied weights: the same bytes seen through the same view.
+  std::map<std::tuple<int, int64_t, std::vector<int64_t>, std::vector<int64_t>, int>, int> firstView;
+  for (const auto& [k, v] : m_modelState->entries) {
+    if (!k->isStr() || v->kind != K::Tensor) continue;
+    StateEntry e;
+    e.rawKey = k->text;
+    e.name = k->text;
+    if (e.name.rfind(kCompiledPrefix, 0) == 0) {
+      e.name.erase(0, kCompiledPrefix.size());
+      m_compiledPrefix = true;
+    }
+    e.tensor = int(v->index);
+    const TensorInfo& t = tensors[size_t(e.tensor)];
+    if (t.storage >= 0) {
+      const auto key = std::make_tuple(t.storage, t.storageOffset, t.shape, t.stride, int(t.dtype));
+      auto [it, inserted] = firstView.emplace(key, int(m_entries.size()));
+      if (!inserted) e.tiedTo = it->second;
+    }
+    m_entries.push_back(std::move(e));
+  }
+}
+
+void CheckpointView::mapOptimizer() const {
+  if (!m_optimizer) return;
+  const Value* state = m_optimizer->get("state");
+  const Value* groups = m_optimizer->get("param_groups");
+  // The de-duplicated parameter list (MODEL.md): tied entries count once.
+  std::vector<int> params;
+  for (size_t i = 0; i < m_entries.size(); ++i)
+    if (m_entries[i].tiedTo < 0) params.push_back(int(i));
+  size_t groupParams = 0;
+  if (groups && groups->kind == K::List)
+    for (const Value* g : groups->items)
+      if (const Value* p = g->get("params"); p && p->kind == K::List) groupParams += p->items.size();
+  const bool mappable = m_modelState && groupParams == params.size();
+  if (m_modelState && !mappable)
+    m_notes.push_back("the optimizer holds " + std::to_string(groupParams) + " parameters, the model state " +
+                      std::to_string(params.size()) + " (tied weights counted once): names not mapped");
+  if (!state || state->kind != K::Dict) return;
+  const auto& tensors = m_file.tensors();
+  for (const auto& [k, v] : state->entries) {
+    if (!k->isInt()) continue;
+    OptimizerParam p;
+    p.index = k->integer;
+    if (mappable && p.index >= 0 && size_t(p.index) < params.size()) {
+      p.param = params[size_t(p.index)];
+      p.name = m_entries[size_t(p.param)].name;
+    }
+    if (const Value* s = v->get("step")) {
+      if (s->kind == K::Tensor) p.stepTensor = int(s->index);
+      else if (s->isNumber()) p.step = s->number();
+    }
+    if (const Value* a = v->get("exp_avg"); a && a->kind == K::Tensor) p.expAvg = int(a->index);
+    if (const Value* a = v->get("exp_avg_sq"); a && a->kind == K::Tensor) p.expAvgSq = int(a->index);
+    if (p.param >= 0 && p.expAvg >= 0) {
+      const TensorInfo& param = tensors[size_t(m_entries[size_t(p.param)].tensor)];
+      const TensorInfo& avg = tensors[size_t(p.expAvg)];
+      if (param.shape != avg.shape)
+        p.problem = "exp_avg " + avg.shapeString() + " does not match " + p.name + " " + param.shapeString();
+    }
+    m_optParams.push_back(std::move(p));
+  }
+}
+
+uint64_t CheckpointView::parameterCount() const {
+  uint64_t n = 0;
+  const auto& tensors = m_file.tensors();
+  for (const StateEntry& e : entries())
+    if (e.tiedTo < 0) n += tensors[size_t(e.tensor)].numel();
+  return n;
+}
+
+}  // namespace ckpt

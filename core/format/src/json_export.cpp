@@ -1,0 +1,133 @@
+#include "ckpt/format/json_export.h"
+
+#include <cmath>
+#include <unordered_set>
+
+namespace ckpt {
+namespace {
+
+using K = Value::Kind;
+using json = nlohmann::ordered_json;
+
+constexpr int kMaxJsonDepth = 2000;
+
+struct Encoder {
+  size_t budget;
+  std::unordered_set<const Value*> onPath;
+
+  json encode(const Value* v, int depth) {
+    if (budget == 0) return json{{"$truncated", true}};
+    --budget;
+    if (!v) return nullptr;
+    switch (v->kind) {
+      case K::None: return nullptr;
+      case K::Bool: return v->boolean;
+      case K::Int: return v->integer;
+      case K::BigInt: return json{{"$int", v->text}};
+      case K::Float:
+        if (std::isnan(v->real)) return json{{"$float", "nan"}};
+        if (std::isinf(v->real)) return json{{"$float", v->real > 0 ? "inf" : "-inf"}};
+        return v->real;
+      case K::Str: return v->text;
+      case K::Bytes: {
+        static const char* hex = "0123456789abcdef";
+        std::string s;
+        s.reserve(v->text.size() * 2);
+        for (unsigned char c : v->text) {
+          s += hex[c >> 4];
+          s += hex[c & 15];
+        }
+        return json{{"$bytes", s}};
+      }
+      case K::Tensor: return json{{"$tensor", v->index}};
+      case K::Storage: return json{{"$storage", v->index}};
+      case K::Global: return json{{"$global", v->text}};
+      default: break;
+    }
+    if (depth > kMaxJsonDepth) return json{{"$truncated", "too deep"}};
+    if (!onPath.insert(v).second) return json{{"$cycle", true}};
+    json out;
+    auto list = [&](const std::vector<const Value*>& items) {
+      json a = json::array();
+      for (const Value* x : items) a.push_back(encode(x, depth + 1));
+      return a;
+    };
+    switch (v->kind) {
+      case K::List: out = list(v->items); break;
+      case K::Tuple: out = json{{"$tuple", list(v->items)}}; break;
+      case K::Set: out = json{{"$set", list(v->items)}}; break;
+      case K::Dict: {
+        bool allStr = true;
+        for (const auto& e : v->entries) allStr &= e.first->kind == K::Str;
+        if (allStr) {
+          out = json::object();
+          for (const auto& [k, x] : v->entries) out[k->text] = encode(x, depth + 1);
+        } else {
+          json pairs = json::array();
+          for (const auto& [k, x] : v->entries) pairs.push_back(json::array({encode(k, depth + 1), encode(x, depth + 1)}));
+          out = json{{"$dict", pairs}};
+        }
+        break;
+      }
+      case K::Object: {
+        out = json{{"$object", v->text}};
+        if (v->callee) out["callee"] = encode(v->callee, depth + 1);
+        out["args"] = list(v->items);
+        out["state"] = encode(v->state, depth + 1);
+        if (!v->listItems.empty()) out["items"] = list(v->listItems);
+        if (!v->entries.empty()) {
+          json pairs = json::array();
+          for (const auto& [k, x] : v->entries) pairs.push_back(json::array({encode(k, depth + 1), encode(x, depth + 1)}));
+          out["dictitems"] = pairs;
+        }
+        break;
+      }
+      default: break;
+    }
+    onPath.erase(v);
+    return out;
+  }
+};
+
+}  // namespace
+
+json pathToJson(const TensorPath& path) {
+  json a = json::array();
+  for (const auto& p : path) {
+    if (const auto* s = std::get_if<std::string>(&p)) a.push_back(*s);
+    else a.push_back(std::get<int64_t>(p));
+  }
+  return a;
+}
+
+json valueToJson(const Value* v, size_t maxNodes) {
+  Encoder e{maxNodes, {}};
+  return e.encode(v, 0);
+}
+
+json toJson(const CheckpointFile& file, size_t maxNodes) {
+  json doc;
+  doc["file"] = file.path();
+  doc["format"] = std::string(formatName(file.format()));
+  json tensors = json::array();
+  for (const TensorInfo& t : file.tensors()) {
+    json j;
+    j["path"] = pathToJson(t.path);
+    j["dtype"] = std::string(dtypeName(t.dtype));
+    j["shape"] = t.shape;
+    j["stride"] = t.stride;
+    j["storage_offset"] = t.storageOffset;
+    j["storage"] = t.storage >= 0 ? json(file.storages()[size_t(t.storage)].key) : json(nullptr);
+    j["nbytes"] = t.nbytes();
+    j["requires_grad"] = t.requiresGrad;
+    if (t.isParameter) j["parameter"] = true;
+    if (t.isMeta) j["meta"] = true;
+    if (!t.error.empty()) j["error"] = t.error;
+    tensors.push_back(std::move(j));
+  }
+  doc["tensors"] = std::move(tensors);
+  doc["tree"] = valueToJson(file.root(), maxNodes);
+  return doc;
+}
+
+}  // namespace ckpt

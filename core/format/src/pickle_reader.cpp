@@ -1,0 +1,964 @@
+#include "ckpt/format/pickle_reader.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <unordered_map>
+
+#include "ckpt/format/error.h"
+#include "numeric.h"
+
+namespace ckpt {
+
+namespace detail {
+
+std::string twosComplementToDecimal(const uint8_t* bytes, size_t n) {
+  if (n == 0) return "0";
+  std::vector<uint8_t> mag(bytes, bytes + n);
+  const bool negative = (mag[n - 1] & 0x80) != 0;
+  if (negative) {  // magnitude = ~x + 1
+    unsigned carry = 1;
+    for (auto& b : mag) {
+      unsigned v = unsigned(uint8_t(~b)) + carry;
+      b = uint8_t(v);
+      carry = v >> 8;
+    }
+  }
+  // Little-endian bytes -> big-endian base-1e9 limbs by repeated division.
+  std::vector<uint32_t> words;  // little-endian 32-bit words
+  for (size_t i = 0; i < n; i += 4) {
+    uint32_t w = 0;
+    for (size_t j = 0; j < 4 && i + j < n; ++j) w |= uint32_t(mag[i + j]) << (8 * j);
+    words.push_back(w);
+  }
+  while (!words.empty() && words.back() == 0) words.pop_back();
+  if (words.empty()) return "0";
+  std::vector<uint32_t> chunks;  // base 1e9, least significant first
+  while (!words.empty()) {
+    uint64_t rem = 0;
+    for (size_t i = words.size(); i-- > 0;) {
+      const uint64_t cur = (rem << 32) | words[i];
+      words[i] = uint32_t(cur / 1000000000u);
+      rem = cur % 1000000000u;
+    }
+    chunks.push_back(uint32_t(rem));
+    while (!words.empty() && words.back() == 0) words.pop_back();
+  }
+  std::string out = negative ? "-" : "";
+  out += std::to_string(chunks.back());
+  for (size_t i = chunks.size() - 1; i-- > 0;) {
+    std::string part = std::to_string(chunks[i]);
+    out += std::string(9 - part.size(), '0') + part;
+  }
+  return out;
+}
+
+}  // namespace detail
+
+namespace {
+
+using K = Value::Kind;
+
+// Opcodes (Python's pickletools names).
+enum Op : uint8_t {
+  MARK = '(', STOP = '.', POP = '0', POP_MARK = '1', DUP = '2', FLOAT = 'F', INT = 'I',
+  BININT = 'J', BININT1 = 'K', LONG = 'L', BININT2 = 'M', NONE = 'N', PERSID = 'P',
+  BINPERSID = 'Q', REDUCE = 'R', STRING = 'S', BINSTRING = 'T', SHORT_BINSTRING = 'U',
+  UNICODE = 'V', BINUNICODE = 'X', APPEND = 'a', BUILD = 'b', GLOBAL = 'c', DICT = 'd',
+  EMPTY_DICT = '}', APPENDS = 'e', GET = 'g', BINGET = 'h', INST = 'i', LONG_BINGET = 'j',
+  LIST = 'l', EMPTY_LIST = ']', OBJ = 'o', PUT = 'p', BINPUT = 'q', LONG_BINPUT = 'r',
+  SETITEM = 's', TUPLE = 't', EMPTY_TUPLE = ')', SETITEMS = 'u', BINFLOAT = 'G',
+  PROTO = 0x80, NEWOBJ = 0x81, EXT1 = 0x82, EXT2 = 0x83, EXT4 = 0x84, TUPLE1 = 0x85,
+  TUPLE2 = 0x86, TUPLE3 = 0x87, NEWTRUE = 0x88, NEWFALSE = 0x89, LONG1 = 0x8a, LONG4 = 0x8b,
+  BINBYTES = 'B', SHORT_BINBYTES = 'C', SHORT_BINUNICODE = 0x8c, BINUNICODE8 = 0x8d,
+  BINBYTES8 = 0x8e, EMPTY_SET = 0x8f, ADDITEMS = 0x90, FROZENSET = 0x91, NEWOBJ_EX = 0x92,
+  STACK_GLOBAL = 0x93, MEMOIZE = 0x94, FRAME = 0x95, BYTEARRAY8 = 0x96, NEXT_BUFFER = 0x97,
+  READONLY_BUFFER = 0x98,
+};
+
+constexpr size_t kMaxBigIntBytes = 4096;
+constexpr size_t kMaxLineBytes = 4096;
+constexpr size_t kMaxDims = 64;
+
+void appendUtf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += char(cp);
+  } else if (cp < 0x800) {
+    out += char(0xC0 | (cp >> 6));
+    out += char(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += char(0xE0 | (cp >> 12));
+    out += char(0x80 | ((cp >> 6) & 0x3F));
+    out += char(0x80 | (cp & 0x3F));
+  } else {
+    out += char(0xF0 | (cp >> 18));
+    out += char(0x80 | ((cp >> 12) & 0x3F));
+    out += char(0x80 | ((cp >> 6) & 0x3F));
+    out += char(0x80 | (cp & 0x3F));
+  }
+}
+
+std::string latin1ToUtf8(const uint8_t* p, size_t n) {
+  std::string out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) appendUtf8(out, p[i]);
+  return out;
+}
+
+// UTF-8 to latin-1 bytes (what `_codecs.encode(s, 'latin1')` gives);
+// false when a code point is above 255 or the UTF-8 is malformed.
+bool utf8ToLatin1(const std::string& s, std::string& out) {
+  out.clear();
+  for (size_t i = 0; i < s.size();) {
+    const uint8_t c = uint8_t(s[i]);
+    if (c < 0x80) {
+      out += char(c);
+      ++i;
+    } else if ((c & 0xE0) == 0xC0 && i + 1 < s.size()) {
+      const uint32_t cp = (uint32_t(c & 0x1F) << 6) | (uint8_t(s[i + 1]) & 0x3F);
+      if (cp > 0xFF) return false;
+      out += char(cp);
+      i += 2;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool isTorchRebuild(std::string_view name, std::string_view fn) {
+  return name.size() > fn.size() && name.substr(name.size() - fn.size()) == fn &&
+         (name.substr(0, name.size() - fn.size()) == "torch._utils." ||
+          name.substr(0, name.size() - fn.size()) == "torch._tensor.");
+}
+
+class Machine {
+ public:
+  Machine(ValueArena& arena, const std::string& what, const PickleLimits& limits,
+          const PersistentLoader& loader, TensorTable* table, const uint8_t* data, uint64_t size,
+          uint64_t base)
+      : m_arena(arena), m_what(what), m_limits(limits), m_loader(loader), m_table(table),
+        m_data(data), m_size(size), m_base(base) {}
+
+  PickleResult run() {
+    for (;;) {
+      m_opStart = m_pos;
+      const uint8_t op = u8();
+      if (op == STOP) {
+        if (m_stack.empty()) error("STOP with an empty stack");
+        return {m_stack.back(), m_pos};
+      }
+      step(op);
+    }
+  }
+
+ private:
+  // ---- errors and input -------------------------------------------------
+  [[noreturn]] void error(const std::string& msg) const {
+    fail(m_what + ": byte " + std::to_string(m_base + m_opStart) + ": " + msg);
+  }
+  void need(uint64_t n) const {
+    if (m_size - m_pos < n)
+      failTruncated(m_what + ": truncated: opcode at byte " + std::to_string(m_base + m_opStart) + " needs " +
+                    std::to_string(n) + " bytes, " + std::to_string(m_size - m_pos) + " left");
+  }
+  uint8_t u8() {
+    need(1);
+    return m_data[m_pos++];
+  }
+  uint64_t uintLE(int n) {
+    need(n);
+    uint64_t v = 0;
+    for (int i = 0; i < n; ++i) v |= uint64_t(m_data[m_pos + i]) << (8 * i);
+    m_pos += n;
+    return v;
+  }
+  const uint8_t* take(uint64_t n) {
+    if (n > m_limits.maxStringBytes)
+      error("a string of " + std::to_string(n) + " bytes is over the limit of " + std::to_string(m_limits.maxStringBytes));
+    need(n);
+    const uint8_t* p = m_data + m_pos;
+    m_pos += n;
+    return p;
+  }
+  std::string line() {
+    const uint64_t start = m_pos;
+    while (true) {
+      need(1);
+      if (m_data[m_pos] == '\n') break;
+      if (m_pos - start > kMaxLineBytes) error("text line longer than " + std::to_string(kMaxLineBytes) + " bytes");
+      ++m_pos;
+    }
+    std::string s(reinterpret_cast<const char*>(m_data + start), m_pos - start);
+    ++m_pos;
+    if (!s.empty() && s.back() == '\r') s.pop_back();
+    return s;
+  }
+
+  // ---- values -----------------------------------------------------------
+  Value* make(K kind) {
+    if (m_arena.size() >= m_limits.maxNodes) error("more than " + std::to_string(m_limits.maxNodes) + " values");
+    return m_arena.make(kind);
+  }
+  void push(Value* v) {
+    if (m_stack.size() + m_marks.size() >= m_limits.maxStack) error("stack deeper than " + std::to_string(m_limits.maxStack));
+    m_stack.push_back(v);
+  }
+  Value* pop() {
+    if (m_stack.empty() || (!m_marks.empty() && m_marks.back() == m_stack.size())) error("stack underflow");
+    Value* v = m_stack.back();
+    m_stack.pop_back();
+    return v;
+  }
+  Value* top() {
+    if (m_stack.empty() || (!m_marks.empty() && m_marks.back() == m_stack.size())) error("stack underflow");
+    return m_stack.back();
+  }
+  // Items above the topmost mark, which is removed.
+  std::vector<Value*> popMark() {
+    if (m_marks.empty()) error("no MARK on the stack");
+    const size_t at = m_marks.back();
+    m_marks.pop_back();
+    std::vector<Value*> items(m_stack.begin() + at, m_stack.end());
+    m_stack.resize(at);
+    return items;
+  }
+  void adopt(Value* parent, const Value* child) {
+    if (child->depth + 1 > parent->depth) {
+      parent->depth = child->depth + 1;
+      if (parent->depth > m_limits.maxDepth) error("nesting deeper than " + std::to_string(m_limits.maxDepth));
+    }
+  }
+  Value* makeInt(int64_t v) {
+    Value* n = make(K::Int);
+    n->integer = v;
+    return n;
+  }
+  Value* makeStr(std::string s) {
+    Value* n = make(K::Str);
+    n->text = std::move(s);
+    return n;
+  }
+  Value* makeSeq(K kind, const std::vector<Value*>& items) {
+    Value* n = make(kind);
+    n->items.reserve(items.size());
+    for (Value* v : items) {
+      adopt(n, v);
+      n->items.push_back(v);
+    }
+    return n;
+  }
+  Value* intFromBytes(const uint8_t* p, uint64_t n) {
+    if (n > kMaxBigIntBytes) error("integer of " + std::to_string(n) + " bytes is too large");
+    if (n == 0) return makeInt(0);
+    const bool negative = (p[n - 1] & 0x80) != 0;
+    bool fits = true;
+    for (uint64_t i = 8; i < n; ++i)
+      if (p[i] != (negative ? 0xFF : 0x00)) fits = false;
+    if (n > 8 && fits && bool(p[7] & 0x80) != negative) fits = false;
+    if (fits) {
+      uint64_t v = negative ? ~uint64_t(0) : 0;
+      for (uint64_t i = 0; i < std::min<uint64_t>(n, 8); ++i) {
+        v &= ~(uint64_t(0xFF) << (8 * i));
+        v |= uint64_t(p[i]) << (8 * i);
+      }
+      return makeInt(int64_t(v));
+    }
+    Value* big = make(K::BigInt);
+    big->text = detail::twosComplementToDecimal(p, n);
+    return big;
+  }
+  Value* intFromDecimal(std::string s) {
+    while (!s.empty() && (s.back() == 'L' || s.back() == ' ')) s.pop_back();
+    size_t i = 0;
+    while (i < s.size() && s[i] == ' ') ++i;
+    s = s.substr(i);
+    const bool negative = !s.empty() && (s[0] == '-' || s[0] == '+');
+    std::string digits = negative ? s.substr(1) : s;
+    if (digits.empty() || digits.size() > 2 * kMaxBigIntBytes ||
+        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      error("bad integer literal '" + s.substr(0, 40) + "'");
+    const bool minus = negative && s[0] == '-';
+    digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size() - 1));
+    errno = 0;
+    char* end = nullptr;
+    const std::string canon = (minus ? "-" : "") + digits;
+    const long long v = std::strtoll(canon.c_str(), &end, 10);
+    if (errno == 0 && end && *end == '\0') return makeInt(v);
+    Value* big = make(K::BigInt);
+    big->text = canon;
+    return big;
+  }
+
+  // ---- memo -------------------------------------------------------------
+  void memoPut(uint64_t key) {
+    Value* v = top();
+    if (m_memo.size() >= m_limits.maxMemo && !m_memo.count(key))
+      error("memo larger than " + std::to_string(m_limits.maxMemo) + " entries");
+    m_memo[key] = v;
+  }
+  void memoGet(uint64_t key) {
+    auto it = m_memo.find(key);
+    if (it == m_memo.end()) error("memo key " + std::to_string(key) + " is not defined");
+    push(it->second);
+  }
+  uint64_t decimalLine() {
+    const std::string s = line();
+    if (s.empty() || s.size() > 20 || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      error("bad memo key '" + s.substr(0, 40) + "'");
+    return std::stoull(s);
+  }
+
+  // ---- containers -------------------------------------------------------
+  void setItems(Value* target, const std::vector<Value*>& kv) {
+    if (kv.size() % 2) error("SETITEMS with an odd number of items");
+    if (target->kind != K::Dict && target->kind != K::Object)
+      error("SETITEM on a " + std::string(kindName(target->kind)));
+    target->entries.reserve(target->entries.size() + kv.size() / 2);
+    for (size_t i = 0; i < kv.size(); i += 2) {
+      adopt(target, kv[i]);
+      adopt(target, kv[i + 1]);
+      target->entries.emplace_back(kv[i], kv[i + 1]);
+    }
+  }
+  void appendItems(Value* target, const std::vector<Value*>& items) {
+    std::vector<const Value*>* dst = nullptr;
+    if (target->kind == K::List) dst = &target->items;
+    else if (target->kind == K::Object) dst = &target->listItems;
+    else error("APPEND on a " + std::string(kindName(target->kind)));
+    for (Value* v : items) {
+      adopt(target, v);
+      dst->push_back(v);
+    }
+  }
+
+  Value* global(std::string module, std::string name) {
+    if (module.empty() || name.empty() || module.size() > 512 || name.size() > 512)
+      error("bad global name '" + module.substr(0, 64) + "." + name.substr(0, 64) + "'");
+    for (char c : module + name)
+      if (uint8_t(c) < 32) error("control character in global name");
+    Value* g = make(K::Global);
+    g->text = module + "." + name;
+    return g;
+  }
+
+  // ---- calls: REDUCE, NEWOBJ, INST, OBJ ----------------------------------
+  const Value* arg(const Value* args, size_t i) const { return i < args->items.size() ? args->items[i] : nullptr; }
+
+  Value* opaque(const Value* callable, const Value* args) {
+    Value* obj = make(K::Object);
+    if (callable->kind == K::Global) {
+      obj->text = callable->text;
+    } else {
+      obj->text = "(call)";
+      obj->callee = callable;
+      adopt(obj, callable);
+    }
+    for (const Value* a : args->items) {
+      adopt(obj, a);
+      obj->items.push_back(a);
+    }
+    return obj;
+  }
+
+  Value* construct(Value* callable, Value* args) {
+    if (args->kind != K::Tuple) error("call arguments are a " + std::string(kindName(args->kind)) + ", not a tuple");
+    if (callable->kind != K::Global) return opaque(callable, args);
+    const std::string& name = callable->text;
+    const size_t n = args->items.size();
+
+    if (name == "collections.OrderedDict" || name == "builtins.dict" || name == "__builtin__.dict") {
+      Value* d = make(K::Dict);
+      if (n == 1 && args->items[0]->isSequence()) {
+        for (const Value* pair : args->items[0]->items) {
+          if (!pair->isSequence() || pair->items.size() != 2) return opaque(callable, args);
+          adopt(d, pair);
+          d->entries.emplace_back(pair->items[0], pair->items[1]);
+        }
+      } else if (n != 0) {
+        return opaque(callable, args);
+      }
+      return d;
+    }
+    if (name == "torch.Size" && n == 1 && args->items[0]->isSequence()) {
+      std::vector<Value*> items;
+      for (const Value* v : args->items[0]->items) items.push_back(const_cast<Value*>(v));
+      return makeSeq(K::Tuple, items);
+    }
+    if (name == "_codecs.encode" && n == 2 && args->items[0]->isStr() && args->items[1]->isStr()) {
+      const std::string& enc = args->items[1]->text;
+      Value* b = make(K::Bytes);
+      if (enc == "latin1" || enc == "latin-1" || enc == "iso-8859-1" || enc == "ISO-8859-1") {
+        if (!utf8ToLatin1(args->items[0]->text, b->text)) error("_codecs.encode: text is not latin-1");
+        return b;
+      }
+      if (enc == "utf-8" || enc == "utf8") {
+        b->text = args->items[0]->text;
+        return b;
+      }
+      return opaque(callable, args);
+    }
+    if (name == "builtins.set" || name == "__builtin__.set" || name == "builtins.frozenset" ||
+        name == "__builtin__.frozenset") {
+      if (n == 0) return make(K::Set);
+      if (n == 1 && (args->items[0]->isSequence() || args->items[0]->kind == K::Set)) {
+        std::vector<Value*> items;
+        for (const Value* v : args->items[0]->items) items.push_back(const_cast<Value*>(v));
+        return makeSeq(K::Set, items);
+      }
+      return opaque(callable, args);
+    }
+    if (name == "builtins.bytearray" || name == "__builtin__.bytearray" || name == "builtins.bytes" ||
+        name == "__builtin__.bytes") {
+      Value* b = make(K::Bytes);
+      if (n == 0) return b;
+      if (n == 1 && args->items[0]->kind == K::Bytes) {
+        b->text = args->items[0]->text;
+        return b;
+      }
+      if (n == 2 && args->items[0]->isStr() && args->items[1]->isStr() &&
+          utf8ToLatin1(args->items[0]->text, b->text))
+        return b;
+      return opaque(callable, args);
+    }
+    if ((name == "numpy.core.multiarray.scalar" || name == "numpy._core.multiarray.scalar") && n == 2) {
+      if (Value* v = numpyScalar(args->items[0], args->items[1])) return v;
+      return opaque(callable, args);
+    }
+    if ((name == "copyreg._reconstructor" || name == "copy_reg._reconstructor") && n >= 1 &&
+        args->items[0]->kind == K::Global) {
+      Value* obj = make(K::Object);
+      obj->text = args->items[0]->text;
+      return obj;
+    }
+    if ((name == "copyreg.__newobj__" || name == "copy_reg.__newobj__") && n >= 1 && args->items[0]->kind == K::Global) {
+      Value* obj = make(K::Object);
+      obj->text = args->items[0]->text;
+      for (size_t i = 1; i < n; ++i) {
+        adopt(obj, args->items[i]);
+        obj->items.push_back(args->items[i]);
+      }
+      return obj;
+    }
+    if (m_table && name.rfind("torch.", 0) == 0) {
+      if (Value* t = torchCall(callable, args)) return t;
+    }
+    return opaque(callable, args);
+  }
+
+  // numpy.core.multiarray.scalar(dtype, raw bytes) -> the number.
+  Value* numpyScalar(const Value* dtype, const Value* raw) {
+    if (dtype->kind != K::Object || dtype->text != "numpy.dtype" || dtype->items.empty() ||
+        !dtype->items[0]->isStr() || raw->kind != K::Bytes)
+      return nullptr;
+    const std::string& code = dtype->items[0]->text;  // "f8", "i4", "b1", ...
+    if (code.size() < 2) return nullptr;
+    const char kind = code[0];
+    const int size = std::atoi(code.c_str() + 1);
+    if (size <= 0 || size_t(size) != raw->text.size()) return nullptr;
+    bool big = false;
+    if (dtype->state && dtype->state->kind == K::Tuple && dtype->state->items.size() > 1 &&
+        dtype->state->items[1]->isStr())
+      big = dtype->state->items[1]->text == ">";
+    uint8_t b[8] = {};
+    if (size > 8) return nullptr;
+    for (int i = 0; i < size; ++i) b[i] = uint8_t(raw->text[big ? size - 1 - i : i]);
+    uint64_t u = 0;
+    std::memcpy(&u, b, 8);
+    if (kind == 'f') {
+      Value* f = make(K::Float);
+      if (size == 8) std::memcpy(&f->real, b, 8);
+      else if (size == 4) f->real = detail::bitsToFloat(uint32_t(u));
+      else if (size == 2) f->real = detail::halfToFloat(uint16_t(u));
+      else return nullptr;
+      return f;
+    }
+    if (kind == 'i') return intFromBytes(b, size);
+    if (kind == 'u') {
+      uint8_t ext[9] = {};
+      std::memcpy(ext, b, size);
+      return intFromBytes(ext, size + 1);  // zero-extended: never negative
+    }
+    if (kind == 'b' && size == 1) {
+      Value* v = make(K::Bool);
+      v->boolean = b[0] != 0;
+      return v;
+    }
+    return nullptr;
+  }
+
+  // ---- torch rebuild functions -----------------------------------------
+  int64_t intArg(const Value* v, const char* what, const std::string& fn) {
+    if (!v || v->kind != K::Int) error(fn + ": " + what + " is not an integer");
+    return v->integer;
+  }
+  std::vector<int64_t> dimsArg(const Value* v, const char* what, const std::string& fn) {
+    if (!v || !v->isSequence()) error(fn + ": " + what + " is not a tuple");
+    if (v->items.size() > kMaxDims) error(fn + ": " + what + " has " + std::to_string(v->items.size()) + " dimensions");
+    std::vector<int64_t> out;
+    for (const Value* d : v->items) {
+      const int64_t x = intArg(d, what, fn);
+      if (x < 0) error(fn + ": negative " + what + " " + std::to_string(x));
+      out.push_back(x);
+    }
+    return out;
+  }
+  bool boolArg(const Value* v) {
+    if (!v) return false;
+    if (v->kind == K::Bool) return v->boolean;
+    if (v->kind == K::Int) return v->integer != 0;
+    return false;
+  }
+  Value* tensorNode(TensorInfo info) {
+    Value* t = make(K::Tensor);
+    t->index = int64_t(m_table->tensors.size());
+    m_table->tensors.push_back(std::move(info));
+    return t;
+  }
+  TensorInfo& infoOf(const Value* t) { return m_table->tensors[size_t(t->index)]; }
+
+  // Fills storage, offset, shape and stride from (storage, offset, size, stride).
+  TensorInfo stridedTensor(const Value* args, const std::string& fn) {
+    const Value* st = arg(args, 0);
+    if (!st || st->kind != K::Storage) error(fn + ": argument 1 is not a storage");
+    TensorInfo info;
+    info.storage = int(st->index);
+    info.dtype = m_table->storages[size_t(st->index)].dtype;
+    info.storageOffset = intArg(arg(args, 1), "storage offset", fn);
+    if (info.storageOffset < 0) error(fn + ": negative storage offset");
+    info.shape = dimsArg(arg(args, 2), "size", fn);
+    info.stride = dimsArg(arg(args, 3), "stride", fn);
+    if (info.shape.size() != info.stride.size())
+      error(fn + ": size has " + std::to_string(info.shape.size()) + " dimensions, stride " +
+            std::to_string(info.stride.size()));
+    return info;
+  }
+
+  Value* torchCall(const Value* callable, const Value* args) {
+    const std::string& name = callable->text;
+    const size_t n = args->items.size();
+    if (isTorchRebuild(name, "_rebuild_tensor_v2") || isTorchRebuild(name, "_rebuild_tensor")) {
+      if (n < 4) error(name + ": expected at least 4 arguments, got " + std::to_string(n));
+      TensorInfo info = stridedTensor(args, name);
+      info.requiresGrad = boolArg(arg(args, 4));
+      return tensorNode(std::move(info));
+    }
+    if (isTorchRebuild(name, "_rebuild_tensor_v3")) {
+      if (n < 7) error(name + ": expected at least 7 arguments, got " + std::to_string(n));
+      TensorInfo info = stridedTensor(args, name);
+      info.requiresGrad = boolArg(arg(args, 4));
+      const Value* dt = arg(args, 6);
+      auto d = dt && dt->kind == K::Global ? dtypeFromTorchName(dt->text) : std::nullopt;
+      if (!d) error(name + ": unknown dtype " + (dt ? shortRepr(dt, 40) : "?"));
+      info.dtype = *d;
+      return tensorNode(std::move(info));
+    }
+    if (isTorchRebuild(name, "_rebuild_parameter") || isTorchRebuild(name, "_rebuild_parameter_with_state")) {
+      const Value* data = arg(args, 0);
+      if (!data || data->kind != K::Tensor) error(name + ": argument 1 is not a tensor");
+      TensorInfo& info = infoOf(data);
+      info.isParameter = true;
+      info.requiresGrad = boolArg(arg(args, 1));
+      return const_cast<Value*>(data);
+    }
+    if (isTorchRebuild(name, "_rebuild_qtensor")) {
+      if (n < 5) error(name + ": expected at least 5 arguments, got " + std::to_string(n));
+      TensorInfo info = stridedTensor(args, name);
+      const Value* q = arg(args, 4);
+      if (q && q->isSequence() && !q->items.empty()) {
+        const Value* scheme = q->items[0];
+        if (scheme->kind == K::Global) {
+          info.qscheme = scheme->text.substr(scheme->text.rfind('.') + 1);
+        } else if (scheme->kind == K::Object) {
+          info.qscheme = scheme->text;
+        }
+        if (q->items.size() >= 3 && q->items[1]->isNumber() && q->items[2]->isInt()) {
+          info.qscale = q->items[1]->number();
+          info.qzeroPoint = q->items[2]->integer;
+        }
+      }
+      info.requiresGrad = boolArg(arg(args, 5));
+      return tensorNode(std::move(info));
+    }
+    if (isTorchRebuild(name, "_rebuild_meta_tensor_no_storage")) {
+      if (n < 3) error(name + ": expected at least 3 arguments, got " + std::to_string(n));
+      const Value* dt = arg(args, 0);
+      auto d = dt && dt->kind == K::Global ? dtypeFromTorchName(dt->text) : std::nullopt;
+      if (!d) error(name + ": unknown dtype");
+      TensorInfo info;
+      info.dtype = *d;
+      info.isMeta = true;
+      info.shape = dimsArg(arg(args, 1), "size", name);
+      info.stride = dimsArg(arg(args, 2), "stride", name);
+      if (info.shape.size() != info.stride.size()) error(name + ": size and stride differ in length");
+      info.requiresGrad = boolArg(arg(args, 3));
+      return tensorNode(std::move(info));
+    }
+    if (name == "torch._tensor._rebuild_from_type_v2" || name == "torch._utils._rebuild_from_type_v2") {
+      // (func, new_type, args, state): call func(*args), then note the type.
+      const Value* func = arg(args, 0);
+      const Value* type = arg(args, 1);
+      const Value* inner = arg(args, 2);
+      if (!func || !inner || func->kind != K::Global || inner->kind != K::Tuple) return nullptr;
+      Value* t = construct(const_cast<Value*>(func), const_cast<Value*>(inner));
+      if (t->kind == K::Tensor && type && type->kind == K::Global) {
+        if (type->text == "torch.nn.parameter.Parameter") infoOf(t).isParameter = true;
+        else if (type->text != "torch.Tensor") infoOf(t).subclass = type->text;
+      }
+      return t;
+    }
+    return nullptr;
+  }
+
+  void build(Value* obj, Value* state) {
+    switch (obj->kind) {
+      case K::Dict:
+      case K::Object:
+        adopt(obj, state);
+        obj->state = state;
+        return;
+      case K::Tensor:
+        return;  // parameter / subclass state: nothing we show
+      default:
+        error("BUILD on a " + std::string(kindName(obj->kind)));
+    }
+  }
+
+  // ---- the opcode switch ------------------------------------------------
+  void step(uint8_t op) {
+    switch (op) {
+      case PROTO: {
+        const uint8_t proto = u8();
+        if (proto > 5) error("unsupported pickle protocol " + std::to_string(proto));
+        return;
+      }
+      case FRAME: {
+        const uint64_t len = uintLE(8);
+        if (len > m_size - m_pos) need(len);
+        return;
+      }
+      case MARK:
+        if (m_stack.size() + m_marks.size() >= m_limits.maxStack) error("too many MARKs");
+        m_marks.push_back(m_stack.size());
+        return;
+      case POP:
+        if (!m_stack.empty() && (m_marks.empty() || m_marks.back() < m_stack.size())) m_stack.pop_back();
+        else popMark();
+        return;
+      case POP_MARK: popMark(); return;
+      case DUP: push(top()); return;
+      case NONE: push(make(K::None)); return;
+      case NEWTRUE:
+      case NEWFALSE: {
+        Value* b = make(K::Bool);
+        b->boolean = op == NEWTRUE;
+        push(b);
+        return;
+      }
+      case INT: {
+        const std::string s = line();
+        if (s == "01" || s == "00") {
+          Value* b = make(K::Bool);
+          b->boolean = s == "01";
+          push(b);
+        } else {
+          push(intFromDecimal(s));
+        }
+        return;
+      }
+      case BININT: push(makeInt(int32_t(uint32_t(uintLE(4))))); return;
+      case BININT1: push(makeInt(u8())); return;
+      case BININT2: push(makeInt(int64_t(uintLE(2)))); return;
+      case LONG: push(intFromDecimal(line())); return;
+      case LONG1: {
+        const uint64_t n = u8();
+        push(intFromBytes(take(n), n));
+        return;
+      }
+      case LONG4: {
+        const int32_t n = int32_t(uint32_t(uintLE(4)));
+        if (n < 0) error("LONG4 with negative length");
+        if (uint64_t(n) > kMaxBigIntBytes) error("integer of " + std::to_string(n) + " bytes is too large");
+        push(intFromBytes(take(uint64_t(n)), uint64_t(n)));
+        return;
+      }
+      case FLOAT: {
+        const std::string s = line();
+        char* end = nullptr;
+        Value* f = make(K::Float);
+        f->real = std::strtod(s.c_str(), &end);
+        if (s.empty() || (end && *end != '\0')) error("bad float literal '" + s.substr(0, 40) + "'");
+        push(f);
+        return;
+      }
+      case BINFLOAT: {
+        need(8);
+        uint64_t bits = 0;
+        for (int i = 0; i < 8; ++i) bits = (bits << 8) | m_data[m_pos + i];
+        m_pos += 8;
+        Value* f = make(K::Float);
+        std::memcpy(&f->real, &bits, 8);
+        push(f);
+        return;
+      }
+      case STRING: {
+        std::string s = line();
+        if (s.size() < 2 || (s[0] != '\'' && s[0] != '"') || s.back() != s[0]) error("bad STRING literal");
+        push(makeStr(unescape(s.substr(1, s.size() - 2))));
+        return;
+      }
+      case BINSTRING: {
+        const int32_t n = int32_t(uint32_t(uintLE(4)));
+        if (n < 0) error("BINSTRING with negative length");
+        const uint8_t* p = take(uint64_t(n));
+        push(makeStr(latin1ToUtf8(p, size_t(n))));
+        return;
+      }
+      case SHORT_BINSTRING: {
+        const uint64_t n = u8();
+        const uint8_t* p = take(n);
+        push(makeStr(latin1ToUtf8(p, n)));
+        return;
+      }
+      case UNICODE: push(makeStr(rawUnicodeEscape(line()))); return;
+      case BINUNICODE:
+      case SHORT_BINUNICODE:
+      case BINUNICODE8: {
+        const uint64_t n = op == SHORT_BINUNICODE ? u8() : uintLE(op == BINUNICODE ? 4 : 8);
+        const uint8_t* p = take(n);
+        push(makeStr(std::string(reinterpret_cast<const char*>(p), n)));
+        return;
+      }
+      case BINBYTES:
+      case SHORT_BINBYTES:
+      case BINBYTES8:
+      case BYTEARRAY8: {
+        const uint64_t n = op == SHORT_BINBYTES ? u8() : uintLE(op == BINBYTES ? 4 : 8);
+        const uint8_t* p = take(n);
+        Value* b = make(K::Bytes);
+        b->text.assign(reinterpret_cast<const char*>(p), n);
+        push(b);
+        return;
+      }
+      case NEXT_BUFFER:
+      case READONLY_BUFFER: error("out-of-band buffers (pickle protocol 5) are not supported");
+      case EMPTY_TUPLE: push(make(K::Tuple)); return;
+      case TUPLE: push(makeSeq(K::Tuple, popMark())); return;
+      case TUPLE1:
+      case TUPLE2:
+      case TUPLE3: {
+        const size_t n = size_t(op - TUPLE1 + 1);
+        std::vector<Value*> items(n);
+        for (size_t i = n; i-- > 0;) items[i] = pop();
+        push(makeSeq(K::Tuple, items));
+        return;
+      }
+      case EMPTY_LIST: push(make(K::List)); return;
+      case LIST: push(makeSeq(K::List, popMark())); return;
+      case APPEND: {
+        Value* v = pop();
+        appendItems(top(), {v});
+        return;
+      }
+      case APPENDS: {
+        std::vector<Value*> items = popMark();
+        appendItems(top(), items);
+        return;
+      }
+      case EMPTY_DICT: push(make(K::Dict)); return;
+      case DICT: {
+        std::vector<Value*> kv = popMark();
+        Value* d = make(K::Dict);
+        setItems(d, kv);
+        push(d);
+        return;
+      }
+      case SETITEM: {
+        Value* v = pop();
+        Value* k = pop();
+        setItems(top(), {k, v});
+        return;
+      }
+      case SETITEMS: {
+        std::vector<Value*> kv = popMark();
+        setItems(top(), kv);
+        return;
+      }
+      case EMPTY_SET: push(make(K::Set)); return;
+      case ADDITEMS: {
+        std::vector<Value*> items = popMark();
+        Value* s = top();
+        if (s->kind != K::Set) error("ADDITEMS on a " + std::string(kindName(s->kind)));
+        for (Value* v : items) {
+          adopt(s, v);
+          s->items.push_back(v);
+        }
+        return;
+      }
+      case FROZENSET: push(makeSeq(K::Set, popMark())); return;
+      case GLOBAL: {
+        std::string module = line();
+        std::string name = line();
+        push(global(std::move(module), std::move(name)));
+        return;
+      }
+      case STACK_GLOBAL: {
+        Value* name = pop();
+        Value* module = pop();
+        if (!name->isStr() || !module->isStr()) error("STACK_GLOBAL needs two strings");
+        push(global(module->text, name->text));
+        return;
+      }
+      case REDUCE: {
+        Value* args = pop();
+        Value* callable = pop();
+        push(construct(callable, args));
+        return;
+      }
+      case NEWOBJ: {
+        Value* args = pop();
+        Value* cls = pop();
+        push(construct(cls, args));
+        return;
+      }
+      case NEWOBJ_EX: {
+        Value* kwargs = pop();
+        Value* args = pop();
+        Value* cls = pop();
+        Value* obj = construct(cls, args);
+        if (kwargs->kind == K::Dict && !kwargs->entries.empty() && obj->kind == K::Object) {
+          adopt(obj, kwargs);
+          obj->items.push_back(kwargs);
+        }
+        push(obj);
+        return;
+      }
+      case INST: {
+        std::string module = line();
+        std::string name = line();
+        Value* cls = global(std::move(module), std::move(name));
+        push(construct(cls, makeSeq(K::Tuple, popMark())));
+        return;
+      }
+      case OBJ: {
+        std::vector<Value*> items = popMark();
+        if (items.empty()) error("OBJ without a class");
+        Value* cls = items.front();
+        items.erase(items.begin());
+        push(construct(cls, makeSeq(K::Tuple, items)));
+        return;
+      }
+      case BUILD: {
+        Value* state = pop();
+        build(top(), state);
+        return;
+      }
+      case PERSID:
+      case BINPERSID: {
+        Value* pid = op == PERSID ? makeStr(line()) : pop();
+        if (!m_loader) error("persistent id in a pickle that allows none");
+        const Value* v = nullptr;
+        try {
+          v = m_loader(pid);
+        } catch (const FormatError& e) {
+          error(e.what());
+        }
+        push(const_cast<Value*>(v));
+        return;
+      }
+      case EXT1:
+      case EXT2:
+      case EXT4: error("extension registry codes are not supported");
+      case GET: memoGet(decimalLine()); return;
+      case BINGET: memoGet(u8()); return;
+      case LONG_BINGET: memoGet(uintLE(4)); return;
+      case PUT: memoPut(decimalLine()); return;
+      case BINPUT: memoPut(u8()); return;
+      case LONG_BINPUT: memoPut(uintLE(4)); return;
+      case MEMOIZE: memoPut(m_memo.size()); return;
+      default: {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "0x%02x", op);
+        error(std::string("unknown opcode ") + buf);
+      }
+    }
+  }
+
+  // Python 2 STRING literal: backslash escapes, latin-1 bytes.
+  std::string unescape(const std::string& s) {
+    std::string bytes;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (s[i] != '\\' || i + 1 == s.size()) {
+        bytes += s[i];
+        continue;
+      }
+      const char c = s[++i];
+      switch (c) {
+        case 'n': bytes += '\n'; break;
+        case 't': bytes += '\t'; break;
+        case 'r': bytes += '\r'; break;
+        case '0': bytes += '\0'; break;
+        case 'x':
+          if (i + 2 < s.size() && std::isxdigit(uint8_t(s[i + 1])) && std::isxdigit(uint8_t(s[i + 2]))) {
+            bytes += char(std::stoi(s.substr(i + 1, 2), nullptr, 16));
+            i += 2;
+          } else {
+            error("bad \\x escape in STRING literal");
+          }
+          break;
+        default: bytes += c;
+      }
+    }
+    return latin1ToUtf8(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  }
+
+  // UNICODE: raw-unicode-escape (latin-1 with \uXXXX and \UXXXXXXXX).
+  std::string rawUnicodeEscape(const std::string& s) {
+    std::string out;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (s[i] == '\\' && i + 1 < s.size() && (s[i + 1] == 'u' || s[i + 1] == 'U')) {
+        const size_t len = s[i + 1] == 'u' ? 4 : 8;
+        if (i + 2 + len <= s.size()) {
+          const std::string hex = s.substr(i + 2, len);
+          if (std::all_of(hex.begin(), hex.end(), [](char c) { return std::isxdigit(uint8_t(c)) != 0; })) {
+            const unsigned long cp = std::stoul(hex, nullptr, 16);
+            if (cp > 0x10FFFF) error("bad code point in UNICODE literal");
+            appendUtf8(out, uint32_t(cp));
+            i += 1 + len;
+            continue;
+          }
+        }
+      }
+      appendUtf8(out, uint8_t(s[i]));
+    }
+    return out;
+  }
+
+  ValueArena& m_arena;
+  const std::string& m_what;
+  const PickleLimits& m_limits;
+  const PersistentLoader& m_loader;
+  TensorTable* m_table;
+  const uint8_t* m_data;
+  uint64_t m_size;
+  uint64_t m_base;
+  uint64_t m_pos = 0;
+  uint64_t m_opStart = 0;
+  std::vector<Value*> m_stack;
+  std::vector<size_t> m_marks;
+  std::unordered_map<uint64_t, Value*> m_memo;
+};
+
+}  // namespace
+
+PickleReader::PickleReader(ValueArena& arena, std::string what, PickleLimits limits)
+    : m_arena(arena), m_what(std::move(what)), m_limits(limits) {}
+
+PickleResult PickleReader::parse(const uint8_t* data, uint64_t size, uint64_t baseOffset) {
+  Machine machine(m_arena, m_what, m_limits, m_loader, m_table, data, size, baseOffset);
+  return machine.run();
+}
+
+}  // namespace ckpt

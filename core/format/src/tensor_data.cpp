@@ -1,0 +1,107 @@
+#include "ckpt/format/tensor_data.h"
+
+#include <cstring>
+
+#include "numeric.h"
+
+namespace ckpt {
+
+TensorData::TensorData(TensorInfo info, ByteRegion region, uint64_t regionBase, bool bigEndian)
+    : m_info(std::move(info)), m_region(std::move(region)), m_base(regionBase), m_bigEndian(bigEndian) {
+  m_numel = m_info.numel();
+  m_elemSize = dtypeSize(m_info.dtype);
+}
+
+uint64_t TensorData::storagePosition(uint64_t flat) const {
+  uint64_t pos = uint64_t(m_info.storageOffset);
+  for (size_t d = m_info.shape.size(); d-- > 0;) {
+    const uint64_t n = uint64_t(m_info.shape[d]);
+    pos += (flat % n) * uint64_t(m_info.stride[d]);
+    flat /= n;
+  }
+  return pos;
+}
+
+const uint8_t* TensorData::elementPtr(uint64_t storagePos) const {
+  return m_region.data + (storagePos - m_base) * uint64_t(m_elemSize);
+}
+
+namespace {
+
+template <typename T>
+T load(const uint8_t* p, bool swap) {
+  uint8_t b[sizeof(T)];
+  std::memcpy(b, p, sizeof(T));
+  if (swap)
+    for (size_t i = 0; i < sizeof(T) / 2; ++i) std::swap(b[i], b[sizeof(T) - 1 - i]);
+  T v;
+  std::memcpy(&v, b, sizeof(T));
+  return v;
+}
+
+}  // namespace
+
+double TensorData::decode(const uint8_t* p, bool imag) const {
+  const bool sw = m_bigEndian;
+  switch (m_info.dtype) {
+    case DType::Float64: return load<double>(p, sw);
+    case DType::Float32: return load<float>(p, sw);
+    case DType::Float16: return detail::halfToFloat(load<uint16_t>(p, sw));
+    case DType::BFloat16: return detail::bf16ToFloat(load<uint16_t>(p, sw));
+    case DType::Int64: return double(load<int64_t>(p, sw));
+    case DType::Int32: return load<int32_t>(p, sw);
+    case DType::Int16: return load<int16_t>(p, sw);
+    case DType::Int8: return int8_t(*p);
+    case DType::UInt8: return *p;
+    case DType::Bool: return *p ? 1.0 : 0.0;
+    case DType::Complex32: return detail::halfToFloat(load<uint16_t>(p + (imag ? 2 : 0), sw));
+    case DType::Complex64: return load<float>(p + (imag ? 4 : 0), sw);
+    case DType::Complex128: return load<double>(p + (imag ? 8 : 0), sw);
+    case DType::QInt8: return int8_t(*p);
+    case DType::QUInt8: return *p;
+    case DType::QInt32: return load<int32_t>(p, sw);
+    case DType::QUInt4x2:
+    case DType::QUInt2x4: return *p;
+    case DType::Float8E4M3FN:
+    case DType::Float8E4M3FNUZ: return detail::fp8e4m3fnToFloat(*p);
+    case DType::Float8E5M2:
+    case DType::Float8E5M2FNUZ: return detail::fp8e5m2ToFloat(*p);
+    case DType::UInt16: return load<uint16_t>(p, sw);
+    case DType::UInt32: return load<uint32_t>(p, sw);
+    case DType::UInt64: return double(load<uint64_t>(p, sw));
+  }
+  return 0.0;
+}
+
+double TensorData::at(uint64_t flatIndex) const { return decode(elementPtr(storagePosition(flatIndex))); }
+
+std::complex<double> TensorData::complexAt(uint64_t flatIndex) const {
+  const uint8_t* p = elementPtr(storagePosition(flatIndex));
+  return {decode(p), dtypeIsComplex(m_info.dtype) ? decode(p, true) : 0.0};
+}
+
+void TensorData::forEach(const std::function<void(uint64_t, double)>& fn) const {
+  if (m_numel == 0) return;
+  if (m_info.isContiguous()) {
+    const uint8_t* p = elementPtr(uint64_t(m_info.storageOffset));
+    for (uint64_t i = 0; i < m_numel; ++i, p += m_elemSize) fn(i, decode(p));
+    return;
+  }
+  // Odometer over the dimensions: no division per element.
+  const size_t nd = m_info.shape.size();
+  std::vector<int64_t> idx(nd, 0);
+  uint64_t pos = uint64_t(m_info.storageOffset);
+  for (uint64_t i = 0; i < m_numel; ++i) {
+    fn(i, decode(elementPtr(pos)));
+    for (size_t d = nd; d-- > 0;) {
+      if (++idx[d] < m_info.shape[d]) {
+        pos += uint64_t(m_info.stride[d]);
+        break;
+      }
+      pos -= uint64_t(m_info.stride[d]) * uint64_t(m_info.shape[d] - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
+}  // namespace ckpt

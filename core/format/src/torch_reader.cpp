@@ -1,0 +1,265 @@
+// torch.save files: the zip format (PyTorch >= 1.6) and the legacy format.
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <unordered_map>
+
+#include "ckpt/format/checkpoint_file.h"
+#include "ckpt/format/error.h"
+#include "ckpt/format/zip_archive.h"
+
+namespace ckpt {
+namespace {
+
+using K = Value::Kind;
+
+// The legacy format's magic number, pickled first.
+constexpr std::string_view kLegacyMagic = "119547037146038801333356";
+constexpr int64_t kLegacyProtocolVersion = 1001;
+constexpr size_t kMaxKeyLength = 64;
+
+bool validStorageKey(const std::string& key) {
+  if (key.empty() || key.size() > kMaxKeyLength) return false;
+  return std::all_of(key.begin(), key.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+  });
+}
+
+// Registers the storages that persistent ids name, one Storage node each.
+// Zip ids are ('storage', cls, key, location, numel); legacy ids add
+// view_metadata.
+class StorageRegistry {
+ public:
+  StorageRegistry(ValueArena& arena, TensorTable& table, std::string recordPrefix, bool legacy)
+      : m_arena(arena), m_table(table), m_prefix(std::move(recordPrefix)), m_legacy(legacy) {}
+
+  const Value* load(const Value* pid) {
+    if (pid->kind != K::Tuple || pid->items.empty() || !pid->items[0]->isStr())
+      fail("persistent id is not a tuple starting with a string: " + shortRepr(pid, 80));
+    if (pid->items[0]->text != "storage")
+      fail("persistent id of type '" + pid->items[0]->text.substr(0, 40) + "' is not supported (only 'storage')");
+    const size_t want = m_legacy ? 6 : 5;
+    if (pid->items.size() < want)
+      fail("storage persistent id has " + std::to_string(pid->items.size()) + " fields, expected " + std::to_string(want));
+    const Value* cls = pid->items[1];
+    const Value* key = pid->items[2];
+    const Value* location = pid->items[3];
+    const Value* numel = pid->items[4];
+    if (cls->kind != K::Global) fail("storage type is not a class: " + shortRepr(cls, 60));
+    const std::string clsName = cls->text.substr(cls->text.rfind('.') + 1);
+    const auto dtype = dtypeFromStorageClass(clsName);
+    if (!dtype) fail("unknown storage type " + cls->text);
+    if (!key->isStr() || !validStorageKey(key->text))
+      fail("invalid storage key " + shortRepr(key, 80) + " (expected a short alphanumeric name)");
+    if (!location->isStr()) fail("storage location is not a string");
+    if (!numel->isInt() || numel->integer < 0) fail("storage " + key->text + ": invalid element count " + shortRepr(numel, 40));
+
+    std::string storageKey = key->text;
+    uint64_t viewOffset = 0;
+    std::string viewOf;
+    if (m_legacy && pid->items.size() > 5 && !pid->items[5]->isNone()) {
+      // (view_key, offset, view_size): a view into storage `key`.
+      const Value* vm = pid->items[5];
+      if (!vm->isSequence() || vm->items.size() != 3 || !vm->items[0]->isStr() || !vm->items[1]->isInt() ||
+          !vm->items[2]->isInt() || vm->items[1]->integer < 0 || vm->items[2]->integer < 0 ||
+          !validStorageKey(vm->items[0]->text))
+        fail("invalid storage view metadata " + shortRepr(vm, 80));
+      viewOf = storageKey;
+      storageKey = vm->items[0]->text;
+      viewOffset = uint64_t(vm->items[1]->integer);
+      ensure(viewOf, *dtype, uint64_t(numel->integer), location->text, "", 0);
+      return node(ensure(storageKey, *dtype, uint64_t(vm->items[2]->integer), location->text, viewOf, viewOffset));
+    }
+    return node(ensure(storageKey, *dtype, uint64_t(numel->integer), location->text, "", 0));
+  }
+
+  struct View {
+    int storage;
+    std::string base;
+    uint64_t offset;  // in elements
+  };
+  const std::vector<View>& views() const { return m_views; }
+  std::optional<int> find(const std::string& key) const {
+    auto it = m_byKey.find(key);
+    if (it == m_byKey.end()) return std::nullopt;
+    return it->second;
+  }
+
+ private:
+  int ensure(const std::string& key, DType dtype, uint64_t numel, const std::string& location,
+             const std::string& viewOf, uint64_t viewOffset) {
+    auto it = m_byKey.find(key);
+    if (it != m_byKey.end()) {
+      const StorageInfo& s = m_table.storages[size_t(it->second)];
+      if (s.dtype != dtype || s.numel != numel)
+        fail("storage " + key + " is described twice, differently (" + std::string(dtypeName(s.dtype)) + " x " +
+             std::to_string(s.numel) + " vs " + std::string(dtypeName(dtype)) + " x " + std::to_string(numel) + ")");
+      return it->second;
+    }
+    StorageInfo s;
+    s.key = key;
+    s.dtype = dtype;
+    s.numel = numel;
+    s.location = location;
+    if (!m_legacy) s.record = m_prefix + key;
+    const int index = int(m_table.storages.size());
+    m_table.storages.push_back(std::move(s));
+    m_byKey.emplace(key, index);
+    m_nodes.push_back(nullptr);
+    if (!viewOf.empty()) m_views.push_back({index, viewOf, viewOffset});
+    return index;
+  }
+  const Value* node(int index) {
+    if (!m_nodes[size_t(index)]) {
+      Value* v = m_arena.make(K::Storage);
+      v->index = index;
+      m_nodes[size_t(index)] = v;
+    }
+    return m_nodes[size_t(index)];
+  }
+
+  ValueArena& m_arena;
+  TensorTable& m_table;
+  std::string m_prefix;
+  bool m_legacy;
+  std::unordered_map<std::string, int> m_byKey;
+  std::vector<const Value*> m_nodes;
+  std::vector<View> m_views;
+};
+
+uint64_t le64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= uint64_t(p[i]) << (8 * i);
+  return v;
+}
+
+}  // namespace
+
+void CheckpointFile::loadTorchZip(const ReadOptions& options) {
+  m_format = FileFormat::TorchZip;
+  m_zip = std::make_unique<ZipArchive>(*m_file);
+  const auto& entries = m_zip->entries();
+  if (entries.empty()) fail("empty zip archive: not a PyTorch checkpoint");
+  const std::string& first = entries.front().name;
+  const size_t slash = first.find('/');
+  if (slash == std::string::npos)
+    fail("not a PyTorch archive: its first record '" + first.substr(0, 80) + "' is not inside a folder");
+  m_zipRoot = first.substr(0, slash + 1);
+  if (m_zip->find(m_zipRoot + "constants.pkl"))
+    fail("a TorchScript archive (torch.jit.save) is not supported: it holds a program, not a checkpoint; "
+         "save the model's state_dict with torch.save instead");
+  const ZipEntry* pkl = m_zip->find(m_zipRoot + "data.pkl");
+  if (!pkl) fail("not a PyTorch archive: no " + m_zipRoot + "data.pkl record");
+
+  if (const ZipEntry* order = m_zip->find(m_zipRoot + "byteorder")) {
+    const std::vector<uint8_t> b = m_zip->readAll(*order, 64);
+    const std::string s(b.begin(), b.end());
+    if (s == "big") m_bigEndian = true;
+    else if (s != "little") fail("record " + order->name + " says '" + s.substr(0, 20) + "', expected little or big");
+  }
+
+  const std::vector<uint8_t> pickle = m_zip->readAll(*pkl, options.maxPickleBytes);
+  StorageRegistry registry(m_arena, m_table, m_zipRoot + "data/", /*legacy=*/false);
+  PickleReader reader(m_arena, pkl->name, options.limits);
+  reader.setTensorTable(&m_table);
+  reader.setPersistentLoader([&registry](const Value* pid) { return registry.load(pid); });
+  m_root = reader.parse(pickle.data(), pickle.size()).root;
+
+  // A storage whose record is missing or short leaves the rest readable:
+  // its tensors carry the error, and `verify` reports it.
+  for (StorageInfo& s : m_table.storages) {
+    const ZipEntry* e = m_zip->find(s.record);
+    uint64_t need = 0;
+    if (!e) {
+      s.error = "record " + s.record + " is missing";
+    } else if (mulOverflows(s.numel, uint64_t(dtypeSize(s.dtype)), &need)) {
+      s.error = "storage " + s.key + " claims " + std::to_string(s.numel) + " elements: size overflows";
+    } else if (e->size < need) {
+      s.error = "record " + s.record + " holds " + std::to_string(e->size) + " bytes, but storage " + s.key +
+                " claims " + std::to_string(s.numel) + " x " + std::to_string(dtypeSize(s.dtype)) + " = " +
+                std::to_string(need) + " bytes";
+    }
+  }
+}
+
+void CheckpointFile::loadTorchLegacy(const ReadOptions& options) {
+  m_format = FileFormat::TorchLegacy;
+  const uint64_t size = m_file->size();
+  // The pickles come first and their length is only known by parsing them:
+  // map the file and let the page cache bring in just what the parser reads.
+  const ByteRegion all = m_file->map(0, size);
+  uint64_t pos = 0;
+  auto next = [&](const char* what, PickleLimits limits, const PersistentLoader& loader) {
+    PickleReader reader(m_arena, std::string("legacy ") + what + " pickle", limits);
+    if (loader) {
+      reader.setPersistentLoader(loader);
+      reader.setTensorTable(&m_table);
+    }
+    const PickleResult r = reader.parse(all.data + pos, size - pos, pos);
+    pos += r.end;
+    return r.root;
+  };
+  PickleLimits small;
+  small.maxNodes = m_arena.size() + 100000;
+  const Value* magic = next("magic number", small, {});
+  if (!(magic->kind == K::BigInt && magic->text == kLegacyMagic)) fail("legacy file: bad magic number");
+  const Value* protocol = next("protocol version", small, {});
+  if (!protocol->isInt() || protocol->integer != kLegacyProtocolVersion)
+    fail("legacy file: unsupported protocol version " + shortRepr(protocol, 40));
+  const Value* sysInfo = next("sys_info", small, {});
+  if (const Value* le = sysInfo->get("little_endian"); le && le->kind == K::Bool && !le->boolean)
+    fail("legacy file written on a big-endian machine: not supported");
+
+  StorageRegistry registry(m_arena, m_table, "", /*legacy=*/true);
+  m_root = next("main", options.limits, [&registry](const Value* pid) { return registry.load(pid); });
+  const Value* keys = next("storage keys", options.limits, {});
+  if (keys->kind != K::List) fail("legacy file: storage key list is a " + std::string(kindName(keys->kind)));
+
+  // Then, for each key in that order: int64 element count, then the bytes.
+  std::string truncated;
+  for (const Value* k : keys->items) {
+    if (!k->isStr()) fail("legacy file: storage key is not a string");
+    const auto idx = registry.find(k->text);
+    if (!idx) fail("legacy file lists storage '" + k->text.substr(0, 40) + "' that no tensor uses");
+    StorageInfo& s = m_table.storages[size_t(*idx)];
+    if (!truncated.empty()) {
+      s.error = truncated;
+      continue;
+    }
+    if (size - pos < 8) {
+      truncated = "truncated: storage " + s.key + " header at offset " + std::to_string(pos) + " lies past the end of the file";
+      s.error = truncated;
+      continue;
+    }
+    const uint64_t count = le64(all.data + pos);
+    uint64_t nbytes = 0, end = 0;
+    if (mulOverflows(count, uint64_t(dtypeSize(s.dtype)), &nbytes) || addOverflows(pos + 8, nbytes, &end) || end > size) {
+      truncated = "truncated: storage " + s.key + " claims " + std::to_string(count) + " elements at offset " +
+                  std::to_string(pos) + ", past the end of the file (" + std::to_string(size) + " bytes)";
+      s.error = truncated;
+      continue;
+    }
+    if (count != s.numel)
+      s.error = "storage " + s.key + " holds " + std::to_string(count) + " elements, the pickle says " + std::to_string(s.numel);
+    s.dataOffset = pos + 8;
+    s.dataOffsetKnown = true;
+    pos = end;
+  }
+  for (const auto& view : registry.views()) {
+    StorageInfo& v = m_table.storages[size_t(view.storage)];
+    const auto base = registry.find(view.base);
+    const StorageInfo& b = m_table.storages[size_t(*base)];
+    v.error = b.error;
+    if (!b.error.empty()) continue;
+    if (view.offset + v.numel > b.numel) {
+      v.error = "storage view " + v.key + " extends past its base storage " + b.key;
+      continue;
+    }
+    v.dataOffset = b.dataOffset + view.offset * uint64_t(dtypeSize(b.dtype));
+    v.dataOffsetKnown = true;
+  }
+  for (StorageInfo& s : m_table.storages)
+    if (!s.dataOffsetKnown && s.error.empty()) s.error = "storage " + s.key + " has no data in the file";
+}
+
+}  // namespace ckpt

@@ -1,0 +1,192 @@
+#include "ckpt/format/value.h"
+
+#include <cmath>
+#include <cstdio>
+#include <unordered_set>
+
+namespace ckpt {
+
+const Value* Value::get(std::string_view key) const {
+  if (kind != Kind::Dict) return nullptr;
+  for (const auto& [k, v] : entries)
+    if (k->kind == Kind::Str && k->text == key) return v;
+  return nullptr;
+}
+
+const Value* Value::get(int64_t key) const {
+  if (kind != Kind::Dict) return nullptr;
+  for (const auto& [k, v] : entries)
+    if (k->kind == Kind::Int && k->integer == key) return v;
+  return nullptr;
+}
+
+Value* ValueArena::make(Value::Kind kind) {
+  Value& v = m_nodes.emplace_back();
+  v.kind = kind;
+  return &v;
+}
+
+std::string_view kindName(Value::Kind kind) {
+  switch (kind) {
+    case Value::Kind::None: return "None";
+    case Value::Kind::Bool: return "bool";
+    case Value::Kind::Int: return "int";
+    case Value::Kind::BigInt: return "int";
+    case Value::Kind::Float: return "float";
+    case Value::Kind::Str: return "str";
+    case Value::Kind::Bytes: return "bytes";
+    case Value::Kind::List: return "list";
+    case Value::Kind::Tuple: return "tuple";
+    case Value::Kind::Set: return "set";
+    case Value::Kind::Dict: return "dict";
+    case Value::Kind::Tensor: return "tensor";
+    case Value::Kind::Storage: return "storage";
+    case Value::Kind::Global: return "global";
+    case Value::Kind::Object: return "object";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string formatFloat(double d) {
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", d);
+  // Shortest form that reads back the same, like Python's repr.
+  for (int prec = 1; prec <= 17; ++prec) {
+    char b[40];
+    std::snprintf(b, sizeof b, "%.*g", prec, d);
+    if (std::strtod(b, nullptr) == d) {
+      std::snprintf(buf, sizeof buf, "%s", b);
+      break;
+    }
+  }
+  std::string s = buf;
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+struct Repr {
+  std::string out;
+  size_t max;
+  std::unordered_set<const Value*> onPath;
+
+  bool full() const { return out.size() >= max; }
+
+  void quoted(const std::string& s) {
+    out += '\'';
+    for (char c : s) {
+      if (full()) return;
+      if (c == '\'' || c == '\\') out += '\\';
+      if (c == '\n') {
+        out += "\\n";
+        continue;
+      }
+      out += c;
+    }
+    out += '\'';
+  }
+
+  void seq(const std::vector<const Value*>& items, const char* open, const char* close) {
+    out += open;
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (i) out += ", ";
+      if (full()) {
+        out += "...";
+        break;
+      }
+      emit(items[i]);
+    }
+    out += close;
+  }
+
+  void emit(const Value* v) {
+    if (!v) {
+      out += "?";
+      return;
+    }
+    if (full()) {
+      out += "...";
+      return;
+    }
+    using K = Value::Kind;
+    switch (v->kind) {
+      case K::None: out += "None"; return;
+      case K::Bool: out += v->boolean ? "True" : "False"; return;
+      case K::Int: out += std::to_string(v->integer); return;
+      case K::BigInt: out += v->text; return;
+      case K::Float: out += formatFloat(v->real); return;
+      case K::Str: quoted(v->text); return;
+      case K::Bytes: {
+        out += "b'";
+        for (unsigned char c : v->text) {
+          if (full()) break;
+          if (c >= 32 && c < 127 && c != '\'' && c != '\\') {
+            out += char(c);
+          } else {
+            char b[8];
+            std::snprintf(b, sizeof b, "\\x%02x", c);
+            out += b;
+          }
+        }
+        out += "'";
+        return;
+      }
+      case K::Tensor: out += "tensor#" + std::to_string(v->index); return;
+      case K::Storage: out += "storage#" + std::to_string(v->index); return;
+      case K::Global: out += v->text; return;
+      default: break;
+    }
+    if (!onPath.insert(v).second) {
+      out += "<cycle>";
+      return;
+    }
+    switch (v->kind) {
+      case K::List: seq(v->items, "[", "]"); break;
+      case K::Tuple: seq(v->items, "(", v->items.size() == 1 ? ",)" : ")"); break;
+      case K::Set: seq(v->items, "{", "}"); break;
+      case K::Dict:
+        out += "{";
+        for (size_t i = 0; i < v->entries.size(); ++i) {
+          if (i) out += ", ";
+          if (full()) {
+            out += "...";
+            break;
+          }
+          emit(v->entries[i].first);
+          out += ": ";
+          emit(v->entries[i].second);
+        }
+        out += "}";
+        break;
+      case K::Object:
+        out += v->text;
+        seq(v->items, "(", ")");
+        if (v->state) {
+          out += " state=";
+          emit(v->state);
+        }
+        break;
+      default: break;
+    }
+    onPath.erase(v);
+  }
+};
+
+}  // namespace
+
+std::string shortRepr(const Value* v, size_t maxChars) {
+  Repr r{{}, maxChars, {}};
+  r.emit(v);
+  if (r.out.size() > maxChars + 3) {
+    r.out.resize(maxChars);
+    r.out += "...";
+  }
+  return r.out;
+}
+
+std::string formatPythonFloat(double d) { return formatFloat(d); }
+
+}  // namespace ckpt

@@ -1,0 +1,217 @@
+#include "ckpt/format/zip_archive.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "ckpt/format/error.h"
+
+namespace ckpt {
+namespace {
+
+constexpr uint32_t kEocdSig = 0x06054b50;
+constexpr uint32_t kZip64EocdSig = 0x06064b50;
+constexpr uint32_t kZip64LocatorSig = 0x07064b50;
+constexpr uint32_t kCentralSig = 0x02014b50;
+constexpr uint32_t kLocalSig = 0x04034b50;
+constexpr uint64_t kEocdSize = 22;
+constexpr uint64_t kMaxComment = 0xFFFF;
+// Deflate cannot shrink data by more than about 1032:1; a record that claims
+// more is a bomb.
+constexpr uint64_t kMaxDeflateRatio = 1100;
+
+uint16_t le16(const uint8_t* p) { return uint16_t(p[0] | (p[1] << 8)); }
+uint32_t le32(const uint8_t* p) {
+  return uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24);
+}
+uint64_t le64(const uint8_t* p) { return uint64_t(le32(p)) | (uint64_t(le32(p + 4)) << 32); }
+
+std::string hex32(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", v);
+  return buf;
+}
+
+}  // namespace
+
+ZipArchive::ZipArchive(const InputFile& file) : m_file(file) {
+  const uint64_t size = file.size();
+  if (size < kEocdSize) fail("truncated: zip end of central directory not found (file has " + std::to_string(size) + " bytes)");
+
+  // The end record sits at the very end unless a comment follows it; look in
+  // a small tail first, then in the largest tail a comment allows.
+  uint64_t eocd = UINT64_MAX;
+  std::vector<uint8_t> tail;
+  for (uint64_t want : {uint64_t(1024), kEocdSize + kMaxComment}) {
+    const uint64_t len = std::min(size, want);
+    tail = file.read(size - len, len);
+    for (uint64_t i = len - kEocdSize + 1; i-- > 0;) {
+      if (le32(&tail[i]) == kEocdSig && i + kEocdSize + le16(&tail[i + 20]) == len) {
+        eocd = size - len + i;
+        break;
+      }
+    }
+    if (eocd != UINT64_MAX || len == size) break;
+  }
+  if (eocd == UINT64_MAX) fail("truncated: zip central directory not found");
+  const uint8_t* e = &tail[tail.size() - (size - eocd)];
+  uint64_t count = le16(e + 10);
+  uint64_t cdSize = le32(e + 12);
+  uint64_t cdOffset = le32(e + 16);
+
+  // zip64: the locator sits just before the end record.
+  if (eocd >= 20) {
+    uint8_t loc[20];
+    file.read(eocd - 20, 20, loc);
+    if (le32(loc) == kZip64LocatorSig) {
+      const uint64_t rec = le64(loc + 8);
+      uint8_t z[56];
+      if (rec > eocd || eocd - rec < 56) fail("zip64 end record offset " + std::to_string(rec) + " is invalid");
+      file.read(rec, 56, z);
+      if (le32(z) != kZip64EocdSig) fail("zip64 end record not found at offset " + std::to_string(rec));
+      count = le64(z + 32);
+      cdSize = le64(z + 40);
+      cdOffset = le64(z + 48);
+    }
+  }
+  uint64_t cdEnd = 0;
+  if (addOverflows(cdOffset, cdSize, &cdEnd) || cdEnd > eocd)
+    fail("truncated: zip central directory (offset " + std::to_string(cdOffset) + ", " + std::to_string(cdSize) +
+         " bytes) lies past the end of the file");
+  if (count > cdSize / 46) fail("zip central directory claims " + std::to_string(count) + " entries in " + std::to_string(cdSize) + " bytes");
+
+  const std::vector<uint8_t> cd = file.read(cdOffset, cdSize);
+  m_entries.reserve(count);
+  uint64_t pos = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    const std::string where = "zip central directory entry " + std::to_string(i) + " at offset " + std::to_string(cdOffset + pos);
+    if (cdSize - pos < 46 || le32(&cd[pos]) != kCentralSig) fail(where + ": bad signature");
+    const uint8_t* h = &cd[pos];
+    ZipEntry entry;
+    entry.flags = le16(h + 8);
+    entry.method = le16(h + 10);
+    entry.crc = le32(h + 16);
+    entry.compressedSize = le32(h + 20);
+    entry.size = le32(h + 24);
+    const uint64_t nameLen = le16(h + 28), extraLen = le16(h + 30), commentLen = le16(h + 32);
+    entry.localHeaderOffset = le32(h + 42);
+    if (cdSize - pos < 46 + nameLen + extraLen + commentLen) fail(where + ": runs past the directory");
+    entry.name.assign(reinterpret_cast<const char*>(h + 46), nameLen);
+    // zip64 extra: the 64-bit values of the fields that hold 0xFFFFFFFF, in order.
+    const uint8_t* x = h + 46 + nameLen;
+    for (uint64_t off = 0; off + 4 <= extraLen;) {
+      const uint16_t id = le16(x + off), len = le16(x + off + 2);
+      if (off + 4 + len > extraLen) break;
+      if (id == 0x0001) {
+        const uint8_t* v = x + off + 4;
+        uint64_t left = len;
+        auto take = [&](uint64_t& field) {
+          if (field != 0xFFFFFFFF) return;
+          if (left < 8) fail(where + ": zip64 extra field too short");
+          field = le64(v);
+          v += 8;
+          left -= 8;
+        };
+        take(entry.size);
+        take(entry.compressedSize);
+        take(entry.localHeaderOffset);
+      }
+      off += 4 + len;
+    }
+    if (entry.localHeaderOffset > cdOffset)
+      fail(where + " (" + entry.name + "): local header offset " + std::to_string(entry.localHeaderOffset) + " lies past the data");
+    pos += 46 + nameLen + extraLen + commentLen;
+    m_entries.push_back(std::move(entry));
+  }
+  m_byName.reserve(m_entries.size());
+  for (size_t i = 0; i < m_entries.size(); ++i) m_byName.emplace(m_entries[i].name, i);
+}
+
+const ZipEntry* ZipArchive::find(std::string_view name) const {
+  auto it = m_byName.find(name);
+  return it == m_byName.end() ? nullptr : &m_entries[it->second];
+}
+
+uint64_t ZipArchive::dataOffset(const ZipEntry& e) const {
+  uint8_t h[30];
+  m_file.read(e.localHeaderOffset, 30, h);
+  if (le32(h) != kLocalSig) fail("zip record " + e.name + ": bad local header signature at offset " + std::to_string(e.localHeaderOffset));
+  const uint64_t off = e.localHeaderOffset + 30 + le16(h + 26) + le16(h + 28);
+  uint64_t end = 0;
+  if (addOverflows(off, e.compressedSize, &end) || end > m_file.size())
+    failTruncated("truncated: zip record " + e.name + " (" + std::to_string(e.compressedSize) + " bytes at offset " +
+                  std::to_string(off) + ") runs past the end of the file");
+  return off;
+}
+
+ByteRegion ZipArchive::bytes(const ZipEntry& e, uint64_t maxSize) const {
+  if (e.flags & 1) fail("zip record " + e.name + " is encrypted");
+  if (e.method == 0) {
+    if (e.compressedSize != e.size) fail("zip record " + e.name + ": stored record with different sizes");
+    return m_file.map(dataOffset(e), e.size);
+  }
+  if (e.method != 8) fail("zip record " + e.name + ": unsupported compression method " + std::to_string(e.method));
+  if (e.size > maxSize) fail("zip record " + e.name + " claims " + std::to_string(e.size) + " bytes, over the limit of " + std::to_string(maxSize));
+  uint64_t cap = 0;
+  if (mulOverflows(e.compressedSize + 1, kMaxDeflateRatio, &cap) || e.size > cap)
+    fail("zip record " + e.name + " claims " + std::to_string(e.size) + " bytes from " + std::to_string(e.compressedSize) + " compressed: not plausible");
+  const ByteRegion packed = m_file.map(dataOffset(e), e.compressedSize);
+  auto out = std::make_shared<std::vector<uint8_t>>(e.size);
+  z_stream zs{};
+  if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) fail("zlib init failed");
+  uint64_t inLeft = packed.size, outDone = 0;
+  const uint8_t* in = packed.data;
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    const uInt inChunk = uInt(std::min<uint64_t>(inLeft, 1u << 30));
+    const uInt outChunk = uInt(std::min<uint64_t>(e.size - outDone, 1u << 30));
+    zs.next_in = const_cast<Bytef*>(in);
+    zs.avail_in = inChunk;
+    zs.next_out = out->data() + outDone;
+    zs.avail_out = outChunk;
+    rc = inflate(&zs, Z_NO_FLUSH);
+    in += inChunk - zs.avail_in;
+    inLeft -= inChunk - zs.avail_in;
+    outDone += outChunk - zs.avail_out;
+    if (rc == Z_OK && zs.avail_out == outChunk && zs.avail_in == inChunk) rc = Z_BUF_ERROR;  // no progress
+  }
+  inflateEnd(&zs);
+  if (rc != Z_STREAM_END || outDone != e.size)
+    fail("zip record " + e.name + ": deflate stream is corrupt or does not match its size (" + std::to_string(outDone) +
+         " of " + std::to_string(e.size) + " bytes)");
+  ByteRegion region;
+  region.data = out->data();
+  region.size = out->size();
+  region.owner = std::move(out);
+  return region;
+}
+
+std::vector<uint8_t> ZipArchive::readAll(const ZipEntry& e, uint64_t maxSize) const {
+  if (e.size > maxSize) fail("zip record " + e.name + " is " + std::to_string(e.size) + " bytes, over the limit of " + std::to_string(maxSize));
+  if (e.method == 0 && !(e.flags & 1)) {
+    if (e.compressedSize != e.size) fail("zip record " + e.name + ": stored record with different sizes");
+    return m_file.read(dataOffset(e), e.size);
+  }
+  const ByteRegion r = bytes(e, maxSize);
+  return std::vector<uint8_t>(r.data, r.data + r.size);
+}
+
+std::string ZipArchive::checkCrc(const ZipEntry& e) const {
+  try {
+    const ByteRegion r = bytes(e);
+    uLong crc = crc32(0L, Z_NULL, 0);
+    for (uint64_t off = 0; off < r.size;) {
+      const uInt chunk = uInt(std::min<uint64_t>(r.size - off, 1u << 30));
+      crc = crc32(crc, r.data + off, chunk);
+      off += chunk;
+    }
+    if (uint32_t(crc) != e.crc)
+      return "record " + e.name + ": CRC mismatch (stored " + hex32(e.crc) + ", computed " + hex32(uint32_t(crc)) + ")";
+  } catch (const FormatError& err) {
+    return err.what();
+  }
+  return {};
+}
+
+}  // namespace ckpt

@@ -1,0 +1,180 @@
+#include "ckpt/index/scanner.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <map>
+
+#include <sys/stat.h>
+
+#include "ckpt/format/checkpoint_file.h"
+#include "ckpt/format/checkpoint_view.h"
+#include "ckpt/format/error.h"
+
+namespace fs = std::filesystem;
+
+namespace ckpt {
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool boundaryBefore(const std::string& s, size_t pos) {
+  return pos == 0 || !std::isalpha(static_cast<unsigned char>(s[pos - 1]));
+}
+
+// Digits after `word` (optionally after one '_' or '-') at a word boundary.
+std::optional<int64_t> numberAfter(const std::string& s, std::string_view word, bool separatorRequired) {
+  for (size_t pos = s.find(word); pos != std::string::npos; pos = s.find(word, pos + 1)) {
+    if (!boundaryBefore(s, pos)) continue;
+    size_t i = pos + word.size();
+    const bool sep = i < s.size() && (s[i] == '_' || s[i] == '-');
+    if (sep) ++i;
+    else if (separatorRequired) continue;
+    size_t j = i;
+    while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j])) && j - i < 18) ++j;
+    if (j > i) return std::stoll(s.substr(i, j - i));
+  }
+  return std::nullopt;
+}
+
+std::string stripError(const std::string& message, const std::string& path) {
+  if (message.rfind(path + ": ", 0) == 0) return message.substr(path.size() + 2);
+  return message;
+}
+
+}  // namespace
+
+std::string_view checkpointKindName(CheckpointKind k) {
+  switch (k) {
+    case CheckpointKind::Step: return "step";
+    case CheckpointKind::Final: return "final";
+    case CheckpointKind::Best: return "best";
+    case CheckpointKind::Latest: return "latest";
+    case CheckpointKind::Unknown: return "";
+  }
+  return "";
+}
+
+NameInfo parseCheckpointName(std::string_view fileName) {
+  std::string stem = lower(fileName);
+  if (const size_t dot = stem.rfind('.'); dot != std::string::npos && dot > 0) stem.resize(dot);
+  NameInfo info;
+  info.step = numberAfter(stem, "step", false);
+  if (!info.step) info.step = numberAfter(stem, "checkpoint", true);
+  if (!info.step) info.step = numberAfter(stem, "ckpt", true);
+  if (!info.step) info.step = numberAfter(stem, "iter", true);
+  if (stem.find("final") != std::string::npos) info.kind = CheckpointKind::Final;
+  else if (stem.rfind("best", 0) == 0) info.kind = CheckpointKind::Best;
+  else if (stem.rfind("latest", 0) == 0 || stem.rfind("last", 0) == 0) info.kind = CheckpointKind::Latest;
+  else if (info.step) info.kind = CheckpointKind::Step;
+  return info;
+}
+
+bool isCandidateName(std::string_view fileName) {
+  const std::string ext = lower(fs::path(fileName).extension().string());
+  return ext == ".pt" || ext == ".pth" || ext == ".bin" || ext == ".ckpt" || ext == ".safetensors";
+}
+
+CheckpointEntry describeCheckpoint(const std::string& path, const std::string& relative) {
+  CheckpointEntry e;
+  e.path = path;
+  e.file = relative;
+  const fs::path p(path);
+  NameInfo name = parseCheckpointName(p.filename().string());
+  if (!name.step && p.has_parent_path()) {
+    // Hugging Face style: checkpoint-500/pytorch_model.bin
+    const NameInfo dir = parseCheckpointName(p.parent_path().filename().string() + ".d");
+    if (dir.step) {
+      name.step = dir.step;
+      if (name.kind == CheckpointKind::Unknown) name.kind = CheckpointKind::Step;
+    }
+  }
+  try {
+    const auto file = CheckpointFile::open(path);
+    e.size = file->fileSize();
+    e.mtime = file->mtime();
+    e.format = std::string(formatName(file->format()));
+    const CheckpointView view(*file);
+    e.step = view.step() ? view.step() : name.step;
+    e.loss = view.loss();
+    e.runName = view.run();
+    e.stage = view.stage();
+    e.kind = name.kind;
+    if (view.isFinal()) e.kind = CheckpointKind::Final;
+    else if (e.kind == CheckpointKind::Unknown && e.step) e.kind = CheckpointKind::Step;
+  } catch (const std::exception& err) {
+    e.error = stripError(err.what(), path);
+    e.step = name.step;
+    e.kind = name.kind;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) {
+      e.size = uint64_t(st.st_size);
+      e.mtime = int64_t(st.st_mtime);
+    }
+  }
+  return e;
+}
+
+ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
+  ScanResult result;
+  result.root = root;
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) throw std::runtime_error(root + ": not a directory");
+
+  // Collect first so that progress knows the total.
+  std::vector<fs::path> files;
+  fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec);
+  if (ec) throw std::runtime_error(root + ": " + ec.message());
+  for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    const auto& entry = *it;
+    if (entry.is_directory(ec) && entry.path().filename().string().rfind('.', 0) == 0) {
+      it.disable_recursion_pending();  // .git, .cache, ...
+      continue;
+    }
+    if (!entry.is_regular_file(ec) || !isCandidateName(entry.path().filename().string())) continue;
+    const std::string ext = lower(entry.path().extension().string());
+    if (ext == ".bin" || ext == ".ckpt") {
+      try {
+        InputFile in(entry.path().string());
+        const Sniff s = sniffFile(in);
+        if (s != Sniff::Zip && s != Sniff::TorchLegacy && s != Sniff::Safetensors) continue;
+      } catch (const std::exception&) {
+        continue;
+      }
+    }
+    files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+
+  const fs::path rootPath(root);
+  std::map<std::string, RunEntry> runs;
+  for (size_t i = 0; i < files.size(); ++i) {
+    const fs::path& f = files[i];
+    const std::string rel = f.lexically_relative(rootPath).string();
+    CheckpointEntry entry = describeCheckpoint(f.string(), rel);
+    std::string runName = f.parent_path().lexically_relative(rootPath).string();
+    if (runName.empty() || runName == ".") runName = fs::absolute(rootPath).lexically_normal().filename().string();
+    if (runName.empty()) runName = fs::absolute(rootPath).lexically_normal().parent_path().filename().string();
+    RunEntry& run = runs[runName];
+    run.name = runName;
+    run.path = f.parent_path().string();
+    run.checkpoints.push_back(std::move(entry));
+    if (options.progress && !options.progress(i + 1, files.size())) break;
+  }
+  for (auto& [name, run] : runs) {
+    std::stable_sort(run.checkpoints.begin(), run.checkpoints.end(), [](const CheckpointEntry& a, const CheckpointEntry& b) {
+      const int64_t sa = a.step.value_or(INT64_MAX), sb = b.step.value_or(INT64_MAX);
+      if (sa != sb) return sa < sb;
+      return a.file < b.file;
+    });
+    result.runs.push_back(std::move(run));
+  }
+  return result;
+}
+
+}  // namespace ckpt
