@@ -182,7 +182,8 @@ void CheckpointFile::finish() {
     bool overflow = false;
     for (size_t d = 0; d < t.shape.size(); ++d)
       overflow |= mulOverflows(uint64_t(t.shape[d] - 1), uint64_t(t.stride[d]), &term) || addOverflows(last, term, &last);
-    overflow |= mulOverflows(last + 1, uint64_t(dtypeSize(t.dtype)), &endByte);
+    if (!overflow) endByte = dtypeBytesFor(t.dtype, last + 1);
+    overflow |= endByte == UINT64_MAX;
     if (overflow || endByte > s.nbytes())
       t.error = "extent (storage offset " + std::to_string(t.storageOffset) + ", size " + t.shapeString() +
                 ") needs " + (overflow ? std::string("an overflowing number of") : std::to_string(endByte)) +
@@ -213,12 +214,14 @@ TensorData CheckpointFile::tensorData(size_t i) const {
   if (t.isMeta || t.storage < 0) fail(where + " is a meta tensor: it has no data");
   if (!t.error.empty()) fail(where + ": " + t.error);
   const StorageInfo& s = m_table.storages[size_t(t.storage)];
-  const uint64_t es = uint64_t(dtypeSize(t.dtype));
   if (t.numel() == 0) return TensorData(t, ByteRegion{}, 0, m_bigEndian);
   uint64_t last = uint64_t(t.storageOffset);
   for (size_t d = 0; d < t.shape.size(); ++d) last += uint64_t(t.shape[d] - 1) * uint64_t(t.stride[d]);
-  const uint64_t first = uint64_t(t.storageOffset);
-  const uint64_t begin = first * es, length = (last + 1 - first) * es;
+  // Packed types (quint4x2) start the region at a byte boundary.
+  const uint64_t per = uint64_t(dtypeElementsPerByte(t.dtype));
+  const uint64_t first = uint64_t(t.storageOffset) - uint64_t(t.storageOffset) % per;
+  const uint64_t begin = dtypeBytesFor(t.dtype, first);
+  const uint64_t length = dtypeBytesFor(t.dtype, last + 1) - begin;
   try {
     if (m_zip) {
       const ZipEntry* e = m_zip->find(s.record);

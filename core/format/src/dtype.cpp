@@ -49,6 +49,20 @@ const DTypeRow& row(DType t) { return kRows[static_cast<size_t>(t)]; }
 std::string_view dtypeName(DType t) { return row(t).name; }
 int dtypeSize(DType t) { return row(t).size; }
 
+int dtypeElementsPerByte(DType t) {
+  if (t == DType::QUInt4x2) return 2;
+  if (t == DType::QUInt2x4) return 4;
+  return 1;
+}
+
+uint64_t dtypeBytesFor(DType t, uint64_t elements) {
+  const uint64_t per = uint64_t(dtypeElementsPerByte(t));
+  if (per > 1) return elements / per + (elements % per ? 1 : 0);
+  uint64_t n = 0;
+  if (__builtin_mul_overflow(elements, uint64_t(dtypeSize(t)), &n)) return UINT64_MAX;
+  return n;
+}
+
 bool dtypeIsComplex(DType t) {
   return t == DType::Complex32 || t == DType::Complex64 || t == DType::Complex128;
 }

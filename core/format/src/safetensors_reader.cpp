@@ -1,4 +1,5 @@
 // safetensors: u64 LE header length, a JSON header, then raw little-endian data.
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "ckpt/format/checkpoint_file.h"
@@ -89,6 +90,16 @@ void CheckpointFile::loadSafetensors(const ReadOptions& options) {
     t->index = int64_t(m_table.tensors.size());
     m_table.tensors.push_back(std::move(info));
     root->entries.emplace_back(str(name), t);
+  }
+  // Tensors may not share bytes (the safetensors format forbids it).
+  std::vector<std::pair<uint64_t, const StorageInfo*>> spans;
+  for (const StorageInfo& s : m_table.storages) spans.emplace_back(s.dataOffset, &s);
+  std::sort(spans.begin(), spans.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t i = 1; i < spans.size(); ++i) {
+    const StorageInfo& prev = *spans[i - 1].second;
+    if (prev.dataOffset + prev.nbytes() > spans[i].first)
+      fail("safetensors tensors '" + prev.key.substr(0, 100) + "' and '" + spans[i].second->key.substr(0, 100) +
+           "' overlap");
   }
   m_root = root;
 }

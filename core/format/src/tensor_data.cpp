@@ -10,6 +10,7 @@ TensorData::TensorData(TensorInfo info, ByteRegion region, uint64_t regionBase, 
     : m_info(std::move(info)), m_region(std::move(region)), m_base(regionBase), m_bigEndian(bigEndian) {
   m_numel = m_info.numel();
   m_elemSize = dtypeSize(m_info.dtype);
+  m_perByte = dtypeElementsPerByte(m_info.dtype);
 }
 
 uint64_t TensorData::storagePosition(uint64_t flat) const {
@@ -23,7 +24,17 @@ uint64_t TensorData::storagePosition(uint64_t flat) const {
 }
 
 const uint8_t* TensorData::elementPtr(uint64_t storagePos) const {
+  if (m_perByte > 1) return m_region.data + (storagePos - m_base) / uint64_t(m_perByte);
   return m_region.data + (storagePos - m_base) * uint64_t(m_elemSize);
+}
+
+double TensorData::valueAt(uint64_t storagePos) const {
+  if (m_perByte > 1) {
+    const int bits = 8 / m_perByte;
+    const int shift = int((storagePos - m_base) % uint64_t(m_perByte)) * bits;
+    return double((*elementPtr(storagePos) >> shift) & ((1 << bits) - 1));
+  }
+  return decode(elementPtr(storagePos));
 }
 
 namespace {
@@ -73,7 +84,7 @@ double TensorData::decode(const uint8_t* p, bool imag) const {
   return 0.0;
 }
 
-double TensorData::at(uint64_t flatIndex) const { return decode(elementPtr(storagePosition(flatIndex))); }
+double TensorData::at(uint64_t flatIndex) const { return valueAt(storagePosition(flatIndex)); }
 
 std::complex<double> TensorData::complexAt(uint64_t flatIndex) const {
   const uint8_t* p = elementPtr(storagePosition(flatIndex));
@@ -82,7 +93,7 @@ std::complex<double> TensorData::complexAt(uint64_t flatIndex) const {
 
 void TensorData::forEach(const std::function<void(uint64_t, double)>& fn) const {
   if (m_numel == 0) return;
-  if (m_info.isContiguous()) {
+  if (m_info.isContiguous() && m_perByte == 1) {
     const uint8_t* p = elementPtr(uint64_t(m_info.storageOffset));
     for (uint64_t i = 0; i < m_numel; ++i, p += m_elemSize) fn(i, decode(p));
     return;
@@ -92,7 +103,7 @@ void TensorData::forEach(const std::function<void(uint64_t, double)>& fn) const 
   std::vector<int64_t> idx(nd, 0);
   uint64_t pos = uint64_t(m_info.storageOffset);
   for (uint64_t i = 0; i < m_numel; ++i) {
-    fn(i, decode(elementPtr(pos)));
+    fn(i, valueAt(pos));
     for (size_t d = nd; d-- > 0;) {
       if (++idx[d] < m_info.shape[d]) {
         pos += uint64_t(m_info.stride[d]);

@@ -27,11 +27,7 @@ uint64_t TensorInfo::numel() const {
   return n;
 }
 
-uint64_t TensorInfo::nbytes() const {
-  uint64_t n = 0;
-  if (mulOverflows(numel(), uint64_t(dtypeSize(dtype)), &n)) return UINT64_MAX;
-  return n;
-}
+uint64_t TensorInfo::nbytes() const { return dtypeBytesFor(dtype, numel()); }
 
 bool TensorInfo::isContiguous() const {
   int64_t expected = 1;

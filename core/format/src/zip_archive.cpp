@@ -157,7 +157,8 @@ ByteRegion ZipArchive::bytes(const ZipEntry& e, uint64_t maxSize) const {
   if (mulOverflows(e.compressedSize + 1, kMaxDeflateRatio, &cap) || e.size > cap)
     fail("zip record " + e.name + " claims " + std::to_string(e.size) + " bytes from " + std::to_string(e.compressedSize) + " compressed: not plausible");
   const ByteRegion packed = m_file.map(dataOffset(e), e.compressedSize);
-  auto out = std::make_shared<std::vector<uint8_t>>(e.size);
+  // One spare byte: a stream that inflates to more than it claims fills it.
+  auto out = std::make_shared<std::vector<uint8_t>>(e.size + 1);
   z_stream zs{};
   if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) fail("zlib init failed");
   uint64_t inLeft = packed.size, outDone = 0;
@@ -165,7 +166,7 @@ ByteRegion ZipArchive::bytes(const ZipEntry& e, uint64_t maxSize) const {
   int rc = Z_OK;
   while (rc == Z_OK) {
     const uInt inChunk = uInt(std::min<uint64_t>(inLeft, 1u << 30));
-    const uInt outChunk = uInt(std::min<uint64_t>(e.size - outDone, 1u << 30));
+    const uInt outChunk = uInt(std::min<uint64_t>(e.size + 1 - outDone, 1u << 30));
     zs.next_in = const_cast<Bytef*>(in);
     zs.avail_in = inChunk;
     zs.next_out = out->data() + outDone;
@@ -181,6 +182,7 @@ ByteRegion ZipArchive::bytes(const ZipEntry& e, uint64_t maxSize) const {
     fail("zip record " + e.name + ": deflate stream is corrupt or does not match its size (" + std::to_string(outDone) +
          " of " + std::to_string(e.size) + " bytes)");
   ByteRegion region;
+  out->pop_back();
   region.data = out->data();
   region.size = out->size();
   region.owner = std::move(out);

@@ -41,6 +41,11 @@ enum class DType : uint8_t {
 [[nodiscard]] std::string_view dtypeName(DType t);
 // Bytes per element; quint4x2 / quint2x4 pack several values in one byte.
 [[nodiscard]] int dtypeSize(DType t);
+// quint4x2 packs 2 elements in a byte, quint2x4 packs 4 (low bits first);
+// every other type 1.
+[[nodiscard]] int dtypeElementsPerByte(DType t);
+// Bytes that `elements` consecutive elements occupy.
+[[nodiscard]] uint64_t dtypeBytesFor(DType t, uint64_t elements);
 [[nodiscard]] bool dtypeIsComplex(DType t);
 [[nodiscard]] bool dtypeIsQuantized(DType t);
 [[nodiscard]] bool dtypeIsFloatingPoint(DType t);

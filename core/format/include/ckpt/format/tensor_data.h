@@ -28,6 +28,7 @@ class TensorData {
  private:
   [[nodiscard]] uint64_t storagePosition(uint64_t flatIndex) const;
   [[nodiscard]] double decode(const uint8_t* p, bool imag = false) const;
+  [[nodiscard]] double valueAt(uint64_t storagePos) const;
 
   TensorInfo m_info;
   ByteRegion m_region;
@@ -35,6 +36,7 @@ class TensorData {
   bool m_bigEndian = false;
   uint64_t m_numel = 0;
   int m_elemSize = 0;
+  int m_perByte = 1;
 };
 
 }  // namespace ckpt

@@ -1,0 +1,218 @@
+// The pickle interpreter opcode by opcode, on hand-assembled pickles whose
+// values are worked out by hand (Python's pickletools documents each opcode).
+#include <QtTest>
+
+#include <chrono>
+#include <cmath>
+
+#include "ckpt/format/checkpoint_file.h"
+#include "ckpt/format/error.h"
+#include "ckpt/format/json_export.h"
+#include "ckpt/format/pickle_reader.h"
+
+using namespace ckpt;
+using K = Value::Kind;
+
+namespace {
+
+struct Parsed {
+  ValueArena arena;
+  const Value* root = nullptr;
+};
+
+std::unique_ptr<Parsed> parse(const std::string& bytes, PickleLimits limits = {}) {
+  auto p = std::make_unique<Parsed>();
+  PickleReader reader(p->arena, "test.pkl", limits);
+  p->root = reader.parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()).root;
+  return p;
+}
+
+std::string errorOf(const std::string& bytes, PickleLimits limits = {}) {
+  try {
+    parse(bytes, limits);
+  } catch (const FormatError& e) {
+    return e.what();
+  }
+  return {};
+}
+
+std::string s(std::initializer_list<int> bytes) {
+  std::string out;
+  for (int b : bytes) out += char(b);
+  return out;
+}
+
+}  // namespace
+
+class TestPickle : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void long1_data() {
+    QTest::addColumn<QString>("bytes");  // hex of LONG1's payload
+    QTest::addColumn<QString>("expected");
+    QTest::newRow("zero-length") << "" << "0";
+    QTest::newRow("-1") << "ff" << "-1";
+    QTest::newRow("255") << "ff00" << "255";
+    QTest::newRow("2^31") << "0000008000" << "2147483648";
+    QTest::newRow("int64 max") << "ffffffffffffff7f" << "9223372036854775807";
+    QTest::newRow("int64 min") << "0000000000000080" << "-9223372036854775808";
+    QTest::newRow("2^63") << "000000000000008000" << "9223372036854775808";
+    QTest::newRow("2^64") << "000000000000000001" << "18446744073709551616";
+    QTest::newRow("-2^64") << "0000000000000000ff" << "-18446744073709551616";
+    QTest::newRow("2^70") << "00000000000000004000" << "1180591620717411303424";
+    QTest::newRow("-2^63-1") << "ffffffffffffff7fff" << "-9223372036854775809";
+    QTest::newRow("sign-extended -5 in 9 bytes") << "fbffffffffffffffff" << "-5";
+  }
+  void long1() {
+    QFETCH(QString, bytes);
+    QFETCH(QString, expected);
+    const QByteArray raw = QByteArray::fromHex(bytes.toLatin1());
+    const std::string pkl = s({0x80, 2, 0x8a, int(raw.size())}) + raw.toStdString() + ".";
+    const auto p = parse(pkl);
+    const std::string got = p->root->kind == K::Int ? std::to_string(p->root->integer) : p->root->text;
+    QCOMPARE(QString::fromStdString(got), expected);
+    // Values that fit in int64 are Int, the rest exact BigInt digits.
+    const bool fits = expected.toLongLong() != 0 || expected == "0";
+    QCOMPARE(p->root->kind == K::Int, fits);
+  }
+
+  void scalars() {
+    // (BININT2 0xffff, BININT -1, BININT1 7, BINFLOAT 1.5, NEWTRUE, NONE)
+    const auto p = parse(s({0x80, 2, '(', 'M', 0xff, 0xff, 'J', 0xff, 0xff, 0xff, 0xff, 'K', 7, 'G', 0x3f, 0xf8, 0, 0, 0,
+                            0, 0, 0, 0x88, 'N', 't', '.'}));
+    QCOMPARE(p->root->kind, K::Tuple);
+    QCOMPARE(p->root->items.size(), size_t(6));
+    QCOMPARE(p->root->items[0]->integer, int64_t(65535));
+    QCOMPARE(p->root->items[1]->integer, int64_t(-1));
+    QCOMPARE(p->root->items[2]->integer, int64_t(7));
+    QCOMPARE(p->root->items[3]->real, 1.5);
+    QCOMPARE(p->root->items[4]->boolean, true);
+    QCOMPARE(p->root->items[5]->kind, K::None);
+  }
+
+  void protocol0Text() {
+    // (I42, I01 (True), L...L big, F0.25, S'a\n', V\u00e9) as a list.
+    const std::string pkl = "(lp0\nI42\naI01\naL123456789012345678901234567890L\naF0.25\naS'a\\n'\naV\\u00e9\na.";
+    const auto p = parse(pkl);
+    QCOMPARE(p->root->kind, K::List);
+    QCOMPARE(p->root->items.size(), size_t(6));
+    QCOMPARE(p->root->items[0]->integer, int64_t(42));
+    QCOMPARE(p->root->items[1]->kind, K::Bool);
+    QCOMPARE(p->root->items[2]->text, std::string("123456789012345678901234567890"));
+    QCOMPARE(p->root->items[3]->real, 0.25);
+    QCOMPARE(p->root->items[4]->text, std::string("a\n"));
+    QCOMPARE(p->root->items[5]->text, std::string("\xc3\xa9"));
+  }
+
+  void orderedDictMetadataIsAnAttribute() {
+    // OrderedDict() with one item, then BUILD {'_metadata': {}}.
+    static const char raw[] = "\x80\x02" "ccollections\nOrderedDict\nq\x00)Rq\x01X\x01\x00\x00\x00" "aK\x01s}q\x02X\t\x00\x00\x00_metadata}sb.";
+    const auto p = parse(std::string(raw, sizeof raw - 1));
+    QCOMPARE(p->root->kind, K::Dict);
+    QCOMPARE(p->root->entries.size(), size_t(1));
+    QVERIFY(p->root->get("a"));
+    QVERIFY(!p->root->get("_metadata"));
+    QVERIFY(p->root->state && p->root->state->get("_metadata"));
+  }
+
+  void codecsEncodeIsBytes() {
+    // _codecs.encode('\xff\x00', 'latin1') -> b'\xff\x00' (the str is UTF-8 c3 bf 00).
+    const std::string pkl = s({0x80, 2, 'c'}) + "_codecs\nencode\n" + s({'X', 3, 0, 0, 0, 0xc3, 0xbf, 0}) +
+                            s({'X', 6, 0, 0, 0}) + "latin1" + s({0x86, 'R', '.'});
+    const auto p = parse(pkl);
+    QCOMPARE(p->root->kind, K::Bytes);
+    QCOMPARE(p->root->text, std::string("\xff\x00", 2));
+  }
+
+  void unknownGlobalIsOpaqueAndNotRun() {
+    // posix.system('touch /tmp/x') -> an Object that records the call.
+    const std::string pkl = s({0x80, 2, 'c'}) + "posix\nsystem\n" + s({'X', 12, 0, 0, 0}) + "touch /tmp/x" + s({0x85, 'R', '.'});
+    const auto p = parse(pkl);
+    QCOMPARE(p->root->kind, K::Object);
+    QCOMPARE(p->root->text, std::string("posix.system"));
+    QCOMPARE(p->root->items.size(), size_t(1));
+    QCOMPARE(p->root->items[0]->text, std::string("touch /tmp/x"));
+    const auto j = valueToJson(p->root);
+    QCOMPARE(j["$object"].get<std::string>(), std::string("posix.system"));
+  }
+
+  void memoSharingAndCycles() {
+    // L = []; L.append(L); (L, L)
+    const auto p = parse(s({0x80, 2, ']', 'q', 0, 'h', 0, 'a', 'h', 0, 0x86, '.'}));
+    QCOMPARE(p->root->kind, K::Tuple);
+    QCOMPARE(p->root->items[0], p->root->items[1]);  // one node, shared
+    QCOMPARE(p->root->items[0]->items[0], p->root->items[0]);  // the cycle
+    const auto j = valueToJson(p->root);
+    QCOMPARE(j["$tuple"][0][0]["$cycle"].get<bool>(), true);
+    QVERIFY(shortRepr(p->root).find("<cycle>") != std::string::npos);
+    int tensors = 0;
+    walkTensors(p->root, [&](const Value*, const TensorPath&) { ++tensors; });
+    QCOMPARE(tensors, 0);
+  }
+
+  void sharedDagDoesNotExplode() {
+    // L0 = []; L(n) = [L(n-1), L(n-1)] for 64 levels: 2^64 leaves if expanded.
+    std::string pkl = s({0x80, 2, ']', 'q', 0});
+    for (int i = 1; i <= 64; ++i) pkl += s({'(', 'h', i - 1, 'h', i - 1, 'l', 'q', i});
+    pkl += ".";
+    const auto p = parse(pkl);
+    const auto start = std::chrono::steady_clock::now();
+    const auto j = valueToJson(p->root, 100000);
+    walkTensors(p->root, [](const Value*, const TensorPath&) {});
+    (void)shortRepr(p->root, 200);
+    // Bounded by the budget: finishes at once instead of never.
+    QVERIFY(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+    QVERIFY(j.dump().find("$truncated") != std::string::npos);
+  }
+
+  void limits_data() {
+    QTest::addColumn<QByteArray>("pickle");
+    QTest::addColumn<QString>("message");
+    std::string deep = s({0x80, 2});
+    for (int i = 0; i < 5000; ++i) deep += ']';
+    for (int i = 0; i < 4999; ++i) deep += 'a';
+    deep += '.';
+    QTest::newRow("deep nesting") << QByteArray::fromStdString(deep) << "nesting deeper than 1000";
+    QTest::newRow("string bomb") << QByteArray::fromStdString(s({0x80, 4, 0x8d, 0, 0, 0, 0, 0, 1, 0, 0, 'x'}))
+                                 << "over the limit";
+    QTest::newRow("string past end") << QByteArray::fromStdString(s({0x80, 2, 'X', 0xff, 0xff, 0, 0, 'a'})) << "truncated";
+    QTest::newRow("undefined memo") << QByteArray::fromStdString(s({0x80, 2, 'j', 0xf0, 0xff, 0xff, 0xff, '.'}))
+                                    << "memo key 4294967280 is not defined";
+    QTest::newRow("no STOP") << QByteArray::fromStdString(s({0x80, 2, 'K', 1})) << "truncated";
+    QTest::newRow("stack underflow") << QByteArray::fromStdString(s({0x80, 2, 'a', '.'})) << "stack underflow";
+    QTest::newRow("unknown opcode") << QByteArray::fromStdString(s({0x80, 2, 0xff, '.'})) << "unknown opcode 0xff";
+    QTest::newRow("huge LONG4") << QByteArray::fromStdString(s({0x80, 2, 0x8b, 0, 0, 0, 0x40})) << "too large";
+    QTest::newRow("protocol 6") << QByteArray::fromStdString(s({0x80, 6, 'N', '.'})) << "unsupported pickle protocol 6";
+    QTest::newRow("BUILD on a list") << QByteArray::fromStdString(s({0x80, 2, ']', '}', 'b', '.'})) << "BUILD on a list";
+    QTest::newRow("persistent id without loader") << QByteArray::fromStdString(s({0x80, 2, 'N', 'Q', '.'}))
+                                                  << "persistent id";
+  }
+  void limits() {
+    QFETCH(QByteArray, pickle);
+    QFETCH(QString, message);
+    const std::string err = errorOf(pickle.toStdString());
+    QVERIFY2(!err.empty(), "expected an error");
+    QVERIFY2(err.find(message.toStdString()) != std::string::npos, err.c_str());
+    QVERIFY2(err.find("test.pkl") == 0, err.c_str());  // names the buffer
+  }
+
+  void memoKeysAreSparse() {
+    // LONG_BINPUT at 0xfffffff0 must not pre-size anything.
+    const auto p = parse(s({0x80, 2, 'K', 5, 'r', 0xf0, 0xff, 0xff, 0xff, '0', 'j', 0xf0, 0xff, 0xff, 0xff, '.'}));
+    QCOMPARE(p->root->integer, int64_t(5));
+  }
+
+  void nodeLimit() {
+    PickleLimits limits;
+    limits.maxNodes = 100;
+    std::string pkl = s({0x80, 2, '('});
+    for (int i = 0; i < 1000; ++i) pkl += 'N';
+    pkl += "l.";
+    const std::string err = errorOf(pkl, limits);
+    QVERIFY2(err.find("more than 100 values") != std::string::npos, err.c_str());
+  }
+};
+
+QTEST_GUILESS_MAIN(TestPickle)
+#include "tst_pickle.moc"
