@@ -1,5 +1,6 @@
 #include "ckpt/format/json_export.h"
 
+#include <algorithm>
 #include <cmath>
 #include <unordered_set>
 
@@ -106,6 +107,7 @@ json valueToJson(const Value* v, size_t maxNodes) {
 }
 
 json toJson(const CheckpointFile& file, size_t maxNodes) {
+  if (maxNodes == 0) maxNodes = std::max<size_t>(1'000'000, 4 * file.valueCount());
   json doc;
   doc["file"] = file.path();
   doc["format"] = std::string(formatName(file.format()));

@@ -14,8 +14,8 @@ namespace ckpt {
 struct PickleLimits {
   uint32_t maxDepth = 1000;            // container nesting
   uint64_t maxStringBytes = 1ull << 30;  // one str / bytes
-  uint64_t maxNodes = 50'000'000;      // values created
-  uint64_t maxMemo = 50'000'000;       // memo entries
+  uint64_t maxNodes = 10'000'000;      // values created (about 1.7 GB at most)
+  uint64_t maxMemo = 10'000'000;       // memo entries
   uint64_t maxStack = 10'000'000;      // stack + marks
 };
 
