@@ -197,6 +197,28 @@ class TestPickle : public QObject {
     QVERIFY2(err.find("test.pkl") == 0, err.c_str());  // names the buffer
   }
 
+  void pythonFloatRepr_data() {
+    QTest::addColumn<double>("value");
+    QTest::addColumn<QString>("repr");  // what Python's repr() prints
+    QTest::newRow("10000.0") << 10000.0 << "10000.0";
+    QTest::newRow("1e15") << 1e15 << "1000000000000000.0";
+    QTest::newRow("1e16") << 1e16 << "1e+16";
+    QTest::newRow("0.0001") << 0.0001 << "0.0001";
+    QTest::newRow("1e-05") << 1e-05 << "1e-05";
+    QTest::newRow("0.1") << 0.1 << "0.1";
+    QTest::newRow("-2.5") << -2.5 << "-2.5";
+    QTest::newRow("1/3") << 1.0 / 3 << "0.3333333333333333";
+    QTest::newRow("6e-05") << 6e-05 << "6e-05";
+    QTest::newRow("1.5e300") << 1.5e300 << "1.5e+300";
+    QTest::newRow("123.456") << 123.456 << "123.456";
+    QTest::newRow("-0.0") << -0.0 << "-0.0";
+  }
+  void pythonFloatRepr() {
+    QFETCH(double, value);
+    QFETCH(QString, repr);
+    QCOMPARE(QString::fromStdString(formatPythonFloat(value)), repr);
+  }
+
   void memoKeysAreSparse() {
     // LONG_BINPUT at 0xfffffff0 must not pre-size anything.
     const auto p = parse(s({0x80, 2, 'K', 5, 'r', 0xf0, 0xff, 0xff, 0xff, '0', 'j', 0xf0, 0xff, 0xff, 0xff, '.'}));

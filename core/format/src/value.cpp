@@ -1,6 +1,8 @@
 #include "ckpt/format/value.h"
 
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <unordered_set>
 
@@ -49,23 +51,41 @@ std::string_view kindName(Value::Kind kind) {
 
 namespace {
 
+// Python's float repr: the shortest digits that read back the same, in
+// fixed notation for 1e-4 <= |d| < 1e16, scientific otherwise.
 std::string formatFloat(double d) {
   if (std::isnan(d)) return "nan";
   if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", d);
-  // Shortest form that reads back the same, like Python's repr.
-  for (int prec = 1; prec <= 17; ++prec) {
-    char b[40];
-    std::snprintf(b, sizeof b, "%.*g", prec, d);
-    if (std::strtod(b, nullptr) == d) {
-      std::snprintf(buf, sizeof buf, "%s", b);
-      break;
-    }
+  if (d == 0) return std::signbit(d) ? "-0.0" : "0.0";
+  char buf[48];
+  for (int prec = 0; prec <= 16; ++prec) {
+    std::snprintf(buf, sizeof buf, "%.*e", prec, d);
+    if (std::strtod(buf, nullptr) == d) break;
   }
-  std::string s = buf;
-  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
-  return s;
+  // buf: [-]D[.DDD]e[+-]XX
+  std::string sci = buf;
+  const size_t e = sci.find('e');
+  const int exp = std::atoi(sci.c_str() + e + 1);
+  std::string digits;
+  for (size_t i = 0; i < e; ++i)
+    if (std::isdigit(static_cast<unsigned char>(sci[i]))) digits += sci[i];
+  const std::string sign = d < 0 ? "-" : "";
+  if (exp >= -4 && exp < 16) {
+    std::string out;
+    if (exp < 0) {
+      out = "0." + std::string(size_t(-exp - 1), '0') + digits;
+    } else if (size_t(exp) + 1 >= digits.size()) {
+      out = digits + std::string(size_t(exp) + 1 - digits.size(), '0') + ".0";
+    } else {
+      out = digits.substr(0, size_t(exp) + 1) + "." + digits.substr(size_t(exp) + 1);
+    }
+    return sign + out;
+  }
+  std::string mant = digits.substr(0, 1);
+  if (digits.size() > 1) mant += "." + digits.substr(1);
+  char ex[16];
+  std::snprintf(ex, sizeof ex, "e%c%02d", exp < 0 ? '-' : '+', std::abs(exp));
+  return sign + mant + ex;
 }
 
 struct Repr {

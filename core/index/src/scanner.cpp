@@ -170,6 +170,17 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
     std::stable_sort(run.checkpoints.begin(), run.checkpoints.end(), [](const CheckpointEntry& a, const CheckpointEntry& b) {
       const int64_t sa = a.step.value_or(INT64_MAX), sb = b.step.value_or(INT64_MAX);
       if (sa != sb) return sa < sb;
+      // At one step: the step file, then best / latest copies, then final.
+      auto rank = [](CheckpointKind k) {
+        switch (k) {
+          case CheckpointKind::Step: return 0;
+          case CheckpointKind::Best: return 1;
+          case CheckpointKind::Latest: return 2;
+          case CheckpointKind::Final: return 3;
+          default: return 4;
+        }
+      };
+      if (rank(a.kind) != rank(b.kind)) return rank(a.kind) < rank(b.kind);
       return a.file < b.file;
     });
     result.runs.push_back(std::move(run));

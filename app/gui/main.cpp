@@ -1,0 +1,79 @@
+// ckptscope [--screenshot OUT.png] [DIR|FILE...]: the desktop app.
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QTimer>
+#include <cstdio>
+#include <cstring>
+
+#include "mainwindow.h"
+#include "screenshot.h"
+
+namespace {
+
+// How long --screenshot waits for the scan and the first summary.
+constexpr int kScreenshotTimeoutMs = 5 * 60 * 1000;
+
+void complain(const QString& message) { std::fprintf(stderr, "ckptscope: %s\n", qPrintable(message)); }
+
+// --screenshot needs no display: without one (and without a platform chosen
+// by the user) render with the offscreen platform instead of failing to start.
+void preferOffscreenForScreenshots(int argc, char** argv) {
+  bool screenshot = false;
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--screenshot") == 0 || std::strncmp(argv[i], "--screenshot=", 13) == 0) screenshot = true;
+  if (screenshot && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && qEnvironmentVariableIsEmpty("DISPLAY") &&
+      qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY"))
+    qputenv("QT_QPA_PLATFORM", "offscreen");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  preferOffscreenForScreenshots(argc, argv);
+  QApplication app(argc, argv);
+  QApplication::setApplicationName("CkptScope");
+  QApplication::setApplicationVersion(CKPT_VERSION);
+
+  QCommandLineParser parser;
+  parser.setApplicationDescription("Explore PyTorch checkpoints and training runs.");
+  parser.addHelpOption();
+  parser.addVersionOption();
+  const QCommandLineOption screenshot(
+      "screenshot", "Open the paths, wait until the first checkpoint is shown, write the window to OUT.png and exit.",
+      "OUT.png");
+  parser.addOption(screenshot);
+  parser.addPositionalArgument("paths", "Directories to scan and checkpoint files to open.", "[DIR|FILE...]");
+  parser.process(app);
+
+  ckpt::MainWindow window;
+  const QStringList paths = parser.positionalArguments();
+
+  if (parser.isSet(screenshot)) {
+    const QString out = parser.value(screenshot);
+    // Rendered off screen even where there is a display; QT_QPA_PLATFORM=offscreen works too.
+    window.setAttribute(Qt::WA_DontShowOnScreen);
+    window.resize(ckpt::kScreenshotSize);
+    window.show();
+    auto shoot = [&window, out] {
+      QString error;
+      if (!ckpt::saveScreenshot(&window, out, &error)) {
+        complain(error);
+        QCoreApplication::exit(1);
+        return;
+      }
+      QCoreApplication::exit(0);
+    };
+    if (paths.isEmpty()) QTimer::singleShot(0, &app, shoot);  // nothing to load: the empty window
+    // Queued: let the layout settle before grabbing.
+    QObject::connect(&window, &ckpt::MainWindow::loaded, &app, shoot, Qt::QueuedConnection);
+    QTimer::singleShot(kScreenshotTimeoutMs, &app, [] {
+      complain("timed out waiting for the checkpoints to load");
+      QCoreApplication::exit(1);
+    });
+  } else {
+    window.resize(1280, 800);
+    window.show();
+  }
+  if (!paths.isEmpty()) window.openPaths(paths);
+  return app.exec();
+}

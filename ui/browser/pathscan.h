@@ -1,0 +1,33 @@
+#pragma once
+
+#include <QString>
+#include <QStringList>
+#include <functional>
+#include <vector>
+
+#include "ckpt/index/scanner.h"
+
+namespace ckpt {
+
+// One top-level row of the browser: a run found by scanning a directory, the
+// "Files" given directly on the command line, or a directory that could not
+// be scanned (then `error` says why and `checkpoints` is empty).
+struct BrowseGroup {
+  enum class Kind { Run, Files };
+  Kind kind = Kind::Run;
+  QString name;
+  QString path;  // the run's directory; empty for Files
+  QString error;
+  std::vector<CheckpointEntry> checkpoints;
+};
+
+// Scans every path: directories with ckpt::scanDirectory (each run becomes a
+// group), anything else with ckpt::describeCheckpoint into one "Files"
+// group. Reads no tensor bytes and never throws. Meant for a worker thread:
+// `progress(done, total)` is called after each file and stops the scan when
+// it returns false. With more than one directory, run names are prefixed
+// with their directory's name so they stay apart.
+using ScanProgress = std::function<bool(size_t done, size_t total)>;
+[[nodiscard]] std::vector<BrowseGroup> scanPaths(const QStringList& paths, const ScanProgress& progress = {});
+
+}  // namespace ckpt
