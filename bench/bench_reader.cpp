@@ -1,0 +1,595 @@
+// bench_reader: how fast CkptScope reads a checkpoint's metadata and tensor
+// table, how much memory that costs, and how fast it lists a directory.
+//
+//   bench_reader FILE [--iters N] [--dir DIR] [--dir-runs N]
+//                [--cli PATH] [--launches N] [--json OUT.json]
+//
+// In-process figure: CheckpointFile::open(FILE) + CheckpointView + walking the
+// tensor table (name, dtype, shape of every tensor) + reading step, loss and
+// config; median over N iterations after a warm-up. The file's page cache is
+// warm (the same file is read over and over): this measures the reader, not
+// the disk.
+// Memory: VmRSS (and the heap bytes malloc hands out) before the first open and
+// after one opened file is kept alive with its view and tensor walk.
+// Breakdown: the same work split into the phases CheckpointFile::open goes
+// through, rebuilt here from the library's public pieces (InputFile,
+// ZipArchive, PickleReader, walkTensors), so a miss can be pinned on a phase.
+// --dir: scanDirectory(DIR) (what `ckptscope-cli ls` does), median of runs.
+// --cli: fresh `PATH info FILE > /dev/null` processes (posix_spawn + waitpid),
+// median of launches; `/bin/true` is timed the same way as the spawn floor.
+#include <fcntl.h>
+#include <malloc.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ckpt/format/checkpoint_file.h"
+#include "ckpt/format/checkpoint_view.h"
+#include "ckpt/format/error.h"
+#include "ckpt/format/input_file.h"
+#include "ckpt/format/pickle_reader.h"
+#include "ckpt/format/zip_archive.h"
+#include "ckpt/index/scanner.h"
+
+extern char** environ;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using json = nlohmann::ordered_json;
+using ckpt::Value;
+
+double secondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Keeps the optimiser from dropping work whose result nobody reads.
+volatile uint64_t g_sink = 0;
+
+struct Stats {
+  double median = 0, min = 0, p90 = 0, mean = 0;
+  size_t n = 0;
+};
+
+Stats stats(std::vector<double> v) {
+  Stats s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.n = v.size();
+  s.min = v.front();
+  s.median = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  s.p90 = v[std::min(v.size() - 1, size_t(double(v.size()) * 0.9))];
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean = sum / double(v.size());
+  return s;
+}
+
+json statsJson(const Stats& s, double scale) {
+  return json{{"median", s.median * scale}, {"min", s.min * scale}, {"p90", s.p90 * scale},
+              {"mean", s.mean * scale}, {"n", s.n}};
+}
+
+// /proc/self/status field in kB ("VmRSS", "VmHWM").
+long procStatusKb(const char* field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  const size_t n = std::strlen(field);
+  while (std::getline(in, line))
+    if (line.compare(0, n, field) == 0 && line.size() > n && line[n] == ':') return std::atol(line.c_str() + n + 1);
+  return -1;
+}
+
+size_t heapInUse() {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+  const struct mallinfo2 mi = mallinfo2();
+  return mi.uordblks + mi.hblkhd;
+#else
+  return 0;
+#endif
+}
+
+// The work the headline figure measures, on an opened file: the view, step /
+// loss / config, and every tensor's name, dtype and shape.
+uint64_t describe(const ckpt::CheckpointFile& file) {
+  const ckpt::CheckpointView view(file);
+  uint64_t h = 0;
+  if (view.step()) h += uint64_t(*view.step());
+  if (view.loss()) h += uint64_t(*view.loss() * 1000);
+  if (const Value* c = view.config())
+    for (const auto& [k, v] : c->entries) h += k->text.size() + uint64_t(v->kind);
+  for (const ckpt::TensorInfo& t : file.tensors()) {
+    const std::string name = ckpt::joinPath(t.path);
+    const std::string_view dtype = ckpt::dtypeName(t.dtype);
+    h += name.size() + dtype.size();
+    for (int64_t d : t.shape) h += uint64_t(d);
+  }
+  return h;
+}
+
+uint64_t openAndDescribe(const std::string& path) {
+  const auto file = ckpt::CheckpointFile::open(path);
+  return describe(*file);
+}
+
+double threadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
+// Wall-clock seconds per call; `cpu`, when given, gets this thread's CPU
+// seconds per call (what the work costs when other processes compete for
+// the cores: the wall figure then includes time spent waiting for one).
+template <class F>
+std::vector<double> timeIt(size_t warmup, size_t iters, F&& f, std::vector<double>* cpu = nullptr) {
+  for (size_t i = 0; i < warmup; ++i) f();
+  std::vector<double> t;
+  t.reserve(iters);
+  if (cpu) cpu->reserve(iters);
+  for (size_t i = 0; i < iters; ++i) {
+    const double c0 = cpu ? threadCpuSeconds() : 0;
+    const auto t0 = Clock::now();
+    f();
+    t.push_back(secondsSince(t0));
+    if (cpu) cpu->push_back(threadCpuSeconds() - c0);
+  }
+  return t;
+}
+
+// ---- phase breakdown ------------------------------------------------------
+
+// The floor under any pickle parser: step over every opcode and its
+// argument bytes, build nothing. Knows the opcodes torch.save writes
+// (FORMAT.md section 2); returns -1 on any other.
+int64_t opcodeScan(const uint8_t* p, uint64_t n) {
+  uint64_t i = 0;
+  int64_t ops = 0;
+  auto le = [&](uint64_t at, int bytes) {
+    uint64_t v = 0;
+    for (int b = 0; b < bytes; ++b) v |= uint64_t(p[at + uint64_t(b)]) << (8 * b);
+    return v;
+  };
+  while (i < n) {
+    const uint8_t op = p[i++];
+    ++ops;
+    switch (op) {
+      case '.': return ops;  // STOP
+      case 0x80: case 'K': case 'q': case 'h': i += 1; break;  // PROTO BININT1 BINPUT BINGET
+      case 'M': i += 2; break;                                  // BININT2
+      case 'J': case 'r': case 'j': i += 4; break;              // BININT LONG_BINPUT LONG_BINGET
+      case 'G': case 0x95: i += 8; break;                       // BINFLOAT FRAME
+      case 'X': case 'T': case 'B': i += 4 + le(i, 4); break;   // BINUNICODE BINSTRING BINBYTES
+      case 0x8c: case 'U': case 'C': case 0x8a: i += 1 + p[i]; break;  // SHORT_BINUNICODE ... LONG1
+      case 'c':                                                  // GLOBAL: two lines
+        for (int line = 0; line < 2; ++line) {
+          while (i < n && p[i] != '\n') ++i;
+          ++i;
+        }
+        break;
+      case '(': case 't': case 0x85: case 0x86: case 0x87: case ')': case '}': case ']': case 's':
+      case 'u': case 'a': case 'e': case 0x88: case 0x89: case 'N': case 'R': case 'b': case 0x81:
+      case 'Q': case '0': case '1': case 0x94: case 0x93: case 0x8f: case 0x90: case 0x91:
+        break;
+      default: return -1;
+    }
+  }
+  return -1;
+}
+
+// What torch_reader.cpp's (internal) StorageRegistry does for zip files:
+// one Storage node per key, registered in the tensor table.
+struct Registry {
+  ckpt::ValueArena& arena;
+  ckpt::TensorTable& table;
+  std::string prefix;
+  std::unordered_map<std::string, int> byKey;
+  std::vector<const Value*> nodes;
+
+  const Value* load(const Value* pid) {
+    if (pid->kind != Value::Kind::Tuple || pid->items.size() < 5) ckpt::fail("bad persistent id");
+    const Value* cls = pid->items[1];
+    const std::string& key = pid->items[2]->text;
+    auto it = byKey.find(key);
+    int index;
+    if (it != byKey.end()) {
+      index = it->second;
+    } else {
+      ckpt::StorageInfo s;
+      s.key = key;
+      s.dtype = ckpt::dtypeFromStorageClass(cls->text.substr(cls->text.rfind('.') + 1)).value_or(ckpt::DType::UInt8);
+      s.numel = uint64_t(pid->items[4]->integer);
+      s.location = pid->items[3]->text;
+      s.record = prefix + key;
+      index = int(table.storages.size());
+      table.storages.push_back(std::move(s));
+      byKey.emplace(key, index);
+      nodes.push_back(nullptr);
+    }
+    if (!nodes[size_t(index)]) {
+      Value* v = arena.make(Value::Kind::Storage);
+      v->index = index;
+      nodes[size_t(index)] = v;
+    }
+    return nodes[size_t(index)];
+  }
+};
+
+struct Phase {
+  const char* name;
+  const char* what;
+  std::vector<double> times;
+};
+
+json breakdown(const std::string& path, size_t iters, std::vector<Phase>& phases, json& counts) {
+  enum { kOpen, kZip, kPklRead, kParse, kRecords, kFinish, kView, kWalk, kTeardown, kMapNames, kCount };
+  phases = {
+      {"file open + sniff", "InputFile (open, fstat) + sniffFile (pread 512 B)", {}},
+      {"zip directory", "ZipArchive: EOCD/zip64 reads, central directory parse, name map", {}},
+      {"pickle read", "find data.pkl, local header read, pread of data.pkl into a vector", {}},
+      {"pickle parse", "PickleReader::parse: Value tree, memo, TensorInfo per rebuild", {}},
+      {"storage records", "zip find() of every storage record + size check (as loadTorchZip)", {}},
+      {"finish (walkTensors)", "walkTensors over the tree: renumber + copy TensorInfo with its path", {}},
+      {"CheckpointView", "CheckpointView ctor: model_state/optimizer/metadata, step, loss, config", {}},
+      {"tensor table walk", "joinPath + dtypeName + shape of every tensor", {}},
+      {"teardown", "destroying the Value arena, tensor table, zip directory, file", {}},
+      {"(not in headline) view.entries()", "state-dict names, tie detection, optimizer mapping", {}},
+  };
+  for (auto& p : phases) p.times.reserve(iters);
+
+  const auto file = ckpt::CheckpointFile::open(path);  // for the view / walk phases
+
+  auto once = [&](bool record) {
+    auto t = Clock::now();
+    auto lap = [&](int phase) {
+      const auto now = Clock::now();
+      if (record) phases[size_t(phase)].times.push_back(std::chrono::duration<double>(now - t).count());
+      t = now;
+    };
+    auto inp = std::make_unique<ckpt::InputFile>(path);
+    ckpt::InputFile& in = *inp;
+    if (ckpt::sniffFile(in) != ckpt::Sniff::Zip) ckpt::fail("not a zip");
+    lap(kOpen);
+    auto zipp = std::make_unique<ckpt::ZipArchive>(in);
+    ckpt::ZipArchive& zip = *zipp;
+    const std::string& first = zip.entries().front().name;
+    const std::string root = first.substr(0, first.find('/') + 1);
+    lap(kZip);
+    const ckpt::ZipEntry* pkl = zip.find(root + "data.pkl");
+    (void)zip.find(root + "constants.pkl");
+    (void)zip.find(root + "byteorder");
+    auto bytesp = std::make_unique<std::vector<uint8_t>>(zip.readAll(*pkl, 1ull << 30));
+    const std::vector<uint8_t>& bytes = *bytesp;
+    lap(kPklRead);
+    auto arenap = std::make_unique<ckpt::ValueArena>();
+    auto tablep = std::make_unique<ckpt::TensorTable>();
+    ckpt::ValueArena& arena = *arenap;
+    ckpt::TensorTable& table = *tablep;
+    auto registryp = std::make_unique<Registry>(Registry{arena, table, root + "data/", {}, {}});
+    Registry& registry = *registryp;
+    ckpt::PickleReader reader(arena, pkl->name);
+    reader.setTensorTable(&table);
+    reader.setPersistentLoader([&registry](const Value* pid) { return registry.load(pid); });
+    const Value* tree = reader.parse(bytes.data(), bytes.size()).root;
+    lap(kParse);
+    for (ckpt::StorageInfo& s : table.storages) {
+      const ckpt::ZipEntry* e = zip.find(s.record);
+      if (!e || e->size < s.nbytes()) s.error = "short";
+    }
+    lap(kRecords);
+    auto orderedp = std::make_unique<std::vector<ckpt::TensorInfo>>();
+    std::vector<ckpt::TensorInfo>& ordered = *orderedp;
+    ordered.reserve(table.tensors.size());
+    ckpt::walkTensors(tree, [&](const Value* tv, const ckpt::TensorPath& p) {
+      ckpt::TensorInfo info = table.tensors[size_t(tv->index)];
+      info.path = p;
+      ordered.push_back(std::move(info));
+    });
+    lap(kFinish);
+    {
+      const ckpt::CheckpointView view(*file);
+      g_sink = g_sink + uint64_t(view.step().value_or(0));
+      lap(kView);
+    }
+    uint64_t h = 0;
+    for (const ckpt::TensorInfo& ti : file->tensors()) {
+      h += ckpt::joinPath(ti.path).size() + ckpt::dtypeName(ti.dtype).size();
+      for (int64_t d : ti.shape) h += uint64_t(d);
+    }
+    g_sink = g_sink + h;
+    lap(kWalk);
+    if (!record) {
+      counts["data_pkl_bytes"] = bytes.size();
+      counts["zip_entries"] = zip.entries().size();
+      counts["values_in_tree"] = arena.size();
+      counts["sizeof_Value"] = sizeof(Value);
+      counts["sizeof_TensorInfo"] = sizeof(ckpt::TensorInfo);
+      counts["tensors"] = ordered.size();
+      counts["storages"] = table.storages.size();
+    }
+    // In the order CheckpointFile's members die (table, arena, zip, file).
+    orderedp.reset();
+    registryp.reset();
+    tablep.reset();
+    arenap.reset();
+    bytesp.reset();
+    zipp.reset();
+    inp.reset();
+    lap(kTeardown);
+    {
+      const ckpt::CheckpointView view(*file);
+      t = Clock::now();  // the view's ctor is not part of this phase
+      g_sink = g_sink + view.entries().size() + view.optimizerParams().size();
+      lap(kMapNames);
+    }
+  };
+  once(false);
+  for (size_t i = 0; i < std::max<size_t>(5, iters / 10); ++i) once(false);
+  for (size_t i = 0; i < iters; ++i) once(true);
+
+  json out = json::array();
+  for (const Phase& p : phases) {
+    const Stats s = stats(p.times);
+    out.push_back({{"phase", p.name}, {"what", p.what}, {"median_ms", s.median * 1e3}, {"min_ms", s.min * 1e3}});
+  }
+  return out;
+}
+
+// ---- fresh processes --------------------------------------------------------
+
+double spawnOnce(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  const auto t0 = Clock::now();
+  pid_t pid = 0;
+  if (posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ) != 0) {
+    posix_spawn_file_actions_destroy(&fa);
+    throw std::runtime_error("cannot start " + argv[0]);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  const double dt = secondsSince(t0);
+  posix_spawn_file_actions_destroy(&fa);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw std::runtime_error(argv[0] + " " + (argv.size() > 1 ? argv[1] : "") + " failed (status " + std::to_string(status) + ")");
+  return dt;
+}
+
+Stats spawnStats(const std::vector<std::string>& argv, size_t warmup, size_t launches) {
+  return stats(timeIt(warmup, launches, [&] { spawnOnce(argv); }));
+}
+
+void usage() {
+  std::fprintf(stderr,
+               "usage: bench_reader FILE [--iters N] [--dir DIR] [--dir-runs N] [--cli PATH] [--launches N] "
+               "[--json OUT.json] [--profile-loop N]\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Before anything else allocates: the memory baseline.
+  const long rssStartKb = procStatusKb("VmRSS");
+  const size_t heapStart = heapInUse();
+
+  std::string file, dir, cli, jsonOut;
+  size_t iters = 2000, dirRuns = 7, launches = 20, profileLoops = 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        usage();
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--iters") iters = std::stoul(value());
+    else if (a == "--dir") dir = value();
+    else if (a == "--dir-runs") dirRuns = std::stoul(value());
+    else if (a == "--cli") cli = value();
+    else if (a == "--launches") launches = std::stoul(value());
+    else if (a == "--json") jsonOut = value();
+    else if (a == "--profile-loop") profileLoops = std::stoul(value());
+    else if (a.rfind("--", 0) == 0) {
+      usage();
+      return 2;
+    } else file = a;
+  }
+  if (file.empty()) {
+    usage();
+    return 2;
+  }
+
+  if (profileLoops > 0) {  // for `perf record`: nothing but the headline work
+    for (size_t i = 0; i < profileLoops; ++i) g_sink = g_sink + openAndDescribe(file);
+    return 0;
+  }
+
+  json out;
+  out["file"] = file;
+  try {
+    // ---- memory: one opened file kept alive ----
+    uint64_t check = 0;
+    {
+      const auto kept = ckpt::CheckpointFile::open(file);
+      const ckpt::CheckpointView view(*kept);
+      check = describe(*kept);
+      (void)view.entries();  // what `info` also builds
+      const long rssKeptKb = procStatusKb("VmRSS");
+      const size_t heapKept = heapInUse();
+      out["memory"] = {{"vmrss_before_kb", rssStartKb},
+                       {"vmrss_after_kb", rssKeptKb},
+                       {"rss_growth_mb", double(rssKeptKb - rssStartKb) / 1024.0},
+                       {"heap_in_use_growth_mb", double(heapKept - heapStart) / (1024.0 * 1024.0)},
+                       {"values_in_tree", kept->valueCount()},
+                       {"tensors", kept->tensors().size()},
+                       {"storages", kept->storages().size()},
+                       {"file_bytes", kept->fileSize()}};
+      out["view"] = {{"step", view.step() ? json(*view.step()) : json(nullptr)},
+                     {"loss", view.loss() ? json(*view.loss()) : json(nullptr)},
+                     {"config_keys", view.config() ? view.config()->entries.size() : 0},
+                     {"state_entries", view.entries().size()},
+                     {"optimizer_params", view.optimizerParams().size()}};
+      std::printf("memory: VmRSS %ld kB -> %ld kB with one file open (+%.2f MB; heap in use +%.2f MB), "
+                  "%zu values, %zu tensors, %zu storages\n",
+                  rssStartKb, rssKeptKb, double(rssKeptKb - rssStartKb) / 1024.0,
+                  double(heapKept - heapStart) / (1024.0 * 1024.0), kept->valueCount(), kept->tensors().size(),
+                  kept->storages().size());
+    }
+
+    // ---- in-process: open + view + tensor table + step/loss/config ----
+    std::vector<double> inprocCpuT;
+    const Stats inproc = stats(timeIt(std::max<size_t>(20, iters / 10), iters, [&] {
+      if (openAndDescribe(file) != check) throw std::runtime_error("nondeterministic result");
+    }, &inprocCpuT));
+    const Stats inprocCpu = stats(inprocCpuT);
+    out["in_process_ms"] = statsJson(inproc, 1e3);
+    out["in_process_ms"]["iters"] = iters;
+    out["in_process_cpu_ms"] = statsJson(inprocCpu, 1e3);
+    std::printf("in-process open+view+table: median %.4f ms (min %.4f, p90 %.4f) over %zu iterations; "
+                "thread CPU median %.4f ms\n",
+                inproc.median * 1e3, inproc.min * 1e3, inproc.p90 * 1e3, iters, inprocCpu.median * 1e3);
+
+    // ---- where the time goes ----
+    std::vector<Phase> phases;
+    json counts = json::object();
+    const size_t bIters = std::max<size_t>(50, iters / 2);
+    out["breakdown"] = breakdown(file, bIters, phases, counts);
+    out["breakdown_counts"] = counts;
+    double sum = 0;
+    std::printf("breakdown (median of %zu, ms):\n", bIters);
+    for (size_t i = 0; i < phases.size(); ++i) {
+      const Stats s = stats(phases[i].times);
+      if (i + 1 < phases.size()) sum += s.median;
+      std::printf("  %-34s %8.4f   %s\n", phases[i].name, s.median * 1e3, phases[i].what);
+    }
+    std::printf("  %-34s %8.4f   (sum of the headline phases; whole measured above: %.4f)\n", "sum", sum * 1e3,
+                inproc.median * 1e3);
+    std::printf("  counts: %s\n", counts.dump().c_str());
+    {
+      // The floor under any parser: stepping over the opcodes of data.pkl.
+      const auto f = ckpt::CheckpointFile::open(file);
+      const ckpt::ZipEntry* pkl = nullptr;
+      for (const ckpt::ZipEntry& e : f->zip()->entries())
+        if (e.name.size() >= 9 && e.name.compare(e.name.size() - 9, 9, "/data.pkl") == 0) pkl = &e;
+      const std::vector<uint8_t> bytes = f->zip()->readAll(*pkl, 1ull << 30);
+      int64_t ops = 0;
+      const Stats scan = stats(timeIt(20, bIters, [&] { ops = opcodeScan(bytes.data(), bytes.size()); }));
+      out["opcode_scan_floor_ms"] = ops > 0 ? json(scan.median * 1e3) : json(nullptr);
+      if (ops > 0)
+        std::printf("  %-34s %8.4f   (%lld opcodes of %zu bytes stepped over, nothing built: the parse floor)\n",
+                    "opcode scan floor", scan.median * 1e3, (long long)ops, bytes.size());
+    }
+    {
+      // Floor for the tree alone: as many empty Values as the file decodes
+      // to, made in a ValueArena and freed again.
+      const size_t n = counts.value("values_in_tree", size_t(0));
+      const Stats floor = stats(timeIt(20, bIters, [&] {
+        ckpt::ValueArena arena;
+        for (size_t i = 0; i < n; ++i) arena.make(Value::Kind::None);
+        g_sink = g_sink + arena.size();
+      }));
+      out["value_arena_floor_ms"] = floor.median * 1e3;
+      std::printf("  %-34s %8.4f   (%zu empty Values made and freed: the node-allocation floor)\n",
+                  "arena floor", floor.median * 1e3, n);
+    }
+
+    // ---- ls: scanDirectory over DIR ----
+    if (!dir.empty()) {
+      size_t found = 0, errors = 0;
+      auto scan = [&] {
+        const ckpt::ScanResult r = ckpt::scanDirectory(dir);
+        found = errors = 0;
+        for (const auto& run : r.runs)
+          for (const auto& c : run.checkpoints) {
+            ++found;
+            if (!c.error.empty()) ++errors;
+          }
+      };
+      std::vector<double> scanCpuT;
+      const Stats s = stats(timeIt(1, dirRuns, scan, &scanCpuT));
+      const Stats scanCpu = stats(scanCpuT);
+      out["scan_dir_s"] = statsJson(s, 1.0);
+      out["scan_dir_s"]["checkpoints"] = found;
+      out["scan_dir_s"]["errors"] = errors;
+      out["scan_dir_cpu_s"] = statsJson(scanCpu, 1.0);
+      std::printf("scanDirectory(%s): median %.4f s (min %.4f) over %zu runs, %zu checkpoints, %zu errors; "
+                  "thread CPU median %.4f s\n",
+                  dir.c_str(), s.median, s.min, dirRuns, found, errors, scanCpu.median);
+
+      // Where scanDirectory's time goes: finding the files, and one
+      // describeCheckpoint (open + view) per file.
+      std::vector<std::string> files;
+      const Stats walk = stats(timeIt(1, dirRuns, [&] {
+        files.clear();
+        std::error_code ec;
+        for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+             it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
+          if (it->is_regular_file(ec) && ckpt::isCandidateName(it->path().filename().string()))
+            files.push_back(it->path().string());
+        std::sort(files.begin(), files.end());
+      }));
+      size_t next = 0;
+      const Stats one = stats(timeIt(5, std::max<size_t>(200, files.size()), [&] {
+        const std::string& f = files[next++ % files.size()];
+        const ckpt::CheckpointEntry e = ckpt::describeCheckpoint(f, f);
+        g_sink = g_sink + uint64_t(e.step.value_or(0));
+      }));
+      out["scan_dir_breakdown"] = {{"find_files_ms", walk.median * 1e3},
+                                   {"describe_checkpoint_ms", one.median * 1e3},
+                                   {"files", files.size()},
+                                   {"estimate_s", walk.median + one.median * double(files.size())}};
+      std::printf("  finding %zu files: %.3f ms; describeCheckpoint per file: median %.4f ms -> %.3f s for all\n",
+                  files.size(), walk.median * 1e3, one.median * 1e3, one.median * double(files.size()));
+    }
+
+    // ---- fresh processes ----
+    if (!cli.empty()) {
+      const Stats info = spawnStats({cli, "info", file}, 2, launches);
+      const Stats floor = spawnStats({"/bin/true"}, 2, launches);
+      out["cli_info_ms"] = statsJson(info, 1e3);
+      out["spawn_floor_ms"] = statsJson(floor, 1e3);
+      std::printf("fresh `%s info FILE`: median %.3f ms (min %.3f) over %zu launches; /bin/true %.3f ms\n",
+                  cli.c_str(), info.median * 1e3, info.min * 1e3, launches, floor.median * 1e3);
+      if (!dir.empty()) {
+        const Stats ls = spawnStats({cli, "ls", dir}, 1, std::max<size_t>(3, launches / 4));
+        out["cli_ls_ms"] = statsJson(ls, 1e3);
+        std::printf("fresh `%s ls DIR`: median %.3f ms (min %.3f)\n", cli.c_str(), ls.median * 1e3, ls.min * 1e3);
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_reader: %s\n", e.what());
+    return 1;
+  }
+
+  if (!jsonOut.empty()) {
+    std::ofstream f(jsonOut);
+    f << out.dump(1) << "\n";
+    if (!f) {
+      std::fprintf(stderr, "bench_reader: cannot write %s\n", jsonOut.c_str());
+      return 1;
+    }
+  }
+  return 0;
+}
