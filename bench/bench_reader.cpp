@@ -205,7 +205,7 @@ struct Registry {
   const Value* load(const Value* pid) {
     if (pid->kind != Value::Kind::Tuple || pid->items.size() < 5) ckpt::fail("bad persistent id");
     const Value* cls = pid->items[1];
-    const std::string& key = pid->items[2]->text;
+    const std::string key(pid->items[2]->text);
     auto it = byKey.find(key);
     int index;
     if (it != byKey.end()) {
@@ -215,7 +215,7 @@ struct Registry {
       s.key = key;
       s.dtype = ckpt::dtypeFromStorageClass(cls->text.substr(cls->text.rfind('.') + 1)).value_or(ckpt::DType::UInt8);
       s.numel = uint64_t(pid->items[4]->integer);
-      s.location = pid->items[3]->text;
+      s.location = std::string(pid->items[3]->text);
       s.record = prefix + key;
       index = int(table.storages.size());
       table.storages.push_back(std::move(s));
@@ -268,7 +268,7 @@ json breakdown(const std::string& path, size_t iters, std::vector<Phase>& phases
     lap(kOpen);
     auto zipp = std::make_unique<ckpt::ZipArchive>(in);
     ckpt::ZipArchive& zip = *zipp;
-    const std::string& first = zip.entries().front().name;
+    const std::string first(zip.entries().front().name);
     const std::string root = first.substr(0, first.find('/') + 1);
     lap(kZip);
     const ckpt::ZipEntry* pkl = zip.find(root + "data.pkl");
@@ -283,7 +283,7 @@ json breakdown(const std::string& path, size_t iters, std::vector<Phase>& phases
     ckpt::TensorTable& table = *tablep;
     auto registryp = std::make_unique<Registry>(Registry{arena, table, root + "data/", {}, {}});
     Registry& registry = *registryp;
-    ckpt::PickleReader reader(arena, pkl->name);
+    ckpt::PickleReader reader(arena, std::string(pkl->name));
     reader.setTensorTable(&table);
     reader.setPersistentLoader([&registry](const Value* pid) { return registry.load(pid); });
     const Value* tree = reader.parse(bytes.data(), bytes.size()).root;

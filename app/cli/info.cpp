@@ -24,7 +24,7 @@ std::string configSummary(const Value* config) {
   std::string s;
   for (const auto& [k, v] : config->entries) {
     if (!s.empty()) s += ' ';
-    s += (k->isStr() ? k->text : shortRepr(k, 30)) + "=" + shortRepr(v, 40);
+    s += (k->isStr() ? k->str() : shortRepr(k, 30)) + "=" + shortRepr(v, 40);
   }
   return s;
 }
@@ -69,11 +69,11 @@ void printText(const CheckpointFile& file) {
   std::printf("\nmetadata\n");
   if (meta) {
     for (const auto& [k, v] : meta->entries)
-      std::printf("  %s = %s\n", (k->isStr() ? k->text : shortRepr(k, 40)).c_str(), shortRepr(v, 100).c_str());
+      std::printf("  %s = %s\n", (k->isStr() ? k->str() : shortRepr(k, 40)).c_str(), shortRepr(v, 100).c_str());
   } else if (root && root->isDict() && root != view.modelState()) {
     for (const auto& [k, v] : root->entries)
       if (v != view.modelState() && v != view.optimizer())
-        std::printf("  %s = %s\n", (k->isStr() ? k->text : shortRepr(k, 40)).c_str(), shortRepr(v, 100).c_str());
+        std::printf("  %s = %s\n", (k->isStr() ? k->str() : shortRepr(k, 40)).c_str(), shortRepr(v, 100).c_str());
   } else {
     std::printf("  (none)\n");
   }

@@ -15,7 +15,7 @@
 namespace ckpt {
 namespace {
 
-QString keyText(const Value* k) { return k->isStr() ? fromStd(k->text) : fromStd(shortRepr(k, 40)); }
+QString keyText(const Value* k) { return k->isStr() ? fromStd(k->str()) : fromStd(shortRepr(k, 40)); }
 
 QString optimizerSummary(const CheckpointView& view) {
   const Value* groups = view.optimizer()->get("param_groups");

@@ -2,7 +2,7 @@
 
 #include <cstring>
 #include <new>
-#include <unordered_set>
+#include <algorithm>
 
 #include "ckpt/format/error.h"
 #include "ckpt/format/tensor_data.h"
@@ -42,6 +42,7 @@ CheckpointFile::~CheckpointFile() = default;
 
 std::unique_ptr<CheckpointFile> CheckpointFile::open(const std::string& path, const ReadOptions& options) {
   std::unique_ptr<CheckpointFile> f(new CheckpointFile);
+  f->m_metadataOnly = options.metadataOnly;
   try {
     f->m_file = std::make_unique<InputFile>(path);
     if (f->m_file->size() == 0) fail("empty file");
@@ -81,7 +82,7 @@ void walkTensors(const Value* root, const std::function<void(const Value*, const
   // Child i of a container and its path element; nullptr past the end.
   auto child = [](const Value* v, size_t i, PathElement& key) -> const Value* {
     auto keyOf = [&key](const Value* k) {
-      if (k->kind == K::Str) key = k->text;
+      if (k->kind == K::Str) key = std::string(k->text);
       else if (k->kind == K::Int) key = k->integer;
       else key = shortRepr(k, 60);
     };
@@ -121,7 +122,14 @@ void walkTensors(const Value* root, const std::function<void(const Value*, const
     }
   };
 
-  std::unordered_set<const Value*> seen;
+  // Visited containers and tensors, by creation number.
+  std::vector<bool> seenIds;
+  auto firstVisit = [&seenIds](const Value* v) {
+    if (v->id >= seenIds.size()) seenIds.resize(std::max<size_t>(size_t(v->id) + 1, seenIds.size() * 2));
+    if (seenIds[v->id]) return false;
+    seenIds[v->id] = true;
+    return true;
+  };
   std::vector<Frame> stack;
   TensorPath path;
   if (!root) return;
@@ -130,7 +138,7 @@ void walkTensors(const Value* root, const std::function<void(const Value*, const
     return;
   }
   if (!isContainer(root)) return;
-  seen.insert(root);
+  firstVisit(root);
   stack.push_back({root, 0, false});
   while (!stack.empty()) {
     Frame& f = stack.back();
@@ -144,12 +152,12 @@ void walkTensors(const Value* root, const std::function<void(const Value*, const
     }
     ++f.next;
     if (c->kind == K::Tensor) {
-      if (seen.insert(c).second) {
+      if (firstVisit(c)) {
         path.push_back(std::move(key));
         fn(c, path);
         path.pop_back();
       }
-    } else if (isContainer(c) && seen.insert(c).second) {
+    } else if (isContainer(c) && firstVisit(c)) {
       path.push_back(std::move(key));
       stack.push_back({c, 0, true});
     }
@@ -157,11 +165,15 @@ void walkTensors(const Value* root, const std::function<void(const Value*, const
 }
 
 void CheckpointFile::finish() {
+  if (m_metadataOnly) {
+    m_table = {};
+    return;
+  }
   // Number tensors in tree order and give each its first path.
   std::vector<TensorInfo> ordered;
   ordered.reserve(m_table.tensors.size());
   walkTensors(m_root, [&](const Value* t, const TensorPath& path) {
-    TensorInfo info = m_table.tensors[size_t(t->index)];
+    TensorInfo info = std::move(m_table.tensors[size_t(t->index)]);
     info.path = path;
     const_cast<Value*>(t)->index = int64_t(ordered.size());
     ordered.push_back(std::move(info));
@@ -196,8 +208,8 @@ ByteRegion CheckpointFile::storageBytes(size_t index) const {
   if (!s.error.empty()) fail(path() + ": storage " + s.key + ": " + s.error);
   try {
     if (m_zip) {
-      const ZipEntry* e = m_zip->find(s.record);
-      if (!e) fail("record " + s.record + " is missing");
+      if (s.zipEntry < 0) fail("record " + s.record + " is missing");
+      const ZipEntry* e = &m_zip->entries()[size_t(s.zipEntry)];
       ByteRegion r = m_zip->bytes(*e, s.nbytes());
       r.size = std::min(r.size, s.nbytes());
       return r;
@@ -224,14 +236,14 @@ TensorData CheckpointFile::tensorData(size_t i) const {
   const uint64_t length = dtypeBytesFor(t.dtype, last + 1) - begin;
   try {
     if (m_zip) {
-      const ZipEntry* e = m_zip->find(s.record);
-      if (!e) fail("record " + s.record + " is missing");
+      if (s.zipEntry < 0) fail("record " + s.record + " is missing");
+      const ZipEntry* e = &m_zip->entries()[size_t(s.zipEntry)];
       if (e->method == 0) {
         return TensorData(t, m_file->map(m_zip->dataOffset(*e) + begin, length), first, m_bigEndian);
       }
       ByteRegion whole = m_zip->bytes(*e, s.nbytes());
       ByteRegion part{whole.owner, whole.data + begin, length};
-      if (begin + length > whole.size) fail("record " + s.record + " is shorter than the tensor's extent");
+      if (begin + length > whole.size) fail("record " + std::string(e->name) + " is shorter than the tensor's extent");
       return TensorData(t, part, first, m_bigEndian);
     }
     return TensorData(t, m_file->map(s.dataOffset + begin, length), first, m_bigEndian);

@@ -48,7 +48,7 @@ struct Encoder {
     if (depth > kMaxJsonDepth) return json{{"$truncated", "too deep"}};
     if (!onPath.insert(v).second) return json{{"$cycle", true}};
     json out;
-    auto list = [&](const std::vector<const Value*>& items) {
+    auto list = [&](const ArenaArray<const Value*>& items) {
       json a = json::array();
       for (const Value* x : items) a.push_back(encode(x, depth + 1));
       return a;

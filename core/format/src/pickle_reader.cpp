@@ -109,7 +109,7 @@ std::string latin1ToUtf8(const uint8_t* p, size_t n) {
 
 // UTF-8 to latin-1 bytes (what `_codecs.encode(s, 'latin1')` gives);
 // false when a code point is above 255 or the UTF-8 is malformed.
-bool utf8ToLatin1(const std::string& s, std::string& out) {
+bool utf8ToLatin1(std::string_view s, std::string& out) {
   out.clear();
   for (size_t i = 0; i < s.size();) {
     const uint8_t c = uint8_t(s[i]);
@@ -128,10 +128,64 @@ bool utf8ToLatin1(const std::string& s, std::string& out) {
   return true;
 }
 
-bool isTorchRebuild(std::string_view name, std::string_view fn) {
-  return name.size() > fn.size() && name.substr(name.size() - fn.size()) == fn &&
-         (name.substr(0, name.size() - fn.size()) == "torch._utils." ||
-          name.substr(0, name.size() - fn.size()) == "torch._tensor.");
+// The globals the reader interprets, classified once per GLOBAL opcode.
+enum class Known : uint8_t {
+  Other = 0,
+  Dict,
+  TorchSize,
+  CodecsEncode,
+  Set,
+  Bytes,
+  NumpyScalar,
+  Reconstructor,
+  NewObj,
+  FirstTorch,
+  RebuildTensor = FirstTorch,
+  RebuildTensorV3,
+  RebuildParameter,
+  RebuildQTensor,
+  RebuildMeta,
+  RebuildFromType,
+};
+
+Known classify(std::string_view name) {
+  struct Row {
+    std::string_view name;
+    Known known;
+  };
+  static constexpr Row rows[] = {
+      {"collections.OrderedDict", Known::Dict},
+      {"builtins.dict", Known::Dict},
+      {"__builtin__.dict", Known::Dict},
+      {"torch.Size", Known::TorchSize},
+      {"_codecs.encode", Known::CodecsEncode},
+      {"builtins.set", Known::Set},
+      {"__builtin__.set", Known::Set},
+      {"builtins.frozenset", Known::Set},
+      {"__builtin__.frozenset", Known::Set},
+      {"builtins.bytearray", Known::Bytes},
+      {"__builtin__.bytearray", Known::Bytes},
+      {"builtins.bytes", Known::Bytes},
+      {"__builtin__.bytes", Known::Bytes},
+      {"numpy.core.multiarray.scalar", Known::NumpyScalar},
+      {"numpy._core.multiarray.scalar", Known::NumpyScalar},
+      {"copyreg._reconstructor", Known::Reconstructor},
+      {"copy_reg._reconstructor", Known::Reconstructor},
+      {"copyreg.__newobj__", Known::NewObj},
+      {"copy_reg.__newobj__", Known::NewObj},
+      {"torch._utils._rebuild_tensor_v2", Known::RebuildTensor},
+      {"torch._utils._rebuild_tensor", Known::RebuildTensor},
+      {"torch._utils._rebuild_tensor_v3", Known::RebuildTensorV3},
+      {"torch._utils._rebuild_parameter", Known::RebuildParameter},
+      {"torch._utils._rebuild_parameter_with_state", Known::RebuildParameter},
+      {"torch._utils._rebuild_qtensor", Known::RebuildQTensor},
+      {"torch._utils._rebuild_meta_tensor_no_storage", Known::RebuildMeta},
+      {"torch._tensor._rebuild_from_type_v2", Known::RebuildFromType},
+      {"torch._utils._rebuild_from_type_v2", Known::RebuildFromType},
+  };
+  for (const Row& r : rows)
+    if (r.name == name) return r.known;
+  return Known::Other;
 }
 
 class Machine {
@@ -216,14 +270,19 @@ class Machine {
     if (m_stack.empty() || (!m_marks.empty() && m_marks.back() == m_stack.size())) error("stack underflow");
     return m_stack.back();
   }
-  // Items above the topmost mark, which is removed.
-  std::vector<Value*> popMark() {
+  // Removes the topmost mark; the items above it are m_stack[at..end), to be
+  // dropped with m_stack.resize(at) once used.
+  size_t popMark() {
     if (m_marks.empty()) error("no MARK on the stack");
     const size_t at = m_marks.back();
     m_marks.pop_back();
-    std::vector<Value*> items(m_stack.begin() + at, m_stack.end());
-    m_stack.resize(at);
-    return items;
+    return at;
+  }
+  // The value just below the items of a popped mark (the list or dict that
+  // APPENDS / SETITEMS / ADDITEMS fill).
+  Value* below(size_t at) {
+    if (at == 0 || (!m_marks.empty() && m_marks.back() >= at)) error("stack underflow");
+    return m_stack[at - 1];
   }
   void adopt(Value* parent, const Value* child) {
     if (child->depth + 1 > parent->depth) {
@@ -231,23 +290,45 @@ class Machine {
       if (parent->depth > m_limits.maxDepth) error("nesting deeper than " + std::to_string(m_limits.maxDepth));
     }
   }
+  // Scalars never change once made, so None, booleans and small ints are
+  // shared: most values in a checkpoint pickle are exactly these.
+  Value* constant(Value*& slot, K kind, int64_t v) {
+    if (!slot) {
+      slot = make(kind);
+      slot->integer = v;
+      slot->boolean = v != 0;
+    }
+    return slot;
+  }
+  Value* none() { return constant(m_none, K::None, 0); }
+  Value* boolean(bool b) { return constant(b ? m_true : m_false, K::Bool, b); }
   Value* makeInt(int64_t v) {
+    if (v >= 0 && v < int64_t(kSmallInts)) return constant(m_smallInts[size_t(v)], K::Int, v);
     Value* n = make(K::Int);
     n->integer = v;
     return n;
   }
-  Value* makeStr(std::string s) {
+  Value* makeStr(std::string_view s) {
     Value* n = make(K::Str);
-    n->text = std::move(s);
+    n->text = m_arena.copy(s);
     return n;
   }
-  Value* makeSeq(K kind, const std::vector<Value*>& items) {
+  Value* makeBytes(std::string_view s) {
+    Value* n = make(K::Bytes);
+    n->text = m_arena.copy(s);
+    return n;
+  }
+  Value* makeSeq(K kind, Value* const* items, size_t count) {
     Value* n = make(kind);
-    n->items.reserve(items.size());
-    for (Value* v : items) {
-      adopt(n, v);
-      n->items.push_back(v);
-    }
+    for (size_t i = 0; i < count; ++i) adopt(n, items[i]);
+    m_arena.assign(n->items, const_cast<const Value* const*>(items), count);
+    return n;
+  }
+  // A sequence from the items above the topmost mark.
+  Value* seqFromMark(K kind) {
+    const size_t at = popMark();
+    Value* n = makeSeq(kind, m_stack.data() + at, m_stack.size() - at);
+    m_stack.resize(at);
     return n;
   }
   Value* intFromBytes(const uint8_t* p, uint64_t n) {
@@ -267,7 +348,7 @@ class Machine {
       return makeInt(int64_t(v));
     }
     Value* big = make(K::BigInt);
-    big->text = detail::twosComplementToDecimal(p, n);
+    big->text = m_arena.copy(detail::twosComplementToDecimal(p, n));
     return big;
   }
   Value* intFromDecimal(std::string s) {
@@ -288,21 +369,39 @@ class Machine {
     const long long v = std::strtoll(canon.c_str(), &end, 10);
     if (errno == 0 && end && *end == '\0') return makeInt(v);
     Value* big = make(K::BigInt);
-    big->text = canon;
+    big->text = m_arena.copy(canon);
     return big;
   }
 
   // ---- memo -------------------------------------------------------------
+  // Keys are normally 0, 1, 2, ...: a vector for those, a map for the rest,
+  // and nothing is ever sized from a key read from the file.
   void memoPut(uint64_t key) {
     Value* v = top();
-    if (m_memo.size() >= m_limits.maxMemo && !m_memo.count(key))
-      error("memo larger than " + std::to_string(m_limits.maxMemo) + " entries");
-    m_memo[key] = v;
+    if (key < m_memoDense.size()) {
+      if (!m_memoDense[key]) ++m_memoCount;
+      m_memoDense[key] = v;
+      return;
+    }
+    auto it = m_memoSparse.find(key);
+    if (it != m_memoSparse.end()) {
+      it->second = v;
+      return;
+    }
+    if (m_memoCount >= m_limits.maxMemo) error("memo larger than " + std::to_string(m_limits.maxMemo) + " entries");
+    ++m_memoCount;
+    if (key == m_memoDense.size()) m_memoDense.push_back(v);
+    else m_memoSparse.emplace(key, v);
   }
   void memoGet(uint64_t key) {
-    auto it = m_memo.find(key);
-    if (it == m_memo.end()) error("memo key " + std::to_string(key) + " is not defined");
-    push(it->second);
+    Value* v = nullptr;
+    if (key < m_memoDense.size()) {
+      v = m_memoDense[key];
+    } else if (auto it = m_memoSparse.find(key); it != m_memoSparse.end()) {
+      v = it->second;
+    }
+    if (!v) error("memo key " + std::to_string(key) + " is not defined");
+    push(v);
   }
   uint64_t decimalLine() {
     const std::string s = line();
@@ -312,35 +411,41 @@ class Machine {
   }
 
   // ---- containers -------------------------------------------------------
-  void setItems(Value* target, const std::vector<Value*>& kv) {
-    if (kv.size() % 2) error("SETITEMS with an odd number of items");
+  void setItems(Value* target, Value* const* kv, size_t n) {
+    if (n % 2) error("SETITEMS with an odd number of items");
     if (target->kind != K::Dict && target->kind != K::Object)
       error("SETITEM on a " + std::string(kindName(target->kind)));
-    target->entries.reserve(target->entries.size() + kv.size() / 2);
-    for (size_t i = 0; i < kv.size(); i += 2) {
+    m_arena.reserve(target->entries, target->entries.size() + n / 2);
+    for (size_t i = 0; i < n; i += 2) {
       adopt(target, kv[i]);
       adopt(target, kv[i + 1]);
-      target->entries.emplace_back(kv[i], kv[i + 1]);
+      m_arena.append(target->entries, ValuePair(kv[i], kv[i + 1]));
     }
   }
-  void appendItems(Value* target, const std::vector<Value*>& items) {
-    std::vector<const Value*>* dst = nullptr;
+  void appendItems(Value* target, Value* const* items, size_t n) {
+    ArenaArray<const Value*>* dst = nullptr;
     if (target->kind == K::List) dst = &target->items;
     else if (target->kind == K::Object) dst = &target->listItems;
     else error("APPEND on a " + std::string(kindName(target->kind)));
-    for (Value* v : items) {
-      adopt(target, v);
-      dst->push_back(v);
+    m_arena.reserve(*dst, dst->size() + n);
+    for (size_t i = 0; i < n; ++i) {
+      adopt(target, items[i]);
+      m_arena.append(*dst, static_cast<const Value*>(items[i]));
     }
   }
 
-  Value* global(std::string module, std::string name) {
+  Value* global(std::string_view module, std::string_view name) {
     if (module.empty() || name.empty() || module.size() > 512 || name.size() > 512)
-      error("bad global name '" + module.substr(0, 64) + "." + name.substr(0, 64) + "'");
-    for (char c : module + name)
-      if (uint8_t(c) < 32) error("control character in global name");
+      error("bad global name '" + std::string(module.substr(0, 64)) + "." + std::string(name.substr(0, 64)) + "'");
+    for (std::string_view part : {module, name})
+      for (char c : part)
+        if (uint8_t(c) < 32) error("control character in global name");
+    std::string full;
+    full.reserve(module.size() + 1 + name.size());
+    full.append(module).append(".").append(name);
     Value* g = make(K::Global);
-    g->text = module + "." + name;
+    g->tag = uint8_t(classify(full));
+    g->text = m_arena.copy(full);
     return g;
   }
 
@@ -356,94 +461,81 @@ class Machine {
       obj->callee = callable;
       adopt(obj, callable);
     }
-    for (const Value* a : args->items) {
-      adopt(obj, a);
-      obj->items.push_back(a);
-    }
+    for (const Value* a : args->items) adopt(obj, a);
+    obj->items = args->items;  // arena arrays are values: share the elements
     return obj;
   }
 
   Value* construct(Value* callable, Value* args) {
     if (args->kind != K::Tuple) error("call arguments are a " + std::string(kindName(args->kind)) + ", not a tuple");
     if (callable->kind != K::Global) return opaque(callable, args);
-    const std::string& name = callable->text;
     const size_t n = args->items.size();
-
-    if (name == "collections.OrderedDict" || name == "builtins.dict" || name == "__builtin__.dict") {
-      Value* d = make(K::Dict);
-      if (n == 1 && args->items[0]->isSequence()) {
-        for (const Value* pair : args->items[0]->items) {
-          if (!pair->isSequence() || pair->items.size() != 2) return opaque(callable, args);
-          adopt(d, pair);
-          d->entries.emplace_back(pair->items[0], pair->items[1]);
+    switch (Known(callable->tag)) {
+      case Known::Dict: {
+        Value* d = make(K::Dict);
+        if (n == 1 && args->items[0]->isSequence()) {
+          for (const Value* pair : args->items[0]->items) {
+            if (!pair->isSequence() || pair->items.size() != 2) return opaque(callable, args);
+            adopt(d, pair);
+            m_arena.append(d->entries, ValuePair(pair->items[0], pair->items[1]));
+          }
+        } else if (n != 0) {
+          return opaque(callable, args);
         }
-      } else if (n != 0) {
-        return opaque(callable, args);
+        return d;
       }
-      return d;
-    }
-    if (name == "torch.Size" && n == 1 && args->items[0]->isSequence()) {
-      std::vector<Value*> items;
-      for (const Value* v : args->items[0]->items) items.push_back(const_cast<Value*>(v));
-      return makeSeq(K::Tuple, items);
-    }
-    if (name == "_codecs.encode" && n == 2 && args->items[0]->isStr() && args->items[1]->isStr()) {
-      const std::string& enc = args->items[1]->text;
-      Value* b = make(K::Bytes);
-      if (enc == "latin1" || enc == "latin-1" || enc == "iso-8859-1" || enc == "ISO-8859-1") {
-        if (!utf8ToLatin1(args->items[0]->text, b->text)) error("_codecs.encode: text is not latin-1");
-        return b;
+      case Known::TorchSize:
+        if (n == 1 && args->items[0]->isSequence())
+          return makeSeq(K::Tuple, const_cast<Value* const*>(args->items[0]->items.begin()), args->items[0]->items.size());
+        break;
+      case Known::CodecsEncode:
+        if (n == 2 && args->items[0]->isStr() && args->items[1]->isStr()) {
+          const std::string_view enc = args->items[1]->text;
+          if (enc == "latin1" || enc == "latin-1" || enc == "iso-8859-1" || enc == "ISO-8859-1") {
+            std::string bytes;
+            if (!utf8ToLatin1(args->items[0]->text, bytes)) error("_codecs.encode: text is not latin-1");
+            return makeBytes(bytes);
+          }
+          if (enc == "utf-8" || enc == "utf8") return makeBytes(args->items[0]->text);
+        }
+        break;
+      case Known::Set:
+        if (n == 0) return make(K::Set);
+        if (n == 1 && (args->items[0]->isSequence() || args->items[0]->kind == K::Set))
+          return makeSeq(K::Set, const_cast<Value* const*>(args->items[0]->items.begin()), args->items[0]->items.size());
+        break;
+      case Known::Bytes: {
+        if (n == 0) return makeBytes({});
+        if (n == 1 && args->items[0]->kind == K::Bytes) return makeBytes(args->items[0]->text);
+        std::string bytes;
+        if (n == 2 && args->items[0]->isStr() && args->items[1]->isStr() && utf8ToLatin1(args->items[0]->text, bytes))
+          return makeBytes(bytes);
+        break;
       }
-      if (enc == "utf-8" || enc == "utf8") {
-        b->text = args->items[0]->text;
-        return b;
-      }
-      return opaque(callable, args);
-    }
-    if (name == "builtins.set" || name == "__builtin__.set" || name == "builtins.frozenset" ||
-        name == "__builtin__.frozenset") {
-      if (n == 0) return make(K::Set);
-      if (n == 1 && (args->items[0]->isSequence() || args->items[0]->kind == K::Set)) {
-        std::vector<Value*> items;
-        for (const Value* v : args->items[0]->items) items.push_back(const_cast<Value*>(v));
-        return makeSeq(K::Set, items);
-      }
-      return opaque(callable, args);
-    }
-    if (name == "builtins.bytearray" || name == "__builtin__.bytearray" || name == "builtins.bytes" ||
-        name == "__builtin__.bytes") {
-      Value* b = make(K::Bytes);
-      if (n == 0) return b;
-      if (n == 1 && args->items[0]->kind == K::Bytes) {
-        b->text = args->items[0]->text;
-        return b;
-      }
-      if (n == 2 && args->items[0]->isStr() && args->items[1]->isStr() &&
-          utf8ToLatin1(args->items[0]->text, b->text))
-        return b;
-      return opaque(callable, args);
-    }
-    if ((name == "numpy.core.multiarray.scalar" || name == "numpy._core.multiarray.scalar") && n == 2) {
-      if (Value* v = numpyScalar(args->items[0], args->items[1])) return v;
-      return opaque(callable, args);
-    }
-    if ((name == "copyreg._reconstructor" || name == "copy_reg._reconstructor") && n >= 1 &&
-        args->items[0]->kind == K::Global) {
-      Value* obj = make(K::Object);
-      obj->text = args->items[0]->text;
-      return obj;
-    }
-    if ((name == "copyreg.__newobj__" || name == "copy_reg.__newobj__") && n >= 1 && args->items[0]->kind == K::Global) {
-      Value* obj = make(K::Object);
-      obj->text = args->items[0]->text;
-      for (size_t i = 1; i < n; ++i) {
-        adopt(obj, args->items[i]);
-        obj->items.push_back(args->items[i]);
-      }
-      return obj;
-    }
-    if (m_table && name.rfind("torch.", 0) == 0) {
-      if (Value* t = torchCall(callable, args)) return t;
+      case Known::NumpyScalar:
+        if (n == 2)
+          if (Value* v = numpyScalar(args->items[0], args->items[1])) return v;
+        break;
+      case Known::Reconstructor:
+        if (n >= 1 && args->items[0]->kind == K::Global) {
+          Value* obj = make(K::Object);
+          obj->text = args->items[0]->text;
+          return obj;
+        }
+        break;
+      case Known::NewObj:
+        if (n >= 1 && args->items[0]->kind == K::Global) {
+          Value* obj = make(K::Object);
+          obj->text = args->items[0]->text;
+          for (size_t i = 1; i < n; ++i) adopt(obj, args->items[i]);
+          m_arena.assign(obj->items, args->items.begin() + 1, n - 1);
+          return obj;
+        }
+        break;
+      default:
+        if (m_table && callable->tag >= uint8_t(Known::FirstTorch))
+          if (Value* t = torchCall(Known(callable->tag), callable, args)) return t;
+        break;
     }
     return opaque(callable, args);
   }
@@ -453,18 +545,17 @@ class Machine {
     if (dtype->kind != K::Object || dtype->text != "numpy.dtype" || dtype->items.empty() ||
         !dtype->items[0]->isStr() || raw->kind != K::Bytes)
       return nullptr;
-    const std::string& code = dtype->items[0]->text;  // "f8", "i4", "b1", ...
+    const std::string code(dtype->items[0]->text);  // "f8", "i4", "b1", ...
     if (code.size() < 2) return nullptr;
     const char kind = code[0];
     const int size = std::atoi(code.c_str() + 1);
-    if (size <= 0 || size_t(size) != raw->text.size()) return nullptr;
+    if (size <= 0 || size > 8 || size_t(size) != raw->text.size()) return nullptr;
     bool big = false;
     if (dtype->state && dtype->state->kind == K::Tuple && dtype->state->items.size() > 1 &&
         dtype->state->items[1]->isStr())
       big = dtype->state->items[1]->text == ">";
     uint8_t b[8] = {};
-    if (size > 8) return nullptr;
-    for (int i = 0; i < size; ++i) b[i] = uint8_t(raw->text[big ? size - 1 - i : i]);
+    for (int i = 0; i < size; ++i) b[i] = uint8_t(raw->text[size_t(big ? size - 1 - i : i)]);
     uint64_t u = 0;
     std::memcpy(&u, b, 8);
     if (kind == 'f') {
@@ -475,17 +566,13 @@ class Machine {
       else return nullptr;
       return f;
     }
-    if (kind == 'i') return intFromBytes(b, size);
+    if (kind == 'i') return intFromBytes(b, uint64_t(size));
     if (kind == 'u') {
       uint8_t ext[9] = {};
-      std::memcpy(ext, b, size);
-      return intFromBytes(ext, size + 1);  // zero-extended: never negative
+      std::memcpy(ext, b, size_t(size));
+      return intFromBytes(ext, uint64_t(size) + 1);  // zero-extended: never negative
     }
-    if (kind == 'b' && size == 1) {
-      Value* v = make(K::Bool);
-      v->boolean = b[0] != 0;
-      return v;
-    }
+    if (kind == 'b' && size == 1) return boolean(b[0] != 0);
     return nullptr;
   }
 
@@ -536,80 +623,80 @@ class Machine {
     return info;
   }
 
-  Value* torchCall(const Value* callable, const Value* args) {
-    const std::string& name = callable->text;
+  Value* torchCall(Known fn, const Value* callable, const Value* args) {
+    const std::string name(callable->text);
     const size_t n = args->items.size();
-    if (isTorchRebuild(name, "_rebuild_tensor_v2") || isTorchRebuild(name, "_rebuild_tensor")) {
-      if (n < 4) error(name + ": expected at least 4 arguments, got " + std::to_string(n));
-      TensorInfo info = stridedTensor(args, name);
-      info.requiresGrad = boolArg(arg(args, 4));
-      return tensorNode(std::move(info));
-    }
-    if (isTorchRebuild(name, "_rebuild_tensor_v3")) {
-      if (n < 7) error(name + ": expected at least 7 arguments, got " + std::to_string(n));
-      TensorInfo info = stridedTensor(args, name);
-      info.requiresGrad = boolArg(arg(args, 4));
-      const Value* dt = arg(args, 6);
-      auto d = dt && dt->kind == K::Global ? dtypeFromTorchName(dt->text) : std::nullopt;
-      if (!d) error(name + ": unknown dtype " + (dt ? shortRepr(dt, 40) : "?"));
-      info.dtype = *d;
-      return tensorNode(std::move(info));
-    }
-    if (isTorchRebuild(name, "_rebuild_parameter") || isTorchRebuild(name, "_rebuild_parameter_with_state")) {
-      const Value* data = arg(args, 0);
-      if (!data || data->kind != K::Tensor) error(name + ": argument 1 is not a tensor");
-      TensorInfo& info = infoOf(data);
-      info.isParameter = true;
-      info.requiresGrad = boolArg(arg(args, 1));
-      return const_cast<Value*>(data);
-    }
-    if (isTorchRebuild(name, "_rebuild_qtensor")) {
-      if (n < 5) error(name + ": expected at least 5 arguments, got " + std::to_string(n));
-      TensorInfo info = stridedTensor(args, name);
-      const Value* q = arg(args, 4);
-      if (q && q->isSequence() && !q->items.empty()) {
-        const Value* scheme = q->items[0];
-        if (scheme->kind == K::Global) {
-          info.qscheme = scheme->text.substr(scheme->text.rfind('.') + 1);
-        } else if (scheme->kind == K::Object) {
-          info.qscheme = scheme->text;
-        }
-        if (q->items.size() >= 3 && q->items[1]->isNumber() && q->items[2]->isInt()) {
-          info.qscale = q->items[1]->number();
-          info.qzeroPoint = q->items[2]->integer;
-        }
+    switch (fn) {
+      case Known::RebuildTensor: {
+        if (n < 4) error(name + ": expected at least 4 arguments, got " + std::to_string(n));
+        TensorInfo info = stridedTensor(args, name);
+        info.requiresGrad = boolArg(arg(args, 4));
+        return tensorNode(std::move(info));
       }
-      info.requiresGrad = boolArg(arg(args, 5));
-      return tensorNode(std::move(info));
-    }
-    if (isTorchRebuild(name, "_rebuild_meta_tensor_no_storage")) {
-      if (n < 3) error(name + ": expected at least 3 arguments, got " + std::to_string(n));
-      const Value* dt = arg(args, 0);
-      auto d = dt && dt->kind == K::Global ? dtypeFromTorchName(dt->text) : std::nullopt;
-      if (!d) error(name + ": unknown dtype");
-      TensorInfo info;
-      info.dtype = *d;
-      info.isMeta = true;
-      info.shape = dimsArg(arg(args, 1), "size", name);
-      info.stride = dimsArg(arg(args, 2), "stride", name);
-      if (info.shape.size() != info.stride.size()) error(name + ": size and stride differ in length");
-      info.requiresGrad = boolArg(arg(args, 3));
-      return tensorNode(std::move(info));
-    }
-    if (name == "torch._tensor._rebuild_from_type_v2" || name == "torch._utils._rebuild_from_type_v2") {
-      // (func, new_type, args, state): call func(*args), then note the type.
-      const Value* func = arg(args, 0);
-      const Value* type = arg(args, 1);
-      const Value* inner = arg(args, 2);
-      if (!func || !inner || func->kind != K::Global || inner->kind != K::Tuple) return nullptr;
-      Value* t = construct(const_cast<Value*>(func), const_cast<Value*>(inner));
-      if (t->kind == K::Tensor && type && type->kind == K::Global) {
-        if (type->text == "torch.nn.parameter.Parameter") infoOf(t).isParameter = true;
-        else if (type->text != "torch.Tensor") infoOf(t).subclass = type->text;
+      case Known::RebuildTensorV3: {
+        if (n < 7) error(name + ": expected at least 7 arguments, got " + std::to_string(n));
+        TensorInfo info = stridedTensor(args, name);
+        info.requiresGrad = boolArg(arg(args, 4));
+        const Value* dt = arg(args, 6);
+        auto d = dt && dt->kind == K::Global ? dtypeFromTorchName(dt->text) : std::nullopt;
+        if (!d) error(name + ": unknown dtype " + (dt ? shortRepr(dt, 40) : "?"));
+        info.dtype = *d;
+        return tensorNode(std::move(info));
       }
-      return t;
+      case Known::RebuildParameter: {
+        const Value* data = arg(args, 0);
+        if (!data || data->kind != K::Tensor) error(name + ": argument 1 is not a tensor");
+        TensorInfo& info = infoOf(data);
+        info.isParameter = true;
+        info.requiresGrad = boolArg(arg(args, 1));
+        return const_cast<Value*>(data);
+      }
+      case Known::RebuildQTensor: {
+        if (n < 5) error(name + ": expected at least 5 arguments, got " + std::to_string(n));
+        TensorInfo info = stridedTensor(args, name);
+        const Value* q = arg(args, 4);
+        if (q && q->isSequence() && !q->items.empty()) {
+          const Value* scheme = q->items[0];
+          if (scheme->kind == K::Global) info.qscheme = std::string(scheme->text.substr(scheme->text.rfind('.') + 1));
+          else if (scheme->kind == K::Object) info.qscheme = std::string(scheme->text);
+          if (q->items.size() >= 3 && q->items[1]->isNumber() && q->items[2]->isInt()) {
+            info.qscale = q->items[1]->number();
+            info.qzeroPoint = q->items[2]->integer;
+          }
+        }
+        info.requiresGrad = boolArg(arg(args, 5));
+        return tensorNode(std::move(info));
+      }
+      case Known::RebuildMeta: {
+        if (n < 3) error(name + ": expected at least 3 arguments, got " + std::to_string(n));
+        const Value* dt = arg(args, 0);
+        auto d = dt && dt->kind == K::Global ? dtypeFromTorchName(dt->text) : std::nullopt;
+        if (!d) error(name + ": unknown dtype");
+        TensorInfo info;
+        info.dtype = *d;
+        info.isMeta = true;
+        info.shape = dimsArg(arg(args, 1), "size", name);
+        info.stride = dimsArg(arg(args, 2), "stride", name);
+        if (info.shape.size() != info.stride.size()) error(name + ": size and stride differ in length");
+        info.requiresGrad = boolArg(arg(args, 3));
+        return tensorNode(std::move(info));
+      }
+      case Known::RebuildFromType: {
+        // (func, new_type, args, state): call func(*args), then note the type.
+        const Value* func = arg(args, 0);
+        const Value* type = arg(args, 1);
+        const Value* inner = arg(args, 2);
+        if (!func || !inner || func->kind != K::Global || inner->kind != K::Tuple) return nullptr;
+        Value* t = construct(const_cast<Value*>(func), const_cast<Value*>(inner));
+        if (t->kind == K::Tensor && type && type->kind == K::Global) {
+          if (type->text == "torch.nn.parameter.Parameter") infoOf(t).isParameter = true;
+          else if (type->text != "torch.Tensor") infoOf(t).subclass = std::string(type->text);
+        }
+        return t;
+      }
+      default:
+        return nullptr;
     }
-    return nullptr;
   }
 
   void build(Value* obj, Value* state) {
@@ -649,20 +736,13 @@ class Machine {
         return;
       case POP_MARK: popMark(); return;
       case DUP: push(top()); return;
-      case NONE: push(make(K::None)); return;
+      case NONE: push(none()); return;
       case NEWTRUE:
-      case NEWFALSE: {
-        Value* b = make(K::Bool);
-        b->boolean = op == NEWTRUE;
-        push(b);
-        return;
-      }
+      case NEWFALSE: push(boolean(op == NEWTRUE)); return;
       case INT: {
         const std::string s = line();
         if (s == "01" || s == "00") {
-          Value* b = make(K::Bool);
-          b->boolean = s == "01";
-          push(b);
+          push(boolean(s == "01"));
         } else {
           push(intFromDecimal(s));
         }
@@ -728,7 +808,7 @@ class Machine {
       case BINUNICODE8: {
         const uint64_t n = op == SHORT_BINUNICODE ? u8() : uintLE(op == BINUNICODE ? 4 : 8);
         const uint8_t* p = take(n);
-        push(makeStr(std::string(reinterpret_cast<const char*>(p), n)));
+        push(makeStr(std::string_view(reinterpret_cast<const char*>(p), n)));
         return;
       }
       case BINBYTES:
@@ -737,71 +817,74 @@ class Machine {
       case BYTEARRAY8: {
         const uint64_t n = op == SHORT_BINBYTES ? u8() : uintLE(op == BINBYTES ? 4 : 8);
         const uint8_t* p = take(n);
-        Value* b = make(K::Bytes);
-        b->text.assign(reinterpret_cast<const char*>(p), n);
-        push(b);
+        push(makeBytes(std::string_view(reinterpret_cast<const char*>(p), n)));
         return;
       }
       case NEXT_BUFFER:
       case READONLY_BUFFER: error("out-of-band buffers (pickle protocol 5) are not supported");
-      case EMPTY_TUPLE: push(make(K::Tuple)); return;
-      case TUPLE: push(makeSeq(K::Tuple, popMark())); return;
+      case EMPTY_TUPLE: push(constant(m_emptyTuple, K::Tuple, 0)); return;
+      case TUPLE: push(seqFromMark(K::Tuple)); return;
       case TUPLE1:
       case TUPLE2:
       case TUPLE3: {
         const size_t n = size_t(op - TUPLE1 + 1);
-        std::vector<Value*> items(n);
+        Value* items[3];
         for (size_t i = n; i-- > 0;) items[i] = pop();
-        push(makeSeq(K::Tuple, items));
+        push(makeSeq(K::Tuple, items, n));
         return;
       }
       case EMPTY_LIST: push(make(K::List)); return;
-      case LIST: push(makeSeq(K::List, popMark())); return;
+      case LIST: push(seqFromMark(K::List)); return;
       case APPEND: {
         Value* v = pop();
-        appendItems(top(), {v});
+        appendItems(top(), &v, 1);
         return;
       }
       case APPENDS: {
-        std::vector<Value*> items = popMark();
-        appendItems(top(), items);
+        const size_t at = popMark();
+        appendItems(below(at), m_stack.data() + at, m_stack.size() - at);
+        m_stack.resize(at);
         return;
       }
       case EMPTY_DICT: push(make(K::Dict)); return;
       case DICT: {
-        std::vector<Value*> kv = popMark();
+        const size_t at = popMark();
         Value* d = make(K::Dict);
-        setItems(d, kv);
+        setItems(d, m_stack.data() + at, m_stack.size() - at);
+        m_stack.resize(at);
         push(d);
         return;
       }
       case SETITEM: {
-        Value* v = pop();
-        Value* k = pop();
-        setItems(top(), {k, v});
+        Value* kv[2];
+        kv[1] = pop();
+        kv[0] = pop();
+        setItems(top(), kv, 2);
         return;
       }
       case SETITEMS: {
-        std::vector<Value*> kv = popMark();
-        setItems(top(), kv);
+        const size_t at = popMark();
+        setItems(below(at), m_stack.data() + at, m_stack.size() - at);
+        m_stack.resize(at);
         return;
       }
       case EMPTY_SET: push(make(K::Set)); return;
       case ADDITEMS: {
-        std::vector<Value*> items = popMark();
-        Value* s = top();
+        const size_t at = popMark();
+        Value* s = below(at);
         if (s->kind != K::Set) error("ADDITEMS on a " + std::string(kindName(s->kind)));
-        for (Value* v : items) {
-          adopt(s, v);
-          s->items.push_back(v);
+        for (size_t i = at; i < m_stack.size(); ++i) {
+          adopt(s, m_stack[i]);
+          m_arena.append(s->items, static_cast<const Value*>(m_stack[i]));
         }
+        m_stack.resize(at);
         return;
       }
-      case FROZENSET: push(makeSeq(K::Set, popMark())); return;
+      case FROZENSET: push(seqFromMark(K::Set)); return;
       case GLOBAL: {
-        std::string module = line();
-        std::string name = line();
-        push(global(std::move(module), std::move(name)));
+        const std::string module = line();
+        const std::string name = line();
+        push(global(module, name));
         return;
       }
       case STACK_GLOBAL: {
@@ -830,24 +913,25 @@ class Machine {
         Value* obj = construct(cls, args);
         if (kwargs->kind == K::Dict && !kwargs->entries.empty() && obj->kind == K::Object) {
           adopt(obj, kwargs);
-          obj->items.push_back(kwargs);
+          m_arena.append(obj->items, static_cast<const Value*>(kwargs));
         }
         push(obj);
         return;
       }
       case INST: {
-        std::string module = line();
-        std::string name = line();
-        Value* cls = global(std::move(module), std::move(name));
-        push(construct(cls, makeSeq(K::Tuple, popMark())));
+        const std::string module = line();
+        const std::string name = line();
+        Value* cls = global(module, name);
+        push(construct(cls, seqFromMark(K::Tuple)));
         return;
       }
       case OBJ: {
-        std::vector<Value*> items = popMark();
-        if (items.empty()) error("OBJ without a class");
-        Value* cls = items.front();
-        items.erase(items.begin());
-        push(construct(cls, makeSeq(K::Tuple, items)));
+        const size_t at = popMark();
+        if (at == m_stack.size()) error("OBJ without a class");
+        Value* cls = m_stack[at];
+        Value* args = makeSeq(K::Tuple, m_stack.data() + at + 1, m_stack.size() - at - 1);
+        m_stack.resize(at);
+        push(construct(cls, args));
         return;
       }
       case BUILD: {
@@ -877,7 +961,7 @@ class Machine {
       case PUT: memoPut(decimalLine()); return;
       case BINPUT: memoPut(u8()); return;
       case LONG_BINPUT: memoPut(uintLE(4)); return;
-      case MEMOIZE: memoPut(m_memo.size()); return;
+      case MEMOIZE: memoPut(m_memoCount); return;
       default: {
         char buf[8];
         std::snprintf(buf, sizeof buf, "0x%02x", op);
@@ -948,7 +1032,15 @@ class Machine {
   uint64_t m_opStart = 0;
   std::vector<Value*> m_stack;
   std::vector<size_t> m_marks;
-  std::unordered_map<uint64_t, Value*> m_memo;
+  std::vector<Value*> m_memoDense;
+  std::unordered_map<uint64_t, Value*> m_memoSparse;
+  uint64_t m_memoCount = 0;
+  Value* m_none = nullptr;
+  Value* m_true = nullptr;
+  Value* m_false = nullptr;
+  Value* m_emptyTuple = nullptr;  // immutable, so shared
+  static constexpr size_t kSmallInts = 256;
+  Value* m_smallInts[kSmallInts] = {};
 };
 
 }  // namespace

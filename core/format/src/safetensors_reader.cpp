@@ -35,7 +35,7 @@ void CheckpointFile::loadSafetensors(const ReadOptions& options) {
   Value* root = m_arena.make(K::Dict);
   auto str = [this](const std::string& s) {
     Value* v = m_arena.make(K::Str);
-    v->text = s;
+    v->text = m_arena.copy(s);
     return v;
   };
   for (const auto& [name, spec] : doc.items()) {
@@ -43,8 +43,8 @@ void CheckpointFile::loadSafetensors(const ReadOptions& options) {
       if (!spec.is_object()) fail("safetensors __metadata__ is not an object");
       Value* meta = m_arena.make(K::Dict);
       for (const auto& [k, v] : spec.items())
-        meta->entries.emplace_back(str(k), str(v.is_string() ? v.get<std::string>() : v.dump()));
-      root->entries.emplace_back(str(name), meta);
+        m_arena.append(meta->entries, ValuePair{str(k), str(v.is_string() ? v.get<std::string>() : v.dump())});
+      m_arena.append(root->entries, ValuePair{str(name), meta});
       continue;
     }
     const std::string where = "safetensors tensor '" + name.substr(0, 200) + "'";
@@ -89,7 +89,7 @@ void CheckpointFile::loadSafetensors(const ReadOptions& options) {
     Value* t = m_arena.make(K::Tensor);
     t->index = int64_t(m_table.tensors.size());
     m_table.tensors.push_back(std::move(info));
-    root->entries.emplace_back(str(name), t);
+    m_arena.append(root->entries, ValuePair{str(name), t});
   }
   // Tensors may not share bytes (the safetensors format forbids it).
   std::vector<std::pair<uint64_t, const StorageInfo*>> spans;

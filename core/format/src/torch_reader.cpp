@@ -18,7 +18,7 @@ constexpr std::string_view kLegacyMagic = "119547037146038801333356";
 constexpr int64_t kLegacyProtocolVersion = 1001;
 constexpr size_t kMaxKeyLength = 64;
 
-bool validStorageKey(const std::string& key) {
+bool validStorageKey(std::string_view key) {
   if (key.empty() || key.size() > kMaxKeyLength) return false;
   return std::all_of(key.begin(), key.end(), [](char c) {
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
@@ -37,7 +37,7 @@ class StorageRegistry {
     if (pid->kind != K::Tuple || pid->items.empty() || !pid->items[0]->isStr())
       fail("persistent id is not a tuple starting with a string: " + shortRepr(pid, 80));
     if (pid->items[0]->text != "storage")
-      fail("persistent id of type '" + pid->items[0]->text.substr(0, 40) + "' is not supported (only 'storage')");
+      fail("persistent id of type '" + std::string(pid->items[0]->text.substr(0, 40)) + "' is not supported (only 'storage')");
     const size_t want = m_legacy ? 6 : 5;
     if (pid->items.size() < want)
       fail("storage persistent id has " + std::to_string(pid->items.size()) + " fields, expected " + std::to_string(want));
@@ -46,17 +46,21 @@ class StorageRegistry {
     const Value* location = pid->items[3];
     const Value* numel = pid->items[4];
     if (cls->kind != K::Global) fail("storage type is not a class: " + shortRepr(cls, 60));
-    const std::string clsName = cls->text.substr(cls->text.rfind('.') + 1);
-    const auto dtype = dtypeFromStorageClass(clsName);
-    if (!dtype) fail("unknown storage type " + cls->text);
+    // The class is one memoized node per type: look its dtype up once.
+    if (cls != m_lastClass) {
+      m_lastDtype = dtypeFromStorageClass(cls->text.substr(cls->text.rfind('.') + 1));
+      m_lastClass = cls;
+    }
+    const auto dtype = m_lastDtype;
+    if (!dtype) fail("unknown storage type " + cls->str());
     if (!key->isStr() || !validStorageKey(key->text))
       fail("invalid storage key " + shortRepr(key, 80) + " (expected a short alphanumeric name)");
     if (!location->isStr()) fail("storage location is not a string");
-    if (!numel->isInt() || numel->integer < 0) fail("storage " + key->text + ": invalid element count " + shortRepr(numel, 40));
+    if (!numel->isInt() || numel->integer < 0) fail("storage " + key->str() + ": invalid element count " + shortRepr(numel, 40));
 
-    std::string storageKey = key->text;
+    std::string_view storageKey = key->text;
     uint64_t viewOffset = 0;
-    std::string viewOf;
+    std::string_view viewOf;
     if (m_legacy && pid->items.size() > 5 && !pid->items[5]->isNone()) {
       // (view_key, offset, view_size): a view into storage `key`.
       const Value* vm = pid->items[5];
@@ -79,34 +83,38 @@ class StorageRegistry {
     uint64_t offset;  // in elements
   };
   const std::vector<View>& views() const { return m_views; }
-  std::optional<int> find(const std::string& key) const {
+  std::optional<int> find(std::string_view key) const {
+    if (const auto n = decimal(key); n && *n < m_dense.size()) return m_dense[*n];
     auto it = m_byKey.find(key);
     if (it == m_byKey.end()) return std::nullopt;
     return it->second;
   }
 
  private:
-  int ensure(const std::string& key, DType dtype, uint64_t numel, const std::string& location,
-             const std::string& viewOf, uint64_t viewOffset) {
-    auto it = m_byKey.find(key);
-    if (it != m_byKey.end()) {
-      const StorageInfo& s = m_table.storages[size_t(it->second)];
+  // Keys are views of arena strings, which live as long as the file.
+  int ensure(std::string_view key, DType dtype, uint64_t numel, std::string_view location, std::string_view viewOf,
+             uint64_t viewOffset) {
+    if (const auto found = find(key)) {
+      const StorageInfo& s = m_table.storages[size_t(*found)];
       if (s.dtype != dtype || s.numel != numel)
-        fail("storage " + key + " is described twice, differently (" + std::string(dtypeName(s.dtype)) + " x " +
-             std::to_string(s.numel) + " vs " + std::string(dtypeName(dtype)) + " x " + std::to_string(numel) + ")");
-      return it->second;
+        fail("storage " + std::string(key) + " is described twice, differently (" + std::string(dtypeName(s.dtype)) +
+             " x " + std::to_string(s.numel) + " vs " + std::string(dtypeName(dtype)) + " x " + std::to_string(numel) +
+             ")");
+      return *found;
     }
     StorageInfo s;
     s.key = key;
     s.dtype = dtype;
     s.numel = numel;
     s.location = location;
-    if (!m_legacy) s.record = m_prefix + key;
+
     const int index = int(m_table.storages.size());
     m_table.storages.push_back(std::move(s));
-    m_byKey.emplace(key, index);
+    // torch numbers storages "0", "1", ... in order: index those directly.
+    if (const auto n = decimal(key); n && *n == m_dense.size()) m_dense.push_back(index);
+    else m_byKey.emplace(key, index);
     m_nodes.push_back(nullptr);
-    if (!viewOf.empty()) m_views.push_back({index, viewOf, viewOffset});
+    if (!viewOf.empty()) m_views.push_back({index, std::string(viewOf), viewOffset});
     return index;
   }
   const Value* node(int index) {
@@ -122,7 +130,20 @@ class StorageRegistry {
   TensorTable& m_table;
   std::string m_prefix;
   bool m_legacy;
-  std::unordered_map<std::string, int> m_byKey;
+  static std::optional<size_t> decimal(std::string_view key) {
+    if (key.empty() || key.size() > 9 || (key.size() > 1 && key[0] == '0')) return std::nullopt;
+    size_t n = 0;
+    for (char c : key) {
+      if (c < '0' || c > '9') return std::nullopt;
+      n = n * 10 + size_t(c - '0');
+    }
+    return n;
+  }
+
+  std::vector<int> m_dense;
+  std::unordered_map<std::string_view, int> m_byKey;
+  const Value* m_lastClass = nullptr;
+  std::optional<DType> m_lastDtype;
   std::vector<const Value*> m_nodes;
   std::vector<View> m_views;
 };
@@ -140,7 +161,7 @@ void CheckpointFile::loadTorchZip(const ReadOptions& options) {
   m_zip = std::make_unique<ZipArchive>(*m_file);
   const auto& entries = m_zip->entries();
   if (entries.empty()) fail("empty zip archive: not a PyTorch checkpoint");
-  const std::string& first = entries.front().name;
+  const std::string first(entries.front().name);
   const size_t slash = first.find('/');
   if (slash == std::string::npos)
     fail("not a PyTorch archive: its first record '" + first.substr(0, 80) + "' is not inside a folder");
@@ -155,26 +176,39 @@ void CheckpointFile::loadTorchZip(const ReadOptions& options) {
     const std::vector<uint8_t> b = m_zip->readAll(*order, 64);
     const std::string s(b.begin(), b.end());
     if (s == "big") m_bigEndian = true;
-    else if (s != "little") fail("record " + order->name + " says '" + s.substr(0, 20) + "', expected little or big");
+    else if (s != "little") fail("record " + std::string(order->name) + " says '" + s.substr(0, 20) + "', expected little or big");
   }
 
   const std::vector<uint8_t> pickle = m_zip->readAll(*pkl, options.maxPickleBytes);
   StorageRegistry registry(m_arena, m_table, m_zipRoot + "data/", /*legacy=*/false);
-  PickleReader reader(m_arena, pkl->name, options.limits);
+  PickleReader reader(m_arena, std::string(pkl->name), options.limits);
+  if (options.metadataOnly) {
+    Value* placeholder = m_arena.make(K::Storage);
+    reader.setPersistentLoader([placeholder](const Value*) { return placeholder; });
+    m_root = reader.parse(pickle.data(), pickle.size()).root;
+    return;
+  }
   reader.setTensorTable(&m_table);
   reader.setPersistentLoader([&registry](const Value* pid) { return registry.load(pid); });
   m_root = reader.parse(pickle.data(), pickle.size()).root;
 
   // A storage whose record is missing or short leaves the rest readable:
   // its tensors carry the error, and `verify` reports it.
+  std::string record = m_zipRoot + "data/";
+  const size_t prefix = record.size();
   for (StorageInfo& s : m_table.storages) {
-    const ZipEntry* e = m_zip->find(s.record);
+    record.resize(prefix);
+    record += s.key;
+    const ZipEntry* e = m_zip->find(record);
     uint64_t need = 0;
+    if (e) s.zipEntry = e - m_zip->entries().data();
     if (!e) {
+      s.record = record;
       s.error = "record " + s.record + " is missing";
     } else if (mulOverflows(s.numel, uint64_t(dtypeSize(s.dtype)), &need)) {
       s.error = "storage " + s.key + " claims " + std::to_string(s.numel) + " elements: size overflows";
     } else if (e->size < need) {
+      s.record = record;
       s.error = "record " + s.record + " holds " + std::to_string(e->size) + " bytes, but storage " + s.key +
                 " claims " + std::to_string(s.numel) + " x " + std::to_string(dtypeSize(s.dtype)) + " = " +
                 std::to_string(need) + " bytes";
@@ -193,7 +227,7 @@ void CheckpointFile::loadTorchLegacy(const ReadOptions& options) {
     PickleReader reader(m_arena, std::string("legacy ") + what + " pickle", limits);
     if (loader) {
       reader.setPersistentLoader(loader);
-      reader.setTensorTable(&m_table);
+      if (!options.metadataOnly) reader.setTensorTable(&m_table);
     }
     const PickleResult r = reader.parse(all.data + pos, size - pos, pos);
     pos += r.end;
@@ -211,6 +245,11 @@ void CheckpointFile::loadTorchLegacy(const ReadOptions& options) {
     fail("legacy file written on a big-endian machine: not supported");
 
   StorageRegistry registry(m_arena, m_table, "", /*legacy=*/true);
+  if (options.metadataOnly) {
+    Value* placeholder = m_arena.make(K::Storage);
+    m_root = next("main", options.limits, [placeholder](const Value*) { return placeholder; });
+    return;
+  }
   m_root = next("main", options.limits, [&registry](const Value* pid) { return registry.load(pid); });
   const Value* keys = next("storage keys", options.limits, {});
   if (keys->kind != K::List) fail("legacy file: storage key list is a " + std::string(kindName(keys->kind)));
@@ -220,7 +259,7 @@ void CheckpointFile::loadTorchLegacy(const ReadOptions& options) {
   for (const Value* k : keys->items) {
     if (!k->isStr()) fail("legacy file: storage key is not a string");
     const auto idx = registry.find(k->text);
-    if (!idx) fail("legacy file lists storage '" + k->text.substr(0, 40) + "' that no tensor uses");
+    if (!idx) fail("legacy file lists storage '" + std::string(k->text.substr(0, 40)) + "' that no tensor uses");
     StorageInfo& s = m_table.storages[size_t(*idx)];
     if (!truncated.empty()) {
       s.error = truncated;

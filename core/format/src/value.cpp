@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
+#include <algorithm>
+#include <cstring>
+#include <new>
 #include <unordered_set>
 
 namespace ckpt {
@@ -22,10 +25,61 @@ const Value* Value::get(int64_t key) const {
   return nullptr;
 }
 
+namespace {
+
+// Blocks of arenas that were destroyed, kept per thread for the next one:
+// opening file after file (a directory scan) then reuses warm memory instead
+// of faulting fresh pages in every time.
+struct BlockPool {
+  std::vector<std::pair<std::unique_ptr<std::byte[]>, size_t>> blocks;
+  size_t bytes = 0;
+  static constexpr size_t kMaxBytes = 8u << 20;
+};
+thread_local BlockPool t_pool;
+
+}  // namespace
+
+ValueArena::~ValueArena() {
+  for (Block& b : m_blocks) {
+    if (t_pool.bytes + b.size > BlockPool::kMaxBytes) break;
+    t_pool.bytes += b.size;
+    t_pool.blocks.emplace_back(std::move(b.data), b.size);
+  }
+}
+
+void* ValueArena::allocateSlow(size_t bytes, size_t align) {
+  // Blocks grow with the arena so that big pickles need few of them.
+  size_t size = std::max<size_t>(64 * 1024, bytes + align);
+  if (!m_blocks.empty()) size = std::max(size, std::min<size_t>(m_blocks.back().size * 2, 16u << 20));
+  Block block{nullptr, 0};
+  for (size_t i = 0; i < t_pool.blocks.size(); ++i) {
+    if (t_pool.blocks[i].second >= bytes + align) {
+      block = {std::move(t_pool.blocks[i].first), t_pool.blocks[i].second};
+      t_pool.bytes -= block.size;
+      t_pool.blocks.erase(t_pool.blocks.begin() + long(i));
+      break;
+    }
+  }
+  if (!block.data) block = {std::unique_ptr<std::byte[]>(new std::byte[size]), size};  // not zeroed
+  m_blocks.push_back(std::move(block));
+  m_cursor = m_blocks.back().data.get();
+  m_left = m_blocks.back().size;
+  return allocate(bytes, align);
+}
+
 Value* ValueArena::make(Value::Kind kind) {
-  Value& v = m_nodes.emplace_back();
-  v.kind = kind;
-  return &v;
+  static_assert(std::is_trivially_destructible_v<Value>);
+  Value* v = new (allocate(sizeof(Value), alignof(Value))) Value();
+  v->kind = kind;
+  v->id = uint32_t(m_count++);
+  return v;
+}
+
+std::string_view ValueArena::copy(std::string_view s) {
+  if (s.empty()) return {};
+  char* p = static_cast<char*>(allocate(s.size(), 1));
+  std::memcpy(p, s.data(), s.size());
+  return {p, s.size()};
 }
 
 std::string_view kindName(Value::Kind kind) {
@@ -95,7 +149,7 @@ struct Repr {
 
   bool full() const { return out.size() >= max; }
 
-  void quoted(const std::string& s) {
+  void quoted(std::string_view s) {
     out += '\'';
     for (char c : s) {
       if (full()) return;
@@ -109,7 +163,7 @@ struct Repr {
     out += '\'';
   }
 
-  void seq(const std::vector<const Value*>& items, const char* open, const char* close) {
+  void seq(const ArenaArray<const Value*>& items, const char* open, const char* close) {
     out += open;
     for (size_t i = 0; i < items.size(); ++i) {
       if (i) out += ", ";

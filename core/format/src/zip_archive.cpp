@@ -81,12 +81,14 @@ ZipArchive::ZipArchive(const InputFile& file) : m_file(file) {
          " bytes) lies past the end of the file");
   if (count > cdSize / 46) fail("zip central directory claims " + std::to_string(count) + " entries in " + std::to_string(cdSize) + " bytes");
 
-  const std::vector<uint8_t> cd = file.read(cdOffset, cdSize);
+  m_directory = file.read(cdOffset, cdSize);
+  const std::vector<uint8_t>& cd = m_directory;
   m_entries.reserve(count);
   uint64_t pos = 0;
   for (uint64_t i = 0; i < count; ++i) {
-    const std::string where = "zip central directory entry " + std::to_string(i) + " at offset " + std::to_string(cdOffset + pos);
-    if (cdSize - pos < 46 || le32(&cd[pos]) != kCentralSig) fail(where + ": bad signature");
+    // Built only when something is wrong: this loop runs for every tensor.
+    auto where = [&] { return "zip central directory entry " + std::to_string(i) + " at offset " + std::to_string(cdOffset + pos); };
+    if (cdSize - pos < 46 || le32(&cd[pos]) != kCentralSig) fail(where() + ": bad signature");
     const uint8_t* h = &cd[pos];
     ZipEntry entry;
     entry.flags = le16(h + 8);
@@ -96,8 +98,8 @@ ZipArchive::ZipArchive(const InputFile& file) : m_file(file) {
     entry.size = le32(h + 24);
     const uint64_t nameLen = le16(h + 28), extraLen = le16(h + 30), commentLen = le16(h + 32);
     entry.localHeaderOffset = le32(h + 42);
-    if (cdSize - pos < 46 + nameLen + extraLen + commentLen) fail(where + ": runs past the directory");
-    entry.name.assign(reinterpret_cast<const char*>(h + 46), nameLen);
+    if (cdSize - pos < 46 + nameLen + extraLen + commentLen) fail(where() + ": runs past the directory");
+    entry.name = std::string_view(reinterpret_cast<const char*>(h + 46), nameLen);
     // zip64 extra: the 64-bit values of the fields that hold 0xFFFFFFFF, in order.
     const uint8_t* x = h + 46 + nameLen;
     for (uint64_t off = 0; off + 4 <= extraLen;) {
@@ -108,7 +110,7 @@ ZipArchive::ZipArchive(const InputFile& file) : m_file(file) {
         uint64_t left = len;
         auto take = [&](uint64_t& field) {
           if (field != 0xFFFFFFFF) return;
-          if (left < 8) fail(where + ": zip64 extra field too short");
+          if (left < 8) fail(where() + ": zip64 extra field too short");
           field = le64(v);
           v += 8;
           left -= 8;
@@ -120,42 +122,53 @@ ZipArchive::ZipArchive(const InputFile& file) : m_file(file) {
       off += 4 + len;
     }
     if (entry.localHeaderOffset > cdOffset)
-      fail(where + " (" + entry.name + "): local header offset " + std::to_string(entry.localHeaderOffset) + " lies past the data");
+      fail(where() + " (" + std::string(entry.name) + "): local header offset " + std::to_string(entry.localHeaderOffset) + " lies past the data");
     pos += 46 + nameLen + extraLen + commentLen;
     m_entries.push_back(std::move(entry));
   }
-  m_byName.reserve(m_entries.size());
-  for (size_t i = 0; i < m_entries.size(); ++i) m_byName.emplace(m_entries[i].name, i);
+  size_t slots = 16;
+  while (slots < 2 * m_entries.size()) slots *= 2;
+  m_slots.assign(slots, -1);
+  for (size_t i = 0; i < m_entries.size(); ++i) {
+    size_t at = std::hash<std::string_view>()(m_entries[i].name) & (slots - 1);
+    while (m_slots[at] >= 0) {
+      if (m_entries[size_t(m_slots[at])].name == m_entries[i].name) break;  // duplicate name: first wins
+      at = (at + 1) & (slots - 1);
+    }
+    if (m_slots[at] < 0) m_slots[at] = int32_t(i);
+  }
 }
 
 const ZipEntry* ZipArchive::find(std::string_view name) const {
-  auto it = m_byName.find(name);
-  return it == m_byName.end() ? nullptr : &m_entries[it->second];
+  const size_t mask = m_slots.size() - 1;
+  for (size_t at = std::hash<std::string_view>()(name) & mask; m_slots[at] >= 0; at = (at + 1) & mask)
+    if (m_entries[size_t(m_slots[at])].name == name) return &m_entries[size_t(m_slots[at])];
+  return nullptr;
 }
 
 uint64_t ZipArchive::dataOffset(const ZipEntry& e) const {
   uint8_t h[30];
   m_file.read(e.localHeaderOffset, 30, h);
-  if (le32(h) != kLocalSig) fail("zip record " + e.name + ": bad local header signature at offset " + std::to_string(e.localHeaderOffset));
+  if (le32(h) != kLocalSig) fail("zip record " + std::string(e.name) + ": bad local header signature at offset " + std::to_string(e.localHeaderOffset));
   const uint64_t off = e.localHeaderOffset + 30 + le16(h + 26) + le16(h + 28);
   uint64_t end = 0;
   if (addOverflows(off, e.compressedSize, &end) || end > m_file.size())
-    failTruncated("truncated: zip record " + e.name + " (" + std::to_string(e.compressedSize) + " bytes at offset " +
+    failTruncated("truncated: zip record " + std::string(e.name) + " (" + std::to_string(e.compressedSize) + " bytes at offset " +
                   std::to_string(off) + ") runs past the end of the file");
   return off;
 }
 
 ByteRegion ZipArchive::bytes(const ZipEntry& e, uint64_t maxSize) const {
-  if (e.flags & 1) fail("zip record " + e.name + " is encrypted");
+  if (e.flags & 1) fail("zip record " + std::string(e.name) + " is encrypted");
   if (e.method == 0) {
-    if (e.compressedSize != e.size) fail("zip record " + e.name + ": stored record with different sizes");
+    if (e.compressedSize != e.size) fail("zip record " + std::string(e.name) + ": stored record with different sizes");
     return m_file.map(dataOffset(e), e.size);
   }
-  if (e.method != 8) fail("zip record " + e.name + ": unsupported compression method " + std::to_string(e.method));
-  if (e.size > maxSize) fail("zip record " + e.name + " claims " + std::to_string(e.size) + " bytes, over the limit of " + std::to_string(maxSize));
+  if (e.method != 8) fail("zip record " + std::string(e.name) + ": unsupported compression method " + std::to_string(e.method));
+  if (e.size > maxSize) fail("zip record " + std::string(e.name) + " claims " + std::to_string(e.size) + " bytes, over the limit of " + std::to_string(maxSize));
   uint64_t cap = 0;
   if (mulOverflows(e.compressedSize + 1, kMaxDeflateRatio, &cap) || e.size > cap)
-    fail("zip record " + e.name + " claims " + std::to_string(e.size) + " bytes from " + std::to_string(e.compressedSize) + " compressed: not plausible");
+    fail("zip record " + std::string(e.name) + " claims " + std::to_string(e.size) + " bytes from " + std::to_string(e.compressedSize) + " compressed: not plausible");
   const ByteRegion packed = m_file.map(dataOffset(e), e.compressedSize);
   // One spare byte: a stream that inflates to more than it claims fills it.
   auto out = std::make_shared<std::vector<uint8_t>>(e.size + 1);
@@ -179,7 +192,7 @@ ByteRegion ZipArchive::bytes(const ZipEntry& e, uint64_t maxSize) const {
   }
   inflateEnd(&zs);
   if (rc != Z_STREAM_END || outDone != e.size)
-    fail("zip record " + e.name + ": deflate stream is corrupt or does not match its size (" + std::to_string(outDone) +
+    fail("zip record " + std::string(e.name) + ": deflate stream is corrupt or does not match its size (" + std::to_string(outDone) +
          " of " + std::to_string(e.size) + " bytes)");
   ByteRegion region;
   out->pop_back();
@@ -190,9 +203,9 @@ ByteRegion ZipArchive::bytes(const ZipEntry& e, uint64_t maxSize) const {
 }
 
 std::vector<uint8_t> ZipArchive::readAll(const ZipEntry& e, uint64_t maxSize) const {
-  if (e.size > maxSize) fail("zip record " + e.name + " is " + std::to_string(e.size) + " bytes, over the limit of " + std::to_string(maxSize));
+  if (e.size > maxSize) fail("zip record " + std::string(e.name) + " is " + std::to_string(e.size) + " bytes, over the limit of " + std::to_string(maxSize));
   if (e.method == 0 && !(e.flags & 1)) {
-    if (e.compressedSize != e.size) fail("zip record " + e.name + ": stored record with different sizes");
+    if (e.compressedSize != e.size) fail("zip record " + std::string(e.name) + ": stored record with different sizes");
     return m_file.read(dataOffset(e), e.size);
   }
   const ByteRegion r = bytes(e, maxSize);
@@ -209,7 +222,7 @@ std::string ZipArchive::checkCrc(const ZipEntry& e) const {
       off += chunk;
     }
     if (uint32_t(crc) != e.crc)
-      return "record " + e.name + ": CRC mismatch (stored " + hex32(e.crc) + ", computed " + hex32(uint32_t(crc)) + ")";
+      return "record " + std::string(e.name) + ": CRC mismatch (stored " + hex32(e.crc) + ", computed " + hex32(uint32_t(crc)) + ")";
   } catch (const FormatError& err) {
     return err.what();
   }

@@ -94,7 +94,9 @@ CheckpointEntry describeCheckpoint(const std::string& path, const std::string& r
     }
   }
   try {
-    const auto file = CheckpointFile::open(path);
+    ReadOptions options;
+    options.metadataOnly = true;
+    const auto file = CheckpointFile::open(path, options);
     e.size = file->fileSize();
     e.mtime = file->mtime();
     e.format = std::string(formatName(file->format()));

@@ -27,6 +27,10 @@ struct ReadOptions {
   PickleLimits limits;
   uint64_t maxPickleBytes = 1ull << 30;
   uint64_t maxHeaderBytes = 100ull << 20;  // safetensors JSON header
+  // Directory listings need step, loss and the like, not tensors: decode the
+  // tree with rebuild calls left as opaque objects and build no tensor or
+  // storage table (tensors() stays empty).
+  bool metadataOnly = false;
 };
 
 // One checkpoint file, opened lazily: the value tree and the tensor and
@@ -67,6 +71,7 @@ class CheckpointFile {
   void loadTorchLegacy(const ReadOptions& options);
   void loadSafetensors(const ReadOptions& options);
   void finish();  // number tensors in tree order, check extents
+  bool m_metadataOnly = false;
 
   std::unique_ptr<InputFile> m_file;
   std::unique_ptr<ZipArchive> m_zip;

@@ -25,6 +25,7 @@ struct StorageInfo {
   uint64_t numel = 0;    // elements of `dtype` the file claims
   std::string location;  // "cpu", "cuda:0", ...
   std::string record;    // zip record name, or "" for legacy / safetensors
+  int64_t zipEntry = -1;  // index into the zip's entries once found
   uint64_t dataOffset = 0;  // absolute byte offset, when known (legacy, safetensors)
   bool dataOffsetKnown = false;
   int useCount = 0;      // tensors viewing it

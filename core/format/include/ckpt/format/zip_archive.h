@@ -11,7 +11,7 @@
 namespace ckpt {
 
 struct ZipEntry {
-  std::string name;
+  std::string_view name;  // points into the archive's copy of the central directory
   uint16_t method = 0;  // 0 stored, 8 deflated
   uint16_t flags = 0;
   uint32_t crc = 0;
@@ -42,8 +42,11 @@ class ZipArchive {
 
  private:
   const InputFile& m_file;
+  std::vector<uint8_t> m_directory;  // the central directory, which entry names view
   std::vector<ZipEntry> m_entries;
-  std::unordered_map<std::string_view, size_t> m_byName;
+  // Open addressing over entry indices by name hash (-1 empty): one
+  // allocation instead of a node per entry.
+  std::vector<int32_t> m_slots;
 };
 
 }  // namespace ckpt
