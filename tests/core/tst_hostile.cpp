@@ -43,6 +43,16 @@ struct Outcome {
 // tree and view, read every tensor, verify it.
 Outcome exercise(const std::string& path) {
   Outcome o;
+  // The directory scanner's metadata-only read must survive the same input.
+  try {
+    ReadOptions metadataOnly;
+    metadataOnly.metadataOnly = true;
+    const auto f = CheckpointFile::open(path, metadataOnly);
+    const CheckpointView view(*f);
+    (void)view.step();
+    (void)toJson(*f, 200000);
+  } catch (const FormatError&) {
+  }
   std::unique_ptr<CheckpointFile> f;
   try {
     f = CheckpointFile::open(path);
