@@ -473,6 +473,7 @@ class Machine {
     switch (Known(callable->tag)) {
       case Known::Dict: {
         Value* d = make(K::Dict);
+        if (callable->text == "collections.OrderedDict") d->tag = Value::kOrderedDict;
         if (n == 1 && args->items[0]->isSequence()) {
           for (const Value* pair : args->items[0]->items) {
             if (!pair->isSequence() || pair->items.size() != 2) return opaque(callable, args);
@@ -527,6 +528,7 @@ class Machine {
         if (n >= 1 && args->items[0]->kind == K::Global) {
           Value* obj = make(K::Object);
           obj->text = args->items[0]->text;
+          obj->tag = Value::kMadeByNewObj;
           for (size_t i = 1; i < n; ++i) adopt(obj, args->items[i]);
           m_arena.assign(obj->items, args->items.begin() + 1, n - 1);
           return obj;
@@ -903,7 +905,9 @@ class Machine {
       case NEWOBJ: {
         Value* args = pop();
         Value* cls = pop();
-        push(construct(cls, args));
+        Value* obj = construct(cls, args);
+        if (obj->kind == K::Object && obj->text == cls->text) obj->tag = Value::kMadeByNewObj;
+        push(obj);
         return;
       }
       case NEWOBJ_EX: {
@@ -911,6 +915,7 @@ class Machine {
         Value* args = pop();
         Value* cls = pop();
         Value* obj = construct(cls, args);
+        if (obj->kind == K::Object && obj->text == cls->text) obj->tag = Value::kMadeByNewObj;
         if (kwargs->kind == K::Dict && !kwargs->entries.empty() && obj->kind == K::Object) {
           adopt(obj, kwargs);
           m_arena.append(obj->items, static_cast<const Value*>(kwargs));

@@ -67,7 +67,12 @@ struct Value {
 
   Kind kind = Kind::None;
   bool boolean = false;
-  uint8_t tag = 0;  // the reader's classification of a Global (internal)
+  // Global: the reader's classification (internal). Object: kMadeByNewObj
+  // when NEWOBJ made it (cls.__new__(cls, *args)), 0 when a call did.
+  // Dict: kOrderedDict for a collections.OrderedDict.
+  uint8_t tag = 0;
+  static constexpr uint8_t kMadeByNewObj = 1;
+  static constexpr uint8_t kOrderedDict = 2;
   // Deepest nesting below this node as the reader built it (for its limit).
   uint32_t depth = 0;
   // Creation number within its arena (walks mark visited nodes by it).

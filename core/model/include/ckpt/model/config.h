@@ -1,0 +1,65 @@
+#pragma once
+// ModernLLMConfig (MODEL.md) without LibTorch: parsed from a checkpoint's
+// `config` dict or a JSON file, validated like the reference library, and
+// written back with unknown keys kept.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace ckpt {
+
+struct Value;
+
+// A config that the reference library would reject; the message names the
+// field: "ffn_hidden_size (64) must exceed d_model (64)".
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ModelConfig {
+  int64_t vocabSize = 0;
+  int64_t dModel = 0;
+  int64_t nLayers = 0;
+  int64_t nHeads = 0;
+  int64_t ffnHiddenSize = 0;
+  int64_t maxSeqLen = 0;
+  double rmsnormEps = 1e-5;
+  double dropout = 0.0;
+  double initializerRange = 0.02;
+  double ropeTheta = 10000.0;
+  std::optional<double> ropeScaling;
+  bool useRope = true;
+  bool useAttentionSinks = true;
+  int64_t numAttentionSinks = 2;
+  bool useSwiglu = true;          // stored, not used by the math
+  double swigluMultiplier = 2.0;  // stored, not used by the math
+  bool useGqa = false;
+  std::optional<int64_t> gqaGroups;
+  bool useMoe = false;
+  nlohmann::ordered_json moeConfig;  // null when absent
+  bool tieEmbeddings = true;
+  // Keys MODEL.md does not list, in file order: kept and written back.
+  nlohmann::ordered_json extra = nlohmann::ordered_json::object();
+
+  // Throws ConfigError naming the first bad or missing field.
+  static ModelConfig fromJson(const nlohmann::ordered_json& j);
+  // A checkpoint's config dict (or a dataclass's state) from the reader.
+  static ModelConfig fromValue(const Value* dict);
+  // Every field in MODEL.md's order (snake_case keys), then `extra`.
+  [[nodiscard]] nlohmann::ordered_json toJson() const;
+  void validate() const;  // the reference library's checks
+
+  [[nodiscard]] int64_t headDim() const { return dModel / nHeads; }
+  [[nodiscard]] int64_t kvHeads() const { return useGqa && gqaGroups ? *gqaGroups : nHeads; }
+};
+
+// A reader Value (dict, list, scalars) as plain JSON: what the trainer
+// writes back into a checkpoint's metadata. Opaque objects become their
+// state when it is a dict, else null.
+nlohmann::ordered_json plainJson(const Value* v);
+
+}  // namespace ckpt
