@@ -8,6 +8,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace ckpt {
 
@@ -45,7 +46,9 @@ struct ModelConfig {
   // Keys MODEL.md does not list, in file order: kept and written back.
   nlohmann::ordered_json extra = nlohmann::ordered_json::object();
 
-  // Throws ConfigError naming the first bad or missing field.
+  // Throws ConfigError naming the first bad or missing field. Parsing does
+  // not validate (a checkpoint with an odd config can still be browsed):
+  // call validate(), as Decoder's constructor does, before running one.
   static ModelConfig fromJson(const nlohmann::ordered_json& j);
   // A checkpoint's config dict (or a dataclass's state) from the reader.
   static ModelConfig fromValue(const Value* dict);
@@ -56,6 +59,21 @@ struct ModelConfig {
   [[nodiscard]] int64_t headDim() const { return dModel / nHeads; }
   [[nodiscard]] int64_t kvHeads() const { return useGqa && gqaGroups ? *gqaGroups : nHeads; }
 };
+
+// One state-dict entry as MODEL.md's "Parameters, in registration order"
+// lists it: the key and the shape.
+struct ParamSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+};
+
+// The state dict of a model with this config, in registration order, without
+// LibTorch (for browsing, diffing and optimizer-state mapping). With
+// tie_embeddings, `lm_head.weight` is listed (last) only when includeTiedHead:
+// the state dict has it, the optimizer's de-duplicated parameter list does
+// not. MoE configs get MODEL.md's router/expert entries (moe_config must name
+// num_experts; ConfigError otherwise).
+std::vector<ParamSpec> stateDictLayout(const ModelConfig& config, bool includeTiedHead = true);
 
 // A reader Value (dict, list, scalars) as plain JSON: what the trainer
 // writes back into a checkpoint's metadata. Opaque objects become their
