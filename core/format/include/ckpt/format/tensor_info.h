@@ -24,8 +24,8 @@ struct StorageInfo {
   DType dtype = DType::UInt8;  // element type of the storage class
   uint64_t numel = 0;    // elements of `dtype` the file claims
   std::string location;  // "cpu", "cuda:0", ...
-  std::string record;    // zip record name, or "" for legacy / safetensors
   int64_t zipEntry = -1;  // index into the zip's entries once found
+  std::string record;     // the zip record name, set only when it is missing or short (for messages)
   uint64_t dataOffset = 0;  // absolute byte offset, when known (legacy, safetensors)
   bool dataOffsetKnown = false;
   int useCount = 0;      // tensors viewing it
