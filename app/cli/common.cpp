@@ -18,6 +18,8 @@ void printUsage(const std::string& command) {
       "  info FILE [--json]     metadata, config and the tensor table of a checkpoint\n"
       "  ls DIR [--json]        every checkpoint under DIR, grouped into runs\n"
       "  verify FILE            check every record's CRC and every tensor's extent\n"
+      "  train, resume, finetune, score, generate   training and inference (LibTorch;\n"
+      "                         see ckptscope-cli train --help)\n"
       "\n"
       "Exit status: 0 success, 1 a file cannot be read or is damaged, 2 usage error.\n";
   if (command == "info") std::fputs("usage: ckptscope-cli info FILE [--json]\n", stderr);

@@ -1,7 +1,11 @@
 // ckptscope-cli: read, list and check PyTorch checkpoints without Python.
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <string>
 
 #include "common.h"
@@ -17,6 +21,16 @@ int main(int argc, char** argv) {
   if (cmd == "--version") {
     std::puts("ckptscope-cli 0.1.0");
     return kExitOk;
+  }
+  if (cmd == "train" || cmd == "resume" || cmd == "finetune" || cmd == "score" || cmd == "generate") {
+    // These need LibTorch, which costs 0.4 s and 160 MB to load: they live in
+    // the sibling program ckptscope-train.
+    std::error_code ec;
+    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    const std::string trainer = (self.parent_path() / "ckptscope-train").string();
+    argv[0] = const_cast<char*>(trainer.c_str());
+    ::execv(trainer.c_str(), argv);
+    return failWith("'" + cmd + "' needs " + trainer + " (built with LibTorch): " + std::strerror(errno));
   }
   try {
     if (cmd == "info") return runInfo(argc, argv);

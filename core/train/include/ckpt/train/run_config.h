@@ -1,0 +1,76 @@
+#pragma once
+// What a training run needs, from RUN.json or the reference library's flat
+// pipeline config. No LibTorch here: the desktop form uses it too.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "ckpt/model/config.h"
+
+namespace ckpt {
+
+enum class LrSchedule { Constant, Cosine };  // warmup, then constant (pretraining) or cosine (SFT/DPO)
+
+struct TrainingConfig {
+  std::string runName = "run";
+  std::string outputDir;        // "" -> "<runName>" next to the working directory
+  std::string stage = "pretrain";
+  int64_t batchSize = 8;                 // sequences per optimizer step
+  int64_t microBatchSize = 8;            // sequences per forward/backward
+  int64_t gradientAccumulationSteps = 1; // batchSize / microBatchSize
+  int64_t seqLen = 0;                    // 0 -> the model's max_seq_len
+  double learningRate = 3e-4;
+  int64_t maxSteps = 1000;
+  int64_t warmupSteps = 0;
+  LrSchedule schedule = LrSchedule::Constant;
+  double weightDecay = 0.01;  // AdamW defaults (MODEL.md)
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double maxGradNorm = 1.0;   // <= 0: no clipping
+  int64_t evalEvery = 100;    // 0: never
+  int64_t evalBatches = 8;    // micro-batches of validation windows per evaluation
+  int64_t saveEvery = 500;    // 0: only final
+  int64_t logEvery = 10;
+  int64_t keepLast = 0;       // keep the newest K step checkpoints; 0 keeps all
+  uint64_t seed = 1337;
+  std::string mixedPrecision = "bf16";  // bf16 | fp16 | fp32 (autocast on CUDA only)
+  std::string device = "auto";          // auto | cpu | cuda
+
+  [[nodiscard]] nlohmann::ordered_json toJson() const;
+  // Fills from snake_case keys; the three batch numbers must agree (two
+  // given: the third follows). Throws ConfigError naming the field.
+  void update(const nlohmann::ordered_json& j);
+  void validate() const;
+};
+
+struct DataConfig {
+  std::string path;               // text file, directory, or .bin
+  std::string tokenizer = "bytes";  // "bytes", tokenizer.json, or a GPT-2 vocabulary directory
+  double valFraction = 0.1;
+  bool uint32Tokens = false;      // .bin files hold uint32 instead of uint16
+
+  [[nodiscard]] nlohmann::ordered_json toJson() const;
+  void update(const nlohmann::ordered_json& j);
+};
+
+struct RunConfig {
+  ModelConfig model;
+  TrainingConfig training;
+  DataConfig data;
+
+  // {"model": {...}, "training": {...}, "data": {...}}, or the reference
+  // library's flat pipeline config (model fields at the top level,
+  // pretrain_max_steps, pretrain_lr, ..., output_dir, run_name, seed).
+  static RunConfig fromJson(const nlohmann::ordered_json& j);
+  static RunConfig fromFile(const std::string& path);
+  [[nodiscard]] nlohmann::ordered_json toJson() const;
+};
+
+// `key=value` command-line overrides ("training.max_steps=20",
+// "max_steps=20", "model.d_model=64"): numbers, booleans, null and strings.
+void applyOverride(RunConfig& config, const std::string& assignment);
+
+}  // namespace ckpt

@@ -1,0 +1,104 @@
+#pragma once
+// The training loop for the modern_llm decoder: new runs, exact resumes and
+// fine-tunes, checkpoints that Python loads back. No Qt; no LibTorch in this
+// header (the GUI's worker thread includes it).
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "ckpt/train/run_config.h"
+
+namespace ckpt {
+
+// One report per optimizer step (and a last one when the run ends).
+struct StepReport {
+  int64_t step = 0;  // steps done
+  int64_t maxSteps = 0;
+  double loss = 0;   // mean training loss of this step
+  double learningRate = 0;
+  int64_t tokensSeen = 0;
+  double tokensPerSecond = 0;
+  double elapsedSeconds = 0;
+  std::optional<double> valLoss;  // when this step evaluated
+  std::string savedCheckpoint;    // when this step wrote one
+  std::string message;            // notes: "resumed with a fresh optimizer", ...
+};
+
+// Return false to stop: the step in flight finishes and a resumable
+// checkpoint is written.
+using ProgressCallback = std::function<bool(const StepReport&)>;
+
+enum class RunOutcome { Finished, Stopped };
+
+struct RunResult {
+  RunOutcome outcome = RunOutcome::Finished;
+  int64_t step = 0;
+  std::string lastCheckpoint;  // the newest file written (final, or the stop checkpoint)
+  std::string outputDir;
+  std::optional<double> bestValLoss;
+};
+
+struct FinetuneOptions {
+  std::string dataPath;        // required
+  std::string tokenizer;       // "" -> the checkpoint's
+  std::string outputDir;       // "" -> "<parent dir>/<run>-<stage>"
+  std::string stage = "sft";
+  double learningRate = 1e-5;  // the reference's SFT rate
+  int64_t maxSteps = 0;        // 0 -> the parent's max_steps
+  std::string device = "auto";
+};
+
+class Trainer {
+ public:
+  ~Trainer();
+  Trainer(Trainer&&) noexcept;
+
+  // Throws ConfigError / std::runtime_error with a message for the user.
+  static Trainer newRun(const RunConfig& config);
+  // Continues the run that wrote `checkpoint` (ours or the Python
+  // library's) in the same directory from its step, with its optimizer.
+  static Trainer resume(const std::string& checkpoint, std::optional<int64_t> maxSteps = {},
+                        const std::string& dataPath = {}, const std::string& device = "auto");
+  // Weights only: a new optimizer and schedule, step 0, a new run directory.
+  static Trainer finetune(const std::string& checkpoint, const FinetuneOptions& options);
+
+  RunResult run(const ProgressCallback& progress = {});
+
+  [[nodiscard]] const RunConfig& config() const;
+  [[nodiscard]] std::string deviceName() const;
+  [[nodiscard]] int64_t startStep() const;
+  [[nodiscard]] const std::string& notes() const;  // what the user should know before the run
+
+ private:
+  struct Impl;
+  explicit Trainer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> m_impl;
+};
+
+// Mean cross-entropy of consecutive non-overlapping windows of `seqLen`
+// tokens (the last partial window dropped), labels = inputs.
+struct ScoreResult {
+  double loss = 0;
+  int64_t windows = 0;
+  int64_t tokens = 0;
+};
+ScoreResult scoreCheckpoint(const std::string& checkpoint, const std::string& dataPath, int64_t seqLen,
+                            const std::string& tokenizer = {}, const std::string& device = "auto");
+
+struct GenerateOptions {
+  std::string prompt;
+  int64_t maxNewTokens = 64;
+  double temperature = 1.0;  // 0: greedy
+  int64_t topK = 0;          // 0: all
+  uint64_t seed = 0;
+  std::string tokenizer;     // "" -> the checkpoint's
+  std::string device = "auto";
+};
+// Calls `onText` with each new piece of text; returns the whole completion.
+std::string generateText(const std::string& checkpoint, const GenerateOptions& options,
+                         const std::function<void(const std::string&)>& onText = {});
+
+}  // namespace ckpt

@@ -1,0 +1,543 @@
+#include "ckpt/train/trainer.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "checkpoint_io.h"
+#include "ckpt/model/decoder.h"
+#include "ckpt/model/device.h"
+#include "ckpt/train/dataset.h"
+#include "ckpt/train/tokenizer.h"
+
+namespace fs = std::filesystem;
+
+namespace ckpt {
+namespace {
+
+using json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+std::string isoNow() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// Pretraining: linear warmup (step+1)/warmup, then constant. SFT/DPO: the
+// same warmup, then cosine annealing to zero over max_steps.
+double learningRateAt(const TrainingConfig& t, int64_t step) {
+  if (t.warmupSteps > 0 && step < t.warmupSteps) return t.learningRate * double(step + 1) / double(t.warmupSteps);
+  if (t.schedule == LrSchedule::Constant) return t.learningRate;
+  const double span = double(std::max<int64_t>(1, t.maxSteps - t.warmupSteps));
+  const double progress = std::min(1.0, double(step - t.warmupSteps) / span);
+  return t.learningRate * 0.5 * (1.0 + std::cos(M_PI * progress));
+}
+
+at::Tensor rngState() {
+  auto gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return gen.get_state();
+}
+
+void setRngState(const at::Tensor& state) {
+  auto gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(state);
+}
+
+std::string stateKey(const at::Tensor& p) { return c10::guts::to_string(p.unsafeGetTensorImpl()); }
+
+}  // namespace
+
+struct Trainer::Impl {
+  RunConfig config;
+  std::string outputDir;
+  std::string parent;  // lineage: the checkpoint this run started from
+  std::string notes;
+  c10::Device device = c10::Device(c10::kCPU);
+  AutocastPlan autocast;
+  std::unique_ptr<Decoder> model;
+  std::unique_ptr<torch::optim::AdamW> optimizer;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<TokenDataset> dataset;
+  std::unique_ptr<WindowSampler> sampler;
+  int64_t step = 0;
+  int64_t tokensSeen = 0;
+  double elapsedBefore = 0;
+  std::optional<double> bestValLoss;
+  std::optional<double> lastValLoss;
+  std::string lastSaved;
+
+  int64_t seqLen() const { return config.training.seqLen > 0 ? config.training.seqLen : config.model.maxSeqLen; }
+
+  void note(const std::string& s) { notes += (notes.empty() ? "" : "\n") + s; }
+
+  void setUp(const std::optional<at::Tensor>& rng) {
+    TrainingConfig& t = config.training;
+    t.validate();
+    config.model.validate();
+    if (seqLen() > config.model.maxSeqLen)
+      throw ConfigError("seq_len (" + std::to_string(seqLen()) + ") exceeds max_seq_len (" +
+                        std::to_string(config.model.maxSeqLen) + ")");
+    device = pickDevice(t.device);
+    autocast = autocastPlan(parsePrecision(t.mixedPrecision), device);
+    if (!autocast.note.empty()) note(autocast.note);
+    if (config.data.path.empty()) throw ConfigError("data: no data path given (--data PATH)");
+    // Absolute, so that a resume from another directory finds it again.
+    config.data.path = fs::absolute(config.data.path).lexically_normal().string();
+    tokenizer = loadTokenizer(config.data.tokenizer);
+    if (tokenizer->vocabSize() > config.model.vocabSize)
+      throw ConfigError("tokenizer " + tokenizer->name() + " has " + std::to_string(tokenizer->vocabSize()) +
+                        " tokens, more than the model's vocab_size (" + std::to_string(config.model.vocabSize) + ")");
+    DatasetOptions options;
+    options.valFraction = config.data.valFraction;
+    options.binUint32 = config.data.uint32Tokens;
+    options.separator = tokenizer->specialTokenId("<|endoftext|>");
+    dataset = std::make_unique<TokenDataset>(std::vector<std::string>{config.data.path}, *tokenizer, options);
+    dataset->requireWindow(Split::Train, seqLen());
+    if (t.evalEvery > 0) {
+      if (config.data.valFraction <= 0)
+        throw ConfigError("eval_every is set but val_fraction is 0: no validation split to evaluate on");
+      dataset->requireWindow(Split::Val, seqLen());
+    }
+    sampler = std::make_unique<WindowSampler>(*dataset, Split::Train, seqLen(), t.seed);
+    if (outputDir.empty()) outputDir = t.outputDir.empty() ? t.runName : t.outputDir;
+    fs::create_directories(outputDir);
+    if (rng) setRngState(*rng);
+  }
+
+  void makeOptimizer() {
+    const TrainingConfig& t = config.training;
+    std::vector<at::Tensor> params;
+    for (const auto& [name, p] : model->namedParameters()) params.push_back(p);
+    optimizer = std::make_unique<torch::optim::AdamW>(
+        params, torch::optim::AdamWOptions(t.learningRate).betas({t.beta1, t.beta2}).eps(t.eps).weight_decay(t.weightDecay));
+  }
+
+  void restoreOptimizer(const OptimizerSnapshot& snap) {
+    const auto params = model->namedParameters();
+    if (snap.paramCount != int64_t(params.size()))
+      throw std::runtime_error("the checkpoint's optimizer holds " + std::to_string(snap.paramCount) +
+                               " parameters, the model " + std::to_string(params.size()));
+    for (const AdamState& s : snap.states) {
+      if (s.index < 0 || size_t(s.index) >= params.size())
+        throw std::runtime_error("optimizer state index " + std::to_string(s.index) + " is out of range");
+      const at::Tensor& p = params[size_t(s.index)].second;
+      if (s.expAvg.sizes() != p.sizes())
+        throw std::runtime_error("optimizer state for " + params[size_t(s.index)].first + " has shape " +
+                                 c10::str(s.expAvg.sizes()) + ", the parameter " + c10::str(p.sizes()));
+      auto state = std::make_unique<torch::optim::AdamWParamState>();
+      state->step(s.step);
+      state->exp_avg(s.expAvg.to(p.device(), p.scalar_type()).clone());
+      state->exp_avg_sq(s.expAvgSq.to(p.device(), p.scalar_type()).clone());
+      optimizer->state()[stateKey(p)] = std::move(state);
+    }
+  }
+
+  OptimizerSnapshot snapshotOptimizer() const {
+    const TrainingConfig& t = config.training;
+    OptimizerSnapshot snap;
+    snap.lr = learningRateAt(t, std::max<int64_t>(0, step - 1));
+    snap.beta1 = t.beta1;
+    snap.beta2 = t.beta2;
+    snap.eps = t.eps;
+    snap.weightDecay = t.weightDecay;
+    const auto params = model->namedParameters();
+    snap.paramCount = int64_t(params.size());
+    for (size_t i = 0; i < params.size(); ++i) {
+      auto it = optimizer->state().find(stateKey(params[i].second));
+      if (it == optimizer->state().end()) continue;
+      const auto& s = static_cast<const torch::optim::AdamWParamState&>(*it->second);
+      snap.states.push_back({int64_t(i), s.step(), s.exp_avg(), s.exp_avg_sq()});
+    }
+    return snap;
+  }
+
+  double evaluate() {
+    torch::NoGradGuard noGrad;
+    model->train(false);
+    const int64_t T = seqLen();
+    const auto windows = consecutiveWindows(dataset->splitSize(Split::Val), T);
+    const int64_t micro = config.training.microBatchSize;
+    const size_t limit = std::min<size_t>(windows.size(), size_t(std::max<int64_t>(1, config.training.evalBatches) * micro));
+    double total = 0;
+    size_t count = 0;
+    std::vector<int32_t> buf;
+    for (size_t i = 0; i < limit; i += size_t(micro)) {
+      const size_t n = std::min<size_t>(size_t(micro), limit - i);
+      buf.assign(n * size_t(T), 0);
+      for (size_t k = 0; k < n; ++k) dataset->read(Split::Val, windows[i + k].first, T, buf.data() + k * size_t(T));
+      const at::Tensor ids = torch::from_blob(buf.data(), {int64_t(n), T}, torch::kInt32).to(torch::kLong).to(device);
+      AutocastGuard guard(autocast);
+      const at::Tensor l = Decoder::loss(model->forward(ids), ids);
+      total += l.item<double>() * double(n);
+      count += n;
+    }
+    model->train(true);
+    if (count == 0) throw std::runtime_error("validation split is shorter than one window of " + std::to_string(T) + " tokens");
+    return total / double(count);
+  }
+
+  json metadata(double loss, bool final) const {
+    json m;
+    m["step"] = step;
+    m["loss"] = loss;
+    m["train_loss"] = loss;
+    m["val_loss"] = lastValLoss ? json(*lastValLoss) : json(nullptr);
+    m["learning_rate"] = learningRateAt(config.training, std::max<int64_t>(0, step - 1));
+    m["config"] = config.model.toJson();
+    m["run_name"] = config.training.runName;
+    m["stage"] = config.training.stage;
+    m["final"] = final;
+    m["timestamp"] = isoNow();
+    m["tokens_seen"] = tokensSeen;
+    m["parent"] = parent.empty() ? json(nullptr) : json(parent);
+    m["training_config"] = config.training.toJson();
+    m["data_config"] = config.data.toJson();
+    m["tokenizer"] = config.data.tokenizer;
+    return m;
+  }
+
+  std::string save(const std::string& file, double loss, bool final, double elapsedSeconds) {
+    CheckpointContent c;
+    c.modelState = model->stateDict();
+    c.optimizer = snapshotOptimizer();
+    c.metadata = metadata(loss, final);
+    c.trainerState = json{{"sampler_position", sampler->position()},
+                          {"elapsed_seconds", elapsedSeconds},
+                          {"best_val_loss", bestValLoss ? json(*bestValLoss) : json(nullptr)}};
+    c.rngState = rngState();
+    const std::string path = (fs::path(outputDir) / file).string();
+    saveCheckpointContent(path, c);
+    lastSaved = path;
+    return path;
+  }
+
+  // Keep the newest `keepLast` step checkpoints of this run.
+  void prune() {
+    if (config.training.keepLast <= 0) return;
+    const std::regex re(std::regex_replace(config.training.runName, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
+                        R"(_step(\d+)\.pt)");
+    std::vector<std::pair<int64_t, fs::path>> steps;
+    for (const auto& e : fs::directory_iterator(outputDir)) {
+      std::smatch m;
+      const std::string name = e.path().filename().string();
+      if (std::regex_match(name, m, re)) steps.emplace_back(std::stoll(m[1]), e.path());
+    }
+    std::sort(steps.begin(), steps.end());
+    for (size_t i = 0; i + size_t(config.training.keepLast) < steps.size(); ++i) fs::remove(steps[i].second);
+  }
+
+  void appendMetrics(const StepReport& r) {
+    json line{{"step", r.step},      {"loss", r.loss},           {"lr", r.learningRate},
+              {"tokens", r.tokensSeen}, {"tokens_per_sec", r.tokensPerSecond}, {"wall_time", r.elapsedSeconds}};
+    if (r.valLoss) line["val_loss"] = *r.valLoss;
+    std::ofstream out(fs::path(outputDir) / "metrics.jsonl", std::ios::app);
+    out << line.dump() << '\n';
+    if (!out) throw std::runtime_error((fs::path(outputDir) / "metrics.jsonl").string() + ": cannot append");
+  }
+
+  RunResult run(const ProgressCallback& progress) {
+    const TrainingConfig& t = config.training;
+    const int64_t T = seqLen();
+    const int64_t micro = t.microBatchSize;
+    model->train(true);
+    std::vector<int32_t> buf(size_t(micro * T));
+    const auto start = Clock::now();
+    auto elapsed = [&] { return elapsedBefore + std::chrono::duration<double>(Clock::now() - start).count(); };
+    RunResult result;
+    result.outputDir = outputDir;
+    double lastLoss = 0;
+    bool stopped = false;
+    while (step < t.maxSteps && !stopped) {
+      const auto stepStart = Clock::now();
+      const double lr = learningRateAt(t, step);
+      for (auto& group : optimizer->param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+      optimizer->zero_grad();
+      double stepLoss = 0;
+      for (int64_t a = 0; a < t.gradientAccumulationSteps; ++a) {
+        sampler->next(buf.data(), micro);
+        const at::Tensor ids = torch::from_blob(buf.data(), {micro, T}, torch::kInt32).to(torch::kLong).to(device);
+        at::Tensor loss;
+        {
+          AutocastGuard guard(autocast);
+          loss = Decoder::loss(model->forward(ids), ids);
+        }
+        (loss / double(t.gradientAccumulationSteps)).backward();
+        stepLoss += loss.item<double>() / double(t.gradientAccumulationSteps);
+      }
+      if (!std::isfinite(stepLoss)) {
+        throw std::runtime_error("step " + std::to_string(step + 1) + ": the loss is " +
+                                 (std::isnan(stepLoss) ? "NaN" : "infinite") + "; the run stopped" +
+                                 (lastSaved.empty() ? std::string(" before any checkpoint was written")
+                                                    : "; the last good checkpoint is " + lastSaved));
+      }
+      if (t.maxGradNorm > 0) {
+        std::vector<at::Tensor> params;
+        for (const auto& [name, p] : model->namedParameters()) params.push_back(p);
+        torch::nn::utils::clip_grad_norm_(params, t.maxGradNorm);
+      }
+      optimizer->step();
+      ++step;
+      tokensSeen += t.batchSize * T;
+      lastLoss = stepLoss;
+
+      StepReport r;
+      r.step = step;
+      r.maxSteps = t.maxSteps;
+      r.loss = stepLoss;
+      r.learningRate = lr;
+      r.tokensSeen = tokensSeen;
+      r.tokensPerSecond =
+          double(t.batchSize * T) / std::max(1e-9, std::chrono::duration<double>(Clock::now() - stepStart).count());
+      r.elapsedSeconds = elapsed();
+      bool improved = false;
+      if (t.evalEvery > 0 && step % t.evalEvery == 0) {
+        r.valLoss = evaluate();
+        lastValLoss = r.valLoss;
+        improved = !bestValLoss || *r.valLoss < *bestValLoss;
+        if (improved) bestValLoss = r.valLoss;
+      }
+      if (t.saveEvery > 0 && step % t.saveEvery == 0 && step < t.maxSteps)
+        r.savedCheckpoint = save(t.runName + "_step" + std::to_string(step) + ".pt", stepLoss, false, r.elapsedSeconds);
+      if (improved) {
+        const std::string best = save("best_checkpoint.pt", stepLoss, false, r.elapsedSeconds);
+        if (r.savedCheckpoint.empty()) r.savedCheckpoint = best;
+      }
+      prune();
+      appendMetrics(r);
+      if (progress && !progress(r) && step < t.maxSteps) {
+        stopped = true;
+        // Stopping finishes the step and leaves a checkpoint to resume from.
+        const std::string file = t.runName + "_step" + std::to_string(step) + ".pt";
+        if (fs::path(r.savedCheckpoint).filename() != file) save(file, stepLoss, false, r.elapsedSeconds);
+      }
+    }
+    if (!stopped) {
+      result.lastCheckpoint = save(t.runName + "_final.pt", lastLoss, true, elapsed());
+      result.outcome = RunOutcome::Finished;
+    } else {
+      result.lastCheckpoint = lastSaved;
+      result.outcome = RunOutcome::Stopped;
+    }
+    result.step = step;
+    result.bestValLoss = bestValLoss;
+    return result;
+  }
+};
+
+Trainer::Trainer(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
+Trainer::~Trainer() = default;
+Trainer::Trainer(Trainer&&) noexcept = default;
+
+Trainer Trainer::newRun(const RunConfig& config) {
+  auto impl = std::make_unique<Impl>();
+  impl->config = config;
+  impl->setUp(std::nullopt);
+  torch::manual_seed(config.training.seed);
+  impl->model = std::make_unique<Decoder>(config.model);
+  impl->model->to(impl->device);
+  impl->makeOptimizer();
+  return Trainer(std::move(impl));
+}
+
+Trainer Trainer::resume(const std::string& checkpoint, std::optional<int64_t> maxSteps, const std::string& dataPath,
+                        const std::string& device) {
+  auto impl = std::make_unique<Impl>();
+  ModelConfig model;
+  CheckpointContent content = loadCheckpointContent(checkpoint, &model);
+  RunConfig& rc = impl->config;
+  rc.model = model;
+  const json& meta = content.metadata;
+  if (meta.contains("training_config") && meta["training_config"].is_object()) {
+    rc.training.update(meta["training_config"]);
+  } else {
+    // A checkpoint of the Python library: what its metadata says, defaults
+    // for the rest.
+    if (meta.contains("run_name") && meta["run_name"].is_string()) rc.training.runName = meta["run_name"].get<std::string>();
+    if (meta.contains("learning_rate") && meta["learning_rate"].is_number())
+      rc.training.learningRate = meta["learning_rate"].get<double>();
+    if (meta.contains("stage") && meta["stage"].is_string()) rc.training.stage = meta["stage"].get<std::string>();
+    rc.training.seqLen = std::min<int64_t>(model.maxSeqLen, 256);
+  }
+  if (meta.contains("data_config") && meta["data_config"].is_object()) rc.data.update(meta["data_config"]);
+  if (!dataPath.empty()) rc.data.path = dataPath;
+  if (maxSteps) rc.training.maxSteps = *maxSteps;
+  rc.training.device = device;
+  const int64_t step = meta.value("step", int64_t(0));
+  if (step >= rc.training.maxSteps)
+    throw ConfigError("the checkpoint is at step " + std::to_string(step) + ", max_steps is " +
+                      std::to_string(rc.training.maxSteps) + ": nothing to do (pass --max-steps)");
+  impl->outputDir = fs::path(checkpoint).parent_path().string();
+  if (impl->outputDir.empty()) impl->outputDir = ".";
+  impl->setUp(content.rngState);
+  impl->model = std::make_unique<Decoder>(model);
+  impl->model->loadStateDict(content.modelState);
+  impl->model->to(impl->device);
+  impl->makeOptimizer();
+  if (content.optimizer) impl->restoreOptimizer(*content.optimizer);
+  else impl->note("the checkpoint has no optimizer state: resuming with a fresh optimizer");
+  impl->step = step;
+  impl->tokensSeen = meta.value("tokens_seen", int64_t(0));
+  impl->parent = meta.contains("parent") && meta["parent"].is_string() ? meta["parent"].get<std::string>() : "";
+  const json& ts = content.trainerState;
+  if (ts.is_object() && ts.contains("sampler_position")) {
+    impl->sampler->restore(ts["sampler_position"].get<uint64_t>());
+    impl->elapsedBefore = ts.value("elapsed_seconds", 0.0);
+    if (ts.contains("best_val_loss") && ts["best_val_loss"].is_number()) impl->bestValLoss = ts["best_val_loss"].get<double>();
+  } else {
+    impl->note("the checkpoint has no data position (not written by CkptScope): training data is drawn afresh");
+  }
+  if (meta.contains("val_loss") && meta["val_loss"].is_number()) impl->lastValLoss = meta["val_loss"].get<double>();
+  return Trainer(std::move(impl));
+}
+
+Trainer Trainer::finetune(const std::string& checkpoint, const FinetuneOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  ModelConfig model;
+  CheckpointContent content = loadCheckpointContent(checkpoint, &model);
+  RunConfig& rc = impl->config;
+  rc.model = model;
+  const json& meta = content.metadata;
+  if (meta.contains("training_config") && meta["training_config"].is_object()) rc.training.update(meta["training_config"]);
+  if (meta.contains("data_config") && meta["data_config"].is_object()) rc.data.update(meta["data_config"]);
+  std::string parentRun = meta.contains("run_name") && meta["run_name"].is_string() ? meta["run_name"].get<std::string>()
+                                                                                    : rc.training.runName;
+  // "shakespeare-pretrain" fine-tuned to sft -> "shakespeare-sft".
+  for (const char* s : {"-pretrain", "-sft", "-dpo"}) {
+    const std::string suffix = s;
+    if (parentRun.size() > suffix.size() && parentRun.compare(parentRun.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      parentRun.resize(parentRun.size() - suffix.size());
+      break;
+    }
+  }
+  rc.training.runName = parentRun + "-" + options.stage;
+  rc.training.stage = options.stage;
+  rc.training.learningRate = options.learningRate;
+  rc.training.schedule = LrSchedule::Cosine;
+  rc.training.warmupSteps = 0;
+  if (options.maxSteps > 0) rc.training.maxSteps = options.maxSteps;
+  rc.training.device = options.device;
+  rc.data.path = options.dataPath;
+  if (!options.tokenizer.empty()) rc.data.tokenizer = options.tokenizer;
+  if (rc.training.seqLen <= 0) rc.training.seqLen = std::min<int64_t>(model.maxSeqLen, 256);
+  impl->outputDir = options.outputDir.empty()
+                        ? (fs::path(checkpoint).parent_path().parent_path() / rc.training.runName).string()
+                        : options.outputDir;
+  rc.training.outputDir = impl->outputDir;
+  impl->parent = fs::absolute(checkpoint).lexically_normal().string();
+  impl->setUp(std::nullopt);
+  torch::manual_seed(rc.training.seed);
+  impl->model = std::make_unique<Decoder>(model);
+  impl->model->loadStateDict(content.modelState);
+  impl->model->to(impl->device);
+  impl->makeOptimizer();
+  return Trainer(std::move(impl));
+}
+
+RunResult Trainer::run(const ProgressCallback& progress) { return m_impl->run(progress); }
+const RunConfig& Trainer::config() const { return m_impl->config; }
+std::string Trainer::deviceName() const { return m_impl->device.str(); }
+int64_t Trainer::startStep() const { return m_impl->step; }
+const std::string& Trainer::notes() const { return m_impl->notes; }
+
+namespace {
+
+struct LoadedModel {
+  std::unique_ptr<Decoder> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+  c10::Device device = c10::Device(c10::kCPU);
+};
+
+LoadedModel loadForInference(const std::string& checkpoint, const std::string& tokenizer, const std::string& device) {
+  ModelConfig config;
+  CheckpointContent content = loadCheckpointContent(checkpoint, &config);
+  LoadedModel m;
+  m.device = pickDevice(device);
+  m.model = std::make_unique<Decoder>(config);
+  m.model->loadStateDict(content.modelState);
+  m.model->to(m.device);
+  m.model->train(false);
+  std::string spec = tokenizer;
+  if (spec.empty() && content.metadata.contains("tokenizer") && content.metadata["tokenizer"].is_string())
+    spec = content.metadata["tokenizer"].get<std::string>();
+  if (spec.empty()) spec = "bytes";
+  m.tokenizer = loadTokenizer(spec);
+  return m;
+}
+
+}  // namespace
+
+ScoreResult scoreCheckpoint(const std::string& checkpoint, const std::string& dataPath, int64_t seqLen,
+                            const std::string& tokenizer, const std::string& device) {
+  LoadedModel m = loadForInference(checkpoint, tokenizer, device);
+  if (seqLen <= 0 || seqLen > m.model->config().maxSeqLen)
+    throw ConfigError("--seq-len (" + std::to_string(seqLen) + ") must be in [1, max_seq_len = " +
+                      std::to_string(m.model->config().maxSeqLen) + "]");
+  DatasetOptions options;
+  options.valFraction = 0;
+  options.separator = m.tokenizer->specialTokenId("<|endoftext|>");
+  const TokenDataset data(std::vector<std::string>{dataPath}, *m.tokenizer, options);
+  const auto windows = consecutiveWindows(data.splitSize(Split::Train), seqLen);
+  if (windows.empty()) throw std::runtime_error(dataPath + ": fewer tokens than one window of " + std::to_string(seqLen));
+  torch::NoGradGuard noGrad;
+  ScoreResult r;
+  double total = 0;
+  std::vector<int32_t> buf(static_cast<size_t>(seqLen));
+  for (const auto& w : windows) {
+    data.read(Split::Train, w.first, seqLen, buf.data());
+    const at::Tensor ids = torch::from_blob(buf.data(), {1, seqLen}, torch::kInt32).to(torch::kLong).to(m.device);
+    total += Decoder::loss(m.model->forward(ids), ids).item<double>();
+  }
+  r.windows = int64_t(windows.size());
+  r.tokens = r.windows * seqLen;
+  r.loss = total / double(r.windows);
+  return r;
+}
+
+std::string generateText(const std::string& checkpoint, const GenerateOptions& options,
+                         const std::function<void(const std::string&)>& onText) {
+  LoadedModel m = loadForInference(checkpoint, options.tokenizer, options.device);
+  const ModelConfig& config = m.model->config();
+  std::vector<int32_t> tokens = m.tokenizer->encode(options.prompt);
+  if (tokens.empty()) throw std::runtime_error("the prompt is empty");
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(options.seed);
+  torch::NoGradGuard noGrad;
+  std::vector<int32_t> produced;
+  std::string text;
+  for (int64_t i = 0; i < options.maxNewTokens; ++i) {
+    const size_t from = tokens.size() > size_t(config.maxSeqLen) ? tokens.size() - size_t(config.maxSeqLen) : 0;
+    std::vector<int64_t> ctx(tokens.begin() + long(from), tokens.end());
+    const at::Tensor ids = torch::tensor(ctx, torch::kLong).unsqueeze(0).to(m.device);
+    at::Tensor logits = m.model->forward(ids).index({0, -1}).to(torch::kCPU, torch::kFloat64);
+    int32_t next = 0;
+    if (options.temperature <= 0) {
+      next = int32_t(logits.argmax().item<int64_t>());
+    } else {
+      logits = logits / options.temperature;
+      if (options.topK > 0 && options.topK < logits.size(0)) {
+        const auto kth = std::get<0>(logits.topk(options.topK)).min();
+        logits = logits.masked_fill(logits < kth, -std::numeric_limits<double>::infinity());
+      }
+      const at::Tensor probs = torch::softmax(logits, 0);
+      next = int32_t(at::multinomial(probs, 1, false, gen).item<int64_t>());
+    }
+    tokens.push_back(next);
+    produced.push_back(next);
+    const std::string decoded = m.tokenizer->decode(produced);
+    if (decoded.size() > text.size() && onText) onText(decoded.substr(text.size()));
+    text = decoded;
+  }
+  return text;
+}
+
+}  // namespace ckpt

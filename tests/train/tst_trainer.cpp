@@ -1,0 +1,310 @@
+// The trainer end to end on the CPU: checkpoints that Python loads back (its
+// reference model and torch.optim.AdamW), exact resume, stop and resume,
+// fine-tune lineage, checkpoint policies, and every bad input a user meets.
+#include <QtTest>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "ckpt/format/checkpoint_file.h"
+#include "ckpt/format/checkpoint_view.h"
+#include "ckpt/format/tensor_data.h"
+#include "ckpt/train/trainer.h"
+#include "../core/json_compare.h"
+
+using namespace ckpt;
+using ckpt::test::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kText =
+    "It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of "
+    "foolishness, it was the epoch of belief, it was the epoch of incredulity, it was the season of Light, "
+    "it was the season of Darkness, it was the spring of hope, it was the winter of despair.\n";
+
+struct Python {
+  int exitCode = -1;
+  QString err;
+};
+
+Python python(const QStringList& args) {
+  QProcess p;
+  p.start(QStringLiteral(CKPT_TORCH_PYTHON), QStringList{QStringLiteral(CKPT_SOURCE_DIR "/tests/python/train_interop.py")} + args);
+  Python r;
+  if (!p.waitForFinished(300000)) {
+    p.kill();
+    r.err = "timed out";
+    return r;
+  }
+  r.exitCode = p.exitCode();
+  r.err = QString::fromUtf8(p.readAllStandardError());
+  return r;
+}
+
+json readJson(const std::string& path) { return ckpt::test::readJsonFile(path); }
+
+std::vector<json> metrics(const std::string& dir) {
+  std::vector<json> lines;
+  std::ifstream in(dir + "/metrics.jsonl");
+  for (std::string line; std::getline(in, line);) lines.push_back(json::parse(line));
+  return lines;
+}
+
+// The raw bytes of every model_state tensor: bit-for-bit comparison.
+std::vector<std::pair<std::string, std::string>> weightBytes(const std::string& path) {
+  const auto f = CheckpointFile::open(path);
+  const CheckpointView view(*f);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const StateEntry& e : view.entries()) {
+    const TensorData d = f->tensorData(size_t(e.tensor));
+    const TensorInfo& t = f->tensors()[size_t(e.tensor)];
+    const uint8_t* p = d.elementPtr(uint64_t(t.storageOffset));
+    out.emplace_back(e.name, std::string(reinterpret_cast<const char*>(p), t.nbytes()));
+  }
+  return out;
+}
+
+}  // namespace
+
+class TestTrainer : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir m_tmp;
+  std::string m_data;
+
+  std::string dir(const std::string& name) const { return (fs::path(m_tmp.path().toStdString()) / name).string(); }
+
+  RunConfig tiny(const std::string& out, int64_t steps) const {
+    RunConfig c = RunConfig::fromJson(json::parse(R"({
+      "model": {"vocab_size": 256, "d_model": 32, "n_layers": 2, "n_heads": 4, "ffn_hidden_size": 80,
+                "max_seq_len": 32},
+      "training": {"run_name": "tiny", "batch_size": 4, "micro_batch_size": 2, "seq_len": 16,
+                   "learning_rate": 0.003, "warmup_steps": 2, "eval_every": 2, "eval_batches": 2,
+                   "save_every": 2, "log_every": 1, "seed": 7, "mixed_precision": "fp32", "device": "cpu"},
+      "data": {"tokenizer": "bytes", "val_fraction": 0.1}
+    })"));
+    c.training.outputDir = out;
+    c.training.maxSteps = steps;
+    c.data.path = m_data;
+    return c;
+  }
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(m_tmp.isValid());
+    m_data = dir("corpus.txt");
+    std::ofstream out(m_data);
+    for (int i = 0; i < 12; ++i) out << "Chapter " << i << ". " << kText;
+  }
+
+  void trainWritesWhatPythonLoads() {
+    const std::string out = dir("run1");
+    Trainer trainer = Trainer::newRun(tiny(out, 4));
+    std::vector<StepReport> reports;
+    const RunResult r = trainer.run([&](const StepReport& s) {
+      reports.push_back(s);
+      return true;
+    });
+    QCOMPARE(int(r.outcome), int(RunOutcome::Finished));
+    QCOMPARE(r.step, int64_t(4));
+    QCOMPARE(reports.size(), size_t(4));
+    QVERIFY(reports[1].valLoss && reports[3].valLoss);
+    QVERIFY(fs::exists(out + "/tiny_step2.pt"));
+    QVERIFY(fs::exists(out + "/tiny_final.pt"));
+    QVERIFY(fs::exists(out + "/best_checkpoint.pt"));
+    QCOMPARE(r.lastCheckpoint, out + "/tiny_final.pt");
+    const auto lines = metrics(out);
+    QCOMPARE(lines.size(), size_t(4));
+    for (size_t i = 0; i < lines.size(); ++i) {
+      QCOMPARE(lines[i]["step"].get<int64_t>(), int64_t(i + 1));
+      QCOMPARE(lines[i]["loss"].get<double>(), reports[i].loss);
+      QVERIFY(lines[i].contains("lr") && lines[i].contains("tokens") && lines[i].contains("tokens_per_sec") &&
+              lines[i].contains("wall_time"));
+    }
+    // The loss falls on this repetitive text.
+    QVERIFY(reports.back().loss < reports.front().loss);
+
+    // Python: layout, tie, metadata, strict load, AdamW load + step.
+    const std::string found = dir("check1.json");
+    const Python check =
+        python({"check", QString::fromStdString(out + "/tiny_final.pt"), QString::fromStdString(found)});
+    QVERIFY2(check.exitCode == 0, qPrintable(check.err));
+    const json f = readJson(found);
+    QCOMPARE(f["step"].get<int64_t>(), int64_t(4));
+    QCOMPARE(f["optimizer_state_entries"].get<int64_t>(), f["param_count"].get<int64_t>());
+
+    // Our score equals the reference model's on the same windows.
+    const ScoreResult ours = scoreCheckpoint(out + "/tiny_final.pt", m_data, 16, {}, "cpu");
+    const Python sc = python({"score", QString::fromStdString(out + "/tiny_final.pt"), QString::fromStdString(m_data),
+                              "16", QString::fromStdString(dir("score1.json"))});
+    QVERIFY2(sc.exitCode == 0, qPrintable(sc.err));
+    const json theirs = readJson(dir("score1.json"));
+    QCOMPARE(ours.windows, theirs["windows"].get<int64_t>());
+    QCOMPARE(ours.tokens, theirs["tokens"].get<int64_t>());
+    QVERIFY2(std::fabs(ours.loss - theirs["loss"].get<double>()) < 1e-5,
+             qPrintable(QString("ours %1, reference %2").arg(ours.loss).arg(theirs["loss"].get<double>())));
+  }
+
+  void exactResume() {
+    // 6 steps straight against 3 steps, resume, 3 more.
+    const std::string a = dir("straight"), b = dir("halves");
+    Trainer::newRun(tiny(a, 6)).run();
+    Trainer::newRun(tiny(b, 3)).run();
+    Trainer resumed = Trainer::resume(b + "/tiny_final.pt", 6, {}, "cpu");
+    QCOMPARE(resumed.startStep(), int64_t(3));
+    QVERIFY2(resumed.notes().find("fresh optimizer") == std::string::npos, resumed.notes().c_str());
+    resumed.run();
+    const auto la = metrics(a), lb = metrics(b);
+    QCOMPARE(la.size(), size_t(6));
+    QCOMPARE(lb.size(), size_t(6));
+    for (size_t i = 0; i < 6; ++i) QCOMPARE(lb[i]["loss"].get<double>(), la[i]["loss"].get<double>());
+    QVERIFY(weightBytes(a + "/tiny_final.pt") == weightBytes(b + "/tiny_final.pt"));
+  }
+
+  void stopAndResume() {
+    const std::string out = dir("stopped");
+    Trainer trainer = Trainer::newRun(tiny(out, 6));
+    const RunResult r = trainer.run([](const StepReport& s) { return s.step < 3; });
+    QCOMPARE(int(r.outcome), int(RunOutcome::Stopped));
+    QCOMPARE(r.step, int64_t(3));
+    QCOMPARE(r.lastCheckpoint, out + "/tiny_step3.pt");
+    QVERIFY(fs::exists(r.lastCheckpoint));
+    QVERIFY(!fs::exists(out + "/tiny_final.pt"));
+    Trainer again = Trainer::resume(r.lastCheckpoint, {}, {}, "cpu");
+    QCOMPARE(again.startStep(), int64_t(3));
+    const RunResult done = again.run();
+    QCOMPARE(int(done.outcome), int(RunOutcome::Finished));
+    QCOMPARE(done.step, int64_t(6));
+    // Stopping changed nothing: the same weights as a run never stopped.
+    const std::string straight = dir("straight");
+    QVERIFY(weightBytes(straight + "/tiny_final.pt") == weightBytes(out + "/tiny_final.pt"));
+  }
+
+  void finetuneLineage() {
+    const std::string parent = dir("straight") + "/tiny_final.pt";
+    FinetuneOptions o;
+    o.dataPath = m_data;
+    o.maxSteps = 2;
+    o.device = "cpu";
+    Trainer ft = Trainer::finetune(parent, o);
+    QCOMPARE(ft.startStep(), int64_t(0));
+    QCOMPARE(ft.config().training.runName, std::string("tiny-sft"));
+    QCOMPARE(ft.config().training.learningRate, 1e-5);
+    const RunResult r = ft.run();
+    const std::string out = (fs::path(m_tmp.path().toStdString()) / "tiny-sft").string();
+    QCOMPARE(r.lastCheckpoint, out + "/tiny-sft_final.pt");
+    const auto f = CheckpointFile::open(r.lastCheckpoint);
+    const CheckpointView view(*f);
+    QCOMPARE(view.step(), std::optional<int64_t>(2));
+    QCOMPARE(view.stage(), std::optional<std::string>("sft"));
+    QCOMPARE(view.run(), std::optional<std::string>("tiny-sft"));
+    const Value* lineage = view.lookup("parent");
+    QVERIFY(lineage && lineage->isStr());
+    QCOMPARE(lineage->str(), fs::absolute(parent).lexically_normal().string());
+  }
+
+  void keepLastK() {
+    RunConfig c = tiny(dir("keep"), 5);
+    c.training.saveEvery = 1;
+    c.training.keepLast = 2;
+    c.training.evalEvery = 0;
+    Trainer::newRun(c).run();
+    std::vector<std::string> files;
+    for (const auto& e : fs::directory_iterator(dir("keep")))
+      if (e.path().extension() == ".pt") files.push_back(e.path().filename().string());
+    std::sort(files.begin(), files.end());
+    QCOMPARE(files, (std::vector<std::string>{"tiny_final.pt", "tiny_step3.pt", "tiny_step4.pt"}));
+  }
+
+  void resumeFromPython() {
+    const std::string out = dir("pyrun");
+    fs::create_directories(out);
+    const std::string config = dir("pyconfig.json");
+    std::ofstream(config) << R"({"vocab_size": 256, "d_model": 32, "n_layers": 2, "n_heads": 4,
+                                 "ffn_hidden_size": 80, "max_seq_len": 32})";
+    const Python w = python({"write", QString::fromStdString(out + "/pyrun_step2.pt"), QString::fromStdString(config),
+                             QString::fromStdString(m_data), "2"});
+    QVERIFY2(w.exitCode == 0, qPrintable(w.err));
+    Trainer t = Trainer::resume(out + "/pyrun_step2.pt", 4, m_data, "cpu");
+    QCOMPARE(t.startStep(), int64_t(2));
+    QVERIFY2(t.notes().find("fresh optimizer") == std::string::npos, t.notes().c_str());
+    QVERIFY2(t.notes().find("data position") != std::string::npos, t.notes().c_str());
+    const RunResult r = t.run();
+    QCOMPARE(r.step, int64_t(4));
+    QCOMPARE(r.lastCheckpoint, out + "/pyrun_final.pt");
+    const Python check = python({"check", QString::fromStdString(r.lastCheckpoint), QString::fromStdString(dir("check2.json"))});
+    QVERIFY2(check.exitCode == 0, qPrintable(check.err));
+  }
+
+  void badInput_data() {
+    QTest::addColumn<QString>("what");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("invalid config") << "config" << "ffn_hidden_size (32) must exceed d_model (32)";
+    QTest::newRow("missing data") << "missing" << "no/such/corpus.txt";
+    QTest::newRow("empty data") << "empty" << "empty.txt";
+    QTest::newRow("data too short") << "short" << "fewer than one window of 16 tokens";
+    QTest::newRow("batch sizes disagree") << "batch" << "batch_size";
+    QTest::newRow("NaN loss") << "nan" << "the loss is";
+    QTest::newRow("unwritable output") << "unwritable" << "corpus.txt";
+  }
+  void badInput() {
+    QFETCH(QString, what);
+    QFETCH(QString, message);
+    std::string error;
+    try {
+      RunConfig c = tiny(dir("bad-" + what.toStdString()), 3);
+      if (what == "config") {
+        json m = c.model.toJson();
+        m["ffn_hidden_size"] = 32;
+        c.model = ModelConfig::fromJson(m);
+      } else if (what == "missing") {
+        c.data.path = dir("no/such/corpus.txt");
+      } else if (what == "empty") {
+        c.data.path = dir("empty.txt");
+        std::ofstream(c.data.path).close();
+      } else if (what == "short") {
+        c.data.path = dir("short.txt");
+        std::ofstream(c.data.path) << "tiny";
+      } else if (what == "batch") {
+        RunConfig::fromJson(json::parse(R"({"model": {"vocab_size": 256, "d_model": 32, "n_layers": 1,
+          "n_heads": 4, "ffn_hidden_size": 80, "max_seq_len": 32},
+          "training": {"batch_size": 5, "micro_batch_size": 2}})"));
+      } else if (what == "nan") {
+        c.training.learningRate = 1e30;
+        c.training.maxSteps = 50;
+        c.training.maxGradNorm = 0;
+      } else if (what == "unwritable") {
+        c.training.outputDir = m_data + "/out";  // a directory below a regular file
+      }
+      Trainer::newRun(c).run();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    QVERIFY2(!error.empty(), "expected an error");
+    QVERIFY2(error.find(message.toStdString()) != std::string::npos, error.c_str());
+  }
+
+  void checkpointThatDoesNotFit() {
+    // model_state lacks final_norm.weight and holds an extra key: both named.
+    const std::string config = dir("pyconfig-misfit.json");
+    std::ofstream(config) << R"({"vocab_size": 256, "d_model": 32, "n_layers": 2, "n_heads": 4,
+                                 "ffn_hidden_size": 80, "max_seq_len": 32})";
+    const std::string bad = dir("misfit.pt");
+    const Python w = python({"write-misfit", QString::fromStdString(bad), QString::fromStdString(config),
+                             QString::fromStdString(m_data), "1"});
+    QVERIFY2(w.exitCode == 0, qPrintable(w.err));
+    std::string error;
+    try {
+      Trainer::resume(bad, 3, m_data, "cpu").run();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    QVERIFY2(error.find("missing keys (1): final_norm.weight") != std::string::npos, error.c_str());
+    QVERIFY2(error.find("unexpected keys (1): extra.weight") != std::string::npos, error.c_str());
+  }
+};
+
+QTEST_GUILESS_MAIN(TestTrainer)
+#include "tst_trainer.moc"
