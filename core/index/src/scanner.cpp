@@ -105,6 +105,10 @@ CheckpointEntry describeCheckpoint(const std::string& path, const std::string& r
     e.loss = view.loss();
     e.runName = view.run();
     e.stage = view.stage();
+    for (const char* key : {"loss", "train_loss", "val_loss", "learning_rate", "tokens_seen", "accuracy"}) {
+      const Value* v = view.lookup(key);
+      if (v && v->isNumber()) e.scalars[key] = v->number();
+    }
     e.kind = name.kind;
     if (view.isFinal()) e.kind = CheckpointKind::Final;
     else if (e.kind == CheckpointKind::Unknown && e.step) e.kind = CheckpointKind::Step;

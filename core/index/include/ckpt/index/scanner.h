@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,6 +31,9 @@ struct CheckpointEntry {
   std::optional<double> loss;
   std::optional<std::string> runName;  // from metadata
   std::optional<std::string> stage;    // from metadata
+  // Numeric metadata for curves: loss, train_loss, val_loss, learning_rate,
+  // tokens_seen, accuracy (those present).
+  std::map<std::string, double> scalars;
   uint64_t size = 0;
   int64_t mtime = 0;
   std::string error;  // why it cannot be read; "" when fine
