@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "ckpt/format/error.h"
+#include "ckpt/format/utf8.h"
 #include "numeric.h"
 
 namespace ckpt {
@@ -82,28 +83,10 @@ constexpr size_t kMaxBigIntBytes = 4096;
 constexpr size_t kMaxLineBytes = 4096;
 constexpr size_t kMaxDims = 64;
 
-void appendUtf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xC0 | (cp >> 6));
-    out += char(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += char(0xE0 | (cp >> 12));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  } else {
-    out += char(0xF0 | (cp >> 18));
-    out += char(0x80 | ((cp >> 12) & 0x3F));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  }
-}
-
 std::string latin1ToUtf8(const uint8_t* p, size_t n) {
   std::string out;
   out.reserve(n);
-  for (size_t i = 0; i < n; ++i) appendUtf8(out, p[i]);
+  for (size_t i = 0; i < n; ++i) utf8::append(out, p[i]);
   return out;
 }
 
@@ -1014,13 +997,13 @@ class Machine {
           if (std::all_of(hex.begin(), hex.end(), [](char c) { return std::isxdigit(uint8_t(c)) != 0; })) {
             const unsigned long cp = std::stoul(hex, nullptr, 16);
             if (cp > 0x10FFFF) error("bad code point in UNICODE literal");
-            appendUtf8(out, uint32_t(cp));
+            utf8::append(out, uint32_t(cp));
             i += 1 + len;
             continue;
           }
         }
       }
-      appendUtf8(out, uint8_t(s[i]));
+      utf8::append(out, uint8_t(s[i]));
     }
     return out;
   }

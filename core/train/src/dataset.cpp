@@ -1,5 +1,7 @@
 #include "ckpt/train/dataset.h"
 
+#include "ckpt/format/utf8.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -73,40 +75,6 @@ std::string readText(const std::string& path) {
   return ss.str();
 }
 
-// Offset of the first byte that does not start a valid UTF-8 sequence, or -1.
-int64_t firstInvalidUtf8(std::string_view s) {
-  size_t i = 0;
-  const size_t n = s.size();
-  while (i < n) {
-    const auto b0 = static_cast<unsigned char>(s[i]);
-    if (b0 < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t len;
-    uint32_t cp;
-    uint32_t min;
-    if (b0 >= 0xC2 && b0 <= 0xDF) {
-      len = 2, cp = b0 & 0x1F, min = 0x80;
-    } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-      len = 3, cp = b0 & 0x0F, min = 0x800;
-    } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-      len = 4, cp = b0 & 0x07, min = 0x10000;
-    } else {
-      return int64_t(i);
-    }
-    if (i + len > n) return int64_t(i);
-    for (size_t k = 1; k < len; ++k) {
-      const auto b = static_cast<unsigned char>(s[i + k]);
-      if ((b & 0xC0) != 0x80) return int64_t(i);
-      cp = (cp << 6) | (b & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return int64_t(i);
-    i += len;
-  }
-  return -1;
-}
-
 uint32_t loadLittle(const uint8_t* p, int width) {
   if (width == 2) return uint32_t(p[0]) | uint32_t(p[1]) << 8;
   return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
@@ -146,7 +114,7 @@ struct TokenDataset::Impl {
                const DatasetOptions& options) {
     std::string_view text = bytes;
     if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
-    if (const int64_t bad = firstInvalidUtf8(text); bad >= 0) {
+    if (const int64_t bad = utf8::firstInvalid(text); bad >= 0) {
       const int64_t offset = bad + int64_t(bytes.size() - text.size());
       throw DataError("text file " + path + ": not valid UTF-8 at byte offset " +
                       std::to_string(offset));

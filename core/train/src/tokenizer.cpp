@@ -1,5 +1,7 @@
 #include "ckpt/train/tokenizer.h"
 
+#include "ckpt/format/utf8.h"
+
 #include <algorithm>
 #include <climits>
 #include <cstdio>
@@ -235,39 +237,7 @@ const AsciiClasses& asciiClasses() {
   return table;
 }
 
-constexpr char32_t kInvalid = 0xFFFFFFFF;
-
-struct Decoded {
-  char32_t cp;
-  uint32_t len;
-};
-
-// One code point of strict UTF-8 at s[pos]; an invalid or truncated sequence
-// (overlong, surrogate, > U+10FFFF) yields kInvalid for its first byte only.
-Decoded decodeUtf8(std::string_view s, size_t pos) {
-  const auto b0 = static_cast<unsigned char>(s[pos]);
-  if (b0 < 0x80) return {b0, 1};
-  uint32_t len;
-  char32_t cp;
-  char32_t min;
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    len = 2, cp = b0 & 0x1F, min = 0x80;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    len = 3, cp = b0 & 0x0F, min = 0x800;
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    len = 4, cp = b0 & 0x07, min = 0x10000;
-  } else {
-    return {kInvalid, 1};
-  }
-  if (pos + len > s.size()) return {kInvalid, 1};
-  for (uint32_t i = 1; i < len; ++i) {
-    const auto b = static_cast<unsigned char>(s[pos + i]);
-    if ((b & 0xC0) != 0x80) return {kInvalid, 1};
-    cp = (cp << 6) | (b & 0x3F);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return {kInvalid, 1};
-  return {cp, len};
-}
+using utf8::kInvalid;
 
 struct Symbol {
   CharClass cls;
@@ -277,28 +247,11 @@ struct Symbol {
 Symbol symbolAt(std::string_view s, size_t pos) {
   const auto b0 = static_cast<unsigned char>(s[pos]);
   if (b0 < 0x80) return {asciiClasses().cls[b0], 1};
-  const Decoded d = decodeUtf8(s, pos);
+  const utf8::Decoded d = utf8::decode(s, pos);
   if (d.cp == kInvalid) return {CharClass::Other, 1};
   return {classify(d.cp), d.len};
 }
 
-void appendUtf8(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xC0 | (cp >> 6));
-    out += char(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += char(0xE0 | (cp >> 12));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  } else {
-    out += char(0xF0 | (cp >> 18));
-    out += char(0x80 | ((cp >> 12) & 0x3F));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  }
-}
 
 // OpenAI's bytes_to_unicode(): printable Latin-1 bytes map to themselves, the
 // other 68 bytes to U+0100.. in byte order.
@@ -317,7 +270,7 @@ struct ByteLevelTables {
     std::fill(std::begin(cpToByte), std::end(cpToByte), int16_t(-1));
     for (int b = 0; b < 256; ++b) {
       cpToByte[byteToCp[b]] = int16_t(b);
-      appendUtf8(byteToUtf8[b], byteToCp[b]);
+      utf8::append(byteToUtf8[b], byteToCp[b]);
     }
   }
 };
@@ -780,7 +733,7 @@ std::string BpeTokenizer::decode(const std::vector<int32_t>& ids) const {
       continue;
     }
     for (size_t p = 0; p < token.size();) {
-      const Decoded d = decodeUtf8(token, p);
+      const utf8::Decoded d = utf8::decode(token, p);
       if (d.cp != kInvalid && d.cp < 324 && bl.cpToByte[d.cp] >= 0) {
         out += char(bl.cpToByte[d.cp]);
       } else {
