@@ -115,6 +115,18 @@ struct Trainer::Impl {
     if (rng) setRngState(*rng);
   }
 
+  // Starts from a checkpoint: its model config, and the run and data
+  // settings our trainer recorded (absent from the Python library's files).
+  // Returns whether the training settings were there.
+  bool adoptCheckpoint(const std::string& checkpoint, CheckpointContent& content) {
+    content = loadCheckpointContent(checkpoint, &config.model);
+    const json& meta = content.metadata;
+    if (meta.contains("data_config") && meta["data_config"].is_object()) config.data.update(meta["data_config"]);
+    if (!(meta.contains("training_config") && meta["training_config"].is_object())) return false;
+    config.training.update(meta["training_config"]);
+    return true;
+  }
+
   void makeOptimizer() {
     const TrainingConfig& t = config.training;
     std::vector<at::Tensor> params;
@@ -353,14 +365,11 @@ Trainer Trainer::newRun(const RunConfig& config) {
 Trainer Trainer::resume(const std::string& checkpoint, std::optional<int64_t> maxSteps, const std::string& dataPath,
                         const std::string& device) {
   auto impl = std::make_unique<Impl>();
-  ModelConfig model;
-  CheckpointContent content = loadCheckpointContent(checkpoint, &model);
+  CheckpointContent content;
   RunConfig& rc = impl->config;
-  rc.model = model;
+  const ModelConfig& model = rc.model;
   const json& meta = content.metadata;
-  if (meta.contains("training_config") && meta["training_config"].is_object()) {
-    rc.training.update(meta["training_config"]);
-  } else {
+  if (!impl->adoptCheckpoint(checkpoint, content)) {
     // A checkpoint of the Python library: what its metadata says, defaults
     // for the rest.
     if (meta.contains("run_name") && meta["run_name"].is_string()) rc.training.runName = meta["run_name"].get<std::string>();
@@ -369,7 +378,6 @@ Trainer Trainer::resume(const std::string& checkpoint, std::optional<int64_t> ma
     if (meta.contains("stage") && meta["stage"].is_string()) rc.training.stage = meta["stage"].get<std::string>();
     rc.training.seqLen = std::min<int64_t>(model.maxSeqLen, 256);
   }
-  if (meta.contains("data_config") && meta["data_config"].is_object()) rc.data.update(meta["data_config"]);
   if (!dataPath.empty()) rc.data.path = dataPath;
   if (maxSteps) rc.training.maxSteps = *maxSteps;
   rc.training.device = device;
@@ -403,13 +411,11 @@ Trainer Trainer::resume(const std::string& checkpoint, std::optional<int64_t> ma
 
 Trainer Trainer::finetune(const std::string& checkpoint, const FinetuneOptions& options) {
   auto impl = std::make_unique<Impl>();
-  ModelConfig model;
-  CheckpointContent content = loadCheckpointContent(checkpoint, &model);
+  CheckpointContent content;
   RunConfig& rc = impl->config;
-  rc.model = model;
+  const ModelConfig& model = rc.model;
   const json& meta = content.metadata;
-  if (meta.contains("training_config") && meta["training_config"].is_object()) rc.training.update(meta["training_config"]);
-  if (meta.contains("data_config") && meta["data_config"].is_object()) rc.data.update(meta["data_config"]);
+  impl->adoptCheckpoint(checkpoint, content);
   std::string parentRun = meta.contains("run_name") && meta["run_name"].is_string() ? meta["run_name"].get<std::string>()
                                                                                     : rc.training.runName;
   // "shakespeare-pretrain" fine-tuned to sft -> "shakespeare-sft".
