@@ -10,10 +10,11 @@
   train_interop.py score CKPT DATA T OUT.json
       the reference model's mean loss over consecutive windows of T byte
       tokens of DATA (the last partial window dropped).
-  train_interop.py write CKPT CONFIG.json DATA STEPS
+  train_interop.py write|write-noopt|write-misfit CKPT CONFIG.json DATA STEPS
       a plain Python training loop (reference model, AdamW) that saves its
       checkpoint in the library's layout: model_state, optimizer, metadata,
-      metadata keys repeated at the top level.
+      metadata keys repeated at the top level (write-noopt: no optimizer;
+      write-misfit: a state dict that does not fit its config).
 """
 import collections
 import json
@@ -120,7 +121,7 @@ def score(path, data, T, out):
         json.dump({"loss": total / n, "windows": n, "tokens": n * T}, f)
 
 
-def write(path, config_path, data, steps, misfit=False):
+def write(path, config_path, data, steps, misfit=False, optimizer=True):
     with open(config_path) as f:
         config = json.load(f)
     torch.manual_seed(0)
@@ -156,7 +157,10 @@ def write(path, config_path, data, steps, misfit=False):
         state["extra.weight"] = torch.zeros(3)
     metadata = {"step": steps, "loss": float(loss), "config": config, "run_name": "pyrun",
                 "learning_rate": 1e-3, "stage": "pretrain"}
-    torch.save({"model_state": state, "optimizer": opt.state_dict(), "metadata": metadata, **metadata}, path)
+    saved = {"model_state": state, "metadata": metadata, **metadata}
+    if optimizer:
+        saved = {"model_state": state, "optimizer": opt.state_dict(), "metadata": metadata, **metadata}
+    torch.save(saved, path)
 
 
 if __name__ == "__main__":
@@ -165,7 +169,8 @@ if __name__ == "__main__":
         check(sys.argv[2], sys.argv[3])
     elif mode == "score":
         score(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])
-    elif mode in ("write", "write-misfit"):
-        write(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), misfit=mode == "write-misfit")
+    elif mode in ("write", "write-misfit", "write-noopt"):
+        write(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), misfit=mode == "write-misfit",
+              optimizer=mode != "write-noopt")
     else:
         fail("unknown mode " + mode)

@@ -238,6 +238,20 @@ class TestTrainer : public QObject {
     QVERIFY2(check.exitCode == 0, qPrintable(check.err));
   }
 
+  void resumeWithoutOptimizer() {
+    const std::string out = dir("pynoopt");
+    fs::create_directories(out);
+    const std::string config = dir("pyconfig-noopt.json");
+    std::ofstream(config) << R"({"vocab_size": 256, "d_model": 32, "n_layers": 2, "n_heads": 4,
+                                 "ffn_hidden_size": 80, "max_seq_len": 32})";
+    const Python w = python({"write-noopt", QString::fromStdString(out + "/pyrun_step2.pt"),
+                             QString::fromStdString(config), QString::fromStdString(m_data), "2"});
+    QVERIFY2(w.exitCode == 0, qPrintable(w.err));
+    Trainer t = Trainer::resume(out + "/pyrun_step2.pt", 3, m_data, "cpu");
+    QVERIFY2(t.notes().find("no optimizer state: resuming with a fresh optimizer") != std::string::npos, t.notes().c_str());
+    QCOMPARE(t.run().step, int64_t(3));
+  }
+
   void badInput_data() {
     QTest::addColumn<QString>("what");
     QTest::addColumn<QString>("message");
