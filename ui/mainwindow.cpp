@@ -10,16 +10,52 @@
 #include <QMenuBar>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QTabWidget>
 #include <QTreeView>
 #include <QtConcurrent/QtConcurrentRun>
 #include <atomic>
 #include <chrono>
+#include <map>
 
 #include "browser/checkpointlistmodel.h"
+#include "curves/curvesview.h"
 #include "inspector/summarywidget.h"
 #include "textformat.h"
 
 namespace ckpt {
+
+namespace {
+
+// The curves view takes runs as the index describes them: each scanned run,
+// and files opened directly grouped by their directory (whose metrics.jsonl
+// and logs then count too).
+std::vector<RunEntry> curveRuns(const std::vector<BrowseGroup>& groups) {
+  std::vector<RunEntry> runs;
+  std::map<QString, size_t> byDir;
+  for (const BrowseGroup& g : groups) {
+    if (!g.error.isEmpty()) continue;
+    if (g.kind == BrowseGroup::Kind::Run) {
+      runs.push_back({pathToStd(g.name), pathToStd(g.path), g.checkpoints});
+      continue;
+    }
+    for (const CheckpointEntry& c : g.checkpoints) {
+      const QString dir = QFileInfo(pathFromStd(c.path)).absolutePath();
+      auto [it, added] = byDir.emplace(dir, runs.size());
+      if (added) runs.push_back({pathToStd(QFileInfo(dir).fileName()), pathToStd(dir), {}});
+      runs[it->second].checkpoints.push_back(c);
+    }
+  }
+  return runs;
+}
+
+}  // namespace
+
+std::optional<MainWindow::View> MainWindow::viewFromName(const QString& name) {
+  if (name == QLatin1String("browse")) return View::Browse;
+  if (name == QLatin1String("inspect")) return View::Inspect;
+  if (name == QLatin1String("curves")) return View::Curves;
+  return std::nullopt;
+}
 
 struct MainWindow::ScanState {
   std::atomic<bool> stop{false};
@@ -42,10 +78,15 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   m_tree->header()->setSectionResizeMode(int(CheckpointListModel::Column::Name), QHeaderView::Stretch);
 
   m_summary = new SummaryWidget(this);
+  m_curves = new CurvesView(this);
+  m_tabs = new QTabWidget(this);
+  m_tabs->setDocumentMode(true);
+  m_tabs->addTab(m_summary, tr("Inspect"));
+  m_tabs->addTab(m_curves, tr("Curves"));
 
   auto* split = new QSplitter(Qt::Horizontal, this);
   split->addWidget(m_tree);
-  split->addWidget(m_summary);
+  split->addWidget(m_tabs);
   split->setStretchFactor(1, 1);
   split->setSizes({460, 820});
   split->setChildrenCollapsible(false);
@@ -56,6 +97,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(m_tree->selectionModel(), &QItemSelectionModel::currentChanged, this, &MainWindow::onCurrentChanged);
   connect(&m_scanWatcher, &QFutureWatcherBase::finished, this, &MainWindow::onScanFinished);
   connect(&m_summaryWatcher, &QFutureWatcherBase::finished, this, &MainWindow::onSummaryReady);
+  connect(m_curves, &CurvesView::checkpointActivated, this, &MainWindow::onCheckpointActivated);
   m_progressTimer.setInterval(100);
   connect(&m_progressTimer, &QTimer::timeout, this, &MainWindow::showScanProgress);
 }
@@ -100,6 +142,7 @@ void MainWindow::openPaths(const QStringList& paths) {
 
   m_model->clear();
   m_summary->showMessage(tr("Scanning..."), {});
+  m_curves->clear(tr("Scanning..."));
   m_loadPending = true;
   m_summaryPending = false;
 
@@ -138,8 +181,9 @@ void MainWindow::onScanFinished() {
   if (unreadable) status += ", " + tr("%1 unreadable").arg(unreadable);
   statusBar()->showMessage(status);
   emit scanFinished();
+  m_curves->setRuns(curveRuns(m_model->groups()));
 
-  QModelIndex first = m_model->firstCheckpoint();
+  QModelIndex first = m_view == View::Browse ? m_model->index(0, 0) : m_model->firstCheckpoint();
   if (!first.isValid() && m_model->rowCount() > 0) first = m_model->index(0, 0);  // e.g. a directory that failed
   if (first.isValid()) {
     m_tree->setCurrentIndex(first);
@@ -165,6 +209,16 @@ bool MainWindow::selectPath(const QString& path) {
   m_tree->setCurrentIndex(index);
   m_tree->scrollTo(index);
   return true;
+}
+
+void MainWindow::setView(View view) {
+  m_view = view;
+  m_tabs->setCurrentWidget(view == View::Curves ? static_cast<QWidget*>(m_curves) : m_summary);
+}
+
+void MainWindow::onCheckpointActivated(const QString& path) {
+  // A marker on a curve: show that checkpoint as if picked in the list.
+  if (selectPath(path)) m_tabs->setCurrentWidget(m_summary);
 }
 
 void MainWindow::onCurrentChanged(const QModelIndex& current) {

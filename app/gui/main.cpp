@@ -1,16 +1,18 @@
-// ckptscope [--screenshot OUT.png] [DIR|FILE...]: the desktop app.
+// ckptscope [--screenshot OUT.png] [--view browse|inspect|curves] [DIR|FILE...]: the desktop app.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QTimer>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
+#include "curves/curvesview.h"
 #include "mainwindow.h"
 #include "screenshot.h"
 
 namespace {
 
-// How long --screenshot waits for the scan and the first summary.
+// How long --screenshot waits for the scan and the first summary (or the curves).
 constexpr int kScreenshotTimeoutMs = 5 * 60 * 1000;
 
 void complain(const QString& message) { std::fprintf(stderr, "ckptscope: %s\n", qPrintable(message)); }
@@ -39,13 +41,27 @@ int main(int argc, char** argv) {
   parser.addHelpOption();
   parser.addVersionOption();
   const QCommandLineOption screenshot(
-      "screenshot", "Open the paths, wait until the first checkpoint is shown, write the window to OUT.png and exit.",
+      "screenshot",
+      "Open the paths, wait until the first checkpoint (or with --view curves, the curves) is shown, write the window "
+      "to OUT.png and exit.",
       "OUT.png");
   parser.addOption(screenshot);
+  const QCommandLineOption view(
+      "view",
+      "What to show first: browse (the first run's checkpoints), inspect (the first checkpoint, the default) or "
+      "curves (the runs' loss curves; --screenshot then waits until they are plotted).",
+      "browse|inspect|curves", "inspect");
+  parser.addOption(view);
   parser.addPositionalArgument("paths", "Directories to scan and checkpoint files to open.", "[DIR|FILE...]");
   parser.process(app);
 
+  const std::optional<ckpt::MainWindow::View> shown = ckpt::MainWindow::viewFromName(parser.value(view));
+  if (!shown) {
+    complain(QString("unknown view \"%1\" (expected browse, inspect or curves)").arg(parser.value(view)));
+    return 2;
+  }
   ckpt::MainWindow window;
+  window.setView(*shown);
   const QStringList paths = parser.positionalArguments();
 
   if (parser.isSet(screenshot)) {
@@ -64,8 +80,12 @@ int main(int argc, char** argv) {
       QCoreApplication::exit(0);
     };
     if (paths.isEmpty()) QTimer::singleShot(0, &app, shoot);  // nothing to load: the empty window
-    // Queued: let the layout settle before grabbing.
-    QObject::connect(&window, &ckpt::MainWindow::loaded, &app, shoot, Qt::QueuedConnection);
+    // Queued: let the layout settle before grabbing. The curves are read
+    // after the scan, apart from the summary: wait for what is on screen.
+    if (*shown == ckpt::MainWindow::View::Curves)
+      QObject::connect(window.curvesView(), &ckpt::CurvesView::curvesReady, &app, shoot, Qt::QueuedConnection);
+    else
+      QObject::connect(&window, &ckpt::MainWindow::loaded, &app, shoot, Qt::QueuedConnection);
     QTimer::singleShot(kScreenshotTimeoutMs, &app, [] {
       complain("timed out waiting for the checkpoints to load");
       QCoreApplication::exit(1);

@@ -1,0 +1,215 @@
+#include "curves/curverun.h"
+
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <algorithm>
+#include <cmath>
+#include <exception>
+
+#include "textformat.h"
+
+namespace ckpt {
+namespace {
+
+// Wall times from here on are Unix times (September 2001), not seconds since a start.
+constexpr double kUnixTimeFloor = 1e9;
+// Problems kept per run: a log full of bad lines should not fill memory.
+constexpr qsizetype kMaxProblems = 200;
+
+bool isLogName(const QString& name) {
+  return name.endsWith(".log") || name.endsWith(".out") || name.endsWith(".err");
+}
+
+bool samePoint(const MetricPoint& a, const MetricPoint& b) {
+  const bool sameValue = a.value == b.value || (std::isnan(a.value) && std::isnan(b.value));
+  return a.step == b.step && sameValue && a.wallTime == b.wallTime && a.tokens == b.tokens;
+}
+
+void noteWallTime(CurveRun& run, const MetricPoint& p) {
+  if (!p.wallTime || *p.wallTime < kUnixTimeFloor) return;
+  if (!run.wallStart || *p.wallTime < *run.wallStart) run.wallStart = *p.wallTime;
+}
+
+void addProblems(QStringList& into, const std::vector<std::string>& problems) {
+  for (const std::string& p : problems) {
+    if (into.size() >= kMaxProblems) return;
+    into << fromStd(p);
+  }
+}
+
+// Which of a step's files a marker selects: a numbered step file before
+// final, before best/latest copies of the same weights.
+int kindRank(CheckpointKind k) {
+  switch (k) {
+    case CheckpointKind::Step:
+      return 0;
+    case CheckpointKind::Final:
+      return 1;
+    case CheckpointKind::Unknown:
+      return 2;
+    case CheckpointKind::Best:
+      return 3;
+    case CheckpointKind::Latest:
+      return 4;
+  }
+  return 5;
+}
+
+}  // namespace
+
+const MetricSeries* CurveRun::find(const std::string& metric) const {
+  const auto it = series.find(metric);
+  return it == series.end() ? nullptr : &it->second;
+}
+
+std::optional<double> CurveRun::x(const MetricPoint& p, CurveAxis axis) const {
+  switch (axis) {
+    case CurveAxis::Step:
+      return double(p.step);
+    case CurveAxis::WallTime:
+      if (!p.wallTime) return std::nullopt;
+      return *p.wallTime >= kUnixTimeFloor && wallStart ? *p.wallTime - *wallStart : *p.wallTime;
+    case CurveAxis::Tokens:
+      if (!p.tokens) return std::nullopt;
+      return double(*p.tokens);
+  }
+  return std::nullopt;
+}
+
+std::vector<LiveSource> findLiveSources(const QString& dir) {
+  std::vector<LiveSource> sources;
+  const QDir d(dir);
+  if (QFileInfo(d.filePath("metrics.jsonl")).isFile())
+    sources.push_back({d.filePath("metrics.jsonl"), MetricSource::MetricsJsonl, 0});
+  for (const QFileInfo& f : d.entryInfoList(QDir::Files, QDir::Name))
+    if (isLogName(f.fileName())) sources.push_back({f.filePath(), MetricSource::ConsoleLog, 0});
+  // As collectRunMetrics: logs beside the run's directory named after it.
+  const QString base = QFileInfo(QDir::cleanPath(d.absolutePath())).fileName();
+  QDir parent(QDir::cleanPath(d.absolutePath()));
+  if (!base.isEmpty() && parent.cdUp()) {
+    for (const QFileInfo& f : parent.entryInfoList(QDir::Files, QDir::Name))
+      if (isLogName(f.fileName()) && f.fileName().startsWith(base))
+        sources.push_back({f.filePath(), MetricSource::ConsoleLog, 0});
+  }
+  return sources;
+}
+
+uint64_t completeLinesEnd(const QString& path) {
+  QFile file(path);
+  if (!file.open(QIODevice::ReadOnly)) return 0;
+  constexpr qint64 kChunk = 64 * 1024;
+  qint64 end = file.size();
+  while (end > 0) {
+    const qint64 start = std::max<qint64>(0, end - kChunk);
+    if (!file.seek(start)) return 0;
+    const QByteArray bytes = file.read(end - start);
+    const qsizetype nl = bytes.lastIndexOf('\n');
+    if (nl >= 0) return uint64_t(start + nl + 1);
+    end = start;
+  }
+  return 0;
+}
+
+CurveRun loadCurveRun(const RunEntry& entry) {
+  CurveRun run;
+  run.name = pathFromStd(entry.name);
+  run.path = pathFromStd(entry.path);
+  // Where the growing files end *before* they are read: lines written in
+  // between are read again later, and a step read twice keeps its last value.
+  run.sources = findLiveSources(run.path);
+  for (LiveSource& s : run.sources) s.offset = s.size = completeLinesEnd(s.path);
+
+  RunMetrics metrics;
+  try {
+    metrics = collectRunMetrics(entry);
+  } catch (const std::exception& e) {
+    run.problems << QObject::tr("%1: cannot read its metrics: %2").arg(run.path, fromStd(e.what()));
+  }
+  for (MetricSeries& s : metrics.series) {
+    for (const MetricPoint& p : s.points) noteWallTime(run, p);
+    const std::string name = s.metric;
+    run.series.emplace(name, std::move(s));
+  }
+  run.checkpointSteps = std::move(metrics.checkpointSteps);
+  addProblems(run.problems, metrics.problems);
+
+  std::map<int64_t, int> rank;
+  for (const CheckpointEntry& c : entry.checkpoints) {
+    if (!c.step || !c.error.empty()) continue;
+    const auto it = rank.find(*c.step);
+    if (it != rank.end() && it->second <= kindRank(c.kind)) continue;
+    rank[*c.step] = kindRank(c.kind);
+    run.checkpointFiles[*c.step] = pathFromStd(c.path);
+  }
+  return run;
+}
+
+MetricPoints readNewPoints(LiveSource& source, QStringList* problems) {
+  uint64_t end = source.offset;
+  std::vector<std::string> bad;
+  MetricPoints points;
+  try {
+    const std::string path = pathToStd(source.path);
+    points = source.kind == MetricSource::MetricsJsonl
+                 ? readMetricsJsonl(path, source.offset, &end, &bad)
+                 : readConsoleLog(path, source.offset, &end);
+  } catch (const std::exception& e) {
+    bad.push_back(pathToStd(source.path) + ": " + e.what());
+  }
+  source.offset = end;
+  if (problems) addProblems(*problems, bad);
+  return points;
+}
+
+std::map<std::string, SeriesChange> mergeLivePoints(CurveRun& run, MetricSource source,
+                                                    const MetricPoints& points) {
+  std::map<std::string, SeriesChange> changes;
+  for (const auto& [metric, p] : points) {
+    auto it = run.series.find(metric);
+    auto change = changes.find(metric);
+    if (change == changes.end()) {
+      // First point of this metric in this batch: decide what happens to the series.
+      SeriesChange c;
+      if (it == run.series.end()) {
+        MetricSeries s;
+        s.metric = metric;
+        s.source = source;
+        it = run.series.emplace(metric, std::move(s)).first;
+      } else if (int(source) > int(it->second.source)) {
+        continue;  // shown from a preferred source; collectRunMetrics would ignore these too
+      } else if (int(source) < int(it->second.source)) {
+        it->second.source = source;  // a preferred source appeared: it replaces the series
+        it->second.points.clear();
+        c.rewritten = true;
+      } else {
+        c.firstNew = it->second.points.size();
+      }
+      change = changes.emplace(metric, c).first;
+    } else if (it == run.series.end() || it->second.source != source) {
+      continue;
+    }
+
+    noteWallTime(run, p);
+    std::vector<MetricPoint>& v = it->second.points;
+    SeriesChange& c = change->second;
+    if (v.empty() || p.step > v.back().step) {
+      v.push_back(p);
+      continue;
+    }
+    const auto pos =
+        std::lower_bound(v.begin(), v.end(), p.step,
+                         [](const MetricPoint& a, int64_t step) { return a.step < step; });
+    const size_t index = size_t(pos - v.begin());
+    if (pos != v.end() && pos->step == p.step) {
+      if (samePoint(*pos, p)) continue;  // read again after the load: nothing new
+      *pos = p;                          // the last one read wins (a resumed run rewrites steps)
+    } else {
+      v.insert(pos, p);
+    }
+    if (index < c.firstNew) c.rewritten = true;
+  }
+  return changes;
+}
+
+}  // namespace ckpt

@@ -1,0 +1,83 @@
+#pragma once
+// The curves view's data: one run's metric series as ckpt::collectRunMetrics
+// gives them, plus what it takes to follow the run while it trains (the files
+// that grow and how far each has been read). No widgets here; the loading
+// half runs on a worker thread.
+
+#include <QString>
+#include <QStringList>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ckpt/index/metrics.h"
+
+namespace ckpt {
+
+// What a curve is drawn against.
+enum class CurveAxis { Step, WallTime, Tokens };
+
+// A metrics.jsonl or console log of a run, and the byte just after the last
+// complete line read from it (where the next read starts).
+struct LiveSource {
+  QString path;
+  MetricSource kind = MetricSource::MetricsJsonl;  // MetricsJsonl or ConsoleLog
+  uint64_t offset = 0;
+  uint64_t size = 0;  // the file's size when last looked at (it may end in a partial line)
+};
+
+using MetricPoints = std::vector<std::pair<std::string, MetricPoint>>;
+
+// One run of the curves view. `series` holds every metric the run has, one
+// source each (collectRunMetrics' preference), points sorted by step.
+struct CurveRun {
+  QString name;
+  QString path;
+  std::map<std::string, MetricSeries> series;  // by metric
+  std::vector<int64_t> checkpointSteps;        // markers, sorted
+  std::map<int64_t, QString> checkpointFiles;  // step -> the file a marker selects
+  std::vector<LiveSource> sources;
+  QStringList problems;
+  // Subtracted from wall times that are Unix times (metrics.jsonl writes
+  // time.time()), so every run starts at 0 on the wall-time axis.
+  std::optional<double> wallStart;
+
+  [[nodiscard]] const MetricSeries* find(const std::string& metric) const;
+  // Where `p` sits on `axis`; nothing when the point lacks that coordinate.
+  [[nodiscard]] std::optional<double> x(const MetricPoint& p, CurveAxis axis) const;
+};
+
+// What merging live points did to one metric's series.
+struct SeriesChange {
+  size_t firstNew = 0;     // points from here on are new and come after the old ones
+  bool rewritten = false;  // an old point changed or a point landed among them: redraw it whole
+};
+
+// Reads a run (worker thread): where its growing files end, then
+// collectRunMetrics. Never throws; failures end up in `problems`.
+[[nodiscard]] CurveRun loadCurveRun(const RunEntry& run);
+
+// The files collectRunMetrics reads for the run in `dir` that can grow:
+// dir/metrics.jsonl, dir/*.{log,out,err}, and logs next to dir whose name
+// starts with dir's name. Offsets are 0.
+[[nodiscard]] std::vector<LiveSource> findLiveSources(const QString& dir);
+
+// The byte after the last newline of `path`; 0 when it has none or cannot be read.
+[[nodiscard]] uint64_t completeLinesEnd(const QString& path);
+
+// Reads what `source` gained since its offset, moves the offset on and
+// returns the points (bad lines are added to `problems`).
+[[nodiscard]] MetricPoints readNewPoints(LiveSource& source, QStringList* problems);
+
+// Folds points read live from a source of kind `source` into `run`, as
+// collectRunMetrics would have merged them: a metric shown from a preferred
+// source ignores them, one from a less preferred source is replaced, and
+// within a source the last point read for a step wins. Returns what changed
+// per metric.
+std::map<std::string, SeriesChange> mergeLivePoints(CurveRun& run, MetricSource source,
+                                                    const MetricPoints& points);
+
+}  // namespace ckpt

@@ -1,0 +1,809 @@
+#include "curves/curvesview.h"
+
+#include <qcustomplot.h>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDir>
+#include <QEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QMenu>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSet>
+#include <QSignalBlocker>
+#include <QSlider>
+#include <QToolButton>
+#include <QToolTip>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "curves/curveaxes.h"
+#include "curves/curvescsv.h"
+#include "curves/runfollower.h"
+#include "textformat.h"
+
+namespace ckpt {
+namespace {
+
+// A qualitative palette (matplotlib's tab10): distinct hues that stay
+// readable as thin lines on white. Runs take them in order.
+const QColor kPalette[] = {QColor(0x1f, 0x77, 0xb4), QColor(0xff, 0x7f, 0x0e),
+                           QColor(0x2c, 0xa0, 0x2c), QColor(0xd6, 0x27, 0x28),
+                           QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b),
+                           QColor(0xe3, 0x77, 0xc2), QColor(0x7f, 0x7f, 0x7f),
+                           QColor(0xbc, 0xbd, 0x22), QColor(0x17, 0xbe, 0xcf)};
+constexpr int kPaletteSize = int(sizeof(kPalette) / sizeof(kPalette[0]));
+constexpr int kRawAlpha = 90;     // the raw curve, faint behind the smoothed one
+constexpr int kReplotMs = 100;    // live updates redraw at most this often
+constexpr int kSliderSteps = 99;  // smoothing 0 .. 0.99 in steps of 0.01
+const char* const kMarkerLayer = "markers";
+
+QColor runColour(size_t index) {
+  return kPalette[index % kPaletteSize];
+}
+
+QColor faint(QColor c) {
+  c.setAlpha(kRawAlpha);
+  return c;
+}
+
+QString valueText(double v) {
+  return QString::number(v, 'g', 5);
+}
+
+}  // namespace
+
+CurvesView::CurvesView(QWidget* parent) : QWidget(parent) {
+  buildControls();
+  setUpPlot();
+
+  connect(&m_loader, &QFutureWatcherBase::resultsReadyAt, this,
+          [this](int, int) { takeLoadedRuns(); });
+  connect(&m_loader, &QFutureWatcherBase::finished, this, &CurvesView::onLoadFinished);
+  m_follower = new RunFollower(this);
+  connect(m_follower, &RunFollower::changed, this, &CurvesView::readLiveUpdates);
+  m_replotTimer.setSingleShot(true);
+  m_replotTimer.setInterval(kReplotMs);
+  connect(&m_replotTimer, &QTimer::timeout, this, [this] {
+    if (m_followData) fitToData();
+    m_plot->replot();
+  });
+  clear(tr("Open a directory of runs to see their curves"));
+}
+
+CurvesView::~CurvesView() {
+  // A run being read finishes (collectRunMetrics cannot be interrupted); the
+  // ones after it are never started.
+  m_loader.cancel();
+  m_loader.waitForFinished();
+}
+
+void CurvesView::buildControls() {
+  m_metricBox = new QComboBox(this);
+  m_metricBox->setObjectName("metric");
+  m_metricBox->setMinimumContentsLength(10);
+  m_metricBox->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  connect(m_metricBox, &QComboBox::activated, this,
+          [this](int i) { setMetric(m_metricBox->itemText(i)); });
+
+  m_smoothSlider = new QSlider(Qt::Horizontal, this);
+  m_smoothSlider->setObjectName("smoothing");
+  m_smoothSlider->setRange(0, kSliderSteps);
+  m_smoothSlider->setValue(int(std::lround(m_smoothing * 100)));
+  m_smoothSlider->setMinimumWidth(90);
+  m_smoothSlider->setToolTip(
+      tr("Exponential moving average weight, debiased as TensorBoard does (0: raw values)"));
+  m_smoothLabel = new QLabel(this);
+  m_smoothLabel->setMinimumWidth(m_smoothLabel->fontMetrics().horizontalAdvance("0.00  "));
+  connect(m_smoothSlider, &QSlider::valueChanged, this, [this](int v) { setSmoothing(v / 100.0); });
+
+  m_axisBox = new QComboBox(this);
+  m_axisBox->setObjectName("xaxis");
+  m_axisBox->addItem(tr("Step"), int(CurveAxis::Step));
+  m_axisBox->addItem(tr("Wall time"), int(CurveAxis::WallTime));
+  m_axisBox->addItem(tr("Tokens"), int(CurveAxis::Tokens));
+  connect(m_axisBox, &QComboBox::activated, this,
+          [this](int i) { setXAxis(CurveAxis(m_axisBox->itemData(i).toInt())); });
+
+  m_logBox = new QCheckBox(tr("Log scale"), this);
+  m_logBox->setObjectName("logscale");
+  connect(m_logBox, &QCheckBox::toggled, this, &CurvesView::setLogScale);
+
+  auto* fit = new QPushButton(tr("Fit"), this);
+  fit->setToolTip(tr("Fit the axes to the data and follow new points (after zooming or panning)"));
+  connect(fit, &QPushButton::clicked, this, [this] {
+    fitToData();
+    m_plot->replot();
+  });
+  // One button for the three formats keeps the row narrow enough to leave
+  // the checkpoint list its width.
+  auto* exportButton = new QToolButton(this);
+  exportButton->setObjectName("export");
+  exportButton->setText(tr("Export"));
+  exportButton->setPopupMode(QToolButton::InstantPopup);
+  exportButton->setToolButtonStyle(Qt::ToolButtonTextOnly);
+  auto* exportMenu = new QMenu(exportButton);
+  auto addExport = [this, exportMenu](const QString& label, const QString& format) {
+    QAction* a = exportMenu->addAction(label);
+    connect(a, &QAction::triggered, this, [this, format] { chooseExport(format); });
+  };
+  addExport(tr("Chart as PNG image..."), "png");
+  addExport(tr("Chart as PDF (vector)..."), "pdf");
+  addExport(tr("Shown metric as CSV..."), "csv");
+  exportButton->setMenu(exportMenu);
+
+  auto* controls = new QHBoxLayout;
+  controls->addWidget(new QLabel(tr("Metric"), this));
+  controls->addWidget(m_metricBox);
+  controls->addSpacing(8);
+  controls->addWidget(new QLabel(tr("Smoothing"), this));
+  controls->addWidget(m_smoothSlider);
+  controls->addWidget(m_smoothLabel);
+  controls->addSpacing(8);
+  controls->addWidget(new QLabel(tr("X axis"), this));
+  controls->addWidget(m_axisBox);
+  controls->addSpacing(8);
+  controls->addWidget(m_logBox);
+  controls->addStretch(1);
+  controls->addWidget(fit);
+  controls->addWidget(exportButton);
+
+  m_plot = new QCustomPlot(this);
+  m_plot->setObjectName("curves");
+  m_plot->setMinimumSize(320, 200);
+  m_status = new QLabel(this);
+  m_status->setObjectName("status");
+  m_status->setWordWrap(true);
+  m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(6, 6, 6, 6);
+  layout->addLayout(controls);
+  layout->addWidget(m_plot, 1);
+  layout->addWidget(m_status);
+  m_smoothLabel->setText(QString::number(m_smoothing, 'f', 2));
+}
+
+void CurvesView::setUpPlot() {
+  m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+  m_plot->setNoAntialiasingOnDrag(true);
+  m_plot->setAntialiasedElements(QCP::aePlottables | QCP::aeScatters);
+  m_plot->addLayer(kMarkerLayer, m_plot->layer("main"), QCustomPlot::limAbove);
+
+  // The legend to the right of the chart, so it never hides a curve.
+  QCPLegend* legend = m_plot->legend;
+  legend->setVisible(true);
+  m_plot->axisRect()->insetLayout()->take(legend);
+  auto* side = new QCPLayoutGrid;
+  m_plot->plotLayout()->addElement(0, 1, side);
+  m_plot->plotLayout()->setColumnStretchFactor(1, 0.001);
+  side->addElement(0, 0, legend);
+  side->addElement(1, 0, new QCPLayoutElement(m_plot));  // takes the height below the legend
+  side->setRowStretchFactor(0, 0.001);
+  side->setMargins(QMargins(0, 10, 8, 0));
+  legend->setBorderPen(Qt::NoPen);
+  legend->setBrush(Qt::NoBrush);
+  legend->setIconSize(22, 10);
+  legend->setLayer("legend");
+
+  m_cursor = new QCPItemStraightLine(m_plot);
+  m_cursor->setLayer("overlay");
+  m_cursor->setPen(QPen(QColor(0, 0, 0, 90), 1, Qt::DashLine));
+  m_cursor->setSelectable(false);
+  m_cursor->setVisible(false);
+
+  m_message = new QCPItemText(m_plot);
+  m_message->setLayer("overlay");
+  m_message->position->setType(QCPItemPosition::ptAxisRectRatio);
+  m_message->position->setCoords(0.5, 0.5);
+  m_message->setColor(QColor(0x60, 0x60, 0x60));
+  m_message->setSelectable(false);
+  QFont font = m_message->font();
+  font.setPointSizeF(font.pointSizeF() * 1.2);
+  m_message->setFont(font);
+
+  for (QCPAxis* axis : {m_plot->xAxis, m_plot->yAxis}) {
+    axis->grid()->setPen(QPen(QColor(0xe4, 0xe4, 0xe4), 1));
+    axis->grid()->setSubGridVisible(false);
+  }
+  applyAxisTypes();
+
+  connect(m_plot, &QCustomPlot::plottableClick, this, &CurvesView::onPlottableClick);
+  connect(m_plot, &QCustomPlot::legendClick, this, &CurvesView::onLegendClick);
+  connect(m_plot, &QCustomPlot::mouseMove, this, &CurvesView::onMouseMove);
+  // Once the user zooms or pans, new points no longer move the axes (Fit restores it).
+  connect(m_plot, &QCustomPlot::mouseWheel, this, [this] { m_followData = false; });
+  connect(m_plot, &QCustomPlot::mousePress, this, [this] { m_followData = false; });
+  m_plot->setMouseTracking(true);  // the tooltip follows the mouse without a button held
+  m_plot->installEventFilter(this);
+}
+
+void CurvesView::clear(const QString& message) {
+  m_loader.cancel();
+  m_loadPending = false;
+  m_follower->stop();
+  m_runs.clear();
+  m_plots.clear();
+  m_plot->clearGraphs();
+  updateMetricChoices();
+  showPlotMessage(message);
+  updateStatus();
+  m_plot->replot();
+}
+
+void CurvesView::setRuns(std::vector<RunEntry> runs) {
+  clear(runs.empty()
+            ? tr("No runs")
+            : tr("Reading the metrics of %1...").arg(countText(runs.size(), "run", "runs")));
+  m_loadPending = true;
+  m_expectedRuns = runs.size();
+  m_followData = true;
+  m_loader.setFuture(QtConcurrent::run([runs = std::move(runs)](QPromise<CurveRun>& promise) {
+    for (const RunEntry& run : runs) {
+      if (promise.isCanceled()) return;
+      promise.addResult(loadCurveRun(run));
+    }
+  }));
+  updateStatus();
+}
+
+void CurvesView::takeLoadedRuns() {
+  // Results are taken in order, as many as are there; a stale notification
+  // from a future that setRuns() replaced takes nothing it should not.
+  const QFuture<CurveRun> future = m_loader.future();
+  const size_t before = m_runs.size();
+  while (m_runs.size() < m_expectedRuns && future.isResultReadyAt(int(m_runs.size()))) {
+    m_runs.push_back(future.resultAt(int(m_runs.size())));
+    m_plots.emplace_back();
+  }
+  if (m_runs.size() == before) return;
+  if (updateMetricChoices()) {
+    rebuildGraphs();
+  } else {
+    for (size_t i = before; i < m_runs.size(); ++i) fillRun(i);
+  }
+  updateStatus();
+  scheduleReplot();
+}
+
+void CurvesView::onLoadFinished() {
+  if (!m_loadPending || !m_loader.future().isFinished() || m_loader.future().isCanceled()) return;
+  takeLoadedRuns();
+  m_loadPending = false;
+  showPlotMessage(
+      m_runs.empty() ? tr("No runs")
+      : metrics().empty()
+          ? tr("No metrics found: no metrics.jsonl, training log or checkpoint with a loss")
+          : QString());
+  m_follower->follow(m_runs);
+  updateStatus();
+  m_replotTimer.stop();
+  fitToData();
+  m_plot->replot();
+  emit curvesReady();
+}
+
+QStringList CurvesView::metrics() const {
+  QSet<QString> names;
+  for (const CurveRun& run : m_runs)
+    for (const auto& [name, series] : run.series)
+      if (!series.points.empty()) names.insert(fromStd(name));
+  QStringList sorted(names.begin(), names.end());
+  sorted.sort();
+  return sorted;
+}
+
+bool CurvesView::updateMetricChoices() {
+  const QStringList names = metrics();
+  QStringList shown;
+  for (int i = 0; i < m_metricBox->count(); ++i) shown << m_metricBox->itemText(i);
+  if (shown != names) {
+    const QSignalBlocker block(m_metricBox);
+    m_metricBox->clear();
+    m_metricBox->addItems(names);
+  }
+  // "loss" unless the user chose another metric that is still there.
+  QString wanted = m_metric;
+  if (names.isEmpty())
+    wanted = m_metricChosen ? m_metric : QString();
+  else if (!m_metricChosen || !names.contains(wanted))
+    wanted = names.contains("loss") ? QStringLiteral("loss") : names.first();
+  {
+    const QSignalBlocker block(m_metricBox);
+    m_metricBox->setCurrentIndex(names.indexOf(wanted));
+  }
+  if (wanted == m_metric) return false;
+  m_metric = wanted;
+  return true;
+}
+
+void CurvesView::setMetric(const QString& metric) {
+  m_metricChosen = true;
+  if (metric == m_metric) return;
+  m_metric = metric;
+  updateMetricChoices();
+  m_followData = true;
+  rebuildGraphs();
+  fitToData();
+  m_plot->replot();
+}
+
+void CurvesView::setSmoothing(double weight) {
+  weight = std::clamp(weight, 0.0, kSliderSteps / 100.0);
+  {
+    const QSignalBlocker block(m_smoothSlider);
+    m_smoothSlider->setValue(int(std::lround(weight * 100)));
+  }
+  m_smoothLabel->setText(QString::number(weight, 'f', 2));
+  if (weight == m_smoothing) return;
+  m_smoothing = weight;
+  // Only the smoothed lines and the markers on them change; the axes stay.
+  for (size_t i = 0; i < m_runs.size(); ++i) fillRun(i);
+  m_plot->replot();
+}
+
+void CurvesView::setXAxis(CurveAxis axis) {
+  {
+    const QSignalBlocker block(m_axisBox);
+    m_axisBox->setCurrentIndex(m_axisBox->findData(int(axis)));
+  }
+  if (axis == m_axis) return;
+  m_axis = axis;
+  applyAxisTypes();
+  rebuildGraphs();
+  fitToData();
+  m_plot->replot();
+}
+
+void CurvesView::setLogScale(bool on) {
+  {
+    const QSignalBlocker block(m_logBox);
+    m_logBox->setChecked(on);
+  }
+  if (on == m_logY) return;
+  m_logY = on;
+  applyAxisTypes();
+  updateStatus();
+  fitToData();
+  m_plot->replot();
+}
+
+void CurvesView::applyAxisTypes() {
+  setXTicker(m_plot->xAxis, m_axis);
+  m_plot->xAxis->setLabel(axisLabel(m_axis));
+  setYScale(m_plot->yAxis, m_logY);
+  m_plot->yAxis->setLabel(m_metric);
+}
+
+void CurvesView::setRunVisible(const QString& run, bool visible) {
+  const int i = runIndex(run);
+  if (i < 0) return;
+  RunPlot& rp = m_plots[size_t(i)];
+  rp.visible = visible;
+  for (QCPGraph* g : {rp.raw, rp.smoothed, rp.markers})
+    if (g) g->setVisible(visible);
+  if (rp.raw && m_smoothing == 0) rp.raw->setVisible(false);
+  if (rp.smoothed)
+    if (QCPPlottableLegendItem* item = m_plot->legend->itemWithPlottable(rp.smoothed))
+      item->setTextColor(visible ? Qt::black : QColor(0xa0, 0xa0, 0xa0));
+  m_plot->replot();
+}
+
+int CurvesView::runIndex(const QString& run) const {
+  for (size_t i = 0; i < m_runs.size(); ++i)
+    if (m_runs[i].name == run) return int(i);
+  return -1;
+}
+
+QCPGraph* CurvesView::rawGraph(const QString& run) const {
+  const int i = runIndex(run);
+  return i < 0 ? nullptr : m_plots[size_t(i)].raw;
+}
+
+QCPGraph* CurvesView::smoothedGraph(const QString& run) const {
+  const int i = runIndex(run);
+  return i < 0 ? nullptr : m_plots[size_t(i)].smoothed;
+}
+
+QCPGraph* CurvesView::markerGraph(const QString& run) const {
+  const int i = runIndex(run);
+  return i < 0 ? nullptr : m_plots[size_t(i)].markers;
+}
+
+QString CurvesView::markerFile(const QString& run, int index) const {
+  const int i = runIndex(run);
+  if (i < 0 || index < 0 || size_t(index) >= m_plots[size_t(i)].markerFiles.size()) return {};
+  return m_plots[size_t(i)].markerFiles[size_t(index)];
+}
+
+std::vector<double> CurvesView::smoothedValues(const MetricSeries& series) const {
+  std::vector<double> values;
+  values.reserve(series.points.size());
+  for (const MetricPoint& p : series.points) values.push_back(p.value);
+  return smoothEma(values, m_smoothing);
+}
+
+void CurvesView::rebuildGraphs() {
+  m_plot->clearGraphs();
+  for (RunPlot& rp : m_plots) {
+    const bool visible = rp.visible;  // hidden runs stay hidden
+    rp = RunPlot{};
+    rp.visible = visible;
+  }
+  for (size_t i = 0; i < m_runs.size(); ++i) fillRun(i);
+  applyAxisTypes();
+  updateStatus();
+}
+
+void CurvesView::fillRun(size_t index) {
+  const CurveRun& run = m_runs[index];
+  RunPlot& rp = m_plots[index];
+  const MetricSeries* series = run.find(pathToStd(m_metric));
+  if (!series || series->points.empty()) return;
+  if (!rp.smoothed) {
+    const QColor colour = runColour(index);
+    rp.raw = m_plot->addGraph();
+    rp.raw->setName(run.name + tr(" (raw)"));
+    rp.raw->setPen(QPen(faint(colour), 1));
+    rp.raw->removeFromLegend();
+    rp.smoothed = m_plot->addGraph();
+    rp.smoothed->setName(run.name);
+    rp.smoothed->setPen(QPen(colour, 2));
+    rp.markers = m_plot->addGraph();
+    rp.markers->setName(run.name + tr(" (checkpoints)"));
+    rp.markers->setLayer(kMarkerLayer);
+    rp.markers->setLineStyle(QCPGraph::lsNone);
+    rp.markers->setScatterStyle(
+        QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(colour, 2), QBrush(Qt::white), 9));
+    rp.markers->removeFromLegend();
+    for (QCPGraph* g : {rp.raw, rp.smoothed}) {
+      g->setAdaptiveSampling(true);
+      g->setSelectable(QCP::stNone);  // clicks go to the markers above
+    }
+    rp.markers->setSelectable(QCP::stSingleData);
+    for (QCPGraph* g : {rp.raw, rp.smoothed, rp.markers}) g->setVisible(rp.visible);
+    if (m_smoothing == 0) rp.raw->setVisible(false);  // it would coincide with the smoothed one
+    if (!rp.visible)
+      if (QCPPlottableLegendItem* item = m_plot->legend->itemWithPlottable(rp.smoothed))
+        item->setTextColor(QColor(0xa0, 0xa0, 0xa0));
+  }
+  rp.raw->setVisible(rp.visible && m_smoothing > 0);
+
+  const std::vector<double> smoothed = smoothedValues(*series);
+  const auto& points = series->points;
+  std::vector<size_t> order;
+  std::vector<double> xs(points.size());
+  rp.skipped = 0;
+  for (size_t j = 0; j < points.size(); ++j) {
+    if (const auto x = run.x(points[j], m_axis)) {
+      xs[j] = *x;
+      order.push_back(j);
+    } else {
+      ++rp.skipped;
+    }
+  }
+  // Steps are sorted already; wall times and token counts nearly always are.
+  if (!std::is_sorted(order.begin(), order.end(),
+                      [&](size_t a, size_t b) { return xs[a] < xs[b]; }))
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return xs[a] < xs[b]; });
+  QVector<double> keys, raw, smooth;
+  keys.reserve(qsizetype(order.size()));
+  raw.reserve(qsizetype(order.size()));
+  smooth.reserve(qsizetype(order.size()));
+  rp.steps.clear();
+  rp.steps.reserve(order.size());
+  for (size_t j : order) {
+    keys << xs[j];
+    raw << points[j].value;
+    smooth << smoothed[j];
+    rp.steps.push_back(points[j].step);
+  }
+  rp.raw->setData(keys, raw, /*alreadySorted=*/true);
+  rp.smoothed->setData(keys, smooth, /*alreadySorted=*/true);
+  fillMarkers(index, smoothed);
+}
+
+void CurvesView::fillMarkers(size_t index, const std::vector<double>& smoothed) {
+  const CurveRun& run = m_runs[index];
+  RunPlot& rp = m_plots[index];
+  const MetricSeries* series = run.find(pathToStd(m_metric));
+  if (!rp.markers || !series) return;
+  const auto& points = series->points;
+  struct Marker {
+    double x, y;
+    QString file;
+  };
+  std::vector<Marker> markers;
+  for (int64_t step : run.checkpointSteps) {
+    const auto pos = std::lower_bound(points.begin(), points.end(), step,
+                                      [](const MetricPoint& p, int64_t s) { return p.step < s; });
+    const size_t j = size_t(pos - points.begin());
+    std::optional<double> x, y;
+    if (pos != points.end() && pos->step == step) {
+      x = run.x(*pos, m_axis);
+      y = smoothed[j];
+    } else if (pos != points.begin() && pos != points.end()) {
+      // Between two logged steps: on the line joining them.
+      const auto xa = run.x(points[j - 1], m_axis), xb = run.x(points[j], m_axis);
+      const double t =
+          double(step - points[j - 1].step) / double(points[j].step - points[j - 1].step);
+      if (xa && xb) x = *xa + t * (*xb - *xa);
+      y = smoothed[j - 1] + t * (smoothed[j] - smoothed[j - 1]);
+    } else if (m_axis == CurveAxis::Step) {
+      // Before the first or after the last logged step: level with the curve's end.
+      x = double(step);
+      y = smoothed[pos == points.begin() ? 0 : points.size() - 1];
+    }
+    if (!x || !y || !std::isfinite(*y)) continue;
+    const auto file = run.checkpointFiles.find(step);
+    markers.push_back({*x, *y, file == run.checkpointFiles.end() ? QString() : file->second});
+  }
+  std::stable_sort(markers.begin(), markers.end(),
+                   [](const Marker& a, const Marker& b) { return a.x < b.x; });
+  QVector<double> keys, values;
+  rp.markerFiles.clear();
+  for (const Marker& m : markers) {
+    keys << m.x;
+    values << m.y;
+    rp.markerFiles.push_back(m.file);
+  }
+  rp.markers->setData(keys, values, /*alreadySorted=*/true);
+}
+
+void CurvesView::appendPoints(size_t index, size_t firstNew) {
+  const CurveRun& run = m_runs[index];
+  RunPlot& rp = m_plots[index];
+  const MetricSeries* series = run.find(pathToStd(m_metric));
+  if (!series) return;
+  if (!rp.smoothed) {
+    fillRun(index);  // the run's first points of this metric
+    return;
+  }
+  const auto& points = series->points;
+  // The EMA of a new point depends on the ones before it only, so the old
+  // smoothed values stand; computing the whole series is cheap next to a replot.
+  const std::vector<double> smoothed = smoothedValues(*series);
+  QVector<double> keys, raw, smooth;
+  std::vector<int64_t> steps;
+  size_t skipped = 0;
+  double last =
+      rp.smoothed->data()->isEmpty() ? -qInf() : (rp.smoothed->data()->constEnd() - 1)->key;
+  for (size_t j = firstNew; j < points.size(); ++j) {
+    const auto x = run.x(points[j], m_axis);
+    if (!x) {
+      ++skipped;
+      continue;
+    }
+    if (*x < last) {
+      fillRun(index);  // time or tokens went backwards: sort the whole curve again
+      return;
+    }
+    last = *x;
+    keys << *x;
+    raw << points[j].value;
+    smooth << smoothed[j];
+    steps.push_back(points[j].step);
+  }
+  rp.skipped += skipped;
+  rp.raw->addData(keys, raw, /*alreadySorted=*/true);
+  rp.smoothed->addData(keys, smooth, /*alreadySorted=*/true);
+  rp.steps.insert(rp.steps.end(), steps.begin(), steps.end());
+  fillMarkers(index, smoothed);  // markers past the old end move onto the new line
+}
+
+void CurvesView::fitToData() {
+  m_followData = true;
+  bool any = false;
+  for (const RunPlot& rp : m_plots)
+    if (rp.visible && rp.smoothed && !rp.smoothed->data()->isEmpty()) any = true;
+  if (!any) {
+    m_plot->xAxis->setRange(0, 1);
+    m_plot->yAxis->setRange(m_logY ? QCPRange(0.1, 10) : QCPRange(0, 1));
+    return;
+  }
+  m_plot->rescaleAxes(/*onlyVisiblePlottables=*/true);
+  padRanges(m_plot->xAxis, m_plot->yAxis, m_logY);
+}
+
+void CurvesView::scheduleReplot() {
+  if (!m_replotTimer.isActive()) m_replotTimer.start();
+}
+
+void CurvesView::showPlotMessage(const QString& text) {
+  m_message->setText(text);
+  m_message->setVisible(!text.isEmpty());
+}
+
+void CurvesView::updateStatus() {
+  QStringList parts;
+  if (m_loadPending)
+    parts << tr("Reading metrics: %1 of %2 runs").arg(m_runs.size()).arg(m_expectedRuns);
+  else if (m_runs.empty())
+    parts << tr("No runs");
+  const std::string metric = pathToStd(m_metric);
+  size_t withMetric = 0, skipped = 0, nonPositive = 0;
+  std::map<MetricSource, size_t> sources;
+  for (size_t i = 0; i < m_runs.size(); ++i) {
+    const MetricSeries* s = m_runs[i].find(metric);
+    if (!s || s->points.empty()) continue;
+    ++withMetric;
+    ++sources[s->source];
+    skipped += m_plots[i].skipped;
+    if (m_logY)
+      for (const MetricPoint& p : s->points)
+        if (!(p.value > 0)) ++nonPositive;
+  }
+  if (!m_runs.empty() && !m_metric.isEmpty()) {
+    // Where the curves come from: a run without logs has only its checkpoints' values.
+    QStringList from;
+    for (const auto& [source, n] : sources)
+      from << tr("%1 from %2")
+                  .arg(n)
+                  .arg(source == MetricSource::MetricsJsonl ? tr("metrics.jsonl")
+                       : source == MetricSource::ConsoleLog ? tr("logs")
+                                                            : tr("checkpoints"));
+    parts << tr("%1 of %2 with %3")
+                     .arg(withMetric)
+                     .arg(countText(m_runs.size(), "run", "runs"), m_metric) +
+                 (from.isEmpty() ? QString() : " (" + from.join(", ") + ")");
+  }
+  if (skipped) {
+    const QString what = m_axis == CurveAxis::WallTime ? tr("wall time") : tr("token count");
+    parts << tr("%1 without a %2 not drawn").arg(countText(skipped, "point", "points"), what);
+  }
+  if (nonPositive)
+    parts
+        << tr("%1 at or below 0 off the log scale").arg(countText(nonPositive, "value", "values"));
+  QStringList problems;
+  for (const CurveRun& run : m_runs) problems << run.problems;
+  if (!problems.isEmpty()) {
+    parts << tr("%1 (first: %2)")
+                 .arg(countText(size_t(problems.size()), "problem", "problems"), problems.first());
+    m_status->setToolTip(problems.join('\n'));
+  } else {
+    m_status->setToolTip({});
+  }
+  m_status->setText(parts.join(QStringLiteral(" · ")));
+}
+
+QString CurvesView::statusText() const {
+  return m_status->text();
+}
+
+QString CurvesView::valuesAt(double key) const {
+  QStringList lines;
+  bool header = false;
+  for (size_t i = 0; i < m_runs.size(); ++i) {
+    const RunPlot& rp = m_plots[i];
+    if (!rp.visible || !rp.smoothed || rp.smoothed->data()->isEmpty()) continue;
+    const auto data = rp.smoothed->data();
+    auto it = data->findBegin(key, /*expandedRange=*/false);
+    if (it == data->constEnd() || (it != data->constBegin() && key - (it - 1)->key < it->key - key))
+      --it;
+    const int j = int(it - data->constBegin());
+    if (!header) {
+      lines << tr("%1 %2").arg(axisLabel(m_axis), axisValueText(m_axis, key));
+      header = true;
+    }
+    QString line = tr("%1: %2").arg(m_runs[i].name, valueText(it->value));
+    if (m_smoothing > 0) line += tr(" (raw %1)").arg(valueText(rp.raw->data()->at(j)->value));
+    line += tr(" at step %1").arg(rp.steps[size_t(j)]);
+    lines << line;
+  }
+  return lines.join('\n');
+}
+
+void CurvesView::onMouseMove(QMouseEvent* event) {
+  const QPointF pos = event->position();
+  const bool inside =
+      m_plot->axisRect()->rect().contains(pos.toPoint()) && !(event->buttons() & Qt::LeftButton);
+  const QString text = inside ? valuesAt(m_plot->xAxis->pixelToCoord(pos.x())) : QString();
+  if (text.isEmpty()) {
+    QToolTip::hideText();
+    if (m_cursor->visible()) {
+      m_cursor->setVisible(false);
+      m_plot->layer("overlay")->replot();
+    }
+    return;
+  }
+  const double key = m_plot->xAxis->pixelToCoord(pos.x());
+  m_cursor->point1->setCoords(key, 0);
+  m_cursor->point2->setCoords(key, 1);
+  m_cursor->setVisible(true);
+  m_plot->layer("overlay")->replot();
+  QToolTip::showText(event->globalPosition().toPoint(), text, m_plot);
+}
+
+bool CurvesView::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == m_plot && event->type() == QEvent::Leave && m_cursor->visible()) {
+    m_cursor->setVisible(false);
+    m_plot->layer("overlay")->replot();
+  }
+  return QWidget::eventFilter(watched, event);
+}
+
+void CurvesView::onPlottableClick(QCPAbstractPlottable* plottable, int dataIndex,
+                                  QMouseEvent* event) {
+  if (event->button() != Qt::LeftButton) return;
+  for (size_t i = 0; i < m_plots.size(); ++i) {
+    if (m_plots[i].markers != plottable) continue;
+    const QString file = markerFile(m_runs[i].name, dataIndex);
+    if (!file.isEmpty()) emit checkpointActivated(file);
+    return;
+  }
+}
+
+void CurvesView::onLegendClick(QCPLegend*, QCPAbstractLegendItem* item, QMouseEvent*) {
+  auto* entry = qobject_cast<QCPPlottableLegendItem*>(item);
+  if (!entry) return;
+  for (size_t i = 0; i < m_plots.size(); ++i)
+    if (m_plots[i].smoothed == entry->plottable())
+      setRunVisible(m_runs[i].name, !m_plots[i].visible);
+}
+
+void CurvesView::readLiveUpdates() {
+  if (m_loadPending) return;
+  const auto changes = m_follower->readNew(m_runs);
+  bool any = false;
+  for (size_t i = 0; i < changes.size(); ++i) {
+    for (const auto& [metric, change] : changes[i]) {
+      any = true;
+      if (fromStd(metric) != m_metric) continue;
+      if (change.rewritten)
+        fillRun(i);  // rare: a resumed run rewrote steps, or a preferred source appeared
+      else
+        appendPoints(i, change.firstNew);
+    }
+  }
+  if (!any) return;
+  if (updateMetricChoices()) rebuildGraphs();  // the first metric of a run that had none
+  if (!metrics().isEmpty()) showPlotMessage({});
+  updateStatus();
+  scheduleReplot();
+}
+
+bool CurvesView::exportCsv(const QString& fileName, QString* error) const {
+  return writeCurvesCsv(fileName, m_runs, pathToStd(m_metric), m_smoothing, error);
+}
+
+void CurvesView::setPollInterval(int ms) {
+  m_follower->setPollInterval(ms);
+}
+
+bool CurvesView::exportPng(const QString& fileName, QString* error) {
+  if (m_plot->savePng(fileName)) return true;
+  if (error) *error = tr("cannot write %1").arg(fileName);
+  return false;
+}
+
+bool CurvesView::exportPdf(const QString& fileName, QString* error) {
+  if (m_plot->savePdf(fileName)) return true;
+  if (error) *error = tr("cannot write %1").arg(fileName);
+  return false;
+}
+
+void CurvesView::chooseExport(const QString& format) {
+  const QString filter = format == "png"   ? tr("PNG images (*.png)")
+                         : format == "pdf" ? tr("PDF documents (*.pdf)")
+                                           : tr("CSV files (*.csv)");
+  const QString base = m_metric.isEmpty() ? QStringLiteral("curves") : m_metric;
+  const QString suggested =
+      QDir(m_exportDir.isEmpty() ? QDir::homePath() : m_exportDir).filePath(base + '.' + format);
+  QString fileName = QFileDialog::getSaveFileName(this, tr("Export curves"), suggested, filter);
+  if (fileName.isEmpty()) return;
+  if (QFileInfo(fileName).suffix().isEmpty()) fileName += '.' + format;
+  m_exportDir = QFileInfo(fileName).absolutePath();
+  QString error;
+  const bool ok = format == "png"   ? exportPng(fileName, &error)
+                  : format == "pdf" ? exportPdf(fileName, &error)
+                                    : exportCsv(fileName, &error);
+  if (!ok) QMessageBox::warning(this, tr("Export curves"), error);
+}
+
+}  // namespace ckpt
