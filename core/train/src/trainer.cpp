@@ -387,6 +387,7 @@ Trainer Trainer::resume(const std::string& checkpoint, std::optional<int64_t> ma
                       std::to_string(rc.training.maxSteps) + ": nothing to do (pass --max-steps)");
   impl->outputDir = fs::path(checkpoint).parent_path().string();
   if (impl->outputDir.empty()) impl->outputDir = ".";
+  rc.training.outputDir = impl->outputDir;
   impl->setUp(content.rngState);
   impl->model = std::make_unique<Decoder>(model);
   impl->model->loadStateDict(content.modelState);
