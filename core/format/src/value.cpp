@@ -69,7 +69,7 @@ void* ValueArena::allocateSlow(size_t bytes, size_t align) {
 
 Value* ValueArena::make(Value::Kind kind) {
   static_assert(std::is_trivially_destructible_v<Value>);
-  Value* v = new (allocate(sizeof(Value), alignof(Value))) Value();
+  Value* v = new (allocate(sizeof(Value), alignof(Value))) Value;  // member initializers only: no memset
   v->kind = kind;
   v->id = uint32_t(m_count++);
   return v;
