@@ -206,6 +206,12 @@ struct PlainEncoder {
 
 }  // namespace
 
+bool isModelConfigKey(std::string_view key) {
+  for (std::string_view k : kKnownKeys)
+    if (k == key) return true;
+  return false;
+}
+
 json plainJson(const Value* v) {
   return PlainEncoder{}.encode(v, 0);
 }

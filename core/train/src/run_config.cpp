@@ -39,16 +39,7 @@ bool getBool(const json& j, const char* key, bool fallback) {
 }
 
 // Keys that belong to the model in a flat config: everything MODEL.md lists.
-bool isModelKey(const std::string& k) {
-  static const char* keys[] = {"vocab_size", "d_model", "n_layers", "n_heads", "ffn_hidden_size", "max_seq_len",
-                               "rmsnorm_eps", "dropout", "initializer_range", "rope_theta", "rope_scaling",
-                               "use_rope", "use_attention_sinks", "num_attention_sinks", "use_swiglu",
-                               "swiglu_multiplier", "use_gqa", "gqa_groups", "use_moe", "moe_config",
-                               "tie_embeddings"};
-  for (const char* m : keys)
-    if (k == m) return true;
-  return false;
-}
+bool isModelKey(const std::string& k) { return isModelConfigKey(k); }
 
 }  // namespace
 

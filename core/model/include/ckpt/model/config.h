@@ -8,6 +8,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ckpt {
@@ -74,6 +75,9 @@ struct ParamSpec {
 // not. MoE configs get MODEL.md's router/expert entries (moe_config must name
 // num_experts; ConfigError otherwise).
 std::vector<ParamSpec> stateDictLayout(const ModelConfig& config, bool includeTiedHead = true);
+
+// Whether `key` is one of MODEL.md's config fields (snake_case).
+bool isModelConfigKey(std::string_view key);
 
 // A reader Value (dict, list, scalars) as plain JSON: what the trainer
 // writes back into a checkpoint's metadata. Opaque objects become their
