@@ -252,6 +252,29 @@ class TestTrainer : public QObject {
     QCOMPARE(t.run().step, int64_t(3));
   }
 
+  void flatReferenceConfig() {
+    // The reference library's flat pipeline config: model fields at the top
+    // level, pretrain_* for the run.
+    const RunConfig c = RunConfig::fromJson(json::parse(R"({
+      "vocab_size": 50257, "d_model": 768, "n_layers": 12, "n_heads": 12, "ffn_hidden_size": 3072,
+      "max_seq_len": 1024, "use_gqa": true, "gqa_groups": 4, "newer_library_field": 1,
+      "pretrain_max_steps": 7, "pretrain_lr": 0.0006, "pretrain_batch_size": 32,
+      "pretrain_micro_batch_size": 8, "pretrain_warmup_steps": 3, "output_dir": "out/x",
+      "run_name": "flat", "seed": 3, "save_every": 5, "sft_lr": 1e-5})"));
+    QCOMPARE(c.model.dModel, int64_t(768));
+    QCOMPARE(c.model.kvHeads(), int64_t(4));
+    QCOMPARE(c.training.maxSteps, int64_t(7));
+    QCOMPARE(c.training.learningRate, 0.0006);
+    QCOMPARE(c.training.batchSize, int64_t(32));
+    QCOMPARE(c.training.microBatchSize, int64_t(8));
+    QCOMPARE(c.training.gradientAccumulationSteps, int64_t(4));
+    QCOMPARE(c.training.warmupSteps, int64_t(3));
+    QCOMPARE(c.training.outputDir, std::string("out/x"));
+    QCOMPARE(c.training.runName, std::string("flat"));
+    QCOMPARE(c.training.seed, uint64_t(3));
+    QCOMPARE(c.training.saveEvery, int64_t(5));
+  }
+
   void badInput_data() {
     QTest::addColumn<QString>("what");
     QTest::addColumn<QString>("message");
