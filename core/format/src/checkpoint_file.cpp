@@ -47,11 +47,9 @@ std::unique_ptr<CheckpointFile> CheckpointFile::open(const std::string& path, co
     f->m_file = std::make_unique<InputFile>(path);
     if (f->m_file->size() == 0) fail("empty file");
     switch (sniffFile(*f->m_file)) {
-      case Sniff::Zip:
-      case Sniff::TorchZip: f->loadTorchZip(options); break;
+      case Sniff::Zip: f->loadTorchZip(options); break;  // TorchScript archives are told apart inside
       case Sniff::TorchLegacy: f->loadTorchLegacy(options); break;
       case Sniff::Safetensors: f->loadSafetensors(options); break;
-      case Sniff::TorchScript: fail("a TorchScript archive (torch.jit.save) is not supported");
       case Sniff::Tar: fail("a tar-era PyTorch file (before 0.1.10) is not supported");
       case Sniff::Pickle: fail("a plain pickle without PyTorch's magic number: not a torch.save file");
       case Sniff::Unknown: fail("not a PyTorch or safetensors file (unrecognised first bytes)");

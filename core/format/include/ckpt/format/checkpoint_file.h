@@ -19,8 +19,9 @@ class TensorData;
 enum class FileFormat { TorchZip, TorchLegacy, Safetensors };
 std::string_view formatName(FileFormat f);  // "torch-zip", "torch-legacy", "safetensors"
 
-// What the first bytes say a file is, without parsing it.
-enum class Sniff { TorchZip, TorchLegacy, Safetensors, TorchScript, Tar, Zip, Pickle, Unknown };
+// What the first bytes say a file is, without parsing it (a zip may be a
+// torch checkpoint or a TorchScript archive: only its records tell).
+enum class Sniff { Zip, TorchLegacy, Safetensors, Tar, Pickle, Unknown };
 Sniff sniffFile(const InputFile& file);
 
 struct ReadOptions {
