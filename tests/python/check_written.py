@@ -25,15 +25,11 @@ The zip structure of every REWRITTEN file is also checked with Python's
 zipfile: CRCs (testzip), record order, stored records, 64-byte aligned data.
 """
 import collections
-import dataclasses
-import io
 import json
 import math
 import os
-import pathlib
 import struct
 import sys
-import types
 import zipfile
 
 import numpy as np
@@ -41,22 +37,10 @@ import torch
 
 OrderedDict = collections.OrderedDict
 
-# The dataclass the fixtures pickle (tests/python/make_fixtures.py), at the
-# same module path, so that pyobjects.pt loads here too.
-fixture_types = types.ModuleType("fixture_types")
-sys.modules["fixture_types"] = fixture_types
-
-
-@dataclasses.dataclass
-class RunInfo:
-    name: str
-    lr: float
-    tags: tuple = ()
-
-
-RunInfo.__module__ = "fixture_types"
-RunInfo.__qualname__ = "RunInfo"
-fixture_types.RunInfo = RunInfo
+# The dataclass the fixtures pickle must be importable for torch.load;
+# tst_writer also builds instances through this module.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fixture_types import RunInfo  # noqa: E402,F401
 
 # What the reader's value tree cannot tell apart, so the writer cannot give
 # back: (original type, rewritten type) pairs accepted (with a note) when the

@@ -43,7 +43,6 @@ if os.environ.get("PYTHONHASHSEED") != "0":
     os.execv(sys.executable, [sys.executable] + sys.argv)
 
 import collections
-import dataclasses
 import io
 import json
 import math
@@ -63,21 +62,9 @@ from torch import nn
 torch.set_num_threads(1)
 OrderedDict = collections.OrderedDict
 
-# A stable home for the dataclass, so pickle writes GLOBAL 'fixture_types RunInfo'.
-fixture_types = types.ModuleType("fixture_types")
-sys.modules["fixture_types"] = fixture_types
-
-
-@dataclasses.dataclass
-class RunInfo:
-    name: str
-    lr: float
-    tags: tuple = ()
-
-
-RunInfo.__module__ = "fixture_types"
-RunInfo.__qualname__ = "RunInfo"
-fixture_types.RunInfo = RunInfo
+# The dataclass the fixtures pickle, at a stable module path.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fixture_types import RunInfo  # noqa: E402
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
