@@ -343,17 +343,14 @@ Value* TreeBuilder::real(double d) {
   return v;
 }
 
-Value* TreeBuilder::str(std::string_view s) {
-  Value* v = m_arena.make(K::Str);
-  v->text = m_arena.copy(s);
+Value* TreeBuilder::textNode(Value::Kind kind, std::string_view text) {
+  Value* v = m_arena.make(kind);
+  v->text = m_arena.copy(text);
   return v;
 }
 
-Value* TreeBuilder::bytes(std::string_view s) {
-  Value* v = m_arena.make(K::Bytes);
-  v->text = m_arena.copy(s);
-  return v;
-}
+Value* TreeBuilder::str(std::string_view s) { return textNode(K::Str, s); }
+Value* TreeBuilder::bytes(std::string_view s) { return textNode(K::Bytes, s); }
 
 Value* TreeBuilder::list() { return m_arena.make(K::List); }
 
@@ -412,17 +409,8 @@ void TreeBuilder::append(Value* list, const Value* v) {
   m_arena.append(list->items, v);
 }
 
-Value* TreeBuilder::bigInt(std::string_view decimal) {
-  Value* v = m_arena.make(K::BigInt);
-  v->text = m_arena.copy(decimal);
-  return v;
-}
-
-Value* TreeBuilder::global(std::string_view qualifiedName) {
-  Value* v = m_arena.make(K::Global);
-  v->text = m_arena.copy(qualifiedName);
-  return v;
-}
+Value* TreeBuilder::bigInt(std::string_view decimal) { return textNode(K::BigInt, decimal); }
+Value* TreeBuilder::global(std::string_view qualifiedName) { return textNode(K::Global, qualifiedName); }
 
 Value* TreeBuilder::object(std::string_view cls, std::initializer_list<const Value*> args, bool newObj) {
   Value* v = m_arena.make(K::Object);

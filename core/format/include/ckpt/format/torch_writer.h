@@ -83,6 +83,8 @@ class TreeBuilder {
   Value* object(std::string_view cls, std::initializer_list<const Value*> args, bool newObj = false);
 
  private:
+  Value* textNode(Value::Kind kind, std::string_view text);  // Str, Bytes, BigInt, Global
+
   ValueArena m_arena;
 };
 
