@@ -5,29 +5,15 @@
 #include <fstream>
 
 #include "json_compare.h"
+#include "run_process.h"
 
 using ckpt::test::json;
 
 namespace {
 
-struct Run {
-  int exitCode = -1;
-  QByteArray out, err;
-};
+using Run = ckpt::test::ProcessResult;
 
-Run cli(const QStringList& args) {
-  QProcess p;
-  p.start(QStringLiteral(CKPT_CLI), args);
-  Run r;
-  if (!p.waitForFinished(60000)) {
-    p.kill();
-    return r;
-  }
-  r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  r.out = p.readAllStandardOutput();
-  r.err = p.readAllStandardError();
-  return r;
-}
+Run cli(const QStringList& args) { return ckpt::test::runProcess(QStringLiteral(CKPT_CLI), args, {}, 60000); }
 
 const QString kFixtures = QStringLiteral(CKPT_FIXTURE_DIR);
 

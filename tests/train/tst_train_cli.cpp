@@ -5,30 +5,15 @@
 #include <fstream>
 
 #include "../core/json_compare.h"
+#include "../core/run_process.h"
 
 using ckpt::test::json;
 
 namespace {
 
-struct Run {
-  int exitCode = -1;
-  QByteArray out, err;
-};
+using Run = ckpt::test::ProcessResult;
 
-Run cli(const QStringList& args, const QString& cwd) {
-  QProcess p;
-  p.setWorkingDirectory(cwd);
-  p.start(QStringLiteral(CKPT_CLI), args);
-  Run r;
-  if (!p.waitForFinished(300000)) {
-    p.kill();
-    return r;
-  }
-  r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-  r.out = p.readAllStandardOutput();
-  r.err = p.readAllStandardError();
-  return r;
-}
+Run cli(const QStringList& args, const QString& cwd) { return ckpt::test::runProcess(QStringLiteral(CKPT_CLI), args, cwd); }
 
 }  // namespace
 

@@ -12,6 +12,7 @@
 #include "ckpt/format/tensor_data.h"
 #include "ckpt/train/trainer.h"
 #include "../core/json_compare.h"
+#include "../core/run_process.h"
 
 using namespace ckpt;
 using ckpt::test::json;
@@ -30,17 +31,9 @@ struct Python {
 };
 
 Python python(const QStringList& args) {
-  QProcess p;
-  p.start(QStringLiteral(CKPT_TORCH_PYTHON), QStringList{QStringLiteral(CKPT_SOURCE_DIR "/tests/python/train_interop.py")} + args);
-  Python r;
-  if (!p.waitForFinished(300000)) {
-    p.kill();
-    r.err = "timed out";
-    return r;
-  }
-  r.exitCode = p.exitCode();
-  r.err = QString::fromUtf8(p.readAllStandardError());
-  return r;
+  const auto r = ckpt::test::runProcess(QStringLiteral(CKPT_TORCH_PYTHON),
+                                        QStringList{QStringLiteral(CKPT_SOURCE_DIR "/tests/python/train_interop.py")} + args);
+  return {r.exitCode, QString::fromUtf8(r.err)};
 }
 
 json readJson(const std::string& path) { return ckpt::test::readJsonFile(path); }

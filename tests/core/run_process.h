@@ -1,0 +1,32 @@
+#pragma once
+// Runs a program the way a user would and collects what it printed.
+
+#include <QProcess>
+#include <QString>
+#include <QStringList>
+
+namespace ckpt::test {
+
+struct ProcessResult {
+  int exitCode = -1;  // -1 when it crashed or timed out
+  QByteArray out, err;
+};
+
+inline ProcessResult runProcess(const QString& program, const QStringList& args, const QString& cwd = {},
+                                int timeoutMs = 300000) {
+  QProcess p;
+  if (!cwd.isEmpty()) p.setWorkingDirectory(cwd);
+  p.start(program, args);
+  ProcessResult r;
+  if (!p.waitForFinished(timeoutMs)) {
+    p.kill();
+    p.waitForFinished();
+    return r;
+  }
+  r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
+  r.out = p.readAllStandardOutput();
+  r.err = p.readAllStandardError();
+  return r;
+}
+
+}  // namespace ckpt::test
