@@ -1,5 +1,6 @@
 #include "ckpt/format/tensor_data.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "numeric.h"
@@ -49,6 +50,23 @@ T load(const uint8_t* p, bool swap) {
   std::memcpy(&v, b, sizeof(T));
   return v;
 }
+
+// Contiguous elements of one storage type to doubles: the compiler
+// vectorises this for the plain types.
+template <typename T, typename Convert>
+void convertRun(const uint8_t* p, size_t n, bool swap, double* out, Convert convert) {
+  if (!swap) {
+    for (size_t i = 0; i < n; ++i) {
+      T v;
+      std::memcpy(&v, p + i * sizeof(T), sizeof(T));
+      out[i] = double(convert(v));
+    }
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) out[i] = double(convert(load<T>(p + i * sizeof(T), true)));
+}
+
+constexpr auto kSame = [](auto v) { return v; };
 
 }  // namespace
 
@@ -113,6 +131,32 @@ void TensorData::forEach(const std::function<void(uint64_t, double)>& fn) const 
       idx[d] = 0;
     }
   }
+}
+
+size_t TensorData::read(uint64_t first, size_t count, double* out) const {
+  if (first >= m_numel) return 0;
+  const size_t n = size_t(std::min<uint64_t>(count, m_numel - first));
+  if (!m_info.isContiguous() || m_perByte > 1) {
+    for (size_t i = 0; i < n; ++i) out[i] = at(first + i);
+    return n;
+  }
+  const uint8_t* p = elementPtr(uint64_t(m_info.storageOffset) + first);
+  const bool sw = m_bigEndian;
+  switch (m_info.dtype) {
+    case DType::Float64: convertRun<double>(p, n, sw, out, kSame); return n;
+    case DType::Float32: convertRun<float>(p, n, sw, out, kSame); return n;
+    case DType::Float16: convertRun<uint16_t>(p, n, sw, out, detail::halfToFloat); return n;
+    case DType::BFloat16: convertRun<uint16_t>(p, n, sw, out, detail::bf16ToFloat); return n;
+    case DType::Int64: convertRun<int64_t>(p, n, sw, out, kSame); return n;
+    case DType::Int32: convertRun<int32_t>(p, n, sw, out, kSame); return n;
+    case DType::Int16: convertRun<int16_t>(p, n, sw, out, kSame); return n;
+    case DType::Int8: convertRun<int8_t>(p, n, false, out, kSame); return n;
+    case DType::UInt8: convertRun<uint8_t>(p, n, false, out, kSame); return n;
+    case DType::Bool: convertRun<uint8_t>(p, n, false, out, [](uint8_t v) { return v ? 1 : 0; }); return n;
+    default: break;
+  }
+  for (size_t i = 0; i < n; ++i, p += m_elemSize) out[i] = decode(p);
+  return n;
 }
 
 }  // namespace ckpt

@@ -22,6 +22,11 @@ class TensorData {
   [[nodiscard]] std::complex<double> complexAt(uint64_t flatIndex) const;
   // Visits every element in row-major order (fast path for contiguous data).
   void forEach(const std::function<void(uint64_t index, double value)>& fn) const;
+  // Converts `count` elements starting at row-major index `first` into `out`
+  // (clamped to numel(); returns how many were written). The bulk path for
+  // statistics and diffs: one dtype switch per call, a tight loop for
+  // contiguous data, so callers stream a tensor in cache-sized chunks.
+  size_t read(uint64_t first, size_t count, double* out) const;
   // The raw bytes of the element at storage element position `pos`.
   [[nodiscard]] const uint8_t* elementPtr(uint64_t storagePos) const;
 
