@@ -1,0 +1,1 @@
+// Checkpoint diff: see include/ckpt/analysis/diff.h (to be written).
