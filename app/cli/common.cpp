@@ -18,6 +18,8 @@ void printUsage(const std::string& command) {
       "  info FILE [--json]     metadata, config and the tensor table of a checkpoint\n"
       "  ls DIR [--json]        every checkpoint under DIR, grouped into runs\n"
       "  verify FILE            check every record's CRC and every tensor's extent\n"
+      "  diff A B [--json] [--top N]   what changed between two checkpoints: structure,\n"
+      "                         per-tensor and per-block change, metadata\n"
       "  train, resume, finetune, score, generate   training and inference (LibTorch;\n"
       "                         see ckptscope-cli train --help)\n"
       "\n"
@@ -25,6 +27,7 @@ void printUsage(const std::string& command) {
   if (command == "info") std::fputs("usage: ckptscope-cli info FILE [--json]\n", stderr);
   else if (command == "ls") std::fputs("usage: ckptscope-cli ls DIR [--json]\n", stderr);
   else if (command == "verify") std::fputs("usage: ckptscope-cli verify FILE\n", stderr);
+  else if (command == "diff") std::fputs("usage: ckptscope-cli diff A B [--json] [--top N]\n", stderr);
   else std::fputs(all, stderr);
 }
 

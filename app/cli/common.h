@@ -28,5 +28,6 @@ bool parseArgs(int argc, char** argv, int first, const std::vector<std::string>&
 int runInfo(int argc, char** argv);
 int runLs(int argc, char** argv);
 int runVerify(int argc, char** argv);
+int runDiff(int argc, char** argv);
 
 }  // namespace ckpt::cli

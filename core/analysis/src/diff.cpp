@@ -1,1 +1,459 @@
-// Checkpoint diff: see include/ckpt/analysis/diff.h (to be written).
+// Checkpoint diff: structure by normalised name, then per-tensor metrics
+// streamed chunk by chunk from mapped bytes, one tensor per worker thread.
+#include "ckpt/analysis/diff.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <numeric>
+#include <thread>
+#include <unordered_map>
+
+#include "ckpt/format/checkpoint_view.h"
+#include "ckpt/format/error.h"
+#include "ckpt/format/tensor_data.h"
+#include "ckpt/format/zip_archive.h"
+#include "diff_internal.h"
+
+namespace ckpt {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// ---------------------------------------------------------------- sums ---
+
+struct Sums {
+  double aa = 0, bb = 0, ab = 0, dd = 0, absd = 0, maxd = 0;
+  uint64_t pairs = 0;
+  uint64_t nanA = 0, infA = 0, nanB = 0, infB = 0;
+
+  void merge(const Sums& o) {
+    aa += o.aa;
+    bb += o.bb;
+    ab += o.ab;
+    dd += o.dd;
+    absd += o.absd;
+    maxd = std::max(maxd, o.maxd);
+    pairs += o.pairs;
+    nanA += o.nanA;
+    infA += o.infA;
+    nanB += o.nanB;
+    infB += o.infB;
+  }
+};
+
+// The common case, all values finite: independent lanes so that the compiler
+// keeps several vector accumulators busy (it may not reorder one sum).
+Sums sumChunkFast(const double* a, const double* b, size_t n) {
+  constexpr size_t L = 8;
+  double aa[L] = {}, bb[L] = {}, ab[L] = {}, dd[L] = {}, ad[L] = {}, mx[L] = {};
+  size_t i = 0;
+  for (; i + L <= n; i += L) {
+    for (size_t l = 0; l < L; ++l) {
+      const double x = a[i + l], y = b[i + l], d = y - x, ax = std::fabs(d);
+      aa[l] += x * x;
+      bb[l] += y * y;
+      ab[l] += x * y;
+      dd[l] += d * d;
+      ad[l] += ax;
+      mx[l] = mx[l] < ax ? ax : mx[l];
+    }
+  }
+  for (size_t l = 0; i < n; ++i, ++l) {
+    const double x = a[i], y = b[i], d = y - x, ax = std::fabs(d);
+    aa[l] += x * x;
+    bb[l] += y * y;
+    ab[l] += x * y;
+    dd[l] += d * d;
+    ad[l] += ax;
+    mx[l] = mx[l] < ax ? ax : mx[l];
+  }
+  Sums s;
+  for (size_t l = 0; l < L; ++l) {
+    s.aa += aa[l];
+    s.bb += bb[l];
+    s.ab += ab[l];
+    s.dd += dd[l];
+    s.absd += ad[l];
+    // A NaN difference must reach the finiteness check below.
+    s.maxd = (mx[l] != mx[l] || s.maxd < mx[l]) ? mx[l] : s.maxd;
+  }
+  s.pairs = n;
+  return s;
+}
+
+// Some value is NaN or infinite: count them per side and leave those pairs out.
+Sums sumChunkCareful(const double* a, const double* b, size_t n) {
+  Sums s;
+  for (size_t i = 0; i < n; ++i) {
+    const double x = a[i], y = b[i];
+    const bool fx = std::isfinite(x), fy = std::isfinite(y);
+    if (!fx) ++(std::isnan(x) ? s.nanA : s.infA);
+    if (!fy) ++(std::isnan(y) ? s.nanB : s.infB);
+    if (!fx || !fy) continue;
+    const double d = y - x, ax = std::fabs(d);
+    s.aa += x * x;
+    s.bb += y * y;
+    s.ab += x * y;
+    s.dd += d * d;
+    s.absd += ax;
+    s.maxd = std::max(s.maxd, ax);
+    ++s.pairs;
+  }
+  return s;
+}
+
+Sums sumChunk(const double* a, const double* b, size_t n) {
+  Sums s = sumChunkFast(a, b, n);
+  // Every term is >= 0 (or NaN): a finite total means every input was finite.
+  if (std::isfinite(s.aa + s.bb + s.dd + s.absd + s.maxd)) return s;
+  return sumChunkCareful(a, b, n);
+}
+
+void finish(TensorDiff& t, const Sums& s) {
+  t.finitePairs = s.pairs;
+  t.nanA = s.nanA;
+  t.infA = s.infA;
+  t.nanB = s.nanB;
+  t.infB = s.infB;
+  t.normA = std::sqrt(s.aa);
+  t.normB = std::sqrt(s.bb);
+  t.normDiff = std::sqrt(s.dd);
+  t.dot = s.ab;
+  if (s.pairs == 0 && t.numel > 0) {  // nothing finite to compare
+    t.relL2 = t.cosine = t.maxAbs = t.meanAbs = kNaN;
+    return;
+  }
+  t.relL2 = t.normA > 0 ? t.normDiff / t.normA : (t.normDiff == 0 ? 0.0 : kInf);
+  if (t.normA > 0 && t.normB > 0)
+    t.cosine = s.ab / (t.normA * t.normB);
+  else
+    t.cosine = (t.normA == 0 && t.normB == 0) ? 1.0 : 0.0;
+  t.maxAbs = s.maxd;
+  t.meanAbs = s.pairs ? s.absd / double(s.pairs) : 0.0;
+}
+
+// ------------------------------------------------------- mapped regions ---
+
+// Pages of a mapped tensor that have been read are handed back as the scan
+// passes them: the page cache keeps them, but they leave this process's
+// resident set, so a 150 MB embedding does not count 150 MB against it.
+class PageDropper {
+ public:
+  PageDropper(const CheckpointFile& file, const TensorData& data, bool enabled) {
+    const TensorInfo& t = data.info();
+    if (!enabled || t.numel() == 0 || !t.isContiguous() || dtypeElementsPerByte(t.dtype) != 1)
+      return;
+    if (!isFileMapping(file, t)) return;
+    m_base = data.elementPtr(uint64_t(t.storageOffset));
+    m_elemSize = size_t(dtypeSize(t.dtype));
+    m_page = uintptr_t(::sysconf(_SC_PAGESIZE));
+    m_next = alignUp(uintptr_t(m_base));
+  }
+
+  // Elements [0, done) have been read.
+  void passed(uint64_t done) {
+    if (!m_base) return;
+    const uintptr_t end = (uintptr_t(m_base) + done * m_elemSize) & ~(m_page - 1);
+    if (end < m_next + kStep) return;
+    ::madvise(reinterpret_cast<void*>(m_next), end - m_next, MADV_DONTNEED);
+    m_next = end;
+  }
+
+ private:
+  static constexpr uintptr_t kStep = 4u << 20;
+
+  // Bytes that come straight from the file (a stored zip record, legacy,
+  // safetensors); an inflated record lives on the heap and must stay.
+  static bool isFileMapping(const CheckpointFile& file, const TensorInfo& t) {
+    if (t.storage < 0) return false;
+    if (!file.zip()) return true;
+    const StorageInfo& s = file.storages()[size_t(t.storage)];
+    if (s.zipEntry < 0) return false;
+    return file.zip()->entries()[size_t(s.zipEntry)].method == 0;
+  }
+  uintptr_t alignUp(uintptr_t p) const { return (p + m_page - 1) & ~(m_page - 1); }
+
+  const uint8_t* m_base = nullptr;
+  size_t m_elemSize = 0;
+  uintptr_t m_page = 4096;
+  uintptr_t m_next = 0;
+};
+
+// ------------------------------------------------------------ the walk ---
+
+struct Side {
+  const CheckpointFile* file = nullptr;
+  std::vector<StateEntry> entries;
+  std::string stateKey;
+  bool compiledPrefix = false;
+};
+
+// The state dict's entries, or every tensor by its path when the file holds
+// none (an arbitrary dict of tensors, a list).
+Side collect(const CheckpointFile& file) {
+  Side s;
+  s.file = &file;
+  const CheckpointView view(file);
+  if (view.modelState()) {
+    s.entries = view.entries();
+    s.stateKey = view.modelStateKey();
+    s.compiledPrefix = view.compiledPrefix();
+    return s;
+  }
+  s.stateKey = "(all tensors)";
+  const auto& tensors = file.tensors();
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    StateEntry e;
+    e.name = e.rawKey = joinPath(tensors[i].path);
+    e.tensor = int(i);
+    s.entries.push_back(std::move(e));
+  }
+  return s;
+}
+
+struct Job {
+  size_t diffIndex = 0;
+  uint64_t bytes = 0;
+};
+
+class Runner {
+ public:
+  Runner(const CheckpointFile& a, const CheckpointFile& b, const DiffOptions& o,
+         CheckpointDiff& diff)
+      : m_a(a), m_b(b), m_options(o), m_diff(diff) {}
+
+  void run(std::vector<Job> jobs) {
+    // Largest first: the embedding starts at once and the small tensors fill
+    // the gaps, so the threads finish together.
+    std::stable_sort(jobs.begin(), jobs.end(),
+                     [](const Job& x, const Job& y) { return x.bytes > y.bytes; });
+    m_jobs = std::move(jobs);
+    for (const Job& j : m_jobs) m_total += j.bytes;
+    int threads = m_options.threads;
+    if (threads <= 0)
+      threads = int(std::min(2u, std::max(1u, std::thread::hardware_concurrency())));
+    threads = int(std::min<size_t>(size_t(threads), std::max<size_t>(1, m_jobs.size())));
+    if (!report(0)) m_stop = true;
+    std::vector<std::thread> pool;
+    for (int i = 1; i < threads; ++i) pool.emplace_back([this] { work(); });
+    work();
+    for (std::thread& t : pool) t.join();
+    if (m_failure) std::rethrow_exception(m_failure);
+    if (!m_stop && m_total > 0) report(m_total, /*force=*/true);
+    m_diff.cancelled = m_stop.load();
+    m_diff.bytesCompared = m_done.load();
+  }
+
+ private:
+  void work() {
+    const size_t chunk = std::max<size_t>(256, m_options.chunkElements);
+    std::vector<double> bufA(chunk), bufB(chunk);
+    while (!m_stop) {
+      const size_t j = m_next.fetch_add(1);
+      if (j >= m_jobs.size()) return;
+      TensorDiff& t = m_diff.tensors[m_jobs[j].diffIndex];
+      uint64_t reported = 0;  // bytes of this job already counted in m_done
+      try {
+        compare(t, bufA.data(), bufB.data(), chunk, reported);
+      } catch (const FormatError& e) {
+        t.error = e.what();
+        t.computed = true;
+        const uint64_t rest = m_jobs[j].bytes - std::min(reported, m_jobs[j].bytes);
+        if (!report(m_done.fetch_add(rest) + rest)) m_stop = true;
+      } catch (...) {
+        std::lock_guard lock(m_mutex);
+        if (!m_failure) m_failure = std::current_exception();
+        m_stop = true;
+      }
+    }
+  }
+
+  void compare(TensorDiff& t, double* bufA, double* bufB, size_t chunk, uint64_t& reported) {
+    const TensorData da = m_a.tensorData(size_t(t.tensorA));
+    const TensorData db = m_b.tensorData(size_t(t.tensorB));
+    PageDropper dropA(m_a, da, true), dropB(m_b, db, true);
+    const uint64_t n = da.numel();
+    const uint64_t bytesPerElem = uint64_t(dtypeSize(t.dtypeA) + dtypeSize(t.dtypeB));
+    Sums total;
+    for (uint64_t first = 0; first < n;) {
+      if (m_stop) return;
+      const size_t want = size_t(std::min<uint64_t>(chunk, n - first));
+      const size_t got = da.read(first, want, bufA);
+      if (db.read(first, want, bufB) != got || got == 0) fail("tensor " + t.name + ": short read");
+      total.merge(sumChunk(bufA, bufB, got));
+      first += got;
+      dropA.passed(first);
+      dropB.passed(first);
+      // Progress every ~4 MB: cheap for the callback, smooth for a progress bar.
+      const uint64_t bytes = first * bytesPerElem;
+      if (bytes - reported >= (4u << 20) || first == n) {
+        const uint64_t now = m_done.fetch_add(bytes - reported) + (bytes - reported);
+        reported = bytes;
+        if (!report(now)) {
+          m_stop = true;
+          return;
+        }
+      }
+    }
+    finish(t, total);
+    t.computed = true;
+  }
+
+  bool report(uint64_t done, bool force = false) {
+    if (!m_options.progress) return true;
+    std::lock_guard lock(m_mutex);
+    if (m_cancelled) return false;
+    if (!force && done < m_lastReported) return true;  // another thread got further already
+    m_lastReported = done;
+    if (!m_options.progress(size_t(done), size_t(m_total))) m_cancelled = true;
+    return !m_cancelled;
+  }
+
+  const CheckpointFile& m_a;
+  const CheckpointFile& m_b;
+  const DiffOptions& m_options;
+  CheckpointDiff& m_diff;
+  std::vector<Job> m_jobs;
+  uint64_t m_total = 0;
+  std::atomic<size_t> m_next{0};
+  std::atomic<uint64_t> m_done{0};
+  std::atomic<bool> m_stop{false};
+  std::mutex m_mutex;  // the callback, m_failure
+  bool m_cancelled = false;
+  uint64_t m_lastReported = 0;
+  std::exception_ptr m_failure;
+};
+
+}  // namespace
+
+std::vector<size_t> CheckpointDiff::topByRelL2(size_t n) const {
+  std::vector<size_t> idx;
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (tensors[i].computed && tensors[i].error.empty()) idx.push_back(i);
+  auto key = [&](size_t i) { return tensors[i].relL2; };
+  std::stable_sort(idx.begin(), idx.end(), [&](size_t x, size_t y) {
+    const double kx = key(x), ky = key(y);
+    const bool nx = std::isnan(kx), ny = std::isnan(ky);
+    if (nx != ny) return ny;  // NaN last
+    if (!nx && kx != ky) return kx > ky;
+    return tensors[x].name < tensors[y].name;
+  });
+  if (idx.size() > n) idx.resize(n);
+  return idx;
+}
+
+size_t CheckpointDiff::changedDtypeCount() const {
+  return size_t(std::count_if(tensors.begin(), tensors.end(),
+                              [](const TensorDiff& t) { return t.dtypeA != t.dtypeB; }));
+}
+
+size_t CheckpointDiff::errorCount() const {
+  return size_t(std::count_if(tensors.begin(), tensors.end(),
+                              [](const TensorDiff& t) { return !t.error.empty(); }));
+}
+
+CheckpointDiff diffCheckpoints(const CheckpointFile& a, const CheckpointFile& b,
+                               const DiffOptions& options) {
+  CheckpointDiff diff;
+  diff.pathA = a.path();
+  diff.pathB = b.path();
+  const Side sa = collect(a);
+  const Side sb = collect(b);
+  diff.stateKeyA = sa.stateKey;
+  diff.stateKeyB = sb.stateKey;
+  diff.compiledPrefixA = sa.compiledPrefix;
+  diff.compiledPrefixB = sb.compiledPrefix;
+
+  // Name -> first entry; a name seen twice (a key with and one without
+  // "_orig_mod.") compares its first occurrence and says so.
+  auto index = [&diff](const Side& s, const char* which) {
+    std::unordered_map<std::string, size_t> m;
+    for (size_t i = 0; i < s.entries.size(); ++i)
+      if (!m.emplace(s.entries[i].name, i).second)
+        diff.notes.push_back(std::string(which) + ": " + s.entries[i].rawKey +
+                             " repeats the name " + s.entries[i].name + "; the first is compared");
+    return m;
+  };
+  const auto inA = index(sa, "a");
+  const auto inB = index(sb, "b");
+  auto tiedName = [](const Side& s, size_t i) -> std::string {
+    const int t = s.entries[i].tiedTo;
+    return t >= 0 ? s.entries[size_t(t)].name : std::string();
+  };
+
+  std::vector<Job> jobs;
+  std::vector<std::pair<size_t, std::string>> copies;  // diff index, tied-to name
+  std::unordered_map<std::string, size_t> diffIndex;
+  for (size_t i = 0; i < sa.entries.size(); ++i) {
+    const StateEntry& ea = sa.entries[i];
+    if (inA.at(ea.name) != i) continue;
+    const auto it = inB.find(ea.name);
+    if (it == inB.end()) {
+      diff.removed.push_back(ea.name);
+      continue;
+    }
+    const StateEntry& eb = sb.entries[it->second];
+    const TensorInfo& ta = a.tensors()[size_t(ea.tensor)];
+    const TensorInfo& tb = b.tensors()[size_t(eb.tensor)];
+    if (ta.shape != tb.shape) {
+      diff.changedShape.push_back({ea.name, ta.shape, tb.shape, ta.dtype, tb.dtype});
+      continue;
+    }
+    TensorDiff t;
+    t.name = ea.name;
+    t.tensorA = ea.tensor;
+    t.tensorB = eb.tensor;
+    t.dtypeA = ta.dtype;
+    t.dtypeB = tb.dtype;
+    t.shape = ta.shape;
+    t.numel = ta.numel();
+    t.layer = classifyTensorName(t.name);
+    const std::string tieA = tiedName(sa, i), tieB = tiedName(sb, it->second);
+    const size_t at = diff.tensors.size();
+    if (!tieA.empty() && tieA == tieB && diffIndex.count(tieA)) {
+      t.tiedTo = tieA;  // one storage on both sides: computed once
+      copies.emplace_back(at, tieA);
+    } else {
+      if (tieA != tieB) {
+        const std::string& tie = tieA.empty() ? tieB : tieA;
+        diff.notes.push_back(t.name + " is tied to " + tie + " in " + (tieA.empty() ? "b" : "a") +
+                             " only");
+      }
+      jobs.push_back({at, ta.nbytes() + tb.nbytes()});
+    }
+    diffIndex.emplace(t.name, at);
+    diff.tensors.push_back(std::move(t));
+  }
+  for (size_t i = 0; i < sb.entries.size(); ++i)
+    if (inB.at(sb.entries[i].name) == i && !inA.count(sb.entries[i].name))
+      diff.added.push_back(sb.entries[i].name);
+
+  diff.metadata = diffMetadata(a, b);
+
+  Runner(a, b, options, diff).run(std::move(jobs));
+
+  for (const auto& [at, tie] : copies) {
+    TensorDiff& t = diff.tensors[at];
+    const TensorDiff& src = diff.tensors[diffIndex.at(tie)];
+    if (!src.computed) continue;
+    TensorDiff copy = src;
+    copy.name = t.name;
+    copy.tensorA = t.tensorA;
+    copy.tensorB = t.tensorB;
+    copy.layer = t.layer;
+    copy.tiedTo = tie;
+    t = std::move(copy);
+  }
+  detail::aggregateLayers(diff);
+  return diff;
+}
+
+}  // namespace ckpt
