@@ -2,12 +2,15 @@
 
 #include <QDateTime>
 #include <QStringList>
+#include <algorithm>
 #include <exception>
 #include <filesystem>
 #include <map>
+#include <unordered_set>
 
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/checkpoint_view.h"
+#include "ckpt/format/tensor_data.h"
 #include "ckpt/format/value.h"
 #include "ckpt/index/scanner.h"
 #include "textformat.h"
@@ -36,6 +39,145 @@ QString optimizerSummary(const CheckpointView& view) {
   if (!view.optimizerParams().empty())
     s += QObject::tr("; %1 of %2 mapped to parameters").arg(mapped).arg(view.optimizerParams().size());
   return s;
+}
+
+// The value tree for the Metadata tab. Shared nodes are shown wherever they
+// occur; a node that contains itself is cut at the repeat; past kMaxMetaNodes
+// nodes the rest is left out with a note (a pickle can hold millions).
+constexpr size_t kMaxMetaNodes = 200000;
+
+struct MetaBuilder {
+  const CheckpointFile& file;
+  size_t budget = kMaxMetaNodes;
+  std::unordered_set<const Value*> onPath;
+
+  static QString typeName(const Value* v) {
+    if (v->kind == Value::Kind::Dict && v->tag == Value::kOrderedDict) return QStringLiteral("OrderedDict");
+    return fromStd(std::string(kindName(v->kind)));
+  }
+
+  void fill(MetaNode& n, const QString& key, const Value* v, int depth) {
+    n.key = key;
+    if (!v) {
+      n.type = "None";
+      return;
+    }
+    n.type = typeName(v);
+    if (budget == 0) {
+      n.value = QObject::tr("(not shown: more than %1 values)").arg(kMaxMetaNodes);
+      return;
+    }
+    --budget;
+    using K = Value::Kind;
+    switch (v->kind) {
+      case K::Tensor: {
+        n.tensor = int(v->index);
+        if (v->index >= 0 && size_t(v->index) < file.tensors().size()) {
+          const TensorInfo& t = file.tensors()[size_t(v->index)];
+          n.value = fromStd(std::string(dtypeName(t.dtype))) + " " + fromStd(t.shapeString());
+        }
+        return;
+      }
+      case K::Object: n.value = fromStd(std::string(v->text)); break;
+      case K::List:
+      case K::Tuple:
+      case K::Set: n.value = QObject::tr("%1 items").arg(v->items.size()); break;
+      case K::Dict: n.value = QObject::tr("%1 keys").arg(v->entries.size()); break;
+      default: n.value = fromStd(shortRepr(v, 200)); return;
+    }
+    if (depth > 200 || !onPath.insert(v).second) {
+      n.value += QObject::tr(" (repeats an enclosing value)");
+      return;
+    }
+    auto add = [&](const QString& k, const Value* x) {
+      n.children.emplace_back();
+      fill(n.children.back(), k, x, depth + 1);
+    };
+    switch (v->kind) {
+      case K::List:
+      case K::Tuple:
+      case K::Set:
+        for (size_t i = 0; i < v->items.size(); ++i) add(QString::number(i), v->items[i]);
+        break;
+      case K::Dict:
+        for (const auto& [k, x] : v->entries) add(keyText(k), x);
+        break;
+      case K::Object:
+        // Opaque Python objects: the class, then what the pickle gave it.
+        if (v->callee) add(QStringLiteral("callee"), v->callee);
+        if (!v->items.empty()) {
+          n.children.emplace_back();
+          MetaNode& a = n.children.back();
+          a.key = QStringLiteral("args");
+          a.type = QStringLiteral("tuple");
+          a.value = QObject::tr("%1 items").arg(v->items.size());
+          for (size_t i = 0; i < v->items.size(); ++i) {
+            a.children.emplace_back();
+            fill(a.children.back(), QString::number(i), v->items[i], depth + 2);
+          }
+        }
+        if (v->state) add(QStringLiteral("state"), v->state);
+        for (size_t i = 0; i < v->listItems.size(); ++i) add(QStringLiteral("item %1").arg(i), v->listItems[i]);
+        for (const auto& [k, x] : v->entries) add(keyText(k), x);
+        break;
+      default: break;
+    }
+    onPath.erase(v);
+  }
+};
+
+template <typename Node>
+void linkTree(Node& n) {
+  for (size_t i = 0; i < n.children.size(); ++i) {
+    n.children[i].parent = &n;
+    n.children[i].row = int(i);
+    linkTree(n.children[i]);
+  }
+}
+
+// Dotted state-dict names as a hierarchy; parents count each storage once.
+std::shared_ptr<const ParamNode> buildParamTree(const CheckpointFile& file, const CheckpointView& view) {
+  auto root = std::make_shared<ParamNode>();
+  root->name = QObject::tr("model");
+  const auto& entries = view.entries();
+  for (const StateEntry& e : entries) {
+    ParamNode* n = root.get();
+    const QStringList parts = fromStd(e.name).split('.');
+    for (const QString& part : parts) {
+      auto it = std::find_if(n->children.begin(), n->children.end(), [&](const ParamNode& c) { return c.name == part; });
+      if (it == n->children.end()) {
+        n->children.emplace_back();
+        n->children.back().name = part;
+        n->children.back().fullName = n->fullName.isEmpty() ? part : n->fullName + '.' + part;
+        it = n->children.end() - 1;
+      }
+      n = &*it;
+    }
+    n->tensor = e.tensor;
+    if (e.tensor < 0) continue;
+    const TensorInfo& t = file.tensors()[size_t(e.tensor)];
+    n->dtype = fromStd(std::string(dtypeName(t.dtype)));
+    n->shape = fromStd(t.shapeString());
+    n->parameters = t.numel();
+    n->bytes = t.nbytes();
+    if (e.tiedTo >= 0) n->tiedTo = fromStd(entries[size_t(e.tiedTo)].name);
+  }
+  // Sums bottom-up; a tied leaf keeps its own numbers but adds none.
+  struct Sum {
+    static void run(ParamNode& n) {
+      if (n.children.empty()) return;
+      n.parameters = n.bytes = 0;
+      for (ParamNode& c : n.children) {
+        run(c);
+        if (!c.tiedTo.isEmpty()) continue;
+        n.parameters += c.parameters;
+        n.bytes += c.bytes;
+      }
+    }
+  };
+  Sum::run(*root);
+  linkTree(*root);
+  return root;
 }
 
 void describe(const CheckpointFile& file, CheckpointSummary& out) {
@@ -131,6 +273,31 @@ void describe(const CheckpointFile& file, CheckpointSummary& out) {
     out.tensorBytes += row.bytes;
     out.tensors.push_back(std::move(row));
   }
+
+  auto meta = std::make_shared<MetaNode>();
+  MetaBuilder{file, kMaxMetaNodes, {}}.fill(*meta, QObject::tr("(root)"), file.root(), 0);
+  linkTree(*meta);
+  out.metaTree = std::move(meta);
+  if (view.modelState()) out.paramTree = buildParamTree(file, view);
+  for (const OptimizerParam& p : view.optimizerParams()) {
+    OptimizerRow r;
+    r.index = p.index;
+    r.name = fromStd(p.name);
+    if (p.step) r.step = fromStd(formatPythonFloat(*p.step));
+    else if (p.stepTensor >= 0) {
+      // A 0-dim tensor of 4 or 8 bytes: read here, off the GUI thread.
+      try {
+        r.step = fromStd(formatPythonFloat(file.tensorData(size_t(p.stepTensor)).at(0)));
+      } catch (const std::exception& e) {
+        r.step = QObject::tr("unreadable");
+      }
+    }
+    if (p.expAvg >= 0) r.shape = fromStd(file.tensors()[size_t(p.expAvg)].shapeString());
+    r.expAvg = p.expAvg;
+    r.expAvgSq = p.expAvgSq;
+    r.problem = fromStd(p.problem);
+    out.optimizer.push_back(std::move(r));
+  }
 }
 
 }  // namespace
@@ -139,8 +306,9 @@ CheckpointSummary summarizeCheckpoint(const QString& path) {
   CheckpointSummary out;
   out.path = path;
   try {
-    const auto file = CheckpointFile::open(pathToStd(path));
+    std::shared_ptr<const CheckpointFile> file = CheckpointFile::open(pathToStd(path));
     describe(*file, out);
+    out.file = std::move(file);
   } catch (const std::exception& e) {
     // Catch once at the boundary: the panel shows the message instead.
     CheckpointSummary failed;

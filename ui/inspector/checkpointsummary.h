@@ -3,9 +3,53 @@
 #include <QList>
 #include <QString>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <vector>
 
 namespace ckpt {
+
+class CheckpointFile;
+
+// A node of the value tree as the Metadata tab shows it: key, kind, a short
+// value; containers and opaque objects have children. Built off the GUI
+// thread; `parent` and `row` are set once the tree is complete.
+struct MetaNode {
+  QString key;    // dict key, list position, or "args" / "state" of an object
+  QString type;   // "dict", "int", "tensor", "object", ...
+  QString value;  // short text; an object's class name; a tensor's dtype and shape
+  int tensor = -1;  // a Tensor node: index into CheckpointFile::tensors()
+  std::vector<MetaNode> children;
+  const MetaNode* parent = nullptr;
+  int row = 0;
+};
+
+// A node of the parameter hierarchy: "blocks" -> "0" -> "attn" -> "q_proj"
+// -> "weight". Inner nodes sum their leaves, each storage counted once (a
+// tied weight adds nothing to its parents); leaves are state-dict entries.
+struct ParamNode {
+  QString name;      // this segment
+  QString fullName;  // dotted path from the root
+  uint64_t parameters = 0;
+  uint64_t bytes = 0;
+  int tensor = -1;  // leaves: index into CheckpointFile::tensors()
+  QString dtype, shape;
+  QString tiedTo;  // leaves: the entry whose bytes this one shares
+  std::vector<ParamNode> children;
+  const ParamNode* parent = nullptr;
+  int row = 0;
+};
+
+// One optimizer parameter, by name (CheckpointView::optimizerParams).
+struct OptimizerRow {
+  int64_t index = 0;
+  QString name;  // "" when it could not be mapped
+  QString step;  // "" when the state has none
+  QString shape;
+  int expAvg = -1;    // tensor indices
+  int expAvgSq = -1;
+  QString problem;
+};
 
 // One line of the summary: "Step" -> "300".
 struct SummaryField {
@@ -37,6 +81,14 @@ struct CheckpointSummary {
   QStringList notes;             // things a user should know (CheckpointView::notes)
   std::vector<TensorRow> tensors;
   uint64_t tensorBytes = 0;
+
+  // For the inspector's other tabs. The file stays open (its value tree and
+  // mappings are read-only and safe to share across threads) so that tensor
+  // bytes can be mapped later, off the GUI thread.
+  std::shared_ptr<const CheckpointFile> file;
+  std::shared_ptr<const MetaNode> metaTree;    // the whole value tree
+  std::shared_ptr<const ParamNode> paramTree;  // the model state; null without one
+  std::vector<OptimizerRow> optimizer;
 
   [[nodiscard]] bool ok() const { return error.isEmpty(); }
 };

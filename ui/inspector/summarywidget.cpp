@@ -8,6 +8,7 @@
 #include <QSplitter>
 #include <QTableView>
 #include <QTextBrowser>
+#include <QItemSelectionModel>
 #include <QVBoxLayout>
 
 #include "inspector/tensortablemodel.h"
@@ -82,6 +83,10 @@ SummaryWidget::SummaryWidget(QWidget* parent) : QWidget(parent) {
   m_tensorView->verticalHeader()->setDefaultSectionSize(m_tensorView->fontMetrics().height() + 6);
   m_tensorView->horizontalHeader()->setStretchLastSection(true);
   m_tensorView->horizontalHeader()->setHighlightSections(false);
+  connect(m_tensorView->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+          [this](const QModelIndex& current) {
+            if (current.isValid()) emit tensorSelected(m_tensorProxy->mapToSource(current).row());
+          });
   auto* tensorLayout = new QVBoxLayout(tensorPanel);
   tensorLayout->setContentsMargins(0, 0, 0, 0);
   tensorLayout->addWidget(m_tensorHeading);

@@ -28,6 +28,11 @@ class SummaryWidget : public QWidget {
   // The summary as plain text (title, fields, sections), for tests and copying.
   [[nodiscard]] QString text() const;
   [[nodiscard]] TensorTableModel* tensorModel() const { return m_tensors; }
+  [[nodiscard]] QTableView* tensorView() const { return m_tensorView; }
+
+ signals:
+  // A row of the tensor table became current: `tensor` indexes the file's tensors.
+  void tensorSelected(int tensor);
 
  private:
   QLabel* m_title = nullptr;

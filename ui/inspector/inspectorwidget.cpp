@@ -1,0 +1,261 @@
+#include "inspector/inspectorwidget.h"
+
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QSortFilterProxyModel>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTreeView>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include "ckpt/format/checkpoint_file.h"
+#include "ckpt/format/tensor_data.h"
+#include "inspector/metadatamodel.h"
+#include "inspector/parametermodel.h"
+#include "inspector/summarywidget.h"
+#include "inspector/tensortablemodel.h"
+#include "inspector/tensorview.h"
+#include "textformat.h"
+
+namespace ckpt {
+namespace {
+
+QTreeView* makeTree(QWidget* parent) {
+  auto* v = new QTreeView(parent);
+  v->setAlternatingRowColors(true);
+  v->setUniformRowHeights(true);
+  v->setSelectionBehavior(QAbstractItemView::SelectRows);
+  v->header()->setStretchLastSection(true);
+  return v;
+}
+
+void collectLeaves(const ParamNode& n, std::vector<QString>& names) {
+  if (n.tensor >= 0 && size_t(n.tensor) < names.size()) names[size_t(n.tensor)] = n.fullName;
+  for (const ParamNode& c : n.children) collectLeaves(c, names);
+}
+
+// Statistics of every optimizer tensor; stops early when `cancel` is set.
+std::vector<OptimizerModel::Stats> optimizerStats(std::shared_ptr<const CheckpointFile> file,
+                                                  std::vector<OptimizerRow> rows,
+                                                  std::shared_ptr<std::atomic<bool>> cancel) {
+  std::vector<OptimizerModel::Stats> out(rows.size());
+  const auto go = [&cancel](uint64_t, uint64_t) { return !cancel->load(); };
+  for (size_t i = 0; i < rows.size() && !cancel->load(); ++i) {
+    // A tensor that cannot be read leaves its cells empty; the tensor table
+    // already says why.
+    try {
+      if (rows[i].expAvg >= 0) out[i].expAvg = computeStats(file->tensorData(size_t(rows[i].expAvg)), go);
+      if (rows[i].expAvgSq >= 0) out[i].expAvgSq = computeStats(file->tensorData(size_t(rows[i].expAvgSq)), go);
+    } catch (const std::exception&) {
+    }
+  }
+  if (cancel->load()) return {};
+  return out;
+}
+
+}  // namespace
+
+InspectorWidget::InspectorWidget(QWidget* parent) : QWidget(parent) {
+  m_tabs = new QTabWidget(this);
+  m_tabs->setDocumentMode(true);
+  m_summary = new SummaryWidget(this);
+  m_tensorView = new TensorView(this);
+  m_tabs->addTab(m_summary, tr("Summary"));
+  m_tabs->addTab(makeMetadataTab(), tr("Metadata"));
+  m_tabs->addTab(makeParametersTab(), tr("Parameters"));
+  m_tabs->addTab(makeOptimizerTab(), tr("Optimizer"));
+  m_tabs->addTab(m_tensorView, tr("Tensor"));
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(m_tabs);
+
+  connect(m_summary, &SummaryWidget::tensorSelected, this, &InspectorWidget::inspectTensor);
+  connect(m_tabs, &QTabWidget::currentChanged, this, [this](int i) {
+    if (Tab(i) == Tab::Optimizer) computeOptimizerStats();
+  });
+  connect(&m_optWatcher, &QFutureWatcherBase::finished, this, &InspectorWidget::onOptimizerStats);
+}
+
+InspectorWidget::~InspectorWidget() {
+  if (m_optCancel) m_optCancel->store(true);
+  m_optWatcher.waitForFinished();
+}
+
+QWidget* InspectorWidget::makeMetadataTab() {
+  m_metadata = new MetadataModel(this);
+  m_metaView = makeTree(this);
+  m_metaView->setModel(m_metadata);
+  connect(m_metaView->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+          [this](const QModelIndex& current) {
+            const int t = current.data(int(MetadataModel::Role::TensorIndex)).toInt();
+            if (current.isValid() && t >= 0) inspectTensor(t);
+          });
+  return m_metaView;
+}
+
+QWidget* InspectorWidget::makeParametersTab() {
+  auto* page = new QWidget(this);
+  m_params = new ParameterModel(this);
+  m_paramProxy = new QSortFilterProxyModel(this);
+  m_paramProxy->setSourceModel(m_params);
+  m_paramProxy->setRecursiveFilteringEnabled(true);  // a match keeps its ancestors
+  m_paramProxy->setFilterRole(int(ParameterModel::Role::FullName));
+  m_paramProxy->setFilterCaseSensitivity(Qt::CaseInsensitive);
+  m_paramProxy->setSortRole(int(ParameterModel::Role::SortKey));
+  m_paramSearch = new QLineEdit(page);
+  m_paramSearch->setPlaceholderText(tr("Search parameters by name (e.g. attn.q_proj)"));
+  m_paramSearch->setClearButtonEnabled(true);
+  m_paramHeading = new QLabel(page);
+  m_paramView = makeTree(page);
+  m_paramView->setModel(m_paramProxy);
+  m_paramView->setSortingEnabled(true);
+  m_paramView->sortByColumn(-1, Qt::AscendingOrder);  // file order until a header is clicked
+  connect(m_paramSearch, &QLineEdit::textChanged, this, &InspectorWidget::setParameterFilter);
+  connect(m_paramView->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+          [this](const QModelIndex& current) {
+            const int t = current.data(int(ParameterModel::Role::TensorIndex)).toInt();
+            if (current.isValid() && t >= 0) inspectTensor(t);
+          });
+  auto* layout = new QVBoxLayout(page);
+  layout->setContentsMargins(6, 6, 6, 6);
+  layout->addWidget(m_paramSearch);
+  layout->addWidget(m_paramHeading);
+  layout->addWidget(m_paramView, 1);
+  return page;
+}
+
+QWidget* InspectorWidget::makeOptimizerTab() {
+  auto* page = new QWidget(this);
+  m_optimizer = new OptimizerModel(this);
+  m_optProxy = new QSortFilterProxyModel(this);
+  m_optProxy->setSourceModel(m_optimizer);
+  m_optProxy->setSortRole(int(OptimizerModel::Role::SortKey));
+  m_optHeading = new QLabel(page);
+  m_optHeading->setWordWrap(true);
+  m_optView = new QTableView(page);
+  m_optView->setModel(m_optProxy);
+  m_optView->setSortingEnabled(true);
+  m_optView->sortByColumn(-1, Qt::AscendingOrder);
+  m_optView->setAlternatingRowColors(true);
+  m_optView->setWordWrap(false);
+  m_optView->verticalHeader()->hide();
+  m_optView->verticalHeader()->setDefaultSectionSize(m_optView->fontMetrics().height() + 6);
+  m_optView->horizontalHeader()->setStretchLastSection(true);
+  // A click on an exp_avg_sq column inspects exp_avg_sq, anywhere else exp_avg.
+  connect(m_optView->selectionModel(), &QItemSelectionModel::currentChanged, this, [this](const QModelIndex& current) {
+    if (!current.isValid()) return;
+    const auto role = OptimizerModel::isSquareColumn(current.column()) ? OptimizerModel::Role::ExpAvgSqTensor
+                                                                       : OptimizerModel::Role::ExpAvgTensor;
+    const int t = current.data(int(role)).toInt();
+    if (t >= 0) inspectTensor(t);
+  });
+  auto* layout = new QVBoxLayout(page);
+  layout->setContentsMargins(6, 6, 6, 6);
+  layout->addWidget(m_optHeading);
+  layout->addWidget(m_optView, 1);
+  return page;
+}
+
+void InspectorWidget::clearTabs() {
+  if (m_optCancel) m_optCancel->store(true);
+  m_optStarted = m_optDone = false;
+  m_file.reset();
+  m_tensorNames.clear();
+  m_metadata->setTree(nullptr);
+  m_params->setTree(nullptr);
+  m_paramHeading->clear();
+  m_optimizer->setRows({});
+  m_optHeading->setText(tr("No optimizer state"));
+  m_tensorView->setFile(nullptr);
+}
+
+void InspectorWidget::showMessage(const QString& title, const QString& html) {
+  clearTabs();
+  m_summary->showMessage(title, html);
+}
+
+void InspectorWidget::showSummary(const CheckpointSummary& s) {
+  clearTabs();
+  m_summary->showSummary(s);
+  if (!s.ok()) return;
+  m_file = s.file;
+  m_tensorNames.resize(s.tensors.size());
+  for (size_t i = 0; i < s.tensors.size(); ++i) m_tensorNames[i] = s.tensors[i].name;
+  m_metadata->setTree(s.metaTree);
+  m_metaView->expandToDepth(0);
+  m_metaView->resizeColumnToContents(0);
+
+  if (s.paramTree) collectLeaves(*s.paramTree, m_tensorNames);
+  m_params->setTree(s.paramTree);
+  if (s.paramTree) {
+    m_paramHeading->setText(tr("%1 parameters, %2 (tied weights counted once)")
+                                .arg(groupedNumber(s.paramTree->parameters), sizeText(s.paramTree->bytes)));
+    m_paramView->expandToDepth(0);
+    for (int c = 0; c < int(ParameterModel::Column::Tied); ++c) m_paramView->resizeColumnToContents(c);
+    m_paramView->setColumnWidth(0, std::max(m_paramView->columnWidth(0), 220));
+  } else {
+    m_paramHeading->setText(tr("No model state found"));
+  }
+  setParameterFilter(m_paramSearch->text());
+
+  for (const OptimizerRow& r : s.optimizer) {
+    const QString owner = r.name.isEmpty() ? tr("state %1").arg(r.index) : r.name;
+    if (r.expAvg >= 0 && size_t(r.expAvg) < m_tensorNames.size()) m_tensorNames[size_t(r.expAvg)] = "exp_avg of " + owner;
+    if (r.expAvgSq >= 0 && size_t(r.expAvgSq) < m_tensorNames.size())
+      m_tensorNames[size_t(r.expAvgSq)] = "exp_avg_sq of " + owner;
+  }
+  m_optimizer->setRows(s.optimizer);
+  m_optHeading->setText(s.optimizer.empty() ? tr("No optimizer state")
+                                            : tr("%1 parameters with Adam state").arg(s.optimizer.size()));
+  for (int c = 0; c < int(OptimizerModel::Column::AvgNorm); ++c) m_optView->resizeColumnToContents(c);
+  m_optView->setColumnWidth(0, std::min(m_optView->columnWidth(0), 320));
+  m_tensorView->setFile(s.file);
+  if (m_tabs->currentIndex() == int(Tab::Optimizer)) computeOptimizerStats();
+}
+
+QString InspectorWidget::shownPath() const { return m_summary->shownPath(); }
+QString InspectorWidget::text() const { return m_summary->text(); }
+TensorTableModel* InspectorWidget::tensorModel() const { return m_summary->tensorModel(); }
+
+void InspectorWidget::setCurrentTab(Tab tab) { m_tabs->setCurrentIndex(int(tab)); }
+
+void InspectorWidget::setParameterFilter(const QString& text) {
+  if (m_paramSearch->text() != text) m_paramSearch->setText(text);  // comes back here once
+  m_paramProxy->setFilterFixedString(text);
+  if (!text.isEmpty()) m_paramView->expandAll();
+}
+
+QString InspectorWidget::tensorName(int index) const {
+  return index >= 0 && size_t(index) < m_tensorNames.size() ? m_tensorNames[size_t(index)] : QString();
+}
+
+void InspectorWidget::inspectTensor(int index) {
+  if (!m_file) return;
+  m_tensorView->showTensor(index, tensorName(index));
+}
+
+void InspectorWidget::computeOptimizerStats() {
+  if (!m_file || m_optStarted || m_optimizer->rows().empty()) return;
+  m_optStarted = true;
+  m_optCancel = std::make_shared<std::atomic<bool>>(false);
+  m_optHeading->setText(tr("%1 parameters with Adam state; computing exp_avg / exp_avg_sq statistics...")
+                            .arg(m_optimizer->rows().size()));
+  m_optWatcher.setFuture(QtConcurrent::run(optimizerStats, m_file, m_optimizer->rows(), m_optCancel));
+}
+
+void InspectorWidget::onOptimizerStats() {
+  if (!m_optStarted || (m_optCancel && m_optCancel->load())) return;  // for a file no longer shown
+  auto stats = m_optWatcher.result();
+  if (stats.size() != m_optimizer->rows().size()) return;
+  m_optimizer->setStats(std::move(stats));
+  m_optDone = true;
+  m_optHeading->setText(tr("%1 parameters with Adam state (m = exp_avg, v = exp_avg_sq; statistics over finite values)")
+                            .arg(m_optimizer->rows().size()));
+  for (int c = int(OptimizerModel::Column::AvgNorm); c < int(OptimizerModel::Column::Note); ++c)
+    m_optView->resizeColumnToContents(c);
+  emit optimizerStatsReady();
+}
+
+}  // namespace ckpt

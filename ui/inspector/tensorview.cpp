@@ -1,0 +1,307 @@
+#include "inspector/tensorview.h"
+
+#include <QGridLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QSplitter>
+#include <QTableView>
+#include <QTextDocument>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+#include <cmath>
+#include <qcustomplot.h>
+
+#include "ckpt/format/checkpoint_file.h"
+#include "ckpt/format/tensor_data.h"
+#include "inspector/optimizermodel.h"
+#include "inspector/valuetablemodel.h"
+#include "textformat.h"
+
+namespace ckpt {
+namespace {
+
+// Heat maps get one cell per pixel of the plot, within these bounds.
+constexpr int kMinHeatCells = 128;
+constexpr int kMaxHeatCells = 1024;
+
+QCustomPlot* makePlot(QWidget* parent) {
+  auto* p = new QCustomPlot(parent);
+  p->setMinimumSize(220, 160);
+  p->setBackground(parent->palette().base());
+  const QColor fg = parent->palette().color(QPalette::Text);
+  for (QCPAxis* a : {p->xAxis, p->yAxis}) {
+    a->setBasePen(QPen(fg));
+    a->setTickPen(QPen(fg));
+    a->setSubTickPen(QPen(fg));
+    a->setTickLabelColor(fg);
+    a->setLabelColor(fg);
+  }
+  return p;
+}
+
+}  // namespace
+
+TensorView::TensorView(QWidget* parent) : QWidget(parent) {
+  m_title = new QLabel(this);
+  QFont f = m_title->font();
+  f.setBold(true);
+  m_title->setFont(f);
+  m_title->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  m_subtitle = new QLabel(this);
+  m_subtitle->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  m_stats = new QLabel(this);
+  m_stats->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  m_stats->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+  m_stats->setMinimumWidth(m_stats->fontMetrics().horizontalAdvance(QStringLiteral("L2 norm  -0.000123457e+99  ")));
+
+  m_histogram = makePlot(this);
+  m_bars = new QCPBars(m_histogram->xAxis, m_histogram->yAxis);
+  m_bars->setPen(Qt::NoPen);
+  m_bars->setBrush(QColor(0x3b, 0x75, 0xaf));
+  m_histogram->xAxis->setLabel(tr("value"));
+  m_histogram->yAxis->setLabel(tr("count"));
+
+  m_heat = makePlot(this);
+  m_colorMap = new QCPColorMap(m_heat->xAxis, m_heat->yAxis);
+  m_colorMap->setGradient(QCPColorGradient::gpThermal);
+  m_colorMap->setInterpolate(false);
+  m_heat->yAxis->setRangeReversed(true);  // row 0 at the top, as in the value table
+  m_heat->xAxis->setLabel(tr("column"));
+  m_heat->yAxis->setLabel(tr("row"));
+  auto* scale = new QCPColorScale(m_heat);
+  m_heat->plotLayout()->addElement(0, 1, scale);
+  scale->setLabel(tr("mean |x|"));
+  scale->axis()->setTickLabelColor(palette().color(QPalette::Text));
+  scale->axis()->setLabelColor(palette().color(QPalette::Text));
+  m_colorMap->setColorScale(scale);
+  m_heatNote = new QLabel(this);
+  m_heatNote->setAlignment(Qt::AlignCenter);
+  m_heatNote->setWordWrap(true);
+
+  m_values = new ValueTableModel(this);
+  m_valueView = new QTableView(this);
+  m_valueView->setModel(m_values);
+  m_valueView->setWordWrap(false);
+  m_valueView->verticalHeader()->setDefaultSectionSize(m_valueView->fontMetrics().height() + 4);
+  m_valueView->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
+  m_valueView->horizontalHeader()->setDefaultSectionSize(m_valueView->fontMetrics().horizontalAdvance("-0.000123457") + 12);
+
+  auto* statsRow = new QWidget(this);
+  auto* statsLayout = new QHBoxLayout(statsRow);
+  statsLayout->setContentsMargins(0, 0, 0, 0);
+  statsLayout->addWidget(m_stats);
+  statsLayout->addWidget(m_histogram, 1);
+
+  auto* heatPanel = new QWidget(this);
+  auto* heatLayout = new QVBoxLayout(heatPanel);
+  heatLayout->setContentsMargins(0, 0, 0, 0);
+  heatLayout->addWidget(m_heat, 1);
+  heatLayout->addWidget(m_heatNote);
+
+  auto* lower = new QSplitter(Qt::Horizontal, this);
+  lower->addWidget(heatPanel);
+  lower->addWidget(m_valueView);
+  lower->setStretchFactor(0, 3);
+  lower->setStretchFactor(1, 2);
+  lower->setChildrenCollapsible(false);
+
+  auto* split = new QSplitter(Qt::Vertical, this);
+  split->addWidget(statsRow);
+  split->addWidget(lower);
+  split->setStretchFactor(0, 2);
+  split->setStretchFactor(1, 3);
+  split->setChildrenCollapsible(false);
+
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(8, 6, 6, 6);
+  layout->addWidget(m_title);
+  layout->addWidget(m_subtitle);
+  layout->addWidget(split, 1);
+
+  connect(&m_watcher, &QFutureWatcherBase::finished, this, &TensorView::onFinished);
+  setFile(nullptr);
+}
+
+TensorView::~TensorView() {
+  if (m_cancel) m_cancel->store(true);
+  m_watcher.waitForFinished();
+}
+
+void TensorView::setFile(std::shared_ptr<const CheckpointFile> file) {
+  if (m_cancel) m_cancel->store(true);
+  ++m_generation;
+  m_running = false;
+  m_file = std::move(file);
+  m_tensor = -1;
+  m_analysis.reset();
+  m_values->setTensor(nullptr);
+  m_title->setText(tr("No tensor selected"));
+  m_subtitle->setText(tr("Select a tensor in Parameters, Optimizer, Metadata or the Summary's tensor table."));
+  m_stats->clear();
+  clearPlots({});
+}
+
+void TensorView::clearPlots(const QString& why) {
+  m_bars->data()->clear();
+  m_histogram->replot();
+  m_colorMap->data()->clear();
+  m_colorMap->setVisible(false);
+  m_heat->replot();
+  m_heatNote->setText(why);
+  m_heatNote->setVisible(!why.isEmpty());
+}
+
+void TensorView::showTensor(int index, const QString& name) {
+  if (!m_file || index < 0 || size_t(index) >= m_file->tensors().size()) return;
+  if (index == m_tensor && (m_running || m_analysis)) return;
+  if (m_cancel) m_cancel->store(true);  // the old job stops at its next chunk
+  m_cancel = std::make_shared<std::atomic<bool>>(false);
+  m_tensor = index;
+  m_analysis.reset();
+  m_values->setTensor(nullptr);
+  const TensorInfo& t = m_file->tensors()[size_t(index)];
+  m_title->setText(name.isEmpty() ? fromStd(joinPath(t.path)) : name);
+  m_subtitle->setText(tr("%1 %2, %3 elements, %4%5")
+                          .arg(fromStd(std::string(dtypeName(t.dtype))), fromStd(t.shapeString()),
+                               groupedNumber(t.numel()), sizeText(t.nbytes()),
+                               t.isContiguous() ? QString() : tr(", non-contiguous view")));
+  m_stats->setText(tr("Computing..."));
+  clearPlots({});
+
+  AnalysisOptions opt;
+  opt.bins = kBins;
+  if (t.shape.size() >= 2) {
+    opt.heatCols = std::clamp(m_heat->width(), kMinHeatCells, kMaxHeatCells);
+    opt.heatRows = std::clamp(m_heat->height(), kMinHeatCells, kMaxHeatCells);
+  }
+  m_running = true;
+  m_watcher.setFuture(QtConcurrent::run(&TensorView::compute, m_file, index, ++m_generation, opt, m_cancel));
+}
+
+TensorView::Result TensorView::compute(std::shared_ptr<const CheckpointFile> file, int tensor, uint64_t generation,
+                                       AnalysisOptions options, std::shared_ptr<std::atomic<bool>> cancel) {
+  Result r;
+  r.tensor = tensor;
+  r.generation = generation;
+  try {
+    auto data = std::make_shared<const TensorData>(file->tensorData(size_t(tensor)));
+    r.analysis = analyzeTensor(*data, options, [&cancel](uint64_t, uint64_t) { return !cancel->load(); });
+    r.data = std::move(data);
+  } catch (const std::exception& e) {
+    // Caught once here, at the thread boundary; shown in the panel.
+    r.error = fromStd(e.what());
+  }
+  return r;
+}
+
+void TensorView::onFinished() {
+  const Result r = m_watcher.result();
+  if (r.generation != m_generation) return;  // a later selection or file
+  m_running = false;
+  if (!r.error.isEmpty()) {
+    m_stats->setText(tr("<p style='color:#a00000'>Cannot read this tensor:</p><p>%1</p>").arg(r.error.toHtmlEscaped()));
+    clearPlots({});
+    emit statsFailed(r.tensor, r.error);
+    return;
+  }
+  if (!r.analysis) return;  // cancelled
+  m_analysis = r.analysis;
+  showStats(m_analysis->stats);
+  showHistogram(m_analysis->histogram);
+  if (m_analysis->heatMap.rows > 0) {
+    showHeatMap(m_analysis->heatMap);
+  } else {
+    m_colorMap->setVisible(false);
+    m_heat->replot();
+    m_heatNote->setText(tr("No heat map: a heat map needs a matrix (2 or more dimensions)."));
+    m_heatNote->show();
+  }
+  m_values->setTensor(r.data);
+  emit statsReady(r.tensor);
+}
+
+void TensorView::showStats(const TensorStats& s) {
+  const QString dim = palette().color(QPalette::PlaceholderText).name();
+  QString html = "<table cellspacing='0' cellpadding='1'>";
+  auto row = [&](const QString& label, const QString& value) {
+    html += QString("<tr><td style='color:%1; padding-right:10px' nowrap>%2</td><td align='right'>%3</td></tr>")
+                .arg(dim, label.toHtmlEscaped(), value.toHtmlEscaped());
+  };
+  row(tr("elements"), groupedNumber(s.count));
+  row(tr("min"), statText(s.min));
+  row(tr("max"), statText(s.max));
+  row(tr("mean"), statText(s.mean));
+  row(tr("std"), statText(s.std));
+  row(tr("L2 norm"), statText(s.l2norm));
+  row(tr("zeros"), groupedNumber(s.zeros));
+  row(tr("NaN"), groupedNumber(s.nans));
+  row(tr("+Inf"), groupedNumber(s.posInf));
+  row(tr("\u2212Inf"), groupedNumber(s.negInf));
+  html += "</table>";
+  if (s.finite != s.count)
+    html += "<p style='color:#8a5a00'>" + tr("over the %1 finite values").arg(groupedNumber(s.finite)).toHtmlEscaped() +
+            "</p>";
+  html += QString("<p style='color:%1'>%2</p>").arg(dim, tr("std: sample (N\u22121), as torch.std").toHtmlEscaped());
+  m_stats->setText(html);
+}
+
+QString TensorView::statsText() const {
+  QTextDocument doc;
+  doc.setHtml(m_stats->text());
+  return m_title->text() + "\n" + m_subtitle->text() + "\n" + doc.toPlainText();
+}
+
+void TensorView::showHistogram(const Histogram& h) {
+  m_bars->data()->clear();
+  if (h.counts.empty()) {
+    m_histogram->replot();
+    return;
+  }
+  const double width = (h.hi - h.lo) / h.bins();
+  QVector<double> keys, values;
+  double top = 0;
+  for (int i = 0; i < h.bins(); ++i) {
+    keys << h.lo + (i + 0.5) * width;
+    values << double(h.counts[size_t(i)]);
+    top = std::max(top, values.back());
+  }
+  m_bars->setWidth(width);
+  m_bars->setData(keys, values, true);
+  m_histogram->xAxis->setRange(h.lo, h.hi);
+  m_histogram->yAxis->setRange(0, std::max(1.0, top * 1.05));
+  m_histogram->replot();
+}
+
+void TensorView::showHeatMap(const HeatMap& h) {
+  m_heatNote->setText(tr("%1 \u00d7 %2 matrix shown as %3 \u00d7 %4 cells")
+                          .arg(groupedNumber(uint64_t(h.sourceRows)), groupedNumber(uint64_t(h.sourceCols)))
+                          .arg(h.rows)
+                          .arg(h.cols));
+  m_heatNote->show();
+  m_colorMap->setVisible(true);
+  // Cell centres in matrix coordinates, so the axes read rows and columns.
+  const double cw = double(h.sourceCols) / h.cols, rh = double(h.sourceRows) / h.rows;
+  m_colorMap->data()->setSize(h.cols, h.rows);
+  m_colorMap->data()->setRange(QCPRange(cw / 2, h.sourceCols - cw / 2), QCPRange(rh / 2, h.sourceRows - rh / 2));
+  double lo = INFINITY, hi = -INFINITY;
+  for (int i = 0; i < h.rows; ++i)
+    for (int j = 0; j < h.cols; ++j) {
+      const double v = h.at(i, j);
+      if (std::isfinite(v)) {
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+      }
+    }
+  if (!(lo <= hi)) lo = hi = 0;
+  for (int i = 0; i < h.rows; ++i)
+    for (int j = 0; j < h.cols; ++j) {
+      const double v = h.at(i, j);
+      m_colorMap->data()->setCell(j, i, std::isfinite(v) ? v : lo);
+    }
+  m_colorMap->setDataRange(QCPRange(lo, hi > lo ? hi : lo + 1));
+  m_heat->xAxis->setRange(0, double(h.sourceCols));
+  m_heat->yAxis->setRange(0, double(h.sourceRows));
+  m_heat->replot();
+}
+
+}  // namespace ckpt

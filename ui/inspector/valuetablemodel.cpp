@@ -1,0 +1,118 @@
+#include "inspector/valuetablemodel.h"
+
+#include <QFutureWatcher>
+#include <QtConcurrent/QtConcurrentRun>
+#include <algorithm>
+#include <limits>
+
+#include "ckpt/format/tensor_data.h"
+#include "inspector/optimizermodel.h"
+
+namespace ckpt {
+namespace {
+
+// Doubles per block: 64K (512 KiB) whatever the width.
+constexpr int64_t kBlockElements = 65536;
+
+}  // namespace
+
+ValueTableModel::ValueTableModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+ValueTableModel::~ValueTableModel() = default;
+
+void ValueTableModel::setTensor(std::shared_ptr<const TensorData> data) {
+  beginResetModel();
+  ++m_generation;  // blocks still being read for the previous tensor are dropped
+  m_data = std::move(data);
+  m_cache.clear();
+  m_age.clear();
+  m_pending.clear();
+  m_rows = m_cols = 0;
+  m_shape.clear();
+  if (m_data) {
+    m_shape = m_data->info().shape;
+    const uint64_t n = m_data->numel();
+    m_matrix = m_shape.size() >= 2 && m_shape.back() > 0 && m_shape.back() <= kMaxColumns;
+    const uint64_t cols = m_matrix ? uint64_t(m_shape.back()) : 1;
+    m_cols = n ? int(cols) : 0;
+    m_rows = n ? int(std::min<uint64_t>(n / cols, uint64_t(std::numeric_limits<int>::max()))) : 0;
+    m_blockRows = int(std::clamp<int64_t>(kBlockElements / int64_t(cols), 1, 4096));
+  }
+  endResetModel();
+}
+
+uint64_t ValueTableModel::elementIndex(int row, int column) const {
+  return uint64_t(row) * uint64_t(std::max(m_cols, 1)) + uint64_t(column);
+}
+
+int ValueTableModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : m_rows; }
+
+int ValueTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : m_cols; }
+
+QVariant ValueTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (role != Qt::DisplayRole) return {};
+  if (orientation == Qt::Horizontal) return m_matrix ? QString::number(section) : tr("Value");
+  if (!m_matrix || m_shape.size() <= 2) return QString::number(section);
+  // [i, j] over the leading dimensions of a 3-D or wider tensor.
+  QStringList idx;
+  int64_t r = section;
+  for (size_t d = m_shape.size() - 1; d-- > 0;) {
+    idx.prepend(QString::number(r % m_shape[d]));
+    r /= m_shape[d];
+  }
+  return "[" + idx.join(", ") + "]";
+}
+
+QVariant ValueTableModel::data(const QModelIndex& index, int role) const {
+  if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
+  if (role != Qt::DisplayRole && role != int(Role::Value) && role != Qt::TextAlignmentRole) return {};
+  if (role == Qt::TextAlignmentRole) return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
+  const int block = index.row() / m_blockRows;
+  const auto it = m_cache.find(block);
+  if (it == m_cache.end()) {
+    request(block);
+    return role == Qt::DisplayRole ? QVariant(QStringLiteral("\u2026")) : QVariant();
+  }
+  const size_t at = size_t(index.row() - block * m_blockRows) * size_t(m_cols) + size_t(index.column());
+  if (at >= it->second->size()) return {};
+  const double v = (*it->second)[at];
+  if (role == int(Role::Value)) return v;
+  return statText(v);
+}
+
+void ValueTableModel::request(int block) const {
+  if (!m_data || m_pending.count(block)) return;
+  m_pending.insert(block);
+  const uint64_t first = elementIndex(block * m_blockRows, 0);
+  const size_t count = size_t(m_blockRows) * size_t(m_cols);
+  auto* self = const_cast<ValueTableModel*>(this);
+  auto* watcher = new QFutureWatcher<std::shared_ptr<const std::vector<double>>>(self);
+  const uint64_t generation = m_generation;
+  connect(watcher, &QFutureWatcherBase::finished, self, [self, watcher, generation, block] {
+    watcher->deleteLater();
+    self->store(generation, block, watcher->result());
+  });
+  // The bytes are read on a pool thread, never here.
+  watcher->setFuture(QtConcurrent::run([data = m_data, first, count] {
+    auto v = std::make_shared<std::vector<double>>(count);
+    v->resize(data->read(first, count, v->data()));
+    return std::shared_ptr<const std::vector<double>>(std::move(v));
+  }));
+}
+
+void ValueTableModel::store(uint64_t generation, int block, std::shared_ptr<const std::vector<double>> values) {
+  if (generation != m_generation) return;
+  m_pending.erase(block);
+  m_cache[block] = std::move(values);
+  m_age.push_back(block);
+  while (m_age.size() > kCachedBlocks) {
+    m_cache.erase(m_age.front());
+    m_age.pop_front();
+  }
+  const int first = block * m_blockRows;
+  const int last = std::min(m_rows, first + m_blockRows) - 1;
+  emit dataChanged(index(first, 0), index(last, m_cols - 1));
+  emit blockLoaded(first, last);
+}
+
+}  // namespace ckpt
