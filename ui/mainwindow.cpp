@@ -2,7 +2,15 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QCloseEvent>
 #include <QDir>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QLineEdit>
+#include <QMimeData>
+#include <QSettings>
+#include <QUrl>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHeaderView>
@@ -17,7 +25,9 @@
 #include <chrono>
 #include <map>
 
+#include "browser/browserpanel.h"
 #include "browser/checkpointlistmodel.h"
+#include "browser/runwatcher.h"
 #include "curves/curvesview.h"
 #include "inspector/summarywidget.h"
 #include "textformat.h"
@@ -48,6 +58,9 @@ std::vector<RunEntry> curveRuns(const std::vector<BrowseGroup>& groups) {
   return runs;
 }
 
+constexpr int kMaxRecent = 10;
+const char* const kRecentKey = "recent";
+
 }  // namespace
 
 std::optional<MainWindow::View> MainWindow::viewFromName(const QString& name) {
@@ -65,17 +78,15 @@ struct MainWindow::ScanState {
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setWindowTitle(tr("CkptScope"));
+  setAcceptDrops(true);
 
   m_model = new CheckpointListModel(this);
-  m_tree = new QTreeView(this);
-  m_tree->setModel(m_model);
-  m_tree->setUniformRowHeights(true);
-  m_tree->setAllColumnsShowFocus(true);
-  m_tree->setAlternatingRowColors(true);
-  m_tree->setSelectionMode(QAbstractItemView::SingleSelection);
-  m_tree->header()->setStretchLastSection(false);
-  m_tree->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  m_tree->header()->setSectionResizeMode(int(CheckpointListModel::Column::Name), QHeaderView::Stretch);
+  m_browser = new BrowserPanel(m_model, this);
+  m_browserDock = new QDockWidget(tr("Experiments"), this);
+  m_browserDock->setObjectName(QStringLiteral("experimentsDock"));  // saveState() needs names
+  m_browserDock->setWidget(m_browser);
+  m_browserDock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
+  addDockWidget(Qt::LeftDockWidgetArea, m_browserDock);
 
   m_summary = new SummaryWidget(this);
   m_curves = new CurvesView(this);
@@ -83,23 +94,25 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   m_tabs->setDocumentMode(true);
   m_tabs->addTab(m_summary, tr("Inspect"));
   m_tabs->addTab(m_curves, tr("Curves"));
+  setCentralWidget(m_tabs);
 
-  auto* split = new QSplitter(Qt::Horizontal, this);
-  split->addWidget(m_tree);
-  split->addWidget(m_tabs);
-  split->setStretchFactor(1, 1);
-  split->setSizes({460, 820});
-  split->setChildrenCollapsible(false);
-  setCentralWidget(split);
+  m_watcher = new RunWatcher(this);
   createMenus();
-  statusBar()->showMessage(tr("Open a directory of checkpoints (File > Open Directory)"));
+  statusBar()->showMessage(tr("Open a directory of checkpoints (File > Open Directory, or drop it here)"));
 
-  connect(m_tree->selectionModel(), &QItemSelectionModel::currentChanged, this, &MainWindow::onCurrentChanged);
+  connect(checkpointView()->selectionModel(), &QItemSelectionModel::currentChanged, this,
+          &MainWindow::onCurrentChanged);
   connect(&m_scanWatcher, &QFutureWatcherBase::finished, this, &MainWindow::onScanFinished);
   connect(&m_summaryWatcher, &QFutureWatcherBase::finished, this, &MainWindow::onSummaryReady);
   connect(m_curves, &CurvesView::checkpointActivated, this, &MainWindow::onCheckpointActivated);
+  connect(m_watcher, &RunWatcher::runChanged, this, &MainWindow::onRunChanged);
+  connect(m_watcher, &RunWatcher::runRemoved, this, &MainWindow::onRunRemoved);
   m_progressTimer.setInterval(100);
   connect(&m_progressTimer, &QTimer::timeout, this, &MainWindow::showScanProgress);
+  // New checkpoints re-read the curves' sources, at most once a second.
+  m_curvesRefresh.setSingleShot(true);
+  m_curvesRefresh.setInterval(1000);
+  connect(&m_curvesRefresh, &QTimer::timeout, this, [this] { m_curves->setRuns(curveRuns(m_model->groups())); });
 }
 
 MainWindow::~MainWindow() {
@@ -109,17 +122,132 @@ MainWindow::~MainWindow() {
   m_scanWatcher.waitForFinished();
 }
 
+QTreeView* MainWindow::checkpointView() const { return m_browser->view(); }
+
 void MainWindow::createMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   QAction* openDir = file->addAction(tr("Open &Directory..."));
   openDir->setShortcut(QKeySequence::Open);
   connect(openDir, &QAction::triggered, this, &MainWindow::chooseDirectory);
   QAction* openFiles = file->addAction(tr("Open &Files..."));
+  openFiles->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
   connect(openFiles, &QAction::triggered, this, &MainWindow::chooseFiles);
+  m_recentMenu = file->addMenu(tr("Open &Recent"));
+  connect(m_recentMenu, &QMenu::aboutToShow, this, &MainWindow::fillRecentMenu);
+  fillRecentMenu();
+  QAction* reloadAction = file->addAction(tr("&Reload"));
+  reloadAction->setShortcut(QKeySequence::Refresh);
+  connect(reloadAction, &QAction::triggered, this, &MainWindow::reload);
   file->addSeparator();
   QAction* quit = file->addAction(tr("&Quit"));
   quit->setShortcut(QKeySequence::Quit);
   connect(quit, &QAction::triggered, this, &QWidget::close);
+
+  QMenu* view = menuBar()->addMenu(tr("&View"));
+  QAction* find = view->addAction(tr("&Filter Checkpoints"));
+  find->setShortcut(QKeySequence::Find);
+  connect(find, &QAction::triggered, this, [this] {
+    m_browserDock->show();
+    m_browser->filterEdit()->setFocus();
+    m_browser->filterEdit()->selectAll();
+  });
+  QAction* inspect = view->addAction(tr("&Inspect"));
+  inspect->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_1));
+  connect(inspect, &QAction::triggered, this, [this] { m_tabs->setCurrentWidget(m_summary); });
+  QAction* curves = view->addAction(tr("&Curves"));
+  curves->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_2));
+  connect(curves, &QAction::triggered, this, [this] { m_tabs->setCurrentWidget(m_curves); });
+  view->addSeparator();
+  view->addAction(m_browserDock->toggleViewAction());
+}
+
+void MainWindow::fillRecentMenu() {
+  m_recentMenu->clear();
+  const QList<QStringList> recent = recentPaths();
+  for (const QStringList& paths : recent) {
+    QStringList shown;
+    for (const QString& p : paths) shown << QDir::toNativeSeparators(p);
+    QAction* a = m_recentMenu->addAction(shown.join(QStringLiteral(", ")));
+    connect(a, &QAction::triggered, this, [this, paths] { openPaths(paths); });
+  }
+  if (recent.isEmpty()) m_recentMenu->addAction(tr("(none)"))->setEnabled(false);
+  m_recentMenu->addSeparator();
+  QAction* clear = m_recentMenu->addAction(tr("Clear List"));
+  clear->setEnabled(!recent.isEmpty());
+  connect(clear, &QAction::triggered, this, [] { clearRecentPaths(); });
+}
+
+QList<QStringList> MainWindow::recentPaths() {
+  QList<QStringList> out;
+  const QVariantList stored = QSettings().value(kRecentKey).toList();
+  for (const QVariant& v : stored) {
+    const QStringList paths = v.toStringList();
+    if (!paths.isEmpty()) out << paths;
+  }
+  return out;
+}
+
+void MainWindow::clearRecentPaths() { QSettings().remove(kRecentKey); }
+
+void MainWindow::rememberPaths(const QStringList& paths) {
+  QStringList clean;
+  for (const QString& p : paths) clean << QDir::cleanPath(QFileInfo(p).absoluteFilePath());
+  QList<QStringList> recent = recentPaths();
+  recent.removeAll(clean);
+  recent.prepend(clean);
+  QVariantList stored;
+  for (qsizetype i = 0; i < recent.size() && i < kMaxRecent; ++i) stored << recent[i];
+  QSettings().setValue(kRecentKey, stored);
+}
+
+bool MainWindow::restoreLayout() {
+  const QSettings settings;
+  const QByteArray geometry = settings.value("window/geometry").toByteArray();
+  const QByteArray state = settings.value("window/state").toByteArray();
+  if (geometry.isEmpty() && state.isEmpty()) return false;
+  if (!geometry.isEmpty()) restoreGeometry(geometry);
+  if (!state.isEmpty()) restoreState(state);
+  m_layoutSet = true;
+  return true;
+}
+
+void MainWindow::showEvent(QShowEvent* event) {
+  QMainWindow::showEvent(event);
+  if (m_layoutSet) return;
+  m_layoutSet = true;
+  // Docks take their size once the window has one: the browser gets about
+  // 45% of it, enough for a run's file names and their numbers.
+  resizeDocks({m_browserDock}, {width() * 45 / 100}, Qt::Horizontal);
+}
+
+void MainWindow::saveLayout() const {
+  QSettings settings;
+  settings.setValue("window/geometry", saveGeometry());
+  settings.setValue("window/state", saveState());
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  // Screenshots render an invisible window: its size is not the user's.
+  if (!testAttribute(Qt::WA_DontShowOnScreen)) saveLayout();
+  QMainWindow::closeEvent(event);
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+  if (!event->mimeData()->hasUrls()) return;
+  for (const QUrl& url : event->mimeData()->urls())
+    if (url.isLocalFile()) {
+      event->acceptProposedAction();
+      return;
+    }
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+  QStringList paths;
+  for (const QUrl& url : event->mimeData()->urls())
+    if (url.isLocalFile()) paths << url.toLocalFile();
+  if (paths.isEmpty()) return;
+  event->acceptProposedAction();
+  openPaths(paths);
 }
 
 void MainWindow::chooseDirectory() {
@@ -133,9 +261,16 @@ void MainWindow::chooseFiles() {
   if (!files.isEmpty()) openPaths(files);
 }
 
+void MainWindow::reload() {
+  if (!m_paths.isEmpty()) openPaths(m_paths);
+}
+
 void MainWindow::openPaths(const QStringList& paths) {
   if (m_scanState) m_scanState->stop = true;  // a previous scan's result is no longer wanted
+  m_watcher->stop();
+  m_curvesRefresh.stop();
   m_paths = paths;
+  if (!paths.isEmpty()) rememberPaths(paths);
   QStringList shown;
   for (const QString& p : paths) shown << QDir::toNativeSeparators(QDir::cleanPath(QFileInfo(p).absoluteFilePath()));
   setWindowTitle(shown.isEmpty() ? tr("CkptScope") : tr("CkptScope — %1").arg(shown.join(", ")));
@@ -162,14 +297,20 @@ void MainWindow::openPaths(const QStringList& paths) {
 void MainWindow::showScanProgress() {
   if (!m_scanState) return;
   const size_t total = m_scanState->total;
+  m_browser->showProgress(m_scanState->done.load(), total);
   statusBar()->showMessage(total ? tr("Scanning... %1 of %2 files").arg(m_scanState->done.load()).arg(total)
                                  : tr("Scanning..."));
 }
 
 void MainWindow::onScanFinished() {
   m_progressTimer.stop();
+  m_browser->hideProgress();
   m_model->setGroups(m_scanWatcher.result());
-  m_tree->expandAll();
+  checkpointView()->expandAll();
+  QStringList dirs;
+  for (const QString& p : m_paths)
+    if (QFileInfo(p).isDir()) dirs << p;
+  m_watcher->watch(dirs);
 
   size_t unreadable = 0;
   for (const BrowseGroup& g : m_model->groups())
@@ -177,17 +318,18 @@ void MainWindow::onScanFinished() {
       if (!c.error.empty()) ++unreadable;
   const size_t count = m_model->checkpointCount();
   QString status = tr("%1 in %2").arg(countText(count, "checkpoint", "checkpoints"),
-                                       countText(m_model->groups().size(), "group", "groups"));
+                                       countText(m_model->groupCount(), "run", "runs"));
   if (unreadable) status += ", " + tr("%1 unreadable").arg(unreadable);
   statusBar()->showMessage(status);
   emit scanFinished();
   m_curves->setRuns(curveRuns(m_model->groups()));
 
-  QModelIndex first = m_view == View::Browse ? m_model->index(0, 0) : m_model->firstCheckpoint();
-  if (!first.isValid() && m_model->rowCount() > 0) first = m_model->index(0, 0);  // e.g. a directory that failed
+  QSortFilterProxyModel* proxy = m_browser->proxy();
+  QModelIndex first = m_view == View::Browse ? proxy->index(0, 0) : proxy->mapFromSource(m_model->firstCheckpoint());
+  if (!first.isValid() && proxy->rowCount() > 0) first = proxy->index(0, 0);  // e.g. a directory that failed
   if (first.isValid()) {
-    m_tree->setCurrentIndex(first);
-    m_tree->scrollTo(first);
+    checkpointView()->setCurrentIndex(first);
+    checkpointView()->scrollTo(first);
   } else {
     m_summary->showMessage(
         tr("No checkpoints found"),
@@ -204,11 +346,34 @@ void MainWindow::finishLoading() {
 }
 
 bool MainWindow::selectPath(const QString& path) {
-  const QModelIndex index = m_model->indexOfPath(path);
+  QModelIndex index = m_browser->proxy()->mapFromSource(m_model->indexOfPath(path));
+  if (!index.isValid() && m_model->indexOfPath(path).isValid()) {
+    m_browser->setFilter({}, false);  // hidden by the filter: show everything again
+    index = m_browser->proxy()->mapFromSource(m_model->indexOfPath(path));
+  }
   if (!index.isValid()) return false;
-  m_tree->setCurrentIndex(index);
-  m_tree->scrollTo(index);
+  checkpointView()->setCurrentIndex(index);
+  checkpointView()->scrollTo(index);
   return true;
+}
+
+void MainWindow::onRunChanged(const BrowseGroup& run) {
+  // Keep the selection where it was (by file, as rows move).
+  m_model->updateRun(run);
+  statusBar()->showMessage(tr("%1: %2").arg(run.name, countText(run.checkpoints.size(), "checkpoint", "checkpoints")),
+                           5000);
+  refreshCurvesLater();
+  emit checkpointsChanged();
+}
+
+void MainWindow::onRunRemoved(const QString& path) {
+  if (!m_model->removeRun(path)) return;
+  refreshCurvesLater();
+  emit checkpointsChanged();
+}
+
+void MainWindow::refreshCurvesLater() {
+  if (!m_curvesRefresh.isActive()) m_curvesRefresh.start();
 }
 
 void MainWindow::setView(View view) {
@@ -221,7 +386,8 @@ void MainWindow::onCheckpointActivated(const QString& path) {
   if (selectPath(path)) m_tabs->setCurrentWidget(m_summary);
 }
 
-void MainWindow::onCurrentChanged(const QModelIndex& current) {
+void MainWindow::onCurrentChanged(const QModelIndex& proxyIndex) {
+  const QModelIndex current = m_browser->proxy()->mapToSource(proxyIndex);
   if (const CheckpointEntry* c = m_model->checkpoint(current)) {
     m_summaryPath = pathFromStd(c->path);
     m_summaryPending = true;
@@ -232,6 +398,21 @@ void MainWindow::onCurrentChanged(const QModelIndex& current) {
     statusBar()->showMessage(g->path.isEmpty() ? g->name : g->path);
     showGroupSummary(*g);
     emit summaryShown(g->path);
+  } else if (const QString family = m_model->familyName(current); !family.isEmpty()) {
+    m_summaryPending = false;
+    QString rows;
+    const int stages = m_model->rowCount(current);
+    for (int r = 0; r < stages; ++r) {
+      const QModelIndex stage = m_model->index(r, 0, current);
+      rows += QString("<tr><td>%1</td><td>%2</td><td align='right'>%3</td></tr>")
+                  .arg(stage.data().toString().toHtmlEscaped(),
+                       stage.data(int(CheckpointListModel::Role::Path)).toString().toHtmlEscaped(),
+                       countText(uint64_t(m_model->rowCount(stage)), "checkpoint", "checkpoints"));
+    }
+    m_summary->showMessage(family, tr("<p>The stages of %1, in training order:</p>").arg(family.toHtmlEscaped()) +
+                                       QString("<table cellspacing='0' cellpadding='3'>%1</table>").arg(rows));
+    statusBar()->showMessage(tr("%1: %2").arg(family, countText(uint64_t(stages), "stage", "stages")));
+    emit summaryShown(family);
   }
 }
 

@@ -11,20 +11,27 @@
 #include "browser/pathscan.h"
 #include "inspector/checkpointsummary.h"
 
+class QDockWidget;
+class QMenu;
 class QTabWidget;
 class QTreeView;
 
 namespace ckpt {
 
+class BrowserPanel;
 class CheckpointListModel;
 class CurvesView;
+class RunWatcher;
 class SummaryWidget;
 
-// The CkptScope window: the checkpoints found under the opened paths on the
-// left; on the right, tabs with the selected one's summary and tensors
-// ("Inspect") and the loss curves of every run found ("Curves"). Scanning,
-// reading a file's metadata and reading the runs' metrics run on the global
-// thread pool; the window only swaps their results in.
+// The CkptScope window: the experiments browser (a dock: runs, stage
+// families and checkpoints under the opened paths, with a filter box); in
+// the middle, tabs with the selected checkpoint ("Inspect") and the loss
+// curves of every run found ("Curves"). Scanning, reading a file's metadata
+// and reading the runs' metrics run on the global thread pool; the window
+// only swaps their results in. Opened directories are watched: checkpoints
+// appear, change and go as runs write them. Recent paths, the window's
+// geometry and the dock layout live in QSettings.
 class MainWindow : public QMainWindow {
   Q_OBJECT
 
@@ -40,7 +47,16 @@ class MainWindow : public QMainWindow {
 
   // Scans `paths` (directories and files) in the background and replaces
   // what the window shows; emits loaded() when the first checkpoint is shown.
+  // The paths go to the top of the recent list.
   void openPaths(const QStringList& paths);
+  // Scans the opened paths again (F5).
+  void reload();
+  // Window geometry and dock layout as last saved; false when there is none.
+  bool restoreLayout();
+  void saveLayout() const;
+  // The recent list (newest first); each entry is the paths of one open.
+  [[nodiscard]] static QList<QStringList> recentPaths();
+  static void clearRecentPaths();
   // Selects the listed checkpoint whose file is `path`; false when it is not listed.
   bool selectPath(const QString& path);
   // Shows the view's tab. Browse also selects the first run rather than its
@@ -50,13 +66,18 @@ class MainWindow : public QMainWindow {
   [[nodiscard]] const QStringList& openedPaths() const { return m_paths; }
   [[nodiscard]] bool isScanning() const { return m_scanWatcher.isRunning(); }
   [[nodiscard]] CheckpointListModel* checkpointModel() const { return m_model; }
-  [[nodiscard]] QTreeView* checkpointView() const { return m_tree; }
+  // The browser's tree; it shows the filter proxy (browserPanel()->proxy()).
+  [[nodiscard]] QTreeView* checkpointView() const;
+  [[nodiscard]] BrowserPanel* browserPanel() const { return m_browser; }
+  [[nodiscard]] RunWatcher* runWatcher() const { return m_watcher; }
   [[nodiscard]] SummaryWidget* summaryWidget() const { return m_summary; }
   [[nodiscard]] CurvesView* curvesView() const { return m_curves; }
   [[nodiscard]] QTabWidget* tabs() const { return m_tabs; }
 
  signals:
   void scanFinished();
+  // The directory watcher changed the listed checkpoints.
+  void checkpointsChanged();
   // A checkpoint's (or a run's) summary is on screen; `path` is its file or directory.
   void summaryShown(const QString& path);
   // After openPaths(): the scan is done and the initially selected
@@ -68,7 +89,17 @@ class MainWindow : public QMainWindow {
   // a timer and sets `stop` (no signal crosses back into a destroyed window).
   struct ScanState;
 
+  void closeEvent(QCloseEvent* event) override;
+  void showEvent(QShowEvent* event) override;
+  void dragEnterEvent(QDragEnterEvent* event) override;
+  void dropEvent(QDropEvent* event) override;
+
   void createMenus();
+  void fillRecentMenu();
+  static void rememberPaths(const QStringList& paths);
+  void onRunChanged(const BrowseGroup& run);
+  void onRunRemoved(const QString& path);
+  void refreshCurvesLater();
   void onScanFinished();
   void onCurrentChanged(const QModelIndex& current);
   void onSummaryReady();
@@ -80,7 +111,12 @@ class MainWindow : public QMainWindow {
   void onCheckpointActivated(const QString& path);
 
   CheckpointListModel* m_model = nullptr;
-  QTreeView* m_tree = nullptr;
+  BrowserPanel* m_browser = nullptr;
+  QDockWidget* m_browserDock = nullptr;
+  QMenu* m_recentMenu = nullptr;
+  RunWatcher* m_watcher = nullptr;
+  QTimer m_curvesRefresh;
+  bool m_layoutSet = false;  // restored from the settings, or sized on first show
   QTabWidget* m_tabs = nullptr;
   SummaryWidget* m_summary = nullptr;
   CurvesView* m_curves = nullptr;

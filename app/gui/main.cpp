@@ -33,6 +33,7 @@ void preferOffscreenForScreenshots(int argc, char** argv) {
 int main(int argc, char** argv) {
   preferOffscreenForScreenshots(argc, argv);
   QApplication app(argc, argv);
+  QApplication::setOrganizationName("CkptScope");  // QSettings: ~/.config/CkptScope/CkptScope.conf
   QApplication::setApplicationName("CkptScope");
   QApplication::setApplicationVersion(CKPT_VERSION);
 
@@ -92,6 +93,7 @@ int main(int argc, char** argv) {
     });
   } else {
     window.resize(1280, 800);
+    window.restoreLayout();  // the size and docks of last time, when there was one
     window.show();
   }
   if (!paths.isEmpty()) window.openPaths(paths);

@@ -6,7 +6,10 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QIcon>
+#include <QRegularExpression>
 #include <QStyle>
+#include <algorithm>
+#include <map>
 
 #include "textformat.h"
 
@@ -21,66 +24,334 @@ QIcon standardIcon(QStyle::StandardPixmap which) {
   return QApplication::style()->standardIcon(which);
 }
 
+QString timeText(int64_t secs) {
+  return secs ? QDateTime::fromSecsSinceEpoch(secs).toString(QStringLiteral("yyyy-MM-dd HH:mm")) : QString();
+}
+
+// Stages in training order; a run without a suffix (the plain `<run>`) comes first.
+int stageRank(const QString& stage) {
+  static const QStringList order = {QString(), "pretrain", "sft", "dpo"};
+  const int i = int(order.indexOf(stage));
+  return i < 0 ? int(order.size()) : i;
+}
+
 }  // namespace
 
-CheckpointListModel::CheckpointListModel(QObject* parent) : QAbstractItemModel(parent) {}
+StageName splitStageName(const QString& runName) {
+  static const QRegularExpression re(QStringLiteral("^(.+)[-_](pretrain|sft|dpo)$"),
+                                     QRegularExpression::CaseInsensitiveOption);
+  const QRegularExpressionMatch m = re.match(runName);
+  if (!m.hasMatch()) return {runName, {}};
+  return {m.captured(1), m.captured(2).toLower()};
+}
+
+struct CheckpointListModel::Node {
+  enum class Type { Root, Family, Group, Checkpoint };
+  Type type = Type::Root;
+  Node* parent = nullptr;
+  std::vector<std::unique_ptr<Node>> children;
+  QString family;  // Family: the shared name
+  QString stage;   // Group inside a family: its stage ("" for the plain run)
+  BrowseGroup group;  // Group: everything but the checkpoints (they are the children)
+  CheckpointEntry checkpoint;
+
+  [[nodiscard]] int row() const {
+    const auto& siblings = parent->children;
+    for (size_t i = 0; i < siblings.size(); ++i)
+      if (siblings[i].get() == this) return int(i);
+    return -1;
+  }
+  Node* add(std::unique_ptr<Node> child, size_t at) {
+    child->parent = this;
+    return children.insert(children.begin() + std::ptrdiff_t(at), std::move(child))->get();
+  }
+  [[nodiscard]] int64_t latestMtime() const {
+    if (type == Type::Checkpoint) return checkpoint.mtime;
+    int64_t t = 0;
+    for (const auto& c : children) t = std::max(t, c->latestMtime());
+    return t;
+  }
+};
+
+namespace {
+
+using Node = CheckpointListModel::Node;
+
+std::unique_ptr<Node> checkpointNode(CheckpointEntry c) {
+  auto n = std::make_unique<Node>();
+  n->type = Node::Type::Checkpoint;
+  n->checkpoint = std::move(c);
+  return n;
+}
+
+std::unique_ptr<Node> groupNode(BrowseGroup g, const QString& stage = {}) {
+  auto n = std::make_unique<Node>();
+  n->type = Node::Type::Group;
+  n->stage = stage;
+  std::vector<CheckpointEntry> checkpoints = std::move(g.checkpoints);
+  g.checkpoints.clear();
+  n->group = std::move(g);
+  for (CheckpointEntry& c : checkpoints) n->add(checkpointNode(std::move(c)), n->children.size());
+  return n;
+}
+
+// Where a stage goes among a family's runs (training order).
+size_t stagePosition(const Node& family, const QString& stage) {
+  size_t at = 0;
+  while (at < family.children.size() && stageRank(family.children[at]->stage) <= stageRank(stage)) ++at;
+  return at;
+}
+
+}  // namespace
+
+CheckpointListModel::CheckpointListModel(QObject* parent)
+    : QAbstractItemModel(parent), m_root(std::make_unique<Node>()) {}
+
+CheckpointListModel::~CheckpointListModel() = default;
 
 void CheckpointListModel::setGroups(std::vector<BrowseGroup> groups) {
   beginResetModel();
-  m_groups = std::move(groups);
+  build(std::move(groups));
   endResetModel();
 }
 
 void CheckpointListModel::clear() { setGroups({}); }
 
-size_t CheckpointListModel::checkpointCount() const {
+void CheckpointListModel::build(std::vector<BrowseGroup> groups) {
+  m_root = std::make_unique<Node>();
+  // A family needs two runs or more sharing a name, one of them with a stage suffix.
+  std::map<QString, int> members, suffixed;
+  for (const BrowseGroup& g : groups) {
+    if (g.kind != BrowseGroup::Kind::Run || !g.error.isEmpty()) continue;
+    const StageName s = splitStageName(g.name);
+    ++members[s.family];
+    if (!s.stage.isEmpty()) ++suffixed[s.family];
+  }
+  std::map<QString, Node*> families;
+  for (BrowseGroup& g : groups) {
+    const StageName s = splitStageName(g.name);
+    const bool inFamily = g.kind == BrowseGroup::Kind::Run && g.error.isEmpty() && members[s.family] >= 2 &&
+                          suffixed[s.family] >= 1;
+    if (!inFamily) {
+      m_root->add(groupNode(std::move(g)), m_root->children.size());
+      continue;
+    }
+    Node*& family = families[s.family];
+    if (!family) {
+      auto f = std::make_unique<Node>();
+      f->type = Node::Type::Family;
+      f->family = s.family;
+      family = m_root->add(std::move(f), m_root->children.size());
+    }
+    family->add(groupNode(std::move(g), s.stage), stagePosition(*family, s.stage));
+  }
+}
+
+void CheckpointListModel::updateRun(BrowseGroup run) {
+  Node* g = findRun(run.path);
+  if (!g) {
+    // A new run: into its family when there is one; one that makes a new
+    // family regroups everything (rare: a first fine-tune of a run).
+    const StageName s = splitStageName(run.name);
+    for (const auto& top : m_root->children) {
+      if (top->type == Node::Type::Family && top->family == s.family) {
+        const size_t at = stagePosition(*top, s.stage);
+        beginInsertRows(indexOf(top.get()), int(at), int(at));
+        top->add(groupNode(std::move(run), s.stage), at);
+        endInsertRows();
+        return;
+      }
+      const bool joins = top->type == Node::Type::Group && top->group.kind == BrowseGroup::Kind::Run &&
+                         top->group.error.isEmpty() && run.error.isEmpty() && run.kind == BrowseGroup::Kind::Run;
+      if (joins) {
+        const StageName other = splitStageName(top->group.name);
+        if (other.family == s.family && (!s.stage.isEmpty() || !other.stage.isEmpty())) {
+          std::vector<BrowseGroup> all = groups();
+          all.push_back(std::move(run));
+          setGroups(std::move(all));
+          return;
+        }
+      }
+    }
+    // Runs before the "Files" group, which stays last.
+    size_t at = m_root->children.size();
+    if (at > 0 && m_root->children.back()->type == Node::Type::Group &&
+        m_root->children.back()->group.kind == BrowseGroup::Kind::Files)
+      --at;
+    beginInsertRows({}, int(at), int(at));
+    m_root->add(groupNode(std::move(run)), at);
+    endInsertRows();
+    return;
+  }
+
+  const QModelIndex parent = indexOf(g);
+  std::vector<CheckpointEntry> wanted = std::move(run.checkpoints);
+  run.checkpoints.clear();
+  if (g->group.error != run.error || g->group.name != run.name) {
+    g->group.error = run.error;
+    g->group.name = run.name;
+    emit dataChanged(parent, indexOf(g, int(Column::Count) - 1));
+  }
+  // Removed files first (from the end, so rows stay valid).
+  auto isWanted = [&wanted](const QString& path) {
+    return std::any_of(wanted.begin(), wanted.end(), [&](const CheckpointEntry& c) { return pathFromStd(c.path) == path; });
+  };
+  for (int r = int(g->children.size()) - 1; r >= 0; --r) {
+    if (isWanted(pathFromStd(g->children[size_t(r)]->checkpoint.path))) continue;
+    beginRemoveRows(parent, r, r);
+    g->children.erase(g->children.begin() + r);
+    endRemoveRows();
+  }
+  // What is left is in the old order; where that is not the new order (a
+  // step changed), the rows are taken out and put back.
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    const QString path = pathFromStd(wanted[i].path);
+    const bool same = i < g->children.size() && pathFromStd(g->children[i]->checkpoint.path) == path;
+    if (same) {
+      g->children[i]->checkpoint = std::move(wanted[i]);
+      emit dataChanged(index(int(i), 0, parent), index(int(i), int(Column::Count) - 1, parent));
+      continue;
+    }
+    auto later = std::find_if(g->children.begin() + std::ptrdiff_t(std::min(i, g->children.size())), g->children.end(),
+                              [&](const auto& c) { return pathFromStd(c->checkpoint.path) == path; });
+    if (later != g->children.end()) {
+      const int r = int(later - g->children.begin());
+      beginRemoveRows(parent, r, r);
+      g->children.erase(later);
+      endRemoveRows();
+    }
+    beginInsertRows(parent, int(i), int(i));
+    g->add(checkpointNode(std::move(wanted[i])), i);
+    endInsertRows();
+  }
+}
+
+bool CheckpointListModel::removeRun(const QString& path) {
+  Node* g = findRun(path);
+  if (!g) return false;
+  Node* parent = g->parent;
+  const int r = g->row();
+  beginRemoveRows(parent == m_root.get() ? QModelIndex() : indexOf(parent), r, r);
+  parent->children.erase(parent->children.begin() + r);
+  endRemoveRows();
+  return true;
+}
+
+std::vector<BrowseGroup> CheckpointListModel::groups() const {
+  std::vector<BrowseGroup> out;
+  auto addGroup = [&out](const Node& g) {
+    BrowseGroup copy = g.group;
+    for (const auto& c : g.children) copy.checkpoints.push_back(c->checkpoint);
+    out.push_back(std::move(copy));
+  };
+  for (const auto& top : m_root->children) {
+    if (top->type == Node::Type::Group) addGroup(*top);
+    else
+      for (const auto& g : top->children) addGroup(*g);
+  }
+  return out;
+}
+
+size_t CheckpointListModel::groupCount() const {
   size_t n = 0;
-  for (const BrowseGroup& g : m_groups) n += g.checkpoints.size();
+  for (const auto& top : m_root->children) n += top->type == Node::Type::Family ? top->children.size() : 1;
   return n;
 }
 
+size_t CheckpointListModel::checkpointCount() const {
+  size_t n = 0;
+  for (const auto& top : m_root->children) {
+    if (top->type == Node::Type::Group) n += top->children.size();
+    else
+      for (const auto& g : top->children) n += g->children.size();
+  }
+  return n;
+}
+
+CheckpointListModel::Node* CheckpointListModel::node(const QModelIndex& index) const {
+  if (!index.isValid() || index.model() != this) return nullptr;
+  return static_cast<Node*>(index.internalPointer());
+}
+
+QModelIndex CheckpointListModel::indexOf(const Node* n, int column) const {
+  if (!n || n == m_root.get()) return {};
+  return createIndex(n->row(), column, const_cast<Node*>(n));
+}
+
+CheckpointListModel::Node* CheckpointListModel::findRun(const QString& path) const {
+  if (path.isEmpty()) return nullptr;
+  const QString wanted = cleanAbsolute(path);
+  for (const auto& top : m_root->children) {
+    if (top->type == Node::Type::Group && !top->group.path.isEmpty() && cleanAbsolute(top->group.path) == wanted)
+      return top.get();
+    if (top->type == Node::Type::Family)
+      for (const auto& g : top->children)
+        if (cleanAbsolute(g->group.path) == wanted) return g.get();
+  }
+  return nullptr;
+}
+
 const BrowseGroup* CheckpointListModel::group(const QModelIndex& index) const {
-  if (!index.isValid() || index.model() != this || index.internalId() != 0) return nullptr;
-  return &m_groups[size_t(index.row())];
+  const Node* n = node(index);
+  return n && n->type == Node::Type::Group ? &n->group : nullptr;
 }
 
 const CheckpointEntry* CheckpointListModel::checkpoint(const QModelIndex& index) const {
-  if (!index.isValid() || index.model() != this || index.internalId() == 0) return nullptr;
-  return &m_groups[size_t(index.internalId() - 1)].checkpoints[size_t(index.row())];
+  const Node* n = node(index);
+  return n && n->type == Node::Type::Checkpoint ? &n->checkpoint : nullptr;
+}
+
+QString CheckpointListModel::familyName(const QModelIndex& index) const {
+  const Node* n = node(index);
+  return n && n->type == Node::Type::Family ? n->family : QString();
 }
 
 QModelIndex CheckpointListModel::firstCheckpoint() const {
-  for (size_t g = 0; g < m_groups.size(); ++g)
-    if (!m_groups[g].checkpoints.empty()) return createIndex(0, 0, quintptr(g + 1));
+  for (const auto& top : m_root->children) {
+    if (top->type == Node::Type::Group && !top->children.empty()) return indexOf(top->children.front().get());
+    if (top->type == Node::Type::Family)
+      for (const auto& g : top->children)
+        if (!g->children.empty()) return indexOf(g->children.front().get());
+  }
   return {};
 }
 
 QModelIndex CheckpointListModel::indexOfPath(const QString& path) const {
   const QString wanted = cleanAbsolute(path);
-  for (size_t g = 0; g < m_groups.size(); ++g) {
-    const auto& cks = m_groups[g].checkpoints;
-    for (size_t i = 0; i < cks.size(); ++i)
-      if (cleanAbsolute(pathFromStd(cks[i].path)) == wanted) return createIndex(int(i), 0, quintptr(g + 1));
+  auto search = [&](const Node& g) -> QModelIndex {
+    for (const auto& c : g.children)
+      if (cleanAbsolute(pathFromStd(c->checkpoint.path)) == wanted) return indexOf(c.get());
+    return {};
+  };
+  for (const auto& top : m_root->children) {
+    if (top->type == Node::Type::Group) {
+      if (QModelIndex i = search(*top); i.isValid()) return i;
+      continue;
+    }
+    for (const auto& g : top->children)
+      if (QModelIndex i = search(*g); i.isValid()) return i;
   }
   return {};
 }
 
+QModelIndex CheckpointListModel::indexOfRun(const QString& path) const { return indexOf(findRun(path)); }
+
 QModelIndex CheckpointListModel::index(int row, int column, const QModelIndex& parent) const {
   if (!hasIndex(row, column, parent)) return {};
-  if (!parent.isValid()) return createIndex(row, column, quintptr(0));
-  if (parent.internalId() != 0) return {};  // checkpoints have no children
-  return createIndex(row, column, quintptr(parent.row() + 1));
+  const Node* p = parent.isValid() ? node(parent) : m_root.get();
+  return createIndex(row, column, p->children[size_t(row)].get());
 }
 
 QModelIndex CheckpointListModel::parent(const QModelIndex& child) const {
-  if (!child.isValid() || child.internalId() == 0) return {};
-  return createIndex(int(child.internalId() - 1), 0, quintptr(0));
+  const Node* n = node(child);
+  if (!n || n->parent == m_root.get()) return {};
+  return indexOf(n->parent);
 }
 
 int CheckpointListModel::rowCount(const QModelIndex& parent) const {
-  if (!parent.isValid()) return int(m_groups.size());
-  if (parent.column() != 0 || parent.internalId() != 0) return 0;
-  return int(m_groups[size_t(parent.row())].checkpoints.size());
+  if (!parent.isValid()) return int(m_root->children.size());
+  if (parent.column() != 0) return 0;
+  return int(node(parent)->children.size());
 }
 
 int CheckpointListModel::columnCount(const QModelIndex&) const { return int(Column::Count); }
@@ -88,7 +359,8 @@ int CheckpointListModel::columnCount(const QModelIndex&) const { return int(Colu
 QVariant CheckpointListModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal) return {};
   if (role == Qt::TextAlignmentRole)
-    return QVariant::fromValue(section == int(Column::Name) || section == int(Column::Kind)
+    return QVariant::fromValue(section == int(Column::Name) || section == int(Column::Kind) ||
+                                       section == int(Column::Modified)
                                    ? Qt::AlignLeft | Qt::AlignVCenter
                                    : Qt::AlignRight | Qt::AlignVCenter);
   if (role != Qt::DisplayRole) return {};
@@ -98,6 +370,7 @@ QVariant CheckpointListModel::headerData(int section, Qt::Orientation orientatio
     case Column::Kind: return tr("Kind");
     case Column::Loss: return tr("Loss");
     case Column::Size: return tr("Size");
+    case Column::Modified: return tr("Modified");
     case Column::Count: break;
   }
   return {};
@@ -106,17 +379,46 @@ QVariant CheckpointListModel::headerData(int section, Qt::Orientation orientatio
 QVariant CheckpointListModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid)) return {};
   const Column column = Column(index.column());
-  if (const CheckpointEntry* c = checkpoint(index)) return checkpointData(*c, column, role);
-  return groupData(m_groups[size_t(index.row())], column, role);
+  const Node& n = *node(index);
+  switch (n.type) {
+    case Node::Type::Checkpoint: return checkpointData(n.checkpoint, column, role);
+    case Node::Type::Group: return groupData(n, column, role);
+    case Node::Type::Family: return familyData(n, column, role);
+    case Node::Type::Root: break;
+  }
+  return {};
 }
 
-QVariant CheckpointListModel::groupData(const BrowseGroup& g, Column column, int role) const {
+QVariant CheckpointListModel::familyData(const Node& n, Column column, int role) const {
   switch (role) {
     case Qt::DisplayRole:
-      if (column == Column::Name) return g.name;
-      if (column == Column::Kind && g.error.isEmpty())
-        return countText(g.checkpoints.size(), "file", "files");
+      if (column == Column::Name) return n.family;
+      if (column == Column::Kind) return countText(n.children.size(), "stage", "stages");
+      if (column == Column::Modified) return timeText(n.latestMtime());
+      return {};
+    case Qt::DecorationRole: return column == Column::Name ? standardIcon(QStyle::SP_DirLinkIcon) : QVariant();
+    case Qt::ToolTipRole: {
+      QStringList stages;
+      for (const auto& g : n.children) stages << g->group.name;
+      return tr("Stages of %1: %2").arg(n.family, stages.join(QStringLiteral(" → ")));
+    }
+    case int(Role::IsGroup): return true;
+    case int(Role::IsFamily): return true;
+    case int(Role::SortKey): return n.family;
+    case int(Role::Path): return QString();
+    case int(Role::Error): return QString();
+    default: return {};
+  }
+}
+
+QVariant CheckpointListModel::groupData(const Node& n, Column column, int role) const {
+  const BrowseGroup& g = n.group;
+  switch (role) {
+    case Qt::DisplayRole:
+      if (column == Column::Name) return n.stage.isEmpty() ? g.name : QStringLiteral("%1  (%2)").arg(g.name, n.stage);
+      if (column == Column::Kind && g.error.isEmpty()) return countText(n.children.size(), "file", "files");
       if (column == Column::Kind) return tr("error");
+      if (column == Column::Modified) return timeText(n.latestMtime());
       return {};
     case Qt::DecorationRole:
       if (column != Column::Name) return {};
@@ -126,6 +428,8 @@ QVariant CheckpointListModel::groupData(const BrowseGroup& g, Column column, int
     case int(Role::Path): return g.path;
     case int(Role::Error): return g.error;
     case int(Role::IsGroup): return true;
+    case int(Role::IsFamily): return false;
+    case int(Role::Stage): return n.stage;
     case int(Role::SortKey): return g.name;
     default: return {};
   }
@@ -142,11 +446,12 @@ QVariant CheckpointListModel::checkpointData(const CheckpointEntry& c, Column co
           return broken ? tr("unreadable") : fromStd(std::string(checkpointKindName(c.kind)));
         case Column::Loss: return c.loss ? lossText(*c.loss) : QString();
         case Column::Size: return sizeText(c.size);
+        case Column::Modified: return timeText(c.mtime);
         case Column::Count: break;
       }
       return {};
     case Qt::TextAlignmentRole:
-      if (column == Column::Name || column == Column::Kind) return {};
+      if (column == Column::Name || column == Column::Kind || column == Column::Modified) return {};
       return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
     case Qt::DecorationRole:
       if (column != Column::Name) return {};
@@ -161,6 +466,7 @@ QVariant CheckpointListModel::checkpointData(const CheckpointEntry& c, Column co
     case int(Role::Path): return pathFromStd(c.path);
     case int(Role::Error): return fromStd(c.error);
     case int(Role::IsGroup): return false;
+    case int(Role::IsFamily): return false;
     case int(Role::Step): return c.step ? QVariant(qint64(*c.step)) : QVariant();
     case int(Role::Loss): return c.loss ? QVariant(*c.loss) : QVariant();
     case int(Role::Kind): return fromStd(std::string(checkpointKindName(c.kind)));
@@ -169,6 +475,7 @@ QVariant CheckpointListModel::checkpointData(const CheckpointEntry& c, Column co
         case Column::Step: return c.step ? QVariant(qint64(*c.step)) : QVariant();
         case Column::Loss: return c.loss ? QVariant(*c.loss) : QVariant();
         case Column::Size: return QVariant(quint64(c.size));
+        case Column::Modified: return QVariant(qint64(c.mtime));
         default: return checkpointData(c, column, Qt::DisplayRole);
       }
     default: return {};

@@ -1,44 +1,66 @@
 #pragma once
 
 #include <QAbstractItemModel>
+#include <memory>
 #include <vector>
 
 #include "browser/pathscan.h"
 
 namespace ckpt {
 
-// The browser's tree: groups (runs, "Files") at the top level, their
-// checkpoints below. Filled in one go from a background scan's result.
+// The browser's tree: at the top, stage families (`<run>-pretrain`,
+// `<run>-sft`, `<run>-dpo` and a plain `<run>`, shown together under
+// `<run>`), runs, the "Files" opened directly and directories that could not
+// be scanned; below a run, its checkpoints sorted by step. Filled in one go
+// from a background scan, then kept current run by run (the directory
+// watcher) with row inserts, removals and dataChanged.
 class CheckpointListModel : public QAbstractItemModel {
   Q_OBJECT
 
  public:
-  enum class Column { Name, Step, Kind, Loss, Size, Count };
+  enum class Column { Name, Step, Kind, Loss, Size, Modified, Count };
   enum class Role {
-    Path = Qt::UserRole,  // QString: the file (checkpoints) or directory (runs)
+    Path = Qt::UserRole,  // QString: the file (checkpoints) or directory (runs); empty for families
     Error,                // QString: why it cannot be read; empty when fine
-    IsGroup,              // bool
+    IsGroup,              // bool: a run, family or "Files" row
     Step,                 // qint64, invalid when unknown
     Loss,                 // double, invalid when unknown
     Kind,                 // QString: "step", "final", "best", "latest"; empty when unknown
     SortKey,              // a value that sorts numerically where it should
+    IsFamily,             // bool
+    Stage,                // QString: a run's stage within its family ("pretrain", "sft", "dpo"), else empty
   };
 
+  // One row of the tree (defined in the .cpp; public so helpers there can name it).
+  struct Node;
+
   explicit CheckpointListModel(QObject* parent = nullptr);
+  ~CheckpointListModel() override;
 
   // Replaces everything (beginResetModel/endResetModel).
   void setGroups(std::vector<BrowseGroup> groups);
   void clear();
+  // The run whose directory is `run.path` now holds `run.checkpoints`:
+  // rows are removed, changed and inserted in place (a new run is added).
+  void updateRun(BrowseGroup run);
+  // Removes the run whose directory is `path`; false when it is not listed.
+  bool removeRun(const QString& path);
 
-  [[nodiscard]] const std::vector<BrowseGroup>& groups() const { return m_groups; }
+  // Every run, "Files" and error group, in display order, with its checkpoints.
+  [[nodiscard]] std::vector<BrowseGroup> groups() const;
+  [[nodiscard]] size_t groupCount() const;
   [[nodiscard]] size_t checkpointCount() const;
-  // nullptr for group rows and invalid indexes.
+  // The run or "Files" group of a group row; nullptr for families, checkpoints, invalid indexes.
   [[nodiscard]] const BrowseGroup* group(const QModelIndex& index) const;
   [[nodiscard]] const CheckpointEntry* checkpoint(const QModelIndex& index) const;
+  // A family row's name (the run name without its stage suffix); empty otherwise.
+  [[nodiscard]] QString familyName(const QModelIndex& index) const;
   // The first checkpoint of the first group that has one; invalid when none.
   [[nodiscard]] QModelIndex firstCheckpoint() const;
   // The checkpoint row whose file is `path` (compared as clean absolute paths).
   [[nodiscard]] QModelIndex indexOfPath(const QString& path) const;
+  // The run row whose directory is `path`.
+  [[nodiscard]] QModelIndex indexOfRun(const QString& path) const;
 
   QModelIndex index(int row, int column, const QModelIndex& parent = {}) const override;
   QModelIndex parent(const QModelIndex& child) const override;
@@ -48,11 +70,24 @@ class CheckpointListModel : public QAbstractItemModel {
   QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
  private:
-  QVariant groupData(const BrowseGroup& g, Column column, int role) const;
+  [[nodiscard]] Node* node(const QModelIndex& index) const;
+  [[nodiscard]] QModelIndex indexOf(const Node* n, int column = 0) const;
+  [[nodiscard]] Node* findRun(const QString& path) const;
+  void build(std::vector<BrowseGroup> groups);
+  QVariant familyData(const Node& n, Column column, int role) const;
+  QVariant groupData(const Node& n, Column column, int role) const;
   QVariant checkpointData(const CheckpointEntry& c, Column column, int role) const;
 
-  // A checkpoint row's internal id is its group's row + 1; group rows have 0.
-  std::vector<BrowseGroup> m_groups;
+  std::unique_ptr<Node> m_root;
 };
+
+// "-pretrain", "_sft", ...: the stage a run's name ends with, and the name
+// without it ("shakespeare-sft" -> {"shakespeare", "sft"}); empty stage when
+// the name has no stage suffix.
+struct StageName {
+  QString family;
+  QString stage;
+};
+[[nodiscard]] StageName splitStageName(const QString& runName);
 
 }  // namespace ckpt

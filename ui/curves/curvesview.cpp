@@ -138,13 +138,10 @@ void CurvesView::buildControls() {
   addExport(tr("Shown metric as CSV..."), "csv");
   exportButton->setMenu(exportMenu);
 
+  // Two rows: narrow enough to leave the experiments browser its width.
   auto* controls = new QHBoxLayout;
   controls->addWidget(new QLabel(tr("Metric"), this));
   controls->addWidget(m_metricBox);
-  controls->addSpacing(8);
-  controls->addWidget(new QLabel(tr("Smoothing"), this));
-  controls->addWidget(m_smoothSlider);
-  controls->addWidget(m_smoothLabel);
   controls->addSpacing(8);
   controls->addWidget(new QLabel(tr("X axis"), this));
   controls->addWidget(m_axisBox);
@@ -153,6 +150,10 @@ void CurvesView::buildControls() {
   controls->addStretch(1);
   controls->addWidget(fit);
   controls->addWidget(exportButton);
+  auto* smoothing = new QHBoxLayout;
+  smoothing->addWidget(new QLabel(tr("Smoothing"), this));
+  smoothing->addWidget(m_smoothSlider, 1);
+  smoothing->addWidget(m_smoothLabel);
 
   m_plot = new QCustomPlot(this);
   m_plot->setObjectName("curves");
@@ -165,6 +166,7 @@ void CurvesView::buildControls() {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(6, 6, 6, 6);
   layout->addLayout(controls);
+  layout->addLayout(smoothing);
   layout->addWidget(m_plot, 1);
   layout->addWidget(m_status);
   m_smoothLabel->setText(QString::number(m_smoothing, 'f', 2));

@@ -125,6 +125,73 @@ CheckpointEntry describeCheckpoint(const std::string& path, const std::string& r
   return e;
 }
 
+namespace {
+
+// .bin and .ckpt files count only when their first bytes say torch or safetensors.
+bool isListedFile(const fs::path& path) {
+  if (!isCandidateName(path.filename().string())) return false;
+  const std::string ext = lower(path.extension().string());
+  if (ext != ".bin" && ext != ".ckpt") return true;
+  try {
+    InputFile in(path.string());
+    const Sniff s = sniffFile(in);
+    return s == Sniff::Zip || s == Sniff::TorchLegacy || s == Sniff::Safetensors;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+std::string runNameFor(const std::string& root, const std::string& dir) {
+  const fs::path rootPath(root);
+  std::string name = fs::path(dir).lexically_relative(rootPath).string();
+  if (name.empty() || name == ".") name = fs::absolute(rootPath).lexically_normal().filename().string();
+  if (name.empty()) name = fs::absolute(rootPath).lexically_normal().parent_path().filename().string();
+  return name;
+}
+
+void sortCheckpoints(std::vector<CheckpointEntry>& checkpoints) {
+  std::stable_sort(checkpoints.begin(), checkpoints.end(), [](const CheckpointEntry& a, const CheckpointEntry& b) {
+    const int64_t sa = a.step.value_or(INT64_MAX), sb = b.step.value_or(INT64_MAX);
+    if (sa != sb) return sa < sb;
+    // At one step: the step file, then best / latest copies, then final.
+    auto rank = [](CheckpointKind k) {
+      switch (k) {
+        case CheckpointKind::Step: return 0;
+        case CheckpointKind::Best: return 1;
+        case CheckpointKind::Latest: return 2;
+        case CheckpointKind::Final: return 3;
+        default: return 4;
+      }
+    };
+    if (rank(a.kind) != rank(b.kind)) return rank(a.kind) < rank(b.kind);
+    return a.file < b.file;
+  });
+}
+
+RunEntry scanRunDirectory(const std::string& root, const std::string& dir,
+                          const std::function<bool(const CheckpointEntry& entry)>& keep) {
+  RunEntry run;
+  run.name = runNameFor(root, dir);
+  run.path = dir;
+  std::error_code ec;
+  std::vector<fs::path> files;
+  for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (it->is_regular_file(ec) && isListedFile(it->path())) files.push_back(it->path());
+  }
+  if (ec) throw std::runtime_error(dir + ": " + ec.message());
+  std::sort(files.begin(), files.end());
+  const fs::path rootPath(root);
+  for (const fs::path& f : files) {
+    CheckpointEntry entry = describeCheckpoint(f.string(), f.lexically_relative(rootPath).string());
+    if (!keep || keep(entry)) run.checkpoints.push_back(std::move(entry));
+  }
+  sortCheckpoints(run.checkpoints);
+  return run;
+}
+
 ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
   ScanResult result;
   result.root = root;
@@ -142,18 +209,7 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
       it.disable_recursion_pending();  // .git, .cache, ...
       continue;
     }
-    if (!entry.is_regular_file(ec) || !isCandidateName(entry.path().filename().string())) continue;
-    const std::string ext = lower(entry.path().extension().string());
-    if (ext == ".bin" || ext == ".ckpt") {
-      try {
-        InputFile in(entry.path().string());
-        const Sniff s = sniffFile(in);
-        if (s != Sniff::Zip && s != Sniff::TorchLegacy && s != Sniff::Safetensors) continue;
-      } catch (const std::exception&) {
-        continue;
-      }
-    }
-    files.push_back(entry.path());
+    if (entry.is_regular_file(ec) && isListedFile(entry.path())) files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
 
@@ -163,9 +219,7 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
     const fs::path& f = files[i];
     const std::string rel = f.lexically_relative(rootPath).string();
     CheckpointEntry entry = describeCheckpoint(f.string(), rel);
-    std::string runName = f.parent_path().lexically_relative(rootPath).string();
-    if (runName.empty() || runName == ".") runName = fs::absolute(rootPath).lexically_normal().filename().string();
-    if (runName.empty()) runName = fs::absolute(rootPath).lexically_normal().parent_path().filename().string();
+    const std::string runName = runNameFor(root, f.parent_path().string());
     RunEntry& run = runs[runName];
     run.name = runName;
     run.path = f.parent_path().string();
@@ -173,22 +227,7 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
     if (options.progress && !options.progress(i + 1, files.size())) break;
   }
   for (auto& [name, run] : runs) {
-    std::stable_sort(run.checkpoints.begin(), run.checkpoints.end(), [](const CheckpointEntry& a, const CheckpointEntry& b) {
-      const int64_t sa = a.step.value_or(INT64_MAX), sb = b.step.value_or(INT64_MAX);
-      if (sa != sb) return sa < sb;
-      // At one step: the step file, then best / latest copies, then final.
-      auto rank = [](CheckpointKind k) {
-        switch (k) {
-          case CheckpointKind::Step: return 0;
-          case CheckpointKind::Best: return 1;
-          case CheckpointKind::Latest: return 2;
-          case CheckpointKind::Final: return 3;
-          default: return 4;
-        }
-      };
-      if (rank(a.kind) != rank(b.kind)) return rank(a.kind) < rank(b.kind);
-      return a.file < b.file;
-    });
+    sortCheckpoints(run.checkpoints);
     result.runs.push_back(std::move(run));
   }
   return result;

@@ -65,6 +65,19 @@ bool isCandidateName(std::string_view fileName);
 // unreadable file comes back with `error` set.
 CheckpointEntry describeCheckpoint(const std::string& path, const std::string& relative);
 
+// A run's name: `dir` relative to `root`; the root's own name when they are one.
+std::string runNameFor(const std::string& root, const std::string& dir);
+
+// By step; at one step the step file, then best, latest, final; then by name.
+void sortCheckpoints(std::vector<CheckpointEntry>& checkpoints);
+
+// The checkpoints directly in `dir` (not below it), named relative to `root`
+// as scanDirectory names them. `keep(entry)`, when given, is asked after each
+// file is read and may leave it out (the watcher: a file still being
+// written). Throws std::runtime_error when dir cannot be listed.
+RunEntry scanRunDirectory(const std::string& root, const std::string& dir,
+                          const std::function<bool(const CheckpointEntry& entry)>& keep = {});
+
 // Every checkpoint under `root`, grouped into runs by directory. Throws
 // std::runtime_error when root itself cannot be read.
 ScanResult scanDirectory(const std::string& root, const ScanOptions& options = {});

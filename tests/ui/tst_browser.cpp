@@ -1,0 +1,410 @@
+// The experiments browser: stage families, the filter box, the directory
+// watcher (complete checkpoints appear, half-written ones wait), the recent
+// list, the remembered layout and drag and drop. Files are the fixtures
+// written by Python (make_fixtures.py), copied into temporary directories.
+#include <QAbstractItemModelTester>
+#include <QDir>
+#include <QDockWidget>
+#include <QFile>
+#include <QFileInfo>
+#include <QLineEdit>
+#include <QMimeData>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QSortFilterProxyModel>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTreeView>
+#include <QUrl>
+
+#include "browser/browserpanel.h"
+#include "browser/checkpointlistmodel.h"
+#include "browser/runwatcher.h"
+#include "inspector/summarywidget.h"
+#include "mainwindow.h"
+
+using namespace ckpt;
+using Role = CheckpointListModel::Role;
+
+namespace {
+
+constexpr int kTimeoutMs = 30'000;
+
+QString cleanAbsolute(const QString& p) { return QDir::cleanPath(QFileInfo(p).absoluteFilePath()); }
+
+bool openAndWait(MainWindow& w, const QStringList& paths) {
+  QSignalSpy loaded(&w, &MainWindow::loaded);
+  w.openPaths(paths);
+  return loaded.count() == 1 || loaded.wait(kTimeoutMs);
+}
+
+// Every checkpoint path the proxy (what the tree shows) still has.
+QStringList visiblePaths(const QAbstractItemModel* m, const QModelIndex& parent = {}) {
+  QStringList out;
+  for (int r = 0; r < m->rowCount(parent); ++r) {
+    const QModelIndex i = m->index(r, 0, parent);
+    if (i.data(int(Role::IsGroup)).toBool()) out << visiblePaths(m, i);
+    else out << QFileInfo(i.data(int(Role::Path)).toString()).fileName();
+  }
+  return out;
+}
+
+bool copyFile(const QString& from, const QString& to) {
+  QFile::remove(to);
+  return QFile::copy(from, to);
+}
+
+}  // namespace
+
+class TestBrowser : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase();
+  void splitStageNames_data();
+  void splitStageNames();
+  void stageFamilies();
+  void familyJoinsLive();
+  void filterSubstringAndRegex();
+  void watcherAddsCopiedCheckpoint();
+  void watcherWaitsForHalfWrittenFile();
+  void watcherListsFileThatStaysBroken();
+  void watcherRemovesDeletedFiles();
+  void watcherSeesNewRunDirectory();
+  void recentList();
+  void layoutIsRemembered();
+  void dropOpensPaths();
+
+ private:
+  // A temporary experiments directory holding a copy of runs/tiny.
+  bool makeRunCopy(QTemporaryDir& dir);
+
+  QString m_root;
+  QString m_runsDir;
+};
+
+void TestBrowser::initTestCase() {
+  m_root = QStringLiteral(CKPT_FIXTURE_DIR);
+  m_runsDir = m_root + "/runs";
+  QVERIFY2(QFileInfo::exists(m_runsDir + "/tiny/tiny_step100.pt"), "no fixtures: run ctest (make_fixtures)");
+  // ctest points XDG_CONFIG_HOME into the build tree; start each run clean.
+  QCoreApplication::setOrganizationName("CkptScopeTest");
+  QCoreApplication::setApplicationName("tst_browser");
+  QSettings().clear();
+}
+
+bool TestBrowser::makeRunCopy(QTemporaryDir& dir) {
+  if (!dir.isValid() || !QDir(dir.path()).mkpath("tiny")) return false;
+  for (const QString& f : {"tiny_step100.pt", "tiny_step200.pt"})
+    if (!copyFile(m_runsDir + "/tiny/" + f, dir.path() + "/tiny/" + f)) return false;
+  return true;
+}
+
+void TestBrowser::splitStageNames_data() {
+  QTest::addColumn<QString>("name");
+  QTest::addColumn<QString>("family");
+  QTest::addColumn<QString>("stage");
+  QTest::newRow("pretrain") << "gpt-pretrain" << "gpt" << "pretrain";
+  QTest::newRow("sft") << "gpt-sft" << "gpt" << "sft";
+  QTest::newRow("dpo underscore") << "my_run_dpo" << "my_run" << "dpo";
+  QTest::newRow("upper case") << "Run-SFT" << "Run" << "sft";
+  QTest::newRow("no suffix") << "baseline" << "baseline" << "";
+  QTest::newRow("suffix only") << "sft" << "sft" << "";
+  QTest::newRow("inside the name") << "sft-run" << "sft-run" << "";
+  QTest::newRow("nested dir") << "exp/gpt-dpo" << "exp/gpt" << "dpo";
+}
+
+void TestBrowser::splitStageNames() {
+  QFETCH(QString, name);
+  QFETCH(QString, family);
+  QFETCH(QString, stage);
+  const StageName s = splitStageName(name);
+  QCOMPARE(s.family, family);
+  QCOMPARE(s.stage, stage);
+}
+
+void TestBrowser::stageFamilies() {
+  MainWindow w;
+  QAbstractItemModelTester tester(w.checkpointModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+  QVERIFY(openAndWait(w, {m_runsDir}));
+  CheckpointListModel* model = w.checkpointModel();
+  // fixtures: runs/fam-pretrain, runs/fam-sft, runs/fam-dpo (make_fixtures.py)
+  QModelIndex family;
+  for (int r = 0; r < model->rowCount(); ++r)
+    if (model->index(r, 0).data(int(Role::IsFamily)).toBool()) {
+      QVERIFY2(!family.isValid(), "one family expected");
+      family = model->index(r, 0);
+    }
+  QVERIFY(family.isValid());
+  QCOMPARE(family.data().toString(), QStringLiteral("fam"));
+  QCOMPARE(model->familyName(family), QStringLiteral("fam"));
+  QCOMPARE(model->rowCount(family), 3);
+  const QStringList order = {"pretrain", "sft", "dpo"};  // training order, not alphabetical
+  for (int r = 0; r < 3; ++r) {
+    const QModelIndex stage = model->index(r, 0, family);
+    QCOMPARE(stage.data(int(Role::Stage)).toString(), order[r]);
+    QCOMPARE(QFileInfo(stage.data(int(Role::Path)).toString()).fileName(), "fam-" + order[r]);
+    QCOMPARE(model->rowCount(stage), 1);
+  }
+  // Runs without a stage suffix stay at the top.
+  QVERIFY(model->indexOfRun(m_runsDir + "/tiny").isValid());
+  QVERIFY(!model->indexOfRun(m_runsDir + "/tiny").parent().isValid());
+
+  // Selecting the family shows its stages.
+  QSignalSpy shown(&w, &MainWindow::summaryShown);
+  w.checkpointView()->setCurrentIndex(w.browserPanel()->proxy()->mapFromSource(family));
+  QTRY_VERIFY(shown.count() >= 1);
+  const QString text = w.summaryWidget()->text();
+  QVERIFY2(text.contains("fam-pretrain") && text.contains("fam-dpo"), qPrintable(text));
+  QVERIFY(text.indexOf("fam-pretrain") < text.indexOf("fam-sft"));
+}
+
+void TestBrowser::familyJoinsLive() {
+  // A model fed run by run, as the watcher does: the second stage makes a
+  // family, the third joins it in training order.
+  CheckpointListModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+  auto run = [](const QString& name) {
+    BrowseGroup g;
+    g.name = name;
+    g.path = "/x/" + name;
+    CheckpointEntry c;
+    c.path = ("/x/" + name + "/a.pt").toStdString();
+    c.file = "a.pt";
+    g.checkpoints.push_back(c);
+    return g;
+  };
+  model.setGroups({run("other"), run("gpt-dpo")});
+  QCOMPARE(model.rowCount(), 2);
+  model.updateRun(run("gpt-pretrain"));
+  QCOMPARE(model.rowCount(), 2);  // other, gpt{pretrain, dpo}
+  const QModelIndex fam = model.index(1, 0);
+  QVERIFY(fam.data(int(Role::IsFamily)).toBool());
+  QCOMPARE(model.rowCount(fam), 2);
+  model.updateRun(run("gpt-sft"));
+  QCOMPARE(model.rowCount(fam), 3);
+  QCOMPARE(model.index(1, 0, fam).data(int(Role::Stage)).toString(), QStringLiteral("sft"));
+  QCOMPARE(model.groupCount(), size_t(4));
+  QVERIFY(model.removeRun("/x/gpt-sft"));
+  QCOMPARE(model.rowCount(fam), 2);
+  QCOMPARE(model.checkpointCount(), size_t(3));
+}
+
+void TestBrowser::filterSubstringAndRegex() {
+  MainWindow w;
+  QVERIFY(openAndWait(w, {m_runsDir}));
+  BrowserPanel* panel = w.browserPanel();
+  QSortFilterProxyModel* proxy = panel->proxy();
+  QAbstractItemModelTester tester(proxy, QAbstractItemModelTester::FailureReportingMode::QtTest);
+  const QStringList all = visiblePaths(proxy);
+  QCOMPARE(size_t(all.size()), w.checkpointModel()->checkpointCount());
+
+  // Substring, case-insensitive, on checkpoint names: their runs stay.
+  panel->setFilter("STEP100", false);
+  QCOMPARE(visiblePaths(proxy), QStringList{"tiny_step100.pt"});
+  // A run's name keeps all its checkpoints.
+  panel->setFilter("handloop", false);
+  QCOMPARE(visiblePaths(proxy).size(), 4);
+  // A family's name keeps its stages.
+  panel->setFilter("fam", false);
+  QCOMPARE(visiblePaths(proxy).size(), 3);
+  // Regular expressions.
+  panel->setFilter("^tiny_step[12]00\\.pt$", true);
+  QCOMPARE(visiblePaths(proxy), (QStringList{"tiny_step100.pt", "tiny_step200.pt"}));
+  QVERIFY(panel->filterError().isEmpty());
+  // A broken expression says why and keeps the last good filter.
+  panel->setFilter("tiny_(step", true);
+  QVERIFY(!panel->filterError().isEmpty());
+  QVERIFY(panel->filterEdit()->toolTip().contains(panel->filterError()));
+  QCOMPARE(visiblePaths(proxy).size(), 2);
+  // The same text as a substring matches nothing.
+  panel->setFilter("tiny_(step", false);
+  QVERIFY(panel->filterError().isEmpty());
+  QCOMPARE(visiblePaths(proxy).size(), 0);
+  panel->setFilter({}, false);
+  QCOMPARE(visiblePaths(proxy), all);
+
+  // Selecting a file the filter hides clears the filter.
+  panel->setFilter("handloop", false);
+  QVERIFY(w.selectPath(m_runsDir + "/tiny/tiny_step200.pt"));
+  QVERIFY(panel->filterEdit()->text().isEmpty());
+  QCOMPARE(QFileInfo(w.checkpointView()->currentIndex().data(int(Role::Path)).toString()).fileName(),
+           QStringLiteral("tiny_step200.pt"));
+}
+
+void TestBrowser::watcherAddsCopiedCheckpoint() {
+  QTemporaryDir dir;
+  QVERIFY(makeRunCopy(dir));
+  MainWindow w;
+  QAbstractItemModelTester tester(w.checkpointModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+  QVERIFY(openAndWait(w, {dir.path()}));
+  QCOMPARE(w.checkpointModel()->checkpointCount(), size_t(2));
+  QTRY_VERIFY(w.runWatcher()->watchedDirectories().contains(cleanAbsolute(dir.path() + "/tiny")));
+
+  const QString added = dir.path() + "/tiny/tiny_final.pt";
+  QVERIFY(copyFile(m_runsDir + "/tiny/tiny_final.pt", added));
+  QTRY_VERIFY_WITH_TIMEOUT(w.checkpointModel()->indexOfPath(added).isValid(), kTimeoutMs);
+  const QModelIndex row = w.checkpointModel()->indexOfPath(added);
+  QVERIFY(row.data(int(Role::Error)).toString().isEmpty());
+  QCOMPARE(row.data(int(Role::Kind)).toString(), QStringLiteral("final"));
+  QCOMPARE(w.checkpointModel()->checkpointCount(), size_t(3));
+  // Sorted by step within the run: the final one (step 300 in its metadata) is last.
+  QCOMPARE(row.row(), 2);
+}
+
+void TestBrowser::watcherWaitsForHalfWrittenFile() {
+  QTemporaryDir dir;
+  QVERIFY(makeRunCopy(dir));
+  MainWindow w;
+  w.runWatcher()->setSettleTime(60'000);  // "still being written" for as long as the test needs
+  QVERIFY(openAndWait(w, {dir.path()}));
+  QTRY_VERIFY(w.runWatcher()->watchedDirectories().contains(cleanAbsolute(dir.path() + "/tiny")));
+
+  QFile source(m_runsDir + "/tiny/tiny_final.pt");
+  QVERIFY(source.open(QIODevice::ReadOnly));
+  const QByteArray bytes = source.readAll();
+  const QString target = dir.path() + "/tiny/tiny_final.pt";
+  QFile out(target);
+  QVERIFY(out.open(QIODevice::WriteOnly));
+  QCOMPARE(out.write(bytes.left(bytes.size() / 2)), qint64(bytes.size() / 2));
+  QVERIFY(out.flush());
+  // The watcher looks at it, finds it unreadable and fresh: it waits.
+  QTRY_VERIFY_WITH_TIMEOUT(w.runWatcher()->pendingFiles().contains(cleanAbsolute(target)), kTimeoutMs);
+  QTest::qWait(500);
+  QVERIFY(!w.checkpointModel()->indexOfPath(target).isValid());
+  QCOMPARE(w.checkpointModel()->checkpointCount(), size_t(2));
+
+  QCOMPARE(out.write(bytes.mid(bytes.size() / 2)), qint64(bytes.size() - bytes.size() / 2));
+  out.close();
+  QTRY_VERIFY_WITH_TIMEOUT(w.checkpointModel()->indexOfPath(target).isValid(), kTimeoutMs);
+  const QModelIndex row = w.checkpointModel()->indexOfPath(target);
+  QVERIFY2(row.data(int(Role::Error)).toString().isEmpty(), qPrintable(row.data(int(Role::Error)).toString()));
+  QVERIFY(w.runWatcher()->pendingFiles().isEmpty());
+}
+
+void TestBrowser::watcherListsFileThatStaysBroken() {
+  QTemporaryDir dir;
+  QVERIFY(makeRunCopy(dir));
+  MainWindow w;
+  w.runWatcher()->setSettleTime(300);
+  QVERIFY(openAndWait(w, {dir.path()}));
+  QTRY_VERIFY(w.runWatcher()->watchedDirectories().contains(cleanAbsolute(dir.path() + "/tiny")));
+  const QString target = dir.path() + "/tiny/tiny_step300.pt";
+  QFile out(target);
+  QVERIFY(out.open(QIODevice::WriteOnly));
+  QVERIFY(out.write(QByteArray("PK\x03\x04 not a whole zip", 22)) == 22);
+  out.close();
+  // A writer that died: after the settle time the file is listed, marked unreadable.
+  QTRY_VERIFY_WITH_TIMEOUT(w.checkpointModel()->indexOfPath(target).isValid(), kTimeoutMs);
+  const QString error = w.checkpointModel()->indexOfPath(target).data(int(Role::Error)).toString();
+  QVERIFY2(error.contains("truncated"), qPrintable(error));
+}
+
+void TestBrowser::watcherRemovesDeletedFiles() {
+  QTemporaryDir dir;
+  QVERIFY(makeRunCopy(dir));
+  MainWindow w;
+  QAbstractItemModelTester tester(w.checkpointModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+  QVERIFY(openAndWait(w, {dir.path()}));
+  QTRY_VERIFY(w.runWatcher()->watchedDirectories().contains(cleanAbsolute(dir.path() + "/tiny")));
+  QSignalSpy changed(&w, &MainWindow::checkpointsChanged);
+  QVERIFY(QFile::remove(dir.path() + "/tiny/tiny_step100.pt"));
+  QTRY_COMPARE_WITH_TIMEOUT(w.checkpointModel()->checkpointCount(), size_t(1), kTimeoutMs);
+  QVERIFY(changed.count() >= 1);
+  // The last one gone: the run goes too.
+  QVERIFY(QFile::remove(dir.path() + "/tiny/tiny_step200.pt"));
+  QTRY_COMPARE_WITH_TIMEOUT(w.checkpointModel()->rowCount(), 0, kTimeoutMs);
+}
+
+void TestBrowser::watcherSeesNewRunDirectory() {
+  QTemporaryDir dir;
+  QVERIFY(makeRunCopy(dir));
+  MainWindow w;
+  QAbstractItemModelTester tester(w.checkpointModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+  QVERIFY(openAndWait(w, {dir.path()}));
+  QTRY_VERIFY(w.runWatcher()->watchedDirectories().contains(cleanAbsolute(dir.path())));
+  // A fine-tune stage of "tiny" starts writing: a new directory, then a file.
+  QVERIFY(QDir(dir.path()).mkpath("tiny-sft"));
+  const QString added = dir.path() + "/tiny-sft/tiny_step100.pt";
+  QTRY_VERIFY(w.runWatcher()->watchedDirectories().contains(cleanAbsolute(dir.path() + "/tiny-sft")));
+  QVERIFY(copyFile(m_runsDir + "/tiny/tiny_step100.pt", added));
+  QTRY_VERIFY_WITH_TIMEOUT(w.checkpointModel()->indexOfPath(added).isValid(), kTimeoutMs);
+  // ... and "tiny" with "tiny-sft" now form a family.
+  const QModelIndex run = w.checkpointModel()->indexOfRun(dir.path() + "/tiny-sft");
+  QVERIFY(run.parent().isValid());
+  QCOMPARE(run.parent().data().toString(), QStringLiteral("tiny"));
+  QCOMPARE(w.checkpointModel()->rowCount(run.parent()), 2);
+}
+
+void TestBrowser::recentList() {
+  MainWindow::clearRecentPaths();
+  QTemporaryDir a, b;
+  QVERIFY(makeRunCopy(a));
+  QVERIFY(makeRunCopy(b));
+  MainWindow w;
+  QVERIFY(openAndWait(w, {a.path()}));
+  QVERIFY(openAndWait(w, {b.path(), m_runsDir + "/tiny/tiny_step100.pt"}));
+  QList<QStringList> recent = MainWindow::recentPaths();
+  QCOMPARE(recent.size(), 2);
+  QCOMPARE(recent[0], (QStringList{cleanAbsolute(b.path()), cleanAbsolute(m_runsDir + "/tiny/tiny_step100.pt")}));
+  QCOMPARE(recent[1], QStringList{cleanAbsolute(a.path())});
+  // Opening again moves it to the top without a duplicate.
+  QVERIFY(openAndWait(w, {a.path() + "/"}));
+  recent = MainWindow::recentPaths();
+  QCOMPARE(recent.size(), 2);
+  QCOMPARE(recent[0], QStringList{cleanAbsolute(a.path())});
+  // At most ten are kept, and a new window sees them (they live in QSettings).
+  for (int i = 0; i < 12; ++i) w.openPaths({a.path() + "/missing-" + QString::number(i)});
+  QCOMPARE(MainWindow::recentPaths().size(), 10);
+  QCOMPARE(MainWindow::recentPaths().front(), QStringList{cleanAbsolute(a.path() + "/missing-11")});
+  MainWindow::clearRecentPaths();
+  QVERIFY(MainWindow::recentPaths().isEmpty());
+}
+
+void TestBrowser::layoutIsRemembered() {
+  QSettings().remove("window");
+  {
+    MainWindow w;
+    QVERIFY(!w.restoreLayout());
+    w.resize(1000, 700);
+    auto* dock = w.findChild<QDockWidget*>("experimentsDock");
+    QVERIFY(dock);
+    w.removeDockWidget(dock);
+    w.addDockWidget(Qt::RightDockWidgetArea, dock);
+    dock->show();
+    w.saveLayout();
+  }
+  MainWindow w2;
+  QVERIFY(w2.restoreLayout());
+  QCOMPARE(w2.size(), QSize(1000, 700));
+  auto* dock = w2.findChild<QDockWidget*>("experimentsDock");
+  QCOMPARE(w2.dockWidgetArea(dock), Qt::RightDockWidgetArea);
+}
+
+void TestBrowser::dropOpensPaths() {
+  QTemporaryDir dir;
+  QVERIFY(makeRunCopy(dir));
+  MainWindow w;
+  QMimeData mime;
+  mime.setUrls({QUrl::fromLocalFile(dir.path()), QUrl("https://example.com/not-a-file.pt")});
+  QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+  QCoreApplication::sendEvent(&w, &enter);
+  QVERIFY(enter.isAccepted());
+  QSignalSpy loaded(&w, &MainWindow::loaded);
+  QDropEvent drop(QPointF(10, 10), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+  QCoreApplication::sendEvent(&w, &drop);
+  QCOMPARE(w.openedPaths(), QStringList{dir.path()});  // local files only
+  QVERIFY(loaded.count() == 1 || loaded.wait(kTimeoutMs));
+  QCOMPARE(w.checkpointModel()->checkpointCount(), size_t(2));
+
+  // Something that is not a file is refused.
+  QMimeData text;
+  text.setText("hello");
+  QDragEnterEvent refuse(QPoint(10, 10), Qt::CopyAction, &text, Qt::LeftButton, Qt::NoModifier);
+  refuse.setAccepted(false);
+  QCoreApplication::sendEvent(&w, &refuse);
+  QVERIFY(!refuse.isAccepted());
+}
+
+QTEST_MAIN(TestBrowser)
+#include "tst_browser.moc"

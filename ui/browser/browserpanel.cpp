@@ -1,0 +1,111 @@
+#include "browser/browserpanel.h"
+
+#include <QAction>
+#include <QHeaderView>
+#include <QLineEdit>
+#include <QPainter>
+#include <QProgressBar>
+#include <QRegularExpression>
+#include <QTreeView>
+#include <QVBoxLayout>
+
+#include "browser/checkpointlistmodel.h"
+
+namespace ckpt {
+
+BrowserPanel::BrowserPanel(CheckpointListModel* model, QWidget* parent) : QWidget(parent), m_model(model) {
+  m_proxy = new QSortFilterProxyModel(this);
+  m_proxy->setSourceModel(model);
+  m_proxy->setFilterKeyColumn(int(CheckpointListModel::Column::Name));
+  m_proxy->setFilterCaseSensitivity(Qt::CaseInsensitive);
+  m_proxy->setRecursiveFilteringEnabled(true);  // a matching checkpoint keeps its run
+  m_proxy->setAutoAcceptChildRows(true);        // a matching run keeps its checkpoints
+
+  m_filter = new QLineEdit(this);
+  m_filter->setPlaceholderText(tr("Filter runs and checkpoints"));
+  m_filter->setClearButtonEnabled(true);
+  m_regex = m_filter->addAction(QIcon(), QLineEdit::TrailingPosition);
+  m_regex->setText(QStringLiteral(".*"));
+  m_regex->setCheckable(true);
+  m_regex->setToolTip(tr("Regular expression"));
+  // No icon theme offscreen: draw the ".*" as the action's icon.
+  {
+    QPixmap pm(32, 32);
+    pm.fill(Qt::transparent);
+    QPainter p(&pm);
+    p.setPen(palette().color(QPalette::Text));
+    QFont f = font();
+    f.setPixelSize(18);
+    f.setBold(true);
+    p.setFont(f);
+    p.drawText(pm.rect(), Qt::AlignCenter, QStringLiteral(".*"));
+    m_regex->setIcon(QIcon(pm));
+  }
+
+  m_view = new QTreeView(this);
+  m_view->setModel(m_proxy);
+  m_view->setUniformRowHeights(true);
+  m_view->setAllColumnsShowFocus(true);
+  m_view->setAlternatingRowColors(true);
+  m_view->setSelectionMode(QAbstractItemView::SingleSelection);
+  // Names are never cut (a run's files differ only at their ends): every
+  // column fits its contents, and the tree scrolls sideways when narrow.
+  m_view->header()->setStretchLastSection(true);
+  m_view->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
+
+  m_progress = new QProgressBar(this);
+  m_progress->setTextVisible(true);
+  m_progress->hide();
+
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->setSpacing(2);
+  layout->addWidget(m_filter);
+  layout->addWidget(m_view, 1);
+  layout->addWidget(m_progress);
+
+  connect(m_filter, &QLineEdit::textChanged, this, &BrowserPanel::applyFilter);
+  connect(m_regex, &QAction::toggled, this, &BrowserPanel::applyFilter);
+  // Filtering or new rows: keep the tree open (runs are short lists).
+  connect(m_proxy, &QAbstractItemModel::rowsInserted, m_view, &QTreeView::expandAll);
+  connect(m_proxy, &QAbstractItemModel::modelReset, m_view, &QTreeView::expandAll);
+  connect(m_proxy, &QAbstractItemModel::layoutChanged, m_view, &QTreeView::expandAll);
+}
+
+void BrowserPanel::setFilter(const QString& text, bool regex) {
+  m_regex->setChecked(regex);
+  m_filter->setText(text);
+  applyFilter();
+}
+
+void BrowserPanel::applyFilter() {
+  const QString text = m_filter->text();
+  m_filterError.clear();
+  if (m_regex->isChecked()) {
+    const QRegularExpression re(text, QRegularExpression::CaseInsensitiveOption);
+    if (!re.isValid()) {
+      // Keep the last good filter; say what is wrong where the user types.
+      m_filterError = re.errorString();
+      m_filter->setStyleSheet(QStringLiteral("QLineEdit { color: #c00000; }"));
+      m_filter->setToolTip(tr("Invalid regular expression: %1").arg(m_filterError));
+      return;
+    }
+    m_proxy->setFilterRegularExpression(re);
+  } else {
+    m_proxy->setFilterFixedString(text);
+  }
+  m_filter->setStyleSheet({});
+  m_filter->setToolTip({});
+  m_view->expandAll();
+}
+
+void BrowserPanel::showProgress(size_t done, size_t total) {
+  m_progress->setRange(0, total ? int(total) : 0);
+  if (total) m_progress->setValue(int(done));
+  m_progress->setFormat(total ? tr("Scanning %v of %m") : tr("Scanning..."));
+  m_progress->show();
+}
+
+void BrowserPanel::hideProgress() { m_progress->hide(); }
+
+}  // namespace ckpt

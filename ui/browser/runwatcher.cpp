@@ -1,0 +1,187 @@
+#include "browser/runwatcher.h"
+
+#include <QDateTime>
+#include <QDir>
+#include <QDirIterator>
+#include <QRegularExpression>
+#include <QFileInfo>
+#include <QtConcurrent/QtConcurrentRun>
+#include <exception>
+
+#include "textformat.h"
+
+namespace ckpt {
+namespace {
+
+QString cleanAbsolute(const QString& path) { return QDir::cleanPath(QFileInfo(path).absoluteFilePath()); }
+
+// The directories below `dir` (not hidden ones: .git, .cache, ...).
+QStringList subdirectories(const QString& dir) {
+  QStringList out;
+  QDirIterator it(dir, QDir::Dirs | QDir::NoDotAndDotDot, QDirIterator::Subdirectories);
+  while (it.hasNext()) {
+    const QString d = it.next();
+    if (!QDir(dir).relativeFilePath(d).split('/').filter(QRegularExpression("^\\.")).isEmpty()) continue;
+    out << d;
+  }
+  return out;
+}
+
+}  // namespace
+
+RunWatcher::RunWatcher(QObject* parent) : QObject(parent) {
+  m_debounce.setSingleShot(true);
+  m_debounce.setInterval(200);  // a copy or a save touches a directory many times
+  m_recheck.setSingleShot(true);
+  connect(&m_fs, &QFileSystemWatcher::directoryChanged, this, &RunWatcher::onDirectoryChanged);
+  connect(&m_debounce, &QTimer::timeout, this, &RunWatcher::rescanDirty);
+  connect(&m_recheck, &QTimer::timeout, this, [this] {
+    for (auto it = m_pending.cbegin(); it != m_pending.cend(); ++it)
+      if (!it.value().isEmpty()) m_dirty.insert(it.key());
+    rescanDirty();
+  });
+}
+
+RunWatcher::~RunWatcher() {
+  stop();
+  m_jobs.waitForFinished();  // results posted to this object die with it
+}
+
+void RunWatcher::stop() {
+  ++m_generation;
+  m_debounce.stop();
+  m_recheck.stop();
+  if (!m_fs.directories().isEmpty()) m_fs.removePaths(m_fs.directories());
+  m_roots.clear();
+  m_dirty.clear();
+  m_pending.clear();
+}
+
+void RunWatcher::watch(const QStringList& roots) {
+  stop();
+  for (const QString& r : roots) {
+    if (!QFileInfo(r).isDir()) continue;
+    m_roots << cleanAbsolute(r);
+    addTree(m_roots.back());
+  }
+}
+
+QStringList RunWatcher::pendingFiles() const {
+  QStringList out;
+  for (const QStringList& files : m_pending) out << files;
+  return out;
+}
+
+void RunWatcher::addTree(const QString& dir) {
+  QStringList dirs = subdirectories(dir);
+  dirs.prepend(dir);
+  const QStringList watched = m_fs.directories();
+  QStringList fresh;
+  for (const QString& d : dirs)
+    if (!watched.contains(d)) fresh << d;
+  if (!fresh.isEmpty()) m_fs.addPaths(fresh);
+}
+
+QString RunWatcher::rootOf(const QString& dir) const {
+  QString best;
+  for (const QString& r : m_roots)
+    if ((dir == r || dir.startsWith(r + '/')) && r.size() > best.size()) best = r;
+  return best;
+}
+
+QString RunWatcher::runName(const QString& root, const QString& dir) const {
+  // As scanPaths names runs: relative to the root, prefixed with the root's
+  // name when several directories are open.
+  const QString prefix = m_roots.size() > 1 ? QFileInfo(root).fileName() + "/" : QString();
+  return prefix + pathFromStd(runNameFor(pathToStd(root), pathToStd(dir)));
+}
+
+void RunWatcher::onDirectoryChanged(const QString& dir) {
+  m_dirty.insert(cleanAbsolute(dir));
+  m_debounce.start();
+}
+
+struct RunWatcher::Job {
+  QString root, dir, name;
+  int settleMs = 0;
+
+  Result operator()() const {
+    Result r;
+    r.dir = dir;
+    if (!QFileInfo(dir).isDir()) {
+      r.gone = true;
+      return r;
+    }
+    r.subdirs = subdirectories(dir);
+    r.run.kind = BrowseGroup::Kind::Run;
+    r.run.name = name;
+    r.run.path = dir;
+    try {
+      const QDateTime now = QDateTime::currentDateTimeUtc();
+      RunEntry run = scanRunDirectory(pathToStd(root), pathToStd(dir), [&](const CheckpointEntry& e) {
+        if (e.error.empty()) return true;
+        const QString path = pathFromStd(e.path);
+        // Unreadable and touched a moment ago: still being written.
+        const qint64 age = QFileInfo(path).lastModified().toUTC().msecsTo(now);
+        if (age >= 0 && age < settleMs) {
+          r.pending << path;
+          return false;
+        }
+        return true;
+      });
+      r.run.checkpoints = std::move(run.checkpoints);
+    } catch (const std::exception& e) {
+      r.run.error = fromStd(e.what());
+    }
+    return r;
+  }
+};
+
+void RunWatcher::rescanDirty() {
+  const QSet<QString> dirty = m_dirty;
+  for (const QString& dir : dirty) {
+    if (m_running.contains(dir)) continue;  // rescanned again when that job is done
+    m_dirty.remove(dir);
+    const QString root = rootOf(dir);
+    if (root.isEmpty()) continue;
+    m_running.insert(dir);
+    const Job job{root, dir, runName(root, dir), m_settleMs};
+    const int generation = m_generation;
+    m_jobs.addFuture(QtConcurrent::run([this, job, generation] {
+      Result result = job();
+      QMetaObject::invokeMethod(
+          this, [this, result, generation] {
+            if (generation == m_generation) onJobDone(result);
+            else m_running.remove(result.dir);
+          },
+          Qt::QueuedConnection);
+    }));
+  }
+  if (m_running.isEmpty()) m_jobs.clearFutures();
+}
+
+void RunWatcher::onJobDone(const Result& result) {
+  m_running.remove(result.dir);
+  m_pending.remove(result.dir);
+  if (result.gone) {
+    emit runRemoved(result.dir);
+  } else {
+    // New directories (a run copied in whole) are watched and read too.
+    const QStringList watched = m_fs.directories();
+    for (const QString& d : result.subdirs) {
+      if (watched.contains(d)) continue;
+      addTree(d);
+      m_dirty.insert(d);
+    }
+    if (!result.pending.isEmpty()) {
+      m_pending.insert(result.dir, result.pending);
+      m_recheck.start(std::max(100, m_settleMs / 4));
+    }
+    if (result.run.checkpoints.empty() && result.run.error.isEmpty()) emit runRemoved(result.dir);
+    else emit runChanged(result.run);
+  }
+  if (!m_dirty.isEmpty()) m_debounce.start();
+  if (m_running.isEmpty()) m_jobs.clearFutures();
+}
+
+}  // namespace ckpt

@@ -1,0 +1,79 @@
+#pragma once
+
+#include <QElapsedTimer>
+#include <QFileSystemWatcher>
+#include <QFutureSynchronizer>
+#include <QHash>
+#include <QObject>
+#include <QSet>
+#include <QStringList>
+#include <QTimer>
+#include <vector>
+
+#include "browser/pathscan.h"
+
+namespace ckpt {
+
+// Keeps the browser current while runs grow. It watches the opened
+// directories and every directory below them; when one changes it re-reads
+// that directory's checkpoints off the GUI thread (metadata only) and
+// reports the run's new list. A file that cannot be read yet and was
+// modified within the settle time is taken to be still being written (torch
+// writes the zip directory last): it is left out and looked at again, so a
+// checkpoint appears once it is complete. A file that stays unreadable
+// after that shows up with its error.
+class RunWatcher : public QObject {
+  Q_OBJECT
+
+ public:
+  explicit RunWatcher(QObject* parent = nullptr);
+  ~RunWatcher() override;
+
+  // Starts over: `roots` are the opened directories (files opened directly
+  // are not watched).
+  void watch(const QStringList& roots);
+  void stop();
+  // How long an unreadable file must stay unchanged before it is listed as
+  // broken (default 3 s).
+  void setSettleTime(int ms) { m_settleMs = ms; }
+  [[nodiscard]] QStringList watchedDirectories() const { return m_fs.directories(); }
+  // Files left out for now because they are still being written.
+  [[nodiscard]] QStringList pendingFiles() const;
+
+ signals:
+  // A run directory's checkpoints changed (or a new run appeared).
+  void runChanged(const ckpt::BrowseGroup& run);
+  // A run directory was deleted or holds no checkpoints any more.
+  void runRemoved(const QString& path);
+
+ private:
+  struct Job;
+  struct Result {
+    QString dir;
+    bool gone = false;
+    BrowseGroup run;
+    QStringList pending;
+    QStringList subdirs;  // directories below `dir`, to watch as well
+  };
+
+  void onDirectoryChanged(const QString& dir);
+  void rescanDirty();
+  void onJobDone(const Result& result);
+  void addTree(const QString& dir);
+  [[nodiscard]] QString rootOf(const QString& dir) const;
+  [[nodiscard]] QString runName(const QString& root, const QString& dir) const;
+
+  QFileSystemWatcher m_fs;
+  QStringList m_roots;
+  QSet<QString> m_dirty;
+  QSet<QString> m_running;
+  QHash<QString, QStringList> m_pending;  // dir -> files still being written
+  QSet<QString> m_nonEmpty;               // run directories reported with checkpoints
+  QTimer m_debounce;
+  QTimer m_recheck;
+  int m_settleMs = 3000;
+  int m_generation = 0;  // bumped by watch(): late results of an older watch are dropped
+  QFutureSynchronizer<void> m_jobs;
+};
+
+}  // namespace ckpt
