@@ -50,10 +50,12 @@ int main(int argc, char** argv) {
   const auto tmp = std::filesystem::temp_directory_path() / "ckpt_bench_stats.pt";
   if (!std::filesystem::exists(path)) {
     path = tmp.string();
-    name = "w";
+    name.assign(1, 'w');  // not = "w": GCC 12 warns falsely (-Wrestrict, PR 105329)
     std::printf("no checkpoint given: writing a 50257 x 768 float32 tensor to %s\n", path.c_str());
-    const std::string cmd = "/usr/bin/python3 -c \"import torch; torch.manual_seed(0); "
-                            "torch.save({'w': torch.randn(50257, 768) * 0.02}, '" + path + "')\"";
+    std::string cmd = "/usr/bin/python3 -c \"import torch; torch.manual_seed(0); ";
+    cmd += "torch.save({'w': torch.randn(50257, 768) * 0.02}, '";
+    cmd += path;
+    cmd += "')\"";
     if (std::system(cmd.c_str()) != 0) return 1;
   }
   const auto file = ckpt::CheckpointFile::open(path);
@@ -103,8 +105,11 @@ int main(int argc, char** argv) {
   // dict keys carry dots themselves).
   std::string py = "/usr/bin/python3 - <<'EOF'\n";
   py += "import time, torch\n";
-  py += "t = torch.load('" + path + "', map_location='cpu')\n";
-  py += "rest = '" + name + "'\n";
+  py += "t = torch.load('";
+  py += path;
+  py += "', map_location='cpu')\nrest = '";
+  py += name;
+  py += "'\n";
   py += "while rest:\n";
   py += "    keys = [k for k in t.keys() if rest == k or rest.startswith(str(k) + '.')]\n";
   py += "    k = max(keys, key=lambda k: len(str(k)))\n";
