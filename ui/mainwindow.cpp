@@ -29,7 +29,7 @@
 #include "browser/checkpointlistmodel.h"
 #include "browser/runwatcher.h"
 #include "curves/curvesview.h"
-#include "inspector/summarywidget.h"
+#include "inspector/inspectorwidget.h"
 #include "textformat.h"
 
 namespace ckpt {
@@ -88,11 +88,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   m_browserDock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
   addDockWidget(Qt::LeftDockWidgetArea, m_browserDock);
 
-  m_summary = new SummaryWidget(this);
+  m_inspector = new InspectorWidget(this);
   m_curves = new CurvesView(this);
   m_tabs = new QTabWidget(this);
   m_tabs->setDocumentMode(true);
-  m_tabs->addTab(m_summary, tr("Inspect"));
+  m_tabs->addTab(m_inspector, tr("Inspect"));
   m_tabs->addTab(m_curves, tr("Curves"));
   setCentralWidget(m_tabs);
 
@@ -153,7 +153,7 @@ void MainWindow::createMenus() {
   });
   QAction* inspect = view->addAction(tr("&Inspect"));
   inspect->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_1));
-  connect(inspect, &QAction::triggered, this, [this] { m_tabs->setCurrentWidget(m_summary); });
+  connect(inspect, &QAction::triggered, this, [this] { m_tabs->setCurrentWidget(m_inspector); });
   QAction* curves = view->addAction(tr("&Curves"));
   curves->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_2));
   connect(curves, &QAction::triggered, this, [this] { m_tabs->setCurrentWidget(m_curves); });
@@ -276,7 +276,7 @@ void MainWindow::openPaths(const QStringList& paths) {
   setWindowTitle(shown.isEmpty() ? tr("CkptScope") : tr("CkptScope — %1").arg(shown.join(", ")));
 
   m_model->clear();
-  m_summary->showMessage(tr("Scanning..."), {});
+  m_inspector->showMessage(tr("Scanning..."), {});
   m_curves->clear(tr("Scanning..."));
   m_loadPending = true;
   m_summaryPending = false;
@@ -331,7 +331,7 @@ void MainWindow::onScanFinished() {
     checkpointView()->setCurrentIndex(first);
     checkpointView()->scrollTo(first);
   } else {
-    m_summary->showMessage(
+    m_inspector->showMessage(
         tr("No checkpoints found"),
         tr("<p>No .pt, .pth, .bin, .ckpt or .safetensors checkpoints under:</p><p>%1</p>")
             .arg(m_paths.join("<br>").toHtmlEscaped()));
@@ -378,12 +378,12 @@ void MainWindow::refreshCurvesLater() {
 
 void MainWindow::setView(View view) {
   m_view = view;
-  m_tabs->setCurrentWidget(view == View::Curves ? static_cast<QWidget*>(m_curves) : m_summary);
+  m_tabs->setCurrentWidget(view == View::Curves ? static_cast<QWidget*>(m_curves) : m_inspector);
 }
 
 void MainWindow::onCheckpointActivated(const QString& path) {
   // A marker on a curve: show that checkpoint as if picked in the list.
-  if (selectPath(path)) m_tabs->setCurrentWidget(m_summary);
+  if (selectPath(path)) m_tabs->setCurrentWidget(m_inspector);
 }
 
 void MainWindow::onCurrentChanged(const QModelIndex& proxyIndex) {
@@ -409,7 +409,7 @@ void MainWindow::onCurrentChanged(const QModelIndex& proxyIndex) {
                        stage.data(int(CheckpointListModel::Role::Path)).toString().toHtmlEscaped(),
                        countText(uint64_t(m_model->rowCount(stage)), "checkpoint", "checkpoints"));
     }
-    m_summary->showMessage(family, tr("<p>The stages of %1, in training order:</p>").arg(family.toHtmlEscaped()) +
+    m_inspector->showMessage(family, tr("<p>The stages of %1, in training order:</p>").arg(family.toHtmlEscaped()) +
                                        QString("<table cellspacing='0' cellpadding='3'>%1</table>").arg(rows));
     statusBar()->showMessage(tr("%1: %2").arg(family, countText(uint64_t(stages), "stage", "stages")));
     emit summaryShown(family);
@@ -420,7 +420,7 @@ void MainWindow::onSummaryReady() {
   const CheckpointSummary summary = m_summaryWatcher.result();
   if (summary.path != m_summaryPath) return;  // superseded by a later selection
   m_summaryPending = false;
-  m_summary->showSummary(summary);
+  m_inspector->showSummary(summary);
   statusBar()->showMessage(summary.ok() ? tr("%1: %2").arg(summary.path, countText(summary.tensors.size(), "tensor", "tensors"))
                                         : tr("%1: cannot be read").arg(summary.path));
   emit summaryShown(summary.path);
@@ -429,7 +429,7 @@ void MainWindow::onSummaryReady() {
 
 void MainWindow::showGroupSummary(const BrowseGroup& group) {
   if (!group.error.isEmpty()) {
-    m_summary->showMessage(group.name, QString("<p style='color:#a00000'><b>%1</b></p><p>%2</p>")
+    m_inspector->showMessage(group.name, QString("<p style='color:#a00000'><b>%1</b></p><p>%2</p>")
                                            .arg(tr("Cannot scan this directory").toHtmlEscaped(),
                                                 group.error.toHtmlEscaped()));
     return;
@@ -450,7 +450,7 @@ void MainWindow::showGroupSummary(const BrowseGroup& group) {
                         group.path.isEmpty() ? tr("files opened directly") : group.path)
                    .toHtmlEscaped(),
                tr("File"), tr("Step"), tr("Kind"), tr("Loss"), tr("Size"), rows);
-  m_summary->showMessage(group.name, html);
+  m_inspector->showMessage(group.name, html);
 }
 
 }  // namespace ckpt

@@ -22,7 +22,7 @@ class BrowserPanel;
 class CheckpointListModel;
 class CurvesView;
 class RunWatcher;
-class SummaryWidget;
+class InspectorWidget;
 
 // The CkptScope window: the experiments browser (a dock: runs, stage
 // families and checkpoints under the opened paths, with a filter box); in
@@ -70,7 +70,7 @@ class MainWindow : public QMainWindow {
   [[nodiscard]] QTreeView* checkpointView() const;
   [[nodiscard]] BrowserPanel* browserPanel() const { return m_browser; }
   [[nodiscard]] RunWatcher* runWatcher() const { return m_watcher; }
-  [[nodiscard]] SummaryWidget* summaryWidget() const { return m_summary; }
+  [[nodiscard]] InspectorWidget* inspector() const { return m_inspector; }
   [[nodiscard]] CurvesView* curvesView() const { return m_curves; }
   [[nodiscard]] QTabWidget* tabs() const { return m_tabs; }
 
@@ -118,7 +118,7 @@ class MainWindow : public QMainWindow {
   QTimer m_curvesRefresh;
   bool m_layoutSet = false;  // restored from the settings, or sized on first show
   QTabWidget* m_tabs = nullptr;
-  SummaryWidget* m_summary = nullptr;
+  InspectorWidget* m_inspector = nullptr;
   CurvesView* m_curves = nullptr;
   View m_view = View::Inspect;
 

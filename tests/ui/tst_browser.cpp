@@ -20,7 +20,7 @@
 #include "browser/browserpanel.h"
 #include "browser/checkpointlistmodel.h"
 #include "browser/runwatcher.h"
-#include "inspector/summarywidget.h"
+#include "inspector/inspectorwidget.h"
 #include "mainwindow.h"
 
 using namespace ckpt;
@@ -154,7 +154,7 @@ void TestBrowser::stageFamilies() {
   QSignalSpy shown(&w, &MainWindow::summaryShown);
   w.checkpointView()->setCurrentIndex(w.browserPanel()->proxy()->mapFromSource(family));
   QTRY_VERIFY(shown.count() >= 1);
-  const QString text = w.summaryWidget()->text();
+  const QString text = w.inspector()->text();
   QVERIFY2(text.contains("fam-pretrain") && text.contains("fam-dpo"), qPrintable(text));
   QVERIFY(text.indexOf("fam-pretrain") < text.indexOf("fam-sft"));
 }

@@ -24,7 +24,7 @@
 
 #include "browser/checkpointlistmodel.h"
 #include "curves/curvesview.h"
-#include "inspector/summarywidget.h"
+#include "inspector/inspectorwidget.h"
 #include "mainwindow.h"
 #include "screenshot.h"
 #include "textformat.h"
@@ -639,7 +639,7 @@ void TestCurves::mainWindowCurvesTab() {
       QDir::cleanPath(
           w.checkpointView()->currentIndex().data(int(CheckpointListModel::Role::Path)).toString()),
       QDir::cleanPath(expected), 5000);
-  QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(w.summaryWidget()));
+  QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(w.inspector()));
 
   // A new scan starts the curves over.
   QSignalSpy again(w.curvesView(), &CurvesView::curvesReady);
@@ -656,7 +656,7 @@ void TestCurves::mainWindowViews() {
   // Browse: the first run's overview rather than its first checkpoint.
   MainWindow w;
   w.setView(MainWindow::View::Browse);
-  QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(w.summaryWidget()));
+  QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(w.inspector()));
   QSignalSpy loaded(&w, &MainWindow::loaded);
   w.openPaths({m_dir->path()});
   QVERIFY(loaded.wait(kLoadTimeoutMs));

@@ -20,7 +20,7 @@
 
 #include "browser/browserpanel.h"
 #include "browser/checkpointlistmodel.h"
-#include "inspector/summarywidget.h"
+#include "inspector/inspectorwidget.h"
 #include "inspector/tensortablemodel.h"
 #include "mainwindow.h"
 #include "screenshot.h"
@@ -157,8 +157,8 @@ void TestMainWindow::listsRunsFromManifest() {
   // The tree shows the filter proxy's rows.
   const QModelIndex current = w.browserPanel()->proxy()->mapToSource(w.checkpointView()->currentIndex());
   QVERIFY(model->checkpoint(current));
-  QCOMPARE(w.summaryWidget()->shownPath(), current.data(int(Role::Path)).toString());
-  QVERIFY(!w.summaryWidget()->text().isEmpty());
+  QCOMPARE(w.inspector()->shownPath(), current.data(int(Role::Path)).toString());
+  QVERIFY(!w.inspector()->text().isEmpty());
 }
 
 void TestMainWindow::summaryShowsStepAndLoss_data() {
@@ -178,17 +178,17 @@ void TestMainWindow::summaryShowsStepAndLoss() {
   QFETCH(QString, rel);
   const QJsonObject e = m_runs.value(rel).toObject();
   MainWindow w;
-  QAbstractItemModelTester tester(w.summaryWidget()->tensorModel(),
+  QAbstractItemModelTester tester(w.inspector()->tensorModel(),
                                   QAbstractItemModelTester::FailureReportingMode::QtTest);
   QVERIFY(openAndWait(w, {m_runsDir}));
 
   const QString path = fixture(rel);
   QSignalSpy shown(&w, &MainWindow::summaryShown);
   QVERIFY(w.selectPath(path));
-  QTRY_VERIFY_WITH_TIMEOUT(cleanAbsolute(w.summaryWidget()->shownPath()) == cleanAbsolute(path), kLoadTimeoutMs);
+  QTRY_VERIFY_WITH_TIMEOUT(cleanAbsolute(w.inspector()->shownPath()) == cleanAbsolute(path), kLoadTimeoutMs);
   QVERIFY(shown.count() >= 1);
 
-  const QString text = w.summaryWidget()->text();
+  const QString text = w.inspector()->text();
   const QString step = QString::number(qint64(e.value("step").toDouble()));
   // Python prints floats with the shortest round-trip digits; so does the summary.
   const QString loss = QString::number(e.value("loss").toDouble(), 'g', QLocale::FloatingPointShortest);
@@ -196,8 +196,8 @@ void TestMainWindow::summaryShowsStepAndLoss() {
   QVERIFY2(text.contains(QRegularExpression("Loss\\s+" + QRegularExpression::escape(loss) + "\\b")),
            qPrintable(loss + " not in:\n" + text));
   QVERIFY(!text.contains("Cannot read"));
-  if (m_tensorCounts.count(rel)) QCOMPARE(w.summaryWidget()->tensorModel()->rowCount(), m_tensorCounts[rel]);
-  QVERIFY(w.summaryWidget()->tensorModel()->rowCount() > 0);
+  if (m_tensorCounts.count(rel)) QCOMPARE(w.inspector()->tensorModel()->rowCount(), m_tensorCounts[rel]);
+  QVERIFY(w.inspector()->tensorModel()->rowCount() > 0);
 }
 
 void TestMainWindow::unreadableFileShowsError() {
@@ -210,16 +210,16 @@ void TestMainWindow::unreadableFileShowsError() {
   QVERIFY(!row.data(int(Role::Error)).toString().isEmpty());
 
   QVERIFY(w.selectPath(fixture(rel)));
-  QTRY_VERIFY_WITH_TIMEOUT(cleanAbsolute(w.summaryWidget()->shownPath()) == cleanAbsolute(fixture(rel)),
+  QTRY_VERIFY_WITH_TIMEOUT(cleanAbsolute(w.inspector()->shownPath()) == cleanAbsolute(fixture(rel)),
                            kLoadTimeoutMs);
-  const QString text = w.summaryWidget()->text();
+  const QString text = w.inspector()->text();
   QVERIFY2(text.contains("Cannot read this file"), qPrintable(text));
-  QCOMPARE(w.summaryWidget()->tensorModel()->rowCount(), 0);
+  QCOMPARE(w.inspector()->tensorModel()->rowCount(), 0);
 
   // And the window still works: another file after the broken one.
   QVERIFY(w.selectPath(fixture("runs/tiny/tiny_step100.pt")));
-  QTRY_VERIFY_WITH_TIMEOUT(w.summaryWidget()->shownPath().endsWith("tiny_step100.pt"), kLoadTimeoutMs);
-  QVERIFY(!w.summaryWidget()->text().contains("Cannot read"));
+  QTRY_VERIFY_WITH_TIMEOUT(w.inspector()->shownPath().endsWith("tiny_step100.pt"), kLoadTimeoutMs);
+  QVERIFY(!w.inspector()->text().contains("Cannot read"));
 }
 
 void TestMainWindow::filesGroupAndMissingPaths() {
@@ -238,12 +238,12 @@ void TestMainWindow::filesGroupAndMissingPaths() {
     QCOMPARE(cleanAbsolute(row.data(int(Role::Path)).toString()), cleanAbsolute(files[r]));
     QCOMPARE(row.data(int(Role::Error)).toString().isEmpty(), r == 0);
   }
-  QCOMPARE(cleanAbsolute(w.summaryWidget()->shownPath()), cleanAbsolute(files[0]));
+  QCOMPARE(cleanAbsolute(w.inspector()->shownPath()), cleanAbsolute(files[0]));
 
   // The missing file, selected: its error in the summary.
   QVERIFY(w.selectPath(files[2]));
-  QTRY_VERIFY_WITH_TIMEOUT(w.summaryWidget()->shownPath().endsWith("exist.pt"), kLoadTimeoutMs);
-  QVERIFY(w.summaryWidget()->text().contains("Cannot read this file"));
+  QTRY_VERIFY_WITH_TIMEOUT(w.inspector()->shownPath().endsWith("exist.pt"), kLoadTimeoutMs);
+  QVERIFY(w.inspector()->text().contains("Cannot read this file"));
 }
 
 void TestMainWindow::emptyDirectory() {
@@ -252,7 +252,7 @@ void TestMainWindow::emptyDirectory() {
   MainWindow w;
   QVERIFY(openAndWait(w, {dir.path()}));
   QCOMPARE(w.checkpointModel()->rowCount(), 0);
-  QVERIFY(w.summaryWidget()->text().contains("No checkpoints found"));
+  QVERIFY(w.inspector()->text().contains("No checkpoints found"));
 }
 
 void TestMainWindow::screenshotInProcess() {
