@@ -1,0 +1,132 @@
+#!/usr/bin/python3
+"""Helpers of bench/run_diff_bench.sh (Debian's python3-torch).
+
+    diff_bench.py perturb SRC DST      a perturbed copy of SRC (cached: a stamp
+                                       file DST.stamp.json records SRC's size
+                                       and mtime; a matching DST is kept)
+    diff_bench.py python A B           the Python anchor: torch.load both, then
+                                       a per-tensor loop computing the diff's
+                                       metrics in float64 (tests/python/
+                                       diff_reference.py, the test reference);
+                                       prints JSON {"load_s", "loop_s",
+                                       "total_s", "peak_rss", "tensors"}
+    diff_bench.py measure N CMD...     runs CMD N times; prints JSON
+                                       {"wall_s": [...], "peak_rss": bytes
+                                       (largest ru_maxrss of a run)}
+"""
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "python"))
+
+# Bump when the perturbation changes: cached copies are then rewritten.
+GENERATOR_VERSION = 1
+
+
+def perturb(src, dst):
+    stamp_path = dst + ".stamp.json"
+    st = os.stat(src)
+    want = {"generator_version": GENERATOR_VERSION, "src": os.path.basename(src), "src_size": st.st_size,
+            "src_mtime": int(st.st_mtime)}
+    if os.path.exists(dst) and os.path.exists(stamp_path):
+        try:
+            with open(stamp_path) as f:
+                have = json.load(f)
+            if have.get("stamp") == want and have.get("size") == os.path.getsize(dst):
+                print("diff_bench: %s is up to date (%.2f GB), not rewritten" % (dst, have["size"] / 1e9))
+                return 0
+        except (OSError, ValueError):
+            pass
+    if os.path.exists(stamp_path):
+        os.remove(stamp_path)
+
+    import torch
+    t0 = time.perf_counter()
+    ckpt = torch.load(src, map_location="cpu")
+    g = torch.Generator().manual_seed(4321)
+    sd = ckpt["model_state"]
+    done = {}
+    with torch.no_grad():
+        # A fine-tuning-sized change that grows with depth, in place so that
+        # the tied lm_head.weight / token_embed.weight stay one storage.
+        for name, t in sd.items():
+            if t.data_ptr() in done:
+                continue
+            done[t.data_ptr()] = name
+            depth = int(name.split(".")[1]) + 1 if name.startswith("blocks.") else 0
+            scale = 1e-3 * (1 + depth) * (float(t.abs().mean()) + 1e-6)
+            t.add_(torch.randn(t.shape, generator=g) * scale)
+    meta = dict(ckpt["metadata"], step=ckpt["metadata"]["step"] + 1000, loss=2.8123, train_loss=2.8123,
+                val_loss=2.8990, stage="sft", learning_rate=1e-5)
+    ckpt["metadata"] = meta
+    ckpt.update(meta)
+    out_dir = os.path.dirname(os.path.abspath(dst))
+    scratch = os.path.join(out_dir, ".partial-%d" % os.getpid())
+    os.makedirs(scratch, exist_ok=True)
+    tmp = os.path.join(scratch, os.path.basename(dst))
+    try:
+        torch.save(ckpt, tmp)
+        os.replace(tmp, dst)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    with open(stamp_path, "w") as f:
+        json.dump({"stamp": want, "size": os.path.getsize(dst)}, f, indent=1)
+    print("diff_bench: wrote %s (%.2f GB) in %.1f s" % (dst, os.path.getsize(dst) / 1e9, time.perf_counter() - t0))
+    return 0
+
+
+def python_anchor(a, b):
+    import torch
+    import diff_reference
+    torch.set_num_threads(2)
+    t0 = time.perf_counter()
+    ca = torch.load(a, map_location="cpu")
+    cb = torch.load(b, map_location="cpu")
+    t1 = time.perf_counter()
+    # The same work as the C++ diff: names matched after stripping
+    # _orig_mod., per-tensor metrics in float64 with NaN/inf masked, ties
+    # once, per-block sums, metadata flattened.
+    res = diff_reference.diff_objects(ca, cb)
+    t2 = time.perf_counter()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({"load_s": t1 - t0, "loop_s": t2 - t1, "total_s": t2 - t0, "peak_rss": rss,
+                      "tensors": len(res["tensors"]), "torch": torch.__version__,
+                      "threads": torch.get_num_threads()}))
+    return 0
+
+
+def measure(n, cmd):
+    walls, peak = [], 0
+    for _ in range(n):
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+        _, status, ru = os.wait4(p.pid, 0)
+        walls.append(time.perf_counter() - t0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            print("diff_bench: %s exited with %d" % (" ".join(cmd), os.waitstatus_to_exitcode(status)),
+                  file=sys.stderr)
+            return 1
+        peak = max(peak, ru.ru_maxrss * 1024)
+    print(json.dumps({"wall_s": walls, "peak_rss": peak}))
+    return 0
+
+
+def main(argv):
+    if len(argv) >= 4 and argv[1] == "perturb":
+        return perturb(argv[2], argv[3])
+    if len(argv) >= 4 and argv[1] == "python":
+        return python_anchor(argv[2], argv[3])
+    if len(argv) >= 4 and argv[1] == "measure":
+        return measure(int(argv[2]), argv[3:])
+    print(__doc__.strip(), file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
