@@ -76,6 +76,13 @@ InspectorWidget::InspectorWidget(QWidget* parent) : QWidget(parent) {
     if (Tab(i) == Tab::Optimizer) computeOptimizerStats();
   });
   connect(&m_optWatcher, &QFutureWatcherBase::finished, this, &InspectorWidget::onOptimizerStats);
+  // Selecting shows a tensor in the background; Enter or a double click goes to it.
+  const auto toTensor = [this](const QModelIndex& index) {
+    if (m_tensorView->tensorIndex() >= 0 && index.isValid()) setCurrentTab(Tab::Tensor);
+  };
+  for (QAbstractItemView* v : std::initializer_list<QAbstractItemView*>{m_metaView, m_paramView, m_optView,
+                                                                         m_summary->tensorView()})
+    connect(v, &QAbstractItemView::activated, this, toTensor);
 }
 
 InspectorWidget::~InspectorWidget() {

@@ -119,18 +119,29 @@ TensorView::TensorView(QWidget* parent) : QWidget(parent) {
   layout->addWidget(split, 1);
 
   connect(&m_watcher, &QFutureWatcherBase::finished, this, &TensorView::onFinished);
+  connect(&m_heatWatcher, &QFutureWatcherBase::finished, this, &TensorView::onHeatFinished);
+  m_progressTimer.setInterval(100);
+  connect(&m_progressTimer, &QTimer::timeout, this, [this] {
+    if (m_running && m_permille) m_stats->setText(tr("Computing... %1%").arg(m_permille->load() / 10));
+  });
+  // A heat map follows the plot's size, once the resizing has settled.
+  m_resizeTimer.setSingleShot(true);
+  m_resizeTimer.setInterval(300);
+  connect(&m_resizeTimer, &QTimer::timeout, this, &TensorView::resampleHeatMap);
   setFile(nullptr);
 }
 
 TensorView::~TensorView() {
   if (m_cancel) m_cancel->store(true);
   m_watcher.waitForFinished();
+  m_heatWatcher.waitForFinished();
 }
 
 void TensorView::setFile(std::shared_ptr<const CheckpointFile> file) {
   if (m_cancel) m_cancel->store(true);
   ++m_generation;
   m_running = false;
+  m_progressTimer.stop();
   m_file = std::move(file);
   m_tensor = -1;
   m_analysis.reset();
@@ -168,24 +179,63 @@ void TensorView::showTensor(int index, const QString& name) {
   m_stats->setText(tr("Computing..."));
   clearPlots({});
 
+  m_running = true;
+  m_permille = std::make_shared<std::atomic<int>>(0);
+  m_progressTimer.start();
+  m_watcher.setFuture(
+      QtConcurrent::run(&TensorView::compute, m_file, index, ++m_generation, optionsFor(t), m_cancel, m_permille));
+}
+
+AnalysisOptions TensorView::optionsFor(const TensorInfo& t) const {
   AnalysisOptions opt;
   opt.bins = kBins;
   if (t.shape.size() >= 2) {
+    // The plot's inner area is a little smaller than the widget: close enough.
     opt.heatCols = std::clamp(m_heat->width(), kMinHeatCells, kMaxHeatCells);
     opt.heatRows = std::clamp(m_heat->height(), kMinHeatCells, kMaxHeatCells);
   }
-  m_running = true;
-  m_watcher.setFuture(QtConcurrent::run(&TensorView::compute, m_file, index, ++m_generation, opt, m_cancel));
+  return opt;
+}
+
+void TensorView::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  if (m_analysis && m_analysis->heatMap.rows > 0) m_resizeTimer.start();
+}
+
+void TensorView::resampleHeatMap() {
+  if (!m_file || !m_analysis || m_analysis->heatMap.rows == 0 || m_running) return;
+  const TensorInfo& t = m_file->tensors()[size_t(m_tensor)];
+  AnalysisOptions opt = optionsFor(t);
+  const auto [R, C] = matrixShape(t.shape);
+  const int wantRows = int(std::min<int64_t>(opt.heatRows, R)), wantCols = int(std::min<int64_t>(opt.heatCols, C));
+  const HeatMap& h = m_analysis->heatMap;
+  // Only when the cells would change by more than a quarter: a pass over the tensor is not free.
+  if (std::abs(wantRows - h.rows) * 4 <= h.rows && std::abs(wantCols - h.cols) * 4 <= h.cols) return;
+  opt.bins = 0;
+  m_heatWatcher.setFuture(QtConcurrent::run(&TensorView::compute, m_file, m_tensor, m_generation, opt, m_cancel,
+                                            std::make_shared<std::atomic<int>>(0)));
+}
+
+void TensorView::onHeatFinished() {
+  const Result r = m_heatWatcher.result();
+  if (r.generation != m_generation || !r.analysis || !m_analysis || r.analysis->heatMap.rows == 0) return;
+  m_analysis->heatMap = r.analysis->heatMap;
+  showHeatMap(m_analysis->heatMap);
+  emit heatMapResampled(r.tensor);
 }
 
 TensorView::Result TensorView::compute(std::shared_ptr<const CheckpointFile> file, int tensor, uint64_t generation,
-                                       AnalysisOptions options, std::shared_ptr<std::atomic<bool>> cancel) {
+                                       AnalysisOptions options, std::shared_ptr<std::atomic<bool>> cancel,
+                                       std::shared_ptr<std::atomic<int>> permille) {
   Result r;
   r.tensor = tensor;
   r.generation = generation;
   try {
     auto data = std::make_shared<const TensorData>(file->tensorData(size_t(tensor)));
-    r.analysis = analyzeTensor(*data, options, [&cancel](uint64_t, uint64_t) { return !cancel->load(); });
+    r.analysis = analyzeTensor(*data, options, [&](uint64_t done, uint64_t total) {
+      permille->store(total ? int(done * 1000 / total) : 1000);
+      return !cancel->load();
+    });
     r.data = std::move(data);
   } catch (const std::exception& e) {
     // Caught once here, at the thread boundary; shown in the panel.
@@ -198,6 +248,7 @@ void TensorView::onFinished() {
   const Result r = m_watcher.result();
   if (r.generation != m_generation) return;  // a later selection or file
   m_running = false;
+  m_progressTimer.stop();
   if (!r.error.isEmpty()) {
     m_stats->setText(tr("<p style='color:#a00000'>Cannot read this tensor:</p><p>%1</p>").arg(r.error.toHtmlEscaped()));
     clearPlots({});

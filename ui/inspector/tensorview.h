@@ -1,6 +1,7 @@
 #pragma once
 
 #include <QFutureWatcher>
+#include <QTimer>
 #include <QWidget>
 #include <atomic>
 #include <memory>
@@ -18,6 +19,7 @@ namespace ckpt {
 
 class CheckpointFile;
 class TensorData;
+struct TensorInfo;
 class ValueTableModel;
 
 // One tensor: its statistics, histogram, heat map (matrices) and values.
@@ -51,6 +53,11 @@ class TensorView : public QWidget {
  signals:
   void statsReady(int tensor);
   void statsFailed(int tensor, const QString& message);
+  // The heat map was computed again for a new plot size.
+  void heatMapResampled(int tensor);
+
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   struct Result {
@@ -61,8 +68,12 @@ class TensorView : public QWidget {
     QString error;
   };
   static Result compute(std::shared_ptr<const CheckpointFile> file, int tensor, uint64_t generation,
-                        AnalysisOptions options, std::shared_ptr<std::atomic<bool>> cancel);
+                        AnalysisOptions options, std::shared_ptr<std::atomic<bool>> cancel,
+                        std::shared_ptr<std::atomic<int>> permille);
+  [[nodiscard]] AnalysisOptions optionsFor(const TensorInfo& t) const;
   void onFinished();
+  void onHeatFinished();
+  void resampleHeatMap();
   void clearPlots(const QString& why);
   void showStats(const TensorStats& s);
   void showHistogram(const Histogram& h);
@@ -73,7 +84,11 @@ class TensorView : public QWidget {
   uint64_t m_generation = 0;
   bool m_running = false;
   std::shared_ptr<std::atomic<bool>> m_cancel;
+  std::shared_ptr<std::atomic<int>> m_permille;  // progress of the running job
   QFutureWatcher<Result> m_watcher;
+  QFutureWatcher<Result> m_heatWatcher;  // a heat map again, for a new size
+  QTimer m_progressTimer;
+  QTimer m_resizeTimer;
   std::optional<TensorAnalysis> m_analysis;
 
   QLabel* m_title = nullptr;
