@@ -431,6 +431,45 @@ class TestDiff : public QObject {
     }
   }
 
+  // Every hostile fixture of the reader tests, against itself and against a
+  // good file: the library throws nothing but FormatError, the CLI exits 0
+  // or 1 (one line per problem, naming the file), never crashes.
+  void hostileInputs() {
+    const QDir dir(QStringLiteral(CKPT_FIXTURE_DIR) + "/hostile");
+    const QStringList files = dir.entryList({"*.pt", "*.safetensors"}, QDir::Files, QDir::Name);
+    QVERIFY(files.size() >= 20);
+    const QString good = QString::fromStdString(kDir + "/perturbed/a.pt");
+    int opened = 0;
+    for (const QString& name : files) {
+      const QString path = dir.filePath(name);
+      std::unique_ptr<ckpt::CheckpointFile> f;
+      try {
+        f = ckpt::CheckpointFile::open(path.toStdString());
+      } catch (const ckpt::FormatError&) {
+      }
+      if (f) {
+        ++opened;
+        const auto g = ckpt::CheckpointFile::open(good.toStdString());
+        try {
+          (void)ckpt::diffCheckpoints(*f, *f);
+          (void)ckpt::diffCheckpoints(*g, *f);
+        } catch (const ckpt::FormatError&) {
+        }
+      }
+      for (const QStringList& args :
+           {QStringList{"diff", path, path}, QStringList{"diff", good, path, "--json"}}) {
+        const auto r = cli(args);
+        QVERIFY2(r.exitCode == 0 || r.exitCode == 1,
+                 qPrintable(name + ": exit " + QString::number(r.exitCode)));
+        if (r.exitCode == 1) {
+          QVERIFY2(r.err.startsWith("ckptscope-cli: "), qPrintable(name + ": " + r.err));
+          QVERIFY2(r.err.contains(path.toUtf8()), qPrintable(name + ": " + r.err));
+        }
+      }
+    }
+    QVERIFY(opened >= 3);  // the control files at least
+  }
+
   // A tensor whose bytes are missing (a truncated copy): the rest is still
   // compared, the tensor carries an error naming the file, the CLI exits 1.
   void truncatedFile() {

@@ -155,8 +155,8 @@ struct DiffOptions {
   int threads = 0;
   // Elements converted per read (two double buffers of this size per thread).
   size_t chunkElements = 16384;
-  // Called with the bytes compared so far and in all, from a worker thread
-  // (never two at once), at least every few MB; returning false cancels:
+  // Called with the bytes compared so far and in all, from the calling thread
+  // or a worker (never two at once), about every 4 MB; returning false cancels:
   // the result comes back with `cancelled` set and the tensors done so far.
   std::function<bool(size_t done, size_t total)> progress;
 };
