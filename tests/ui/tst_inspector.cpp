@@ -298,6 +298,22 @@ void TestInspector::valueTableLoadsLazily() {
   const int t = ready.last().at(0).toInt();
   const TensorData d = m_summary.file->tensorData(size_t(t));
   QCOMPARE(cell.data(int(ValueTableModel::Role::Value)).toDouble(), d.at(100 * 32 + 7));
+
+  // A window of 40 rows over the 128: "go to row" moves it, headers keep the true row.
+  QAbstractItemModelTester tester(v, QAbstractItemModelTester::FailureReportingMode::QtTest);
+  v->setWindowRows(40);
+  v->setTensor(m_w->tensorView()->valueModel() == v ? std::make_shared<const TensorData>(d) : nullptr);
+  QCOMPARE(v->rowCount(), 40);
+  QCOMPARE(v->totalRows(), int64_t(128));
+  m_w->tensorView()->goToRow(117);
+  QVERIFY(v->firstRow() > 0);
+  QVERIFY(v->firstRow() + v->rowCount() <= 128);
+  const int r = int(117 - v->firstRow());
+  QCOMPARE(v->headerData(r, Qt::Vertical).toString(), QString("117"));
+  QCOMPARE(m_w->tensorView()->valueView()->currentIndex().row(), r);
+  const QModelIndex far = v->index(r, 31);
+  if (!far.data(int(ValueTableModel::Role::Value)).isValid()) QVERIFY(loaded.wait(kWaitMs));
+  QCOMPARE(far.data(int(ValueTableModel::Role::Value)).toDouble(), d.at(117 * 32 + 31));
 }
 
 void TestInspector::tensorTableSelects() {

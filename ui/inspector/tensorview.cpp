@@ -3,12 +3,14 @@
 #include <QGridLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QSpinBox>
 #include <QSplitter>
 #include <QTableView>
 #include <QTextDocument>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
 #include <cmath>
+#include <limits>
 #include <qcustomplot.h>
 
 #include "ckpt/format/checkpoint_file.h"
@@ -98,9 +100,25 @@ TensorView::TensorView(QWidget* parent) : QWidget(parent) {
   heatLayout->addWidget(m_heat, 1);
   heatLayout->addWidget(m_heatNote);
 
+  // The value table scrolls a window of rows; "Go to row" moves the window.
+  auto* valuePanel = new QWidget(this);
+  m_rowBox = new QSpinBox(valuePanel);
+  m_rowBox->setKeyboardTracking(false);
+  m_rowBox->setGroupSeparatorShown(true);
+  m_rowTotal = new QLabel(valuePanel);
+  auto* rowLine = new QHBoxLayout;
+  rowLine->addWidget(new QLabel(tr("Go to row"), valuePanel));
+  rowLine->addWidget(m_rowBox);
+  rowLine->addWidget(m_rowTotal, 1);
+  auto* valueLayout = new QVBoxLayout(valuePanel);
+  valueLayout->setContentsMargins(0, 0, 0, 0);
+  valueLayout->addLayout(rowLine);
+  valueLayout->addWidget(m_valueView, 1);
+  connect(m_rowBox, &QSpinBox::valueChanged, this, [this](int row) { goToRow(row); });
+
   auto* lower = new QSplitter(Qt::Horizontal, this);
   lower->addWidget(heatPanel);
-  lower->addWidget(m_valueView);
+  lower->addWidget(valuePanel);
   lower->setStretchFactor(0, 3);
   lower->setStretchFactor(1, 2);
   lower->setChildrenCollapsible(false);
@@ -149,6 +167,7 @@ void TensorView::setFile(std::shared_ptr<const CheckpointFile> file) {
   m_title->setText(tr("No tensor selected"));
   m_subtitle->setText(tr("Select a tensor in Parameters, Optimizer, Metadata or the Summary's tensor table."));
   m_stats->clear();
+  m_rowTotal->clear();
   clearPlots({});
 }
 
@@ -184,6 +203,14 @@ void TensorView::showTensor(int index, const QString& name) {
   m_progressTimer.start();
   m_watcher.setFuture(
       QtConcurrent::run(&TensorView::compute, m_file, index, ++m_generation, optionsFor(t), m_cancel, m_permille));
+}
+
+void TensorView::goToRow(int64_t row) {
+  if (m_values->rowCount() == 0) return;
+  const int r = m_values->showRow(row);
+  const QModelIndex at = m_values->index(r, 0);
+  m_valueView->scrollTo(at, QAbstractItemView::PositionAtTop);
+  m_valueView->setCurrentIndex(at);
 }
 
 AnalysisOptions TensorView::optionsFor(const TensorInfo& t) const {
@@ -268,6 +295,12 @@ void TensorView::onFinished() {
     m_heatNote->show();
   }
   m_values->setTensor(r.data);
+  {
+    const QSignalBlocker block(m_rowBox);
+    m_rowBox->setRange(0, int(std::clamp<int64_t>(m_values->totalRows() - 1, 0, std::numeric_limits<int>::max())));
+    m_rowBox->setValue(0);
+  }
+  m_rowTotal->setText(tr("of %1").arg(groupedNumber(uint64_t(m_values->totalRows()))));
   emit statsReady(r.tensor);
 }
 

@@ -13,6 +13,7 @@ class QCPBars;
 class QCPColorMap;
 class QCustomPlot;
 class QLabel;
+class QSpinBox;
 class QTableView;
 
 namespace ckpt {
@@ -45,6 +46,9 @@ class TensorView : public QWidget {
   // The last finished analysis of tensorIndex().
   [[nodiscard]] const std::optional<TensorAnalysis>& analysis() const { return m_analysis; }
   [[nodiscard]] ValueTableModel* valueModel() const { return m_values; }
+  [[nodiscard]] QTableView* valueView() const { return m_valueView; }
+  // Scrolls the value table to tensor row `row` (the "Go to row" box).
+  void goToRow(int64_t row);
   [[nodiscard]] QCustomPlot* histogramPlot() const { return m_histogram; }
   [[nodiscard]] QCustomPlot* heatMapPlot() const { return m_heat; }
   // The statistics panel as plain text.
@@ -101,6 +105,8 @@ class TensorView : public QWidget {
   QLabel* m_heatNote = nullptr;
   ValueTableModel* m_values = nullptr;
   QTableView* m_valueView = nullptr;
+  QSpinBox* m_rowBox = nullptr;
+  QLabel* m_rowTotal = nullptr;
 };
 
 }  // namespace ckpt

@@ -28,6 +28,7 @@ void ValueTableModel::setTensor(std::shared_ptr<const TensorData> data) {
   m_age.clear();
   m_pending.clear();
   m_rows = m_cols = 0;
+  m_totalRows = m_first = 0;
   m_shape.clear();
   if (m_data) {
     m_shape = m_data->info().shape;
@@ -35,14 +36,26 @@ void ValueTableModel::setTensor(std::shared_ptr<const TensorData> data) {
     m_matrix = m_shape.size() >= 2 && m_shape.back() > 0 && m_shape.back() <= kMaxColumns;
     const uint64_t cols = m_matrix ? uint64_t(m_shape.back()) : 1;
     m_cols = n ? int(cols) : 0;
-    m_rows = n ? int(std::min<uint64_t>(n / cols, uint64_t(std::numeric_limits<int>::max()))) : 0;
+    m_totalRows = n ? int64_t(n / cols) : 0;
+    m_rows = int(std::min<int64_t>(m_totalRows, m_windowRows));
     m_blockRows = int(std::clamp<int64_t>(kBlockElements / int64_t(cols), 1, 4096));
   }
   endResetModel();
 }
 
+int ValueTableModel::showRow(int64_t row) {
+  row = std::clamp<int64_t>(row, 0, std::max<int64_t>(0, m_totalRows - 1));
+  if (row >= m_first && row < m_first + m_rows) return int(row - m_first);
+  beginResetModel();
+  // The row a quarter down the window, the window on block boundaries.
+  m_first = std::max<int64_t>(0, row - m_windowRows / 4);
+  m_rows = int(std::min<int64_t>(m_totalRows - m_first, m_windowRows));
+  endResetModel();
+  return int(row - m_first);
+}
+
 uint64_t ValueTableModel::elementIndex(int row, int column) const {
-  return uint64_t(row) * uint64_t(std::max(m_cols, 1)) + uint64_t(column);
+  return uint64_t(m_first + row) * uint64_t(std::max(m_cols, 1)) + uint64_t(column);
 }
 
 int ValueTableModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : m_rows; }
@@ -52,10 +65,10 @@ int ValueTableModel::columnCount(const QModelIndex& parent) const { return paren
 QVariant ValueTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (role != Qt::DisplayRole) return {};
   if (orientation == Qt::Horizontal) return m_matrix ? QString::number(section) : tr("Value");
-  if (!m_matrix || m_shape.size() <= 2) return QString::number(section);
+  int64_t r = m_first + section;
+  if (!m_matrix || m_shape.size() <= 2) return QString::number(r);
   // [i, j] over the leading dimensions of a 3-D or wider tensor.
   QStringList idx;
-  int64_t r = section;
   for (size_t d = m_shape.size() - 1; d-- > 0;) {
     idx.prepend(QString::number(r % m_shape[d]));
     r /= m_shape[d];
@@ -67,23 +80,24 @@ QVariant ValueTableModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
   if (role != Qt::DisplayRole && role != int(Role::Value) && role != Qt::TextAlignmentRole) return {};
   if (role == Qt::TextAlignmentRole) return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
-  const int block = index.row() / m_blockRows;
+  const int64_t row = m_first + index.row();
+  const int64_t block = row / m_blockRows;
   const auto it = m_cache.find(block);
   if (it == m_cache.end()) {
     request(block);
     return role == Qt::DisplayRole ? QVariant(QStringLiteral("\u2026")) : QVariant();
   }
-  const size_t at = size_t(index.row() - block * m_blockRows) * size_t(m_cols) + size_t(index.column());
+  const size_t at = size_t(row - block * m_blockRows) * size_t(m_cols) + size_t(index.column());
   if (at >= it->second->size()) return {};
   const double v = (*it->second)[at];
   if (role == int(Role::Value)) return v;
   return statText(v);
 }
 
-void ValueTableModel::request(int block) const {
+void ValueTableModel::request(int64_t block) const {
   if (!m_data || m_pending.count(block)) return;
   m_pending.insert(block);
-  const uint64_t first = elementIndex(block * m_blockRows, 0);
+  const uint64_t first = uint64_t(block) * uint64_t(m_blockRows) * uint64_t(m_cols);
   const size_t count = size_t(m_blockRows) * size_t(m_cols);
   auto* self = const_cast<ValueTableModel*>(this);
   auto* watcher = new QFutureWatcher<std::shared_ptr<const std::vector<double>>>(self);
@@ -100,7 +114,7 @@ void ValueTableModel::request(int block) const {
   }));
 }
 
-void ValueTableModel::store(uint64_t generation, int block, std::shared_ptr<const std::vector<double>> values) {
+void ValueTableModel::store(uint64_t generation, int64_t block, std::shared_ptr<const std::vector<double>> values) {
   if (generation != m_generation) return;
   m_pending.erase(block);
   m_cache[block] = std::move(values);
@@ -109,8 +123,10 @@ void ValueTableModel::store(uint64_t generation, int block, std::shared_ptr<cons
     m_cache.erase(m_age.front());
     m_age.pop_front();
   }
-  const int first = block * m_blockRows;
-  const int last = std::min(m_rows, first + m_blockRows) - 1;
+  // Rows of the window the block covers (none when the window moved on).
+  const int first = int(std::max<int64_t>(0, block * m_blockRows - m_first));
+  const int last = int(std::min<int64_t>(m_rows, block * m_blockRows + m_blockRows - m_first)) - 1;
+  if (first > last) return;
   emit dataChanged(index(first, 0), index(last, m_cols - 1));
   emit blockLoaded(first, last);
 }

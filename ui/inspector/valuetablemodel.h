@@ -1,6 +1,7 @@
 #pragma once
 
 #include <QAbstractTableModel>
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <memory>
@@ -13,16 +14,20 @@ class TensorData;
 
 // A tensor's elements as a table, rows loaded on demand: the last dimension
 // across (up to kMaxColumns; wider or 1-D tensors are one column of
-// elements), every other index down. The row count is the whole tensor's,
-// but only blocks of rows the view asks for are read, in the background, and
-// at most kCachedBlocks of them are kept: a 38M-element tensor never
-// becomes 38M doubles. A row not loaded yet shows "..." until blockLoaded.
+// elements), every other index down. The table is a window of at most
+// kWindowRows rows starting at firstRow() (a header view keeps memory per
+// row, so 38M rows would cost it hundreds of MB); the vertical header shows
+// the true row index. Only blocks of rows the view asks for are read, in the
+// background, and at most kCachedBlocks of them are kept: a 38M-element
+// tensor never becomes 38M doubles. A row not loaded yet shows "..." until
+// blockLoaded.
 class ValueTableModel : public QAbstractTableModel {
   Q_OBJECT
 
  public:
   static constexpr int kMaxColumns = 4096;
   static constexpr size_t kCachedBlocks = 64;
+  static constexpr int kWindowRows = 100000;  // the default window
   enum class Role {
     Value = Qt::UserRole,  // double, or an invalid QVariant while the row loads
   };
@@ -33,6 +38,13 @@ class ValueTableModel : public QAbstractTableModel {
   // null clears the table.
   void setTensor(std::shared_ptr<const TensorData> data);
   [[nodiscard]] int blockRows() const { return m_blockRows; }
+  // Rows of the whole tensor's table and the first one the window shows.
+  [[nodiscard]] int64_t totalRows() const { return m_totalRows; }
+  [[nodiscard]] int64_t firstRow() const { return m_first; }
+  // Moves the window so that tensor row `row` is in it; returns its row in the model.
+  int showRow(int64_t row);
+  // Window size (tests use small ones); takes effect with the next setTensor.
+  void setWindowRows(int rows) { m_windowRows = std::max(1, rows); }
   // Row-major element index of a cell.
   [[nodiscard]] uint64_t elementIndex(int row, int column) const;
 
@@ -45,20 +57,24 @@ class ValueTableModel : public QAbstractTableModel {
   void blockLoaded(int firstRow, int lastRow);
 
  private:
-  void request(int block) const;
-  void store(uint64_t generation, int block, std::shared_ptr<const std::vector<double>> values);
+  void request(int64_t block) const;
+  void store(uint64_t generation, int64_t block, std::shared_ptr<const std::vector<double>> values);
 
   std::shared_ptr<const TensorData> m_data;
   std::vector<int64_t> m_shape;
-  int m_rows = 0;
+  int64_t m_totalRows = 0;
+  int64_t m_first = 0;
+  int m_rows = 0;  // in the window
   int m_cols = 0;
   bool m_matrix = false;  // last dimension across
   int m_blockRows = 1;
+  int m_windowRows = kWindowRows;
   uint64_t m_generation = 0;
   // Loaded blocks and their age; blocks being read. Mutable: data() asks for them.
-  mutable std::map<int, std::shared_ptr<const std::vector<double>>> m_cache;
-  mutable std::deque<int> m_age;
-  mutable std::set<int> m_pending;
+  // Keyed by block of the whole table (row / m_blockRows).
+  mutable std::map<int64_t, std::shared_ptr<const std::vector<double>>> m_cache;
+  mutable std::deque<int64_t> m_age;
+  mutable std::set<int64_t> m_pending;
 };
 
 }  // namespace ckpt
