@@ -4,12 +4,13 @@
     diff_bench.py perturb SRC DST      a perturbed copy of SRC (cached: a stamp
                                        file DST.stamp.json records SRC's size
                                        and mtime; a matching DST is kept)
-    diff_bench.py python A B           the Python anchor: torch.load both, then
+    diff_bench.py python A B [--out F] the Python anchor: torch.load both, then
                                        a per-tensor loop computing the diff's
                                        metrics in float64 (tests/python/
                                        diff_reference.py, the test reference);
                                        prints JSON {"load_s", "loop_s",
-                                       "total_s", "peak_rss", "tensors"}
+                                       "total_s", "peak_rss", "tensors"};
+                                       --out F: its per-tensor numbers
     diff_bench.py measure N CMD...     runs CMD N times; prints JSON
                                        {"wall_s": [...], "peak_rss": bytes
                                        (largest ru_maxrss of a run)}
@@ -81,7 +82,7 @@ def perturb(src, dst):
     return 0
 
 
-def python_anchor(a, b):
+def python_anchor(a, b, out=None):
     import torch
     import diff_reference
     torch.set_num_threads(2)
@@ -95,6 +96,9 @@ def python_anchor(a, b):
     res = diff_reference.diff_objects(ca, cb)
     t2 = time.perf_counter()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    if out:  # the numbers, for the report to check ours against
+        with open(out, "w") as f:
+            json.dump(diff_reference._json_safe(res["tensors"]), f)
     print(json.dumps({"load_s": t1 - t0, "loop_s": t2 - t1, "total_s": t2 - t0, "peak_rss": rss,
                       "tensors": len(res["tensors"]), "torch": torch.__version__,
                       "threads": torch.get_num_threads()}))
@@ -121,7 +125,7 @@ def main(argv):
     if len(argv) >= 4 and argv[1] == "perturb":
         return perturb(argv[2], argv[3])
     if len(argv) >= 4 and argv[1] == "python":
-        return python_anchor(argv[2], argv[3])
+        return python_anchor(argv[2], argv[3], argv[5] if len(argv) >= 6 and argv[4] == "--out" else None)
     if len(argv) >= 4 and argv[1] == "measure":
         return measure(int(argv[2]), argv[3:])
     print(__doc__.strip(), file=sys.stderr)

@@ -73,7 +73,7 @@ echo
 echo "== Python: torch.load both + per-tensor float64 loop x $PY_RUNS"
 : > "$OUT/diff_python.jsonl"
 for _ in $(seq 1 "$PY_RUNS"); do
-  "$TORCH_PY" "$REPO/bench/diff_bench.py" python "$A" "$B" >> "$OUT/diff_python.jsonl"
+  "$TORCH_PY" "$REPO/bench/diff_bench.py" python "$A" "$B" --out "$OUT/diff_python_tensors.json" >> "$OUT/diff_python.jsonl"
 done
 
 # ---- report --------------------------------------------------------------------
@@ -107,6 +107,14 @@ print("diff wall / cat wall:             %.2f   (both files: the diff reads only
 print("Python / ours:                    %.1fx  (goal >= 5x)" % (t_py / t_ours))
 print("peak RSS ckptscope-cli diff:      %.1f MiB   (goal < 300 MB)" % (ours["peak_rss"] / MiB))
 print("peak RSS Python:                  %.1f MiB" % (max(p["peak_rss"] for p in py) / MiB))
+ref = json.load(open(out + "/diff_python_tensors.json"))
+worst = 0.0
+for t in doc["tensors"]:
+    r = ref[t["name"]]
+    for k in ("rel_l2", "cosine", "max_abs", "mean_abs"):
+        a, b = t[k], r[k]
+        worst = max(worst, abs(a - b) / max(abs(a), abs(b), 1e-300))
+print("numbers vs Python (float64):      largest relative difference %.1e over %d tensors x 4 metrics" % (worst, len(doc["tensors"])))
 print("all runs (s): cat %s; diff %s; python %s" % (
     " ".join("%.3f" % t for t in cat["wall_s"]), " ".join("%.3f" % t for t in ours["wall_s"]),
     " ".join("%.2f" % p["total_s"] for p in py)))
