@@ -65,7 +65,12 @@ std::unique_ptr<CheckpointFile> CheckpointFile::open(const std::string& path, co
   return f;
 }
 
-void walkTensors(const Value* root, const std::function<void(const Value*, const TensorPath&)>& fn) {
+namespace {
+
+// walkTensors without a std::function in the loop (finish() calls it with a
+// lambda it can inline).
+template <typename Fn>
+void walkTensorsWith(const Value* root, Fn&& fn) {
   using K = Value::Kind;
   static const Value kNoState;
   struct Frame {
@@ -162,21 +167,38 @@ void walkTensors(const Value* root, const std::function<void(const Value*, const
   }
 }
 
+}  // namespace
+
+void walkTensors(const Value* root, const std::function<void(const Value*, const TensorPath&)>& fn) {
+  walkTensorsWith(root, [&fn](const Value* t, const TensorPath& path) { fn(t, path); });
+}
+
 void CheckpointFile::finish() {
   if (m_metadataOnly) {
     m_table = {};
     return;
   }
-  // Number tensors in tree order and give each its first path.
-  std::vector<TensorInfo> ordered;
-  ordered.reserve(m_table.tensors.size());
-  walkTensors(m_root, [&](const Value* t, const TensorPath& path) {
-    TensorInfo info = std::move(m_table.tensors[size_t(t->index)]);
-    info.path = path;
-    const_cast<Value*>(t)->index = int64_t(ordered.size());
-    ordered.push_back(std::move(info));
+  // Number tensors in tree order and give each its first path. Tensors the
+  // tree does not reach are dropped. The pickle normally creates them in
+  // tree order already: then nothing moves.
+  std::vector<uint32_t> order;  // order[new index] = index in creation order
+  order.reserve(m_table.tensors.size());
+  bool inOrder = true;
+  walkTensorsWith(m_root, [&](const Value* t, const TensorPath& path) {
+    const auto created = uint32_t(t->index);
+    m_table.tensors[created].path = path;
+    inOrder = inOrder && created == order.size();
+    const_cast<Value*>(t)->index = int64_t(order.size());
+    order.push_back(created);
   });
-  m_table.tensors = std::move(ordered);
+  if (!inOrder) {
+    std::vector<TensorInfo> ordered;
+    ordered.reserve(order.size());
+    for (const uint32_t created : order) ordered.push_back(std::move(m_table.tensors[created]));
+    m_table.tensors = std::move(ordered);
+  } else {
+    m_table.tensors.erase(m_table.tensors.begin() + ptrdiff_t(order.size()), m_table.tensors.end());
+  }
 
   for (TensorInfo& t : m_table.tensors) {
     if (t.isMeta || t.storage < 0) continue;

@@ -171,13 +171,76 @@ Known classify(std::string_view name) {
   return Known::Other;
 }
 
+// A growable array of Value pointers for the machine's stack and memo: the
+// operations the opcode loop uses are inlined (std::vector's are not, in a
+// function this big), and the buffers are reused from one parse to the next
+// on the same thread instead of being allocated and grown every time.
+class PtrArray {
+ public:
+  PtrArray() {
+    auto& pool = freeBuffers();
+    if (!pool.empty()) {
+      m_data = pool.back().first;
+      m_capacity = pool.back().second;
+      pool.pop_back();
+    }
+  }
+  ~PtrArray() {
+    if (!m_data) return;
+    auto& pool = freeBuffers();
+    if (pool.size() < 8 && m_capacity <= kMaxPooled) pool.emplace_back(m_data, m_capacity);
+    else delete[] m_data;
+  }
+  PtrArray(const PtrArray&) = delete;
+  PtrArray& operator=(const PtrArray&) = delete;
+
+  [[gnu::always_inline]] size_t size() const { return m_size; }
+  [[gnu::always_inline]] bool empty() const { return m_size == 0; }
+  [[gnu::always_inline]] Value** data() { return m_data; }
+  [[gnu::always_inline]] Value*& operator[](size_t i) { return m_data[i]; }
+  [[gnu::always_inline]] Value* back() const { return m_data[m_size - 1]; }
+  [[gnu::always_inline]] void pop_back() { --m_size; }
+  [[gnu::always_inline]] void push_back(Value* v) {
+    if (m_size == m_capacity) [[unlikely]]
+      grow();
+    m_data[m_size++] = v;
+  }
+  // Drops the elements from `at` on (at <= size()).
+  [[gnu::always_inline]] void shrinkTo(size_t at) { m_size = at; }
+
+ private:
+  static constexpr size_t kMaxPooled = size_t(1) << 20;
+  static std::vector<std::pair<Value**, size_t>>& freeBuffers() {
+    struct Pool {
+      std::vector<std::pair<Value**, size_t>> buffers;
+      ~Pool() {
+        for (auto& b : buffers) delete[] b.first;
+      }
+    };
+    thread_local Pool pool;
+    return pool.buffers;
+  }
+  [[gnu::noinline]] void grow() {
+    const size_t cap = m_capacity ? m_capacity * 2 : 1024;
+    auto* p = new Value*[cap];
+    if (m_size) std::memcpy(p, m_data, m_size * sizeof(Value*));
+    delete[] m_data;
+    m_data = p;
+    m_capacity = cap;
+  }
+
+  Value** m_data = nullptr;
+  size_t m_size = 0;
+  size_t m_capacity = 0;
+};
+
 class Machine {
  public:
   Machine(ValueArena& arena, const std::string& what, const PickleLimits& limits,
           const PersistentLoader& loader, TensorTable* table, const uint8_t* data, uint64_t size,
-          uint64_t base)
+          uint64_t base, bool borrow)
       : m_arena(arena), m_what(what), m_limits(limits), m_loader(loader), m_table(table),
-        m_data(data), m_size(size), m_base(base) {}
+        m_data(data), m_size(size), m_base(base), m_borrow(borrow) {}
 
   PickleResult run() {
     for (;;) {
@@ -193,19 +256,22 @@ class Machine {
 
  private:
   // ---- errors and input -------------------------------------------------
-  [[noreturn]] void error(const std::string& msg) const {
+  [[noreturn, gnu::noinline, gnu::cold]] void error(const std::string& msg) const {
     fail(m_what + ": byte " + std::to_string(m_base + m_opStart) + ": " + msg);
   }
-  void need(uint64_t n) const {
-    if (m_size - m_pos < n)
-      failTruncated(m_what + ": truncated: opcode at byte " + std::to_string(m_base + m_opStart) + " needs " +
-                    std::to_string(n) + " bytes, " + std::to_string(m_size - m_pos) + " left");
+  [[noreturn, gnu::noinline, gnu::cold]] void truncated(uint64_t n) const {
+    failTruncated(m_what + ": truncated: opcode at byte " + std::to_string(m_base + m_opStart) + " needs " +
+                  std::to_string(n) + " bytes, " + std::to_string(m_size - m_pos) + " left");
   }
-  uint8_t u8() {
+  [[gnu::always_inline]] void need(uint64_t n) const {
+    if (m_size - m_pos < n) [[unlikely]]
+      truncated(n);
+  }
+  [[gnu::always_inline]] uint8_t u8() {
     need(1);
     return m_data[m_pos++];
   }
-  uint64_t uintLE(int n) {
+  [[gnu::always_inline]] uint64_t uintLE(int n) {
     need(n);
     uint64_t v = 0;
     for (int i = 0; i < n; ++i) v |= uint64_t(m_data[m_pos + i]) << (8 * i);
@@ -235,36 +301,55 @@ class Machine {
   }
 
   // ---- values -----------------------------------------------------------
-  Value* make(K kind) {
-    if (m_arena.size() >= m_limits.maxNodes) error("more than " + std::to_string(m_limits.maxNodes) + " values");
+  [[noreturn, gnu::noinline, gnu::cold]] void tooManyNodes() const {
+    error("more than " + std::to_string(m_limits.maxNodes) + " values");
+  }
+  [[noreturn, gnu::noinline, gnu::cold]] void stackTooDeep() const {
+    error("stack deeper than " + std::to_string(m_limits.maxStack));
+  }
+  [[noreturn, gnu::noinline, gnu::cold]] void underflow() const { error("stack underflow"); }
+  [[gnu::always_inline]] Value* make(K kind) {
+    if (m_arena.size() >= m_limits.maxNodes) [[unlikely]]
+      tooManyNodes();
     return m_arena.make(kind);
   }
-  void push(Value* v) {
-    if (m_stack.size() + m_marks.size() >= m_limits.maxStack) error("stack deeper than " + std::to_string(m_limits.maxStack));
+  [[gnu::always_inline]] void push(Value* v) {
+    if (m_stack.size() + m_marks.size() >= m_limits.maxStack) [[unlikely]]
+      stackTooDeep();
     m_stack.push_back(v);
   }
-  Value* pop() {
-    if (m_stack.empty() || (!m_marks.empty() && m_marks.back() == m_stack.size())) error("stack underflow");
+  // m_floor is the topmost mark (0 without one): nothing below it may be
+  // popped until the mark is.
+  [[gnu::always_inline]] Value* pop() {
+    if (m_stack.size() <= m_floor) [[unlikely]]
+      underflow();
     Value* v = m_stack.back();
     m_stack.pop_back();
     return v;
   }
-  Value* top() {
-    if (m_stack.empty() || (!m_marks.empty() && m_marks.back() == m_stack.size())) error("stack underflow");
+  [[gnu::always_inline]] Value* top() {
+    if (m_stack.size() <= m_floor) [[unlikely]]
+      underflow();
     return m_stack.back();
   }
+  void pushMark() {
+    if (m_stack.size() + m_marks.size() >= m_limits.maxStack) error("too many MARKs");
+    m_marks.push_back(m_stack.size());
+    m_floor = m_stack.size();
+  }
   // Removes the topmost mark; the items above it are m_stack[at..end), to be
-  // dropped with m_stack.resize(at) once used.
+  // dropped with m_stack.shrinkTo(at) once used.
   size_t popMark() {
     if (m_marks.empty()) error("no MARK on the stack");
     const size_t at = m_marks.back();
     m_marks.pop_back();
+    m_floor = m_marks.empty() ? 0 : m_marks.back();
     return at;
   }
   // The value just below the items of a popped mark (the list or dict that
   // APPENDS / SETITEMS / ADDITEMS fill).
   Value* below(size_t at) {
-    if (at == 0 || (!m_marks.empty() && m_marks.back() >= at)) error("stack underflow");
+    if (at == 0 || at <= m_floor) underflow();
     return m_stack[at - 1];
   }
   void adopt(Value* parent, const Value* child) {
@@ -296,6 +381,12 @@ class Machine {
     n->text = m_arena.copy(s);
     return n;
   }
+  // A str or bytes value of text that lies in the pickle as is.
+  Value* makeStrIn(std::string_view s, K kind) {
+    Value* n = make(kind);
+    n->text = m_borrow ? s : m_arena.copy(s);
+    return n;
+  }
   Value* makeBytes(std::string_view s) {
     Value* n = make(K::Bytes);
     n->text = m_arena.copy(s);
@@ -311,7 +402,7 @@ class Machine {
   Value* seqFromMark(K kind) {
     const size_t at = popMark();
     Value* n = makeSeq(kind, m_stack.data() + at, m_stack.size() - at);
-    m_stack.resize(at);
+    m_stack.shrinkTo(at);
     return n;
   }
   Value* intFromBytes(const uint8_t* p, uint64_t n) {
@@ -361,6 +452,12 @@ class Machine {
   // and nothing is ever sized from a key read from the file.
   void memoPut(uint64_t key) {
     Value* v = top();
+    if (key == m_memoDense.size() && m_memoSparse.empty() && m_memoCount < m_limits.maxMemo) {
+      // The usual case: keys 0, 1, 2, ... in order.
+      ++m_memoCount;
+      m_memoDense.push_back(v);
+      return;
+    }
     if (key < m_memoDense.size()) {
       if (!m_memoDense[key]) ++m_memoCount;
       m_memoDense[key] = v;
@@ -562,17 +659,19 @@ class Machine {
   }
 
   // ---- torch rebuild functions -----------------------------------------
-  int64_t intArg(const Value* v, const char* what, const std::string& fn) {
-    if (!v || v->kind != K::Int) error(fn + ": " + what + " is not an integer");
+  int64_t intArg(const Value* v, const char* what, std::string_view fn) {
+    if (!v || v->kind != K::Int) error(std::string(fn) + ": " + what + " is not an integer");
     return v->integer;
   }
-  std::vector<int64_t> dimsArg(const Value* v, const char* what, const std::string& fn) {
-    if (!v || !v->isSequence()) error(fn + ": " + what + " is not a tuple");
-    if (v->items.size() > kMaxDims) error(fn + ": " + what + " has " + std::to_string(v->items.size()) + " dimensions");
-    std::vector<int64_t> out;
+  Dims dimsArg(const Value* v, const char* what, std::string_view fn) {
+    if (!v || !v->isSequence()) error(std::string(fn) + ": " + what + " is not a tuple");
+    if (v->items.size() > kMaxDims)
+      error(std::string(fn) + ": " + what + " has " + std::to_string(v->items.size()) + " dimensions");
+    Dims out;
+    out.reserve(v->items.size());
     for (const Value* d : v->items) {
       const int64_t x = intArg(d, what, fn);
-      if (x < 0) error(fn + ": negative " + what + " " + std::to_string(x));
+      if (x < 0) error(std::string(fn) + ": negative " + what + " " + std::to_string(x));
       out.push_back(x);
     }
     return out;
@@ -583,7 +682,7 @@ class Machine {
     if (v->kind == K::Int) return v->integer != 0;
     return false;
   }
-  Value* tensorNode(TensorInfo info) {
+  Value* tensorNode(TensorInfo&& info) {
     Value* t = make(K::Tensor);
     t->index = int64_t(m_table->tensors.size());
     m_table->tensors.push_back(std::move(info));
@@ -592,53 +691,55 @@ class Machine {
   TensorInfo& infoOf(const Value* t) { return m_table->tensors[size_t(t->index)]; }
 
   // Fills storage, offset, shape and stride from (storage, offset, size, stride).
-  TensorInfo stridedTensor(const Value* args, const std::string& fn) {
+  TensorInfo stridedTensor(const Value* args, std::string_view fn) {
     const Value* st = arg(args, 0);
-    if (!st || st->kind != K::Storage) error(fn + ": argument 1 is not a storage");
+    if (!st || st->kind != K::Storage) error(std::string(fn) + ": argument 1 is not a storage");
     TensorInfo info;
     info.storage = int(st->index);
     info.dtype = m_table->storages[size_t(st->index)].dtype;
     info.storageOffset = intArg(arg(args, 1), "storage offset", fn);
-    if (info.storageOffset < 0) error(fn + ": negative storage offset");
+    if (info.storageOffset < 0) error(std::string(fn) + ": negative storage offset");
     info.shape = dimsArg(arg(args, 2), "size", fn);
     info.stride = dimsArg(arg(args, 3), "stride", fn);
     if (info.shape.size() != info.stride.size())
-      error(fn + ": size has " + std::to_string(info.shape.size()) + " dimensions, stride " +
+      error(std::string(fn) + ": size has " + std::to_string(info.shape.size()) + " dimensions, stride " +
             std::to_string(info.stride.size()));
     return info;
   }
 
   Value* torchCall(Known fn, const Value* callable, const Value* args) {
-    const std::string name(callable->text);
+    // Only error messages need the name as a std::string.
+    const std::string_view fnName = callable->text;
+    auto name = [fnName] { return std::string(fnName); };
     const size_t n = args->items.size();
     switch (fn) {
       case Known::RebuildTensor: {
-        if (n < 4) error(name + ": expected at least 4 arguments, got " + std::to_string(n));
-        TensorInfo info = stridedTensor(args, name);
+        if (n < 4) error(name() + ": expected at least 4 arguments, got " + std::to_string(n));
+        TensorInfo info = stridedTensor(args, fnName);
         info.requiresGrad = boolArg(arg(args, 4));
         return tensorNode(std::move(info));
       }
       case Known::RebuildTensorV3: {
-        if (n < 7) error(name + ": expected at least 7 arguments, got " + std::to_string(n));
-        TensorInfo info = stridedTensor(args, name);
+        if (n < 7) error(name() + ": expected at least 7 arguments, got " + std::to_string(n));
+        TensorInfo info = stridedTensor(args, fnName);
         info.requiresGrad = boolArg(arg(args, 4));
         const Value* dt = arg(args, 6);
         auto d = dt && dt->kind == K::Global ? dtypeFromTorchName(dt->text) : std::nullopt;
-        if (!d) error(name + ": unknown dtype " + (dt ? shortRepr(dt, 40) : "?"));
+        if (!d) error(name() + ": unknown dtype " + (dt ? shortRepr(dt, 40) : "?"));
         info.dtype = *d;
         return tensorNode(std::move(info));
       }
       case Known::RebuildParameter: {
         const Value* data = arg(args, 0);
-        if (!data || data->kind != K::Tensor) error(name + ": argument 1 is not a tensor");
+        if (!data || data->kind != K::Tensor) error(name() + ": argument 1 is not a tensor");
         TensorInfo& info = infoOf(data);
         info.isParameter = true;
         info.requiresGrad = boolArg(arg(args, 1));
         return const_cast<Value*>(data);
       }
       case Known::RebuildQTensor: {
-        if (n < 5) error(name + ": expected at least 5 arguments, got " + std::to_string(n));
-        TensorInfo info = stridedTensor(args, name);
+        if (n < 5) error(name() + ": expected at least 5 arguments, got " + std::to_string(n));
+        TensorInfo info = stridedTensor(args, fnName);
         const Value* q = arg(args, 4);
         if (q && q->isSequence() && !q->items.empty()) {
           const Value* scheme = q->items[0];
@@ -653,16 +754,16 @@ class Machine {
         return tensorNode(std::move(info));
       }
       case Known::RebuildMeta: {
-        if (n < 3) error(name + ": expected at least 3 arguments, got " + std::to_string(n));
+        if (n < 3) error(name() + ": expected at least 3 arguments, got " + std::to_string(n));
         const Value* dt = arg(args, 0);
         auto d = dt && dt->kind == K::Global ? dtypeFromTorchName(dt->text) : std::nullopt;
-        if (!d) error(name + ": unknown dtype");
+        if (!d) error(name() + ": unknown dtype");
         TensorInfo info;
         info.dtype = *d;
         info.isMeta = true;
-        info.shape = dimsArg(arg(args, 1), "size", name);
-        info.stride = dimsArg(arg(args, 2), "stride", name);
-        if (info.shape.size() != info.stride.size()) error(name + ": size and stride differ in length");
+        info.shape = dimsArg(arg(args, 1), "size", fnName);
+        info.stride = dimsArg(arg(args, 2), "stride", fnName);
+        if (info.shape.size() != info.stride.size()) error(name() + ": size and stride differ in length");
         info.requiresGrad = boolArg(arg(args, 3));
         return tensorNode(std::move(info));
       }
@@ -711,12 +812,9 @@ class Machine {
         if (len > m_size - m_pos) need(len);
         return;
       }
-      case MARK:
-        if (m_stack.size() + m_marks.size() >= m_limits.maxStack) error("too many MARKs");
-        m_marks.push_back(m_stack.size());
-        return;
+      case MARK: pushMark(); return;
       case POP:
-        if (!m_stack.empty() && (m_marks.empty() || m_marks.back() < m_stack.size())) m_stack.pop_back();
+        if (m_stack.size() > m_floor) m_stack.pop_back();
         else popMark();
         return;
       case POP_MARK: popMark(); return;
@@ -793,7 +891,7 @@ class Machine {
       case BINUNICODE8: {
         const uint64_t n = op == SHORT_BINUNICODE ? u8() : uintLE(op == BINUNICODE ? 4 : 8);
         const uint8_t* p = take(n);
-        push(makeStr(std::string_view(reinterpret_cast<const char*>(p), n)));
+        push(makeStrIn(std::string_view(reinterpret_cast<const char*>(p), n), K::Str));
         return;
       }
       case BINBYTES:
@@ -802,7 +900,7 @@ class Machine {
       case BYTEARRAY8: {
         const uint64_t n = op == SHORT_BINBYTES ? u8() : uintLE(op == BINBYTES ? 4 : 8);
         const uint8_t* p = take(n);
-        push(makeBytes(std::string_view(reinterpret_cast<const char*>(p), n)));
+        push(makeStrIn(std::string_view(reinterpret_cast<const char*>(p), n), K::Bytes));
         return;
       }
       case NEXT_BUFFER:
@@ -828,7 +926,7 @@ class Machine {
       case APPENDS: {
         const size_t at = popMark();
         appendItems(below(at), m_stack.data() + at, m_stack.size() - at);
-        m_stack.resize(at);
+        m_stack.shrinkTo(at);
         return;
       }
       case EMPTY_DICT: push(make(K::Dict)); return;
@@ -836,7 +934,7 @@ class Machine {
         const size_t at = popMark();
         Value* d = make(K::Dict);
         setItems(d, m_stack.data() + at, m_stack.size() - at);
-        m_stack.resize(at);
+        m_stack.shrinkTo(at);
         push(d);
         return;
       }
@@ -850,7 +948,7 @@ class Machine {
       case SETITEMS: {
         const size_t at = popMark();
         setItems(below(at), m_stack.data() + at, m_stack.size() - at);
-        m_stack.resize(at);
+        m_stack.shrinkTo(at);
         return;
       }
       case EMPTY_SET: push(make(K::Set)); return;
@@ -862,7 +960,7 @@ class Machine {
           adopt(s, m_stack[i]);
           m_arena.append(s->items, static_cast<const Value*>(m_stack[i]));
         }
-        m_stack.resize(at);
+        m_stack.shrinkTo(at);
         return;
       }
       case FROZENSET: push(seqFromMark(K::Set)); return;
@@ -918,7 +1016,7 @@ class Machine {
         if (at == m_stack.size()) error("OBJ without a class");
         Value* cls = m_stack[at];
         Value* args = makeSeq(K::Tuple, m_stack.data() + at + 1, m_stack.size() - at - 1);
-        m_stack.resize(at);
+        m_stack.shrinkTo(at);
         push(construct(cls, args));
         return;
       }
@@ -1016,11 +1114,13 @@ class Machine {
   const uint8_t* m_data;
   uint64_t m_size;
   uint64_t m_base;
+  bool m_borrow;  // m_data outlives the arena: view it instead of copying
   uint64_t m_pos = 0;
   uint64_t m_opStart = 0;
-  std::vector<Value*> m_stack;
+  PtrArray m_stack;
   std::vector<size_t> m_marks;
-  std::vector<Value*> m_memoDense;
+  size_t m_floor = 0;  // m_marks.back(), 0 without a mark
+  PtrArray m_memoDense;
   std::unordered_map<uint64_t, Value*> m_memoSparse;
   uint64_t m_memoCount = 0;
   Value* m_none = nullptr;
@@ -1037,7 +1137,7 @@ PickleReader::PickleReader(ValueArena& arena, std::string what, PickleLimits lim
     : m_arena(arena), m_what(std::move(what)), m_limits(limits) {}
 
 PickleResult PickleReader::parse(const uint8_t* data, uint64_t size, uint64_t baseOffset) {
-  Machine machine(m_arena, m_what, m_limits, m_loader, m_table, data, size, baseOffset);
+  Machine machine(m_arena, m_what, m_limits, m_loader, m_table, data, size, baseOffset, m_borrow);
   return machine.run();
 }
 

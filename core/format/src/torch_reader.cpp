@@ -77,6 +77,11 @@ class StorageRegistry {
     return node(ensure(storageKey, *dtype, uint64_t(numel->integer), location->text, "", 0));
   }
 
+  void reserve(size_t n) {
+    m_dense.reserve(n);
+    m_nodes.reserve(n);
+  }
+
   struct View {
     int storage;
     std::string base;
@@ -85,6 +90,7 @@ class StorageRegistry {
   const std::vector<View>& views() const { return m_views; }
   std::optional<int> find(std::string_view key) const {
     if (const auto n = decimal(key); n && *n < m_dense.size()) return m_dense[*n];
+    if (m_byKey.empty()) return std::nullopt;  // the usual case: no key torch would not write
     auto it = m_byKey.find(key);
     if (it == m_byKey.end()) return std::nullopt;
     return it->second;
@@ -102,14 +108,12 @@ class StorageRegistry {
              ")");
       return *found;
     }
-    StorageInfo s;
+    const int index = int(m_table.storages.size());
+    StorageInfo& s = m_table.storages.emplace_back();
     s.key = key;
     s.dtype = dtype;
     s.numel = numel;
     s.location = location;
-
-    const int index = int(m_table.storages.size());
-    m_table.storages.push_back(std::move(s));
     // torch numbers storages "0", "1", ... in order: index those directly.
     if (const auto n = decimal(key); n && *n == m_dense.size()) m_dense.push_back(index);
     else m_byKey.emplace(key, index);
@@ -179,18 +183,41 @@ void CheckpointFile::loadTorchZip(const ReadOptions& options) {
     else if (s != "little") fail("record " + std::string(order->name) + " says '" + s.substr(0, 20) + "', expected little or big");
   }
 
-  const std::vector<uint8_t> pickle = m_zip->readAll(*pkl, options.maxPickleBytes);
+  // The pickle goes into the arena: the strings decoded from it view it there.
+  if (pkl->size > options.maxPickleBytes)
+    fail("zip record " + std::string(pkl->name) + " is " + std::to_string(pkl->size) + " bytes, over the limit of " +
+         std::to_string(options.maxPickleBytes));
+  const uint8_t* pickleData = nullptr;
+  if (pkl->method == 0 && !(pkl->flags & 1) && pkl->size <= m_file->size()) {
+    uint8_t* buf = m_arena.allocateBytes(size_t(pkl->size));
+    m_zip->readInto(*pkl, options.maxPickleBytes, buf);
+    pickleData = buf;
+  } else {  // deflated (or broken): bytes() checks what it claims before anything is allocated for it
+    const ByteRegion r = m_zip->bytes(*pkl, options.maxPickleBytes);
+    uint8_t* buf = m_arena.allocateBytes(size_t(r.size));
+    if (r.size) std::memcpy(buf, r.data, size_t(r.size));
+    pickleData = buf;
+  }
+  const std::string_view pickle(reinterpret_cast<const char*>(pickleData), size_t(pkl->size));
   StorageRegistry registry(m_arena, m_table, m_zipRoot + "data/", /*legacy=*/false);
   PickleReader reader(m_arena, std::string(pkl->name), options.limits);
+  reader.setBytesOutliveArena(true);
   if (options.metadataOnly) {
     Value* placeholder = m_arena.make(K::Storage);
     reader.setPersistentLoader([placeholder](const Value*) { return placeholder; });
-    m_root = reader.parse(pickle.data(), pickle.size()).root;
+    m_root = reader.parse(pickleData, pickle.size()).root;
     return;
   }
+  // A zip holds one record per storage, and a tensor takes at least a few
+  // dozen pickle bytes: room for that many up front saves regrowing (and
+  // moving) the tables while the pickle is read.
+  const size_t expected = std::min<size_t>(entries.size(), pickle.size() / 32);
+  m_table.storages.reserve(expected);
+  m_table.tensors.reserve(expected);
+  registry.reserve(expected);
   reader.setTensorTable(&m_table);
   reader.setPersistentLoader([&registry](const Value* pid) { return registry.load(pid); });
-  m_root = reader.parse(pickle.data(), pickle.size()).root;
+  m_root = reader.parse(pickleData, pickle.size()).root;
 
   // A storage whose record is missing or short leaves the rest readable:
   // its tensors carry the error, and `verify` reports it.

@@ -67,14 +67,6 @@ void* ValueArena::allocateSlow(size_t bytes, size_t align) {
   return allocate(bytes, align);
 }
 
-Value* ValueArena::make(Value::Kind kind) {
-  static_assert(std::is_trivially_destructible_v<Value>);
-  Value* v = new (allocate(sizeof(Value), alignof(Value))) Value;  // member initializers only: no memset
-  v->kind = kind;
-  v->id = uint32_t(m_count++);
-  return v;
-}
-
 std::string_view ValueArena::copy(std::string_view s) {
   if (s.empty()) return {};
   char* p = static_cast<char*>(allocate(s.size(), 1));

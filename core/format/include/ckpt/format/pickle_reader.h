@@ -43,6 +43,10 @@ class PickleReader {
   // up the storages the persistent loader registered). Without a table,
   // rebuild calls stay opaque objects.
   void setTensorTable(TensorTable* table) { m_table = table; }
+  // The bytes given to parse() live as long as the arena (they were
+  // allocated from it): str and bytes values then view them where they are
+  // instead of being copied.
+  void setBytesOutliveArena(bool yes) { m_borrow = yes; }
 
   PickleResult parse(const uint8_t* data, uint64_t size, uint64_t baseOffset = 0);
 
@@ -52,6 +56,7 @@ class PickleReader {
   PickleLimits m_limits;
   PersistentLoader m_loader;
   TensorTable* m_table = nullptr;
+  bool m_borrow = false;
 };
 
 }  // namespace ckpt

@@ -1,7 +1,12 @@
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <iterator>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <variant>
 #include <vector>
@@ -9,6 +14,140 @@
 #include "ckpt/format/dtype.h"
 
 namespace ckpt {
+
+// A tensor's sizes or strides: a vector of int64 that keeps up to kInline
+// dimensions in place (every tensor a checkpoint normally holds), so a tensor
+// table costs no allocation per tensor. Reads like a std::vector<int64_t>,
+// compares equal to one and converts to one.
+class Dims {
+ public:
+  using value_type = int64_t;
+  using size_type = size_t;
+  using difference_type = ptrdiff_t;
+  using reference = int64_t&;
+  using const_reference = const int64_t&;
+  using pointer = int64_t*;
+  using const_pointer = const int64_t*;
+  using iterator = int64_t*;
+  using const_iterator = const int64_t*;
+  static constexpr size_t kInline = 6;
+
+  Dims() noexcept {}
+  Dims(std::initializer_list<int64_t> v) { assign(v.begin(), v.size()); }
+  Dims(const std::vector<int64_t>& v) { assign(v.data(), v.size()); }  // NOLINT: implicit on purpose
+  explicit Dims(size_t n, int64_t value = 0) { resize(n, value); }
+  template <typename It, typename = typename std::iterator_traits<It>::iterator_category>
+  Dims(It first, It last) {
+    for (; first != last; ++first) push_back(int64_t(*first));
+  }
+  Dims(const Dims& o) { assign(o.data(), o.m_size); }
+  Dims(Dims&& o) noexcept { take(o); }
+  Dims& operator=(const Dims& o) {
+    if (this != &o) assign(o.data(), o.m_size);
+    return *this;
+  }
+  Dims& operator=(Dims&& o) noexcept {
+    if (this != &o) {
+      release();
+      take(o);
+    }
+    return *this;
+  }
+  Dims& operator=(std::initializer_list<int64_t> v) {
+    assign(v.begin(), v.size());
+    return *this;
+  }
+  ~Dims() { release(); }
+
+  [[nodiscard]] size_t size() const { return m_size; }
+  [[nodiscard]] bool empty() const { return m_size == 0; }
+  [[nodiscard]] size_t capacity() const { return m_capacity ? m_capacity : kInline; }
+  [[nodiscard]] int64_t* data() { return m_capacity ? m_heap : m_inline; }
+  [[nodiscard]] const int64_t* data() const { return m_capacity ? m_heap : m_inline; }
+  [[nodiscard]] int64_t* begin() { return data(); }
+  [[nodiscard]] int64_t* end() { return data() + m_size; }
+  [[nodiscard]] const int64_t* begin() const { return data(); }
+  [[nodiscard]] const int64_t* end() const { return data() + m_size; }
+  [[nodiscard]] const int64_t* cbegin() const { return data(); }
+  [[nodiscard]] const int64_t* cend() const { return data() + m_size; }
+  [[nodiscard]] int64_t& operator[](size_t i) { return data()[i]; }
+  [[nodiscard]] const int64_t& operator[](size_t i) const { return data()[i]; }
+  [[nodiscard]] int64_t& at(size_t i) {
+    if (i >= m_size) throw std::out_of_range("Dims::at");
+    return data()[i];
+  }
+  [[nodiscard]] const int64_t& at(size_t i) const {
+    if (i >= m_size) throw std::out_of_range("Dims::at");
+    return data()[i];
+  }
+  [[nodiscard]] int64_t& front() { return data()[0]; }
+  [[nodiscard]] const int64_t& front() const { return data()[0]; }
+  [[nodiscard]] int64_t& back() { return data()[m_size - 1]; }
+  [[nodiscard]] const int64_t& back() const { return data()[m_size - 1]; }
+
+  void reserve(size_t n) {
+    if (n > capacity()) grow(n);
+  }
+  void push_back(int64_t x) {
+    if (m_size == capacity()) grow(size_t(m_size) * 2);
+    data()[m_size++] = x;
+  }
+  void pop_back() { --m_size; }
+  void clear() { m_size = 0; }
+  void resize(size_t n, int64_t value = 0) {
+    reserve(n);
+    for (size_t i = m_size; i < n; ++i) data()[i] = value;
+    m_size = uint32_t(n);
+  }
+  void assign(const int64_t* p, size_t n) {
+    reserve(n);
+    if (n) std::memmove(data(), p, n * sizeof(int64_t));
+    m_size = uint32_t(n);
+  }
+
+  [[nodiscard]] std::vector<int64_t> vec() const { return std::vector<int64_t>(begin(), end()); }
+  operator std::vector<int64_t>() const { return vec(); }  // NOLINT: implicit on purpose
+
+  friend bool operator==(const Dims& a, const Dims& b) { return equal(a, b.data(), b.size()); }
+  friend bool operator==(const Dims& a, const std::vector<int64_t>& b) { return equal(a, b.data(), b.size()); }
+  friend bool operator<(const Dims& a, const Dims& b) {
+    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
+  }
+
+ private:
+  static bool equal(const Dims& a, const int64_t* b, size_t n) {
+    return a.m_size == n && (n == 0 || std::memcmp(a.data(), b, n * sizeof(int64_t)) == 0);
+  }
+  void grow(size_t want) {
+    if (want > UINT32_MAX) throw std::length_error("Dims: too many dimensions");
+    const size_t cap = std::max<size_t>(want, kInline * 2);
+    auto* p = new int64_t[cap];
+    if (m_size) std::memcpy(p, data(), m_size * sizeof(int64_t));
+    release();
+    m_heap = p;
+    m_capacity = uint32_t(cap);
+  }
+  void release() {
+    if (m_capacity) delete[] m_heap;
+    m_capacity = 0;
+  }
+  // Leaves `o` empty; this must hold no heap block.
+  void take(Dims& o) noexcept {
+    m_size = o.m_size;
+    m_capacity = o.m_capacity;
+    // The whole inline block, used or not: a fixed-size copy is a few moves.
+    std::memcpy(m_inline, o.m_inline, sizeof m_inline);
+    o.m_size = 0;
+    o.m_capacity = 0;
+  }
+
+  uint32_t m_size = 0;
+  uint32_t m_capacity = 0;  // 0: the elements are inline
+  union {
+    int64_t m_inline[kInline];
+    int64_t* m_heap;
+  };
+};
 
 // One step of a path from the root of the value tree: a string key, or an
 // integer key / list index.
@@ -38,8 +177,8 @@ struct StorageInfo {
 struct TensorInfo {
   TensorPath path;  // first place in the tree where it occurs
   DType dtype = DType::Float32;
-  std::vector<int64_t> shape;
-  std::vector<int64_t> stride;  // in elements
+  Dims shape;
+  Dims stride;  // in elements
   int64_t storageOffset = 0;    // in elements of `dtype`
   int storage = -1;             // index into storages(); -1 for meta tensors
   bool requiresGrad = false;

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <stdexcept>
 #include <type_traits>
 #include <string>
@@ -118,10 +119,19 @@ class ValueArena {
   ValueArena(const ValueArena&) = delete;
   ValueArena& operator=(const ValueArena&) = delete;
 
-  Value* make(Value::Kind kind);
+  Value* make(Value::Kind kind) {
+    static_assert(std::is_trivially_destructible_v<Value>);
+    Value* v = new (allocate(sizeof(Value), alignof(Value))) Value;  // member initializers only: no memset
+    v->kind = kind;
+    v->id = uint32_t(m_count++);
+    return v;
+  }
   [[nodiscard]] size_t size() const { return m_count; }
   // A copy of `s` owned by the arena.
   std::string_view copy(std::string_view s);
+  // `n` uninitialised bytes owned by the arena (a buffer the values made
+  // from it may view, such as the pickle they are decoded from).
+  uint8_t* allocateBytes(size_t n) { return static_cast<uint8_t*>(allocate(n ? n : 1, 1)); }
 
   template <typename T>
   void append(ArenaArray<T>& a, const T& x) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -37,12 +38,15 @@ class ZipArchive {
   [[nodiscard]] ByteRegion bytes(const ZipEntry& e, uint64_t maxSize = UINT64_MAX) const;
   // The same, copied, for small records (data.pkl, version).
   [[nodiscard]] std::vector<uint8_t> readAll(const ZipEntry& e, uint64_t maxSize) const;
+  // The same into `out`, which holds e.size bytes (checked against maxSize
+  // first: call this only after `e.size <= maxSize`, or let it throw).
+  void readInto(const ZipEntry& e, uint64_t maxSize, uint8_t* out) const;
   // Recomputes the CRC-32 of the entry's data; "" when it matches, else why not.
   [[nodiscard]] std::string checkCrc(const ZipEntry& e) const;
 
  private:
   const InputFile& m_file;
-  std::vector<uint8_t> m_directory;  // the central directory, which entry names view
+  std::unique_ptr<uint8_t[]> m_directory;  // the central directory, which entry names view
   std::vector<ZipEntry> m_entries;
   // Open addressing over entry indices by name hash (-1 empty): one
   // allocation instead of a node per entry.
