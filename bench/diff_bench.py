@@ -12,8 +12,9 @@
                                        "total_s", "peak_rss", "tensors"};
                                        --out F: its per-tensor numbers
     diff_bench.py measure N CMD...     runs CMD N times; prints JSON
-                                       {"wall_s": [...], "peak_rss": bytes
-                                       (largest ru_maxrss of a run)}
+                                       {"wall_s": [...], "cpu_s": [user + sys
+                                       per run], "peak_rss": bytes (largest
+                                       ru_maxrss of a run)}
 """
 import json
 import os
@@ -106,7 +107,7 @@ def python_anchor(a, b, out=None):
 
 
 def measure(n, cmd):
-    walls, peak = [], 0
+    walls, cpus, peak = [], [], 0
     for _ in range(n):
         t0 = time.perf_counter()
         p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
@@ -117,7 +118,8 @@ def measure(n, cmd):
                   file=sys.stderr)
             return 1
         peak = max(peak, ru.ru_maxrss * 1024)
-    print(json.dumps({"wall_s": walls, "peak_rss": peak}))
+        cpus.append(ru.ru_utime + ru.ru_stime)
+    print(json.dumps({"wall_s": walls, "cpu_s": cpus, "peak_rss": peak}))
     return 0
 
 

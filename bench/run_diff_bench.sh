@@ -103,6 +103,9 @@ print("%-34s %9.3f s   (load %.2f s + loop %.2f s)" % ("Python torch.load + floa
       min(p["load_s"] for p in py), min(p["loop_s"] for p in py)))
 print()
 print("diff bandwidth / cat bandwidth:   %.2f   (goal >= 0.5; bytes the diff reads per second vs cat)" % (bw_ours / bw_cat))
+c_cat, c_ours = min(cat["cpu_s"]), min(ours["cpu_s"])
+print("CPU time (user+sys, best):        cat %.3f s, diff %.3f s: %.2f GB/CPU-s vs %.2f GB/CPU-s (load-independent view)" % (
+    c_cat, c_ours, files / c_cat / GB, compared / c_ours / GB))
 print("diff wall / cat wall:             %.2f   (both files: the diff reads only the model state)" % (t_ours / t_cat))
 print("Python / ours:                    %.1fx  (goal >= 5x)" % (t_py / t_ours))
 print("peak RSS ckptscope-cli diff:      %.1f MiB   (goal < 300 MB)" % (ours["peak_rss"] / MiB))
