@@ -346,15 +346,19 @@ void TestInspector::optimizerRowsByName() {
   // MODEL.md order: state 0 is the embedding, state 1 block 0's sinks.
   QCOMPARE(m->index(0, 0).data().toString(), QString("token_embed.weight"));
   QCOMPARE(m->index(1, 0).data().toString(), QString("blocks.0.attn.sink_states"));
-  // Clicking a v column inspects exp_avg_sq.
+  // A v column of a row inspects that parameter's exp_avg_sq, any other column its exp_avg.
+  QTableView* view = m_w->optimizerView();
   QSignalSpy ready(m_w->tensorView(), &TensorView::statsReady);
-  auto* view = m_w->findChild<QTableView*>(QString(), Qt::FindChildrenRecursively);
-  Q_UNUSED(view);
-  const int sq = m->index(2, 0).data(int(OptimizerModel::Role::ExpAvgSqTensor)).toInt();
-  m_w->inspectTensor(sq);
+  view->setCurrentIndex(view->model()->index(2, int(OptimizerModel::Column::SqMean)));
   QVERIFY(ready.wait(kWaitMs));
-  compareStats(m_w->tensorView()->analysis()->stats,
-               opt[m->index(2, 0).data().toString()].toObject()["exp_avg_sq"].toObject());
+  const QString name2 = m->index(2, 0).data().toString();
+  QCOMPARE(ready.last().at(0).toInt(), m->index(2, 0).data(int(OptimizerModel::Role::ExpAvgSqTensor)).toInt());
+  compareStats(m_w->tensorView()->analysis()->stats, opt[name2].toObject()["exp_avg_sq"].toObject());
+  view->setCurrentIndex(view->model()->index(2, int(OptimizerModel::Column::Name)));
+  QVERIFY(ready.wait(kWaitMs));
+  QCOMPARE(ready.last().at(0).toInt(), m->index(2, 0).data(int(OptimizerModel::Role::ExpAvgTensor)).toInt());
+  compareStats(m_w->tensorView()->analysis()->stats, opt[name2].toObject()["exp_avg"].toObject());
+  QVERIFY(m_w->tensorView()->statsText().startsWith("exp_avg of " + name2));
 }
 
 void TestInspector::metadataTree() {

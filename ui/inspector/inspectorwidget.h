@@ -53,6 +53,7 @@ class InspectorWidget : public QWidget {
   [[nodiscard]] QSortFilterProxyModel* parameterProxy() const { return m_paramProxy; }
   [[nodiscard]] QTreeView* parameterView() const { return m_paramView; }
   [[nodiscard]] OptimizerModel* optimizerModel() const { return m_optimizer; }
+  [[nodiscard]] QTableView* optimizerView() const { return m_optView; }
   [[nodiscard]] TensorView* tensorView() const { return m_tensorView; }
   [[nodiscard]] QTabWidget* tabs() const { return m_tabs; }
   void setCurrentTab(Tab tab);
