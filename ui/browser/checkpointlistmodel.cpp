@@ -21,7 +21,12 @@ QString cleanAbsolute(const QString& path) { return QDir::cleanPath(QFileInfo(pa
 QIcon standardIcon(QStyle::StandardPixmap which) {
   // The model can live without a QApplication (a guiless test): no icons then.
   if (!qobject_cast<QApplication*>(QCoreApplication::instance())) return {};
-  return QApplication::style()->standardIcon(which);
+  // One QIcon per kind: a fresh one per row would decode its PNG again for
+  // every row a view sizes or paints (measured: most of a 200-row reset).
+  static std::map<QStyle::StandardPixmap, QIcon> cache;
+  auto it = cache.find(which);
+  if (it == cache.end()) it = cache.emplace(which, QApplication::style()->standardIcon(which)).first;
+  return it->second;
 }
 
 QString timeText(int64_t secs) {
@@ -55,15 +60,21 @@ struct CheckpointListModel::Node {
   BrowseGroup group;  // Group: everything but the checkpoints (they are the children)
   CheckpointEntry checkpoint;
 
-  [[nodiscard]] int row() const {
-    const auto& siblings = parent->children;
-    for (size_t i = 0; i < siblings.size(); ++i)
-      if (siblings[i].get() == this) return int(i);
-    return -1;
-  }
+  int rowInParent = 0;  // kept current by add() and remove(): views ask for parents a lot
+
+  [[nodiscard]] int row() const { return rowInParent; }
   Node* add(std::unique_ptr<Node> child, size_t at) {
     child->parent = this;
-    return children.insert(children.begin() + std::ptrdiff_t(at), std::move(child))->get();
+    Node* added = children.insert(children.begin() + std::ptrdiff_t(at), std::move(child))->get();
+    renumber(at);
+    return added;
+  }
+  void remove(size_t at) {
+    children.erase(children.begin() + std::ptrdiff_t(at));
+    renumber(at);
+  }
+  void renumber(size_t from) {
+    for (size_t i = from; i < children.size(); ++i) children[i]->rowInParent = int(i);
   }
   [[nodiscard]] int64_t latestMtime() const {
     if (type == Type::Checkpoint) return checkpoint.mtime;
@@ -199,7 +210,7 @@ void CheckpointListModel::updateRun(BrowseGroup run) {
   for (int r = int(g->children.size()) - 1; r >= 0; --r) {
     if (isWanted(pathFromStd(g->children[size_t(r)]->checkpoint.path))) continue;
     beginRemoveRows(parent, r, r);
-    g->children.erase(g->children.begin() + r);
+    g->remove(size_t(r));
     endRemoveRows();
   }
   // What is left is in the old order; where that is not the new order (a
@@ -217,7 +228,7 @@ void CheckpointListModel::updateRun(BrowseGroup run) {
     if (later != g->children.end()) {
       const int r = int(later - g->children.begin());
       beginRemoveRows(parent, r, r);
-      g->children.erase(later);
+      g->remove(size_t(r));
       endRemoveRows();
     }
     beginInsertRows(parent, int(i), int(i));
@@ -232,7 +243,7 @@ bool CheckpointListModel::removeRun(const QString& path) {
   Node* parent = g->parent;
   const int r = g->row();
   beginRemoveRows(parent == m_root.get() ? QModelIndex() : indexOf(parent), r, r);
-  parent->children.erase(parent->children.begin() + r);
+  parent->remove(size_t(r));
   endRemoveRows();
   return true;
 }

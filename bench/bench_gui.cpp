@@ -1,0 +1,191 @@
+// bench_gui: the desktop app's speed, measured in the real window (offscreen).
+//
+//   bench_gui cold DIR
+//       One fresh process: from the process's start (the kernel's start
+//       time) to a populated browser for DIR. run_gui_bench.sh runs it
+//       several times and takes the median.
+//   bench_gui stall DIR FILE TENSOR
+//       In one window: scan DIR, select FILE, then compute TENSOR's
+//       statistics, histogram and heat map in the Tensor tab. A 2 ms
+//       precise timer on the GUI thread records the longest gap between its
+//       ticks in each phase: the longest time the window could not respond.
+//
+// Prints one JSON object per run on stdout.
+#include <QApplication>
+#include <QElapsedTimer>
+#include <QSignalSpy>
+#include <QTimer>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+#include "browser/checkpointlistmodel.h"
+#include "ckpt/format/checkpoint_file.h"
+#include "ckpt/format/tensor_info.h"
+#include "inspector/inspectorwidget.h"
+#include "inspector/tensorview.h"
+#include "mainwindow.h"
+
+namespace {
+
+// Milliseconds since this process was started, from /proc/self/stat (field
+// 22, in clock ticks since boot) and CLOCK_BOOTTIME; 10 ms resolution.
+double msSinceProcessStart() {
+  std::ifstream in("/proc/self/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');  // the command name may hold spaces
+  if (close == std::string::npos) return -1;
+  size_t pos = close + 2;
+  for (int field = 3; field < 22; ++field) pos = stat.find(' ', pos) + 1;
+  const double startTicks = std::stod(stat.substr(pos, stat.find(' ', pos) - pos));
+  timespec now{};
+  clock_gettime(CLOCK_BOOTTIME, &now);
+  return (double(now.tv_sec) + now.tv_nsec * 1e-9 - startTicks / double(sysconf(_SC_CLK_TCK))) * 1e3;
+}
+
+// The longest gap between ticks of a fast timer on the GUI thread.
+class StallMeter : public QObject {
+ public:
+  StallMeter() {
+    m_timer.setTimerType(Qt::PreciseTimer);
+    m_timer.setInterval(2);
+    connect(&m_timer, &QTimer::timeout, this, [this] {
+      const qint64 ns = m_clock.nsecsElapsed();
+      m_max = std::max(m_max, ns - m_last);
+      m_last = ns;
+    });
+  }
+  void start() {
+    m_clock.start();
+    m_last = 0;
+    m_max = 0;
+    m_timer.start();
+  }
+  double stopMs() {
+    m_timer.stop();
+    return double(m_max) / 1e6;
+  }
+
+ private:
+  QTimer m_timer;
+  QElapsedTimer m_clock;
+  qint64 m_last = 0;
+  qint64 m_max = 0;
+};
+
+bool waitFor(QObject* sender, const char* what, QSignalSpy& spy, int timeoutMs = 120'000) {
+  if (spy.count() > 0 || spy.wait(timeoutMs)) return true;
+  std::fprintf(stderr, "bench_gui: timed out waiting for %s\n", what);
+  (void)sender;
+  return false;
+}
+
+int cold(const QString& dir) {
+  const double startMs = msSinceProcessStart();
+  QElapsedTimer clock;
+  clock.start();
+  ckpt::MainWindow w;
+  w.resize(1280, 800);
+  w.show();
+  QSignalSpy scanned(&w, &ckpt::MainWindow::scanFinished);
+  w.openPaths({dir});
+  if (!waitFor(&w, "the scan", scanned)) return 1;
+  const double populated = clock.nsecsElapsed() / 1e6;
+  std::printf("{\"mode\": \"cold\", \"process_to_populated_ms\": %.1f, \"main_to_populated_ms\": %.1f, "
+              "\"process_to_main_ms\": %.1f, \"checkpoints\": %zu}\n",
+              startMs + populated, populated, startMs, w.checkpointModel()->checkpointCount());
+  return 0;
+}
+
+int stall(const QString& dir, const QString& file, const QString& tensorName) {
+  ckpt::MainWindow w;
+  w.resize(1280, 800);
+  w.show();
+  // The first paint (fonts, styles) is start-up, measured by `cold`, not a
+  // stall while scanning: let it happen before the meter starts.
+  QElapsedTimer warm;
+  warm.start();
+  while (warm.elapsed() < 300) QApplication::processEvents(QEventLoop::AllEvents, 10);
+  StallMeter meter;
+  QElapsedTimer clock;
+
+  // 1. The scan.
+  QSignalSpy loaded(&w, &ckpt::MainWindow::loaded);
+  meter.start();
+  clock.start();
+  w.openPaths({dir});
+  if (!waitFor(&w, "the scan", loaded)) return 1;
+  const double scanMs = clock.nsecsElapsed() / 1e6;
+  const double scanStall = meter.stopMs();
+  QApplication::processEvents();
+
+  // 2. One checkpoint's summary, metadata, parameters.
+  QSignalSpy shown(&w, &ckpt::MainWindow::summaryShown);
+  meter.start();
+  clock.start();
+  if (!w.selectPath(file)) {
+    std::fprintf(stderr, "bench_gui: %s is not listed under %s\n", qPrintable(file), qPrintable(dir));
+    return 1;
+  }
+  while (w.inspector()->shownPath() != file) {
+    if (!shown.wait(120'000)) {
+      std::fprintf(stderr, "bench_gui: %s was not shown\n", qPrintable(file));
+      return 1;
+    }
+  }
+  const double selectMs = clock.nsecsElapsed() / 1e6;
+  const double selectStall = meter.stopMs();
+
+  // 3. One tensor's statistics, histogram and heat map.
+  const auto ck = ckpt::CheckpointFile::open(file.toStdString());
+  int index = -1;
+  uint64_t numel = 0;
+  for (size_t i = 0; i < ck->tensors().size(); ++i)
+    if (QString::fromStdString(ckpt::joinPath(ck->tensors()[i].path)) == tensorName) {
+      index = int(i);
+      numel = ck->tensors()[i].numel();
+    }
+  if (index < 0) {
+    std::fprintf(stderr, "bench_gui: no tensor %s in %s\n", qPrintable(tensorName), qPrintable(file));
+    return 1;
+  }
+  ckpt::TensorView* view = w.inspector()->tensorView();
+  QSignalSpy ready(view, &ckpt::TensorView::statsReady);
+  QSignalSpy failed(view, &ckpt::TensorView::statsFailed);
+  meter.start();
+  clock.start();
+  w.inspector()->inspectTensor(index);
+  while (ready.isEmpty() && failed.isEmpty())
+    if (!ready.wait(120'000)) break;
+  const double statsMs = clock.nsecsElapsed() / 1e6;
+  // Let the histogram and heat map draw before the stall window closes.
+  QElapsedTimer settle;
+  settle.start();
+  while (settle.elapsed() < 300) QApplication::processEvents(QEventLoop::AllEvents, 10);
+  const double statsStall = meter.stopMs();
+  if (!failed.isEmpty()) {
+    std::fprintf(stderr, "bench_gui: statistics failed: %s\n", qPrintable(failed.front().at(1).toString()));
+    return 1;
+  }
+  std::printf("{\"mode\": \"stall\", \"checkpoints\": %zu, \"scan_ms\": %.1f, \"scan_max_stall_ms\": %.1f, "
+              "\"select_ms\": %.1f, \"select_max_stall_ms\": %.1f, \"tensor\": \"%s\", \"tensor_numel\": %llu, "
+              "\"stats_ms\": %.1f, \"stats_max_stall_ms\": %.1f}\n",
+              w.checkpointModel()->checkpointCount(), scanMs, scanStall, selectMs, selectStall,
+              qPrintable(tensorName), static_cast<unsigned long long>(numel), statsMs, statsStall);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName("CkptScopeBench");  // keep the user's recent list clean
+  const QStringList args = app.arguments();
+  if (args.size() == 3 && args[1] == "cold") return cold(args[2]);
+  if (args.size() == 5 && args[1] == "stall") return stall(args[2], args[3], args[4]);
+  std::fprintf(stderr, "usage: bench_gui cold DIR | bench_gui stall DIR FILE TENSOR\n");
+  return 2;
+}
