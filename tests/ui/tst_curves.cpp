@@ -134,6 +134,7 @@ class TestCurves : public QObject {
   void checkpointMarkers();
   void otherMetricsAndAxes();
   void logScale();
+  void followsPalette();
   void hiddenRunsAndTooltip();
   void liveAppend();
   void liveNewFileAndRewrite();
@@ -464,6 +465,39 @@ void TestCurves::logScale() {
           view.plot()->yAxis->range().contains(5.0 * std::exp(-20.0 / 150)));
   view.setLogScale(false);
   QCOMPARE(view.plot()->yAxis->scaleType(), QCPAxis::stLinear);
+}
+
+void TestCurves::followsPalette() {
+  // A dark palette, as a dark desktop theme gives: the chart follows it.
+  QPalette dark;
+  dark.setColor(QPalette::Window, QColor(0x2b, 0x2b, 0x2b));
+  dark.setColor(QPalette::Base, QColor(0x1e, 0x1e, 0x1e));
+  dark.setColor(QPalette::Text, QColor(0xee, 0xee, 0xee));
+  dark.setColor(QPalette::WindowText, QColor(0xee, 0xee, 0xee));
+  CurvesView view;
+  view.resize(900, 600);
+  QVERIFY(load(view));
+  view.setRunVisible("beta", false);
+  view.setPalette(dark);
+  QCustomPlot* plot = view.plot();
+  const QImage image = plot->toPixmap(600, 400).toImage();
+  // The background where nothing is drawn (the top-left corner) is the palette's base.
+  QCOMPARE(image.pixelColor(2, 2), dark.color(QPalette::Base));
+  QCOMPARE(plot->xAxis->tickLabelColor(), dark.color(QPalette::Text));
+  QCOMPARE(plot->yAxis->basePen().color(), dark.color(QPalette::Text));
+  // Legend: shown runs in the text colour, a hidden one dimmed between text and base.
+  const QColor hidden = plot->legend->itemWithPlottable(view.smoothedGraph("beta"))->textColor();
+  QVERIFY(hidden != dark.color(QPalette::Text));
+  QVERIFY(hidden.lightness() < dark.color(QPalette::Text).lightness() &&
+          hidden.lightness() > dark.color(QPalette::Base).lightness());
+  QCOMPARE(plot->legend->itemWithPlottable(view.smoothedGraph("alpha"))->textColor(), dark.color(QPalette::Text));
+  // And back to light.
+  view.setPalette(QPalette(Qt::white));
+  QCOMPARE(plot->xAxis->tickLabelColor(), view.palette().color(QPalette::Text));
+  if (qEnvironmentVariableIsSet("CKPT_KEEP_SCREENSHOTS")) {
+    view.setPalette(dark);
+    view.grab().save(qEnvironmentVariable("CKPT_KEEP_SCREENSHOTS") + "/curves-dark.png");
+  }
 }
 
 void TestCurves::hiddenRunsAndTooltip() {

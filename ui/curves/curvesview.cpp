@@ -26,6 +26,7 @@
 #include "curves/curveaxes.h"
 #include "curves/curvescsv.h"
 #include "curves/runfollower.h"
+#include "plotstyle.h"
 #include "textformat.h"
 
 namespace ckpt {
@@ -196,7 +197,6 @@ void CurvesView::setUpPlot() {
 
   m_cursor = new QCPItemStraightLine(m_plot);
   m_cursor->setLayer("overlay");
-  m_cursor->setPen(QPen(QColor(0, 0, 0, 90), 1, Qt::DashLine));
   m_cursor->setSelectable(false);
   m_cursor->setVisible(false);
 
@@ -204,16 +204,13 @@ void CurvesView::setUpPlot() {
   m_message->setLayer("overlay");
   m_message->position->setType(QCPItemPosition::ptAxisRectRatio);
   m_message->position->setCoords(0.5, 0.5);
-  m_message->setColor(QColor(0x60, 0x60, 0x60));
   m_message->setSelectable(false);
   QFont font = m_message->font();
   font.setPointSizeF(font.pointSizeF() * 1.2);
   m_message->setFont(font);
 
-  for (QCPAxis* axis : {m_plot->xAxis, m_plot->yAxis}) {
-    axis->grid()->setPen(QPen(QColor(0xe4, 0xe4, 0xe4), 1));
-    axis->grid()->setSubGridVisible(false);
-  }
+  for (QCPAxis* axis : {m_plot->xAxis, m_plot->yAxis}) axis->grid()->setSubGridVisible(false);
+  applyColours();
   applyAxisTypes();
 
   connect(m_plot, &QCustomPlot::plottableClick, this, &CurvesView::onPlottableClick);
@@ -393,7 +390,7 @@ void CurvesView::setRunVisible(const QString& run, bool visible) {
   if (rp.raw && m_smoothing == 0) rp.raw->setVisible(false);
   if (rp.smoothed)
     if (QCPPlottableLegendItem* item = m_plot->legend->itemWithPlottable(rp.smoothed))
-      item->setTextColor(visible ? Qt::black : QColor(0xa0, 0xa0, 0xa0));
+      item->setTextColor(visible ? palette().color(QPalette::Text) : paletteMix(palette(), 0.4));
   m_plot->replot();
 }
 
@@ -462,7 +459,7 @@ void CurvesView::fillRun(size_t index) {
     rp.markers->setLayer(kMarkerLayer);
     rp.markers->setLineStyle(QCPGraph::lsNone);
     rp.markers->setScatterStyle(
-        QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(colour, 2), QBrush(Qt::white), 9));
+        QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(colour, 2), palette().brush(QPalette::Base), 9));
     rp.markers->removeFromLegend();
     for (QCPGraph* g : {rp.raw, rp.smoothed}) {
       g->setAdaptiveSampling(true);
@@ -473,7 +470,7 @@ void CurvesView::fillRun(size_t index) {
     if (m_smoothing == 0) rp.raw->setVisible(false);  // it would coincide with the smoothed one
     if (!rp.visible)
       if (QCPPlottableLegendItem* item = m_plot->legend->itemWithPlottable(rp.smoothed))
-        item->setTextColor(QColor(0xa0, 0xa0, 0xa0));
+        item->setTextColor(paletteMix(palette(), 0.4));
   }
   rp.raw->setVisible(rp.visible && m_smoothing > 0);
 
@@ -720,6 +717,33 @@ void CurvesView::onMouseMove(QMouseEvent* event) {
   m_cursor->setVisible(true);
   m_plot->layer("overlay")->replot();
   QToolTip::showText(event->globalPosition().toPoint(), text, m_plot);
+}
+
+void CurvesView::applyColours() {
+  const QPalette& pal = palette();
+  applyPalette(m_plot, pal);
+  QColor cursor = pal.color(QPalette::Text);
+  cursor.setAlpha(90);
+  m_cursor->setPen(QPen(cursor, 1, Qt::DashLine));
+  m_message->setColor(paletteMix(pal, 0.6));
+  for (const RunPlot& rp : m_plots) {
+    if (rp.markers) {
+      QCPScatterStyle style = rp.markers->scatterStyle();
+      style.setBrush(pal.brush(QPalette::Base));
+      rp.markers->setScatterStyle(style);
+    }
+    if (rp.smoothed && !rp.visible)
+      if (QCPPlottableLegendItem* item = m_plot->legend->itemWithPlottable(rp.smoothed))
+        item->setTextColor(paletteMix(pal, 0.4));
+  }
+}
+
+void CurvesView::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  if (event->type() == QEvent::PaletteChange && m_plot) {
+    applyColours();
+    m_plot->replot();
+  }
 }
 
 bool CurvesView::eventFilter(QObject* watched, QEvent* event) {

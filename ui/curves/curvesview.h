@@ -126,6 +126,9 @@ class CurvesView : public QWidget {
   [[nodiscard]] int runIndex(const QString& run) const;
   [[nodiscard]] std::vector<double> smoothedValues(const MetricSeries& series) const;
   bool eventFilter(QObject* watched, QEvent* event) override;
+  void changeEvent(QEvent* event) override;
+  // The plot, cursor, message and markers in the palette's colours.
+  void applyColours();
 
   QComboBox* m_metricBox = nullptr;
   QSlider* m_smoothSlider = nullptr;
