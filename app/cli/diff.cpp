@@ -29,6 +29,14 @@ std::string num(double d) {
   return buf;
 }
 
+// Grid cells: three digits are enough to compare modules at a glance.
+std::string shortNum(double d) {
+  if (!std::isfinite(d)) return num(d);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2e", d);
+  return buf;
+}
+
 std::string cosineText(double d) {
   if (!std::isfinite(d)) return num(d);
   char buf[32];
@@ -141,7 +149,7 @@ void printText(const CheckpointDiff& d, const CheckpointFile& a, const Checkpoin
       if (std::find(cols.begin(), cols.end(), g.module) == cols.end()) cols.push_back(g.module);
     std::sort(cols.begin(), cols.end());
     std::printf("  %5s  %11s  %-24s", "block", "rel_l2", "");
-    for (LayerModule m : cols) std::printf("  %10s", std::string(layerModuleName(m)).c_str());
+    for (LayerModule m : cols) std::printf(" %10s", std::string(layerModuleName(m)).c_str());
     std::printf("\n");
     for (const LayerAggregate& g : d.blocks) {
       const double r = g.relL2();
@@ -152,7 +160,7 @@ void printText(const CheckpointDiff& d, const CheckpointFile& a, const Checkpoin
         auto it = std::find_if(d.modules.begin(), d.modules.end(), [&](const LayerAggregate& x) {
           return x.block == g.block && x.module == m;
         });
-        std::printf("  %10s", it == d.modules.end() ? "." : num(it->relL2()).c_str());
+        std::printf(" %10s", it == d.modules.end() ? "." : shortNum(it->relL2()).c_str());
       }
       std::printf("\n");
     }
