@@ -93,6 +93,7 @@ class TestInspector : public QObject {
   void opaqueObjectsByClass();
   void unreadableTensorFails();
   void renderOffscreen();
+  void renderDark();
   void largeTensorNoStall();
 
  private:
@@ -450,6 +451,40 @@ void TestInspector::renderOffscreen() {
   for (int y = 0; y < tensorShot.height(); y += 4)
     for (int x = 0; x < tensorShot.width(); x += 4) colours.insert(tensorShot.pixel(x, y));
   QVERIFY2(colours.size() > 50, qPrintable(QString::number(colours.size())));
+}
+
+void TestInspector::renderDark() {
+  // Plots take their colours from the palette: readable on a dark one too.
+  const QPalette saved = QApplication::palette();
+  QPalette dark;
+  dark.setColor(QPalette::Window, QColor(0x2b, 0x2b, 0x2b));
+  dark.setColor(QPalette::WindowText, QColor(0xe0, 0xe0, 0xe0));
+  dark.setColor(QPalette::Base, QColor(0x1e, 0x1e, 0x1e));
+  dark.setColor(QPalette::AlternateBase, QColor(0x26, 0x26, 0x26));
+  dark.setColor(QPalette::Text, QColor(0xe0, 0xe0, 0xe0));
+  dark.setColor(QPalette::Button, QColor(0x35, 0x35, 0x35));
+  dark.setColor(QPalette::ButtonText, QColor(0xe0, 0xe0, 0xe0));
+  dark.setColor(QPalette::PlaceholderText, QColor(0x90, 0x90, 0x90));
+  InspectorWidget w;  // made light, switched to dark: the plots follow
+  w.resize(1100, 760);
+  w.show();
+  QApplication::setPalette(dark);
+  w.showSummary(m_summary);
+  w.setCurrentTab(InspectorWidget::Tab::Tensor);
+  QSignalSpy ready(w.tensorView(), &TensorView::statsReady);
+  w.inspectTensor(w.parameterModel()->find("blocks.0.ffn.gate.weight").data(int(ParameterModel::Role::TensorIndex)).toInt());
+  QVERIFY(ready.wait(kWaitMs));
+  QSignalSpy loaded(w.tensorView()->valueModel(), &ValueTableModel::blockLoaded);
+  QApplication::processEvents();
+  loaded.wait(2000);
+  const QString dir = QDir(CKPT_BINARY_DIR).filePath("tests/ui/inspector-shots");
+  const QImage shot = w.grab().toImage();
+  QVERIFY(shot.save(dir + "/tensor-dark.png"));
+  // The histogram's background is the dark base colour.
+  QCustomPlot* hist = w.tensorView()->histogramPlot();
+  const QPoint corner = hist->mapTo(&w, QPoint(3, 3));
+  QCOMPARE(shot.pixelColor(corner), dark.color(QPalette::Base));
+  QApplication::setPalette(saved);
 }
 
 // A real checkpoint's 38.6M-element embedding (bench/run_bench.sh writes

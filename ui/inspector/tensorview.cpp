@@ -26,18 +26,26 @@ namespace {
 constexpr int kMinHeatCells = 128;
 constexpr int kMaxHeatCells = 1024;
 
-QCustomPlot* makePlot(QWidget* parent) {
-  auto* p = new QCustomPlot(parent);
-  p->setMinimumSize(220, 160);
-  p->setBackground(parent->palette().base());
-  const QColor fg = parent->palette().color(QPalette::Text);
-  for (QCPAxis* a : {p->xAxis, p->yAxis}) {
+// Plot colours from the palette, so that a dark one reads as well as a light one.
+void applyPalette(QCustomPlot* p, const QPalette& pal) {
+  p->setBackground(pal.base());
+  const QColor fg = pal.color(QPalette::Text);
+  QList<QCPAxis*> axes{p->xAxis, p->yAxis};
+  for (int i = 0; i < p->plotLayout()->elementCount(); ++i)
+    if (auto* scale = qobject_cast<QCPColorScale*>(p->plotLayout()->elementAt(i))) axes << scale->axis();
+  for (QCPAxis* a : axes) {
     a->setBasePen(QPen(fg));
     a->setTickPen(QPen(fg));
     a->setSubTickPen(QPen(fg));
     a->setTickLabelColor(fg);
     a->setLabelColor(fg);
   }
+}
+
+QCustomPlot* makePlot(QWidget* parent) {
+  auto* p = new QCustomPlot(parent);
+  p->setMinimumSize(220, 160);
+  applyPalette(p, parent->palette());
   return p;
 }
 
@@ -73,8 +81,7 @@ TensorView::TensorView(QWidget* parent) : QWidget(parent) {
   auto* scale = new QCPColorScale(m_heat);
   m_heat->plotLayout()->addElement(0, 1, scale);
   scale->setLabel(tr("mean |x|"));
-  scale->axis()->setTickLabelColor(palette().color(QPalette::Text));
-  scale->axis()->setLabelColor(palette().color(QPalette::Text));
+  applyPalette(m_heat, palette());
   m_colorMap->setColorScale(scale);
   m_heatNote = new QLabel(this);
   m_heatNote->setAlignment(Qt::AlignCenter);
@@ -222,6 +229,15 @@ AnalysisOptions TensorView::optionsFor(const TensorInfo& t) const {
     opt.heatRows = std::clamp(m_heat->height(), kMinHeatCells, kMaxHeatCells);
   }
   return opt;
+}
+
+void TensorView::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  if (event->type() != QEvent::PaletteChange) return;
+  for (QCustomPlot* p : {m_histogram, m_heat}) {
+    applyPalette(p, palette());
+    p->replot();
+  }
 }
 
 void TensorView::resizeEvent(QResizeEvent* event) {

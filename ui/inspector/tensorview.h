@@ -62,6 +62,7 @@ class TensorView : public QWidget {
 
  protected:
   void resizeEvent(QResizeEvent* event) override;
+  void changeEvent(QEvent* event) override;  // the plots follow the palette
 
  private:
   struct Result {
