@@ -8,7 +8,9 @@
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QLineEdit>
+#include <QMenu>
 #include <QMimeData>
+#include <QSet>
 #include <QSettings>
 #include <QUrl>
 #include <QFileDialog>
@@ -28,6 +30,7 @@
 #include "browser/browserpanel.h"
 #include "browser/checkpointlistmodel.h"
 #include "browser/runwatcher.h"
+#include "compare/compareview.h"
 #include "curves/curvesview.h"
 #include "inspector/inspectorwidget.h"
 #include "textformat.h"
@@ -67,6 +70,7 @@ std::optional<MainWindow::View> MainWindow::viewFromName(const QString& name) {
   if (name == QLatin1String("browse")) return View::Browse;
   if (name == QLatin1String("inspect")) return View::Inspect;
   if (name == QLatin1String("curves")) return View::Curves;
+  if (name == QLatin1String("compare")) return View::Compare;
   return std::nullopt;
 }
 
@@ -94,6 +98,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   m_tabs->setDocumentMode(true);
   m_tabs->addTab(m_inspector, tr("Inspect"));
   m_tabs->addTab(m_curves, tr("Curves"));
+  m_compare = new CompareView(this);
+  m_tabs->addTab(m_compare, tr("Compare"));
   setCentralWidget(m_tabs);
 
   m_watcher = new RunWatcher(this);
@@ -102,6 +108,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
   connect(checkpointView()->selectionModel(), &QItemSelectionModel::currentChanged, this,
           &MainWindow::onCurrentChanged);
+  // Several checkpoints can be selected (Ctrl/Shift+click) to compare them.
+  checkpointView()->setSelectionMode(QAbstractItemView::ExtendedSelection);
+  checkpointView()->setContextMenuPolicy(Qt::CustomContextMenu);
+  connect(checkpointView(), &QWidget::customContextMenuRequested, this, &MainWindow::showBrowserMenu);
   connect(&m_scanWatcher, &QFutureWatcherBase::finished, this, &MainWindow::onScanFinished);
   connect(&m_summaryWatcher, &QFutureWatcherBase::finished, this, &MainWindow::onSummaryReady);
   connect(m_curves, &CurvesView::checkpointActivated, this, &MainWindow::onCheckpointActivated);
@@ -157,8 +167,84 @@ void MainWindow::createMenus() {
   QAction* curves = view->addAction(tr("&Curves"));
   curves->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_2));
   connect(curves, &QAction::triggered, this, [this] { m_tabs->setCurrentWidget(m_curves); });
+  QAction* compareTab = view->addAction(tr("C&ompare"));
+  compareTab->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_3));
+  connect(compareTab, &QAction::triggered, this, [this] { m_tabs->setCurrentWidget(m_compare); });
   view->addSeparator();
   view->addAction(m_browserDock->toggleViewAction());
+
+  QMenu* checkpoint = menuBar()->addMenu(tr("&Checkpoint"));
+  QAction* compare = checkpoint->addAction(tr("&Compare Selected"));
+  compare->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_D));
+  compare->setToolTip(tr("Two selected checkpoints with each other, or one with the one before it in its run"));
+  connect(compare, &QAction::triggered, this, &MainWindow::compareSelected);
+  QAction* compareWith = checkpoint->addAction(tr("Compare &With..."));
+  connect(compareWith, &QAction::triggered, this, &MainWindow::compareWithFile);
+}
+
+QStringList MainWindow::selectedCheckpoints() const {
+  QSet<QString> selected;
+  for (const QModelIndex& i : checkpointView()->selectionModel()->selectedRows(0))
+    if (const CheckpointEntry* c = m_model->checkpoint(m_browser->proxy()->mapToSource(i)))
+      selected.insert(pathFromStd(c->path));
+  // The browser's order: families in training order, runs by step.
+  QStringList ordered;
+  for (const BrowseGroup& g : m_model->groups())
+    for (const CheckpointEntry& c : g.checkpoints)
+      if (selected.contains(pathFromStd(c.path))) ordered << pathFromStd(c.path);
+  return ordered;
+}
+
+bool MainWindow::compareSelected() {
+  const QStringList selected = selectedCheckpoints();
+  if (selected.size() == 2) {
+    compareCheckpoints(selected[0], selected[1]);
+    return true;
+  }
+  if (selected.size() == 1) {
+    // One checkpoint: what changed since the one before it in its run.
+    for (const BrowseGroup& g : m_model->groups())
+      for (size_t i = 1; i < g.checkpoints.size(); ++i)
+        if (pathFromStd(g.checkpoints[i].path) == selected[0]) {
+          compareCheckpoints(pathFromStd(g.checkpoints[i - 1].path), selected[0]);
+          return true;
+        }
+    statusBar()->showMessage(tr("%1 is the first checkpoint of its run: select two to compare")
+                                 .arg(QFileInfo(selected[0]).fileName()), 5000);
+    return false;
+  }
+  statusBar()->showMessage(tr("Select two checkpoints to compare (Ctrl+click)"), 5000);
+  return false;
+}
+
+void MainWindow::compareWithFile() {
+  const QStringList selected = selectedCheckpoints();
+  if (selected.isEmpty()) {
+    statusBar()->showMessage(tr("Select a checkpoint first"), 5000);
+    return;
+  }
+  const QString other = QFileDialog::getOpenFileName(
+      this, tr("Compare %1 with").arg(QFileInfo(selected[0]).fileName()), QFileInfo(selected[0]).absolutePath(),
+      tr("Checkpoints (*.pt *.pth *.bin *.ckpt *.safetensors);;All files (*)"));
+  if (!other.isEmpty()) compareCheckpoints(selected[0], other);
+}
+
+void MainWindow::compareCheckpoints(const QString& a, const QString& b) {
+  m_tabs->setCurrentWidget(m_compare);
+  m_compare->compare(a, b);
+  statusBar()->showMessage(tr("Comparing %1 with %2...").arg(QFileInfo(a).fileName(), QFileInfo(b).fileName()));
+}
+
+void MainWindow::showBrowserMenu(const QPoint& pos) {
+  QMenu menu(this);
+  const QStringList selected = selectedCheckpoints();
+  QAction* compare = menu.addAction(selected.size() == 2 ? tr("Compare the Two Selected") : tr("Compare with Previous"));
+  compare->setEnabled(selected.size() == 1 || selected.size() == 2);
+  connect(compare, &QAction::triggered, this, &MainWindow::compareSelected);
+  QAction* compareWith = menu.addAction(tr("Compare With..."));
+  compareWith->setEnabled(!selected.isEmpty());
+  connect(compareWith, &QAction::triggered, this, &MainWindow::compareWithFile);
+  menu.exec(checkpointView()->viewport()->mapToGlobal(pos));
 }
 
 void MainWindow::fillRecentMenu() {
@@ -336,7 +422,25 @@ void MainWindow::onScanFinished() {
         tr("<p>No .pt, .pth, .bin, .ckpt or .safetensors checkpoints under:</p><p>%1</p>")
             .arg(m_paths.join("<br>").toHtmlEscaped()));
   }
+  if (m_view == View::Compare) compareOnOpen();
   if (!m_summaryPending) finishLoading();
+}
+
+void MainWindow::compareOnOpen() {
+  // `ckptscope --view compare A B`: the two files; a directory: the first
+  // run's last two checkpoints (what its latest save changed).
+  const std::vector<BrowseGroup> groups = m_model->groups();
+  for (const BrowseGroup& g : groups) {
+    std::vector<const CheckpointEntry*> readable;
+    for (const CheckpointEntry& c : g.checkpoints)
+      if (c.error.empty()) readable.push_back(&c);
+    if (readable.size() < 2) continue;
+    const size_t n = readable.size();
+    compareCheckpoints(pathFromStd(readable[g.kind == BrowseGroup::Kind::Files ? 0 : n - 2]->path),
+                       pathFromStd(readable[g.kind == BrowseGroup::Kind::Files ? 1 : n - 1]->path));
+    return;
+  }
+  m_compare->showMessage(tr("Nothing to compare: open two checkpoints, or a run with two or more."));
 }
 
 void MainWindow::finishLoading() {
@@ -378,7 +482,10 @@ void MainWindow::refreshCurvesLater() {
 
 void MainWindow::setView(View view) {
   m_view = view;
-  m_tabs->setCurrentWidget(view == View::Curves ? static_cast<QWidget*>(m_curves) : m_inspector);
+  QWidget* tab = m_inspector;
+  if (view == View::Curves) tab = m_curves;
+  if (view == View::Compare) tab = m_compare;
+  m_tabs->setCurrentWidget(tab);
 }
 
 void MainWindow::onCheckpointActivated(const QString& path) {

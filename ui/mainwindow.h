@@ -19,6 +19,7 @@ class QTreeView;
 namespace ckpt {
 
 class BrowserPanel;
+class CompareView;
 class CheckpointListModel;
 class CurvesView;
 class RunWatcher;
@@ -38,8 +39,8 @@ class MainWindow : public QMainWindow {
  public:
   // What the window shows first (`ckptscope --view`): the runs overview,
   // the first checkpoint's summary (the default), or the curves.
-  enum class View { Browse, Inspect, Curves };
-  // "browse", "inspect", "curves"; nothing for other names.
+  enum class View { Browse, Inspect, Curves, Compare };
+  // "browse", "inspect", "curves", "compare"; nothing for other names.
   [[nodiscard]] static std::optional<View> viewFromName(const QString& name);
 
   explicit MainWindow(QWidget* parent = nullptr);
@@ -51,6 +52,15 @@ class MainWindow : public QMainWindow {
   void openPaths(const QStringList& paths);
   // Scans the opened paths again (F5).
   void reload();
+  // Compares two checkpoint files in the Compare tab (A is the older one).
+  void compareCheckpoints(const QString& a, const QString& b);
+  // The checkpoint files selected in the browser, in the browser's order.
+  [[nodiscard]] QStringList selectedCheckpoints() const;
+  // Compare Selected (Ctrl+D): two selected checkpoints with each other, or
+  // one with the checkpoint before it in its run. False (and a message in
+  // the status bar) when the selection does not say what to compare.
+  bool compareSelected();
+
   // Window geometry and dock layout as last saved; false when there is none.
   bool restoreLayout();
   void saveLayout() const;
@@ -72,6 +82,7 @@ class MainWindow : public QMainWindow {
   [[nodiscard]] RunWatcher* runWatcher() const { return m_watcher; }
   [[nodiscard]] InspectorWidget* inspector() const { return m_inspector; }
   [[nodiscard]] CurvesView* curvesView() const { return m_curves; }
+  [[nodiscard]] CompareView* compareView() const { return m_compare; }
   [[nodiscard]] QTabWidget* tabs() const { return m_tabs; }
 
  signals:
@@ -95,6 +106,9 @@ class MainWindow : public QMainWindow {
   void dropEvent(QDropEvent* event) override;
 
   void createMenus();
+  void showBrowserMenu(const QPoint& pos);
+  void compareWithFile();
+  void compareOnOpen();
   void fillRecentMenu();
   static void rememberPaths(const QStringList& paths);
   void onRunChanged(const BrowseGroup& run);
@@ -120,6 +134,7 @@ class MainWindow : public QMainWindow {
   QTabWidget* m_tabs = nullptr;
   InspectorWidget* m_inspector = nullptr;
   CurvesView* m_curves = nullptr;
+  CompareView* m_compare = nullptr;
   View m_view = View::Inspect;
 
   QStringList m_paths;

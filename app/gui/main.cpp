@@ -1,4 +1,4 @@
-// ckptscope [--screenshot OUT.png] [--view browse|inspect|curves] [DIR|FILE...]: the desktop app.
+// ckptscope [--screenshot OUT.png] [--view browse|inspect|curves|compare] [DIR|FILE...]: the desktop app.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QTimer>
@@ -6,6 +6,7 @@
 #include <cstring>
 #include <optional>
 
+#include "compare/compareview.h"
 #include "curves/curvesview.h"
 #include "mainwindow.h"
 #include "screenshot.h"
@@ -49,16 +50,17 @@ int main(int argc, char** argv) {
   parser.addOption(screenshot);
   const QCommandLineOption view(
       "view",
-      "What to show first: browse (the first run's checkpoints), inspect (the first checkpoint, the default) or "
-      "curves (the runs' loss curves; --screenshot then waits until they are plotted).",
-      "browse|inspect|curves", "inspect");
+      "What to show first: browse (the first run's checkpoints), inspect (the first checkpoint, the default), "
+      "curves (the runs' loss curves; --screenshot then waits until they are plotted) or compare (two files "
+      "given, else a run's last two checkpoints; --screenshot waits for the comparison).",
+      "browse|inspect|curves|compare", "inspect");
   parser.addOption(view);
   parser.addPositionalArgument("paths", "Directories to scan and checkpoint files to open.", "[DIR|FILE...]");
   parser.process(app);
 
   const std::optional<ckpt::MainWindow::View> shown = ckpt::MainWindow::viewFromName(parser.value(view));
   if (!shown) {
-    complain(QString("unknown view \"%1\" (expected browse, inspect or curves)").arg(parser.value(view)));
+    complain(QString("unknown view \"%1\" (expected browse, inspect, curves or compare)").arg(parser.value(view)));
     return 2;
   }
   ckpt::MainWindow window;
@@ -85,6 +87,8 @@ int main(int argc, char** argv) {
     // after the scan, apart from the summary: wait for what is on screen.
     if (*shown == ckpt::MainWindow::View::Curves)
       QObject::connect(window.curvesView(), &ckpt::CurvesView::curvesReady, &app, shoot, Qt::QueuedConnection);
+    else if (*shown == ckpt::MainWindow::View::Compare)
+      QObject::connect(window.compareView(), &ckpt::CompareView::finished, &app, shoot, Qt::QueuedConnection);
     else
       QObject::connect(&window, &ckpt::MainWindow::loaded, &app, shoot, Qt::QueuedConnection);
     QTimer::singleShot(kScreenshotTimeoutMs, &app, [] {

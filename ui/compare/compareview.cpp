@@ -1,0 +1,365 @@
+#include "compare/compareview.h"
+
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTableWidget>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+#include <atomic>
+#include <cmath>
+#include <exception>
+#include <map>
+#include <qcustomplot.h>
+
+#include "compare/diffmodel.h"
+#include "plotstyle.h"
+#include "textformat.h"
+
+namespace ckpt {
+
+// Shared with the worker: it writes progress and reads `cancel`; the view
+// only reads and sets them (no pointer into the view crosses threads).
+struct CompareView::Job {
+  std::atomic<bool> cancel{false};
+  std::atomic<size_t> done{0};
+  std::atomic<size_t> total{0};
+};
+
+namespace {
+
+QString blockLabel(int block) { return block < 0 ? QObject::tr("emb/head") : QString::number(block); }
+
+// Viridis (matplotlib's default): ordered in lightness, readable on light
+// and dark backgrounds and for colour-blind eyes. Cells a module does not
+// have (q, k, ... outside the blocks) get `empty`, not the lowest colour.
+QCPColorGradient changeGradient(const QColor& empty) {
+  QCPColorGradient g;
+  g.setColorStopAt(0.0, QColor(0x44, 0x01, 0x54));
+  g.setColorStopAt(0.25, QColor(0x3b, 0x52, 0x8b));
+  g.setColorStopAt(0.5, QColor(0x21, 0x91, 0x8c));
+  g.setColorStopAt(0.75, QColor(0x5e, 0xc9, 0x62));
+  g.setColorStopAt(1.0, QColor(0xfd, 0xe7, 0x25));
+  g.setNanHandling(QCPColorGradient::nhNanColor);
+  g.setNanColor(empty);
+  return g;
+}
+
+}  // namespace
+
+CompareView::CompareView(QWidget* parent) : QWidget(parent) {
+  m_title = new QLabel(tr("Pick two checkpoints in the browser and choose Compare (Ctrl+D)."), this);
+  m_title->setWordWrap(true);
+  m_title->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  m_status = new QLabel(this);
+  m_status->setWordWrap(true);
+  m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  m_progress = new QProgressBar(this);
+  m_progress->setFormat(tr("Comparing... %p%"));
+  m_progress->hide();
+  m_cancel = new QPushButton(tr("Cancel"), this);
+  m_cancel->hide();
+  connect(m_cancel, &QPushButton::clicked, this, &CompareView::cancel);
+  m_swap = new QPushButton(tr("Swap A and B"), this);
+  m_swap->setEnabled(false);
+  connect(m_swap, &QPushButton::clicked, this, [this] {
+    if (!m_a.isEmpty()) compare(m_b, m_a);
+  });
+
+  m_model = new DiffModel(this);
+  m_proxy = new QSortFilterProxyModel(this);
+  m_proxy->setSourceModel(m_model);
+  m_proxy->setSortRole(int(DiffModel::Role::SortKey));
+  m_proxy->setFilterKeyColumn(int(DiffModel::Column::Name));
+  m_proxy->setFilterCaseSensitivity(Qt::CaseInsensitive);
+  m_filter = new QLineEdit(this);
+  m_filter->setPlaceholderText(tr("Filter tensors by name"));
+  m_filter->setClearButtonEnabled(true);
+  connect(m_filter, &QLineEdit::textChanged, m_proxy, &QSortFilterProxyModel::setFilterFixedString);
+  m_table = new QTableView(this);
+  m_table->setModel(m_proxy);
+  m_table->setSortingEnabled(true);
+  m_table->sortByColumn(int(DiffModel::Column::RelL2), Qt::DescendingOrder);
+  m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+  m_table->setAlternatingRowColors(true);
+  m_table->verticalHeader()->hide();
+  m_table->verticalHeader()->setDefaultSectionSize(m_table->fontMetrics().height() + 6);
+  m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
+  m_table->horizontalHeader()->setStretchLastSection(true);
+  auto* tensors = new QWidget(this);
+  auto* tl = new QVBoxLayout(tensors);
+  tl->setContentsMargins(0, 4, 0, 0);
+  tl->addWidget(m_filter);
+  tl->addWidget(m_table, 1);
+
+  m_blockPlot = new QCustomPlot(this);
+  m_blockPlot->setMinimumSize(240, 160);
+  m_heatPlot = new QCustomPlot(this);
+  m_heatPlot->setMinimumSize(240, 160);
+  auto* layers = new QSplitter(Qt::Vertical, this);
+  layers->addWidget(m_blockPlot);
+  layers->addWidget(m_heatPlot);
+
+  m_metadata = new QTableWidget(0, 3, this);
+  m_metadata->setHorizontalHeaderLabels({tr("Key"), tr("A"), tr("B")});
+  m_metadata->horizontalHeader()->setStretchLastSection(true);
+  m_metadata->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  m_metadata->verticalHeader()->hide();
+  m_metadata->setEditTriggers(QAbstractItemView::NoEditTriggers);
+
+  m_tabs = new QTabWidget(this);
+  m_tabs->addTab(tensors, tr("Tensors"));
+  m_tabs->addTab(layers, tr("Layers"));
+  m_tabs->addTab(m_metadata, tr("Metadata"));
+
+  auto* top = new QHBoxLayout;
+  top->addWidget(m_title, 1);
+  top->addWidget(m_swap);
+  auto* progress = new QHBoxLayout;
+  progress->addWidget(m_progress, 1);
+  progress->addWidget(m_cancel);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(6, 6, 6, 6);
+  layout->addLayout(top);
+  layout->addLayout(progress);
+  layout->addWidget(m_status);
+  layout->addWidget(m_tabs, 1);
+
+  restyle();
+  connect(&m_watcher, &QFutureWatcherBase::finished, this, &CompareView::onFinished);
+  m_progressTimer.setInterval(100);
+  connect(&m_progressTimer, &QTimer::timeout, this, &CompareView::showProgress);
+}
+
+CompareView::~CompareView() {
+  // The worker stops after the chunk it is reading; it holds no pointer into the view.
+  if (m_job) m_job->cancel = true;
+  m_watcher.waitForFinished();
+}
+
+void CompareView::compare(const QString& a, const QString& b) {
+  if (m_job) m_job->cancel = true;
+  m_watcher.waitForFinished();  // cancelled: returns within a chunk
+  m_a = a;
+  m_b = b;
+  m_model->clear();
+  m_metadata->setRowCount(0);
+  m_title->setText(tr("<b>A</b> %1<br><b>B</b> %2").arg(a.toHtmlEscaped(), b.toHtmlEscaped()));
+  m_status->setText(tr("Opening..."));
+  m_swap->setEnabled(true);
+  m_progress->setValue(0);
+  m_progress->show();
+  m_cancel->show();
+
+  auto job = std::make_shared<Job>();
+  m_job = job;
+  m_watcher.setFuture(QtConcurrent::run([a, b, job]() -> Result {
+    try {
+      const auto fa = CheckpointFile::open(pathToStd(a));
+      const auto fb = CheckpointFile::open(pathToStd(b));
+      DiffOptions options;
+      options.progress = [job](size_t done, size_t total) {
+        job->done = done;
+        job->total = total;
+        return !job->cancel.load();
+      };
+      auto diff = std::make_shared<CheckpointDiff>(diffCheckpoints(*fa, *fb, options));
+      return {std::move(diff), {}};
+    } catch (const std::exception& e) {
+      return {nullptr, fromStd(e.what())};
+    }
+  }));
+  m_progressTimer.start();
+}
+
+void CompareView::cancel() {
+  if (m_job) m_job->cancel = true;
+}
+
+void CompareView::showMessage(const QString& text) {
+  cancel();
+  m_model->clear();
+  m_metadata->setRowCount(0);
+  m_status->setText(text.toHtmlEscaped());
+  emit finished(false);
+}
+
+void CompareView::setFilter(const QString& text) { m_filter->setText(text); }
+
+QString CompareView::statusText() const { return m_status->text(); }
+
+void CompareView::showProgress() {
+  if (!m_job) return;
+  const size_t total = m_job->total;
+  m_progress->setRange(0, 1000);
+  m_progress->setValue(total ? int(1000.0 * double(m_job->done) / double(total)) : 0);
+  if (total) m_status->setText(tr("Comparing %1 of tensor bytes...").arg(sizeText(total)));
+}
+
+void CompareView::onFinished() {
+  m_progressTimer.stop();
+  m_progress->hide();
+  m_cancel->hide();
+  const Result result = m_watcher.result();
+  if (!result.diff) {
+    m_status->setText(tr("<span style='color:#c03030'>Cannot compare: %1</span>").arg(result.error.toHtmlEscaped()));
+    emit finished(false);
+    return;
+  }
+  const CheckpointDiff& d = *result.diff;
+  m_model->setDiff(result.diff);
+  m_table->resizeColumnsToContents();
+  showLayers(d);
+  showMetadata(d);
+
+  size_t compared = 0, changed = 0;
+  for (const TensorDiff& t : d.tensors) {
+    if (!t.computed) continue;
+    ++compared;
+    if (t.normDiff != 0 || t.dtypeA != t.dtypeB) ++changed;
+  }
+  QStringList parts;
+  parts << tr("%1 compared, %2 changed").arg(countText(compared, "tensor", "tensors")).arg(changed);
+  if (!d.added.empty()) parts << tr("%1 added").arg(d.added.size());
+  if (!d.removed.empty()) parts << tr("%1 removed").arg(d.removed.size());
+  if (!d.changedShape.empty()) parts << tr("%1 changed shape").arg(d.changedShape.size());
+  if (d.changedDtypeCount()) parts << tr("%1 changed dtype").arg(d.changedDtypeCount());
+  if (d.errorCount()) parts << tr("%1 unreadable").arg(d.errorCount());
+  parts << tr("%1 metadata keys differ").arg(d.metadata.size());
+  QString status = parts.join(", ");
+  const std::vector<size_t> top = d.topByRelL2(1);
+  if (!top.empty())
+    status += "<br>" + tr("Largest relative change: %1 (%2)")
+                           .arg(fromStd(d.tensors[top[0]].name).toHtmlEscaped(), metricText(d.tensors[top[0]].relL2));
+  if (d.cancelled) status = tr("<b>Cancelled</b>: the tensors compared so far. ") + status;
+  for (const std::string& note : d.notes) status += "<br>" + fromStd(note).toHtmlEscaped();
+  m_status->setText(status);
+  emit finished(!d.cancelled);
+}
+
+void CompareView::showLayers(const CheckpointDiff& d) {
+  // Bars: the change of each block (and of what sits outside the blocks).
+  m_blockPlot->clearPlottables();
+  auto* bars = new QCPBars(m_blockPlot->xAxis, m_blockPlot->yAxis);
+  bars->setName(tr("relative change"));
+  bars->setPen(Qt::NoPen);
+  bars->setBrush(QColor(0x1f, 0x77, 0xb4));
+  auto ticks = QSharedPointer<QCPAxisTickerText>::create();
+  QVector<double> keys, values;
+  for (size_t i = 0; i < d.blocks.size(); ++i) {
+    const double v = d.blocks[i].relL2();
+    keys << double(i);
+    values << (std::isfinite(v) ? v : 0.0);
+    ticks->addTick(double(i), blockLabel(d.blocks[i].block));
+  }
+  bars->setData(keys, values, /*alreadySorted=*/true);
+  m_blockPlot->xAxis->setTicker(ticks);
+  m_blockPlot->xAxis->setLabel(tr("block"));
+  m_blockPlot->yAxis->setLabel(tr("relative change"));
+  m_blockPlot->xAxis->setRange(-0.7, double(d.blocks.size()) - 0.3);
+  bool found = false;
+  const QCPRange yr = bars->getValueRange(found);
+  m_blockPlot->yAxis->setRange(0, found && yr.upper > 0 ? yr.upper * 1.08 : 1);
+
+  // Heat map: block (rows) x module (columns), modules that occur only.
+  m_heatPlot->clearPlottables();
+  m_heatPlot->plotLayout()->clear();
+  auto* rect = new QCPAxisRect(m_heatPlot);
+  m_heatPlot->plotLayout()->addElement(0, 0, rect);
+  std::map<int, int> rowOf, colOf;
+  for (const LayerAggregate& m : d.modules) {
+    rowOf.emplace(m.block, 0);
+    colOf.emplace(int(m.module), 0);
+  }
+  int r = 0, c = 0;
+  for (auto& [block, row] : rowOf) row = r++;
+  for (auto& [module, col] : colOf) col = c++;
+  m_heatMap = new QCPColorMap(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
+  m_heatMap->data()->setSize(std::max(c, 1), std::max(r, 1));
+  m_heatMap->data()->setRange(QCPRange(0, std::max(c - 1, 0)), QCPRange(0, std::max(r - 1, 0)));
+  for (int x = 0; x < std::max(c, 1); ++x)
+    for (int y = 0; y < std::max(r, 1); ++y) m_heatMap->data()->setCell(x, y, std::nan(""));
+  for (const LayerAggregate& m : d.modules) {
+    const double v = m.relL2();
+    m_heatMap->data()->setCell(colOf[int(m.module)], rowOf[m.block], std::isfinite(v) ? v : std::nan(""));
+  }
+  m_heatMap->setInterpolate(false);
+  m_heatMap->rescaleDataRange(true);
+  auto xTicks = QSharedPointer<QCPAxisTickerText>::create();
+  for (const auto& [module, col] : colOf)
+    xTicks->addTick(col, fromStd(std::string(layerModuleName(LayerModule(module)))));
+  auto yTicks = QSharedPointer<QCPAxisTickerText>::create();
+  for (const auto& [block, row] : rowOf) yTicks->addTick(row, blockLabel(block));
+  rect->axis(QCPAxis::atBottom)->setTicker(xTicks);
+  rect->axis(QCPAxis::atBottom)->setTickLabelRotation(-35);
+  rect->axis(QCPAxis::atLeft)->setTicker(yTicks);
+  rect->axis(QCPAxis::atLeft)->setLabel(tr("block"));
+  rect->axis(QCPAxis::atLeft)->setRangeReversed(true);  // block 0 on top, as in the model
+  rect->axis(QCPAxis::atBottom)->setRange(-0.5, c - 0.5);
+  rect->axis(QCPAxis::atLeft)->setRange(-0.5, r - 0.5);
+  auto* scale = new QCPColorScale(m_heatPlot);
+  m_heatPlot->plotLayout()->addElement(0, 1, scale);
+  scale->setLabel(tr("relative change"));
+  m_heatMap->setColorScale(scale);  // the scale's gradient wins: set it after
+  scale->setGradient(changeGradient(paletteMix(palette(), 0.07)));
+  m_heatMap->rescaleDataRange(true);
+  auto* group = new QCPMarginGroup(m_heatPlot);
+  rect->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+  scale->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+  restyle();
+  m_blockPlot->replot();
+  m_heatPlot->replot();
+}
+
+void CompareView::showMetadata(const CheckpointDiff& d) {
+  m_metadata->setRowCount(int(d.metadata.size()));
+  QColor highlight = palette().color(QPalette::Highlight);
+  highlight.setAlpha(50);
+  for (size_t i = 0; i < d.metadata.size(); ++i) {
+    const MetadataChange& m = d.metadata[i];
+    const QString a = m.inA ? fromStd(m.aText) : tr("(absent)");
+    const QString b = m.inB ? fromStd(m.bText) : tr("(absent)");
+    auto* key = new QTableWidgetItem(fromStd(m.key));
+    auto* av = new QTableWidgetItem(a);
+    auto* bv = new QTableWidgetItem(b);
+    for (QTableWidgetItem* item : {key, av, bv}) item->setBackground(highlight);
+    if (!m.inA) av->setForeground(paletteMix(palette(), 0.5));
+    if (!m.inB) bv->setForeground(paletteMix(palette(), 0.5));
+    m_metadata->setItem(int(i), 0, key);
+    m_metadata->setItem(int(i), 1, av);
+    m_metadata->setItem(int(i), 2, bv);
+  }
+}
+
+void CompareView::restyle() {
+  applyPalette(m_blockPlot, palette());
+  applyPalette(m_heatPlot, palette());
+  for (QCPLayoutElement* e : m_heatPlot->plotLayout()->elements(false))
+    if (auto* scale = qobject_cast<QCPColorScale*>(e)) {
+      QCPAxis* axis = scale->axis();
+      axis->setBasePen(QPen(palette().color(QPalette::Text), 0));
+      axis->setTickPen(QPen(palette().color(QPalette::Text), 0));
+      axis->setSubTickPen(QPen(palette().color(QPalette::Text), 0));
+      axis->setTickLabelColor(palette().color(QPalette::Text));
+      axis->setLabelColor(palette().color(QPalette::Text));
+    }
+}
+
+void CompareView::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  if (event->type() == QEvent::PaletteChange && m_blockPlot) {
+    restyle();
+    m_blockPlot->replot();
+    m_heatPlot->replot();
+  }
+}
+
+}  // namespace ckpt

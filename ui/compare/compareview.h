@@ -1,0 +1,100 @@
+#pragma once
+
+#include <QFutureWatcher>
+#include <QTimer>
+#include <QWidget>
+#include <memory>
+
+#include "ckpt/analysis/diff.h"
+
+class QCPColorMap;
+class QCustomPlot;
+class QLabel;
+class QLineEdit;
+class QProgressBar;
+class QPushButton;
+class QSortFilterProxyModel;
+class QTabWidget;
+class QTableView;
+class QTableWidget;
+
+namespace ckpt {
+
+class DiffModel;
+
+// Compares two checkpoints: what changed in structure, every matching
+// tensor's relative change, cosine similarity and largest / mean absolute
+// difference (a sortable, filterable table), the change per block (bars) and
+// per block x module (heat map), and the metadata and config keys that
+// differ. The diff runs on the thread pool, one tensor at a time from
+// mapped bytes, with progress and Cancel.
+class CompareView : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit CompareView(QWidget* parent = nullptr);
+  ~CompareView() override;
+
+  // Starts comparing (a previous comparison still running is cancelled).
+  void compare(const QString& a, const QString& b);
+  void cancel();
+  // Nothing compared: `text` in place of the results (emits finished(false)).
+  void showMessage(const QString& text);
+  [[nodiscard]] bool isRunning() const { return m_watcher.isRunning(); }
+  [[nodiscard]] QString pathA() const { return m_a; }
+  [[nodiscard]] QString pathB() const { return m_b; }
+
+  [[nodiscard]] DiffModel* model() const { return m_model; }
+  // What the table shows: the model filtered by name and sorted.
+  [[nodiscard]] QSortFilterProxyModel* proxy() const { return m_proxy; }
+  void setFilter(const QString& text);
+  [[nodiscard]] QCustomPlot* blockPlot() const { return m_blockPlot; }
+  [[nodiscard]] QCustomPlot* heatPlot() const { return m_heatPlot; }
+  [[nodiscard]] QCPColorMap* heatMap() const { return m_heatMap; }
+  [[nodiscard]] QTableWidget* metadataTable() const { return m_metadata; }
+  [[nodiscard]] QTabWidget* tabs() const { return m_tabs; }
+  // The line above the tabs: counts, the largest change, or why it failed.
+  [[nodiscard]] QString statusText() const;
+
+ signals:
+  // The comparison is shown; `ok` is false when it failed or was cancelled.
+  void finished(bool ok);
+
+ protected:
+  void changeEvent(QEvent* event) override;
+
+ private:
+  struct Job;
+  struct Result {
+    std::shared_ptr<const CheckpointDiff> diff;
+    QString error;
+  };
+
+  void onFinished();
+  void showProgress();
+  void showLayers(const CheckpointDiff& diff);
+  void showMetadata(const CheckpointDiff& diff);
+  void restyle();
+
+  QLabel* m_title = nullptr;
+  QLabel* m_status = nullptr;
+  QProgressBar* m_progress = nullptr;
+  QPushButton* m_cancel = nullptr;
+  QPushButton* m_swap = nullptr;
+  QTabWidget* m_tabs = nullptr;
+  QLineEdit* m_filter = nullptr;
+  DiffModel* m_model = nullptr;
+  QSortFilterProxyModel* m_proxy = nullptr;
+  QTableView* m_table = nullptr;
+  QCustomPlot* m_blockPlot = nullptr;
+  QCustomPlot* m_heatPlot = nullptr;
+  QCPColorMap* m_heatMap = nullptr;
+  QTableWidget* m_metadata = nullptr;
+
+  QString m_a, m_b;
+  std::shared_ptr<Job> m_job;
+  QFutureWatcher<Result> m_watcher;
+  QTimer m_progressTimer;
+};
+
+}  // namespace ckpt
