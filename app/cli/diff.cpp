@@ -77,8 +77,7 @@ std::string nonFiniteText(const TensorDiff& t) {
   return s;
 }
 
-void printText(const CheckpointDiff& d, const CheckpointFile& a, const CheckpointFile& b,
-               size_t top) {
+void printText(const CheckpointDiff& d, const CheckpointFile& a, const CheckpointFile& b) {
   std::printf("a  %s%s\nb  %s%s\n", d.pathA.c_str(), describe(a).c_str(), d.pathB.c_str(),
               describe(b).c_str());
   if (d.compiledPrefixA || d.compiledPrefixB)
@@ -110,7 +109,7 @@ void printText(const CheckpointDiff& d, const CheckpointFile& a, const Checkpoin
   for (const std::string& n : d.notes) std::printf("  note: %s\n", n.c_str());
 
   // ---- tensors
-  const std::vector<size_t> order = d.topByRelL2(top);
+  const std::vector<size_t>& order = d.top;
   size_t width = 4;
   for (size_t i : order) width = std::max(width, d.tensors[i].name.size());
   width = std::min<size_t>(width, 56);
@@ -233,6 +232,7 @@ int runDiff(int argc, char** argv) {
   }
 
   DiffOptions options;
+  options.topN = top > 0 ? size_t(top) : kDefaultTop;
   // A progress line on a terminal: big checkpoints take seconds.
   const bool showProgress = ::isatty(STDERR_FILENO) == 1;
   auto last = std::chrono::steady_clock::now();
@@ -261,7 +261,7 @@ int runDiff(int argc, char** argv) {
     std::fwrite(out.data(), 1, out.size(), stdout);
     std::fputc('\n', stdout);
   } else {
-    printText(diff, *a, *b, top > 0 ? size_t(top) : kDefaultTop);
+    printText(diff, *a, *b);
   }
   std::fflush(stdout);
   // The numbers of an unreadable tensor are missing: say so and fail.

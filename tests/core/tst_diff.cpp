@@ -219,6 +219,10 @@ class TestDiff : public QObject {
       QCOMPARE(d1.tensors[i].maxAbs, d3.tensors[i].maxAbs);
     }
     QCOMPARE(d1.bytesCompared, d2.bytesCompared);
+    QCOMPARE(d1.top.size(), std::min<size_t>(20, d1.tensors.size()));
+    QCOMPARE(d1.top, d1.topByRelL2(20));
+    for (size_t i = 1; i < d1.top.size(); ++i)
+      QVERIFY(d1.tensors[d1.top[i - 1]].relL2 >= d1.tensors[d1.top[i]].relL2);
     QVERIFY(d1.bytesCompared > 0);
   }
 

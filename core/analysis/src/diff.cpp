@@ -559,6 +559,7 @@ CheckpointDiff diffCheckpoints(const CheckpointFile& a, const CheckpointFile& b,
     t = std::move(copy);
   }
   detail::aggregateLayers(diff);
+  if (options.topN > 0) diff.top = diff.topByRelL2(options.topN);
   return diff;
 }
 

@@ -139,6 +139,10 @@ struct CheckpointDiff {
   // Things to know: ties present on one side only, duplicate names, ...
   std::vector<std::string> notes;
 
+  // Indices into `tensors` of the DiffOptions::topN largest changes
+  // (topByRelL2); empty when topN is 0.
+  std::vector<size_t> top;
+
   uint64_t bytesCompared = 0;  // tensor bytes read from both files
   bool cancelled = false;      // the progress callback returned false
 
@@ -150,6 +154,9 @@ struct CheckpointDiff {
 };
 
 struct DiffOptions {
+  // How many of the largest relative changes to rank into CheckpointDiff::top
+  // (every tensor is compared either way).
+  size_t topN = 20;
   // Worker threads across tensors (0: as many as the hardware has, at most 2
   // -- the comparison is bound by memory bandwidth well before that).
   int threads = 0;
