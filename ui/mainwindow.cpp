@@ -31,6 +31,7 @@
 #include "browser/checkpointlistmodel.h"
 #include "browser/runwatcher.h"
 #include "compare/compareview.h"
+#include "compare/driftview.h"
 #include "curves/curvesview.h"
 #include "inspector/inspectorwidget.h"
 #include "textformat.h"
@@ -100,6 +101,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   m_tabs->addTab(m_curves, tr("Curves"));
   m_compare = new CompareView(this);
   m_tabs->addTab(m_compare, tr("Compare"));
+  m_drift = new DriftView(this);
+  m_tabs->addTab(m_drift, tr("Drift"));
   setCentralWidget(m_tabs);
 
   m_watcher = new RunWatcher(this);
@@ -180,6 +183,54 @@ void MainWindow::createMenus() {
   connect(compare, &QAction::triggered, this, &MainWindow::compareSelected);
   QAction* compareWith = checkpoint->addAction(tr("Compare &With..."));
   connect(compareWith, &QAction::triggered, this, &MainWindow::compareWithFile);
+  QAction* drift = checkpoint->addAction(tr("&Drift Through Run or Stages"));
+  drift->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D));
+  connect(drift, &QAction::triggered, this, &MainWindow::showDrift);
+}
+
+bool MainWindow::showDrift() {
+  const QModelIndex current = m_browser->proxy()->mapToSource(checkpointView()->currentIndex());
+  // Readable checkpoints in the run's order; best_/latest_ copies of a step
+  // already in the chain add nothing.
+  auto chainOf = [](const std::vector<CheckpointEntry>& checkpoints, QStringList& files, QStringList& labels) {
+    QSet<qint64> steps;
+    for (const CheckpointEntry& c : checkpoints)
+      if (c.step && c.error.empty() && c.kind != CheckpointKind::Best && c.kind != CheckpointKind::Latest)
+        steps.insert(*c.step);
+    for (const CheckpointEntry& c : checkpoints) {
+      if (!c.error.empty()) continue;
+      const bool copy = c.kind == CheckpointKind::Best || c.kind == CheckpointKind::Latest;
+      if (copy && c.step && steps.contains(*c.step)) continue;
+      files << pathFromStd(c.path);
+      labels << (c.step ? tr("step %1").arg(*c.step) : QFileInfo(pathFromStd(c.path)).fileName());
+    }
+  };
+  QStringList files, labels;
+  QString title;
+  if (const QString family = m_model->familyName(current); !family.isEmpty()) {
+    for (int r = 0; r < m_model->rowCount(current); ++r) {
+      const std::optional<BrowseGroup> stage = m_model->group(m_model->index(r, 0, current));
+      QStringList stageFiles, stageLabels;
+      if (stage) chainOf(stage->checkpoints, stageFiles, stageLabels);
+      if (stageFiles.isEmpty()) continue;
+      files << stageFiles.back();  // where the stage ended
+      const QString name = m_model->index(r, 0, current).data(int(CheckpointListModel::Role::Stage)).toString();
+      labels << (name.isEmpty() ? stage->name : name);
+    }
+    title = tr("Stages of %1: what each stage changed (its last checkpoint against the one before)").arg(family);
+  } else {
+    std::optional<BrowseGroup> run = m_model->group(current);
+    if (!run) run = m_model->group(current.parent());  // a checkpoint: its run
+    if (run) chainOf(run->checkpoints, files, labels);
+    if (run) title = tr("Drift through %1: the change between consecutive checkpoints").arg(run->name);
+  }
+  if (files.size() < 2) {
+    statusBar()->showMessage(tr("Select a run with two checkpoints or more, or a stage family"), 5000);
+    return false;
+  }
+  m_tabs->setCurrentWidget(m_drift);
+  m_drift->showChain(title, files, labels);
+  return true;
 }
 
 QStringList MainWindow::selectedCheckpoints() const {
@@ -244,6 +295,9 @@ void MainWindow::showBrowserMenu(const QPoint& pos) {
   QAction* compareWith = menu.addAction(tr("Compare With..."));
   compareWith->setEnabled(!selected.isEmpty());
   connect(compareWith, &QAction::triggered, this, &MainWindow::compareWithFile);
+  menu.addSeparator();
+  QAction* drift = menu.addAction(tr("Drift Through Run or Stages"));
+  connect(drift, &QAction::triggered, this, &MainWindow::showDrift);
   menu.exec(checkpointView()->viewport()->mapToGlobal(pos));
 }
 
@@ -500,7 +554,7 @@ void MainWindow::onCurrentChanged(const QModelIndex& proxyIndex) {
     m_summaryPending = true;
     statusBar()->showMessage(tr("Reading %1...").arg(m_summaryPath));
     m_summaryWatcher.setFuture(QtConcurrent::run(summarizeCheckpoint, m_summaryPath));
-  } else if (const BrowseGroup* g = m_model->group(current)) {
+  } else if (const std::optional<BrowseGroup> g = m_model->group(current)) {
     m_summaryPending = false;
     statusBar()->showMessage(g->path.isEmpty() ? g->name : g->path);
     showGroupSummary(*g);

@@ -20,6 +20,7 @@ namespace ckpt {
 
 class BrowserPanel;
 class CompareView;
+class DriftView;
 class CheckpointListModel;
 class CurvesView;
 class RunWatcher;
@@ -60,6 +61,10 @@ class MainWindow : public QMainWindow {
   // one with the checkpoint before it in its run. False (and a message in
   // the status bar) when the selection does not say what to compare.
   bool compareSelected();
+  // Drift (Ctrl+Shift+D): the change between consecutive checkpoints of the
+  // current run, or between the stages of the current family (each stage's
+  // last checkpoint), in the Drift tab. False when there is no chain.
+  bool showDrift();
 
   // Window geometry and dock layout as last saved; false when there is none.
   bool restoreLayout();
@@ -83,6 +88,7 @@ class MainWindow : public QMainWindow {
   [[nodiscard]] InspectorWidget* inspector() const { return m_inspector; }
   [[nodiscard]] CurvesView* curvesView() const { return m_curves; }
   [[nodiscard]] CompareView* compareView() const { return m_compare; }
+  [[nodiscard]] DriftView* driftView() const { return m_drift; }
   [[nodiscard]] QTabWidget* tabs() const { return m_tabs; }
 
  signals:
@@ -135,6 +141,7 @@ class MainWindow : public QMainWindow {
   InspectorWidget* m_inspector = nullptr;
   CurvesView* m_curves = nullptr;
   CompareView* m_compare = nullptr;
+  DriftView* m_drift = nullptr;
   View m_view = View::Inspect;
 
   QStringList m_paths;

@@ -11,20 +11,34 @@ QColor paletteMix(const QPalette& palette, double amount) {
   return {mix(bg.red(), fg.red()), mix(bg.green(), fg.green()), mix(bg.blue(), fg.blue())};
 }
 
+QCPColorGradient sequentialGradient(const QColor& empty) {
+  QCPColorGradient g;
+  g.setColorStopAt(0.0, QColor(0x44, 0x01, 0x54));
+  g.setColorStopAt(0.25, QColor(0x3b, 0x52, 0x8b));
+  g.setColorStopAt(0.5, QColor(0x21, 0x91, 0x8c));
+  g.setColorStopAt(0.75, QColor(0x5e, 0xc9, 0x62));
+  g.setColorStopAt(1.0, QColor(0xfd, 0xe7, 0x25));
+  g.setNanHandling(QCPColorGradient::nhNanColor);
+  g.setNanColor(empty);
+  return g;
+}
+
 void applyPalette(QCustomPlot* plot, const QPalette& palette) {
   const QColor text = palette.color(QPalette::Text);
   plot->setBackground(palette.brush(QPalette::Base));
-  for (QCPAxisRect* rect : plot->axisRects()) {
-    for (QCPAxis* axis : rect->axes()) {
-      axis->setBasePen(QPen(text, 0));
-      axis->setTickPen(QPen(text, 0));
-      axis->setSubTickPen(QPen(text, 0));
-      axis->setTickLabelColor(text);
-      axis->setLabelColor(text);
-      axis->grid()->setPen(QPen(paletteMix(palette, 0.12), 1));
-      axis->grid()->setZeroLinePen(Qt::NoPen);
-    }
-  }
+  auto style = [&](QCPAxis* axis) {
+    axis->setBasePen(QPen(text, 0));
+    axis->setTickPen(QPen(text, 0));
+    axis->setSubTickPen(QPen(text, 0));
+    axis->setTickLabelColor(text);
+    axis->setLabelColor(text);
+    axis->grid()->setPen(QPen(paletteMix(palette, 0.12), 1));
+    axis->grid()->setZeroLinePen(Qt::NoPen);
+  };
+  for (QCPAxisRect* rect : plot->axisRects())
+    for (QCPAxis* axis : rect->axes()) style(axis);
+  for (QCPLayoutElement* e : plot->plotLayout()->elements(false))
+    if (auto* scale = qobject_cast<QCPColorScale*>(e)) style(scale->axis());
   if (plot->legend) {
     plot->legend->setTextColor(text);
     for (int i = 0; i < plot->legend->itemCount(); ++i)

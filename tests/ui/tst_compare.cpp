@@ -22,6 +22,7 @@
 #include "browser/checkpointlistmodel.h"
 #include "compare/compareview.h"
 #include "compare/diffmodel.h"
+#include "compare/driftview.h"
 #include "mainwindow.h"
 
 using namespace ckpt;
@@ -66,6 +67,8 @@ class TestCompare : public QObject {
   void filterAndSort();
   void unreadableFileIsAnError();
   void windowComparesSelection();
+  void driftThroughRun();
+  void driftThroughStages();
 
  private:
   [[nodiscard]] QJsonObject pair(const QString& name) const;
@@ -283,6 +286,85 @@ void TestCompare::windowComparesSelection() {
   // The first of its run has nothing before it.
   selection->select(ia, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
   QVERIFY(!w.compareSelected());
+}
+
+void TestCompare::driftThroughRun() {
+  // steps 100 -> 200 -> 300: a, a again (same/b.pt holds a's values), b.
+  const QJsonObject p = pair("perturbed");
+  QVERIFY(!pair("same").isEmpty());
+  QTemporaryDir dir;
+  QVERIFY(dir.isValid() && QDir(dir.path()).mkpath("run"));
+  QVERIFY(QFile::copy(file(p.value("a").toString()), dir.path() + "/run/run_step100.pt"));
+  QVERIFY(QFile::copy(file(pair("same").value("b").toString()), dir.path() + "/run/run_step200.pt"));
+  QVERIFY(QFile::copy(file(p.value("b").toString()), dir.path() + "/run/run_step300.pt"));
+  MainWindow w;
+  QSignalSpy loaded(&w, &MainWindow::loaded);
+  w.openPaths({dir.path()});
+  QVERIFY(loaded.wait(kTimeoutMs));
+  // The checkpoints carry their own steps (100 and 200 in metadata) and the
+  // chain follows the browser's order; select the run's row.
+  const QModelIndex run = w.browserPanel()->proxy()->mapFromSource(w.checkpointModel()->indexOfRun(dir.path() + "/run"));
+  QVERIFY(run.isValid());
+  w.checkpointView()->setCurrentIndex(run);
+  QSignalSpy done(w.driftView(), &DriftView::finished);
+  QVERIFY(w.showDrift());
+  QVERIFY(done.wait(kTimeoutMs));
+  QCOMPARE(done.front().front().toBool(), true);
+  QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(w.driftView()));
+  const std::vector<DriftView::Step>& steps = w.driftView()->steps();
+
+  // Which file came first is the browser's (sorted by metadata step): find
+  // the pair that is a -> b and check it against torch's per-block numbers.
+  const QJsonObject blocks = p.value("expected").toObject().value("blocks").toObject();
+  int matched = 0;
+  for (const DriftView::Step& s : steps) {
+    QVERIFY2(s.error.isEmpty(), qPrintable(s.error));
+    if (s.total == 0) {
+      for (double v : s.perBlock) QCOMPARE(v, 0.0);
+      continue;
+    }
+    QCOMPARE(s.blocks.size(), size_t(blocks.size()));
+    for (size_t k = 0; k < s.blocks.size(); ++k)
+      QVERIFY2(same(s.perBlock[k], blocks.value(QString::number(s.blocks[k])).toDouble()),
+               qPrintable(QString("block %1").arg(s.blocks[k])));
+    ++matched;
+  }
+  QCOMPARE(int(steps.size()), 2);
+  QCOMPARE(matched, 1);
+  QCOMPARE(w.driftView()->table()->rowCount(), 2);
+  // The heat map has a cell per block and step.
+  QCPColorMap* map = w.driftView()->heatMap();
+  QVERIFY(map);
+  QCOMPARE(map->data()->keySize(), 2);
+  QCOMPARE(map->data()->valueSize(), int(blocks.size()));
+  if (qEnvironmentVariableIsSet("CKPT_KEEP_SCREENSHOTS")) {
+    w.resize(1280, 800);
+    w.grab().save(qEnvironmentVariable("CKPT_KEEP_SCREENSHOTS") + "/drift.png");
+  }
+}
+
+void TestCompare::driftThroughStages() {
+  // runs/fam-pretrain, fam-sft, fam-dpo of the reader fixtures: one family.
+  MainWindow w;
+  QSignalSpy loaded(&w, &MainWindow::loaded);
+  w.openPaths({QStringLiteral(CKPT_FIXTURE_DIR) + "/runs"});
+  QVERIFY(loaded.wait(kTimeoutMs));
+  CheckpointListModel* model = w.checkpointModel();
+  QModelIndex family;
+  for (int r = 0; r < model->rowCount(); ++r)
+    if (!model->familyName(model->index(r, 0)).isEmpty()) family = model->index(r, 0);
+  QVERIFY(family.isValid());
+  w.checkpointView()->setCurrentIndex(w.browserPanel()->proxy()->mapFromSource(family));
+  QSignalSpy done(w.driftView(), &DriftView::finished);
+  QVERIFY(w.showDrift());
+  QVERIFY(done.wait(kTimeoutMs));
+  const std::vector<DriftView::Step>& steps = w.driftView()->steps();
+  QCOMPARE(int(steps.size()), 2);
+  QCOMPARE(steps[0].label, QStringLiteral("sft"));
+  QCOMPARE(steps[1].label, QStringLiteral("dpo"));
+  QVERIFY(steps[0].from.endsWith("fam-pretrain_final.pt") && steps[0].to.endsWith("fam-sft_final.pt"));
+  QVERIFY(steps[1].to.endsWith("fam-dpo_final.pt"));
+  for (const DriftView::Step& s : steps) QVERIFY2(s.error.isEmpty(), qPrintable(s.error));
 }
 
 QTEST_MAIN(TestCompare)

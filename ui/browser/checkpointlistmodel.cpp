@@ -250,11 +250,7 @@ bool CheckpointListModel::removeRun(const QString& path) {
 
 std::vector<BrowseGroup> CheckpointListModel::groups() const {
   std::vector<BrowseGroup> out;
-  auto addGroup = [&out](const Node& g) {
-    BrowseGroup copy = g.group;
-    for (const auto& c : g.children) copy.checkpoints.push_back(c->checkpoint);
-    out.push_back(std::move(copy));
-  };
+  auto addGroup = [&](const Node& g) { out.push_back(*group(indexOf(&g))); };
   for (const auto& top : m_root->children) {
     if (top->type == Node::Type::Group) addGroup(*top);
     else
@@ -302,9 +298,12 @@ CheckpointListModel::Node* CheckpointListModel::findRun(const QString& path) con
   return nullptr;
 }
 
-const BrowseGroup* CheckpointListModel::group(const QModelIndex& index) const {
+std::optional<BrowseGroup> CheckpointListModel::group(const QModelIndex& index) const {
   const Node* n = node(index);
-  return n && n->type == Node::Type::Group ? &n->group : nullptr;
+  if (!n || n->type != Node::Type::Group) return std::nullopt;
+  BrowseGroup g = n->group;
+  for (const auto& c : n->children) g.checkpoints.push_back(c->checkpoint);
+  return g;
 }
 
 const CheckpointEntry* CheckpointListModel::checkpoint(const QModelIndex& index) const {

@@ -2,6 +2,7 @@
 
 #include <QAbstractItemModel>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "browser/pathscan.h"
@@ -50,8 +51,9 @@ class CheckpointListModel : public QAbstractItemModel {
   [[nodiscard]] std::vector<BrowseGroup> groups() const;
   [[nodiscard]] size_t groupCount() const;
   [[nodiscard]] size_t checkpointCount() const;
-  // The run or "Files" group of a group row; nullptr for families, checkpoints, invalid indexes.
-  [[nodiscard]] const BrowseGroup* group(const QModelIndex& index) const;
+  // The run or "Files" group of a group row, with its checkpoints (a copy);
+  // nothing for families, checkpoints and invalid indexes.
+  [[nodiscard]] std::optional<BrowseGroup> group(const QModelIndex& index) const;
   [[nodiscard]] const CheckpointEntry* checkpoint(const QModelIndex& index) const;
   // A family row's name (the run name without its stage suffix); empty otherwise.
   [[nodiscard]] QString familyName(const QModelIndex& index) const;

@@ -38,21 +38,6 @@ namespace {
 
 QString blockLabel(int block) { return block < 0 ? QObject::tr("emb/head") : QString::number(block); }
 
-// Viridis (matplotlib's default): ordered in lightness, readable on light
-// and dark backgrounds and for colour-blind eyes. Cells a module does not
-// have (q, k, ... outside the blocks) get `empty`, not the lowest colour.
-QCPColorGradient changeGradient(const QColor& empty) {
-  QCPColorGradient g;
-  g.setColorStopAt(0.0, QColor(0x44, 0x01, 0x54));
-  g.setColorStopAt(0.25, QColor(0x3b, 0x52, 0x8b));
-  g.setColorStopAt(0.5, QColor(0x21, 0x91, 0x8c));
-  g.setColorStopAt(0.75, QColor(0x5e, 0xc9, 0x62));
-  g.setColorStopAt(1.0, QColor(0xfd, 0xe7, 0x25));
-  g.setNanHandling(QCPColorGradient::nhNanColor);
-  g.setNanColor(empty);
-  return g;
-}
-
 }  // namespace
 
 CompareView::CompareView(QWidget* parent) : QWidget(parent) {
@@ -309,7 +294,7 @@ void CompareView::showLayers(const CheckpointDiff& d) {
   m_heatPlot->plotLayout()->addElement(0, 1, scale);
   scale->setLabel(tr("relative change"));
   m_heatMap->setColorScale(scale);  // the scale's gradient wins: set it after
-  scale->setGradient(changeGradient(paletteMix(palette(), 0.07)));
+  scale->setGradient(sequentialGradient(paletteMix(palette(), 0.07)));
   m_heatMap->rescaleDataRange(true);
   auto* group = new QCPMarginGroup(m_heatPlot);
   rect->setMarginGroup(QCP::msBottom | QCP::msTop, group);
@@ -342,15 +327,6 @@ void CompareView::showMetadata(const CheckpointDiff& d) {
 void CompareView::restyle() {
   applyPalette(m_blockPlot, palette());
   applyPalette(m_heatPlot, palette());
-  for (QCPLayoutElement* e : m_heatPlot->plotLayout()->elements(false))
-    if (auto* scale = qobject_cast<QCPColorScale*>(e)) {
-      QCPAxis* axis = scale->axis();
-      axis->setBasePen(QPen(palette().color(QPalette::Text), 0));
-      axis->setTickPen(QPen(palette().color(QPalette::Text), 0));
-      axis->setSubTickPen(QPen(palette().color(QPalette::Text), 0));
-      axis->setTickLabelColor(palette().color(QPalette::Text));
-      axis->setLabelColor(palette().color(QPalette::Text));
-    }
 }
 
 void CompareView::changeEvent(QEvent* event) {

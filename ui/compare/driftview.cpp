@@ -1,0 +1,302 @@
+#include "compare/driftview.h"
+
+#include <QFileInfo>
+#include <QHeaderView>
+#include <QLabel>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+#include <atomic>
+#include <cmath>
+#include <exception>
+#include <map>
+#include <qcustomplot.h>
+
+#include "ckpt/analysis/diff.h"
+#include "compare/diffmodel.h"
+#include "plotstyle.h"
+#include "textformat.h"
+
+namespace ckpt {
+
+// Shared with the worker: pairs done, bytes of the current pair, Cancel.
+struct DriftView::Job {
+  std::atomic<bool> cancel{false};
+  std::atomic<int> pair{0};
+  std::atomic<int> pairs{0};
+  std::atomic<size_t> done{0};
+  std::atomic<size_t> total{0};
+};
+
+namespace {
+
+// A qualitative palette (matplotlib's tab10), as the curves use.
+const QColor kColours[] = {QColor(0x1f, 0x77, 0xb4), QColor(0xff, 0x7f, 0x0e), QColor(0x2c, 0xa0, 0x2c),
+                           QColor(0xd6, 0x27, 0x28), QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b),
+                           QColor(0xe3, 0x77, 0xc2), QColor(0x7f, 0x7f, 0x7f), QColor(0xbc, 0xbd, 0x22),
+                           QColor(0x17, 0xbe, 0xcf)};
+
+QString blockName(int block) { return block < 0 ? QObject::tr("emb/head") : QObject::tr("block %1").arg(block); }
+
+DriftView::Step diffPair(const QString& from, const QString& to, const QString& label,
+                         const std::function<bool(size_t, size_t)>& progress) {
+  DriftView::Step s;
+  s.from = from;
+  s.to = to;
+  s.label = label;
+  try {
+    const auto a = CheckpointFile::open(pathToStd(from));
+    const auto b = CheckpointFile::open(pathToStd(to));
+    DiffOptions options;
+    options.progress = progress;
+    const CheckpointDiff d = diffCheckpoints(*a, *b, options);
+    double diffSq = 0, aSq = 0;
+    for (const LayerAggregate& block : d.blocks) {
+      s.blocks.push_back(block.block);
+      s.perBlock.push_back(block.relL2());
+      diffSq += block.sumDiffSq;
+      aSq += block.sumASq;
+    }
+    // The same convention as one tensor's rel_l2 (LayerAggregate::relL2).
+    s.total = aSq > 0 ? std::sqrt(diffSq) / std::sqrt(aSq) : (diffSq > 0 ? INFINITY : 0.0);
+    if (const std::vector<size_t> top = d.topByRelL2(1); !top.empty()) {
+      s.largest = fromStd(d.tensors[top[0]].name);
+      s.largestRel = d.tensors[top[0]].relL2;
+    }
+    if (d.cancelled) s.error = QObject::tr("cancelled");
+  } catch (const std::exception& e) {
+    s.error = fromStd(e.what());
+  }
+  return s;
+}
+
+}  // namespace
+
+DriftView::DriftView(QWidget* parent) : QWidget(parent) {
+  m_title = new QLabel(tr("Select a run (drift through training) or a stage family (pretrain → sft → dpo) in "
+                          "the browser and choose Checkpoint > Drift."),
+                       this);
+  m_title->setWordWrap(true);
+  m_status = new QLabel(this);
+  m_status->setWordWrap(true);
+  m_progress = new QProgressBar(this);
+  m_progress->hide();
+  m_cancel = new QPushButton(tr("Cancel"), this);
+  m_cancel->hide();
+  connect(m_cancel, &QPushButton::clicked, this, &DriftView::cancel);
+
+  m_table = new QTableWidget(0, 4, this);
+  m_table->setHorizontalHeaderLabels({tr("Step"), tr("Change"), tr("Largest change"), tr("From → to")});
+  m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  m_table->horizontalHeader()->setStretchLastSection(true);
+  m_table->verticalHeader()->hide();
+  m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  m_curves = new QCustomPlot(this);
+  m_curves->setMinimumSize(240, 160);
+  m_heat = new QCustomPlot(this);
+  m_heat->setMinimumSize(240, 160);
+  auto* split = new QSplitter(Qt::Vertical, this);
+  split->addWidget(m_table);
+  split->addWidget(m_curves);
+  split->addWidget(m_heat);
+  split->setSizes({150, 260, 260});
+
+  auto* progress = new QHBoxLayout;
+  progress->addWidget(m_progress, 1);
+  progress->addWidget(m_cancel);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(6, 6, 6, 6);
+  layout->addWidget(m_title);
+  layout->addLayout(progress);
+  layout->addWidget(m_status);
+  layout->addWidget(split, 1);
+
+  restyle();
+  connect(&m_watcher, &QFutureWatcherBase::finished, this, &DriftView::onFinished);
+  m_progressTimer.setInterval(100);
+  connect(&m_progressTimer, &QTimer::timeout, this, &DriftView::showProgress);
+}
+
+DriftView::~DriftView() {
+  if (m_job) m_job->cancel = true;
+  m_watcher.waitForFinished();
+}
+
+void DriftView::cancel() {
+  if (m_job) m_job->cancel = true;
+}
+
+void DriftView::showChain(const QString& title, const QStringList& checkpoints, const QStringList& labels) {
+  cancel();
+  m_watcher.waitForFinished();
+  m_title->setText(title.toHtmlEscaped());
+  m_steps.clear();
+  m_table->setRowCount(0);
+  m_curves->clearPlottables();
+  m_heat->clearPlottables();
+  m_heatMap = nullptr;
+  if (checkpoints.size() < 2) {
+    m_status->setText(tr("A chain needs two checkpoints or more."));
+    emit finished(false);
+    return;
+  }
+  auto job = std::make_shared<Job>();
+  job->pairs = int(checkpoints.size()) - 1;
+  m_job = job;
+  m_progress->setRange(0, 1000);
+  m_progress->setValue(0);
+  m_progress->show();
+  m_cancel->show();
+  m_watcher.setFuture(QtConcurrent::run([checkpoints, labels, job] {
+    std::vector<Step> steps;
+    for (int i = 0; i + 1 < checkpoints.size() && !job->cancel; ++i) {
+      job->pair = i;
+      steps.push_back(diffPair(checkpoints[i], checkpoints[i + 1], i + 1 < labels.size() ? labels[i + 1] : QString(),
+                               [job](size_t done, size_t total) {
+                                 job->done = done;
+                                 job->total = total;
+                                 return !job->cancel.load();
+                               }));
+    }
+    return steps;
+  }));
+  m_progressTimer.start();
+  showProgress();
+}
+
+void DriftView::showProgress() {
+  if (!m_job) return;
+  const int pairs = std::max(1, m_job->pairs.load());
+  const size_t total = m_job->total;
+  const double within = total ? double(m_job->done) / double(total) : 0.0;
+  m_progress->setValue(int(1000.0 * (m_job->pair + within) / pairs));
+  m_status->setText(tr("Comparing step %1 of %2...").arg(m_job->pair + 1).arg(pairs));
+}
+
+void DriftView::onFinished() {
+  m_progressTimer.stop();
+  m_progress->hide();
+  m_cancel->hide();
+  m_steps = m_watcher.result();
+  const bool cancelled = m_job && m_job->cancel;
+  int failed = 0;
+  m_table->setRowCount(int(m_steps.size()));
+  for (size_t i = 0; i < m_steps.size(); ++i) {
+    const Step& s = m_steps[i];
+    if (!s.error.isEmpty()) ++failed;
+    const QString change = s.error.isEmpty() ? metricText(s.total) : tr("error: %1").arg(s.error);
+    const QString largest = s.largest.isEmpty() || s.largestRel == 0 ? QString() : QStringLiteral("%1 (%2)").arg(s.largest, metricText(s.largestRel));
+    const QStringList cells = {s.label, change, largest,
+                               QFileInfo(s.from).fileName() + QStringLiteral(" → ") + QFileInfo(s.to).fileName()};
+    for (int c = 0; c < cells.size(); ++c) {
+      auto* item = new QTableWidgetItem(cells[c]);
+      if (c == 3) item->setToolTip(s.from + "\n→ " + s.to);
+      m_table->setItem(int(i), c, item);
+    }
+  }
+  plot();
+  QString status = tr("%1 compared").arg(countText(m_steps.size(), "step", "steps"));
+  if (failed) status += tr(", %1 could not be").arg(failed);
+  if (cancelled) status = tr("Cancelled: ") + status;
+  m_status->setText(status);
+  emit finished(!cancelled && failed == 0);
+}
+
+void DriftView::plot() {
+  // Curves: the change of each block over the chain, and of the whole model.
+  m_curves->clearPlottables();
+  auto ticks = QSharedPointer<QCPAxisTickerText>::create();
+  std::map<int, size_t> colour;
+  for (size_t i = 0; i < m_steps.size(); ++i) {
+    ticks->addTick(double(i), m_steps[i].label);
+    for (int b : m_steps[i].blocks) colour.emplace(b, colour.size());
+  }
+  m_curves->legend->setVisible(true);
+  // Top left: changes usually grow or shrink to the right, rarely up there.
+  m_curves->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+  m_curves->legend->setBrush(Qt::NoBrush);
+  m_curves->legend->setBorderPen(Qt::NoPen);
+  QCPGraph* total = m_curves->addGraph();
+  total->setName(tr("whole model"));
+  total->setPen(QPen(palette().color(QPalette::Text), 2.5));
+  total->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 6));
+  for (const auto& [block, index] : colour) {
+    QCPGraph* g = m_curves->addGraph();
+    g->setName(blockName(block));
+    g->setPen(QPen(kColours[index % std::size(kColours)], 1.2));
+    g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 4));
+    for (size_t i = 0; i < m_steps.size(); ++i)
+      for (size_t k = 0; k < m_steps[i].blocks.size(); ++k)
+        if (m_steps[i].blocks[k] == block && std::isfinite(m_steps[i].perBlock[k]))
+          g->addData(double(i), m_steps[i].perBlock[k]);
+  }
+  for (size_t i = 0; i < m_steps.size(); ++i)
+    if (m_steps[i].error.isEmpty() && std::isfinite(m_steps[i].total)) total->addData(double(i), m_steps[i].total);
+  m_curves->xAxis->setTicker(ticks);
+  m_curves->xAxis->setRange(-0.3, double(std::max<size_t>(m_steps.size(), 1)) - 0.7);
+  m_curves->yAxis->setLabel(tr("relative change"));
+  m_curves->rescaleAxes(/*onlyEnlarge=*/false);
+  m_curves->xAxis->setRange(-0.3, double(std::max<size_t>(m_steps.size(), 1)) - 0.7);
+  m_curves->yAxis->setRangeLower(0);
+
+  // Heat map: block (rows) x step (columns).
+  m_heat->clearPlottables();
+  m_heat->plotLayout()->clear();
+  auto* rect = new QCPAxisRect(m_heat);
+  m_heat->plotLayout()->addElement(0, 0, rect);
+  std::map<int, int> rowOf;
+  int r = 0;
+  for (auto& [block, index] : colour) rowOf[block] = r++;
+  const int columns = std::max<int>(int(m_steps.size()), 1), rows = std::max(r, 1);
+  m_heatMap = new QCPColorMap(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
+  m_heatMap->data()->setSize(columns, rows);
+  m_heatMap->data()->setRange(QCPRange(0, columns - 1), QCPRange(0, rows - 1));
+  for (int x = 0; x < columns; ++x)
+    for (int y = 0; y < rows; ++y) m_heatMap->data()->setCell(x, y, std::nan(""));
+  for (size_t i = 0; i < m_steps.size(); ++i)
+    for (size_t k = 0; k < m_steps[i].blocks.size(); ++k) {
+      const double v = m_steps[i].perBlock[k];
+      m_heatMap->data()->setCell(int(i), rowOf[m_steps[i].blocks[k]], std::isfinite(v) ? v : std::nan(""));
+    }
+  m_heatMap->setInterpolate(false);
+  auto yTicks = QSharedPointer<QCPAxisTickerText>::create();
+  for (const auto& [block, row] : rowOf) yTicks->addTick(row, block < 0 ? tr("emb/head") : QString::number(block));
+  rect->axis(QCPAxis::atBottom)->setTicker(ticks);
+  rect->axis(QCPAxis::atLeft)->setTicker(yTicks);
+  rect->axis(QCPAxis::atLeft)->setLabel(tr("block"));
+  rect->axis(QCPAxis::atLeft)->setRangeReversed(true);
+  rect->axis(QCPAxis::atBottom)->setRange(-0.5, columns - 0.5);
+  rect->axis(QCPAxis::atLeft)->setRange(-0.5, rows - 0.5);
+  auto* scale = new QCPColorScale(m_heat);
+  m_heat->plotLayout()->addElement(0, 1, scale);
+  scale->setLabel(tr("relative change"));
+  m_heatMap->setColorScale(scale);  // the scale's gradient wins: set it after
+  scale->setGradient(sequentialGradient(paletteMix(palette(), 0.07)));
+  m_heatMap->rescaleDataRange(true);
+  auto* group = new QCPMarginGroup(m_heat);
+  rect->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+  scale->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+  restyle();
+  m_curves->replot();
+  m_heat->replot();
+}
+
+void DriftView::restyle() {
+  applyPalette(m_curves, palette());
+  applyPalette(m_heat, palette());
+  if (m_curves->graphCount() > 0) m_curves->graph(0)->setPen(QPen(palette().color(QPalette::Text), 2.5));
+}
+
+void DriftView::changeEvent(QEvent* event) {
+  QWidget::changeEvent(event);
+  if (event->type() == QEvent::PaletteChange && m_curves) {
+    restyle();
+    m_curves->replot();
+    m_heat->replot();
+  }
+}
+
+}  // namespace ckpt
