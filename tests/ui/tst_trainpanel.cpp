@@ -1,0 +1,441 @@
+// The Train panel end to end, offscreen, with the real LibTorch plugin: a
+// tiny run started from the form, Stop mid-run and Resume (bit-exact
+// against a run never stopped), a fine-tune's stage directory and lineage,
+// config errors named in the form, runtime errors as messages, the plugin
+// loader's messages, remembered values, and an app that does not link
+// LibTorch.
+#include <QtTest>
+
+#include <QComboBox>
+#include <QLineEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <filesystem>
+#include <fstream>
+#include <qcustomplot.h>
+
+#include "ckpt/format/checkpoint_file.h"
+#include "ckpt/format/checkpoint_view.h"
+#include "ckpt/format/tensor_data.h"
+#include "training/configform.h"
+#include "training/livecurves.h"
+#include "training/trainbackendloader.h"
+#include "training/trainpanel.h"
+#include "../core/json_compare.h"
+#include "../core/run_process.h"
+
+using namespace ckpt;
+using ckpt::test::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kText =
+    "It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of "
+    "foolishness, it was the epoch of belief, it was the epoch of incredulity, it was the season of Light, "
+    "it was the season of Darkness, it was the spring of hope, it was the winter of despair.\n";
+
+constexpr int kRunTimeoutMs = 240000;
+
+std::vector<json> metrics(const std::string& dir) {
+  std::vector<json> lines;
+  std::ifstream in(dir + "/metrics.jsonl");
+  for (std::string line; std::getline(in, line);) lines.push_back(json::parse(line));
+  return lines;
+}
+
+// The raw bytes of every model_state tensor: bit-for-bit comparison.
+std::vector<std::pair<std::string, std::string>> weightBytes(const std::string& path) {
+  const auto f = CheckpointFile::open(path);
+  const CheckpointView view(*f);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const StateEntry& e : view.entries()) {
+    const TensorData d = f->tensorData(size_t(e.tensor));
+    const TensorInfo& t = f->tensors()[size_t(e.tensor)];
+    const uint8_t* p = d.elementPtr(uint64_t(t.storageOffset));
+    out.emplace_back(e.name, std::string(reinterpret_cast<const char*>(p), t.nbytes()));
+  }
+  return out;
+}
+
+struct Finished {
+  QString outputDir, lastCheckpoint;
+  bool stopped = false;
+};
+
+// Waits for runFinished (or runFailed, which fails the test with its message).
+bool waitForRun(TrainPanel& panel, Finished* result, QString* failure) {
+  QSignalSpy done(&panel, &TrainPanel::runFinished);
+  QSignalSpy failed(&panel, &TrainPanel::runFailed);
+  QElapsedTimer t;
+  t.start();
+  while (done.isEmpty() && failed.isEmpty() && t.elapsed() < kRunTimeoutMs) QTest::qWait(20);
+  if (!failed.isEmpty()) {
+    *failure = failed.front().front().toString();
+    return false;
+  }
+  if (done.isEmpty()) {
+    *failure = QStringLiteral("timed out");
+    return false;
+  }
+  result->outputDir = done.front().at(0).toString();
+  result->lastCheckpoint = done.front().at(1).toString();
+  result->stopped = done.front().at(2).toBool();
+  return true;
+}
+
+}  // namespace
+
+class TestTrainPanel : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir m_tmp;
+  QString m_data;
+
+  QString dir(const QString& name) const { return m_tmp.filePath(name); }
+
+  // tst_trainer's tiny config, typed into the form.
+  void fillTiny(TrainPanel& panel, const QString& out, int steps) const {
+    ConfigForm* f = panel.form();
+    f->resetToDefaults();
+    const QVariantMap values{{"vocab_size", 256},      {"d_model", 32},       {"n_layers", 2},
+                             {"n_heads", 4},           {"ffn_hidden_size", 80}, {"max_seq_len", 32},
+                             {"run_name", "tiny"},     {"batch_size", 4},     {"micro_batch_size", 2},
+                             {"seq_len", 16},          {"learning_rate", "0.003"}, {"warmup_steps", 2},
+                             {"eval_every", 2},        {"eval_batches", 2},   {"save_every", 2},
+                             {"log_every", 1},         {"seed", 7},           {"mixed_precision", "fp32"},
+                             {"max_steps", steps},     {"val_fraction", "0.1"}};
+    f->setValues(values);
+    panel.setMode(TrainPanel::Mode::NewRun);
+    panel.dataPathEdit()->setText(m_data);
+    panel.tokenizerBox()->setCurrentText(QStringLiteral("bytes"));
+    panel.outputDirEdit()->setText(out);
+    panel.deviceBox()->setCurrentIndex(panel.deviceBox()->findData(QStringLiteral("cpu")));
+    panel.threadsBox()->setValue(2);
+  }
+
+  bool runNew(TrainPanel& panel, const QString& out, int steps, Finished* r, QString* failure) {
+    fillTiny(panel, out, steps);
+    if (!panel.validationError().isEmpty()) {
+      *failure = panel.validationError();
+      return false;
+    }
+    QTest::mouseClick(panel.startButton(), Qt::LeftButton);
+    if (!panel.isRunning()) {
+      *failure = QStringLiteral("Start did not start: ") + panel.statusText();
+      return false;
+    }
+    return waitForRun(panel, r, failure);
+  }
+
+ private slots:
+  void initTestCase() {
+    QCoreApplication::setOrganizationName("CkptScopeTest");
+    QCoreApplication::setApplicationName("tst_trainpanel");
+    QSettings().clear();
+    if (qEnvironmentVariableIsEmpty("CKPTSCOPE_TRAIN_BACKEND"))
+      qputenv("CKPTSCOPE_TRAIN_BACKEND", CKPT_TRAIN_BACKEND_PATH);
+    QVERIFY(m_tmp.isValid());
+    m_data = dir("corpus.txt");
+    std::ofstream out(m_data.toStdString());
+    for (int i = 0; i < 12; ++i) out << "Chapter " << i << ". " << kText;
+  }
+
+  void appDoesNotLinkLibTorch() {
+    const auto r = ckpt::test::runProcess(QStringLiteral("ldd"), {QStringLiteral(CKPT_GUI_EXE)});
+    QCOMPARE(r.exitCode, 0);
+    QVERIFY2(!r.out.contains("libtorch") && !r.out.contains("libc10"), r.out.constData());
+    // The plugin does: it is where LibTorch comes in.
+    const auto p = ckpt::test::runProcess(QStringLiteral("ldd"), {QStringLiteral(CKPT_TRAIN_BACKEND_PATH)});
+    QVERIFY2(p.out.contains("libtorch"), p.out.constData());
+  }
+
+  void loaderMessages() {
+    const TrainBackendLoad missing = loadTrainBackendFrom(dir("no-such-plugin.so"));
+    QVERIFY(!missing.backend);
+    QVERIFY2(missing.error.contains("does not exist"), qPrintable(missing.error));
+    // A shared library that is not ours.
+    const QString notOurs = dir("not-a-plugin.so");
+    QVERIFY(QFile::copy(QStringLiteral("/lib/x86_64-linux-gnu/libz.so.1"), notOurs));
+    const TrainBackendLoad wrong = loadTrainBackendFrom(notOurs);
+    QVERIFY(!wrong.backend);
+    QVERIFY2(wrong.error.contains("not a CkptScope training plugin"), qPrintable(wrong.error));
+    QVERIFY(trainBackendBuilt());
+  }
+
+  void backendLoadsOnFirstShow() {
+    TrainPanel panel;
+    QSignalSpy loaded(&panel, &TrainPanel::backendLoaded);
+    panel.resize(1280, 860);
+    panel.show();
+    QVERIFY(loaded.wait(60000));
+    QVERIFY(panel.backendReady());
+    QVERIFY2(trainBackend().backend, qPrintable(trainBackend().error));
+    const QString summary = panel.deviceSummary();
+    QVERIFY2(summary.startsWith("LibTorch ") && summary.contains("CUDA"), qPrintable(summary));
+    QVERIFY2(panel.deviceBox()->itemText(0).startsWith("auto: "), qPrintable(panel.deviceBox()->itemText(0)));
+  }
+
+  void newRunFromTheForm() {
+    TrainPanel panel;
+    panel.resize(1280, 860);
+    panel.show();
+    QSignalSpy started(&panel, &TrainPanel::runStarted);
+    QSignalSpy written(&panel, &TrainPanel::checkpointWritten);
+    const QString out = dir("run1");
+    Finished r;
+    QString failure;
+    QVERIFY2(runNew(panel, out, 6, &r, &failure), qPrintable(failure));
+    QCOMPARE(started.size(), 1);
+    QCOMPARE(started.front().front().toString(), out);
+    QVERIFY(!r.stopped);
+    QCOMPARE(r.outputDir, out);
+    QCOMPARE(r.lastCheckpoint, out + "/tiny_final.pt");
+    QStringList files;
+    for (const auto& args : written) files << QFileInfo(args.front().toString()).fileName();
+    QVERIFY2(files.contains("tiny_step2.pt") && files.contains("tiny_step4.pt") && files.contains("tiny_final.pt"),
+             qPrintable(files.join(' ')));
+    for (const char* f : {"tiny_step2.pt", "tiny_step4.pt", "tiny_final.pt", "best_checkpoint.pt"})
+      QVERIFY2(QFileInfo::exists(out + "/" + f), f);
+    // Readable by our reader...
+    const auto file = CheckpointFile::open((out + "/tiny_final.pt").toStdString());
+    const CheckpointView view(*file);
+    QCOMPARE(view.step(), std::optional<int64_t>(6));
+    QCOMPARE(view.run(), std::optional<std::string>("tiny"));
+    // ...and by torch.load.
+    const auto py = ckpt::test::runProcess(
+        QStringLiteral(CKPT_TORCH_PYTHON),
+        {"-c", "import sys, torch; c = torch.load(sys.argv[1], map_location='cpu'); "
+               "assert c['step'] == 6, c['step']; print(len(c['model_state']))",
+         out + "/tiny_final.pt"});
+    QVERIFY2(py.exitCode == 0, py.err.constData());
+    // What the panel showed matches what the run wrote.
+    const auto lines = metrics(out.toStdString());
+    QCOMPARE(lines.size(), size_t(6));
+    QCPGraph* loss = panel.curves()->lossGraph();
+    QCOMPARE(loss->dataCount(), 6);
+    for (int i = 0; i < 6; ++i) {
+      QCOMPARE(loss->data()->at(i)->key, double(i + 1));
+      QCOMPARE(loss->data()->at(i)->value, lines[size_t(i)]["loss"].get<double>());
+    }
+    QCOMPARE(panel.curves()->valLossGraph()->dataCount(), 3);  // eval_every 2
+    QCOMPARE(panel.curves()->lrGraph()->dataCount(), 6);
+    QCOMPARE(panel.progressBar()->value(), 6);
+    QCOMPARE(panel.progressBar()->maximum(), 6);
+    QVERIFY2(panel.statusText().startsWith("Finished 6 steps"), qPrintable(panel.statusText()));
+    QVERIFY2(panel.logText().contains("step=6 loss="), qPrintable(panel.logText()));
+    QCOMPARE(QString::fromStdString(panel.jobInfo().device), QStringLiteral("cpu"));
+    QVERIFY(!panel.isRunning());
+    QVERIFY(panel.startButton()->isEnabled());
+    QVERIFY(panel.grab().save(QStringLiteral(CKPT_BINARY_DIR "/trainpanel-finished.png")));
+  }
+
+  void stopThenResumeIsExact() {
+    const int steps = 60;
+    TrainPanel panel;
+    panel.resize(1280, 860);
+    panel.show();
+    Finished straight;
+    QString failure;
+    QVERIFY2(runNew(panel, dir("straight"), steps, &straight, &failure), qPrintable(failure));
+    QVERIFY(!straight.stopped);
+
+    // The same run, stopped from the panel once it is under way.
+    fillTiny(panel, dir("stopped"), steps);
+    QSignalSpy done(&panel, &TrainPanel::runFinished);
+    QTest::mouseClick(panel.startButton(), Qt::LeftButton);
+    QVERIFY(panel.isRunning());
+    QTRY_VERIFY_WITH_TIMEOUT(panel.progressBar()->value() >= 3, kRunTimeoutMs);
+    QVERIFY(panel.stopButton()->isEnabled());
+    QTest::mouseClick(panel.stopButton(), Qt::LeftButton);
+    QVERIFY(panel.grab().save(QStringLiteral(CKPT_BINARY_DIR "/trainpanel-stopping.png")));
+    QTRY_VERIFY_WITH_TIMEOUT(!done.isEmpty(), kRunTimeoutMs);
+    QVERIFY2(done.front().at(2).toBool(), "the run finished before Stop reached it");
+    const QString stopCkpt = done.front().at(1).toString();
+    const int stoppedAt = QFileInfo(stopCkpt).completeBaseName().section("step", 1).toInt();
+    QVERIFY2(stoppedAt >= 3 && stoppedAt < steps, qPrintable(stopCkpt));
+    QVERIFY(QFileInfo::exists(stopCkpt));
+    QVERIFY(!QFileInfo::exists(dir("stopped/tiny_final.pt")));
+    QVERIFY2(panel.statusText().contains("Stopped at step") && panel.statusText().contains(stopCkpt),
+             qPrintable(panel.statusText()));
+    QCOMPARE(panel.resumeCheckpointEdit()->text(), stopCkpt);
+
+    // Resume: one call, as a click on the checkpoint would do.
+    QVERIFY(panel.startResume(stopCkpt));
+    Finished resumed;
+    QVERIFY2(waitForRun(panel, &resumed, &failure), qPrintable(failure));
+    QVERIFY(!resumed.stopped);
+    QCOMPARE(resumed.outputDir, dir("stopped"));
+    QCOMPARE(panel.jobInfo().startStep, int64_t(stoppedAt));
+    QCOMPARE(resumed.lastCheckpoint, dir("stopped/tiny_final.pt"));
+    // Bit-exact: the same losses at every step and the same final weights.
+    const auto a = metrics(dir("straight").toStdString()), b = metrics(dir("stopped").toStdString());
+    QCOMPARE(b.size(), a.size());
+    for (size_t i = 0; i < a.size(); ++i) QCOMPARE(b[i]["loss"].get<double>(), a[i]["loss"].get<double>());
+    QVERIFY(weightBytes(straight.lastCheckpoint.toStdString()) == weightBytes(resumed.lastCheckpoint.toStdString()));
+    qInfo("stopped at step %d of %d, resumed to the end: bit-identical", stoppedAt, steps);
+  }
+
+  void finetuneStartsANewStage() {
+    TrainPanel panel;
+    panel.show();
+    const QString parent = dir("run1/tiny_final.pt");
+    QVERIFY(QFileInfo::exists(parent));
+    panel.finetuneDataEdit()->setText(m_data);
+    panel.finetuneMaxStepsBox()->setValue(2);
+    panel.threadsBox()->setValue(2);
+    panel.deviceBox()->setCurrentIndex(panel.deviceBox()->findData(QStringLiteral("cpu")));
+    QCOMPARE(panel.finetuneStageEdit()->text(), QStringLiteral("sft"));
+    QCOMPARE(panel.finetuneLrEdit()->text(), QStringLiteral("1e-05"));
+    QVERIFY2(panel.startFinetune(parent), qPrintable(panel.statusText() + panel.validationError()));
+    Finished r;
+    QString failure;
+    QVERIFY2(waitForRun(panel, &r, &failure), qPrintable(failure));
+    const QString stageDir = dir("tiny-sft");  // next to the parent's run directory
+    QCOMPARE(r.outputDir, stageDir);
+    QCOMPARE(r.lastCheckpoint, stageDir + "/tiny-sft_final.pt");
+    const json config = json::parse(panel.jobInfo().configJson);
+    QCOMPARE(config["training"]["learning_rate"].get<double>(), 1e-5);
+    QCOMPARE(config["training"]["lr_schedule"].get<std::string>(), std::string("cosine"));
+    const auto f = CheckpointFile::open(r.lastCheckpoint.toStdString());
+    const CheckpointView view(*f);
+    QCOMPARE(view.step(), std::optional<int64_t>(2));
+    QCOMPARE(view.stage(), std::optional<std::string>("sft"));
+    QCOMPARE(view.run(), std::optional<std::string>("tiny-sft"));
+    const Value* lineage = view.lookup("parent");
+    QVERIFY(lineage && lineage->isStr());
+    QCOMPARE(lineage->str(), fs::absolute(parent.toStdString()).lexically_normal().string());
+  }
+
+  void finetuneWithoutDataAsksForIt() {
+    QSettings().remove("training");
+    TrainPanel panel;
+    panel.dataPathEdit()->clear();
+    panel.finetuneDataEdit()->clear();
+    QVERIFY(!panel.startFinetune(dir("run1/tiny_final.pt")));
+    QVERIFY(!panel.isRunning());
+    QCOMPARE(panel.mode(), TrainPanel::Mode::Finetune);
+    QCOMPARE(panel.finetuneCheckpointEdit()->text(), dir("run1/tiny_final.pt"));
+    QVERIFY2(panel.validationError().startsWith("data:"), qPrintable(panel.validationError()));
+  }
+
+  void badConfigNamesTheField_data() {
+    QTest::addColumn<QString>("key");
+    QTest::addColumn<QString>("value");
+    QTest::addColumn<QString>("message");
+    QTest::addColumn<QString>("marked");
+    QTest::newRow("ffn too small") << "ffn_hidden_size" << "32" << "ffn_hidden_size (32) must exceed d_model (32)" << "ffn_hidden_size";
+    QTest::newRow("heads") << "n_heads" << "3" << "d_model (32) must be divisible by n_heads (3)" << "d_model";
+    QTest::newRow("odd head_dim") << "n_heads" << "32" << "head_dim (1 = d_model / n_heads) must be even" << "n_heads";
+    QTest::newRow("lr not a number") << "learning_rate" << "fast" << "learning_rate: expected a number, got 'fast'" << "learning_rate";
+    QTest::newRow("dropout") << "dropout" << "1.5" << "dropout (1.5) must be in [0, 1)" << "dropout";
+    QTest::newRow("batch") << "batch_size" << "5" << "batch_size: (5) must be a multiple of micro_batch_size (2)" << "batch_size";
+    QTest::newRow("gqa") << "gqa_groups" << "3" << "gqa_groups (3) must divide n_heads (4)" << "gqa_groups";
+    QTest::newRow("seq_len") << "seq_len" << "64" << "seq_len (64) must not exceed max_seq_len (32)" << "seq_len";
+    QTest::newRow("run_name") << "run_name" << "a/b" << "run_name: must be a non-empty name without '/'" << "run_name";
+    QTest::newRow("moe") << "use_moe" << "true" << "use_moe: MoE layers cannot be trained" << "use_moe";
+  }
+  void badConfigNamesTheField() {
+    QFETCH(QString, key);
+    QFETCH(QString, value);
+    QFETCH(QString, message);
+    QFETCH(QString, marked);
+    TrainPanel panel;
+    fillTiny(panel, dir("never"), 3);
+    QCOMPARE(panel.validationError(), QString());
+    QVERIFY(panel.startButton()->isEnabled());
+    if (key == "gqa_groups") panel.form()->setValue("use_gqa", true);
+    panel.form()->setValue(key, key == "use_moe" ? QVariant(true) : QVariant(value));
+    QVERIFY2(panel.validationError().startsWith(message), qPrintable(panel.validationError()));
+    QVERIFY(!panel.startButton()->isEnabled());
+    QVERIFY2(!panel.form()->editor(marked)->styleSheet().isEmpty(), qPrintable(marked));
+    QCOMPARE(panel.form()->editor(marked)->toolTip(), panel.validationError());
+    QVERIFY(!panel.start());  // Start refuses too, and says why
+    QVERIFY(!panel.isRunning());
+    QCOMPARE(panel.statusText(), panel.validationError());
+    // Fixing it clears the mark.
+    fillTiny(panel, dir("never"), 3);
+    panel.form()->setValue("use_gqa", false);
+    panel.form()->setValue("use_moe", false);
+    QCOMPARE(panel.validationError(), QString());
+    QVERIFY(panel.form()->editor(marked)->styleSheet().isEmpty());
+  }
+
+  void missingDataIsNamed() {
+    TrainPanel panel;
+    fillTiny(panel, dir("never"), 3);
+    panel.dataPathEdit()->setText(dir("no/such/corpus.txt"));
+    QVERIFY2(panel.validationError().startsWith("path: ") && panel.validationError().contains("does not exist"),
+             qPrintable(panel.validationError()));
+    QVERIFY(!panel.dataPathEdit()->styleSheet().isEmpty());
+  }
+
+  void runtimeErrorsAreMessages_data() {
+    QTest::addColumn<QString>("what");
+    QTest::addColumn<QString>("message");
+    QTest::newRow("NaN loss") << "nan" << "the loss is";
+    QTest::newRow("unwritable output") << "unwritable" << "corpus.txt";
+    QTest::newRow("data too short") << "short" << "fewer than one window";
+  }
+  void runtimeErrorsAreMessages() {
+    QFETCH(QString, what);
+    QFETCH(QString, message);
+    TrainPanel panel;
+    fillTiny(panel, dir("bad-" + what), 3);
+    if (what == "nan") {
+      panel.form()->setValues({{"learning_rate", "1e30"}, {"max_steps", 50}, {"max_grad_norm", "0"}});
+    } else if (what == "unwritable") {
+      panel.outputDirEdit()->setText(m_data + "/out");  // below a regular file
+    } else if (what == "short") {
+      const QString shortFile = dir("short.txt");
+      std::ofstream(shortFile.toStdString()) << "tiny";
+      panel.dataPathEdit()->setText(shortFile);
+    }
+    QCOMPARE(panel.validationError(), QString());
+    QSignalSpy failed(&panel, &TrainPanel::runFailed);
+    QVERIFY(panel.start());
+    QVERIFY(failed.wait(kRunTimeoutMs));
+    const QString error = failed.front().front().toString();
+    QVERIFY2(error.contains(message), qPrintable(error));
+    QVERIFY2(panel.statusText().startsWith("Training failed: "), qPrintable(panel.statusText()));
+    QVERIFY(panel.logText().contains("error: "));
+    QVERIFY(!panel.isRunning());
+    QVERIFY(panel.startButton()->isEnabled());  // the form is usable again
+  }
+
+  void closingMidRunStopsWithACheckpoint() {
+    auto panel = std::make_unique<TrainPanel>();
+    fillTiny(*panel, dir("closed"), 500);
+    panel->form()->setValue("save_every", 0);
+    QVERIFY(panel->start());
+    QTRY_VERIFY_WITH_TIMEOUT(panel->progressBar()->value() >= 1, kRunTimeoutMs);
+    panel.reset();  // stops after the step in flight and waits for the thread
+    QStringList files = QDir(dir("closed")).entryList({"tiny_step*.pt"});
+    QCOMPARE(files.size(), 1);
+    QVERIFY(!QFileInfo::exists(dir("closed/tiny_final.pt")));
+  }
+
+  void remembersTheForm() {
+    {
+      TrainPanel panel;
+      fillTiny(panel, dir("remembered"), 17);
+      panel.form()->setValue("d_model", 48);
+      panel.form()->setValue("lr_schedule", "cosine");
+      panel.saveSettings();
+    }
+    TrainPanel again;
+    QCOMPARE(again.form()->value("d_model").toInt(), 48);
+    QCOMPARE(again.form()->value("max_steps").toInt(), 17);
+    QCOMPARE(again.form()->value("learning_rate").toString(), QStringLiteral("0.003"));
+    QCOMPARE(again.form()->value("lr_schedule").toString(), QStringLiteral("cosine"));
+    QCOMPARE(again.dataPathEdit()->text(), m_data);
+    QCOMPARE(again.outputDirEdit()->text(), dir("remembered"));
+    QCOMPARE(again.deviceBox()->currentData().toString(), QStringLiteral("cpu"));
+    QCOMPARE(again.threadsBox()->value(), 2);
+  }
+};
+
+QTEST_MAIN(TestTrainPanel)
+#include "tst_trainpanel.moc"

@@ -1,0 +1,88 @@
+// ckptscope-train-backend: TrainBackend (../trainbackend.h) on top of the
+// trainer (ckpt_train, LibTorch). The desktop app loads this module with
+// QLibrary the first time the Train panel is used; it exports one C symbol.
+#include <ATen/Parallel.h>
+#include <torch/cuda.h>
+#include <torch/version.h>
+
+#include <filesystem>
+
+#include "training/trainbackend.h"
+
+namespace ckpt {
+namespace {
+
+class TorchJob final : public TrainJob {
+ public:
+  explicit TorchJob(Trainer trainer) : m_trainer(std::move(trainer)) {}
+
+  TrainJobInfo info() const override {
+    const RunConfig& c = m_trainer.config();
+    TrainJobInfo i;
+    i.runName = c.training.runName;
+    i.stage = c.training.stage;
+    i.outputDir = c.training.outputDir;
+    i.device = m_trainer.deviceName();
+    i.startStep = m_trainer.startStep();
+    i.maxSteps = c.training.maxSteps;
+    const int64_t seqLen = c.training.seqLen > 0 ? c.training.seqLen : c.model.maxSeqLen;
+    i.tokensPerStep = c.training.batchSize * seqLen;
+    i.notes = m_trainer.notes();
+    i.configJson = c.toJson().dump(2);
+    return i;
+  }
+
+  RunResult run(const ProgressCallback& progress) override {
+    RunResult r = m_trainer.run(progress);
+    // A stop on a step that also wrote best_checkpoint.pt reports that file
+    // as the newest; the user wants the step checkpoint, which the trainer
+    // always leaves on a stop and best_checkpoint.pt may later overwrite.
+    if (r.outcome == RunOutcome::Stopped) {
+      const std::filesystem::path stepFile = std::filesystem::path(r.outputDir.empty() ? m_trainer.config().training.outputDir
+                                                                                        : r.outputDir) /
+                                             (m_trainer.config().training.runName + "_step" + std::to_string(r.step) + ".pt");
+      if (std::filesystem::exists(stepFile)) r.lastCheckpoint = stepFile.string();
+    }
+    return r;
+  }
+
+ private:
+  Trainer m_trainer;
+};
+
+class TorchBackend final : public TrainBackend {
+ public:
+  TrainDevices devices() const override {
+    TrainDevices d;
+    d.cudaAvailable = torch::cuda::is_available();
+    d.cudaDeviceCount = d.cudaAvailable ? int(torch::cuda::device_count()) : 0;
+    d.torchVersion = TORCH_VERSION;
+    d.cpuThreads = at::get_num_threads();
+    return d;
+  }
+
+  void setCpuThreads(int n) override {
+    if (n > 0) at::set_num_threads(n);
+  }
+
+  std::unique_ptr<TrainJob> newRun(const RunConfig& config) override {
+    return std::make_unique<TorchJob>(Trainer::newRun(config));
+  }
+
+  std::unique_ptr<TrainJob> resume(const ResumeOptions& o) override {
+    return std::make_unique<TorchJob>(Trainer::resume(o.checkpoint, o.maxSteps, o.dataPath, o.device));
+  }
+
+  std::unique_ptr<TrainJob> finetune(const std::string& checkpoint, const FinetuneOptions& options) override {
+    return std::make_unique<TorchJob>(Trainer::finetune(checkpoint, options));
+  }
+};
+
+}  // namespace
+}  // namespace ckpt
+
+extern "C" __attribute__((visibility("default"))) ckpt::TrainBackend* ckptscope_create_train_backend(int abiVersion) {
+  if (abiVersion != ckpt::kTrainBackendAbiVersion) return nullptr;
+  static ckpt::TorchBackend backend;  // lives as long as the process: LibTorch is never unloaded
+  return &backend;
+}

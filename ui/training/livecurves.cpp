@@ -1,0 +1,100 @@
+#include "training/livecurves.h"
+
+#include <QSplitter>
+#include <QVBoxLayout>
+#include <qcustomplot.h>
+
+namespace ckpt {
+namespace {
+
+QCustomPlot* makePlot(QWidget* parent, const QString& yLabel) {
+  auto* plot = new QCustomPlot(parent);
+  plot->setMinimumHeight(120);
+  plot->xAxis->setLabel(QStringLiteral("step"));
+  plot->yAxis->setLabel(yLabel);
+  plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+  plot->axisRect()->setRangeZoom(Qt::Horizontal);
+  plot->axisRect()->setRangeDrag(Qt::Horizontal);
+  plot->setNoAntialiasingOnDrag(true);
+  return plot;
+}
+
+}  // namespace
+
+LiveCurves::LiveCurves(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  auto* split = new QSplitter(Qt::Vertical, this);
+  layout->addWidget(split);
+
+  m_lossPlot = makePlot(split, QStringLiteral("loss"));
+  m_loss = m_lossPlot->addGraph();
+  m_loss->setName(QStringLiteral("train loss"));
+  m_loss->setPen(QPen(QColor(31, 119, 180), 1.5));
+  m_valLoss = m_lossPlot->addGraph();
+  m_valLoss->setName(QStringLiteral("val loss"));
+  m_valLoss->setPen(QPen(QColor(214, 39, 40), 1.5));
+  m_valLoss->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
+  m_lossPlot->legend->setVisible(true);
+  m_lossPlot->legend->setFont(font());
+  m_lossPlot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+
+  m_lrPlot = makePlot(split, QStringLiteral("learning rate"));
+  m_lr = m_lrPlot->addGraph();
+  m_lr->setName(QStringLiteral("learning rate"));
+  m_lr->setPen(QPen(QColor(44, 160, 44), 1.5));
+  m_lrPlot->yAxis->setNumberFormat(QStringLiteral("gb"));
+  m_lrPlot->yAxis->setNumberPrecision(2);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 2);
+  clear();
+}
+
+void LiveCurves::clear() {
+  m_loss->data()->clear();
+  m_valLoss->data()->clear();
+  m_lr->data()->clear();
+  m_from = 0;
+  m_to = 1;
+  rescale();
+}
+
+void LiveCurves::setStepRange(double from, double to) {
+  m_from = from;
+  m_to = to > from ? to : from + 1;
+  rescale();
+}
+
+void LiveCurves::append(const QList<StepReport>& steps) {
+  for (const StepReport& r : steps) {
+    const double x = double(r.step);
+    m_loss->addData(x, r.loss);
+    if (r.valLoss) m_valLoss->addData(x, *r.valLoss);
+    m_lr->addData(x, r.learningRate);
+  }
+  if (!steps.isEmpty()) rescale();
+}
+
+void LiveCurves::rescale() {
+  for (QCustomPlot* plot : {m_lossPlot, m_lrPlot}) {
+    plot->xAxis->setRange(m_from, m_to);
+    bool found = false;
+    QCPRange y;
+    for (int i = 0; i < plot->graphCount(); ++i) {
+      bool ok = false;
+      const QCPRange r = plot->graph(i)->getValueRange(ok);
+      if (!ok) continue;
+      y = found ? QCPRange(qMin(y.lower, r.lower), qMax(y.upper, r.upper)) : r;
+      found = true;
+    }
+    if (found) {
+      const double pad = qMax(y.size() * 0.08, qAbs(y.upper) * 1e-3 + 1e-12);
+      plot->yAxis->setRange(plot == m_lrPlot ? qMax(0.0, y.lower - pad) : y.lower - pad, y.upper + pad);
+    } else {
+      plot->yAxis->setRange(0, 1);
+    }
+    plot->replot(QCustomPlot::rpQueuedReplot);
+  }
+}
+
+}  // namespace ckpt

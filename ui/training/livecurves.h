@@ -1,0 +1,46 @@
+#pragma once
+
+#include <QList>
+#include <QWidget>
+
+#include "ckpt/train/trainer.h"
+
+class QCPGraph;
+class QCustomPlot;
+
+namespace ckpt {
+
+// The running job's loss (train, and validation when it evaluates) and
+// learning rate against the step, appended to as reports arrive: each batch
+// adds its points to the graphs and asks for one queued replot, so a long
+// run never redraws from scratch per point. Reads StepReports, never the
+// trainer.
+class LiveCurves : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit LiveCurves(QWidget* parent = nullptr);
+
+  void clear();
+  void append(const QList<StepReport>& steps);
+  // Fixes the step axis to [from, to] (the job's range) until clear().
+  void setStepRange(double from, double to);
+
+  [[nodiscard]] QCPGraph* lossGraph() const { return m_loss; }
+  [[nodiscard]] QCPGraph* valLossGraph() const { return m_valLoss; }
+  [[nodiscard]] QCPGraph* lrGraph() const { return m_lr; }
+  [[nodiscard]] QCustomPlot* lossPlot() const { return m_lossPlot; }
+  [[nodiscard]] QCustomPlot* lrPlot() const { return m_lrPlot; }
+
+ private:
+  void rescale();
+
+  QCustomPlot* m_lossPlot = nullptr;
+  QCustomPlot* m_lrPlot = nullptr;
+  QCPGraph* m_loss = nullptr;
+  QCPGraph* m_valLoss = nullptr;
+  QCPGraph* m_lr = nullptr;
+  double m_from = 0, m_to = 1;
+};
+
+}  // namespace ckpt

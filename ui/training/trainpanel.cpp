@@ -1,0 +1,832 @@
+#include "training/trainpanel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDateTime>
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFontDatabase>
+#include <QFormLayout>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QLocale>
+#include <QPlainTextEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QRegularExpression>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QSettings>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QStandardItemModel>
+#include <QStandardPaths>
+#include <QTabWidget>
+#include <QToolButton>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+#include <climits>
+#include <cmath>
+#include <functional>
+
+#include "training/configform.h"
+#include "training/livecurves.h"
+#include "training/trainbackendloader.h"
+
+namespace ckpt {
+namespace {
+
+using json = nlohmann::ordered_json;
+using Kind = ConfigForm::Kind;
+using Field = ConfigForm::Field;
+
+const char* kSettingsGroup = "training";
+
+// MODEL.md's fields with its defaults; the six required ones get a small
+// model that trains on a CPU in minutes with the bytes tokenizer.
+QList<Field> modelFields() {
+  const QString m = QStringLiteral("model");
+  return {
+      {m, "vocab_size", Kind::Int, 256, "Vocabulary size (> 0); 256 for the bytes tokenizer", {}, 1},
+      {m, "d_model", Kind::Int, 128, "Hidden size (> 0, divisible by n_heads)", {}, 1},
+      {m, "n_layers", Kind::Int, 4, "Decoder blocks (> 0)", {}, 1},
+      {m, "n_heads", Kind::Int, 4, "Attention heads (> 0)", {}, 1},
+      {m, "ffn_hidden_size", Kind::Int, 512, "SwiGLU hidden size H (must exceed d_model)", {}, 1},
+      {m, "max_seq_len", Kind::Int, 256, "Longest input (> 0)", {}, 1},
+      {m, "rmsnorm_eps", Kind::Double, 1e-5, "RMSNorm epsilon (> 0)"},
+      {m, "dropout", Kind::Double, 0.0, "Dropout probability in [0, 1)"},
+      {m, "initializer_range", Kind::Double, 0.02, "Std of the normal init"},
+      {m, "rope_theta", Kind::Double, 10000.0, "RoPE base"},
+      {m, "rope_scaling", Kind::OptionalDouble, QVariant(), "Multiplies the RoPE angles when set (> 0); empty: None"},
+      {m, "num_attention_sinks", Kind::Int, 2, "Sink states per block (> 0 when sinks are on)", {}, 0},
+      {m, "use_rope", Kind::Bool, true, "Rotary position embeddings"},
+      {m, "use_attention_sinks", Kind::Bool, true, "Learned attention sinks in front of the keys"},
+      {m, "use_gqa", Kind::Bool, false, "Grouped-query attention"},
+      {m, "gqa_groups", Kind::OptionalInt, QVariant(), "Key/value heads with use_gqa; must divide n_heads; empty: None"},
+      {m, "use_swiglu", Kind::Bool, true, "Stored in the config, not used by the math"},
+      {m, "swiglu_multiplier", Kind::Double, 2.0, "Stored in the config, not used by the math"},
+      {m, "tie_embeddings", Kind::Bool, true, "lm_head shares the embedding matrix"},
+      {m, "use_moe", Kind::Bool, false, "Mixture of experts: the reference library cannot run it, so neither can this trainer"},
+  };
+}
+
+QList<Field> trainingFields() {
+  const QString t = QStringLiteral("training");
+  return {
+      {t, "run_name", Kind::Text, "run", "Names the checkpoints: <run_name>_step<N>.pt, <run_name>_final.pt"},
+      {t, "max_steps", Kind::Int, 1000, "Optimizer steps", {}, 1},
+      {t, "batch_size", Kind::Int, 8, "Sequences per optimizer step", {}, 1},
+      {t, "micro_batch_size", Kind::Int, 8, "Sequences per forward/backward (batch_size / micro_batch_size accumulation steps)", {}, 1},
+      {t, "seq_len", Kind::Int, 0, "Tokens per sequence; 0: max_seq_len", {}, 0},
+      {t, "learning_rate", Kind::Double, 3e-4, "Peak learning rate (> 0)"},
+      {t, "lr_schedule", Kind::Choice, "constant", "Warmup, then constant (pretraining) or cosine (SFT/DPO)", {"constant", "cosine"}},
+      {t, "warmup_steps", Kind::Int, 100, "Linear warmup (step+1)/warmup_steps", {}, 0},
+      {t, "weight_decay", Kind::Double, 0.01, "AdamW weight decay"},
+      {t, "max_grad_norm", Kind::Double, 1.0, "Gradient clipping; 0: none"},
+      {t, "beta1", Kind::Double, 0.9, "AdamW beta1"},
+      {t, "beta2", Kind::Double, 0.999, "AdamW beta2"},
+      {t, "eps", Kind::Double, 1e-8, "AdamW epsilon"},
+      {t, "mixed_precision", Kind::Choice, "bf16", "Autocast dtype on CUDA (the CPU runs fp32)", {"bf16", "fp16", "fp32"}},
+      {t, "eval_every", Kind::Int, 100, "Validation loss every N steps; 0: never", {}, 0},
+      {t, "eval_batches", Kind::Int, 8, "Micro-batches of validation windows per evaluation", {}, 1},
+      {t, "save_every", Kind::Int, 500, "A checkpoint every N steps; 0: only the final one", {}, 0},
+      {t, "keep_last", Kind::Int, 0, "Keep the newest K step checkpoints; 0: all", {}, 0},
+      {t, "log_every", Kind::Int, 10, "A log line every N steps", {}, 1},
+      {t, "seed", Kind::Int, 1337, "Seeds the init, the data order and dropout", {}, 0},
+  };
+}
+
+QList<Field> dataFields() {
+  const QString d = QStringLiteral("data");
+  return {
+      {d, "val_fraction", Kind::Double, 0.1, "Share of the data held out for the validation loss, in [0, 1)"},
+      {d, "uint32", Kind::Bool, false, ".bin files hold uint32 tokens (uint16 otherwise)"},
+  };
+}
+
+// The fields a config error names: its leading identifier(s).
+// "ffn_hidden_size (64) must exceed d_model (64)" -> ffn_hidden_size;
+// "eval_every/save_every/...: must be >= 0" -> each; head_dim -> d_model, n_heads.
+QStringList keysOf(const QString& message) {
+  static const QRegularExpression lead(QStringLiteral("^([A-Za-z0-9_./]+)"));
+  const QRegularExpressionMatch m = lead.match(message);
+  if (!m.hasMatch()) return {};
+  QStringList keys;
+  for (const QString& k : m.captured(1).split(QLatin1Char('/'), Qt::SkipEmptyParts)) {
+    if (k == QLatin1String("head_dim")) keys << QStringLiteral("d_model") << QStringLiteral("n_heads");
+    else keys << k.section(QLatin1Char('.'), -1);  // moe_config.num_experts -> num_experts
+  }
+  return keys;
+}
+
+QString duration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return QStringLiteral("–");
+  const qint64 s = qint64(seconds + 0.5);
+  if (s >= 3600) return QStringLiteral("%1:%2:%3").arg(s / 3600).arg((s / 60) % 60, 2, 10, QLatin1Char('0')).arg(s % 60, 2, 10, QLatin1Char('0'));
+  return QStringLiteral("%1:%2").arg(s / 60).arg(s % 60, 2, 10, QLatin1Char('0'));
+}
+
+QString number(double v) { return QLocale::c().toString(v, 'g', 5); }
+
+QString defaultOutputDir(const QString& runName) {
+  return QDir(QDir::homePath()).filePath(QStringLiteral("ckptscope-runs/") + (runName.isEmpty() ? QStringLiteral("run") : runName));
+}
+
+// A line edit with a "…" button that opens a file (or directory) dialog.
+QWidget* pathRow(QWidget* parent, QLineEdit* edit, const std::function<void()>& browseFile,
+                 const std::function<void()>& browseDir = {}) {
+  auto* row = new QWidget(parent);
+  auto* h = new QHBoxLayout(row);
+  h->setContentsMargins(0, 0, 0, 0);
+  h->setSpacing(4);
+  h->addWidget(edit, 1);
+  if (browseFile) {
+    auto* b = new QToolButton(row);
+    b->setText(browseDir ? QStringLiteral("File…") : QStringLiteral("…"));
+    QObject::connect(b, &QToolButton::clicked, row, browseFile);
+    h->addWidget(b);
+  }
+  if (browseDir) {
+    auto* b = new QToolButton(row);
+    b->setText(QStringLiteral("Folder…"));
+    QObject::connect(b, &QToolButton::clicked, row, browseDir);
+    h->addWidget(b);
+  }
+  return row;
+}
+
+}  // namespace
+
+TrainPanel::TrainPanel(QWidget* parent) : QWidget(parent) {
+  auto* split = new QSplitter(Qt::Horizontal, this);
+  auto* outer = new QHBoxLayout(this);
+  outer->setContentsMargins(4, 4, 4, 4);
+  outer->addWidget(split);
+
+  // Left: the three pages, the device, the error line and Start/Stop.
+  m_formArea = new QWidget(split);
+  auto* left = new QVBoxLayout(m_formArea);
+  left->setContentsMargins(0, 0, 0, 0);
+  m_modes = new QTabWidget(m_formArea);
+  m_modes->addTab(buildNewRunPage(), QStringLiteral("New run"));
+  m_modes->addTab(buildResumePage(), QStringLiteral("Resume"));
+  m_modes->addTab(buildFinetunePage(), QStringLiteral("Fine-tune"));
+  left->addWidget(m_modes, 1);
+
+  auto* deviceRow = new QHBoxLayout;
+  deviceRow->addWidget(new QLabel(QStringLiteral("Device"), m_formArea));
+  m_device = new QComboBox(m_formArea);
+  m_device->setObjectName(QStringLiteral("device"));
+  m_device->addItem(QStringLiteral("auto (checking for CUDA…)"), QStringLiteral("auto"));
+  m_device->addItem(QStringLiteral("cpu"), QStringLiteral("cpu"));
+  m_device->addItem(QStringLiteral("cuda"), QStringLiteral("cuda"));
+  deviceRow->addWidget(m_device, 1);
+  deviceRow->addWidget(new QLabel(QStringLiteral("CPU threads"), m_formArea));
+  m_threads = new QSpinBox(m_formArea);
+  m_threads->setRange(0, 256);
+  m_threads->setSpecialValueText(QStringLiteral("default"));
+  m_threads->setToolTip(QStringLiteral("LibTorch's intra-op threads for the CPU; default: one per core"));
+  deviceRow->addWidget(m_threads);
+  left->addLayout(deviceRow);
+  m_deviceNote = new QLabel(m_formArea);
+  m_deviceNote->setWordWrap(true);
+  m_deviceNote->setStyleSheet(QStringLiteral("color: palette(dark);"));
+  left->addWidget(m_deviceNote);
+
+  m_error = new QLabel(m_formArea);
+  m_error->setObjectName(QStringLiteral("validationError"));
+  m_error->setWordWrap(true);
+  m_error->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  m_error->setStyleSheet(QStringLiteral("color: #c02020;"));
+  left->addWidget(m_error);
+
+  auto* buttons = new QHBoxLayout;
+  m_start = new QPushButton(QStringLiteral("Start"), m_formArea);
+  m_start->setDefault(true);
+  m_stop = new QPushButton(QStringLiteral("Stop"), m_formArea);
+  m_stop->setEnabled(false);
+  m_stop->setToolTip(QStringLiteral("Finish the step in flight, write a resumable checkpoint, stop"));
+  buttons->addStretch(1);
+  buttons->addWidget(m_start);
+  buttons->addWidget(m_stop);
+  left->addLayout(buttons);
+
+  split->addWidget(m_formArea);
+  split->addWidget(buildRunView());
+  split->setStretchFactor(0, 0);
+  split->setStretchFactor(1, 1);
+  split->setSizes({m_formArea->minimumSizeHint().width(), 700});
+
+  connect(m_start, &QPushButton::clicked, this, &TrainPanel::start);
+  connect(m_stop, &QPushButton::clicked, this, &TrainPanel::stop);
+  connect(m_modes, &QTabWidget::currentChanged, this, &TrainPanel::revalidate);
+  connect(m_device, &QComboBox::currentIndexChanged, this, &TrainPanel::revalidate);
+  connect(m_form, &ConfigForm::edited, this, &TrainPanel::revalidate);
+  for (QLineEdit* e : {m_dataPath, m_outputDir, m_resumeCkpt, m_resumeData, m_ftCkpt, m_ftData, m_ftTokenizer, m_ftStage, m_ftLr, m_ftOut})
+    connect(e, &QLineEdit::textChanged, this, &TrainPanel::revalidate);
+  connect(m_tokenizer, &QComboBox::currentTextChanged, this, &TrainPanel::revalidate);
+
+  connect(&m_runner, &TrainRunner::prepared, this, &TrainPanel::onPrepared);
+  connect(&m_runner, &TrainRunner::progress, this, &TrainPanel::onProgress);
+  connect(&m_runner, &TrainRunner::finished, this, &TrainPanel::onFinished);
+  connect(&m_runner, &TrainRunner::failed, this, &TrainPanel::onFailed);
+  connect(&m_backendWatcher, &QFutureWatcher<void>::finished, this, &TrainPanel::onBackendLoaded);
+
+  restoreSettings();
+  revalidate();
+}
+
+TrainPanel::~TrainPanel() {
+  saveSettings();
+  // A run in flight stops after its step with a checkpoint; TrainRunner's
+  // destructor waits for it. The backend load (if any) is waited for too.
+  m_runner.stop();
+  m_backendWatcher.waitForFinished();
+}
+
+QWidget* TrainPanel::buildNewRunPage() {
+  auto* scroll = new QScrollArea;
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  auto* page = new QWidget;
+  auto* v = new QVBoxLayout(page);
+  v->setContentsMargins(4, 4, 4, 4);
+  m_form = new ConfigForm(page);
+  m_form->addGroup(QStringLiteral("Model (ModernLLMConfig)"), modelFields());
+  m_form->addGroup(QStringLiteral("Training"), trainingFields());
+  v->addWidget(m_form);
+
+  auto* dataBox = new QWidget(page);
+  auto* f = new QFormLayout(dataBox);
+  f->setContentsMargins(0, 0, 0, 0);
+  m_dataPath = new QLineEdit(dataBox);
+  m_dataPath->setObjectName(QStringLiteral("path"));
+  m_dataPath->setPlaceholderText(QStringLiteral("text file, directory of text files, or .bin tokens"));
+  f->addRow(QStringLiteral("data"), pathRow(dataBox, m_dataPath,
+                                           [this] {
+                                             const QString p = QFileDialog::getOpenFileName(this, QStringLiteral("Training data"), m_dataPath->text());
+                                             if (!p.isEmpty()) m_dataPath->setText(p);
+                                           },
+                                           [this] {
+                                             const QString p = QFileDialog::getExistingDirectory(this, QStringLiteral("Training data"), m_dataPath->text());
+                                             if (!p.isEmpty()) m_dataPath->setText(p);
+                                           }));
+  m_tokenizer = new QComboBox(dataBox);
+  m_tokenizer->setObjectName(QStringLiteral("tokenizer"));
+  m_tokenizer->setEditable(true);
+  m_tokenizer->addItem(QStringLiteral("bytes"));
+  m_tokenizer->setToolTip(QStringLiteral("bytes; a Hugging Face tokenizer.json; or a directory with GPT-2's vocab.json + merges.txt"));
+  // The editable combo and choosers for a tokenizer.json or a vocabulary directory.
+  {
+    auto* row = new QWidget(dataBox);
+    auto* h = new QHBoxLayout(row);
+    h->setContentsMargins(0, 0, 0, 0);
+    h->setSpacing(4);
+    h->addWidget(m_tokenizer, 1);
+    auto* file = new QToolButton(row);
+    file->setText(QStringLiteral("File…"));
+    connect(file, &QToolButton::clicked, this, [this] {
+      const QString p = QFileDialog::getOpenFileName(this, QStringLiteral("tokenizer.json"), QString(), QStringLiteral("Tokenizer (*.json);;All files (*)"));
+      if (!p.isEmpty()) m_tokenizer->setCurrentText(p);
+    });
+    auto* dir = new QToolButton(row);
+    dir->setText(QStringLiteral("Folder…"));
+    connect(dir, &QToolButton::clicked, this, [this] {
+      const QString p = QFileDialog::getExistingDirectory(this, QStringLiteral("GPT-2 vocabulary directory"));
+      if (!p.isEmpty()) m_tokenizer->setCurrentText(p);
+    });
+    h->addWidget(file);
+    h->addWidget(dir);
+    f->addRow(QStringLiteral("tokenizer"), row);
+  }
+  m_outputDir = new QLineEdit(dataBox);
+  m_outputDir->setObjectName(QStringLiteral("output_dir"));
+  f->addRow(QStringLiteral("output_dir"), pathRow(dataBox, m_outputDir, [this] {
+              const QString p = QFileDialog::getExistingDirectory(this, QStringLiteral("Output directory"), m_outputDir->text());
+              if (!p.isEmpty()) m_outputDir->setText(p);
+            }));
+  connect(m_form, &ConfigForm::edited, this, [this] {
+    m_outputDir->setPlaceholderText(defaultOutputDir(m_form->value(QStringLiteral("run_name")).toString().trimmed()));
+  });
+  m_form->addGroup(QStringLiteral("Data and output"), dataFields(), 2, dataBox);
+  v->addStretch(1);
+  scroll->setWidget(page);
+  // Wide enough for the two-column form: it scrolls down, never sideways.
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  scroll->setMinimumWidth(page->minimumSizeHint().width() + scroll->verticalScrollBar()->sizeHint().width() + 4);
+  m_outputDir->setPlaceholderText(defaultOutputDir(QStringLiteral("run")));
+  return scroll;
+}
+
+QWidget* TrainPanel::buildResumePage() {
+  auto* page = new QWidget;
+  auto* f = new QFormLayout(page);
+  auto* intro = new QLabel(QStringLiteral("Continues the run that wrote the checkpoint, in the same directory, from its "
+                                          "step: the same optimizer state, schedule, data position and random state, so "
+                                          "the result is what an uninterrupted run gives."),
+                           page);
+  intro->setWordWrap(true);
+  f->addRow(intro);
+  m_resumeCkpt = new QLineEdit(page);
+  m_resumeCkpt->setObjectName(QStringLiteral("checkpoint"));
+  f->addRow(QStringLiteral("checkpoint"), pathRow(page, m_resumeCkpt, [this] {
+              const QString p = QFileDialog::getOpenFileName(this, QStringLiteral("Checkpoint"), m_resumeCkpt->text(), QStringLiteral("Checkpoints (*.pt *.pth *.bin);;All files (*)"));
+              if (!p.isEmpty()) m_resumeCkpt->setText(p);
+            }));
+  m_resumeMaxSteps = new QSpinBox(page);
+  m_resumeMaxSteps->setRange(0, 1'000'000'000);
+  m_resumeMaxSteps->setSpecialValueText(QStringLiteral("as recorded"));
+  f->addRow(QStringLiteral("max_steps"), m_resumeMaxSteps);
+  m_resumeData = new QLineEdit(page);
+  m_resumeData->setPlaceholderText(QStringLiteral("the data the run recorded"));
+  f->addRow(QStringLiteral("data"), pathRow(page, m_resumeData, [this] {
+              const QString p = QFileDialog::getOpenFileName(this, QStringLiteral("Training data"), m_resumeData->text());
+              if (!p.isEmpty()) m_resumeData->setText(p);
+            }));
+  return page;
+}
+
+QWidget* TrainPanel::buildFinetunePage() {
+  auto* page = new QWidget;
+  auto* f = new QFormLayout(page);
+  auto* intro = new QLabel(QStringLiteral("Starts a new stage from the checkpoint's weights: a fresh optimizer, a cosine "
+                                          "schedule without warmup, step 0, its own directory. The checkpoint is "
+                                          "recorded as the parent of every checkpoint the stage writes."),
+                           page);
+  intro->setWordWrap(true);
+  f->addRow(intro);
+  m_ftCkpt = new QLineEdit(page);
+  m_ftCkpt->setObjectName(QStringLiteral("checkpoint"));
+  f->addRow(QStringLiteral("checkpoint"), pathRow(page, m_ftCkpt, [this] {
+              const QString p = QFileDialog::getOpenFileName(this, QStringLiteral("Checkpoint"), m_ftCkpt->text(), QStringLiteral("Checkpoints (*.pt *.pth *.bin);;All files (*)"));
+              if (!p.isEmpty()) m_ftCkpt->setText(p);
+            }));
+  m_ftData = new QLineEdit(page);
+  m_ftData->setObjectName(QStringLiteral("path"));
+  m_ftData->setPlaceholderText(QStringLiteral("fine-tuning text or .bin tokens"));
+  f->addRow(QStringLiteral("data"), pathRow(page, m_ftData,
+                                           [this] {
+                                             const QString p = QFileDialog::getOpenFileName(this, QStringLiteral("Fine-tuning data"), m_ftData->text());
+                                             if (!p.isEmpty()) m_ftData->setText(p);
+                                           },
+                                           [this] {
+                                             const QString p = QFileDialog::getExistingDirectory(this, QStringLiteral("Fine-tuning data"), m_ftData->text());
+                                             if (!p.isEmpty()) m_ftData->setText(p);
+                                           }));
+  m_ftTokenizer = new QLineEdit(page);
+  m_ftTokenizer->setPlaceholderText(QStringLiteral("the checkpoint's"));
+  f->addRow(QStringLiteral("tokenizer"), m_ftTokenizer);
+  m_ftStage = new QLineEdit(QStringLiteral("sft"), page);
+  m_ftStage->setObjectName(QStringLiteral("stage"));
+  f->addRow(QStringLiteral("stage"), m_ftStage);
+  m_ftLr = new QLineEdit(QStringLiteral("1e-05"), page);
+  m_ftLr->setObjectName(QStringLiteral("learning_rate"));
+  m_ftLr->setToolTip(QStringLiteral("The reference library's SFT rate is 1e-5"));
+  f->addRow(QStringLiteral("learning_rate"), m_ftLr);
+  m_ftMaxSteps = new QSpinBox(page);
+  m_ftMaxSteps->setRange(0, 1'000'000'000);
+  m_ftMaxSteps->setSpecialValueText(QStringLiteral("the parent's"));
+  f->addRow(QStringLiteral("max_steps"), m_ftMaxSteps);
+  m_ftOut = new QLineEdit(page);
+  m_ftOut->setObjectName(QStringLiteral("output_dir"));
+  m_ftOut->setPlaceholderText(QStringLiteral("<directory above the checkpoint's>/<run>-<stage>"));
+  f->addRow(QStringLiteral("output_dir"), pathRow(page, m_ftOut, [this] {
+              const QString p = QFileDialog::getExistingDirectory(this, QStringLiteral("Output directory"), m_ftOut->text());
+              if (!p.isEmpty()) m_ftOut->setText(p);
+            }));
+  return page;
+}
+
+QWidget* TrainPanel::buildRunView() {
+  auto* view = new QWidget;
+  auto* v = new QVBoxLayout(view);
+  v->setContentsMargins(4, 0, 0, 0);
+  m_runTitle = new QLabel(QStringLiteral("No run yet"), view);
+  QFont bold = m_runTitle->font();
+  bold.setBold(true);
+  m_runTitle->setFont(bold);
+  m_runTitle->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  m_runTitle->setWordWrap(true);
+  v->addWidget(m_runTitle);
+  m_progress = new QProgressBar(view);
+  m_progress->setRange(0, 1);
+  m_progress->setValue(0);
+  m_progress->setFormat(QStringLiteral("step %v of %m"));
+  v->addWidget(m_progress);
+
+  auto* grid = new QGridLayout;
+  grid->setHorizontalSpacing(16);
+  auto cell = [&](int row, int col, const QString& name) {
+    grid->addWidget(new QLabel(name, view), row, col * 2);
+    auto* value = new QLabel(QStringLiteral("–"), view);
+    value->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    value->setMinimumWidth(90);
+    grid->addWidget(value, row, col * 2 + 1);
+    return value;
+  };
+  m_stepLabel = cell(0, 0, QStringLiteral("step"));
+  m_lossLabel = cell(0, 1, QStringLiteral("loss"));
+  m_lrLabel = cell(0, 2, QStringLiteral("lr"));
+  m_speedLabel = cell(1, 0, QStringLiteral("tokens/s"));
+  m_etaLabel = cell(1, 1, QStringLiteral("ETA"));
+  m_deviceLabel = cell(1, 2, QStringLiteral("device"));
+  grid->setColumnStretch(5, 1);
+  v->addLayout(grid);
+
+  m_status = new QLabel(view);
+  m_status->setObjectName(QStringLiteral("status"));
+  m_status->setWordWrap(true);
+  m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  v->addWidget(m_status);
+
+  auto* split = new QSplitter(Qt::Vertical, view);
+  m_curves = new LiveCurves(split);
+  m_log = new QPlainTextEdit(split);
+  m_log->setReadOnly(true);
+  m_log->setMaximumBlockCount(20000);
+  m_log->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+  m_log->setPlaceholderText(QStringLiteral("The run's log appears here."));
+  split->addWidget(m_curves);
+  split->addWidget(m_log);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 1);
+  v->addWidget(split, 1);
+  return view;
+}
+
+void TrainPanel::showEvent(QShowEvent* event) {
+  QWidget::showEvent(event);
+  loadBackendAsync();
+}
+
+void TrainPanel::loadBackendAsync() {
+  if (m_backendRequested) return;
+  m_backendRequested = true;
+  // dlopen of LibTorch takes a noticeable moment: not on the GUI thread.
+  m_backendWatcher.setFuture(QtConcurrent::run([] { (void)trainBackend(); }));
+}
+
+QString TrainPanel::deviceSummary() const {
+  const TrainBackendLoad& b = trainBackend();
+  if (!b.backend) return QStringLiteral("Training is not available: ") + b.error;
+  const TrainDevices d = b.backend->devices();
+  QString s = QStringLiteral("LibTorch %1 · CPU: %2 thread%3 by default · ")
+                  .arg(QString::fromStdString(d.torchVersion))
+                  .arg(d.cpuThreads)
+                  .arg(d.cpuThreads == 1 ? "" : "s");
+  s += d.cudaAvailable ? QStringLiteral("CUDA available (%1 GPU%2)").arg(d.cudaDeviceCount).arg(d.cudaDeviceCount == 1 ? "" : "s")
+                       : QStringLiteral("CUDA not available");
+  return s;
+}
+
+void TrainPanel::onBackendLoaded() {
+  m_backendReady = true;
+  const TrainBackendLoad& b = trainBackend();
+  auto* model = qobject_cast<QStandardItemModel*>(m_device->model());
+  if (b.backend) {
+    const TrainDevices d = b.backend->devices();
+    m_device->setItemText(0, d.cudaAvailable ? QStringLiteral("auto: CUDA (%1 GPU%2)").arg(d.cudaDeviceCount).arg(d.cudaDeviceCount == 1 ? "" : "s")
+                                             : QStringLiteral("auto: CPU (CUDA not available)"));
+    m_device->setItemText(2, d.cudaAvailable ? QStringLiteral("cuda") : QStringLiteral("cuda (not available)"));
+    if (model) model->item(2)->setEnabled(d.cudaAvailable);
+    if (!d.cudaAvailable && m_device->currentIndex() == 2) m_device->setCurrentIndex(0);
+    m_deviceNote->setText(deviceSummary());
+  } else {
+    m_device->setItemText(0, QStringLiteral("auto"));
+    m_deviceNote->setText(QString());
+    showStatus(b.error, true);
+    m_start->setEnabled(false);
+    m_start->setToolTip(b.error);
+  }
+  revalidate();
+  emit backendLoaded();
+}
+
+TrainPanel::Mode TrainPanel::mode() const { return Mode(m_modes->currentIndex()); }
+void TrainPanel::setMode(Mode mode) { m_modes->setCurrentIndex(int(mode)); }
+
+QString TrainPanel::deviceChoice() const { return m_device->currentData().toString(); }
+
+RunConfig TrainPanel::newRunConfig() const {
+  json training = m_form->sectionJson(QStringLiteral("training"));
+  QString out = m_outputDir->text().trimmed();
+  if (out.isEmpty()) out = defaultOutputDir(QString::fromStdString(training.value("run_name", std::string())));
+  training["output_dir"] = QDir::cleanPath(out).toStdString();
+  training["device"] = deviceChoice().toStdString();
+  json data = m_form->sectionJson(QStringLiteral("data"));
+  data["path"] = m_dataPath->text().trimmed().toStdString();
+  data["tokenizer"] = m_tokenizer->currentText().trimmed().toStdString();
+  const json model = m_form->sectionJson(QStringLiteral("model"));
+  RunConfig c = RunConfig::fromJson(json{{"model", model}, {"training", training}, {"data", data}});
+  c.model.validate();
+  if (c.model.useMoe) throw ConfigError("use_moe: MoE layers cannot be trained (the reference library cannot run them)");
+  if (c.training.seqLen > c.model.maxSeqLen)
+    throw ConfigError("seq_len (" + std::to_string(c.training.seqLen) + ") must not exceed max_seq_len (" +
+                      std::to_string(c.model.maxSeqLen) + ")");
+  if (c.data.tokenizer == "bytes" && c.model.vocabSize < 256)
+    throw ConfigError("vocab_size (" + std::to_string(c.model.vocabSize) + ") must be at least 256 for the bytes tokenizer");
+  if (c.data.tokenizer.empty()) throw ConfigError("tokenizer: choose bytes, a tokenizer.json or a GPT-2 vocabulary directory");
+  if (c.data.path.empty()) throw ConfigError("path: choose the training data (a text file, a directory or a .bin file)");
+  if (!QFileInfo::exists(QString::fromStdString(c.data.path)))
+    throw ConfigError("path: " + c.data.path + " does not exist");
+  return c;
+}
+
+std::optional<TrainRequest> TrainPanel::request(QString* error, QStringList* keys) const {
+  TrainRequest r;
+  r.cpuThreads = m_threads->value();
+  const std::string device = deviceChoice().toStdString();
+  auto fail = [&](const QString& message, QStringList names) {
+    *error = message;
+    *keys = std::move(names);
+    return std::nullopt;
+  };
+  if (device == "cuda" && m_backendReady && trainBackend().backend && !trainBackend().backend->devices().cudaAvailable)
+    return fail(QStringLiteral("device: CUDA is not available (this LibTorch has no CUDA, or no GPU is visible)"), {});
+  try {
+    switch (mode()) {
+      case Mode::NewRun:
+        r.kind = TrainRequest::Kind::NewRun;
+        r.config = newRunConfig();
+        break;
+      case Mode::Resume: {
+        r.kind = TrainRequest::Kind::Resume;
+        const QString ckpt = m_resumeCkpt->text().trimmed();
+        if (ckpt.isEmpty()) return fail(QStringLiteral("checkpoint: choose the checkpoint to resume"), {QStringLiteral("checkpoint")});
+        if (!QFileInfo(ckpt).isFile()) return fail(QStringLiteral("checkpoint: %1 does not exist").arg(ckpt), {QStringLiteral("checkpoint")});
+        r.resume.checkpoint = ckpt.toStdString();
+        if (m_resumeMaxSteps->value() > 0) r.resume.maxSteps = m_resumeMaxSteps->value();
+        r.resume.dataPath = m_resumeData->text().trimmed().toStdString();
+        if (!r.resume.dataPath.empty() && !QFileInfo::exists(m_resumeData->text().trimmed()))
+          return fail(QStringLiteral("data: %1 does not exist").arg(m_resumeData->text().trimmed()), {});
+        r.resume.device = device;
+        break;
+      }
+      case Mode::Finetune: {
+        r.kind = TrainRequest::Kind::Finetune;
+        const QString ckpt = m_ftCkpt->text().trimmed();
+        if (ckpt.isEmpty()) return fail(QStringLiteral("checkpoint: choose the checkpoint to fine-tune"), {QStringLiteral("checkpoint")});
+        if (!QFileInfo(ckpt).isFile()) return fail(QStringLiteral("checkpoint: %1 does not exist").arg(ckpt), {QStringLiteral("checkpoint")});
+        const QString data = m_ftData->text().trimmed();
+        if (data.isEmpty()) return fail(QStringLiteral("data: choose the fine-tuning data"), {QStringLiteral("path")});
+        if (!QFileInfo::exists(data)) return fail(QStringLiteral("data: %1 does not exist").arg(data), {QStringLiteral("path")});
+        const QString stage = m_ftStage->text().trimmed();
+        if (stage.isEmpty() || stage.contains(QLatin1Char('/')))
+          return fail(QStringLiteral("stage: a name without '/' (sft, dpo, ...)"), {QStringLiteral("stage")});
+        bool ok = false;
+        const double lr = QLocale::c().toDouble(m_ftLr->text().trimmed(), &ok);
+        if (!ok || !(lr > 0)) return fail(QStringLiteral("learning_rate: expected a number > 0, got '%1'").arg(m_ftLr->text()), {QStringLiteral("learning_rate")});
+        r.checkpoint = ckpt.toStdString();
+        r.finetune.dataPath = data.toStdString();
+        r.finetune.tokenizer = m_ftTokenizer->text().trimmed().toStdString();
+        r.finetune.outputDir = m_ftOut->text().trimmed().isEmpty() ? std::string() : QDir::cleanPath(m_ftOut->text().trimmed()).toStdString();
+        r.finetune.stage = stage.toStdString();
+        r.finetune.learningRate = lr;
+        r.finetune.maxSteps = m_ftMaxSteps->value();
+        r.finetune.device = device;
+        break;
+      }
+    }
+  } catch (const std::exception& e) {
+    const QString message = QString::fromStdString(e.what());
+    return fail(message, keysOf(message));
+  }
+  return r;
+}
+
+void TrainPanel::revalidate() {
+  QString error;
+  QStringList keys;
+  const bool ok = request(&error, &keys).has_value();
+  m_validationError = ok ? QString() : error;
+  m_error->setText(m_validationError);
+  if (mode() == Mode::NewRun) m_form->markInvalid(ok ? QStringList() : keys, error);
+  else m_form->markInvalid({}, {});
+  const QWidget* page = m_modes->currentWidget();
+  for (QLineEdit* e : page->findChildren<QLineEdit*>()) {
+    if (e->objectName().isEmpty() || m_form->editor(e->objectName()) == e) continue;  // the form marks its own
+    const bool bad = !ok && keys.contains(e->objectName());
+    e->setStyleSheet(bad ? QStringLiteral("border: 1px solid #d03030;") : QString());
+  }
+  const bool backendMissing = m_backendReady && !trainBackend().backend;
+  m_start->setEnabled(ok && !isRunning() && !backendMissing);
+}
+
+bool TrainPanel::start() {
+  if (isRunning()) {
+    showStatus(QStringLiteral("A run is going: stop it first."), true);
+    return false;
+  }
+  QString error;
+  QStringList keys;
+  const std::optional<TrainRequest> r = request(&error, &keys);
+  if (!r) {
+    revalidate();
+    showStatus(error, true);
+    return false;
+  }
+  saveSettings();
+  m_info = {};
+  m_lastStep = 0;
+  m_lastCheckpoint.clear();
+  m_curves->clear();
+  m_log->clear();
+  m_progress->setRange(0, 1);
+  m_progress->setValue(0);
+  for (QLabel* l : {m_stepLabel, m_lossLabel, m_lrLabel, m_speedLabel, m_etaLabel, m_deviceLabel}) l->setText(QStringLiteral("–"));
+  const char* what[] = {"new run", "resume", "fine-tune"};
+  m_runTitle->setText(QStringLiteral("Preparing the %1…").arg(QLatin1String(what[int(r->kind)])));
+  showStatus(QString(), false);
+  appendLog(QStringLiteral("preparing the %1 (loading the data and the model)").arg(QLatin1String(what[int(r->kind)])));
+  m_runner.start(*r);
+  setRunning(true);
+  return true;
+}
+
+bool TrainPanel::startResume(const QString& checkpoint) {
+  m_resumeCkpt->setText(checkpoint);
+  m_resumeMaxSteps->setValue(0);
+  m_resumeData->clear();
+  setMode(Mode::Resume);
+  return start();
+}
+
+void TrainPanel::prepareFinetune(const QString& checkpoint) {
+  m_ftCkpt->setText(checkpoint);
+  if (m_ftData->text().trimmed().isEmpty()) m_ftData->setText(m_dataPath->text().trimmed());
+  setMode(Mode::Finetune);
+  revalidate();
+}
+
+bool TrainPanel::startFinetune(const QString& checkpoint) {
+  prepareFinetune(checkpoint);
+  if (m_ftData->text().trimmed().isEmpty()) {
+    m_ftData->setFocus();
+    showStatus(QStringLiteral("Choose the fine-tuning data, then Start."), false);
+    return false;
+  }
+  return start();
+}
+
+void TrainPanel::stop() {
+  if (!isRunning()) return;
+  m_runner.stop();
+  m_stop->setEnabled(false);
+  m_stop->setText(QStringLiteral("Stopping…"));
+  showStatus(QStringLiteral("Stopping after the step in flight (step %1 was the last reported): writing a resumable checkpoint…")
+                 .arg(m_lastStep),
+             false);
+  appendLog(QStringLiteral("stop requested: finishing the step in flight"));
+}
+
+void TrainPanel::setRunning(bool running) {
+  m_modes->setEnabled(!running);
+  m_device->setEnabled(!running);
+  m_threads->setEnabled(!running);
+  m_stop->setEnabled(running);
+  m_stop->setText(QStringLiteral("Stop"));
+  if (running) m_start->setEnabled(false);
+  else revalidate();
+}
+
+void TrainPanel::onPrepared(const TrainJobInfo& info) {
+  m_info = info;
+  m_wall.start();
+  m_lastStep = info.startStep;
+  m_logEvery = 1;
+  try {
+    const json c = json::parse(info.configJson);
+    m_logEvery = std::max<int64_t>(1, c.at("training").value("log_every", int64_t(1)));
+  } catch (const std::exception&) {
+  }
+  const QString out = QString::fromStdString(info.outputDir);
+  m_runTitle->setText(QStringLiteral("%1 (%2) → %3").arg(QString::fromStdString(info.runName), QString::fromStdString(info.stage), out));
+  m_progress->setRange(0, int(std::min<int64_t>(info.maxSteps, INT_MAX)));
+  m_progress->setValue(int(info.startStep));
+  m_deviceLabel->setText(QString::fromStdString(info.device));
+  m_stepLabel->setText(QStringLiteral("%1 / %2").arg(info.startStep).arg(info.maxSteps));
+  m_curves->setStepRange(double(info.startStep), double(info.maxSteps));
+  appendLog(QStringLiteral("run %1 on %2 from step %3 to %4, writing to %5")
+                .arg(QString::fromStdString(info.runName), QString::fromStdString(info.device))
+                .arg(info.startStep)
+                .arg(info.maxSteps)
+                .arg(out));
+  if (!info.notes.empty()) appendLog(QStringLiteral("note: ") + QString::fromStdString(info.notes));
+  emit runStarted(out);
+}
+
+void TrainPanel::onProgress(const QList<StepReport>& steps) {
+  if (steps.isEmpty()) return;
+  m_curves->append(steps);
+  for (const StepReport& r : steps) {
+    if (r.step % m_logEvery == 0 || r.step == r.maxSteps)
+      appendLog(QStringLiteral("step=%1 loss=%2 lr=%3").arg(r.step).arg(r.loss, 0, 'f', 4).arg(r.learningRate, 0, 'e', 3));
+    if (r.valLoss) appendLog(QStringLiteral("step=%1 val_loss=%2").arg(r.step).arg(*r.valLoss, 0, 'f', 4));
+    if (!r.message.empty()) appendLog(QStringLiteral("step %1: %2").arg(r.step).arg(QString::fromStdString(r.message)));
+    if (!r.savedCheckpoint.empty()) {
+      m_lastCheckpoint = QString::fromStdString(r.savedCheckpoint);
+      appendLog(QStringLiteral("saved %1").arg(m_lastCheckpoint));
+      emit checkpointWritten(m_lastCheckpoint);
+    }
+  }
+  const StepReport& r = steps.back();
+  m_lastStep = r.step;
+  m_progress->setValue(int(std::min<int64_t>(r.step, m_progress->maximum())));
+  m_stepLabel->setText(QStringLiteral("%1 / %2").arg(r.step).arg(r.maxSteps));
+  m_lossLabel->setText(r.valLoss ? QStringLiteral("%1 (val %2)").arg(r.loss, 0, 'f', 4).arg(*r.valLoss, 0, 'f', 4)
+                                 : QString::number(r.loss, 'f', 4));
+  m_lrLabel->setText(QString::number(r.learningRate, 'e', 2));
+  m_speedLabel->setText(QLocale().toString(qRound64(r.tokensPerSecond)));
+  const int64_t done = r.step - m_info.startStep;
+  if (done > 0 && r.elapsedSeconds > 0)
+    m_etaLabel->setText(duration(r.elapsedSeconds / double(done) * double(r.maxSteps - r.step)));
+}
+
+void TrainPanel::onFinished(const RunResult& result) {
+  setRunning(false);
+  const bool stopped = result.outcome == RunOutcome::Stopped;
+  const QString last = QString::fromStdString(result.lastCheckpoint);
+  const QString out = QString::fromStdString(result.outputDir.empty() ? m_info.outputDir : result.outputDir);
+  if (!last.isEmpty() && last != m_lastCheckpoint) emit checkpointWritten(last);
+  m_progress->setValue(int(std::min<int64_t>(result.step, m_progress->maximum())));
+  m_etaLabel->setText(stopped ? QStringLiteral("stopped") : QStringLiteral("done"));
+  QString text;
+  if (stopped) {
+    text = QStringLiteral("Stopped at step %1. Resumable checkpoint: %2").arg(result.step).arg(last);
+    // One click away: the Resume page holds the stop checkpoint.
+    m_resumeCkpt->setText(last);
+  } else {
+    text = QStringLiteral("Finished %1 steps in %2. Final checkpoint: %3").arg(result.step).arg(duration(m_wall.elapsed() / 1000.0), last);
+    if (result.bestValLoss) text += QStringLiteral(" (best val loss %1)").arg(number(*result.bestValLoss));
+  }
+  showStatus(text, false);
+  appendLog(text);
+  emit runFinished(out, last, stopped);
+}
+
+void TrainPanel::onFailed(const QString& message) {
+  setRunning(false);
+  QString text = QStringLiteral("Training failed: ") + message;
+  if (!m_lastCheckpoint.isEmpty()) text += QStringLiteral("\nThe last checkpoint written is ") + m_lastCheckpoint;
+  showStatus(text, true);
+  appendLog(QStringLiteral("error: ") + message);
+  m_runTitle->setText(m_info.runName.empty() ? QStringLiteral("Not started") : m_runTitle->text());
+  emit runFailed(message);
+}
+
+void TrainPanel::appendLog(const QString& line) {
+  m_log->appendPlainText(QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss ")) + line);
+}
+
+void TrainPanel::showStatus(const QString& text, bool error) {
+  m_status->setText(text);
+  m_status->setStyleSheet(error ? QStringLiteral("color: #c02020;") : QString());
+}
+
+QString TrainPanel::statusText() const { return m_status->text(); }
+QString TrainPanel::logText() const { return m_log->toPlainText(); }
+
+void TrainPanel::saveSettings() const {
+  QSettings s;
+  s.beginGroup(QLatin1String(kSettingsGroup));
+  s.setValue(QStringLiteral("form"), m_form->values());
+  s.setValue(QStringLiteral("data"), m_dataPath->text());
+  s.setValue(QStringLiteral("tokenizer"), m_tokenizer->currentText());
+  s.setValue(QStringLiteral("outputDir"), m_outputDir->text());
+  s.setValue(QStringLiteral("device"), deviceChoice());
+  s.setValue(QStringLiteral("threads"), m_threads->value());
+  s.setValue(QStringLiteral("mode"), int(mode()));
+  s.setValue(QStringLiteral("resume/checkpoint"), m_resumeCkpt->text());
+  s.setValue(QStringLiteral("finetune/data"), m_ftData->text());
+  s.setValue(QStringLiteral("finetune/tokenizer"), m_ftTokenizer->text());
+  s.setValue(QStringLiteral("finetune/stage"), m_ftStage->text());
+  s.setValue(QStringLiteral("finetune/lr"), m_ftLr->text());
+  s.setValue(QStringLiteral("finetune/maxSteps"), m_ftMaxSteps->value());
+  s.endGroup();
+}
+
+void TrainPanel::restoreSettings() {
+  QSettings s;
+  s.beginGroup(QLatin1String(kSettingsGroup));
+  m_form->setValues(s.value(QStringLiteral("form")).toMap());
+  m_dataPath->setText(s.value(QStringLiteral("data")).toString());
+  const QString tok = s.value(QStringLiteral("tokenizer"), QStringLiteral("bytes")).toString();
+  m_tokenizer->setCurrentText(tok.isEmpty() ? QStringLiteral("bytes") : tok);
+  m_outputDir->setText(s.value(QStringLiteral("outputDir")).toString());
+  const int dev = m_device->findData(s.value(QStringLiteral("device"), QStringLiteral("auto")));
+  if (dev >= 0) m_device->setCurrentIndex(dev);
+  m_threads->setValue(s.value(QStringLiteral("threads"), 0).toInt());
+  m_modes->setCurrentIndex(qBound(0, s.value(QStringLiteral("mode"), 0).toInt(), 2));
+  m_resumeCkpt->setText(s.value(QStringLiteral("resume/checkpoint")).toString());
+  m_ftData->setText(s.value(QStringLiteral("finetune/data")).toString());
+  m_ftTokenizer->setText(s.value(QStringLiteral("finetune/tokenizer")).toString());
+  m_ftStage->setText(s.value(QStringLiteral("finetune/stage"), QStringLiteral("sft")).toString());
+  m_ftLr->setText(s.value(QStringLiteral("finetune/lr"), QStringLiteral("1e-05")).toString());
+  m_ftMaxSteps->setValue(s.value(QStringLiteral("finetune/maxSteps"), 0).toInt());
+  s.endGroup();
+}
+
+}  // namespace ckpt

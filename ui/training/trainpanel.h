@@ -1,0 +1,182 @@
+#pragma once
+
+#include <QElapsedTimer>
+#include <QFutureWatcher>
+#include <QWidget>
+#include <optional>
+
+#include "training/trainrunner.h"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QPlainTextEdit;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QTabWidget;
+
+namespace ckpt {
+
+class ConfigForm;
+class LiveCurves;
+
+// Train from the app: a new run (model config, training fields, data,
+// device, output directory), a resume of a checkpoint's run, or a fine-tune
+// of a checkpoint into a new stage. The form is validated as it is typed,
+// with the config's own checks (ckpt_config, no LibTorch); the run goes to
+// TrainRunner's thread, where the LibTorch plugin is loaded on first use.
+// While it runs: progress (step of max, ETA), live loss and learning-rate
+// curves, tokens/s, the device and a log. Stop finishes the step in flight
+// and writes a resumable checkpoint. The last-used values live in QSettings.
+class TrainPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  enum class Mode { NewRun = 0, Resume = 1, Finetune = 2 };
+
+  explicit TrainPanel(QWidget* parent = nullptr);
+  ~TrainPanel() override;  // stops a run (a resumable checkpoint) and waits for it
+
+  // One click on a checkpoint: continue its run in its directory from its
+  // step, with its optimizer, schedule and data position. False (with the
+  // reason shown) when it cannot start, e.g. while another run is going.
+  bool startResume(const QString& checkpoint);
+  // One click on a checkpoint: a new stage (<run>-sft next to the parent's
+  // directory), lr 1e-5, cosine schedule, the parent recorded as lineage.
+  // It needs data: the last fine-tune data, else the new-run data; when
+  // there is none the Fine-tune page is shown asking for it and this
+  // returns false.
+  bool startFinetune(const QString& checkpoint);
+  // Shows the Fine-tune page with `checkpoint` filled in, without starting.
+  void prepareFinetune(const QString& checkpoint);
+  // Starts what the current page describes (the Start button).
+  bool start();
+  // Stop: the step in flight finishes, a resumable checkpoint is written.
+  void stop();
+
+  [[nodiscard]] bool isRunning() const { return m_runner.isRunning(); }
+  [[nodiscard]] Mode mode() const;
+  void setMode(Mode mode);
+
+  // The form and the widgets a test or the window drives.
+  [[nodiscard]] ConfigForm* form() const { return m_form; }
+  [[nodiscard]] QLineEdit* dataPathEdit() const { return m_dataPath; }
+  [[nodiscard]] QComboBox* tokenizerBox() const { return m_tokenizer; }
+  [[nodiscard]] QLineEdit* outputDirEdit() const { return m_outputDir; }
+  [[nodiscard]] QComboBox* deviceBox() const { return m_device; }
+  [[nodiscard]] QSpinBox* threadsBox() const { return m_threads; }
+  [[nodiscard]] QLineEdit* resumeCheckpointEdit() const { return m_resumeCkpt; }
+  [[nodiscard]] QSpinBox* resumeMaxStepsBox() const { return m_resumeMaxSteps; }
+  [[nodiscard]] QLineEdit* finetuneCheckpointEdit() const { return m_ftCkpt; }
+  [[nodiscard]] QLineEdit* finetuneDataEdit() const { return m_ftData; }
+  [[nodiscard]] QLineEdit* finetuneStageEdit() const { return m_ftStage; }
+  [[nodiscard]] QLineEdit* finetuneLrEdit() const { return m_ftLr; }
+  [[nodiscard]] QSpinBox* finetuneMaxStepsBox() const { return m_ftMaxSteps; }
+  [[nodiscard]] QLineEdit* finetuneOutputEdit() const { return m_ftOut; }
+  [[nodiscard]] QPushButton* startButton() const { return m_start; }
+  [[nodiscard]] QPushButton* stopButton() const { return m_stop; }
+  [[nodiscard]] QProgressBar* progressBar() const { return m_progress; }
+  [[nodiscard]] LiveCurves* curves() const { return m_curves; }
+  // The problem with the current page ("" when it can start), as shown.
+  [[nodiscard]] QString validationError() const { return m_validationError; }
+  // The status line under the progress bar (the outcome, or the error).
+  [[nodiscard]] QString statusText() const;
+  [[nodiscard]] QString logText() const;
+  // The values of the running (or last) job.
+  [[nodiscard]] const TrainJobInfo& jobInfo() const { return m_info; }
+  // Whether the backend has been loaded (it loads on first show or start).
+  [[nodiscard]] bool backendReady() const { return m_backendReady; }
+  // What the device line says ("LibTorch 1.13.1 · CPU, 2 threads · CUDA not available").
+  [[nodiscard]] QString deviceSummary() const;
+
+  void saveSettings() const;
+
+ signals:
+  // The job is prepared and its first step starts; `outputDir` is where its
+  // checkpoints and metrics.jsonl go (open it in the browser).
+  void runStarted(const QString& outputDir);
+  void checkpointWritten(const QString& path);
+  // Finished, or stopped on request (`stopped`): `lastCheckpoint` is the
+  // final checkpoint or the resumable stop checkpoint.
+  void runFinished(const QString& outputDir, const QString& lastCheckpoint, bool stopped);
+  // Bad data, a NaN loss, an unwritable directory...: the message as shown.
+  void runFailed(const QString& message);
+  // The backend finished loading (ok or not); the device box is filled.
+  void backendLoaded();
+
+ protected:
+  void showEvent(QShowEvent* event) override;
+
+ private:
+  QWidget* buildNewRunPage();
+  QWidget* buildResumePage();
+  QWidget* buildFinetunePage();
+  QWidget* buildRunView();
+  void loadBackendAsync();
+  void onBackendLoaded();
+  void restoreSettings();
+  void revalidate();
+  // The request of the current page, or the message naming what is wrong
+  // (and the form keys to mark).
+  std::optional<TrainRequest> request(QString* error, QStringList* keys) const;
+  RunConfig newRunConfig() const;  // throws ConfigError
+  QString deviceChoice() const;
+  void setRunning(bool running);
+  void appendLog(const QString& line);
+  void showStatus(const QString& text, bool error);
+
+  void onPrepared(const TrainJobInfo& info);
+  void onProgress(const QList<StepReport>& steps);
+  void onFinished(const RunResult& result);
+  void onFailed(const QString& message);
+
+  TrainRunner m_runner;
+  QFutureWatcher<void> m_backendWatcher;
+  bool m_backendReady = false;
+  bool m_backendRequested = false;
+
+  QTabWidget* m_modes = nullptr;
+  ConfigForm* m_form = nullptr;
+  QLineEdit* m_dataPath = nullptr;
+  QComboBox* m_tokenizer = nullptr;
+  QLineEdit* m_outputDir = nullptr;
+  QComboBox* m_device = nullptr;
+  QSpinBox* m_threads = nullptr;
+  QLabel* m_deviceNote = nullptr;
+  QLineEdit* m_resumeCkpt = nullptr;
+  QSpinBox* m_resumeMaxSteps = nullptr;
+  QLineEdit* m_resumeData = nullptr;
+  QLineEdit* m_ftCkpt = nullptr;
+  QLineEdit* m_ftData = nullptr;
+  QLineEdit* m_ftTokenizer = nullptr;
+  QLineEdit* m_ftStage = nullptr;
+  QLineEdit* m_ftLr = nullptr;
+  QSpinBox* m_ftMaxSteps = nullptr;
+  QLineEdit* m_ftOut = nullptr;
+  QLabel* m_error = nullptr;
+  QPushButton* m_start = nullptr;
+  QPushButton* m_stop = nullptr;
+  QWidget* m_formArea = nullptr;
+
+  QLabel* m_runTitle = nullptr;
+  QProgressBar* m_progress = nullptr;
+  QLabel* m_stepLabel = nullptr;
+  QLabel* m_lossLabel = nullptr;
+  QLabel* m_lrLabel = nullptr;
+  QLabel* m_speedLabel = nullptr;
+  QLabel* m_deviceLabel = nullptr;
+  QLabel* m_etaLabel = nullptr;
+  QLabel* m_status = nullptr;
+  LiveCurves* m_curves = nullptr;
+  QPlainTextEdit* m_log = nullptr;
+
+  QString m_validationError;
+  TrainJobInfo m_info;
+  int64_t m_logEvery = 1;
+  int64_t m_lastStep = 0;
+  QString m_lastCheckpoint;
+  QElapsedTimer m_wall;  // since the job was prepared
+};
+
+}  // namespace ckpt
