@@ -2,6 +2,9 @@
 
 #include <qcustomplot.h>
 
+#include <algorithm>
+#include <cmath>
+
 namespace ckpt {
 
 QColor paletteMix(const QPalette& palette, double amount) {
@@ -21,6 +24,43 @@ QCPColorGradient sequentialGradient(const QColor& empty) {
   g.setNanHandling(QCPColorGradient::nhNanColor);
   g.setNanColor(empty);
   return g;
+}
+
+QCPColorMap* makeGridMap(QCustomPlot* plot, const QStringList& columns, const QStringList& rows,
+                         const QString& rowTitle, const QString& scaleLabel, double columnLabelRotation) {
+  plot->clearPlottables();
+  plot->plotLayout()->clear();
+  auto* rect = new QCPAxisRect(plot);
+  plot->plotLayout()->addElement(0, 0, rect);
+  const int nx = std::max<int>(int(columns.size()), 1), ny = std::max<int>(int(rows.size()), 1);
+  auto* map = new QCPColorMap(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
+  map->data()->setSize(nx, ny);
+  map->data()->setRange(QCPRange(0, nx - 1), QCPRange(0, ny - 1));
+  for (int x = 0; x < nx; ++x)
+    for (int y = 0; y < ny; ++y) map->data()->setCell(x, y, std::nan(""));
+  map->setInterpolate(false);
+  auto xTicks = QSharedPointer<QCPAxisTickerText>::create();
+  for (int i = 0; i < columns.size(); ++i) xTicks->addTick(i, columns[i]);
+  auto yTicks = QSharedPointer<QCPAxisTickerText>::create();
+  for (int i = 0; i < rows.size(); ++i) yTicks->addTick(i, rows[i]);
+  QCPAxis* x = rect->axis(QCPAxis::atBottom);
+  QCPAxis* y = rect->axis(QCPAxis::atLeft);
+  x->setTicker(xTicks);
+  x->setTickLabelRotation(columnLabelRotation);
+  x->setRange(-0.5, nx - 0.5);
+  y->setTicker(yTicks);
+  y->setLabel(rowTitle);
+  y->setRangeReversed(true);  // the first row on top, as a table reads
+  y->setRange(-0.5, ny - 0.5);
+  auto* scale = new QCPColorScale(plot);
+  plot->plotLayout()->addElement(0, 1, scale);
+  scale->setLabel(scaleLabel);
+  map->setColorScale(scale);  // the scale's gradient wins: set it after
+  scale->setGradient(sequentialGradient(paletteMix(plot->palette(), 0.07)));
+  auto* group = new QCPMarginGroup(plot);
+  rect->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+  scale->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+  return map;
 }
 
 void applyPalette(QCustomPlot* plot, const QPalette& palette) {

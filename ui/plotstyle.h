@@ -3,7 +3,10 @@
 #include <QColor>
 #include <QPalette>
 
+#include <QStringList>
+
 class QCPColorGradient;
+class QCPColorMap;
 class QCustomPlot;
 
 namespace ckpt {
@@ -18,6 +21,14 @@ void applyPalette(QCustomPlot* plot, const QPalette& palette);
 // and dark backgrounds and for colour-blind eyes; NaN cells (nothing there)
 // get `empty`, not the lowest colour.
 [[nodiscard]] QCPColorGradient sequentialGradient(const QColor& empty);
+
+// Replaces what `plot` shows with a grid of labelled cells (columns along
+// x, rows down from the top) and a colour scale titled `scaleLabel` on the
+// right, in the sequential gradient. Every cell starts as NaN (drawn as
+// empty); the caller sets the cells it has, then calls
+// rescaleDataRange(true) and replot().
+QCPColorMap* makeGridMap(QCustomPlot* plot, const QStringList& columns, const QStringList& rows,
+                         const QString& rowTitle, const QString& scaleLabel, double columnLabelRotation = 0);
 
 // The colour between the background and the text at `amount` (0..1): grid
 // lines (faint) and secondary text (half way) that read on light and dark.

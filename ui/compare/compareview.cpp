@@ -255,50 +255,26 @@ void CompareView::showLayers(const CheckpointDiff& d) {
   m_blockPlot->yAxis->setRange(0, found && yr.upper > 0 ? yr.upper * 1.08 : 1);
 
   // Heat map: block (rows) x module (columns), modules that occur only.
-  m_heatPlot->clearPlottables();
-  m_heatPlot->plotLayout()->clear();
-  auto* rect = new QCPAxisRect(m_heatPlot);
-  m_heatPlot->plotLayout()->addElement(0, 0, rect);
   std::map<int, int> rowOf, colOf;
   for (const LayerAggregate& m : d.modules) {
     rowOf.emplace(m.block, 0);
     colOf.emplace(int(m.module), 0);
   }
-  int r = 0, c = 0;
-  for (auto& [block, row] : rowOf) row = r++;
-  for (auto& [module, col] : colOf) col = c++;
-  m_heatMap = new QCPColorMap(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
-  m_heatMap->data()->setSize(std::max(c, 1), std::max(r, 1));
-  m_heatMap->data()->setRange(QCPRange(0, std::max(c - 1, 0)), QCPRange(0, std::max(r - 1, 0)));
-  for (int x = 0; x < std::max(c, 1); ++x)
-    for (int y = 0; y < std::max(r, 1); ++y) m_heatMap->data()->setCell(x, y, std::nan(""));
+  QStringList rows, columns;
+  for (auto& [block, row] : rowOf) {
+    row = int(rows.size());
+    rows << blockLabel(block);
+  }
+  for (auto& [module, col] : colOf) {
+    col = int(columns.size());
+    columns << fromStd(std::string(layerModuleName(LayerModule(module))));
+  }
+  m_heatMap = makeGridMap(m_heatPlot, columns, rows, tr("block"), tr("relative change"), -35);
   for (const LayerAggregate& m : d.modules) {
     const double v = m.relL2();
     m_heatMap->data()->setCell(colOf[int(m.module)], rowOf[m.block], std::isfinite(v) ? v : std::nan(""));
   }
-  m_heatMap->setInterpolate(false);
   m_heatMap->rescaleDataRange(true);
-  auto xTicks = QSharedPointer<QCPAxisTickerText>::create();
-  for (const auto& [module, col] : colOf)
-    xTicks->addTick(col, fromStd(std::string(layerModuleName(LayerModule(module)))));
-  auto yTicks = QSharedPointer<QCPAxisTickerText>::create();
-  for (const auto& [block, row] : rowOf) yTicks->addTick(row, blockLabel(block));
-  rect->axis(QCPAxis::atBottom)->setTicker(xTicks);
-  rect->axis(QCPAxis::atBottom)->setTickLabelRotation(-35);
-  rect->axis(QCPAxis::atLeft)->setTicker(yTicks);
-  rect->axis(QCPAxis::atLeft)->setLabel(tr("block"));
-  rect->axis(QCPAxis::atLeft)->setRangeReversed(true);  // block 0 on top, as in the model
-  rect->axis(QCPAxis::atBottom)->setRange(-0.5, c - 0.5);
-  rect->axis(QCPAxis::atLeft)->setRange(-0.5, r - 0.5);
-  auto* scale = new QCPColorScale(m_heatPlot);
-  m_heatPlot->plotLayout()->addElement(0, 1, scale);
-  scale->setLabel(tr("relative change"));
-  m_heatMap->setColorScale(scale);  // the scale's gradient wins: set it after
-  scale->setGradient(sequentialGradient(paletteMix(palette(), 0.07)));
-  m_heatMap->rescaleDataRange(true);
-  auto* group = new QCPMarginGroup(m_heatPlot);
-  rect->setMarginGroup(QCP::msBottom | QCP::msTop, group);
-  scale->setMarginGroup(QCP::msBottom | QCP::msTop, group);
   restyle();
   m_blockPlot->replot();
   m_heatPlot->replot();

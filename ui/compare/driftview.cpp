@@ -243,42 +243,20 @@ void DriftView::plot() {
   m_curves->yAxis->setRangeLower(0);
 
   // Heat map: block (rows) x step (columns).
-  m_heat->clearPlottables();
-  m_heat->plotLayout()->clear();
-  auto* rect = new QCPAxisRect(m_heat);
-  m_heat->plotLayout()->addElement(0, 0, rect);
   std::map<int, int> rowOf;
-  int r = 0;
-  for (auto& [block, index] : colour) rowOf[block] = r++;
-  const int columns = std::max<int>(int(m_steps.size()), 1), rows = std::max(r, 1);
-  m_heatMap = new QCPColorMap(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
-  m_heatMap->data()->setSize(columns, rows);
-  m_heatMap->data()->setRange(QCPRange(0, columns - 1), QCPRange(0, rows - 1));
-  for (int x = 0; x < columns; ++x)
-    for (int y = 0; y < rows; ++y) m_heatMap->data()->setCell(x, y, std::nan(""));
+  QStringList rows, columns;
+  for (auto& [block, index] : colour) {
+    rowOf[block] = int(rows.size());
+    rows << (block < 0 ? tr("emb/head") : QString::number(block));
+  }
+  for (const Step& s : m_steps) columns << s.label;
+  m_heatMap = makeGridMap(m_heat, columns, rows, tr("block"), tr("relative change"));
   for (size_t i = 0; i < m_steps.size(); ++i)
     for (size_t k = 0; k < m_steps[i].blocks.size(); ++k) {
       const double v = m_steps[i].perBlock[k];
       m_heatMap->data()->setCell(int(i), rowOf[m_steps[i].blocks[k]], std::isfinite(v) ? v : std::nan(""));
     }
-  m_heatMap->setInterpolate(false);
-  auto yTicks = QSharedPointer<QCPAxisTickerText>::create();
-  for (const auto& [block, row] : rowOf) yTicks->addTick(row, block < 0 ? tr("emb/head") : QString::number(block));
-  rect->axis(QCPAxis::atBottom)->setTicker(ticks);
-  rect->axis(QCPAxis::atLeft)->setTicker(yTicks);
-  rect->axis(QCPAxis::atLeft)->setLabel(tr("block"));
-  rect->axis(QCPAxis::atLeft)->setRangeReversed(true);
-  rect->axis(QCPAxis::atBottom)->setRange(-0.5, columns - 0.5);
-  rect->axis(QCPAxis::atLeft)->setRange(-0.5, rows - 0.5);
-  auto* scale = new QCPColorScale(m_heat);
-  m_heat->plotLayout()->addElement(0, 1, scale);
-  scale->setLabel(tr("relative change"));
-  m_heatMap->setColorScale(scale);  // the scale's gradient wins: set it after
-  scale->setGradient(sequentialGradient(paletteMix(palette(), 0.07)));
   m_heatMap->rescaleDataRange(true);
-  auto* group = new QCPMarginGroup(m_heat);
-  rect->setMarginGroup(QCP::msBottom | QCP::msTop, group);
-  scale->setMarginGroup(QCP::msBottom | QCP::msTop, group);
   restyle();
   m_curves->replot();
   m_heat->replot();
