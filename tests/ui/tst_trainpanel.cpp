@@ -275,6 +275,14 @@ class TestTrainPanel : public QObject {
     QCOMPARE(b.size(), a.size());
     for (size_t i = 0; i < a.size(); ++i) QCOMPARE(b[i]["loss"].get<double>(), a[i]["loss"].get<double>());
     QVERIFY(weightBytes(straight.lastCheckpoint.toStdString()) == weightBytes(resumed.lastCheckpoint.toStdString()));
+    // The resumed run's curve starts with its history: one curve, every step once.
+    QCPGraph* loss = panel.curves()->lossGraph();
+    QCOMPARE(loss->dataCount(), steps);
+    for (int i = 0; i < steps; ++i) {
+      QCOMPARE(loss->data()->at(i)->key, double(i + 1));
+      QCOMPARE(loss->data()->at(i)->value, a[size_t(i)]["loss"].get<double>());
+    }
+    QVERIFY(panel.grab().save(QStringLiteral(CKPT_BINARY_DIR "/trainpanel-resumed.png")));
     qInfo("stopped at step %d of %d, resumed to the end: bit-identical", stoppedAt, steps);
   }
 
@@ -307,6 +315,8 @@ class TestTrainPanel : public QObject {
     const Value* lineage = view.lookup("parent");
     QVERIFY(lineage && lineage->isStr());
     QCOMPARE(lineage->str(), fs::absolute(parent.toStdString()).lexically_normal().string());
+    panel.resize(1280, 860);
+    QVERIFY(panel.grab().save(QStringLiteral(CKPT_BINARY_DIR "/trainpanel-finetune.png")));
   }
 
   void finetuneWithoutDataAsksForIt() {

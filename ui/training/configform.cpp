@@ -153,7 +153,7 @@ void ConfigForm::setValue(const QString& key, const QVariant& v) {
       break;
     }
     default:
-      // Doubles as the shortest text that reads back the same ("0.0003" -> "3e-4" is not done).
+      // Doubles as the shortest text that reads back as the same value.
       static_cast<QLineEdit*>(w)->setText(v.isNull() ? QString()
                                           : v.typeId() == QMetaType::Double
                                               ? QLocale::c().toString(v.toDouble(), 'g', QLocale::FloatingPointShortest)

@@ -16,6 +16,11 @@ QCustomPlot* makePlot(QWidget* parent, const QString& yLabel) {
   plot->axisRect()->setRangeZoom(Qt::Horizontal);
   plot->axisRect()->setRangeDrag(Qt::Horizontal);
   plot->setNoAntialiasingOnDrag(true);
+  // Steps are whole numbers: ticks at multiples of 1 (1, 2, 5, 10, 20, ...).
+  QSharedPointer<QCPAxisTickerFixed> steps(new QCPAxisTickerFixed);
+  steps->setTickStep(1.0);
+  steps->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+  plot->xAxis->setTicker(steps);
   return plot;
 }
 
@@ -37,7 +42,8 @@ LiveCurves::LiveCurves(QWidget* parent) : QWidget(parent) {
   m_valLoss->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
   m_lossPlot->legend->setVisible(true);
   m_lossPlot->legend->setFont(font());
-  m_lossPlot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+  // Bottom left: a falling loss leaves it empty, and the newest points (right) stay in view.
+  m_lossPlot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignLeft);
 
   m_lrPlot = makePlot(split, QStringLiteral("learning rate"));
   m_lr = m_lrPlot->addGraph();
@@ -77,7 +83,8 @@ void LiveCurves::append(const QList<StepReport>& steps) {
 
 void LiveCurves::rescale() {
   for (QCustomPlot* plot : {m_lossPlot, m_lrPlot}) {
-    plot->xAxis->setRange(m_from, m_to);
+    // A little room on the right: the last point (often an evaluation) is not cut in half.
+    plot->xAxis->setRange(m_from, m_to + (m_to - m_from) * 0.02);
     bool found = false;
     QCPRange y;
     for (int i = 0; i < plot->graphCount(); ++i) {

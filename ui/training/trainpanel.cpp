@@ -4,6 +4,7 @@
 #include <QComboBox>
 #include <QDateTime>
 #include <QDir>
+#include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFontDatabase>
@@ -708,7 +709,9 @@ void TrainPanel::onPrepared(const TrainJobInfo& info) {
   m_progress->setValue(int(info.startStep));
   m_deviceLabel->setText(QString::fromStdString(info.device));
   m_stepLabel->setText(QStringLiteral("%1 / %2").arg(info.startStep).arg(info.maxSteps));
-  m_curves->setStepRange(double(info.startStep), double(info.maxSteps));
+  // A resumed run's curves start with its history, so that they read as one run.
+  const int64_t before = info.startStep > 0 ? loadHistory(out, info.startStep) : 0;
+  m_curves->setStepRange(before > 0 ? 0.0 : double(info.startStep), double(info.maxSteps));
   appendLog(QStringLiteral("run %1 on %2 from step %3 to %4, writing to %5")
                 .arg(QString::fromStdString(info.runName), QString::fromStdString(info.device))
                 .arg(info.startStep)
@@ -716,6 +719,30 @@ void TrainPanel::onPrepared(const TrainJobInfo& info) {
                 .arg(out));
   if (!info.notes.empty()) appendLog(QStringLiteral("note: ") + QString::fromStdString(info.notes));
   emit runStarted(out);
+}
+
+int64_t TrainPanel::loadHistory(const QString& outputDir, int64_t upToStep) {
+  QFile file(QDir(outputDir).filePath(QStringLiteral("metrics.jsonl")));
+  if (!file.open(QIODevice::ReadOnly)) return 0;
+  QList<StepReport> history;
+  while (!file.atEnd()) {
+    const QByteArray line = file.readLine().trimmed();
+    if (line.isEmpty()) continue;
+    try {
+      const json j = json::parse(line.constData(), line.constData() + line.size());
+      StepReport r;
+      r.step = j.at("step").get<int64_t>();
+      if (r.step > upToStep || (!history.isEmpty() && r.step <= history.back().step)) continue;
+      r.loss = j.at("loss").get<double>();
+      r.learningRate = j.value("lr", 0.0);
+      if (j.contains("val_loss") && j["val_loss"].is_number()) r.valLoss = j["val_loss"].get<double>();
+      history.append(r);
+    } catch (const std::exception&) {
+      // A line cut short by a crash: the history is only for show.
+    }
+  }
+  m_curves->append(history);
+  return history.size();
 }
 
 void TrainPanel::onProgress(const QList<StepReport>& steps) {

@@ -123,6 +123,8 @@ class TrainPanel : public QWidget {
   RunConfig newRunConfig() const;  // throws ConfigError
   QString deviceChoice() const;
   void setRunning(bool running);
+  // Plots the steps up to `upToStep` from the run's metrics.jsonl; how many.
+  int64_t loadHistory(const QString& outputDir, int64_t upToStep);
   void appendLog(const QString& line);
   void showStatus(const QString& text, bool error);
 
