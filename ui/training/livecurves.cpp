@@ -40,10 +40,17 @@ LiveCurves::LiveCurves(QWidget* parent) : QWidget(parent) {
   m_valLoss->setName(QStringLiteral("val loss"));
   m_valLoss->setPen(QPen(QColor(214, 39, 40), 1.5));
   m_valLoss->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
+  // The legend in a row of its own above the plot: inside, it would hide
+  // whatever part of a young run's curve it sits on.
   m_lossPlot->legend->setVisible(true);
   m_lossPlot->legend->setFont(font());
-  // Bottom left: a falling loss leaves it empty, and the newest points (right) stay in view.
-  m_lossPlot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignLeft);
+  m_lossPlot->axisRect()->insetLayout()->take(m_lossPlot->legend);
+  m_lossPlot->plotLayout()->insertRow(0);
+  m_lossPlot->plotLayout()->addElement(0, 0, m_lossPlot->legend);
+  m_lossPlot->plotLayout()->setRowStretchFactor(0, 0.001);
+  m_lossPlot->legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  m_lossPlot->legend->setBorderPen(Qt::NoPen);
+  m_lossPlot->legend->setMargins(QMargins(0, 2, 0, 0));
 
   m_lrPlot = makePlot(split, QStringLiteral("learning rate"));
   m_lr = m_lrPlot->addGraph();
