@@ -229,10 +229,64 @@ class TestPickle : public QObject {
     PickleLimits limits;
     limits.maxNodes = 100;
     std::string pkl = s({0x80, 2, '('});
-    for (int i = 0; i < 1000; ++i) pkl += s({'J', 0, 1, 0, 0});  // 256: a new value each time
+    // 65536 + i: a new value each time (equal ints may share one node).
+    for (int i = 0; i < 1000; ++i) pkl += s({'J', i & 0xff, (i >> 8) & 0xff, 1, 0});
     pkl += "l.";
     const std::string err = errorOf(pkl, limits);
     QVERIFY2(err.find("more than 100 values") != std::string::npos, err.c_str());
+  }
+
+  // TensorInfo::shape / stride keep a few dimensions inline; they must still
+  // read, copy and compare like the std::vector<int64_t> they replace.
+  void dimsBehaveLikeAVector() {
+    Dims d{2, 3};
+    QCOMPARE(d.size(), size_t(2));
+    QVERIFY(d == std::vector<int64_t>({2, 3}));
+    for (int64_t i = 0; i < 10; ++i) d.push_back(i);  // past the inline capacity
+    QCOMPARE(d.size(), size_t(12));
+    QCOMPARE(d[0], int64_t(2));
+    QCOMPARE(d[11], int64_t(9));
+    Dims copy = d;
+    QVERIFY(copy == d);
+    Dims moved = std::move(copy);
+    QVERIFY(moved == d);
+    const std::vector<int64_t> v = d;
+    QCOMPARE(v.size(), size_t(12));
+    QVERIFY(v == d);
+    QVERIFY(Dims({1, 2}) < Dims({1, 3}));
+    QVERIFY(Dims({1, 2}) != Dims({1, 2, 1}));
+    d = {4};
+    QCOMPARE(d.size(), size_t(1));
+    moved = Dims{5, 6};  // heap block replaced by inline elements
+    QVERIFY(moved == std::vector<int64_t>({5, 6}));
+    QVERIFY(contiguousStrides(Dims{2, 3, 4}) == std::vector<int64_t>({12, 4, 1}));
+  }
+
+  // The same for TensorInfo::path.
+  void tensorPathBehavesLikeAVector() {
+    const std::string longKey = "blocks.11.attn.q_proj.weight (longer than a short string)";
+    TensorPath p{std::string("optimizer"), std::string("state"), int64_t(3), longKey};
+    QCOMPARE(p.size(), size_t(4));
+    p.push_back(p[0]);  // an element of itself, just as the path outgrows its inline room
+    p.push_back(int64_t(7));
+    QCOMPARE(p.size(), size_t(6));
+    QCOMPARE(joinPath(p), "optimizer.state.3." + longKey + ".optimizer.7");
+    QCOMPARE(joinPath(p, 4), std::string("optimizer.7"));
+    TensorPath copy = p;
+    QVERIFY(copy == p);
+    TensorPath moved = std::move(copy);
+    QVERIFY(moved == p);
+    const std::vector<PathElement> v = p;
+    QVERIFY(TensorPath(v) == p);
+    p.pop_back();
+    QVERIFY(!(p == moved));
+    TensorPath small{std::string("model_state"), longKey};
+    TensorPath movedSmall = std::move(small);
+    QCOMPARE(joinPath(movedSmall), "model_state." + longKey);
+    moved = std::move(movedSmall);  // heap elements replaced by inline ones
+    QCOMPARE(moved.size(), size_t(2));
+    QCOMPARE(joinPath(TensorPath{std::string(""), int64_t(1), std::string(""), std::string("b")}), std::string("1..b"));
+    QCOMPARE(joinPath(TensorPath{std::string(300, 'x'), int64_t(-2)}), std::string(300, 'x') + ".-2");
   }
 };
 

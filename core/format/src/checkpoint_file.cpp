@@ -68,9 +68,11 @@ std::unique_ptr<CheckpointFile> CheckpointFile::open(const std::string& path, co
 namespace {
 
 // walkTensors without a std::function in the loop (finish() calls it with a
-// lambda it can inline).
+// lambda it can inline). `fn` gets the path as a TensorPath& and may move
+// its last element out (the walk drops that element right after the call).
+// `valueCount`: how many values the tree's arena made (0 if unknown).
 template <typename Fn>
-void walkTensorsWith(const Value* root, Fn&& fn) {
+void walkTensorsWith(const Value* root, Fn&& fn, size_t valueCount = 0) {
   using K = Value::Kind;
   static const Value kNoState;
   struct Frame {
@@ -82,43 +84,52 @@ void walkTensorsWith(const Value* root, Fn&& fn) {
     return v->kind == K::Dict || v->kind == K::List || v->kind == K::Tuple || v->kind == K::Set ||
            v->kind == K::Object;
   };
-  // Child i of a container and its path element; nullptr past the end.
-  auto child = [](const Value* v, size_t i, PathElement& key) -> const Value* {
-    auto keyOf = [&key](const Value* k) {
-      if (k->kind == K::Str) key = std::string(k->text);
-      else if (k->kind == K::Int) key = k->integer;
-      else key = shortRepr(k, 60);
-    };
+  // How to name a child, kept cheap until the child turns out to be a
+  // tensor or a container (scalars are never named).
+  struct KeyRef {
+    const Value* key = nullptr;  // a dict key; else `index`, or "__state__" when `state`
+    int64_t index = 0;
+    bool state = false;
+  };
+  auto makeKey = [](const KeyRef& r) -> PathElement {
+    if (r.state) return std::string("__state__");
+    if (!r.key) return r.index;
+    if (r.key->kind == K::Str) return std::string(r.key->text);
+    if (r.key->kind == K::Int) return r.key->integer;
+    return shortRepr(r.key, 60);
+  };
+  // Child i of a container and how to name it; nullptr past the end.
+  auto child = [](const Value* v, size_t i, KeyRef& key) -> const Value* {
     switch (v->kind) {
       case K::Dict:
         if (i >= v->entries.size()) return nullptr;
-        keyOf(v->entries[i].first);
+        key.key = v->entries[i].first;
         return v->entries[i].second;
       case K::List:
       case K::Tuple:
       case K::Set:
         if (i >= v->items.size()) return nullptr;
-        key = int64_t(i);
+        key.index = int64_t(i);
         return v->items[i];
       case K::Object:
         // Arguments, then state, then list items, then dict items.
         if (i < v->items.size()) {
-          key = int64_t(i);
+          key.index = int64_t(i);
           return v->items[i];
         }
         i -= v->items.size();
         if (i == 0) {
-          key = std::string("__state__");
+          key.state = true;
           return v->state ? v->state : &kNoState;
         }
         i -= 1;
         if (i < v->listItems.size()) {
-          key = int64_t(i);
+          key.index = int64_t(i);
           return v->listItems[i];
         }
         i -= v->listItems.size();
         if (i >= v->entries.size()) return nullptr;
-        keyOf(v->entries[i].first);
+        key.key = v->entries[i].first;
         return v->entries[i].second;
       default:
         return nullptr;
@@ -126,11 +137,11 @@ void walkTensorsWith(const Value* root, Fn&& fn) {
   };
 
   // Visited containers and tensors, by creation number.
-  std::vector<bool> seenIds;
+  std::vector<uint8_t> seenIds(valueCount);
   auto firstVisit = [&seenIds](const Value* v) {
     if (v->id >= seenIds.size()) seenIds.resize(std::max<size_t>(size_t(v->id) + 1, seenIds.size() * 2));
     if (seenIds[v->id]) return false;
-    seenIds[v->id] = true;
+    seenIds[v->id] = 1;
     return true;
   };
   std::vector<Frame> stack;
@@ -145,7 +156,7 @@ void walkTensorsWith(const Value* root, Fn&& fn) {
   stack.push_back({root, 0, false});
   while (!stack.empty()) {
     Frame& f = stack.back();
-    PathElement key;
+    KeyRef key;
     const Value* c = child(f.v, f.next, key);
     if (!c) {
       const bool hasKey = f.hasKey;
@@ -156,12 +167,12 @@ void walkTensorsWith(const Value* root, Fn&& fn) {
     ++f.next;
     if (c->kind == K::Tensor) {
       if (firstVisit(c)) {
-        path.push_back(std::move(key));
+        path.push_back(makeKey(key));
         fn(c, path);
         path.pop_back();
       }
     } else if (isContainer(c) && firstVisit(c)) {
-      path.push_back(std::move(key));
+      path.push_back(makeKey(key));
       stack.push_back({c, 0, true});
     }
   }
@@ -184,13 +195,18 @@ void CheckpointFile::finish() {
   std::vector<uint32_t> order;  // order[new index] = index in creation order
   order.reserve(m_table.tensors.size());
   bool inOrder = true;
-  walkTensorsWith(m_root, [&](const Value* t, const TensorPath& path) {
+  walkTensorsWith(m_root, [&](const Value* t, TensorPath& path) {
     const auto created = uint32_t(t->index);
-    m_table.tensors[created].path = path;
+    // The walk drops the last element next: move it instead of copying it.
+    TensorPath& p = m_table.tensors[created].path;
+    p.clear();
+    p.reserve(path.size());
+    for (size_t i = 0; i + 1 < path.size(); ++i) p.push_back(path[i]);
+    if (!path.empty()) p.push_back(std::move(path.back()));
     inOrder = inOrder && created == order.size();
     const_cast<Value*>(t)->index = int64_t(order.size());
     order.push_back(created);
-  });
+  }, m_arena.size());
   if (!inOrder) {
     std::vector<TensorInfo> ordered;
     ordered.reserve(order.size());

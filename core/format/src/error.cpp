@@ -7,8 +7,6 @@ namespace ckpt {
 void fail(const std::string& message) { throw FormatError(message); }
 void failTruncated(const std::string& message) { throw TruncatedError(message); }
 
-bool mulOverflows(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_mul_overflow(a, b, out); }
-bool addOverflows(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_add_overflow(a, b, out); }
 
 std::string humanBytes(uint64_t bytes) {
   static const char* units[] = {"B", "KB", "MB", "GB", "TB", "PB"};

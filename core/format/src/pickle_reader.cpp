@@ -1,6 +1,7 @@
 #include "ckpt/format/pickle_reader.h"
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -272,10 +273,20 @@ class Machine {
     return m_data[m_pos++];
   }
   [[gnu::always_inline]] uint64_t uintLE(int n) {
-    need(n);
+    need(uint64_t(n));
     uint64_t v = 0;
-    for (int i = 0; i < n; ++i) v |= uint64_t(m_data[m_pos + i]) << (8 * i);
-    m_pos += n;
+    if constexpr (std::endian::native == std::endian::little) {
+      switch (n) {
+        case 2: { uint16_t x; std::memcpy(&x, m_data + m_pos, 2); v = x; break; }
+        case 4: { uint32_t x; std::memcpy(&x, m_data + m_pos, 4); v = x; break; }
+        case 8: std::memcpy(&v, m_data + m_pos, 8); break;
+        default:
+          for (int i = 0; i < n; ++i) v |= uint64_t(m_data[m_pos + i]) << (8 * i);
+      }
+    } else {
+      for (int i = 0; i < n; ++i) v |= uint64_t(m_data[m_pos + i]) << (8 * i);
+    }
+    m_pos += uint64_t(n);
     return v;
   }
   const uint8_t* take(uint64_t n) {
@@ -352,11 +363,17 @@ class Machine {
     if (at == 0 || at <= m_floor) underflow();
     return m_stack[at - 1];
   }
-  void adopt(Value* parent, const Value* child) {
-    if (child->depth + 1 > parent->depth) {
-      parent->depth = child->depth + 1;
-      if (parent->depth > m_limits.maxDepth) error("nesting deeper than " + std::to_string(m_limits.maxDepth));
+  void adopt(Value* parent, const Value* child) { adoptDepth(parent, child->depth); }
+  // `parent` now holds a child `childDepth` deep.
+  [[gnu::always_inline]] void adoptDepth(Value* parent, uint32_t childDepth) {
+    if (childDepth + 1 > parent->depth) {
+      parent->depth = childDepth + 1;
+      if (parent->depth > m_limits.maxDepth) [[unlikely]]
+        tooDeep();
     }
+  }
+  [[noreturn, gnu::noinline, gnu::cold]] void tooDeep() const {
+    error("nesting deeper than " + std::to_string(m_limits.maxDepth));
   }
   // Scalars never change once made, so None, booleans and small ints are
   // shared: most values in a checkpoint pickle are exactly these.
@@ -372,8 +389,13 @@ class Machine {
   Value* boolean(bool b) { return constant(b ? m_true : m_false, K::Bool, b); }
   Value* makeInt(int64_t v) {
     if (v >= 0 && v < int64_t(kSmallInts)) return constant(m_smallInts[size_t(v)], K::Int, v);
+    // Sizes and strides repeat (768, 3072, 50257, ...): the last int seen in
+    // each of a few slots is shared too.
+    Value*& slot = m_recentInts[(uint64_t(v) * 0x9E3779B97F4A7C15ull) >> (64 - kRecentIntBits)];
+    if (slot && slot->integer == v) return slot;
     Value* n = make(K::Int);
     n->integer = v;
+    slot = n;
     return n;
   }
   Value* makeStr(std::string_view s) {
@@ -394,8 +416,14 @@ class Machine {
   }
   Value* makeSeq(K kind, Value* const* items, size_t count) {
     Value* n = make(kind);
-    for (size_t i = 0; i < count; ++i) adopt(n, items[i]);
-    m_arena.assign(n->items, const_cast<const Value* const*>(items), count);
+    if (count == 0) return n;
+    const Value** out = m_arena.initialize(n->items, count);
+    uint32_t deepest = 0;
+    for (size_t i = 0; i < count; ++i) {
+      out[i] = items[i];
+      deepest = std::max(deepest, items[i]->depth);
+    }
+    adoptDepth(n, deepest);
     return n;
   }
   // A sequence from the items above the topmost mark.
@@ -450,14 +478,17 @@ class Machine {
   // ---- memo -------------------------------------------------------------
   // Keys are normally 0, 1, 2, ...: a vector for those, a map for the rest,
   // and nothing is ever sized from a key read from the file.
-  void memoPut(uint64_t key) {
+  [[gnu::always_inline]] void memoPut(uint64_t key) {
     Value* v = top();
-    if (key == m_memoDense.size() && m_memoSparse.empty() && m_memoCount < m_limits.maxMemo) {
+    if (key == m_memoDense.size() && m_memoSparse.empty() && m_memoCount < m_limits.maxMemo) [[likely]] {
       // The usual case: keys 0, 1, 2, ... in order.
       ++m_memoCount;
       m_memoDense.push_back(v);
       return;
     }
+    memoPutSlow(key, v);
+  }
+  [[gnu::noinline]] void memoPutSlow(uint64_t key, Value* v) {
     if (key < m_memoDense.size()) {
       if (!m_memoDense[key]) ++m_memoCount;
       m_memoDense[key] = v;
@@ -473,15 +504,17 @@ class Machine {
     if (key == m_memoDense.size()) m_memoDense.push_back(v);
     else m_memoSparse.emplace(key, v);
   }
-  void memoGet(uint64_t key) {
-    Value* v = nullptr;
-    if (key < m_memoDense.size()) {
-      v = m_memoDense[key];
-    } else if (auto it = m_memoSparse.find(key); it != m_memoSparse.end()) {
-      v = it->second;
-    }
-    if (!v) error("memo key " + std::to_string(key) + " is not defined");
+  [[gnu::always_inline]] void memoGet(uint64_t key) {
+    Value* v = key < m_memoDense.size() ? m_memoDense[key] : nullptr;
+    if (!v) [[unlikely]]
+      v = memoGetSlow(key);
     push(v);
+  }
+  [[gnu::noinline]] Value* memoGetSlow(uint64_t key) {
+    Value* v = nullptr;
+    if (auto it = m_memoSparse.find(key); it != m_memoSparse.end()) v = it->second;
+    if (!v) error("memo key " + std::to_string(key) + " is not defined");
+    return v;
   }
   uint64_t decimalLine() {
     const std::string s = line();
@@ -663,18 +696,19 @@ class Machine {
     if (!v || v->kind != K::Int) error(std::string(fn) + ": " + what + " is not an integer");
     return v->integer;
   }
-  Dims dimsArg(const Value* v, const char* what, std::string_view fn) {
+  // Fills `out` in place (returning a Dims by value and moving it costs a
+  // store-forwarding stall per tensor).
+  void dimsArg(const Value* v, const char* what, std::string_view fn, Dims& out) {
     if (!v || !v->isSequence()) error(std::string(fn) + ": " + what + " is not a tuple");
     if (v->items.size() > kMaxDims)
       error(std::string(fn) + ": " + what + " has " + std::to_string(v->items.size()) + " dimensions");
-    Dims out;
+    out.clear();
     out.reserve(v->items.size());
     for (const Value* d : v->items) {
       const int64_t x = intArg(d, what, fn);
       if (x < 0) error(std::string(fn) + ": negative " + what + " " + std::to_string(x));
       out.push_back(x);
     }
-    return out;
   }
   bool boolArg(const Value* v) {
     if (!v) return false;
@@ -690,21 +724,33 @@ class Machine {
   }
   TensorInfo& infoOf(const Value* t) { return m_table->tensors[size_t(t->index)]; }
 
-  // Fills storage, offset, shape and stride from (storage, offset, size, stride).
-  TensorInfo stridedTensor(const Value* args, std::string_view fn) {
+  // A tensor node for (storage, offset, size, stride, ...): its TensorInfo
+  // is filled in place in the table (building it elsewhere and moving it in
+  // costs store-forwarding stalls on its inline arrays), and taken out again
+  // when an argument is wrong. `more` checks and sets the rest.
+  template <typename More>
+  Value* stridedTensor(const Value* args, std::string_view fn, More&& more) {
     const Value* st = arg(args, 0);
     if (!st || st->kind != K::Storage) error(std::string(fn) + ": argument 1 is not a storage");
-    TensorInfo info;
-    info.storage = int(st->index);
-    info.dtype = m_table->storages[size_t(st->index)].dtype;
-    info.storageOffset = intArg(arg(args, 1), "storage offset", fn);
-    if (info.storageOffset < 0) error(std::string(fn) + ": negative storage offset");
-    info.shape = dimsArg(arg(args, 2), "size", fn);
-    info.stride = dimsArg(arg(args, 3), "stride", fn);
-    if (info.shape.size() != info.stride.size())
-      error(std::string(fn) + ": size has " + std::to_string(info.shape.size()) + " dimensions, stride " +
-            std::to_string(info.stride.size()));
-    return info;
+    Value* t = make(K::Tensor);
+    t->index = int64_t(m_table->tensors.size());
+    TensorInfo& info = m_table->tensors.emplace_back();
+    try {
+      info.storage = int(st->index);
+      info.dtype = m_table->storages[size_t(st->index)].dtype;
+      info.storageOffset = intArg(arg(args, 1), "storage offset", fn);
+      if (info.storageOffset < 0) error(std::string(fn) + ": negative storage offset");
+      dimsArg(arg(args, 2), "size", fn, info.shape);
+      dimsArg(arg(args, 3), "stride", fn, info.stride);
+      if (info.shape.size() != info.stride.size())
+        error(std::string(fn) + ": size has " + std::to_string(info.shape.size()) + " dimensions, stride " +
+              std::to_string(info.stride.size()));
+      more(info);
+    } catch (...) {
+      m_table->tensors.pop_back();
+      throw;
+    }
+    return t;
   }
 
   Value* torchCall(Known fn, const Value* callable, const Value* args) {
@@ -715,19 +761,17 @@ class Machine {
     switch (fn) {
       case Known::RebuildTensor: {
         if (n < 4) error(name() + ": expected at least 4 arguments, got " + std::to_string(n));
-        TensorInfo info = stridedTensor(args, fnName);
-        info.requiresGrad = boolArg(arg(args, 4));
-        return tensorNode(std::move(info));
+        return stridedTensor(args, fnName, [&](TensorInfo& info) { info.requiresGrad = boolArg(arg(args, 4)); });
       }
       case Known::RebuildTensorV3: {
         if (n < 7) error(name() + ": expected at least 7 arguments, got " + std::to_string(n));
-        TensorInfo info = stridedTensor(args, fnName);
-        info.requiresGrad = boolArg(arg(args, 4));
-        const Value* dt = arg(args, 6);
-        auto d = dt && dt->kind == K::Global ? dtypeFromTorchName(dt->text) : std::nullopt;
-        if (!d) error(name() + ": unknown dtype " + (dt ? shortRepr(dt, 40) : "?"));
-        info.dtype = *d;
-        return tensorNode(std::move(info));
+        return stridedTensor(args, fnName, [&](TensorInfo& info) {
+          info.requiresGrad = boolArg(arg(args, 4));
+          const Value* dt = arg(args, 6);
+          auto d = dt && dt->kind == K::Global ? dtypeFromTorchName(dt->text) : std::nullopt;
+          if (!d) error(name() + ": unknown dtype " + (dt ? shortRepr(dt, 40) : "?"));
+          info.dtype = *d;
+        });
       }
       case Known::RebuildParameter: {
         const Value* data = arg(args, 0);
@@ -739,19 +783,19 @@ class Machine {
       }
       case Known::RebuildQTensor: {
         if (n < 5) error(name() + ": expected at least 5 arguments, got " + std::to_string(n));
-        TensorInfo info = stridedTensor(args, fnName);
-        const Value* q = arg(args, 4);
-        if (q && q->isSequence() && !q->items.empty()) {
-          const Value* scheme = q->items[0];
-          if (scheme->kind == K::Global) info.qscheme = std::string(scheme->text.substr(scheme->text.rfind('.') + 1));
-          else if (scheme->kind == K::Object) info.qscheme = std::string(scheme->text);
-          if (q->items.size() >= 3 && q->items[1]->isNumber() && q->items[2]->isInt()) {
-            info.qscale = q->items[1]->number();
-            info.qzeroPoint = q->items[2]->integer;
+        return stridedTensor(args, fnName, [&](TensorInfo& info) {
+          const Value* q = arg(args, 4);
+          if (q && q->isSequence() && !q->items.empty()) {
+            const Value* scheme = q->items[0];
+            if (scheme->kind == K::Global) info.qscheme = std::string(scheme->text.substr(scheme->text.rfind('.') + 1));
+            else if (scheme->kind == K::Object) info.qscheme = std::string(scheme->text);
+            if (q->items.size() >= 3 && q->items[1]->isNumber() && q->items[2]->isInt()) {
+              info.qscale = q->items[1]->number();
+              info.qzeroPoint = q->items[2]->integer;
+            }
           }
-        }
-        info.requiresGrad = boolArg(arg(args, 5));
-        return tensorNode(std::move(info));
+          info.requiresGrad = boolArg(arg(args, 5));
+        });
       }
       case Known::RebuildMeta: {
         if (n < 3) error(name() + ": expected at least 3 arguments, got " + std::to_string(n));
@@ -761,8 +805,8 @@ class Machine {
         TensorInfo info;
         info.dtype = *d;
         info.isMeta = true;
-        info.shape = dimsArg(arg(args, 1), "size", fnName);
-        info.stride = dimsArg(arg(args, 2), "stride", fnName);
+        dimsArg(arg(args, 1), "size", fnName, info.shape);
+        dimsArg(arg(args, 2), "stride", fnName, info.stride);
         if (info.shape.size() != info.stride.size()) error(name() + ": size and stride differ in length");
         info.requiresGrad = boolArg(arg(args, 3));
         return tensorNode(std::move(info));
@@ -1129,6 +1173,8 @@ class Machine {
   Value* m_emptyTuple = nullptr;  // immutable, so shared
   static constexpr size_t kSmallInts = 256;
   Value* m_smallInts[kSmallInts] = {};
+  static constexpr int kRecentIntBits = 6;
+  Value* m_recentInts[size_t(1) << kRecentIntBits] = {};
 };
 
 }  // namespace

@@ -1,17 +1,40 @@
 #include "ckpt/format/tensor_info.h"
 
+#include <charconv>
+#include <cstring>
+
 #include "ckpt/format/error.h"
 
 namespace ckpt {
 
 std::string joinPath(const TensorPath& path, size_t from) {
+  // Assembled on the stack when it fits: then the result is one allocation
+  // (or none) and one copy.
+  char buf[256];
+  size_t n = 0;
+  bool spilled = false;  // `out` holds the name: it outgrew buf
   std::string out;
+  auto put = [&](const char* p, size_t len) {
+    if (!spilled && n + len <= sizeof buf) {
+      std::memcpy(buf + n, p, len);
+      n += len;
+      return;
+    }
+    if (!spilled) out.assign(buf, n);
+    spilled = true;
+    out.append(p, len);
+  };
   for (size_t i = from; i < path.size(); ++i) {
-    if (!out.empty()) out += '.';
-    if (const auto* s = std::get_if<std::string>(&path[i])) out += *s;
-    else out += std::to_string(std::get<int64_t>(path[i]));
+    if (n > 0 || !out.empty()) put(".", 1);  // after anything written
+    if (const auto* s = std::get_if<std::string>(&path[i])) {
+      put(s->data(), s->size());
+    } else {
+      char digits[24];
+      const auto r = std::to_chars(digits, digits + sizeof digits, std::get<int64_t>(path[i]));
+      put(digits, size_t(r.ptr - digits));
+    }
   }
-  return out;
+  return spilled ? out : std::string(buf, n);
 }
 
 uint64_t StorageInfo::nbytes() const {

@@ -25,6 +25,18 @@ bool validStorageKey(std::string_view key) {
   });
 }
 
+// "0", "1", ... "412" (no sign, no leading zero, at most 9 digits) as a
+// number; anything else is not one.
+std::optional<size_t> decimalKey(std::string_view key) {
+  if (key.empty() || key.size() > 9 || (key.size() > 1 && key[0] == '0')) return std::nullopt;
+  size_t n = 0;
+  for (char c : key) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + size_t(c - '0');
+  }
+  return n;
+}
+
 // Registers the storages that persistent ids name, one Storage node each.
 // Zip ids are ('storage', cls, key, location, numel); legacy ids add
 // view_metadata.
@@ -88,8 +100,10 @@ class StorageRegistry {
     uint64_t offset;  // in elements
   };
   const std::vector<View>& views() const { return m_views; }
-  std::optional<int> find(std::string_view key) const {
-    if (const auto n = decimal(key); n && *n < m_dense.size()) return m_dense[*n];
+  std::optional<int> find(std::string_view key) const { return find(key, decimal(key)); }
+  // `n`: decimal(key).
+  std::optional<int> find(std::string_view key, std::optional<size_t> n) const {
+    if (n && *n < m_dense.size()) return m_dense[*n];
     if (m_byKey.empty()) return std::nullopt;  // the usual case: no key torch would not write
     auto it = m_byKey.find(key);
     if (it == m_byKey.end()) return std::nullopt;
@@ -100,7 +114,8 @@ class StorageRegistry {
   // Keys are views of arena strings, which live as long as the file.
   int ensure(std::string_view key, DType dtype, uint64_t numel, std::string_view location, std::string_view viewOf,
              uint64_t viewOffset) {
-    if (const auto found = find(key)) {
+    const auto n = decimal(key);
+    if (const auto found = find(key, n)) {
       const StorageInfo& s = m_table.storages[size_t(*found)];
       if (s.dtype != dtype || s.numel != numel)
         fail("storage " + std::string(key) + " is described twice, differently (" + std::string(dtypeName(s.dtype)) +
@@ -115,7 +130,7 @@ class StorageRegistry {
     s.numel = numel;
     s.location = location;
     // torch numbers storages "0", "1", ... in order: index those directly.
-    if (const auto n = decimal(key); n && *n == m_dense.size()) m_dense.push_back(index);
+    if (n && *n == m_dense.size()) m_dense.push_back(index);
     else m_byKey.emplace(key, index);
     m_nodes.push_back(nullptr);
     if (!viewOf.empty()) m_views.push_back({index, std::string(viewOf), viewOffset});
@@ -134,15 +149,7 @@ class StorageRegistry {
   TensorTable& m_table;
   std::string m_prefix;
   bool m_legacy;
-  static std::optional<size_t> decimal(std::string_view key) {
-    if (key.empty() || key.size() > 9 || (key.size() > 1 && key[0] == '0')) return std::nullopt;
-    size_t n = 0;
-    for (char c : key) {
-      if (c < '0' || c > '9') return std::nullopt;
-      n = n * 10 + size_t(c - '0');
-    }
-    return n;
-  }
+  static std::optional<size_t> decimal(std::string_view key) { return decimalKey(key); }
 
   std::vector<int> m_dense;
   std::unordered_map<std::string_view, int> m_byKey;
@@ -170,13 +177,39 @@ void CheckpointFile::loadTorchZip(const ReadOptions& options) {
   if (slash == std::string::npos)
     fail("not a PyTorch archive: its first record '" + first.substr(0, 80) + "' is not inside a folder");
   m_zipRoot = first.substr(0, slash + 1);
-  if (m_zip->find(m_zipRoot + "constants.pkl"))
+
+  // One pass over the records finds the ones this reads by name and numbers
+  // the storage records "<root>/data/<n>" (the first of equal names wins, as
+  // in ZipArchive::find, which answers for any other name).
+  const ZipEntry* constants = nullptr;
+  const ZipEntry* pkl = nullptr;
+  const ZipEntry* order = nullptr;
+  std::vector<int32_t> dataRecords(entries.size(), -1);  // by n
+  const std::string_view root = m_zipRoot;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const std::string_view name = entries[i].name;
+    if (name.size() <= root.size() || name.compare(0, root.size(), root) != 0) continue;
+    const std::string_view rest = name.substr(root.size());
+    auto firstOf = [&](const ZipEntry*& slot) {
+      if (!slot) slot = &entries[i];
+    };
+    if (rest.size() > 5 && rest.compare(0, 5, "data/") == 0) {
+      if (const auto n = decimalKey(rest.substr(5)); n && *n < dataRecords.size() && dataRecords[*n] < 0)
+        dataRecords[*n] = int32_t(i);
+    } else if (rest == "data.pkl") {
+      firstOf(pkl);
+    } else if (rest == "constants.pkl") {
+      firstOf(constants);
+    } else if (rest == "byteorder") {
+      firstOf(order);
+    }
+  }
+  if (constants)
     fail("a TorchScript archive (torch.jit.save) is not supported: it holds a program, not a checkpoint; "
          "save the model's state_dict with torch.save instead");
-  const ZipEntry* pkl = m_zip->find(m_zipRoot + "data.pkl");
   if (!pkl) fail("not a PyTorch archive: no " + m_zipRoot + "data.pkl record");
 
-  if (const ZipEntry* order = m_zip->find(m_zipRoot + "byteorder")) {
+  if (order) {
     const std::vector<uint8_t> b = m_zip->readAll(*order, 64);
     const std::string s(b.begin(), b.end());
     if (s == "big") m_bigEndian = true;
@@ -188,10 +221,9 @@ void CheckpointFile::loadTorchZip(const ReadOptions& options) {
     fail("zip record " + std::string(pkl->name) + " is " + std::to_string(pkl->size) + " bytes, over the limit of " +
          std::to_string(options.maxPickleBytes));
   const uint8_t* pickleData = nullptr;
-  if (pkl->method == 0 && !(pkl->flags & 1) && pkl->size <= m_file->size()) {
-    uint8_t* buf = m_arena.allocateBytes(size_t(pkl->size));
-    m_zip->readInto(*pkl, options.maxPickleBytes, buf);
-    pickleData = buf;
+  if (pkl->method == 0 && !(pkl->flags & 1) && pkl->compressedSize == pkl->size && pkl->size <= m_file->size()) {
+    uint8_t* buf = m_arena.allocateBytes(size_t(pkl->size + ZipArchive::localHeaderRoom(*pkl)));
+    pickleData = m_zip->readStored(*pkl, options.maxPickleBytes, buf);
   } else {  // deflated (or broken): bytes() checks what it claims before anything is allocated for it
     const ByteRegion r = m_zip->bytes(*pkl, options.maxPickleBytes);
     uint8_t* buf = m_arena.allocateBytes(size_t(r.size));
@@ -221,21 +253,22 @@ void CheckpointFile::loadTorchZip(const ReadOptions& options) {
 
   // A storage whose record is missing or short leaves the rest readable:
   // its tensors carry the error, and `verify` reports it.
-  std::string record = m_zipRoot + "data/";
-  const size_t prefix = record.size();
+  auto recordOf = [this](const StorageInfo& s) { return m_zipRoot + "data/" + s.key; };
   for (StorageInfo& s : m_table.storages) {
-    record.resize(prefix);
-    record += s.key;
-    const ZipEntry* e = m_zip->find(record);
+    const ZipEntry* e = nullptr;
+    if (const auto n = decimalKey(s.key); n && *n < dataRecords.size() && dataRecords[*n] >= 0)
+      e = &entries[size_t(dataRecords[*n])];
+    else
+      e = m_zip->find(recordOf(s));
     uint64_t need = 0;
     if (e) s.zipEntry = e - m_zip->entries().data();
     if (!e) {
-      s.record = record;
+      s.record = recordOf(s);
       s.error = "record " + s.record + " is missing";
     } else if (mulOverflows(s.numel, uint64_t(dtypeSize(s.dtype)), &need)) {
       s.error = "storage " + s.key + " claims " + std::to_string(s.numel) + " elements: size overflows";
     } else if (e->size < need) {
-      s.record = record;
+      s.record = recordOf(s);
       s.error = "record " + s.record + " holds " + std::to_string(e->size) + " bytes, but storage " + s.key +
                 " claims " + std::to_string(s.numel) + " x " + std::to_string(dtypeSize(s.dtype)) + " = " +
                 std::to_string(need) + " bytes";

@@ -61,23 +61,28 @@ ZipArchive::ZipArchive(const InputFile& file) : m_file(file) {
   const uint64_t size = file.size();
   if (size < kEocdSize) fail("truncated: zip end of central directory not found (file has " + std::to_string(size) + " bytes)");
 
-  // The end record sits at the very end unless a comment follows it; look in
-  // a small tail first, then in the largest tail a comment allows.
+  // The end record sits at the very end unless a comment follows it: it lies
+  // in the largest tail a comment allows. Read that tail once; the zip64
+  // records and (for up to a thousand or so records) the central directory
+  // lie in it too, and are then taken from it instead of read again.
+  const uint64_t tailLen = std::min(size, kEocdSize + kMaxComment);
+  const uint64_t tailStart = size - tailLen;
+  std::unique_ptr<uint8_t[]> tail(new uint8_t[tailLen]);  // not zero-filled: all of it is read over
+  file.read(tailStart, tailLen, tail.get());
   uint64_t eocd = UINT64_MAX;
-  std::vector<uint8_t> tail;
-  for (uint64_t want : {uint64_t(1024), kEocdSize + kMaxComment}) {
-    const uint64_t len = std::min(size, want);
-    tail = file.read(size - len, len);
-    for (uint64_t i = len - kEocdSize + 1; i-- > 0;) {
-      if (le32(&tail[i]) == kEocdSig && i + kEocdSize + le16(&tail[i + 20]) == len) {
-        eocd = size - len + i;
-        break;
-      }
+  for (uint64_t i = tailLen - kEocdSize + 1; i-- > 0;) {
+    if (le32(&tail[i]) == kEocdSig && i + kEocdSize + le16(&tail[i + 20]) == tailLen) {
+      eocd = tailStart + i;
+      break;
     }
-    if (eocd != UINT64_MAX || len == size) break;
   }
   if (eocd == UINT64_MAX) fail("truncated: zip central directory not found");
-  const uint8_t* e = &tail[tail.size() - (size - eocd)];
+  // `n` bytes at `offset` (inside the file): from the tail when they lie in it.
+  auto readAt = [&](uint64_t offset, uint64_t n, uint8_t* out) {
+    if (offset >= tailStart) std::memcpy(out, &tail[offset - tailStart], n);
+    else file.read(offset, n, out);
+  };
+  const uint8_t* e = &tail[eocd - tailStart];
   uint64_t count = le16(e + 10);
   uint64_t cdSize = le32(e + 12);
   uint64_t cdOffset = le32(e + 16);
@@ -85,12 +90,12 @@ ZipArchive::ZipArchive(const InputFile& file) : m_file(file) {
   // zip64: the locator sits just before the end record.
   if (eocd >= 20) {
     uint8_t loc[20];
-    file.read(eocd - 20, 20, loc);
+    readAt(eocd - 20, 20, loc);
     if (le32(loc) == kZip64LocatorSig) {
       const uint64_t rec = le64(loc + 8);
       uint8_t z[56];
       if (rec > eocd || eocd - rec < 56) fail("zip64 end record offset " + std::to_string(rec) + " is invalid");
-      file.read(rec, 56, z);
+      readAt(rec, 56, z);
       if (le32(z) != kZip64EocdSig) fail("zip64 end record not found at offset " + std::to_string(rec));
       count = le64(z + 32);
       cdSize = le64(z + 40);
@@ -103,10 +108,15 @@ ZipArchive::ZipArchive(const InputFile& file) : m_file(file) {
          " bytes) lies past the end of the file");
   if (count > cdSize / 46) fail("zip central directory claims " + std::to_string(count) + " entries in " + std::to_string(cdSize) + " bytes");
 
-  // Not zero-filled first: every byte is read over.
-  m_directory.reset(new uint8_t[std::max<uint64_t>(cdSize, 1)]);
-  file.read(cdOffset, cdSize, m_directory.get());
-  const uint8_t* cd = m_directory.get();
+  const uint8_t* cd = nullptr;
+  if (cdOffset >= tailStart) {  // the usual case: keep the tail, which holds it
+    m_directory = std::move(tail);
+    cd = m_directory.get() + (cdOffset - tailStart);
+  } else {  // not zero-filled first: every byte is read over
+    m_directory.reset(new uint8_t[std::max<uint64_t>(cdSize, 1)]);
+    file.read(cdOffset, cdSize, m_directory.get());
+    cd = m_directory.get();
+  }
   m_entries.reserve(count);
   uint64_t pos = 0;
   for (uint64_t i = 0; i < count; ++i) {
@@ -150,6 +160,9 @@ ZipArchive::ZipArchive(const InputFile& file) : m_file(file) {
     pos += 46 + nameLen + extraLen + commentLen;
     m_entries.push_back(std::move(entry));
   }
+}
+
+void ZipArchive::buildSlots() const {
   size_t slots = 16;
   while (slots < 2 * m_entries.size()) slots *= 2;
   m_slots.assign(slots, -1);
@@ -164,6 +177,7 @@ ZipArchive::ZipArchive(const InputFile& file) : m_file(file) {
 }
 
 const ZipEntry* ZipArchive::find(std::string_view name) const {
+  std::call_once(m_slotsBuilt, [this] { buildSlots(); });
   const size_t mask = m_slots.size() - 1;
   for (size_t at = nameHash(name) & mask; m_slots[at] >= 0; at = (at + 1) & mask)
     if (m_entries[size_t(m_slots[at])].name == name) return &m_entries[size_t(m_slots[at])];
@@ -173,6 +187,10 @@ const ZipEntry* ZipArchive::find(std::string_view name) const {
 uint64_t ZipArchive::dataOffset(const ZipEntry& e) const {
   uint8_t h[30];
   m_file.read(e.localHeaderOffset, 30, h);
+  return dataOffsetFrom(e, h);
+}
+
+uint64_t ZipArchive::dataOffsetFrom(const ZipEntry& e, const uint8_t* h) const {
   if (le32(h) != kLocalSig) fail("zip record " + std::string(e.name) + ": bad local header signature at offset " + std::to_string(e.localHeaderOffset));
   const uint64_t off = e.localHeaderOffset + 30 + le16(h + 26) + le16(h + 28);
   uint64_t end = 0;
@@ -180,6 +198,27 @@ uint64_t ZipArchive::dataOffset(const ZipEntry& e) const {
     failTruncated("truncated: zip record " + std::string(e.name) + " (" + std::to_string(e.compressedSize) + " bytes at offset " +
                   std::to_string(off) + ") runs past the end of the file");
   return off;
+}
+
+uint64_t ZipArchive::localHeaderRoom(const ZipEntry& e) { return 30 + e.name.size() + 256; }
+
+const uint8_t* ZipArchive::readStored(const ZipEntry& e, uint64_t maxSize, uint8_t* buf) const {
+  if (e.size > maxSize) fail("zip record " + std::string(e.name) + " is " + std::to_string(e.size) + " bytes, over the limit of " + std::to_string(maxSize));
+  if (e.method != 0 || (e.flags & 1) || e.compressedSize != e.size) fail("zip record " + std::string(e.name) + " is not a plain stored record");
+  // The header, its name and extra field (which torch uses to align the data),
+  // and the data, in one read when the header is no longer than expected.
+  const uint64_t room = localHeaderRoom(e);
+  const uint64_t inFile = e.localHeaderOffset < m_file.size() ? m_file.size() - e.localHeaderOffset : 0;
+  const uint64_t want = std::min(room + e.size, inFile);
+  if (want < 30) {
+    uint8_t h[30];
+    m_file.read(e.localHeaderOffset, 30, h);  // throws: the header lies past the end of the file
+  }
+  m_file.read(e.localHeaderOffset, want, buf);
+  const uint64_t at = dataOffsetFrom(e, buf) - e.localHeaderOffset;  // checks the data's extent
+  if (at + e.size <= want) return buf + at;
+  m_file.read(e.localHeaderOffset + at, e.size, buf);
+  return buf;
 }
 
 ByteRegion ZipArchive::bytes(const ZipEntry& e, uint64_t maxSize) const {

@@ -148,6 +148,16 @@ class ValueArena {
   void reserve(ArenaArray<T>& a, size_t n) {
     if (n > a.m_capacity) grow(a, n);
   }
+  // Makes the (empty) array hold exactly `n` elements, uninitialised, and
+  // returns them for the caller to fill in.
+  template <typename T>
+  T* initialize(ArenaArray<T>& a, size_t n) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    if (n > UINT32_MAX) throw std::length_error("arena array too large");
+    a.m_data = n ? static_cast<T*>(allocate(n * sizeof(T), alignof(T))) : nullptr;
+    a.m_size = a.m_capacity = uint32_t(n);
+    return a.m_data;
+  }
 
  private:
   void* allocate(size_t bytes, size_t align) {

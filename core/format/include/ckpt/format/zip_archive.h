@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -41,16 +42,27 @@ class ZipArchive {
   // The same into `out`, which holds e.size bytes (checked against maxSize
   // first: call this only after `e.size <= maxSize`, or let it throw).
   void readInto(const ZipEntry& e, uint64_t maxSize, uint8_t* out) const;
+  // A stored, unencrypted record (throws for any other) read together with
+  // its local header, in one read when the header is of the usual length:
+  // `buf` holds e.size + localHeaderRoom(e) bytes; returns where in buf the
+  // record's bytes begin. Checked as dataOffset() and readAll() check.
+  const uint8_t* readStored(const ZipEntry& e, uint64_t maxSize, uint8_t* buf) const;
+  [[nodiscard]] static uint64_t localHeaderRoom(const ZipEntry& e);
   // Recomputes the CRC-32 of the entry's data; "" when it matches, else why not.
   [[nodiscard]] std::string checkCrc(const ZipEntry& e) const;
 
  private:
+  uint64_t dataOffsetFrom(const ZipEntry& e, const uint8_t* localHeader) const;
+
   const InputFile& m_file;
   std::unique_ptr<uint8_t[]> m_directory;  // the central directory, which entry names view
   std::vector<ZipEntry> m_entries;
   // Open addressing over entry indices by name hash (-1 empty): one
-  // allocation instead of a node per entry.
-  std::vector<int32_t> m_slots;
+  // allocation instead of a node per entry. Built on the first find():
+  // opening a torch file finds its records in one pass without it.
+  void buildSlots() const;
+  mutable std::once_flag m_slotsBuilt;
+  mutable std::vector<int32_t> m_slots;
 };
 
 }  // namespace ckpt
