@@ -60,14 +60,14 @@ struct TrainDevices {
   bool cudaAvailable = false;
   int cudaDeviceCount = 0;
   std::string torchVersion;
-  int cpuThreads = 0;  // LibTorch's intra-op threads
+  int cpuThreads = 0;  // LibTorch's intra-op threads now
 };
 
 class TrainBackend {
  public:
   virtual ~TrainBackend() = default;
   [[nodiscard]] virtual TrainDevices devices() const = 0;
-  // LibTorch's intra-op threads for the jobs that follow (n > 0).
+  // LibTorch's intra-op threads for the jobs that follow; n <= 0: LibTorch's default.
   virtual void setCpuThreads(int n) = 0;
   // Each prepares a job (reads the data, builds or loads the model) and
   // throws what is wrong with the request.

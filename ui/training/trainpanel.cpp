@@ -474,7 +474,7 @@ QString TrainPanel::deviceSummary() const {
   const TrainBackendLoad& b = trainBackend();
   if (!b.backend) return QStringLiteral("Training is not available: ") + b.error;
   const TrainDevices d = b.backend->devices();
-  QString s = QStringLiteral("LibTorch %1 · CPU: %2 thread%3 by default · ")
+  QString s = QStringLiteral("LibTorch %1 · CPU: %2 thread%3 · ")
                   .arg(QString::fromStdString(d.torchVersion))
                   .arg(d.cpuThreads)
                   .arg(d.cpuThreads == 1 ? "" : "s");
@@ -488,7 +488,8 @@ void TrainPanel::onBackendLoaded() {
   const TrainBackendLoad& b = trainBackend();
   auto* model = qobject_cast<QStandardItemModel*>(m_device->model());
   if (b.backend) {
-    const TrainDevices d = b.backend->devices();
+    m_devices = b.backend->devices();
+    const TrainDevices& d = *m_devices;
     m_device->setItemText(0, d.cudaAvailable ? QStringLiteral("auto: CUDA (%1 GPU%2)").arg(d.cudaDeviceCount).arg(d.cudaDeviceCount == 1 ? "" : "s")
                                              : QStringLiteral("auto: CPU (CUDA not available)"));
     m_device->setItemText(2, d.cudaAvailable ? QStringLiteral("cuda") : QStringLiteral("cuda (not available)"));
@@ -545,7 +546,7 @@ std::optional<TrainRequest> TrainPanel::request(QString* error, QStringList* key
     *keys = std::move(names);
     return std::nullopt;
   };
-  if (device == "cuda" && m_backendReady && trainBackend().backend && !trainBackend().backend->devices().cudaAvailable)
+  if (device == "cuda" && m_devices && !m_devices->cudaAvailable)
     return fail(QStringLiteral("device: CUDA is not available (this LibTorch has no CUDA, or no GPU is visible)"), {});
   try {
     switch (mode()) {

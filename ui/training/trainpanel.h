@@ -137,6 +137,7 @@ class TrainPanel : public QWidget {
   QFutureWatcher<void> m_backendWatcher;
   bool m_backendReady = false;
   bool m_backendRequested = false;
+  std::optional<TrainDevices> m_devices;  // asked once, when the backend has loaded
 
   QTabWidget* m_modes = nullptr;
   ConfigForm* m_form = nullptr;

@@ -20,7 +20,7 @@ struct TrainRequest {
   ResumeOptions resume;       // Resume
   std::string checkpoint;     // Finetune: the parent
   FinetuneOptions finetune;   // Finetune
-  int cpuThreads = 0;         // > 0: LibTorch's intra-op threads for this run
+  int cpuThreads = 0;         // LibTorch's intra-op threads for this run; 0: its default
 };
 
 // The worker object of one run; lives on TrainRunner's thread. The whole

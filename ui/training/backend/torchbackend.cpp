@@ -52,6 +52,8 @@ class TorchJob final : public TrainJob {
 
 class TorchBackend final : public TrainBackend {
  public:
+  TorchBackend() : m_defaultThreads(at::get_num_threads()) {}
+
   TrainDevices devices() const override {
     TrainDevices d;
     d.cudaAvailable = torch::cuda::is_available();
@@ -62,7 +64,8 @@ class TorchBackend final : public TrainBackend {
   }
 
   void setCpuThreads(int n) override {
-    if (n > 0) at::set_num_threads(n);
+    const int want = n > 0 ? n : m_defaultThreads;
+    if (want != at::get_num_threads()) at::set_num_threads(want);
   }
 
   std::unique_ptr<TrainJob> newRun(const RunConfig& config) override {
@@ -76,6 +79,9 @@ class TorchBackend final : public TrainBackend {
   std::unique_ptr<TrainJob> finetune(const std::string& checkpoint, const FinetuneOptions& options) override {
     return std::make_unique<TorchJob>(Trainer::finetune(checkpoint, options));
   }
+
+ private:
+  const int m_defaultThreads;  // LibTorch's own choice, for "default" after a run that set some
 };
 
 }  // namespace
