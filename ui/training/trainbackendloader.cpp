@@ -81,9 +81,8 @@ const TrainBackendLoad& trainBackend() {
   loaded.error = trainBackendBuilt()
                      ? QStringLiteral("The training plugin (%1) was not found. Looked in:\n  %2")
                            .arg(QLatin1String(kFileName), candidates.join(QStringLiteral("\n  ")))
-                     : QStringLiteral("This build of CkptScope has no training: it was built without LibTorch "
-                                      "(CKPT_WITH_TORCH=OFF), so %1 does not exist. ckptscope-cli train needs "
-                                      "LibTorch too.")
+                     : QStringLiteral("No training in this build: CkptScope was built without LibTorch "
+                                      "(CKPT_WITH_TORCH=OFF), so there is no %1.")
                            .arg(QLatin1String(kFileName));
   return loaded;
 }

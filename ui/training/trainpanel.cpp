@@ -416,6 +416,7 @@ QWidget* TrainPanel::buildRunView() {
   m_progress->setRange(0, 1);
   m_progress->setValue(0);
   m_progress->setFormat(QStringLiteral("step %v of %m"));
+  m_progress->setTextVisible(false);  // until a run says what its steps are
   v->addWidget(m_progress);
 
   auto* grid = new QGridLayout;
@@ -499,6 +500,7 @@ void TrainPanel::onBackendLoaded() {
   } else {
     m_device->setItemText(0, QStringLiteral("auto"));
     m_deviceNote->setText(QString());
+    m_runTitle->setText(QStringLiteral("Training is not available"));
     showStatus(b.error, true);
     m_start->setEnabled(false);
     m_start->setToolTip(b.error);
@@ -707,6 +709,7 @@ void TrainPanel::onPrepared(const TrainJobInfo& info) {
   const QString out = QString::fromStdString(info.outputDir);
   m_runTitle->setText(QStringLiteral("%1 (%2) → %3").arg(QString::fromStdString(info.runName), QString::fromStdString(info.stage), out));
   m_progress->setRange(0, int(std::min<int64_t>(info.maxSteps, INT_MAX)));
+  m_progress->setTextVisible(true);
   m_progress->setValue(int(info.startStep));
   m_deviceLabel->setText(QString::fromStdString(info.device));
   m_stepLabel->setText(QStringLiteral("%1 / %2").arg(info.startStep).arg(info.maxSteps));
