@@ -9,6 +9,7 @@
 #include <QDropEvent>
 #include <QLineEdit>
 #include <QMenu>
+#include <QMessageBox>
 #include <QMimeData>
 #include <QSet>
 #include <QSettings>
@@ -35,6 +36,7 @@
 #include "curves/curvesview.h"
 #include "inspector/inspectorwidget.h"
 #include "textformat.h"
+#include "training/trainpanel.h"
 
 namespace ckpt {
 
@@ -103,6 +105,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   m_tabs->addTab(m_compare, tr("Compare"));
   m_drift = new DriftView(this);
   m_tabs->addTab(m_drift, tr("Drift"));
+  m_train = new TrainPanel(this);  // loads its LibTorch plugin when first shown, not now
+  m_tabs->addTab(m_train, tr("Train"));
   setCentralWidget(m_tabs);
 
   m_watcher = new RunWatcher(this);
@@ -120,6 +124,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(m_curves, &CurvesView::checkpointActivated, this, &MainWindow::onCheckpointActivated);
   connect(m_watcher, &RunWatcher::runChanged, this, &MainWindow::onRunChanged);
   connect(m_watcher, &RunWatcher::runRemoved, this, &MainWindow::onRunRemoved);
+  connect(m_train, &TrainPanel::runStarted, this, &MainWindow::onRunStarted);
+  connect(m_train, &TrainPanel::checkpointWritten, this,
+          [this](const QString& path) { statusBar()->showMessage(tr("Saved %1").arg(path), 5000); });
+  connect(m_train, &TrainPanel::runFinished, this,
+          [this](const QString&, const QString& last, bool) {
+            // Select what the run wrote last, once the watcher has listed it.
+            if (!last.isEmpty() && !selectPath(last)) m_selectWhenListed = last;
+          });
   m_progressTimer.setInterval(100);
   connect(&m_progressTimer, &QTimer::timeout, this, &MainWindow::showScanProgress);
   // New checkpoints re-read the curves' sources, at most once a second.
@@ -186,6 +198,51 @@ void MainWindow::createMenus() {
   QAction* drift = checkpoint->addAction(tr("&Drift Through Run or Stages"));
   drift->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D));
   connect(drift, &QAction::triggered, this, &MainWindow::showDrift);
+  checkpoint->addSeparator();
+  QAction* resume = checkpoint->addAction(tr("&Resume Training"));
+  resume->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
+  connect(resume, &QAction::triggered, this, &MainWindow::resumeSelected);
+  QAction* finetune = checkpoint->addAction(tr("&Fine-tune..."));
+  finetune->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_F));
+  connect(finetune, &QAction::triggered, this, &MainWindow::finetuneSelected);
+  QAction* newRun = checkpoint->addAction(tr("&New Training Run..."));
+  newRun->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_N));
+  connect(newRun, &QAction::triggered, this, [this] {
+    m_train->setMode(TrainPanel::Mode::NewRun);
+    m_tabs->setCurrentWidget(m_train);
+  });
+}
+
+bool MainWindow::resumeSelected() {
+  const QStringList selected = selectedCheckpoints();
+  if (selected.size() != 1) {
+    statusBar()->showMessage(tr("Select one checkpoint to resume its run"), 5000);
+    return false;
+  }
+  m_tabs->setCurrentWidget(m_train);
+  return m_train->startResume(selected[0]);
+}
+
+bool MainWindow::finetuneSelected() {
+  const QStringList selected = selectedCheckpoints();
+  if (selected.size() != 1) {
+    statusBar()->showMessage(tr("Select one checkpoint to fine-tune"), 5000);
+    return false;
+  }
+  m_tabs->setCurrentWidget(m_train);
+  return m_train->startFinetune(selected[0]);
+}
+
+void MainWindow::onRunStarted(const QString& outputDir) {
+  // The run's checkpoints appear in the browser as they are written: the
+  // watcher sees them when the run is under an opened directory; otherwise
+  // its directory is opened too.
+  const QString dir = QDir::cleanPath(QFileInfo(outputDir).absoluteFilePath());
+  for (const QString& p : m_paths) {
+    const QString opened = QDir::cleanPath(QFileInfo(p).absoluteFilePath());
+    if (QFileInfo(p).isDir() && (dir == opened || dir.startsWith(opened + '/'))) return;
+  }
+  openPaths(QStringList(m_paths) << outputDir);
 }
 
 bool MainWindow::showDrift() {
@@ -298,6 +355,13 @@ void MainWindow::showBrowserMenu(const QPoint& pos) {
   menu.addSeparator();
   QAction* drift = menu.addAction(tr("Drift Through Run or Stages"));
   connect(drift, &QAction::triggered, this, &MainWindow::showDrift);
+  menu.addSeparator();
+  QAction* resume = menu.addAction(tr("Resume Training"));
+  resume->setEnabled(selected.size() == 1);
+  connect(resume, &QAction::triggered, this, &MainWindow::resumeSelected);
+  QAction* finetune = menu.addAction(tr("Fine-tune"));
+  finetune->setEnabled(selected.size() == 1);
+  connect(finetune, &QAction::triggered, this, &MainWindow::finetuneSelected);
   menu.exec(checkpointView()->viewport()->mapToGlobal(pos));
 }
 
@@ -367,6 +431,15 @@ void MainWindow::saveLayout() const {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+  if (m_train->isRunning() && isVisible() && !testAttribute(Qt::WA_DontShowOnScreen)) {
+    const auto answer = QMessageBox::question(
+        this, tr("Training is running"),
+        tr("Stop the run and quit? The step in flight finishes and a resumable checkpoint is written."));
+    if (answer != QMessageBox::Yes) {
+      event->ignore();
+      return;
+    }
+  }
   // Screenshots render an invisible window: its size is not the user's.
   if (!testAttribute(Qt::WA_DontShowOnScreen)) saveLayout();
   QMainWindow::closeEvent(event);
@@ -518,6 +591,7 @@ bool MainWindow::selectPath(const QString& path) {
 void MainWindow::onRunChanged(const BrowseGroup& run) {
   // Keep the selection where it was (by file, as rows move).
   m_model->updateRun(run);
+  if (!m_selectWhenListed.isEmpty() && selectPath(m_selectWhenListed)) m_selectWhenListed.clear();
   statusBar()->showMessage(tr("%1: %2").arg(run.name, countText(run.checkpoints.size(), "checkpoint", "checkpoints")),
                            5000);
   refreshCurvesLater();

@@ -21,6 +21,7 @@ namespace ckpt {
 class BrowserPanel;
 class CompareView;
 class DriftView;
+class TrainPanel;
 class CheckpointListModel;
 class CurvesView;
 class RunWatcher;
@@ -66,6 +67,12 @@ class MainWindow : public QMainWindow {
   // last checkpoint), in the Drift tab. False when there is no chain.
   bool showDrift();
 
+  // The Train tab's one-click actions on the checkpoint selected in the
+  // browser: continue its run, or fine-tune it into a new stage. False when
+  // no single checkpoint is selected or the panel cannot start.
+  bool resumeSelected();
+  bool finetuneSelected();
+
   // Window geometry and dock layout as last saved; false when there is none.
   bool restoreLayout();
   void saveLayout() const;
@@ -89,6 +96,7 @@ class MainWindow : public QMainWindow {
   [[nodiscard]] CurvesView* curvesView() const { return m_curves; }
   [[nodiscard]] CompareView* compareView() const { return m_compare; }
   [[nodiscard]] DriftView* driftView() const { return m_drift; }
+  [[nodiscard]] TrainPanel* trainPanel() const { return m_train; }
   [[nodiscard]] QTabWidget* tabs() const { return m_tabs; }
 
  signals:
@@ -115,6 +123,7 @@ class MainWindow : public QMainWindow {
   void showBrowserMenu(const QPoint& pos);
   void compareWithFile();
   void compareOnOpen();
+  void onRunStarted(const QString& outputDir);
   void fillRecentMenu();
   static void rememberPaths(const QStringList& paths);
   void onRunChanged(const BrowseGroup& run);
@@ -142,6 +151,8 @@ class MainWindow : public QMainWindow {
   CurvesView* m_curves = nullptr;
   CompareView* m_compare = nullptr;
   DriftView* m_drift = nullptr;
+  TrainPanel* m_train = nullptr;
+  QString m_selectWhenListed;  // the last checkpoint of a run from the Train tab, until listed
   View m_view = View::Inspect;
 
   QStringList m_paths;

@@ -22,6 +22,8 @@
 #include "training/configform.h"
 #include "training/livecurves.h"
 #include "training/trainbackendloader.h"
+#include "browser/checkpointlistmodel.h"
+#include "mainwindow.h"
 #include "training/trainpanel.h"
 #include "../core/json_compare.h"
 #include "../core/run_process.h"
@@ -317,6 +319,44 @@ class TestTrainPanel : public QObject {
     QCOMPARE(lineage->str(), fs::absolute(parent.toStdString()).lexically_normal().string());
     panel.resize(1280, 860);
     QVERIFY(panel.grab().save(QStringLiteral(CKPT_BINARY_DIR "/trainpanel-finetune.png")));
+  }
+
+  void windowListsTheRunAndFinetunesFromTheBrowser() {
+    // The window: a run started in the Train tab shows up in the browser as
+    // it writes checkpoints; its last one is selected when done; Fine-tune
+    // on it makes a second stage, shown with the first as one family.
+    const QString exp = dir("experiments");
+    QVERIFY(QDir().mkpath(exp));
+    MainWindow w;
+    w.resize(1280, 860);
+    w.show();
+    QSignalSpy loaded(&w, &MainWindow::loaded);
+    w.openPaths({exp});
+    QVERIFY(loaded.wait(60000));
+    TrainPanel& panel = *w.trainPanel();
+    w.tabs()->setCurrentWidget(&panel);
+    QSignalSpy backend(&panel, &TrainPanel::backendLoaded);
+    QVERIFY(panel.backendReady() || backend.wait(60000));
+    Finished r;
+    QString failure;
+    QVERIFY2(runNew(panel, exp + "/tiny", 6, &r, &failure), qPrintable(failure));
+    CheckpointListModel* model = w.checkpointModel();
+    QTRY_VERIFY_WITH_TIMEOUT(model->indexOfPath(r.lastCheckpoint).isValid(), 30000);
+    QTRY_COMPARE_WITH_TIMEOUT(QFileInfo(w.checkpointView()->currentIndex().data(int(CheckpointListModel::Role::Path)).toString()).fileName(),
+                              QFileInfo(r.lastCheckpoint).fileName(), 30000);
+    QCOMPARE(w.selectedCheckpoints(), QStringList{r.lastCheckpoint});
+
+    panel.finetuneDataEdit()->setText(m_data);
+    panel.finetuneMaxStepsBox()->setValue(2);
+    QVERIFY2(w.finetuneSelected(), qPrintable(panel.statusText()));
+    Finished ft;
+    QVERIFY2(waitForRun(panel, &ft, &failure), qPrintable(failure));
+    QCOMPARE(ft.outputDir, exp + "/tiny-sft");
+    QTRY_VERIFY_WITH_TIMEOUT(model->indexOfPath(ft.lastCheckpoint).isValid(), 30000);
+    const QModelIndex stage = model->indexOfRun(ft.outputDir);
+    QVERIFY(stage.isValid());
+    QCOMPARE(stage.parent().data().toString(), QStringLiteral("tiny"));  // the family
+    QCOMPARE(model->rowCount(stage.parent()), 2);
   }
 
   void finetuneWithoutDataAsksForIt() {
