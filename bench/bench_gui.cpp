@@ -4,6 +4,10 @@
 //       One fresh process: from the process's start (the kernel's start
 //       time) to a populated browser for DIR. run_gui_bench.sh runs it
 //       several times and takes the median.
+//   bench_gui curves POINTS
+//       A run whose metrics.jsonl holds POINTS steps (loss and lr): time to
+//       read and plot it, the time of one replot, and the longest GUI-thread
+//       stall while 20,000 more lines arrive (the live view follows them).
 //   bench_gui stall DIR FILE TENSOR
 //       In one window: scan DIR, select FILE, then compute TENSOR's
 //       statistics, histogram and heat map in the Tensor tab. A 2 ms
@@ -21,7 +25,13 @@
 #include <string>
 #include <unistd.h>
 
+#include <QTemporaryDir>
+#include <cmath>
+#include <thread>
+#include <qcustomplot.h>
+
 #include "browser/checkpointlistmodel.h"
+#include "curves/curvesview.h"
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/tensor_info.h"
 #include "inspector/inspectorwidget.h"
@@ -177,6 +187,71 @@ int stall(const QString& dir, const QString& file, const QString& tensorName) {
   return 0;
 }
 
+// One metrics.jsonl line as our trainer writes it.
+std::string metricsLine(int64_t step) {
+  char line[160];
+  const double loss = 2.0 + 3.0 * std::exp(-double(step) / 200000.0) + 0.05 * std::sin(double(step) * 0.37);
+  std::snprintf(line, sizeof line, "{\"step\": %lld, \"loss\": %.6f, \"lr\": %.6g, \"tokens\": %lld}\n",
+                static_cast<long long>(step), loss, 3e-4, static_cast<long long>(step) * 4096);
+  return line;
+}
+
+int curves(int64_t points) {
+  QTemporaryDir dir;
+  const std::string file = dir.filePath("big/metrics.jsonl").toStdString();
+  QDir(dir.path()).mkpath("big");
+  {
+    std::ofstream out(file);
+    for (int64_t i = 1; i <= points; ++i) out << metricsLine(i);
+  }
+  ckpt::CurvesView view;
+  view.resize(1000, 640);
+  view.show();
+  view.setPollInterval(100);
+  QElapsedTimer clock;
+  clock.start();
+  QSignalSpy ready(&view, &ckpt::CurvesView::curvesReady);
+  view.setRuns({ckpt::RunEntry{"big", dir.filePath("big").toStdString(), {}}});
+  if (!waitFor(&view, "the curves", ready)) return 1;
+  const double loadMs = clock.nsecsElapsed() / 1e6;
+  QCPGraph* raw = view.rawGraph("big");
+  if (!raw || raw->dataCount() != points) {
+    std::fprintf(stderr, "bench_gui: %d points plotted, %lld written\n", raw ? raw->dataCount() : 0,
+                 static_cast<long long>(points));
+    return 1;
+  }
+  double replot = 0;
+  for (int i = 0; i < 5; ++i) {
+    view.plot()->replot(QCustomPlot::rpImmediateRefresh);
+    replot += view.plot()->replotTime(false);
+  }
+  // Live: a writer thread appends 20,000 lines in 200 bursts.
+  StallMeter meter;
+  meter.start();
+  clock.start();
+  const int64_t more = 20000;
+  std::thread writer([&file, points, more] {
+    std::ofstream out(file, std::ios::app);
+    for (int64_t i = points + 1; i <= points + more; ++i) {
+      out << metricsLine(i);
+      if (i % 100 == 0) {
+        out.flush();
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    }
+  });
+  while (raw->dataCount() < points + more && clock.elapsed() < 120'000)
+    QApplication::processEvents(QEventLoop::AllEvents, 10);
+  writer.join();
+  const double liveMs = clock.nsecsElapsed() / 1e6;
+  const double stall = meter.stopMs();
+  std::printf("{\"mode\": \"curves\", \"points\": %lld, \"load_ms\": %.1f, \"replot_ms\": %.1f, "
+              "\"appended\": %lld, \"plotted\": %d, \"live_ms\": %.1f, \"live_max_stall_ms\": %.1f}\n",
+              static_cast<long long>(points), loadMs, replot / 5, static_cast<long long>(more), raw->dataCount(),
+              liveMs, stall);
+  return raw->dataCount() == points + more ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -186,6 +261,7 @@ int main(int argc, char** argv) {
   const QStringList args = app.arguments();
   if (args.size() == 3 && args[1] == "cold") return cold(args[2]);
   if (args.size() == 5 && args[1] == "stall") return stall(args[2], args[3], args[4]);
-  std::fprintf(stderr, "usage: bench_gui cold DIR | bench_gui stall DIR FILE TENSOR\n");
+  if (args.size() == 3 && args[1] == "curves") return curves(args[2].toLongLong());
+  std::fprintf(stderr, "usage: bench_gui cold DIR | bench_gui stall DIR FILE TENSOR | bench_gui curves POINTS\n");
   return 2;
 }

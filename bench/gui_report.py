@@ -25,9 +25,17 @@ def stall(r):
           f"goal < 50 ms: {verdict(worst < 50)}")
 
 
+def curves(r):
+    print(f"{r['points']:,} points: read and plotted in {r['load_ms']:.0f} ms (off the GUI thread), "
+          f"one replot {r['replot_ms']:.1f} ms; {r['appended']:,} live points followed in {r['live_ms']:.0f} ms, "
+          f"longest GUI-thread stall {r['live_max_stall_ms']:.1f} ms (goal < 50 ms: {verdict(r['live_max_stall_ms'] < 50)})")
+
+
 if __name__ == "__main__":
     rows = [json.loads(line) for line in sys.stdin if line.strip().startswith("{")]
     if sys.argv[1] == "cold":
         cold(rows)
+    elif sys.argv[1] == "curves":
+        curves(rows[0])
     else:
         stall(rows[0])

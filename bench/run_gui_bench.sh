@@ -52,3 +52,8 @@ echo "== GUI-thread stalls (2 ms timer on the GUI thread; longest gap per phase)
 line="$("$BENCH" stall "$LSDIR" "$LSDIR/gpt2s-sinks_step500.pt" "$TENSOR" 2>/dev/null)"
 echo "$line"
 echo "$line" | python3 "$REPO/bench/gui_report.py" stall
+echo
+echo "== curves: one run of 1,000,000 metrics.jsonl points, then 20,000 more arriving live"
+line="$("$BENCH" curves 1000000 2>/dev/null)"
+echo "$line"
+echo "$line" | python3 "$REPO/bench/gui_report.py" curves

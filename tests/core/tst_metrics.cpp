@@ -122,6 +122,31 @@ class TestMetrics : public QObject {
     QVERIFY(std::fabs(s[2] - 2.125 / 0.875) < 1e-12);
     QCOMPARE(smoothEma({4, 5}, 0.0), (std::vector<double>{4, 5}));
   }
+
+  void emaLongSeriesAndStreaming() {
+    // A long series: the result is the textbook formula with pow at every
+    // point (no shortcut may change a bit), and the streaming smoother gives
+    // the same values one at a time, NaN passing through.
+    std::vector<double> values;
+    for (int i = 0; i < 20000; ++i) values.push_back(i == 777 ? std::nan("") : 3.0 + std::sin(i * 0.1));
+    for (double w : {0.6, 0.99, 0.999}) {
+      const std::vector<double> got = smoothEma(values, w);
+      EmaSmoother streaming(w);
+      double last = 0;
+      int64_t n = 0;
+      for (size_t i = 0; i < values.size(); ++i) {
+        const double x = values[i];
+        QCOMPARE(streaming.next(x), got[i]);
+        if (std::isnan(x)) {
+          QVERIFY(std::isnan(got[i]));
+          continue;
+        }
+        last = last * w + (1 - w) * x;
+        ++n;
+        QCOMPARE(got[i], last / (1.0 - std::pow(w, double(n))));
+      }
+    }
+  }
 };
 
 QTEST_GUILESS_MAIN(TestMetrics)

@@ -421,11 +421,11 @@ QString CurvesView::markerFile(const QString& run, int index) const {
   return m_plots[size_t(i)].markerFiles[size_t(index)];
 }
 
-std::vector<double> CurvesView::smoothedValues(const MetricSeries& series) const {
-  std::vector<double> values;
-  values.reserve(series.points.size());
-  for (const MetricPoint& p : series.points) values.push_back(p.value);
-  return smoothEma(values, m_smoothing);
+void CurvesView::smoothAll(RunPlot& rp, const MetricSeries& series) const {
+  rp.ema = EmaSmoother(m_smoothing);
+  rp.smoothedValues.clear();
+  rp.smoothedValues.reserve(series.points.size());
+  for (const MetricPoint& p : series.points) rp.smoothedValues.push_back(rp.ema.next(p.value));
 }
 
 void CurvesView::rebuildGraphs() {
@@ -474,7 +474,8 @@ void CurvesView::fillRun(size_t index) {
   }
   rp.raw->setVisible(rp.visible && m_smoothing > 0);
 
-  const std::vector<double> smoothed = smoothedValues(*series);
+  smoothAll(rp, *series);
+  const std::vector<double>& smoothed = rp.smoothedValues;
   const auto& points = series->points;
   std::vector<size_t> order;
   std::vector<double> xs(points.size());
@@ -565,9 +566,15 @@ void CurvesView::appendPoints(size_t index, size_t firstNew) {
     return;
   }
   const auto& points = series->points;
-  // The EMA of a new point depends on the ones before it only, so the old
-  // smoothed values stand; computing the whole series is cheap next to a replot.
-  const std::vector<double> smoothed = smoothedValues(*series);
+  // The EMA of a new point depends on the ones before it only: the old
+  // smoothed values stand and only the new points are smoothed (a million
+  // points again per update would stall the window).
+  if (rp.smoothedValues.size() != firstNew) {
+    fillRun(index);
+    return;
+  }
+  for (size_t j = firstNew; j < points.size(); ++j) rp.smoothedValues.push_back(rp.ema.next(points[j].value));
+  const std::vector<double>& smoothed = rp.smoothedValues;
   QVector<double> keys, raw, smooth;
   std::vector<int64_t> steps;
   size_t skipped = 0;

@@ -98,6 +98,10 @@ class CurvesView : public QWidget {
     std::vector<QString> markerFiles;  // parallel to the marker graph's data
     size_t skipped = 0;                // points without the x axis' coordinate
     bool visible = true;
+    // The smoothed series, parallel to the metric's points, and the EMA's
+    // state after its last value: new points are smoothed alone.
+    std::vector<double> smoothedValues;
+    EmaSmoother ema;
   };
 
   void buildControls();
@@ -124,7 +128,8 @@ class CurvesView : public QWidget {
   void onMouseMove(QMouseEvent* event);
   void chooseExport(const QString& format);
   [[nodiscard]] int runIndex(const QString& run) const;
-  [[nodiscard]] std::vector<double> smoothedValues(const MetricSeries& series) const;
+  // Smooths the series into rp.smoothedValues from scratch.
+  void smoothAll(RunPlot& rp, const MetricSeries& series) const;
   bool eventFilter(QObject* watched, QEvent* event) override;
   void changeEvent(QEvent* event) override;
   // The plot, cursor, message and markers in the palette's colours.

@@ -64,4 +64,19 @@ RunMetrics collectRunMetrics(const RunEntry& run);
 // `smoothing` in [0, 1) (0: the raw values).
 std::vector<double> smoothEma(const std::vector<double>& values, double smoothing);
 
+// The same one value at a time, for a curve that grows: next() gives what
+// smoothEma would give for the value appended (NaN and infinities pass
+// through and do not count).
+class EmaSmoother {
+ public:
+  explicit EmaSmoother(double smoothing = 0);
+  double next(double x);
+
+ private:
+  double m_w = 0;
+  double m_last = 0;
+  int64_t m_count = 0;
+  bool m_debiasing = false;
+};
+
 }  // namespace ckpt
