@@ -128,6 +128,10 @@ CurveRun loadCurveRun(const RunEntry& entry) {
   }
   for (MetricSeries& s : metrics.series) {
     for (const MetricPoint& p : s.points) noteWallTime(run, p);
+    // Room to grow, reserved here on the loading thread: a live run's
+    // points are appended on the GUI thread, where moving a million of them
+    // into a bigger vector stalled the window (72 ms measured).
+    s.points.reserve(s.points.size() + s.points.size() / 2 + 4096);
     const std::string name = s.metric;
     run.series.emplace(name, std::move(s));
   }

@@ -243,10 +243,10 @@ void CurvesView::setRuns(std::vector<RunEntry> runs) {
   m_loadPending = true;
   m_expectedRuns = runs.size();
   m_followData = true;
-  m_loader.setFuture(QtConcurrent::run([runs = std::move(runs)](QPromise<CurveRun>& promise) {
+  m_loader.setFuture(QtConcurrent::run([runs = std::move(runs)](QPromise<std::shared_ptr<CurveRun>>& promise) {
     for (const RunEntry& run : runs) {
       if (promise.isCanceled()) return;
-      promise.addResult(loadCurveRun(run));
+      promise.addResult(std::make_shared<CurveRun>(loadCurveRun(run)));
     }
   }));
   updateStatus();
@@ -255,10 +255,10 @@ void CurvesView::setRuns(std::vector<RunEntry> runs) {
 void CurvesView::takeLoadedRuns() {
   // Results are taken in order, as many as are there; a stale notification
   // from a future that setRuns() replaced takes nothing it should not.
-  const QFuture<CurveRun> future = m_loader.future();
+  const QFuture<std::shared_ptr<CurveRun>> future = m_loader.future();
   const size_t before = m_runs.size();
   while (m_runs.size() < m_expectedRuns && future.isResultReadyAt(int(m_runs.size()))) {
-    m_runs.push_back(future.resultAt(int(m_runs.size())));
+    m_runs.push_back(std::move(*future.resultAt(int(m_runs.size()))));
     m_plots.emplace_back();
   }
   if (m_runs.size() == before) return;

@@ -4,6 +4,7 @@
 #include <QTimer>
 #include <QWidget>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "curves/curverun.h"
@@ -155,7 +156,9 @@ class CurvesView : public QWidget {
   bool m_followData = true;  // fit the axes to new points until the user zooms or pans
   QString m_exportDir;
 
-  QFutureWatcher<CurveRun> m_loader;
+  // Shared pointers: a result is moved out, not copied (a copy of a
+  // million-point series on the GUI thread would also lose its spare capacity).
+  QFutureWatcher<std::shared_ptr<CurveRun>> m_loader;
   bool m_loadPending = false;  // setRuns() is reading; curvesReady() not yet emitted
   size_t m_expectedRuns = 0;
   RunFollower* m_follower = nullptr;
