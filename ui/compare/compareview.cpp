@@ -157,9 +157,9 @@ void CompareView::compare(const QString& a, const QString& b) {
         return !job->cancel.load();
       };
       auto diff = std::make_shared<CheckpointDiff>(diffCheckpoints(*fa, *fb, options));
-      return {std::move(diff), {}};
+      return {std::move(diff), diffMetadata(*fa, *fb, /*everyKey=*/true), {}};
     } catch (const std::exception& e) {
-      return {nullptr, fromStd(e.what())};
+      return {nullptr, {}, fromStd(e.what())};
     }
   }));
   m_progressTimer.start();
@@ -203,7 +203,7 @@ void CompareView::onFinished() {
   m_model->setDiff(result.diff);
   m_table->resizeColumnsToContents();
   showLayers(d);
-  showMetadata(d);
+  showMetadata(result.metadata);
 
   size_t compared = 0, changed = 0;
   for (const TensorDiff& t : d.tensors) {
@@ -280,18 +280,26 @@ void CompareView::showLayers(const CheckpointDiff& d) {
   m_heatPlot->replot();
 }
 
-void CompareView::showMetadata(const CheckpointDiff& d) {
-  m_metadata->setRowCount(int(d.metadata.size()));
+void CompareView::showMetadata(const std::vector<MetadataChange>& metadata) {
+  m_metadata->setRowCount(int(metadata.size()));
   QColor highlight = palette().color(QPalette::Highlight);
-  highlight.setAlpha(50);
-  for (size_t i = 0; i < d.metadata.size(); ++i) {
-    const MetadataChange& m = d.metadata[i];
+  highlight.setAlpha(60);
+  for (size_t i = 0; i < metadata.size(); ++i) {
+    const MetadataChange& m = metadata[i];
     const QString a = m.inA ? fromStd(m.aText) : tr("(absent)");
     const QString b = m.inB ? fromStd(m.bText) : tr("(absent)");
     auto* key = new QTableWidgetItem(fromStd(m.key));
     auto* av = new QTableWidgetItem(a);
     auto* bv = new QTableWidgetItem(b);
-    for (QTableWidgetItem* item : {key, av, bv}) item->setBackground(highlight);
+    for (QTableWidgetItem* item : {key, av, bv}) {
+      item->setData(Qt::UserRole, !m.same);
+      if (!m.same) item->setBackground(highlight);
+    }
+    if (!m.same) {
+      QFont bold = key->font();
+      bold.setBold(true);
+      key->setFont(bold);
+    }
     if (!m.inA) av->setForeground(paletteMix(palette(), 0.5));
     if (!m.inB) bv->setForeground(paletteMix(palette(), 0.5));
     m_metadata->setItem(int(i), 0, key);

@@ -51,6 +51,8 @@ class CompareView : public QWidget {
   [[nodiscard]] QCustomPlot* blockPlot() const { return m_blockPlot; }
   [[nodiscard]] QCustomPlot* heatPlot() const { return m_heatPlot; }
   [[nodiscard]] QCPColorMap* heatMap() const { return m_heatMap; }
+  // Every metadata and config key side by side; the rows that differ are
+  // highlighted (their Qt::UserRole is true).
   [[nodiscard]] QTableWidget* metadataTable() const { return m_metadata; }
   [[nodiscard]] QTabWidget* tabs() const { return m_tabs; }
   // The line above the tabs: counts, the largest change, or why it failed.
@@ -67,13 +69,14 @@ class CompareView : public QWidget {
   struct Job;
   struct Result {
     std::shared_ptr<const CheckpointDiff> diff;
+    std::vector<MetadataChange> metadata;  // every key, the changed ones not `same`
     QString error;
   };
 
   void onFinished();
   void showProgress();
   void showLayers(const CheckpointDiff& diff);
-  void showMetadata(const CheckpointDiff& diff);
+  void showMetadata(const std::vector<MetadataChange>& metadata);
   void restyle();
 
   QLabel* m_title = nullptr;

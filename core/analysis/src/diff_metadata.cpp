@@ -86,7 +86,7 @@ std::vector<std::pair<std::string, const Value*>> flatten(const CheckpointFile& 
 
 }  // namespace
 
-std::vector<MetadataChange> diffMetadata(const CheckpointFile& a, const CheckpointFile& b) {
+std::vector<MetadataChange> diffMetadata(const CheckpointFile& a, const CheckpointFile& b, bool everyKey) {
   const auto fa = flatten(a);
   const auto fb = flatten(b);
   std::unordered_map<std::string, const Value*> inB;
@@ -106,7 +106,8 @@ std::vector<MetadataChange> diffMetadata(const CheckpointFile& a, const Checkpoi
     if (auto it = inB.find(key); it != inB.end()) {
       c.inB = true;
       side(it->second, c.bText, c.bJson);
-      if (c.aJson == c.bJson && va->kind == it->second->kind) continue;
+      c.same = c.aJson == c.bJson && va->kind == it->second->kind;
+      if (c.same && !everyKey) continue;
     }
     out.push_back(std::move(c));
   }

@@ -101,6 +101,7 @@ struct MetadataChange {
   bool inA = false, inB = false;
   std::string aText, bText;             // Python-like (shortRepr); "" when absent
   nlohmann::ordered_json aJson, bJson;  // the info --json encoding; null when absent
+  bool same = false;  // equal on both sides (listed only when asked for every key)
 };
 
 // Relative change of a group of tensors:
@@ -177,8 +178,10 @@ struct DiffOptions {
                                              const DiffOptions& options = {});
 
 // The metadata / config part alone (no tensor bytes are read).
+// With `everyKey`, keys equal on both sides are listed too (`same` set): a
+// side-by-side view of all metadata.
 [[nodiscard]] std::vector<MetadataChange> diffMetadata(const CheckpointFile& a,
-                                                       const CheckpointFile& b);
+                                                       const CheckpointFile& b, bool everyKey = false);
 
 // The `ckptscope-cli diff --json` document:
 // {"a", "b", "added": [name], "removed": [name],
