@@ -12,6 +12,7 @@
 #include "ckpt/format/tensor_data.h"
 #include "ckpt/train/trainer.h"
 #include "../core/json_compare.h"
+#include "../core/run_outputs.h"
 #include "../core/run_process.h"
 
 using namespace ckpt;
@@ -38,26 +39,8 @@ Python python(const QStringList& args) {
 
 json readJson(const std::string& path) { return ckpt::test::readJsonFile(path); }
 
-std::vector<json> metrics(const std::string& dir) {
-  std::vector<json> lines;
-  std::ifstream in(dir + "/metrics.jsonl");
-  for (std::string line; std::getline(in, line);) lines.push_back(json::parse(line));
-  return lines;
-}
-
-// The raw bytes of every model_state tensor: bit-for-bit comparison.
-std::vector<std::pair<std::string, std::string>> weightBytes(const std::string& path) {
-  const auto f = CheckpointFile::open(path);
-  const CheckpointView view(*f);
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const StateEntry& e : view.entries()) {
-    const TensorData d = f->tensorData(size_t(e.tensor));
-    const TensorInfo& t = f->tensors()[size_t(e.tensor)];
-    const uint8_t* p = d.elementPtr(uint64_t(t.storageOffset));
-    out.emplace_back(e.name, std::string(reinterpret_cast<const char*>(p), t.nbytes()));
-  }
-  return out;
-}
+using ckpt::test::weightBytes;
+using ckpt::test::metricsLines;
 
 }  // namespace
 
@@ -108,7 +91,7 @@ class TestTrainer : public QObject {
     QVERIFY(fs::exists(out + "/tiny_final.pt"));
     QVERIFY(fs::exists(out + "/best_checkpoint.pt"));
     QCOMPARE(r.lastCheckpoint, out + "/tiny_final.pt");
-    const auto lines = metrics(out);
+    const auto lines = metricsLines(out);
     QCOMPARE(lines.size(), size_t(4));
     for (size_t i = 0; i < lines.size(); ++i) {
       QCOMPARE(lines[i]["step"].get<int64_t>(), int64_t(i + 1));
@@ -149,7 +132,7 @@ class TestTrainer : public QObject {
     QCOMPARE(resumed.startStep(), int64_t(3));
     QVERIFY2(resumed.notes().find("fresh optimizer") == std::string::npos, resumed.notes().c_str());
     resumed.run();
-    const auto la = metrics(a), lb = metrics(b);
+    const auto la = metricsLines(a), lb = metricsLines(b);
     QCOMPARE(la.size(), size_t(6));
     QCOMPARE(lb.size(), size_t(6));
     for (size_t i = 0; i < 6; ++i) QCOMPARE(lb[i]["loss"].get<double>(), la[i]["loss"].get<double>());

@@ -26,6 +26,7 @@
 #include "mainwindow.h"
 #include "training/trainpanel.h"
 #include "../core/json_compare.h"
+#include "../core/run_outputs.h"
 #include "../core/run_process.h"
 
 using namespace ckpt;
@@ -41,26 +42,8 @@ const char* kText =
 
 constexpr int kRunTimeoutMs = 240000;
 
-std::vector<json> metrics(const std::string& dir) {
-  std::vector<json> lines;
-  std::ifstream in(dir + "/metrics.jsonl");
-  for (std::string line; std::getline(in, line);) lines.push_back(json::parse(line));
-  return lines;
-}
-
-// The raw bytes of every model_state tensor: bit-for-bit comparison.
-std::vector<std::pair<std::string, std::string>> weightBytes(const std::string& path) {
-  const auto f = CheckpointFile::open(path);
-  const CheckpointView view(*f);
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const StateEntry& e : view.entries()) {
-    const TensorData d = f->tensorData(size_t(e.tensor));
-    const TensorInfo& t = f->tensors()[size_t(e.tensor)];
-    const uint8_t* p = d.elementPtr(uint64_t(t.storageOffset));
-    out.emplace_back(e.name, std::string(reinterpret_cast<const char*>(p), t.nbytes()));
-  }
-  return out;
-}
+using ckpt::test::weightBytes;
+using ckpt::test::metricsLines;
 
 struct Finished {
   QString outputDir, lastCheckpoint;
@@ -214,7 +197,7 @@ class TestTrainPanel : public QObject {
          out + "/tiny_final.pt"});
     QVERIFY2(py.exitCode == 0, py.err.constData());
     // What the panel showed matches what the run wrote.
-    const auto lines = metrics(out.toStdString());
+    const auto lines = metricsLines(out.toStdString());
     QCOMPARE(lines.size(), size_t(6));
     QCPGraph* loss = panel.curves()->lossGraph();
     QCOMPARE(loss->dataCount(), 6);
@@ -273,7 +256,7 @@ class TestTrainPanel : public QObject {
     QCOMPARE(panel.jobInfo().startStep, int64_t(stoppedAt));
     QCOMPARE(resumed.lastCheckpoint, dir("stopped/tiny_final.pt"));
     // Bit-exact: the same losses at every step and the same final weights.
-    const auto a = metrics(dir("straight").toStdString()), b = metrics(dir("stopped").toStdString());
+    const auto a = metricsLines(dir("straight").toStdString()), b = metricsLines(dir("stopped").toStdString());
     QCOMPARE(b.size(), a.size());
     for (size_t i = 0; i < a.size(); ++i) QCOMPARE(b[i]["loss"].get<double>(), a[i]["loss"].get<double>());
     QVERIFY(weightBytes(straight.lastCheckpoint.toStdString()) == weightBytes(resumed.lastCheckpoint.toStdString()));
