@@ -11,6 +11,7 @@
 #include <QMenu>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QScrollArea>
 #include <QSet>
 #include <QSettings>
 #include <QUrl>
@@ -106,7 +107,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   m_drift = new DriftView(this);
   m_tabs->addTab(m_drift, tr("Drift"));
   m_train = new TrainPanel(this);  // loads its LibTorch plugin when first shown, not now
-  m_tabs->addTab(m_train, tr("Train"));
+  // In a scroll area: the form's minimum width would otherwise squeeze the
+  // experiments dock whatever tab is shown.
+  m_trainTab = new QScrollArea(this);
+  m_trainTab->setWidget(m_train);
+  m_trainTab->setWidgetResizable(true);
+  m_trainTab->setFrameShape(QFrame::NoFrame);
+  m_tabs->addTab(m_trainTab, tr("Train"));
   setCentralWidget(m_tabs);
 
   m_watcher = new RunWatcher(this);
@@ -209,9 +216,11 @@ void MainWindow::createMenus() {
   newRun->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_N));
   connect(newRun, &QAction::triggered, this, [this] {
     m_train->setMode(TrainPanel::Mode::NewRun);
-    m_tabs->setCurrentWidget(m_train);
+    showTrain();
   });
 }
+
+void MainWindow::showTrain() { m_tabs->setCurrentWidget(m_trainTab); }
 
 bool MainWindow::resumeSelected() {
   const QStringList selected = selectedCheckpoints();
@@ -219,7 +228,7 @@ bool MainWindow::resumeSelected() {
     statusBar()->showMessage(tr("Select one checkpoint to resume its run"), 5000);
     return false;
   }
-  m_tabs->setCurrentWidget(m_train);
+  showTrain();
   return m_train->startResume(selected[0]);
 }
 
@@ -229,7 +238,7 @@ bool MainWindow::finetuneSelected() {
     statusBar()->showMessage(tr("Select one checkpoint to fine-tune"), 5000);
     return false;
   }
-  m_tabs->setCurrentWidget(m_train);
+  showTrain();
   return m_train->startFinetune(selected[0]);
 }
 

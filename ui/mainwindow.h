@@ -13,6 +13,7 @@
 
 class QDockWidget;
 class QMenu;
+class QScrollArea;
 class QTabWidget;
 class QTreeView;
 
@@ -72,6 +73,8 @@ class MainWindow : public QMainWindow {
   // no single checkpoint is selected or the panel cannot start.
   bool resumeSelected();
   bool finetuneSelected();
+  // Shows the Train tab (the panel sits in a scroll area there).
+  void showTrain();
 
   // Window geometry and dock layout as last saved; false when there is none.
   bool restoreLayout();
@@ -152,6 +155,7 @@ class MainWindow : public QMainWindow {
   CompareView* m_compare = nullptr;
   DriftView* m_drift = nullptr;
   TrainPanel* m_train = nullptr;
+  QScrollArea* m_trainTab = nullptr;
   QString m_selectWhenListed;  // the last checkpoint of a run from the Train tab, until listed
   View m_view = View::Inspect;
 

@@ -317,7 +317,7 @@ class TestTrainPanel : public QObject {
     w.openPaths({exp});
     QVERIFY(loaded.wait(60000));
     TrainPanel& panel = *w.trainPanel();
-    w.tabs()->setCurrentWidget(&panel);
+    w.showTrain();
     QSignalSpy backend(&panel, &TrainPanel::backendLoaded);
     QVERIFY(panel.backendReady() || backend.wait(60000));
     Finished r;
