@@ -1,7 +1,8 @@
 #pragma once
-// What a training run leaves behind, read for tests: its metrics.jsonl lines
-// and the raw bytes of a checkpoint's model state (bit-for-bit comparisons of
-// resumed against uninterrupted runs). Shared by tst_trainer and tst_trainpanel.
+// Tiny training runs in tests: the text they train on, and what they leave
+// behind, read back: metrics.jsonl lines and the raw bytes of a checkpoint's
+// model state (bit-for-bit comparisons of resumed against uninterrupted
+// runs). Shared by tst_trainer and tst_trainpanel.
 
 #include <fstream>
 #include <string>
@@ -14,6 +15,12 @@
 #include "json_compare.h"
 
 namespace ckpt::test {
+
+// One paragraph of prose; tests repeat it into a small corpus.
+inline const char* const kText =
+    "It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of "
+    "foolishness, it was the epoch of belief, it was the epoch of incredulity, it was the season of Light, "
+    "it was the season of Darkness, it was the spring of hope, it was the winter of despair.\n";
 
 inline std::vector<json> metricsLines(const std::string& runDir) {
   std::vector<json> lines;

@@ -21,10 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* kText =
-    "It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of "
-    "foolishness, it was the epoch of belief, it was the epoch of incredulity, it was the season of Light, "
-    "it was the season of Darkness, it was the spring of hope, it was the winter of despair.\n";
+using ckpt::test::kText;
 
 struct Python {
   int exitCode = -1;
