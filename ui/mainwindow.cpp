@@ -65,6 +65,24 @@ std::vector<RunEntry> curveRuns(const std::vector<BrowseGroup>& groups) {
   return runs;
 }
 
+// A run's readable checkpoints in its order, without best_/latest_ copies of
+// a step already there: the chain that "compare with previous", the
+// comparison --view compare opens and Drift walk through.
+std::vector<const CheckpointEntry*> checkpointChain(const std::vector<CheckpointEntry>& checkpoints) {
+  QSet<qint64> steps;
+  for (const CheckpointEntry& c : checkpoints)
+    if (c.step && c.error.empty() && c.kind != CheckpointKind::Best && c.kind != CheckpointKind::Latest)
+      steps.insert(*c.step);
+  std::vector<const CheckpointEntry*> chain;
+  for (const CheckpointEntry& c : checkpoints) {
+    if (!c.error.empty()) continue;
+    const bool copy = c.kind == CheckpointKind::Best || c.kind == CheckpointKind::Latest;
+    if (copy && c.step && steps.contains(*c.step)) continue;
+    chain.push_back(&c);
+  }
+  return chain;
+}
+
 constexpr int kMaxRecent = 10;
 const char* const kRecentKey = "recent";
 
@@ -256,19 +274,10 @@ void MainWindow::onRunStarted(const QString& outputDir) {
 
 bool MainWindow::showDrift() {
   const QModelIndex current = m_browser->proxy()->mapToSource(checkpointView()->currentIndex());
-  // Readable checkpoints in the run's order; best_/latest_ copies of a step
-  // already in the chain add nothing.
   auto chainOf = [](const std::vector<CheckpointEntry>& checkpoints, QStringList& files, QStringList& labels) {
-    QSet<qint64> steps;
-    for (const CheckpointEntry& c : checkpoints)
-      if (c.step && c.error.empty() && c.kind != CheckpointKind::Best && c.kind != CheckpointKind::Latest)
-        steps.insert(*c.step);
-    for (const CheckpointEntry& c : checkpoints) {
-      if (!c.error.empty()) continue;
-      const bool copy = c.kind == CheckpointKind::Best || c.kind == CheckpointKind::Latest;
-      if (copy && c.step && steps.contains(*c.step)) continue;
-      files << pathFromStd(c.path);
-      labels << (c.step ? tr("step %1").arg(*c.step) : QFileInfo(pathFromStd(c.path)).fileName());
+    for (const CheckpointEntry* c : checkpointChain(checkpoints)) {
+      files << pathFromStd(c->path);
+      labels << (c->step ? tr("step %1").arg(*c->step) : QFileInfo(pathFromStd(c->path)).fileName());
     }
   };
   QStringList files, labels;
@@ -320,12 +329,14 @@ bool MainWindow::compareSelected() {
   }
   if (selected.size() == 1) {
     // One checkpoint: what changed since the one before it in its run.
-    for (const BrowseGroup& g : m_model->groups())
-      for (size_t i = 1; i < g.checkpoints.size(); ++i)
-        if (pathFromStd(g.checkpoints[i].path) == selected[0]) {
-          compareCheckpoints(pathFromStd(g.checkpoints[i - 1].path), selected[0]);
+    for (const BrowseGroup& g : m_model->groups()) {
+      const std::vector<const CheckpointEntry*> chain = checkpointChain(g.checkpoints);
+      for (size_t i = 1; i < chain.size(); ++i)
+        if (pathFromStd(chain[i]->path) == selected[0]) {
+          compareCheckpoints(pathFromStd(chain[i - 1]->path), selected[0]);
           return true;
         }
+    }
     statusBar()->showMessage(tr("%1 is the first checkpoint of its run: select two to compare")
                                  .arg(QFileInfo(selected[0]).fileName()), 5000);
     return false;
@@ -567,9 +578,14 @@ void MainWindow::compareOnOpen() {
   // run's last two checkpoints (what its latest save changed).
   const std::vector<BrowseGroup> groups = m_model->groups();
   for (const BrowseGroup& g : groups) {
+    // Files opened by name are compared as given; a run along its chain.
     std::vector<const CheckpointEntry*> readable;
-    for (const CheckpointEntry& c : g.checkpoints)
-      if (c.error.empty()) readable.push_back(&c);
+    if (g.kind == BrowseGroup::Kind::Files) {
+      for (const CheckpointEntry& c : g.checkpoints)
+        if (c.error.empty()) readable.push_back(&c);
+    } else {
+      readable = checkpointChain(g.checkpoints);
+    }
     if (readable.size() < 2) continue;
     const size_t n = readable.size();
     compareCheckpoints(pathFromStd(readable[g.kind == BrowseGroup::Kind::Files ? 0 : n - 2]->path),
