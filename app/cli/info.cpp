@@ -81,7 +81,7 @@ void printText(const CheckpointFile& file) {
   const auto& tensors = file.tensors();
   const auto& storages = file.storages();
   size_t nameWidth = 4;
-  for (const TensorInfo& t : tensors) nameWidth = std::max(nameWidth, joinPath(t.path).size());
+  for (const TensorInfo& t : tensors) nameWidth = std::max(nameWidth, t.name().size());
   nameWidth = std::min<size_t>(nameWidth, 60);
   std::printf("\ntensors\n  %-*s  %-9s  %-18s %12s %10s  %s\n", int(nameWidth), "name", "dtype", "shape", "elements",
               "bytes", "storage");
@@ -97,7 +97,7 @@ void printText(const CheckpointFile& file) {
       storage = "meta";
     }
     if (!t.error.empty()) storage += "  ERROR: " + t.error;
-    std::printf("  %-*s  %-9s  %-18s %12s %10s  %s\n", int(nameWidth), joinPath(t.path).c_str(),
+    std::printf("  %-*s  %-9s  %-18s %12s %10s  %s\n", int(nameWidth), std::string(t.name()).c_str(),
                 std::string(dtypeName(t.dtype)).c_str(), t.shapeString().c_str(), withThousands(t.numel()).c_str(),
                 humanBytes(t.nbytes()).c_str(), storage.c_str());
     elements += t.numel();

@@ -288,6 +288,61 @@ class TestPickle : public QObject {
     QCOMPARE(joinPath(TensorPath{std::string(""), int64_t(1), std::string(""), std::string("b")}), std::string("1..b"));
     QCOMPARE(joinPath(TensorPath{std::string(300, 'x'), int64_t(-2)}), std::string(300, 'x') + ".-2");
   }
+
+  // The name is kept whole, elements are spans of it: check the spans, the
+  // kinds and the growth past the inline room against elements built apart.
+  void tensorPathKeepsItsNameAndElements() {
+    TensorPath p;
+    std::vector<PathElement> want;
+    std::string name;
+    for (int i = 0; i < 40; ++i) {  // past 4 inline elements and 64 inline bytes
+      PathElement e = i % 3 == 1 ? PathElement(int64_t(i * 1000 - 7000)) : PathElement(std::string(size_t(i % 5), char('a' + i % 26)));
+      p.push_back(e);
+      want.push_back(e);
+      const std::string text = std::holds_alternative<int64_t>(e) ? std::to_string(std::get<int64_t>(e)) : std::get<std::string>(e);
+      if (!name.empty()) name += '.';
+      name += text;
+      QCOMPARE(p.name(), std::string_view(name));
+      QCOMPARE(p.size(), want.size());
+    }
+    QVERIFY(p.vec() == want);
+    for (size_t i = 0; i < want.size(); ++i) {
+      QCOMPARE(p.isIndex(i), std::holds_alternative<int64_t>(want[i]));
+      QVERIFY(p[i] == want[i]);
+      if (p.isIndex(i)) QCOMPARE(p.index(i), std::get<int64_t>(want[i]));
+    }
+    // Popping back to a prefix gives the prefix's name.
+    while (p.size() > 3) {
+      p.pop_back();
+      want.pop_back();
+      QCOMPARE(joinPath(p), joinPath(TensorPath(want)));
+    }
+    // A key taken from the path itself while the text moves to the heap.
+    TensorPath self{std::string(60, 'k')};
+    self.pushKey(self.key(0));
+    QCOMPARE(self.name(), std::string_view(std::string(60, 'k') + "." + std::string(60, 'k')));
+    // "3" the key and 3 the index print alike but are different paths.
+    QVERIFY(!(TensorPath{std::string("a"), std::string("3")} == TensorPath{std::string("a"), int64_t(3)}));
+    QVERIFY((TensorPath{std::string("a"), int64_t(3)} == TensorPath{std::string("a"), int64_t(3)}));
+    // Spans, not only text: "a.b" + "c" differs from "a" + "b.c".
+    QVERIFY(!(TensorPath{std::string("a.b"), std::string("c")} == TensorPath{std::string("a"), std::string("b.c")}));
+    // Leading empty keys leave no dot; popping them restores an empty name.
+    TensorPath empties{std::string(""), std::string(""), std::string("x")};
+    QCOMPARE(empties.name(), std::string_view("x"));
+    empties.pop_back();
+    QCOMPARE(empties.name(), std::string_view(""));
+    empties.pushIndex(INT64_MIN);
+    QCOMPARE(empties.index(2), INT64_MIN);
+    // Copy-assigning a short path over a long one, and a long over a short.
+    TensorPath a{std::string(200, 'z'), int64_t(1)};
+    TensorPath b{std::string("m")};
+    TensorPath c = a;
+    c = b;
+    QVERIFY(c == b);
+    b = a;
+    QVERIFY(b == a);
+    QCOMPARE(joinPath(b, 1), std::string("1"));
+  }
 };
 
 QTEST_GUILESS_MAIN(TestPickle)

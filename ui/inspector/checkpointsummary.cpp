@@ -255,7 +255,7 @@ void describe(const CheckpointFile& file, CheckpointSummary& out) {
   for (size_t i = 0; i < tensors.size(); ++i) {
     const TensorInfo& t = tensors[i];
     TensorRow row;
-    row.name = fromStd(joinPath(t.path));
+    row.name = QString::fromUtf8(t.name().data(), qsizetype(t.name().size()));
     row.dtype = fromStd(std::string(dtypeName(t.dtype)));
     row.shape = fromStd(t.shapeString());
     row.elements = t.numel();

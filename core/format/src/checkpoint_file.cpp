@@ -91,12 +91,12 @@ void walkTensorsWith(const Value* root, Fn&& fn, size_t valueCount = 0) {
     int64_t index = 0;
     bool state = false;
   };
-  auto makeKey = [](const KeyRef& r) -> PathElement {
-    if (r.state) return std::string("__state__");
-    if (!r.key) return r.index;
-    if (r.key->kind == K::Str) return std::string(r.key->text);
-    if (r.key->kind == K::Int) return r.key->integer;
-    return shortRepr(r.key, 60);
+  auto pushKey = [](TensorPath& path, const KeyRef& r) {
+    if (r.state) path.pushKey("__state__");
+    else if (!r.key) path.pushIndex(r.index);
+    else if (r.key->kind == K::Str) path.pushKey(r.key->text);
+    else if (r.key->kind == K::Int) path.pushIndex(r.key->integer);
+    else path.pushKey(shortRepr(r.key, 60));
   };
   // Child i of a container and how to name it; nullptr past the end.
   auto child = [](const Value* v, size_t i, KeyRef& key) -> const Value* {
@@ -167,12 +167,12 @@ void walkTensorsWith(const Value* root, Fn&& fn, size_t valueCount = 0) {
     ++f.next;
     if (c->kind == K::Tensor) {
       if (firstVisit(c)) {
-        path.push_back(makeKey(key));
+        pushKey(path, key);
         fn(c, path);
         path.pop_back();
       }
     } else if (isContainer(c) && firstVisit(c)) {
-      path.push_back(makeKey(key));
+      pushKey(path, key);
       stack.push_back({c, 0, true});
     }
   }
@@ -197,12 +197,7 @@ void CheckpointFile::finish() {
   bool inOrder = true;
   walkTensorsWith(m_root, [&](const Value* t, TensorPath& path) {
     const auto created = uint32_t(t->index);
-    // The walk drops the last element next: move it instead of copying it.
-    TensorPath& p = m_table.tensors[created].path;
-    p.clear();
-    p.reserve(path.size());
-    for (size_t i = 0; i + 1 < path.size(); ++i) p.push_back(path[i]);
-    if (!path.empty()) p.push_back(std::move(path.back()));
+    m_table.tensors[created].path = path;
     inOrder = inOrder && created == order.size();
     const_cast<Value*>(t)->index = int64_t(order.size());
     order.push_back(created);

@@ -94,9 +94,9 @@ struct Encoder {
 
 json pathToJson(const TensorPath& path) {
   json a = json::array();
-  for (const auto& p : path) {
-    if (const auto* s = std::get_if<std::string>(&p)) a.push_back(*s);
-    else a.push_back(std::get<int64_t>(p));
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (path.isIndex(i)) a.push_back(path.index(i));
+    else a.push_back(path.key(i));
   }
   return a;
 }

@@ -9,6 +9,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -155,162 +156,125 @@ class Dims {
 // integer key / list index.
 using PathElement = std::variant<std::string, int64_t>;
 
-// Where a tensor sits in the value tree: its path elements from the root. A
-// vector of PathElement that keeps up to kInline of them in place (a state
-// dict entry takes 2, an optimizer moment 4), so a tensor table costs no
-// allocation per path. Reads like a std::vector<PathElement> and converts
-// to and from one.
+// Where a tensor sits in the value tree: its path elements from the root.
+// It keeps the dotted name ("model_state.blocks.0.attn.q_proj.weight") as
+// one piece of text, and each element as a span of it, in place up to
+// kInlineText bytes and kInlineElements elements (every name a checkpoint
+// normally holds): a tensor table costs no allocation per path, and the name
+// a table shows is there without being assembled. Elements read as
+// PathElement values; integer elements print as their decimal digits.
 class TensorPath {
  public:
-  using value_type = PathElement;
-  using size_type = size_t;
-  using difference_type = ptrdiff_t;
-  using reference = PathElement&;
-  using const_reference = const PathElement&;
-  using pointer = PathElement*;
-  using const_pointer = const PathElement*;
-  using iterator = PathElement*;
-  using const_iterator = const PathElement*;
-  static constexpr size_t kInline = 4;
+  static constexpr size_t kInlineText = 64;
+  static constexpr size_t kInlineElements = 4;
 
   TensorPath() noexcept {}
-  TensorPath(std::initializer_list<PathElement> v) { append(v.begin(), v.size()); }
-  TensorPath(const std::vector<PathElement>& v) { append(v.data(), v.size()); }  // NOLINT: implicit on purpose
-  TensorPath(const TensorPath& o) { append(o.data(), o.m_size); }
+  TensorPath(std::initializer_list<PathElement> v) {
+    for (const PathElement& e : v) push_back(e);
+  }
+  TensorPath(const std::vector<PathElement>& v) {  // NOLINT: implicit on purpose
+    for (const PathElement& e : v) push_back(e);
+  }
+  TensorPath(const TensorPath& o) { copyFrom(o); }
   TensorPath(TensorPath&& o) noexcept { take(o); }
   TensorPath& operator=(const TensorPath& o) {
     if (this != &o) {
       clear();
-      append(o.data(), o.m_size);
+      copyFrom(o);
     }
     return *this;
   }
   TensorPath& operator=(TensorPath&& o) noexcept {
     if (this != &o) {
-      clear();
       release();
       take(o);
     }
     return *this;
   }
-  ~TensorPath() {
-    clear();
-    release();
-  }
+  ~TensorPath() { release(); }
 
   [[nodiscard]] size_t size() const { return m_size; }
   [[nodiscard]] bool empty() const { return m_size == 0; }
-  [[nodiscard]] size_t capacity() const { return m_heap ? m_capacity : kInline; }
-  [[nodiscard]] PathElement* data() { return m_heap ? m_heap : inlineData(); }
-  [[nodiscard]] const PathElement* data() const { return m_heap ? m_heap : inlineData(); }
-  [[nodiscard]] PathElement* begin() { return data(); }
-  [[nodiscard]] PathElement* end() { return data() + m_size; }
-  [[nodiscard]] const PathElement* begin() const { return data(); }
-  [[nodiscard]] const PathElement* end() const { return data() + m_size; }
-  [[nodiscard]] const PathElement* cbegin() const { return data(); }
-  [[nodiscard]] const PathElement* cend() const { return data() + m_size; }
-  [[nodiscard]] PathElement& operator[](size_t i) { return data()[i]; }
-  [[nodiscard]] const PathElement& operator[](size_t i) const { return data()[i]; }
-  [[nodiscard]] PathElement& at(size_t i) {
+  // The elements joined with '.' (a '.' goes before an element only when
+  // something precedes it, so leading empty keys leave no dot).
+  [[nodiscard]] std::string_view name() const { return {text(), m_textSize}; }
+  [[nodiscard]] bool isIndex(size_t i) const { return elements()[i].index; }
+  // Element i's text: the key, or an index's decimal digits.
+  [[nodiscard]] std::string_view key(size_t i) const {
+    const Element& e = elements()[i];
+    return {text() + e.offset, e.length};
+  }
+  [[nodiscard]] int64_t index(size_t i) const;  // isIndex(i) must hold
+  [[nodiscard]] PathElement operator[](size_t i) const {
+    if (isIndex(i)) return index(i);
+    return std::string(key(i));
+  }
+  [[nodiscard]] PathElement at(size_t i) const {
     if (i >= m_size) throw std::out_of_range("TensorPath::at");
-    return data()[i];
+    return (*this)[i];
   }
-  [[nodiscard]] const PathElement& at(size_t i) const {
-    if (i >= m_size) throw std::out_of_range("TensorPath::at");
-    return data()[i];
-  }
-  [[nodiscard]] PathElement& front() { return data()[0]; }
-  [[nodiscard]] const PathElement& front() const { return data()[0]; }
-  [[nodiscard]] PathElement& back() { return data()[m_size - 1]; }
-  [[nodiscard]] const PathElement& back() const { return data()[m_size - 1]; }
+  [[nodiscard]] PathElement front() const { return (*this)[0]; }
+  [[nodiscard]] PathElement back() const { return (*this)[m_size - 1]; }
 
-  void reserve(size_t n) {
-    if (n > capacity()) grow(n);
+  void pushKey(std::string_view key) { append(key.data(), key.size(), false); }
+  void pushIndex(int64_t index);
+  void push_back(const PathElement& x) {
+    if (const auto* s = std::get_if<std::string>(&x)) pushKey(*s);
+    else pushIndex(std::get<int64_t>(x));
   }
-  template <typename... Args>
-  PathElement& emplace_back(Args&&... args) {
-    if (m_size == capacity()) {
-      // Made first: the arguments may refer to an element that growing moves.
-      PathElement x(std::forward<Args>(args)...);
-      grow(m_size * 2);
-      return *new (data() + m_size++) PathElement(std::move(x));
-    }
-    return *new (data() + m_size++) PathElement(std::forward<Args>(args)...);
+  void pop_back() {
+    const Element& e = elements()[--m_size];
+    m_textSize = e.offset ? e.offset - 1 : 0;  // the '.' before it, if any, goes too
   }
-  void push_back(const PathElement& x) { emplace_back(x); }
-  void push_back(PathElement&& x) { emplace_back(std::move(x)); }
-  void pop_back() { data()[--m_size].~PathElement(); }
-  void clear() {
-    PathElement* d = data();
-    for (size_t i = 0; i < m_size; ++i) d[i].~PathElement();
-    m_size = 0;
-  }
+  void clear() { m_size = m_textSize = 0; }
 
-  [[nodiscard]] std::vector<PathElement> vec() const { return std::vector<PathElement>(begin(), end()); }
+  [[nodiscard]] std::vector<PathElement> vec() const;
   operator std::vector<PathElement>() const { return vec(); }  // NOLINT: implicit on purpose
 
-  friend bool operator==(const TensorPath& a, const TensorPath& b) { return equal(a, b.data(), b.size()); }
-  friend bool operator==(const TensorPath& a, const std::vector<PathElement>& b) { return equal(a, b.data(), b.size()); }
+  friend bool operator==(const TensorPath& a, const TensorPath& b);
 
  private:
-  static bool equal(const TensorPath& a, const PathElement* b, size_t n) {
-    if (a.m_size != n) return false;
-    for (size_t i = 0; i < n; ++i)
-      if (!(a.data()[i] == b[i])) return false;
-    return true;
-  }
-  PathElement* inlineData() { return reinterpret_cast<PathElement*>(m_inline); }
-  const PathElement* inlineData() const { return reinterpret_cast<const PathElement*>(m_inline); }
-  void append(const PathElement* p, size_t n) {
-    reserve(m_size + n);
-    for (size_t i = 0; i < n; ++i) emplace_back(p[i]);
-  }
-  void grow(size_t want) {
-    const size_t cap = std::max(want, kInline * 2);
-    auto* p = static_cast<PathElement*>(::operator new(cap * sizeof(PathElement)));
-    PathElement* old = data();
-    for (size_t i = 0; i < m_size; ++i) {
-      new (p + i) PathElement(std::move(old[i]));
-      old[i].~PathElement();
-    }
-    release();
-    m_heap = p;
-    m_capacity = cap;
-  }
-  // Frees the heap block (its elements are destroyed already).
-  void release() {
-    if (m_heap) ::operator delete(m_heap);
-    m_heap = nullptr;
-    m_capacity = 0;
-  }
-  // Takes o's elements (moving inline ones over); o ends up empty. This holds
-  // no elements and no heap block.
-  void take(TensorPath& o) noexcept {
-    if (o.m_heap) {
-      m_heap = o.m_heap;
-      m_capacity = o.m_capacity;
-      m_size = o.m_size;
-      o.m_heap = nullptr;
-      o.m_capacity = 0;
-      o.m_size = 0;
+  struct Element {
+    uint32_t offset;  // into the text
+    uint32_t length : 31;
+    uint32_t index : 1;  // an integer key / list index
+  };
+  [[nodiscard]] const char* text() const { return m_heapText ? m_heapText : m_inlineText; }
+  [[nodiscard]] const Element* elements() const { return m_heapElements ? m_heapElements : m_inlineElements; }
+  void append(const char* p, size_t n, bool isIndex) {
+    const size_t sep = m_textSize ? 1 : 0;
+    const size_t need = size_t(m_textSize) + sep + n;
+    if (need > (m_heapText ? m_textCapacity : kInlineText) || n >= (size_t(1) << 31) ||
+        m_size == (m_heapElements ? m_elementCapacity : kInlineElements)) [[unlikely]] {
+      appendGrowing(p, n, isIndex);
       return;
     }
-    PathElement* from = o.inlineData();
-    for (size_t i = 0; i < o.m_size; ++i) {
-      new (inlineData() + i) PathElement(std::move(from[i]));
-      from[i].~PathElement();
-    }
-    m_size = o.m_size;
-    o.m_size = 0;
+    char* t = m_heapText ? m_heapText : m_inlineText;
+    if (sep) t[m_textSize] = '.';
+    if (n) std::memcpy(t + m_textSize + sep, p, n);
+    Element* e = m_heapElements ? m_heapElements : m_inlineElements;
+    e[m_size++] = Element{uint32_t(m_textSize + sep), uint32_t(n), isIndex ? 1u : 0u};
+    m_textSize = uint32_t(need);
   }
+  void appendGrowing(const char* p, size_t n, bool isIndex);
+  void growText(size_t need);
+  void growElements();
+  void copyFrom(const TensorPath& o);
+  void take(TensorPath& o) noexcept;
+  void release() noexcept;
 
-  size_t m_size = 0;
-  size_t m_capacity = 0;           // of the heap block
-  PathElement* m_heap = nullptr;  // null: the elements are inline
-  alignas(PathElement) unsigned char m_inline[kInline * sizeof(PathElement)];
+  char* m_heapText = nullptr;  // null: the text is inline
+  Element* m_heapElements = nullptr;  // null: the elements are inline
+  uint32_t m_textSize = 0;
+  uint32_t m_textCapacity = 0;  // of the heap text
+  uint32_t m_size = 0;
+  uint32_t m_elementCapacity = 0;  // of the heap elements
+  char m_inlineText[kInlineText];
+  Element m_inlineElements[kInlineElements];
 };
 
 // "model_state.blocks.0.attn.q_proj.weight"; integer steps print as numbers.
+// From element `from` on, as if the path began there.
 std::string joinPath(const TensorPath& path, size_t from = 0);
 
 // A storage record: the bytes that one or more tensors view.
@@ -351,6 +315,8 @@ struct TensorInfo {
   int64_t qzeroPoint = 0;
   std::string error;  // why its bytes cannot be read ("" when the extent is fine)
 
+  // Its dotted name, as joinPath(path) gives it.
+  [[nodiscard]] std::string_view name() const { return path.name(); }
   [[nodiscard]] uint64_t numel() const;
   [[nodiscard]] uint64_t nbytes() const;  // numel x element size
   [[nodiscard]] bool isContiguous() const;
