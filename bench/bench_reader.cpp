@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -115,7 +116,7 @@ uint64_t describe(const ckpt::CheckpointFile& file) {
   if (const Value* c = view.config())
     for (const auto& [k, v] : c->entries) h += k->text.size() + uint64_t(v->kind);
   for (const ckpt::TensorInfo& t : file.tensors()) {
-    const std::string name = ckpt::joinPath(t.path);
+    const std::string_view name = t.name();
     const std::string_view dtype = ckpt::dtypeName(t.dtype);
     h += name.size() + dtype.size();
     for (int64_t d : t.shape) h += uint64_t(d);
@@ -126,6 +127,13 @@ uint64_t describe(const ckpt::CheckpointFile& file) {
 uint64_t openAndDescribe(const std::string& path) {
   const auto file = ckpt::CheckpointFile::open(path);
   return describe(*file);
+}
+
+// Minor page faults of this thread so far (fresh memory being touched).
+long minorFaults() {
+  rusage ru{};
+  getrusage(RUSAGE_THREAD, &ru);
+  return ru.ru_minflt;
 }
 
 double threadCpuSeconds() {
@@ -309,7 +317,7 @@ json breakdown(const std::string& path, size_t iters, std::vector<Phase>& phases
     }
     uint64_t h = 0;
     for (const ckpt::TensorInfo& ti : file->tensors()) {
-      h += ckpt::joinPath(ti.path).size() + ckpt::dtypeName(ti.dtype).size();
+      h += ti.name().size() + ckpt::dtypeName(ti.dtype).size();
       for (int64_t d : ti.shape) h += uint64_t(d);
     }
     g_sink = g_sink + h;
@@ -460,9 +468,12 @@ int main(int argc, char** argv) {
 
     // ---- in-process: open + view + tensor table + step/loss/config ----
     std::vector<double> inprocCpuT;
+    const long faults0 = minorFaults();
     const Stats inproc = stats(timeIt(std::max<size_t>(20, iters / 10), iters, [&] {
       if (openAndDescribe(file) != check) throw std::runtime_error("nondeterministic result");
     }, &inprocCpuT));
+    const double faultsPerOpen = double(minorFaults() - faults0) / double(std::max<size_t>(20, iters / 10) + iters);
+    out["in_process_page_faults_per_open"] = faultsPerOpen;
     const Stats inprocCpu = stats(inprocCpuT);
     out["in_process_ms"] = statsJson(inproc, 1e3);
     out["in_process_ms"]["iters"] = iters;
@@ -470,6 +481,7 @@ int main(int argc, char** argv) {
     std::printf("in-process open+view+table: median %.4f ms (min %.4f, p90 %.4f) over %zu iterations; "
                 "thread CPU median %.4f ms\n",
                 inproc.median * 1e3, inproc.min * 1e3, inproc.p90 * 1e3, iters, inprocCpu.median * 1e3);
+    std::printf("  page faults per open: %.2f\n", faultsPerOpen);
 
     // ---- where the time goes ----
     std::vector<Phase> phases;

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <new>
 #include <algorithm>
+#include <utility>
 
 #include "ckpt/format/error.h"
 #include "ckpt/format/tensor_data.h"
@@ -38,11 +39,33 @@ Sniff sniffFile(const InputFile& file) {
   return Sniff::Unknown;
 }
 
-CheckpointFile::~CheckpointFile() = default;
+namespace {
+
+// The tensor and storage tables of the last file closed on this thread,
+// emptied, with their capacity: the next file opened here fills them
+// instead of allocating (and first touching) a few hundred kB again. The
+// value arena keeps its blocks the same way.
+TensorTable& spareTables() {
+  thread_local TensorTable spare;
+  return spare;
+}
+constexpr size_t kMaxSpareRows = size_t(1) << 14;  // what a closed file may leave behind
+
+}  // namespace
+
+CheckpointFile::~CheckpointFile() {
+  m_table.tensors.clear();
+  m_table.storages.clear();
+  TensorTable& spare = spareTables();
+  if (m_table.tensors.capacity() <= kMaxSpareRows && m_table.storages.capacity() <= kMaxSpareRows &&
+      m_table.tensors.capacity() >= spare.tensors.capacity())
+    spare = std::move(m_table);
+}
 
 std::unique_ptr<CheckpointFile> CheckpointFile::open(const std::string& path, const ReadOptions& options) {
   std::unique_ptr<CheckpointFile> f(new CheckpointFile);
   f->m_metadataOnly = options.metadataOnly;
+  if (!options.metadataOnly) f->m_table = std::exchange(spareTables(), TensorTable{});
   try {
     f->m_file = std::make_unique<InputFile>(path);
     if (f->m_file->size() == 0) fail("empty file");
@@ -68,8 +91,7 @@ std::unique_ptr<CheckpointFile> CheckpointFile::open(const std::string& path, co
 namespace {
 
 // walkTensors without a std::function in the loop (finish() calls it with a
-// lambda it can inline). `fn` gets the path as a TensorPath& and may move
-// its last element out (the walk drops that element right after the call).
+// lambda it can inline). `fn` gets the path as a TensorPath&.
 // `valueCount`: how many values the tree's arena made (0 if unknown).
 template <typename Fn>
 void walkTensorsWith(const Value* root, Fn&& fn, size_t valueCount = 0) {
