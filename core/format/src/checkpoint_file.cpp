@@ -49,7 +49,7 @@ TensorTable& spareTables() {
   thread_local TensorTable spare;
   return spare;
 }
-constexpr size_t kMaxSpareRows = size_t(1) << 14;  // what a closed file may leave behind
+constexpr size_t kMaxSpareRows = 4096;  // at most ~2 MB kept per thread
 
 }  // namespace
 
