@@ -78,9 +78,13 @@ struct Value {
   uint32_t depth = 0;
   // Creation number within its arena (walks mark visited nodes by it).
   uint32_t id = 0;
-  int64_t integer = 0;
-  int64_t index = -1;  // Tensor / Storage: index into the file's tables
-  double real = 0.0;
+  // One number, by kind (a node is one kind for life): Int's `integer`,
+  // Float's `real`, a Tensor's or Storage's `index` into the file's tables.
+  union {
+    int64_t integer = 0;
+    double real;
+    int64_t index;
+  };
   std::string_view text;  // arena-owned
   // List / Tuple / Set elements; an Object's constructor arguments.
   ArenaArray<const Value*> items;
@@ -100,7 +104,7 @@ struct Value {
   [[nodiscard]] bool isDict() const { return kind == Kind::Dict; }
   [[nodiscard]] bool isTensor() const { return kind == Kind::Tensor; }
   [[nodiscard]] bool isSequence() const { return kind == Kind::List || kind == Kind::Tuple; }
-  [[nodiscard]] double number() const { return kind == Kind::Int ? double(integer) : real; }
+  [[nodiscard]] double number() const { return kind == Kind::Int ? double(integer) : kind == Kind::Float ? real : 0.0; }
   [[nodiscard]] std::string str() const { return std::string(text); }
 
   // Dict lookup by string key (first match, linear); nullptr when absent or
