@@ -3,6 +3,7 @@
 #include <cstring>
 #include <new>
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include "ckpt/format/error.h"
@@ -65,11 +66,18 @@ CheckpointFile::~CheckpointFile() {
 std::unique_ptr<CheckpointFile> CheckpointFile::open(const std::string& path, const ReadOptions& options) {
   std::unique_ptr<CheckpointFile> f(new CheckpointFile);
   f->m_metadataOnly = options.metadataOnly;
+  if (options.phases) {
+    *options.phases = {};
+    f->m_phases = options.phases;
+    f->lap(nullptr);
+  }
   if (!options.metadataOnly) f->m_table = std::exchange(spareTables(), TensorTable{});
   try {
     f->m_file = std::make_unique<InputFile>(path);
     if (f->m_file->size() == 0) fail("empty file");
-    switch (sniffFile(*f->m_file)) {
+    const Sniff sniff = sniffFile(*f->m_file);
+    f->lap(&OpenPhases::sniff);
+    switch (sniff) {
       case Sniff::Zip: f->loadTorchZip(options); break;  // TorchScript archives are told apart inside
       case Sniff::TorchLegacy: f->loadTorchLegacy(options); break;
       case Sniff::Safetensors: f->loadSafetensors(options); break;
@@ -77,7 +85,9 @@ std::unique_ptr<CheckpointFile> CheckpointFile::open(const std::string& path, co
       case Sniff::Pickle: fail("a plain pickle without PyTorch's magic number: not a torch.save file");
       case Sniff::Unknown: fail("not a PyTorch or safetensors file (unrecognised first bytes)");
     }
+    f->lap(&OpenPhases::parse);  // the rest of a legacy or safetensors read
     f->finish();
+    f->lap(&OpenPhases::finish);
   } catch (const FormatError& e) {
     throw FormatError(path + ": " + e.what());
   } catch (const std::bad_alloc&) {
@@ -86,6 +96,14 @@ std::unique_ptr<CheckpointFile> CheckpointFile::open(const std::string& path, co
     throw FormatError(path + ": a size in the file is too large");
   }
   return f;
+}
+
+void CheckpointFile::lap(double OpenPhases::*field) {
+  if (!m_phases) return;
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch()).count();
+  if (field) m_phases->*field += double(now - m_lapNs) * 1e-9;
+  m_lapNs = now;
 }
 
 namespace {

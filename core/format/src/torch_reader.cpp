@@ -204,6 +204,7 @@ void CheckpointFile::loadTorchZip(const ReadOptions& options) {
       firstOf(order);
     }
   }
+  lap(&OpenPhases::directory);
   if (constants)
     fail("a TorchScript archive (torch.jit.save) is not supported: it holds a program, not a checkpoint; "
          "save the model's state_dict with torch.save instead");
@@ -231,6 +232,7 @@ void CheckpointFile::loadTorchZip(const ReadOptions& options) {
     pickleData = buf;
   }
   const std::string_view pickle(reinterpret_cast<const char*>(pickleData), size_t(pkl->size));
+  lap(&OpenPhases::pickleRead);
   StorageRegistry registry(m_arena, m_table, m_zipRoot + "data/", /*legacy=*/false);
   PickleReader reader(m_arena, std::string(pkl->name), options.limits);
   reader.setBytesOutliveArena(true);
@@ -238,6 +240,7 @@ void CheckpointFile::loadTorchZip(const ReadOptions& options) {
     Value* placeholder = m_arena.make(K::Storage);
     reader.setPersistentLoader([placeholder](const Value*) { return placeholder; });
     m_root = reader.parse(pickleData, pickle.size()).root;
+    lap(&OpenPhases::parse);
     return;
   }
   // A zip holds one record per storage, and a tensor takes at least a few
@@ -250,6 +253,7 @@ void CheckpointFile::loadTorchZip(const ReadOptions& options) {
   reader.setTensorTable(&m_table);
   reader.setPersistentLoader([&registry](const Value* pid) { return registry.load(pid); });
   m_root = reader.parse(pickleData, pickle.size()).root;
+  lap(&OpenPhases::parse);
 
   // A storage whose record is missing or short leaves the rest readable:
   // its tensors carry the error, and `verify` reports it.
@@ -274,6 +278,7 @@ void CheckpointFile::loadTorchZip(const ReadOptions& options) {
                 std::to_string(need) + " bytes";
     }
   }
+  lap(&OpenPhases::records);
 }
 
 void CheckpointFile::loadTorchLegacy(const ReadOptions& options) {

@@ -24,7 +24,21 @@ std::string_view formatName(FileFormat f);  // "torch-zip", "torch-legacy", "saf
 enum class Sniff { Zip, TorchLegacy, Safetensors, Tar, Pickle, Unknown };
 Sniff sniffFile(const InputFile& file);
 
+// Where open() spends its time, in seconds per phase (for benchmarks: see
+// ReadOptions::phases). Zip files fill every phase, other formats `parse`
+// and `finish` (the rest stays 0).
+struct OpenPhases {
+  double sniff = 0;       // open, fstat, the first bytes
+  double directory = 0;   // zip central directory, records by name
+  double pickleRead = 0;  // data.pkl into memory
+  double parse = 0;       // the pickle: value tree, tensor and storage tables
+  double records = 0;     // every storage's record found and its size checked
+  double finish = 0;      // tensors in tree order with their paths, extents checked
+};
+
 struct ReadOptions {
+  // When set, open() writes its phase times here (a clock read per phase).
+  OpenPhases* phases = nullptr;
   PickleLimits limits;
   uint64_t maxPickleBytes = 1ull << 30;
   uint64_t maxHeaderBytes = 100ull << 20;  // safetensors JSON header
@@ -72,7 +86,11 @@ class CheckpointFile {
   void loadTorchLegacy(const ReadOptions& options);
   void loadSafetensors(const ReadOptions& options);
   void finish();  // number tensors in tree order, check extents
+  // Adds the time since the last lap to `field` of m_phases (when timing).
+  void lap(double OpenPhases::*field);
   bool m_metadataOnly = false;
+  OpenPhases* m_phases = nullptr;
+  int64_t m_lapNs = 0;
 
   std::unique_ptr<InputFile> m_file;
   std::unique_ptr<ZipArchive> m_zip;
