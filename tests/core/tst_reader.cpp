@@ -224,6 +224,27 @@ class TestReader : public QObject {
     const StorageInfo& s = ck->storages()[size_t(ck->tensors()[size_t(entries[size_t(head)].tensor)].storage)];
     QVERIFY(s.useCount >= 2);
   }
+
+  // ReadOptions::phases (for the benchmark's breakdown): a zip fills every
+  // phase, a legacy file only those it has; the tables come out the same.
+  void openPhases() {
+    ckpt::OpenPhases phases;
+    phases.directory = 99;  // open() starts from zero
+    ckpt::ReadOptions options;
+    options.phases = &phases;
+    const std::string zip = std::string(CKPT_FIXTURE_DIR) + "/runs/tiny/tiny_step100.pt";
+    const auto timed = CheckpointFile::open(zip, options);
+    const auto plain = CheckpointFile::open(zip);
+    QCOMPARE(timed->tensors().size(), plain->tensors().size());
+    for (double t : {phases.sniff, phases.directory, phases.pickleRead, phases.parse, phases.records, phases.finish})
+      QVERIFY(t > 0 && t < 10);
+    const auto legacy = CheckpointFile::open(std::string(CKPT_FIXTURE_DIR) + "/legacy_state.pt", options);
+    QVERIFY(!legacy->tensors().empty());
+    QCOMPARE(phases.directory, 0.0);
+    QCOMPARE(phases.pickleRead, 0.0);
+    QCOMPARE(phases.records, 0.0);
+    QVERIFY(phases.sniff > 0 && phases.parse > 0 && phases.finish > 0);
+  }
 };
 
 QTEST_GUILESS_MAIN(TestReader)
