@@ -155,6 +155,25 @@ class TestTrainer : public QObject {
     QVERIFY(weightBytes(straight + "/tiny_final.pt") == weightBytes(out + "/tiny_final.pt"));
   }
 
+  // A stop on a step that saves, evaluates and improves (step 2 here) writes
+  // tiny_step2.pt and then best_checkpoint.pt: the run still reports the
+  // step's own checkpoint as the one to resume from.
+  void stopOnASaveAndBestStep() {
+    const std::string out = dir("stopped-at-best");
+    Trainer trainer = Trainer::newRun(tiny(out, 6));
+    std::vector<StepReport> reports;
+    const RunResult r = trainer.run([&](const StepReport& s) {
+      reports.push_back(s);
+      return s.step < 2;
+    });
+    QCOMPARE(int(r.outcome), int(RunOutcome::Stopped));
+    QCOMPARE(r.step, int64_t(2));
+    QVERIFY(reports.back().valLoss);
+    QVERIFY(fs::exists(out + "/best_checkpoint.pt"));
+    QCOMPARE(r.lastCheckpoint, out + "/tiny_step2.pt");
+    QCOMPARE(CheckpointView(*CheckpointFile::open(r.lastCheckpoint)).step(), std::optional<int64_t>(2));
+  }
+
   void finetuneLineage() {
     const std::string parent = dir("straight") + "/tiny_final.pt";
     FinetuneOptions o;

@@ -270,6 +270,7 @@ struct Trainer::Impl {
     result.outputDir = outputDir;
     double lastLoss = 0;
     bool stopped = false;
+    std::string stopCheckpoint;  // the checkpoint a stop leaves to resume from
     while (step < t.maxSteps && !stopped) {
       const auto stepStart = Clock::now();
       const double lr = learningRateAt(t, step);
@@ -329,16 +330,19 @@ struct Trainer::Impl {
       appendMetrics(r);
       if (progress && !progress(r) && step < t.maxSteps) {
         stopped = true;
-        // Stopping finishes the step and leaves a checkpoint to resume from.
+        // Stopping finishes the step and leaves a checkpoint to resume from:
+        // the step's own, even when best_checkpoint.pt was written after it.
         const std::string file = t.runName + "_step" + std::to_string(step) + ".pt";
-        if (fs::path(r.savedCheckpoint).filename() != file) save(file, stepLoss, false, r.elapsedSeconds);
+        stopCheckpoint = fs::path(r.savedCheckpoint).filename() == file
+                             ? r.savedCheckpoint
+                             : save(file, stepLoss, false, r.elapsedSeconds);
       }
     }
     if (!stopped) {
       result.lastCheckpoint = save(t.runName + "_final.pt", lastLoss, true, elapsed());
       result.outcome = RunOutcome::Finished;
     } else {
-      result.lastCheckpoint = lastSaved;
+      result.lastCheckpoint = stopCheckpoint;
       result.outcome = RunOutcome::Stopped;
     }
     result.step = step;

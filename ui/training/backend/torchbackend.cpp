@@ -5,7 +5,6 @@
 #include <torch/cuda.h>
 #include <torch/version.h>
 
-#include <filesystem>
 
 #include "training/trainbackend.h"
 
@@ -32,19 +31,7 @@ class TorchJob final : public TrainJob {
     return i;
   }
 
-  RunResult run(const ProgressCallback& progress) override {
-    RunResult r = m_trainer.run(progress);
-    // A stop on a step that also wrote best_checkpoint.pt reports that file
-    // as the newest; the user wants the step checkpoint, which the trainer
-    // always leaves on a stop and best_checkpoint.pt may later overwrite.
-    if (r.outcome == RunOutcome::Stopped) {
-      const std::filesystem::path stepFile = std::filesystem::path(r.outputDir.empty() ? m_trainer.config().training.outputDir
-                                                                                        : r.outputDir) /
-                                             (m_trainer.config().training.runName + "_step" + std::to_string(r.step) + ".pt");
-      if (std::filesystem::exists(stepFile)) r.lastCheckpoint = stepFile.string();
-    }
-    return r;
-  }
+  RunResult run(const ProgressCallback& progress) override { return m_trainer.run(progress); }
 
  private:
   Trainer m_trainer;
