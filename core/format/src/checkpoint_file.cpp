@@ -114,7 +114,7 @@ namespace {
 template <typename Fn>
 void walkTensorsWith(const Value* root, Fn&& fn, size_t valueCount = 0) {
   using K = Value::Kind;
-  static const Value kNoState;
+  static const Value kNoState{};
   struct Frame {
     const Value* v;
     size_t next;

@@ -532,7 +532,7 @@ class Machine {
     for (size_t i = 0; i < n; i += 2) {
       adopt(target, kv[i]);
       adopt(target, kv[i + 1]);
-      m_arena.append(target->entries, ValuePair(kv[i], kv[i + 1]));
+      m_arena.append(target->entries, ValuePair{kv[i], kv[i + 1]});
     }
   }
   void appendItems(Value* target, Value* const* items, size_t n) {
@@ -591,7 +591,7 @@ class Machine {
           for (const Value* pair : args->items[0]->items) {
             if (!pair->isSequence() || pair->items.size() != 2) return opaque(callable, args);
             adopt(d, pair);
-            m_arena.append(d->entries, ValuePair(pair->items[0], pair->items[1]));
+            m_arena.append(d->entries, ValuePair{pair->items[0], pair->items[1]});
           }
         } else if (n != 0) {
           return opaque(callable, args);
