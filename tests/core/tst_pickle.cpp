@@ -306,6 +306,14 @@ class TestPickle : public QObject {
       QCOMPARE(p.size(), want.size());
     }
     QVERIFY(p.vec() == want);
+    {  // copies of a path past the inline elements, into empty and short paths
+      const TensorPath copied = p;
+      QVERIFY(copied == p);
+      TensorPath assigned{std::string("short")};
+      assigned = p;
+      QVERIFY(assigned == p);
+      QCOMPARE(assigned.name(), p.name());
+    }
     for (size_t i = 0; i < want.size(); ++i) {
       QCOMPARE(p.isIndex(i), std::holds_alternative<int64_t>(want[i]));
       QVERIFY(p[i] == want[i]);

@@ -525,6 +525,8 @@ def nested_fixture():
         "empty_bytes": b"",
         "consts": [None, True, False],
         "int_keys": {1: "one", -5: {"deep": torch.tensor([7, 8], dtype=torch.int16)}, 2**40: "big"},
+        # a tensor 11 keys down: its path outgrows the reader's inline room
+        "deep_path": {"l1": {"l2": [[{"l5": ({"l7": {"l8": {"l9": {"l10": torch.tensor([1.5, -2.0])}}}},)}]]}},
         "tuple_keys": {(1, "a"): 1, (2, "b"): [1]},
         "mixed_keys": {"a": 1, 2: "b", 1.5: None, None: 0, True: "t"},
         "shared1": shared_list,

@@ -35,7 +35,7 @@ void TensorPath::appendGrowing(const char* p, size_t n, bool isIndex) {
   const std::string copy(p, n);  // `p` may lie in the text that growing frees
   const size_t need = size_t(m_textSize) + (m_textSize ? 1 : 0) + n;
   if (need > (m_heapText ? m_textCapacity : kInlineText)) growText(need);
-  if (m_size == (m_heapElements ? m_elementCapacity : kInlineElements)) growElements();
+  if (m_size == (m_heapElements ? m_elementCapacity : kInlineElements)) growElements(m_size + 1);
   append(copy.data(), n, isIndex);
 }
 
@@ -49,8 +49,8 @@ void TensorPath::growText(size_t need) {
   m_textCapacity = uint32_t(cap);
 }
 
-void TensorPath::growElements() {
-  const size_t cap = 2 * std::max<size_t>(m_size, kInlineElements);
+void TensorPath::growElements(size_t need) {
+  const size_t cap = std::max(need, 2 * std::max<size_t>(m_size, kInlineElements));
   if (cap > UINT32_MAX / 2) throw std::length_error("TensorPath: too many elements");
   auto* p = new Element[cap];
   if (m_size) std::memcpy(p, elements(), m_size * sizeof(Element));
@@ -62,7 +62,7 @@ void TensorPath::growElements() {
 void TensorPath::copyFrom(const TensorPath& o) {
   // This is empty (cleared or new); its heap blocks, if any, are reused.
   if (o.m_textSize > (m_heapText ? m_textCapacity : kInlineText)) growText(o.m_textSize);
-  while (o.m_size > (m_heapElements ? m_elementCapacity : kInlineElements)) growElements();
+  if (o.m_size > (m_heapElements ? m_elementCapacity : kInlineElements)) growElements(o.m_size);
   if (o.m_textSize) std::memcpy(m_heapText ? m_heapText : m_inlineText, o.text(), o.m_textSize);
   if (o.m_size) std::memcpy(m_heapElements ? m_heapElements : m_inlineElements, o.elements(), o.m_size * sizeof(Element));
   m_textSize = o.m_textSize;

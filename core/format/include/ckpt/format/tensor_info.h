@@ -258,7 +258,7 @@ class TensorPath {
   }
   void appendGrowing(const char* p, size_t n, bool isIndex);
   void growText(size_t need);
-  void growElements();
+  void growElements(size_t need);  // room for at least `need` elements
   void copyFrom(const TensorPath& o);
   void take(TensorPath& o) noexcept;
   void release() noexcept;
