@@ -5,12 +5,10 @@
 #include <cstring>
 #include <initializer_list>
 #include <iterator>
-#include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <variant>
 #include <vector>
 
