@@ -10,6 +10,7 @@
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/checkpoint_view.h"
 #include "ckpt/format/error.h"
+#include "ckpt/index/run_plan.h"
 
 namespace fs = std::filesystem;
 
@@ -128,8 +129,9 @@ CheckpointEntry describeCheckpoint(const std::string& path, const std::string& r
 namespace {
 
 // .bin and .ckpt files count only when their first bytes say torch or safetensors.
+// A writer's temporary file (.<name>.tmp-<pid>-<hex>) is never listed.
 bool isListedFile(const fs::path& path) {
-  if (!isCandidateName(path.filename().string())) return false;
+  if (isTempFileName(path.filename().string()) || !isCandidateName(path.filename().string())) return false;
   const std::string ext = lower(path.extension().string());
   if (ext != ".bin" && ext != ".ckpt") return true;
   try {

@@ -1,0 +1,355 @@
+#include "ckpt/index/run_plan.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <regex>
+#include <set>
+#include <stdexcept>
+
+#include "ckpt/format/checkpoint_file.h"
+#include "ckpt/index/scanner.h"
+
+namespace fs = std::filesystem;
+
+namespace ckpt {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::string absoluteNormal(const std::string& path) { return fs::absolute(path).lexically_normal().string(); }
+
+std::string regexEscape(const std::string& s) {
+  return std::regex_replace(s, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)");
+}
+
+std::string utcStamp(const char* format) {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, format, &tm);
+  return buf;
+}
+
+std::string stripPath(const std::string& message, const std::string& path) {
+  if (message.rfind(path + ": ", 0) == 0) return message.substr(path.size() + 2);
+  return message;
+}
+
+// Whether a listed checkpoint belongs to `runName`: its metadata says so, or
+// it says no run at all (an unreadable file, a hand-written loop's file).
+bool ofRun(const CheckpointEntry& e, const std::string& runName) { return !e.runName || *e.runName == runName; }
+
+// fsync a directory after a rename in it; failures are not fatal (the rename is done).
+void syncDirectory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  (void)::fsync(fd);
+  ::close(fd);
+}
+
+// Writes `text` to `path` atomically: a temporary file named as the
+// checkpoint writer names its own (so a killed writer's leftover is found by
+// removeStaleTempFiles), fsync, rename, fsync the directory.
+void writeFileAtomically(const std::string& path, const std::string& text) {
+  const fs::path p(path);
+  std::random_device rd;
+  char suffix[64];
+  std::snprintf(suffix, sizeof suffix, ".tmp-%ld-%08x", long(::getpid()), unsigned(rd()));
+  const std::string temp = (p.parent_path() / ("." + p.filename().string() + suffix)).string();
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) throw std::runtime_error(path + ": cannot create temporary file " + temp + ": " + std::strerror(errno));
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = errno;
+      ::close(fd);
+      ::unlink(temp.c_str());
+      throw std::runtime_error(path + ": cannot write " + temp + ": " + std::strerror(err));
+    }
+    done += size_t(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(temp.c_str());
+    throw std::runtime_error(path + ": cannot sync " + temp + ": " + std::strerror(err));
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(temp.c_str());
+    throw std::runtime_error(path + ": cannot rename " + temp + " over it: " + std::strerror(err));
+  }
+  syncDirectory(p.parent_path().empty() ? "." : p.parent_path().string());
+}
+
+// Appends and syncs; throws naming the file.
+void appendDurably(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+  if (fd < 0) throw std::runtime_error(path + ": cannot open to append: " + std::strerror(errno));
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = errno;
+      ::close(fd);
+      throw std::runtime_error(path + ": cannot append: " + std::strerror(err));
+    }
+    done += size_t(n);
+  }
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) throw std::runtime_error(path + ": cannot sync: " + std::strerror(err));
+}
+
+}  // namespace
+
+ResumePlan planResume(const std::string& checkpoint) {
+  ResumePlan plan;
+  plan.checkpoint = absoluteNormal(checkpoint);
+  plan.runDir = fs::path(plan.checkpoint).parent_path().string();
+  const CheckpointEntry self = describeCheckpoint(plan.checkpoint, fs::path(plan.checkpoint).filename().string());
+  if (!self.error.empty()) throw std::runtime_error(checkpoint + ": " + self.error);
+  plan.step = self.step.value_or(0);
+  plan.runName = self.runName ? *self.runName : fs::path(plan.runDir).filename().string();
+  if (plan.runName.empty()) plan.runName = "run";
+
+  // Later: a checkpoint of the run past this step, or one of unknown step
+  // (unreadable) at a path the continued run would write over.
+  const RunEntry run = scanRunDirectory(plan.runDir, plan.runDir);
+  const std::vector<std::string> written = existingRunFiles(plan.runDir, plan.runName);
+  for (const CheckpointEntry& e : run.checkpoints) {
+    if (absoluteNormal(e.path) == plan.checkpoint || !ofRun(e, plan.runName)) continue;
+    const std::string name = fs::path(e.path).filename().string();
+    const bool overwritten = std::find(written.begin(), written.end(), name) != written.end();
+    if (e.step ? *e.step > plan.step : overwritten) plan.laterFiles.push_back(absoluteNormal(e.path));
+  }
+  // Newest first: the order a reader of the list wants.
+  std::reverse(plan.laterFiles.begin(), plan.laterFiles.end());
+  plan.isNewest = plan.laterFiles.empty();
+  if (!plan.isNewest) {
+    const fs::path parent = fs::path(plan.runDir).parent_path();
+    const std::string base = plan.runName + "@" + std::to_string(plan.step);
+    for (int n = 1;; ++n) {
+      const std::string name = n == 1 ? base : base + "-" + std::to_string(n);
+      const std::string dir = (parent / name).string();
+      std::error_code ec;
+      const bool empty = !fs::exists(dir, ec) || (fs::is_directory(dir, ec) && existingRunFiles(dir, name).empty());
+      if (empty) {
+        plan.branchRunName = name;
+        plan.branchDir = dir;
+        break;
+      }
+    }
+  }
+  return plan;
+}
+
+std::vector<std::string> existingRunFiles(const std::string& dir, const std::string& runName) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return files;
+  const std::regex ours(regexEscape(runName) + R"(_(step\d+|final|final_step\d+)\.pt)");
+  static const std::set<std::string> shared{"best_checkpoint.pt", "metrics.jsonl", "metrics.superseded.jsonl",
+                                            "lineage.json"};
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!it->is_regular_file(ec)) continue;
+    if (shared.count(name) || std::regex_match(name, ours)) files.push_back(name);
+  }
+  if (ec) throw std::runtime_error(dir + ": cannot list: " + ec.message());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string clashMessage(const std::string& dir, const std::string& runName, const std::vector<std::string>& files) {
+  std::string list;
+  for (size_t i = 0; i < files.size() && i < 3; ++i) list += (i ? ", " : "") + files[i];
+  if (files.size() > 3) list += " and " + std::to_string(files.size() - 3) + " more";
+  return dir + " already holds run '" + runName + "' (" + list + "): continue it with `ckptscope-cli resume " + dir +
+         "`, train under another run_name or --out DIR, or pass --overwrite to move these files to " +
+         (fs::path(dir) / ".trash").string() + "/";
+}
+
+IntactCheckpoint newestIntactCheckpoint(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw std::runtime_error(dir + ": not a directory");
+  RunEntry run = scanRunDirectory(dir, dir);
+  if (run.checkpoints.empty()) throw std::runtime_error(dir + ": no checkpoint to resume in this directory");
+  std::set<std::string> names;
+  for (const CheckpointEntry& e : run.checkpoints)
+    if (e.runName) names.insert(*e.runName);
+  if (names.size() > 1) {
+    std::string list;
+    for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+    throw std::runtime_error(dir + ": holds checkpoints of several runs (" + list + "): resume one file");
+  }
+  // Newest first; at one step the end-of-run file, then the step file, the
+  // latest and best copies; files of unknown step last.
+  auto rank = [](CheckpointKind k) {
+    switch (k) {
+      case CheckpointKind::Final: return 0;
+      case CheckpointKind::Step: return 1;
+      case CheckpointKind::Latest: return 2;
+      case CheckpointKind::Best: return 3;
+      default: return 4;
+    }
+  };
+  std::stable_sort(run.checkpoints.begin(), run.checkpoints.end(), [&](const CheckpointEntry& a, const CheckpointEntry& b) {
+    if (a.step.has_value() != b.step.has_value()) return a.step.has_value();
+    if (a.step && *a.step != *b.step) return *a.step > *b.step;
+    return rank(a.kind) < rank(b.kind);
+  });
+  IntactCheckpoint result;
+  for (const CheckpointEntry& e : run.checkpoints) {
+    const std::string name = fs::path(e.path).filename().string();
+    std::string reason;
+    try {
+      const auto file = CheckpointFile::open(e.path);
+      const std::vector<std::string> problems = file->verify();
+      if (!problems.empty()) {
+        reason = problems.front();
+        if (problems.size() > 1) reason += " (and " + std::to_string(problems.size() - 1) + " more problems)";
+      }
+    } catch (const std::exception& err) {
+      reason = stripPath(err.what(), e.path);
+    }
+    if (reason.empty()) {
+      result.checkpoint = e.path;
+      return result;
+    }
+    result.skipped.push_back({name, reason});
+  }
+  return result;
+}
+
+std::string moveToTrash(const std::string& dir, const std::vector<std::string>& files) {
+  const fs::path trashRoot = fs::path(dir) / ".trash";
+  const std::string stamp = utcStamp("%Y%m%d-%H%M%S");
+  fs::path folder;
+  std::error_code ec;
+  fs::create_directories(trashRoot, ec);
+  if (ec) throw std::runtime_error(trashRoot.string() + ": cannot create: " + ec.message());
+  for (int n = 1;; ++n) {
+    folder = trashRoot / (n == 1 ? stamp : stamp + "-" + std::to_string(n));
+    if (::mkdir(folder.c_str(), 0777) == 0) break;
+    if (errno != EEXIST) throw std::runtime_error(folder.string() + ": cannot create: " + std::strerror(errno));
+  }
+  for (const std::string& f : files) {
+    const fs::path from = fs::path(f).is_absolute() || fs::path(f).has_parent_path() ? fs::path(f) : fs::path(dir) / f;
+    const fs::path to = folder / from.filename();
+    if (::rename(from.c_str(), to.c_str()) != 0)
+      throw std::runtime_error(from.string() + ": cannot move to " + folder.string() + ": " + std::strerror(errno));
+  }
+  syncDirectory(dir);
+  return folder.string();
+}
+
+bool isTempFileName(std::string_view fileName) {
+  static const std::regex re(R"(\..+\.tmp-\d+-[0-9a-f]{8})");
+  return std::regex_match(fileName.begin(), fileName.end(), re);
+}
+
+std::vector<std::string> removeStaleTempFiles(const std::string& dir) {
+  std::vector<std::string> removed;
+  static const std::regex re(R"(\..+\.tmp-(\d+)-[0-9a-f]{8})");
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::smatch m;
+    if (!std::regex_match(name, m, re) || !it->is_regular_file(ec)) continue;
+    long pid = 0;
+    try {
+      pid = std::stol(m[1].str());
+    } catch (const std::exception&) {
+      continue;
+    }
+    if (pid <= 0 || pid == long(::getpid())) continue;
+    // Gone: no such process. EPERM means it runs (under another user): keep it.
+    if (::kill(pid_t(pid), 0) == 0 || errno != ESRCH) continue;
+    if (::unlink(it->path().c_str()) == 0) removed.push_back(name);
+  }
+  return removed;
+}
+
+MetricsTrim trimMetrics(const std::string& dir, int64_t step) {
+  MetricsTrim trim;
+  const std::string path = (fs::path(dir) / "metrics.jsonl").string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return trim;
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  in.close();
+  // The last line of each step at or before `step` stays.
+  std::vector<std::optional<int64_t>> steps(lines.size());
+  std::map<int64_t, size_t> lastOf;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const json j = json::parse(lines[i], nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("step") && j["step"].is_number_integer()) steps[i] = j["step"].get<int64_t>();
+    if (steps[i] && *steps[i] <= step) lastOf[*steps[i]] = i;
+  }
+  std::string kept, superseded;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const bool keep = steps[i] && *steps[i] <= step && lastOf[*steps[i]] == i;
+    (keep ? kept : superseded) += lines[i] + '\n';
+    ++(keep ? trim.kept : trim.superseded);
+  }
+  if (trim.superseded == 0) return trim;
+  // Superseded lines are safe before metrics.jsonl loses them: a kill in
+  // between leaves a line in both files, never in neither.
+  appendDurably((fs::path(dir) / "metrics.superseded.jsonl").string(), superseded);
+  writeFileAtomically(path, kept);
+  return trim;
+}
+
+void writeLineage(const std::string& dir, const Lineage& l) {
+  const json j{{"run", l.run},
+               {"parent_run", l.parentRun},
+               {"parent_dir", l.parentDir},
+               {"parent_checkpoint", l.parentCheckpoint},
+               {"parent_step", l.parentStep},
+               {"created", l.created.empty() ? utcStamp("%Y-%m-%dT%H:%M:%SZ") : l.created}};
+  writeFileAtomically((fs::path(dir) / "lineage.json").string(), j.dump(2) + "\n");
+}
+
+std::optional<Lineage> readLineage(const std::string& dir) {
+  const std::string path = (fs::path(dir) / "lineage.json").string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(path + ": not JSON: " + e.what());
+  }
+  Lineage l;
+  try {
+    l.run = j.at("run").get<std::string>();
+    l.parentRun = j.at("parent_run").get<std::string>();
+    l.parentDir = j.at("parent_dir").get<std::string>();
+    l.parentCheckpoint = j.at("parent_checkpoint").get<std::string>();
+    l.parentStep = j.at("parent_step").get<int64_t>();
+    l.created = j.value("created", std::string());
+  } catch (const std::exception& e) {
+    throw std::runtime_error(path + ": " + e.what());
+  }
+  return l;
+}
+
+}  // namespace ckpt
