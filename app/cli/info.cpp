@@ -130,6 +130,13 @@ int runInfo(int argc, char** argv) {
   } else {
     printText(*file);
   }
+  // Everything readable is printed; a tensor whose bytes are not there (a
+  // missing storage record, an extent past its storage) still fails the
+  // command, as diff and verify do.
+  for (const StorageInfo& s : file->storages())
+    if (!s.error.empty()) return failWith(file->path() + ": storage " + s.key + ": " + s.error);
+  for (const TensorInfo& t : file->tensors())
+    if (!t.error.empty()) return failWith(file->path() + ": tensor " + joinPath(t.path) + ": " + t.error);
   return kExitOk;
 }
 

@@ -116,6 +116,36 @@ class TestCli : public QObject {
     QCOMPARE(r.err.count('\n'), 1);
   }
 
+  // A tensor whose bytes are not there: info prints all it can read (the
+  // table with the ERROR row), then fails like diff and verify.
+  void infoFailsOnMissingBytes_data() {
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<QString>("reason");
+    QTest::newRow("storage record missing") << "storage_missing.pt" << "data/7";
+    QTest::newRow("extent past the storage") << "tensor_extent_too_big.pt" << "";
+    QTest::newRow("record too short") << "storage_record_short.pt" << "";
+  }
+  void infoFailsOnMissingBytes() {
+    QFETCH(QString, file);
+    QFETCH(QString, reason);
+    const QString path = kFixtures + "/hostile/" + file;
+    for (const bool asJson : {false, true}) {
+      const Run r = asJson ? cli({"info", path, "--json"}) : cli({"info", path});
+      QCOMPARE(r.exitCode, 1);
+      QVERIFY2(r.err.startsWith(("ckptscope-cli: " + path + ": ").toUtf8()), r.err.constData());
+      QVERIFY2(r.err.contains(reason.toUtf8()), r.err.constData());
+      QCOMPARE(r.err.count('\n'), 1);
+      if (asJson) {
+        QVERIFY(json::parse(r.out.toStdString()).contains("tensors"));  // still printed whole
+      } else {
+        QVERIFY2(r.out.contains("ERROR: "), r.out.constData());
+        QVERIFY(r.out.contains("\ntotal "));
+      }
+    }
+    const Run ok = cli({"info", kFixtures + "/hostile/control_ok.pt"});
+    QCOMPARE(ok.exitCode, 0);
+  }
+
   void errors() {
     Run r = cli({"info", kFixtures + "/no/such.pt"});
     QCOMPARE(r.exitCode, 1);
