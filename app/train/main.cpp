@@ -6,11 +6,13 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "ckpt/format/error.h"
+#include "ckpt/index/run_plan.h"
 #include "ckpt/train/trainer.h"
 
 namespace {
@@ -27,10 +29,10 @@ int failWith(const std::string& message) {
 const char* kUsage =
     "usage:\n"
     "  ckptscope-cli train --config RUN.json [--data PATH] [--out DIR] [--device auto|cpu|cuda]\n"
-    "                      [--max-steps N] [key=value ...]\n"
-    "  ckptscope-cli resume CKPT [--max-steps N] [--data PATH] [--device D]\n"
+    "                      [--max-steps N] [--overwrite] [key=value ...]\n"
+    "  ckptscope-cli resume CKPT|DIR [--in-place] [--max-steps N] [--data PATH] [--device D]\n"
     "  ckptscope-cli finetune CKPT --data PATH [--out DIR] [--lr X] [--max-steps N] [--stage NAME]\n"
-    "                      [--tokenizer T] [--device D]\n"
+    "                      [--tokenizer T] [--device D] [--overwrite]\n"
     "  ckptscope-cli score CKPT --data PATH --seq-len T [--json] [--tokenizer T] [--device D]\n"
     "  ckptscope-cli generate CKPT --prompt TEXT [--max-new-tokens N] [--temperature T] [--top-k K]\n"
     "                      [--seed S] [--tokenizer T] [--device D]\n";
@@ -154,7 +156,8 @@ int runTrainer(Trainer& trainer) {
 int cmdTrain(int argc, char** argv) {
   Args a;
   std::string problem;
-  if (!parse(argc, argv, {"--config", "--data", "--out", "--device", "--max-steps", "--tokenizer"}, {}, a, problem))
+  if (!parse(argc, argv, {"--config", "--data", "--out", "--device", "--max-steps", "--tokenizer"}, {"--overwrite"}, a,
+             problem))
     return usageError(problem);
   if (!a.has("--config")) return usageError("train needs --config RUN.json");
   RunConfig config = RunConfig::fromFile(a.get("--config"));
@@ -168,25 +171,41 @@ int cmdTrain(int argc, char** argv) {
   if (a.has("--device")) config.training.device = a.get("--device");
   if (a.has("--max-steps")) config.training.maxSteps = toInt("--max-steps", a.get("--max-steps"));
   if (config.training.outputDir.empty()) config.training.outputDir = config.training.runName;
-  Trainer trainer = Trainer::newRun(config);
+  Trainer trainer = Trainer::newRun(config, a.has("--overwrite"));
   return runTrainer(trainer);
 }
 
 int cmdResume(int argc, char** argv) {
   Args a;
   std::string problem;
-  if (!parse(argc, argv, {"--max-steps", "--data", "--device"}, {}, a, problem)) return usageError(problem);
-  if (a.positional.size() != 1) return usageError("resume takes exactly one CKPT");
+  if (!parse(argc, argv, {"--max-steps", "--data", "--device"}, {"--in-place"}, a, problem)) return usageError(problem);
+  if (a.positional.size() != 1) return usageError("resume takes exactly one CKPT or DIR");
   std::optional<int64_t> maxSteps;
   if (a.has("--max-steps")) maxSteps = toInt("--max-steps", a.get("--max-steps"));
-  Trainer trainer = Trainer::resume(a.positional[0], maxSteps, a.get("--data"), a.get("--device", "auto"));
+  std::string checkpoint = a.positional[0];
+  std::error_code ec;
+  if (std::filesystem::is_directory(checkpoint, ec)) {
+    // A run directory: its newest checkpoint that verifies, falling back one
+    // by one past the damaged ones (the reference guide's pattern).
+    const IntactCheckpoint pick = newestIntactCheckpoint(checkpoint);
+    for (const SkippedCheckpoint& s : pick.skipped)
+      std::fprintf(stderr, "skipped %s: %s\n", s.file.c_str(), s.reason.c_str());
+    if (pick.checkpoint.empty())
+      return failWith(checkpoint + ": no intact checkpoint to resume (" + std::to_string(pick.skipped.size()) +
+                      " damaged); start again with train --overwrite");
+    checkpoint = pick.checkpoint;
+    std::fprintf(stderr, "resuming %s\n", checkpoint.c_str());
+  }
+  Trainer trainer =
+      Trainer::resume(checkpoint, maxSteps, a.get("--data"), a.get("--device", "auto"), a.has("--in-place"));
   return runTrainer(trainer);
 }
 
 int cmdFinetune(int argc, char** argv) {
   Args a;
   std::string problem;
-  if (!parse(argc, argv, {"--data", "--out", "--lr", "--max-steps", "--stage", "--tokenizer", "--device"}, {}, a, problem))
+  if (!parse(argc, argv, {"--data", "--out", "--lr", "--max-steps", "--stage", "--tokenizer", "--device"}, {"--overwrite"},
+             a, problem))
     return usageError(problem);
   if (a.positional.size() != 1) return usageError("finetune takes exactly one CKPT");
   if (!a.has("--data")) return usageError("finetune needs --data PATH");
@@ -198,6 +217,7 @@ int cmdFinetune(int argc, char** argv) {
   o.stage = a.get("--stage", "sft");
   o.tokenizer = a.get("--tokenizer");
   o.device = a.get("--device", "auto");
+  o.overwrite = a.has("--overwrite");
   Trainer trainer = Trainer::finetune(a.positional[0], o);
   return runTrainer(trainer);
 }

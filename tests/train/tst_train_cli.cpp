@@ -5,7 +5,9 @@
 #include <fstream>
 
 #include "../core/json_compare.h"
+#include "../core/run_outputs.h"
 #include "../core/run_process.h"
+#include "run_files.h"
 
 using ckpt::test::json;
 
@@ -66,6 +68,95 @@ class TestTrainCli : public QObject {
     QVERIFY2(g1.exitCode == 0, g1.err.constData());
     QVERIFY(g1.out.startsWith("Sing"));
     QCOMPARE(g1.out, g2.out);  // seeded
+  }
+
+  // A second train into the same directory refuses and changes nothing;
+  // --overwrite moves the earlier files to a dated .trash/ folder.
+  void secondTrainRefusesThenOverwriteMovesToTrash() {
+    const QString d = m_dir.path();
+    const std::string out = (d + "/runs/dup").toStdString();
+    Run r = cli({"train", "--config", "run.json", "--out", "runs/dup", "max_steps=3"}, d);
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    const auto before = ckpt::test::fileDigests(out);
+    QCOMPARE(before.size(), size_t(3));  // best_checkpoint.pt, cli_final.pt, metrics.jsonl
+    r = cli({"train", "--config", "run.json", "--out", "runs/dup", "max_steps=3"}, d);
+    QCOMPARE(r.exitCode, 1);
+    QCOMPARE(r.err.count('\n'), 1);
+    QVERIFY2(r.err.startsWith("ckptscope-cli: runs/dup already holds run 'cli' ("), r.err.constData());
+    QVERIFY2(r.err.contains("ckptscope-cli resume runs/dup") && r.err.contains("--out") && r.err.contains("--overwrite"),
+             r.err.constData());
+    QVERIFY(before == ckpt::test::fileDigests(out));
+
+    r = cli({"train", "--config", "run.json", "--out", "runs/dup", "max_steps=3", "--overwrite"}, d);
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    QVERIFY2(r.err.contains("--overwrite"), r.err.constData());
+    const QStringList trash = QDir(d + "/runs/dup/.trash").entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+    QCOMPARE(trash.size(), 1);
+    QVERIFY(QRegularExpression("^\\d{8}-\\d{6}$").match(trash[0]).hasMatch());
+    // The old files, byte for byte, in the trash; a new run with one history.
+    const auto moved = ckpt::test::fileDigests(out + "/.trash/" + trash[0].toStdString());
+    QVERIFY(moved == before);
+    const auto lines = ckpt::test::metricsLines(out);
+    QCOMPARE(lines.size(), size_t(3));
+    for (size_t i = 0; i < lines.size(); ++i) QCOMPARE(lines[i]["step"].get<int64_t>(), int64_t(i + 1));
+    QVERIFY(QFile::exists(d + "/runs/dup/cli_final.pt"));
+  }
+
+  // resume DIR: the newest checkpoint is truncated, the next has a flipped
+  // byte inside a tensor record; it resumes from the third, naming both.
+  void resumeDirFallsBackPastDamage() {
+    const QString d = m_dir.path();
+    const std::string out = (d + "/runs/fb").toStdString();
+    Run r = cli({"train", "--config", "run.json", "--out", "runs/fb", "max_steps=6", "save_every=1", "eval_every=0"}, d);
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    const auto finalWeights = ckpt::test::weightBytes(out + "/cli_final.pt");
+    {
+      std::string bytes = ckpt::test::fileContents(out + "/cli_final.pt");
+      std::ofstream(out + "/cli_final.pt", std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() * 6 / 10);
+      bytes = ckpt::test::fileContents(out + "/cli_step5.pt");
+      const size_t at = bytes.find("data/0");
+      QVERIFY(at != std::string::npos);
+      const size_t inside = ((at + 6 + 4 + 63) / 64) * 64 + 64;
+      bytes[inside] = char(bytes[inside] ^ 0x01);
+      std::ofstream(out + "/cli_step5.pt", std::ios::binary | std::ios::trunc) << bytes;
+    }
+    const auto damaged = ckpt::test::fileDigests(out);
+
+    r = cli({"resume", "runs/fb"}, d);
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    QVERIFY2(r.err.contains("skipped cli_final.pt: truncated"), r.err.constData());
+    QVERIFY2(r.err.contains("skipped cli_step5.pt: ") && r.err.contains("CRC mismatch"), r.err.constData());
+    QVERIFY2(r.err.contains("resuming runs/fb/cli_step4.pt"), r.err.constData());
+    QVERIFY2(r.err.contains("from step 4 to 6"), r.err.constData());
+    // Not the newest: a branch beside it; the damaged files stay as they were.
+    QVERIFY2(r.out.contains("finished at step 6: " + QByteArray::fromStdString(d.toStdString()) + "/runs/cli@4/cli@4_final.pt"),
+             r.out.constData());
+    QVERIFY(damaged == ckpt::test::fileDigests(out));
+    QVERIFY(ckpt::test::weightBytes((d + "/runs/cli@4/cli@4_final.pt").toStdString()) == finalWeights);
+
+    // --in-place: the damaged later files go to .trash/, the run ends where it is.
+    r = cli({"resume", "runs/fb", "--in-place"}, d);
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    QVERIFY2(r.out.contains("finished at step 6: runs/fb/cli_final.pt"), r.out.constData());
+    QVERIFY(ckpt::test::weightBytes(out + "/cli_final.pt") == finalWeights);
+    const QStringList trash = QDir(d + "/runs/fb/.trash").entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+    QCOMPARE(trash.size(), 1);
+    const auto moved = ckpt::test::fileDigests(out + "/.trash/" + trash[0].toStdString());
+    QCOMPARE(moved.size(), size_t(2));
+    QCOMPARE(moved.at("cli_final.pt"), damaged.at("cli_final.pt"));
+    QCOMPARE(moved.at("cli_step5.pt"), damaged.at("cli_step5.pt"));
+    const auto lines = ckpt::test::metricsLines(out);
+    QCOMPARE(lines.size(), size_t(6));
+    for (size_t i = 0; i < lines.size(); ++i) QCOMPARE(lines[i]["step"].get<int64_t>(), int64_t(i + 1));
+
+    // Nothing intact: exit 1, and it says so.
+    QDir().mkpath(d + "/runs/none");
+    std::ofstream(d.toStdString() + "/runs/none/cli_step1.pt", std::ios::binary)
+        << ckpt::test::fileContents(out + "/cli_step1.pt").substr(0, 300);
+    r = cli({"resume", "runs/none"}, d);
+    QCOMPARE(r.exitCode, 1);
+    QVERIFY2(r.err.contains("skipped cli_step1.pt: "), r.err.constData());
+    QVERIFY2(r.err.contains("ckptscope-cli: runs/none: no intact checkpoint to resume"), r.err.constData());
   }
 
   void errors() {

@@ -14,6 +14,8 @@
 #include "../core/json_compare.h"
 #include "../core/run_outputs.h"
 #include "../core/run_process.h"
+#include "ckpt/index/run_plan.h"
+#include "run_files.h"
 
 using namespace ckpt;
 using ckpt::test::json;
@@ -125,6 +127,7 @@ class TestTrainer : public QObject {
     const std::string a = dir("straight"), b = dir("halves");
     Trainer::newRun(tiny(a, 6)).run();
     Trainer::newRun(tiny(b, 3)).run();
+    const std::string finalAt3 = ckpt::test::fileContents(b + "/tiny_final.pt");
     Trainer resumed = Trainer::resume(b + "/tiny_final.pt", 6, {}, "cpu");
     QCOMPARE(resumed.startStep(), int64_t(3));
     QVERIFY2(resumed.notes().find("fresh optimizer") == std::string::npos, resumed.notes().c_str());
@@ -134,6 +137,8 @@ class TestTrainer : public QObject {
     QCOMPARE(lb.size(), size_t(6));
     for (size_t i = 0; i < 6; ++i) QCOMPARE(lb[i]["loss"].get<double>(), la[i]["loss"].get<double>());
     QVERIFY(weightBytes(a + "/tiny_final.pt") == weightBytes(b + "/tiny_final.pt"));
+    // The end of the first 3 steps was not replaced: it is kept beside the new final.
+    QCOMPARE(ckpt::test::fileContents(b + "/tiny_final_step3.pt"), finalAt3);
   }
 
   void stopAndResume() {
@@ -195,6 +200,143 @@ class TestTrainer : public QObject {
     const Value* lineage = view.lookup("parent");
     QVERIFY(lineage && lineage->isStr());
     QCOMPARE(lineage->str(), fs::absolute(parent).lexically_normal().string());
+  }
+
+  // A second new run into a directory of the run refuses before touching
+  // anything; --overwrite moves the old files to .trash/ when it starts.
+  void newRunRefusesADirectoryOfTheRun() {
+    const std::string out = dir("straight");
+    const auto before = ckpt::test::fileDigests(out);
+    std::string error;
+    try {
+      Trainer::newRun(tiny(out, 6));
+    } catch (const std::runtime_error& e) {
+      error = e.what();
+    }
+    QVERIFY2(error.rfind(out + " already holds run 'tiny' (best_checkpoint.pt, metrics.jsonl, tiny_final.pt and 2 more)", 0) == 0,
+             error.c_str());
+    QVERIFY(before == ckpt::test::fileDigests(out));
+    // Another run name in the same directory still clashes on the shared files.
+    RunConfig other = tiny(out, 6);
+    other.training.runName = "other";
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, Trainer::newRun(other));
+    QVERIFY(before == ckpt::test::fileDigests(out));
+  }
+
+  // Resuming a middle checkpoint: a new run tiny@2 beside the parent, whose
+  // files stay byte-identical; the branch's end equals a straight run from
+  // that checkpoint.
+  void resumeFromTheMiddleBranches() {
+    const std::string parent = dir("straight");
+    const auto before = ckpt::test::fileDigests(parent);
+    const auto parentLines = metricsLines(parent);
+    Trainer branch = Trainer::resume(parent + "/tiny_step2.pt", {}, {}, "cpu");
+    const std::string branchDir = dir("tiny@2");
+    QCOMPARE(branch.startStep(), int64_t(2));
+    QCOMPARE(branch.config().training.runName, std::string("tiny@2"));
+    QCOMPARE(branch.config().training.outputDir, branchDir);
+    QVERIFY2(branch.notes().find("not the newest checkpoint of run 'tiny'") != std::string::npos, branch.notes().c_str());
+    QVERIFY(!fs::exists(branchDir + "/lineage.json"));  // nothing is written before run()
+    QVERIFY(!fs::exists(branchDir + "/metrics.jsonl"));
+    const RunResult r = branch.run();
+    QCOMPARE(r.lastCheckpoint, branchDir + "/tiny@2_final.pt");
+    QVERIFY(before == ckpt::test::fileDigests(parent));
+
+    // The straight run from the same checkpoint: a copy resumed where it is the newest.
+    const std::string copy = dir("copy-of-step2");
+    fs::create_directories(copy);
+    fs::copy_file(parent + "/tiny_step2.pt", copy + "/tiny_step2.pt");
+    Trainer straight = Trainer::resume(copy + "/tiny_step2.pt", {}, {}, "cpu");
+    QCOMPARE(straight.config().training.outputDir, copy);
+    straight.run();
+    QVERIFY(weightBytes(copy + "/tiny_final.pt") == weightBytes(r.lastCheckpoint));
+    QVERIFY(weightBytes(parent + "/tiny_final.pt") == weightBytes(r.lastCheckpoint));
+
+    // Its own history from step 3 on, equal to the parent's there.
+    const auto lines = metricsLines(branchDir);
+    QCOMPARE(lines.size(), size_t(4));
+    for (size_t i = 0; i < lines.size(); ++i) {
+      QCOMPARE(lines[i]["step"].get<int64_t>(), int64_t(i + 3));
+      QCOMPARE(lines[i]["loss"].get<double>(), parentLines[i + 2]["loss"].get<double>());
+    }
+    // Lineage in the directory and in every checkpoint.
+    const auto lineage = readLineage(branchDir);
+    QVERIFY(lineage);
+    QCOMPARE(lineage->run, std::string("tiny@2"));
+    QCOMPARE(lineage->parentRun, std::string("tiny"));
+    QCOMPARE(lineage->parentDir, parent);
+    QCOMPARE(lineage->parentCheckpoint, parent + "/tiny_step2.pt");
+    QCOMPARE(lineage->parentStep, int64_t(2));
+    int checked = 0;
+    for (const auto& e : fs::directory_iterator(branchDir)) {
+      if (e.path().extension() != ".pt") continue;
+      const auto f = CheckpointFile::open(e.path().string());
+      const CheckpointView view(*f);
+      QCOMPARE(view.run(), std::optional<std::string>("tiny@2"));
+      QCOMPARE(view.lookup("parent")->str(), parent + "/tiny_step2.pt");
+      QCOMPARE(view.lookup("parent_step")->number(), 2.0);
+      ++checked;
+    }
+    QVERIFY(checked >= 2);  // tiny@2_step4.pt, tiny@2_final.pt (and best)
+
+    // A second branch from the same step gets its own directory.
+    Trainer second = Trainer::resume(parent + "/tiny_step2.pt", 3, {}, "cpu");
+    QCOMPARE(second.config().training.runName, std::string("tiny@2-2"));
+  }
+
+  // Stop, resume in place from an older checkpoint, stop, resume in place
+  // again: metrics.jsonl holds each step once, equal to the uninterrupted
+  // run's; the later files are in .trash/, the superseded lines kept.
+  void resumeInPlaceKeepsOneHistory() {
+    const std::string out = dir("history");
+    Trainer first = Trainer::newRun(tiny(out, 6));
+    QCOMPARE(first.run([](const StepReport& s) { return s.step < 5; }).step, int64_t(5));
+    QVERIFY(fs::exists(out + "/tiny_step5.pt"));
+
+    Trainer again = Trainer::resume(out + "/tiny_step4.pt", {}, {}, "cpu", /*inPlace=*/true);
+    QCOMPARE(again.config().training.outputDir, out);
+    QVERIFY2(again.notes().find("--in-place") != std::string::npos, again.notes().c_str());
+    QVERIFY(fs::exists(out + "/tiny_step5.pt"));  // moved only when it runs
+    const std::string step5 = ckpt::test::fileContents(out + "/tiny_step5.pt");
+    QCOMPARE(again.run([](const StepReport& s) { return s.step < 5; }).step, int64_t(5));
+
+    // A killed writer's temporary file: the next save removes it.
+    const std::string stale = out + "/.tiny_step4.pt.tmp-" + std::to_string(ckpt::test::endedPid()) + "-deadbeef";
+    std::ofstream(stale) << "partial";
+    Trainer third = Trainer::resume(out + "/tiny_step2.pt", {}, {}, "cpu", /*inPlace=*/true);
+    QCOMPARE(third.startStep(), int64_t(2));
+    QCOMPARE(third.run().step, int64_t(6));
+    QVERIFY(!fs::exists(stale));
+
+    const auto straight = metricsLines(dir("straight")), lines = metricsLines(out);
+    QCOMPARE(lines.size(), size_t(6));
+    for (size_t i = 0; i < 6; ++i) {
+      QCOMPARE(lines[i]["step"].get<int64_t>(), int64_t(i + 1));
+      for (const char* key : {"loss", "lr", "tokens", "val_loss"}) {
+        QCOMPARE(lines[i].contains(key), straight[i].contains(key));
+        if (lines[i].contains(key)) QCOMPARE(lines[i][key].dump(), straight[i][key].dump());
+      }
+    }
+    QVERIFY(weightBytes(out + "/tiny_final.pt") == weightBytes(dir("straight") + "/tiny_final.pt"));
+    // Superseded: step 5 (first resume), then 3, 4, 5 (the second).
+    std::vector<int64_t> superseded;
+    std::ifstream in(out + "/metrics.superseded.jsonl");
+    for (std::string line; std::getline(in, line);) superseded.push_back(json::parse(line)["step"].get<int64_t>());
+    QCOMPARE(superseded, (std::vector<int64_t>{5, 3, 4, 5}));
+    // Two trash folders: the first stop's step 5; then steps 4, 5 and the best of step 4.
+    std::vector<std::vector<std::string>> trash;
+    std::vector<fs::path> folders;
+    for (const auto& e : fs::directory_iterator(out + "/.trash")) folders.push_back(e.path());
+    std::sort(folders.begin(), folders.end());
+    for (const fs::path& f : folders) {
+      std::vector<std::string> names;
+      for (const auto& e : fs::directory_iterator(f)) names.push_back(e.path().filename().string());
+      std::sort(names.begin(), names.end());
+      trash.push_back(names);
+    }
+    QCOMPARE(trash, (std::vector<std::vector<std::string>>{
+                        {"tiny_step5.pt"}, {"best_checkpoint.pt", "tiny_step4.pt", "tiny_step5.pt"}}));
+    QCOMPARE(ckpt::test::fileContents(folders[0] / "tiny_step5.pt"), step5);
   }
 
   void keepLastK() {

@@ -11,6 +11,8 @@
 
 #include "checkpoint_io.h"
 #include "ckpt/model/decoder.h"
+#include "ckpt/index/run_plan.h"
+#include "ckpt/index/scanner.h"
 #include "ckpt/model/device.h"
 #include "ckpt/train/dataset.h"
 #include "ckpt/train/tokenizer.h"
@@ -62,6 +64,14 @@ struct Trainer::Impl {
   RunConfig config;
   std::string outputDir;
   std::string parent;  // lineage: the checkpoint this run started from
+  std::optional<int64_t> parentStep;  // its step, when known
+  // Done when run() starts, not while preparing (a request that fails to
+  // prepare leaves the directory as it was): files to move to .trash/, the
+  // step metrics.jsonl is cut back to (a resume in place), a branch's
+  // lineage.json.
+  std::vector<std::string> pendingTrash;
+  std::optional<int64_t> trimMetricsTo;
+  std::optional<Lineage> lineage;
   std::string notes;
   c10::Device device = c10::Device(c10::kCPU);
   AutocastPlan autocast;
@@ -80,6 +90,7 @@ struct Trainer::Impl {
   int64_t seqLen() const { return config.training.seqLen > 0 ? config.training.seqLen : config.model.maxSeqLen; }
 
   void note(const std::string& s) { notes += (notes.empty() ? "" : "\n") + s; }
+  void claimDirectory(bool overwrite);
 
   void setUp(const std::optional<at::Tensor>& rng) {
     TrainingConfig& t = config.training;
@@ -213,6 +224,7 @@ struct Trainer::Impl {
     m["timestamp"] = isoNow();
     m["tokens_seen"] = tokensSeen;
     m["parent"] = parent.empty() ? json(nullptr) : json(parent);
+    m["parent_step"] = parentStep ? json(*parentStep) : json(nullptr);
     m["training_config"] = config.training.toJson();
     m["data_config"] = config.data.toJson();
     m["tokenizer"] = config.data.tokenizer;
@@ -229,6 +241,7 @@ struct Trainer::Impl {
                           {"best_val_loss", bestValLoss ? json(*bestValLoss) : json(nullptr)}};
     c.rngState = rngState();
     const std::string path = (fs::path(outputDir) / file).string();
+    removeStaleTempFiles(outputDir);  // a killed writer's leftovers
     saveCheckpointContent(path, c);
     lastSaved = path;
     return path;
@@ -258,7 +271,39 @@ struct Trainer::Impl {
     if (!out) throw std::runtime_error((fs::path(outputDir) / "metrics.jsonl").string() + ": cannot append");
   }
 
+  // What preparing decided and promised in notes(): moves, the metrics cut,
+  // the lineage, before the first step writes anything.
+  void applyPending() {
+    removeStaleTempFiles(outputDir);
+    if (!pendingTrash.empty()) {
+      moveToTrash(outputDir, pendingTrash);
+      pendingTrash.clear();
+    }
+    if (trimMetricsTo) {
+      trimMetrics(outputDir, *trimMetricsTo);
+      trimMetricsTo.reset();
+    }
+    if (lineage) {
+      writeLineage(outputDir, *lineage);
+      lineage.reset();
+    }
+  }
+
+  // An end-of-run file already at the final path (a finished run extended
+  // with a larger max_steps) is kept beside it as <run>_final_step<N>.pt,
+  // never replaced.
+  void keepEarlierFinal(const std::string& file) {
+    const fs::path path = fs::path(outputDir) / file;
+    if (!fs::exists(path)) return;
+    const CheckpointEntry old = describeCheckpoint(path.string(), file);
+    const std::string stem = path.stem().string();
+    const fs::path kept = fs::path(outputDir) / (stem + "_step" + std::to_string(old.step.value_or(0)) + ".pt");
+    if (fs::exists(kept)) moveToTrash(outputDir, {path.string()});
+    else fs::rename(path, kept);
+  }
+
   RunResult run(const ProgressCallback& progress) {
+    applyPending();
     const TrainingConfig& t = config.training;
     const int64_t T = seqLen();
     const int64_t micro = t.microBatchSize;
@@ -320,6 +365,10 @@ struct Trainer::Impl {
         improved = !bestValLoss || *r.valLoss < *bestValLoss;
         if (improved) bestValLoss = r.valLoss;
       }
+      // The step's metrics line goes out before its checkpoint: a kill in
+      // between leaves a line that the resume in place cuts back, never a
+      // checkpoint whose step has no line.
+      appendMetrics(r);
       if (t.saveEvery > 0 && step % t.saveEvery == 0 && step < t.maxSteps)
         r.savedCheckpoint = save(t.runName + "_step" + std::to_string(step) + ".pt", stepLoss, false, r.elapsedSeconds);
       if (improved) {
@@ -327,7 +376,6 @@ struct Trainer::Impl {
         if (r.savedCheckpoint.empty()) r.savedCheckpoint = best;
       }
       prune();
-      appendMetrics(r);
       if (progress && !progress(r) && step < t.maxSteps) {
         stopped = true;
         // Stopping finishes the step and leaves a checkpoint to resume from:
@@ -339,6 +387,7 @@ struct Trainer::Impl {
       }
     }
     if (!stopped) {
+      keepEarlierFinal(t.runName + "_final.pt");
       result.lastCheckpoint = save(t.runName + "_final.pt", lastLoss, true, elapsed());
       result.outcome = RunOutcome::Finished;
     } else {
@@ -355,9 +404,36 @@ Trainer::Trainer(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
 Trainer::~Trainer() = default;
 Trainer::Trainer(Trainer&&) noexcept = default;
 
-Trainer Trainer::newRun(const RunConfig& config) {
+namespace {
+
+std::string joinNames(const std::vector<std::string>& paths, size_t limit = 4) {
+  std::string s;
+  for (size_t i = 0; i < paths.size() && i < limit; ++i) s += (i ? ", " : "") + fs::path(paths[i]).filename().string();
+  if (paths.size() > limit) s += " and " + std::to_string(paths.size() - limit) + " more";
+  return s;
+}
+
+}  // namespace
+
+// A directory that holds files of the run refuses a new one unless asked to
+// move them away (run_plan.h: existingRunFiles, the one rule for every caller).
+void Trainer::Impl::claimDirectory(bool overwrite) {
+  const std::vector<std::string> clash = existingRunFiles(outputDir, config.training.runName);
+  if (clash.empty()) return;
+  if (!overwrite) throw std::runtime_error(clashMessage(outputDir, config.training.runName, clash));
+  for (const std::string& f : clash) pendingTrash.push_back((fs::path(outputDir) / f).string());
+  note("--overwrite: the earlier run's " + joinNames(clash) + " move to " + (fs::path(outputDir) / ".trash").string() +
+       "/ before the first step");
+}
+
+Trainer Trainer::newRun(const RunConfig& config, bool overwrite) {
   auto impl = std::make_unique<Impl>();
   impl->config = config;
+  const TrainingConfig& t = config.training;
+  impl->outputDir = t.outputDir.empty() ? t.runName : t.outputDir;
+  impl->config.model.validate();  // a bad config says so before the directory does
+  impl->config.training.validate();
+  impl->claimDirectory(overwrite);
   impl->setUp(std::nullopt);
   torch::manual_seed(config.training.seed);
   impl->model = std::make_unique<Decoder>(config.model);
@@ -367,7 +443,9 @@ Trainer Trainer::newRun(const RunConfig& config) {
 }
 
 Trainer Trainer::resume(const std::string& checkpoint, std::optional<int64_t> maxSteps, const std::string& dataPath,
-                        const std::string& device) {
+                        const std::string& device, bool inPlace) {
+  // Where it continues: the run's own directory, or a branch (run_plan.h).
+  const ResumePlan plan = planResume(checkpoint);
   auto impl = std::make_unique<Impl>();
   CheckpointContent content;
   RunConfig& rc = impl->config;
@@ -376,7 +454,7 @@ Trainer Trainer::resume(const std::string& checkpoint, std::optional<int64_t> ma
   if (!impl->adoptCheckpoint(checkpoint, content)) {
     // A checkpoint of the Python library: what its metadata says, defaults
     // for the rest.
-    if (meta.contains("run_name") && meta["run_name"].is_string()) rc.training.runName = meta["run_name"].get<std::string>();
+    rc.training.runName = plan.runName;
     if (meta.contains("learning_rate") && meta["learning_rate"].is_number())
       rc.training.learningRate = meta["learning_rate"].get<double>();
     if (meta.contains("stage") && meta["stage"].is_string()) rc.training.stage = meta["stage"].get<std::string>();
@@ -389,8 +467,34 @@ Trainer Trainer::resume(const std::string& checkpoint, std::optional<int64_t> ma
   if (step >= rc.training.maxSteps)
     throw ConfigError("the checkpoint is at step " + std::to_string(step) + ", max_steps is " +
                       std::to_string(rc.training.maxSteps) + ": nothing to do (pass --max-steps)");
-  impl->outputDir = fs::path(checkpoint).parent_path().string();
-  if (impl->outputDir.empty()) impl->outputDir = ".";
+  impl->parent = meta.contains("parent") && meta["parent"].is_string() ? meta["parent"].get<std::string>() : "";
+  if (meta.contains("parent_step") && meta["parent_step"].is_number_integer())
+    impl->parentStep = meta["parent_step"].get<int64_t>();
+  const std::string name = fs::path(checkpoint).filename().string();
+  if (plan.isNewest || inPlace) {
+    impl->outputDir = fs::path(checkpoint).parent_path().string();
+    if (impl->outputDir.empty()) impl->outputDir = ".";
+    // One history: metrics.jsonl is cut back to this step when the run starts.
+    impl->trimMetricsTo = step;
+    if (!plan.isNewest) {
+      impl->pendingTrash = plan.laterFiles;
+      impl->note("--in-place: " + name + " (step " + std::to_string(step) + ") is not the newest checkpoint of run '" +
+                 plan.runName + "'; the later " + joinNames(plan.laterFiles) + " move to " +
+                 (fs::path(plan.runDir) / ".trash").string() + "/ and metrics.jsonl is cut back to step " +
+                 std::to_string(step) + " (the rest kept in metrics.superseded.jsonl)");
+    }
+  } else {
+    // A branch: a new run beside the parent, which stays as it is.
+    impl->outputDir = plan.branchDir;
+    rc.training.runName = plan.branchRunName;
+    impl->parent = plan.checkpoint;
+    impl->parentStep = step;
+    impl->lineage = Lineage{plan.branchRunName, plan.runName, plan.runDir, plan.checkpoint, step, isoNow()};
+    impl->note(name + " (step " + std::to_string(step) + ") is not the newest checkpoint of run '" + plan.runName +
+               "' (" + joinNames(plan.laterFiles, 2) + " come later): continuing as the new run '" +
+               plan.branchRunName + "' in " + plan.branchDir + ", leaving " + plan.runDir +
+               " as it is (--in-place continues there instead, moving the later files to .trash/)");
+  }
   rc.training.outputDir = impl->outputDir;
   impl->setUp(content.rngState);
   impl->model = std::make_unique<Decoder>(model);
@@ -401,7 +505,6 @@ Trainer Trainer::resume(const std::string& checkpoint, std::optional<int64_t> ma
   else impl->note("the checkpoint has no optimizer state: resuming with a fresh optimizer");
   impl->step = step;
   impl->tokensSeen = meta.value("tokens_seen", int64_t(0));
-  impl->parent = meta.contains("parent") && meta["parent"].is_string() ? meta["parent"].get<std::string>() : "";
   const json& ts = content.trainerState;
   if (ts.is_object() && ts.contains("sampler_position")) {
     impl->sampler->restore(ts["sampler_position"].get<uint64_t>());
@@ -446,6 +549,8 @@ Trainer Trainer::finetune(const std::string& checkpoint, const FinetuneOptions& 
                         : options.outputDir;
   rc.training.outputDir = impl->outputDir;
   impl->parent = fs::absolute(checkpoint).lexically_normal().string();
+  if (meta.contains("step") && meta["step"].is_number_integer()) impl->parentStep = meta["step"].get<int64_t>();
+  impl->claimDirectory(options.overwrite);
   impl->setUp(std::nullopt);
   torch::manual_seed(rc.training.seed);
   impl->model = std::make_unique<Decoder>(model);

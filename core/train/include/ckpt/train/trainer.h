@@ -49,6 +49,9 @@ struct FinetuneOptions {
   double learningRate = 1e-5;  // the reference's SFT rate
   int64_t maxSteps = 0;        // 0 -> the parent's max_steps
   std::string device = "auto";
+  // The stage directory already holds files of this run: move them to its
+  // .trash/ instead of refusing.
+  bool overwrite = false;
 };
 
 class Trainer {
@@ -57,12 +60,21 @@ class Trainer {
   Trainer(Trainer&&) noexcept;
 
   // Throws ConfigError / std::runtime_error with a message for the user.
-  static Trainer newRun(const RunConfig& config);
+  // An output directory that already holds files of the run
+  // (existingRunFiles, ckpt/index/run_plan.h) is refused, unless `overwrite`:
+  // then they are moved to <dir>/.trash/<stamp>/ when run() starts.
+  static Trainer newRun(const RunConfig& config, bool overwrite = false);
   // Continues the run that wrote `checkpoint` (ours or the Python
-  // library's) in the same directory from its step, with its optimizer.
+  // library's) from its step, with its optimizer (planResume decides where):
+  // the run's newest checkpoint continues in its directory, metrics.jsonl cut
+  // back to the step; an older one continues as a new branch run
+  // "<run>@<step>" in a sibling directory with lineage.json, the parent left
+  // untouched, unless `inPlace`: then the later files move to .trash/ and the
+  // run continues in its directory. Nothing is moved before run().
   static Trainer resume(const std::string& checkpoint, std::optional<int64_t> maxSteps = {},
-                        const std::string& dataPath = {}, const std::string& device = "auto");
-  // Weights only: a new optimizer and schedule, step 0, a new run directory.
+                        const std::string& dataPath = {}, const std::string& device = "auto", bool inPlace = false);
+  // Weights only: a new optimizer and schedule, step 0, a new run directory
+  // (refused when it holds files of that run, unless options.overwrite).
   static Trainer finetune(const std::string& checkpoint, const FinetuneOptions& options);
 
   RunResult run(const ProgressCallback& progress = {});
