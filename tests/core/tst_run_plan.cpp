@@ -251,6 +251,22 @@ class TestRunPlan : public QObject {
     QCOMPARE(pick.skipped[1].file, std::string("tiny_final.pt"));
     QVERIFY2(pick.skipped[1].reason.find("CRC mismatch") != std::string::npos, pick.skipped[1].reason.c_str());
 
+    // A damaged end-of-run file has no readable step: still the newest, and named.
+    const fs::path t = dir("intact/truncated-final");
+    fs::copy_file(kRuns + "/tiny/tiny_step100.pt", t / "tiny_step100.pt");
+    fs::copy_file(kRuns + "/tiny/tiny_step200.pt", t / "tiny_step200.pt");
+    const std::string whole = slurp(kRuns + "/tiny/tiny_final.pt");
+    spit(t / "tiny_final.pt", whole.substr(0, whole.size() / 2));
+    pick = newestIntactCheckpoint(t.string());
+    QCOMPARE(pick.checkpoint, (t / "tiny_step200.pt").string());
+    QCOMPARE(pick.skipped.size(), size_t(1));
+    QCOMPARE(pick.skipped[0].file, std::string("tiny_final.pt"));
+    QVERIFY2(pick.skipped[0].reason.rfind("truncated", 0) == 0, pick.skipped[0].reason.c_str());
+    // ... and later than any step for planResume: a resume of step 200 branches.
+    const ResumePlan p = planResume((t / "tiny_step200.pt").string());
+    QVERIFY(!p.isNewest);
+    QCOMPARE(p.laterFiles, std::vector<std::string>{(t / "tiny_final.pt").string()});
+
     // latest_checkpoint.pt style: the newest of a hand-written loop.
     const fs::path h = dir("intact/handloop");
     for (const char* f : {"checkpoint_50.pt", "checkpoint_100.pt", "best_checkpoint.pt", "latest_checkpoint.pt"})

@@ -200,8 +200,13 @@ IntactCheckpoint newestIntactCheckpoint(const std::string& dir) {
     for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
     throw std::runtime_error(dir + ": holds checkpoints of several runs (" + list + "): resume one file");
   }
-  // Newest first; at one step the end-of-run file, then the step file, the
-  // latest and best copies; files of unknown step last.
+  // Newest first: an end-of-run or latest file whose step cannot be read
+  // (damaged) is the newest by its nature; then by step, at one step the
+  // end-of-run file, the step file, the latest and best copies; other files
+  // of unknown step last.
+  auto newestByName = [](const CheckpointEntry& e) {
+    return !e.step && (e.kind == CheckpointKind::Final || e.kind == CheckpointKind::Latest);
+  };
   auto rank = [](CheckpointKind k) {
     switch (k) {
       case CheckpointKind::Final: return 0;
@@ -212,6 +217,7 @@ IntactCheckpoint newestIntactCheckpoint(const std::string& dir) {
     }
   };
   std::stable_sort(run.checkpoints.begin(), run.checkpoints.end(), [&](const CheckpointEntry& a, const CheckpointEntry& b) {
+    if (newestByName(a) != newestByName(b)) return newestByName(a);
     if (a.step.has_value() != b.step.has_value()) return a.step.has_value();
     if (a.step && *a.step != *b.step) return *a.step > *b.step;
     return rank(a.kind) < rank(b.kind);
