@@ -23,7 +23,7 @@ namespace ckpt {
 
 // Bumped whenever this header changes: the loader refuses a plugin built
 // against another version instead of crashing in it.
-inline constexpr int kTrainBackendAbiVersion = 1;
+inline constexpr int kTrainBackendAbiVersion = 2;  // 2: ResumeOptions::inPlace, FinetuneOptions::overwrite
 
 // What a prepared job will do, known before its first step.
 struct TrainJobInfo {
@@ -54,6 +54,11 @@ struct ResumeOptions {
   std::optional<int64_t> maxSteps;  // none: the run's own max_steps
   std::string dataPath;             // "": the path the run recorded
   std::string device = "auto";
+  // A checkpoint that is not its run's newest (planResume in
+  // ckpt/index/run_plan.h says which) continues as a new branch run
+  // "<run>@<step>" beside the parent, which is left untouched; with inPlace
+  // it continues in the run's directory and the later files move to .trash/.
+  bool inPlace = false;
 };
 
 struct TrainDevices {

@@ -60,7 +60,7 @@ class TorchBackend final : public TrainBackend {
   }
 
   std::unique_ptr<TrainJob> resume(const ResumeOptions& o) override {
-    return std::make_unique<TorchJob>(Trainer::resume(o.checkpoint, o.maxSteps, o.dataPath, o.device));
+    return std::make_unique<TorchJob>(Trainer::resume(o.checkpoint, o.maxSteps, o.dataPath, o.device, o.inPlace));
   }
 
   std::unique_ptr<TrainJob> finetune(const std::string& checkpoint, const FinetuneOptions& options) override {
