@@ -95,6 +95,8 @@ def check(path, out):
     found["optimizer_state_entries"] = len(ck["optimizer"]["state"])
     found["param_count"] = len(names)
     found["step"] = meta["step"]
+    for key in ("run_name", "parent", "parent_step"):  # lineage, as Python sees it
+        found[key] = meta.get(key)
     found["loss_after_load"] = float(loss)
     try:
         torch.load(path, map_location="cpu", weights_only=True)

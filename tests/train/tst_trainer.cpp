@@ -202,6 +202,29 @@ class TestTrainer : public QObject {
     QCOMPARE(lineage->str(), fs::absolute(parent).lexically_normal().string());
   }
 
+  // A second fine-tune into the same stage directory refuses too; with
+  // overwrite it only says what it will move, and moves nothing yet.
+  void finetuneRefusesAnExistingStage() {
+    const std::string stage = dir("tiny-sft");
+    const auto before = ckpt::test::fileDigests(stage);
+    QVERIFY(!before.empty());
+    FinetuneOptions o;
+    o.dataPath = m_data;
+    o.maxSteps = 2;
+    o.device = "cpu";
+    std::string error;
+    try {
+      Trainer::finetune(dir("straight") + "/tiny_final.pt", o);
+    } catch (const std::runtime_error& e) {
+      error = e.what();
+    }
+    QVERIFY2(error.rfind(stage + " already holds run 'tiny-sft'", 0) == 0, error.c_str());
+    o.overwrite = true;
+    Trainer again = Trainer::finetune(dir("straight") + "/tiny_final.pt", o);
+    QVERIFY2(again.notes().find("--overwrite") != std::string::npos, again.notes().c_str());
+    QVERIFY(before == ckpt::test::fileDigests(stage));
+  }
+
   // A second new run into a directory of the run refuses before touching
   // anything; --overwrite moves the old files to .trash/ when it starts.
   void newRunRefusesADirectoryOfTheRun() {
@@ -278,6 +301,14 @@ class TestTrainer : public QObject {
       ++checked;
     }
     QVERIFY(checked >= 2);  // tiny@2_step4.pt, tiny@2_final.pt (and best)
+    const Python check =
+        python({"check", QString::fromStdString(r.lastCheckpoint), QString::fromStdString(dir("check-branch.json"))});
+    QVERIFY2(check.exitCode == 0, qPrintable(check.err));
+    const json seen = readJson(dir("check-branch.json"));
+    QCOMPARE(seen["step"].get<int64_t>(), int64_t(6));
+    QCOMPARE(seen["run_name"].get<std::string>(), std::string("tiny@2"));
+    QCOMPARE(seen["parent"].get<std::string>(), parent + "/tiny_step2.pt");
+    QCOMPARE(seen["parent_step"].get<int64_t>(), int64_t(2));
 
     // A second branch from the same step gets its own directory.
     Trainer second = Trainer::resume(parent + "/tiny_step2.pt", 3, {}, "cpu");
