@@ -11,6 +11,7 @@
 #include <fstream>
 #include <regex>
 
+#include "ckpt/index/metrics.h"
 #include "ckpt/index/run_plan.h"
 #include "ckpt/index/scanner.h"
 
@@ -184,6 +185,30 @@ class TestRunPlan : public QObject {
     } catch (const std::runtime_error& e) {
       QVERIFY2(std::string(e.what()).find((d / "lineage.json").string()) == 0, e.what());
     }
+  }
+
+  // A branch's curve: the parent's history up to the branch step, then its own.
+  void branchCurvesStartWithTheParent() {
+    const fs::path a = dir("curves/tiny"), b = dir("curves/tiny@2"), c = dir("curves/tiny@2@3");
+    spit(a / "metrics.jsonl", "{\"step\":1,\"loss\":4.0}\n{\"step\":2,\"loss\":3.5}\n{\"step\":3,\"loss\":3.0}\n");
+    spit(b / "metrics.jsonl", "{\"step\":3,\"loss\":2.75}\n{\"step\":4,\"loss\":2.5}\n");
+    spit(c / "metrics.jsonl", "{\"step\":4,\"loss\":2.25}\n");
+    writeLineage(b.string(), Lineage{"tiny@2", "tiny", a.string(), (a / "tiny_step2.pt").string(), 2, {}});
+    writeLineage(c.string(), Lineage{"tiny@2@3", "tiny@2", b.string(), (b / "tiny@2_step3.pt").string(), 3, {}});
+    auto loss = [](const fs::path& d) {
+      RunEntry run;
+      run.name = d.filename().string();
+      run.path = d.string();
+      const RunMetrics m = collectRunMetrics(run);
+      std::vector<std::pair<int64_t, double>> out;
+      if (const MetricSeries* s = m.find("loss"))
+        for (const MetricPoint& p : s->points) out.emplace_back(p.step, p.value);
+      return out;
+    };
+    using Curve = std::vector<std::pair<int64_t, double>>;
+    QCOMPARE(loss(a), (Curve{{1, 4.0}, {2, 3.5}, {3, 3.0}}));
+    QCOMPARE(loss(b), (Curve{{1, 4.0}, {2, 3.5}, {3, 2.75}, {4, 2.5}}));
+    QCOMPARE(loss(c), (Curve{{1, 4.0}, {2, 3.5}, {3, 2.75}, {4, 2.25}}));
   }
 
   void whereAResumeGoes() {

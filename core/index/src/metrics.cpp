@@ -8,6 +8,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "ckpt/index/run_plan.h"
+
 namespace fs = std::filesystem;
 
 namespace ckpt {
@@ -175,6 +177,24 @@ RunMetrics collectRunMetrics(const RunEntry& run) {
 
   const fs::path jsonl = dir / "metrics.jsonl";
   if (fs::is_regular_file(jsonl, ec)) addPoints(bySource[0], readMetricsJsonl(jsonl.string(), 0, nullptr, &m.problems));
+  // A branch (lineage.json, run_plan.h): its history before the branch point
+  // is its parent's metrics.jsonl up to parent_step, and so on up the chain.
+  try {
+    std::optional<Lineage> lineage = readLineage(run.path);
+    int64_t limit = lineage ? lineage->parentStep : 0;
+    for (int depth = 0; lineage && depth < 16; ++depth) {
+      std::vector<std::pair<std::string, MetricPoint>> earlier;
+      const fs::path parentJsonl = fs::path(lineage->parentDir) / "metrics.jsonl";
+      if (fs::is_regular_file(parentJsonl, ec))
+        for (auto& point : readMetricsJsonl(parentJsonl.string(), 0, nullptr, &m.problems))
+          if (point.second.step <= limit) earlier.push_back(std::move(point));
+      addPoints(bySource[0], earlier);
+      lineage = readLineage(lineage->parentDir);
+      if (lineage) limit = std::min(limit, lineage->parentStep);
+    }
+  } catch (const std::exception& e) {
+    m.problems.push_back(e.what());
+  }
 
   // Logs in the run's directory, and next to it when named after the run.
   std::vector<fs::path> logs;

@@ -57,7 +57,9 @@ std::vector<std::pair<std::string, MetricPoint>> readConsoleLog(const std::strin
 
 // All series of one run: its metrics.jsonl, console logs in its directory
 // (and logs next to it whose name starts with the run's name), and the
-// loss / train_loss / val_loss / learning_rate of its checkpoints.
+// loss / train_loss / val_loss / learning_rate of its checkpoints. A branch
+// run (lineage.json in its directory) starts with its parent's metrics.jsonl
+// up to the branch step, and so on up the chain.
 RunMetrics collectRunMetrics(const RunEntry& run);
 
 // TensorBoard's smoothing: debiased exponential moving average with weight
