@@ -1,11 +1,46 @@
 #include "plotstyle.h"
 
 #include <qcustomplot.h>
+#include <QToolTip>
 
 #include <algorithm>
 #include <cmath>
 
 namespace ckpt {
+
+namespace {
+
+// One per plot (a child found by its name): the text function of the readout.
+class HoverReadout : public QObject {
+ public:
+  HoverReadout(QCustomPlot* plot) : QObject(plot), m_plot(plot) {
+    setObjectName(QStringLiteral("ckptHoverReadout"));
+    plot->setMouseTracking(true);
+    connect(plot, &QCustomPlot::mouseMove, this, [this](QMouseEvent* event) {
+      QCPAxisRect* rect = m_plot->axisRectCount() ? m_plot->axisRect() : nullptr;
+      const QPointF pos = event->position();
+      QString text;
+      if (rect && m_text && rect->rect().contains(pos.toPoint()) && !(event->buttons() & Qt::LeftButton))
+        text = m_text(rect->axis(QCPAxis::atBottom)->pixelToCoord(pos.x()), rect->axis(QCPAxis::atLeft)->pixelToCoord(pos.y()));
+      if (text.isEmpty())
+        QToolTip::hideText();
+      else
+        QToolTip::showText(event->globalPosition().toPoint(), text, m_plot);
+    });
+  }
+  std::function<QString(double, double)> m_text;
+
+ private:
+  QCustomPlot* m_plot;
+};
+
+}  // namespace
+
+void setHoverReadout(QCustomPlot* plot, std::function<QString(double key, double value)> text) {
+  auto* readout = plot->findChild<HoverReadout*>(QStringLiteral("ckptHoverReadout"), Qt::FindDirectChildrenOnly);
+  if (!readout) readout = new HoverReadout(plot);
+  readout->m_text = std::move(text);
+}
 
 QColor paletteMix(const QPalette& palette, double amount) {
   const QColor bg = palette.color(QPalette::Base);
@@ -34,10 +69,17 @@ QCPColorMap* makeGridMap(QCustomPlot* plot, const QStringList& columns, const QS
   plot->plotLayout()->addElement(0, 0, rect);
   const int nx = std::max<int>(int(columns.size()), 1), ny = std::max<int>(int(rows.size()), 1);
   auto* map = new QCPColorMap(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
-  map->data()->setSize(nx, ny);
-  map->data()->setRange(QCPRange(0, nx - 1), QCPRange(0, ny - 1));
-  for (int x = 0; x < nx; ++x)
-    for (int y = 0; y < ny; ++y) map->data()->setCell(x, y, std::nan(""));
+  // QCustomPlot spreads cells between the first and last cell's centre: a
+  // single column (or row) would have no width. Such a map holds two cells
+  // side by side, centred a quarter either side, that setGridCell fills alike.
+  const bool oneColumn = nx == 1, oneRow = ny == 1;
+  map->setProperty("ckptOneColumn", oneColumn);
+  map->setProperty("ckptOneRow", oneRow);
+  map->data()->setSize(oneColumn ? 2 : nx, oneRow ? 2 : ny);
+  map->data()->setRange(oneColumn ? QCPRange(-0.25, 0.25) : QCPRange(0, nx - 1),
+                        oneRow ? QCPRange(-0.25, 0.25) : QCPRange(0, ny - 1));
+  for (int x = 0; x < map->data()->keySize(); ++x)
+    for (int y = 0; y < map->data()->valueSize(); ++y) map->data()->setCell(x, y, std::nan(""));
   map->setInterpolate(false);
   auto xTicks = QSharedPointer<QCPAxisTickerText>::create();
   for (int i = 0; i < columns.size(); ++i) xTicks->addTick(i, columns[i]);
@@ -60,7 +102,36 @@ QCPColorMap* makeGridMap(QCustomPlot* plot, const QStringList& columns, const QS
   auto* group = new QCPMarginGroup(plot);
   rect->setMarginGroup(QCP::msBottom | QCP::msTop, group);
   scale->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+  // Hovering names the cell: its row, its column and its value.
+  QPointer<QCPColorMap> guard(map);
+  setHoverReadout(plot, [guard, columns, rows, rowTitle, scaleLabel](double key, double value) -> QString {
+    if (!guard) return {};
+    const int col = int(std::lround(key)), row = int(std::lround(value));
+    if (col < 0 || row < 0 || col >= std::max<int>(1, int(columns.size())) || row >= std::max<int>(1, int(rows.size())))
+      return {};
+    const double v = guard->data()->cell(guard->property("ckptOneColumn").toBool() ? 0 : col,
+                                         guard->property("ckptOneRow").toBool() ? 0 : row);
+    const QString rowName = row < rows.size() ? rows[row] : QString();
+    const QString colName = col < columns.size() ? columns[col] : QString();
+    return QObject::tr("%1 %2 · %3\n%4: %5")
+        .arg(rowTitle, rowName, colName, scaleLabel,
+             std::isfinite(v) ? QString::number(v, 'g', 4) : QObject::tr("none"));
+  });
   return map;
+}
+
+void setGridCell(QCPColorMap* map, int column, int row, double value) {
+  const bool oneColumn = map->property("ckptOneColumn").toBool(), oneRow = map->property("ckptOneRow").toBool();
+  for (int dx = 0; dx <= (oneColumn ? 1 : 0); ++dx)
+    for (int dy = 0; dy <= (oneRow ? 1 : 0); ++dy) map->data()->setCell(column + dx, row + dy, value);
+}
+
+void clearGridMap(QCustomPlot* plot) {
+  plot->clearPlottables();
+  plot->plotLayout()->clear();
+  auto* rect = new QCPAxisRect(plot);
+  for (QCPAxis* axis : rect->axes()) axis->setVisible(false);
+  plot->plotLayout()->addElement(0, 0, rect);
 }
 
 void applyPalette(QCustomPlot* plot, const QPalette& palette) {

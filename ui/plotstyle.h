@@ -4,6 +4,7 @@
 #include <QPalette>
 
 #include <QStringList>
+#include <functional>
 
 class QCPColorGradient;
 class QCPColorMap;
@@ -25,10 +26,23 @@ void applyPalette(QCustomPlot* plot, const QPalette& palette);
 // Replaces what `plot` shows with a grid of labelled cells (columns along
 // x, rows down from the top) and a colour scale titled `scaleLabel` on the
 // right, in the sequential gradient. Every cell starts as NaN (drawn as
-// empty); the caller sets the cells it has, then calls
+// empty); the caller sets the cells it has (setGridCell), then calls
 // rescaleDataRange(true) and replot().
 QCPColorMap* makeGridMap(QCustomPlot* plot, const QStringList& columns, const QStringList& rows,
                          const QString& rowTitle, const QString& scaleLabel, double columnLabelRotation = 0);
+
+// Sets one cell of a map made by makeGridMap (use this, not data()->setCell:
+// a map of one row or one column is stored twice as wide, since QCustomPlot
+// draws a single cell with no width).
+void setGridCell(QCPColorMap* map, int column, int row, double value);
+
+// Leaves `plot` (one made by makeGridMap) empty: no cells, no colour scale.
+void clearGridMap(QCustomPlot* plot);
+
+// A tooltip that follows the mouse over `plot`'s axis rect: `text(key,
+// value)` at the mouse's coordinates ("" for none). Set again to replace;
+// makeGridMap sets one naming the cell's row, column and value.
+void setHoverReadout(QCustomPlot* plot, std::function<QString(double key, double value)> text);
 
 // The colour between the background and the text at `amount` (0..1): grid
 // lines (faint) and secondary text (half way) that read on light and dark.

@@ -1,5 +1,6 @@
 #include "compare/compareview.h"
 
+#include <QCheckBox>
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -13,8 +14,6 @@
 #include <QTableView>
 #include <QTableWidget>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
-#include <atomic>
 #include <cmath>
 #include <exception>
 #include <map>
@@ -25,14 +24,6 @@
 #include "textformat.h"
 
 namespace ckpt {
-
-// Shared with the worker: it writes progress and reads `cancel`; the view
-// only reads and sets them (no pointer into the view crosses threads).
-struct CompareView::Job {
-  std::atomic<bool> cancel{false};
-  std::atomic<size_t> done{0};
-  std::atomic<size_t> total{0};
-};
 
 namespace {
 
@@ -55,6 +46,7 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
   connect(m_cancel, &QPushButton::clicked, this, &CompareView::cancel);
   m_swap = new QPushButton(tr("Swap A and B"), this);
   m_swap->setEnabled(false);
+  m_swap->setToolTip(tr("Compare B with A: what it takes to go back"));
   connect(m_swap, &QPushButton::clicked, this, [this] {
     if (!m_a.isEmpty()) compare(m_b, m_a);
   });
@@ -99,11 +91,25 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
   m_metadata->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   m_metadata->verticalHeader()->hide();
   m_metadata->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  m_metaFilter = new QLineEdit(this);
+  m_metaFilter->setPlaceholderText(tr("Filter keys"));
+  m_metaFilter->setClearButtonEnabled(true);
+  m_diffOnly = new QCheckBox(tr("Differences only"), this);
+  connect(m_metaFilter, &QLineEdit::textChanged, this, &CompareView::filterMetadata);
+  connect(m_diffOnly, &QCheckBox::toggled, this, &CompareView::filterMetadata);
+  auto* metadataPage = new QWidget(this);
+  auto* ml = new QVBoxLayout(metadataPage);
+  ml->setContentsMargins(0, 4, 0, 0);
+  auto* mfilters = new QHBoxLayout;
+  mfilters->addWidget(m_metaFilter, 1);
+  mfilters->addWidget(m_diffOnly);
+  ml->addLayout(mfilters);
+  ml->addWidget(m_metadata, 1);
 
   m_tabs = new QTabWidget(this);
   m_tabs->addTab(tensors, tr("Tensors"));
   m_tabs->addTab(layers, tr("Layers"));
-  m_tabs->addTab(m_metadata, tr("Metadata"));
+  m_tabs->addTab(metadataPage, tr("Metadata"));
 
   auto* top = new QHBoxLayout;
   top->addWidget(m_title, 1);
@@ -119,61 +125,60 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
   layout->addWidget(m_tabs, 1);
 
   restyle();
-  connect(&m_watcher, &QFutureWatcherBase::finished, this, &CompareView::onFinished);
-  m_progressTimer.setInterval(100);
-  connect(&m_progressTimer, &QTimer::timeout, this, &CompareView::showProgress);
+  clearResults();
 }
 
-CompareView::~CompareView() {
-  // The worker stops after the chunk it is reading; it holds no pointer into the view.
-  if (m_job) m_job->cancel = true;
-  m_watcher.waitForFinished();
-}
+// The job stops after the chunk it is reading (BackgroundJob's destructor waits).
+CompareView::~CompareView() = default;
 
-void CompareView::compare(const QString& a, const QString& b) {
-  if (m_job) m_job->cancel = true;
-  m_watcher.waitForFinished();  // cancelled: returns within a chunk
-  m_a = a;
-  m_b = b;
+void CompareView::clearResults() {
   m_model->clear();
   m_metadata->setRowCount(0);
-  m_title->setText(tr("<b>A</b> %1<br><b>B</b> %2").arg(a.toHtmlEscaped(), b.toHtmlEscaped()));
+  m_blockPlot->clearPlottables();
+  m_blockPlot->xAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
+  clearGridMap(m_heatPlot);
+  m_heatMap = nullptr;
+  m_blockPlot->replot();
+  m_heatPlot->replot();
+}
+
+void CompareView::compare(QString a, QString b) {
+  m_a = std::move(a);
+  m_b = std::move(b);
+  clearResults();
+  m_title->setText(tr("<b>A</b> %1<br><b>B</b> %2").arg(m_a.toHtmlEscaped(), m_b.toHtmlEscaped()));
   m_status->setText(tr("Opening..."));
+  m_summary = tr("Comparing %1 with %2...").arg(QFileInfo(m_a).fileName(), QFileInfo(m_b).fileName());
   m_swap->setEnabled(true);
+  m_progress->setRange(0, 1000);
   m_progress->setValue(0);
   m_progress->show();
   m_cancel->show();
 
-  auto job = std::make_shared<Job>();
-  m_job = job;
-  m_watcher.setFuture(QtConcurrent::run([a, b, job]() -> Result {
-    try {
-      const auto fa = CheckpointFile::open(pathToStd(a));
-      const auto fb = CheckpointFile::open(pathToStd(b));
-      DiffOptions options;
-      options.progress = [job](size_t done, size_t total) {
-        job->done = done;
-        job->total = total;
-        return !job->cancel.load();
-      };
-      auto diff = std::make_shared<CheckpointDiff>(diffCheckpoints(*fa, *fb, options));
-      return {std::move(diff), diffMetadata(*fa, *fb, /*everyKey=*/true), {}};
-    } catch (const std::exception& e) {
-      return {nullptr, {}, fromStd(e.what())};
-    }
-  }));
-  m_progressTimer.start();
+  m_job.start(
+      [a = m_a, b = m_b](JobProgress& progress) -> Result {
+        const auto fa = CheckpointFile::open(pathToStd(a));
+        const auto fb = CheckpointFile::open(pathToStd(b));
+        DiffOptions options;
+        options.progress = [&progress](size_t done, size_t total) { return progress.report(done, total); };
+        auto diff = std::make_shared<CheckpointDiff>(diffCheckpoints(*fa, *fb, options));
+        return {std::move(diff), diffMetadata(*fa, *fb, /*everyKey=*/true), {}};
+      },
+      [this](JobOutcome outcome, std::optional<Result> result, const QString& error) {
+        onFinished(outcome, std::move(result), error);
+      },
+      [this](const JobProgress& progress) { showProgress(progress); });
 }
 
-void CompareView::cancel() {
-  if (m_job) m_job->cancel = true;
-}
+void CompareView::cancel() { m_job.cancel(); }
 
 void CompareView::showMessage(const QString& text) {
-  cancel();
-  m_model->clear();
-  m_metadata->setRowCount(0);
+  m_job.drop();
+  m_progress->hide();
+  m_cancel->hide();
+  clearResults();
   m_status->setText(text.toHtmlEscaped());
+  m_summary = text;
   emit finished(false);
 }
 
@@ -181,29 +186,26 @@ void CompareView::setFilter(const QString& text) { m_filter->setText(text); }
 
 QString CompareView::statusText() const { return m_status->text(); }
 
-void CompareView::showProgress() {
-  if (!m_job) return;
-  const size_t total = m_job->total;
-  m_progress->setRange(0, 1000);
-  m_progress->setValue(total ? int(1000.0 * double(m_job->done) / double(total)) : 0);
-  if (total) m_status->setText(tr("Comparing %1 of tensor bytes...").arg(sizeText(total)));
+void CompareView::showProgress(const JobProgress& progress) {
+  m_progress->setValue(int(1000.0 * progress.fraction()));
+  if (progress.total()) m_status->setText(tr("Comparing %1 of tensor bytes...").arg(sizeText(progress.total())));
 }
 
-void CompareView::onFinished() {
-  m_progressTimer.stop();
+void CompareView::onFinished(JobOutcome outcome, std::optional<Result> result, const QString& error) {
   m_progress->hide();
   m_cancel->hide();
-  const Result result = m_watcher.result();
-  if (!result.diff) {
-    m_status->setText(tr("<span style='color:#c03030'>Cannot compare: %1</span>").arg(result.error.toHtmlEscaped()));
+  if (outcome == JobOutcome::Failed || !result || !result->diff) {
+    clearResults();
+    m_status->setText(tr("<span style='color:#c03030'>Cannot compare: %1</span>").arg(error.toHtmlEscaped()));
+    m_summary = tr("Cannot compare: %1").arg(error);
     emit finished(false);
     return;
   }
-  const CheckpointDiff& d = *result.diff;
-  m_model->setDiff(result.diff);
+  const CheckpointDiff& d = *result->diff;
+  m_model->setDiff(result->diff);
   m_table->resizeColumnsToContents();
   showLayers(d);
-  showMetadata(result.metadata);
+  showMetadata(result->metadata);
 
   size_t compared = 0, changed = 0;
   for (const TensorDiff& t : d.tensors) {
@@ -224,10 +226,12 @@ void CompareView::onFinished() {
   if (!top.empty())
     status += "<br>" + tr("Largest relative change: %1 (%2)")
                            .arg(fromStd(d.tensors[top[0]].name).toHtmlEscaped(), metricText(d.tensors[top[0]].relL2));
-  if (d.cancelled) status = tr("<b>Cancelled</b>: the tensors compared so far. ") + status;
+  const bool cancelled = d.cancelled || outcome == JobOutcome::Cancelled;
+  m_summary = (cancelled ? tr("Comparison cancelled: ") : QString()) + parts.join(", ");
+  if (cancelled) status = tr("<b>Cancelled</b>: the tensors compared so far. ") + status;
   for (const std::string& note : d.notes) status += "<br>" + fromStd(note).toHtmlEscaped();
   m_status->setText(status);
-  emit finished(!d.cancelled);
+  emit finished(!cancelled);
 }
 
 void CompareView::showLayers(const CheckpointDiff& d) {
@@ -246,6 +250,13 @@ void CompareView::showLayers(const CheckpointDiff& d) {
     ticks->addTick(double(i), blockLabel(d.blocks[i].block));
   }
   bars->setData(keys, values, /*alreadySorted=*/true);
+  QStringList names;
+  for (const LayerAggregate& b : d.blocks) names << blockLabel(b.block);
+  setHoverReadout(m_blockPlot, [names, values](double key, double) -> QString {
+    const int i = int(std::lround(key));
+    if (i < 0 || i >= values.size() || std::abs(key - i) > 0.4) return {};
+    return QObject::tr("block %1\nrelative change %2").arg(names[i], metricText(values[i]));
+  });
   m_blockPlot->xAxis->setTicker(ticks);
   m_blockPlot->xAxis->setLabel(tr("block"));
   m_blockPlot->yAxis->setLabel(tr("relative change"));
@@ -272,7 +283,7 @@ void CompareView::showLayers(const CheckpointDiff& d) {
   m_heatMap = makeGridMap(m_heatPlot, columns, rows, tr("block"), tr("relative change"), -35);
   for (const LayerAggregate& m : d.modules) {
     const double v = m.relL2();
-    m_heatMap->data()->setCell(colOf[int(m.module)], rowOf[m.block], std::isfinite(v) ? v : std::nan(""));
+    setGridCell(m_heatMap, colOf[int(m.module)], rowOf[m.block], std::isfinite(v) ? v : std::nan(""));
   }
   m_heatMap->rescaleDataRange(true);
   restyle();
@@ -305,6 +316,18 @@ void CompareView::showMetadata(const std::vector<MetadataChange>& metadata) {
     m_metadata->setItem(int(i), 0, key);
     m_metadata->setItem(int(i), 1, av);
     m_metadata->setItem(int(i), 2, bv);
+  }
+  filterMetadata();
+}
+
+void CompareView::filterMetadata() {
+  const QString text = m_metaFilter->text().trimmed();
+  const bool differencesOnly = m_diffOnly->isChecked();
+  for (int r = 0; r < m_metadata->rowCount(); ++r) {
+    const QTableWidgetItem* key = m_metadata->item(r, 0);
+    const bool differs = key && key->data(Qt::UserRole).toBool();
+    const bool matches = text.isEmpty() || (key && key->text().contains(text, Qt::CaseInsensitive));
+    m_metadata->setRowHidden(r, !matches || (differencesOnly && !differs));
   }
 }
 

@@ -1,13 +1,13 @@
 #pragma once
 
-#include <QFutureWatcher>
-#include <QTimer>
 #include <QWidget>
 #include <memory>
 
+#include "backgroundjob.h"
 #include "ckpt/analysis/diff.h"
 
 class QCPColorMap;
+class QCheckBox;
 class QCustomPlot;
 class QLabel;
 class QLineEdit;
@@ -35,12 +35,13 @@ class CompareView : public QWidget {
   explicit CompareView(QWidget* parent = nullptr);
   ~CompareView() override;
 
-  // Starts comparing (a previous comparison still running is cancelled).
-  void compare(const QString& a, const QString& b);
+  // Starts comparing (a previous comparison still running is cancelled and
+  // what it showed is cleared at once). By value: Swap passes the members.
+  void compare(QString a, QString b);
   void cancel();
   // Nothing compared: `text` in place of the results (emits finished(false)).
   void showMessage(const QString& text);
-  [[nodiscard]] bool isRunning() const { return m_watcher.isRunning(); }
+  [[nodiscard]] bool isRunning() const { return m_job.isRunning(); }
   [[nodiscard]] QString pathA() const { return m_a; }
   [[nodiscard]] QString pathB() const { return m_b; }
 
@@ -57,6 +58,14 @@ class CompareView : public QWidget {
   [[nodiscard]] QTabWidget* tabs() const { return m_tabs; }
   // The line above the tabs: counts, the largest change, or why it failed.
   [[nodiscard]] QString statusText() const;
+  // The same in one plain line, for the window's status bar.
+  [[nodiscard]] QString summaryLine() const { return m_summary; }
+  [[nodiscard]] QPushButton* swapButton() const { return m_swap; }
+  [[nodiscard]] QPushButton* cancelButton() const { return m_cancel; }
+  [[nodiscard]] QLineEdit* filterEdit() const { return m_filter; }
+  [[nodiscard]] QTableView* table() const { return m_table; }
+  [[nodiscard]] QLineEdit* metadataFilterEdit() const { return m_metaFilter; }
+  [[nodiscard]] QCheckBox* differencesOnlyBox() const { return m_diffOnly; }
 
  signals:
   // The comparison is shown; `ok` is false when it failed or was cancelled.
@@ -66,15 +75,17 @@ class CompareView : public QWidget {
   void changeEvent(QEvent* event) override;
 
  private:
-  struct Job;
   struct Result {
     std::shared_ptr<const CheckpointDiff> diff;
     std::vector<MetadataChange> metadata;  // every key, the changed ones not `same`
     QString error;
   };
 
-  void onFinished();
-  void showProgress();
+  void onFinished(JobOutcome outcome, std::optional<Result> result, const QString& error);
+  void showProgress(const JobProgress& progress);
+  // Empties the table, the charts and the metadata (a new request, a failure).
+  void clearResults();
+  void filterMetadata();
   void showLayers(const CheckpointDiff& diff);
   void showMetadata(const std::vector<MetadataChange>& metadata);
   void restyle();
@@ -93,11 +104,12 @@ class CompareView : public QWidget {
   QCustomPlot* m_heatPlot = nullptr;
   QCPColorMap* m_heatMap = nullptr;
   QTableWidget* m_metadata = nullptr;
+  QLineEdit* m_metaFilter = nullptr;
+  QCheckBox* m_diffOnly = nullptr;
 
   QString m_a, m_b;
-  std::shared_ptr<Job> m_job;
-  QFutureWatcher<Result> m_watcher;
-  QTimer m_progressTimer;
+  QString m_summary;
+  BackgroundJob<Result> m_job{this};
 };
 
 }  // namespace ckpt

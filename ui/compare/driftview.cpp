@@ -8,8 +8,6 @@
 #include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
-#include <atomic>
 #include <cmath>
 #include <exception>
 #include <map>
@@ -21,15 +19,6 @@
 #include "textformat.h"
 
 namespace ckpt {
-
-// Shared with the worker: pairs done, bytes of the current pair, Cancel.
-struct DriftView::Job {
-  std::atomic<bool> cancel{false};
-  std::atomic<int> pair{0};
-  std::atomic<int> pairs{0};
-  std::atomic<size_t> done{0};
-  std::atomic<size_t> total{0};
-};
 
 namespace {
 
@@ -66,7 +55,7 @@ DriftView::Step diffPair(const QString& from, const QString& to, const QString& 
       s.largest = fromStd(d.tensors[top[0]].name);
       s.largestRel = d.tensors[top[0]].relL2;
     }
-    if (d.cancelled) s.error = QObject::tr("cancelled");
+    if (d.cancelled) s.cancelled = true;
   } catch (const std::exception& e) {
     s.error = fromStd(e.what());
   }
@@ -96,6 +85,20 @@ DriftView::DriftView(QWidget* parent) : QWidget(parent) {
   m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
   m_curves = new QCustomPlot(this);
   m_curves->setMinimumSize(240, 160);
+  // The legend right of the chart, never over a point.
+  {
+    QCPLegend* legend = m_curves->legend;
+    m_curves->axisRect()->insetLayout()->take(legend);
+    auto* side = new QCPLayoutGrid;
+    m_curves->plotLayout()->addElement(0, 1, side);
+    m_curves->plotLayout()->setColumnStretchFactor(1, 0.001);
+    side->addElement(0, 0, legend);
+    side->addElement(1, 0, new QCPLayoutElement(m_curves));
+    side->setRowStretchFactor(0, 0.001);
+    legend->setBrush(Qt::NoBrush);
+    legend->setBorderPen(Qt::NoPen);
+    legend->setLayer(QStringLiteral("legend"));
+  }
   m_heat = new QCustomPlot(this);
   m_heat->setMinimumSize(240, 160);
   auto* split = new QSplitter(Qt::Vertical, this);
@@ -115,73 +118,70 @@ DriftView::DriftView(QWidget* parent) : QWidget(parent) {
   layout->addWidget(split, 1);
 
   restyle();
-  connect(&m_watcher, &QFutureWatcherBase::finished, this, &DriftView::onFinished);
-  m_progressTimer.setInterval(100);
-  connect(&m_progressTimer, &QTimer::timeout, this, &DriftView::showProgress);
+  plot();
 }
 
-DriftView::~DriftView() {
-  if (m_job) m_job->cancel = true;
-  m_watcher.waitForFinished();
-}
+// The job stops after the chunk it is reading (BackgroundJob's destructor waits).
+DriftView::~DriftView() = default;
 
-void DriftView::cancel() {
-  if (m_job) m_job->cancel = true;
-}
+void DriftView::cancel() { m_job.cancel(); }
+
+QString DriftView::statusText() const { return m_status->text(); }
 
 void DriftView::showChain(const QString& title, const QStringList& checkpoints, const QStringList& labels) {
-  cancel();
-  m_watcher.waitForFinished();
+  m_job.drop();
   m_title->setText(title.toHtmlEscaped());
   m_steps.clear();
   m_table->setRowCount(0);
-  m_curves->clearPlottables();
-  m_heat->clearPlottables();
-  m_heatMap = nullptr;
+  plot();  // empty at once: nothing of an earlier chain stays on screen
   if (checkpoints.size() < 2) {
+    m_progress->hide();
+    m_cancel->hide();
     m_status->setText(tr("A chain needs two checkpoints or more."));
     emit finished(false);
     return;
   }
-  auto job = std::make_shared<Job>();
-  job->pairs = int(checkpoints.size()) - 1;
-  m_job = job;
   m_progress->setRange(0, 1000);
   m_progress->setValue(0);
   m_progress->show();
   m_cancel->show();
-  m_watcher.setFuture(QtConcurrent::run([checkpoints, labels, job] {
-    std::vector<Step> steps;
-    for (int i = 0; i + 1 < checkpoints.size() && !job->cancel; ++i) {
-      job->pair = i;
-      steps.push_back(diffPair(checkpoints[i], checkpoints[i + 1], i + 1 < labels.size() ? labels[i + 1] : QString(),
-                               [job](size_t done, size_t total) {
-                                 job->done = done;
-                                 job->total = total;
-                                 return !job->cancel.load();
-                               }));
-    }
-    return steps;
-  }));
-  m_progressTimer.start();
-  showProgress();
+  m_status->setText(tr("Comparing step 1 of %1...").arg(checkpoints.size() - 1));
+  m_job.start(
+      [checkpoints, labels](JobProgress& progress) {
+        std::vector<Step> steps;
+        const int pairs = int(checkpoints.size()) - 1;
+        for (int i = 0; i < pairs && !progress.cancelled(); ++i) {
+          progress.setPart(i, pairs);
+          steps.push_back(diffPair(checkpoints[i], checkpoints[i + 1], i + 1 < labels.size() ? labels[i + 1] : QString(),
+                                   [&progress](size_t done, size_t total) { return progress.report(done, total); }));
+        }
+        return steps;
+      },
+      [this](JobOutcome outcome, std::optional<std::vector<Step>> steps, const QString& error) {
+        onFinished(outcome, std::move(steps), error);
+      },
+      [this](const JobProgress& progress) { showProgress(progress); });
 }
 
-void DriftView::showProgress() {
-  if (!m_job) return;
-  const int pairs = std::max(1, m_job->pairs.load());
-  const size_t total = m_job->total;
-  const double within = total ? double(m_job->done) / double(total) : 0.0;
-  m_progress->setValue(int(1000.0 * (m_job->pair + within) / pairs));
-  m_status->setText(tr("Comparing step %1 of %2...").arg(m_job->pair + 1).arg(pairs));
+void DriftView::showProgress(const JobProgress& progress) {
+  const int pairs = std::max(1, progress.parts());
+  m_progress->setValue(int(1000.0 * (progress.part() + progress.fraction()) / pairs));
+  m_status->setText(tr("Comparing step %1 of %2...").arg(progress.part() + 1).arg(pairs));
 }
 
-void DriftView::onFinished() {
-  m_progressTimer.stop();
+void DriftView::onFinished(JobOutcome outcome, std::optional<std::vector<Step>> steps, const QString& error) {
   m_progress->hide();
   m_cancel->hide();
-  m_steps = m_watcher.result();
-  const bool cancelled = m_job && m_job->cancel;
+  m_steps = steps ? std::move(*steps) : std::vector<Step>{};
+  bool cancelled = outcome == JobOutcome::Cancelled;
+  for (const Step& s : m_steps) cancelled = cancelled || s.cancelled;
+  if (outcome == JobOutcome::Failed) {
+    m_table->setRowCount(0);
+    plot();
+    m_status->setText(tr("<span style='color:#c03030'>Cannot compare: %1</span>").arg(error.toHtmlEscaped()));
+    emit finished(false);
+    return;
+  }
   int failed = 0;
   m_table->setRowCount(int(m_steps.size()));
   for (size_t i = 0; i < m_steps.size(); ++i) {
@@ -201,6 +201,12 @@ void DriftView::onFinished() {
   QString status = tr("%1 compared").arg(countText(m_steps.size(), "step", "steps"));
   if (failed) status += tr(", %1 could not be").arg(failed);
   if (cancelled) status = tr("Cancelled: ") + status;
+  if (failed)
+    for (const Step& s : m_steps)
+      if (!s.error.isEmpty()) {
+        status += tr(" (first: %1)").arg(s.error.toHtmlEscaped());
+        break;
+      }
   m_status->setText(status);
   emit finished(!cancelled && failed == 0);
 }
@@ -214,11 +220,7 @@ void DriftView::plot() {
     ticks->addTick(double(i), m_steps[i].label);
     for (int b : m_steps[i].blocks) colour.emplace(b, colour.size());
   }
-  m_curves->legend->setVisible(true);
-  // Top left: changes usually grow or shrink to the right, rarely up there.
-  m_curves->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
-  m_curves->legend->setBrush(Qt::NoBrush);
-  m_curves->legend->setBorderPen(Qt::NoPen);
+  m_curves->legend->setVisible(!m_steps.empty());
   QCPGraph* total = m_curves->addGraph();
   total->setName(tr("whole model"));
   total->setPen(QPen(palette().color(QPalette::Text), 2.5));
@@ -240,7 +242,14 @@ void DriftView::plot() {
   m_curves->yAxis->setLabel(tr("relative change"));
   m_curves->rescaleAxes(/*onlyEnlarge=*/false);
   m_curves->xAxis->setRange(-0.3, double(std::max<size_t>(m_steps.size(), 1)) - 0.7);
-  m_curves->yAxis->setRangeLower(0);
+  // From 0, with room above the highest point for its marker.
+  bool found = false;
+  double top = 0;
+  for (int g = 0; g < m_curves->graphCount(); ++g) {
+    const QCPRange r = m_curves->graph(g)->getValueRange(found);
+    if (found) top = std::max(top, r.upper);
+  }
+  m_curves->yAxis->setRange(0, top > 0 ? top * 1.1 : 1);
 
   // Heat map: block (rows) x step (columns).
   std::map<int, int> rowOf;
@@ -250,13 +259,18 @@ void DriftView::plot() {
     rows << (block < 0 ? tr("emb/head") : QString::number(block));
   }
   for (const Step& s : m_steps) columns << s.label;
-  m_heatMap = makeGridMap(m_heat, columns, rows, tr("block"), tr("relative change"));
-  for (size_t i = 0; i < m_steps.size(); ++i)
-    for (size_t k = 0; k < m_steps[i].blocks.size(); ++k) {
-      const double v = m_steps[i].perBlock[k];
-      m_heatMap->data()->setCell(int(i), rowOf[m_steps[i].blocks[k]], std::isfinite(v) ? v : std::nan(""));
-    }
-  m_heatMap->rescaleDataRange(true);
+  if (m_steps.empty() || rows.isEmpty()) {
+    clearGridMap(m_heat);
+    m_heatMap = nullptr;
+  } else {
+    m_heatMap = makeGridMap(m_heat, columns, rows, tr("block"), tr("relative change"));
+    for (size_t i = 0; i < m_steps.size(); ++i)
+      for (size_t k = 0; k < m_steps[i].blocks.size(); ++k) {
+        const double v = m_steps[i].perBlock[k];
+        setGridCell(m_heatMap, int(i), rowOf[m_steps[i].blocks[k]], std::isfinite(v) ? v : std::nan(""));
+      }
+    m_heatMap->rescaleDataRange(true);
+  }
   restyle();
   m_curves->replot();
   m_heat->replot();

@@ -1,11 +1,11 @@
 #pragma once
 
-#include <QFutureWatcher>
 #include <QStringList>
-#include <QTimer>
 #include <QWidget>
 #include <memory>
 #include <vector>
+
+#include "backgroundjob.h"
 
 class QCPColorMap;
 class QCustomPlot;
@@ -36,6 +36,7 @@ class DriftView : public QWidget {
     QString largest;     // the tensor with the largest relative change
     double largestRel = 0;
     QString error;       // why this pair could not be compared
+    bool cancelled = false;  // stopped part way: the numbers cover what was compared
   };
 
   explicit DriftView(QWidget* parent = nullptr);
@@ -45,7 +46,9 @@ class DriftView : public QWidget {
   // checkpoint (a step or a stage) for the axes. `title` heads the view.
   void showChain(const QString& title, const QStringList& checkpoints, const QStringList& labels);
   void cancel();
-  [[nodiscard]] bool isRunning() const { return m_watcher.isRunning(); }
+  [[nodiscard]] bool isRunning() const { return m_job.isRunning(); }
+  [[nodiscard]] QPushButton* cancelButton() const { return m_cancel; }
+  [[nodiscard]] QString statusText() const;
   [[nodiscard]] const std::vector<Step>& steps() const { return m_steps; }
   [[nodiscard]] QTableWidget* table() const { return m_table; }
   [[nodiscard]] QCustomPlot* curvePlot() const { return m_curves; }
@@ -58,9 +61,8 @@ class DriftView : public QWidget {
   void changeEvent(QEvent* event) override;
 
  private:
-  struct Job;
-  void onFinished();
-  void showProgress();
+  void onFinished(JobOutcome outcome, std::optional<std::vector<Step>> steps, const QString& error);
+  void showProgress(const JobProgress& progress);
   void plot();
   void restyle();
 
@@ -74,9 +76,7 @@ class DriftView : public QWidget {
   QCPColorMap* m_heatMap = nullptr;
 
   std::vector<Step> m_steps;
-  std::shared_ptr<Job> m_job;
-  QFutureWatcher<std::vector<Step>> m_watcher;
-  QTimer m_progressTimer;
+  BackgroundJob<std::vector<Step>> m_job{this};
 };
 
 }  // namespace ckpt

@@ -1,0 +1,154 @@
+#pragma once
+// The one way ui/ runs work off the GUI thread.
+//
+// A BackgroundJob<T> lives in a widget and runs one request at a time on
+// the global thread pool. The newest request wins: start() cancels the job
+// still running and drops its result, so a late answer to an old question
+// never reaches the screen. The work reports progress and learns that it
+// should stop through a JobProgress it shares with the GUI thread (atomics
+// only: no pointer into a widget crosses threads). Its end is one of three
+// outcomes, kept apart: done, cancelled (what was computed before the stop
+// is still handed over) or failed (the exception's message). While it runs
+// `onProgress` is called on the GUI thread every `intervalMs`.
+//
+// The owner's destructor (the job is a member) cancels and waits: the work
+// returns within one progress report.
+
+#include <QFuture>
+#include <QFutureWatcher>
+#include <QObject>
+#include <QString>
+#include <QTimer>
+#include <QtConcurrent/QtConcurrentRun>
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <utility>
+
+namespace ckpt {
+
+enum class JobOutcome { Done, Cancelled, Failed };
+
+class JobProgress {
+ public:
+  // The worker's report; false once the job is cancelled or superseded.
+  bool report(uint64_t done, uint64_t total) {
+    m_done = done;
+    m_total = total;
+    return !m_cancel.load();
+  }
+  // Work made of parts (Drift: one pair of checkpoints after the other).
+  void setPart(int part, int parts) {
+    m_part = part;
+    m_parts = parts;
+  }
+  [[nodiscard]] bool cancelled() const { return m_cancel.load(); }
+  void cancel() { m_cancel = true; }
+  [[nodiscard]] uint64_t done() const { return m_done.load(); }
+  [[nodiscard]] uint64_t total() const { return m_total.load(); }
+  [[nodiscard]] int part() const { return m_part.load(); }
+  [[nodiscard]] int parts() const { return m_parts.load(); }
+  // done / total in [0, 1]; 0 while the total is unknown.
+  [[nodiscard]] double fraction() const {
+    const uint64_t t = total();
+    return t ? double(done()) / double(t) : 0.0;
+  }
+
+ private:
+  std::atomic<bool> m_cancel{false};
+  std::atomic<uint64_t> m_done{0};
+  std::atomic<uint64_t> m_total{0};
+  std::atomic<int> m_part{0};
+  std::atomic<int> m_parts{0};
+};
+
+template <typename T>
+class BackgroundJob {
+ public:
+  // Runs on a pool thread. Throw to fail (the message is shown); return
+  // early when progress.cancelled() (the outcome is then Cancelled).
+  using Work = std::function<T(JobProgress& progress)>;
+  // On the GUI thread, for the newest request only. `result` is empty when
+  // the work failed.
+  using Finish = std::function<void(JobOutcome outcome, std::optional<T> result, const QString& error)>;
+  using Progress = std::function<void(const JobProgress& progress)>;
+
+  explicit BackgroundJob(QObject* context, int intervalMs = 100) : m_context(context) {
+    m_timer.setInterval(intervalMs);
+    QObject::connect(&m_timer, &QTimer::timeout, context, [this] {
+      if (m_current && m_onProgress) m_onProgress(m_current->progress);
+    });
+  }
+  BackgroundJob(const BackgroundJob&) = delete;
+  BackgroundJob& operator=(const BackgroundJob&) = delete;
+  ~BackgroundJob() {
+    cancel();
+    waitForFinished();
+  }
+
+  void start(Work work, Finish finish, Progress onProgress = {}) {
+    cancel();  // the older job stops soon; its result is dropped
+    auto run = std::make_shared<Run>();
+    run->finish = std::move(finish);
+    m_current = run;
+    m_onProgress = std::move(onProgress);
+    auto* watcher = new QFutureWatcher<Outcome>(m_context);
+    QObject::connect(watcher, &QFutureWatcherBase::finished, m_context, [this, run, watcher] {
+      watcher->deleteLater();
+      if (run != m_current) return;  // superseded by a newer request
+      m_current.reset();
+      m_timer.stop();
+      Outcome o = watcher->result();
+      if (run->finish) run->finish(o.outcome, std::move(o.result), o.error);
+    });
+    m_future = QtConcurrent::run([work = std::move(work), run]() -> Outcome {
+      Outcome o;
+      try {
+        o.result.emplace(work(run->progress));
+        o.outcome = run->progress.cancelled() ? JobOutcome::Cancelled : JobOutcome::Done;
+      } catch (const std::exception& e) {
+        o.outcome = run->progress.cancelled() ? JobOutcome::Cancelled : JobOutcome::Failed;
+        o.error = QString::fromStdString(e.what());
+      }
+      return o;
+    });
+    watcher->setFuture(m_future);
+    m_timer.start();
+  }
+
+  // The running job stops at its next progress report; its finish is still called (Cancelled).
+  void cancel() {
+    if (m_current) m_current->progress.cancel();
+  }
+  // Cancels and forgets the running job: its finish is never called.
+  void drop() {
+    cancel();
+    m_current.reset();
+    m_timer.stop();
+  }
+  [[nodiscard]] bool isRunning() const { return m_current != nullptr; }
+  [[nodiscard]] const JobProgress* progress() const { return m_current ? &m_current->progress : nullptr; }
+  void waitForFinished() { m_future.waitForFinished(); }
+
+ private:
+  struct Run {
+    JobProgress progress;
+    Finish finish;
+  };
+  struct Outcome {
+    JobOutcome outcome = JobOutcome::Failed;
+    std::optional<T> result;
+    QString error;
+  };
+
+  QObject* m_context;
+  QTimer m_timer;
+  std::shared_ptr<Run> m_current;
+  Progress m_onProgress;
+  QFuture<Outcome> m_future;
+};
+
+}  // namespace ckpt
