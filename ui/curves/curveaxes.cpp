@@ -8,10 +8,70 @@
 namespace ckpt {
 namespace {
 
-// Tick labels with k/M/B suffixes: token counts run to billions.
+// Tick labels with k/M/B suffixes: token counts run to billions. Steps
+// and tokens are whole numbers: no tick between two of them.
 class SiTicker : public QCPAxisTicker {
  protected:
+  double getTickStep(const QCPRange& range) override { return std::max(1.0, QCPAxisTicker::getTickStep(range)); }
   QString getTickLabel(double tick, const QLocale&, QChar, int) override { return siText(tick); }
+};
+
+// A log axis labelled wherever the range is: a tick at every decade when it
+// spans three or more, else at 1, 2 and 5 times a power of ten (and at every
+// multiple when even those are fewer than three), with the multiples as sub
+// ticks. QCustomPlot's log ticker labels decades only: a loss from 1.8 to
+// 4.5 got no label at all.
+class LogTicker : public QCPAxisTicker {
+ protected:
+  double getTickStep(const QCPRange&) override { return 1; }
+  int getSubTickCount(double) override { return 0; }
+  QVector<double> createTickVector(double, const QCPRange& range) override {
+    QVector<double> ticks;
+    if (!(range.lower > 0) || !(range.upper > range.lower)) return ticks;
+    const int first = int(std::floor(std::log10(range.lower)));
+    const int last = int(std::ceil(std::log10(range.upper)));
+    if (last - first > 60) return ticks;  // nothing sensible to label
+    auto collect = [&](std::initializer_list<int> multiples) {
+      QVector<double> out;
+      for (int e = first; e <= last; ++e)
+        for (int m : multiples) {
+          const double v = m * std::pow(10.0, e);
+          if (v >= range.lower && v <= range.upper) out << v;
+        }
+      return out;
+    };
+    if (std::log10(range.upper / range.lower) >= 3) {
+      ticks = collect({1});
+      // Many decades: every second or third one, as a linear axis thins.
+      const int stride = int(std::ceil(ticks.size() / 8.0));
+      if (stride > 1) {
+        QVector<double> thin;
+        for (qsizetype i = 0; i < ticks.size(); i += stride) thin << ticks[i];
+        ticks = thin;
+      }
+      return ticks;
+    }
+    ticks = collect({1, 2, 5});
+    if (ticks.size() < 3) ticks = collect({1, 2, 3, 4, 5, 6, 7, 8, 9});
+    if (ticks.size() < 2) {
+      // Less than a tenth of a decade: linear ticks do better.
+      ticks.clear();
+      const double span = range.upper - range.lower;
+      const double magnitude = std::pow(10.0, std::floor(std::log10(span / 4)));
+      double unit = magnitude;
+      for (double f : {1.0, 2.0, 5.0, 10.0})
+        if (span / (f * magnitude) <= 6) {
+          unit = f * magnitude;
+          break;
+        }
+      for (double v = std::ceil(range.lower / unit) * unit; v <= range.upper; v += unit) ticks << v;
+    }
+    return ticks;
+  }
+  QVector<double> createSubTickVector(int, const QVector<double>&) override { return {}; }
+  QString getTickLabel(double tick, const QLocale& locale, QChar, int) override {
+    return locale.toString(tick, 'g', 4);
+  }
 };
 
 constexpr double kPad = 0.04;  // of the range, on each side
@@ -68,10 +128,8 @@ void setXTicker(QCPAxis* axis, CurveAxis kind) {
 void setYScale(QCPAxis* axis, bool logarithmic) {
   if (logarithmic) {
     axis->setScaleType(QCPAxis::stLogarithmic);
-    auto ticker = QSharedPointer<QCPAxisTickerLog>::create();
-    ticker->setSubTickCount(8);
-    axis->setTicker(ticker);
-    axis->setNumberFormat("gb");
+    axis->setTicker(QSharedPointer<LogTicker>::create());
+    axis->setNumberFormat("g");
   } else {
     axis->setScaleType(QCPAxis::stLinear);
     axis->setTicker(QSharedPointer<QCPAxisTicker>::create());

@@ -63,6 +63,29 @@ const MetricSeries* CurveRun::find(const std::string& metric) const {
   return it == series.end() ? nullptr : &it->second;
 }
 
+std::optional<double> CurveRun::recordedValue(int64_t step, const std::string& metric) const {
+  const auto it = checkpointValues.find(step);
+  if (it == checkpointValues.end()) return std::nullopt;
+  auto value = [&](const std::string& key) -> std::optional<double> {
+    const auto v = it->second.find(key);
+    if (v == it->second.end() || !std::isfinite(v->second)) return std::nullopt;
+    return v->second;
+  };
+  if (auto v = value(metric)) return v;
+  if (metric == "lr") return value("learning_rate");
+  if (metric == "learning_rate") return value("lr");
+  if (metric == "loss") return value("train_loss");
+  if (metric == "train_loss") return value("loss");
+  return std::nullopt;
+}
+
+bool isScheduleMetric(const std::string& metric) {
+  // lr, learning_rate, lr_head, head_lr, ...; weight decay and momentum schedules too.
+  if (metric == "lr" || metric == "learning_rate" || metric == "weight_decay" || metric == "momentum") return true;
+  return metric.rfind("lr_", 0) == 0 || (metric.size() > 3 && metric.compare(metric.size() - 3, 3, "_lr") == 0) ||
+         metric.find("learning_rate") != std::string::npos;
+}
+
 std::optional<double> CurveRun::x(const MetricPoint& p, CurveAxis axis) const {
   switch (axis) {
     case CurveAxis::Step:
@@ -145,6 +168,9 @@ CurveRun loadCurveRun(const RunEntry& entry) {
     if (it != rank.end() && it->second <= kindRank(c.kind)) continue;
     rank[*c.step] = kindRank(c.kind);
     run.checkpointFiles[*c.step] = pathFromStd(c.path);
+    std::map<std::string, double>& values = run.checkpointValues[*c.step];
+    values = c.scalars;
+    if (c.loss && !values.count("loss")) values["loss"] = *c.loss;
   }
   return run;
 }

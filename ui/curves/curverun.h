@@ -39,6 +39,8 @@ struct CurveRun {
   std::map<std::string, MetricSeries> series;  // by metric
   std::vector<int64_t> checkpointSteps;        // markers, sorted
   std::map<int64_t, QString> checkpointFiles;  // step -> the file a marker selects
+  // step -> the numbers that file records (loss, val_loss, learning_rate, ...)
+  std::map<int64_t, std::map<std::string, double>> checkpointValues;
   std::vector<LiveSource> sources;
   QStringList problems;
   // Subtracted from wall times that are Unix times (metrics.jsonl writes
@@ -46,9 +48,16 @@ struct CurveRun {
   std::optional<double> wallStart;
 
   [[nodiscard]] const MetricSeries* find(const std::string& metric) const;
+  // What the checkpoint at `step` records for `metric` ("lr" is stored as
+  // learning_rate, "loss" also as train_loss); nothing when it records none.
+  [[nodiscard]] std::optional<double> recordedValue(int64_t step, const std::string& metric) const;
   // Where `p` sits on `axis`; nothing when the point lacks that coordinate.
   [[nodiscard]] std::optional<double> x(const MetricPoint& p, CurveAxis axis) const;
 };
+
+// Learning rates and other schedules: drawn as they are, never smoothed
+// (an EMA turns a linear warmup into an exponential).
+[[nodiscard]] bool isScheduleMetric(const std::string& metric);
 
 // What merging live points did to one metric's series.
 struct SeriesChange {

@@ -124,11 +124,10 @@ void CurvesView::buildControls() {
   });
   // One button for the three formats keeps the row narrow enough to leave
   // the checkpoint list its width.
-  auto* exportButton = new QToolButton(this);
+  // A push button with a menu: it makes room for its arrow (a tool button's
+  // arrow was drawn over its text).
+  auto* exportButton = new QPushButton(tr("Export"), this);
   exportButton->setObjectName("export");
-  exportButton->setText(tr("Export"));
-  exportButton->setPopupMode(QToolButton::InstantPopup);
-  exportButton->setToolButtonStyle(Qt::ToolButtonTextOnly);
   auto* exportMenu = new QMenu(exportButton);
   auto addExport = [this, exportMenu](const QString& label, const QString& format) {
     QAction* a = exportMenu->addAction(label);
@@ -213,7 +212,12 @@ void CurvesView::setUpPlot() {
   applyColours();
   applyAxisTypes();
 
-  connect(m_plot, &QCustomPlot::plottableClick, this, &CurvesView::onPlottableClick);
+  // Marker clicks are found by distance in pixels: QCustomPlot gives a
+  // click to the topmost item under the mouse, which is the hover cursor
+  // line (always under the mouse), so plottableClick never reached a marker.
+  connect(m_plot, &QCustomPlot::mousePress, this, [this](QMouseEvent* event) { m_pressPos = event->position(); });
+  connect(m_plot, &QCustomPlot::mouseRelease, this, &CurvesView::onPlotRelease);
+  connect(m_plot->yAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, [this] { placeBareMarkers(); });
   connect(m_plot, &QCustomPlot::legendClick, this, &CurvesView::onLegendClick);
   connect(m_plot, &QCustomPlot::mouseMove, this, &CurvesView::onMouseMove);
   // Once the user zooms or pans, new points no longer move the axes (Fit restores it).
@@ -387,7 +391,8 @@ void CurvesView::setRunVisible(const QString& run, bool visible) {
   rp.visible = visible;
   for (QCPGraph* g : {rp.raw, rp.smoothed, rp.markers})
     if (g) g->setVisible(visible);
-  if (rp.raw && m_smoothing == 0) rp.raw->setVisible(false);
+  if (rp.raw && effectiveSmoothing() == 0) rp.raw->setVisible(false);
+  if (rp.bare) rp.bare->setVisible(visible);
   if (rp.smoothed)
     if (QCPPlottableLegendItem* item = m_plot->legend->itemWithPlottable(rp.smoothed))
       item->setTextColor(visible ? palette().color(QPalette::Text) : paletteMix(palette(), 0.4));
@@ -415,6 +420,11 @@ QCPGraph* CurvesView::markerGraph(const QString& run) const {
   return i < 0 ? nullptr : m_plots[size_t(i)].markers;
 }
 
+QCPGraph* CurvesView::bareMarkerGraph(const QString& run) const {
+  const int i = runIndex(run);
+  return i < 0 ? nullptr : m_plots[size_t(i)].bare;
+}
+
 QString CurvesView::markerFile(const QString& run, int index) const {
   const int i = runIndex(run);
   if (i < 0 || index < 0 || size_t(index) >= m_plots[size_t(i)].markerFiles.size()) return {};
@@ -422,13 +432,17 @@ QString CurvesView::markerFile(const QString& run, int index) const {
 }
 
 void CurvesView::smoothAll(RunPlot& rp, const MetricSeries& series) const {
-  rp.ema = EmaSmoother(m_smoothing);
+  rp.ema = EmaSmoother(effectiveSmoothing());
   rp.smoothedValues.clear();
   rp.smoothedValues.reserve(series.points.size());
   for (const MetricPoint& p : series.points) rp.smoothedValues.push_back(rp.ema.next(p.value));
 }
 
 void CurvesView::rebuildGraphs() {
+  // A schedule is drawn as it is: the slider says so rather than doing nothing.
+  const bool schedule = isScheduleMetric(pathToStd(m_metric));
+  m_smoothSlider->setEnabled(!schedule);
+  m_smoothLabel->setText(schedule ? tr("off for %1").arg(m_metric) : QString::number(m_smoothing, 'f', 2));
   m_plot->clearGraphs();
   for (RunPlot& rp : m_plots) {
     const bool visible = rp.visible;  // hidden runs stay hidden
@@ -461,18 +475,26 @@ void CurvesView::fillRun(size_t index) {
     rp.markers->setScatterStyle(
         QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(colour, 2), palette().brush(QPalette::Base), 9));
     rp.markers->removeFromLegend();
+    rp.bare = m_plot->addGraph();
+    rp.bare->setName(run.name + tr(" (checkpoints without a value)"));
+    rp.bare->setLayer(kMarkerLayer);
+    rp.bare->setLineStyle(QCPGraph::lsNone);
+    rp.bare->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(faint(colour), 1.5), Qt::NoBrush, 8));
+    rp.bare->removeFromLegend();
+    rp.bare->setSelectable(QCP::stNone);
+    rp.bare->setVisible(rp.visible);
     for (QCPGraph* g : {rp.raw, rp.smoothed}) {
       g->setAdaptiveSampling(true);
       g->setSelectable(QCP::stNone);  // clicks go to the markers above
     }
-    rp.markers->setSelectable(QCP::stSingleData);
+    rp.markers->setSelectable(QCP::stNone);  // clicks: markerFileAt
     for (QCPGraph* g : {rp.raw, rp.smoothed, rp.markers}) g->setVisible(rp.visible);
-    if (m_smoothing == 0) rp.raw->setVisible(false);  // it would coincide with the smoothed one
+    if (effectiveSmoothing() == 0) rp.raw->setVisible(false);  // it would coincide with the smoothed one
     if (!rp.visible)
       if (QCPPlottableLegendItem* item = m_plot->legend->itemWithPlottable(rp.smoothed))
         item->setTextColor(paletteMix(palette(), 0.4));
   }
-  rp.raw->setVisible(rp.visible && m_smoothing > 0);
+  rp.raw->setVisible(rp.visible && effectiveSmoothing() > 0);
 
   smoothAll(rp, *series);
   const std::vector<double>& smoothed = rp.smoothedValues;
@@ -506,54 +528,96 @@ void CurvesView::fillRun(size_t index) {
   }
   rp.raw->setData(keys, raw, /*alreadySorted=*/true);
   rp.smoothed->setData(keys, smooth, /*alreadySorted=*/true);
-  fillMarkers(index, smoothed);
+  // A run with nothing on this axis leaves the legend (the status line says why).
+  if (keys.isEmpty())
+    rp.smoothed->removeFromLegend();
+  else if (!m_plot->legend->hasItemWithPlottable(rp.smoothed))
+    rp.smoothed->addToLegend();
+  fillMarkers(index);
 }
 
-void CurvesView::fillMarkers(size_t index, const std::vector<double>& smoothed) {
+double CurvesView::effectiveSmoothing() const {
+  return isScheduleMetric(pathToStd(m_metric)) ? 0.0 : m_smoothing;
+}
+
+void CurvesView::fillMarkers(size_t index) {
   const CurveRun& run = m_runs[index];
   RunPlot& rp = m_plots[index];
-  const MetricSeries* series = run.find(pathToStd(m_metric));
+  const std::string metric = pathToStd(m_metric);
+  const MetricSeries* series = run.find(metric);
   if (!rp.markers || !series) return;
   const auto& points = series->points;
   struct Marker {
     double x, y;
     QString file;
+    int64_t step;
+    bool recorded;
   };
-  std::vector<Marker> markers;
+  std::vector<Marker> markers, bare;
   for (int64_t step : run.checkpointSteps) {
     const auto pos = std::lower_bound(points.begin(), points.end(), step,
                                       [](const MetricPoint& p, int64_t s) { return p.step < s; });
     const size_t j = size_t(pos - points.begin());
-    std::optional<double> x, y;
-    if (pos != points.end() && pos->step == step) {
+    const bool logged = pos != points.end() && pos->step == step;
+    // Where the step sits on the x axis: a logged point's own coordinate,
+    // between two logged points on the line joining them, or the step itself.
+    std::optional<double> x;
+    if (logged) {
       x = run.x(*pos, m_axis);
-      y = smoothed[j];
-    } else if (pos != points.begin() && pos != points.end()) {
-      // Between two logged steps: on the line joining them.
-      const auto xa = run.x(points[j - 1], m_axis), xb = run.x(points[j], m_axis);
-      const double t =
-          double(step - points[j - 1].step) / double(points[j].step - points[j - 1].step);
-      if (xa && xb) x = *xa + t * (*xb - *xa);
-      y = smoothed[j - 1] + t * (smoothed[j] - smoothed[j - 1]);
     } else if (m_axis == CurveAxis::Step) {
-      // Before the first or after the last logged step: level with the curve's end.
       x = double(step);
-      y = smoothed[pos == points.begin() ? 0 : points.size() - 1];
+    } else if (pos != points.begin() && pos != points.end()) {
+      const auto xa = run.x(points[j - 1], m_axis), xb = run.x(points[j], m_axis);
+      const double t = double(step - points[j - 1].step) / double(points[j].step - points[j - 1].step);
+      if (xa && xb) x = *xa + t * (*xb - *xa);
     }
-    if (!x || !y || !std::isfinite(*y)) continue;
-    const auto file = run.checkpointFiles.find(step);
-    markers.push_back({*x, *y, file == run.checkpointFiles.end() ? QString() : file->second});
+    if (!x) continue;
+    const auto fileIt = run.checkpointFiles.find(step);
+    const QString file = fileIt == run.checkpointFiles.end() ? QString() : fileIt->second;
+    const std::optional<double> recorded = run.recordedValue(step, metric);
+    std::optional<double> y = recorded;
+    if (!y && logged && std::isfinite(pos->value)) y = pos->value;
+    if (y && std::isfinite(*y) && (!m_logY || *y > 0))
+      markers.push_back({*x, *y, file, step, recorded.has_value()});
+    else
+      bare.push_back({*x, 0, file, step, false});
   }
-  std::stable_sort(markers.begin(), markers.end(),
-                   [](const Marker& a, const Marker& b) { return a.x < b.x; });
+  auto byX = [](const Marker& a, const Marker& b) { return a.x < b.x; };
+  std::stable_sort(markers.begin(), markers.end(), byX);
+  std::stable_sort(bare.begin(), bare.end(), byX);
   QVector<double> keys, values;
   rp.markerFiles.clear();
+  rp.markerSteps.clear();
+  rp.markerRecorded.clear();
   for (const Marker& m : markers) {
     keys << m.x;
     values << m.y;
     rp.markerFiles.push_back(m.file);
+    rp.markerSteps.push_back(m.step);
+    rp.markerRecorded.push_back(m.recorded);
   }
   rp.markers->setData(keys, values, /*alreadySorted=*/true);
+  keys.clear();
+  values.clear();
+  rp.bareFiles.clear();
+  rp.bareSteps.clear();
+  for (const Marker& m : bare) {
+    keys << m.x;
+    values << 0;
+    rp.bareFiles.push_back(m.file);
+    rp.bareSteps.push_back(m.step);
+  }
+  rp.bare->setData(keys, values, /*alreadySorted=*/true);
+  placeBareMarkers();
+}
+
+void CurvesView::placeBareMarkers() {
+  // On the x axis whatever the zoom: their height means nothing.
+  const double y = m_plot->yAxis->range().lower;
+  for (RunPlot& rp : m_plots) {
+    if (!rp.bare || rp.bare->data()->isEmpty()) continue;
+    for (auto it = rp.bare->data()->begin(); it != rp.bare->data()->end(); ++it) it->value = y;
+  }
 }
 
 void CurvesView::appendPoints(size_t index, size_t firstNew) {
@@ -600,7 +664,7 @@ void CurvesView::appendPoints(size_t index, size_t firstNew) {
   rp.raw->addData(keys, raw, /*alreadySorted=*/true);
   rp.smoothed->addData(keys, smooth, /*alreadySorted=*/true);
   rp.steps.insert(rp.steps.end(), steps.begin(), steps.end());
-  fillMarkers(index, smoothed);  // markers past the old end move onto the new line
+  fillMarkers(index);  // markers of steps just logged get their values
 }
 
 void CurvesView::fitToData() {
@@ -613,8 +677,24 @@ void CurvesView::fitToData() {
     m_plot->yAxis->setRange(m_logY ? QCPRange(0.1, 10) : QCPRange(0, 1));
     return;
   }
+  // The hollow markers on the x axis follow the range; they do not set it.
+  std::vector<QCPGraph*> hidden;
+  for (const RunPlot& rp : m_plots)
+    if (rp.bare && rp.bare->visible()) {
+      rp.bare->setVisible(false);
+      hidden.push_back(rp.bare);
+    }
   m_plot->rescaleAxes(/*onlyVisiblePlottables=*/true);
+  for (QCPGraph* g : hidden) g->setVisible(true);
+  // One point (or one step): a range around it, not QCustomPlot's unit
+  // width that put ticks at 99.6 .. 100.4 around step 100.
+  const QCPRange x = m_plot->xAxis->range();
+  if (x.size() <= 1 && m_axis != CurveAxis::WallTime) {
+    const double half = std::max(1.0, std::abs(x.center()) * 0.05);
+    m_plot->xAxis->setRange(std::max(0.0, x.center() - half), x.center() + half);
+  }
   padRanges(m_plot->xAxis, m_plot->yAxis, m_logY);
+  placeBareMarkers();
 }
 
 void CurvesView::scheduleReplot() {
@@ -633,14 +713,18 @@ void CurvesView::updateStatus() {
   else if (m_runs.empty())
     parts << tr("No runs");
   const std::string metric = pathToStd(m_metric);
-  size_t withMetric = 0, skipped = 0, nonPositive = 0;
+  size_t withMetric = 0, skipped = 0, nonPositive = 0, undrawn = 0;
   std::map<MetricSource, size_t> sources;
   for (size_t i = 0; i < m_runs.size(); ++i) {
     const MetricSeries* s = m_runs[i].find(metric);
     if (!s || s->points.empty()) continue;
+    skipped += m_plots[i].skipped;
+    if (!m_plots[i].smoothed || m_plots[i].smoothed->data()->isEmpty()) {
+      ++undrawn;  // none of its points has the x axis' coordinate
+      continue;
+    }
     ++withMetric;
     ++sources[s->source];
-    skipped += m_plots[i].skipped;
     if (m_logY)
       for (const MetricPoint& p : s->points)
         if (!(p.value > 0)) ++nonPositive;
@@ -662,6 +746,7 @@ void CurvesView::updateStatus() {
   if (skipped) {
     const QString what = m_axis == CurveAxis::WallTime ? tr("wall time") : tr("token count");
     parts << tr("%1 without a %2 not drawn").arg(countText(skipped, "point", "points"), what);
+    if (undrawn) parts << tr("%1 with none not drawn").arg(countText(undrawn, "run", "runs"));
   }
   if (nonPositive)
     parts
@@ -698,7 +783,7 @@ QString CurvesView::valuesAt(double key) const {
       header = true;
     }
     QString line = tr("%1: %2").arg(m_runs[i].name, valueText(it->value));
-    if (m_smoothing > 0) line += tr(" (raw %1)").arg(valueText(rp.raw->data()->at(j)->value));
+    if (effectiveSmoothing() > 0) line += tr(" (raw %1)").arg(valueText(rp.raw->data()->at(j)->value));
     line += tr(" at step %1").arg(rp.steps[size_t(j)]);
     lines << line;
   }
@@ -709,7 +794,9 @@ void CurvesView::onMouseMove(QMouseEvent* event) {
   const QPointF pos = event->position();
   const bool inside =
       m_plot->axisRect()->rect().contains(pos.toPoint()) && !(event->buttons() & Qt::LeftButton);
-  const QString text = inside ? valuesAt(m_plot->xAxis->pixelToCoord(pos.x())) : QString();
+  QString marker;
+  if (inside) (void)markerFileAt(pos, &marker);
+  const QString text = !inside ? QString() : !marker.isEmpty() ? marker : valuesAt(m_plot->xAxis->pixelToCoord(pos.x()));
   if (text.isEmpty()) {
     QToolTip::hideText();
     if (m_cursor->visible()) {
@@ -761,15 +848,50 @@ bool CurvesView::eventFilter(QObject* watched, QEvent* event) {
   return QWidget::eventFilter(watched, event);
 }
 
-void CurvesView::onPlottableClick(QCPAbstractPlottable* plottable, int dataIndex,
-                                  QMouseEvent* event) {
-  if (event->button() != Qt::LeftButton) return;
+QString CurvesView::markerFileAt(const QPointF& pos, QString* description) const {
+  constexpr double kHitPixels = 8;
+  double best = kHitPixels * kHitPixels;
+  QString file;
   for (size_t i = 0; i < m_plots.size(); ++i) {
-    if (m_plots[i].markers != plottable) continue;
-    const QString file = markerFile(m_runs[i].name, dataIndex);
-    if (!file.isEmpty()) emit checkpointActivated(file);
-    return;
+    const RunPlot& rp = m_plots[i];
+    if (!rp.visible) continue;
+    for (QCPGraph* g : {rp.markers, rp.bare}) {
+      if (!g || !g->visible()) continue;
+      int k = 0;
+      for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it, ++k) {
+        const QPointF p = g->coordsToPixels(it->key, it->value);
+        const double d2 = (p.x() - pos.x()) * (p.x() - pos.x()) + (p.y() - pos.y()) * (p.y() - pos.y());
+        if (d2 > best) continue;
+        const bool valued = g == rp.markers;
+        const QString f = valued ? rp.markerFiles[size_t(k)] : rp.bareFiles[size_t(k)];
+        if (f.isEmpty()) continue;
+        best = d2;
+        file = f;
+        if (description) {
+          const int64_t step = valued ? rp.markerSteps[size_t(k)] : rp.bareSteps[size_t(k)];
+          QString what;
+          if (!valued)
+            what = tr("no recorded %1").arg(m_metric);
+          else if (rp.markerRecorded[size_t(k)])
+            what = tr("%1 %2 (recorded in the checkpoint)").arg(m_metric, valueText(it->value));
+          else
+            what = tr("%1 %2 (logged at its step)").arg(m_metric, valueText(it->value));
+          *description = tr("%1: %2\nstep %3 · %4\nclick to inspect")
+                             .arg(m_runs[i].name, QFileInfo(f).fileName())
+                             .arg(step)
+                             .arg(what);
+        }
+      }
+    }
   }
+  return file;
+}
+
+void CurvesView::onPlotRelease(QMouseEvent* event) {
+  if (event->button() != Qt::LeftButton) return;
+  if ((event->position() - m_pressPos).manhattanLength() > 4) return;  // a drag, not a click
+  const QString file = markerFileAt(event->position());
+  if (!file.isEmpty()) emit checkpointActivated(file);
 }
 
 void CurvesView::onLegendClick(QCPLegend*, QCPAbstractLegendItem* item, QMouseEvent*) {
@@ -802,7 +924,7 @@ void CurvesView::readLiveUpdates() {
 }
 
 bool CurvesView::exportCsv(const QString& fileName, QString* error) const {
-  return writeCurvesCsv(fileName, m_runs, pathToStd(m_metric), m_smoothing, error);
+  return writeCurvesCsv(fileName, m_runs, pathToStd(m_metric), effectiveSmoothing(), error);
 }
 
 void CurvesView::setPollInterval(int ms) {

@@ -65,6 +65,13 @@ class CurvesView : public QWidget {
   [[nodiscard]] QCPGraph* rawGraph(const QString& run) const;
   [[nodiscard]] QCPGraph* smoothedGraph(const QString& run) const;
   [[nodiscard]] QCPGraph* markerGraph(const QString& run) const;
+  // Checkpoints that record no value of the metric shown (hollow, on the x axis).
+  [[nodiscard]] QCPGraph* bareMarkerGraph(const QString& run) const;
+  // The checkpoint marker (valued or bare) within a few pixels of `pos`
+  // (widget coordinates of the plot), as a click or the tooltip finds it.
+  [[nodiscard]] QString markerFileAt(const QPointF& pos, QString* description = nullptr) const;
+  // The smoothing applied to the metric shown: none for a schedule (lr).
+  [[nodiscard]] double effectiveSmoothing() const;
   [[nodiscard]] QCustomPlot* plot() const { return m_plot; }
   [[nodiscard]] QString statusText() const;
   // What the tooltip says with the mouse at `key` on the x axis (plain text:
@@ -94,9 +101,14 @@ class CurvesView : public QWidget {
   struct RunPlot {
     QCPGraph* raw = nullptr;
     QCPGraph* smoothed = nullptr;
-    QCPGraph* markers = nullptr;
+    QCPGraph* markers = nullptr;  // checkpoints at the value they record (or logged at their step)
+    QCPGraph* bare = nullptr;     // checkpoints without a value: hollow, on the x axis
     std::vector<int64_t> steps;
     std::vector<QString> markerFiles;  // parallel to the marker graph's data
+    std::vector<int64_t> markerSteps;  // parallel to the marker graph's data
+    std::vector<bool> markerRecorded;  // the checkpoint's own value (else the logged one)
+    std::vector<QString> bareFiles;    // parallel to the bare graph's data
+    std::vector<int64_t> bareSteps;
     size_t skipped = 0;                // points without the x axis' coordinate
     bool visible = true;
     // The smoothed series, parallel to the metric's points, and the EMA's
@@ -112,10 +124,11 @@ class CurvesView : public QWidget {
   void onLoadFinished();
   void rebuildGraphs();
   void fillRun(size_t index);
-  // Checkpoint markers sit on the line drawn solid (the smoothed one): the
-  // raw value at a step is one noisy batch, not the checkpoint's own loss
-  // either, and a marker off the line reads as a separate series.
-  void fillMarkers(size_t index, const std::vector<double>& smoothed);
+  // Checkpoint markers sit at the value the checkpoint records, else at the
+  // value logged at its step; a checkpoint with neither is drawn hollow on
+  // the x axis (never at a made-up height).
+  void fillMarkers(size_t index);
+  void placeBareMarkers();
   void appendPoints(size_t index, size_t firstNew);
   // Refills the metric box; true when the metric shown changed.
   bool updateMetricChoices();
@@ -124,7 +137,7 @@ class CurvesView : public QWidget {
   void showPlotMessage(const QString& text);
   void scheduleReplot();
   void readLiveUpdates();
-  void onPlottableClick(QCPAbstractPlottable* plottable, int dataIndex, QMouseEvent* event);
+  void onPlotRelease(QMouseEvent* event);
   void onLegendClick(QCPLegend* legend, QCPAbstractLegendItem* item, QMouseEvent* event);
   void onMouseMove(QMouseEvent* event);
   void chooseExport(const QString& format);
@@ -154,6 +167,7 @@ class CurvesView : public QWidget {
   CurveAxis m_axis = CurveAxis::Step;
   bool m_logY = false;
   bool m_followData = true;  // fit the axes to new points until the user zooms or pans
+  QPointF m_pressPos;        // where the last button press was (a click, or a drag)
   QString m_exportDir;
 
   // Shared pointers: a result is moved out, not copied (a copy of a
