@@ -196,7 +196,8 @@ void describe(const CheckpointFile& file, CheckpointSummary& out) {
     // As the listing does: a hand-written loop's checkpoint_50.pt may not store its step.
     field(QObject::tr("Step"), QObject::tr("%1 (from the file name)").arg(*name.step));
   }
-  if (view.loss()) field(QObject::tr("Loss"), fromStd(formatPythonFloat(*view.loss())));
+  // Four decimals as everywhere else (the browser, the curves); the exact value is in Metadata.
+  if (view.loss()) field(QObject::tr("Loss"), lossText(*view.loss()));
   if (view.run()) field(QObject::tr("Run"), fromStd(*view.run()));
   if (view.stage()) field(QObject::tr("Stage"), fromStd(*view.stage()));
   if (file.mtime())

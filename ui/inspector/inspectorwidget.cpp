@@ -8,7 +8,6 @@
 #include <QTableView>
 #include <QTreeView>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/tensor_data.h"
@@ -36,13 +35,12 @@ void collectLeaves(const ParamNode& n, std::vector<QString>& names) {
   for (const ParamNode& c : n.children) collectLeaves(c, names);
 }
 
-// Statistics of every optimizer tensor; stops early when `cancel` is set.
-std::vector<OptimizerModel::Stats> optimizerStats(std::shared_ptr<const CheckpointFile> file,
-                                                  std::vector<OptimizerRow> rows,
-                                                  std::shared_ptr<std::atomic<bool>> cancel) {
+// Statistics of every optimizer tensor; stops early when the job is cancelled.
+std::vector<OptimizerModel::Stats> optimizerStats(const std::shared_ptr<const CheckpointFile>& file,
+                                                  const std::vector<OptimizerRow>& rows, JobProgress& progress) {
   std::vector<OptimizerModel::Stats> out(rows.size());
-  const auto go = [&cancel](uint64_t, uint64_t) { return !cancel->load(); };
-  for (size_t i = 0; i < rows.size() && !cancel->load(); ++i) {
+  const auto go = [&progress](uint64_t, uint64_t) { return !progress.cancelled(); };
+  for (size_t i = 0; i < rows.size() && progress.report(i, rows.size()); ++i) {
     // A tensor that cannot be read leaves its cells empty; the tensor table
     // already says why.
     try {
@@ -51,7 +49,7 @@ std::vector<OptimizerModel::Stats> optimizerStats(std::shared_ptr<const Checkpoi
     } catch (const std::exception&) {
     }
   }
-  if (cancel->load()) return {};
+  if (progress.cancelled()) return {};
   return out;
 }
 
@@ -75,7 +73,6 @@ InspectorWidget::InspectorWidget(QWidget* parent) : QWidget(parent) {
   connect(m_tabs, &QTabWidget::currentChanged, this, [this](int i) {
     if (Tab(i) == Tab::Optimizer) computeOptimizerStats();
   });
-  connect(&m_optWatcher, &QFutureWatcherBase::finished, this, &InspectorWidget::onOptimizerStats);
   // Selecting shows a tensor in the background; Enter or a double click goes to it.
   const auto toTensor = [this](const QModelIndex& index) {
     if (m_tensorView->tensorIndex() >= 0 && index.isValid()) setCurrentTab(Tab::Tensor);
@@ -85,20 +82,14 @@ InspectorWidget::InspectorWidget(QWidget* parent) : QWidget(parent) {
     connect(v, &QAbstractItemView::activated, this, toTensor);
 }
 
-InspectorWidget::~InspectorWidget() {
-  if (m_optCancel) m_optCancel->store(true);
-  m_optWatcher.waitForFinished();
-}
+// The statistics job stops after the tensor it reads (BackgroundJob's destructor waits).
+InspectorWidget::~InspectorWidget() = default;
 
 QWidget* InspectorWidget::makeMetadataTab() {
   m_metadata = new MetadataModel(this);
   m_metaView = makeTree(this);
   m_metaView->setModel(m_metadata);
-  connect(m_metaView->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
-          [this](const QModelIndex& current) {
-            const int t = current.data(int(MetadataModel::Role::TensorIndex)).toInt();
-            if (current.isValid() && t >= 0) inspectTensor(t);
-          });
+  followSelection(m_metaView, [](const QModelIndex& i) { return i.data(int(MetadataModel::Role::TensorIndex)).toInt(); });
   return m_metaView;
 }
 
@@ -120,11 +111,7 @@ QWidget* InspectorWidget::makeParametersTab() {
   m_paramView->setSortingEnabled(true);
   m_paramView->sortByColumn(-1, Qt::AscendingOrder);  // file order until a header is clicked
   connect(m_paramSearch, &QLineEdit::textChanged, this, &InspectorWidget::setParameterFilter);
-  connect(m_paramView->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
-          [this](const QModelIndex& current) {
-            const int t = current.data(int(ParameterModel::Role::TensorIndex)).toInt();
-            if (current.isValid() && t >= 0) inspectTensor(t);
-          });
+  followSelection(m_paramView, [](const QModelIndex& i) { return i.data(int(ParameterModel::Role::TensorIndex)).toInt(); });
   auto* layout = new QVBoxLayout(page);
   layout->setContentsMargins(6, 6, 6, 6);
   layout->addWidget(m_paramSearch);
@@ -151,12 +138,10 @@ QWidget* InspectorWidget::makeOptimizerTab() {
   m_optView->verticalHeader()->setDefaultSectionSize(m_optView->fontMetrics().height() + 6);
   m_optView->horizontalHeader()->setStretchLastSection(true);
   // A click on an exp_avg_sq column inspects exp_avg_sq, anywhere else exp_avg.
-  connect(m_optView->selectionModel(), &QItemSelectionModel::currentChanged, this, [this](const QModelIndex& current) {
-    if (!current.isValid()) return;
-    const auto role = OptimizerModel::isSquareColumn(current.column()) ? OptimizerModel::Role::ExpAvgSqTensor
-                                                                       : OptimizerModel::Role::ExpAvgTensor;
-    const int t = current.data(int(role)).toInt();
-    if (t >= 0) inspectTensor(t);
+  followSelection(m_optView, [](const QModelIndex& i) {
+    const auto role = OptimizerModel::isSquareColumn(i.column()) ? OptimizerModel::Role::ExpAvgSqTensor
+                                                                 : OptimizerModel::Role::ExpAvgTensor;
+    return i.data(int(role)).toInt();
   });
   auto* layout = new QVBoxLayout(page);
   layout->setContentsMargins(6, 6, 6, 6);
@@ -165,8 +150,27 @@ QWidget* InspectorWidget::makeOptimizerTab() {
   return page;
 }
 
+void InspectorWidget::followSelection(QAbstractItemView* view, std::function<int(const QModelIndex&)> tensorOf) {
+  // Only what the person picks changes the Tensor tab's subject: a click
+  // (also on the row already current) or moving the selection with the
+  // keyboard. A view that merely gets focus sets a current row without
+  // selecting it (NoUpdate): that must not replace the tensor shown.
+  auto show = [this, tensorOf](const QModelIndex& index) {
+    if (!index.isValid()) return;
+    const int t = tensorOf(index);
+    if (t >= 0) inspectTensor(t);
+  };
+  connect(view, &QAbstractItemView::clicked, this, show);
+  connect(view->selectionModel(), &QItemSelectionModel::selectionChanged, this,
+          [view, show](const QItemSelection& selected) {
+            if (selected.isEmpty()) return;
+            const QModelIndex current = view->selectionModel()->currentIndex();
+            show(current.isValid() && selected.contains(current) ? current : selected.indexes().front());
+          });
+}
+
 void InspectorWidget::clearTabs() {
-  if (m_optCancel) m_optCancel->store(true);
+  m_optJob.drop();  // statistics of a file no longer shown are not wanted
   m_optStarted = m_optDone = false;
   m_file.reset();
   m_tensorNames.clear();
@@ -246,15 +250,17 @@ void InspectorWidget::inspectTensor(int index) {
 void InspectorWidget::computeOptimizerStats() {
   if (!m_file || m_optStarted || m_optimizer->rows().empty()) return;
   m_optStarted = true;
-  m_optCancel = std::make_shared<std::atomic<bool>>(false);
   m_optHeading->setText(tr("%1 parameters with Adam state; computing exp_avg / exp_avg_sq statistics...")
                             .arg(m_optimizer->rows().size()));
-  m_optWatcher.setFuture(QtConcurrent::run(optimizerStats, m_file, m_optimizer->rows(), m_optCancel));
+  m_optJob.start([file = m_file, rows = m_optimizer->rows()](JobProgress& progress) {
+                   return optimizerStats(file, rows, progress);
+                 },
+                 [this](JobOutcome outcome, std::optional<std::vector<OptimizerModel::Stats>> stats, const QString&) {
+                   if (outcome == JobOutcome::Done && stats) onOptimizerStats(std::move(*stats));
+                 });
 }
 
-void InspectorWidget::onOptimizerStats() {
-  if (!m_optStarted || (m_optCancel && m_optCancel->load())) return;  // for a file no longer shown
-  auto stats = m_optWatcher.result();
+void InspectorWidget::onOptimizerStats(std::vector<OptimizerModel::Stats> stats) {
   if (stats.size() != m_optimizer->rows().size()) return;
   m_optimizer->setStats(std::move(stats));
   m_optDone = true;

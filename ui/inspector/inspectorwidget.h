@@ -1,14 +1,15 @@
 #pragma once
 
-#include <QFutureWatcher>
 #include <QWidget>
-#include <atomic>
+#include <functional>
 #include <memory>
 #include <vector>
 
+#include "backgroundjob.h"
 #include "inspector/checkpointsummary.h"
 #include "inspector/optimizermodel.h"
 
+class QAbstractItemView;
 class QLabel;
 class QLineEdit;
 class QSortFilterProxyModel;
@@ -73,7 +74,10 @@ class InspectorWidget : public QWidget {
   QWidget* makeParametersTab();
   QWidget* makeOptimizerTab();
   void clearTabs();
-  void onOptimizerStats();
+  // Shows in the Tensor tab the tensor a row of `view` stands for, when the
+  // person clicks it or moves the selection onto it.
+  void followSelection(QAbstractItemView* view, std::function<int(const QModelIndex&)> tensorOf);
+  void onOptimizerStats(std::vector<OptimizerModel::Stats> stats);
   [[nodiscard]] QString tensorName(int index) const;
 
   QTabWidget* m_tabs = nullptr;
@@ -93,10 +97,9 @@ class InspectorWidget : public QWidget {
 
   std::shared_ptr<const CheckpointFile> m_file;
   std::vector<QString> m_tensorNames;  // display names per tensor index
-  std::shared_ptr<std::atomic<bool>> m_optCancel;
-  QFutureWatcher<std::vector<OptimizerModel::Stats>> m_optWatcher;
   bool m_optStarted = false;
   bool m_optDone = false;
+  BackgroundJob<std::vector<OptimizerModel::Stats>> m_optJob{this};
 };
 
 }  // namespace ckpt

@@ -89,7 +89,13 @@ QVariant OptimizerModel::data(const QModelIndex& index, int role) const {
       switch (c) {
         case Column::Name: return r.name.isEmpty() ? tr("(state %1, unmapped)").arg(r.index) : r.name;
         case Column::Index: return QString::number(r.index);
-        case Column::Step: return r.step;
+        case Column::Step: {
+          // torch keeps Adam's step as a float (300.0): it counts steps, so show it as one.
+          bool ok = false;
+          const double step = r.step.toDouble(&ok);
+          if (ok && step == std::floor(step) && std::abs(step) < 1e15) return QString::number(qint64(step));
+          return r.step;
+        }
         case Column::Shape: return r.shape;
         case Column::Note: return r.problem;
         default: break;

@@ -8,7 +8,6 @@
 #include <QTableView>
 #include <QTextDocument>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 #include <cmath>
 #include <limits>
 #include <qcustomplot.h>
@@ -17,6 +16,7 @@
 #include "ckpt/format/tensor_data.h"
 #include "inspector/optimizermodel.h"
 #include "inspector/valuetablemodel.h"
+#include "plotstyle.h"
 #include "textformat.h"
 
 namespace ckpt {
@@ -25,22 +25,6 @@ namespace {
 // Heat maps get one cell per pixel of the plot, within these bounds.
 constexpr int kMinHeatCells = 128;
 constexpr int kMaxHeatCells = 1024;
-
-// Plot colours from the palette, so that a dark one reads as well as a light one.
-void applyPalette(QCustomPlot* p, const QPalette& pal) {
-  p->setBackground(pal.base());
-  const QColor fg = pal.color(QPalette::Text);
-  QList<QCPAxis*> axes{p->xAxis, p->yAxis};
-  for (int i = 0; i < p->plotLayout()->elementCount(); ++i)
-    if (auto* scale = qobject_cast<QCPColorScale*>(p->plotLayout()->elementAt(i))) axes << scale->axis();
-  for (QCPAxis* a : axes) {
-    a->setBasePen(QPen(fg));
-    a->setTickPen(QPen(fg));
-    a->setSubTickPen(QPen(fg));
-    a->setTickLabelColor(fg);
-    a->setLabelColor(fg);
-  }
-}
 
 QCustomPlot* makePlot(QWidget* parent) {
   auto* p = new QCustomPlot(parent);
@@ -142,13 +126,10 @@ TensorView::TensorView(QWidget* parent) : QWidget(parent) {
   layout->addWidget(m_title);
   layout->addWidget(m_subtitle);
   layout->addWidget(split, 1);
+  m_empty = new QWidget(this);  // keeps the title at the top while nothing is shown
+  layout->addWidget(m_empty, 1);
+  m_body = split;
 
-  connect(&m_watcher, &QFutureWatcherBase::finished, this, &TensorView::onFinished);
-  connect(&m_heatWatcher, &QFutureWatcherBase::finished, this, &TensorView::onHeatFinished);
-  m_progressTimer.setInterval(100);
-  connect(&m_progressTimer, &QTimer::timeout, this, [this] {
-    if (m_running && m_permille) m_stats->setText(tr("Computing... %1%").arg(m_permille->load() / 10));
-  });
   // A heat map follows the plot's size, once the resizing has settled.
   m_resizeTimer.setSingleShot(true);
   m_resizeTimer.setInterval(300);
@@ -156,17 +137,12 @@ TensorView::TensorView(QWidget* parent) : QWidget(parent) {
   setFile(nullptr);
 }
 
-TensorView::~TensorView() {
-  if (m_cancel) m_cancel->store(true);
-  m_watcher.waitForFinished();
-  m_heatWatcher.waitForFinished();
-}
+// The jobs stop at their next chunk (BackgroundJob's destructor waits).
+TensorView::~TensorView() = default;
 
 void TensorView::setFile(std::shared_ptr<const CheckpointFile> file) {
-  if (m_cancel) m_cancel->store(true);
-  ++m_generation;
-  m_running = false;
-  m_progressTimer.stop();
+  m_job.drop();
+  m_heatJob.drop();
   m_file = std::move(file);
   m_tensor = -1;
   m_analysis.reset();
@@ -176,6 +152,9 @@ void TensorView::setFile(std::shared_ptr<const CheckpointFile> file) {
   m_stats->clear();
   m_rowTotal->clear();
   clearPlots({});
+  // No axes, colour scale or row box of an earlier tensor on an empty panel.
+  m_body->hide();
+  m_empty->show();
 }
 
 void TensorView::clearPlots(const QString& why) {
@@ -190,9 +169,8 @@ void TensorView::clearPlots(const QString& why) {
 
 void TensorView::showTensor(int index, const QString& name) {
   if (!m_file || index < 0 || size_t(index) >= m_file->tensors().size()) return;
-  if (index == m_tensor && (m_running || m_analysis)) return;
-  if (m_cancel) m_cancel->store(true);  // the old job stops at its next chunk
-  m_cancel = std::make_shared<std::atomic<bool>>(false);
+  if (index == m_tensor && (m_job.isRunning() || m_analysis)) return;
+  m_heatJob.drop();
   m_tensor = index;
   m_analysis.reset();
   m_values->setTensor(nullptr);
@@ -204,12 +182,19 @@ void TensorView::showTensor(int index, const QString& name) {
                                t.isContiguous() ? QString() : tr(", non-contiguous view")));
   m_stats->setText(tr("Computing..."));
   clearPlots({});
+  m_empty->hide();
+  m_body->show();
 
-  m_running = true;
-  m_permille = std::make_shared<std::atomic<int>>(0);
-  m_progressTimer.start();
-  m_watcher.setFuture(
-      QtConcurrent::run(&TensorView::compute, m_file, index, ++m_generation, optionsFor(t), m_cancel, m_permille));
+  // The job of an earlier tensor stops at its next chunk; its result is dropped.
+  m_job.start([file = m_file, index, options = optionsFor(t)](JobProgress& progress) {
+                return compute(file, index, options, progress);
+              },
+              [this](JobOutcome, std::optional<Result> r, const QString& error) {
+                onFinished(r ? std::move(*r) : Result{m_tensor, std::nullopt, nullptr, error});
+              },
+              [this](const JobProgress& progress) {
+                m_stats->setText(tr("Computing... %1%").arg(int(progress.fraction() * 100)));
+              });
 }
 
 void TensorView::goToRow(int64_t row) {
@@ -246,7 +231,7 @@ void TensorView::resizeEvent(QResizeEvent* event) {
 }
 
 void TensorView::resampleHeatMap() {
-  if (!m_file || !m_analysis || m_analysis->heatMap.rows == 0 || m_running) return;
+  if (!m_file || !m_analysis || m_analysis->heatMap.rows == 0 || m_job.isRunning()) return;
   const TensorInfo& t = m_file->tensors()[size_t(m_tensor)];
   AnalysisOptions opt = optionsFor(t);
   const auto [R, C] = matrixShape(t.shape);
@@ -255,30 +240,26 @@ void TensorView::resampleHeatMap() {
   // Only when the cells would change by more than a quarter: a pass over the tensor is not free.
   if (std::abs(wantRows - h.rows) * 4 <= h.rows && std::abs(wantCols - h.cols) * 4 <= h.cols) return;
   opt.bins = 0;
-  m_heatWatcher.setFuture(QtConcurrent::run(&TensorView::compute, m_file, m_tensor, m_generation, opt, m_cancel,
-                                            std::make_shared<std::atomic<int>>(0)));
+  m_heatJob.start([file = m_file, tensor = m_tensor, opt](JobProgress& progress) { return compute(file, tensor, opt, progress); },
+                  [this](JobOutcome outcome, std::optional<Result> r, const QString&) {
+                    if (outcome == JobOutcome::Done && r) onHeatFinished(*r);
+                  });
 }
 
-void TensorView::onHeatFinished() {
-  const Result r = m_heatWatcher.result();
-  if (r.generation != m_generation || !r.analysis || !m_analysis || r.analysis->heatMap.rows == 0) return;
+void TensorView::onHeatFinished(const Result& r) {
+  if (r.tensor != m_tensor || !r.analysis || !m_analysis || r.analysis->heatMap.rows == 0) return;
   m_analysis->heatMap = r.analysis->heatMap;
   showHeatMap(m_analysis->heatMap);
   emit heatMapResampled(r.tensor);
 }
 
-TensorView::Result TensorView::compute(std::shared_ptr<const CheckpointFile> file, int tensor, uint64_t generation,
-                                       AnalysisOptions options, std::shared_ptr<std::atomic<bool>> cancel,
-                                       std::shared_ptr<std::atomic<int>> permille) {
+TensorView::Result TensorView::compute(const std::shared_ptr<const CheckpointFile>& file, int tensor,
+                                       const AnalysisOptions& options, JobProgress& progress) {
   Result r;
   r.tensor = tensor;
-  r.generation = generation;
   try {
     auto data = std::make_shared<const TensorData>(file->tensorData(size_t(tensor)));
-    r.analysis = analyzeTensor(*data, options, [&](uint64_t done, uint64_t total) {
-      permille->store(total ? int(done * 1000 / total) : 1000);
-      return !cancel->load();
-    });
+    r.analysis = analyzeTensor(*data, options, [&progress](uint64_t done, uint64_t total) { return progress.report(done, total); });
     r.data = std::move(data);
   } catch (const std::exception& e) {
     // Caught once here, at the thread boundary; shown in the panel.
@@ -287,11 +268,8 @@ TensorView::Result TensorView::compute(std::shared_ptr<const CheckpointFile> fil
   return r;
 }
 
-void TensorView::onFinished() {
-  const Result r = m_watcher.result();
-  if (r.generation != m_generation) return;  // a later selection or file
-  m_running = false;
-  m_progressTimer.stop();
+void TensorView::onFinished(Result r) {
+  if (r.tensor != m_tensor) return;
   if (!r.error.isEmpty()) {
     m_stats->setText(tr("<p style='color:#a00000'>Cannot read this tensor:</p><p>%1</p>").arg(r.error.toHtmlEscaped()));
     clearPlots({});
@@ -367,6 +345,14 @@ void TensorView::showHistogram(const Histogram& h) {
   }
   m_bars->setWidth(width);
   m_bars->setData(keys, values, true);
+  // Hovering a bar: its bin's edges and count (edges as torch.histc places them).
+  setHoverReadout(m_histogram, [h](double key, double) -> QString {
+    if (h.counts.empty() || !(h.hi > h.lo) || key < h.lo || key > h.hi) return {};
+    const int bin = std::clamp(int((key - h.lo) / (h.hi - h.lo) * h.bins()), 0, h.bins() - 1);
+    return QObject::tr("[%1, %2): %3 values")
+        .arg(QString::number(h.edge(bin), 'g', 6), QString::number(h.edge(bin + 1), 'g', 6))
+        .arg(groupedNumber(h.counts[size_t(bin)]));
+  });
   m_histogram->xAxis->setRange(h.lo, h.hi);
   m_histogram->yAxis->setRange(0, std::max(1.0, top * 1.05));
   m_histogram->replot();
@@ -401,6 +387,19 @@ void TensorView::showHeatMap(const HeatMap& h) {
   m_colorMap->setDataRange(QCPRange(lo, hi > lo ? hi : lo + 1));
   m_heat->xAxis->setRange(0, double(h.sourceCols));
   m_heat->yAxis->setRange(0, double(h.sourceRows));
+  // Hovering: which rows and columns the cell covers, and their mean |x|.
+  setHoverReadout(m_heat, [h, cw, rh](double key, double value) -> QString {
+    const int j = int(key / cw), i = int(value / rh);
+    if (key < 0 || value < 0 || j >= h.cols || i >= h.rows) return {};
+    const auto span = [](double lo, double hi) {
+      const qint64 a = qint64(std::floor(lo)), b = std::max(a, qint64(std::ceil(hi)) - 1);
+      return a == b ? QString::number(a) : QStringLiteral("%1–%2").arg(a).arg(b);
+    };
+    const double v = h.at(i, j);
+    return QObject::tr("rows %1, columns %2\nmean |x| %3")
+        .arg(span(i * rh, (i + 1) * rh), span(j * cw, (j + 1) * cw),
+             std::isfinite(v) ? QString::number(v, 'g', 5) : QObject::tr("none (no finite value)"));
+  });
   m_heat->replot();
 }
 

@@ -1,12 +1,11 @@
 #pragma once
 
-#include <QFutureWatcher>
 #include <QTimer>
 #include <QWidget>
-#include <atomic>
 #include <memory>
 #include <optional>
 
+#include "backgroundjob.h"
 #include "ckpt/analysis/tensor_stats.h"
 
 class QCPBars;
@@ -42,7 +41,7 @@ class TensorView : public QWidget {
   void showTensor(int index, const QString& name);
 
   [[nodiscard]] int tensorIndex() const { return m_tensor; }
-  [[nodiscard]] bool busy() const { return m_running; }
+  [[nodiscard]] bool busy() const { return m_job.isRunning(); }
   // The last finished analysis of tensorIndex().
   [[nodiscard]] const std::optional<TensorAnalysis>& analysis() const { return m_analysis; }
   [[nodiscard]] ValueTableModel* valueModel() const { return m_values; }
@@ -67,17 +66,15 @@ class TensorView : public QWidget {
  private:
   struct Result {
     int tensor = -1;
-    uint64_t generation = 0;
     std::optional<TensorAnalysis> analysis;  // nullopt: cancelled or failed
     std::shared_ptr<const TensorData> data;
     QString error;
   };
-  static Result compute(std::shared_ptr<const CheckpointFile> file, int tensor, uint64_t generation,
-                        AnalysisOptions options, std::shared_ptr<std::atomic<bool>> cancel,
-                        std::shared_ptr<std::atomic<int>> permille);
+  static Result compute(const std::shared_ptr<const CheckpointFile>& file, int tensor, const AnalysisOptions& options,
+                        JobProgress& progress);
   [[nodiscard]] AnalysisOptions optionsFor(const TensorInfo& t) const;
-  void onFinished();
-  void onHeatFinished();
+  void onFinished(Result r);
+  void onHeatFinished(const Result& r);
   void resampleHeatMap();
   void clearPlots(const QString& why);
   void showStats(const TensorStats& s);
@@ -86,16 +83,12 @@ class TensorView : public QWidget {
 
   std::shared_ptr<const CheckpointFile> m_file;
   int m_tensor = -1;
-  uint64_t m_generation = 0;
-  bool m_running = false;
-  std::shared_ptr<std::atomic<bool>> m_cancel;
-  std::shared_ptr<std::atomic<int>> m_permille;  // progress of the running job
-  QFutureWatcher<Result> m_watcher;
-  QFutureWatcher<Result> m_heatWatcher;  // a heat map again, for a new size
-  QTimer m_progressTimer;
+
   QTimer m_resizeTimer;
   std::optional<TensorAnalysis> m_analysis;
 
+  QWidget* m_body = nullptr;   // the statistics, plots and values
+  QWidget* m_empty = nullptr;  // in their place while no tensor is selected
   QLabel* m_title = nullptr;
   QLabel* m_subtitle = nullptr;
   QLabel* m_stats = nullptr;
@@ -108,6 +101,9 @@ class TensorView : public QWidget {
   QTableView* m_valueView = nullptr;
   QSpinBox* m_rowBox = nullptr;
   QLabel* m_rowTotal = nullptr;
+  // Last: destroyed (cancelled and waited for) before the widgets they report to.
+  BackgroundJob<Result> m_job{this};      // statistics, histogram, heat map of the tensor shown
+  BackgroundJob<Result> m_heatJob{this};  // a heat map again, for a new size
 };
 
 }  // namespace ckpt
