@@ -9,6 +9,7 @@
 #include <QLocale>
 #include <QSpinBox>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "ckpt/model/config.h"
 
@@ -37,7 +38,8 @@ void ConfigForm::addGroup(const QString& title, const QList<Field>& fields, int 
   boxLayout->addLayout(grid);
   grid->setHorizontalSpacing(8);
   grid->setVerticalSpacing(4);
-  int i = 0;
+  Group group;
+  group.grid = grid;
   for (const Field& f : fields) {
     QWidget* w = nullptr;
     switch (f.kind) {
@@ -78,15 +80,15 @@ void ConfigForm::addGroup(const QString& title, const QList<Field>& fields, int 
     auto* label = new QLabel(f.key, box);
     label->setBuddy(w);
     label->setToolTip(f.tip);
-    const int row = i / columns, col = (i % columns) * 2;
-    grid->addWidget(label, row, col);
-    grid->addWidget(w, row, col + 1);
+    group.rows.append({label, w});
+    m_labels.insert(f.key, label);
     m_editors.insert(f.key, w);
     m_fields.insert(f.key, f);
     m_order.append(f.key);
-    ++i;
   }
-  for (int c = 0; c < columns; ++c) grid->setColumnStretch(c * 2 + 1, 1);
+  group.maxColumns = std::max(1, columns);
+  layOut(group, std::min(group.maxColumns, m_columns));
+  m_groups.append(group);
   static_cast<QVBoxLayout*>(layout())->addWidget(box);
   for (const Field& f : fields) setValue(f.key, f.defaultValue);
 }
@@ -179,18 +181,72 @@ void ConfigForm::resetToDefaults() {
 void ConfigForm::markInvalid(const QStringList& keys, const QString& message) {
   for (const QString& key : std::as_const(m_marked)) {
     if (QWidget* w = m_editors.value(key)) {
-      w->setStyleSheet(QString());
+      if (qobject_cast<QLineEdit*>(w)) w->setStyleSheet(QString());
+      w->setPalette(QPalette());
       w->setToolTip(m_fields[key].tip);
+    }
+    if (QLabel* l = m_labels.value(key)) {
+      l->setPalette(QPalette());
+      QFont f = l->font();
+      f.setBold(false);
+      l->setFont(f);
     }
   }
   m_marked.clear();
   for (const QString& key : keys) {
-    if (QWidget* w = m_editors.value(key)) {
+    QWidget* w = m_editors.value(key);
+    if (!w) continue;
+    if (qobject_cast<QLineEdit*>(w)) {
       w->setStyleSheet(QLatin1String(kInvalidStyle));
-      w->setToolTip(message);
-      m_marked.append(key);
+    } else {
+      QPalette p = w->palette();
+      p.setColor(QPalette::Base, QColor(0xd0, 0x30, 0x30, 60));
+      p.setColor(QPalette::Button, QColor(0xf0, 0xc0, 0xc0));
+      w->setPalette(p);
     }
+    w->setToolTip(message);
+    if (QLabel* l = m_labels.value(key)) {
+      QPalette p = l->palette();
+      p.setColor(QPalette::WindowText, QColor(0xc0, 0x20, 0x20));
+      l->setPalette(p);
+      QFont f = l->font();
+      f.setBold(true);
+      l->setFont(f);
+    }
+    m_marked.append(key);
   }
+}
+
+void ConfigForm::layOut(Group& group, int columns) {
+  for (const auto& [label, editor] : group.rows) {
+    group.grid->removeWidget(label);
+    group.grid->removeWidget(editor);
+  }
+  for (int c = 0; c < 2 * group.maxColumns; ++c) group.grid->setColumnStretch(c, 0);
+  for (qsizetype i = 0; i < group.rows.size(); ++i) {
+    const int row = int(i) / columns, col = (int(i) % columns) * 2;
+    group.grid->addWidget(group.rows[i].first, row, col);
+    group.grid->addWidget(group.rows[i].second, row, col + 1);
+  }
+  for (int c = 0; c < columns; ++c) group.grid->setColumnStretch(c * 2 + 1, 1);
+}
+
+void ConfigForm::setColumns(int columns) {
+  columns = std::max(1, columns);
+  if (columns == m_columns) return;
+  m_columns = columns;
+  for (Group& g : m_groups) layOut(g, std::min(g.maxColumns, columns));
+  updateGeometry();
+}
+
+int ConfigForm::minimumWidthFor(int columns) {
+  const int before = m_columns;
+  setColumns(columns);
+  layout()->activate();
+  const int width = minimumSizeHint().width();
+  setColumns(before);
+  layout()->activate();
+  return width;
 }
 
 }  // namespace ckpt

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 class QGridLayout;
+class QLabel;
 
 namespace ckpt {
 
@@ -57,14 +58,33 @@ class ConfigForm : public QWidget {
 
   [[nodiscard]] QWidget* editor(const QString& key) const { return m_editors.value(key); }
   [[nodiscard]] QStringList keys() const { return m_order; }
-  // Marks the editors of `keys` as wrong (a red frame and the message as
-  // tooltip); an empty list clears the marks.
+  // Marks the editors of `keys` as wrong (a red label and a tinted editor,
+  // the message as tooltip); an empty list clears the marks. No style
+  // sheet on spin boxes: it would take their arrows away.
   void markInvalid(const QStringList& keys, const QString& message);
+  [[nodiscard]] QStringList markedKeys() const { return m_marked; }
+
+  // Lays every group out in `columns` label/editor pairs (at most what
+  // each group was added with): the panel reflows a narrow form to one.
+  void setColumns(int columns);
+  [[nodiscard]] int columns() const { return m_columns; }
+  // The width the form needs with `columns` columns.
+  [[nodiscard]] int minimumWidthFor(int columns);
 
  signals:
   void edited();
 
  private:
+  struct Group {
+    QGridLayout* grid = nullptr;
+    QList<QPair<QLabel*, QWidget*>> rows;
+    int maxColumns = 2;
+  };
+  void layOut(Group& group, int columns);
+
+  QList<Group> m_groups;
+  int m_columns = 2;
+  QHash<QString, QLabel*> m_labels;
   QHash<QString, QWidget*> m_editors;
   QHash<QString, Field> m_fields;
   QStringList m_order;

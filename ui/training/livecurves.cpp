@@ -9,7 +9,7 @@ namespace {
 
 QCustomPlot* makePlot(QWidget* parent, const QString& yLabel) {
   auto* plot = new QCustomPlot(parent);
-  plot->setMinimumHeight(120);
+  plot->setMinimumHeight(90);  // two of them fit a 700-pixel window's Train tab
   plot->xAxis->setLabel(QStringLiteral("step"));
   plot->yAxis->setLabel(yLabel);
   plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);

@@ -14,6 +14,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QLocale>
+#include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
@@ -33,6 +34,7 @@
 #include <cmath>
 #include <functional>
 
+#include "ckpt/index/run_plan.h"
 #include "training/configform.h"
 #include "training/livecurves.h"
 #include "training/trainbackendloader.h"
@@ -136,6 +138,16 @@ QString defaultOutputDir(const QString& runName) {
   return QDir(QDir::homePath()).filePath(QStringLiteral("ckptscope-runs/") + (runName.isEmpty() ? QStringLiteral("run") : runName));
 }
 
+// A page that scrolls down, never sideways, when the panel is short.
+QScrollArea* scrollingDown(QWidget* page) {
+  auto* scroll = new QScrollArea;
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  scroll->setWidget(page);
+  return scroll;
+}
+
 // A line edit with a "…" button that opens a file (or directory) dialog.
 QWidget* pathRow(QWidget* parent, QLineEdit* edit, const std::function<void()>& browseFile,
                  const std::function<void()>& browseDir = {}) {
@@ -162,19 +174,22 @@ QWidget* pathRow(QWidget* parent, QLineEdit* edit, const std::function<void()>& 
 }  // namespace
 
 TrainPanel::TrainPanel(QWidget* parent) : QWidget(parent) {
-  auto* split = new QSplitter(Qt::Horizontal, this);
+  // Stacked and in one column until the panel knows its width (fitLayout):
+  // a hidden tab's minimum width still counts in the window's.
+  m_split = new QSplitter(Qt::Vertical, this);
+  m_split->setChildrenCollapsible(false);
   auto* outer = new QHBoxLayout(this);
   outer->setContentsMargins(4, 4, 4, 4);
-  outer->addWidget(split);
+  outer->addWidget(m_split);
 
-  // Left: the three pages, the device, the error line and Start/Stop.
-  m_formArea = new QWidget(split);
+  // Left (or on top, when narrow): the three pages, the device, the error line and Start/Stop.
+  m_formArea = new QWidget(m_split);
   auto* left = new QVBoxLayout(m_formArea);
   left->setContentsMargins(0, 0, 0, 0);
   m_modes = new QTabWidget(m_formArea);
-  m_modes->addTab(buildNewRunPage(), QStringLiteral("New run"));
-  m_modes->addTab(buildResumePage(), QStringLiteral("Resume"));
-  m_modes->addTab(buildFinetunePage(), QStringLiteral("Fine-tune"));
+  m_modes->addTab(buildNewRunPage(), tr("New run"));
+  m_modes->addTab(scrollingDown(buildResumePage()), tr("Resume"));
+  m_modes->addTab(scrollingDown(buildFinetunePage()), tr("Fine-tune"));
   left->addWidget(m_modes, 1);
 
   auto* deviceRow = new QHBoxLayout;
@@ -215,11 +230,11 @@ TrainPanel::TrainPanel(QWidget* parent) : QWidget(parent) {
   buttons->addWidget(m_stop);
   left->addLayout(buttons);
 
-  split->addWidget(m_formArea);
-  split->addWidget(buildRunView());
-  split->setStretchFactor(0, 0);
-  split->setStretchFactor(1, 1);
-  split->setSizes({m_formArea->minimumSizeHint().width(), 700});
+  m_split->addWidget(m_formArea);
+  m_split->addWidget(buildRunView());
+  m_form->setColumns(1);
+  m_split->setStretchFactor(0, 0);
+  m_split->setStretchFactor(1, 1);
 
   connect(m_start, &QPushButton::clicked, this, &TrainPanel::start);
   connect(m_stop, &QPushButton::clicked, this, &TrainPanel::stop);
@@ -315,9 +330,10 @@ QWidget* TrainPanel::buildNewRunPage() {
   m_form->addGroup(QStringLiteral("Data and output"), dataFields(), 2, dataBox);
   v->addStretch(1);
   scroll->setWidget(page);
-  // Wide enough for the two-column form: it scrolls down, never sideways.
+  // It scrolls down, never sideways: the panel gives the form one column
+  // when two do not fit (fitLayout).
   scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  scroll->setMinimumWidth(page->minimumSizeHint().width() + scroll->verticalScrollBar()->sizeHint().width() + 4);
+  m_formScroll = scroll;
   m_outputDir->setPlaceholderText(defaultOutputDir(QStringLiteral("run")));
   return scroll;
 }
@@ -325,9 +341,11 @@ QWidget* TrainPanel::buildNewRunPage() {
 QWidget* TrainPanel::buildResumePage() {
   auto* page = new QWidget;
   auto* f = new QFormLayout(page);
-  auto* intro = new QLabel(QStringLiteral("Continues the run that wrote the checkpoint, in the same directory, from its "
-                                          "step: the same optimizer state, schedule, data position and random state, so "
-                                          "the result is what an uninterrupted run gives."),
+  auto* intro = new QLabel(tr("Continues the run that wrote the checkpoint from its step: the same optimizer state, "
+                              "schedule, data position and random state, so the result is what an uninterrupted run "
+                              "gives. From the run's newest checkpoint it continues in the run's directory; from an "
+                              "older one it continues as a new run next to it, and the run's later checkpoints stay "
+                              "as they are."),
                            page);
   intro->setWordWrap(true);
   f->addRow(intro);
@@ -347,6 +365,17 @@ QWidget* TrainPanel::buildResumePage() {
               const QString p = QFileDialog::getOpenFileName(this, QStringLiteral("Training data"), m_resumeData->text());
               if (!p.isEmpty()) m_resumeData->setText(p);
             }));
+  m_resumeInPlace = new QCheckBox(tr("in place: move the later checkpoints to .trash/ and continue in the run's directory"), page);
+  m_resumeInPlace->setObjectName(QStringLiteral("in_place"));
+  m_resumeInPlace->setEnabled(false);
+  f->addRow(QString(), m_resumeInPlace);
+  m_resumePlan = new QLabel(page);
+  m_resumePlan->setObjectName(QStringLiteral("plan"));
+  m_resumePlan->setWordWrap(true);
+  m_resumePlan->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  f->addRow(m_resumePlan);
+  connect(m_resumeCkpt, &QLineEdit::textChanged, this, &TrainPanel::updateResumePlan);
+  connect(m_resumeInPlace, &QCheckBox::toggled, this, &TrainPanel::updateResumePlan);
   return page;
 }
 
@@ -451,6 +480,7 @@ QWidget* TrainPanel::buildRunView() {
   m_log->setMaximumBlockCount(20000);
   m_log->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
   m_log->setPlaceholderText(QStringLiteral("The run's log appears here."));
+  m_log->setMinimumHeight(m_log->fontMetrics().height() * 3);
   split->addWidget(m_curves);
   split->addWidget(m_log);
   split->setStretchFactor(0, 3);
@@ -461,7 +491,43 @@ QWidget* TrainPanel::buildRunView() {
 
 void TrainPanel::showEvent(QShowEvent* event) {
   QWidget::showEvent(event);
+  fitLayout();
   loadBackendAsync();
+}
+
+void TrainPanel::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  fitLayout();
+}
+
+void TrainPanel::fitLayout() {
+  // Beside the form when both fit: the form at its two-column width, the
+  // run's status, charts and log at a readable width. Otherwise the run
+  // view goes below the form, which then scrolls down in its part of the
+  // height, in two columns or, narrower still, one.
+  if (m_twoColumnWidth == 0) {
+    m_oneColumnWidth = m_form->minimumWidthFor(1);
+    m_twoColumnWidth = m_form->minimumWidthFor(2);
+  }
+  const int scrollBar = m_formScroll->verticalScrollBar()->sizeHint().width() + 16;
+  const int twoColumns = m_twoColumnWidth + scrollBar;
+  constexpr int kRunViewWidth = 460;
+  const int available = width() - 8;
+  const bool beside = available >= twoColumns + kRunViewWidth;
+  const Qt::Orientation orientation = beside ? Qt::Horizontal : Qt::Vertical;
+  m_form->setColumns(beside || available >= twoColumns ? 2 : 1);
+  m_formScroll->setMinimumWidth((m_form->columns() == 2 ? m_twoColumnWidth : m_oneColumnWidth) + scrollBar);
+  // Sizes once the panel has its real size (a hidden tab has none yet), and
+  // again when the orientation changes; in between they are the person's.
+  if (!isVisible() || height() < 200) return;
+  if (m_split->orientation() != orientation || !m_layoutFitted) {
+    m_split->setOrientation(orientation);
+    m_layoutFitted = true;
+    if (beside)
+      m_split->setSizes({twoColumns, std::max(kRunViewWidth, available - twoColumns)});
+    else
+      m_split->setSizes({height() * 58 / 100, height() * 42 / 100});
+  }
 }
 
 void TrainPanel::loadBackendAsync() {
@@ -536,6 +602,9 @@ RunConfig TrainPanel::newRunConfig() const {
   if (c.data.path.empty()) throw ConfigError("path: choose the training data (a text file, a directory or a .bin file)");
   if (!QFileInfo::exists(QString::fromStdString(c.data.path)))
     throw ConfigError("path: " + c.data.path + " does not exist");
+  // Said before Start, as the trainer would refuse it: never a second history in one directory.
+  if (const auto clash = existingRunFiles(c.training.outputDir, c.training.runName); !clash.empty())
+    throw ConfigError("output_dir: " + clashMessage(c.training.outputDir, c.training.runName, clash));
   return c;
 }
 
@@ -567,6 +636,7 @@ std::optional<TrainRequest> TrainPanel::request(QString* error, QStringList* key
         if (!r.resume.dataPath.empty() && !QFileInfo::exists(m_resumeData->text().trimmed()))
           return fail(QStringLiteral("data: %1 does not exist").arg(m_resumeData->text().trimmed()), {});
         r.resume.device = device;
+        r.resume.inPlace = m_resumeInPlace->isEnabled() && m_resumeInPlace->isChecked();
         break;
       }
       case Mode::Finetune: {
@@ -601,6 +671,77 @@ std::optional<TrainRequest> TrainPanel::request(QString* error, QStringList* key
   return r;
 }
 
+QString TrainPanel::resumePlanText() const { return m_resumePlan->text(); }
+
+void TrainPanel::updateResumePlan() {
+  const QString ckpt = m_resumeCkpt->text().trimmed();
+  if (ckpt.isEmpty() || !QFileInfo(ckpt).isFile()) {
+    m_resumePlan->clear();
+    m_resumeInPlace->setEnabled(false);
+    return;
+  }
+  // The trainer decides with the same function (ckpt/index/run_plan.h).
+  try {
+    const ResumePlan plan = planResume(ckpt.toStdString());
+    const QString run = QString::fromStdString(plan.runName);
+    const QString dir = QString::fromStdString(plan.runDir);
+    m_resumeInPlace->setEnabled(!plan.isNewest);
+    if (plan.isNewest) {
+      m_resumeInPlace->setChecked(false);
+      m_resumePlan->setText(tr("This is the newest checkpoint of %1: the run continues in %2 from step %3, "
+                               "adding its checkpoints and metrics.jsonl lines from there.")
+                                .arg(run, dir)
+                                .arg(plan.step));
+    } else if (m_resumeInPlace->isChecked()) {
+      QStringList names;
+      for (const std::string& f : plan.laterFiles) names << QFileInfo(QString::fromStdString(f)).fileName();
+      m_resumePlan->setText(tr("In place: %1 later file(s) of %2 move to %3/.trash/ (%4), metrics.jsonl is cut "
+                               "back to step %5, and the run continues in its directory. Start asks first.")
+                                .arg(names.size())
+                                .arg(run, dir, names.join(QStringLiteral(", ")))
+                                .arg(plan.step));
+    } else {
+      m_resumePlan->setText(tr("This is not the newest checkpoint of %1 (%2 later file(s)): the run continues as a "
+                               "new run %3 in %4, its history up to step %5 taken from %1. Nothing in %6 changes.")
+                                .arg(run)
+                                .arg(plan.laterFiles.size())
+                                .arg(QString::fromStdString(plan.branchRunName), QString::fromStdString(plan.branchDir))
+                                .arg(plan.step)
+                                .arg(dir));
+    }
+  } catch (const std::exception& e) {
+    m_resumeInPlace->setEnabled(false);
+    m_resumePlan->setText(tr("Cannot plan the resume: %1").arg(QString::fromStdString(e.what())));
+  }
+}
+
+bool TrainPanel::confirmStart(const TrainRequest& r) {
+  if (r.kind != TrainRequest::Kind::Resume || !r.resume.inPlace) return true;
+  ResumePlan plan;
+  try {
+    plan = planResume(r.resume.checkpoint);
+  } catch (const std::exception& e) {
+    showStatus(QString::fromStdString(e.what()), true);
+    return false;
+  }
+  if (plan.isNewest) return true;
+  QStringList names;
+  for (const std::string& f : plan.laterFiles) names << QFileInfo(QString::fromStdString(f)).fileName();
+  QMessageBox box(QMessageBox::Warning, tr("Resume in place"),
+                  tr("Resuming %1 in place moves %2 later file(s) of the run to %3/.trash/ and continues the run "
+                     "from step %4 in its directory.")
+                      .arg(QFileInfo(QString::fromStdString(plan.checkpoint)).fileName())
+                      .arg(names.size())
+                      .arg(QString::fromStdString(plan.runDir))
+                      .arg(plan.step),
+                  QMessageBox::Cancel, this);
+  box.setInformativeText(tr("Moved to .trash/: %1").arg(names.join(QStringLiteral(", "))));
+  QPushButton* go = box.addButton(tr("Move and Resume"), QMessageBox::DestructiveRole);
+  box.setDefaultButton(QMessageBox::Cancel);
+  box.exec();
+  return box.clickedButton() == go;
+}
+
 void TrainPanel::revalidate() {
   QString error;
   QStringList keys;
@@ -632,6 +773,10 @@ bool TrainPanel::start() {
     showStatus(error, true);
     return false;
   }
+  if (!confirmStart(*r)) {
+    showStatus(tr("Not started: nothing was moved."), false);
+    return false;
+  }
   saveSettings();
   m_info = {};
   m_lastStep = 0;
@@ -656,6 +801,20 @@ bool TrainPanel::startResume(const QString& checkpoint) {
   m_resumeData->clear();
   setMode(Mode::Resume);
   return start();
+}
+
+void TrainPanel::prepareResume(const QString& checkpoint) {
+  m_resumeCkpt->setText(checkpoint);
+  m_resumeMaxSteps->setValue(0);
+  m_resumeData->clear();
+  setMode(Mode::Resume);
+  revalidate();
+}
+
+void TrainPanel::setSelectedCheckpoint(const QString& checkpoint) {
+  if (isRunning() || checkpoint.isEmpty()) return;
+  m_resumeCkpt->setText(checkpoint);
+  m_ftCkpt->setText(checkpoint);
 }
 
 void TrainPanel::prepareFinetune(const QString& checkpoint) {
@@ -771,9 +930,11 @@ void TrainPanel::onProgress(const QList<StepReport>& steps) {
                                  : QString::number(r.loss, 'f', 4));
   m_lrLabel->setText(QString::number(r.learningRate, 'e', 2));
   m_speedLabel->setText(QLocale().toString(qRound64(r.tokensPerSecond)));
+  // The pace of this job alone: a resumed run's recorded time includes
+  // the steps of earlier jobs (17 min was shown for 94 steps taking 27 s).
   const int64_t done = r.step - m_info.startStep;
-  if (done > 0 && r.elapsedSeconds > 0)
-    m_etaLabel->setText(duration(r.elapsedSeconds / double(done) * double(r.maxSteps - r.step)));
+  const double seconds = m_wall.isValid() ? m_wall.elapsed() / 1000.0 : 0.0;
+  if (done > 0 && seconds > 0) m_etaLabel->setText(duration(seconds / double(done) * double(r.maxSteps - r.step)));
 }
 
 void TrainPanel::onFinished(const RunResult& result) {
@@ -790,7 +951,14 @@ void TrainPanel::onFinished(const RunResult& result) {
     // One click away: the Resume page holds the stop checkpoint.
     m_resumeCkpt->setText(last);
   } else {
-    text = QStringLiteral("Finished %1 steps in %2. Final checkpoint: %3").arg(result.step).arg(duration(m_wall.elapsed() / 1000.0), last);
+    const int64_t ran = result.step - m_info.startStep;
+    text = m_info.startStep > 0
+               ? QStringLiteral("Finished at step %1: %2 steps from step %3 in %4. Final checkpoint: %5")
+                     .arg(result.step)
+                     .arg(ran)
+                     .arg(m_info.startStep)
+                     .arg(duration(m_wall.elapsed() / 1000.0), last)
+               : QStringLiteral("Finished %1 steps in %2. Final checkpoint: %3").arg(result.step).arg(duration(m_wall.elapsed() / 1000.0), last);
     if (result.bestValLoss) text += QStringLiteral(" (best val loss %1)").arg(number(*result.bestValLoss));
   }
   showStatus(text, false);

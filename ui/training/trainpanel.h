@@ -7,12 +7,16 @@
 
 #include "training/trainrunner.h"
 
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QLineEdit;
 class QPlainTextEdit;
 class QProgressBar;
 class QPushButton;
+class QResizeEvent;
+class QScrollArea;
+class QSplitter;
 class QSpinBox;
 class QTabWidget;
 
@@ -50,6 +54,12 @@ class TrainPanel : public QWidget {
   bool startFinetune(const QString& checkpoint);
   // Shows the Fine-tune page with `checkpoint` filled in, without starting.
   void prepareFinetune(const QString& checkpoint);
+  // Shows the Resume page with `checkpoint` filled in and what resuming it
+  // will write where, without starting.
+  void prepareResume(const QString& checkpoint);
+  // The checkpoint selected in the browser: the Resume and Fine-tune pages
+  // start from it (not while a run goes).
+  void setSelectedCheckpoint(const QString& checkpoint);
   // Starts what the current page describes (the Start button).
   bool start();
   // Stop: the step in flight finishes, a resumable checkpoint is written.
@@ -68,6 +78,10 @@ class TrainPanel : public QWidget {
   [[nodiscard]] QSpinBox* threadsBox() const { return m_threads; }
   [[nodiscard]] QLineEdit* resumeCheckpointEdit() const { return m_resumeCkpt; }
   [[nodiscard]] QSpinBox* resumeMaxStepsBox() const { return m_resumeMaxSteps; }
+  // "Resume in place": the later checkpoints go to .trash/ (after a confirmation).
+  [[nodiscard]] QCheckBox* resumeInPlaceBox() const { return m_resumeInPlace; }
+  // What Start on the Resume page will do: where it writes, what it leaves alone.
+  [[nodiscard]] QString resumePlanText() const;
   [[nodiscard]] QLineEdit* finetuneCheckpointEdit() const { return m_ftCkpt; }
   [[nodiscard]] QLineEdit* finetuneDataEdit() const { return m_ftData; }
   [[nodiscard]] QLineEdit* finetuneStageEdit() const { return m_ftStage; }
@@ -107,16 +121,23 @@ class TrainPanel : public QWidget {
 
  protected:
   void showEvent(QShowEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   QWidget* buildNewRunPage();
   QWidget* buildResumePage();
   QWidget* buildFinetunePage();
   QWidget* buildRunView();
+  // The form beside the run view when both fit, else above it (and in one column when narrow).
+  void fitLayout();
   void loadBackendAsync();
   void onBackendLoaded();
   void restoreSettings();
   void revalidate();
+  // The Resume page's plan line for the checkpoint in its field.
+  void updateResumePlan();
+  // Asks before a start that moves files to .trash/; false when the person says no.
+  bool confirmStart(const TrainRequest& request);
   // The request of the current page, or the message naming what is wrong
   // (and the form keys to mark).
   std::optional<TrainRequest> request(QString* error, QStringList* keys) const;
@@ -150,6 +171,8 @@ class TrainPanel : public QWidget {
   QLineEdit* m_resumeCkpt = nullptr;
   QSpinBox* m_resumeMaxSteps = nullptr;
   QLineEdit* m_resumeData = nullptr;
+  QCheckBox* m_resumeInPlace = nullptr;
+  QLabel* m_resumePlan = nullptr;
   QLineEdit* m_ftCkpt = nullptr;
   QLineEdit* m_ftData = nullptr;
   QLineEdit* m_ftTokenizer = nullptr;
@@ -161,6 +184,11 @@ class TrainPanel : public QWidget {
   QPushButton* m_start = nullptr;
   QPushButton* m_stop = nullptr;
   QWidget* m_formArea = nullptr;
+  QSplitter* m_split = nullptr;
+  QScrollArea* m_formScroll = nullptr;
+  int m_oneColumnWidth = 0;
+  int m_twoColumnWidth = 0;
+  bool m_layoutFitted = false;
 
   QLabel* m_runTitle = nullptr;
   QProgressBar* m_progress = nullptr;
