@@ -23,9 +23,8 @@
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QTextDocumentFragment>
 #include <QTreeView>
-#include <QtConcurrent/QtConcurrentRun>
-#include <atomic>
 #include <chrono>
 #include <map>
 
@@ -96,12 +95,6 @@ std::optional<MainWindow::View> MainWindow::viewFromName(const QString& name) {
   return std::nullopt;
 }
 
-struct MainWindow::ScanState {
-  std::atomic<bool> stop{false};
-  std::atomic<size_t> done{0};
-  std::atomic<size_t> total{0};
-};
-
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   setWindowTitle(tr("CkptScope"));
   setAcceptDrops(true);
@@ -125,18 +118,20 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   m_drift = new DriftView(this);
   m_tabs->addTab(m_drift, tr("Drift"));
   m_train = new TrainPanel(this);  // loads its LibTorch plugin when first shown, not now
-  // In a scroll area: the form's minimum width would otherwise squeeze the
-  // experiments dock whatever tab is shown.
-  m_trainTab = new QScrollArea(this);
-  m_trainTab->setWidget(m_train);
-  m_trainTab->setWidgetResizable(true);
-  m_trainTab->setFrameShape(QFrame::NoFrame);
-  m_tabs->addTab(m_trainTab, tr("Train"));
+  // The panel fits itself to the width it gets (form beside or above the
+  // run view, two columns or one): no horizontal scrolling.
+  m_tabs->addTab(m_train, tr("Train"));
   setCentralWidget(m_tabs);
 
   m_watcher = new RunWatcher(this);
   createMenus();
   statusBar()->showMessage(tr("Open a directory of checkpoints (File > Open Directory, or drop it here)"));
+  m_inspector->showMessage(
+      tr("Nothing open yet"),
+      tr("<p>Open a directory of checkpoints with <b>File &gt; Open Directory...</b> (Ctrl+O), single files with "
+         "<b>File &gt; Open Files...</b> (Ctrl+Shift+O), or drop them on this window.</p>"
+         "<p>Runs appear in the Experiments list on the left, grouped by directory; their curves in the Curves "
+         "tab. Select two checkpoints (Ctrl+click) and press Ctrl+D to compare them.</p>"));
 
   connect(checkpointView()->selectionModel(), &QItemSelectionModel::currentChanged, this,
           &MainWindow::onCurrentChanged);
@@ -144,9 +139,11 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   checkpointView()->setSelectionMode(QAbstractItemView::ExtendedSelection);
   checkpointView()->setContextMenuPolicy(Qt::CustomContextMenu);
   connect(checkpointView(), &QWidget::customContextMenuRequested, this, &MainWindow::showBrowserMenu);
-  connect(&m_scanWatcher, &QFutureWatcherBase::finished, this, &MainWindow::onScanFinished);
-  connect(&m_summaryWatcher, &QFutureWatcherBase::finished, this, &MainWindow::onSummaryReady);
   connect(m_curves, &CurvesView::checkpointActivated, this, &MainWindow::onCheckpointActivated);
+  // The status bar says what is happening now, not what was asked last.
+  connect(m_compare, &CompareView::finished, this, [this] { statusBar()->showMessage(m_compare->summaryLine()); });
+  connect(m_drift, &DriftView::finished, this,
+          [this] { statusBar()->showMessage(QTextDocumentFragment::fromHtml(m_drift->statusText()).toPlainText()); });
   connect(m_watcher, &RunWatcher::runChanged, this, &MainWindow::onRunChanged);
   connect(m_watcher, &RunWatcher::runRemoved, this, &MainWindow::onRunRemoved);
   connect(m_train, &TrainPanel::runStarted, this, &MainWindow::onRunStarted);
@@ -157,8 +154,6 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
             // Select what the run wrote last, once the watcher has listed it.
             if (!last.isEmpty() && !selectPath(last)) m_selectWhenListed = last;
           });
-  m_progressTimer.setInterval(100);
-  connect(&m_progressTimer, &QTimer::timeout, this, &MainWindow::showScanProgress);
   // New checkpoints re-read the curves' sources, at most once a second.
   m_curvesRefresh.setSingleShot(true);
   m_curvesRefresh.setInterval(1000);
@@ -168,8 +163,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 MainWindow::~MainWindow() {
   // The scan stops after the file it is reading; the summary job holds no
   // pointer into the window and may finish on its own.
-  if (m_scanState) m_scanState->stop = true;
-  m_scanWatcher.waitForFinished();
+  // The jobs (members) stop and are waited for: the scan after the file it
+  // reads, a summary when its file is read.
 }
 
 QTreeView* MainWindow::checkpointView() const { return m_browser->view(); }
@@ -210,6 +205,12 @@ void MainWindow::createMenus() {
   QAction* compareTab = view->addAction(tr("C&ompare"));
   compareTab->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_3));
   connect(compareTab, &QAction::triggered, this, [this] { m_tabs->setCurrentWidget(m_compare); });
+  QAction* driftTab = view->addAction(tr("D&rift"));
+  driftTab->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_4));
+  connect(driftTab, &QAction::triggered, this, [this] { m_tabs->setCurrentWidget(m_drift); });
+  QAction* trainTab = view->addAction(tr("&Train"));
+  trainTab->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_5));
+  connect(trainTab, &QAction::triggered, this, &MainWindow::showTrain);
   view->addSeparator();
   view->addAction(m_browserDock->toggleViewAction());
 
@@ -224,7 +225,7 @@ void MainWindow::createMenus() {
   drift->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D));
   connect(drift, &QAction::triggered, this, &MainWindow::showDrift);
   checkpoint->addSeparator();
-  QAction* resume = checkpoint->addAction(tr("&Resume Training"));
+  QAction* resume = checkpoint->addAction(tr("&Resume Training..."));
   resume->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
   connect(resume, &QAction::triggered, this, &MainWindow::resumeSelected);
   QAction* finetune = checkpoint->addAction(tr("&Fine-tune..."));
@@ -238,16 +239,20 @@ void MainWindow::createMenus() {
   });
 }
 
-void MainWindow::showTrain() { m_tabs->setCurrentWidget(m_trainTab); }
+void MainWindow::showTrain() { m_tabs->setCurrentWidget(m_train); }
 
+// Neither starts anything: they open the Train tab's page filled in from
+// the selection, where the plan (what is written where) is shown and Start
+// is the person's own click.
 bool MainWindow::resumeSelected() {
   const QStringList selected = selectedCheckpoints();
   if (selected.size() != 1) {
     statusBar()->showMessage(tr("Select one checkpoint to resume its run"), 5000);
     return false;
   }
+  m_train->prepareResume(selected[0]);
   showTrain();
-  return m_train->startResume(selected[0]);
+  return true;
 }
 
 bool MainWindow::finetuneSelected() {
@@ -256,8 +261,9 @@ bool MainWindow::finetuneSelected() {
     statusBar()->showMessage(tr("Select one checkpoint to fine-tune"), 5000);
     return false;
   }
+  m_train->prepareFinetune(selected[0]);
   showTrain();
-  return m_train->startFinetune(selected[0]);
+  return true;
 }
 
 void MainWindow::onRunStarted(const QString& outputDir) {
@@ -277,7 +283,11 @@ bool MainWindow::showDrift() {
   auto chainOf = [](const std::vector<CheckpointEntry>& checkpoints, QStringList& files, QStringList& labels) {
     for (const CheckpointEntry* c : checkpointChain(checkpoints)) {
       files << pathFromStd(c->path);
-      labels << (c->step ? tr("step %1").arg(*c->step) : QFileInfo(pathFromStd(c->path)).fileName());
+      // A run's final file often sits at the step of its last step file: say which is which.
+      QString label = c->step ? tr("step %1").arg(*c->step) : QFileInfo(pathFromStd(c->path)).fileName();
+      if (c->step && c->kind != CheckpointKind::Step && c->kind != CheckpointKind::Unknown)
+        label += QStringLiteral(" (%1)").arg(fromStd(std::string(checkpointKindName(c->kind))));
+      labels << label;
     }
   };
   QStringList files, labels;
@@ -360,7 +370,7 @@ void MainWindow::compareWithFile() {
 void MainWindow::compareCheckpoints(const QString& a, const QString& b) {
   m_tabs->setCurrentWidget(m_compare);
   m_compare->compare(a, b);
-  statusBar()->showMessage(tr("Comparing %1 with %2...").arg(QFileInfo(a).fileName(), QFileInfo(b).fileName()));
+  statusBar()->showMessage(m_compare->summaryLine());
 }
 
 void MainWindow::showBrowserMenu(const QPoint& pos) {
@@ -392,6 +402,12 @@ void MainWindow::fillRecentMenu() {
     QStringList shown;
     for (const QString& p : paths) shown << QDir::toNativeSeparators(p);
     QAction* a = m_recentMenu->addAction(shown.join(QStringLiteral(", ")));
+    bool any = false;
+    for (const QString& p : paths) any = any || QFileInfo::exists(p);
+    if (!any) {
+      a->setEnabled(false);
+      a->setText(tr("%1 (gone)").arg(a->text()));
+    }
     connect(a, &QAction::triggered, this, [this, paths] { openPaths(paths); });
   }
   if (recent.isEmpty()) m_recentMenu->addAction(tr("(none)"))->setEnabled(false);
@@ -415,7 +431,9 @@ void MainWindow::clearRecentPaths() { QSettings().remove(kRecentKey); }
 
 void MainWindow::rememberPaths(const QStringList& paths) {
   QStringList clean;
-  for (const QString& p : paths) clean << QDir::cleanPath(QFileInfo(p).absoluteFilePath());
+  for (const QString& p : paths)
+    if (QFileInfo::exists(p)) clean << QDir::cleanPath(QFileInfo(p).absoluteFilePath());  // a typo is not worth a menu entry
+  if (clean.isEmpty()) return;
   QList<QStringList> recent = recentPaths();
   recent.removeAll(clean);
   recent.prepend(clean);
@@ -499,7 +517,6 @@ void MainWindow::reload() {
 }
 
 void MainWindow::openPaths(const QStringList& paths) {
-  if (m_scanState) m_scanState->stop = true;  // a previous scan's result is no longer wanted
   m_watcher->stop();
   m_curvesRefresh.stop();
   m_paths = paths;
@@ -514,31 +531,28 @@ void MainWindow::openPaths(const QStringList& paths) {
   m_loadPending = true;
   m_summaryPending = false;
 
-  auto state = std::make_shared<ScanState>();
-  m_scanState = state;
-  m_scanWatcher.setFuture(QtConcurrent::run([paths, state] {
-    return scanPaths(paths, [state](size_t done, size_t total) {
-      state->done = done;
-      state->total = total;
-      return !state->stop.load();
-    });
-  }));
-  m_progressTimer.start();
-  showScanProgress();
+  // A scan still running is cancelled and its result dropped: the newest open wins.
+  m_scan.start(
+      [paths](JobProgress& progress) {
+        return scanPaths(paths, [&progress](size_t done, size_t total) { return progress.report(done, total); });
+      },
+      [this](JobOutcome, std::optional<std::vector<BrowseGroup>> groups, const QString& error) {
+        onScanFinished(groups ? std::move(*groups) : std::vector<BrowseGroup>{}, error);
+      },
+      [this](const JobProgress& progress) { showScanProgress(progress); });
+  m_browser->showProgress(0, 0);
+  statusBar()->showMessage(tr("Scanning..."));
 }
 
-void MainWindow::showScanProgress() {
-  if (!m_scanState) return;
-  const size_t total = m_scanState->total;
-  m_browser->showProgress(m_scanState->done.load(), total);
-  statusBar()->showMessage(total ? tr("Scanning... %1 of %2 files").arg(m_scanState->done.load()).arg(total)
-                                 : tr("Scanning..."));
+void MainWindow::showScanProgress(const JobProgress& progress) {
+  const uint64_t total = progress.total();
+  m_browser->showProgress(progress.done(), total);
+  statusBar()->showMessage(total ? tr("Scanning... %1 of %2 files").arg(progress.done()).arg(total) : tr("Scanning..."));
 }
 
-void MainWindow::onScanFinished() {
-  m_progressTimer.stop();
+void MainWindow::onScanFinished(std::vector<BrowseGroup> groups, const QString& error) {
   m_browser->hideProgress();
-  m_model->setGroups(m_scanWatcher.result());
+  m_model->setGroups(std::move(groups));
   checkpointView()->expandAll();
   QStringList dirs;
   for (const QString& p : m_paths)
@@ -553,6 +567,7 @@ void MainWindow::onScanFinished() {
   QString status = tr("%1 in %2").arg(countText(count, "checkpoint", "checkpoints"),
                                        countText(m_model->groupCount(), "run", "runs"));
   if (unreadable) status += ", " + tr("%1 unreadable").arg(unreadable);
+  if (!error.isEmpty()) status = tr("Scan failed: %1").arg(error);
   statusBar()->showMessage(status);
   emit scanFinished();
   m_curves->setRuns(curveRuns(m_model->groups()));
@@ -651,8 +666,13 @@ void MainWindow::onCurrentChanged(const QModelIndex& proxyIndex) {
   if (const CheckpointEntry* c = m_model->checkpoint(current)) {
     m_summaryPath = pathFromStd(c->path);
     m_summaryPending = true;
+    m_train->setSelectedCheckpoint(m_summaryPath);  // the Resume / Fine-tune pages start from it
     statusBar()->showMessage(tr("Reading %1...").arg(m_summaryPath));
-    m_summaryWatcher.setFuture(QtConcurrent::run(summarizeCheckpoint, m_summaryPath));
+    m_summary.start([path = m_summaryPath](JobProgress&) { return summarizeCheckpoint(path); },
+                    [this](JobOutcome, std::optional<CheckpointSummary> summary, const QString& error) {
+                      if (summary) onSummaryReady(*summary);
+                      else statusBar()->showMessage(tr("%1: cannot be read: %2").arg(m_summaryPath, error));
+                    });
   } else if (const std::optional<BrowseGroup> g = m_model->group(current)) {
     m_summaryPending = false;
     statusBar()->showMessage(g->path.isEmpty() ? g->name : g->path);
@@ -676,8 +696,7 @@ void MainWindow::onCurrentChanged(const QModelIndex& proxyIndex) {
   }
 }
 
-void MainWindow::onSummaryReady() {
-  const CheckpointSummary summary = m_summaryWatcher.result();
+void MainWindow::onSummaryReady(const CheckpointSummary& summary) {
   if (summary.path != m_summaryPath) return;  // superseded by a later selection
   m_summaryPending = false;
   m_inspector->showSummary(summary);

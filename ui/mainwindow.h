@@ -1,6 +1,5 @@
 #pragma once
 
-#include <QFutureWatcher>
 #include <QMainWindow>
 #include <QStringList>
 #include <QTimer>
@@ -8,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "backgroundjob.h"
 #include "browser/pathscan.h"
 #include "inspector/checkpointsummary.h"
 
@@ -73,7 +73,7 @@ class MainWindow : public QMainWindow {
   // no single checkpoint is selected or the panel cannot start.
   bool resumeSelected();
   bool finetuneSelected();
-  // Shows the Train tab (the panel sits in a scroll area there).
+  // Shows the Train tab.
   void showTrain();
 
   // Window geometry and dock layout as last saved; false when there is none.
@@ -89,7 +89,7 @@ class MainWindow : public QMainWindow {
   void setView(View view);
 
   [[nodiscard]] const QStringList& openedPaths() const { return m_paths; }
-  [[nodiscard]] bool isScanning() const { return m_scanWatcher.isRunning(); }
+  [[nodiscard]] bool isScanning() const { return m_scan.isRunning(); }
   [[nodiscard]] CheckpointListModel* checkpointModel() const { return m_model; }
   // The browser's tree; it shows the filter proxy (browserPanel()->proxy()).
   [[nodiscard]] QTreeView* checkpointView() const;
@@ -113,10 +113,6 @@ class MainWindow : public QMainWindow {
   void loaded();
 
  private:
-  // Shared with the scan worker: it writes progress, the window reads it on
-  // a timer and sets `stop` (no signal crosses back into a destroyed window).
-  struct ScanState;
-
   void closeEvent(QCloseEvent* event) override;
   void showEvent(QShowEvent* event) override;
   void dragEnterEvent(QDragEnterEvent* event) override;
@@ -132,10 +128,10 @@ class MainWindow : public QMainWindow {
   void onRunChanged(const BrowseGroup& run);
   void onRunRemoved(const QString& path);
   void refreshCurvesLater();
-  void onScanFinished();
+  void onScanFinished(std::vector<BrowseGroup> groups, const QString& error);
   void onCurrentChanged(const QModelIndex& current);
-  void onSummaryReady();
-  void showScanProgress();
+  void onSummaryReady(const CheckpointSummary& summary);
+  void showScanProgress(const JobProgress& progress);
   void showGroupSummary(const BrowseGroup& group);
   void finishLoading();
   void chooseDirectory();
@@ -155,15 +151,12 @@ class MainWindow : public QMainWindow {
   CompareView* m_compare = nullptr;
   DriftView* m_drift = nullptr;
   TrainPanel* m_train = nullptr;
-  QScrollArea* m_trainTab = nullptr;
   QString m_selectWhenListed;  // the last checkpoint of a run from the Train tab, until listed
   View m_view = View::Inspect;
 
   QStringList m_paths;
-  std::shared_ptr<ScanState> m_scanState;
-  QFutureWatcher<std::vector<BrowseGroup>> m_scanWatcher;
-  QTimer m_progressTimer;
-  QFutureWatcher<CheckpointSummary> m_summaryWatcher;
+  BackgroundJob<std::vector<BrowseGroup>> m_scan{this};
+  BackgroundJob<CheckpointSummary> m_summary{this};
   QString m_summaryPath;  // the file whose summary is being read
   bool m_summaryPending = false;
   bool m_loadPending = false;

@@ -353,10 +353,17 @@ void TestBrowser::recentList() {
   recent = MainWindow::recentPaths();
   QCOMPARE(recent.size(), 2);
   QCOMPARE(recent[0], QStringList{cleanAbsolute(a.path())});
+  // A path that does not exist (a typo on the command line) is not remembered.
+  w.openPaths({a.path() + "/missing"});
+  QCOMPARE(MainWindow::recentPaths().size(), 2);
+  QCOMPARE(MainWindow::recentPaths().front(), QStringList{cleanAbsolute(a.path())});
   // At most ten are kept, and a new window sees them (they live in QSettings).
-  for (int i = 0; i < 12; ++i) w.openPaths({a.path() + "/missing-" + QString::number(i)});
+  for (int i = 0; i < 12; ++i) {
+    QVERIFY(QDir(a.path()).mkpath("dir-" + QString::number(i)));
+    w.openPaths({a.path() + "/dir-" + QString::number(i)});
+  }
   QCOMPARE(MainWindow::recentPaths().size(), 10);
-  QCOMPARE(MainWindow::recentPaths().front(), QStringList{cleanAbsolute(a.path() + "/missing-11")});
+  QCOMPARE(MainWindow::recentPaths().front(), QStringList{cleanAbsolute(a.path() + "/dir-11")});
   MainWindow::clearRecentPaths();
   QVERIFY(MainWindow::recentPaths().isEmpty());
 }

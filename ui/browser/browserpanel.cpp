@@ -50,7 +50,8 @@ BrowserPanel::BrowserPanel(CheckpointListModel* model, QWidget* parent) : QWidge
   m_view->setSelectionMode(QAbstractItemView::SingleSelection);
   // Names are never cut (a run's files differ only at their ends): every
   // column fits its contents, and the tree scrolls sideways when narrow.
-  m_view->header()->setStretchLastSection(true);
+  // Not even the last (Modified), which a stretched last section cut short.
+  m_view->header()->setStretchLastSection(false);
   m_view->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
 
   m_progress = new QProgressBar(this);
