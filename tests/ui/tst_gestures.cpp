@@ -1,0 +1,693 @@
+// The window under a person's hands: every check here starts from input
+// events on visible widgets (a click at a row's visual rect, at a marker's
+// pixel, on a button; a key sequence for a shortcut; a menu opened and an
+// entry clicked; a path typed into the file dialog) and asserts what the
+// person then sees or what is on disk. Expectations come from Python (the
+// fixtures' manifest, diff_reference.py run at test time), checksums and
+// the files themselves, never from numbers typed in here.
+#include <QAbstractScrollArea>
+#include <QApplication>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QCompleter>
+#include <QDialogButtonBox>
+#include <QAbstractItemView>
+#include <QCryptographicHash>
+#include <QDir>
+#include <QDirIterator>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMenu>
+#include <QMenuBar>
+#include <QProcess>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QSignalSpy>
+#include <QSortFilterProxyModel>
+#include <QStatusBar>
+#include <QTabBar>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTimer>
+#include <QTreeView>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <qcustomplot.h>
+
+#include "browser/browserpanel.h"
+#include "browser/checkpointlistmodel.h"
+#include "compare/compareview.h"
+#include "compare/diffmodel.h"
+#include "compare/driftview.h"
+#include "curves/curvesview.h"
+#include "inspector/inspectorwidget.h"
+#include "inspector/tensorview.h"
+#include "mainwindow.h"
+#include "training/trainpanel.h"
+
+using namespace ckpt;
+
+namespace {
+
+constexpr int kTimeoutMs = 60'000;
+
+QString sha256(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return {};
+  return QString::fromLatin1(QCryptographicHash::hash(f.readAll(), QCryptographicHash::Sha256).toHex());
+}
+
+// Every file under `root` (hidden ones too) with its checksum.
+std::map<QString, QString> checksums(const QString& root) {
+  std::map<QString, QString> out;
+  QDirIterator it(root, QDir::Files | QDir::Hidden | QDir::NoDotAndDotDot, QDirIterator::Subdirectories);
+  while (it.hasNext()) {
+    const QString p = it.next();
+    out[QDir(root).relativeFilePath(p)] = sha256(p);
+  }
+  return out;
+}
+
+bool copyTo(const QString& from, const QString& to) {
+  QDir().mkpath(QFileInfo(to).absolutePath());
+  return QFile::copy(from, to);
+}
+
+// Clicks a browser row where the person sees it.
+void clickRow(MainWindow& w, const QString& path, Qt::KeyboardModifiers modifiers = {}) {
+  QTreeView* view = w.checkpointView();
+  const QModelIndex index = w.browserPanel()->proxy()->mapFromSource(w.checkpointModel()->indexOfPath(path));
+  QVERIFY2(index.isValid(), qPrintable(path + " is not listed"));
+  view->scrollTo(index);
+  const QRect rect = view->visualRect(index);
+  QVERIFY(!rect.isEmpty());
+  QTest::mouseClick(view->viewport(), Qt::LeftButton, modifiers, rect.center());
+}
+
+// Clicks the tab labelled `text` of `tabs`.
+void clickTab(QTabWidget* tabs, const QString& text) {
+  QTabBar* bar = tabs->tabBar();
+  for (int i = 0; i < bar->count(); ++i)
+    if (bar->tabText(i).remove('&') == text) {
+      QTest::mouseClick(bar, Qt::LeftButton, {}, bar->tabRect(i).center());
+      return;
+    }
+  QFAIL(qPrintable("no tab " + text));
+}
+
+// Opens the menu `menuTitle` of the window's menu bar with a click and
+// clicks its entry `entry` (as shown, without '&').
+void clickMenu(MainWindow& w, const QString& menuTitle, const QString& entry) {
+  QMenuBar* bar = w.menuBar();
+  QMenu* menu = nullptr;
+  for (QAction* a : bar->actions())
+    if (a->text().remove('&') == menuTitle) {
+      QTest::mouseClick(bar, Qt::LeftButton, {}, bar->actionGeometry(a).center());
+      menu = a->menu();
+    }
+  QVERIFY2(menu, qPrintable("no menu " + menuTitle));
+  QTRY_VERIFY(menu->isVisible());
+  for (QAction* a : menu->actions())
+    if (a->text().remove('&') == entry) {
+      QVERIFY2(a->isEnabled(), qPrintable(entry + " is disabled"));
+      QTest::mouseClick(menu, Qt::LeftButton, {}, menu->actionGeometry(a).center());
+      return;
+    }
+  QFAIL(qPrintable("no entry " + entry + " in " + menuTitle));
+}
+
+// Answers the next file dialog by typing `path` and pressing Enter (or
+// Escape when `path` is empty), as a person would.
+void answerFileDialog(const QString& path) {
+  auto* timer = new QTimer(qApp);
+  timer->setInterval(50);
+  QObject::connect(timer, &QTimer::timeout, timer, [timer, path] {
+    QFileDialog* dialog = nullptr;
+    for (QWidget* top : QApplication::topLevelWidgets())
+      if (auto* d = qobject_cast<QFileDialog*>(top); d && d->isVisible()) dialog = d;
+    if (!dialog) return;
+    timer->stop();
+    timer->deleteLater();
+    auto* name = dialog->findChild<QLineEdit*>(QStringLiteral("fileNameEdit"));
+    if (path.isEmpty() || !name) {
+      QTest::keyClick(dialog, Qt::Key_Escape);
+      return;
+    }
+    name->setFocus();
+    name->selectAll();
+    QTest::keyClicks(name, path);
+    // The completer's popup would take the Return: click Open instead.
+    if (name->completer() && name->completer()->popup()) name->completer()->popup()->hide();
+    QPushButton* openButton = nullptr;
+    if (auto* box = dialog->findChild<QDialogButtonBox*>())
+      openButton = box->button(QDialogButtonBox::Open);
+    if (openButton && openButton->isEnabled())
+      QTest::mouseClick(openButton, Qt::LeftButton);
+    else
+      QTest::keyClick(name, Qt::Key_Return);
+  });
+  timer->start();
+}
+
+// The widgets of `page` a person sees, except what scrolls inside an item
+// view or a scroll area (their contents are meant to extend past the viewport).
+QList<QWidget*> visibleChildren(QWidget* page) {
+  QList<QWidget*> out;
+  std::function<void(QWidget*)> walk = [&](QWidget* w) {
+    for (QObject* o : w->children()) {
+      auto* c = qobject_cast<QWidget*>(o);
+      if (!c || !c->isVisible() || c->isWindow()) continue;
+      out << c;
+      if (auto* area = qobject_cast<QAbstractScrollArea*>(c)) {
+        (void)area;  // its viewport's contents scroll: not clipped
+        continue;
+      }
+      walk(c);
+    }
+  };
+  walk(page);
+  return out;
+}
+
+}  // namespace
+
+class TestGestures : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase();
+  void init();
+  void swapComparesTheOtherWay();
+  void failedCompareLeavesNothingStale();
+  void markerClickOpensTheCheckpoint();
+  void markersAtRecordedValuesAndScheduleNotSmoothed();
+  void resumeShortcutOpensTheFormOnly();
+  void finetuneShortcutAndTabArePrefilled();
+  void driftOfAStageFamilyFillsTheHeatMap();
+  void tensorTabKeepsItsSubject();
+  void viewMenuReachesEveryTab();
+  void everyTabFits_data();
+  void everyTabFits();
+
+ private:
+  // A window of `size` on `paths`, shown, its first summary loaded.
+  bool open(MainWindow& w, const QStringList& paths, QSize size = {1280, 800});
+  [[nodiscard]] QString fixture(const QString& rel) const { return m_fixtures + "/" + rel; }
+  [[nodiscard]] double manifestLoss(const QString& rel) const {
+    return m_manifest.value(rel).toObject().value("loss").toDouble(std::nan(""));
+  }
+
+  QString m_fixtures;
+  QJsonObject m_manifest;  // "runs": rel -> {loss, step, ...}
+  QJsonObject m_diffPair;  // a pair of make_diff_fixtures with torch's numbers
+  std::unique_ptr<QTemporaryDir> m_dir;
+};
+
+void TestGestures::initTestCase() {
+  m_fixtures = QStringLiteral(CKPT_FIXTURE_DIR);
+  QFile manifest(m_fixtures + "/manifest.json");
+  QVERIFY2(manifest.open(QIODevice::ReadOnly), "no fixtures: run ctest (make_fixtures)");
+  m_manifest = QJsonDocument::fromJson(manifest.readAll()).object().value("runs").toObject();
+  QFile pairs(m_fixtures + "/diff/expected.json");
+  QVERIFY2(pairs.open(QIODevice::ReadOnly), "no diff fixtures: run ctest (make_diff_fixtures)");
+  for (const QJsonValue& p : QJsonDocument::fromJson(pairs.readAll()).object().value("pairs").toArray()) {
+    const QJsonObject o = p.toObject();
+    // A pair of one model, changed (not the identical or the added/removed ones).
+    const QJsonObject e = o.value("expected").toObject();
+    if (e.value("added").toArray().isEmpty() && e.value("removed").toArray().isEmpty() &&
+        !e.value("tensors").toObject().isEmpty() && m_diffPair.isEmpty() && o.value("name").toString() != "same")
+      m_diffPair = o;
+  }
+  QVERIFY(!m_diffPair.isEmpty());
+}
+
+void TestGestures::init() {
+  // Each test on its own copies: what a gesture writes or spares is checked on disk.
+  m_dir = std::make_unique<QTemporaryDir>();
+  QVERIFY(m_dir->isValid());
+}
+
+bool TestGestures::open(MainWindow& w, const QStringList& paths, QSize size) {
+  w.resize(size);
+  w.show();
+  if (!QTest::qWaitForWindowExposed(&w)) return false;
+  w.activateWindow();
+  QSignalSpy loaded(&w, &MainWindow::loaded);
+  w.openPaths(paths);
+  return loaded.wait(kTimeoutMs);
+}
+
+void TestGestures::swapComparesTheOtherWay() {
+  const QString root = m_dir->path();
+  const QString a = root + "/pair/pair_step100.pt", b = root + "/pair/pair_step200.pt";
+  QVERIFY(copyTo(m_fixtures + "/diff/" + m_diffPair.value("a").toString(), a));
+  QVERIFY(copyTo(m_fixtures + "/diff/" + m_diffPair.value("b").toString(), b));
+  // torch's numbers for B -> A, computed now by the reference script.
+  QProcess py;
+  py.start(QStringLiteral(CKPT_TORCH_PYTHON),
+           {QStringLiteral(CKPT_SOURCE_DIR) + "/tests/python/diff_reference.py", b, a, "--out", root + "/ba.json"});
+  QVERIFY(py.waitForFinished(kTimeoutMs) && py.exitCode() == 0);
+  QFile baFile(root + "/ba.json");
+  QVERIFY(baFile.open(QIODevice::ReadOnly));
+  const QJsonObject ba = QJsonDocument::fromJson(baFile.readAll()).object().value("tensors").toObject();
+  const QJsonObject ab = m_diffPair.value("expected").toObject().value("tensors").toObject();
+  QVERIFY(!ba.isEmpty());
+
+  MainWindow w;
+  QVERIFY(open(w, {root + "/pair"}));
+  clickRow(w, a);
+  clickRow(w, b, Qt::ControlModifier);
+  QSignalSpy done(w.compareView(), &CompareView::finished);
+  QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key_D));
+  QVERIFY(done.wait(kTimeoutMs));
+  QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(w.compareView()));
+
+  auto relL2Of = [&w](const QString& name) {
+    DiffModel* m = w.compareView()->model();
+    for (int r = 0; r < m->rowCount(); ++r)
+      if (m->index(r, int(DiffModel::Column::Name)).data().toString() == name)
+        return m->index(r, int(DiffModel::Column::RelL2)).data(int(DiffModel::Role::Value)).toDouble();
+    return std::nan("");
+  };
+  auto matches = [&](const QJsonObject& want) {
+    int checked = 0;
+    for (auto it = want.begin(); it != want.end(); ++it) {
+      const QJsonValue v = it.value().toObject().value("rel_l2");
+      if (!v.isDouble()) continue;
+      const double got = relL2Of(it.key());
+      if (!(std::abs(got - v.toDouble()) <= 1e-9 * std::max(1.0, std::abs(v.toDouble())))) {
+        qWarning() << it.key() << "rel_l2" << got << "torch" << v.toDouble();
+        return false;
+      }
+      ++checked;
+    }
+    return checked > 0;
+  };
+  QVERIFY(matches(ab));
+  QVERIFY(w.compareView()->pathA().endsWith("pair_step100.pt"));
+
+  // The visible button.
+  QPushButton* swap = w.compareView()->swapButton();
+  QVERIFY(swap->isVisible() && swap->isEnabled());
+  done.clear();
+  QTest::mouseClick(swap, Qt::LeftButton);
+  QVERIFY(done.wait(kTimeoutMs));
+  QVERIFY(w.compareView()->pathA().endsWith("pair_step200.pt"));
+  QVERIFY(w.compareView()->pathB().endsWith("pair_step100.pt"));
+  QVERIFY2(!w.compareView()->statusText().contains(", 0 changed"), qPrintable(w.compareView()->statusText()));
+  QVERIFY(matches(ba));
+  // The status bar says what ended, not "Comparing ...".
+  QVERIFY2(!w.statusBar()->currentMessage().contains("Comparing"), qPrintable(w.statusBar()->currentMessage()));
+}
+
+void TestGestures::failedCompareLeavesNothingStale() {
+  const QString root = m_dir->path();
+  const QString a = root + "/pair/pair_step100.pt", b = root + "/pair/pair_step200.pt";
+  QVERIFY(copyTo(m_fixtures + "/diff/" + m_diffPair.value("a").toString(), a));
+  QVERIFY(copyTo(m_fixtures + "/diff/" + m_diffPair.value("b").toString(), b));
+  const QString broken = root + "/elsewhere/broken_step400.pt";
+  QVERIFY(copyTo(fixture("runs/tiny/broken_step400.pt"), broken));
+
+  MainWindow w;
+  QVERIFY(open(w, {root + "/pair"}));
+  clickRow(w, a);
+  clickRow(w, b, Qt::ControlModifier);
+  QSignalSpy done(w.compareView(), &CompareView::finished);
+  QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key_D));
+  QVERIFY(done.wait(kTimeoutMs));
+  QVERIFY(w.compareView()->model()->rowCount() > 0);
+  QVERIFY(w.compareView()->blockPlot()->plottableCount() > 0);
+  QVERIFY(w.compareView()->heatMap());
+
+  // Checkpoint > Compare With... and the damaged file typed into the dialog.
+  clickRow(w, a);
+  done.clear();
+  answerFileDialog(broken);
+  clickMenu(w, "Checkpoint", "Compare With...");
+  QVERIFY(done.count() == 1 || done.wait(kTimeoutMs));
+  QCOMPARE(done.back().front().toBool(), false);
+  QVERIFY(w.compareView()->pathB().endsWith("broken_step400.pt"));
+  // Nothing of the previous pair under the new titles.
+  QCOMPARE(w.compareView()->model()->rowCount(), 0);
+  QCOMPARE(w.compareView()->blockPlot()->plottableCount(), 0);
+  QCOMPARE(w.compareView()->heatPlot()->plottableCount(), 0);
+  QVERIFY(!w.compareView()->heatMap());
+  QVERIFY(w.compareView()->statusText().contains("Cannot compare"));
+  QVERIFY2(w.statusBar()->currentMessage().contains("Cannot compare"), qPrintable(w.statusBar()->currentMessage()));
+  QVERIFY(w.statusBar()->currentMessage().contains("broken_step400.pt"));
+}
+
+void TestGestures::markerClickOpensTheCheckpoint() {
+  const QString root = m_dir->path();
+  for (const char* f : {"tiny_step100.pt", "tiny_step200.pt", "tiny_final.pt"})
+    QVERIFY(copyTo(fixture(QStringLiteral("runs/tiny/") + f), root + "/alpha/" + f));
+  // A log of every step, its values unlike the checkpoints' own.
+  QFile jsonl(root + "/alpha/metrics.jsonl");
+  QVERIFY(jsonl.open(QIODevice::WriteOnly));
+  for (int step = 10; step <= 300; step += 10)
+    jsonl.write(QStringLiteral("{\"step\": %1, \"loss\": %2, \"lr\": %3}\n")
+                    .arg(step)
+                    .arg(5.0 - step / 100.0)
+                    .arg(step < 100 ? 3e-4 * step / 100 : 3e-4)
+                    .toUtf8());
+  jsonl.close();
+
+  for (bool logY : {false, true}) {
+    MainWindow w;
+    QVERIFY(open(w, {root}));
+    CurvesView* curves = w.curvesView();
+    QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key_2));
+    QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(curves));
+    if (curves->isLoading()) {
+      QSignalSpy ready(curves, &CurvesView::curvesReady);
+      QVERIFY(ready.wait(kTimeoutMs));
+    }
+    if (logY) {
+      auto* box = curves->findChild<QCheckBox*>();
+      QVERIFY(box && box->isVisible());
+      QTest::mouseClick(box, Qt::LeftButton, {}, QPoint(6, box->height() / 2));
+      QVERIFY(curves->logScale());
+    }
+    curves->plot()->replot();
+    QCPGraph* markers = curves->markerGraph("alpha");
+    QVERIFY(markers);
+    QCOMPARE(markers->data()->size(), 3);
+    const auto point = markers->data()->at(1);  // step 200
+    QCOMPARE(point->key, 200.0);
+    const QPoint pixel = markers->coordsToPixels(point->key, point->value).toPoint();
+    QVERIFY(curves->plot()->axisRect()->rect().contains(pixel));
+    // The mouse comes over the marker (the hover line follows it), then clicks.
+    QTest::mouseMove(curves->plot(), pixel + QPoint(20, 0));
+    QTest::mouseMove(curves->plot(), pixel);
+    QSignalSpy shown(&w, &MainWindow::summaryShown);
+    QTest::mouseClick(curves->plot(), Qt::LeftButton, {}, pixel);
+    QTRY_COMPARE_WITH_TIMEOUT(w.tabs()->currentWidget(), static_cast<QWidget*>(w.inspector()), 5000);
+    QTRY_VERIFY_WITH_TIMEOUT(w.inspector()->shownPath().endsWith("alpha/tiny_step200.pt"), kTimeoutMs);
+    QCOMPARE(w.selectedCheckpoints(), QStringList{QDir::cleanPath(root + "/alpha/tiny_step200.pt")});
+    // A double click elsewhere on the chart opens nothing.
+    QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key_2));
+    QTest::mouseDClick(curves->plot(), Qt::LeftButton, {}, curves->plot()->axisRect()->topLeft() + QPoint(4, 4));
+    QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(curves));
+  }
+}
+
+void TestGestures::markersAtRecordedValuesAndScheduleNotSmoothed() {
+  const QString root = m_dir->path();
+  for (const char* f : {"tiny_step100.pt", "tiny_step200.pt", "tiny_final.pt"})
+    QVERIFY(copyTo(fixture(QStringLiteral("runs/tiny/") + f), root + "/alpha/" + f));
+  // And a checkpoint that records no loss (a bare state dict) at a step nobody logged.
+  QVERIFY(copyTo(fixture("runs/bare/bare_state.pt"), root + "/alpha/alpha_step155.pt"));
+  QFile jsonl(root + "/alpha/metrics.jsonl");
+  QVERIFY(jsonl.open(QIODevice::WriteOnly));
+  std::vector<std::pair<int, double>> lr;
+  for (int step = 10; step <= 300; step += 10) {
+    const double rate = step <= 100 ? 3e-4 * step / 100.0 : 3e-4;  // a linear warmup
+    lr.emplace_back(step, rate);
+    jsonl.write(QStringLiteral("{\"step\": %1, \"loss\": %2, \"lr\": %3}\n")
+                    .arg(step)
+                    .arg(5.0 - step / 100.0, 0, 'g', 17)
+                    .arg(rate, 0, 'g', 17)
+                    .toUtf8());
+  }
+  jsonl.close();
+
+  MainWindow w;
+  QVERIFY(open(w, {root}));
+  QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key_2));
+  CurvesView* curves = w.curvesView();
+  if (curves->isLoading()) {
+    QSignalSpy ready(curves, &CurvesView::curvesReady);
+    QVERIFY(ready.wait(kTimeoutMs));
+  }
+  QVERIFY(curves->smoothing() > 0);
+  // Markers at the loss each checkpoint records (Python wrote it), not on the smoothed line.
+  QCPGraph* markers = curves->markerGraph("alpha");
+  QCOMPARE(markers->data()->size(), 3);
+  const char* files[] = {"runs/tiny/tiny_step100.pt", "runs/tiny/tiny_step200.pt", "runs/tiny/tiny_final.pt"};
+  for (int i = 0; i < 3; ++i) QCOMPARE(markers->data()->at(i)->value, manifestLoss(files[i]));
+  // The one without a value: hollow, on the x axis.
+  QCPGraph* bare = curves->bareMarkerGraph("alpha");
+  QVERIFY(bare);
+  QCOMPARE(bare->data()->size(), 1);
+  QCOMPARE(bare->data()->at(0)->key, 155.0);
+  QCOMPARE(bare->data()->at(0)->value, curves->plot()->yAxis->range().lower);
+  QCOMPARE(bare->scatterStyle().brush().style(), Qt::NoBrush);
+
+  // lr, chosen with the keyboard in the metric box: drawn as logged, whatever the smoothing.
+  auto* metricBox = curves->findChild<QComboBox*>();
+  QVERIFY(metricBox && metricBox->isVisible());
+  metricBox->setFocus();
+  for (int i = 0; i < metricBox->count() && metricBox->currentText() != "lr"; ++i)
+    QTest::keyClick(metricBox, Qt::Key_Down);
+  QCOMPARE(curves->metric(), QStringLiteral("lr"));
+  QCPGraph* line = curves->smoothedGraph("alpha");
+  QCOMPARE(line->data()->size(), int(lr.size()));
+  for (size_t i = 0; i < lr.size(); ++i) {
+    QCOMPARE(line->data()->at(int(i))->key, double(lr[i].first));
+    QCOMPARE(line->data()->at(int(i))->value, lr[i].second);
+  }
+  QCOMPARE(curves->effectiveSmoothing(), 0.0);
+  // Log axis: labelled ticks although the values span less than a decade.
+  auto* logBox = curves->findChild<QCheckBox*>();
+  QTest::mouseClick(logBox, Qt::LeftButton, {}, QPoint(6, logBox->height() / 2));
+  curves->plot()->replot();
+  QVERIFY(curves->plot()->yAxis->tickVectorLabels().size() >= 2);
+  for (const QString& label : curves->plot()->yAxis->tickVectorLabels()) QVERIFY(!label.isEmpty());
+}
+
+void TestGestures::resumeShortcutOpensTheFormOnly() {
+  const QString root = m_dir->path();
+  for (const char* f : {"tiny_step100.pt", "tiny_step200.pt", "tiny_final.pt"})
+    QVERIFY(copyTo(fixture(QStringLiteral("runs/tiny/") + f), root + "/tiny/" + f));
+  const auto before = checksums(root);
+
+  MainWindow w;
+  QVERIFY(open(w, {root}));
+  const QString middle = QDir::cleanPath(root + "/tiny/tiny_step200.pt");
+  clickRow(w, middle);
+  QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key_R));
+  TrainPanel* panel = w.trainPanel();
+  QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(panel));
+  QCOMPARE(panel->mode(), TrainPanel::Mode::Resume);
+  QCOMPARE(panel->resumeCheckpointEdit()->text(), middle);
+  // What Start would do, said before anything runs: a branch next to the run.
+  QTRY_VERIFY_WITH_TIMEOUT(panel->resumePlanText().contains("tiny@200"), 5000);
+  QVERIFY2(panel->resumePlanText().contains("not the newest"), qPrintable(panel->resumePlanText()));
+  QVERIFY(!panel->isRunning());
+  QTest::qWait(500);
+  QVERIFY(!panel->isRunning());
+  QCOMPARE(checksums(root), before);  // nothing written, nothing replaced
+  QVERIFY(!QFileInfo::exists(root + "/tiny@200"));
+}
+
+void TestGestures::finetuneShortcutAndTabArePrefilled() {
+  const QString root = m_dir->path();
+  for (const char* f : {"tiny_step100.pt", "tiny_final.pt"})
+    QVERIFY(copyTo(fixture(QStringLiteral("runs/tiny/") + f), root + "/tiny/" + f));
+  const auto before = checksums(root);
+  MainWindow w;
+  QVERIFY(open(w, {root}));
+  const QString final = QDir::cleanPath(root + "/tiny/tiny_final.pt");
+  clickRow(w, final);
+  QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_F));
+  TrainPanel* panel = w.trainPanel();
+  QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(panel));
+  QCOMPARE(panel->mode(), TrainPanel::Mode::Finetune);
+  QCOMPARE(panel->finetuneCheckpointEdit()->text(), final);
+  QVERIFY(!panel->isRunning());
+
+  // Another checkpoint picked in the browser, then the Fine-tune page by its tab: filled in, not red.
+  const QString other = QDir::cleanPath(root + "/tiny/tiny_step100.pt");
+  clickRow(w, other);
+  clickTab(w.tabs(), "Train");
+  QTabWidget* modes = panel->findChild<QTabWidget*>();
+  QVERIFY(modes);
+  clickTab(modes, "Resume");
+  clickTab(modes, "Fine-tune");
+  QCOMPARE(panel->finetuneCheckpointEdit()->text(), other);
+  QVERIFY(!panel->validationError().startsWith("checkpoint"));
+  QVERIFY(!panel->isRunning());
+  QCOMPARE(checksums(root), before);
+}
+
+void TestGestures::driftOfAStageFamilyFillsTheHeatMap() {
+  MainWindow w;
+  QVERIFY(open(w, {fixture("runs")}));
+  CheckpointListModel* model = w.checkpointModel();
+  QModelIndex family;
+  for (int r = 0; r < model->rowCount(); ++r)
+    if (!model->familyName(model->index(r, 0)).isEmpty()) family = model->index(r, 0);
+  QVERIFY(family.isValid());
+  QTreeView* view = w.checkpointView();
+  const QModelIndex shown = w.browserPanel()->proxy()->mapFromSource(family);
+  view->scrollTo(shown);
+  QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, view->visualRect(shown).center());
+  QSignalSpy done(w.driftView(), &DriftView::finished);
+  QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D));
+  QVERIFY(done.wait(kTimeoutMs));
+  QCPColorMap* map = w.driftView()->heatMap();
+  QVERIFY(map);
+  // Every cell the chain computed is a finite colour (none left blank), and
+  // the map covers the x axis labels' cells.
+  const auto& steps = w.driftView()->steps();
+  QCOMPARE(int(steps.size()), 2);
+  int finite = 0;
+  for (int x = 0; x < map->data()->keySize(); ++x)
+    for (int y = 0; y < map->data()->valueSize(); ++y)
+      if (std::isfinite(map->data()->cell(x, y))) ++finite;
+  QVERIFY(finite >= map->data()->keySize());
+  // Painted: the image of the map's axis rect is not the background alone.
+  w.driftView()->grab();
+  QCustomPlot* plot = map->parentPlot();
+  QImage image = plot->toPixmap(400, 300).toImage();
+  const QRect cells = map->keyAxis()->axisRect()->rect();
+  QSet<QRgb> colours;
+  for (int y = cells.top() + 2; y < cells.bottom() - 2; y += 4)
+    for (int x = cells.left() + 2; x < cells.right() - 2; x += 4) colours.insert(image.pixel(x, y));
+  QVERIFY2(colours.size() >= 2, "the heat map's cells are blank");
+  // The curves' y range holds every point with room above the highest.
+  QCustomPlot* curves = w.driftView()->curvePlot();
+  bool found = false;
+  for (int g = 0; g < curves->graphCount(); ++g) {
+    const QCPRange r = curves->graph(g)->getValueRange(found);
+    if (found) QVERIFY(r.upper < curves->yAxis->range().upper);
+  }
+}
+
+void TestGestures::tensorTabKeepsItsSubject() {
+  MainWindow w;
+  QVERIFY(open(w, {fixture("runs/tiny")}));
+  clickRow(w, QDir::cleanPath(fixture("runs/tiny/tiny_step200.pt")));
+  QTRY_VERIFY_WITH_TIMEOUT(w.inspector()->shownPath().endsWith("tiny_step200.pt"), kTimeoutMs);
+  InspectorWidget* inspector = w.inspector();
+  clickTab(inspector->tabs(), "Parameters");
+  QTreeView* params = inspector->parameterView();
+  // The first leaf with a tensor, clicked where it is drawn.
+  QModelIndex leaf;
+  std::function<void(const QModelIndex&)> find = [&](const QModelIndex& parent) {
+    for (int r = 0; r < params->model()->rowCount(parent) && !leaf.isValid(); ++r) {
+      const QModelIndex i = params->model()->index(r, 0, parent);
+      if (params->model()->hasChildren(i)) {
+        params->expand(i);
+        find(i);
+      } else {
+        leaf = i;
+      }
+    }
+  };
+  find({});
+  QVERIFY(leaf.isValid());
+  params->scrollTo(leaf);
+  QTest::mouseClick(params->viewport(), Qt::LeftButton, {}, params->visualRect(leaf).center());
+  const QString chosen = leaf.data().toString();
+  QTRY_VERIFY(inspector->tensorView()->tensorIndex() >= 0);
+  const int tensor = inspector->tensorView()->tensorIndex();
+  // Opening Optimizer (its table gets focus) leaves the subject alone.
+  clickTab(inspector->tabs(), "Optimizer");
+  QTest::mouseClick(inspector->optimizerView()->viewport(), Qt::LeftButton, {},
+                    QPoint(-10, -10));  // outside any row
+  inspector->optimizerView()->setFocus();
+  QTest::qWait(100);
+  QCOMPARE(inspector->tensorView()->tensorIndex(), tensor);
+  // A row of the optimizer table clicked: its exp_avg.
+  const QModelIndex row = inspector->optimizerView()->model()->index(0, 0);
+  QTest::mouseClick(inspector->optimizerView()->viewport(), Qt::LeftButton, {},
+                    inspector->optimizerView()->visualRect(row).center());
+  QTRY_VERIFY(inspector->tensorView()->tensorIndex() != tensor);
+  // Back in Parameters, the chosen row clicked again brings its tensor back.
+  clickTab(inspector->tabs(), "Parameters");
+  QTest::mouseClick(params->viewport(), Qt::LeftButton, {}, params->visualRect(leaf).center());
+  QTRY_COMPARE(inspector->tensorView()->tensorIndex(), tensor);
+  QVERIFY(!chosen.isEmpty());
+}
+
+void TestGestures::viewMenuReachesEveryTab() {
+  MainWindow w;
+  QVERIFY(open(w, {fixture("runs/tiny")}));
+  const std::pair<const char*, QWidget*> entries[] = {
+      {"Curves", w.curvesView()}, {"Compare", w.compareView()}, {"Drift", w.driftView()},
+      {"Train", w.trainPanel()},  {"Inspect", w.inspector()},
+  };
+  for (const auto& [entry, tab] : entries) {
+    clickMenu(w, "View", entry);
+    QCOMPARE(w.tabs()->currentWidget(), tab);
+  }
+  // And their shortcuts, Ctrl+1 .. Ctrl+5.
+  const QWidget* byKey[] = {w.inspector(), w.curvesView(), w.compareView(), w.driftView(), w.trainPanel()};
+  for (int i = 0; i < 5; ++i) {
+    QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key(Qt::Key_1 + i)));
+    QCOMPARE(w.tabs()->currentWidget(), byKey[i]);
+  }
+}
+
+void TestGestures::everyTabFits_data() {
+  QTest::addColumn<QSize>("size");
+  QTest::newRow("1000x700") << QSize(1000, 700);
+  QTest::newRow("1280x800") << QSize(1280, 800);
+  QTest::newRow("1920x1080") << QSize(1920, 1080);
+}
+
+void TestGestures::everyTabFits() {
+  QFETCH(QSize, size);
+  MainWindow w;
+  QVERIFY(open(w, {fixture("runs")}, size));
+  if (w.size() != size) {
+    // Say who asks for more room than the window has.
+    for (int t = 0; t < w.tabs()->count(); ++t)
+      qWarning() << w.tabs()->tabText(t) << "minimum" << w.tabs()->widget(t)->minimumSizeHint();
+    qWarning() << "dock" << w.browserPanel()->minimumSizeHint();
+  }
+  QCOMPARE(w.size(), size);
+  const QString shots = qEnvironmentVariable("CKPT_KEEP_SCREENSHOTS");
+  QTabBar* bar = w.tabs()->tabBar();
+  for (int t = 0; t < bar->count(); ++t) {
+    const QString name = bar->tabText(t).remove('&');
+    clickTab(w.tabs(), name);
+    QTest::qWait(50);
+    QWidget* page = w.tabs()->currentWidget();
+    // No tab pushes the window past its size.
+    QVERIFY2(w.size() == size, qPrintable(QStringLiteral("%1 made the window %2x%3 (minimum %4x%5)")
+                                              .arg(name)
+                                              .arg(w.width())
+                                              .arg(w.height())
+                                              .arg(page->minimumSizeHint().width())
+                                              .arg(page->minimumSizeHint().height())));
+    const QRect area = page->rect();
+    for (QWidget* c : visibleChildren(page)) {
+      const QRect r(c->mapTo(page, QPoint(0, 0)), c->size());
+      const QString what = QStringLiteral("%1 at %2: %3 '%4' %5x%6+%7+%8 outside %9x%10")
+                               .arg(name)
+                               .arg(QTest::currentDataTag())
+                               .arg(c->metaObject()->className(), c->objectName())
+                               .arg(r.width())
+                               .arg(r.height())
+                               .arg(r.x())
+                               .arg(r.y())
+                               .arg(area.width())
+                               .arg(area.height());
+      QVERIFY2(r.left() >= -1 && r.top() >= -1 && r.right() <= area.right() + 1 && r.bottom() <= area.bottom() + 1,
+               qPrintable(what));
+      const QSize hint = c->minimumSizeHint();
+      if (hint.isValid() && c->minimumWidth() == 0 && !qobject_cast<QScrollBar*>(c))
+        QVERIFY2(c->width() >= hint.width() - 1,
+                 qPrintable(what + QStringLiteral(": narrower than its minimum %1").arg(hint.width())));
+    }
+    // The Train form scrolls down, never sideways.
+    for (QScrollArea* s : page->findChildren<QScrollArea*>())
+      if (s->isVisible()) QVERIFY2(!s->horizontalScrollBar()->isVisible(), qPrintable(name + ": sideways scrolling"));
+    if (!shots.isEmpty())
+      w.grab().save(QStringLiteral("%1/%2-%3x%4.png").arg(shots, name).arg(size.width()).arg(size.height()));
+  }
+}
+
+QTEST_MAIN(TestGestures)
+#include "tst_gestures.moc"
