@@ -3,6 +3,7 @@
 // written here (their numbers known) and copies of fixture checkpoints
 // (their steps and losses from the fixtures' manifest.json).
 #include <qcustomplot.h>
+#include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
@@ -385,6 +386,7 @@ void TestCurves::checkpointMarkers() {
   // Clicking a marker names its checkpoint. gamma's markers sit on alpha's
   // (the same files): hidden, they are not what the click finds.
   view.setRunVisible("gamma", false);
+  view.setRunVisible("beta", false);  // its step-200 checkpoint is the same file too
   QSignalSpy activated(&view, &CurvesView::checkpointActivated);
   view.plot()->replot();
   const QCPGraph* markers = view.markerGraph("alpha");
@@ -405,6 +407,8 @@ void TestCurves::checkpointMarkers() {
   for (int i = 0; i < view.plot()->itemCount(); ++i)
     if (auto* line = qobject_cast<QCPItemStraightLine*>(view.plot()->item(i))) cursor = line;
   QVERIFY(cursor);
+  QEvent leave(QEvent::Leave);  // the mouse leaves the chart: no line
+  QApplication::sendEvent(view.plot(), &leave);
   QVERIFY(!cursor->visible());
   QTest::mouseMove(view.plot(), pixel + QPoint(0, 30));
   QTRY_VERIFY(cursor->visible());

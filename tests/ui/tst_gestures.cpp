@@ -38,9 +38,11 @@
 #include <QTest>
 #include <QTimer>
 #include <QTreeView>
+#include <QWheelEvent>
 #include <cmath>
 #include <functional>
 #include <map>
+#include <memory>
 #include <qcustomplot.h>
 
 #include "browser/browserpanel.h"
@@ -125,31 +127,46 @@ void clickMenu(MainWindow& w, const QString& menuTitle, const QString& entry) {
   QFAIL(qPrintable("no entry " + entry + " in " + menuTitle));
 }
 
-// Answers the next file dialog by typing `path` and pressing Enter (or
-// Escape when `path` is empty), as a person would.
+// Answers the next file dialog by typing `path` into its file name box and
+// clicking Open (Escape when `path` is empty), as a person would; it tries
+// again every 100 ms until the dialog has closed.
 void answerFileDialog(const QString& path) {
   auto* timer = new QTimer(qApp);
-  timer->setInterval(50);
-  QObject::connect(timer, &QTimer::timeout, timer, [timer, path] {
+  timer->setInterval(100);
+  auto typed = std::make_shared<bool>(false);
+  QObject::connect(timer, &QTimer::timeout, timer, [timer, path, typed] {
     QFileDialog* dialog = nullptr;
     for (QWidget* top : QApplication::topLevelWidgets())
       if (auto* d = qobject_cast<QFileDialog*>(top); d && d->isVisible()) dialog = d;
-    if (!dialog) return;
-    timer->stop();
-    timer->deleteLater();
+    if (!dialog) {
+      if (*typed) {  // answered and closed
+        timer->stop();
+        timer->deleteLater();
+      }
+      return;
+    }
     auto* name = dialog->findChild<QLineEdit*>(QStringLiteral("fileNameEdit"));
     if (path.isEmpty() || !name) {
+      *typed = true;
       QTest::keyClick(dialog, Qt::Key_Escape);
       return;
     }
-    name->setFocus();
-    name->selectAll();
-    QTest::keyClicks(name, path);
-    // The completer's popup would take the Return: click Open instead.
+    if (!*typed) {
+      name->setFocus();
+      name->selectAll();
+      QTest::keyClicks(name, path);
+      *typed = true;
+      return;  // the dialog checks what was typed before Open takes it
+    }
+    // The completer's popup would take a Return: click Open instead.
     if (name->completer() && name->completer()->popup()) name->completer()->popup()->hide();
     QPushButton* openButton = nullptr;
     if (auto* box = dialog->findChild<QDialogButtonBox*>())
-      openButton = box->button(QDialogButtonBox::Open);
+      for (QAbstractButton* b : box->buttons())
+        if (box->buttonRole(b) == QDialogButtonBox::AcceptRole) openButton = qobject_cast<QPushButton*>(b);
+    if (qEnvironmentVariableIsSet("CKPT_DEBUG_DIALOG"))
+      qInfo() << "dialog" << name->text() << (openButton ? openButton->text() : QString("no button"))
+              << (openButton && openButton->isEnabled());
     if (openButton && openButton->isEnabled())
       QTest::mouseClick(openButton, Qt::LeftButton);
     else
@@ -195,6 +212,7 @@ class TestGestures : public QObject {
   void driftOfAStageFamilyFillsTheHeatMap();
   void tensorTabKeepsItsSubject();
   void viewMenuReachesEveryTab();
+  void fileMenuFilterReloadExportNewRun();
   void everyTabFits_data();
   void everyTabFits();
 
@@ -627,6 +645,109 @@ void TestGestures::viewMenuReachesEveryTab() {
     QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key(Qt::Key_1 + i)));
     QCOMPARE(w.tabs()->currentWidget(), byKey[i]);
   }
+}
+
+void TestGestures::fileMenuFilterReloadExportNewRun() {
+  const QString root = m_dir->path();
+  for (const char* f : {"tiny_step100.pt", "tiny_step200.pt", "tiny_final.pt"})
+    QVERIFY(copyTo(fixture(QStringLiteral("runs/tiny/") + f), root + "/runs/tiny/" + f));
+  MainWindow w;
+  w.resize(1280, 800);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+
+  // File > Open Directory..., the directory typed into the dialog.
+  QSignalSpy loaded(&w, &MainWindow::loaded);
+  answerFileDialog(root + "/runs");
+  clickMenu(w, "File", "Open Directory...");
+  QVERIFY(loaded.count() == 1 || loaded.wait(kTimeoutMs));
+  QCOMPARE(w.openedPaths(), QStringList{root + "/runs"});
+  QCOMPARE(w.checkpointModel()->checkpointCount(), size_t(3));
+  // The window is active again once the dialog has gone (offscreen needs telling).
+  w.activateWindow();
+  QVERIFY(QTest::qWaitForWindowActive(&w));
+
+  // A checkpoint written meanwhile, then F5: listed.
+  QVERIFY(copyTo(fixture("runs/handloop/checkpoint_50.pt"), root + "/runs/tiny/checkpoint_50.pt"));
+  QSignalSpy scanned(&w, &MainWindow::scanFinished);
+  QTest::keySequence(&w, QKeySequence::Refresh);
+  QVERIFY(scanned.count() >= 1 || scanned.wait(kTimeoutMs));
+  QTRY_COMPARE(w.checkpointModel()->checkpointCount(), size_t(4));
+
+  // Ctrl+F and a few letters: only matching rows stay.
+  QTest::keySequence(&w, QKeySequence::Find);
+  QLineEdit* filter = w.browserPanel()->filterEdit();
+  QVERIFY(filter->hasFocus());
+  QTest::keyClicks(filter, "step200");
+  QSortFilterProxyModel* proxy = w.browserPanel()->proxy();
+  int leaves = 0;
+  std::function<void(const QModelIndex&)> count = [&](const QModelIndex& parent) {
+    for (int r = 0; r < proxy->rowCount(parent); ++r) {
+      const QModelIndex i = proxy->index(r, 0, parent);
+      if (proxy->rowCount(i) > 0) count(i);
+      else if (i.data(int(CheckpointListModel::Role::Path)).toString().endsWith(".pt")) {
+        ++leaves;
+        QVERIFY(i.data().toString().contains("step200"));
+      }
+    }
+  };
+  count({});
+  QCOMPARE(leaves, 1);
+  QTest::keyClick(filter, Qt::Key_A, Qt::ControlModifier);
+  QTest::keyClick(filter, Qt::Key_Delete);
+
+  // Curves > Export > Shown metric as CSV..., the file name typed: the file is written.
+  QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key_2));
+  CurvesView* curves = w.curvesView();
+  if (curves->isLoading()) {
+    QSignalSpy ready(curves, &CurvesView::curvesReady);
+    QVERIFY(ready.wait(kTimeoutMs));
+  }
+  auto* exportButton = curves->findChild<QPushButton*>("export");
+  QVERIFY(exportButton && exportButton->isVisible());
+  const QString csv = root + "/loss.csv";
+  answerFileDialog(csv);
+  // The button's menu runs its own event loop: its entry is clicked from a timer.
+  QMenu* menu = exportButton->menu();
+  QVERIFY(menu);
+  auto* chooser = new QTimer(this);
+  chooser->setInterval(50);
+  connect(chooser, &QTimer::timeout, this, [menu, chooser] {
+    if (!menu->isVisible()) return;
+    chooser->stop();
+    for (QAction* a : menu->actions())
+      if (a->text().contains("CSV")) QTest::mouseClick(menu, Qt::LeftButton, {}, menu->actionGeometry(a).center());
+  });
+  chooser->start();
+  QTest::mouseClick(exportButton, Qt::LeftButton);
+  QTRY_VERIFY_WITH_TIMEOUT(QFileInfo::exists(csv), 5000);
+  chooser->deleteLater();
+  QFile f(csv);
+  QVERIFY(f.open(QIODevice::ReadOnly));
+  const QStringList lines = QString::fromUtf8(f.readAll()).split('\n', Qt::SkipEmptyParts);
+  QCOMPARE(lines.value(0), QStringLiteral("run,metric,step,value,smoothed"));
+  QCOMPARE(lines.size(), 1 + 4);  // the four checkpoints' losses, steps 50..300 (no metrics.jsonl here)
+  // Zoomed with the wheel, then Fit: the data's range again.
+  const QCPRange before = curves->plot()->xAxis->range();
+  QWheelEvent wheel(QPointF(curves->plot()->axisRect()->center()), curves->plot()->mapToGlobal(curves->plot()->axisRect()->center()),
+                    QPoint(), QPoint(0, 240), Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase, false);
+  QApplication::sendEvent(curves->plot(), &wheel);
+  QVERIFY(curves->plot()->xAxis->range().size() < before.size());
+  QPushButton* fit = nullptr;
+  for (QPushButton* b : curves->findChildren<QPushButton*>())
+    if (b->text() == "Fit") fit = b;
+  QVERIFY(fit);
+  QTest::mouseClick(fit, Qt::LeftButton);
+  QCOMPARE(curves->plot()->xAxis->range().lower, before.lower);
+  QCOMPARE(curves->plot()->xAxis->range().upper, before.upper);
+
+  // Checkpoint > New Training Run... (Ctrl+N): the New run page, nothing started.
+  w.activateWindow();  // after the dialog (offscreen needs telling)
+  QVERIFY(QTest::qWaitForWindowActive(&w));
+  QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key_N));
+  QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(w.trainPanel()));
+  QCOMPARE(w.trainPanel()->mode(), TrainPanel::Mode::NewRun);
+  QVERIFY(!w.trainPanel()->isRunning());
 }
 
 void TestGestures::everyTabFits_data() {

@@ -23,6 +23,7 @@
 #include "training/livecurves.h"
 #include "training/trainbackendloader.h"
 #include "browser/checkpointlistmodel.h"
+#include "ckpt/index/run_plan.h"
 #include "mainwindow.h"
 #include "training/trainpanel.h"
 #include "../core/json_compare.h"
@@ -210,7 +211,11 @@ class TestTrainPanel : public QObject {
     QVERIFY2(panel.logText().contains("step=6 loss="), qPrintable(panel.logText()));
     QCOMPARE(QString::fromStdString(panel.jobInfo().device), QStringLiteral("cpu"));
     QVERIFY(!panel.isRunning());
-    QVERIFY(panel.startButton()->isEnabled());
+    // The same form again would start a second history in that directory:
+    // refused before Start, naming the ways on.
+    QVERIFY(!panel.startButton()->isEnabled());
+    QVERIFY2(panel.validationError().contains(out) && panel.validationError().contains("resume"),
+             qPrintable(panel.validationError()));
     QVERIFY(panel.grab().save(QStringLiteral(CKPT_BINARY_DIR "/trainpanel-finished.png")));
   }
 
@@ -328,7 +333,12 @@ class TestTrainPanel : public QObject {
 
     panel.finetuneDataEdit()->setText(m_data);
     panel.finetuneMaxStepsBox()->setValue(2);
+    // Fine-tune... only opens the page, filled in; the person clicks Start.
     QVERIFY2(w.finetuneSelected(), qPrintable(panel.statusText()));
+    QVERIFY(!panel.isRunning());
+    QCOMPARE(panel.finetuneCheckpointEdit()->text(), r.lastCheckpoint);
+    QVERIFY2(panel.startButton()->isEnabled(), qPrintable(panel.validationError()));
+    QTest::mouseClick(panel.startButton(), Qt::LeftButton);
     Finished ft;
     QVERIFY2(waitForRun(panel, &ft, &failure), qPrintable(failure));
     QCOMPARE(ft.outputDir, exp + "/tiny-sft");
@@ -380,7 +390,10 @@ class TestTrainPanel : public QObject {
     panel.form()->setValue(key, key == "use_moe" ? QVariant(true) : QVariant(value));
     QVERIFY2(panel.validationError().startsWith(message), qPrintable(panel.validationError()));
     QVERIFY(!panel.startButton()->isEnabled());
-    QVERIFY2(!panel.form()->editor(marked)->styleSheet().isEmpty(), qPrintable(marked));
+    QVERIFY2(panel.form()->markedKeys().contains(marked), qPrintable(marked));
+    // A spin box keeps its arrows: no style sheet on it, its palette marks it.
+    if (!qobject_cast<QLineEdit*>(panel.form()->editor(marked)))
+      QVERIFY(panel.form()->editor(marked)->styleSheet().isEmpty());
     QCOMPARE(panel.form()->editor(marked)->toolTip(), panel.validationError());
     QVERIFY(!panel.start());  // Start refuses too, and says why
     QVERIFY(!panel.isRunning());
@@ -391,6 +404,7 @@ class TestTrainPanel : public QObject {
     panel.form()->setValue("use_moe", false);
     QCOMPARE(panel.validationError(), QString());
     QVERIFY(panel.form()->editor(marked)->styleSheet().isEmpty());
+    QVERIFY(panel.form()->markedKeys().isEmpty());
   }
 
   void missingDataIsNamed() {
@@ -432,7 +446,13 @@ class TestTrainPanel : public QObject {
     QVERIFY2(panel.statusText().startsWith("Training failed: "), qPrintable(panel.statusText()));
     QVERIFY(panel.logText().contains("error: "));
     QVERIFY(!panel.isRunning());
-    QVERIFY(panel.startButton()->isEnabled());  // the form is usable again
+    // The form is usable again; Start too, unless the failed run left its
+    // history in the directory (the NaN run logged its first steps): then it
+    // says so rather than mixing a second history into it.
+    const QString out = panel.outputDirEdit()->text();
+    const bool leftFiles = !ckpt::existingRunFiles(out.toStdString(), "tiny").empty();
+    QCOMPARE(panel.startButton()->isEnabled(), !leftFiles);
+    if (leftFiles) QVERIFY2(panel.validationError().contains("resume"), qPrintable(panel.validationError()));
   }
 
   void closingMidRunStopsWithACheckpoint() {
