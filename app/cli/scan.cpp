@@ -90,6 +90,7 @@ nlohmann::ordered_json toJson(const std::string& file, const SafetyReport& r) {
     json j{{"module", g.module}, {"name", g.name}, {"level", std::string(safetyLevelName(g.level))},
            {"record", g.record}, {"offset", g.offset}, {"why", g.why}};
     if (!g.reaches.empty()) j["reaches"] = g.reaches;
+    if (!g.via.empty()) j["via"] = g.via;
     globals.push_back(std::move(j));
   }
   json j{{"file", file}, {"verdict", std::string(verdictName(r.verdict))}, {"globals", std::move(globals)}};

@@ -461,6 +461,7 @@ class Scanner {
                    reached.known ? "reached by builtins.getattr: " + std::string(reached.why)
                                  : std::string("reached by builtins.getattr"),
                    {});
+    if (s.use >= 0) m_report.globals[size_t(s.use)].via = "getattr";
     s.module = std::move(module);
     s.name = std::move(name);
     return addSymbol(std::move(s));

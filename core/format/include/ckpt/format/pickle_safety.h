@@ -35,6 +35,9 @@ struct GlobalUse {
   uint64_t offset = 0;  // byte offset of the opcode within the file (zip: within the record)
   std::string why;      // what made the level ("os.* runs commands", "unknown global called by REDUCE", ...)
   std::string reaches;  // builtins.getattr followed: what it reaches ("os.system"); else ""
+  // "getattr" for an entry no opcode names: what a getattr call reached
+  // (`offset` is then the REDUCE's); "" for GLOBAL / STACK_GLOBAL / INST.
+  std::string via;
 };
 
 enum class Verdict : uint8_t { Safe, Suspicious, Dangerous, Unreadable };
