@@ -10,6 +10,8 @@
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/pickle_safety.h"
 #include "ckpt/format/torch_writer.h"
+#include "ckpt/format/value.h"
+#include "ckpt/index/scanner.h"
 #include "json_compare.h"
 #include "run_process.h"
 
@@ -202,6 +204,53 @@ class TestScan : public QObject {
     QVERIFY2(r.verdict == Verdict::Safe, r.summary().c_str());
     QVERIFY(r.pickles == 1);
     std::filesystem::remove(out);
+  }
+
+  // The directory listing carries the verdict and the offending globals.
+  void indexEntries() {
+    const CheckpointEntry bad = describeCheckpoint(kFixtures + "/hostile/pwn_eval.pt", "pwn_eval.pt");
+    QCOMPARE(bad.verdict, std::string("dangerous"));
+    QVERIFY(bad.isDangerous());
+    QVERIFY(!bad.offenders.empty());
+    QCOMPARE(bad.offenders.front(), std::string("builtins.eval"));
+    const CheckpointEntry good = describeCheckpoint(kFixtures + "/runs/tiny/weights.bin", "weights.bin");
+    QCOMPARE(good.verdict, std::string("safe"));
+    QVERIFY(good.offenders.empty());
+    // A file the reader refuses still gets its verdict.
+    const CheckpointEntry magic = describeCheckpoint(kSafety + "/os_system_legacy_magic.pt", "m.pt");
+    QCOMPARE(magic.verdict, std::string("dangerous"));
+    QCOMPARE(magic.offenders.front(), std::string("os.system"));
+    // Plain pickles are listed.
+    QVERIFY(isCandidateName("config.pkl"));
+    QVERIFY(isCandidateName("state.pickle"));
+    const CheckpointEntry pkl = describeCheckpoint(kSafety + "/data_p2.pkl", "data_p2.pkl");
+    QVERIFY2(pkl.error.empty(), pkl.error.c_str());
+    QCOMPARE(pkl.format, std::string("pickle"));
+    QCOMPARE(pkl.verdict, std::string("suspicious"));
+  }
+
+  // Plain pickles open: their value tree, objects opaque, nothing run.
+  void plainPickleOpens() {
+    for (const char* name : {"data_p0.pkl", "data_p2.pkl", "data_p4.pkl", "data_p5.pkl", "os_system_p0.pkl",
+                             "os_system_p5.pkl"}) {
+      const auto f = CheckpointFile::open(kSafety + "/" + name);
+      QCOMPARE(f->format(), FileFormat::Pickle);
+      const Value* root = f->root();
+      QVERIFY(root && root->kind == Value::Kind::Dict);
+      if (std::string(name).rfind("data_", 0) == 0) {
+        QCOMPARE(root->entries.size(), size_t(3));
+        const Value* path = root->get("path");
+        QVERIFY(path && path->kind == Value::Kind::Object);
+        QCOMPARE(std::string(path->text), std::string("pathlib.PosixPath"));
+      } else {
+        const Value* payload = root->get("payload");
+        QVERIFY(payload && payload->kind == Value::Kind::Object);
+        QCOMPARE(std::string(payload->text), std::string("os.system"));
+        QVERIFY(root->get("step") && root->get("step")->integer == 10);
+      }
+      QVERIFY(f->tensors().empty());
+    }
+    QVERIFY(!std::filesystem::exists(kSafety + "/PWNED"));
   }
 
   void cli() {

@@ -327,7 +327,8 @@ class Scanner {
       m_memo[idx] = it;
       return;
     }
-    if (idx == m_memo.size() && idx < m_limits.maxMemo) {
+    if (idx == m_memo.size()) {
+      if (idx >= m_limits.maxMemo) error("more than " + std::to_string(m_limits.maxMemo) + " memo entries");
       m_memo.push_back(it);
       ++m_memoCount;
       return;
@@ -338,7 +339,8 @@ class Scanner {
       return;
     }
     ++m_memoCount;
-    if (m_memoCount > m_limits.maxMemo) error("more than " + std::to_string(m_limits.maxMemo) + " memo entries");
+    if (m_sparse.size() > m_limits.maxSparseMemo)
+      error("more than " + std::to_string(m_limits.maxSparseMemo) + " memo entries out of sequence");
   }
   void memoGet(uint64_t idx) {
     if (idx < m_memo.size() && m_memo[idx].kind != Item::Empty) return push(m_memo[idx]);
