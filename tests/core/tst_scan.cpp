@@ -166,8 +166,13 @@ class TestScan : public QObject {
       }
       if (file == "control_ok.pt" || file == "legacy_control_ok.pt" || file == "st_control_ok.safetensors")
         QVERIFY2(r.verdict == Verdict::Safe, (file + ": " + r.summary()).c_str());
-      if (file == "deep_nesting.pt" || file == "string_length_huge.pt" || file == "pickle_truncated.pt")
+      // Damaged pickles; deep_nesting.pt is a valid pickle with no global
+      // (a bomb for a tree builder, not for an opcode walk): safe.
+      if (file == "string_length_huge.pt" || file == "pickle_truncated.pt" || file == "unknown_opcode.pt" ||
+          file == "stack_underflow.pt" || file == "memo_missing.pt")
         QVERIFY2(r.verdict == Verdict::Unreadable, (file + ": " + r.summary()).c_str());
+      if (file == "deep_nesting.pt" || file == "memo_sparse.pt")
+        QVERIFY2(r.verdict == Verdict::Safe, (file + ": " + r.summary()).c_str());
     }
     QVERIFY(pwn >= 6);
     QVERIFY(!std::filesystem::exists(kFixtures + "/hostile/PWNED"));

@@ -398,8 +398,8 @@ def other_samples(w):
     w.write("mark_bomb.pkl", deep, "unreadable", [], {}, "two million MARKs: a bound, not a crash", error=True)
     memo = b"\x80\x02" + b"N" + b"".join(b"r" + struct.pack("<I", i * 3889 + 1) for i in range(100_000)) + b"."
     w.write("memo_bomb.pkl", memo, "unreadable", [], {}, "100,000 memo entries out of sequence: a bound", error=True)
-    memo = b"\x80\x02" + b"N" + b"".join(b"r" + struct.pack("<I", i) for i in range(4_100_000)) + b"."
-    w.write("memo_dense_bomb.pkl", memo, "unreadable", [], {}, "4.1 million memo entries: a bound", error=True)
+    memo = b"\x80\x02" + b"N" + b"".join(b"r" + struct.pack("<I", i) for i in range(2_100_000)) + b"."
+    w.write("memo_dense_bomb.pkl", memo, "unreadable", [], {}, "2.1 million memo entries: a bound", error=True)
     # Benign references: torch's own writer.
     torch.manual_seed(0)
     sd = {"w": torch.randn(3, 2), "b": torch.zeros(2, dtype=torch.bfloat16), "step": 3}

@@ -223,12 +223,15 @@ class Scanner {
   [[noreturn]] void error(const std::string& msg) const {
     fail(m_record + ": byte " + std::to_string(m_base + m_opStart) + ": " + msg);
   }
-  void need(uint64_t n) const {
-    if (m_size - m_pos < n)
-      failTruncated(m_record + ": truncated: opcode at byte " + std::to_string(m_base + m_opStart) + " needs " +
-                    std::to_string(n) + " bytes, " + std::to_string(m_size - m_pos) + " left");
+  [[noreturn, gnu::noinline, gnu::cold]] void truncated(uint64_t n) const {
+    failTruncated(m_record + ": truncated: opcode at byte " + std::to_string(m_base + m_opStart) + " needs " +
+                  std::to_string(n) + " bytes, " + std::to_string(m_size - m_pos) + " left");
   }
-  uint8_t u8() {
+  [[gnu::always_inline]] void need(uint64_t n) const {
+    if (m_size - m_pos < n) [[unlikely]]
+      truncated(n);
+  }
+  [[gnu::always_inline]] uint8_t u8() {
     need(1);
     return m_data[m_pos++];
   }
@@ -320,7 +323,7 @@ class Scanner {
     push(t);
   }
 
-  void memoPut(uint64_t idx) {
+  [[gnu::always_inline]] void memoPut(uint64_t idx) {
     const Item it = top();
     if (idx < m_memo.size()) {
       if (m_memo[idx].kind == Item::Empty) ++m_memoCount;
@@ -354,7 +357,8 @@ class Scanner {
     Symbol s;
     s.level = classifyGlobal(module, name);
     s.normal = normalName(module, name);
-    s.use = addUse(module, name, s.level.level, offset, std::string(s.level.why), {});
+    s.use = addUse(module, name, s.level.level, offset,
+                   s.level.known ? std::string(s.level.why) : std::string("not in the safety tables: an object of a class we do not know"), {});
     s.module = std::move(module);
     s.name = std::move(name);
     return addSymbol(std::move(s));
@@ -461,7 +465,7 @@ class Scanner {
     s.normal = normalName(module, name);
     s.use = addUse(module, name, reached.level, m_opStart,
                    reached.known ? "reached by builtins.getattr: " + std::string(reached.why)
-                                 : std::string("reached by builtins.getattr"),
+                                 : std::string("reached by builtins.getattr; not in the safety tables"),
                    {});
     if (s.use >= 0) m_report.globals[size_t(s.use)].via = "getattr";
     s.module = std::move(module);

@@ -67,7 +67,7 @@ struct SafetyReport {
 struct ScanLimits {
   uint64_t maxPickleBytes = 1ull << 30;  // one pickle record
   uint64_t maxStack = 1'000'000;         // stack entries + marks
-  uint64_t maxMemo = 4'000'000;          // memo entries (picklers number them 0, 1, 2, ...)
+  uint64_t maxMemo = 2'000'000;          // memo entries (picklers number them 0, 1, 2, ...)
   uint64_t maxSparseMemo = 65'536;       // memo entries out of that sequence (hand-made pickles)
   uint64_t maxGlobals = 100'000;         // globals listed per file (the rest is summarised in `error`)
   uint64_t maxRecords = 10'000;          // pickle records in one zip
