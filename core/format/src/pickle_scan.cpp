@@ -3,6 +3,7 @@
 // __import__; globals, for REDUCE and getattr; short tuples of those) and
 // calls everything else "a value". Nothing is decoded into a tree, nothing
 // imported or called. The levels come from safety_tables.cpp.
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <unordered_map>
@@ -33,12 +34,18 @@ enum Op : uint8_t {
 constexpr size_t kMaxLine = 4096;
 constexpr size_t kMaxName = 1024;  // a module or attribute name worth remembering
 
-// A stack or memo slot.
+// A stack or memo slot, 8 bytes (a pickle's memo can hold millions).
 struct Item {
-  enum Kind : uint8_t { Empty, Other, Str, Global, Module, Tuple } kind = Other;
-  uint32_t n = 0;              // Str/Module: length; Global: symbol; Tuple: index into m_tuples
-  const char* p = nullptr;     // Str/Module: the text (in the pickle's bytes)
+  enum Kind : uint8_t { Empty, Other, Str, Global, Module, Tuple };
+  uint32_t at = 0;  // Str/Module: where the text starts in the pickle's bytes
+  uint32_t kindAndN = uint32_t(Other) << 29;  // kind (3 bits); Str/Module: length, Global: symbol, Tuple: m_tuples index
+  Item() = default;
+  Item(Kind k, uint32_t n, uint32_t textAt = 0) : at(textAt), kindAndN(uint32_t(k) << 29 | n) {}
+  [[nodiscard]] Kind kind() const { return Kind(kindAndN >> 29); }
+  [[nodiscard]] uint32_t n() const { return kindAndN & ((1u << 29) - 1); }
 };
+static_assert(sizeof(Item) == 8);
+constexpr uint32_t kMaxIndex = (1u << 29) - 1;
 
 class Scanner {
  public:
@@ -150,8 +157,8 @@ class Scanner {
         case STACK_GLOBAL: {
           const Item name = pop();
           const Item module = pop();
-          if (name.kind != Item::Str || module.kind != Item::Str) error("STACK_GLOBAL needs two strings");
-          push(global(std::string(module.p, module.n), std::string(name.p, name.n), m_opStart));
+          if (name.kind() != Item::Str || module.kind() != Item::Str) error("STACK_GLOBAL needs two strings");
+          push(global(std::string(text(module)), std::string(text(name)), m_opStart));
           break;
         }
         case INST: {  // class from the lines, arguments from the mark: a call
@@ -277,6 +284,10 @@ class Scanner {
     return v;
   }
 
+  [[nodiscard]] std::string_view text(const Item& it) const {
+    return {reinterpret_cast<const char*>(m_data + it.at), it.n()};
+  }
+
   // ---- the shadow stack ---------------------------------------------------
   size_t floor() const { return m_marks.empty() ? 0 : m_marks.back(); }
   [[noreturn]] void underflow() const { error("stack underflow"); }
@@ -288,7 +299,9 @@ class Scanner {
   void pushOther() { push(Item{}); }
   void pushStr(const char* p, uint64_t n) {
     if (n > kMaxName) return pushOther();  // too long to be a name: only its length matters
-    push(Item{Item::Str, uint32_t(n), p});
+    const uint64_t at = uint64_t(reinterpret_cast<const uint8_t*>(p) - m_data);
+    if (at > UINT32_MAX) return pushOther();  // past 4 GiB: names are not looked for there
+    push(Item(Item::Str, uint32_t(n), uint32_t(at)));
   }
   Item pop() {
     if (m_stack.size() <= floor()) underflow();
@@ -310,13 +323,12 @@ class Scanner {
   // (str,) and (global-or-module, str).
   void pushTuple(const Item* items, size_t n, size_t at) {
     Item t;
-    if (m_tuples.size() >= m_limits.maxMemo + m_limits.maxStack) {
+    if (m_tuples.size() >= std::min<uint64_t>(m_limits.maxMemo + m_limits.maxStack, kMaxIndex)) {
       // Past the bound nothing more is remembered: a getattr or __import__
       // given such a tuple is judged as unresolved (dangerous).
-    } else if ((n == 1 && items[0].kind == Item::Str) ||
-        (n == 2 && (items[0].kind == Item::Global || items[0].kind == Item::Module) && items[1].kind == Item::Str)) {
-      t.kind = Item::Tuple;
-      t.n = uint32_t(m_tuples.size());
+    } else if ((n == 1 && items[0].kind() == Item::Str) ||
+        (n == 2 && (items[0].kind() == Item::Global || items[0].kind() == Item::Module) && items[1].kind() == Item::Str)) {
+      t = Item(Item::Tuple, uint32_t(m_tuples.size()));
       m_tuples.push_back({items[0], n == 2 ? items[1] : Item{}});
     }
     m_stack.resize(at);
@@ -326,7 +338,7 @@ class Scanner {
   [[gnu::always_inline]] void memoPut(uint64_t idx) {
     const Item it = top();
     if (idx < m_memo.size()) {
-      if (m_memo[idx].kind == Item::Empty) ++m_memoCount;
+      if (m_memo[idx].kind() == Item::Empty) ++m_memoCount;
       m_memo[idx] = it;
       return;
     }
@@ -346,7 +358,7 @@ class Scanner {
       error("more than " + std::to_string(m_limits.maxSparseMemo) + " memo entries out of sequence");
   }
   void memoGet(uint64_t idx) {
-    if (idx < m_memo.size() && m_memo[idx].kind != Item::Empty) return push(m_memo[idx]);
+    if (idx < m_memo.size() && m_memo[idx].kind() != Item::Empty) return push(m_memo[idx]);
     const auto it = m_sparse.find(idx);
     if (it == m_sparse.end()) error("memo slot " + std::to_string(idx) + " read before it was written");
     push(it->second);
@@ -369,9 +381,9 @@ class Scanner {
     return std::string(module) + "." + std::string(name);
   }
   Item addSymbol(Symbol&& s) {
-    if (m_symbols.size() >= m_limits.maxGlobals * 2) error("more than " + std::to_string(m_limits.maxGlobals) + " globals");
+    if (m_symbols.size() >= std::min<uint64_t>(m_limits.maxGlobals * 2, kMaxIndex)) error("more than " + std::to_string(m_limits.maxGlobals) + " globals");
     m_symbols.push_back(std::move(s));
-    return Item{Item::Global, uint32_t(m_symbols.size() - 1), nullptr};
+    return Item(Item::Global, uint32_t(m_symbols.size() - 1));
   }
   long addUse(const std::string& module, const std::string& name, SafetyLevel level, uint64_t offset,
               std::string why, std::string reaches) {
@@ -406,20 +418,20 @@ class Scanner {
   // REDUCE, INST or OBJ calls `callable`: a global no table names may be
   // anything, so calling one is dangerous.
   void called(const Item& callable, const char* how) {
-    if (callable.kind != Item::Global) return;
-    Symbol& s = m_symbols[callable.n];
+    if (callable.kind() != Item::Global) return;
+    Symbol& s = m_symbols[callable.n()];
     if (!s.level.known) raise(s, SafetyLevel::Dangerous, std::string("unknown global called by ") + how);
   }
 
   Item reduce(const Item& callable, const Item& args) {
-    if (callable.kind != Item::Global) return Item{};
-    const uint32_t symbol = callable.n;
+    if (callable.kind() != Item::Global) return Item{};
+    const uint32_t symbol = callable.n();
     const std::string& fn = m_symbols[symbol].normal;
-    if (fn == "builtins.__import__" && args.kind == Item::Tuple) {
+    if (fn == "builtins.__import__" && args.kind() == Item::Tuple) {
       // The module object it returns, for a getattr to follow (__import__
       // itself stays dangerous: importing runs the module).
-      const Item& modName = m_tuples[args.n].first;
-      if (modName.kind == Item::Str) return Item{Item::Module, modName.n, modName.p};
+      const Item& modName = m_tuples[args.n()].first;
+      if (modName.kind() == Item::Str) return Item(Item::Module, modName.n(), modName.at);
     }
     if (fn == "builtins.getattr") return getattrCall(symbol, args);
     called(callable, "REDUCE");
@@ -430,21 +442,21 @@ class Scanner {
   // and that is what the call leaves on the stack (a global, for the next
   // REDUCE or getattr). Any other getattr call keeps getattr dangerous.
   Item getattrCall(uint32_t getattrSymbol, const Item& args) {
-    if (args.kind != Item::Tuple || m_tuples[args.n].second.kind != Item::Str) {
+    if (args.kind() != Item::Tuple || m_tuples[args.n()].second.kind() != Item::Str) {
       Symbol& g = m_symbols[getattrSymbol];
       g.getattrState = 2;
       raise(g, SafetyLevel::Dangerous, "getattr of an object computed at load time");
       return Item{};
     }
-    const auto& [target, attr] = m_tuples[args.n];
+    const auto& [target, attr] = m_tuples[args.n()];
     std::string module, name;
-    if (target.kind == Item::Module) {
-      module.assign(target.p, target.n);
-      name.assign(attr.p, attr.n);
+    if (target.kind() == Item::Module) {
+      module.assign(text(target));
+      name.assign(text(attr));
     } else {
-      const Symbol& t = m_symbols[target.n];
+      const Symbol& t = m_symbols[target.n()];
       module = t.module;
-      name = t.name + "." + std::string(attr.p, attr.n);
+      name = t.name + "." + std::string(text(attr));
     }
     const GlobalLevel reached = classifyGlobal(module, name);
     const std::string full = module + "." + name;
