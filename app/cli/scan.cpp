@@ -23,9 +23,10 @@ constexpr int kExitDangerous = 3;
 bool isScanCandidate(const fs::path& p) {
   std::string ext = p.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  // (.distcp shards are torch.save archives back to back: not read yet.)
   static const std::set<std::string> exts = {".pt", ".pth", ".bin", ".ckpt", ".safetensors", ".pkl",
-                                             ".pickle", ".npy", ".npz", ".tar", ".distcp", ".metadata"};
-  return exts.count(ext) > 0 || p.filename() == ".metadata";
+                                             ".pickle", ".npy", ".npz"};
+  return exts.count(ext) > 0 || p.filename() == ".metadata";  // a distributed checkpoint's plain pickle
 }
 
 // Files named directly are scanned whatever their name; a directory gives
