@@ -47,11 +47,60 @@ struct Item {
 static_assert(sizeof(Item) == 8);
 constexpr uint32_t kMaxIndex = (1u << 29) - 1;
 
+// The stack and the memo: std::vector's push_back is not inlined in a loop
+// this big (it cost a fifth of the walk); these are, and grow out of line.
+class ItemArray {
+ public:
+  ItemArray() = default;
+  ItemArray(const ItemArray&) = delete;
+  ItemArray& operator=(const ItemArray&) = delete;
+  ~ItemArray() { delete[] m_data; }
+  [[gnu::always_inline]] size_t size() const { return m_size; }
+  [[gnu::always_inline]] bool empty() const { return m_size == 0; }
+  [[gnu::always_inline]] Item* data() { return m_data; }
+  [[gnu::always_inline]] Item& operator[](size_t i) { return m_data[i]; }
+  [[gnu::always_inline]] const Item& back() const { return m_data[m_size - 1]; }
+  [[gnu::always_inline]] void pop_back() { --m_size; }
+  [[gnu::always_inline]] void push_back(const Item& v) {
+    if (m_size == m_capacity) [[unlikely]]
+      grow();
+    m_data[m_size++] = v;
+  }
+  void reserve(size_t n) {
+    if (n <= m_capacity) return;
+    auto* p = new Item[n];
+    if (m_size) std::memcpy(static_cast<void*>(p), m_data, m_size * sizeof(Item));
+    delete[] m_data;
+    m_data = p;
+    m_capacity = n;
+  }
+  // Only ever shrinks (to a MARK's position).
+  [[gnu::always_inline]] void resize(size_t n) { m_size = n; }
+
+ private:
+  [[gnu::noinline]] void grow() {
+    const size_t cap = m_capacity ? m_capacity * 2 : 256;
+    auto* p = new Item[cap];
+    if (m_size) std::memcpy(static_cast<void*>(p), m_data, m_size * sizeof(Item));
+    delete[] m_data;
+    m_data = p;
+    m_capacity = cap;
+  }
+  Item* m_data = nullptr;
+  size_t m_size = 0;
+  size_t m_capacity = 0;
+};
+
 class Scanner {
  public:
   Scanner(const uint8_t* data, uint64_t size, const std::string& record, uint64_t base, SafetyReport& report,
           const ScanLimits& limits)
-      : m_data(data), m_size(size), m_record(record), m_base(base), m_report(report), m_limits(limits) {}
+      : m_data(data), m_size(size), m_record(record), m_base(base), m_report(report), m_limits(limits) {
+    // torch's pickles memoize about one value per 12 bytes: room for that
+    // up front saves regrowing (and copying) the memo while walking.
+    m_memo.reserve(size_t(std::min<uint64_t>(size / 12 + 64, 1u << 16)));
+    m_stack.reserve(256);
+  }
 
   uint64_t run() {
     for (;;) {
@@ -224,10 +273,11 @@ class Scanner {
     // builtins.getattr: 0 never called, 1 every call so far reached a named
     // target (its level is the worst reached), 2 some call did not (dangerous).
     uint8_t getattrState = 0;
+    bool isGetattr = false, isImport = false;  // builtins.getattr / builtins.__import__
   };
 
   // ---- errors and input -------------------------------------------------
-  [[noreturn]] void error(const std::string& msg) const {
+  [[noreturn, gnu::noinline, gnu::cold]] void error(const std::string& msg) const {
     fail(m_record + ": byte " + std::to_string(m_base + m_opStart) + ": " + msg);
   }
   [[noreturn, gnu::noinline, gnu::cold]] void truncated(uint64_t n) const {
@@ -289,27 +339,30 @@ class Scanner {
   }
 
   // ---- the shadow stack ---------------------------------------------------
-  size_t floor() const { return m_marks.empty() ? 0 : m_marks.back(); }
-  [[noreturn]] void underflow() const { error("stack underflow"); }
-  void push(Item it) {
-    if (m_stack.size() + m_marks.size() >= m_limits.maxStack)
-      error("stack deeper than " + std::to_string(m_limits.maxStack));
+  [[gnu::always_inline]] size_t floor() const { return m_marks.empty() ? 0 : m_marks.back(); }
+  [[noreturn, gnu::noinline, gnu::cold]] void underflow() const { error("stack underflow"); }
+  [[noreturn, gnu::noinline, gnu::cold]] void tooDeep() const {
+    error("stack deeper than " + std::to_string(m_limits.maxStack));
+  }
+  [[gnu::always_inline]] void push(Item it) {
+    if (m_stack.size() + m_marks.size() >= m_limits.maxStack) [[unlikely]]
+      tooDeep();
     m_stack.push_back(it);
   }
-  void pushOther() { push(Item{}); }
-  void pushStr(const char* p, uint64_t n) {
+  [[gnu::always_inline]] void pushOther() { push(Item{}); }
+  [[gnu::always_inline]] void pushStr(const char* p, uint64_t n) {
     if (n > kMaxName) return pushOther();  // too long to be a name: only its length matters
     const uint64_t at = uint64_t(reinterpret_cast<const uint8_t*>(p) - m_data);
     if (at > UINT32_MAX) return pushOther();  // past 4 GiB: names are not looked for there
     push(Item(Item::Str, uint32_t(n), uint32_t(at)));
   }
-  Item pop() {
+  [[gnu::always_inline]] Item pop() {
     if (m_stack.size() <= floor()) underflow();
     const Item it = m_stack.back();
     m_stack.pop_back();
     return it;
   }
-  Item top() const {
+  [[gnu::always_inline]] Item top() const {
     if (m_stack.size() <= floor()) underflow();
     return m_stack.back();
   }
@@ -357,7 +410,7 @@ class Scanner {
     if (m_sparse.size() > m_limits.maxSparseMemo)
       error("more than " + std::to_string(m_limits.maxSparseMemo) + " memo entries out of sequence");
   }
-  void memoGet(uint64_t idx) {
+  [[gnu::always_inline]] void memoGet(uint64_t idx) {
     if (idx < m_memo.size() && m_memo[idx].kind() != Item::Empty) return push(m_memo[idx]);
     const auto it = m_sparse.find(idx);
     if (it == m_sparse.end()) error("memo slot " + std::to_string(idx) + " read before it was written");
@@ -369,6 +422,8 @@ class Scanner {
     Symbol s;
     s.level = classifyGlobal(module, name);
     s.normal = normalName(module, name);
+    s.isGetattr = s.normal == "builtins.getattr";
+    s.isImport = s.normal == "builtins.__import__";
     s.use = addUse(module, name, s.level.level, offset,
                    s.level.known ? std::string(s.level.why) : std::string("not in the safety tables: an object of a class we do not know"), {});
     s.module = std::move(module);
@@ -426,14 +481,14 @@ class Scanner {
   Item reduce(const Item& callable, const Item& args) {
     if (callable.kind() != Item::Global) return Item{};
     const uint32_t symbol = callable.n();
-    const std::string& fn = m_symbols[symbol].normal;
-    if (fn == "builtins.__import__" && args.kind() == Item::Tuple) {
+    const Symbol& fn = m_symbols[symbol];
+    if (fn.isImport && args.kind() == Item::Tuple) {
       // The module object it returns, for a getattr to follow (__import__
       // itself stays dangerous: importing runs the module).
       const Item& modName = m_tuples[args.n()].first;
       if (modName.kind() == Item::Str) return Item(Item::Module, modName.n(), modName.at);
     }
-    if (fn == "builtins.getattr") return getattrCall(symbol, args);
+    if (fn.isGetattr) return getattrCall(symbol, args);
     called(callable, "REDUCE");
     return Item{};
   }
@@ -475,6 +530,8 @@ class Scanner {
     Symbol s;
     s.level = reached;
     s.normal = normalName(module, name);
+    s.isGetattr = s.normal == "builtins.getattr";
+    s.isImport = s.normal == "builtins.__import__";
     s.use = addUse(module, name, reached.level, m_opStart,
                    reached.known ? "reached by builtins.getattr: " + std::string(reached.why)
                                  : std::string("reached by builtins.getattr; not in the safety tables"),
@@ -492,9 +549,9 @@ class Scanner {
   const ScanLimits& m_limits;
   uint64_t m_pos = 0;
   uint64_t m_opStart = 0;
-  std::vector<Item> m_stack;
+  ItemArray m_stack;
   std::vector<size_t> m_marks;
-  std::vector<Item> m_memo;
+  ItemArray m_memo;
   std::unordered_map<uint64_t, Item> m_sparse;
   uint64_t m_memoCount = 0;
   std::vector<std::pair<Item, Item>> m_tuples;
