@@ -70,7 +70,8 @@ void printLine(const std::string& file, const SafetyReport& r) {
     std::string n = g.module + "." + g.name;
     if (!g.reaches.empty()) n += " -> " + g.reaches;
     if (!seen.insert(n).second) continue;
-    parts[g.level == SafetyLevel::Dangerous ? 0 : 1].push_back(n + " (" + where(g) + ")");
+    const std::string via = g.via.empty() ? "" : ", reached by " + g.via;
+    parts[g.level == SafetyLevel::Dangerous ? 0 : 1].push_back(n + " (" + where(g) + via + ")");
   }
   auto join = [](const std::vector<std::string>& v) {
     std::string s;
