@@ -20,14 +20,18 @@ void printUsage(const std::string& command) {
       "  verify FILE            check every record's CRC and every tensor's extent\n"
       "  diff A B [--json] [--top N]   what changed between two checkpoints: structure,\n"
       "                         per-tensor and per-block change, metadata\n"
+      "  scan PATH... [--json] [--recursive]   would a file run code if Python loaded it?\n"
+      "                         every global its pickles name, judged; exit 3 if any is dangerous\n"
       "  train, resume, finetune, score, generate   training and inference (LibTorch;\n"
       "                         see ckptscope-cli train --help)\n"
       "\n"
-      "Exit status: 0 success, 1 a file cannot be read or is damaged, 2 usage error.\n";
+      "Exit status: 0 success, 1 a file cannot be read or is damaged, 2 usage error,\n"
+      "3 scan found a file that would run code.\n";
   if (command == "info") std::fputs("usage: ckptscope-cli info FILE [--json]\n", stderr);
   else if (command == "ls") std::fputs("usage: ckptscope-cli ls DIR [--json]\n", stderr);
   else if (command == "verify") std::fputs("usage: ckptscope-cli verify FILE\n", stderr);
   else if (command == "diff") std::fputs("usage: ckptscope-cli diff A B [--json] [--top N]\n", stderr);
+  else if (command == "scan") std::fputs("usage: ckptscope-cli scan PATH... [--json] [--recursive]\n", stderr);
   else std::fputs(all, stderr);
 }
 

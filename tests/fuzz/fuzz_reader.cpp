@@ -1,5 +1,5 @@
-// libFuzzer target for the reader: any bytes as a checkpoint file, and as a
-// bare pickle. Build with the `fuzz` preset (clang), then run by hand:
+// libFuzzer target for the reader and the safety scan: any bytes as a
+// checkpoint file, and as a bare pickle. Build with the `fuzz` preset (clang), then run by hand:
 //   cmake --preset fuzz && cmake --build build/fuzz --target fuzz_reader
 //   build/fuzz/tests/fuzz/fuzz_reader -max_len=65536 -timeout=5 CORPUS_DIR
 // Seed the corpus with the test fixtures (build/dev/tests/fixtures).
@@ -14,6 +14,7 @@
 #include "ckpt/format/error.h"
 #include "ckpt/format/json_export.h"
 #include "ckpt/format/pickle_reader.h"
+#include "ckpt/format/pickle_safety.h"
 #include "ckpt/format/tensor_data.h"
 
 using namespace ckpt;
@@ -26,6 +27,14 @@ static void exerciseFile(const uint8_t* data, size_t size) {
     return;
   }
   const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  {
+    // The scan never throws, and whatever it lists lies inside the file.
+    const SafetyReport r = scanFile(path);
+    for (const GlobalUse& g : r.globals)
+      if (g.via.empty() && g.offset >= size) __builtin_trap();
+    if (r.verdict == Verdict::Unreadable && r.error.empty()) __builtin_trap();
+    (void)r.summary();
+  }
   try {
     const auto f = CheckpointFile::open(path);
     (void)toJson(*f, 100000);
@@ -71,7 +80,20 @@ static void exercisePickle(const uint8_t* data, size_t size) {
   }
 }
 
+static void exerciseScan(const uint8_t* data, size_t size) {
+  SafetyReport report;
+  ScanLimits limits;
+  limits.maxStack = 100000;
+  limits.maxMemo = 100000;
+  try {
+    const uint64_t end = scanPickle(data, size, "fuzz.pkl", 0, report, limits);
+    if (end > size) __builtin_trap();
+  } catch (const FormatError&) {
+  }
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  exerciseScan(data, size);
   exerciseFile(data, size);
   exercisePickle(data, size);
   return 0;

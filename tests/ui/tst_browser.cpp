@@ -7,6 +7,9 @@
 #include <QDockWidget>
 #include <QFile>
 #include <QFileInfo>
+#include <QIcon>
+#include <QImage>
+#include <QPixmap>
 #include <QLineEdit>
 #include <QMimeData>
 #include <QSettings>
@@ -74,6 +77,7 @@ class TestBrowser : public QObject {
   void recentList();
   void layoutIsRemembered();
   void dropOpensPaths();
+  void safetyBadge();
 
  private:
   // A temporary experiments directory holding a copy of runs/tiny.
@@ -411,6 +415,44 @@ void TestBrowser::dropOpensPaths() {
   refuse.setAccepted(false);
   QCoreApplication::sendEvent(&w, &refuse);
   QVERIFY(!refuse.isAccepted());
+}
+
+// A checkpoint that would run code in Python carries a badge, and so does its
+// run; the tooltip names the globals, the Summary's first line the verdict.
+void TestBrowser::safetyBadge() {
+  QTemporaryDir dir;
+  QVERIFY(makeRunCopy(dir));
+  const QString evil = dir.path() + "/tiny/tiny_step300.pt";
+  QVERIFY(copyFile(m_root + "/hostile/pwn_eval.pt", evil));
+  MainWindow w;
+  QAbstractItemModelTester tester(w.checkpointModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+  QVERIFY(openAndWait(w, {dir.path()}));
+  CheckpointListModel* model = w.checkpointModel();
+  const QModelIndex bad = model->indexOfPath(evil);
+  QVERIFY(bad.isValid());
+  QCOMPARE(bad.data(int(Role::Verdict)).toString(), QStringLiteral("dangerous"));
+  const QString tip = bad.data(Qt::ToolTipRole).toString();
+  QVERIFY2(tip.contains("Would run code") && tip.contains("builtins.eval"), qPrintable(tip));
+  const QModelIndex good = model->indexOfPath(dir.path() + "/tiny/tiny_step100.pt");
+  QVERIFY(good.isValid());
+  QVERIFY(good.data(int(Role::Verdict)).toString() != QStringLiteral("dangerous"));
+  const QIcon badIcon = bad.data(Qt::DecorationRole).value<QIcon>();
+  const QIcon goodIcon = good.data(Qt::DecorationRole).value<QIcon>();
+  QVERIFY(!badIcon.isNull());
+  QVERIFY(badIcon.pixmap(16).toImage() != goodIcon.pixmap(16).toImage());
+  const QModelIndex run = model->indexOfRun(dir.path() + "/tiny");
+  QVERIFY(run.isValid());
+  QCOMPARE(run.data(int(Role::Verdict)).toString(), QStringLiteral("dangerous"));
+  QVERIFY(run.data(Qt::ToolTipRole).toString().contains("would run code"));
+
+  // Selecting it: the Summary starts with the verdict.
+  QSignalSpy shown(&w, &MainWindow::summaryShown);
+  w.checkpointView()->setCurrentIndex(w.browserPanel()->proxy()->mapFromSource(bad));
+  QTRY_VERIFY(shown.count() >= 1);
+  QTRY_VERIFY(w.inspector()->text().contains("DANGEROUS"));
+  const QString text = w.inspector()->text();
+  QVERIFY2(text.contains("builtins.eval"), qPrintable(text));
+  QVERIFY(!QFileInfo::exists(m_root + "/hostile/PWNED"));
 }
 
 QTEST_MAIN(TestBrowser)

@@ -76,6 +76,20 @@ struct CheckpointListModel::Node {
   void renumber(size_t from) {
     for (size_t i = from; i < children.size(); ++i) children[i]->rowInParent = int(i);
   }
+  // The worst safety verdict below a run or family: "dangerous", then
+  // "suspicious"; "" when none is either.
+  [[nodiscard]] QString worstVerdict() const {
+    if (type == Type::Checkpoint)
+      return checkpoint.verdict == "dangerous" || checkpoint.verdict == "suspicious" ? QString::fromStdString(checkpoint.verdict)
+                                                                                      : QString();
+    QString worst;
+    for (const auto& c : children) {
+      const QString v = c->worstVerdict();
+      if (v == QLatin1String("dangerous")) return v;
+      if (!v.isEmpty()) worst = v;
+    }
+    return worst;
+  }
   [[nodiscard]] int64_t latestMtime() const {
     if (type == Type::Checkpoint) return checkpoint.mtime;
     int64_t t = 0;
@@ -87,6 +101,13 @@ struct CheckpointListModel::Node {
 namespace {
 
 using Node = CheckpointListModel::Node;
+
+// The globals that made a file dangerous or suspicious, worst first.
+QString offenders(const CheckpointEntry& c) {
+  QStringList names;
+  for (const std::string& o : c.offenders) names << QString::fromStdString(o);
+  return names.join(QStringLiteral(", "));
+}
 
 std::unique_ptr<Node> checkpointNode(CheckpointEntry c) {
   auto n = std::make_unique<Node>();
@@ -415,6 +436,7 @@ QVariant CheckpointListModel::familyData(const Node& n, Column column, int role)
     case int(Role::IsGroup): return true;
     case int(Role::IsFamily): return true;
     case int(Role::SortKey): return n.family;
+    case int(Role::Verdict): return n.worstVerdict();
     case int(Role::Path): return QString();
     case int(Role::Error): return QString();
     default: return {};
@@ -430,10 +452,24 @@ QVariant CheckpointListModel::groupData(const Node& n, Column column, int role) 
       if (column == Column::Kind) return tr("error");
       if (column == Column::Modified) return timeText(n.latestMtime());
       return {};
-    case Qt::DecorationRole:
+    case Qt::DecorationRole: {
       if (column != Column::Name) return {};
-      return standardIcon(g.error.isEmpty() ? QStyle::SP_DirIcon : QStyle::SP_MessageBoxWarning);
-    case Qt::ToolTipRole: return g.error.isEmpty() ? g.path : g.error;
+      // A run holding a file that would run code in Python carries the badge.
+      const QString worst = n.worstVerdict();
+      if (worst == QLatin1String("dangerous")) return standardIcon(QStyle::SP_MessageBoxCritical);
+      if (!g.error.isEmpty() || !worst.isEmpty()) return standardIcon(QStyle::SP_MessageBoxWarning);
+      return standardIcon(QStyle::SP_DirIcon);
+    }
+    case Qt::ToolTipRole: {
+      QString tip = g.error.isEmpty() ? g.path : g.error;
+      const QString worst = n.worstVerdict();
+      if (worst == QLatin1String("dangerous"))
+        tip += "\n" + tr("Holds a checkpoint that would run code if loaded in Python (torch.load)");
+      else if (!worst.isEmpty())
+        tip += "\n" + tr("Holds a checkpoint with suspicious pickled objects");
+      return tip;
+    }
+    case int(Role::Verdict): return n.worstVerdict();
     case Qt::ForegroundRole: return g.error.isEmpty() ? QVariant() : QVariant(QBrush(Qt::darkRed));
     case int(Role::Path): return g.path;
     case int(Role::Error): return g.error;
@@ -447,6 +483,8 @@ QVariant CheckpointListModel::groupData(const Node& n, Column column, int role) 
 
 QVariant CheckpointListModel::checkpointData(const CheckpointEntry& c, Column column, int role) const {
   const bool broken = !c.error.empty();
+  const bool dangerous = c.verdict == "dangerous";
+  const bool suspicious = c.verdict == "suspicious";
   switch (role) {
     case Qt::DisplayRole:
       switch (column) {
@@ -465,14 +503,20 @@ QVariant CheckpointListModel::checkpointData(const CheckpointEntry& c, Column co
       return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
     case Qt::DecorationRole:
       if (column != Column::Name) return {};
-      return standardIcon(broken ? QStyle::SP_MessageBoxWarning : QStyle::SP_FileIcon);
+      if (dangerous) return standardIcon(QStyle::SP_MessageBoxCritical);
+      return standardIcon(broken || suspicious ? QStyle::SP_MessageBoxWarning : QStyle::SP_FileIcon);
     case Qt::ToolTipRole: {
       QString tip = pathFromStd(c.path);
       if (c.mtime) tip += "\n" + tr("modified %1").arg(QDateTime::fromSecsSinceEpoch(c.mtime).toString(Qt::ISODate));
       if (broken) tip += "\n" + fromStd(c.error);
+      if (dangerous)
+        tip += "\n" + tr("Would run code if loaded in Python (torch.load): %1").arg(offenders(c));
+      else if (suspicious)
+        tip += "\n" + tr("Holds pickled objects that are not plain data: %1").arg(offenders(c));
       return tip;
     }
-    case Qt::ForegroundRole: return broken ? QVariant(QBrush(Qt::darkRed)) : QVariant();
+    case Qt::ForegroundRole: return broken || dangerous ? QVariant(QBrush(Qt::darkRed)) : QVariant();
+    case int(Role::Verdict): return fromStd(c.verdict);
     case int(Role::Path): return pathFromStd(c.path);
     case int(Role::Error): return fromStd(c.error);
     case int(Role::IsGroup): return false;

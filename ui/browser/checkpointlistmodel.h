@@ -30,6 +30,8 @@ class CheckpointListModel : public QAbstractItemModel {
     SortKey,              // a value that sorts numerically where it should
     IsFamily,             // bool
     Stage,                // QString: a run's stage within its family ("pretrain", "sft", "dpo"), else empty
+    Verdict,              // QString: the safety scan's verdict ("safe", "suspicious", "dangerous",
+                          // "unreadable"); a run: its worst checkpoint's ("" when all are safe)
   };
 
   // One row of the tree (defined in the .cpp; public so helpers there can name it).

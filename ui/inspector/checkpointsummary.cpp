@@ -10,6 +10,7 @@
 
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/checkpoint_view.h"
+#include "ckpt/format/pickle_safety.h"
 #include "ckpt/format/tensor_data.h"
 #include "ckpt/format/value.h"
 #include "ckpt/index/scanner.h"
@@ -303,12 +304,39 @@ void describe(const CheckpointFile& file, CheckpointSummary& out) {
 
 }  // namespace
 
+namespace {
+
+// The Summary's first line: would this file run code if Python loaded it?
+QString safetyText(const SafetyReport& r) {
+  QStringList dangerous, suspicious;
+  for (const std::string& o : r.offenders()) {
+    bool isDangerous = false;
+    for (const GlobalUse& g : r.globals)
+      if (g.level == SafetyLevel::Dangerous && g.module + "." + g.name == o) isDangerous = true;
+    (isDangerous ? dangerous : suspicious) << fromStd(o);
+  }
+  switch (r.verdict) {
+    case Verdict::Safe: return QObject::tr("safe: only tensors and plain data");
+    case Verdict::Suspicious:
+      return QObject::tr("suspicious: pickled objects that are not plain data: %1").arg(suspicious.join(", "));
+    case Verdict::Dangerous:
+      return QObject::tr("DANGEROUS: would run code if loaded in Python (torch.load): %1").arg(dangerous.join(", "));
+    case Verdict::Unreadable: return QObject::tr("unknown: the scan stopped: %1").arg(fromStd(r.error));
+  }
+  return {};
+}
+
+}  // namespace
+
 CheckpointSummary summarizeCheckpoint(const QString& path) {
   CheckpointSummary out;
   out.path = path;
+  // An opcode walk of the file's pickles; nothing in them is run.
+  const SafetyReport safety = scanFile(pathToStd(path));
   try {
     std::shared_ptr<const CheckpointFile> file = CheckpointFile::open(pathToStd(path));
     describe(*file, out);
+    out.fields.prepend({QObject::tr("Safety"), safetyText(safety), false});
     out.file = std::move(file);
   } catch (const std::exception& e) {
     // Catch once at the boundary: the panel shows the message instead.
@@ -316,6 +344,8 @@ CheckpointSummary summarizeCheckpoint(const QString& path) {
     failed.path = path;
     failed.error = fromStd(e.what());
     if (failed.error.isEmpty()) failed.error = QObject::tr("unknown error");
+    if (safety.verdict == Verdict::Dangerous || safety.verdict == Verdict::Suspicious)
+      failed.error = QObject::tr("Safety: %1").arg(safetyText(safety)) + "\n\n" + failed.error;
     return failed;
   }
   return out;

@@ -17,6 +17,7 @@ std::string_view formatName(FileFormat f) {
     case FileFormat::TorchZip: return "torch-zip";
     case FileFormat::TorchLegacy: return "torch-legacy";
     case FileFormat::Safetensors: return "safetensors";
+    case FileFormat::Pickle: return "pickle";
   }
   return "?";
 }
@@ -52,6 +53,13 @@ TensorTable& spareTables() {
 }
 constexpr size_t kMaxSpareRows = 4096;  // at most ~2 MB kept per thread
 
+bool hasPickleExtension(const std::string& path) {
+  auto endsWith = [&path](std::string_view tail) {
+    return path.size() >= tail.size() && path.compare(path.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  return endsWith(".pkl") || endsWith(".pickle") || endsWith(".PKL");
+}
+
 }  // namespace
 
 CheckpointFile::~CheckpointFile() {
@@ -82,8 +90,14 @@ std::unique_ptr<CheckpointFile> CheckpointFile::open(const std::string& path, co
       case Sniff::TorchLegacy: f->loadTorchLegacy(options); break;
       case Sniff::Safetensors: f->loadSafetensors(options); break;
       case Sniff::Tar: fail("a tar-era PyTorch file (before 0.1.10) is not supported");
-      case Sniff::Pickle: fail("a plain pickle without PyTorch's magic number: not a torch.save file");
-      case Sniff::Unknown: fail("not a PyTorch or safetensors file (unrecognised first bytes)");
+      case Sniff::Pickle: f->loadPlainPickle(options); break;
+      case Sniff::Unknown:
+        // Protocol 0 and 1 pickles start with any opcode: the name tells.
+        if (hasPickleExtension(path)) {
+          f->loadPlainPickle(options);
+          break;
+        }
+        fail("not a PyTorch or safetensors file (unrecognised first bytes)");
     }
     f->lap(&OpenPhases::parse);  // the rest of a legacy or safetensors read
     f->finish();

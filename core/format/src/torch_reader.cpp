@@ -366,4 +366,22 @@ void CheckpointFile::loadTorchLegacy(const ReadOptions& options) {
     if (!s.dataOffsetKnown && s.error.empty()) s.error = "storage " + s.key + " has no data in the file";
 }
 
+// A plain pickle file: the whole file is one pickle. Torch's rebuild calls
+// stay opaque objects (a plain pickle has no storages to point at); a
+// persistent id names data outside the file and is an error.
+void CheckpointFile::loadPlainPickle(const ReadOptions& options) {
+  m_format = FileFormat::Pickle;
+  const uint64_t size = m_file->size();
+  if (size > options.maxPickleBytes)
+    fail("a pickle of " + std::to_string(size) + " bytes is over the limit of " + std::to_string(options.maxPickleBytes));
+  uint8_t* buf = m_arena.allocateBytes(size_t(size));
+  m_file->read(0, size, buf);
+  PickleReader reader(m_arena, "pickle", options.limits);
+  reader.setBytesOutliveArena(true);
+  reader.setPersistentLoader([](const Value* pid) -> const Value* {
+    fail("persistent id " + shortRepr(pid, 60) + " in a plain pickle: it names data outside the file");
+  });
+  m_root = reader.parse(buf, size).root;
+}
+
 }  // namespace ckpt

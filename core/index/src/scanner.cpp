@@ -10,6 +10,7 @@
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/checkpoint_view.h"
 #include "ckpt/format/error.h"
+#include "ckpt/format/pickle_safety.h"
 #include "ckpt/index/run_plan.h"
 
 namespace fs = std::filesystem;
@@ -77,7 +78,8 @@ NameInfo parseCheckpointName(std::string_view fileName) {
 
 bool isCandidateName(std::string_view fileName) {
   const std::string ext = lower(fs::path(fileName).extension().string());
-  return ext == ".pt" || ext == ".pth" || ext == ".bin" || ext == ".ckpt" || ext == ".safetensors";
+  return ext == ".pt" || ext == ".pth" || ext == ".bin" || ext == ".ckpt" || ext == ".safetensors" || ext == ".pkl" ||
+         ext == ".pickle";
 }
 
 CheckpointEntry describeCheckpoint(const std::string& path, const std::string& relative) {
@@ -94,6 +96,13 @@ CheckpointEntry describeCheckpoint(const std::string& path, const std::string& r
       if (name.kind == CheckpointKind::Unknown) name.kind = CheckpointKind::Step;
     }
   }
+  // The safety verdict: a second walk over the same (now cached) pickle
+  // bytes, opcodes only. Kept apart from the read so that an unreadable
+  // file still says whether it would run code.
+  const SafetyReport safety = scanFile(path);
+  e.verdict = std::string(verdictName(safety.verdict));
+  e.offenders = safety.offenders();
+  e.safety = safety.summary();
   try {
     ReadOptions options;
     options.metadataOnly = true;

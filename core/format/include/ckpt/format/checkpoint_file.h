@@ -16,8 +16,10 @@ namespace ckpt {
 class ZipArchive;
 class TensorData;
 
-enum class FileFormat { TorchZip, TorchLegacy, Safetensors };
-std::string_view formatName(FileFormat f);  // "torch-zip", "torch-legacy", "safetensors"
+// Pickle: a plain pickle file (pickle.dump, protocol 0-5; .pkl / .pickle):
+// its value tree, opaque objects as ever, no tensors.
+enum class FileFormat { TorchZip, TorchLegacy, Safetensors, Pickle };
+std::string_view formatName(FileFormat f);  // "torch-zip", "torch-legacy", "safetensors", "pickle"
 
 // What the first bytes say a file is, without parsing it (a zip may be a
 // torch checkpoint or a TorchScript archive: only its records tell).
@@ -85,6 +87,7 @@ class CheckpointFile {
   void loadTorchZip(const ReadOptions& options);
   void loadTorchLegacy(const ReadOptions& options);
   void loadSafetensors(const ReadOptions& options);
+  void loadPlainPickle(const ReadOptions& options);
   void finish();  // number tensors in tree order, check extents
   // Adds the time since the last lap to `field` of m_phases (when timing).
   void lap(double OpenPhases::*field);

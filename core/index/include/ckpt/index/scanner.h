@@ -37,6 +37,13 @@ struct CheckpointEntry {
   uint64_t size = 0;
   int64_t mtime = 0;
   std::string error;  // why it cannot be read; "" when fine
+  // Would the file run code if Python unpickled it (ckpt/format/pickle_safety.h)?
+  // "safe", "suspicious", "dangerous" or "unreadable"; the dangerous and
+  // suspicious globals ("posix.system"), worst first; a one-line summary.
+  std::string verdict;
+  std::vector<std::string> offenders;
+  std::string safety;
+  [[nodiscard]] bool isDangerous() const { return verdict == "dangerous"; }
 };
 
 // A run: the checkpoints of one directory, sorted by step.
@@ -57,8 +64,8 @@ struct ScanOptions {
 };
 
 // Whether a path's extension makes it a candidate (.pt .pth .bin .ckpt
-// .safetensors); .bin and .ckpt files are listed only when their first bytes
-// say torch or safetensors.
+// .safetensors, and plain pickles .pkl .pickle); .bin and .ckpt files are
+// listed only when their first bytes say torch or safetensors.
 bool isCandidateName(std::string_view fileName);
 
 // Reads one file's metadata (never its tensor bytes). Never throws: an

@@ -1,0 +1,201 @@
+// The safety scan of a whole file: finds every pickle a Python loader would
+// unpickle (torch zip records, legacy pickles, plain pickles, numpy object
+// arrays) and walks each with scanPickle. Reads only the pickles' bytes.
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <new>
+#include <set>
+
+#include "ckpt/format/checkpoint_file.h"
+#include "ckpt/format/error.h"
+#include "ckpt/format/input_file.h"
+#include "ckpt/format/pickle_safety.h"
+#include "ckpt/format/zip_archive.h"
+
+namespace ckpt {
+namespace {
+
+bool endsWith(std::string_view s, std::string_view tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// The pickle that `pickle.dumps(1001, 2)` writes: a legacy file's second slot.
+constexpr uint8_t kLegacyProtocolPickle[] = {0x80, 0x02, 'M', 0xE9, 0x03, '.'};
+constexpr const char* kLegacySlots[] = {"magic number", "protocol version", "sys_info", "main", "storage keys"};
+
+// A numpy .npy array (at `data`, `size` bytes, `base` into the file): its
+// object arrays are pickles after the header; other dtypes hold no code.
+void scanNpy(const uint8_t* data, uint64_t size, const std::string& record, uint64_t base, SafetyReport& report,
+             const ScanLimits& limits) {
+  if (size < 10 || std::memcmp(data, "\x93NUMPY", 6) != 0) fail(record + ": not a numpy .npy array");
+  const uint8_t major = data[6];
+  uint64_t headerLen = 0, start = 0;
+  if (major == 1) {
+    headerLen = uint64_t(data[8]) | uint64_t(data[9]) << 8;
+    start = 10;
+  } else if (major == 2 || major == 3) {
+    if (size < 12) fail(record + ": truncated .npy header");
+    headerLen = uint64_t(data[8]) | uint64_t(data[9]) << 8 | uint64_t(data[10]) << 16 | uint64_t(data[11]) << 24;
+    start = 12;
+  } else {
+    fail(record + ": .npy format version " + std::to_string(major) + " is not known");
+  }
+  if (headerLen > size - start) fail(record + ": .npy header of " + std::to_string(headerLen) + " bytes runs past the end");
+  const std::string_view header(reinterpret_cast<const char*>(data + start), size_t(headerLen));
+  const size_t descr = header.find("'descr'");
+  if (descr == std::string_view::npos) fail(record + ": .npy header has no 'descr'");
+  // An object array's descr is '|O' (or 'O' inside a structured dtype's list).
+  const size_t close = header.find(", 'fortran_order'");
+  const std::string_view d = header.substr(descr, close == std::string_view::npos ? std::string_view::npos : close - descr);
+  if (d.find("'|O'") == std::string_view::npos && d.find("'O'") == std::string_view::npos) return;
+  const uint64_t at = start + headerLen;
+  scanPickle(data + at, size - at, record, base + at, report, limits);
+}
+
+// Every .pkl / .pickle record of a zip (torch's data.pkl wherever it sits,
+// constants.pkl, a sharded file's extra pickles) and every .npy record's
+// object array (numpy .npz archives). Offsets count from the record's start.
+void scanZip(const InputFile& file, SafetyReport& report, const ScanLimits& limits) {
+  const ZipArchive zip(file);
+  size_t scanned = 0;
+  for (const ZipEntry& e : zip.entries()) {
+    const std::string_view name = e.name;
+    const bool pkl = endsWith(name, ".pkl") || endsWith(name, ".pickle");
+    const bool npy = endsWith(name, ".npy");
+    if (!pkl && !npy) continue;
+    if (++scanned > limits.maxRecords) fail("more than " + std::to_string(limits.maxRecords) + " pickle records");
+    const std::string record(name);
+    ByteRegion bytes;
+    try {
+      bytes = zip.bytes(e, limits.maxPickleBytes);
+    } catch (const FormatError& err) {
+      throw FormatError("record " + record + ": " + err.what());
+    }
+    if (pkl) scanPickle(bytes.data, bytes.size, record, 0, report, limits);
+    else scanNpy(bytes.data, bytes.size, record, 0, report, limits);
+  }
+}
+
+// Pickles one after another from the start of the file: a legacy torch file
+// (exactly five, then raw storage bytes) or a plain pickle file (one, or more
+// written back to back). A file whose first slot is not torch's magic number
+// (a reduce call, say) is still a legacy file when its second slot is the
+// protocol version: then it is named as one.
+void scanSequence(const InputFile& file, bool legacy, SafetyReport& report, const ScanLimits& limits) {
+  const uint64_t size = file.size();
+  const ByteRegion all = file.map(0, size);
+  const uint8_t* data = all.data;
+  std::vector<uint64_t> starts;
+  uint64_t pos = 0;
+  std::string name = legacy ? "legacy magic number pickle" : "pickle 1";
+  for (size_t i = 0; i < 5; ++i) {
+    if (i > 0) {
+      // Past the first pickle, another follows only if it starts as one.
+      if (size - pos < 2 || data[pos] != 0x80 || data[pos + 1] > 5) {
+        if (legacy) fail("legacy file ends after " + std::to_string(i) + " pickles, at byte " + std::to_string(pos));
+        break;
+      }
+      if (i == 1 && !legacy && size - pos >= sizeof kLegacyProtocolPickle &&
+          std::memcmp(data + pos, kLegacyProtocolPickle, sizeof kLegacyProtocolPickle) == 0) {
+        legacy = true;  // the magic-number slot held something else
+        for (GlobalUse& g : report.globals)
+          if (g.record == name) g.record = "legacy magic number pickle";
+      }
+      name = legacy ? std::string("legacy ") + kLegacySlots[i] + " pickle" : "pickle " + std::to_string(i + 1);
+    }
+    pos += scanPickle(data + pos, size - pos, name, pos, report, limits);
+  }
+}
+
+}  // namespace
+
+std::string_view verdictName(Verdict v) {
+  switch (v) {
+    case Verdict::Safe: return "safe";
+    case Verdict::Suspicious: return "suspicious";
+    case Verdict::Dangerous: return "dangerous";
+    case Verdict::Unreadable: return "unreadable";
+  }
+  return "?";
+}
+
+SafetyLevel SafetyReport::worst() const {
+  SafetyLevel w = leftOut ? leftOutWorst : SafetyLevel::Innocuous;
+  for (const GlobalUse& g : globals) w = std::max(w, g.level);
+  return w;
+}
+
+std::vector<std::string> SafetyReport::offenders() const {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (const SafetyLevel level : {SafetyLevel::Dangerous, SafetyLevel::Suspicious})
+    for (const GlobalUse& g : globals)
+      if (g.level == level) {
+        std::string n = g.module + "." + g.name;
+        if (seen.insert(n).second) out.push_back(std::move(n));
+      }
+  return out;
+}
+
+std::string SafetyReport::summary() const {
+  std::string s(verdictName(verdict));
+  std::vector<std::string> dangerous, suspicious;
+  std::set<std::string> seen;
+  for (const GlobalUse& g : globals) {
+    if (g.level == SafetyLevel::Innocuous) continue;
+    std::string n = g.module + "." + g.name;
+    if (!seen.insert(n).second) continue;
+    (g.level == SafetyLevel::Dangerous ? dangerous : suspicious).push_back(std::move(n));
+  }
+  auto list = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (size_t i = 0; i < v.size() && i < 8; ++i) out += (i ? ", " : "") + v[i];
+    if (v.size() > 8) out += ", ... (" + std::to_string(v.size()) + " in all)";
+    return out;
+  };
+  if (!dangerous.empty()) s += ": " + list(dangerous);
+  if (!suspicious.empty()) s += std::string(dangerous.empty() ? ": " : "; suspicious: ") + list(suspicious);
+  if (!error.empty()) s += " (" + error + ")";
+  return s;
+}
+
+SafetyReport scanFile(const std::string& path, const ScanLimits& limits) {
+  SafetyReport report;
+  try {
+    const InputFile file(path);
+    if (file.size() == 0) fail("empty file");
+    uint8_t head[8] = {};
+    file.read(0, std::min<uint64_t>(sizeof head, file.size()), head);
+    const Sniff sniff = sniffFile(file);
+    if (file.size() >= 6 && std::memcmp(head, "\x93NUMPY", 6) == 0) {
+      const ByteRegion all = file.map(0, file.size());
+      scanNpy(all.data, all.size, std::filesystem::path(path).filename().string(), 0, report, limits);
+    } else {
+      switch (sniff) {
+        case Sniff::Zip: scanZip(file, report, limits); break;
+        case Sniff::TorchLegacy: scanSequence(file, /*legacy=*/true, report, limits); break;
+        case Sniff::Safetensors: break;  // a JSON header and raw bytes: nothing to run
+        case Sniff::Tar: fail("a tar-era PyTorch file (before 0.1.10) cannot be scanned");
+        case Sniff::Pickle:
+        case Sniff::Unknown:  // protocol 0 and 1 pickles start with any opcode
+          scanSequence(file, /*legacy=*/false, report, limits);
+          break;
+      }
+    }
+  } catch (const FormatError& e) {
+    report.error = path + ": " + e.what();
+  } catch (const std::bad_alloc&) {
+    report.error = path + ": out of memory while scanning";
+  } catch (const std::length_error&) {
+    report.error = path + ": a size in the file is too large";
+  }
+  const SafetyLevel w = report.worst();
+  if (w == SafetyLevel::Dangerous) report.verdict = Verdict::Dangerous;
+  else if (!report.error.empty()) report.verdict = Verdict::Unreadable;
+  else if (w == SafetyLevel::Suspicious) report.verdict = Verdict::Suspicious;
+  else report.verdict = Verdict::Safe;
+  return report;
+}
+
+}  // namespace ckpt

@@ -1,0 +1,570 @@
+// The safety scan of one pickle: an opcode walk with a shadow stack that
+// remembers only what a verdict needs (strings, for STACK_GLOBAL and
+// __import__; globals, for REDUCE and getattr; short tuples of those) and
+// calls everything else "a value". Nothing is decoded into a tree, nothing
+// imported or called. The levels come from safety_tables.cpp.
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ckpt/format/error.h"
+#include "ckpt/format/pickle_safety.h"
+
+namespace ckpt {
+namespace {
+
+enum Op : uint8_t {
+  MARK = '(', STOP = '.', POP = '0', POP_MARK = '1', DUP = '2', FLOAT = 'F', INT = 'I',
+  BININT = 'J', BININT1 = 'K', LONG = 'L', BININT2 = 'M', NONE = 'N', PERSID = 'P',
+  BINPERSID = 'Q', REDUCE = 'R', STRING = 'S', BINSTRING = 'T', SHORT_BINSTRING = 'U',
+  UNICODE = 'V', BINUNICODE = 'X', APPEND = 'a', BUILD = 'b', GLOBAL = 'c', DICT = 'd',
+  EMPTY_DICT = '}', APPENDS = 'e', GET = 'g', BINGET = 'h', INST = 'i', LONG_BINGET = 'j',
+  LIST = 'l', EMPTY_LIST = ']', OBJ = 'o', PUT = 'p', BINPUT = 'q', LONG_BINPUT = 'r',
+  SETITEM = 's', TUPLE = 't', EMPTY_TUPLE = ')', SETITEMS = 'u', BINFLOAT = 'G',
+  PROTO = 0x80, NEWOBJ = 0x81, EXT1 = 0x82, EXT2 = 0x83, EXT4 = 0x84, TUPLE1 = 0x85,
+  TUPLE2 = 0x86, TUPLE3 = 0x87, NEWTRUE = 0x88, NEWFALSE = 0x89, LONG1 = 0x8a, LONG4 = 0x8b,
+  BINBYTES = 'B', SHORT_BINBYTES = 'C', SHORT_BINUNICODE = 0x8c, BINUNICODE8 = 0x8d,
+  BINBYTES8 = 0x8e, EMPTY_SET = 0x8f, ADDITEMS = 0x90, FROZENSET = 0x91, NEWOBJ_EX = 0x92,
+  STACK_GLOBAL = 0x93, MEMOIZE = 0x94, FRAME = 0x95, BYTEARRAY8 = 0x96, NEXT_BUFFER = 0x97,
+  READONLY_BUFFER = 0x98,
+};
+
+constexpr size_t kMaxLine = 4096;
+constexpr size_t kMaxName = 1024;  // a module or attribute name worth remembering
+
+// A stack or memo slot, 8 bytes (a pickle's memo can hold millions).
+struct Item {
+  enum Kind : uint8_t { Empty, Other, Str, Global, Module, Tuple };
+  uint32_t at = 0;  // Str/Module: where the text starts in the pickle's bytes
+  uint32_t kindAndN = uint32_t(Other) << 29;  // kind (3 bits); Str/Module: length, Global: symbol, Tuple: m_tuples index
+  Item() = default;
+  Item(Kind k, uint32_t n, uint32_t textAt = 0) : at(textAt), kindAndN(uint32_t(k) << 29 | n) {}
+  [[nodiscard]] Kind kind() const { return Kind(kindAndN >> 29); }
+  [[nodiscard]] uint32_t n() const { return kindAndN & ((1u << 29) - 1); }
+};
+static_assert(sizeof(Item) == 8);
+constexpr uint32_t kMaxIndex = (1u << 29) - 1;
+
+// The stack and the memo: std::vector's push_back is not inlined in a loop
+// this big (it cost a fifth of the walk); these are, and grow out of line.
+class ItemArray {
+ public:
+  ItemArray() = default;
+  ItemArray(const ItemArray&) = delete;
+  ItemArray& operator=(const ItemArray&) = delete;
+  ~ItemArray() { delete[] m_data; }
+  [[gnu::always_inline]] size_t size() const { return m_size; }
+  [[gnu::always_inline]] bool empty() const { return m_size == 0; }
+  [[gnu::always_inline]] Item* data() { return m_data; }
+  [[gnu::always_inline]] Item& operator[](size_t i) { return m_data[i]; }
+  [[gnu::always_inline]] const Item& back() const { return m_data[m_size - 1]; }
+  [[gnu::always_inline]] void pop_back() { --m_size; }
+  [[gnu::always_inline]] void push_back(const Item& v) {
+    if (m_size == m_capacity) [[unlikely]]
+      grow();
+    m_data[m_size++] = v;
+  }
+  void reserve(size_t n) {
+    if (n <= m_capacity) return;
+    auto* p = new Item[n];
+    if (m_size) std::memcpy(static_cast<void*>(p), m_data, m_size * sizeof(Item));
+    delete[] m_data;
+    m_data = p;
+    m_capacity = n;
+  }
+  // Only ever shrinks (to a MARK's position).
+  [[gnu::always_inline]] void resize(size_t n) { m_size = n; }
+
+ private:
+  [[gnu::noinline]] void grow() {
+    const size_t cap = m_capacity ? m_capacity * 2 : 256;
+    auto* p = new Item[cap];
+    if (m_size) std::memcpy(static_cast<void*>(p), m_data, m_size * sizeof(Item));
+    delete[] m_data;
+    m_data = p;
+    m_capacity = cap;
+  }
+  Item* m_data = nullptr;
+  size_t m_size = 0;
+  size_t m_capacity = 0;
+};
+
+class Scanner {
+ public:
+  Scanner(const uint8_t* data, uint64_t size, const std::string& record, uint64_t base, SafetyReport& report,
+          const ScanLimits& limits)
+      : m_data(data), m_size(size), m_record(record), m_base(base), m_report(report), m_limits(limits) {
+    // torch's pickles memoize about one value per 12 bytes: room for that
+    // up front saves regrowing (and copying) the memo while walking.
+    m_memo.reserve(size_t(std::min<uint64_t>(size / 12 + 64, 1u << 16)));
+    m_stack.reserve(256);
+  }
+
+  uint64_t run() {
+    for (;;) {
+      m_opStart = m_pos;
+      const uint8_t op = u8();
+      switch (op) {
+        case STOP:
+          if (m_stack.empty()) error("STOP with an empty stack");
+          return m_pos;
+        case PROTO:
+          if (u8() > 5) error("unsupported pickle protocol " + std::to_string(m_data[m_pos - 1]));
+          break;
+        case FRAME: skip(8); break;
+        case MARK:
+          if (m_stack.size() + m_marks.size() >= m_limits.maxStack) error("too many MARKs");
+          m_marks.push_back(m_stack.size());
+          break;
+        case POP:
+          if (m_stack.size() > floor()) m_stack.pop_back();
+          else popMark();
+          break;
+        case POP_MARK: m_stack.resize(popMark()); break;
+        case DUP: push(top()); break;
+        case NONE: case NEWTRUE: case NEWFALSE: case EMPTY_TUPLE: case EMPTY_LIST: case EMPTY_DICT:
+        case EMPTY_SET:
+          pushOther();
+          break;
+        case INT: case LONG: case FLOAT: line(); pushOther(); break;
+        case BININT: skip(4); pushOther(); break;
+        case BININT1: skip(1); pushOther(); break;
+        case BININT2: skip(2); pushOther(); break;
+        case LONG1: skip(u8()); pushOther(); break;
+        case LONG4: {
+          const int32_t n = int32_t(uint32_t(uintLE(4)));
+          if (n < 0) error("LONG4 with negative length");
+          skip(uint64_t(n));
+          pushOther();
+          break;
+        }
+        case BINFLOAT: skip(8); pushOther(); break;
+        case STRING: {  // 'text' or "text": the text between the quotes
+          const auto [p, n] = line();
+          if (n < 2 || (p[0] != '\'' && p[0] != '"') || p[n - 1] != p[0]) error("bad STRING literal");
+          pushStr(p + 1, n - 2);
+          break;
+        }
+        case UNICODE: {
+          const auto [p, n] = line();
+          pushStr(p, n);
+          break;
+        }
+        case BINSTRING: {
+          const int32_t n = int32_t(uint32_t(uintLE(4)));
+          if (n < 0) error("BINSTRING with negative length");
+          pushStr(take(uint64_t(n)), uint64_t(n));
+          break;
+        }
+        case SHORT_BINSTRING: case SHORT_BINUNICODE: {
+          const uint64_t n = u8();
+          pushStr(take(n), n);
+          break;
+        }
+        case BINUNICODE: case BINUNICODE8: {
+          const uint64_t n = uintLE(op == BINUNICODE ? 4 : 8);
+          pushStr(take(n), n);
+          break;
+        }
+        case BINBYTES: case BINBYTES8: case BYTEARRAY8:
+          skip(uintLE(op == BINBYTES ? 4 : 8));
+          pushOther();
+          break;
+        case SHORT_BINBYTES: skip(u8()); pushOther(); break;
+        case NEXT_BUFFER: pushOther(); break;
+        case READONLY_BUFFER: (void)top(); break;
+        case TUPLE: {
+          const size_t at = popMark();
+          pushTuple(m_stack.data() + at, m_stack.size() - at, at);
+          break;
+        }
+        case TUPLE1: case TUPLE2: case TUPLE3: {
+          const size_t n = size_t(op - TUPLE1 + 1);
+          if (m_stack.size() < floor() + n) underflow();
+          const size_t at = m_stack.size() - n;
+          pushTuple(m_stack.data() + at, n, at);
+          break;
+        }
+        case LIST: case DICT: case FROZENSET:
+          m_stack.resize(popMark());
+          pushOther();
+          break;
+        case APPEND: pop(); (void)top(); break;
+        case SETITEM: pop(); pop(); (void)top(); break;
+        case APPENDS: case SETITEMS: case ADDITEMS:
+          m_stack.resize(popMark());
+          (void)top();
+          break;
+        case GLOBAL: {
+          const auto [mp, mn] = line();
+          const auto [np, nn] = line();
+          push(global(std::string(mp, mn), std::string(np, nn), m_opStart));
+          break;
+        }
+        case STACK_GLOBAL: {
+          const Item name = pop();
+          const Item module = pop();
+          if (name.kind() != Item::Str || module.kind() != Item::Str) error("STACK_GLOBAL needs two strings");
+          push(global(std::string(text(module)), std::string(text(name)), m_opStart));
+          break;
+        }
+        case INST: {  // class from the lines, arguments from the mark: a call
+          const uint64_t at = m_opStart;
+          const auto [mp, mn] = line();
+          const auto [np, nn] = line();
+          const Item cls = global(std::string(mp, mn), std::string(np, nn), at);
+          m_stack.resize(popMark());
+          called(cls, "INST");
+          pushOther();
+          break;
+        }
+        case OBJ: {
+          const size_t at = popMark();
+          if (at == m_stack.size()) error("OBJ without a class");
+          const Item cls = m_stack[at];
+          m_stack.resize(at);
+          called(cls, "OBJ");
+          pushOther();
+          break;
+        }
+        case REDUCE: {
+          const Item args = pop();
+          const Item callable = pop();
+          push(reduce(callable, args));
+          break;
+        }
+        case NEWOBJ: pop(); pop(); pushOther(); break;
+        case NEWOBJ_EX: pop(); pop(); pop(); pushOther(); break;
+        case BUILD: pop(); (void)top(); break;
+        case PERSID: line(); pushOther(); break;
+        case BINPERSID: pop(); pushOther(); break;
+        case EXT1: case EXT2: case EXT4: {
+          // copyreg's extension registry: whatever the loading process registered.
+          const uint64_t code = uintLE(op == EXT1 ? 1 : op == EXT2 ? 2 : 4);
+          push(global("copyreg._extension_registry", std::to_string(code), m_opStart));
+          break;
+        }
+        case GET: memoGet(decimal()); break;
+        case BINGET: memoGet(u8()); break;
+        case LONG_BINGET: memoGet(uintLE(4)); break;
+        case PUT: memoPut(decimal()); break;
+        case BINPUT: memoPut(u8()); break;
+        case LONG_BINPUT: memoPut(uintLE(4)); break;
+        case MEMOIZE: memoPut(m_memoCount); break;
+        default: {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "0x%02x", op);
+          error(std::string("unknown opcode ") + buf);
+        }
+      }
+    }
+  }
+
+ private:
+  // What the walk knows of a global: its (dotted) name and its entry in the
+  // report (-1 past ScanLimits::maxGlobals).
+  struct Symbol {
+    std::string module, name;
+    std::string normal;  // "module.name" after the Python 2 aliases: for getattr and __import__
+    GlobalLevel level;
+    long use = -1;
+    // builtins.getattr: 0 never called, 1 every call so far reached a named
+    // target (its level is the worst reached), 2 some call did not (dangerous).
+    uint8_t getattrState = 0;
+    bool isGetattr = false, isImport = false;  // builtins.getattr / builtins.__import__
+  };
+
+  // ---- errors and input -------------------------------------------------
+  [[noreturn, gnu::noinline, gnu::cold]] void error(const std::string& msg) const {
+    fail(m_record + ": byte " + std::to_string(m_base + m_opStart) + ": " + msg);
+  }
+  [[noreturn, gnu::noinline, gnu::cold]] void truncated(uint64_t n) const {
+    failTruncated(m_record + ": truncated: opcode at byte " + std::to_string(m_base + m_opStart) + " needs " +
+                  std::to_string(n) + " bytes, " + std::to_string(m_size - m_pos) + " left");
+  }
+  [[gnu::always_inline]] void need(uint64_t n) const {
+    if (m_size - m_pos < n) [[unlikely]]
+      truncated(n);
+  }
+  [[gnu::always_inline]] uint8_t u8() {
+    need(1);
+    return m_data[m_pos++];
+  }
+  uint64_t uintLE(int n) {
+    need(uint64_t(n));
+    uint64_t v = 0;
+    for (int i = 0; i < n; ++i) v |= uint64_t(m_data[m_pos + i]) << (8 * i);
+    m_pos += uint64_t(n);
+    return v;
+  }
+  void skip(uint64_t n) {
+    need(n);
+    m_pos += n;
+  }
+  const char* take(uint64_t n) {
+    need(n);
+    const char* p = reinterpret_cast<const char*>(m_data + m_pos);
+    m_pos += n;
+    return p;
+  }
+  std::pair<const char*, size_t> line() {
+    const uint64_t start = m_pos;
+    while (true) {
+      need(1);
+      if (m_data[m_pos] == '\n') break;
+      if (m_pos - start > kMaxLine) error("text line longer than " + std::to_string(kMaxLine) + " bytes");
+      ++m_pos;
+    }
+    size_t n = size_t(m_pos - start);
+    ++m_pos;
+    const char* p = reinterpret_cast<const char*>(m_data + start);
+    if (n && p[n - 1] == '\r') --n;
+    return {p, n};
+  }
+  uint64_t decimal() {
+    const auto [p, n] = line();
+    if (n == 0 || n > 19) error("bad memo index");
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (p[i] < '0' || p[i] > '9') error("bad memo index");
+      v = v * 10 + uint64_t(p[i] - '0');
+    }
+    return v;
+  }
+
+  [[nodiscard]] std::string_view text(const Item& it) const {
+    return {reinterpret_cast<const char*>(m_data + it.at), it.n()};
+  }
+
+  // ---- the shadow stack ---------------------------------------------------
+  [[gnu::always_inline]] size_t floor() const { return m_marks.empty() ? 0 : m_marks.back(); }
+  [[noreturn, gnu::noinline, gnu::cold]] void underflow() const { error("stack underflow"); }
+  [[noreturn, gnu::noinline, gnu::cold]] void tooDeep() const {
+    error("stack deeper than " + std::to_string(m_limits.maxStack));
+  }
+  [[gnu::always_inline]] void push(Item it) {
+    if (m_stack.size() + m_marks.size() >= m_limits.maxStack) [[unlikely]]
+      tooDeep();
+    m_stack.push_back(it);
+  }
+  [[gnu::always_inline]] void pushOther() { push(Item{}); }
+  [[gnu::always_inline]] void pushStr(const char* p, uint64_t n) {
+    if (n > kMaxName) return pushOther();  // too long to be a name: only its length matters
+    const uint64_t at = uint64_t(reinterpret_cast<const uint8_t*>(p) - m_data);
+    if (at > UINT32_MAX) return pushOther();  // past 4 GiB: names are not looked for there
+    push(Item(Item::Str, uint32_t(n), uint32_t(at)));
+  }
+  [[gnu::always_inline]] Item pop() {
+    if (m_stack.size() <= floor()) underflow();
+    const Item it = m_stack.back();
+    m_stack.pop_back();
+    return it;
+  }
+  [[gnu::always_inline]] Item top() const {
+    if (m_stack.size() <= floor()) underflow();
+    return m_stack.back();
+  }
+  size_t popMark() {
+    if (m_marks.empty()) error("no MARK on the stack");
+    const size_t at = m_marks.back();
+    m_marks.pop_back();
+    return at;
+  }
+  // Tuples are remembered only in the shapes getattr and __import__ take:
+  // (str,) and (global-or-module, str).
+  void pushTuple(const Item* items, size_t n, size_t at) {
+    Item t;
+    if (m_tuples.size() >= std::min<uint64_t>(m_limits.maxMemo + m_limits.maxStack, kMaxIndex)) {
+      // Past the bound nothing more is remembered: a getattr or __import__
+      // given such a tuple is judged as unresolved (dangerous).
+    } else if ((n == 1 && items[0].kind() == Item::Str) ||
+        (n == 2 && (items[0].kind() == Item::Global || items[0].kind() == Item::Module) && items[1].kind() == Item::Str)) {
+      t = Item(Item::Tuple, uint32_t(m_tuples.size()));
+      m_tuples.push_back({items[0], n == 2 ? items[1] : Item{}});
+    }
+    m_stack.resize(at);
+    push(t);
+  }
+
+  [[gnu::always_inline]] void memoPut(uint64_t idx) {
+    const Item it = top();
+    if (idx < m_memo.size()) {
+      if (m_memo[idx].kind() == Item::Empty) ++m_memoCount;
+      m_memo[idx] = it;
+      return;
+    }
+    if (idx == m_memo.size()) {
+      if (idx >= m_limits.maxMemo) error("more than " + std::to_string(m_limits.maxMemo) + " memo entries");
+      m_memo.push_back(it);
+      ++m_memoCount;
+      return;
+    }
+    auto [slot, inserted] = m_sparse.try_emplace(idx, it);
+    if (!inserted) {
+      slot->second = it;
+      return;
+    }
+    ++m_memoCount;
+    if (m_sparse.size() > m_limits.maxSparseMemo)
+      error("more than " + std::to_string(m_limits.maxSparseMemo) + " memo entries out of sequence");
+  }
+  [[gnu::always_inline]] void memoGet(uint64_t idx) {
+    if (idx < m_memo.size() && m_memo[idx].kind() != Item::Empty) return push(m_memo[idx]);
+    const auto it = m_sparse.find(idx);
+    if (it == m_sparse.end()) error("memo slot " + std::to_string(idx) + " read before it was written");
+    push(it->second);
+  }
+
+  // ---- globals --------------------------------------------------------------
+  Item global(std::string module, std::string name, uint64_t offset) {
+    Symbol s;
+    s.level = classifyGlobal(module, name);
+    s.normal = normalName(module, name);
+    s.isGetattr = s.normal == "builtins.getattr";
+    s.isImport = s.normal == "builtins.__import__";
+    s.use = addUse(module, name, s.level.level, offset,
+                   s.level.known ? std::string(s.level.why) : std::string("not in the safety tables: an object of a class we do not know"), {});
+    s.module = std::move(module);
+    s.name = std::move(name);
+    return addSymbol(std::move(s));
+  }
+  static std::string normalName(std::string_view module, std::string_view name) {
+    // Only getattr and __import__ are looked up by this name.
+    if (module == "__builtin__") module = "builtins";
+    return std::string(module) + "." + std::string(name);
+  }
+  Item addSymbol(Symbol&& s) {
+    if (m_symbols.size() >= std::min<uint64_t>(m_limits.maxGlobals * 2, kMaxIndex)) error("more than " + std::to_string(m_limits.maxGlobals) + " globals");
+    m_symbols.push_back(std::move(s));
+    return Item(Item::Global, uint32_t(m_symbols.size() - 1));
+  }
+  long addUse(const std::string& module, const std::string& name, SafetyLevel level, uint64_t offset,
+              std::string why, std::string reaches) {
+    if (m_report.globals.size() >= m_limits.maxGlobals) {
+      ++m_report.leftOut;
+      if (level > m_report.leftOutWorst) m_report.leftOutWorst = level;
+      return -1;
+    }
+    GlobalUse u;
+    u.module = module;
+    u.name = name;
+    u.level = level;
+    u.record = m_record;
+    u.offset = m_base + offset;
+    u.why = std::move(why);
+    u.reaches = std::move(reaches);
+    m_report.globals.push_back(std::move(u));
+    return long(m_report.globals.size() - 1);
+  }
+  void raise(Symbol& s, SafetyLevel level, const std::string& why) {
+    if (s.use < 0) {
+      if (level > m_report.leftOutWorst) m_report.leftOutWorst = level;
+      return;
+    }
+    GlobalUse& u = m_report.globals[size_t(s.use)];
+    if (level > u.level) {
+      u.level = level;
+      u.why = why;
+    }
+  }
+
+  // REDUCE, INST or OBJ calls `callable`: a global no table names may be
+  // anything, so calling one is dangerous.
+  void called(const Item& callable, const char* how) {
+    if (callable.kind() != Item::Global) return;
+    Symbol& s = m_symbols[callable.n()];
+    if (!s.level.known) raise(s, SafetyLevel::Dangerous, std::string("unknown global called by ") + how);
+  }
+
+  Item reduce(const Item& callable, const Item& args) {
+    if (callable.kind() != Item::Global) return Item{};
+    const uint32_t symbol = callable.n();
+    const Symbol& fn = m_symbols[symbol];
+    if (fn.isImport && args.kind() == Item::Tuple) {
+      // The module object it returns, for a getattr to follow (__import__
+      // itself stays dangerous: importing runs the module).
+      const Item& modName = m_tuples[args.n()].first;
+      if (modName.kind() == Item::Str) return Item(Item::Module, modName.n(), modName.at);
+    }
+    if (fn.isGetattr) return getattrCall(symbol, args);
+    called(callable, "REDUCE");
+    return Item{};
+  }
+
+  // getattr(target, "attr") with a known target: judged by what it reaches,
+  // and that is what the call leaves on the stack (a global, for the next
+  // REDUCE or getattr). Any other getattr call keeps getattr dangerous.
+  Item getattrCall(uint32_t getattrSymbol, const Item& args) {
+    if (args.kind() != Item::Tuple || m_tuples[args.n()].second.kind() != Item::Str) {
+      Symbol& g = m_symbols[getattrSymbol];
+      g.getattrState = 2;
+      raise(g, SafetyLevel::Dangerous, "getattr of an object computed at load time");
+      return Item{};
+    }
+    const auto& [target, attr] = m_tuples[args.n()];
+    std::string module, name;
+    if (target.kind() == Item::Module) {
+      module.assign(text(target));
+      name.assign(text(attr));
+    } else {
+      const Symbol& t = m_symbols[target.n()];
+      module = t.module;
+      name = t.name + "." + std::string(text(attr));
+    }
+    const GlobalLevel reached = classifyGlobal(module, name);
+    const std::string full = module + "." + name;
+    Symbol& g = m_symbols[getattrSymbol];
+    // The getattr's own level becomes the worst it reaches (while every call
+    // so far reached a known target).
+    if (g.use >= 0) {
+      GlobalUse& u = m_report.globals[size_t(g.use)];
+      if (g.getattrState == 0 || (g.getattrState == 1 && reached.level > u.level)) {
+        u.level = reached.level;
+        u.why = "getattr reaches " + full;
+      }
+      if (g.getattrState == 0) g.getattrState = 1;
+      u.reaches += (u.reaches.empty() ? "" : ", ") + full;
+    }
+    Symbol s;
+    s.level = reached;
+    s.normal = normalName(module, name);
+    s.isGetattr = s.normal == "builtins.getattr";
+    s.isImport = s.normal == "builtins.__import__";
+    s.use = addUse(module, name, reached.level, m_opStart,
+                   reached.known ? "reached by builtins.getattr: " + std::string(reached.why)
+                                 : std::string("reached by builtins.getattr; not in the safety tables"),
+                   {});
+    if (s.use >= 0) m_report.globals[size_t(s.use)].via = "getattr";
+    s.module = std::move(module);
+    s.name = std::move(name);
+    return addSymbol(std::move(s));
+  }
+  const uint8_t* m_data;
+  uint64_t m_size;
+  const std::string& m_record;
+  uint64_t m_base;
+  SafetyReport& m_report;
+  const ScanLimits& m_limits;
+  uint64_t m_pos = 0;
+  uint64_t m_opStart = 0;
+  ItemArray m_stack;
+  std::vector<size_t> m_marks;
+  ItemArray m_memo;
+  std::unordered_map<uint64_t, Item> m_sparse;
+  uint64_t m_memoCount = 0;
+  std::vector<std::pair<Item, Item>> m_tuples;
+  std::vector<Symbol> m_symbols;
+};
+
+}  // namespace
+
+uint64_t scanPickle(const uint8_t* data, uint64_t size, const std::string& record, uint64_t baseOffset,
+                    SafetyReport& report, const ScanLimits& limits) {
+  ++report.pickles;
+  Scanner scanner(data, size, record, baseOffset, report, limits);
+  return scanner.run();
+}
+
+}  // namespace ckpt

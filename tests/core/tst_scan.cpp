@@ -1,0 +1,315 @@
+// The safety scan against what Python says: the samples of make_safety.py
+// (names from CPython's unpickler, offsets from pickletools.genops), the
+// hostile fixtures, every benign fixture of the suite, and our own writer.
+#include <QtTest>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "ckpt/format/checkpoint_file.h"
+#include "ckpt/format/pickle_safety.h"
+#include "ckpt/format/torch_writer.h"
+#include "ckpt/format/value.h"
+#include "ckpt/index/scanner.h"
+#include "json_compare.h"
+#include "run_process.h"
+
+using namespace ckpt;
+using ckpt::test::json;
+
+namespace {
+
+const std::string kFixtures = CKPT_FIXTURE_DIR;
+const std::string kSafety = std::string(CKPT_FIXTURE_DIR) + "/safety";
+
+json readJson(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  return json::parse(in);
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
+std::string describe(const GlobalUse& g) {
+  return g.module + "." + g.name + " [" + g.record + " @ " + std::to_string(g.offset) + "] " +
+         std::string(safetyLevelName(g.level)) + (g.via.empty() ? "" : " via " + g.via);
+}
+
+}  // namespace
+
+class TestScan : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void samples_data() {
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<QString>("entry");
+    const json entries = readJson(kSafety + "/safety.json");
+    QVERIFY(entries.size() > 300);
+    for (const json& e : entries)
+      QTest::newRow(e["file"].get<std::string>().c_str())
+          << QString::fromStdString(e["file"].get<std::string>()) << QString::fromStdString(e.dump());
+  }
+
+  // Verdict, every global with its record and offset, the planted levels.
+  void samples() {
+    QFETCH(QString, file);
+    QFETCH(QString, entry);
+    const json e = json::parse(entry.toStdString());
+    const std::string path = kSafety + "/" + file.toStdString();
+    const auto t0 = std::chrono::steady_clock::now();
+    const SafetyReport r = scanFile(path);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!kSanitized) QVERIFY2(seconds < 0.1, (file.toStdString() + ": " + std::to_string(seconds) + " s").c_str());
+
+    QCOMPARE(std::string(verdictName(r.verdict)), e["verdict"].get<std::string>());
+    const bool wantError = e.value("error", false);
+    QVERIFY2(wantError == !r.error.empty(), r.error.c_str());
+    if (wantError) QVERIFY2(r.error.find(path) == 0, r.error.c_str());
+
+    // What opcodes name, in file order (entries a getattr reached come on top).
+    std::vector<const GlobalUse*> named;
+    for (const GlobalUse& g : r.globals)
+      if (g.via.empty()) named.push_back(&g);
+    std::string got;
+    for (const GlobalUse* g : named) got += describe(*g) + "\n";
+    const json& want = e["globals"];
+    QVERIFY2(named.size() == want.size(), (std::to_string(want.size()) + " expected, got:\n" + got).c_str());
+    for (size_t i = 0; i < named.size(); ++i) {
+      const json& w = want[i];
+      const GlobalUse& g = *named[i];
+      const std::string where = file.toStdString() + " global " + std::to_string(i) + ": " + describe(g);
+      QVERIFY2(g.module == w["module"].get<std::string>(), where.c_str());
+      QVERIFY2(g.name == w["name"].get<std::string>(), where.c_str());
+      QVERIFY2(g.record == w["record"].get<std::string>(), where.c_str());
+      QVERIFY2(g.offset == w["offset"].get<uint64_t>(), where.c_str());
+      QVERIFY2(!g.why.empty(), where.c_str());
+    }
+    for (const auto& [name, level] : e["levels"].items()) {
+      bool found = false;
+      for (const GlobalUse* g : named)
+        if (g->module + "." + g->name == name) {
+          found = true;
+          QVERIFY2(std::string(safetyLevelName(g->level)) == level.get<std::string>(), describe(*g).c_str());
+        }
+      QVERIFY2(found, (name + " not listed:\n" + got).c_str());
+    }
+    // The dangerous globals are what summary() and offenders() name first.
+    if (r.verdict == Verdict::Dangerous) {
+      QVERIFY(!r.offenders().empty());
+      QVERIFY(r.summary().rfind("dangerous: ", 0) == 0);
+    }
+    QVERIFY2(!std::filesystem::exists(kSafety + "/PWNED"), "a payload ran");
+  }
+
+  // getattr is judged by what it reaches, and what it reaches is listed.
+  void getattrChains() {
+    const SafetyReport r = scanFile(kSafety + "/getattr_import_p2.pkl");
+    bool reached = false;
+    for (const GlobalUse& g : r.globals) {
+      if (g.module + "." + g.name == "builtins.getattr") {
+        QCOMPARE(g.reaches, std::string("os.system"));
+        QCOMPARE(g.level, SafetyLevel::Dangerous);
+      }
+      if (g.via == "getattr") {
+        reached = true;
+        QCOMPARE(g.module + "." + g.name, std::string("os.system"));
+        QCOMPARE(g.level, SafetyLevel::Dangerous);
+      }
+    }
+    QVERIFY(reached);
+    const SafetyReport u = scanFile(kSafety + "/getattr_uncalled.pkl");
+    QCOMPARE(u.verdict, Verdict::Suspicious);
+    for (const GlobalUse& g : u.globals)
+      if (g.name == "getattr") QCOMPARE(g.reaches, std::string("collections.OrderedDict.fromkeys"));
+  }
+
+  void tables() {
+    QCOMPARE(classifyGlobal("posix", "system").level, SafetyLevel::Dangerous);
+    QCOMPARE(classifyGlobal("os.path", "join").level, SafetyLevel::Dangerous);
+    QCOMPARE(classifyGlobal("__builtin__", "eval").level, SafetyLevel::Dangerous);
+    QCOMPARE(classifyGlobal("commands", "getoutput").level, SafetyLevel::Dangerous);  // Python 2 subprocess
+    QCOMPARE(classifyGlobal("torch._utils", "_rebuild_tensor_v2").level, SafetyLevel::Innocuous);
+    QCOMPARE(classifyGlobal("torch.serialization", "_get_layout").level, SafetyLevel::Innocuous);
+    QCOMPARE(classifyGlobal("torch.serialization", "load").level, SafetyLevel::Dangerous);
+    QCOMPARE(classifyGlobal("torch.utils.data", "DataLoader").level, SafetyLevel::Dangerous);
+    QCOMPARE(classifyGlobal("__builtin__", "set").level, SafetyLevel::Suspicious);
+    QVERIFY(classifyGlobal("builtins", "set").known);
+    QVERIFY(!classifyGlobal("mylab", "Thing").known);
+    QCOMPARE(classifyGlobal("mylab", "Thing").level, SafetyLevel::Suspicious);
+    // "osx" is not "os".
+    QVERIFY(!classifyGlobal("osx", "thing").known);
+  }
+
+  // The hostile fixtures that would run code are dangerous; their controls safe.
+  void hostileFixtures() {
+    const json entries = readJson(kFixtures + "/hostile/hostile.json");
+    size_t pwn = 0;
+    for (const json& e : entries) {
+      const std::string file = e["file"];
+      const std::string path = kFixtures + "/hostile/" + file;
+      const SafetyReport r = scanFile(path);
+      if (file.rfind("pwn_", 0) == 0) {
+        ++pwn;
+        QVERIFY2(r.verdict == Verdict::Dangerous, (file + ": " + r.summary()).c_str());
+      }
+      if (file == "control_ok.pt" || file == "legacy_control_ok.pt" || file == "st_control_ok.safetensors")
+        QVERIFY2(r.verdict == Verdict::Safe, (file + ": " + r.summary()).c_str());
+      // Damaged pickles; deep_nesting.pt is a valid pickle with no global
+      // (a bomb for a tree builder, not for an opcode walk): safe.
+      if (file == "string_length_huge.pt" || file == "pickle_truncated.pt" || file == "unknown_opcode.pt" ||
+          file == "stack_underflow.pt" || file == "memo_missing.pt")
+        QVERIFY2(r.verdict == Verdict::Unreadable, (file + ": " + r.summary()).c_str());
+      if (file == "deep_nesting.pt" || file == "memo_sparse.pt")
+        QVERIFY2(r.verdict == Verdict::Safe, (file + ": " + r.summary()).c_str());
+    }
+    QVERIFY(pwn >= 6);
+    QVERIFY(!std::filesystem::exists(kFixtures + "/hostile/PWNED"));
+  }
+
+  // Every benign torch file of the suite: torch's weights_only loader took
+  // it -> safe; otherwise suspicious, never dangerous, with reasons.
+  void benignFixtures() {
+    const json manifest = readJson(kFixtures + "/manifest.json");
+    size_t safe = 0, suspicious = 0;
+    for (const json& f : manifest["fixtures"]) {
+      const std::string file = f["file"];
+      const SafetyReport r = scanFile(kFixtures + "/" + file);
+      const std::string what = file + ": " + r.summary();
+      QVERIFY2(r.verdict == Verdict::Safe || r.verdict == Verdict::Suspicious, what.c_str());
+      if (f.value("weights_only_ok", false)) QVERIFY2(r.verdict == Verdict::Safe, what.c_str());
+      if (f["format"] == "safetensors") QVERIFY2(r.verdict == Verdict::Safe, what.c_str());
+      for (const GlobalUse& g : r.globals)
+        if (g.level != SafetyLevel::Innocuous) QVERIFY2(!g.why.empty(), describe(g).c_str());
+      (r.verdict == Verdict::Safe ? safe : suspicious)++;
+    }
+    QVERIFY(safe > 10);
+    qInfo("%zu safe, %zu suspicious fixtures", safe, suspicious);
+  }
+
+  // What our writer produces from a tree of tensors and numbers is safe.
+  void ownWriterIsSafe() {
+    const std::string src = kFixtures + "/runs/tiny/tiny_step100.pt";
+    if (!std::filesystem::exists(src)) QSKIP("no runs/tiny fixture");
+    const auto f = CheckpointFile::open(src);
+    const std::string out = std::string(CKPT_BINARY_DIR) + "/tst_scan_rewritten.pt";
+    rewriteCheckpoint(*f, out);
+    const SafetyReport r = scanFile(out);
+    QVERIFY2(r.verdict == Verdict::Safe, r.summary().c_str());
+    QVERIFY(r.pickles == 1);
+    std::filesystem::remove(out);
+  }
+
+  // The directory listing carries the verdict and the offending globals.
+  void indexEntries() {
+    const CheckpointEntry bad = describeCheckpoint(kFixtures + "/hostile/pwn_eval.pt", "pwn_eval.pt");
+    QCOMPARE(bad.verdict, std::string("dangerous"));
+    QVERIFY(bad.isDangerous());
+    QVERIFY(!bad.offenders.empty());
+    QCOMPARE(bad.offenders.front(), std::string("builtins.eval"));
+    const CheckpointEntry good = describeCheckpoint(kFixtures + "/runs/tiny/weights.bin", "weights.bin");
+    QCOMPARE(good.verdict, std::string("safe"));
+    QVERIFY(good.offenders.empty());
+    // A file the reader refuses still gets its verdict.
+    const CheckpointEntry magic = describeCheckpoint(kSafety + "/os_system_legacy_magic.pt", "m.pt");
+    QCOMPARE(magic.verdict, std::string("dangerous"));
+    QCOMPARE(magic.offenders.front(), std::string("os.system"));
+    // Plain pickles are listed.
+    QVERIFY(isCandidateName("config.pkl"));
+    QVERIFY(isCandidateName("state.pickle"));
+    const CheckpointEntry pkl = describeCheckpoint(kSafety + "/data_p2.pkl", "data_p2.pkl");
+    QVERIFY2(pkl.error.empty(), pkl.error.c_str());
+    QCOMPARE(pkl.format, std::string("pickle"));
+    QCOMPARE(pkl.verdict, std::string("suspicious"));
+  }
+
+  // Plain pickles open: their value tree, objects opaque, nothing run.
+  void plainPickleOpens() {
+    for (const char* name : {"data_p0.pkl", "data_p2.pkl", "data_p4.pkl", "data_p5.pkl", "os_system_p0.pkl",
+                             "os_system_p5.pkl"}) {
+      const auto f = CheckpointFile::open(kSafety + "/" + name);
+      QCOMPARE(f->format(), FileFormat::Pickle);
+      const Value* root = f->root();
+      QVERIFY(root && root->kind == Value::Kind::Dict);
+      if (std::string(name).rfind("data_", 0) == 0) {
+        QCOMPARE(root->entries.size(), size_t(3));
+        const Value* path = root->get("path");
+        QVERIFY(path && path->kind == Value::Kind::Object);
+        QCOMPARE(std::string(path->text), std::string("pathlib.PosixPath"));
+      } else {
+        const Value* payload = root->get("payload");
+        QVERIFY(payload && payload->kind == Value::Kind::Object);
+        QCOMPARE(std::string(payload->text), std::string("os.system"));
+        QVERIFY(root->get("step") && root->get("step")->integer == 10);
+      }
+      QVERIFY(f->tensors().empty());
+    }
+    QVERIFY(!std::filesystem::exists(kSafety + "/PWNED"));
+  }
+
+  void cli() {
+    const QString cli = CKPT_CLI;
+    const QString dir = QString::fromStdString(kSafety);
+    auto run = [&](const QStringList& args) { return ckpt::test::runProcess(cli, args); };
+    auto safe = run({"scan", dir + "/torch_saved.pt", dir + "/plain.npy"});
+    QCOMPARE(safe.exitCode, 0);
+    QVERIFY(safe.out.contains("2 files: 2 safe, 0 suspicious, 0 dangerous, 0 unreadable"));
+    auto sus = run({"scan", dir + "/data_p2.pkl"});
+    QCOMPARE(sus.exitCode, 0);
+    QVERIFY(sus.out.contains("suspicious: builtins.set (pickle 1 @ "));
+    auto bad = run({"scan", dir + "/torch_saved.pt", dir + "/os_system.pt", dir + "/bad_opcode.pkl"});
+    QCOMPARE(bad.exitCode, 3);
+    QVERIFY(bad.out.contains("dangerous: os.system (archive/data.pkl @ "));
+    auto broken = run({"scan", dir + "/bad_opcode.pkl"});
+    QCOMPARE(broken.exitCode, 1);
+    QVERIFY(broken.out.contains("unreadable"));
+    auto usage = run({"scan"});
+    QCOMPARE(usage.exitCode, 2);
+
+    auto js = run({"scan", "--json", dir + "/os_system_legacy_magic.pt", dir + "/bad_opcode.pkl"});
+    QCOMPARE(js.exitCode, 3);
+    const json j = json::parse(js.out.toStdString());
+    QCOMPARE(j["files"].size(), size_t(2));
+    const json& f0 = j["files"][0];
+    QCOMPARE(f0["verdict"].get<std::string>(), std::string("dangerous"));
+    const json entries = readJson(kSafety + "/safety.json");
+    json want;
+    for (const json& e : entries)
+      if (e["file"] == "os_system_legacy_magic.pt") want = e["globals"];
+    QCOMPARE(f0["globals"].size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      for (const char* k : {"module", "name", "record", "offset"}) QCOMPARE(f0["globals"][i][k], want[i][k]);
+      QVERIFY(f0["globals"][i].contains("level"));
+    }
+    QVERIFY(!f0.contains("error"));
+    QVERIFY(j["files"][1]["error"].get<std::string>().find("byte ") != std::string::npos);
+
+    // A directory: its candidates; --recursive goes below.
+    const std::string sub = std::string(CKPT_BINARY_DIR) + "/tst_scan_dir";
+    std::filesystem::remove_all(sub);
+    std::filesystem::create_directories(sub + "/a/b");
+    std::filesystem::copy_file(kSafety + "/torch_saved.pt", sub + "/top.pt");
+    std::filesystem::copy_file(kSafety + "/eval_p2.pkl", sub + "/a/b/deep.pkl");
+    auto flat = run({"scan", QString::fromStdString(sub)});
+    QCOMPARE(flat.exitCode, 0);
+    QVERIFY(flat.out.contains("1 file: 1 safe"));
+    auto deep = run({"scan", "--recursive", QString::fromStdString(sub)});
+    QCOMPARE(deep.exitCode, 3);
+    QVERIFY(deep.out.contains("2 files: 1 safe, 0 suspicious, 1 dangerous"));
+    std::filesystem::remove_all(sub);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestScan)
+#include "tst_scan.moc"
