@@ -29,5 +29,6 @@ int runInfo(int argc, char** argv);
 int runLs(int argc, char** argv);
 int runVerify(int argc, char** argv);
 int runDiff(int argc, char** argv);
+int runMetrics(int argc, char** argv);
 
 }  // namespace ckpt::cli
