@@ -270,6 +270,16 @@ class TestMetrics : public QObject {
     // Opened at exp/: proj/logs is above the root.
     entry.root = (proj / "exp").string();
     QCOMPARE(steps(collectRunMetrics(entry)), (std::vector<int64_t>{5, 6}));
+    // Root unknown: up to the grandparent's logs/ (exp/logs: none here).
+    entry.root.clear();
+    write(proj / "exp" / "logs" / "g.log", "2025-01-01 00:00:11 - trainer.r1 - INFO - step=8 loss=0.5\n");
+    QCOMPARE(steps(collectRunMetrics(entry)), (std::vector<int64_t>{5, 6, 8}));
+    entry.root = (proj / "exp").string();
+    QCOMPARE(steps(collectRunMetrics(entry)), (std::vector<int64_t>{5, 6, 8}));
+    entry.root = proj.string();
+    QCOMPARE(steps(collectRunMetrics(entry)), (std::vector<int64_t>{1, 3, 5, 6, 8}));
+    fs::remove(proj / "exp" / "logs" / "g.log");
+    entry.root = (proj / "exp").string();
     // Added by hand: a file, or the folder holding it.
     QCOMPARE(steps(collectRunMetrics(entry, {(proj / "elsewhere" / "more.log").string()})), (std::vector<int64_t>{5, 6, 7}));
     QCOMPARE(steps(collectRunMetrics(entry, {(proj / "elsewhere").string()})), (std::vector<int64_t>{5, 6, 7}));

@@ -359,11 +359,17 @@ std::vector<MetricSourceFile> findMetricSources(const RunEntry& run, const std::
   std::vector<fs::path> folders{dir};
   if (hasParent) folders.push_back(dir.parent_path());
   const fs::path root = run.root.empty() ? fs::path() : cleanPath(run.root);
-  if (!root.empty() && isUnder(dir, root))
+  if (!root.empty() && isUnder(dir, root)) {
     for (fs::path a = dir.parent_path(); isUnder(a, root); a = a.parent_path()) {
       if (std::find(folders.begin(), folders.end(), a) == folders.end()) folders.push_back(a);
       if (a == root || !a.has_parent_path() || a.parent_path() == a) break;
     }
+  } else if (root.empty() && hasParent && dir.parent_path().has_parent_path() &&
+             dir.parent_path().parent_path() != dir.parent_path()) {
+    // Root unknown: the grandparent too, the reference layout's
+    // <experiment>/logs next to <experiment>/checkpoints/<run>.
+    folders.push_back(dir.parent_path().parent_path());
+  }
   for (const fs::path& a : folders)
     for (const fs::path& p : logFilesIn(a / "logs", false))
       add(p, MetricSource::ConsoleLog, a == dir || namedAfterRun(p));

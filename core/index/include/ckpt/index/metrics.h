@@ -137,7 +137,8 @@ std::vector<std::string> runLogNames(const RunEntry& run);
 //  * *.log / *.out / *.err in the run's directory and in its parent;
 //  * the same in a `logs/` folder of the run's directory, of its parent,
 //    and of every ancestor up to run.root (the cluster layout
-//    `logs/<job-name>_<job-id>.out|.err`);
+//    `logs/<job-name>_<job-id>.out|.err`); with run.root empty, of the
+//    grandparent too (<experiment>/logs beside <experiment>/checkpoints/<run>);
 //  * `extraLogs`: files or folders the user added (a folder's log files, not
 //    below it; a *.jsonl file is read as metrics.jsonl).
 // Lines that name no run are taken from a log in the run's directory (or its
