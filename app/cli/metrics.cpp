@@ -7,6 +7,7 @@
 // belong to none make runs of their own).
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -42,6 +43,35 @@ class Out {
     char b[24];
     const auto r = std::to_chars(b, b + sizeof b, n);
     m_buf.append(b, size_t(r.ptr - b));
+  }
+  // `[step, value, wall_time|null, tokens|null]`, one append per point (a
+  // million of them).
+  void point(const MetricPoint& p, bool comma) {
+    char b[160];
+    char* w = b;
+    auto text = [&w](std::string_view t) {
+      std::memcpy(w, t.data(), t.size());
+      w += t.size();
+    };
+    auto real = [&](double d) {
+      if (!std::isfinite(d)) return text("null");
+      char* start = w;
+      w = std::to_chars(w, w + 32, d).ptr;
+      if (std::find_if(start, w, [](char c) { return c == '.' || c == 'e' || c == 'n'; }) == w) text(".0");
+    };
+    if (comma) text(", ");
+    *w++ = '[';
+    w = std::to_chars(w, w + 24, p.step).ptr;
+    text(", ");
+    real(p.value);
+    text(", ");
+    if (p.wallTime) real(*p.wallTime);
+    else text("null");
+    text(", ");
+    if (p.tokens) w = std::to_chars(w, w + 24, *p.tokens).ptr;
+    else text("null");
+    *w++ = ']';
+    put(std::string_view(b, size_t(w - b)));
   }
   void jsonString(std::string_view s) {
     put('"');
@@ -121,20 +151,7 @@ void printJson(const std::vector<RunMetrics>& runs, const std::vector<std::strin
         o.integer(s.restarts[i]);
       }
       o.put("], \"points\": [");
-      for (size_t i = 0; i < s.points.size(); ++i) {
-        const MetricPoint& p = s.points[i];
-        o.put(i ? ", [" : "[");
-        o.integer(p.step);
-        o.put(", ");
-        jsonValue(o, p.value);
-        o.put(", ");
-        if (p.wallTime && std::isfinite(*p.wallTime)) o.number(*p.wallTime);
-        else o.put("null");
-        o.put(", ");
-        if (p.tokens) o.integer(*p.tokens);
-        else o.put("null");
-        o.put(']');
-      }
+      for (size_t i = 0; i < s.points.size(); ++i) o.point(s.points[i], i > 0);
       o.put("]}");
     }
     o.put(firstSeries ? "], \"markers\": [" : "\n  ], \"markers\": [");

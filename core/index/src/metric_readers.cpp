@@ -18,6 +18,9 @@ using Points = std::vector<std::pair<std::string, MetricPoint>>;
 
 // Files grow while a run trains: cap what one call reads.
 constexpr uint64_t kMaxRead = 256ull << 20;
+// metrics.jsonl is read this much at a time; a longer line is skipped.
+constexpr uint64_t kJsonlBlock = 4ull << 20;
+constexpr size_t kMaxJsonlLine = 64u << 20;
 // A logger name or metric key longer than this is not one.
 constexpr size_t kMaxName = 200;
 
@@ -68,15 +71,25 @@ bool parseJsonNumber(const char*& p, const char* end, double& value, bool& integ
     integer = false;
     return true;
   }
-  integer = true;
-  for (const char* r = q; r < end && (std::isdigit(static_cast<unsigned char>(*r)) || *r == '.' || *r == 'e' ||
-                                      *r == 'E' || *r == '+' || *r == '-');
-       ++r)
-    if (*r == '.' || *r == 'e' || *r == 'E') integer = false;
-  if (q >= end || !std::isdigit(static_cast<unsigned char>(*q))) return false;
-  const auto r = std::from_chars(start, end, value);
-  if (r.ec != std::errc()) return false;  // 1e999: the slow path decides
-  p = r.ptr;
+  // Integers (steps, token counts) by hand: most numbers of a metrics line.
+  const char* r = q;
+  uint64_t n = 0;
+  while (r < end && *r >= '0' && *r <= '9' && r - q < 18) n = n * 10 + uint64_t(*r++ - '0');
+  if (r == q) return false;
+  if (r == end || (*r != '.' && *r != 'e' && *r != 'E' && (*r < '0' || *r > '9'))) {
+    value = negative ? -double(n) : double(n);
+    integer = true;
+    p = r;
+    return true;
+  }
+  // A fraction, an exponent, or more than 18 digits: from_chars (what
+  // follows the number is checked by the caller).
+  integer = *r >= '0' && *r <= '9';
+  const auto res = std::from_chars(start, end, value);
+  if (res.ec != std::errc()) return false;  // 1e999: the slow path decides
+  // An integer of 19+ digits: from_chars read it; was it one?
+  integer = integer && std::all_of(q, res.ptr, [](char c) { return c >= '0' && c <= '9'; });
+  p = res.ptr;
   return true;
 }
 
@@ -127,7 +140,7 @@ bool skipValue(const char*& p, const char* end) {
 // members (Python's NaN / Infinity included); other members are skipped.
 // Returns false when the line needs a real JSON parser to say what is wrong
 // with it (or has an escaped key).
-bool parseFlatLine(std::string_view line, MetricPoint& base, std::vector<std::pair<std::string, double>>& metrics,
+bool parseFlatLine(std::string_view line, MetricPoint& base, std::vector<std::pair<std::string_view, double>>& metrics,
                    bool& hasStep) {
   const char* p = line.data();
   const char* end = p + line.size();
@@ -170,7 +183,7 @@ bool parseFlatLine(std::string_view line, MetricPoint& base, std::vector<std::pa
     } else if (key == "tokens") {
       if (std::isfinite(v) && std::fabs(v) < 9.2e18) base.tokens = int64_t(v);
     } else {
-      metrics.emplace_back(canonicalMetric(std::string(key)), v);
+      metrics.emplace_back(key, v);
     }
     skip();
     if (p < end && *p == ',') {
@@ -381,37 +394,44 @@ void parsePiece(std::string_view piece, std::vector<LoggedPoint>& out) {
 
 }  // namespace
 
-Points readMetricsJsonl(const std::string& path, uint64_t offset, uint64_t* end, std::vector<std::string>* problems) {
-  Points out;
-  const std::string text = completeLines(path, offset, end);
-  out.reserve(text.size() / 24);
-  size_t lineStart = 0;
+void readMetricsJsonl(const std::string& path, const MetricSink& sink, uint64_t offset, uint64_t* end,
+                      std::vector<std::string>* problems) {
+  if (end) *end = offset;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return;
+  in.seekg(0, std::ios::end);
+  const uint64_t size = uint64_t(std::max<std::streamoff>(0, in.tellg()));
+  if (size < offset) offset = 0;  // truncated and rewritten: start over
+  in.seekg(std::streamoff(offset));
+  // Read in blocks: a million-line file is never held whole. What the file
+  // holds now is read; lines appended meanwhile wait for the next call.
+  uint64_t remaining = size - offset;
+  uint64_t bufferStart = offset;  // file offset of buffer[0]
+  std::string buffer;
   uint64_t lineNumber = 0;
-  std::vector<std::pair<std::string, double>> metrics;
-  while (lineStart < text.size()) {
-    const size_t nl = text.find('\n', lineStart);
-    const std::string_view line(text.data() + lineStart, nl - lineStart);
-    const uint64_t at = offset + lineStart;
-    lineStart = nl + 1;
+  bool skipping = false;  // inside a line too long to hold
+  std::vector<std::pair<std::string_view, double>> metrics;
+
+  auto handle = [&](std::string_view line, uint64_t at) {
     ++lineNumber;
-    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) return;
     MetricPoint base;
     bool hasStep = false;
     metrics.clear();
     if (parseFlatLine(line, base, metrics, hasStep) && hasStep) {
-      for (auto& [metric, value] : metrics) {
+      for (const auto& [metric, value] : metrics) {
         MetricPoint p = base;
         p.value = value;
-        out.emplace_back(std::move(metric), p);
+        sink(metric == "learning_rate" ? std::string_view("lr") : metric, p);
       }
-      continue;
+      return;
     }
     nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer()) {
       if (problems)
         problems->push_back(path + ": byte " + std::to_string(at) + " (line " + std::to_string(lineNumber) +
                             (offset ? " from there" : "") + "): not a JSON object with an integer \"step\"");
-      continue;
+      return;
     }
     base.step = j["step"].get<int64_t>();
     base.wallTime.reset();
@@ -422,9 +442,46 @@ Points readMetricsJsonl(const std::string& path, uint64_t offset, uint64_t* end,
       if (key == "step" || key == "wall_time" || key == "tokens" || !value.is_number()) continue;
       MetricPoint p = base;
       p.value = value.get<double>();
-      out.emplace_back(canonicalMetric(key), p);
+      const std::string metric = canonicalMetric(key);
+      sink(metric, p);
+    }
+  };
+
+  while (remaining > 0) {
+    const size_t old = buffer.size();
+    const size_t chunk = size_t(std::min<uint64_t>(remaining, kJsonlBlock));
+    buffer.resize(old + chunk);
+    in.read(buffer.data() + old, std::streamsize(chunk));
+    const size_t got = size_t(in.gcount());
+    buffer.resize(old + got);
+    if (got == 0) break;
+    remaining -= got;
+    size_t lineStart = 0;
+    for (size_t nl = buffer.find('\n', old); nl != std::string::npos; nl = buffer.find('\n', nl + 1)) {
+      if (skipping) skipping = false;
+      else handle(std::string_view(buffer.data() + lineStart, nl - lineStart), bufferStart + lineStart);
+      lineStart = nl + 1;
+    }
+    buffer.erase(0, lineStart);
+    bufferStart += lineStart;
+    if (buffer.size() > kMaxJsonlLine) {
+      if (!skipping && problems)
+        problems->push_back(path + ": byte " + std::to_string(bufferStart) + ": a line longer than " +
+                            std::to_string(kMaxJsonlLine >> 20) + " MiB, skipped");
+      ++lineNumber;
+      skipping = true;
+      bufferStart += buffer.size();
+      buffer.clear();
     }
   }
+  if (end) *end = bufferStart;
+}
+
+Points readMetricsJsonl(const std::string& path, uint64_t offset, uint64_t* end, std::vector<std::string>* problems) {
+  Points out;
+  readMetricsJsonl(
+      path, [&out](std::string_view metric, const MetricPoint& p) { out.emplace_back(std::string(metric), p); },
+      offset, end, problems);
   return out;
 }
 

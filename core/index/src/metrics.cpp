@@ -147,18 +147,27 @@ struct FileCache {
 };
 
 void addJsonl(SourcePoints& into, const std::string& path, std::vector<std::string>& problems) {
-  Points points = readMetricsJsonl(path, 0, nullptr, &problems);
   auto& acc = into.begin();
-  Accumulator* last = nullptr;
-  const std::string* lastName = nullptr;
-  for (auto& [metric, p] : points) {
-    if (!lastName || *lastName != metric) {
-      auto it = acc.try_emplace(metric).first;
-      last = &it->second;
-      lastName = &it->first;
-    }
-    last->add(p);
-  }
+  // Lines name their metrics in the same order: look the next one up where
+  // the last line had it.
+  std::vector<std::pair<std::string, Accumulator*>> slots;
+  size_t next = 0;
+  readMetricsJsonl(
+      path,
+      [&](std::string_view metric, const MetricPoint& p) {
+        if (next >= slots.size() || slots[next].first != metric) {
+          next = 0;
+          while (next < slots.size() && slots[next].first != metric) ++next;
+          if (next == slots.size()) {
+            Accumulator& a = acc[std::string(metric)];
+            slots.emplace_back(std::string(metric), &a);
+          }
+        }
+        Accumulator& a = *slots[next].second;
+        a.add(p);
+        ++next;
+      },
+      0, nullptr, &problems);
   into.end(path);
 }
 

@@ -8,9 +8,11 @@
 // No Qt, no LibTorch.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ckpt/index/scanner.h"
@@ -81,6 +83,12 @@ struct RunMetrics {
 std::vector<std::pair<std::string, MetricPoint>> readMetricsJsonl(const std::string& path, uint64_t offset = 0,
                                                                   uint64_t* end = nullptr,
                                                                   std::vector<std::string>* problems = nullptr);
+
+// The same, point by point, without a list of them all (the file is read
+// in blocks): `sink(metric, point)` in file order.
+using MetricSink = std::function<void(std::string_view metric, const MetricPoint& point)>;
+void readMetricsJsonl(const std::string& path, const MetricSink& sink, uint64_t offset = 0, uint64_t* end = nullptr,
+                      std::vector<std::string>* problems = nullptr);
 
 // One console-log line's metric, with the run its logger names.
 struct LoggedPoint {
