@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <unordered_map>
 
@@ -152,6 +153,19 @@ void addJsonl(SourcePoints& into, const std::string& path, std::vector<std::stri
   // the last line had it.
   std::vector<std::pair<std::string, Accumulator*>> slots;
   size_t next = 0;
+  // Room for every line's point, from the file's size and its first line's:
+  // a million points would otherwise move through a dozen growing copies.
+  size_t expected = 0;
+  {
+    std::ifstream in(path, std::ios::binary);
+    char head[4096];
+    in.read(head, sizeof head);
+    const std::string_view first(head, size_t(in.gcount()));
+    std::error_code ec;
+    const uint64_t bytes = fs::file_size(path, ec);
+    if (const size_t nl = first.find('\n'); !ec && nl != std::string_view::npos && nl > 0)
+      expected = size_t(std::min<uint64_t>(bytes / (nl + 1) + bytes / (nl + 1) / 16 + 16, uint64_t(1) << 26));
+  }
   readMetricsJsonl(
       path,
       [&](std::string_view metric, const MetricPoint& p) {
@@ -164,6 +178,7 @@ void addJsonl(SourcePoints& into, const std::string& path, std::vector<std::stri
           }
         }
         Accumulator& a = *slots[next].second;
+        if (a.points.empty()) a.points.reserve(expected);
         a.add(p);
         ++next;
       },
