@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <string>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "ckpt/index/metrics.h"
@@ -102,6 +103,33 @@ class Out {
     }
     put('"');
   }
+  // `head` step,value,wall_time,tokens `tail` in one append.
+  void csvRow(std::string_view head, const MetricPoint& p, std::string_view tail) {
+    m_buf.append(head);
+    char b[128];
+    char* w = b;
+    w = std::to_chars(w, w + 24, p.step).ptr;
+    *w++ = ',';
+    if (std::isnan(p.value)) {
+      std::memcpy(w, "nan", 3);
+      w += 3;
+    } else if (std::isinf(p.value)) {
+      const std::string_view t = p.value > 0 ? "inf" : "-inf";
+      std::memcpy(w, t.data(), t.size());
+      w += t.size();
+    } else {
+      w = std::to_chars(w, w + 32, p.value).ptr;
+    }
+    *w++ = ',';
+    if (p.wallTime && std::isfinite(*p.wallTime)) w = std::to_chars(w, w + 32, *p.wallTime).ptr;
+    *w++ = ',';
+    if (p.tokens) w = std::to_chars(w, w + 24, *p.tokens).ptr;
+    m_buf.append(b, size_t(w - b));
+    m_buf.append(tail);
+    if (m_buf.size() > (1u << 20)) flush();
+  }
+  // What was put so far, for a buffer that is not written out.
+  std::string take() { return std::exchange(m_buf, {}); }
   void flush() {
     if (!m_buf.empty()) std::fwrite(m_buf.data(), 1, m_buf.size(), stdout);
     m_buf.clear();
@@ -192,24 +220,17 @@ void printCsv(const std::vector<RunMetrics>& runs, const std::vector<std::string
     for (const MetricSeries& s : r.series) {
       if (!wanted(s, metrics)) continue;
       const std::string source = s.files.size() == 1 ? s.files.front() : std::string(metricSourceName(s.source));
-      for (const MetricPoint& p : s.points) {
-        o.csvField(r.run);
-        o.put(',');
-        o.csvField(s.metric);
-        o.put(',');
-        o.integer(p.step);
-        o.put(',');
-        if (std::isnan(p.value)) o.put("nan");
-        else if (std::isinf(p.value)) o.put(p.value > 0 ? "inf" : "-inf");
-        else o.number(p.value);
-        o.put(',');
-        if (p.wallTime && std::isfinite(*p.wallTime)) o.number(*p.wallTime);
-        o.put(',');
-        if (p.tokens) o.integer(*p.tokens);
-        o.put(',');
-        o.csvField(source);
-        o.put('\n');
-      }
+      // What every row of the series shares, quoted once.
+      Out prefix, suffix;
+      prefix.csvField(r.run);
+      prefix.put(',');
+      prefix.csvField(s.metric);
+      prefix.put(',');
+      suffix.put(',');
+      suffix.csvField(source);
+      suffix.put('\n');
+      const std::string head = prefix.take(), tail = suffix.take();
+      for (const MetricPoint& p : s.points) o.csvRow(head, p, tail);
     }
 }
 
