@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cstring>
+#include <random>
 #include <set>
 
 #include "ckpt/index/metrics.h"
@@ -366,6 +368,43 @@ class TestMetrics : public QObject {
     QCOMPARE(got["lr"][1].value, 5e-4);
     QCOMPARE(got["loss"][3].step, int64_t(5));
     QVERIFY(!got.count("note") && !got.count("nested"));
+  }
+
+  void jsonlNumbersAsStrtod() {
+    // Every number reads back with the bits strtod gives the same text, over
+    // the forms trainers print (%.4f, %.6g, %.3e, %.17g, repr), magnitudes
+    // from 1e-30 to 1e30, signs, and more digits than the fast path takes.
+    std::mt19937_64 rng(12);
+    std::uniform_real_distribution<double> mantissa(-10, 10);
+    std::uniform_int_distribution<int> power(-30, 30), form(0, 5), precision(0, 19);
+    std::vector<std::string> texts;
+    std::string file;
+    for (int i = 0; i < 20000; ++i) {
+      const double v = mantissa(rng) * std::pow(10.0, power(rng));
+      char b[64];
+      const int k = precision(rng);
+      switch (form(rng)) {
+        case 0: std::snprintf(b, sizeof b, "%.*f", std::min(k, 12), std::fmod(v, 1e6)); break;
+        case 1: std::snprintf(b, sizeof b, "%.*g", std::max(k, 1), v); break;
+        case 2: std::snprintf(b, sizeof b, "%.*e", k, v); break;
+        case 3: std::snprintf(b, sizeof b, "%.17g", v); break;
+        case 4: std::snprintf(b, sizeof b, "%.*E", k, v); break;
+        default: std::snprintf(b, sizeof b, "%.6f", std::fabs(v) < 1 ? v : 1 / v); break;
+      }
+      texts.push_back(b);
+      file += "{\"step\": " + std::to_string(i) + ", \"x\": " + b + "}\n";
+    }
+    const std::string path = m_tmp.filePath("numbers.jsonl").toStdString();
+    std::ofstream(path, std::ios::binary) << file;
+    std::vector<std::string> problems;
+    const auto points = readMetricsJsonl(path, 0, nullptr, &problems);
+    QCOMPARE(problems.size(), size_t(0));
+    QCOMPARE(points.size(), texts.size());
+    for (size_t i = 0; i < texts.size(); ++i) {
+      const double want = std::strtod(texts[i].c_str(), nullptr);
+      const double got = points[i].second.value;
+      QVERIFY2(std::memcmp(&want, &got, sizeof want) == 0, (texts[i] + " read as " + std::to_string(got)).c_str());
+    }
   }
 
   void consoleLogRecords() {

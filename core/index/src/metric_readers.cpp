@@ -55,9 +55,50 @@ bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
 // A JSON number (or Python's NaN / Infinity / -Infinity) at `p`; `integer`
 // says whether it was written without fraction or exponent.
+// Clinger's fast path: a decimal with at most 15 significant digits and a
+// power of ten of at most 22 is m * 10^e or m / 10^-e of two exactly
+// representable doubles, so one IEEE operation rounds it correctly: the
+// same bits strtod / from_chars give. Anything else: nothing.
+std::optional<double> fastDecimal(const char* p, const char* end, const char** after) {
+  static constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                      1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  const bool negative = p < end && *p == '-';
+  if (negative) ++p;
+  uint64_t m = 0;
+  int digits = 0, exponent = 0;
+  const char* q = p;
+  while (q < end && *q == '0') ++q;  // leading zeros are not significant
+  bool any = q > p;
+  for (; q < end && *q >= '0' && *q <= '9'; ++q, ++digits, any = true) m = m * 10 + uint64_t(*q - '0');
+  if (q < end && *q == '.') {
+    ++q;
+    if (m == 0)
+      for (; q < end && *q == '0'; ++q, any = true) --exponent;  // 0.000123: zeros after the point
+    for (; q < end && *q >= '0' && *q <= '9'; ++q, ++digits, any = true) {
+      m = m * 10 + uint64_t(*q - '0');
+      --exponent;
+    }
+  }
+  if (!any || digits > 15) return std::nullopt;
+  if (q < end && (*q == 'e' || *q == 'E')) {
+    ++q;
+    const bool minus = q < end && *q == '-';
+    if (q < end && (*q == '-' || *q == '+')) ++q;
+    int e = 0, n = 0;
+    for (; q < end && *q >= '0' && *q <= '9' && n < 4; ++q, ++n) e = e * 10 + (*q - '0');
+    if (n == 0 || (q < end && *q >= '0' && *q <= '9')) return std::nullopt;
+    exponent += minus ? -e : e;
+  }
+  if (exponent < -22 || exponent > 22) return std::nullopt;
+  double v = double(m);
+  v = exponent < 0 ? v / kPow10[-exponent] : v * kPow10[exponent];
+  *after = q;
+  return negative ? -v : v;
+}
+
 bool parseJsonNumber(const char*& p, const char* end, double& value, bool& integer) {
   const char* start = p;
-  if (end - p >= 3 && std::string_view(p, 3) == "NaN") {
+  if (p < end && *p == 'N' && end - p >= 3 && std::string_view(p, 3) == "NaN") {
     p += 3;
     value = std::numeric_limits<double>::quiet_NaN();
     integer = false;
@@ -65,7 +106,7 @@ bool parseJsonNumber(const char*& p, const char* end, double& value, bool& integ
   }
   const bool negative = p < end && *p == '-';
   const char* q = p + (negative ? 1 : 0);
-  if (end - q >= 8 && std::string_view(q, 8) == "Infinity") {
+  if (q < end && *q == 'I' && end - q >= 8 && std::string_view(q, 8) == "Infinity") {
     p = q + 8;
     value = negative ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
     integer = false;
@@ -85,6 +126,14 @@ bool parseJsonNumber(const char*& p, const char* end, double& value, bool& integ
   // A fraction, an exponent, or more than 18 digits: from_chars (what
   // follows the number is checked by the caller).
   integer = *r >= '0' && *r <= '9';
+  if (!integer) {
+    const char* after = nullptr;
+    if (const auto v = fastDecimal(start, end, &after)) {
+      value = *v;
+      p = after;
+      return true;
+    }
+  }
   const auto res = std::from_chars(start, end, value);
   if (res.ec != std::errc()) return false;  // 1e999: the slow path decides
   // An integer of 19+ digits: from_chars read it; was it one?
