@@ -22,6 +22,9 @@ void printUsage(const std::string& command) {
       "                         per-tensor and per-block change, metadata\n"
       "  scan PATH... [--json] [--recursive]   would a file run code if Python loaded it?\n"
       "                         every global its pickles name, judged; exit 3 if any is dangerous\n"
+      "  metrics DIR|FILE... [--json|--csv] [--metric NAME] [--log FILE|DIR]\n"
+      "                         every run's curves (metrics.jsonl, console logs,\n"
+      "                         checkpoints) as the Curves tab draws them\n"
       "  train, resume, finetune, score, generate   training and inference (LibTorch;\n"
       "                         see ckptscope-cli train --help)\n"
       "\n"
@@ -32,6 +35,11 @@ void printUsage(const std::string& command) {
   else if (command == "verify") std::fputs("usage: ckptscope-cli verify FILE\n", stderr);
   else if (command == "diff") std::fputs("usage: ckptscope-cli diff A B [--json] [--top N]\n", stderr);
   else if (command == "scan") std::fputs("usage: ckptscope-cli scan PATH... [--json] [--recursive]\n", stderr);
+  else if (command == "metrics")
+    std::fputs("usage: ckptscope-cli metrics DIR|FILE... [--json|--csv] [--metric NAME]... [--log FILE|DIR]...\n"
+               "  DIR: an experiment directory (its runs); FILE: a checkpoint or metrics.jsonl (the run of its\n"
+               "  directory) or a console log (*.log, *.out, *.err, *.txt: read for every run, like --log)\n",
+               stderr);
   else std::fputs(all, stderr);
 }
 

@@ -30,5 +30,6 @@ int runLs(int argc, char** argv);
 int runVerify(int argc, char** argv);
 int runDiff(int argc, char** argv);
 int runScan(int argc, char** argv);
+int runMetrics(int argc, char** argv);
 
 }  // namespace ckpt::cli

@@ -7,6 +7,7 @@
 #include "ckpt/format/checkpoint_view.h"
 #include "ckpt/format/error.h"
 #include "ckpt/format/json_export.h"
+#include "ckpt/format/state_names.h"
 #include "common.h"
 
 namespace ckpt::cli {
@@ -55,7 +56,7 @@ void printText(const CheckpointFile& file) {
   if (view.config()) line("config", configSummary(view.config()));
   if (view.modelState()) {
     std::string p = withThousands(view.parameterCount()) + " in " + std::to_string(view.entries().size()) + " tensors";
-    if (view.compiledPrefix()) p += " (keys carry _orig_mod., stripped)";
+    if (view.ddpPrefix() || view.compiledPrefix()) p += "; " + describeWrapping(view.ddpPrefix(), view.compiledPrefix());
     line("parameters", p);
     for (const StateEntry& e : view.entries())
       if (e.tiedTo >= 0) line("tied", e.name + " = " + view.entries()[size_t(e.tiedTo)].name);
@@ -80,13 +81,21 @@ void printText(const CheckpointFile& file) {
 
   const auto& tensors = file.tensors();
   const auto& storages = file.storages();
+  // Model-state tensors by their state-dict name (wrapper prefixes
+  // stripped), under the key that holds the state dict; the rest by path.
+  std::vector<std::string> names(tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) names[i] = std::string(tensors[i].name());
+  const std::string stateKey = view.modelStateKey().empty() ? "" : view.modelStateKey() + ".";
+  for (const StateEntry& e : view.entries())
+    if (e.tensor >= 0 && size_t(e.tensor) < names.size()) names[size_t(e.tensor)] = stateKey + e.name;
   size_t nameWidth = 4;
-  for (const TensorInfo& t : tensors) nameWidth = std::max(nameWidth, t.name().size());
+  for (const std::string& n : names) nameWidth = std::max(nameWidth, n.size());
   nameWidth = std::min<size_t>(nameWidth, 60);
   std::printf("\ntensors\n  %-*s  %-9s  %-18s %12s %10s  %s\n", int(nameWidth), "name", "dtype", "shape", "elements",
               "bytes", "storage");
   uint64_t elements = 0, bytes = 0;
-  for (const TensorInfo& t : tensors) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const TensorInfo& t = tensors[i];
     std::string storage = "-";
     if (t.storage >= 0) {
       const StorageInfo& s = storages[size_t(t.storage)];
@@ -97,7 +106,7 @@ void printText(const CheckpointFile& file) {
       storage = "meta";
     }
     if (!t.error.empty()) storage += "  ERROR: " + t.error;
-    std::printf("  %-*s  %-9s  %-18s %12s %10s  %s\n", int(nameWidth), std::string(t.name()).c_str(),
+    std::printf("  %-*s  %-9s  %-18s %12s %10s  %s\n", int(nameWidth), names[i].c_str(),
                 std::string(dtypeName(t.dtype)).c_str(), t.shapeString().c_str(), withThousands(t.numel()).c_str(),
                 humanBytes(t.nbytes()).c_str(), storage.c_str());
     elements += t.numel();
@@ -124,7 +133,22 @@ int runInfo(int argc, char** argv) {
     return failWith(e.what());
   }
   if (args.has("--json")) {
-    const std::string out = toJson(*file).dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    nlohmann::ordered_json doc = toJson(*file);
+    // The state dict as the rest of the app names it: wrapper prefixes
+    // ("module.", "_orig_mod.") stripped, and whether there were any.
+    const CheckpointView view(*file);
+    if (view.modelState()) {
+      nlohmann::ordered_json names = nlohmann::ordered_json::array();
+      for (const StateEntry& e : view.entries()) {
+        names.push_back(e.name);
+        if (e.tensor >= 0 && size_t(e.tensor) < doc["tensors"].size()) doc["tensors"][size_t(e.tensor)]["name"] = e.name;
+      }
+      doc["model_state"] = {{"key", view.modelStateKey()},
+                            {"ddp_wrapped", view.ddpPrefix()},
+                            {"compiled", view.compiledPrefix()},
+                            {"names", std::move(names)}};
+    }
+    const std::string out = doc.dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     std::fwrite(out.data(), 1, out.size(), stdout);
     std::fputc('\n', stdout);
   } else {

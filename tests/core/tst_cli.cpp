@@ -146,6 +146,100 @@ class TestCli : public QObject {
     QCOMPARE(ok.exitCode, 0);
   }
 
+  void metricsJson() {
+    // The reference-library experiment: each stage exactly its own points,
+    // as the Python regex over the job log found them, through the CLI.
+    const QString exp = kFixtures + "/experiment";
+    const json want = ckpt::test::readJsonFile(kFixtures.toStdString() + "/experiment_expected.json");
+    const Run r = cli({"metrics", exp, "--json"});
+    QCOMPARE(r.exitCode, 0);
+    QVERIFY2(r.err.isEmpty(), r.err.constData());
+    const json got = json::parse(r.out.toStdString());
+    QCOMPARE(got["runs"].size(), want["runs"].size());
+    for (const json& run : got["runs"]) {
+      const std::string name = run["name"].get<std::string>();
+      QVERIFY2(want["runs"].contains(name), name.c_str());
+      QCOMPARE(run["path"].get<std::string>(), exp.toStdString() + "/" + name);
+      const json& w = want["runs"][name];
+      QCOMPARE(run["series"].size(), w.size());
+      for (const json& s : run["series"]) {
+        const std::string metric = s["metric"].get<std::string>();
+        QVERIFY2(w.contains(metric), (name + " " + metric).c_str());
+        QCOMPARE(s["source"].get<std::string>(), std::string("log"));
+        const std::string d = ckpt::test::compareJson(w[metric], s["points"], name + "." + metric);
+        QVERIFY2(d.empty(), d.c_str());
+        const bool restarted = want["restarts"].contains(name) && want["restarts"][name].contains(metric);
+        QCOMPARE(s["restarts"], restarted ? want["restarts"][name][metric] : json::array());
+      }
+      // Markers: the loss logged at the checkpoint's step, or null.
+      const json& markers = want["markers"][name];
+      QCOMPARE(run["markers"].size(), markers.size());
+      for (size_t i = 0; i < markers.size(); ++i) {
+        QCOMPARE(run["markers"][i]["step"], markers[i][0]);
+        const std::string d = ckpt::test::compareJson(markers[i][1], run["markers"][i]["loss"]);
+        QVERIFY2(d.empty(), d.c_str());
+      }
+    }
+    // --metric keeps one metric; a log given by hand adds the runs only it knows.
+    const Run one = cli({"metrics", exp, "--json", "--metric", "val_loss", "--log",
+                         exp + "/logs/pipeline_48213.err"});
+    QCOMPARE(one.exitCode, 0);
+    const json j = json::parse(one.out.toStdString());
+    QCOMPARE(j["runs"].size(), want["runs"].size() + want["log_only"].size());
+    for (const json& run : j["runs"])
+      for (const json& s : run["series"]) QCOMPARE(s["metric"].get<std::string>(), std::string("val_loss"));
+    QCOMPARE(j["runs"].back()["name"].get<std::string>(), std::string("tiny-ghost"));
+  }
+
+  void metricsCsvAndText() {
+    const QString exp = kFixtures + "/experiment";
+    const json want = ckpt::test::readJsonFile(kFixtures.toStdString() + "/experiment_expected.json");
+    Run r = cli({"metrics", exp, "--csv", "--metric", "loss"});
+    QCOMPARE(r.exitCode, 0);
+    const QList<QByteArray> lines = r.out.trimmed().split('\n');
+    QCOMPARE(lines.front(), QByteArray("run,metric,step,value,wall_time,tokens,source"));
+    size_t points = 0;
+    for (const auto& [name, series] : want["runs"].items()) points += series["loss"].size();
+    QCOMPARE(size_t(lines.size() - 1), points);
+    // One row, checked field by field against the regex's first pretrain point.
+    const json& first = want["runs"]["checkpoints/tiny-dpo"]["loss"][0];
+    const QList<QByteArray> row = lines[1].split(',');
+    QCOMPARE(row.size(), 7);
+    QCOMPARE(row[0], QByteArray("checkpoints/tiny-dpo"));
+    QCOMPARE(row[1], QByteArray("loss"));
+    QCOMPARE(row[2].toLongLong(), first[0].get<qlonglong>());
+    QCOMPARE(row[3].toDouble(), first[1].get<double>());
+    QCOMPARE(row[4].toDouble(), first[2].get<double>());
+    QCOMPARE(row[5], QByteArray());
+    QCOMPARE(row[6], (exp + "/logs/pipeline_48213.err").toUtf8());
+
+    r = cli({"metrics", exp});
+    QCOMPARE(r.exitCode, 0);
+    QVERIFY(r.out.contains("checkpoints/tiny-pretrain"));
+    QVERIFY(r.out.contains("(restarted at step 50)"));
+    QVERIFY(r.out.contains("2 checkpoints, 1 with a recorded or logged loss"));  // tiny-sft: 33 has none
+  }
+
+  void metricsErrors() {
+    Run r = cli({"metrics", kFixtures + "/no/such/dir"});
+    QCOMPARE(r.exitCode, 1);
+    QCOMPARE(QString::fromUtf8(r.err),
+             "ckptscope-cli: " + kFixtures + "/no/such/dir: no such file or directory\n");
+    r = cli({"metrics", kFixtures + "/manifest.json"});
+    QCOMPARE(r.exitCode, 1);
+    QVERIFY(r.err.contains("neither a checkpoint, a metrics.jsonl nor a directory"));
+    QCOMPARE(cli({"metrics"}).exitCode, 2);
+    QCOMPARE(cli({"metrics", kFixtures, "--metric"}).exitCode, 2);
+    QCOMPARE(cli({"metrics", kFixtures, "--json", "--csv"}).exitCode, 2);
+    QCOMPARE(cli({"metrics", kFixtures, "--bogus"}).exitCode, 2);
+    // A log that does not exist, given by hand: said so in its run's problems.
+    r = cli({"metrics", "--log", kFixtures + "/no/such.log", "--json"});
+    QCOMPARE(r.exitCode, 0);
+    const json j = json::parse(r.out.toStdString());
+    QCOMPARE(j["runs"].size(), size_t(1));
+    QCOMPARE(j["runs"][0]["problems"][0].get<std::string>(), kFixtures.toStdString() + "/no/such.log: no such file");
+  }
+
   void errors() {
     Run r = cli({"info", kFixtures + "/no/such.pt"});
     QCOMPARE(r.exitCode, 1);

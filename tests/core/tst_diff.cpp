@@ -3,6 +3,7 @@
 // The library is checked directly and through `ckptscope-cli diff --json`.
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -406,6 +407,57 @@ class TestDiff : public QObject {
         rs.out.contains("blocks.1.attn_norm.weight: 2 NaN in b; left out of its metrics (14 of 16 "
                         "pairs compared)"));
     QVERIFY(rs.out.contains("final_norm.weight: 1 inf in a, 1 inf in b"));
+  }
+
+
+  void wrappedModels_data() {
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<bool>("compiled");
+    QTest::addColumn<QString>("said");
+    QTest::newRow("ddp") << "ddp" << false << "keys of b carry module. (stripped)";
+    QTest::newRow("ddp_compiled") << "ddp_compiled" << true << "keys of b carry module. and _orig_mod. (stripped)";
+    QTest::newRow("compiled_ddp") << "compiled_ddp" << true << "keys of b carry module. and _orig_mod. (stripped)";
+  }
+  void wrappedModels() {
+    // A checkpoint saved from a DDP-wrapped (and compiled) model against its
+    // unwrapped sibling: every name matches (the numbers are checked against
+    // torch in againstTorch / cliJson), and the wrapping is reported.
+    QFETCH(QString, name);
+    QFETCH(bool, compiled);
+    QFETCH(QString, said);
+    const json& p = pair(name.toStdString());
+    const ckpt::CheckpointDiff d = diffPair(p);
+    QVERIFY(d.added.empty() && d.removed.empty() && d.changedShape.empty());
+    QCOMPARE(d.tensors.size(), p["plain_names"].size());
+    QVERIFY(d.ddpPrefixB && !d.ddpPrefixA);
+    QCOMPARE(d.compiledPrefixB, compiled);
+    const QString a = QString::fromStdString(kDir + "/" + p["a"].get<std::string>());
+    const QString b = QString::fromStdString(kDir + "/" + p["b"].get<std::string>());
+    auto r = cli({"diff", a, b});
+    QCOMPARE(r.exitCode, 0);
+    QVERIFY2(r.out.contains(said.toUtf8()), r.out.left(400).constData());
+    QVERIFY(r.out.contains(", 0 added, 0 removed, 0 changed shape"));
+
+    // info shows the plain names, the state dict as torch holds it otherwise.
+    r = cli({"info", b, "--json"});
+    QCOMPARE(r.exitCode, 0);
+    const json info = json::parse(r.out.toStdString());
+    QCOMPARE(info["model_state"]["names"], p["plain_names"]);
+    QCOMPARE(info["model_state"]["ddp_wrapped"].get<bool>(), true);
+    QCOMPARE(info["model_state"]["compiled"].get<bool>(), compiled);
+    const json& raw = p["raw_keys_b"];
+    for (const json& t : info["tensors"]) {
+      if (!t.contains("name")) continue;  // optimizer state
+      QCOMPARE(t["path"][0].get<std::string>(), std::string("model_state"));
+      const std::string key = t["path"][1].get<std::string>();  // as stored
+      QVERIFY2(std::find(raw.begin(), raw.end(), json(key)) != raw.end(), key.c_str());
+    }
+    r = cli({"info", b});
+    QCOMPARE(r.exitCode, 0);
+    QVERIFY(r.out.contains(compiled ? "saved from a DDP-wrapped / compiled model" : "saved from a DDP-wrapped model"));
+    QVERIFY(r.out.contains("model_state.blocks.0.attn.q_proj.weight"));
+    // No tensor is listed under its wrapped key (only the summary line names the prefixes).
+    QVERIFY(!r.out.contains("model_state.module.") && !r.out.contains("model_state._orig_mod."));
   }
 
   void cliErrors() {

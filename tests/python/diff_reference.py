@@ -9,9 +9,11 @@ bench/run_diff_bench.sh both use `diff_objects`. It is written from the rules
 (MODEL.md, the diff.h comments), not from the C++ code:
 
   * model state dict: the object itself when every value is a tensor, else
-    "model_state" / "model_state_dict" / "state_dict" / "model"; keys lose a
-    leading "_orig_mod."; without any state dict every tensor is compared by
-    its dotted path.
+    "model_state" / "model_state_dict" / "state_dict" / "model"; keys lose
+    the wrapper prefixes ("module." of DistributedDataParallel, "_orig_mod."
+    of torch.compile) that all of them share, in any order and nesting, then
+    any leading "_orig_mod." left; without any state dict every tensor is
+    compared by its dotted path.
   * per matching name and shape, over the element pairs where both values
     are finite (NaN / inf counted per side): rel_l2 = ||b-a|| / ||a|| (0 when
     both are all zeros, inf when only a is), cosine = <a,b> / (||a|| ||b||)
@@ -36,6 +38,24 @@ import sys
 import torch
 
 PREFIX = "_orig_mod."
+WRAPPERS = ("module.", "_orig_mod.")
+
+
+def plain_names(keys):
+    """State-dict keys without the wrappers' prefixes (see the docstring)."""
+    keys = list(keys)
+    for _ in range(8):
+        shared = next((w for w in WRAPPERS if keys and all(k.startswith(w) and len(k) > len(w) for k in keys)), None)
+        if shared is None:
+            break
+        keys = [k[len(shared):] for k in keys]
+    out = []
+    for k in keys:
+        for _ in range(8):
+            if k.startswith(PREFIX) and len(k) > len(PREFIX):
+                k = k[len(PREFIX):]
+        out.append(k)
+    return out
 
 
 # ------------------------------------------------------------- structure ---
@@ -77,8 +97,8 @@ def entries(obj):
     sd, how = find_state_dict(obj)
     items = list(sd.items()) if sd is not None else list(all_tensors(obj).items())
     out, first, names = [], {}, set()
-    for key, t in items:
-        name = key[len(PREFIX):] if key.startswith(PREFIX) else key
+    plain = plain_names(k for k, _ in items) if sd is not None else [k for k, _ in items]
+    for (key, t), name in zip(items, plain):
         if name in names:
             continue
         names.add(name)

@@ -206,6 +206,22 @@ def main(argv):
     fx.save("structure/b.pt", checkpoint(compiled, metadata(100, 2.5, config=cfg, stage="sft"), optimizer=False))
     fx.add("structure", "structure/a.pt", "structure/b.pt", "added/removed/shape/dtype, _orig_mod. keys")
 
+    # Saved from wrapped models without unwrapping: DistributedDataParallel
+    # ("module."), DDP around a compiled model ("module._orig_mod."), and a
+    # compiled DDP model ("_orig_mod.module."), against the plain checkpoint.
+    # Every name must match: nothing added or removed.
+    for name, prefix in (("ddp", "module."), ("ddp_compiled", "module._orig_mod."),
+                         ("compiled_ddp", "_orig_mod.module.")):
+        w = perturbed(base, 8, {})
+        wrapped = OrderedDict((prefix + k, v) for k, v in w.items())
+        fx.save(f"{name}/plain.pt", checkpoint(base, metadata(100, 2.5)))
+        fx.save(f"{name}/wrapped.pt", checkpoint(wrapped, metadata(200, 2.25)))
+        fx.add(name, f"{name}/plain.pt", f"{name}/wrapped.pt", f"keys prefixed {prefix} in b")
+        exp = fx.pairs[-1]["expected"]
+        assert not exp["added"] and not exp["removed"] and set(exp["tensors"]) == set(base.keys()), name
+        fx.pairs[-1]["plain_names"] = list(base.keys())
+        fx.pairs[-1]["raw_keys_b"] = list(wrapped.keys())
+
     # Zero tensors, NaN / inf, an all-NaN tensor, a non-contiguous view, an
     # int buffer, a head tied in a only; bare state dicts (no metadata).
     sa = OrderedDict((k, v.clone()) for k, v in base.items() if k != "lm_head.weight")

@@ -159,6 +159,41 @@ class TestTrainCli : public QObject {
     QVERIFY2(r.err.contains("ckptscope-cli: runs/none: no intact checkpoint to resume"), r.err.constData());
   }
 
+  void wrappedCheckpoints() {
+    // The checkpoint of step 3 re-saved by python3-torch as a DDP-wrapped
+    // (and compiled) model would have saved it: score gives the same loss,
+    // and resuming it gives bit for bit the weights that resuming the plain
+    // file gives.
+    const QString d = m_dir.path();
+    QDir(d).mkpath("runs/plain");
+    QFile::copy(d + "/runs/cli/cli_step3.pt", d + "/runs/plain/cli_step3.pt");
+    const QString script = QStringLiteral(CKPT_SOURCE_DIR "/tests/python/wrap_state_dict.py");
+    for (const char* prefix : {"module.", "module._orig_mod."}) {
+      const QString dir = QString("runs/wrapped-%1").arg(QString(prefix).count('.'));
+      QDir(d).mkpath(dir);
+      const auto py = ckpt::test::runProcess(QStringLiteral(CKPT_TORCH_PYTHON),
+                                             {script, d + "/runs/cli/cli_step3.pt", d + "/" + dir + "/cli_step3.pt", prefix});
+      QVERIFY2(py.exitCode == 0, py.err.constData());
+
+      const QStringList score{"--data", "corpus.txt", "--seq-len", "16", "--json"};
+      const Run plain = cli(QStringList{"score", "runs/plain/cli_step3.pt"} + score, d);
+      const Run wrapped = cli(QStringList{"score", dir + "/cli_step3.pt"} + score, d);
+      QVERIFY2(plain.exitCode == 0, plain.err.constData());
+      QVERIFY2(wrapped.exitCode == 0, wrapped.err.constData());
+      QCOMPARE(json::parse(wrapped.out.toStdString())["loss"].get<double>(),
+               json::parse(plain.out.toStdString())["loss"].get<double>());
+
+      const Run r = cli({"resume", dir + "/cli_step3.pt", "--max-steps", "5"}, d);
+      QVERIFY2(r.exitCode == 0, r.err.constData());
+    }
+    const Run r = cli({"resume", "runs/plain/cli_step3.pt", "--max-steps", "5"}, d);
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    const auto want = ckpt::test::weightBytes((d + "/runs/plain/cli_final.pt").toStdString());
+    QVERIFY(!want.empty());
+    for (const char* dir : {"runs/wrapped-1", "runs/wrapped-2"})
+      QVERIFY2(ckpt::test::weightBytes((d + "/" + dir + "/cli_final.pt").toStdString()) == want, dir);
+  }
+
   void errors() {
     const QString d = m_dir.path();
     Run r = cli({"train", "--config", "run.json", "ffn_hidden_size=32"}, d);

@@ -1,6 +1,5 @@
 #include "curves/curverun.h"
 
-#include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <algorithm>
@@ -16,10 +15,6 @@ namespace {
 constexpr double kUnixTimeFloor = 1e9;
 // Problems kept per run: a log full of bad lines should not fill memory.
 constexpr qsizetype kMaxProblems = 200;
-
-bool isLogName(const QString& name) {
-  return name.endsWith(".log") || name.endsWith(".out") || name.endsWith(".err");
-}
 
 bool samePoint(const MetricPoint& a, const MetricPoint& b) {
   const bool sameValue = a.value == b.value || (std::isnan(a.value) && std::isnan(b.value));
@@ -100,22 +95,17 @@ std::optional<double> CurveRun::x(const MetricPoint& p, CurveAxis axis) const {
   return std::nullopt;
 }
 
-std::vector<LiveSource> findLiveSources(const QString& dir) {
+std::vector<LiveSource> findLiveSources(const RunEntry& run, const std::vector<std::string>& extraLogs) {
   std::vector<LiveSource> sources;
-  const QDir d(dir);
-  if (QFileInfo(d.filePath("metrics.jsonl")).isFile())
-    sources.push_back({d.filePath("metrics.jsonl"), MetricSource::MetricsJsonl, 0});
-  for (const QFileInfo& f : d.entryInfoList(QDir::Files, QDir::Name))
-    if (isLogName(f.fileName())) sources.push_back({f.filePath(), MetricSource::ConsoleLog, 0});
-  // As collectRunMetrics: logs beside the run's directory named after it.
-  const QString base = QFileInfo(QDir::cleanPath(d.absolutePath())).fileName();
-  QDir parent(QDir::cleanPath(d.absolutePath()));
-  if (!base.isEmpty() && parent.cdUp()) {
-    for (const QFileInfo& f : parent.entryInfoList(QDir::Files, QDir::Name))
-      if (isLogName(f.fileName()) && f.fileName().startsWith(base))
-        sources.push_back({f.filePath(), MetricSource::ConsoleLog, 0});
-  }
+  for (MetricSourceFile& f : findMetricSources(run, extraLogs))
+    sources.push_back({pathFromStd(f.path), f.kind, 0, 0, std::move(f.filter)});
   return sources;
+}
+
+std::vector<LiveSource> findLiveSources(const QString& dir) {
+  RunEntry run;
+  run.path = pathToStd(dir);
+  return findLiveSources(run);
 }
 
 uint64_t completeLinesEnd(const QString& path) {
@@ -134,18 +124,18 @@ uint64_t completeLinesEnd(const QString& path) {
   return 0;
 }
 
-CurveRun loadCurveRun(const RunEntry& entry) {
+CurveRun loadCurveRun(const RunEntry& entry, const std::vector<std::string>& extraLogs) {
   CurveRun run;
   run.name = pathFromStd(entry.name);
   run.path = pathFromStd(entry.path);
   // Where the growing files end *before* they are read: lines written in
   // between are read again later, and a step read twice keeps its last value.
-  run.sources = findLiveSources(run.path);
+  run.sources = findLiveSources(entry, extraLogs);
   for (LiveSource& s : run.sources) s.offset = s.size = completeLinesEnd(s.path);
 
   RunMetrics metrics;
   try {
-    metrics = collectRunMetrics(entry);
+    metrics = collectRunMetrics(entry, extraLogs);
   } catch (const std::exception& e) {
     run.problems << QObject::tr("%1: cannot read its metrics: %2").arg(run.path, fromStd(e.what()));
   }
@@ -183,7 +173,7 @@ MetricPoints readNewPoints(LiveSource& source, QStringList* problems) {
     const std::string path = pathToStd(source.path);
     points = source.kind == MetricSource::MetricsJsonl
                  ? readMetricsJsonl(path, source.offset, &end, &bad)
-                 : readConsoleLog(path, source.offset, &end);
+                 : readConsoleLog(path, source.filter, source.offset, &end);
   } catch (const std::exception& e) {
     bad.push_back(pathToStd(source.path) + ": " + e.what());
   }

@@ -27,6 +27,7 @@ struct LiveSource {
   MetricSource kind = MetricSource::MetricsJsonl;  // MetricsJsonl or ConsoleLog
   uint64_t offset = 0;
   uint64_t size = 0;  // the file's size when last looked at (it may end in a partial line)
+  LogFilter filter;   // console logs: the lines of this run (ckpt::findMetricSources)
 };
 
 using MetricPoints = std::vector<std::pair<std::string, MetricPoint>>;
@@ -66,12 +67,15 @@ struct SeriesChange {
 };
 
 // Reads a run (worker thread): where its growing files end, then
-// collectRunMetrics. Never throws; failures end up in `problems`.
-[[nodiscard]] CurveRun loadCurveRun(const RunEntry& run);
+// collectRunMetrics (with the log files / folders the user added). Never
+// throws; failures end up in `problems`.
+[[nodiscard]] CurveRun loadCurveRun(const RunEntry& run, const std::vector<std::string>& extraLogs = {});
 
-// The files collectRunMetrics reads for the run in `dir` that can grow:
-// dir/metrics.jsonl, dir/*.{log,out,err}, and logs next to dir whose name
-// starts with dir's name. Offsets are 0.
+// The files collectRunMetrics reads for the run that can grow
+// (ckpt::findMetricSources; for a bare `dir`: the run of that directory,
+// its checkpoints' run names and the opened root unknown). Offsets are 0.
+[[nodiscard]] std::vector<LiveSource> findLiveSources(const RunEntry& run,
+                                                     const std::vector<std::string>& extraLogs = {});
 [[nodiscard]] std::vector<LiveSource> findLiveSources(const QString& dir);
 
 // The byte after the last newline of `path`; 0 when it has none or cannot be read.

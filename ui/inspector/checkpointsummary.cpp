@@ -208,8 +208,15 @@ void describe(const CheckpointFile& file, CheckpointSummary& out) {
   if (view.modelState()) {
     QString p = QObject::tr("%1 in %2 tensors").arg(groupedNumber(view.parameterCount())).arg(view.entries().size());
     if (!view.modelStateKey().empty()) p += QObject::tr(" (under \"%1\")").arg(fromStd(view.modelStateKey()));
-    if (view.compiledPrefix()) p += QObject::tr("; keys carry _orig_mod., stripped");
     wideField(QObject::tr("Parameters"), p);
+    if (view.ddpPrefix() || view.compiledPrefix()) {
+      // The keys carried wrapper prefixes, stripped from every name shown.
+      const char* what = view.ddpPrefix() && view.compiledPrefix()
+                             ? QT_TR_NOOP("saved from a DDP-wrapped / compiled model (module. and _orig_mod. stripped)")
+                             : view.ddpPrefix() ? QT_TR_NOOP("saved from a DDP-wrapped model (module. stripped)")
+                                                : QT_TR_NOOP("saved from a compiled model (_orig_mod. stripped)");
+      wideField(QObject::tr("Wrapped"), QObject::tr(what));
+    }
     QStringList tied;
     for (const StateEntry& e : view.entries())
       if (e.tiedTo >= 0) tied << fromStd(e.name) + " = " + fromStd(view.entries()[size_t(e.tiedTo)].name);

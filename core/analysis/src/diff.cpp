@@ -286,6 +286,7 @@ struct Side {
   std::vector<StateEntry> entries;
   std::string stateKey;
   bool compiledPrefix = false;
+  bool ddpPrefix = false;
 };
 
 // The state dict's entries, or every tensor by its path when the file holds
@@ -298,6 +299,7 @@ Side collect(const CheckpointFile& file) {
     s.entries = view.entries();
     s.stateKey = view.modelStateKey();
     s.compiledPrefix = view.compiledPrefix();
+    s.ddpPrefix = view.ddpPrefix();
     return s;
   }
   s.stateKey = "(all tensors)";
@@ -477,9 +479,11 @@ CheckpointDiff diffCheckpoints(const CheckpointFile& a, const CheckpointFile& b,
   diff.stateKeyB = sb.stateKey;
   diff.compiledPrefixA = sa.compiledPrefix;
   diff.compiledPrefixB = sb.compiledPrefix;
+  diff.ddpPrefixA = sa.ddpPrefix;
+  diff.ddpPrefixB = sb.ddpPrefix;
 
   // Name -> first entry; a name seen twice (a key with and one without
-  // "_orig_mod.") compares its first occurrence and says so.
+  // "_orig_mod.": normaliseStateNames) compares its first occurrence and says so.
   auto index = [&diff](const Side& s, const char* which) {
     std::unordered_map<std::string, size_t> m;
     for (size_t i = 0; i < s.entries.size(); ++i)

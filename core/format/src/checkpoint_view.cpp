@@ -1,6 +1,9 @@
 #include "ckpt/format/checkpoint_view.h"
 
+#include "ckpt/format/state_names.h"
+
 #include <charconv>
+#include <string_view>
 #include <map>
 #include <tuple>
 
@@ -8,8 +11,6 @@ namespace ckpt {
 namespace {
 
 using K = Value::Kind;
-
-constexpr std::string_view kCompiledPrefix = "_orig_mod.";
 
 bool isStateDict(const Value* v, bool allowMetadataKey) {
   if (!v || v->kind != K::Dict || v->entries.empty()) return false;
@@ -127,17 +128,20 @@ const std::vector<std::string>& CheckpointView::notes() const {
 void CheckpointView::mapEntries() const {
   if (!m_modelState) return;
   const auto& tensors = m_file.tensors();
+  std::vector<std::string_view> keys;
+  for (const auto& [k, v] : m_modelState->entries)
+    if (k->isStr() && v->kind == K::Tensor) keys.push_back(k->text);
+  StateNames names = normaliseStateNames(keys);
+  m_ddpPrefix = names.ddp;
+  m_compiledPrefix = names.compiled;
   // Tied weights: the same bytes seen through the same view.
   std::map<std::tuple<int, int64_t, std::vector<int64_t>, std::vector<int64_t>, int>, int> firstView;
+  size_t i = 0;
   for (const auto& [k, v] : m_modelState->entries) {
     if (!k->isStr() || v->kind != K::Tensor) continue;
     StateEntry e;
     e.rawKey = k->text;
-    e.name = k->text;
-    if (e.name.rfind(kCompiledPrefix, 0) == 0) {
-      e.name.erase(0, kCompiledPrefix.size());
-      m_compiledPrefix = true;
-    }
+    e.name = std::move(names.names[i++]);
     e.tensor = int(v->index);
     const TensorInfo& t = tensors[size_t(e.tensor)];
     if (t.storage >= 0) {

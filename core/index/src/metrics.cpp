@@ -1,14 +1,14 @@
+// Where a run's curves come from and how its sources merge into series.
 #include "ckpt/index/metrics.h"
 
+#include "ckpt/index/run_plan.h"
+
 #include <algorithm>
-#include <cctype>
-#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
-
-#include "ckpt/index/run_plan.h"
+#include <set>
+#include <unordered_map>
 
 namespace fs = std::filesystem;
 
@@ -17,66 +17,333 @@ namespace {
 
 using Points = std::vector<std::pair<std::string, MetricPoint>>;
 
-// Files grow while a run trains: cap what one call reads.
-constexpr uint64_t kMaxRead = 256ull << 20;
-
-// The complete lines of `path` from `offset` on; `*end` is where the next
-// read continues (just after the last newline).
-std::string completeLines(const std::string& path, uint64_t offset, uint64_t* end) {
-  if (end) *end = offset;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return {};
-  in.seekg(0, std::ios::end);
-  const uint64_t size = uint64_t(std::max<std::streamoff>(0, in.tellg()));
-  if (size < offset) offset = 0;  // truncated and rewritten: start over
-  const uint64_t length = std::min(size - offset, kMaxRead);
-  std::string text(length, '\0');
-  in.seekg(std::streamoff(offset));
-  in.read(text.data(), std::streamsize(length));
-  text.resize(size_t(in.gcount()));
-  const size_t lastNewline = text.rfind('\n');
-  text.resize(lastNewline == std::string::npos ? 0 : lastNewline + 1);
-  if (end) *end = offset + text.size();
-  return text;
-}
-
-std::string canonicalMetric(std::string key) {
-  if (key == "learning_rate") return "lr";
-  return key;
-}
-
-std::optional<double> parseNumber(std::string_view s) {
-  while (!s.empty() && (s.back() == '%' || s.back() == ',' || s.back() == ';')) s.remove_suffix(1);
-  if (s.empty()) return std::nullopt;
-  double v = 0;
-  const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (r.ec != std::errc() || r.ptr != s.data() + s.size()) {
-    if (s == "nan" || s == "NaN") return std::nan("");
-    return std::nullopt;
-  }
-  return v;
-}
-
-void addPoints(std::map<std::string, std::vector<MetricPoint>>& into, const Points& points) {
-  for (const auto& [metric, p] : points) into[metric].push_back(p);
-}
-
-// Sorted by step; the last point read for a step wins (a resumed run
-// rewrites the steps after its checkpoint).
-void normalise(std::vector<MetricPoint>& points) {
-  std::stable_sort(points.begin(), points.end(), [](const MetricPoint& a, const MetricPoint& b) { return a.step < b.step; });
-  std::vector<MetricPoint> out;
-  out.reserve(points.size());
-  for (const MetricPoint& p : points) {
-    if (!out.empty() && out.back().step == p.step) out.back() = p;
-    else out.push_back(p);
-  }
-  points = std::move(out);
-}
+// Files looked at in one folder of logs: a folder of a million files is not a logs/ folder.
+constexpr size_t kMaxLogsPerFolder = 10000;
 
 bool isLogFile(const fs::path& p) {
   const std::string ext = p.extension().string();
   return ext == ".log" || ext == ".out" || ext == ".err";
+}
+
+bool isJsonlFile(const fs::path& p) { return p.extension() == ".jsonl"; }
+
+// Absolute and lexically normal, without a trailing separator.
+fs::path cleanPath(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::absolute(path.empty() ? fs::path(".") : fs::path(path), ec).lexically_normal();
+  if (ec) p = fs::path(path).lexically_normal();
+  if (p.filename().empty() && p.has_parent_path() && p != p.root_path()) p = p.parent_path();
+  return p;
+}
+
+// One identity per file, whichever way it was reached.
+std::string fileKey(const fs::path& p) {
+  std::error_code ec;
+  const fs::path c = fs::weakly_canonical(p, ec);
+  return ec ? p.string() : c.string();
+}
+
+std::vector<fs::path> logFilesIn(const fs::path& dir, bool withJsonl) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return out;
+  for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (out.size() >= kMaxLogsPerFolder) break;
+    std::error_code fec;
+    if (!it->is_regular_file(fec)) continue;
+    if (isLogFile(it->path()) || (withJsonl && isJsonlFile(it->path()))) out.push_back(it->path());
+  }
+  return out;
+}
+
+bool isUnder(const fs::path& dir, const fs::path& root) {
+  auto d = dir.begin();
+  for (auto r = root.begin(); r != root.end(); ++r, ++d) {
+    if (r->empty()) continue;  // a trailing separator
+    if (d == dir.end() || *d != *r) return false;
+  }
+  return true;
+}
+
+bool startsWith(const std::string& s, const std::string& prefix) {
+  return !prefix.empty() && s.compare(0, prefix.size(), prefix) == 0;
+}
+
+// Which of a step's files a marker selects: a numbered step file before
+// final, before best / latest copies of the same weights.
+int kindRank(CheckpointKind k) {
+  switch (k) {
+    case CheckpointKind::Step: return 0;
+    case CheckpointKind::Final: return 1;
+    case CheckpointKind::Unknown: return 2;
+    case CheckpointKind::Best: return 3;
+    case CheckpointKind::Latest: return 4;
+  }
+  return 5;
+}
+
+std::string canonicalMetric(const std::string& key) { return key == "learning_rate" ? "lr" : key; }
+
+// One metric of one file while it is read: points sorted by step, the last
+// segment of a restarted job kept.
+struct Accumulator {
+  std::vector<MetricPoint> points;
+  std::vector<std::string> files;
+  std::vector<int64_t> restarts;
+  fs::file_time_type mtime{};
+  size_t order = 0;  // the file's place in the source list
+
+  void add(const MetricPoint& p) {
+    if (points.empty() || p.step > points.back().step) {
+      points.push_back(p);
+    } else if (p.step == points.back().step) {
+      points.back() = p;  // logged twice: the last one read wins
+    } else {
+      // The job restarted from an earlier step: what it logged before from
+      // there on is replaced by what it logs now.
+      const auto from = std::lower_bound(points.begin(), points.end(), p.step,
+                                         [](const MetricPoint& a, int64_t step) { return a.step < step; });
+      points.erase(from, points.end());
+      points.push_back(p);
+      restarts.push_back(p.step);
+    }
+  }
+};
+
+// One source kind's points of a run: per metric, one Accumulator per file.
+struct SourcePoints {
+  std::map<std::string, std::vector<Accumulator>> byMetric;
+  size_t files = 0;
+
+  // Starts a file: its points go to fresh accumulators.
+  std::map<std::string, Accumulator>& begin() {
+    m_current.clear();
+    return m_current;
+  }
+  void end(const std::string& path) {
+    std::error_code ec;
+    const fs::file_time_type mtime = path.empty() ? fs::file_time_type{} : fs::last_write_time(path, ec);
+    for (auto& [metric, a] : m_current) {
+      if (a.points.empty()) continue;
+      if (!path.empty()) a.files = {path};
+      a.mtime = mtime;
+      a.order = files;
+      byMetric[metric].push_back(std::move(a));
+    }
+    ++files;
+    m_current.clear();
+  }
+
+ private:
+  std::map<std::string, Accumulator> m_current;
+};
+
+// Files read once for all runs (one log feeds many runs).
+struct FileCache {
+  std::unordered_map<std::string, std::vector<LoggedPoint>> logs;
+  const std::vector<LoggedPoint>& log(const std::string& path) {
+    auto it = logs.find(path);
+    if (it == logs.end()) it = logs.emplace(path, readConsoleLogLines(path)).first;
+    return it->second;
+  }
+};
+
+void addJsonl(SourcePoints& into, const std::string& path, std::vector<std::string>& problems) {
+  auto& acc = into.begin();
+  // Lines name their metrics in the same order: look the next one up where
+  // the last line had it.
+  std::vector<std::pair<std::string, Accumulator*>> slots;
+  size_t next = 0;
+  // Room for every line's point, from the file's size and its first line's:
+  // a million points would otherwise move through a dozen growing copies.
+  size_t expected = 0;
+  {
+    std::ifstream in(path, std::ios::binary);
+    char head[4096];
+    in.read(head, sizeof head);
+    const std::string_view first(head, size_t(in.gcount()));
+    std::error_code ec;
+    const uint64_t bytes = fs::file_size(path, ec);
+    if (const size_t nl = first.find('\n'); !ec && nl != std::string_view::npos && nl > 0)
+      expected = size_t(std::min<uint64_t>(bytes / (nl + 1) + bytes / (nl + 1) / 16 + 16, uint64_t(1) << 26));
+  }
+  readMetricsJsonl(
+      path,
+      [&](std::string_view metric, const MetricPoint& p) {
+        if (next >= slots.size() || slots[next].first != metric) {
+          next = 0;
+          while (next < slots.size() && slots[next].first != metric) ++next;
+          if (next == slots.size()) {
+            Accumulator& a = acc[std::string(metric)];
+            slots.emplace_back(std::string(metric), &a);
+          }
+        }
+        Accumulator& a = *slots[next].second;
+        if (a.points.empty()) a.points.reserve(expected);
+        a.add(p);
+        ++next;
+      },
+      0, nullptr, &problems);
+  into.end(path);
+}
+
+template <typename Accepts>
+void addLog(SourcePoints& into, const std::string& path, FileCache& cache, Accepts accepts) {
+  auto& acc = into.begin();
+  for (const LoggedPoint& p : cache.log(path))
+    if (accepts(p)) acc[p.metric].add(p.point);
+  into.end(path);
+}
+
+// Several files with one metric: by their first step (then time, then
+// place), each later file replacing what the earlier ones logged from its
+// first step on. A file that repeats those points exactly (the same lines
+// logged to two files) is no restart.
+Accumulator mergeFiles(std::vector<Accumulator>& parts) {
+  if (parts.size() == 1) return std::move(parts.front());
+  std::stable_sort(parts.begin(), parts.end(), [](const Accumulator& a, const Accumulator& b) {
+    if (a.points.front().step != b.points.front().step) return a.points.front().step < b.points.front().step;
+    if (a.mtime != b.mtime) return a.mtime < b.mtime;
+    return a.order < b.order;
+  });
+  Accumulator out;
+  for (Accumulator& part : parts) {
+    out.restarts.insert(out.restarts.end(), part.restarts.begin(), part.restarts.end());
+    for (std::string& f : part.files)
+      if (std::find(out.files.begin(), out.files.end(), f) == out.files.end()) out.files.push_back(std::move(f));
+    const int64_t first = part.points.front().step;
+    if (!out.points.empty() && first <= out.points.back().step) {
+      const auto from = std::lower_bound(out.points.begin(), out.points.end(), first,
+                                         [](const MetricPoint& a, int64_t step) { return a.step < step; });
+      const bool repeated = std::all_of(from, out.points.end(), [&part](const MetricPoint& p) {
+        const auto q = std::lower_bound(part.points.begin(), part.points.end(), p.step,
+                                        [](const MetricPoint& a, int64_t step) { return a.step < step; });
+        return q != part.points.end() && q->step == p.step &&
+               (q->value == p.value || (std::isnan(q->value) && std::isnan(p.value)));
+      });
+      out.points.erase(from, out.points.end());
+      if (!repeated) out.restarts.push_back(first);
+    }
+    out.points.insert(out.points.end(), part.points.begin(), part.points.end());
+  }
+  return out;
+}
+
+MetricSeries toSeries(const std::string& metric, MetricSource source, Accumulator&& a) {
+  MetricSeries s;
+  s.metric = metric;
+  s.source = source;
+  s.points = std::move(a.points);
+  s.files = std::move(a.files);
+  s.restarts = std::move(a.restarts);
+  return s;
+}
+
+// One series per metric, from the most detailed source that has it.
+void finishSeries(RunMetrics& m, SourcePoints (&bySource)[3]) {
+  const MetricSource order[3] = {MetricSource::MetricsJsonl, MetricSource::ConsoleLog, MetricSource::Checkpoint};
+  for (int s = 0; s < 3; ++s)
+    for (auto& [metric, parts] : bySource[s].byMetric) {
+      if (parts.empty() || m.find(metric)) continue;
+      m.series.push_back(toSeries(metric, order[s], mergeFiles(parts)));
+    }
+  std::sort(m.series.begin(), m.series.end(), [](const MetricSeries& a, const MetricSeries& b) { return a.metric < b.metric; });
+}
+
+void addCheckpoints(RunMetrics& m, const RunEntry& run, SourcePoints& into) {
+  std::map<int64_t, CheckpointMarker> markers;
+  std::map<std::string, std::map<int64_t, MetricPoint>> points;
+  for (const CheckpointEntry& c : run.checkpoints) {
+    if (!c.error.empty() || !c.step) continue;
+    auto [it, added] = markers.try_emplace(*c.step);
+    CheckpointMarker& marker = it->second;
+    if (added || kindRank(c.kind) < kindRank(marker.kind)) {
+      marker.step = *c.step;
+      marker.path = c.path;
+      marker.kind = c.kind;
+    }
+    for (const auto& [key, value] : c.scalars) {
+      if (key == "tokens_seen") continue;
+      MetricPoint p;
+      p.step = *c.step;
+      p.value = value;
+      if (const auto t = c.scalars.find("tokens_seen"); t != c.scalars.end() && std::isfinite(t->second))
+        p.tokens = int64_t(t->second);
+      const std::string metric = canonicalMetric(key);
+      points[metric][*c.step] = p;
+      marker.recorded[metric] = value;
+    }
+  }
+  auto& acc = into.begin();
+  for (auto& [metric, bySteps] : points) {
+    Accumulator& a = acc[metric];
+    for (const auto& [step, p] : bySteps) a.add(p);
+  }
+  into.end({});
+  for (auto& [step, marker] : markers) {
+    m.checkpointSteps.push_back(step);
+    m.markers.push_back(std::move(marker));
+  }
+}
+
+// A branch (lineage.json, run_plan.h): its history before the branch point
+// is its parent's metrics.jsonl up to parent_step, and so on up the chain.
+void addLineage(SourcePoints& into, const std::string& runDir, std::vector<std::string>& problems) {
+  try {
+    std::optional<Lineage> lineage = readLineage(runDir);
+    int64_t limit = lineage ? lineage->parentStep : 0;
+    for (int depth = 0; lineage && depth < 16; ++depth) {
+      const fs::path parentJsonl = fs::path(lineage->parentDir) / "metrics.jsonl";
+      std::error_code ec;
+      if (fs::is_regular_file(parentJsonl, ec)) {
+        auto& acc = into.begin();
+        readMetricsJsonl(
+            parentJsonl.string(),
+            [&](std::string_view metric, const MetricPoint& p) {
+              if (p.step <= limit) acc[std::string(metric)].add(p);
+            },
+            0, nullptr, &problems);
+        into.end(parentJsonl.string());
+      }
+      lineage = readLineage(lineage->parentDir);
+      if (lineage) limit = std::min(limit, lineage->parentStep);
+    }
+  } catch (const std::exception& e) {
+    problems.push_back(e.what());
+  }
+}
+
+RunMetrics collectOne(const RunEntry& run, const std::vector<MetricSourceFile>& sources, FileCache& cache) {
+  RunMetrics m;
+  m.run = run.name;
+  m.path = run.path;
+  SourcePoints bySource[3];
+  addLineage(bySource[0], run.path, m.problems);
+  for (const MetricSourceFile& s : sources) {
+    if (s.kind == MetricSource::MetricsJsonl) addJsonl(bySource[0], s.path, m.problems);
+    else addLog(bySource[1], s.path, cache, [&s](const LoggedPoint& p) { return s.filter.accepts(p.run); });
+  }
+  addCheckpoints(m, run, bySource[2]);
+  finishSeries(m, bySource);
+  return m;
+}
+
+// The files an `extraLogs` list names (folders: their log and .jsonl files).
+std::vector<fs::path> expandExtra(const std::vector<std::string>& extraLogs) {
+  std::vector<fs::path> out;
+  for (const std::string& e : extraLogs) {
+    std::error_code ec;
+    const fs::path p = cleanPath(e);
+    if (fs::is_directory(p, ec)) {
+      std::vector<fs::path> files = logFilesIn(p, /*withJsonl=*/true);
+      std::sort(files.begin(), files.end());
+      out.insert(out.end(), files.begin(), files.end());
+    } else {
+      out.push_back(p);
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -96,148 +363,205 @@ const MetricSeries* RunMetrics::find(const std::string& metric) const {
   return nullptr;
 }
 
-Points readMetricsJsonl(const std::string& path, uint64_t offset, uint64_t* end, std::vector<std::string>* problems) {
-  Points out;
-  const std::string text = completeLines(path, offset, end);
-  size_t lineStart = 0;
-  while (lineStart < text.size()) {
-    const size_t nl = text.find('\n', lineStart);
-    const std::string_view line(text.data() + lineStart, nl - lineStart);
-    const uint64_t at = offset + lineStart;
-    lineStart = nl + 1;
-    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer()) {
-      if (problems) problems->push_back(path + ": byte " + std::to_string(at) + ": not a JSON object with an integer \"step\"");
+std::optional<double> RunMetrics::markerValue(const CheckpointMarker& marker, const std::string& metric) const {
+  if (const auto it = marker.recorded.find(metric); it != marker.recorded.end()) return it->second;
+  if (metric == "loss")
+    if (const auto it = marker.recorded.find("train_loss"); it != marker.recorded.end()) return it->second;
+  if (const MetricSeries* s = find(metric)) {
+    const auto it = std::lower_bound(s->points.begin(), s->points.end(), marker.step,
+                                     [](const MetricPoint& p, int64_t step) { return p.step < step; });
+    if (it != s->points.end() && it->step == marker.step) return it->value;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> runLogNames(const RunEntry& run) {
+  std::vector<std::string> names;
+  auto add = [&names](const std::string& n) {
+    if (!n.empty() && std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  };
+  add(cleanPath(run.path).filename().string());
+  for (const CheckpointEntry& c : run.checkpoints)
+    if (c.runName) add(*c.runName);
+  return names;
+}
+
+std::vector<MetricSourceFile> findMetricSources(const RunEntry& run, const std::vector<std::string>& extraLogs) {
+  const fs::path dir = cleanPath(run.path);
+  const std::string base = dir.filename().string();
+  const std::vector<std::string> names = runLogNames(run);
+  std::vector<MetricSourceFile> jsonl, logs;
+  std::set<std::string> seen;
+  auto add = [&](const fs::path& p, MetricSource kind, bool unnamed) {
+    std::error_code ec;
+    if (!fs::is_regular_file(p, ec) || !seen.insert(fileKey(p)).second) return;
+    MetricSourceFile f;
+    f.path = p.string();
+    f.kind = kind;
+    f.filter.names = names;
+    f.filter.unnamedLines = unnamed;
+    (kind == MetricSource::MetricsJsonl ? jsonl : logs).push_back(std::move(f));
+  };
+  auto namedAfterRun = [&base](const fs::path& p) { return startsWith(p.filename().string(), base); };
+
+  add(dir / "metrics.jsonl", MetricSource::MetricsJsonl, true);
+  for (const fs::path& p : logFilesIn(dir, false)) add(p, MetricSource::ConsoleLog, true);
+  const bool hasParent = dir.has_parent_path() && dir.parent_path() != dir;
+  if (hasParent)
+    for (const fs::path& p : logFilesIn(dir.parent_path(), false)) add(p, MetricSource::ConsoleLog, namedAfterRun(p));
+  // logs/ folders: the run's, its parent's, and every ancestor's up to the root.
+  std::vector<fs::path> folders{dir};
+  if (hasParent) folders.push_back(dir.parent_path());
+  const fs::path root = run.root.empty() ? fs::path() : cleanPath(run.root);
+  if (!root.empty() && isUnder(dir, root)) {
+    for (fs::path a = dir.parent_path(); isUnder(a, root); a = a.parent_path()) {
+      if (std::find(folders.begin(), folders.end(), a) == folders.end()) folders.push_back(a);
+      if (a == root || !a.has_parent_path() || a.parent_path() == a) break;
+    }
+  } else if (root.empty() && hasParent && dir.parent_path().has_parent_path() &&
+             dir.parent_path().parent_path() != dir.parent_path()) {
+    // Root unknown: the grandparent too, the reference layout's
+    // <experiment>/logs next to <experiment>/checkpoints/<run>.
+    folders.push_back(dir.parent_path().parent_path());
+  }
+  for (const fs::path& a : folders)
+    for (const fs::path& p : logFilesIn(a / "logs", false))
+      add(p, MetricSource::ConsoleLog, a == dir || namedAfterRun(p));
+  for (const fs::path& p : expandExtra(extraLogs)) {
+    const fs::path parent = p.parent_path();
+    if (isJsonlFile(p)) {
+      if (parent == dir) add(p, MetricSource::MetricsJsonl, true);
+    } else {
+      add(p, MetricSource::ConsoleLog, parent == dir || parent == dir / "logs" || namedAfterRun(p));
+    }
+  }
+  // Later files win a step: by modification time (a restarted job's new
+  // log is newer), then by path.
+  std::vector<std::pair<fs::file_time_type, MetricSourceFile>> timed;
+  for (MetricSourceFile& f : logs) {
+    std::error_code ec;
+    timed.emplace_back(fs::last_write_time(f.path, ec), std::move(f));
+  }
+  std::stable_sort(timed.begin(), timed.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second.path < b.second.path;
+  });
+  for (auto& [t, f] : timed) jsonl.push_back(std::move(f));
+  return jsonl;
+}
+
+std::vector<RunMetrics> collectMetrics(const std::vector<RunEntry>& runs, const std::vector<std::string>& extraLogs) {
+  FileCache cache;
+  std::vector<RunMetrics> out;
+  // Per extra file, the filters of the runs that read it: what none takes
+  // makes log-only runs.
+  std::map<std::string, std::vector<LogFilter>> claimed;
+  std::set<std::string> extraKeys;
+  for (const fs::path& p : expandExtra(extraLogs)) extraKeys.insert(fileKey(p));
+  for (const RunEntry& run : runs) {
+    const std::vector<MetricSourceFile> sources = findMetricSources(run, extraLogs);
+    for (const MetricSourceFile& s : sources) {
+      const std::string key = fileKey(s.path);
+      if (extraKeys.count(key)) claimed[key].push_back(s.kind == MetricSource::MetricsJsonl ? LogFilter{{}, true} : s.filter);
+    }
+    out.push_back(collectOne(run, sources, cache));
+  }
+
+  // Log-only runs, from the extra files in the order given.
+  struct ExtraRun {
+    RunMetrics first;
+    SourcePoints second[3];
+  };
+  std::map<std::string, size_t> logOnly;  // run name -> index into extraRuns
+  std::vector<ExtraRun> extraRuns;
+  auto runFor = [&](const std::string& name, const fs::path& file) -> ExtraRun& {
+    auto [it, added] = logOnly.try_emplace(name, extraRuns.size());
+    if (added) {
+      extraRuns.emplace_back();
+      extraRuns.back().first.run = name;
+      extraRuns.back().first.path = file.string();
+    }
+    return extraRuns[it->second];
+  };
+  std::set<std::string> done;
+  for (const fs::path& p : expandExtra(extraLogs)) {
+    const std::string key = fileKey(p);
+    if (!done.insert(key).second) continue;
+    std::error_code ec;
+    if (!fs::is_regular_file(p, ec)) {
+      RunMetrics bad;
+      bad.run = p.filename().string();
+      bad.path = p.string();
+      bad.problems.push_back(p.string() + ": " + (fs::exists(p, ec) ? "not a regular file" : "no such file"));
+      out.push_back(std::move(bad));
       continue;
     }
-    MetricPoint base;
-    base.step = j["step"].get<int64_t>();
-    if (j.contains("wall_time") && j["wall_time"].is_number()) base.wallTime = j["wall_time"].get<double>();
-    if (j.contains("tokens") && j["tokens"].is_number()) base.tokens = j["tokens"].get<int64_t>();
-    for (const auto& [key, value] : j.items()) {
-      if (key == "step" || key == "wall_time" || key == "tokens" || !value.is_number()) continue;
-      MetricPoint p = base;
-      p.value = value.get<double>();
-      out.emplace_back(canonicalMetric(key), p);
+    const auto& filters = claimed[key];
+    if (isJsonlFile(p)) {
+      if (!filters.empty()) continue;
+      auto& r = runFor(p.parent_path().filename().string(), p);
+      addJsonl(r.second[0], p.string(), r.first.problems);
+      continue;
     }
+    // Lines no run takes, by the run their logger names (or the log's own name).
+    std::vector<std::string> owners;
+    for (const LoggedPoint& lp : cache.log(p.string())) {
+      if (std::any_of(filters.begin(), filters.end(), [&](const LogFilter& f) { return f.accepts(lp.run); })) continue;
+      const std::string owner = lp.run.empty() ? p.stem().string() : lp.run;
+      if (std::find(owners.begin(), owners.end(), owner) == owners.end()) owners.push_back(owner);
+    }
+    for (const std::string& owner : owners) {
+      auto& r = runFor(owner, p);
+      addLog(r.second[1], p.string(), cache, [&](const LoggedPoint& lp) {
+        if (std::any_of(filters.begin(), filters.end(), [&](const LogFilter& f) { return f.accepts(lp.run); })) return false;
+        return (lp.run.empty() ? p.stem().string() : lp.run) == owner;
+      });
+    }
+  }
+  for (ExtraRun& r : extraRuns) {
+    finishSeries(r.first, r.second);
+    out.push_back(std::move(r.first));
   }
   return out;
 }
 
-Points readConsoleLog(const std::string& path, uint64_t offset, uint64_t* end) {
-  Points out;
-  const std::string text = completeLines(path, offset, end);
-  size_t lineStart = 0;
-  while (lineStart < text.size()) {
-    const size_t nl = text.find('\n', lineStart);
-    const std::string_view line(text.data() + lineStart, nl - lineStart);
-    lineStart = nl + 1;
-    if (line.find("step=") == std::string_view::npos) continue;
-    // key=value pairs separated by spaces (or commas / pipes).
-    std::vector<std::pair<std::string, std::string_view>> pairs;
-    size_t i = 0;
-    while (i < line.size()) {
-      while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == ',' || line[i] == '|' || line[i] == '\r')) ++i;
-      const size_t start = i;
-      while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != ',' && line[i] != '|' && line[i] != '\r') ++i;
-      const std::string_view token = line.substr(start, i - start);
-      const size_t eq = token.find('=');
-      if (eq == std::string_view::npos || eq == 0) continue;
-      std::string key(token.substr(0, eq));
-      if (!std::all_of(key.begin(), key.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }))
-        continue;
-      pairs.emplace_back(std::move(key), token.substr(eq + 1));
-    }
-    std::optional<int64_t> step;
-    for (const auto& [k, v] : pairs)
-      if (k == "step")
-        if (const auto n = parseNumber(v); n && *n >= 0 && *n == std::floor(*n)) step = int64_t(*n);
-    if (!step) continue;
-    for (const auto& [k, v] : pairs) {
-      if (k == "step") continue;
-      if (const auto n = parseNumber(v)) {
-        MetricPoint p;
-        p.step = *step;
-        p.value = *n;
-        out.emplace_back(canonicalMetric(k), p);
-      }
-    }
-  }
-  return out;
+RunMetrics collectRunMetrics(const RunEntry& run, const std::vector<std::string>& extraLogs) {
+  FileCache cache;
+  return collectOne(run, findMetricSources(run, extraLogs), cache);
 }
 
-RunMetrics collectRunMetrics(const RunEntry& run) {
-  RunMetrics m;
-  m.run = run.name;
-  m.path = run.path;
-  std::map<std::string, std::vector<MetricPoint>> bySource[3];
-  const fs::path dir(run.path);
+std::vector<RunEntry> findMetricRuns(const std::string& path) {
   std::error_code ec;
-
-  const fs::path jsonl = dir / "metrics.jsonl";
-  if (fs::is_regular_file(jsonl, ec)) addPoints(bySource[0], readMetricsJsonl(jsonl.string(), 0, nullptr, &m.problems));
-  // A branch (lineage.json, run_plan.h): its history before the branch point
-  // is its parent's metrics.jsonl up to parent_step, and so on up the chain.
-  try {
-    std::optional<Lineage> lineage = readLineage(run.path);
-    int64_t limit = lineage ? lineage->parentStep : 0;
-    for (int depth = 0; lineage && depth < 16; ++depth) {
-      std::vector<std::pair<std::string, MetricPoint>> earlier;
-      const fs::path parentJsonl = fs::path(lineage->parentDir) / "metrics.jsonl";
-      if (fs::is_regular_file(parentJsonl, ec))
-        for (auto& point : readMetricsJsonl(parentJsonl.string(), 0, nullptr, &m.problems))
-          if (point.second.step <= limit) earlier.push_back(std::move(point));
-      addPoints(bySource[0], earlier);
-      lineage = readLineage(lineage->parentDir);
-      if (lineage) limit = std::min(limit, lineage->parentStep);
+  if (fs::is_directory(path, ec)) {
+    ScanResult scan = scanDirectory(path);
+    std::vector<RunEntry> runs = std::move(scan.runs);
+    std::set<std::string> dirs;
+    for (const RunEntry& r : runs) dirs.insert(fileKey(r.path));
+    // Runs that log but have not saved a checkpoint yet.
+    fs::recursive_directory_iterator it(path, fs::directory_options::skip_permission_denied, ec);
+    for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      std::error_code fec;
+      if (it->is_directory(fec) && it->path().filename().string().rfind('.', 0) == 0) {
+        it.disable_recursion_pending();
+        continue;
+      }
+      if (it->path().filename() != "metrics.jsonl" || !it->is_regular_file(fec)) continue;
+      const std::string dir = it->path().parent_path().string();
+      if (!dirs.insert(fileKey(dir)).second) continue;
+      RunEntry r;
+      r.name = runNameFor(path, dir);
+      r.path = dir;
+      r.root = path;
+      runs.push_back(std::move(r));
     }
-  } catch (const std::exception& e) {
-    m.problems.push_back(e.what());
+    std::sort(runs.begin(), runs.end(), [](const RunEntry& a, const RunEntry& b) { return a.name < b.name; });
+    return runs;
   }
-
-  // Logs in the run's directory, and next to it when named after the run.
-  std::vector<fs::path> logs;
-  for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.is_regular_file(ec) && isLogFile(e.path())) logs.push_back(e.path());
-  const std::string base = dir.filename().string();
-  if (!base.empty() && dir.has_parent_path())
-    for (const auto& e : fs::directory_iterator(dir.parent_path(), ec))
-      if (e.is_regular_file(ec) && isLogFile(e.path()) && e.path().filename().string().rfind(base, 0) == 0)
-        logs.push_back(e.path());
-  std::sort(logs.begin(), logs.end());
-  for (const fs::path& log : logs) addPoints(bySource[1], readConsoleLog(log.string()));
-
-  for (const CheckpointEntry& c : run.checkpoints) {
-    if (!c.error.empty() || !c.step) continue;
-    m.checkpointSteps.push_back(*c.step);
-    for (const auto& [key, value] : c.scalars) {
-      if (key == "tokens_seen") continue;
-      MetricPoint p;
-      p.step = *c.step;
-      p.value = value;
-      if (const auto t = c.scalars.find("tokens_seen"); t != c.scalars.end()) p.tokens = int64_t(t->second);
-      bySource[2][canonicalMetric(key)].push_back(p);
-    }
-  }
-  std::sort(m.checkpointSteps.begin(), m.checkpointSteps.end());
-  m.checkpointSteps.erase(std::unique(m.checkpointSteps.begin(), m.checkpointSteps.end()), m.checkpointSteps.end());
-
-  // One series per metric, from the most detailed source that has it.
-  const MetricSource order[3] = {MetricSource::MetricsJsonl, MetricSource::ConsoleLog, MetricSource::Checkpoint};
-  for (int s = 0; s < 3; ++s) {
-    for (auto& [metric, points] : bySource[s]) {
-      if (m.find(metric)) continue;
-      MetricSeries series;
-      series.metric = metric;
-      series.source = order[s];
-      series.points = std::move(points);
-      normalise(series.points);
-      m.series.push_back(std::move(series));
-    }
-  }
-  std::sort(m.series.begin(), m.series.end(), [](const MetricSeries& a, const MetricSeries& b) { return a.metric < b.metric; });
-  return m;
+  if (!fs::is_regular_file(path, ec)) throw std::runtime_error(path + ": " + (fs::exists(path, ec) ? "not a regular file" : "no such file or directory"));
+  const fs::path p(path);
+  if (p.filename() != "metrics.jsonl" && !isCandidateName(p.filename().string()))
+    throw std::runtime_error(path + ": neither a checkpoint, a metrics.jsonl nor a directory");
+  const std::string dir = p.has_parent_path() ? p.parent_path().string() : std::string(".");
+  return {scanRunDirectory(dir, dir)};
 }
 
 EmaSmoother::EmaSmoother(double smoothing)

@@ -186,6 +186,7 @@ RunEntry scanRunDirectory(const std::string& root, const std::string& dir,
   RunEntry run;
   run.name = runNameFor(root, dir);
   run.path = dir;
+  run.root = root;
   std::error_code ec;
   std::vector<fs::path> files;
   for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end; !ec && it != end;
@@ -234,6 +235,7 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
     RunEntry& run = runs[runName];
     run.name = runName;
     run.path = f.parent_path().string();
+    run.root = root;
     run.checkpoints.push_back(std::move(entry));
     if (options.progress && !options.progress(i + 1, files.size())) break;
   }

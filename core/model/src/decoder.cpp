@@ -8,6 +8,9 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <string_view>
+
+#include "ckpt/format/state_names.h"
 
 namespace ckpt {
 namespace {
@@ -294,17 +297,16 @@ NamedTensors Decoder::stateDict() const {
 }
 
 void Decoder::loadStateDict(const NamedTensors& entries) {
-  // torch.compile wraps the model: its state dict prefixes every key.
-  static constexpr std::string_view kCompiled = "_orig_mod.";
-  auto stripped = [](const std::string& key) {
-    return key.rfind(kCompiled, 0) == 0 ? key.substr(kCompiled.size()) : key;
-  };
+  // A state dict saved from a wrapped model (DDP's "module.", torch.compile's
+  // "_orig_mod.") is named as the checkpoint view names it.
+  std::vector<std::string_view> keys;
+  keys.reserve(entries.size());
+  for (const auto& [key, t] : entries) keys.push_back(key);
+  const std::vector<std::string> names = normaliseStateNames(keys).names;
   std::map<std::string, const at::Tensor*> given;
   std::vector<std::string> unexpected, duplicate;
-  for (const auto& [key, t] : entries) {
-    const std::string name = stripped(key);
-    if (!given.emplace(name, &t).second) duplicate.push_back(name);
-  }
+  for (size_t i = 0; i < entries.size(); ++i)
+    if (!given.emplace(names[i], &entries[i].second).second) duplicate.push_back(names[i]);
   const NamedTensors own = stateDict();
   std::vector<std::string> missing, misShaped;
   std::set<std::string> known;
@@ -318,9 +320,8 @@ void Decoder::loadStateDict(const NamedTensors& entries) {
                           (it->second->defined() ? shapeString(it->second->sizes()) : "undefined"));
     }
   }
-  for (const auto& [key, t] : entries) {
-    if (!known.count(stripped(key))) unexpected.push_back(key);
-  }
+  for (size_t i = 0; i < entries.size(); ++i)
+    if (!known.count(names[i])) unexpected.push_back(entries[i].first);
   if (!missing.empty() || !unexpected.empty() || !misShaped.empty() || !duplicate.empty()) {
     auto list = [](const char* what, const std::vector<std::string>& names, const char* sep) {
       if (names.empty()) return std::string();

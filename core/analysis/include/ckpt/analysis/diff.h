@@ -124,7 +124,10 @@ struct CheckpointDiff {
   // safetensors; "(all tensors)" when a file holds no state dict and every
   // tensor is compared by its path.
   std::string stateKeyA, stateKeyB;
+  // Wrapper prefixes stripped from the names (normaliseStateNames):
+  // "_orig_mod." (torch.compile), "module." (DDP / DataParallel).
   bool compiledPrefixA = false, compiledPrefixB = false;
+  bool ddpPrefixA = false, ddpPrefixB = false;
 
   std::vector<std::string> added;    // in b only (b's order)
   std::vector<std::string> removed;  // in a only (a's order)

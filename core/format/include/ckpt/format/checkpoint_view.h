@@ -11,7 +11,7 @@ namespace ckpt {
 
 // One entry of a model state dict.
 struct StateEntry {
-  std::string name;    // key with any "_orig_mod." prefix stripped
+  std::string name;    // key without wrapper prefixes (normaliseStateNames: "module.", "_orig_mod.")
   std::string rawKey;  // key as stored
   int tensor = -1;     // index into CheckpointFile::tensors()
   int tiedTo = -1;     // index into StateView::entries of the first entry viewing the same bytes
@@ -42,7 +42,17 @@ class CheckpointView {
   [[nodiscard]] const std::string& modelStateKey() const { return m_modelStateKey; }
   // Computed on first use: listing a directory needs none of this.
   [[nodiscard]] const std::vector<StateEntry>& entries() const;
-  [[nodiscard]] bool compiledPrefix() const { return m_compiledPrefix; }
+  // Whether the keys carried wrapper prefixes (stripped from the names):
+  // "_orig_mod." (torch.compile) and "module." (DistributedDataParallel /
+  // DataParallel). Computed with entries().
+  [[nodiscard]] bool compiledPrefix() const {
+    (void)entries();
+    return m_compiledPrefix;
+  }
+  [[nodiscard]] bool ddpPrefix() const {
+    (void)entries();
+    return m_ddpPrefix;
+  }
   [[nodiscard]] const Value* optimizer() const { return m_optimizer; }
   [[nodiscard]] const Value* metadata() const { return m_metadata; }
   [[nodiscard]] const Value* config() const { return m_config; }
@@ -75,6 +85,7 @@ class CheckpointView {
   mutable bool m_mapped = false;
   mutable std::vector<StateEntry> m_entries;
   mutable bool m_compiledPrefix = false;
+  mutable bool m_ddpPrefix = false;
   mutable std::vector<OptimizerParam> m_optParams;
   mutable std::vector<std::string> m_notes;
   std::optional<int64_t> m_step;

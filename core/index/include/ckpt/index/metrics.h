@@ -1,13 +1,18 @@
 #pragma once
 // Training curves from everything a run leaves behind: checkpoint metadata,
-// our trainer's metrics.jsonl, and the reference library's console logs
-// (`step=100 loss=1.9034 lr=6.060e-05` in *.log / *.out / *.err files).
+// our trainer's metrics.jsonl, and console logs (the reference library's
+// `2025-12-02 10:01:10 - trainer.<run> - INFO - step=100 loss=1.9034
+// lr=6.060e-05` in *.log / *.out / *.err files). The rules of where a run's
+// curves come from live here and nowhere else: the Curves tab and
+// `ckptscope-cli metrics` both call collectMetrics / collectRunMetrics.
 // No Qt, no LibTorch.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ckpt/index/scanner.h"
@@ -17,7 +22,7 @@ namespace ckpt {
 struct MetricPoint {
   int64_t step = 0;
   double value = 0;
-  std::optional<double> wallTime;  // seconds since the run started
+  std::optional<double> wallTime;  // seconds since the run started, or a Unix time (logs, metrics.jsonl's time.time())
   std::optional<int64_t> tokens;   // tokens seen
 };
 
@@ -29,38 +34,150 @@ std::string_view metricSourceName(MetricSource s);  // "metrics.jsonl", "log", "
 struct MetricSeries {
   std::string metric;  // "loss", "val_loss", "lr", "tokens_per_sec", "accuracy", ...
   MetricSource source = MetricSource::MetricsJsonl;
-  std::vector<MetricPoint> points;  // sorted by step, one point per step (the last one read wins)
+  std::vector<MetricPoint> points;  // sorted by step, one point per step
+  // The files the points were read from (empty for checkpoint metadata).
+  std::vector<std::string> files;
+  // A restarted job logs steps again (in the same file, or in a new log
+  // whose first step is at or before the last one logged): the series keeps
+  // the last segment (every earlier point at or after the step it restarted
+  // from is dropped). One entry per restart: the step the later segment
+  // began at. For a tooltip: "restarted at step 200: the later job's points
+  // are shown".
+  std::vector<int64_t> restarts;
+  [[nodiscard]] bool restarted() const { return !restarts.empty(); }
+};
+
+// A checkpoint on a run's curves.
+struct CheckpointMarker {
+  int64_t step = 0;
+  std::string path;  // the file the marker selects: a step file before final, before best / latest copies
+  CheckpointKind kind = CheckpointKind::Unknown;
+  // What the checkpoints at this step record (metric names as the series
+  // use them: "loss", "train_loss", "val_loss", "lr", "accuracy").
+  std::map<std::string, double> recorded;
 };
 
 struct RunMetrics {
   std::string run;   // RunEntry::name
-  std::string path;  // the run's directory
-  std::vector<MetricSeries> series;  // one per metric (the preferred source)
-  std::vector<int64_t> checkpointSteps;  // steps that have a checkpoint file (markers)
+  std::string path;  // the run's directory (a log-only run: the log file)
+  std::vector<MetricSeries> series;  // one per metric (the preferred source), sorted by metric
+  std::vector<int64_t> checkpointSteps;  // steps that have a checkpoint file (markers), sorted
+  std::vector<CheckpointMarker> markers;  // the same steps, with what the checkpoints record
   std::vector<std::string> problems;     // unreadable lines/files, named with file and line
   [[nodiscard]] const MetricSeries* find(const std::string& metric) const;
+  // Where a marker sits on `metric`'s curve: the value its checkpoint
+  // records (for "loss" also "train_loss"), else the point of that series
+  // logged at exactly its step; nothing when neither exists (draw it on the
+  // axis, hollow: "no recorded loss").
+  [[nodiscard]] std::optional<double> markerValue(const CheckpointMarker& marker, const std::string& metric) const;
 };
 
+// ---------------------------------------------------------------- reading
+
 // metrics.jsonl: one JSON object per line with "step" and numbers ("loss",
-// "lr", "tokens", "tokens_per_sec", "wall_time", "val_loss", ...). Reading
-// starts at byte `offset` and stops at the last complete line; `*end` gets
-// the offset to continue from (live updates append). Bad lines are skipped
-// and reported in `problems` as "file:line: why".
+// "lr", "tokens", "tokens_per_sec", "wall_time", "val_loss", ...; Python's
+// NaN / Infinity accepted). Reading starts at byte `offset` and stops at the
+// last complete line; `*end` gets the offset to continue from (live updates
+// append). Bad lines are skipped and reported in `problems` as
+// "file: line N (byte B): why" (N counted from `offset`).
 std::vector<std::pair<std::string, MetricPoint>> readMetricsJsonl(const std::string& path, uint64_t offset = 0,
                                                                   uint64_t* end = nullptr,
                                                                   std::vector<std::string>* problems = nullptr);
 
-// Console logs: lines holding `step=N` and `key=value` pairs (`loss=1.9`,
-// `lr=6.060e-05`, `accuracy=55.2%`, `val_loss=...`); other lines are ignored.
+// The same, point by point, without a list of them all (the file is read
+// in blocks): `sink(metric, point)` in file order.
+using MetricSink = std::function<void(std::string_view metric, const MetricPoint& point)>;
+void readMetricsJsonl(const std::string& path, const MetricSink& sink, uint64_t offset = 0, uint64_t* end = nullptr,
+                      std::vector<std::string>* problems = nullptr);
+
+// One console-log line's metric, with the run its logger names.
+struct LoggedPoint {
+  std::string run;  // from a `trainer.<run>` logger; "" when the line names none
+  std::string metric;
+  MetricPoint point;
+};
+
+// Console logs. A physical line is split at '\r' (tqdm redraws its bar with
+// '\r'); each piece that holds `step=N` and `key=value` pairs (`loss=1.9`,
+// `lr=6.060e-05`, `accuracy=55.2%`, `ppl=...`) gives points, the rest
+// (progress bars, dataset messages) is ignored. Python logging records
+// (`<asctime> - <logger> - <LEVEL> - <message>`, also basicConfig's
+// `LEVEL:<logger>:<message>`) give the logger and a wall time (the asctime
+// read as UTC: differences are right, the zone is unknown). A message that
+// starts with `eval` / `val` / `validation` is an evaluation: its keys
+// become `val_<key>` (`eval step=200 loss=2.1 ppl=8.2` -> val_loss,
+// val_ppl). `tokens=N` sets the point's tokens rather than a metric.
+std::vector<LoggedPoint> readConsoleLogLines(const std::string& path, uint64_t offset = 0, uint64_t* end = nullptr);
+
+// Which lines of a console log belong to a run.
+struct LogFilter {
+  std::vector<std::string> names;  // `trainer.<name>` loggers that name this run
+  bool unnamedLines = true;        // lines naming no run: the run whose directory holds the log
+  [[nodiscard]] bool accepts(const std::string& loggedRun) const;
+};
+
+// The points of the lines `filter` accepts.
+std::vector<std::pair<std::string, MetricPoint>> readConsoleLog(const std::string& path, const LogFilter& filter,
+                                                                uint64_t offset = 0, uint64_t* end = nullptr);
+// Every line's points, whatever run it names.
 std::vector<std::pair<std::string, MetricPoint>> readConsoleLog(const std::string& path, uint64_t offset = 0,
                                                                 uint64_t* end = nullptr);
 
-// All series of one run: its metrics.jsonl, console logs in its directory
-// (and logs next to it whose name starts with the run's name), and the
-// loss / train_loss / val_loss / learning_rate of its checkpoints. A branch
-// run (lineage.json in its directory) starts with its parent's metrics.jsonl
-// up to the branch step, and so on up the chain.
-RunMetrics collectRunMetrics(const RunEntry& run);
+// ------------------------------------------------------------- discovery
+
+// A file a run's curves are read from.
+struct MetricSourceFile {
+  std::string path;
+  MetricSource kind = MetricSource::ConsoleLog;  // MetricsJsonl or ConsoleLog
+  LogFilter filter;                              // console logs: the lines this run takes
+};
+
+// The names a run's lines are logged under: its directory's name and the
+// run_name its checkpoints record (`trainer.<name>`).
+std::vector<std::string> runLogNames(const RunEntry& run);
+
+// The files a run's curves come from (console logs by modification time,
+// then path). Several files with one metric merge by their first step: each
+// replaces what the earlier ones logged from its first step on (a job
+// restarted into a new log), without calling it a restart when it repeats
+// those points exactly (one logger writing two files). The files:
+//  * <run>/metrics.jsonl;
+//  * *.log / *.out / *.err in the run's directory and in its parent;
+//  * the same in a `logs/` folder of the run's directory, of its parent,
+//    and of every ancestor up to run.root (the cluster layout
+//    `logs/<job-name>_<job-id>.out|.err`); with run.root empty, of the
+//    grandparent too (<experiment>/logs beside <experiment>/checkpoints/<run>);
+//  * `extraLogs`: files or folders the user added (a folder's log files, not
+//    below it; a *.jsonl file is read as metrics.jsonl).
+// Lines that name no run are taken from a log in the run's directory (or its
+// `logs/` folder) or whose name starts with the run directory's name; from
+// any other log only lines whose logger names the run. Files that cannot be
+// listed are skipped; nothing here throws.
+std::vector<MetricSourceFile> findMetricSources(const RunEntry& run, const std::vector<std::string>& extraLogs = {});
+
+// ------------------------------------------------------------- collecting
+
+// All series of one run from findMetricSources(run, extraLogs) and its
+// checkpoints' loss / train_loss / val_loss / learning_rate. A branch run
+// (lineage.json in its directory) starts with its parent's metrics.jsonl up
+// to the branch step, and so on up the chain.
+RunMetrics collectRunMetrics(const RunEntry& run, const std::vector<std::string>& extraLogs = {});
+
+// The same for many runs, reading each file once (one log feeds many runs:
+// a pipeline's job log holds `trainer.<run>-pretrain`, `-sft` and `-dpo`).
+// Lines of an `extraLogs` file that belong to none of `runs` make runs of
+// their own (named by their logger, or after the log file; path = the log),
+// appended after the others.
+std::vector<RunMetrics> collectMetrics(const std::vector<RunEntry>& runs,
+                                       const std::vector<std::string>& extraLogs = {});
+
+// The runs under `path` for curves: a directory's runs (scanDirectory) and
+// its directories that hold a metrics.jsonl but no checkpoint; a checkpoint
+// or metrics.jsonl file: the run of its directory. Throws
+// std::runtime_error naming the path when it cannot be read.
+std::vector<RunEntry> findMetricRuns(const std::string& path);
+
+// ------------------------------------------------------------- smoothing
 
 // TensorBoard's smoothing: debiased exponential moving average with weight
 // `smoothing` in [0, 1) (0: the raw values).

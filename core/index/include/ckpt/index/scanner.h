@@ -51,6 +51,10 @@ struct RunEntry {
   std::string name;  // directory relative to the root ("." style root -> its own name)
   std::string path;
   std::vector<CheckpointEntry> checkpoints;
+  // The directory the user opened (scanDirectory's root): console logs are
+  // looked for in `logs/` folders of every ancestor up to it. "" when unknown
+  // (then only the run's directory and its parent are searched).
+  std::string root;
 };
 
 struct ScanResult {

@@ -54,8 +54,9 @@ class Decoder {
   // Every state-dict key of MODEL.md in order, `lm_head.weight` included
   // (the very tensor of token_embed.weight when tied). No RoPE buffers.
   [[nodiscard]] NamedTensors stateDict() const;
-  // Strict: every key present, none extra, shapes equal; a leading
-  // `_orig_mod.` (torch.compile) is stripped. Values are copied, converted to
+  // Strict: every key present, none extra, shapes equal; wrapper prefixes
+  // (`module.` of DDP, `_orig_mod.` of torch.compile) are stripped by
+  // normaliseStateNames (ckpt/format/state_names.h). Values are copied, converted to
   // the model's dtype and device. On mismatch nothing is copied and the
   // std::runtime_error lists missing, unexpected, mis-shaped (name: expected
   // [..], got [..]) and duplicate keys, 20 of each at most. A tied model also

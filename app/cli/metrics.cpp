@@ -1,0 +1,311 @@
+// ckptscope-cli metrics DIR|FILE... [--json|--csv] [--metric NAME] [--log FILE|DIR]
+//
+// Every run's series as the Curves tab draws them (core/index
+// collectMetrics): directories are scanned for runs, checkpoint and
+// metrics.jsonl files name the run of their directory, console logs (*.log,
+// *.out, *.err) are added to every run's sources (and their lines that
+// belong to none make runs of their own).
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "ckpt/index/metrics.h"
+#include "common.h"
+
+namespace ckpt::cli {
+namespace {
+
+// Output is written in big blocks: a million points are 40 MB of JSON.
+class Out {
+ public:
+  ~Out() { flush(); }
+  void put(std::string_view s) {
+    m_buf.append(s);
+    if (m_buf.size() > (1u << 20)) flush();
+  }
+  void put(char c) { m_buf.push_back(c); }
+  // The shortest text that reads back exactly, always a float ("2.0", not
+  // "2": Python's json.loads would make that an int).
+  void number(double d) {
+    char b[40];
+    const auto r = std::to_chars(b, b + sizeof b - 2, d);
+    const std::string_view text(b, size_t(r.ptr - b));
+    m_buf.append(text);
+    if (text.find_first_of(".en") == std::string_view::npos) m_buf.append(".0");
+  }
+  void integer(int64_t n) {
+    char b[24];
+    const auto r = std::to_chars(b, b + sizeof b, n);
+    m_buf.append(b, size_t(r.ptr - b));
+  }
+  // `[step, value, wall_time|null, tokens|null]`, one append per point (a
+  // million of them).
+  void point(const MetricPoint& p, bool comma) {
+    char b[160];
+    char* w = b;
+    auto text = [&w](std::string_view t) {
+      std::memcpy(w, t.data(), t.size());
+      w += t.size();
+    };
+    auto real = [&](double d) {
+      if (!std::isfinite(d)) return text("null");
+      char* start = w;
+      w = std::to_chars(w, w + 32, d).ptr;
+      if (std::find_if(start, w, [](char c) { return c == '.' || c == 'e' || c == 'n'; }) == w) text(".0");
+    };
+    if (comma) text(", ");
+    *w++ = '[';
+    w = std::to_chars(w, w + 24, p.step).ptr;
+    text(", ");
+    real(p.value);
+    text(", ");
+    if (p.wallTime) real(*p.wallTime);
+    else text("null");
+    text(", ");
+    if (p.tokens) w = std::to_chars(w, w + 24, *p.tokens).ptr;
+    else text("null");
+    *w++ = ']';
+    put(std::string_view(b, size_t(w - b)));
+  }
+  void jsonString(std::string_view s) {
+    put('"');
+    for (const char c : s) {
+      const auto u = static_cast<unsigned char>(c);
+      if (c == '"' || c == '\\') {
+        put('\\');
+        put(c);
+      } else if (u < 0x20) {
+        char e[8];
+        std::snprintf(e, sizeof e, "\\u%04x", u);
+        put(e);
+      } else {
+        put(c);
+      }
+    }
+    put('"');
+  }
+  void csvField(std::string_view s) {
+    if (s.find_first_of(",\"\n\r") == std::string_view::npos) {
+      put(s);
+      return;
+    }
+    put('"');
+    for (const char c : s) {
+      if (c == '"') put('"');
+      put(c);
+    }
+    put('"');
+  }
+  // `head` step,value,wall_time,tokens `tail` in one append.
+  void csvRow(std::string_view head, const MetricPoint& p, std::string_view tail) {
+    m_buf.append(head);
+    char b[128];
+    char* w = b;
+    w = std::to_chars(w, w + 24, p.step).ptr;
+    *w++ = ',';
+    if (std::isnan(p.value)) {
+      std::memcpy(w, "nan", 3);
+      w += 3;
+    } else if (std::isinf(p.value)) {
+      const std::string_view t = p.value > 0 ? "inf" : "-inf";
+      std::memcpy(w, t.data(), t.size());
+      w += t.size();
+    } else {
+      w = std::to_chars(w, w + 32, p.value).ptr;
+    }
+    *w++ = ',';
+    if (p.wallTime && std::isfinite(*p.wallTime)) w = std::to_chars(w, w + 32, *p.wallTime).ptr;
+    *w++ = ',';
+    if (p.tokens) w = std::to_chars(w, w + 24, *p.tokens).ptr;
+    m_buf.append(b, size_t(w - b));
+    m_buf.append(tail);
+    if (m_buf.size() > (1u << 20)) flush();
+  }
+  // What was put so far, for a buffer that is not written out.
+  std::string take() { return std::exchange(m_buf, {}); }
+  void flush() {
+    if (!m_buf.empty()) std::fwrite(m_buf.data(), 1, m_buf.size(), stdout);
+    m_buf.clear();
+  }
+
+ private:
+  std::string m_buf;
+};
+
+bool wanted(const MetricSeries& s, const std::vector<std::string>& metrics) {
+  return metrics.empty() || std::find(metrics.begin(), metrics.end(), s.metric) != metrics.end();
+}
+
+// JSON has no NaN: non-finite values are null, as in diff --json.
+void jsonValue(Out& o, double v) {
+  if (std::isfinite(v)) o.number(v);
+  else o.put("null");
+}
+
+void printJson(const std::vector<RunMetrics>& runs, const std::vector<std::string>& metrics) {
+  Out o;
+  o.put("{\"runs\": [");
+  bool firstRun = true;
+  for (const RunMetrics& r : runs) {
+    o.put(firstRun ? "\n {\"name\": " : ",\n {\"name\": ");
+    firstRun = false;
+    o.jsonString(r.run);
+    o.put(", \"path\": ");
+    o.jsonString(r.path);
+    o.put(", \"series\": [");
+    bool firstSeries = true;
+    for (const MetricSeries& s : r.series) {
+      if (!wanted(s, metrics)) continue;
+      o.put(firstSeries ? "\n  {\"metric\": " : ",\n  {\"metric\": ");
+      firstSeries = false;
+      o.jsonString(s.metric);
+      o.put(", \"source\": ");
+      o.jsonString(metricSourceName(s.source));
+      o.put(", \"files\": [");
+      for (size_t i = 0; i < s.files.size(); ++i) {
+        if (i) o.put(", ");
+        o.jsonString(s.files[i]);
+      }
+      o.put("], \"restarts\": [");
+      for (size_t i = 0; i < s.restarts.size(); ++i) {
+        if (i) o.put(", ");
+        o.integer(s.restarts[i]);
+      }
+      o.put("], \"points\": [");
+      for (size_t i = 0; i < s.points.size(); ++i) o.point(s.points[i], i > 0);
+      o.put("]}");
+    }
+    o.put(firstSeries ? "], \"markers\": [" : "\n  ], \"markers\": [");
+    for (size_t i = 0; i < r.markers.size(); ++i) {
+      const CheckpointMarker& m = r.markers[i];
+      o.put(i ? ", {\"step\": " : "{\"step\": ");
+      o.integer(m.step);
+      o.put(", \"file\": ");
+      o.jsonString(m.path);
+      o.put(", \"loss\": ");
+      if (const auto v = r.markerValue(m, "loss")) jsonValue(o, *v);
+      else o.put("null");
+      o.put(", \"recorded\": {");
+      bool first = true;
+      for (const auto& [k, v] : m.recorded) {
+        if (!first) o.put(", ");
+        first = false;
+        o.jsonString(k);
+        o.put(": ");
+        jsonValue(o, v);
+      }
+      o.put("}}");
+    }
+    o.put("], \"problems\": [");
+    for (size_t i = 0; i < r.problems.size(); ++i) {
+      if (i) o.put(", ");
+      o.jsonString(r.problems[i]);
+    }
+    o.put("]}");
+  }
+  o.put(firstRun ? "]}\n" : "\n]}\n");
+}
+
+void printCsv(const std::vector<RunMetrics>& runs, const std::vector<std::string>& metrics) {
+  Out o;
+  o.put("run,metric,step,value,wall_time,tokens,source\n");
+  for (const RunMetrics& r : runs)
+    for (const MetricSeries& s : r.series) {
+      if (!wanted(s, metrics)) continue;
+      const std::string source = s.files.size() == 1 ? s.files.front() : std::string(metricSourceName(s.source));
+      // What every row of the series shares, quoted once.
+      Out prefix, suffix;
+      prefix.csvField(r.run);
+      prefix.put(',');
+      prefix.csvField(s.metric);
+      prefix.put(',');
+      suffix.put(',');
+      suffix.csvField(source);
+      suffix.put('\n');
+      const std::string head = prefix.take(), tail = suffix.take();
+      for (const MetricPoint& p : s.points) o.csvRow(head, p, tail);
+    }
+}
+
+void printText(const std::vector<RunMetrics>& runs, const std::vector<std::string>& metrics) {
+  for (const RunMetrics& r : runs) {
+    std::printf("%s  (%s)\n", r.run.c_str(), r.path.c_str());
+    size_t shown = 0;
+    for (const MetricSeries& s : r.series) {
+      if (!wanted(s, metrics)) continue;
+      ++shown;
+      const MetricPoint& first = s.points.front();
+      const MetricPoint& last = s.points.back();
+      std::printf("  %-16s %8zu points  steps %lld..%lld  last %.6g  from %s", s.metric.c_str(), s.points.size(),
+                  static_cast<long long>(first.step), static_cast<long long>(last.step), last.value,
+                  s.files.size() == 1 ? s.files.front().c_str() : std::string(metricSourceName(s.source)).c_str());
+      for (int64_t step : s.restarts) std::printf("  (restarted at step %lld)", static_cast<long long>(step));
+      std::printf("\n");
+    }
+    if (!shown) std::printf("  no metrics found\n");
+    size_t withValue = 0;
+    for (const CheckpointMarker& m : r.markers) withValue += r.markerValue(m, "loss") ? 1 : 0;
+    if (!r.markers.empty())
+      std::printf("  %zu checkpoint%s, %zu with a recorded or logged loss\n", r.markers.size(),
+                  r.markers.size() == 1 ? "" : "s", withValue);
+    for (const std::string& p : r.problems) std::printf("  problem: %s\n", p.c_str());
+  }
+}
+
+bool isLogArgument(const std::filesystem::path& p) {
+  const std::string ext = p.extension().string();
+  return ext == ".log" || ext == ".out" || ext == ".err" || ext == ".txt";
+}
+
+}  // namespace
+
+int runMetrics(int argc, char** argv) {
+  std::vector<std::string> paths, logs, metrics;
+  bool json = false, csv = false;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--json") {
+      json = true;
+    } else if (a == "--csv") {
+      csv = true;
+    } else if (a == "--metric" || a == "--log") {
+      if (i + 1 >= argc) return usageError(a + " needs a value", "metrics");
+      (a == "--metric" ? metrics : logs).push_back(argv[++i]);
+    } else if (a.size() > 1 && a[0] == '-') {
+      return usageError("unknown option " + a, "metrics");
+    } else {
+      paths.push_back(a);
+    }
+  }
+  if (json && csv) return usageError("--json and --csv exclude each other", "metrics");
+  if (paths.empty() && logs.empty()) return usageError("metrics takes at least one DIR or FILE", "metrics");
+
+  std::vector<RunEntry> runs;
+  try {
+    for (const std::string& p : paths) {
+      std::error_code ec;
+      if (std::filesystem::is_regular_file(p, ec) && isLogArgument(p)) {
+        logs.push_back(p);
+        continue;
+      }
+      for (RunEntry& r : findMetricRuns(p)) runs.push_back(std::move(r));
+    }
+  } catch (const std::exception& e) {
+    return failWith(e.what());
+  }
+  const std::vector<RunMetrics> result = collectMetrics(runs, logs);
+  if (json) printJson(result, metrics);
+  else if (csv) printCsv(result, metrics);
+  else printText(result, metrics);
+  std::fflush(stdout);
+  return kExitOk;
+}
+
+}  // namespace ckpt::cli
