@@ -29,6 +29,7 @@
 #include <map>
 
 #include "browser/browserpanel.h"
+#include "ckpt/index/run_plan.h"
 #include "browser/checkpointlistmodel.h"
 #include "browser/runwatcher.h"
 #include "compare/compareview.h"
@@ -45,23 +46,48 @@ namespace {
 // The curves view takes runs as the index describes them: each scanned run,
 // and files opened directly grouped by their directory (whose metrics.jsonl
 // and logs then count too).
-std::vector<RunEntry> curveRuns(const std::vector<BrowseGroup>& groups) {
+// Each run knows the opened directory it lies under (its `root`): console
+// logs are looked for in logs/ folders of its ancestors up to there.
+std::vector<RunEntry> curveRuns(const std::vector<BrowseGroup>& groups, const QStringList& opened) {
+  auto rootOf = [&opened](const QString& dir) {
+    const QString clean = QDir::cleanPath(QFileInfo(dir).absoluteFilePath());
+    for (const QString& p : opened) {
+      const QString o = QDir::cleanPath(QFileInfo(p).absoluteFilePath());
+      if (QFileInfo(p).isDir() && (clean == o || clean.startsWith(o + '/'))) return pathToStd(o);
+    }
+    return std::string();
+  };
   std::vector<RunEntry> runs;
   std::map<QString, size_t> byDir;
+  auto entry = [&](const QString& name, const QString& path) {
+    RunEntry r;
+    r.name = pathToStd(name);
+    r.path = pathToStd(path);
+    r.root = rootOf(path);
+    return r;
+  };
   for (const BrowseGroup& g : groups) {
     if (!g.error.isEmpty()) continue;
     if (g.kind == BrowseGroup::Kind::Run) {
-      runs.push_back({pathToStd(g.name), pathToStd(g.path), g.checkpoints});
+      runs.push_back(entry(g.name, g.path));
+      runs.back().checkpoints = g.checkpoints;
       continue;
     }
     for (const CheckpointEntry& c : g.checkpoints) {
       const QString dir = QFileInfo(pathFromStd(c.path)).absolutePath();
       auto [it, added] = byDir.emplace(dir, runs.size());
-      if (added) runs.push_back({pathToStd(QFileInfo(dir).fileName()), pathToStd(dir), {}});
+      if (added) runs.push_back(entry(QFileInfo(dir).fileName(), dir));
       runs[it->second].checkpoints.push_back(c);
     }
   }
   return runs;
+}
+
+// Logs added by hand (File > Add Logs...) are remembered per opened path set.
+QString logsKey(const QStringList& opened) {
+  QStringList clean;
+  for (const QString& p : opened) clean << QDir::cleanPath(QFileInfo(p).absoluteFilePath());
+  return QStringLiteral("extraLogs/") + QString::fromLatin1(clean.join('\n').toUtf8().toBase64(QByteArray::Base64UrlEncoding));
 }
 
 // A run's readable checkpoints in its order, without best_/latest_ copies of
@@ -157,7 +183,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   // New checkpoints re-read the curves' sources, at most once a second.
   m_curvesRefresh.setSingleShot(true);
   m_curvesRefresh.setInterval(1000);
-  connect(&m_curvesRefresh, &QTimer::timeout, this, [this] { m_curves->setRuns(curveRuns(m_model->groups())); });
+  connect(&m_curvesRefresh, &QTimer::timeout, this, &MainWindow::refreshCurves);
 }
 
 MainWindow::~MainWindow() {
@@ -180,6 +206,9 @@ void MainWindow::createMenus() {
   m_recentMenu = file->addMenu(tr("Open &Recent"));
   connect(m_recentMenu, &QMenu::aboutToShow, this, &MainWindow::fillRecentMenu);
   fillRecentMenu();
+  QAction* addLogs = file->addAction(tr("Add &Logs..."));
+  addLogs->setToolTip(tr("Console logs kept elsewhere (a cluster job's .out / .err): their lines go to the runs their loggers name"));
+  connect(addLogs, &QAction::triggered, this, &MainWindow::chooseLogs);
   QAction* reloadAction = file->addAction(tr("&Reload"));
   reloadAction->setShortcut(QKeySequence::Refresh);
   connect(reloadAction, &QAction::triggered, this, &MainWindow::reload);
@@ -246,13 +275,37 @@ void MainWindow::showTrain() { m_tabs->setCurrentWidget(m_train); }
 // is the person's own click.
 bool MainWindow::resumeSelected() {
   const QStringList selected = selectedCheckpoints();
-  if (selected.size() != 1) {
-    statusBar()->showMessage(tr("Select one checkpoint to resume its run"), 5000);
-    return false;
+  if (selected.size() == 1) {
+    m_train->prepareResume(selected[0]);
+    showTrain();
+    return true;
   }
-  m_train->prepareResume(selected[0]);
-  showTrain();
-  return true;
+  // A run selected: its newest checkpoint that verifies, as `resume DIR` picks it.
+  const QModelIndex current = m_browser->proxy()->mapToSource(checkpointView()->currentIndex());
+  if (const std::optional<BrowseGroup> run = m_model->group(current); selected.isEmpty() && run && !run->path.isEmpty()) {
+    try {
+      const IntactCheckpoint pick = newestIntactCheckpoint(pathToStd(run->path));
+      QStringList skipped;
+      for (const SkippedCheckpoint& s : pick.skipped)
+        skipped << tr("skipped %1: %2").arg(fromStd(s.file), fromStd(s.reason));
+      if (pick.checkpoint.empty()) {
+        statusBar()->showMessage(tr("%1: no intact checkpoint to resume (%2)").arg(run->name, skipped.join("; ")), 10000);
+        return false;
+      }
+      m_train->prepareResume(pathFromStd(pick.checkpoint));
+      showTrain();
+      statusBar()->showMessage(skipped.isEmpty()
+                                   ? tr("The newest intact checkpoint of %1").arg(run->name)
+                                   : tr("The newest intact checkpoint of %1; %2").arg(run->name, skipped.join("; ")),
+                               10000);
+      return true;
+    } catch (const std::exception& e) {
+      statusBar()->showMessage(fromStd(e.what()), 10000);
+      return false;
+    }
+  }
+  statusBar()->showMessage(tr("Select one checkpoint, or a run, to resume"), 5000);
+  return false;
 }
 
 bool MainWindow::finetuneSelected() {
@@ -512,6 +565,29 @@ void MainWindow::chooseFiles() {
   if (!files.isEmpty()) openPaths(files);
 }
 
+void MainWindow::refreshCurves() {
+  std::vector<std::string> logs;
+  for (const QString& l : m_extraLogs) logs.push_back(pathToStd(l));
+  m_curves->setRuns(curveRuns(m_model->groups(), m_paths), std::move(logs));
+}
+
+void MainWindow::addLogs(const QStringList& logs) {
+  for (const QString& l : logs) {
+    const QString clean = QDir::cleanPath(QFileInfo(l).absoluteFilePath());
+    if (!m_extraLogs.contains(clean)) m_extraLogs << clean;
+  }
+  if (!m_paths.isEmpty()) QSettings().setValue(logsKey(m_paths), m_extraLogs);
+  refreshCurves();
+  statusBar()->showMessage(tr("Reading %1 for the curves").arg(countText(size_t(m_extraLogs.size()), "added log", "added logs")), 5000);
+}
+
+void MainWindow::chooseLogs() {
+  const QStringList files = QFileDialog::getOpenFileNames(
+      this, tr("Add console logs"), m_paths.isEmpty() ? QString() : m_paths.front(),
+      tr("Logs (*.log *.out *.err *.txt *.jsonl);;All files (*)"));
+  if (!files.isEmpty()) addLogs(files);
+}
+
 void MainWindow::reload() {
   if (!m_paths.isEmpty()) openPaths(m_paths);
 }
@@ -521,6 +597,7 @@ void MainWindow::openPaths(const QStringList& paths) {
   m_curvesRefresh.stop();
   m_paths = paths;
   if (!paths.isEmpty()) rememberPaths(paths);
+  m_extraLogs = paths.isEmpty() ? QStringList() : QSettings().value(logsKey(paths)).toStringList();
   QStringList shown;
   for (const QString& p : paths) shown << QDir::toNativeSeparators(QDir::cleanPath(QFileInfo(p).absoluteFilePath()));
   setWindowTitle(shown.isEmpty() ? tr("CkptScope") : tr("CkptScope — %1").arg(shown.join(", ")));
@@ -570,7 +647,7 @@ void MainWindow::onScanFinished(std::vector<BrowseGroup> groups, const QString& 
   if (!error.isEmpty()) status = tr("Scan failed: %1").arg(error);
   statusBar()->showMessage(status);
   emit scanFinished();
-  m_curves->setRuns(curveRuns(m_model->groups()));
+  refreshCurves();
 
   QSortFilterProxyModel* proxy = m_browser->proxy();
   QModelIndex first = m_view == View::Browse ? proxy->index(0, 0) : proxy->mapFromSource(m_model->firstCheckpoint());

@@ -55,6 +55,10 @@ class MainWindow : public QMainWindow {
   void openPaths(const QStringList& paths);
   // Scans the opened paths again (F5).
   void reload();
+  // Console logs (or folders of them) read for the curves of every run
+  // (File > Add Logs...); remembered for the paths opened now.
+  void addLogs(const QStringList& logs);
+  [[nodiscard]] const QStringList& extraLogs() const { return m_extraLogs; }
   // Compares two checkpoint files in the Compare tab (A is the older one).
   void compareCheckpoints(const QString& a, const QString& b);
   // The checkpoint files selected in the browser, in the browser's order.
@@ -136,6 +140,8 @@ class MainWindow : public QMainWindow {
   void finishLoading();
   void chooseDirectory();
   void chooseFiles();
+  void chooseLogs();
+  void refreshCurves();
   void onCheckpointActivated(const QString& path);
 
   CheckpointListModel* m_model = nullptr;
@@ -155,6 +161,7 @@ class MainWindow : public QMainWindow {
   View m_view = View::Inspect;
 
   QStringList m_paths;
+  QStringList m_extraLogs;
   BackgroundJob<std::vector<BrowseGroup>> m_scan{this};
   BackgroundJob<CheckpointSummary> m_summary{this};
   QString m_summaryPath;  // the file whose summary is being read

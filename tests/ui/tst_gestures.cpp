@@ -213,6 +213,9 @@ class TestGestures : public QObject {
   void tensorTabKeepsItsSubject();
   void viewMenuReachesEveryTab();
   void fileMenuFilterReloadExportNewRun();
+  void referenceExperimentShowsEveryStage();
+  void addLogsBringsTheCurves();
+  void dangerousCheckpointIsNotTrainedFrom();
   void everyTabFits_data();
   void everyTabFits();
 
@@ -505,6 +508,16 @@ void TestGestures::resumeShortcutOpensTheFormOnly() {
   QVERIFY(!panel->isRunning());
   QCOMPARE(checksums(root), before);  // nothing written, nothing replaced
   QVERIFY(!QFileInfo::exists(root + "/tiny@200"));
+
+  // The run's row and Ctrl+R: its newest intact checkpoint (the final one here).
+  const QModelIndex run = w.browserPanel()->proxy()->mapFromSource(w.checkpointModel()->indexOfRun(root + "/tiny"));
+  QVERIFY(run.isValid());
+  QTest::mouseClick(w.checkpointView()->viewport(), Qt::LeftButton, {}, w.checkpointView()->visualRect(run).center());
+  QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key_R));
+  QCOMPARE(panel->resumeCheckpointEdit()->text(), QDir::cleanPath(root + "/tiny/tiny_final.pt"));
+  QVERIFY2(panel->resumePlanText().contains("newest"), qPrintable(panel->resumePlanText()));
+  QVERIFY(!panel->isRunning());
+  QCOMPARE(checksums(root), before);
 }
 
 void TestGestures::finetuneShortcutAndTabArePrefilled() {
@@ -748,6 +761,112 @@ void TestGestures::fileMenuFilterReloadExportNewRun() {
   QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(w.trainPanel()));
   QCOMPARE(w.trainPanel()->mode(), TrainPanel::Mode::NewRun);
   QVERIFY(!w.trainPanel()->isRunning());
+}
+
+namespace {
+
+// The points of `run`'s `metric` as drawn (raw graph when smoothed, else the line).
+std::vector<std::pair<double, double>> drawnPoints(CurvesView* curves, const QString& run) {
+  std::vector<std::pair<double, double>> out;
+  QCPGraph* g = curves->rawGraph(run);
+  if (!g) return out;
+  for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) out.emplace_back(it->key, it->value);
+  return out;
+}
+
+// [[step, value, ...], ...] of the expectation file.
+std::vector<std::pair<double, double>> expectedPoints(const QJsonArray& points) {
+  std::vector<std::pair<double, double>> out;
+  for (const QJsonValue& p : points) out.emplace_back(p.toArray().at(0).toDouble(), p.toArray().at(1).toDouble());
+  return out;
+}
+
+QJsonObject experimentExpected() {
+  QFile f(QStringLiteral(CKPT_FIXTURE_DIR) + "/experiment_expected.json");
+  if (!f.open(QIODevice::ReadOnly)) return {};
+  return QJsonDocument::fromJson(f.readAll()).object();
+}
+
+bool waitForCurves(CurvesView* curves) {
+  if (!curves->isLoading()) return true;
+  QSignalSpy ready(curves, &CurvesView::curvesReady);
+  return ready.wait(kTimeoutMs);
+}
+
+}  // namespace
+
+void TestGestures::referenceExperimentShowsEveryStage() {
+  // The reference library's layout: checkpoints/<run>-<stage>/ without a
+  // loss, one job log in logs/ holding every stage's lines.
+  const QJsonObject want = experimentExpected();
+  QVERIFY2(!want.isEmpty(), "no experiment fixtures: run ctest (make_experiment_fixtures)");
+  MainWindow w;
+  QVERIFY(open(w, {fixture("experiment")}));
+  QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key_2));
+  CurvesView* curves = w.curvesView();
+  QVERIFY(waitForCurves(curves));
+  const QJsonObject runs = want.value("runs").toObject();
+  QCOMPARE(runs.size(), 3);
+  for (auto it = runs.begin(); it != runs.end(); ++it) {
+    const QString run = it.key();
+    QVERIFY2(curves->rawGraph(run), qPrintable(run + " has no loss curve"));
+    QVERIFY(drawnPoints(curves, run) == expectedPoints(it.value().toObject().value("loss").toArray()));
+  }
+  // Markers: at the loss logged at their step, or hollow on the x axis.
+  const QJsonArray sft = want.value("markers").toObject().value("checkpoints/tiny-sft").toArray();
+  int valued = 0, bare = 0;
+  for (const QJsonValue& m : sft) (m.toArray().at(1).isNull() ? bare : valued) += 1;
+  QCOMPARE(curves->markerGraph("checkpoints/tiny-sft")->data()->size(), valued);
+  QCOMPARE(curves->bareMarkerGraph("checkpoints/tiny-sft")->data()->size(), bare);
+  QVERIFY(bare >= 1);
+}
+
+void TestGestures::addLogsBringsTheCurves() {
+  const QJsonObject want = experimentExpected();
+  QVERIFY(!want.isEmpty());
+  // One stage's directory alone: its job log is elsewhere.
+  const QString root = m_dir->path();
+  for (const QString& f : QDir(fixture("experiment/checkpoints/tiny-sft")).entryList(QDir::Files))
+    QVERIFY(copyTo(fixture("experiment/checkpoints/tiny-sft/") + f, root + "/tiny-sft/" + f));
+  MainWindow w;
+  QVERIFY(open(w, {root}));
+  QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key_2));
+  CurvesView* curves = w.curvesView();
+  QVERIFY(waitForCurves(curves));
+  QVERIFY(!curves->rawGraph("tiny-sft"));  // checkpoints without a loss, no log: nothing to draw
+
+  // File > Add Logs..., the job log typed into the dialog.
+  answerFileDialog(fixture("experiment/logs/pipeline_48213.err"));
+  QSignalSpy ready(curves, &CurvesView::curvesReady);
+  clickMenu(w, "File", "Add Logs...");
+  QVERIFY(ready.count() >= 1 || ready.wait(kTimeoutMs));
+  QVERIFY(curves->rawGraph("tiny-sft"));
+  QVERIFY(drawnPoints(curves, "tiny-sft") ==
+          expectedPoints(want.value("runs").toObject().value("checkpoints/tiny-sft").toObject().value("loss").toArray()));
+  // Remembered: the same directory opened again reads the log again.
+  MainWindow again;
+  QVERIFY(open(again, {root}));
+  QCOMPARE(again.extraLogs(), QStringList{QDir::cleanPath(fixture("experiment/logs/pipeline_48213.err"))});
+}
+
+void TestGestures::dangerousCheckpointIsNotTrainedFrom() {
+  const QString root = m_dir->path();
+  const QString evil = root + "/evil/evil_step10.pt";
+  QVERIFY(copyTo(fixture("hostile/pwn_os_system.pt"), evil));
+  const auto before = checksums(root);
+  MainWindow w;
+  QVERIFY(open(w, {root}));
+  clickRow(w, QDir::cleanPath(evil));
+  QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key_R));
+  TrainPanel* panel = w.trainPanel();
+  QCOMPARE(panel->mode(), TrainPanel::Mode::Resume);
+  QVERIFY2(panel->validationError().startsWith("checkpoint: refused"), qPrintable(panel->validationError()));
+  QVERIFY(panel->validationError().contains("dangerous"));
+  QVERIFY(!panel->startButton()->isEnabled());
+  QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_F));
+  QCOMPARE(panel->mode(), TrainPanel::Mode::Finetune);
+  QVERIFY(!panel->startButton()->isEnabled());
+  QCOMPARE(checksums(root), before);
 }
 
 void TestGestures::everyTabFits_data() {

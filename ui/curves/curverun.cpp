@@ -33,24 +33,6 @@ void addProblems(QStringList& into, const std::vector<std::string>& problems) {
   }
 }
 
-// Which of a step's files a marker selects: a numbered step file before
-// final, before best/latest copies of the same weights.
-int kindRank(CheckpointKind k) {
-  switch (k) {
-    case CheckpointKind::Step:
-      return 0;
-    case CheckpointKind::Final:
-      return 1;
-    case CheckpointKind::Unknown:
-      return 2;
-    case CheckpointKind::Best:
-      return 3;
-    case CheckpointKind::Latest:
-      return 4;
-  }
-  return 5;
-}
-
 }  // namespace
 
 const MetricSeries* CurveRun::find(const std::string& metric) const {
@@ -151,17 +133,19 @@ CurveRun loadCurveRun(const RunEntry& entry, const std::vector<std::string>& ext
   run.checkpointSteps = std::move(metrics.checkpointSteps);
   addProblems(run.problems, metrics.problems);
 
-  std::map<int64_t, int> rank;
-  for (const CheckpointEntry& c : entry.checkpoints) {
-    if (!c.step || !c.error.empty()) continue;
-    const auto it = rank.find(*c.step);
-    if (it != rank.end() && it->second <= kindRank(c.kind)) continue;
-    rank[*c.step] = kindRank(c.kind);
-    run.checkpointFiles[*c.step] = pathFromStd(c.path);
-    std::map<std::string, double>& values = run.checkpointValues[*c.step];
-    values = c.scalars;
-    if (c.loss && !values.count("loss")) values["loss"] = *c.loss;
+  // The index picks each step's file and says what it records (one home:
+  // core/index collectRunMetrics).
+  for (CheckpointMarker& m : metrics.markers) {
+    run.checkpointFiles[m.step] = pathFromStd(m.path);
+    run.checkpointValues[m.step] = std::move(m.recorded);
   }
+  for (const auto& [metric, series] : run.series)
+    if (series.restarted()) {
+      QStringList steps;
+      for (int64_t s : series.restarts) steps << QString::number(s);
+      run.restartNotes[metric] =
+          QObject::tr("restarted at step %1: the later job's points are shown").arg(steps.join(QStringLiteral(", ")));
+    }
   return run;
 }
 

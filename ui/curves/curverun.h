@@ -40,8 +40,10 @@ struct CurveRun {
   std::map<std::string, MetricSeries> series;  // by metric
   std::vector<int64_t> checkpointSteps;        // markers, sorted
   std::map<int64_t, QString> checkpointFiles;  // step -> the file a marker selects
-  // step -> the numbers that file records (loss, val_loss, learning_rate, ...)
+  // step -> the numbers that file records (loss, val_loss, lr, ...)
   std::map<int64_t, std::map<std::string, double>> checkpointValues;
+  // metric -> what a tooltip says of a job that restarted ("restarted at step 200: ...")
+  std::map<std::string, QString> restartNotes;
   std::vector<LiveSource> sources;
   QStringList problems;
   // Subtracted from wall times that are Unix times (metrics.jsonl writes

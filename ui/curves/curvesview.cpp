@@ -240,17 +240,18 @@ void CurvesView::clear(const QString& message) {
   m_plot->replot();
 }
 
-void CurvesView::setRuns(std::vector<RunEntry> runs) {
+void CurvesView::setRuns(std::vector<RunEntry> runs, std::vector<std::string> extraLogs) {
   clear(runs.empty()
             ? tr("No runs")
             : tr("Reading the metrics of %1...").arg(countText(runs.size(), "run", "runs")));
   m_loadPending = true;
   m_expectedRuns = runs.size();
   m_followData = true;
-  m_loader.setFuture(QtConcurrent::run([runs = std::move(runs)](QPromise<std::shared_ptr<CurveRun>>& promise) {
+  m_loader.setFuture(QtConcurrent::run([runs = std::move(runs), logs = std::move(extraLogs)](
+                                           QPromise<std::shared_ptr<CurveRun>>& promise) {
     for (const RunEntry& run : runs) {
       if (promise.isCanceled()) return;
-      promise.addResult(std::make_shared<CurveRun>(loadCurveRun(run)));
+      promise.addResult(std::make_shared<CurveRun>(loadCurveRun(run, logs)));
     }
   }));
   updateStatus();
@@ -783,6 +784,8 @@ QString CurvesView::valuesAt(double key) const {
       header = true;
     }
     QString line = tr("%1: %2").arg(m_runs[i].name, valueText(it->value));
+    if (const auto note = m_runs[i].restartNotes.find(pathToStd(m_metric)); note != m_runs[i].restartNotes.end())
+      line += QStringLiteral(" (%1)").arg(note->second);
     if (effectiveSmoothing() > 0) line += tr(" (raw %1)").arg(valueText(rp.raw->data()->at(j)->value));
     line += tr(" at step %1").arg(rp.steps[size_t(j)]);
     lines << line;

@@ -40,7 +40,7 @@ class CurvesView : public QWidget {
 
   // Reads `runs` in the background and shows them; curvesReady() follows
   // once they are plotted. Replaces whatever was shown.
-  void setRuns(std::vector<RunEntry> runs);
+  void setRuns(std::vector<RunEntry> runs, std::vector<std::string> extraLogs = {});
   // Shows nothing (and `message` in the middle of the plot).
   void clear(const QString& message = {});
 

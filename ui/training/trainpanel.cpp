@@ -34,6 +34,7 @@
 #include <cmath>
 #include <functional>
 
+#include "ckpt/format/pickle_safety.h"
 #include "ckpt/index/run_plan.h"
 #include "training/configform.h"
 #include "training/livecurves.h"
@@ -136,6 +137,16 @@ QString number(double v) { return QLocale::c().toString(v, 'g', 5); }
 
 QString defaultOutputDir(const QString& runName) {
   return QDir(QDir::homePath()).filePath(QStringLiteral("ckptscope-runs/") + (runName.isEmpty() ? QStringLiteral("run") : runName));
+}
+
+// Why training must not start from `checkpoint`: its pickles name globals
+// that would run code if Python loaded them (the same scan as
+// `ckptscope-cli scan`); "" when they do not.
+QString dangerReason(const QString& checkpoint) {
+  const SafetyReport report = scanFile(checkpoint.toStdString());
+  if (report.verdict != Verdict::Dangerous) return {};
+  return QStringLiteral("checkpoint: refused, %1 would run code if Python loaded it (%2)")
+      .arg(QFileInfo(checkpoint).fileName(), QString::fromStdString(report.summary()));
 }
 
 // A page that scrolls down, never sideways, when the panel is short.
@@ -630,6 +641,7 @@ std::optional<TrainRequest> TrainPanel::request(QString* error, QStringList* key
         const QString ckpt = m_resumeCkpt->text().trimmed();
         if (ckpt.isEmpty()) return fail(QStringLiteral("checkpoint: choose the checkpoint to resume"), {QStringLiteral("checkpoint")});
         if (!QFileInfo(ckpt).isFile()) return fail(QStringLiteral("checkpoint: %1 does not exist").arg(ckpt), {QStringLiteral("checkpoint")});
+        if (const QString danger = dangerReason(ckpt); !danger.isEmpty()) return fail(danger, {QStringLiteral("checkpoint")});
         r.resume.checkpoint = ckpt.toStdString();
         if (m_resumeMaxSteps->value() > 0) r.resume.maxSteps = m_resumeMaxSteps->value();
         r.resume.dataPath = m_resumeData->text().trimmed().toStdString();
@@ -644,6 +656,7 @@ std::optional<TrainRequest> TrainPanel::request(QString* error, QStringList* key
         const QString ckpt = m_ftCkpt->text().trimmed();
         if (ckpt.isEmpty()) return fail(QStringLiteral("checkpoint: choose the checkpoint to fine-tune"), {QStringLiteral("checkpoint")});
         if (!QFileInfo(ckpt).isFile()) return fail(QStringLiteral("checkpoint: %1 does not exist").arg(ckpt), {QStringLiteral("checkpoint")});
+        if (const QString danger = dangerReason(ckpt); !danger.isEmpty()) return fail(danger, {QStringLiteral("checkpoint")});
         const QString data = m_ftData->text().trimmed();
         if (data.isEmpty()) return fail(QStringLiteral("data: choose the fine-tuning data"), {QStringLiteral("path")});
         if (!QFileInfo::exists(data)) return fail(QStringLiteral("data: %1 does not exist").arg(data), {QStringLiteral("path")});
