@@ -511,8 +511,10 @@ void MainWindow::showEvent(QShowEvent* event) {
   if (m_layoutSet) return;
   m_layoutSet = true;
   // Docks take their size once the window has one: the browser gets about
-  // 45% of it, enough for a run's file names and their numbers.
-  resizeDocks({m_browserDock}, {width() * 45 / 100}, Qt::Horizontal);
+  // 40% of it, enough for a run's file names and their numbers, and room
+  // for every tab when the window is later made as small as 1000 pixels
+  // (a dock keeps its width when the window shrinks).
+  resizeDocks({m_browserDock}, {width() * 40 / 100}, Qt::Horizontal);
 }
 
 void MainWindow::saveLayout() const {

@@ -148,12 +148,13 @@ void CurvesView::buildControls() {
   controls->addSpacing(8);
   controls->addWidget(m_logBox);
   controls->addStretch(1);
-  controls->addWidget(fit);
-  controls->addWidget(exportButton);
   auto* smoothing = new QHBoxLayout;
   smoothing->addWidget(new QLabel(tr("Smoothing"), this));
   smoothing->addWidget(m_smoothSlider, 1);
   smoothing->addWidget(m_smoothLabel);
+  smoothing->addSpacing(8);
+  smoothing->addWidget(fit);
+  smoothing->addWidget(exportButton);
 
   m_plot = new QCustomPlot(this);
   m_plot->setObjectName("curves");

@@ -42,6 +42,7 @@ TensorView::TensorView(QWidget* parent) : QWidget(parent) {
   m_title->setFont(f);
   m_title->setTextInteractionFlags(Qt::TextSelectableByMouse);
   m_subtitle = new QLabel(this);
+  m_subtitle->setWordWrap(true);  // the hint is a sentence: it must not set the panel's width
   m_subtitle->setTextInteractionFlags(Qt::TextSelectableByMouse);
   m_stats = new QLabel(this);
   m_stats->setTextInteractionFlags(Qt::TextSelectableByMouse);

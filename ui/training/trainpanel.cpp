@@ -376,7 +376,7 @@ QWidget* TrainPanel::buildResumePage() {
               const QString p = QFileDialog::getOpenFileName(this, QStringLiteral("Training data"), m_resumeData->text());
               if (!p.isEmpty()) m_resumeData->setText(p);
             }));
-  m_resumeInPlace = new QCheckBox(tr("in place: move the later checkpoints to .trash/ and continue in the run's directory"), page);
+  m_resumeInPlace = new QCheckBox(tr("in place (later checkpoints to .trash/)"), page);
   m_resumeInPlace->setObjectName(QStringLiteral("in_place"));
   m_resumeInPlace->setEnabled(false);
   f->addRow(QString(), m_resumeInPlace);
@@ -527,7 +527,9 @@ void TrainPanel::fitLayout() {
   const bool beside = available >= twoColumns + kRunViewWidth;
   const Qt::Orientation orientation = beside ? Qt::Horizontal : Qt::Vertical;
   m_form->setColumns(beside || available >= twoColumns ? 2 : 1);
-  m_formScroll->setMinimumWidth((m_form->columns() == 2 ? m_twoColumnWidth : m_oneColumnWidth) + scrollBar);
+  // Never more than one column's width as the minimum: a panel held wide by
+  // its two columns could not be made narrower, and so never reflow.
+  m_formScroll->setMinimumWidth(m_oneColumnWidth + scrollBar);
   // Sizes once the panel has its real size (a hidden tab has none yet), and
   // again when the orientation changes; in between they are the person's.
   if (!isVisible() || height() < 200) return;
