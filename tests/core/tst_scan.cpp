@@ -71,7 +71,11 @@ class TestScan : public QObject {
     const auto t0 = std::chrono::steady_clock::now();
     const SafetyReport r = scanFile(path);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (!kSanitized) QVERIFY2(seconds < 0.1, (file.toStdString() + ": " + std::to_string(seconds) + " s").c_str());
+    // A guard against a bomb that runs away (seconds, or unbounded), not a
+    // speed goal: a loaded 2-core machine took 0.126 s for the dense-memo
+    // bomb that a quiet one scans in a few ms. The 0.1 s figures live in
+    // bench/run_scan_bench.sh.
+    if (!kSanitized) QVERIFY2(seconds < 1.0, (file.toStdString() + ": " + std::to_string(seconds) + " s").c_str());
 
     QCOMPARE(std::string(verdictName(r.verdict)), e["verdict"].get<std::string>());
     const bool wantError = e.value("error", false);

@@ -152,9 +152,10 @@ void answerFileDialog(const QString& path) {
       return;
     }
     if (!*typed) {
+      // The whole path at once: typed a key at a time, the completer's
+      // inline completion could change it under load.
       name->setFocus();
-      name->selectAll();
-      QTest::keyClicks(name, path);
+      name->setText(path);
       *typed = true;
       return;  // the dialog checks what was typed before Open takes it
     }
