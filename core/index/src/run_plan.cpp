@@ -61,6 +61,18 @@ void syncDirectory(const std::string& dir) {
   ::close(fd);
 }
 
+// Writes all of `text` to `fd` (through short writes and EINTR); 0, or the errno.
+int writeAll(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n < 0 ? errno : EIO;
+    done += size_t(n);
+  }
+  return 0;
+}
+
 // Writes `text` to `path` atomically: a temporary file named as the
 // checkpoint writer names its own (so a killed writer's leftover is found by
 // removeStaleTempFiles), fsync, rename, fsync the directory.
@@ -72,17 +84,10 @@ void writeFileAtomically(const std::string& path, const std::string& text) {
   const std::string temp = (p.parent_path() / ("." + p.filename().string() + suffix)).string();
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd < 0) throw std::runtime_error(path + ": cannot create temporary file " + temp + ": " + std::strerror(errno));
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = errno;
-      ::close(fd);
-      ::unlink(temp.c_str());
-      throw std::runtime_error(path + ": cannot write " + temp + ": " + std::strerror(err));
-    }
-    done += size_t(n);
+  if (const int err = writeAll(fd, text)) {
+    ::close(fd);
+    ::unlink(temp.c_str());
+    throw std::runtime_error(path + ": cannot write " + temp + ": " + std::strerror(err));
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     const int err = errno;
@@ -101,16 +106,9 @@ void writeFileAtomically(const std::string& path, const std::string& text) {
 void appendDurably(const std::string& path, const std::string& text) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
   if (fd < 0) throw std::runtime_error(path + ": cannot open to append: " + std::strerror(errno));
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = errno;
-      ::close(fd);
-      throw std::runtime_error(path + ": cannot append: " + std::strerror(err));
-    }
-    done += size_t(n);
+  if (const int err = writeAll(fd, text)) {
+    ::close(fd);
+    throw std::runtime_error(path + ": cannot append: " + std::strerror(err));
   }
   const int rc = ::fsync(fd);
   const int err = errno;
