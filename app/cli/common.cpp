@@ -30,17 +30,27 @@ void printUsage(const std::string& command) {
       "\n"
       "Exit status: 0 success, 1 a file cannot be read or is damaged, 2 usage error,\n"
       "3 scan found a file that would run code.\n";
-  if (command == "info") std::fputs("usage: ckptscope-cli info FILE [--json]\n", stderr);
-  else if (command == "ls") std::fputs("usage: ckptscope-cli ls DIR [--json]\n", stderr);
-  else if (command == "verify") std::fputs("usage: ckptscope-cli verify FILE\n", stderr);
-  else if (command == "diff") std::fputs("usage: ckptscope-cli diff A B [--json] [--top N]\n", stderr);
-  else if (command == "scan") std::fputs("usage: ckptscope-cli scan PATH... [--json] [--recursive]\n", stderr);
+  if (command == "info")
+    std::fputs("usage: ckptscope-cli info FILE [--json]\n", stderr);
+  else if (command == "ls")
+    std::fputs("usage: ckptscope-cli ls DIR [--json]\n", stderr);
+  else if (command == "verify")
+    std::fputs("usage: ckptscope-cli verify FILE\n", stderr);
+  else if (command == "diff")
+    std::fputs("usage: ckptscope-cli diff A B [--json] [--top N]\n", stderr);
+  else if (command == "scan")
+    std::fputs("usage: ckptscope-cli scan PATH... [--json] [--recursive]\n", stderr);
   else if (command == "metrics")
-    std::fputs("usage: ckptscope-cli metrics DIR|FILE... [--json|--csv] [--metric NAME]... [--log FILE|DIR]...\n"
-               "  DIR: an experiment directory (its runs); FILE: a checkpoint or metrics.jsonl (the run of its\n"
-               "  directory) or a console log (*.log, *.out, *.err, *.txt: read for every run, like --log)\n",
-               stderr);
-  else std::fputs(all, stderr);
+    std::fputs(
+        "usage: ckptscope-cli metrics DIR|FILE... [--json|--csv] [--metric NAME]... [--log "
+        "FILE|DIR]...\n"
+        "  DIR: an experiment directory (its runs); FILE: a checkpoint or metrics.jsonl (the run "
+        "of its\n"
+        "  directory) or a console log (*.log, *.out, *.err, *.txt: read for every run, like "
+        "--log)\n",
+        stderr);
+  else
+    std::fputs(all, stderr);
 }
 
 int usageError(const std::string& problem, const std::string& command) {
@@ -49,10 +59,12 @@ int usageError(const std::string& problem, const std::string& command) {
   return kExitUsage;
 }
 
-bool Args::has(const std::string& flag) const { return std::find(flags.begin(), flags.end(), flag) != flags.end(); }
+bool Args::has(const std::string& flag) const {
+  return std::find(flags.begin(), flags.end(), flag) != flags.end();
+}
 
-bool parseArgs(int argc, char** argv, int first, const std::vector<std::string>& allowedFlags, Args& out,
-               std::string& problem) {
+bool parseArgs(int argc, char** argv, int first, const std::vector<std::string>& allowedFlags,
+               Args& out, std::string& problem) {
   bool onlyPositional = false;
   for (int i = first; i < argc; ++i) {
     const std::string a = argv[i];

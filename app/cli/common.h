@@ -22,8 +22,8 @@ struct Args {
   std::vector<std::string> flags;
   bool has(const std::string& flag) const;
 };
-bool parseArgs(int argc, char** argv, int first, const std::vector<std::string>& allowedFlags, Args& out,
-               std::string& problem);
+bool parseArgs(int argc, char** argv, int first, const std::vector<std::string>& allowedFlags,
+               Args& out, std::string& problem);
 
 int runInfo(int argc, char** argv);
 int runLs(int argc, char** argv);

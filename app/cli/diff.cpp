@@ -81,14 +81,22 @@ void printText(const CheckpointDiff& d, const CheckpointFile& a, const Checkpoin
   std::printf("a  %s%s\nb  %s%s\n", d.pathA.c_str(), describe(a).c_str(), d.pathB.c_str(),
               describe(b).c_str());
   auto wrappers = [](bool ddp, bool compiled) {
-    return std::string(ddp && compiled ? "module. and _orig_mod." : (ddp ? "module." : "_orig_mod."));
+    return std::string(ddp && compiled ? "module. and _orig_mod."
+                                       : (ddp ? "module." : "_orig_mod."));
   };
-  const bool wrappedA = d.compiledPrefixA || d.ddpPrefixA, wrappedB = d.compiledPrefixB || d.ddpPrefixB;
-  if (wrappedA && wrappedB && d.compiledPrefixA == d.compiledPrefixB && d.ddpPrefixA == d.ddpPrefixB) {
-    std::printf("   keys of both carry %s (stripped)\n", wrappers(d.ddpPrefixA, d.compiledPrefixA).c_str());
+  const bool wrappedA = d.compiledPrefixA || d.ddpPrefixA,
+             wrappedB = d.compiledPrefixB || d.ddpPrefixB;
+  if (wrappedA && wrappedB && d.compiledPrefixA == d.compiledPrefixB &&
+      d.ddpPrefixA == d.ddpPrefixB) {
+    std::printf("   keys of both carry %s (stripped)\n",
+                wrappers(d.ddpPrefixA, d.compiledPrefixA).c_str());
   } else {
-    if (wrappedA) std::printf("   keys of a carry %s (stripped)\n", wrappers(d.ddpPrefixA, d.compiledPrefixA).c_str());
-    if (wrappedB) std::printf("   keys of b carry %s (stripped)\n", wrappers(d.ddpPrefixB, d.compiledPrefixB).c_str());
+    if (wrappedA)
+      std::printf("   keys of a carry %s (stripped)\n",
+                  wrappers(d.ddpPrefixA, d.compiledPrefixA).c_str());
+    if (wrappedB)
+      std::printf("   keys of b carry %s (stripped)\n",
+                  wrappers(d.ddpPrefixB, d.compiledPrefixB).c_str());
   }
   if (d.stateKeyA == "(all tensors)" || d.stateKeyB == "(all tensors)")
     std::printf("   no model state dict found: every tensor is compared by its path\n");

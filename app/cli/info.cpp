@@ -19,7 +19,9 @@ std::string withThousands(uint64_t n) {
   return s;
 }
 
-void line(const char* label, const std::string& value) { std::printf("%-11s %s\n", label, value.c_str()); }
+void line(const char* label, const std::string& value) {
+  std::printf("%-11s %s\n", label, value.c_str());
+}
 
 std::string configSummary(const Value* config) {
   std::string s;
@@ -33,12 +35,14 @@ std::string configSummary(const Value* config) {
 std::string optimizerSummary(const CheckpointView& view) {
   const Value* groups = view.optimizer()->get("param_groups");
   const Value* state = view.optimizer()->get("state");
-  std::string s = std::to_string(state && state->isDict() ? state->entries.size() : 0) + " parameters with state";
+  std::string s = std::to_string(state && state->isDict() ? state->entries.size() : 0) +
+                  " parameters with state";
   if (groups && groups->kind == Value::Kind::List && !groups->items.empty()) {
     const Value* g = groups->items.front();
     std::string hyper;
     for (const char* key : {"lr", "betas", "eps", "weight_decay"})
-      if (const Value* v = g->get(key)) hyper += std::string(hyper.empty() ? "" : ", ") + key + " " + shortRepr(v, 30);
+      if (const Value* v = g->get(key))
+        hyper += std::string(hyper.empty() ? "" : ", ") + key + " " + shortRepr(v, 30);
     if (groups->items.size() > 1) s += ", " + std::to_string(groups->items.size()) + " groups";
     if (!hyper.empty()) s += " (" + hyper + ")";
   }
@@ -55,8 +59,10 @@ void printText(const CheckpointFile& file) {
   if (view.stage()) line("stage", *view.stage());
   if (view.config()) line("config", configSummary(view.config()));
   if (view.modelState()) {
-    std::string p = withThousands(view.parameterCount()) + " in " + std::to_string(view.entries().size()) + " tensors";
-    if (view.ddpPrefix() || view.compiledPrefix()) p += "; " + describeWrapping(view.ddpPrefix(), view.compiledPrefix());
+    std::string p = withThousands(view.parameterCount()) + " in " +
+                    std::to_string(view.entries().size()) + " tensors";
+    if (view.ddpPrefix() || view.compiledPrefix())
+      p += "; " + describeWrapping(view.ddpPrefix(), view.compiledPrefix());
     line("parameters", p);
     for (const StateEntry& e : view.entries())
       if (e.tiedTo >= 0) line("tied", e.name + " = " + view.entries()[size_t(e.tiedTo)].name);
@@ -70,11 +76,13 @@ void printText(const CheckpointFile& file) {
   std::printf("\nmetadata\n");
   if (meta) {
     for (const auto& [k, v] : meta->entries)
-      std::printf("  %s = %s\n", (k->isStr() ? k->str() : shortRepr(k, 40)).c_str(), shortRepr(v, 100).c_str());
+      std::printf("  %s = %s\n", (k->isStr() ? k->str() : shortRepr(k, 40)).c_str(),
+                  shortRepr(v, 100).c_str());
   } else if (root && root->isDict() && root != view.modelState()) {
     for (const auto& [k, v] : root->entries)
       if (v != view.modelState() && v != view.optimizer())
-        std::printf("  %s = %s\n", (k->isStr() ? k->str() : shortRepr(k, 40)).c_str(), shortRepr(v, 100).c_str());
+        std::printf("  %s = %s\n", (k->isStr() ? k->str() : shortRepr(k, 40)).c_str(),
+                    shortRepr(v, 100).c_str());
   } else {
     std::printf("  (none)\n");
   }
@@ -87,12 +95,13 @@ void printText(const CheckpointFile& file) {
   for (size_t i = 0; i < tensors.size(); ++i) names[i] = std::string(tensors[i].name());
   const std::string stateKey = view.modelStateKey().empty() ? "" : view.modelStateKey() + ".";
   for (const StateEntry& e : view.entries())
-    if (e.tensor >= 0 && size_t(e.tensor) < names.size()) names[size_t(e.tensor)] = stateKey + e.name;
+    if (e.tensor >= 0 && size_t(e.tensor) < names.size())
+      names[size_t(e.tensor)] = stateKey + e.name;
   size_t nameWidth = 4;
   for (const std::string& n : names) nameWidth = std::max(nameWidth, n.size());
   nameWidth = std::min<size_t>(nameWidth, 60);
-  std::printf("\ntensors\n  %-*s  %-9s  %-18s %12s %10s  %s\n", int(nameWidth), "name", "dtype", "shape", "elements",
-              "bytes", "storage");
+  std::printf("\ntensors\n  %-*s  %-9s  %-18s %12s %10s  %s\n", int(nameWidth), "name", "dtype",
+              "shape", "elements", "bytes", "storage");
   uint64_t elements = 0, bytes = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const TensorInfo& t = tensors[i];
@@ -107,16 +116,16 @@ void printText(const CheckpointFile& file) {
     }
     if (!t.error.empty()) storage += "  ERROR: " + t.error;
     std::printf("  %-*s  %-9s  %-18s %12s %10s  %s\n", int(nameWidth), names[i].c_str(),
-                std::string(dtypeName(t.dtype)).c_str(), t.shapeString().c_str(), withThousands(t.numel()).c_str(),
-                humanBytes(t.nbytes()).c_str(), storage.c_str());
+                std::string(dtypeName(t.dtype)).c_str(), t.shapeString().c_str(),
+                withThousands(t.numel()).c_str(), humanBytes(t.nbytes()).c_str(), storage.c_str());
     elements += t.numel();
     bytes += t.nbytes();
   }
   uint64_t storageBytes = 0;
   for (const StorageInfo& s : storages) storageBytes += s.nbytes();
-  std::printf("\ntotal       %zu tensors, %s elements, %s; %zu storages holding %s\n", tensors.size(),
-              withThousands(elements).c_str(), humanBytes(bytes).c_str(), storages.size(),
-              humanBytes(storageBytes).c_str());
+  std::printf("\ntotal       %zu tensors, %s elements, %s; %zu storages holding %s\n",
+              tensors.size(), withThousands(elements).c_str(), humanBytes(bytes).c_str(),
+              storages.size(), humanBytes(storageBytes).c_str());
 }
 
 }  // namespace
@@ -141,14 +150,16 @@ int runInfo(int argc, char** argv) {
       nlohmann::ordered_json names = nlohmann::ordered_json::array();
       for (const StateEntry& e : view.entries()) {
         names.push_back(e.name);
-        if (e.tensor >= 0 && size_t(e.tensor) < doc["tensors"].size()) doc["tensors"][size_t(e.tensor)]["name"] = e.name;
+        if (e.tensor >= 0 && size_t(e.tensor) < doc["tensors"].size())
+          doc["tensors"][size_t(e.tensor)]["name"] = e.name;
       }
       doc["model_state"] = {{"key", view.modelStateKey()},
                             {"ddp_wrapped", view.ddpPrefix()},
                             {"compiled", view.compiledPrefix()},
                             {"names", std::move(names)}};
     }
-    const std::string out = doc.dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    const std::string out =
+        doc.dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     std::fwrite(out.data(), 1, out.size(), stdout);
     std::fputc('\n', stdout);
   } else {
@@ -160,7 +171,8 @@ int runInfo(int argc, char** argv) {
   for (const StorageInfo& s : file->storages())
     if (!s.error.empty()) return failWith(file->path() + ": storage " + s.key + ": " + s.error);
   for (const TensorInfo& t : file->tensors())
-    if (!t.error.empty()) return failWith(file->path() + ": tensor " + joinPath(t.path) + ": " + t.error);
+    if (!t.error.empty())
+      return failWith(file->path() + ": tensor " + joinPath(t.path) + ": " + t.error);
   return kExitOk;
 }
 

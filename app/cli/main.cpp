@@ -2,8 +2,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
     std::puts("ckptscope-cli 0.1.0");
     return kExitOk;
   }
-  if (cmd == "train" || cmd == "resume" || cmd == "finetune" || cmd == "score" || cmd == "generate") {
+  if (cmd == "train" || cmd == "resume" || cmd == "finetune" || cmd == "score" ||
+      cmd == "generate") {
     // These need LibTorch, which costs 0.4 s and 160 MB to load: they live in
     // the sibling program ckptscope-train.
     std::error_code ec;
@@ -36,7 +37,8 @@ int main(int argc, char** argv) {
     // is set here; a value the user chose is kept.
     ::setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0);
     ::execv(trainer.c_str(), argv);
-    return failWith("'" + cmd + "' needs " + trainer + " (built with LibTorch): " + std::strerror(errno));
+    return failWith("'" + cmd + "' needs " + trainer +
+                    " (built with LibTorch): " + std::strerror(errno));
   }
   try {
     if (cmd == "info") return runInfo(argc, argv);
