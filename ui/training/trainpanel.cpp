@@ -384,7 +384,11 @@ QWidget* TrainPanel::buildResumePage() {
   m_resumePlan->setObjectName(QStringLiteral("plan"));
   m_resumePlan->setWordWrap(true);
   m_resumePlan->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  f->addRow(m_resumePlan);
+  QFont bold = m_resumePlan->font();
+  bold.setBold(true);
+  m_resumePlan->setFont(bold);
+  // First on the page: what Start will do is seen without scrolling, at any height.
+  f->insertRow(0, m_resumePlan);
   connect(m_resumeCkpt, &QLineEdit::textChanged, this, &TrainPanel::updateResumePlan);
   connect(m_resumeInPlace, &QCheckBox::toggled, this, &TrainPanel::updateResumePlan);
   return page;
