@@ -29,10 +29,12 @@
 #include <map>
 
 #include "browser/browserpanel.h"
+#include "ckpt/index/experiment.h"
 #include "ckpt/index/run_plan.h"
 #include "browser/checkpointlistmodel.h"
 #include "browser/runwatcher.h"
 #include "compare/compareview.h"
+#include "compare/driftchain.h"
 #include "compare/driftview.h"
 #include "curves/curvesview.h"
 #include "inspector/inspectorwidget.h"
@@ -88,24 +90,6 @@ QString logsKey(const QStringList& opened) {
   QStringList clean;
   for (const QString& p : opened) clean << QDir::cleanPath(QFileInfo(p).absoluteFilePath());
   return QStringLiteral("extraLogs/") + QString::fromLatin1(clean.join('\n').toUtf8().toBase64(QByteArray::Base64UrlEncoding));
-}
-
-// A run's readable checkpoints in its order, without best_/latest_ copies of
-// a step already there: the chain that "compare with previous", the
-// comparison --view compare opens and Drift walk through.
-std::vector<const CheckpointEntry*> checkpointChain(const std::vector<CheckpointEntry>& checkpoints) {
-  QSet<qint64> steps;
-  for (const CheckpointEntry& c : checkpoints)
-    if (c.step && c.error.empty() && c.kind != CheckpointKind::Best && c.kind != CheckpointKind::Latest)
-      steps.insert(*c.step);
-  std::vector<const CheckpointEntry*> chain;
-  for (const CheckpointEntry& c : checkpoints) {
-    if (!c.error.empty()) continue;
-    const bool copy = c.kind == CheckpointKind::Best || c.kind == CheckpointKind::Latest;
-    if (copy && c.step && steps.contains(*c.step)) continue;
-    chain.push_back(&c);
-  }
-  return chain;
 }
 
 constexpr int kMaxRecent = 10;
@@ -333,41 +317,26 @@ void MainWindow::onRunStarted(const QString& outputDir) {
 
 bool MainWindow::showDrift() {
   const QModelIndex current = m_browser->proxy()->mapToSource(checkpointView()->currentIndex());
-  auto chainOf = [](const std::vector<CheckpointEntry>& checkpoints, QStringList& files, QStringList& labels) {
-    for (const CheckpointEntry* c : checkpointChain(checkpoints)) {
-      files << pathFromStd(c->path);
-      // A run's final file often sits at the step of its last step file: say which is which.
-      QString label = c->step ? tr("step %1").arg(*c->step) : QFileInfo(pathFromStd(c->path)).fileName();
-      if (c->step && c->kind != CheckpointKind::Step && c->kind != CheckpointKind::Unknown)
-        label += QStringLiteral(" (%1)").arg(fromStd(std::string(checkpointKindName(c->kind))));
-      labels << label;
-    }
-  };
-  QStringList files, labels;
-  QString title;
+  DriftChain chain;
   if (const QString family = m_model->familyName(current); !family.isEmpty()) {
+    std::vector<std::pair<QString, BrowseGroup>> stages;
     for (int r = 0; r < m_model->rowCount(current); ++r) {
-      const std::optional<BrowseGroup> stage = m_model->group(m_model->index(r, 0, current));
-      QStringList stageFiles, stageLabels;
-      if (stage) chainOf(stage->checkpoints, stageFiles, stageLabels);
-      if (stageFiles.isEmpty()) continue;
-      files << stageFiles.back();  // where the stage ended
-      const QString name = m_model->index(r, 0, current).data(int(CheckpointListModel::Role::Stage)).toString();
-      labels << (name.isEmpty() ? stage->name : name);
+      const QModelIndex stage = m_model->index(r, 0, current);
+      if (std::optional<BrowseGroup> g = m_model->group(stage))
+        stages.emplace_back(stage.data(int(CheckpointListModel::Role::Stage)).toString(), std::move(*g));
     }
-    title = tr("Stages of %1: what each stage changed (its last checkpoint against the one before)").arg(family);
+    chain = familyDriftChain(family, stages);
   } else {
     std::optional<BrowseGroup> run = m_model->group(current);
     if (!run) run = m_model->group(current.parent());  // a checkpoint: its run
-    if (run) chainOf(run->checkpoints, files, labels);
-    if (run) title = tr("Drift through %1: the change between consecutive checkpoints").arg(run->name);
+    if (run) chain = runDriftChain(*run);
   }
-  if (files.size() < 2) {
+  if (chain.files.size() < 2) {
     statusBar()->showMessage(tr("Select a run with two checkpoints or more, or a stage family"), 5000);
     return false;
   }
   m_tabs->setCurrentWidget(m_drift);
-  m_drift->showChain(title, files, labels);
+  m_drift->showChain(chain.title, chain.files, chain.labels);
   return true;
 }
 

@@ -6,6 +6,7 @@
 
 #include "ckpt/format/error.h"
 #include "ckpt/format/value.h"
+#include "ckpt/index/experiment.h"
 #include "ckpt/index/scanner.h"
 #include "common.h"
 
@@ -21,10 +22,19 @@ std::string localTime(int64_t t) {
   return buf;
 }
 
+// Each run's stage family (experiment.h), "" when it stands alone.
+std::vector<std::string> runFamilies(const ScanResult& r) {
+  std::vector<std::string> names;
+  for (const RunEntry& run : r.runs) names.push_back(run.name);
+  return familiesOf(names);
+}
+
 nlohmann::ordered_json toJson(const ScanResult& r) {
   using json = nlohmann::ordered_json;
   json runs = json::array();
-  for (const RunEntry& run : r.runs) {
+  const std::vector<std::string> families = runFamilies(r);
+  for (size_t i = 0; i < r.runs.size(); ++i) {
+    const RunEntry& run = r.runs[i];
     json cks = json::array();
     for (const CheckpointEntry& c : run.checkpoints) {
       json j;
@@ -39,15 +49,31 @@ nlohmann::ordered_json toJson(const ScanResult& r) {
       j["stage"] = c.stage ? json(*c.stage) : json(nullptr);
       cks.push_back(std::move(j));
     }
-    runs.push_back(json{{"name", run.name}, {"path", run.path}, {"checkpoints", std::move(cks)}});
+    const StageName place = splitStageName(run.name);
+    auto orNull = [](const std::string& v) { return v.empty() ? json(nullptr) : json(v); };
+    runs.push_back(json{{"name", run.name},
+                        {"path", run.path},
+                        {"family", orNull(families[i])},
+                        {"stage", families[i].empty() ? json(nullptr) : orNull(place.stage)},
+                        {"branch", orNull(place.branch)},
+                        {"checkpoints", std::move(cks)}});
   }
   return json{{"root", r.root}, {"runs", std::move(runs)}};
 }
 
 void printText(const ScanResult& r) {
   size_t total = 0;
-  for (const RunEntry& run : r.runs) {
-    std::printf("%s  (%zu checkpoint%s)\n", run.name.c_str(), run.checkpoints.size(), run.checkpoints.size() == 1 ? "" : "s");
+  const std::vector<std::string> families = runFamilies(r);
+  for (size_t i = 0; i < r.runs.size(); ++i) {
+    const RunEntry& run = r.runs[i];
+    std::string place;
+    if (!families[i].empty()) {
+      const StageName s = splitStageName(run.name);
+      place = "  [family " + families[i] + (s.stage.empty() ? "" : ", stage " + s.stage) +
+              (s.branch.empty() ? "" : ", branch " + s.branch) + "]";
+    }
+    std::printf("%s  (%zu checkpoint%s)%s\n", run.name.c_str(), run.checkpoints.size(),
+                run.checkpoints.size() == 1 ? "" : "s", place.c_str());
     std::printf("  %8s  %-6s  %-10s  %9s  %-16s  %s\n", "step", "kind", "loss", "size", "modified", "file");
     for (const CheckpointEntry& c : run.checkpoints) {
       const std::string step = c.step ? std::to_string(*c.step) : "-";

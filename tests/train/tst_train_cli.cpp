@@ -1,6 +1,7 @@
 // ckptscope-cli's training subcommands as a user runs them: ckptscope-cli
 // hands them to ckptscope-train; output formats, exit codes, one-line errors.
 #include <QtTest>
+#include <map>
 
 #include <fstream>
 
@@ -68,6 +69,29 @@ class TestTrainCli : public QObject {
     QVERIFY2(g1.exitCode == 0, g1.err.constData());
     QVERIFY(g1.out.startsWith("Sing"));
     QCOMPARE(g1.out, g2.out);  // seeded
+  }
+
+  // A run named with an underscore stage ("cli_pretrain") fine-tuned to sft
+  // gives "cli-sft", and `ls` puts the two in one family, in training order.
+  void finetunedRunJoinsItsFamily() {
+    const QString d = m_dir.path();
+    Run r = cli({"train", "--config", "run.json", "--out", "fam/cli_pretrain", "max_steps=2", "run_name=cli_pretrain"}, d);
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    r = cli({"finetune", "fam/cli_pretrain/cli_pretrain_final.pt", "--data", "corpus.txt", "--max-steps", "1"}, d);
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    QVERIFY(QFile::exists(d + "/fam/cli-sft/cli-sft_final.pt"));
+    r = cli({"ls", "fam", "--json"}, d);
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    const json runs = json::parse(r.out.toStdString())["runs"];
+    QCOMPARE(runs.size(), size_t(2));
+    std::map<std::string, std::pair<json, json>> place;
+    for (const json& run : runs) place[run["name"].get<std::string>()] = {run["family"], run["stage"]};
+    QCOMPARE(place["cli_pretrain"].first, json("cli"));
+    QCOMPARE(place["cli_pretrain"].second, json("pretrain"));
+    QCOMPARE(place["cli-sft"].first, json("cli"));
+    QCOMPARE(place["cli-sft"].second, json("sft"));
+    r = cli({"ls", "fam"}, d);
+    QVERIFY2(r.out.contains("cli-sft  (1 checkpoint)  [family cli, stage sft]"), r.out.constData());
   }
 
   // A second train into the same directory refuses and changes nothing;

@@ -64,8 +64,6 @@ class TestBrowser : public QObject {
 
  private slots:
   void initTestCase();
-  void splitStageNames_data();
-  void splitStageNames();
   void stageFamilies();
   void familyJoinsLive();
   void filterSubstringAndRegex();
@@ -102,29 +100,6 @@ bool TestBrowser::makeRunCopy(QTemporaryDir& dir) {
   for (const QString& f : {"tiny_step100.pt", "tiny_step200.pt"})
     if (!copyFile(m_runsDir + "/tiny/" + f, dir.path() + "/tiny/" + f)) return false;
   return true;
-}
-
-void TestBrowser::splitStageNames_data() {
-  QTest::addColumn<QString>("name");
-  QTest::addColumn<QString>("family");
-  QTest::addColumn<QString>("stage");
-  QTest::newRow("pretrain") << "gpt-pretrain" << "gpt" << "pretrain";
-  QTest::newRow("sft") << "gpt-sft" << "gpt" << "sft";
-  QTest::newRow("dpo underscore") << "my_run_dpo" << "my_run" << "dpo";
-  QTest::newRow("upper case") << "Run-SFT" << "Run" << "sft";
-  QTest::newRow("no suffix") << "baseline" << "baseline" << "";
-  QTest::newRow("suffix only") << "sft" << "sft" << "";
-  QTest::newRow("inside the name") << "sft-run" << "sft-run" << "";
-  QTest::newRow("nested dir") << "exp/gpt-dpo" << "exp/gpt" << "dpo";
-}
-
-void TestBrowser::splitStageNames() {
-  QFETCH(QString, name);
-  QFETCH(QString, family);
-  QFETCH(QString, stage);
-  const StageName s = splitStageName(name);
-  QCOMPARE(s.family, family);
-  QCOMPARE(s.stage, stage);
 }
 
 void TestBrowser::stageFamilies() {

@@ -6,11 +6,11 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QIcon>
-#include <QRegularExpression>
 #include <QStyle>
 #include <algorithm>
 #include <map>
 
+#include "ckpt/index/experiment.h"
 #include "textformat.h"
 
 namespace ckpt {
@@ -33,22 +33,7 @@ QString timeText(int64_t secs) {
   return secs ? QDateTime::fromSecsSinceEpoch(secs).toString(QStringLiteral("yyyy-MM-dd HH:mm")) : QString();
 }
 
-// Stages in training order; a run without a suffix (the plain `<run>`) comes first.
-int stageRank(const QString& stage) {
-  static const QStringList order = {QString(), "pretrain", "sft", "dpo"};
-  const int i = int(order.indexOf(stage));
-  return i < 0 ? int(order.size()) : i;
-}
-
 }  // namespace
-
-StageName splitStageName(const QString& runName) {
-  static const QRegularExpression re(QStringLiteral("^(.+)[-_](pretrain|sft|dpo)$"),
-                                     QRegularExpression::CaseInsensitiveOption);
-  const QRegularExpressionMatch m = re.match(runName);
-  if (!m.hasMatch()) return {runName, {}};
-  return {m.captured(1), m.captured(2).toLower()};
-}
 
 struct CheckpointListModel::Node {
   enum class Type { Root, Family, Group, Checkpoint };
@@ -127,10 +112,15 @@ std::unique_ptr<Node> groupNode(BrowseGroup g, const QString& stage = {}) {
   return n;
 }
 
-// Where a stage goes among a family's runs (training order).
-size_t stagePosition(const Node& family, const QString& stage) {
+// A run's stage as its family's row shows it: "sft", "pretrain@200" for a branch.
+QString stageLabel(const StageName& s) { return QString::fromStdString(s.stage + s.branch); }
+
+// Where a run goes among a family's runs (training order).
+size_t stagePosition(const Node& family, const StageName& stage) {
   size_t at = 0;
-  while (at < family.children.size() && stageRank(family.children[at]->stage) <= stageRank(stage)) ++at;
+  while (at < family.children.size() &&
+         !stageBefore(stage, splitStageName(family.children[at]->group.name.toStdString())))
+    ++at;
   return at;
 }
 
@@ -151,31 +141,33 @@ void CheckpointListModel::clear() { setGroups({}); }
 
 void CheckpointListModel::build(std::vector<BrowseGroup> groups) {
   m_root = std::make_unique<Node>();
-  // A family needs two runs or more sharing a name, one of them with a stage suffix.
-  std::map<QString, int> members, suffixed;
-  for (const BrowseGroup& g : groups) {
-    if (g.kind != BrowseGroup::Kind::Run || !g.error.isEmpty()) continue;
-    const StageName s = splitStageName(g.name);
-    ++members[s.family];
-    if (!s.stage.isEmpty()) ++suffixed[s.family];
-  }
-  std::map<QString, Node*> families;
-  for (BrowseGroup& g : groups) {
-    const StageName s = splitStageName(g.name);
-    const bool inFamily = g.kind == BrowseGroup::Kind::Run && g.error.isEmpty() && members[s.family] >= 2 &&
-                          suffixed[s.family] >= 1;
-    if (!inFamily) {
+  // Families: experiment.h's rule, over the readable runs.
+  std::vector<std::string> names;
+  std::vector<size_t> eligible;
+  for (size_t i = 0; i < groups.size(); ++i)
+    if (groups[i].kind == BrowseGroup::Kind::Run && groups[i].error.isEmpty()) {
+      names.push_back(groups[i].name.toStdString());
+      eligible.push_back(i);
+    }
+  const std::vector<std::string> familyOf = familiesOf(names);
+  std::vector<std::string> family(groups.size());
+  for (size_t k = 0; k < eligible.size(); ++k) family[eligible[k]] = familyOf[k];
+  std::map<std::string, Node*> families;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    BrowseGroup& g = groups[i];
+    if (family[i].empty()) {
       m_root->add(groupNode(std::move(g)), m_root->children.size());
       continue;
     }
-    Node*& family = families[s.family];
-    if (!family) {
-      auto f = std::make_unique<Node>();
-      f->type = Node::Type::Family;
-      f->family = s.family;
-      family = m_root->add(std::move(f), m_root->children.size());
+    Node*& f = families[family[i]];
+    if (!f) {
+      auto n = std::make_unique<Node>();
+      n->type = Node::Type::Family;
+      n->family = QString::fromStdString(family[i]);
+      f = m_root->add(std::move(n), m_root->children.size());
     }
-    family->add(groupNode(std::move(g), s.stage), stagePosition(*family, s.stage));
+    const StageName s = splitStageName(g.name.toStdString());
+    f->add(groupNode(std::move(g), stageLabel(s)), stagePosition(*f, s));
   }
 }
 
@@ -184,25 +176,22 @@ void CheckpointListModel::updateRun(BrowseGroup run) {
   if (!g) {
     // A new run: into its family when there is one; one that makes a new
     // family regroups everything (rare: a first fine-tune of a run).
-    const StageName s = splitStageName(run.name);
+    const StageName s = splitStageName(run.name.toStdString());
     for (const auto& top : m_root->children) {
-      if (top->type == Node::Type::Family && top->family == s.family) {
-        const size_t at = stagePosition(*top, s.stage);
+      if (top->type == Node::Type::Family && top->family.toStdString() == s.family) {
+        const size_t at = stagePosition(*top, s);
         beginInsertRows(indexOf(top.get()), int(at), int(at));
-        top->add(groupNode(std::move(run), s.stage), at);
+        top->add(groupNode(std::move(run), stageLabel(s)), at);
         endInsertRows();
         return;
       }
       const bool joins = top->type == Node::Type::Group && top->group.kind == BrowseGroup::Kind::Run &&
                          top->group.error.isEmpty() && run.error.isEmpty() && run.kind == BrowseGroup::Kind::Run;
-      if (joins) {
-        const StageName other = splitStageName(top->group.name);
-        if (other.family == s.family && (!s.stage.isEmpty() || !other.stage.isEmpty())) {
-          std::vector<BrowseGroup> all = groups();
-          all.push_back(std::move(run));
-          setGroups(std::move(all));
-          return;
-        }
+      if (joins && !familiesOf({top->group.name.toStdString(), run.name.toStdString()})[0].empty()) {
+        std::vector<BrowseGroup> all = groups();
+        all.push_back(std::move(run));
+        setGroups(std::move(all));
+        return;
       }
     }
     // Runs before the "Files" group, which stays last.

@@ -85,13 +85,4 @@ class CheckpointListModel : public QAbstractItemModel {
   std::unique_ptr<Node> m_root;
 };
 
-// "-pretrain", "_sft", ...: the stage a run's name ends with, and the name
-// without it ("shakespeare-sft" -> {"shakespeare", "sft"}); empty stage when
-// the name has no stage suffix.
-struct StageName {
-  QString family;
-  QString stage;
-};
-[[nodiscard]] StageName splitStageName(const QString& runName);
-
 }  // namespace ckpt

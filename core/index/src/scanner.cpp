@@ -12,17 +12,12 @@
 #include "ckpt/format/error.h"
 #include "ckpt/format/pickle_safety.h"
 #include "ckpt/index/run_plan.h"
+#include "ascii.h"
 
 namespace fs = std::filesystem;
 
 namespace ckpt {
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 bool boundaryBefore(const std::string& s, size_t pos) {
   return pos == 0 || !std::isalpha(static_cast<unsigned char>(s[pos - 1]));
@@ -62,7 +57,7 @@ std::string_view checkpointKindName(CheckpointKind k) {
 }
 
 NameInfo parseCheckpointName(std::string_view fileName) {
-  std::string stem = lower(fileName);
+  std::string stem = detail::asciiLower(fileName);
   if (const size_t dot = stem.rfind('.'); dot != std::string::npos && dot > 0) stem.resize(dot);
   NameInfo info;
   info.step = numberAfter(stem, "step", false);
@@ -77,7 +72,7 @@ NameInfo parseCheckpointName(std::string_view fileName) {
 }
 
 bool isCandidateName(std::string_view fileName) {
-  const std::string ext = lower(fs::path(fileName).extension().string());
+  const std::string ext = detail::asciiLower(fs::path(fileName).extension().string());
   return ext == ".pt" || ext == ".pth" || ext == ".bin" || ext == ".ckpt" || ext == ".safetensors" || ext == ".pkl" ||
          ext == ".pickle";
 }
@@ -141,7 +136,7 @@ namespace {
 // A writer's temporary file (.<name>.tmp-<pid>-<hex>) is never listed.
 bool isListedFile(const fs::path& path) {
   if (isTempFileName(path.filename().string()) || !isCandidateName(path.filename().string())) return false;
-  const std::string ext = lower(path.extension().string());
+  const std::string ext = detail::asciiLower(path.extension().string());
   if (ext != ".bin" && ext != ".ckpt") return true;
   try {
     InputFile in(path.string());

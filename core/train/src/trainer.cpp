@@ -12,6 +12,7 @@
 #include "checkpoint_io.h"
 #include "ckpt/model/decoder.h"
 #include "ckpt/index/run_plan.h"
+#include "ckpt/index/experiment.h"
 #include "ckpt/index/scanner.h"
 #include "ckpt/model/device.h"
 #include "ckpt/train/dataset.h"
@@ -526,15 +527,8 @@ Trainer Trainer::finetune(const std::string& checkpoint, const FinetuneOptions& 
   impl->adoptCheckpoint(checkpoint, content);
   std::string parentRun = meta.contains("run_name") && meta["run_name"].is_string() ? meta["run_name"].get<std::string>()
                                                                                     : rc.training.runName;
-  // "shakespeare-pretrain" fine-tuned to sft -> "shakespeare-sft".
-  for (const char* s : {"-pretrain", "-sft", "-dpo"}) {
-    const std::string suffix = s;
-    if (parentRun.size() > suffix.size() && parentRun.compare(parentRun.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      parentRun.resize(parentRun.size() - suffix.size());
-      break;
-    }
-  }
-  rc.training.runName = parentRun + "-" + options.stage;
+  // "shakespeare-pretrain" fine-tuned to sft -> "shakespeare-sft" (experiment.h).
+  rc.training.runName = stageRunName(parentRun, options.stage);
   rc.training.stage = options.stage;
   rc.training.learningRate = options.learningRate;
   rc.training.schedule = LrSchedule::Cosine;
