@@ -407,6 +407,73 @@ class TestMetrics : public QObject {
     }
   }
 
+  // A file of several blocks (4 MiB each), each parsed on several threads:
+  // every point in file order, every bad line named by its own line number
+  // and byte offset, wherever the blocks and their parts are cut.
+  void jsonlLargeFileInOrder() {
+    std::mt19937_64 rng(7);
+    std::uniform_int_distribution<int> kind(0, 99);
+    std::string file;
+    struct Want {
+      int64_t step;
+      std::string metric;
+      double value;
+    };
+    std::vector<Want> want;
+    std::vector<std::pair<uint64_t, uint64_t>> badAt;  // (byte, line)
+    uint64_t line = 0;
+    for (int64_t step = 0; file.size() < (9u << 20); ++step) {
+      ++line;
+      const uint64_t at = file.size();
+      const int k = kind(rng);
+      char b[160];
+      const double v = double(step % 1000) / 7.0;
+      if (k == 0) {
+        file += "{\"loss\": 1}\n";  // no step
+        badAt.emplace_back(at, line);
+        continue;
+      }
+      if (k == 1) {
+        file += "   \n";  // blank: skipped, counted
+        continue;
+      }
+      if (k == 2) {  // the slow path: a string value, a nested object
+        std::snprintf(b, sizeof b, "{\"step\": %lld, \"note\": \"x\", \"n\": {\"a\": 1}, \"acc\": %.17g}\n",
+                      (long long)step, v);
+        want.push_back({step, "acc", v});  // %.17g reads back exactly
+        file += b;
+        continue;
+      }
+      std::snprintf(b, sizeof b, "{\"step\": %lld, \"loss\": %.17g, \"learning_rate\": %.6g}\n", (long long)step, v,
+                    1e-4 * double(step % 13));
+      file += b;
+      want.push_back({step, "loss", v});
+      char lr[32];
+      std::snprintf(lr, sizeof lr, "%.6g", 1e-4 * double(step % 13));
+      want.push_back({step, "lr", std::strtod(lr, nullptr)});  // learning_rate is lr
+    }
+    const std::string path = m_tmp.filePath("large.jsonl").toStdString();
+    std::ofstream(path, std::ios::binary) << file;
+    std::vector<std::string> problems;
+    uint64_t end = 0;
+    const auto points = readMetricsJsonl(path, 0, &end, &problems);
+    QCOMPARE(end, uint64_t(file.size()));
+    QCOMPARE(points.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      const auto& [metric, p] = points[i];
+      if (metric != want[i].metric || p.step != want[i].step || p.value != want[i].value)
+        QFAIL(("point " + std::to_string(i) + ": " + metric + " step " + std::to_string(p.step) + " = " +
+               std::to_string(p.value) + ", want " + want[i].metric + " step " + std::to_string(want[i].step))
+                  .c_str());
+    }
+    QCOMPARE(problems.size(), badAt.size());
+    for (size_t i = 0; i < badAt.size(); ++i) {
+      const std::string expected =
+          "byte " + std::to_string(badAt[i].first) + " (line " + std::to_string(badAt[i].second) + ")";
+      QVERIFY2(problems[i].find(expected) != std::string::npos, (problems[i] + " lacks " + expected).c_str());
+    }
+  }
+
   void consoleLogRecords() {
     // Python logging records, tqdm pieces, eval lines and basicConfig's format.
     const std::string path = m_tmp.filePath("records.err").toStdString();

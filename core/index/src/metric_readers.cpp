@@ -5,9 +5,12 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <deque>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "ckpt/index/metrics.h"
 
@@ -443,6 +446,78 @@ void parsePiece(std::string_view piece, std::vector<LoggedPoint>& out) {
 
 }  // namespace
 
+namespace {
+
+// One metrics.jsonl line's points, handed to `emit(metric, point)`; false
+// when the line is neither a flat object of numbers nor a JSON object with
+// an integer "step". `names` keeps the metric names the slow path makes
+// alive until they are emitted.
+template <typename Emit>
+bool parseJsonlLine(std::string_view line, std::vector<std::pair<std::string_view, double>>& metrics,
+                    std::deque<std::string>& names, const Emit& emit) {
+  MetricPoint base;
+  bool hasStep = false;
+  metrics.clear();
+  if (parseFlatLine(line, base, metrics, hasStep) && hasStep) {
+    for (const auto& [metric, value] : metrics) {
+      MetricPoint p = base;
+      p.value = value;
+      emit(metric == "learning_rate" ? std::string_view("lr") : metric, p);
+    }
+    return true;
+  }
+  nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer()) return false;
+  base.step = j["step"].get<int64_t>();
+  base.wallTime.reset();
+  base.tokens.reset();
+  if (j.contains("wall_time") && j["wall_time"].is_number()) base.wallTime = j["wall_time"].get<double>();
+  if (j.contains("tokens") && j["tokens"].is_number()) base.tokens = j["tokens"].get<int64_t>();
+  for (const auto& [key, value] : j.items()) {
+    if (key == "step" || key == "wall_time" || key == "tokens" || !value.is_number()) continue;
+    MetricPoint p = base;
+    p.value = value.template get<double>();
+    names.push_back(canonicalMetric(key));
+    emit(std::string_view(names.back()), p);
+  }
+  return true;
+}
+
+bool blankLine(std::string_view line) { return line.find_first_not_of(" \t\r") == std::string_view::npos; }
+
+// A block of complete lines parsed on several threads (a million-line file
+// parses about twice as fast on two cores); the points come out in file order.
+struct ParsedPart {
+  std::vector<std::pair<std::string_view, MetricPoint>> points;
+  std::deque<std::string> names;
+  std::vector<std::pair<size_t, uint64_t>> bad;  // (byte in the block, line number in the part)
+  uint64_t lines = 0;
+};
+
+void parsePart(std::string_view text, size_t at, ParsedPart& out) {
+  std::vector<std::pair<std::string_view, double>> metrics;
+  out.points.reserve(text.size() / 24);
+  auto emit = [&out](std::string_view metric, const MetricPoint& p) { out.points.emplace_back(metric, p); };
+  size_t lineStart = 0;
+  while (lineStart < text.size()) {
+    const size_t nl = text.find('\n', lineStart);
+    const std::string_view line = text.substr(lineStart, nl - lineStart);
+    ++out.lines;
+    if (!blankLine(line) && !parseJsonlLine(line, metrics, out.names, emit)) out.bad.emplace_back(at + lineStart, out.lines);
+    lineStart = nl + 1;
+  }
+}
+
+// Blocks this big or more are split among threads.
+constexpr size_t kParallelBlock = 1u << 20;
+
+unsigned parseThreads() {
+  static const unsigned n = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+  return n;
+}
+
+}  // namespace
+
 void readMetricsJsonl(const std::string& path, const MetricSink& sink, uint64_t offset, uint64_t* end,
                       std::vector<std::string>* problems) {
   if (end) *end = offset;
@@ -460,39 +535,46 @@ void readMetricsJsonl(const std::string& path, const MetricSink& sink, uint64_t 
   uint64_t lineNumber = 0;
   bool skipping = false;  // inside a line too long to hold
   std::vector<std::pair<std::string_view, double>> metrics;
-
-  auto handle = [&](std::string_view line, uint64_t at) {
-    ++lineNumber;
-    if (line.find_first_not_of(" \t\r") == std::string_view::npos) return;
-    MetricPoint base;
-    bool hasStep = false;
-    metrics.clear();
-    if (parseFlatLine(line, base, metrics, hasStep) && hasStep) {
-      for (const auto& [metric, value] : metrics) {
-        MetricPoint p = base;
-        p.value = value;
-        sink(metric == "learning_rate" ? std::string_view("lr") : metric, p);
+  std::deque<std::string> names;
+  auto bad = [&](uint64_t at, uint64_t line) {
+    if (problems)
+      problems->push_back(path + ": byte " + std::to_string(at) + " (line " + std::to_string(line) +
+                          (offset ? " from there" : "") + "): not a JSON object with an integer \"step\"");
+  };
+  // The complete lines buffer[from, to) (`to` just past a newline).
+  auto handleLines = [&](size_t from, size_t to) {
+    const unsigned threads = to - from >= kParallelBlock ? parseThreads() : 1;
+    if (threads == 1) {
+      size_t lineStart = from;
+      while (lineStart < to) {
+        const size_t nl = buffer.find('\n', lineStart);
+        const std::string_view line(buffer.data() + lineStart, nl - lineStart);
+        ++lineNumber;
+        names.clear();
+        if (!blankLine(line) && !parseJsonlLine(line, metrics, names, sink)) bad(bufferStart + lineStart, lineNumber);
+        lineStart = nl + 1;
       }
       return;
     }
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer()) {
-      if (problems)
-        problems->push_back(path + ": byte " + std::to_string(at) + " (line " + std::to_string(lineNumber) +
-                            (offset ? " from there" : "") + "): not a JSON object with an integer \"step\"");
-      return;
+    // Parts end at newlines; the points go to the sink part by part.
+    std::vector<size_t> cuts{from};
+    for (unsigned t = 1; t < threads; ++t) {
+      const size_t guess = std::max(cuts.back(), from + (to - from) * t / threads);
+      const size_t nl = guess >= to ? std::string::npos : buffer.find('\n', guess);
+      cuts.push_back(nl == std::string::npos || nl + 1 > to ? to : nl + 1);
     }
-    base.step = j["step"].get<int64_t>();
-    base.wallTime.reset();
-    base.tokens.reset();
-    if (j.contains("wall_time") && j["wall_time"].is_number()) base.wallTime = j["wall_time"].get<double>();
-    if (j.contains("tokens") && j["tokens"].is_number()) base.tokens = j["tokens"].get<int64_t>();
-    for (const auto& [key, value] : j.items()) {
-      if (key == "step" || key == "wall_time" || key == "tokens" || !value.is_number()) continue;
-      MetricPoint p = base;
-      p.value = value.get<double>();
-      const std::string metric = canonicalMetric(key);
-      sink(metric, p);
+    cuts.push_back(to);
+    std::vector<ParsedPart> parts(threads);
+    std::vector<std::thread> workers;
+    for (unsigned t = 1; t < threads; ++t)
+      workers.emplace_back(parsePart, std::string_view(buffer.data() + cuts[t], cuts[t + 1] - cuts[t]), cuts[t],
+                           std::ref(parts[t]));
+    parsePart(std::string_view(buffer.data() + cuts[0], cuts[1] - cuts[0]), cuts[0], parts[0]);
+    for (std::thread& w : workers) w.join();
+    for (const ParsedPart& part : parts) {
+      for (const auto& [at, line] : part.bad) bad(bufferStart + at, lineNumber + line);
+      for (const auto& [metric, p] : part.points) sink(metric, p);
+      lineNumber += part.lines;
     }
   };
 
@@ -506,10 +588,15 @@ void readMetricsJsonl(const std::string& path, const MetricSink& sink, uint64_t 
     if (got == 0) break;
     remaining -= got;
     size_t lineStart = 0;
-    for (size_t nl = buffer.find('\n', old); nl != std::string::npos; nl = buffer.find('\n', nl + 1)) {
-      if (skipping) skipping = false;
-      else handle(std::string_view(buffer.data() + lineStart, nl - lineStart), bufferStart + lineStart);
-      lineStart = nl + 1;
+    const size_t lastNl = buffer.rfind('\n');
+    if (lastNl != std::string::npos && lastNl >= old) {
+      if (skipping) {
+        // The rest of a too-long line: it ends at the first newline.
+        skipping = false;
+        lineStart = buffer.find('\n', old) + 1;
+      }
+      handleLines(lineStart, lastNl + 1);
+      lineStart = lastNl + 1;
     }
     buffer.erase(0, lineStart);
     bufferStart += lineStart;
