@@ -241,6 +241,31 @@ class TestTrainDist : public QObject {
     QVERIFY(checked >= 1);
   }
 
+  // Under srun: SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID, the store on
+  // the first host of SLURM_NODELIST ("127.0.0.[1-2]" -> 127.0.0.1).
+  void slurmEnvironment() {
+    const QString port = QString::number(freePort());
+    const QStringList args{"train", "--config", "run.json", "--out", "slurm", "max_steps=4"};
+    QProcess r[2];
+    for (int rank = 0; rank < 2; ++rank) {
+      QProcessEnvironment env = oneThread();
+      env.insert("SLURM_PROCID", QString::number(rank));
+      env.insert("SLURM_LOCALID", QString::number(rank));
+      env.insert("SLURM_NTASKS", "2");
+      env.insert("SLURM_NODELIST", "127.0.0.[1-2]");
+      env.insert("MASTER_PORT", port);
+      r[rank].setProcessEnvironment(env);
+      r[rank].setWorkingDirectory(m_dir.path());
+      r[rank].start(QStringLiteral(CKPT_CLI), args);
+    }
+    const Run a = finish(r[0]), b = finish(r[1]);
+    QVERIFY2(a.exitCode == 0, a.err.constData());
+    QVERIFY2(b.exitCode == 0, b.err.constData());
+    QVERIFY(b.err.contains("rank 1 of 2 on cpu (gloo)"));
+    QVERIFY(a.out.contains("finished at step 4: slurm/dp_final.pt"));
+    compareRuns("one", "slurm", "dp_step3.pt", "0", true);
+  }
+
   // A batch that cannot be split over the ranks says so before any starts.
   void impossibleSplitRefused() {
     const Run r =

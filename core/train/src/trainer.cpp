@@ -343,6 +343,7 @@ struct Trainer::Impl {
     json line{{"step", r.step},      {"loss", r.loss},           {"lr", r.learningRate},
               {"tokens", r.tokensSeen}, {"tokens_per_sec", r.tokensPerSecond}, {"wall_time", r.elapsedSeconds}};
     if (r.valLoss) line["val_loss"] = *r.valLoss;
+    if (world->size() > 1) line["allreduce_time"] = r.allReduceSeconds;  // the step's gradient all-reduce
     std::ofstream out(fs::path(outputDir) / "metrics.jsonl", std::ios::app);
     out << line.dump() << '\n';
     if (!out) throw std::runtime_error((fs::path(outputDir) / "metrics.jsonl").string() + ": cannot append");
