@@ -19,6 +19,9 @@ packages=(
   cmake ninja-build g++ ccache pkg-config
   # libraries
   qt6-base-dev libqcustomplot-dev nlohmann-json3-dev libtorch-dev zlib1g-dev
+  # the gloo headers LibTorch's c10d ProcessGroupGloo.hpp includes
+  # (data-parallel training on the CPU)
+  libgloo-dev
   # LibTorch's matrix products go through the system BLAS: OpenBLAS, not the
   # reference one (about 8x faster training).
   libopenblas0-pthread

@@ -1,6 +1,7 @@
 // ckptscope-train: the LibTorch half of ckptscope-cli (train, resume,
 // finetune, score, generate). ckptscope-cli hands these subcommands over to
 // this program so that info / ls / verify never load LibTorch.
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -13,6 +14,7 @@
 
 #include "ckpt/format/error.h"
 #include "ckpt/index/run_plan.h"
+#include "ckpt/train/launch.h"
 #include "ckpt/train/trainer.h"
 
 namespace {
@@ -29,13 +31,17 @@ int failWith(const std::string& message) {
 const char* kUsage =
     "usage:\n"
     "  ckptscope-cli train --config RUN.json [--data PATH] [--out DIR] [--device auto|cpu|cuda]\n"
-    "                      [--max-steps N] [--overwrite] [key=value ...]\n"
-    "  ckptscope-cli resume CKPT|DIR [--in-place] [--max-steps N] [--data PATH] [--device D]\n"
+    "                      [--max-steps N] [--overwrite] [--nproc N] [key=value ...]\n"
+    "  ckptscope-cli resume CKPT|DIR [--in-place] [--max-steps N] [--data PATH] [--device D] [--nproc N]\n"
     "  ckptscope-cli finetune CKPT --data PATH [--out DIR] [--lr X] [--max-steps N] [--stage NAME]\n"
     "                      [--tokenizer T] [--device D] [--overwrite]\n"
     "  ckptscope-cli score CKPT --data PATH --seq-len T [--json] [--tokenizer T] [--device D]\n"
     "  ckptscope-cli generate CKPT --prompt TEXT [--max-new-tokens N] [--temperature T] [--top-k K]\n"
-    "                      [--seed S] [--tokenizer T] [--device D]\n";
+    "                      [--seed S] [--tokenizer T] [--device D]\n"
+    "\n"
+    "  --nproc N starts N data-parallel ranks on this machine (Gloo on the CPU, NCCL on GPUs);\n"
+    "  under torchrun or srun, run ckptscope-train itself: torchrun --no-python --nproc-per-node 8\n"
+    "  ckptscope-train train --config RUN.json. Ctrl+C finishes the step and saves a checkpoint.\n";
 
 int usageError(const std::string& problem) {
   std::fprintf(stderr, "ckptscope-cli: %s\n%s", problem.c_str(), kUsage);
@@ -113,14 +119,33 @@ std::string duration(double seconds) {
   return buf;
 }
 
+// Ctrl+C (SIGINT) or SIGTERM: the step in flight finishes and a checkpoint
+// to resume from is written; a second one ends the process at once.
+volatile sig_atomic_t g_stopRequested = 0;
+
+void onStopSignal(int signo) {
+  g_stopRequested = 1;
+  signal(signo, SIG_DFL);
+}
+
+void installStopHandler() {
+  struct sigaction sa {};
+  sa.sa_handler = onStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
 // A progress bar on a terminal; the reference library's log lines otherwise
 // (so that the curves view reads our console logs like theirs).
 ProgressCallback progressPrinter(const Trainer& trainer) {
   const bool tty = isatty(STDERR_FILENO) != 0;
   const int64_t logEvery = std::max<int64_t>(1, trainer.config().training.logEvery);
   const int64_t first = trainer.startStep();
-  return [tty, logEvery, first](const StepReport& r) {
-    if (tty) {
+  const bool writer = trainer.rank() == 0;  // the other ranks print their errors only
+  return [tty, logEvery, first, writer](const StepReport& r) {
+    if (!writer) {
+    } else if (tty) {
       const int width = 24;
       const double frac = r.maxSteps > 0 ? double(r.step) / double(r.maxSteps) : 0;
       std::string bar(size_t(width), '.');
@@ -138,26 +163,57 @@ ProgressCallback progressPrinter(const Trainer& trainer) {
       if (!r.savedCheckpoint.empty()) std::printf("saved %s\n", r.savedCheckpoint.c_str());
       std::fflush(stdout);
     }
-    return true;
+    return g_stopRequested == 0;
   };
 }
 
 int runTrainer(Trainer& trainer) {
-  std::fprintf(stderr, "run %s on %s from step %lld to %lld, writing to %s\n",
-               trainer.config().training.runName.c_str(), trainer.deviceName().c_str(), (long long)trainer.startStep(),
-               (long long)trainer.config().training.maxSteps, trainer.config().training.outputDir.c_str());
+  const TrainingConfig& t = trainer.config().training;
+  if (trainer.worldSize() > 1)
+    std::fprintf(stderr, "rank %d of %d on %s (%s), micro-batch %lld x %lld accumulation of the batch of %lld\n",
+                 trainer.rank(), trainer.worldSize(), trainer.deviceName().c_str(), trainer.backend().c_str(),
+                 (long long)t.microBatchSize, (long long)t.gradientAccumulationSteps, (long long)t.batchSize);
+  if (trainer.rank() == 0) {
+    std::fprintf(stderr, "run %s on %s from step %lld to %lld, writing to %s\n", t.runName.c_str(),
+                 trainer.deviceName().c_str(), (long long)trainer.startStep(), (long long)t.maxSteps,
+                 t.outputDir.c_str());
+  }
   if (!trainer.notes().empty()) std::fprintf(stderr, "note: %s\n", trainer.notes().c_str());
   const RunResult r = trainer.run(progressPrinter(trainer));
-  std::printf("%s at step %lld: %s\n", r.outcome == RunOutcome::Finished ? "finished" : "stopped", (long long)r.step,
-              r.lastCheckpoint.c_str());
+  if (trainer.rank() == 0)
+    std::printf("%s at step %lld: %s\n", r.outcome == RunOutcome::Finished ? "finished" : "stopped", (long long)r.step,
+                r.lastCheckpoint.c_str());
   return kExitOk;
+}
+
+// --nproc N (N > 1): this program again, N times, as the ranks of one run.
+int launchRanks(int argc, char** argv, int nproc, double timeoutSeconds) {
+  LaunchOptions o;
+  o.program = std::filesystem::read_symlink("/proc/self/exe").string();
+  o.nproc = nproc;
+  o.timeoutSeconds = timeoutSeconds;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--nproc") == 0) {
+      ++i;
+      continue;
+    }
+    o.args.emplace_back(argv[i]);
+  }
+  return launchLocalRanks(o);
+}
+
+int nprocOf(const Args& a) {
+  if (!a.has("--nproc")) return 1;
+  const int64_t n = toInt("--nproc", a.get("--nproc"));
+  if (n < 1 || n > 1024) throw ConfigError("--nproc: expected 1 to 1024 processes, got " + a.get("--nproc"));
+  return int(n);
 }
 
 int cmdTrain(int argc, char** argv) {
   Args a;
   std::string problem;
-  if (!parse(argc, argv, {"--config", "--data", "--out", "--device", "--max-steps", "--tokenizer"}, {"--overwrite"}, a,
-             problem))
+  if (!parse(argc, argv, {"--config", "--data", "--out", "--device", "--max-steps", "--tokenizer", "--nproc"},
+             {"--overwrite"}, a, problem))
     return usageError(problem);
   if (!a.has("--config")) return usageError("train needs --config RUN.json");
   RunConfig config = RunConfig::fromFile(a.get("--config"));
@@ -171,6 +227,11 @@ int cmdTrain(int argc, char** argv) {
   if (a.has("--device")) config.training.device = a.get("--device");
   if (a.has("--max-steps")) config.training.maxSteps = toInt("--max-steps", a.get("--max-steps"));
   if (config.training.outputDir.empty()) config.training.outputDir = config.training.runName;
+  if (const int nproc = nprocOf(a); nproc > 1) {
+    config.training.adaptToWorld(nproc);  // an impossible split says so before any rank starts
+    return launchRanks(argc, argv, nproc, config.training.distTimeoutSeconds);
+  }
+  installStopHandler();
   Trainer trainer = Trainer::newRun(config, a.has("--overwrite"));
   return runTrainer(trainer);
 }
@@ -178,7 +239,9 @@ int cmdTrain(int argc, char** argv) {
 int cmdResume(int argc, char** argv) {
   Args a;
   std::string problem;
-  if (!parse(argc, argv, {"--max-steps", "--data", "--device"}, {"--in-place"}, a, problem)) return usageError(problem);
+  if (!parse(argc, argv, {"--max-steps", "--data", "--device", "--nproc"}, {"--in-place"}, a, problem))
+    return usageError(problem);
+  if (const int nproc = nprocOf(a); nproc > 1) return launchRanks(argc, argv, nproc, 600);
   if (a.positional.size() != 1) return usageError("resume takes exactly one CKPT or DIR");
   std::optional<int64_t> maxSteps;
   if (a.has("--max-steps")) maxSteps = toInt("--max-steps", a.get("--max-steps"));
@@ -196,6 +259,7 @@ int cmdResume(int argc, char** argv) {
     checkpoint = pick.checkpoint;
     std::fprintf(stderr, "resuming %s\n", checkpoint.c_str());
   }
+  installStopHandler();
   Trainer trainer =
       Trainer::resume(checkpoint, maxSteps, a.get("--data"), a.get("--device", "auto"), a.has("--in-place"));
   return runTrainer(trainer);
@@ -204,9 +268,10 @@ int cmdResume(int argc, char** argv) {
 int cmdFinetune(int argc, char** argv) {
   Args a;
   std::string problem;
-  if (!parse(argc, argv, {"--data", "--out", "--lr", "--max-steps", "--stage", "--tokenizer", "--device"}, {"--overwrite"},
-             a, problem))
+  if (!parse(argc, argv, {"--data", "--out", "--lr", "--max-steps", "--stage", "--tokenizer", "--device", "--nproc"},
+             {"--overwrite"}, a, problem))
     return usageError(problem);
+  if (const int nproc = nprocOf(a); nproc > 1) return launchRanks(argc, argv, nproc, 600);
   if (a.positional.size() != 1) return usageError("finetune takes exactly one CKPT");
   if (!a.has("--data")) return usageError("finetune needs --data PATH");
   FinetuneOptions o;
@@ -218,6 +283,7 @@ int cmdFinetune(int argc, char** argv) {
   o.tokenizer = a.get("--tokenizer");
   o.device = a.get("--device", "auto");
   o.overwrite = a.has("--overwrite");
+  installStopHandler();
   Trainer trainer = Trainer::finetune(a.positional[0], o);
   return runTrainer(trainer);
 }

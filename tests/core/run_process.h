@@ -12,11 +12,8 @@ struct ProcessResult {
   QByteArray out, err;
 };
 
-inline ProcessResult runProcess(const QString& program, const QStringList& args, const QString& cwd = {},
-                                int timeoutMs = 300000) {
-  QProcess p;
-  if (!cwd.isEmpty()) p.setWorkingDirectory(cwd);
-  p.start(program, args);
+// Waits for a started process and collects what it printed.
+inline ProcessResult finishProcess(QProcess& p, int timeoutMs = 300000) {
   ProcessResult r;
   if (!p.waitForFinished(timeoutMs)) {
     p.kill();
@@ -27,6 +24,14 @@ inline ProcessResult runProcess(const QString& program, const QStringList& args,
   r.out = p.readAllStandardOutput();
   r.err = p.readAllStandardError();
   return r;
+}
+
+inline ProcessResult runProcess(const QString& program, const QStringList& args, const QString& cwd = {},
+                                int timeoutMs = 300000) {
+  QProcess p;
+  if (!cwd.isEmpty()) p.setWorkingDirectory(cwd);
+  p.start(program, args);
+  return finishProcess(p, timeoutMs);
 }
 
 }  // namespace ckpt::test

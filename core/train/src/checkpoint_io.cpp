@@ -178,6 +178,9 @@ CheckpointContent loadCheckpointContent(const std::string& path, ModelConfig* co
   if (const Value* ts = root->get("trainer_state"); ts && ts->isDict()) content.trainerState = plainJson(ts);
   if (const Value* rng = root->get("rng_state"); rng && rng->isTensor())
     content.rngState = readTensor(*file, size_t(rng->index));
+  if (const Value* rngs = root->get("rank_rng_states"); rngs && rngs->kind == Value::Kind::List)
+    for (const Value* r : rngs->items)
+      if (r->isTensor()) content.rankRngStates.push_back(readTensor(*file, size_t(r->index)));
   // Top-level keys the Python library repeats (step, loss, ...) when there
   // is no metadata dict.
   if (content.metadata.empty() && root->isDict() && root != view.modelState())
@@ -227,6 +230,11 @@ void saveCheckpointContent(const std::string& path, const CheckpointContent& con
   for (const auto& [k, v] : content.metadata.items()) c.tree.set(root, k, c.value(v));
   if (!content.trainerState.is_null()) c.tree.set(root, "trainer_state", c.value(content.trainerState));
   if (content.rngState) c.tree.set(root, "rng_state", c.tensor(*content.rngState));
+  if (!content.rankRngStates.empty()) {
+    Value* rngs = c.tree.list();
+    for (const at::Tensor& r : content.rankRngStates) c.tree.append(rngs, c.tensor(r));
+    c.tree.set(root, "rank_rng_states", rngs);
+  }
   writeTorchFile(path, root, c.table, c.bytes);
 }
 

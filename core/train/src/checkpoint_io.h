@@ -39,6 +39,7 @@ struct CheckpointContent {
   nlohmann::ordered_json metadata = nlohmann::ordered_json::object();  // repeated at the top level
   nlohmann::ordered_json trainerState;  // exact-resume state (ours only); null otherwise
   std::optional<at::Tensor> rngState;   // torch's CPU generator state (uint8)
+  std::vector<at::Tensor> rankRngStates;  // data-parallel runs: every rank's, by rank
 };
 
 // The tensor `index` of a file as an owned, contiguous CPU tensor.

@@ -50,6 +50,10 @@ json TrainingConfig::toJson() const {
               {"batch_size", batchSize},
               {"micro_batch_size", microBatchSize},
               {"gradient_accumulation_steps", gradientAccumulationSteps},
+              {"world_size", worldSize},
+              {"world_adapts", worldAdapts},
+              {"allreduce_bucket_mb", allreduceBucketMb},
+              {"dist_timeout_seconds", distTimeoutSeconds},
               {"seq_len", seqLen},
               {"learning_rate", learningRate},
               {"max_steps", maxSteps},
@@ -80,23 +84,35 @@ void TrainingConfig::update(const json& j) {
   batchSize = getInt(j, "batch_size", batchSize);
   microBatchSize = getInt(j, "micro_batch_size", microBatchSize);
   gradientAccumulationSteps = getInt(j, "gradient_accumulation_steps", gradientAccumulationSteps);
+  worldSize = getInt(j, "world_size", worldSize);
   if (microBatchSize <= 0) bad("micro_batch_size", "must be > 0");
+  if (worldSize <= 0) bad("world_size", "must be > 0");
+  const int64_t W = worldSize;
+  // "micro_batch_size (2)" alone, or "world_size (2) x micro_batch_size (2) = 4".
+  auto per = [&](const char* field, int64_t v) {
+    const std::string one = std::string(field) + " (" + std::to_string(v) + ")";
+    return W == 1 ? one : "world_size (" + std::to_string(W) + ") x " + one + " = " + std::to_string(W * v);
+  };
   if (hasBatch && hasMicro && !hasAccum) {
-    if (batchSize % microBatchSize != 0)
-      bad("batch_size", "(" + std::to_string(batchSize) + ") must be a multiple of micro_batch_size (" +
-                            std::to_string(microBatchSize) + ")");
-    gradientAccumulationSteps = batchSize / microBatchSize;
+    if (batchSize % (W * microBatchSize) != 0)
+      bad("batch_size", "(" + std::to_string(batchSize) + ") must be a multiple of " + per("micro_batch_size", microBatchSize));
+    gradientAccumulationSteps = batchSize / (W * microBatchSize);
   } else if (hasBatch && hasAccum && !hasMicro) {
-    if (gradientAccumulationSteps <= 0 || batchSize % gradientAccumulationSteps != 0)
-      bad("batch_size", "(" + std::to_string(batchSize) + ") must be a multiple of gradient_accumulation_steps (" +
-                            std::to_string(gradientAccumulationSteps) + ")");
-    microBatchSize = batchSize / gradientAccumulationSteps;
+    if (gradientAccumulationSteps <= 0 || batchSize % (W * gradientAccumulationSteps) != 0)
+      bad("batch_size", "(" + std::to_string(batchSize) + ") must be a multiple of " +
+                            per("gradient_accumulation_steps", gradientAccumulationSteps));
+    microBatchSize = batchSize / (W * gradientAccumulationSteps);
   } else if (hasBatch && !hasMicro && !hasAccum) {
-    microBatchSize = batchSize;
+    if (batchSize % W != 0)
+      bad("batch_size", "(" + std::to_string(batchSize) + ") must be a multiple of world_size (" + std::to_string(W) + ")");
+    microBatchSize = batchSize / W;
     gradientAccumulationSteps = 1;
   } else {
-    batchSize = microBatchSize * gradientAccumulationSteps;
+    batchSize = W * microBatchSize * gradientAccumulationSteps;
   }
+  worldAdapts = getString(j, "world_adapts", worldAdapts);
+  allreduceBucketMb = getDouble(j, "allreduce_bucket_mb", allreduceBucketMb);
+  distTimeoutSeconds = getDouble(j, "dist_timeout_seconds", distTimeoutSeconds);
   seqLen = getInt(j, "seq_len", seqLen);
   learningRate = getDouble(j, "learning_rate", learningRate);
   maxSteps = getInt(j, "max_steps", maxSteps);
@@ -131,9 +147,16 @@ void TrainingConfig::validate() const {
   positive("batch_size", batchSize);
   positive("micro_batch_size", microBatchSize);
   positive("gradient_accumulation_steps", gradientAccumulationSteps);
-  if (batchSize != microBatchSize * gradientAccumulationSteps)
-    bad("batch_size", "(" + std::to_string(batchSize) + ") must equal micro_batch_size (" + std::to_string(microBatchSize) +
-                          ") x gradient_accumulation_steps (" + std::to_string(gradientAccumulationSteps) + ")");
+  positive("world_size", worldSize);
+  if (batchSize != worldSize * microBatchSize * gradientAccumulationSteps)
+    bad("batch_size", "(" + std::to_string(batchSize) + ") must equal " +
+                          (worldSize == 1 ? std::string() : "world_size (" + std::to_string(worldSize) + ") x ") +
+                          "micro_batch_size (" + std::to_string(microBatchSize) + ") x gradient_accumulation_steps (" +
+                          std::to_string(gradientAccumulationSteps) + ")");
+  if (worldAdapts != "gradient_accumulation_steps" && worldAdapts != "batch_size")
+    bad("world_adapts", "expected gradient_accumulation_steps or batch_size, got " + worldAdapts);
+  if (!(allreduceBucketMb > 0)) bad("allreduce_bucket_mb", "must be > 0");
+  if (!(distTimeoutSeconds > 0)) bad("dist_timeout_seconds", "must be > 0");
   positive("max_steps", maxSteps);
   if (!(learningRate > 0)) bad("learning_rate", "must be > 0");
   if (warmupSteps < 0) bad("warmup_steps", "must be >= 0");
@@ -148,6 +171,25 @@ void TrainingConfig::validate() const {
     bad("mixed_precision", "expected bf16, fp16 or fp32, got " + mixedPrecision);
   if (device != "auto" && device != "cpu" && device != "cuda") bad("device", "expected auto, cpu or cuda, got " + device);
   if (runName.empty() || runName.find('/') != std::string::npos) bad("run_name", "must be a non-empty name without '/'");
+}
+
+void TrainingConfig::adaptToWorld(int64_t world) {
+  if (world <= 0) bad("world_size", "must be > 0 (got " + std::to_string(world) + ")");
+  if (world == worldSize) return;
+  if (worldAdapts == "batch_size") {
+    batchSize = world * microBatchSize * gradientAccumulationSteps;
+  } else {
+    const int64_t per = world * microBatchSize;
+    if (batchSize % per != 0)
+      bad("batch_size", "(" + std::to_string(batchSize) + ") cannot be split over " + std::to_string(world) +
+                            " ranks: it must be a multiple of world_size (" + std::to_string(world) +
+                            ") x micro_batch_size (" + std::to_string(microBatchSize) + ") = " + std::to_string(per) +
+                            "; change batch_size or micro_batch_size, or set world_adapts to batch_size to keep "
+                            "gradient_accumulation_steps (" +
+                            std::to_string(gradientAccumulationSteps) + ") and scale the batch");
+    gradientAccumulationSteps = batchSize / per;
+  }
+  worldSize = world;
 }
 
 json DataConfig::toJson() const {

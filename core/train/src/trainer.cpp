@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "checkpoint_io.h"
+#include "distributed.h"
 #include "ckpt/model/decoder.h"
 #include "ckpt/index/run_plan.h"
 #include "ckpt/index/experiment.h"
@@ -87,6 +88,10 @@ struct Trainer::Impl {
   std::optional<double> bestValLoss;
   std::optional<double> lastValLoss;
   std::string lastSaved;
+  // Data-parallel: this rank's world (a world of one runs alone); every
+  // rank's RNG state from the checkpoint resumed.
+  std::unique_ptr<World> world;
+  std::vector<at::Tensor> rankRngStates;
 
   int64_t seqLen() const { return config.training.seqLen > 0 ? config.training.seqLen : config.model.maxSeqLen; }
 
@@ -100,7 +105,6 @@ struct Trainer::Impl {
     if (seqLen() > config.model.maxSeqLen)
       throw ConfigError("seq_len (" + std::to_string(seqLen()) + ") exceeds max_seq_len (" +
                         std::to_string(config.model.maxSeqLen) + ")");
-    device = pickDevice(t.device);
     autocast = autocastPlan(parsePrecision(t.mixedPrecision), device);
     if (!autocast.note.empty()) note(autocast.note);
     if (config.data.path.empty()) throw ConfigError("data: no data path given (--data PATH)");
@@ -123,8 +127,62 @@ struct Trainer::Impl {
     }
     sampler = std::make_unique<WindowSampler>(*dataset, Split::Train, seqLen(), t.seed);
     if (outputDir.empty()) outputDir = t.outputDir.empty() ? t.runName : t.outputDir;
-    fs::create_directories(outputDir);
+    if (world->rank() == 0) fs::create_directories(outputDir);
     if (rng) setRngState(*rng);
+  }
+
+  // This process's place in the world (the launch environment): the batch
+  // split over the ranks, the device (cuda:LOCAL_RANK with several ranks),
+  // the rendezvous and the process group.
+  void joinWorld() {
+    const WorldEnv env = worldFromEnvironment();
+    TrainingConfig& t = config.training;
+    t.adaptToWorld(env.worldSize);
+    t.validate();
+    device = pickDevice(t.device);
+    if (device.is_cuda() && env.worldSize > 1) device = pickDevice("cuda:" + std::to_string(env.localRank));
+    world = World::join(env, device,
+                        std::chrono::milliseconds(int64_t(t.distTimeoutSeconds * 1000.0)));
+  }
+
+  // Every rank starts from rank 0's weights; ranks past 0 draw their own
+  // random numbers (dropout): the checkpoint's state for their rank, else a
+  // seed of their own.
+  void shareWeights() {
+    if (world->size() == 1) return;
+    std::vector<at::Tensor> tensors;
+    for (const auto& [name, p] : model->namedParameters()) tensors.push_back(p.detach());
+    world->broadcast(tensors, "the broadcast of rank 0's weights");
+    const int r = world->rank();
+    if (size_t(r) < rankRngStates.size()) {
+      setRngState(rankRngStates[size_t(r)]);
+    } else if (r > 0) {
+      torch::manual_seed(config.training.seed + uint64_t(r) * 0x9E3779B97F4A7C15ULL + uint64_t(step));
+      if (step > 0) note("rank " + std::to_string(r) + ": the checkpoint has no random state for this rank; seeded afresh");
+    }
+  }
+
+  std::vector<at::Tensor> parameters() const {
+    std::vector<at::Tensor> params;
+    for (const auto& [name, p] : model->namedParameters()) params.push_back(p);
+    return params;
+  }
+
+  // At every save: all ranks hold the same weights, or every rank stops.
+  void checkWeightsAgree() {
+    if (world->size() == 1) return;
+    const uint64_t h = tensorsHash(parameters());
+    const auto all = world->allGather(torch::tensor({int64_t(h)}, torch::kLong), "the weight-hash check");
+    auto hex = [](const at::Tensor& x) {
+      char buf[24];
+      std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)x.item<int64_t>());
+      return std::string(buf);
+    };
+    for (size_t r = 1; r < all.size(); ++r)
+      if (all[r].item<int64_t>() != all[0].item<int64_t>())
+        throw std::runtime_error("step " + std::to_string(step) + ": the weights of rank " + std::to_string(r) +
+                                 " (hash " + hex(all[r]) + ") differ from rank 0's (" + hex(all[0]) +
+                                 "): the ranks have diverged; no checkpoint was written");
   }
 
   // Starts from a checkpoint: its model config, and the run and data
@@ -196,7 +254,9 @@ struct Trainer::Impl {
     double total = 0;
     size_t count = 0;
     std::vector<int32_t> buf;
-    for (size_t i = 0; i < limit; i += size_t(micro)) {
+    const size_t ranks = size_t(world->size()), rank = size_t(world->rank());
+    for (size_t i = 0, b = 0; i < limit; i += size_t(micro), ++b) {
+      if (b % ranks != rank) continue;  // the ranks share the validation batches
       const size_t n = std::min<size_t>(size_t(micro), limit - i);
       buf.assign(n * size_t(T), 0);
       for (size_t k = 0; k < n; ++k) dataset->read(Split::Val, windows[i + k].first, T, buf.data() + k * size_t(T));
@@ -207,6 +267,9 @@ struct Trainer::Impl {
       count += n;
     }
     model->train(true);
+    const std::vector<double> sums = world->sum({total, double(count)}, "the evaluation all-reduce");
+    total = sums[0];
+    count = size_t(sums[1]);
     if (count == 0) throw std::runtime_error("validation split is shorter than one window of " + std::to_string(T) + " tokens");
     return total / double(count);
   }
@@ -232,25 +295,38 @@ struct Trainer::Impl {
     return m;
   }
 
+  // Every rank takes part (the weight check, the RNG states); rank 0 alone
+  // writes, and every rank fails when its write does.
   std::string save(const std::string& file, double loss, bool final, double elapsedSeconds) {
-    CheckpointContent c;
-    c.modelState = model->stateDict();
-    c.optimizer = snapshotOptimizer();
-    c.metadata = metadata(loss, final);
-    c.trainerState = json{{"sampler_position", sampler->position()},
-                          {"elapsed_seconds", elapsedSeconds},
-                          {"best_val_loss", bestValLoss ? json(*bestValLoss) : json(nullptr)}};
-    c.rngState = rngState();
     const std::string path = (fs::path(outputDir) / file).string();
-    removeStaleTempFiles(outputDir);  // a killed writer's leftovers
-    saveCheckpointContent(path, c);
+    checkWeightsAgree();
+    std::vector<at::Tensor> rngs;
+    if (world->size() > 1) rngs = world->allGather(rngState(), "collecting the ranks' random states");
+    world->agree(
+        [&] {
+          if (world->rank() != 0) return;
+          CheckpointContent c;
+          c.modelState = model->stateDict();
+          c.optimizer = snapshotOptimizer();
+          c.metadata = metadata(loss, final);
+          c.trainerState = json{{"sampler_position", sampler->position()},
+                                {"elapsed_seconds", elapsedSeconds},
+                                {"best_val_loss", bestValLoss ? json(*bestValLoss) : json(nullptr)},
+                                {"world_size", world->size()},
+                                {"backend", world->backend()}};
+          c.rngState = rngState();
+          c.rankRngStates = rngs;
+          removeStaleTempFiles(outputDir);  // a killed writer's leftovers
+          saveCheckpointContent(path, c);
+        },
+        "writing the checkpoint");
     lastSaved = path;
     return path;
   }
 
   // Keep the newest `keepLast` step checkpoints of this run.
   void prune() {
-    if (config.training.keepLast <= 0) return;
+    if (config.training.keepLast <= 0 || world->rank() != 0) return;
     const std::regex re(std::regex_replace(config.training.runName, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
                         R"(_step(\d+)\.pt)");
     std::vector<std::pair<int64_t, fs::path>> steps;
@@ -264,9 +340,11 @@ struct Trainer::Impl {
   }
 
   void appendMetrics(const StepReport& r) {
+    if (world->rank() != 0) return;
     json line{{"step", r.step},      {"loss", r.loss},           {"lr", r.learningRate},
               {"tokens", r.tokensSeen}, {"tokens_per_sec", r.tokensPerSecond}, {"wall_time", r.elapsedSeconds}};
     if (r.valLoss) line["val_loss"] = *r.valLoss;
+    if (world->size() > 1) line["allreduce_time"] = r.allReduceSeconds;  // the step's gradient all-reduce
     std::ofstream out(fs::path(outputDir) / "metrics.jsonl", std::ios::app);
     out << line.dump() << '\n';
     if (!out) throw std::runtime_error((fs::path(outputDir) / "metrics.jsonl").string() + ": cannot append");
@@ -275,6 +353,7 @@ struct Trainer::Impl {
   // What preparing decided and promised in notes(): moves, the metrics cut,
   // the lineage, before the first step writes anything.
   void applyPending() {
+    if (world->rank() != 0) return;
     removeStaleTempFiles(outputDir);
     if (!pendingTrash.empty()) {
       moveToTrash(outputDir, pendingTrash);
@@ -294,6 +373,7 @@ struct Trainer::Impl {
   // with a larger max_steps) is kept beside it as <run>_final_step<N>.pt,
   // never replaced.
   void keepEarlierFinal(const std::string& file) {
+    if (world->rank() != 0) return;
     const fs::path path = fs::path(outputDir) / file;
     if (!fs::exists(path)) return;
     const CheckpointEntry old = describeCheckpoint(path.string(), file);
@@ -322,8 +402,15 @@ struct Trainer::Impl {
       const double lr = learningRateAt(t, step);
       for (auto& group : optimizer->param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
       optimizer->zero_grad();
+      world->setStep(step);
+      const double commBefore = world->allReduceSeconds();
       double stepLoss = 0;
+      // This rank's share of the step's windows: the global micro-batches
+      // rank x accumulation + a, so that the data order depends on the step
+      // and the seed only, never on the world size.
+      const uint64_t base = sampler->position();
       for (int64_t a = 0; a < t.gradientAccumulationSteps; ++a) {
+        sampler->restore(base + uint64_t((world->rank() * t.gradientAccumulationSteps + a) * micro));
         sampler->next(buf.data(), micro);
         const at::Tensor ids = torch::from_blob(buf.data(), {micro, T}, torch::kInt32).to(torch::kLong).to(device);
         at::Tensor loss;
@@ -334,17 +421,18 @@ struct Trainer::Impl {
         (loss / double(t.gradientAccumulationSteps)).backward();
         stepLoss += loss.item<double>() / double(t.gradientAccumulationSteps);
       }
+      sampler->restore(base + uint64_t(t.batchSize));
+      if (world->size() > 1) {
+        world->averageGradients(parameters(), int64_t(t.allreduceBucketMb * 1024 * 1024));
+        stepLoss = world->sum({stepLoss}, "the loss all-reduce")[0] / double(world->size());
+      }
       if (!std::isfinite(stepLoss)) {
         throw std::runtime_error("step " + std::to_string(step + 1) + ": the loss is " +
                                  (std::isnan(stepLoss) ? "NaN" : "infinite") + "; the run stopped" +
                                  (lastSaved.empty() ? std::string(" before any checkpoint was written")
                                                     : "; the last good checkpoint is " + lastSaved));
       }
-      if (t.maxGradNorm > 0) {
-        std::vector<at::Tensor> params;
-        for (const auto& [name, p] : model->namedParameters()) params.push_back(p);
-        torch::nn::utils::clip_grad_norm_(params, t.maxGradNorm);
-      }
+      if (t.maxGradNorm > 0) torch::nn::utils::clip_grad_norm_(parameters(), t.maxGradNorm);  // the averaged gradient
       optimizer->step();
       ++step;
       tokensSeen += t.batchSize * T;
@@ -359,6 +447,7 @@ struct Trainer::Impl {
       r.tokensPerSecond =
           double(t.batchSize * T) / std::max(1e-9, std::chrono::duration<double>(Clock::now() - stepStart).count());
       r.elapsedSeconds = elapsed();
+      r.allReduceSeconds = world->allReduceSeconds() - commBefore;
       bool improved = false;
       if (t.evalEvery > 0 && step % t.evalEvery == 0) {
         r.valLoss = evaluate();
@@ -377,7 +466,9 @@ struct Trainer::Impl {
         if (r.savedCheckpoint.empty()) r.savedCheckpoint = best;
       }
       prune();
-      if (progress && !progress(r) && step < t.maxSteps) {
+      bool stop = progress && !progress(r);
+      if (world->size() > 1) stop = world->sum({stop ? 1.0 : 0.0}, "the stop vote")[0] > 0;  // a stop reaches every rank
+      if (stop && step < t.maxSteps) {
         stopped = true;
         // Stopping finishes the step and leaves a checkpoint to resume from:
         // the step's own, even when best_checkpoint.pt was written after it.
@@ -434,12 +525,18 @@ Trainer Trainer::newRun(const RunConfig& config, bool overwrite) {
   impl->outputDir = t.outputDir.empty() ? t.runName : t.outputDir;
   impl->config.model.validate();  // a bad config says so before the directory does
   impl->config.training.validate();
-  impl->claimDirectory(overwrite);
-  impl->setUp(std::nullopt);
-  torch::manual_seed(config.training.seed);
-  impl->model = std::make_unique<Decoder>(config.model);
-  impl->model->to(impl->device);
-  impl->makeOptimizer();
+  impl->joinWorld();
+  impl->world->agree(
+      [&] {
+        impl->claimDirectory(overwrite);
+        impl->setUp(std::nullopt);
+        torch::manual_seed(config.training.seed);
+        impl->model = std::make_unique<Decoder>(config.model);
+        impl->model->to(impl->device);
+        impl->makeOptimizer();
+      },
+      "preparing the run");
+  impl->shareWeights();
   return Trainer(std::move(impl));
 }
 
@@ -497,13 +594,19 @@ Trainer Trainer::resume(const std::string& checkpoint, std::optional<int64_t> ma
                " as it is (--in-place continues there instead, moving the later files to .trash/)");
   }
   rc.training.outputDir = impl->outputDir;
-  impl->setUp(content.rngState);
-  impl->model = std::make_unique<Decoder>(model);
-  impl->model->loadStateDict(content.modelState);
-  impl->model->to(impl->device);
-  impl->makeOptimizer();
-  if (content.optimizer) impl->restoreOptimizer(*content.optimizer);
-  else impl->note("the checkpoint has no optimizer state: resuming with a fresh optimizer");
+  impl->joinWorld();
+  impl->world->agree(
+      [&] {
+        impl->setUp(content.rngState);
+        impl->model = std::make_unique<Decoder>(model);
+        impl->model->loadStateDict(content.modelState);
+        impl->model->to(impl->device);
+        impl->makeOptimizer();
+        if (content.optimizer) impl->restoreOptimizer(*content.optimizer);
+        else impl->note("the checkpoint has no optimizer state: resuming with a fresh optimizer");
+      },
+      "preparing the resume");
+  impl->rankRngStates = content.rankRngStates;
   impl->step = step;
   impl->tokensSeen = meta.value("tokens_seen", int64_t(0));
   const json& ts = content.trainerState;
@@ -515,6 +618,7 @@ Trainer Trainer::resume(const std::string& checkpoint, std::optional<int64_t> ma
     impl->note("the checkpoint has no data position (not written by CkptScope): training data is drawn afresh");
   }
   if (meta.contains("val_loss") && meta["val_loss"].is_number()) impl->lastValLoss = meta["val_loss"].get<double>();
+  impl->shareWeights();
   return Trainer(std::move(impl));
 }
 
@@ -544,19 +648,28 @@ Trainer Trainer::finetune(const std::string& checkpoint, const FinetuneOptions& 
   rc.training.outputDir = impl->outputDir;
   impl->parent = fs::absolute(checkpoint).lexically_normal().string();
   if (meta.contains("step") && meta["step"].is_number_integer()) impl->parentStep = meta["step"].get<int64_t>();
-  impl->claimDirectory(options.overwrite);
-  impl->setUp(std::nullopt);
-  torch::manual_seed(rc.training.seed);
-  impl->model = std::make_unique<Decoder>(model);
-  impl->model->loadStateDict(content.modelState);
-  impl->model->to(impl->device);
-  impl->makeOptimizer();
+  impl->joinWorld();
+  impl->world->agree(
+      [&] {
+        impl->claimDirectory(options.overwrite);
+        impl->setUp(std::nullopt);
+        torch::manual_seed(rc.training.seed);
+        impl->model = std::make_unique<Decoder>(model);
+        impl->model->loadStateDict(content.modelState);
+        impl->model->to(impl->device);
+        impl->makeOptimizer();
+      },
+      "preparing the fine-tune");
+  impl->shareWeights();
   return Trainer(std::move(impl));
 }
 
 RunResult Trainer::run(const ProgressCallback& progress) { return m_impl->run(progress); }
 const RunConfig& Trainer::config() const { return m_impl->config; }
 std::string Trainer::deviceName() const { return m_impl->device.str(); }
+int Trainer::rank() const { return m_impl->world->rank(); }
+int Trainer::worldSize() const { return m_impl->world->size(); }
+std::string Trainer::backend() const { return m_impl->world->backend(); }
 int64_t Trainer::startStep() const { return m_impl->step; }
 const std::string& Trainer::notes() const { return m_impl->notes; }
 

@@ -17,9 +17,19 @@ struct TrainingConfig {
   std::string runName = "run";
   std::string outputDir;        // "" -> "<runName>" next to the working directory
   std::string stage = "pretrain";
-  int64_t batchSize = 8;                 // sequences per optimizer step
-  int64_t microBatchSize = 8;            // sequences per forward/backward
-  int64_t gradientAccumulationSteps = 1; // batchSize / microBatchSize
+  int64_t batchSize = 8;                 // sequences per optimizer step, over all ranks
+  int64_t microBatchSize = 8;            // sequences per forward/backward on one rank
+  int64_t gradientAccumulationSteps = 1; // batchSize / (worldSize x microBatchSize)
+  // Data-parallel training: the ranks of the run (set from the launch
+  // environment, recorded in checkpoints), which batch number follows a
+  // change of world size ("gradient_accumulation_steps": batch_size stays;
+  // "batch_size": the accumulation stays and the global batch scales), the
+  // flattened all-reduce buckets and the timeout of the rendezvous and of
+  // every collective.
+  int64_t worldSize = 1;
+  std::string worldAdapts = "gradient_accumulation_steps";
+  double allreduceBucketMb = 25;
+  double distTimeoutSeconds = 600;
   int64_t seqLen = 0;                    // 0 -> the model's max_seq_len
   double learningRate = 3e-4;
   int64_t maxSteps = 1000;
@@ -44,6 +54,9 @@ struct TrainingConfig {
   // given: the third follows). Throws ConfigError naming the field.
   void update(const nlohmann::ordered_json& j);
   void validate() const;
+  // A run on `world` ranks: the batch numbers as worldAdapts says, or a
+  // ConfigError naming the fields when batch_size cannot be split.
+  void adaptToWorld(int64_t world);
 };
 
 struct DataConfig {

@@ -22,6 +22,7 @@ struct StepReport {
   int64_t tokensSeen = 0;
   double tokensPerSecond = 0;
   double elapsedSeconds = 0;
+  double allReduceSeconds = 0;    // this step's gradient all-reduce (data-parallel runs)
   std::optional<double> valLoss;  // when this step evaluated
   std::string savedCheckpoint;    // when this step wrote one
   std::string message;            // notes: "resumed with a fresh optimizer", ...
@@ -81,6 +82,12 @@ class Trainer {
 
   [[nodiscard]] const RunConfig& config() const;
   [[nodiscard]] std::string deviceName() const;
+  // Data-parallel runs (launched by torchrun, SLURM or --nproc): this
+  // process's rank, the number of ranks, the process group's backend
+  // ("gloo", "nccl"; "none" alone). Rank 0 alone writes files.
+  [[nodiscard]] int rank() const;
+  [[nodiscard]] int worldSize() const;
+  [[nodiscard]] std::string backend() const;
   [[nodiscard]] int64_t startStep() const;
   [[nodiscard]] const std::string& notes() const;  // what the user should know before the run
 

@@ -1,0 +1,284 @@
+// Data-parallel training over c10d (Gloo on the CPU, loopback): ranks
+// launched through torchrun's environment variables by hand and through
+// `ckptscope-cli train --nproc`, checked against one process by PyTorch
+// (tests/python/compare_runs.py, train_interop.py).
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <QtTest>
+
+#include <filesystem>
+#include <fstream>
+
+#include "../core/run_process.h"
+#include "ckpt/format/checkpoint_file.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Run = ckpt::test::ProcessResult;
+
+// A port nobody listens on now (the kernel's pick, released at once).
+int freePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+QProcessEnvironment oneThread() {
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  env.insert("OMP_NUM_THREADS", "1");  // the same BLAS splits in every process
+  return env;
+}
+
+// Rank `rank` of `world` as torchrun would start it.
+void startRank(QProcess& p, int rank, int world, int port, const QStringList& args,
+               const QString& cwd) {
+  QProcessEnvironment env = oneThread();
+  env.insert("RANK", QString::number(rank));
+  env.insert("LOCAL_RANK", QString::number(rank));
+  env.insert("WORLD_SIZE", QString::number(world));
+  env.insert("MASTER_ADDR", "127.0.0.1");
+  env.insert("MASTER_PORT", QString::number(port));
+  p.setProcessEnvironment(env);
+  p.setWorkingDirectory(cwd);
+  p.start(QStringLiteral(CKPT_CLI), args);
+}
+
+Run finish(QProcess& p, int timeoutMs = 120000) {
+  return ckpt::test::finishProcess(p, timeoutMs);
+}
+
+Run cli(const QStringList& args, const QString& cwd) {
+  QProcess p;
+  p.setProcessEnvironment(oneThread());
+  p.setWorkingDirectory(cwd);
+  p.start(QStringLiteral(CKPT_CLI), args);
+  return finish(p);
+}
+
+Run python(const QStringList& args) {
+  return ckpt::test::runProcess(QStringLiteral(CKPT_TORCH_PYTHON), args);
+}
+
+QString script(const char* name) {
+  return QStringLiteral(CKPT_SOURCE_DIR "/tests/python/") + name;
+}
+
+}  // namespace
+
+class TestTrainDist : public QObject {
+  Q_OBJECT
+  QTemporaryDir m_dir;
+
+  QString at(const QString& rel) const { return m_dir.path() + "/" + rel; }
+
+  // PyTorch's verdict on two runs that should be one.
+  void compareRuns(const QString& a, const QString& b, const QString& ckpt, const QString& rtol,
+                   bool bitwise) {
+    QStringList args{script("compare_runs.py"), at(a), at(b), ckpt, rtol};
+    if (bitwise) args << "--bitwise";
+    const Run c = python(args);
+    QVERIFY2(c.exitCode == 0, (c.err + c.out).constData());
+    qInfo("%s vs %s: %s", qPrintable(a), qPrintable(b), c.out.trimmed().constData());
+  }
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(m_dir.isValid());
+    {
+      std::ofstream corpus(at("corpus.txt").toStdString());
+      for (int i = 0; i < 60; ++i)
+        corpus << "Sing, O goddess, the anger of Achilles son of Peleus, line " << i << ".\n";
+    }
+    // batch_size 4 = micro 2 x accumulation 2 alone, micro 2 x 2 ranks.
+    std::ofstream(at("run.json").toStdString()) << R"({
+      "model": {"vocab_size": 256, "d_model": 32, "n_layers": 1, "n_heads": 4, "ffn_hidden_size": 80, "max_seq_len": 32},
+      "training": {"run_name": "dp", "batch_size": 4, "micro_batch_size": 2, "seq_len": 32, "learning_rate": 0.003,
+                   "warmup_steps": 2, "max_steps": 6, "eval_every": 3, "eval_batches": 2, "save_every": 3, "log_every": 1,
+                   "max_grad_norm": 0.5, "mixed_precision": "fp32", "device": "cpu", "dist_timeout_seconds": 10,
+                   "allreduce_bucket_mb": 0.01},
+      "data": {"path": "corpus.txt"}})";
+    const Run one = cli({"train", "--config", "run.json", "--out", "one"}, m_dir.path());
+    QVERIFY2(one.exitCode == 0, one.err.constData());
+    QVERIFY(one.out.contains("finished at step 6"));
+  }
+
+  // Two processes with RANK / WORLD_SIZE / LOCAL_RANK / MASTER_ADDR /
+  // MASTER_PORT: micro-batch 2 on each rank is the one process's
+  // accumulation of two micro-batches, loss by loss and weight by weight
+  // (bit for bit: two ranks sum in one order, and halving is exact).
+  void envLaunchedRanksEqualAccumulation() {
+    const int port = freePort();
+    const QStringList args{"train", "--config", "run.json", "--out", "env2"};
+    QProcess r0, r1;
+    startRank(r0, 0, 2, port, args, m_dir.path());
+    startRank(r1, 1, 2, port, args, m_dir.path());
+    const Run a = finish(r0), b = finish(r1);
+    QVERIFY2(a.exitCode == 0, a.err.constData());
+    QVERIFY2(b.exitCode == 0, b.err.constData());
+    QVERIFY(a.err.contains(
+        "rank 0 of 2 on cpu (gloo), micro-batch 2 x 1 accumulation of the batch of 4"));
+    QVERIFY(b.err.contains("rank 1 of 2 on cpu (gloo)"));
+    QVERIFY(a.out.contains("finished at step 6: env2/dp_final.pt"));
+    QVERIFY(!b.out.contains("step="));  // rank 0 alone logs
+    compareRuns("one", "env2", "dp_final.pt", "1e-6", false);
+    compareRuns("one", "env2", "dp_final.pt", "0", true);
+    compareRuns("one", "env2", "dp_step3.pt", "0", true);
+    // What the checkpoint records, as Python reads it.
+    const Run meta = python(
+        {"-c",
+         "import sys, torch; c = torch.load(sys.argv[1], weights_only=False); "
+         "t = c['trainer_state']; print(t['world_size'], t['backend'], len(c['rank_rng_states']), "
+         "c['training_config']['world_size'], c['training_config']['gradient_accumulation_steps'], "
+         "t['sampler_position'])",
+         at("env2/dp_final.pt")});
+    QVERIFY2(meta.exitCode == 0, meta.err.constData());
+    QCOMPARE(meta.out.trimmed(), QByteArray("2 gloo 2 2 1 24"));  // 6 steps x 4 windows
+    // The reference library's model and AdamW take it.
+    const Run interop = python(
+        {script("train_interop.py"), "check", at("env2/dp_final.pt"), at("env2-interop.json")});
+    QVERIFY2(interop.exitCode == 0, (interop.err + interop.out).constData());
+  }
+
+  // --nproc 2: the ranks' lines merged with the rank in front; a Ctrl+C
+  // (SIGINT to the launcher) reaches both, which save a checkpoint; resumed
+  // by one process, the run ends as an uninterrupted 2-rank run does.
+  void nprocStopThenResumeWithOneRank() {
+    const Run straight =
+        cli({"train", "--config", "run.json", "--out", "np2", "--nproc", "2", "max_steps=8"},
+            m_dir.path());
+    QVERIFY2(straight.exitCode == 0, straight.err.constData());
+    QVERIFY(straight.out.contains("[rank0]: step=1 loss="));
+    QVERIFY(straight.out.contains("[rank0]: finished at step 8: np2/dp_final.pt"));
+    QVERIFY(straight.err.contains("[rank1]: rank 1 of 2 on cpu (gloo)"));
+    QVERIFY(straight.err.contains("[rank0]: rank 0 of 2 on cpu (gloo)"));
+    compareRuns("one", "np2", "dp_step3.pt", "1e-6", false);
+
+    QProcess p;
+    p.setProcessEnvironment(oneThread());
+    p.setWorkingDirectory(m_dir.path());
+    // Slow steps (a larger config would cost CI more): max_steps leaves room to stop.
+    p.start(QStringLiteral(CKPT_CLI),
+            {"train", "--config", "run.json", "--out", "stopped", "--nproc", "2", "max_steps=8",
+             "save_every=0", "eval_every=0"});
+    QByteArray out;
+    QElapsedTimer t;
+    t.start();
+    while (!out.contains("[rank0]: step=1 ") && t.elapsed() < 60000 &&
+           p.state() != QProcess::NotRunning) {
+      p.waitForReadyRead(100);
+      out += p.readAllStandardOutput();
+    }
+    QVERIFY2(out.contains("[rank0]: step=1 "), out.constData());
+    ::kill(pid_t(p.processId()), SIGINT);
+    Run stopped = finish(p);
+    stopped.out = out + stopped.out;
+    QVERIFY2(stopped.exitCode == 0, stopped.err.constData());
+    const QRegularExpression re(QStringLiteral("\\[rank0\\]: (stopped|finished) at step (\\d+)"));
+    const auto m = re.match(QString::fromUtf8(stopped.out));
+    QVERIFY2(m.hasMatch(), stopped.out.constData());
+    qInfo("the 2-rank run %s at step %s", qPrintable(m.captured(1)), qPrintable(m.captured(2)));
+    if (m.captured(1) == "stopped") {
+      QVERIFY(m.captured(2).toInt() < 8);
+      // One process continues the run of two: the same windows, in order.
+      const Run resumed = cli({"resume", "stopped", "--max-steps", "8"}, m_dir.path());
+      QVERIFY2(resumed.exitCode == 0, resumed.err.constData());
+      QVERIFY(resumed.out.contains("finished at step 8"));
+    }
+    // np2 evaluated and saved along the way; neither changes the weights.
+    compareRuns("np2", "stopped", "dp_final.pt", "1e-6", false);
+  }
+
+  // SIGKILL one rank mid-run: the other exits non-zero within the timeout,
+  // naming the lost rank; every file at a final path is whole.
+  void killedRankIsNamed() {
+    const int port = freePort();
+    const QStringList args{"train",         "--config",
+                           "run.json",      "--out",
+                           "killed",        "max_steps=100000",
+                           "save_every=20", "eval_every=0",
+                           "log_every=10",  "dist_timeout_seconds=5"};
+    QProcess r0, r1;
+    startRank(r0, 0, 2, port, args, m_dir.path());
+    startRank(r1, 1, 2, port, args, m_dir.path());
+    QByteArray out;
+    QElapsedTimer t;
+    t.start();
+    while (!out.contains("step=30 ") && t.elapsed() < 60000 && r0.state() != QProcess::NotRunning) {
+      r0.waitForReadyRead(100);
+      out += r0.readAllStandardOutput();
+    }
+    QVERIFY2(out.contains("step=30 "), (out + r0.readAllStandardError()).constData());
+    ::kill(pid_t(r1.processId()), SIGKILL);
+    t.restart();
+    const Run a = finish(r0, 30000);
+    const qint64 took = t.elapsed();
+    finish(r1);
+    QVERIFY2(a.exitCode == 1, a.err.constData());
+    QVERIFY2(took < 5000 + 5000, QByteArray::number(took).constData());
+    QVERIFY2(a.err.contains("lost rank 1"), a.err.constData());
+    QVERIFY(!fs::exists(at("killed/dp_final.pt").toStdString()));
+    int checked = 0;
+    for (const auto& e : fs::directory_iterator(at("killed").toStdString())) {
+      if (e.path().extension() != ".pt") continue;
+      const auto f = ckpt::CheckpointFile::open(e.path().string());
+      const auto problems = f->verify();
+      const std::string why =
+          problems.empty() ? std::string() : e.path().string() + ": " + problems.front();
+      QVERIFY2(problems.empty(), why.c_str());
+      ++checked;
+    }
+    QVERIFY(checked >= 1);
+  }
+
+  // Under srun: SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID, the store on
+  // the first host of SLURM_NODELIST ("127.0.0.[1-2]" -> 127.0.0.1).
+  void slurmEnvironment() {
+    const QString port = QString::number(freePort());
+    const QStringList args{"train", "--config", "run.json", "--out", "slurm", "max_steps=4"};
+    QProcess r[2];
+    for (int rank = 0; rank < 2; ++rank) {
+      QProcessEnvironment env = oneThread();
+      env.insert("SLURM_PROCID", QString::number(rank));
+      env.insert("SLURM_LOCALID", QString::number(rank));
+      env.insert("SLURM_NTASKS", "2");
+      env.insert("SLURM_NODELIST", "127.0.0.[1-2]");
+      env.insert("MASTER_PORT", port);
+      r[rank].setProcessEnvironment(env);
+      r[rank].setWorkingDirectory(m_dir.path());
+      r[rank].start(QStringLiteral(CKPT_CLI), args);
+    }
+    const Run a = finish(r[0]), b = finish(r[1]);
+    QVERIFY2(a.exitCode == 0, a.err.constData());
+    QVERIFY2(b.exitCode == 0, b.err.constData());
+    QVERIFY(b.err.contains("rank 1 of 2 on cpu (gloo)"));
+    QVERIFY(a.out.contains("finished at step 4: slurm/dp_final.pt"));
+    compareRuns("one", "slurm", "dp_step3.pt", "0", true);
+  }
+
+  // A batch that cannot be split over the ranks says so before any starts.
+  void impossibleSplitRefused() {
+    const Run r =
+        cli({"train", "--config", "run.json", "--out", "three", "--nproc", "3"}, m_dir.path());
+    QCOMPARE(r.exitCode, 1);
+    QVERIFY2(r.err.contains("batch_size: (4) cannot be split over 3 ranks: it must be a multiple "
+                            "of world_size (3) x "
+                            "micro_batch_size (2) = 6"),
+             r.err.constData());
+    QVERIFY(!r.err.contains("[rank"));
+    QVERIFY(!fs::exists(at("three").toStdString()));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestTrainDist)
+#include "tst_train_dist.moc"
