@@ -105,8 +105,8 @@ case "$cmd" in
     preset="${CKPT_PRESET:-release}"
     build="build/$preset"
     if [ ! -f "$build/build.ninja" ]; then
-      say "configuring ($preset)"
-      cmake --preset "$preset"
+      say "configuring ($preset, without the test suite)"
+      cmake --preset "$preset" -DCKPT_BUILD_TESTS=OFF
     fi
     say "building the package ($build, -j$jobs)"
     cmake --build "$build" -j "$jobs" --target package
