@@ -351,8 +351,8 @@ std::vector<TrashedFile> trashFiles(const std::string& dir, const std::vector<st
         ::close(fd);
         continue;
       }
-      const std::string text =
-          "[Trash Info]\nPath=" + percentEncode(from.string()) + "\nDeletionDate=" + utcStamp("%Y-%m-%dT%H:%M:%S", /*local=*/true) + "\n";
+      const std::string text = "[Trash Info]\nPath=" + percentEncode(from.string()) +
+                               "\nDeletionDate=" + utcStamp("%Y-%m-%dT%H:%M:%S", /*local=*/true) + "\n";
       int err = writeAll(fd, text);
       if (!err && ::fsync(fd) != 0) err = errno;
       ::close(fd);
