@@ -297,7 +297,7 @@ bool MainWindow::pruneSelectedRun() {
   statusBar()->showMessage(tr("%1: %2 checkpoints moved to the trash, %3 freed")
                                .arg(run->name)
                                .arg(dialog.trashed().size())
-                               .arg(fromStd(formatBytes(freed))),
+                               .arg(sizeText(freed)),
                            10000);
   reload();
   return true;

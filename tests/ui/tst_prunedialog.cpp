@@ -29,6 +29,7 @@
 #include "browser/prunedialog.h"
 #include "ckpt/index/prune.h"
 #include "mainwindow.h"
+#include "textformat.h"
 
 using namespace ckpt;
 
@@ -76,6 +77,16 @@ std::set<QString> filesIn(const QString& dir) {
 class TestPruneDialog : public QObject {
   Q_OBJECT
 
+  // The Size column of the run's row, as the browser shows it.
+  QString runSizeShown(MainWindow& w) {
+    const QModelIndex checkpoint = w.checkpointModel()->indexOfPath(m_run + "/tiny_step300.pt");
+    const QModelIndex run = checkpoint.parent();
+    return w.checkpointModel()
+        ->index(run.row(), int(CheckpointListModel::Column::Size), run.parent())
+        .data(Qt::DisplayRole)
+        .toString();
+  }
+
  private slots:
   void initTestCase() {
     QVERIFY(m_tmp.isValid());
@@ -103,6 +114,13 @@ class TestPruneDialog : public QObject {
     QVERIFY(loaded.wait(kTimeoutMs));
     const std::set<QString> before = filesIn(m_run);
     QCOMPARE(before.size(), size_t(13));
+    // Disk use: the run's row and the status bar say what Python's os.stat adds up to.
+    qint64 all = 0;
+    for (const QString& f : before) all += m_sizes["run/" + f].toInteger();
+    QCOMPARE(runSizeShown(w), sizeText(uint64_t(all)));
+    QCOMPARE(w.browserPanel()->totalsLabel()->text(),
+             "13 checkpoints in 1 run: " + sizeText(uint64_t(all)) + " on disk");
+    QVERIFY(w.browserPanel()->totalsLabel()->isVisible());
 
     // A checkpoint row clicked: its run is the one pruned.
     QTreeView* view = w.checkpointView();
@@ -152,7 +170,7 @@ class TestPruneDialog : public QObject {
     QCOMPARE(why300, QStringLiteral("best val_loss 1.1000"));
     qint64 freed = 0;
     for (const QString& f : gone) freed += m_sizes["run/" + f].toInteger();
-    const QString freedText = QString::fromStdString(formatBytes(uint64_t(freed)));
+    const QString freedText = sizeText(uint64_t(freed));
     QVERIFY2(summary.startsWith("5 of 13 files go to the trash, " + freedText + " freed"),
              qPrintable(summary));
     QCOMPARE(button, QStringLiteral("Move 5 to Trash"));
@@ -173,6 +191,9 @@ class TestPruneDialog : public QObject {
     QVERIFY(loaded.count() > 0 || loaded.wait(kTimeoutMs));
     QVERIFY(!w.checkpointModel()->indexOfPath(m_run + "/tiny_step400.pt").isValid());
     QVERIFY(w.checkpointModel()->indexOfPath(m_run + "/tiny_step300.pt").isValid());
+    QCOMPARE(runSizeShown(w), sizeText(uint64_t(all - freed)));
+    QCOMPARE(w.browserPanel()->totalsLabel()->text(),
+             "8 checkpoints in 1 run: " + sizeText(uint64_t(all - freed)) + " on disk");
   }
 
  private:

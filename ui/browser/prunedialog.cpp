@@ -112,10 +112,9 @@ void PruneDialog::replan() {
   for (const auto& [f, kept] : rows) {
     QStringList why;
     for (const std::string& r : f->reasons) why << fromStd(r);
-    auto* item =
-        new QTreeWidgetItem({fromStd(f->name), f->step ? QString::number(*f->step) : QString(),
-                             fromStd(formatBytes(f->size)), kept ? tr("keep") : tr("trash"),
-                             why.join(QStringLiteral(", "))});
+    auto* item = new QTreeWidgetItem(
+        {fromStd(f->name), f->step ? QString::number(*f->step) : QString(), sizeText(f->size),
+         kept ? tr("keep") : tr("trash"), why.join(QStringLiteral(", "))});
     item->setTextAlignment(1, Qt::AlignRight | Qt::AlignVCenter);
     item->setTextAlignment(2, Qt::AlignRight | Qt::AlignVCenter);
     item->setToolTip(0, fromStd(f->path));
@@ -130,13 +129,13 @@ void PruneDialog::replan() {
   const int n = int(m_plan.remove.size());
   m_summary->setText(n == 0 ? tr("Nothing to trash: the rules keep all %1 files (%2).")
                                   .arg(m_plan.keep.size())
-                                  .arg(fromStd(formatBytes(m_plan.keptBytes)))
+                                  .arg(sizeText(m_plan.keptBytes))
                             : tr("%1 of %2 files go to the trash, %3 freed; %4 stay (%5).")
                                   .arg(n)
                                   .arg(n + int(m_plan.keep.size()))
-                                  .arg(fromStd(formatBytes(m_plan.freedBytes)))
+                                  .arg(sizeText(m_plan.freedBytes))
                                   .arg(m_plan.keep.size())
-                                  .arg(fromStd(formatBytes(m_plan.keptBytes))));
+                                  .arg(sizeText(m_plan.keptBytes)));
   m_trash->setEnabled(n > 0);
   m_trash->setText(n > 0 ? tr("Move %n to Trash", nullptr, n) : tr("Move to Trash"));
 }

@@ -1,5 +1,7 @@
 #include "ckpt/index/prune.h"
 
+#include "ckpt/format/error.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -29,22 +31,6 @@ std::string number(double v) {
 }
 
 }  // namespace
-
-std::string formatBytes(uint64_t bytes) {
-  const char* units[] = {"B", "kB", "MB", "GB", "TB"};
-  double v = double(bytes);
-  int u = 0;
-  while (v >= 1000 && u < 4) {
-    v /= 1000;
-    ++u;
-  }
-  char buf[32];
-  if (u == 0)
-    std::snprintf(buf, sizeof buf, "%llu B", (unsigned long long)bytes);
-  else
-    std::snprintf(buf, sizeof buf, v < 10 ? "%.1f %s" : "%.0f %s", v, units[u]);
-  return buf;
-}
 
 PrunePlan planPrune(const RunEntry& run, const PruneRules& rules) {
   if (rules.keepLast < 0) throw std::invalid_argument("--keep-last must be 0 or more");
@@ -157,13 +143,13 @@ std::string describePlan(const PrunePlan& plan) {
     for (const std::string& r : f->reasons) why += (why.empty() ? "" : ", ") + r;
     char line[64];
     std::snprintf(line, sizeof line, "%-6s %9s  ", kept ? "keep" : "trash",
-                  formatBytes(f->size).c_str());
+                  humanBytes(f->size).c_str());
     out += line + f->name + (why.empty() ? "" : "  (" + why + ")") + "\n";
   }
   out += std::to_string(plan.remove.size()) + " of " +
          std::to_string(plan.keep.size() + plan.remove.size()) + " checkpoints to the trash, " +
-         formatBytes(plan.freedBytes) + " freed; " + std::to_string(plan.keep.size()) + " kept (" +
-         formatBytes(plan.keptBytes) + ")\n";
+         humanBytes(plan.freedBytes) + " freed; " + std::to_string(plan.keep.size()) + " kept (" +
+         humanBytes(plan.keptBytes) + ")\n";
   return out;
 }
 

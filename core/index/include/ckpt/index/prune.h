@@ -55,9 +55,6 @@ PrunePlan planPrune(const RunEntry& run, const PruneRules& rules);
 // Scans `runDir` (its checkpoints, not below it) first.
 PrunePlan planPrune(const std::string& runDir, const PruneRules& rules);
 
-// "1.2 GB", "340 MB", "12 kB", "512 B" (decimal units, like file managers).
-std::string formatBytes(uint64_t bytes);
-
 // The plan as ckptscope-cli prints it: one line per file ("keep"/"trash",
 // size, name, reasons), then the totals.
 std::string describePlan(const PrunePlan& plan);
