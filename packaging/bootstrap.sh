@@ -2,6 +2,7 @@
 # CkptScope's two commands on a fresh Debian 12 machine:
 #   packaging/bootstrap.sh run [DIR|FILE...]   install, build, start the app
 #   packaging/bootstrap.sh test                install, build, run every test
+#   packaging/bootstrap.sh package             install, build (release), make the .deb
 # Installs only what is missing (Debian packages), builds incrementally with
 # the CMake preset `dev` (Ninja + ccache), and never needs Python packages
 # from outside Debian.
@@ -28,6 +29,9 @@ packages=(
   # tests and demo data: Debian's PyTorch, a virtual display, fonts for
   # offscreen rendering
   python3-torch python3-numpy xvfb xauth fonts-dejavu-core
+  # the Debian package: Depends (dpkg-shlibdeps), the icon's PNGs, and the
+  # package test's validators
+  dpkg-dev file librsvg2-bin desktop-file-utils appstream shared-mime-info
 )
 
 say() { printf '\033[1mbootstrap:\033[0m %s\n' "$*"; }
@@ -99,8 +103,20 @@ case "$cmd" in
     say "running the test suite"
     ctest --preset "$preset" -j "$jobs"
     ;;
+  package)
+    install_packages
+    preset="${CKPT_PRESET:-release}"
+    build="build/$preset"
+    if [ ! -f "$build/build.ninja" ]; then
+      say "configuring ($preset, without the test suite)"
+      cmake --preset "$preset" -DCKPT_BUILD_TESTS=OFF
+    fi
+    say "building the package ($build, -j$jobs)"
+    cmake --build "$build" -j "$jobs" --target package
+    say "made $(ls "$build"/ckptscope_*.deb); install it with: sudo apt install ./$(ls "$build"/ckptscope_*.deb)"
+    ;;
   *)
-    echo "usage: packaging/bootstrap.sh run [DIR|FILE...] | test" >&2
+    echo "usage: packaging/bootstrap.sh run [DIR|FILE...] | test | package" >&2
     exit 2
     ;;
 esac

@@ -30,6 +30,7 @@
 
 #include "browser/browserpanel.h"
 #include "ckpt/index/experiment.h"
+#include "browser/prunedialog.h"
 #include "ckpt/index/run_plan.h"
 #include "browser/checkpointlistmodel.h"
 #include "browser/runwatcher.h"
@@ -244,6 +245,11 @@ void MainWindow::createMenus() {
   QAction* finetune = checkpoint->addAction(tr("&Fine-tune..."));
   finetune->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_F));
   connect(finetune, &QAction::triggered, this, &MainWindow::finetuneSelected);
+  checkpoint->addSeparator();
+  QAction* prune = checkpoint->addAction(tr("&Prune Run..."));
+  prune->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_P));
+  prune->setToolTip(tr("Move the checkpoints of the current run that no rule keeps to the trash"));
+  connect(prune, &QAction::triggered, this, &MainWindow::pruneSelectedRun);
   QAction* newRun = checkpoint->addAction(tr("&New Training Run..."));
   newRun->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_N));
   connect(newRun, &QAction::triggered, this, [this] {
@@ -253,6 +259,33 @@ void MainWindow::createMenus() {
 }
 
 void MainWindow::showTrain() { m_tabs->setCurrentWidget(m_train); }
+
+bool MainWindow::pruneSelectedRun() {
+  // The current row's run: the row itself, or the run above a checkpoint or family.
+  std::optional<BrowseGroup> run;
+  for (QModelIndex i = m_browser->proxy()->mapToSource(checkpointView()->currentIndex()); i.isValid() && !run;
+       i = i.parent())
+    run = m_model->group(i);
+  if (!run || run->kind != BrowseGroup::Kind::Run || run->path.isEmpty()) {
+    statusBar()->showMessage(tr("Select a run (or one of its checkpoints) to prune"), 10000);
+    return false;
+  }
+  RunEntry entry;
+  entry.name = pathToStd(run->name);
+  entry.path = pathToStd(run->path);
+  entry.checkpoints = run->checkpoints;
+  PruneDialog dialog(std::move(entry), this);
+  if (dialog.exec() != QDialog::Accepted) return true;
+  uint64_t freed = 0;
+  for (const PruneFile& f : dialog.plan().remove) freed += f.size;
+  statusBar()->showMessage(tr("%1: %2 checkpoints moved to the trash, %3 freed")
+                               .arg(run->name)
+                               .arg(dialog.trashed().size())
+                               .arg(sizeText(freed)),
+                           10000);
+  reload();
+  return true;
+}
 
 // Neither starts anything: they open the Train tab's page filled in from
 // the selection, where the plan (what is written where) is shown and Start
@@ -414,6 +447,9 @@ void MainWindow::showBrowserMenu(const QPoint& pos) {
   QAction* finetune = menu.addAction(tr("Fine-tune"));
   finetune->setEnabled(selected.size() == 1);
   connect(finetune, &QAction::triggered, this, &MainWindow::finetuneSelected);
+  menu.addSeparator();
+  QAction* prune = menu.addAction(tr("Prune Run..."));
+  connect(prune, &QAction::triggered, this, &MainWindow::pruneSelectedRun);
   menu.exec(checkpointView()->viewport()->mapToGlobal(pos));
 }
 

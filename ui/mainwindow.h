@@ -77,6 +77,9 @@ class MainWindow : public QMainWindow {
   // no single checkpoint is selected or the panel cannot start.
   bool resumeSelected();
   bool finetuneSelected();
+  // Prune... on the current run (or the run of the current checkpoint): the
+  // PruneDialog, then a rescan when files were moved. False when no run is current.
+  bool pruneSelectedRun();
   // Shows the Train tab.
   void showTrain();
 

@@ -25,6 +25,9 @@ void printUsage(const std::string& command) {
       "  metrics DIR|FILE... [--json|--csv] [--metric NAME] [--log FILE|DIR]\n"
       "                         every run's curves (metrics.jsonl, console logs,\n"
       "                         checkpoints) as the Curves tab draws them\n"
+      "  prune RUN_DIR [--keep-best METRIC] [--keep-last N] [--every K] [--apply] [--json]\n"
+      "                         which checkpoints the rules keep and which go (a dry run\n"
+      "                         unless --apply: then to the desktop trash, never deleted)\n"
       "  train, resume, finetune, score, generate   training and inference (LibTorch;\n"
       "                         see ckptscope-cli train --help)\n"
       "\n"
@@ -40,6 +43,15 @@ void printUsage(const std::string& command) {
     std::fputs("usage: ckptscope-cli diff A B [--json] [--top N]\n", stderr);
   else if (command == "scan")
     std::fputs("usage: ckptscope-cli scan PATH... [--json] [--recursive]\n", stderr);
+  else if (command == "prune")
+    std::fputs(
+        "usage: ckptscope-cli prune RUN_DIR [--keep-best METRIC] [--keep-last N] [--every K]\n"
+        "                           [--dry-run|--apply] [--json]\n"
+        "  keeps the best checkpoint by METRIC (val_loss, loss, ...), the last N, steps that are\n"
+        "  multiples of K, every stage's final, the newest, and every file that is not a step\n"
+        "  checkpoint; prints the plan (a dry run) unless --apply, which moves the others to the\n"
+        "  desktop trash (~/.local/share/Trash) or, on another filesystem, to RUN_DIR/.trash/\n",
+        stderr);
   else if (command == "metrics")
     std::fputs(
         "usage: ckptscope-cli metrics DIR|FILE... [--json|--csv] [--metric NAME]... [--log "

@@ -1,4 +1,5 @@
 // ckptscope-cli: read, list and check PyTorch checkpoints without Python.
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,7 +10,48 @@
 #include <filesystem>
 #include <string>
 
+#include "ckpt/version.h"
 #include "common.h"
+
+namespace {
+
+// ckptscope-train, the LibTorch half, beside this program.
+std::string trainerPath() {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return (self.parent_path() / "ckptscope-train").string();
+}
+
+// This program's version, then the LibTorch that ckptscope-train runs with
+// (its own --version: loading LibTorch is what tells), or why there is none.
+int printVersion() {
+  std::printf("ckptscope-cli %s\n", CKPT_VERSION);
+  std::fflush(stdout);
+  const std::string trainer = trainerPath();
+  if (std::string(CKPT_TORCH_VERSION).empty()) {
+    std::puts(
+        "LibTorch: none (built without LibTorch: no train, resume, finetune, score, generate)");
+    return ckpt::cli::kExitOk;
+  }
+  if (::access(trainer.c_str(), X_OK) != 0) {
+    std::printf("LibTorch %s at build time, but %s is missing\n", CKPT_TORCH_VERSION,
+                trainer.c_str());
+    return ckpt::cli::kExitOk;
+  }
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+    ::execl(trainer.c_str(), trainer.c_str(), "--version", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  if (pid < 0 || ::waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    std::printf("LibTorch %s at build time, but %s --version failed\n", CKPT_TORCH_VERSION,
+                trainer.c_str());
+  return ckpt::cli::kExitOk;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace ckpt::cli;
@@ -19,17 +61,12 @@ int main(int argc, char** argv) {
     printUsage();
     return kExitOk;
   }
-  if (cmd == "--version") {
-    std::puts("ckptscope-cli 0.1.0");
-    return kExitOk;
-  }
+  if (cmd == "--version") return printVersion();
   if (cmd == "train" || cmd == "resume" || cmd == "finetune" || cmd == "score" ||
       cmd == "generate") {
     // These need LibTorch, which costs 0.4 s and 160 MB to load: they live in
     // the sibling program ckptscope-train.
-    std::error_code ec;
-    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-    const std::string trainer = (self.parent_path() / "ckptscope-train").string();
+    const std::string trainer = trainerPath();
     argv[0] = const_cast<char*>(trainer.c_str());
     // LibTorch's OpenMP workers spin while OpenBLAS's own threads run the
     // matrix products; on few cores they fight (measured: +23% tokens/s on 2
@@ -47,6 +84,7 @@ int main(int argc, char** argv) {
     if (cmd == "diff") return runDiff(argc, argv);
     if (cmd == "scan") return runScan(argc, argv);
     if (cmd == "metrics") return runMetrics(argc, argv);
+    if (cmd == "prune") return runPrune(argc, argv);
   } catch (const std::exception& e) {
     // Every reader error is caught per command; this is the last guard.
     return failWith(e.what());

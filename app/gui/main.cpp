@@ -1,15 +1,19 @@
 // ckptscope [--screenshot OUT.png] [--view browse|inspect|curves|compare] [DIR|FILE...]: the desktop app.
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QFileInfo>
 #include <QTimer>
+#include <QUrl>
 #include <cstdio>
 #include <cstring>
 #include <optional>
 
+#include "ckpt/version.h"
 #include "compare/compareview.h"
 #include "curves/curvesview.h"
 #include "mainwindow.h"
 #include "screenshot.h"
+#include "training/trainbackendloader.h"
 
 namespace {
 
@@ -29,9 +33,49 @@ void preferOffscreenForScreenshots(int argc, char** argv) {
     qputenv("QT_QPA_PLATFORM", "offscreen");
 }
 
+bool asksForVersion(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--version") == 0 || std::strcmp(argv[i], "-v") == 0) return true;
+  return false;
+}
+
+// --version without a display: the version, the Qt it runs with, and the
+// LibTorch of the training plugin (where it was found, not loaded: that
+// takes 0.4 s and is what the Train panel does).
+int printVersion(int argc, char** argv) {
+  QCoreApplication app(argc, argv);  // applicationDirPath(), where the plugin is looked for
+  std::printf("ckptscope %s\n", CKPT_VERSION);
+  std::printf("Qt %s (built against %s)\n", qVersion(), QT_VERSION_STR);
+  if (!ckpt::trainBackendBuilt()) {
+    std::puts("LibTorch: none (built without LibTorch: no Train panel)");
+    return 0;
+  }
+  const QStringList candidates = ckpt::trainBackendCandidates();
+  for (const QString& file : candidates)
+    if (QFileInfo::exists(file)) {
+      std::printf("LibTorch %s (training plugin %s)\n", CKPT_TORCH_VERSION,
+                  qPrintable(QFileInfo(file).canonicalFilePath()));
+      return 0;
+    }
+  std::printf("LibTorch %s at build time, but the training plugin is missing (looked in %s)\n", CKPT_TORCH_VERSION,
+              qPrintable(candidates.join(QStringLiteral(", "))));
+  return 0;
+}
+
+// A file manager's desktop entry may hand over file:// URLs: local paths.
+QStringList localPaths(const QStringList& args) {
+  QStringList paths;
+  for (const QString& a : args) {
+    const QUrl url(a);
+    paths << (a.startsWith(QLatin1String("file:")) && url.isLocalFile() ? url.toLocalFile() : a);
+  }
+  return paths;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (asksForVersion(argc, argv)) return printVersion(argc, argv);
   preferOffscreenForScreenshots(argc, argv);
   QApplication app(argc, argv);
   QApplication::setOrganizationName("CkptScope");  // QSettings: ~/.config/CkptScope/CkptScope.conf
@@ -41,7 +85,7 @@ int main(int argc, char** argv) {
   QCommandLineParser parser;
   parser.setApplicationDescription("Explore PyTorch checkpoints and training runs.");
   parser.addHelpOption();
-  parser.addVersionOption();
+  parser.addOption(QCommandLineOption({"v", "version"}, "Print the version and the Qt and LibTorch versions found."));
   const QCommandLineOption screenshot(
       "screenshot",
       "Open the paths, wait until the first checkpoint (or with --view curves, the curves) is shown, write the window "
@@ -65,7 +109,7 @@ int main(int argc, char** argv) {
   }
   ckpt::MainWindow window;
   window.setView(*shown);
-  const QStringList paths = parser.positionalArguments();
+  const QStringList paths = localPaths(parser.positionalArguments());
 
   if (parser.isSet(screenshot)) {
     const QString out = parser.value(screenshot);

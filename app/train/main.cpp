@@ -10,9 +10,12 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <torch/cuda.h>
+#include <torch/version.h>
 #include <vector>
 
 #include "ckpt/format/error.h"
+#include "ckpt/version.h"
 #include "ckpt/index/run_plan.h"
 #include "ckpt/train/launch.h"
 #include "ckpt/train/trainer.h"
@@ -342,6 +345,15 @@ int main(int argc, char** argv) {
     if (cmd == "generate") return cmdGenerate(argc, argv);
     if (cmd == "-h" || cmd == "--help") {
       std::fputs(kUsage, stdout);
+      return kExitOk;
+    }
+    if (cmd == "--version") {
+      // The LibTorch this program runs with, and whether it sees a GPU.
+      std::printf("ckptscope-train %s\n", CKPT_VERSION);
+      const std::string devices = torch::cuda::is_available()
+                                      ? "CUDA, " + std::to_string(torch::cuda::device_count()) + " device(s)"
+                                      : "CPU only: no CUDA device";
+      std::printf("LibTorch %s (%s)\n", TORCH_VERSION, devices.c_str());
       return kExitOk;
     }
   } catch (const std::exception& e) {

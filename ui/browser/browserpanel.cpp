@@ -2,6 +2,7 @@
 
 #include <QAction>
 #include <QHeaderView>
+#include <QLabel>
 #include <QLineEdit>
 #include <QPainter>
 #include <QProgressBar>
@@ -10,6 +11,7 @@
 #include <QVBoxLayout>
 
 #include "browser/checkpointlistmodel.h"
+#include "textformat.h"
 
 namespace ckpt {
 
@@ -64,6 +66,17 @@ BrowserPanel::BrowserPanel(CheckpointListModel* model, QWidget* parent) : QWidge
   layout->addWidget(m_filter);
   layout->addWidget(m_view, 1);
   layout->addWidget(m_progress);
+  // Disk use at the root: every listed checkpoint (runs and families show
+  // theirs in the Size column).
+  m_totals = new QLabel(this);
+  m_totals->setContentsMargins(4, 0, 4, 2);
+  layout->addWidget(m_totals);
+  connect(m_model, &QAbstractItemModel::modelReset, this, &BrowserPanel::updateTotals);
+  connect(m_model, &QAbstractItemModel::rowsInserted, this, &BrowserPanel::updateTotals);
+  connect(m_model, &QAbstractItemModel::rowsRemoved, this, &BrowserPanel::updateTotals);
+  connect(m_model, &QAbstractItemModel::layoutChanged, this, &BrowserPanel::updateTotals);
+  connect(m_model, &QAbstractItemModel::dataChanged, this, &BrowserPanel::updateTotals);
+  updateTotals();
 
   connect(m_filter, &QLineEdit::textChanged, this, &BrowserPanel::applyFilter);
   connect(m_regex, &QAction::toggled, this, &BrowserPanel::applyFilter);
@@ -71,6 +84,14 @@ BrowserPanel::BrowserPanel(CheckpointListModel* model, QWidget* parent) : QWidge
   connect(m_proxy, &QAbstractItemModel::rowsInserted, m_view, &QTreeView::expandAll);
   connect(m_proxy, &QAbstractItemModel::modelReset, m_view, &QTreeView::expandAll);
   connect(m_proxy, &QAbstractItemModel::layoutChanged, m_view, &QTreeView::expandAll);
+}
+
+void BrowserPanel::updateTotals() {
+  const size_t count = m_model->checkpointCount();
+  m_totals->setVisible(count > 0);
+  m_totals->setText(tr("%1 in %2: %3 on disk")
+                        .arg(countText(count, "checkpoint", "checkpoints"),
+                             countText(m_model->groupCount(), "run", "runs"), sizeText(m_model->totalSize())));
 }
 
 void BrowserPanel::setFilter(const QString& text, bool regex) {

@@ -4,6 +4,7 @@
 #include <QWidget>
 
 class QAction;
+class QLabel;
 class QLineEdit;
 class QProgressBar;
 class QTreeView;
@@ -29,6 +30,8 @@ class BrowserPanel : public QWidget {
   [[nodiscard]] QAction* regexAction() const { return m_regex; }
   // Empty when the filter is fine; else why the regular expression is invalid.
   [[nodiscard]] QString filterError() const { return m_filterError; }
+  // "13 checkpoints in 2 runs: 1.2 GB on disk", under the tree.
+  [[nodiscard]] QLabel* totalsLabel() const { return m_totals; }
 
   // Wide enough for a run's file names and the numbers beside them.
   [[nodiscard]] QSize sizeHint() const override { return {600, 600}; }
@@ -40,6 +43,7 @@ class BrowserPanel : public QWidget {
 
  private:
   void applyFilter();
+  void updateTotals();
 
   CheckpointListModel* m_model = nullptr;
   QSortFilterProxyModel* m_proxy = nullptr;
@@ -47,6 +51,7 @@ class BrowserPanel : public QWidget {
   QLineEdit* m_filter = nullptr;
   QAction* m_regex = nullptr;
   QProgressBar* m_progress = nullptr;
+  QLabel* m_totals = nullptr;
   QString m_filterError;
 };
 

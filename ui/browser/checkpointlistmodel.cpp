@@ -75,6 +75,13 @@ struct CheckpointListModel::Node {
     }
     return worst;
   }
+  // Bytes on disk of the checkpoints at and below this node.
+  [[nodiscard]] uint64_t totalSize() const {
+    if (type == Type::Checkpoint) return checkpoint.size;
+    uint64_t sum = 0;
+    for (const auto& c : children) sum += c->totalSize();
+    return sum;
+  }
   [[nodiscard]] int64_t latestMtime() const {
     if (type == Type::Checkpoint) return checkpoint.mtime;
     int64_t t = 0;
@@ -275,6 +282,8 @@ size_t CheckpointListModel::groupCount() const {
   return n;
 }
 
+uint64_t CheckpointListModel::totalSize() const { return m_root->totalSize(); }
+
 size_t CheckpointListModel::checkpointCount() const {
   size_t n = 0;
   for (const auto& top : m_root->children) {
@@ -414,13 +423,14 @@ QVariant CheckpointListModel::familyData(const Node& n, Column column, int role)
     case Qt::DisplayRole:
       if (column == Column::Name) return n.family;
       if (column == Column::Kind) return countText(n.children.size(), "stage", "stages");
+      if (column == Column::Size) return sizeText(n.totalSize());
       if (column == Column::Modified) return timeText(n.latestMtime());
       return {};
     case Qt::DecorationRole: return column == Column::Name ? standardIcon(QStyle::SP_DirLinkIcon) : QVariant();
     case Qt::ToolTipRole: {
       QStringList stages;
       for (const auto& g : n.children) stages << g->group.name;
-      return tr("Stages of %1: %2").arg(n.family, stages.join(QStringLiteral(" → ")));
+      return tr("Stages of %1: %2\n%3 on disk").arg(n.family, stages.join(QStringLiteral(" → ")), sizeText(n.totalSize()));
     }
     case int(Role::IsGroup): return true;
     case int(Role::IsFamily): return true;
@@ -439,6 +449,7 @@ QVariant CheckpointListModel::groupData(const Node& n, Column column, int role) 
       if (column == Column::Name) return n.stage.isEmpty() ? g.name : QStringLiteral("%1  (%2)").arg(g.name, n.stage);
       if (column == Column::Kind && g.error.isEmpty()) return countText(n.children.size(), "file", "files");
       if (column == Column::Kind) return tr("error");
+      if (column == Column::Size && !n.children.empty()) return sizeText(n.totalSize());
       if (column == Column::Modified) return timeText(n.latestMtime());
       return {};
     case Qt::DecorationRole: {
@@ -451,6 +462,8 @@ QVariant CheckpointListModel::groupData(const Node& n, Column column, int role) 
     }
     case Qt::ToolTipRole: {
       QString tip = g.error.isEmpty() ? g.path : g.error;
+      if (!n.children.empty())
+        tip += "\n" + tr("%1 on disk in %2").arg(sizeText(n.totalSize()), countText(n.children.size(), "file", "files"));
       const QString worst = n.worstVerdict();
       if (worst == QLatin1String("dangerous"))
         tip += "\n" + tr("Holds a checkpoint that would run code if loaded in Python (torch.load)");

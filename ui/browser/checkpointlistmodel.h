@@ -53,6 +53,9 @@ class CheckpointListModel : public QAbstractItemModel {
   [[nodiscard]] std::vector<BrowseGroup> groups() const;
   [[nodiscard]] size_t groupCount() const;
   [[nodiscard]] size_t checkpointCount() const;
+  // Disk use: the sizes of every listed checkpoint (the runs' and families'
+  // rows show their own in the Size column).
+  [[nodiscard]] uint64_t totalSize() const;
   // The run or "Files" group of a group row, with its checkpoints (a copy);
   // nothing for families, checkpoints and invalid indexes.
   [[nodiscard]] std::optional<BrowseGroup> group(const QModelIndex& index) const;

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -31,14 +33,21 @@ using json = nlohmann::ordered_json;
 
 std::string absoluteNormal(const std::string& path) { return fs::absolute(path).lexically_normal().string(); }
 
+// A file given to the trash functions: a bare name is inside `dir`.
+fs::path inDir(const std::string& dir, const std::string& f) {
+  return fs::path(f).is_absolute() || fs::path(f).has_parent_path() ? fs::path(f) : fs::path(dir) / f;
+}
+
 std::string regexEscape(const std::string& s) {
   return std::regex_replace(s, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)");
 }
 
-std::string utcStamp(const char* format) {
+// Now, in UTC (or local time: the trash spec's DeletionDate).
+std::string utcStamp(const char* format, bool local = false) {
   const std::time_t t = std::time(nullptr);
   std::tm tm{};
-  gmtime_r(&t, &tm);
+  if (local) localtime_r(&t, &tm);
+  else gmtime_r(&t, &tm);
   char buf[32];
   std::strftime(buf, sizeof buf, format, &tm);
   return buf;
@@ -256,13 +265,115 @@ std::string moveToTrash(const std::string& dir, const std::vector<std::string>& 
     if (errno != EEXIST) throw std::runtime_error(folder.string() + ": cannot create: " + std::strerror(errno));
   }
   for (const std::string& f : files) {
-    const fs::path from = fs::path(f).is_absolute() || fs::path(f).has_parent_path() ? fs::path(f) : fs::path(dir) / f;
+    const fs::path from = inDir(dir, f);
     const fs::path to = folder / from.filename();
     if (::rename(from.c_str(), to.c_str()) != 0)
       throw std::runtime_error(from.string() + ": cannot move to " + folder.string() + ": " + std::strerror(errno));
   }
   syncDirectory(dir);
   return folder.string();
+}
+
+namespace {
+
+// The trash spec's Path: percent-encoded (RFC 2396), '/' kept.
+std::string percentEncode(const std::string& path) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (const unsigned char c : path) {
+    if (std::isalnum(c) || c == '/' || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += char(c);
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+void makeDirs(const fs::path& p) {
+  std::error_code ec;
+  fs::create_directories(p, ec);
+  if (ec) throw std::runtime_error(p.string() + ": cannot create: " + ec.message());
+  (void)::chmod(p.c_str(), 0700);
+}
+
+}  // namespace
+
+std::string desktopTrashDir() {
+  const char* data = std::getenv("XDG_DATA_HOME");
+  if (data && *data && fs::path(data).is_absolute()) return (fs::path(data) / "Trash").string();
+  const char* home = std::getenv("HOME");
+  return (fs::path(home && *home ? home : "/") / ".local/share/Trash").string();
+}
+
+std::vector<TrashedFile> trashFiles(const std::string& dir, const std::vector<std::string>& files) {
+  const fs::path trash = desktopTrashDir();
+  std::vector<TrashedFile> moved;
+  std::vector<size_t> elsewhere;  // indexes of files for dir/.trash/
+  struct stat trashStat {};
+  bool haveTrash = false;
+  for (size_t i = 0; i < files.size(); ++i) {
+    const fs::path from = fs::absolute(inDir(dir, files[i])).lexically_normal();
+    moved.push_back({from.string(), "", ""});
+    struct stat st {};
+    if (::stat(from.c_str(), &st) != 0)
+      throw std::runtime_error(from.string() + ": cannot move to the trash: " + std::strerror(errno));
+    if (!haveTrash) {
+      // The home trash lives on the filesystem of its parent folder; it is
+      // made only when a file can go there.
+      std::error_code ec;
+      const fs::path parent = trash.parent_path();
+      fs::create_directories(parent, ec);
+      if (ec || ::stat(parent.c_str(), &trashStat) != 0)
+        throw std::runtime_error(parent.string() + ": cannot create: " + (ec ? ec.message() : std::strerror(errno)));
+      haveTrash = true;
+    }
+    if (st.st_dev != trashStat.st_dev) {
+      elsewhere.push_back(i);
+      continue;
+    }
+    makeDirs(trash / "files");
+    makeDirs(trash / "info");
+    // Reserve the name with its .trashinfo (O_EXCL), as the spec asks, then move.
+    const std::string stem = from.stem().string(), ext = from.extension().string();
+    for (int n = 1;; ++n) {
+      const std::string name = n == 1 ? from.filename().string() : stem + "." + std::to_string(n) + ext;
+      const fs::path info = trash / "info" / (name + ".trashinfo");
+      const fs::path to = trash / "files" / name;
+      const int fd = ::open(info.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      if (fd < 0) {
+        if (errno == EEXIST) continue;
+        throw std::runtime_error(info.string() + ": cannot create: " + std::strerror(errno));
+      }
+      if (::access(to.c_str(), F_OK) == 0) {  // a file without its info: leave both alone
+        ::close(fd);
+        continue;
+      }
+      const std::string text = "[Trash Info]\nPath=" + percentEncode(from.string()) +
+                               "\nDeletionDate=" + utcStamp("%Y-%m-%dT%H:%M:%S", /*local=*/true) + "\n";
+      int err = writeAll(fd, text);
+      if (!err && ::fsync(fd) != 0) err = errno;
+      ::close(fd);
+      if (!err && ::rename(from.c_str(), to.c_str()) != 0) err = errno;
+      if (err) {
+        ::unlink(info.c_str());
+        throw std::runtime_error(from.string() + ": cannot move to " + to.string() + ": " + std::strerror(err));
+      }
+      moved[i].to = to.string();
+      moved[i].trashInfo = info.string();
+      break;
+    }
+  }
+  if (!elsewhere.empty()) {
+    std::vector<std::string> rest;
+    for (size_t i : elsewhere) rest.push_back(moved[i].from);
+    const fs::path folder = moveToTrash(dir, rest);
+    for (size_t i : elsewhere) moved[i].to = (folder / fs::path(moved[i].from).filename()).string();
+  }
+  syncDirectory(dir);
+  return moved;
 }
 
 bool isTempFileName(std::string_view fileName) {

@@ -72,6 +72,23 @@ IntactCheckpoint newestIntactCheckpoint(const std::string& dir);
 // not be moved (those moved before it stay in the folder).
 std::string moveToTrash(const std::string& dir, const std::vector<std::string>& files);
 
+// Moves `files` (paths inside `dir`) to the desktop's trash, as the
+// freedesktop.org trash specification says: $XDG_DATA_HOME/Trash (default
+// ~/.local/share/Trash), files/<name> with info/<name>.trashinfo (Path,
+// DeletionDate), a name made unique as "stem.2.ext", ... A file on another
+// filesystem than that trash goes with moveToTrash to dir/.trash/<stamp>/
+// instead (never copied, never deleted). Returns where each file went, in
+// the order given. Throws std::runtime_error naming the file that could not
+// be moved (those moved before it stay moved).
+struct TrashedFile {
+  std::string from;       // absolute
+  std::string to;         // absolute
+  std::string trashInfo;  // the .trashinfo written; "" for dir/.trash/
+};
+std::vector<TrashedFile> trashFiles(const std::string& dir, const std::vector<std::string>& files);
+// The desktop trash's folder: $XDG_DATA_HOME/Trash, else $HOME/.local/share/Trash.
+std::string desktopTrashDir();
+
 // `.<name>.tmp-<pid>-<8 hex>`: the temporary file of an atomic write.
 bool isTempFileName(std::string_view fileName);
 // Removes the temporary files in `dir` whose writer process no longer runs;
