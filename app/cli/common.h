@@ -31,5 +31,6 @@ int runVerify(int argc, char** argv);
 int runDiff(int argc, char** argv);
 int runScan(int argc, char** argv);
 int runMetrics(int argc, char** argv);
+int runConsolidate(int argc, char** argv);
 
 }  // namespace ckpt::cli

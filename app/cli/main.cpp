@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
     if (cmd == "diff") return runDiff(argc, argv);
     if (cmd == "scan") return runScan(argc, argv);
     if (cmd == "metrics") return runMetrics(argc, argv);
+    if (cmd == "consolidate") return runConsolidate(argc, argv);
   } catch (const std::exception& e) {
     // Every reader error is caught per command; this is the last guard.
     return failWith(e.what());
