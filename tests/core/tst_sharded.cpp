@@ -90,6 +90,35 @@ class TestSharded : public QObject {
       QCOMPARE(got["sharded"]["ranks"].get<int>(), want["ranks"].get<int>());
   }
 
+  // The layout across ranks as make_sharded.py split it (FSDP's dim-0 rule:
+  // ceil(rows / ranks) per rank): 10 rows over 3 ranks are 4 + 4 + 2, 2 rows
+  // are 1 + 1 + an empty chunk, a replicated tensor is stored once.
+  void dcpLayout() {
+    const Run r = cli({"info", kDir + "/dcp_ws3", "--json"});
+    QCOMPARE(r.exitCode, 0);
+    const json got = json::parse(r.out.toStdString());
+    std::map<std::string, json> byName;
+    for (const json& t : got["tensors"]) byName[t["path"].back().get<std::string>()] = t;
+    auto rows = [&](const std::string& name) {
+      std::vector<std::pair<int, int>> out;
+      for (const json& c : byName.at(name)["chunks"])
+        out.emplace_back(c["offsets"][0].get<int>(), c["sizes"][0].get<int>());
+      return out;
+    };
+    QCOMPARE(rows("token_embed.weight"),
+             (std::vector<std::pair<int, int>>{{0, 4}, {4, 4}, {8, 2}}));
+    QCOMPARE(rows("blocks.0.attn.sink_states"),
+             (std::vector<std::pair<int, int>>{{0, 1}, {1, 1}, {2, 0}}));
+    QCOMPARE(rows("position_ids"), (std::vector<std::pair<int, int>>{{0, 5}}));
+    QCOMPARE(byName.at("token_embed.weight")["chunks"][2]["file"].get<std::string>(),
+             std::string("__2_0.distcp"));
+    QCOMPARE(byName.at("token_embed.weight")["chunks"][2]["rank"].get<int>(), 2);
+    QCOMPARE(byName.at("scale")["chunks"].size(), size_t(1));
+    QVERIFY(byName.at("scale")["shape"].empty());
+    QCOMPARE(got["sharded"]["summary"].get<std::string>(),
+             std::string("sharded: DCP, 3 ranks, 4 files"));
+  }
+
   // consolidate: one file torch loads, every tensor equal to the original.
   void consolidate_data() {
     QTest::addColumn<QString>("layout");

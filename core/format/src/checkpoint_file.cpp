@@ -395,6 +395,7 @@ std::vector<std::string> CheckpointFile::verify() const {
       if (const CheckpointFile* f = m_shards->partFile(int(i)))
         for (const std::string& q : f->verify()) problems.push_back(p.file + ": " + q);
     }
+    for (const std::string& q : m_shards->verifyChunks()) problems.push_back(q);
   }
   if (m_zip)
     for (const ZipEntry& e : m_zip->entries())

@@ -185,9 +185,49 @@ const CheckpointFile* ShardSet::partFile(int part) const {
 }
 
 const CheckpointFile* ShardSet::chunkFile(const ShardChunk& chunk) const {
-  if (chunk.slice >= 0)
-    return size_t(chunk.slice) < m_slices.size() ? m_slices[size_t(chunk.slice)].get() : nullptr;
-  return partFile(chunk.part);
+  if (chunk.slice < 0) return partFile(chunk.part);
+  const SliceSpec& spec = m_sliceSpecs.at(size_t(chunk.slice));
+  std::lock_guard lock(m_sliceMutex);
+  std::unique_ptr<CheckpointFile>& f = m_slices[size_t(chunk.slice)];
+  if (f) return f.get();
+  const ShardPart& p = m_parts[size_t(spec.part)];
+  ReadOptions options;
+  options.sliceOffset = spec.offset;
+  options.sliceLength = spec.length;
+  std::unique_ptr<CheckpointFile> opened;
+  try {
+    opened = CheckpointFile::open(p.path, options);
+  } catch (const FormatError& e) {
+    throw FormatError(std::string(e.what()) + " (" + spec.what + ")");
+  }
+  if (opened->tensors().empty() || !opened->root() || opened->root()->kind != Value::Kind::Tensor)
+    fail(p.file + ": the " + spec.what + " holds no tensor");
+  const TensorInfo& local = opened->tensors()[0];
+  if (local.shape != spec.sizes || local.dtype != spec.dtype)
+    fail(p.file + ": the " + spec.what + " holds a " + std::string(dtypeName(local.dtype)) + " " +
+         local.shapeString() + " tensor, .metadata says " + std::string(dtypeName(spec.dtype)) +
+         " " + dimsText(spec.sizes));
+  if (!local.error.empty()) fail(p.file + ": the " + spec.what + ": " + local.error);
+  f = std::move(opened);
+  return f.get();
+}
+
+std::vector<std::string> ShardSet::verifyChunks() const {
+  std::vector<std::string> problems;
+  for (const LogicalTensor& t : m_tensors) {
+    if (t.incomplete()) continue;  // said already
+    for (const ShardChunk& c : t.chunks) {
+      if (c.slice < 0) continue;
+      try {
+        const CheckpointFile* f = chunkFile(c);
+        for (const std::string& q : f->verify())
+          problems.push_back("tensor " + t.name + ": " + m_parts[size_t(c.part)].file + ": " + q);
+      } catch (const FormatError& e) {
+        problems.push_back("tensor " + t.name + ": " + e.what());
+      }
+    }
+  }
+  return problems;
 }
 
 uint64_t ShardSet::totalSize() const {

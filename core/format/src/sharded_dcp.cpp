@@ -160,7 +160,7 @@ void ShardSet::openDcp(bool metadataOnly) {
     if (path.empty()) path.emplace_back(key);
     return path;
   };
-  // One archive per slice, opened once (its directory and pickle only).
+  // A bytes item's archive, opened now (they are few and small: the step).
   auto openSlice = [&](const Where& w, std::string& error) -> int {
     const ShardPart& p = m_parts[size_t(w.part)];
     if (!p.present) {
@@ -171,8 +171,8 @@ void ShardSet::openDcp(bool metadataOnly) {
     options.sliceOffset = w.offset;
     options.sliceLength = w.length;
     try {
-      m_slices.push_back(CheckpointFile::open(p.path, options));
-      return int(m_slices.size() - 1);
+      m_itemFiles.push_back(CheckpointFile::open(p.path, options));
+      return int(m_itemFiles.size() - 1);
     } catch (const FormatError& e) {
       error = e.what();
       return -1;
@@ -189,8 +189,8 @@ void ShardSet::openDcp(bool metadataOnly) {
       std::string error = w == where.end() ? "no storage_data entry" : w->second.error;
       int slice = -1;
       if (error.empty()) slice = openSlice(w->second, error);
-      if (slice >= 0 && m_slices[size_t(slice)]->tensors().empty()) {
-        item.value = m_slices[size_t(slice)]->root();
+      if (slice >= 0 && m_itemFiles[size_t(slice)]->tensors().empty()) {
+        item.value = m_itemFiles[size_t(slice)]->root();
       } else {
         Value* s = m_arena.make(K::Str);
         s->text = m_arena.copy(slice >= 0 ? "(a bytes item holding tensors, not shown)"
@@ -236,36 +236,32 @@ void ShardSet::openDcp(bool metadataOnly) {
         break;
       }
       chunk.part = w->second.part;
-      std::string error;
-      chunk.slice = openSlice(w->second, error);
-      const std::string file = m_parts[size_t(chunk.part)].file;
-      if (chunk.slice < 0) {
-        t.error = error + " (" + at + " of '" + key.substr(0, 200) + "')";
+      const ShardPart& part = m_parts[size_t(chunk.part)];
+      const std::string of = at + " of '" + key.substr(0, 200) + "'";
+      if (!part.present) {
+        t.error = part.error + " (" + of + ")";
         break;
       }
-      const CheckpointFile& f = *m_slices[size_t(chunk.slice)];
-      if (f.tensors().empty() || f.root()->kind != K::Tensor) {
-        t.error = file + ": the " + at + " of '" + key.substr(0, 200) + "' holds no tensor";
+      // The archive itself is opened when its bytes are wanted (chunkFile);
+      // that it lies inside its file is known now.
+      uint64_t end = 0;
+      if (addOverflows(w->second.offset, w->second.length, &end) || end > part.size) {
+        t.error = part.file + ": the slice of " + std::to_string(w->second.length) +
+                  " bytes at offset " + std::to_string(w->second.offset) +
+                  " runs past the end of the file (" + std::to_string(part.size) + " bytes) (" +
+                  of + ")";
         break;
       }
-      const TensorInfo& local = f.tensors()[0];
+      chunk.slice = int(m_sliceSpecs.size());
       chunk.tensor = 0;
-      if (local.shape != *sizes || local.dtype != *dtype) {
-        t.error = file + ": the " + at + " of '" + key.substr(0, 200) + "' holds a " +
-                  std::string(dtypeName(local.dtype)) + " " + local.shapeString() +
-                  " tensor, the metadata says " + std::string(dtypeName(*dtype)) + " " +
-                  dimsText(*sizes);
-        break;
-      }
-      if (!local.error.empty()) {
-        t.error = file + ": " + local.error;
-        break;
-      }
+      m_sliceSpecs.push_back(
+          SliceSpec{chunk.part, w->second.offset, w->second.length, *dtype, *sizes, of});
       t.chunks.push_back(std::move(chunk));
     }
     checkChunks(t);
     m_tensors.push_back(std::move(t));
   }
+  m_slices.resize(m_sliceSpecs.size());
 }
 
 }  // namespace ckpt

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -101,7 +102,13 @@ class ShardSet {
   // The part file, or null when it is missing or unreadable.
   [[nodiscard]] const CheckpointFile* partFile(int part) const;
   // The file a chunk's tensor index refers to (a part, or a slice of one).
+  // A DCP chunk's archive is opened on first use (opening the checkpoint
+  // reads only .metadata): throws FormatError naming the file and the
+  // chunk when it cannot be read or holds another tensor than .metadata says.
+  // Safe to call from several threads.
   [[nodiscard]] const CheckpointFile* chunkFile(const ShardChunk& chunk) const;
+  // Opens every chunk's archive and checks it (CRCs too): what verify says.
+  [[nodiscard]] std::vector<std::string> verifyChunks() const;
   // Values that are not tensors, where they sit (DCP's bytes items, loaded:
   // a step, a learning rate), owned by this set. A bytes item that holds
   // tensors itself is shown as a string saying so.
@@ -132,8 +139,19 @@ class ShardSet {
   std::string m_folder, m_entry;
   std::vector<ShardPart> m_parts;
   std::vector<std::unique_ptr<CheckpointFile>> m_files;  // parallel to m_parts
-  std::vector<std::unique_ptr<CheckpointFile>> m_slices;
-  std::unique_ptr<CheckpointFile> m_description;  // DCP's .metadata
+  struct SliceSpec {
+    int part = -1;
+    uint64_t offset = 0, length = 0;
+    DType dtype = DType::Float32;
+    Dims sizes;
+    std::string what;  // "chunk at offsets [4, 0] of 'model.w'"
+  };
+  std::vector<SliceSpec> m_sliceSpecs;
+  mutable std::vector<std::unique_ptr<CheckpointFile>>
+      m_slices;  // parallel to m_sliceSpecs, opened on use
+  mutable std::mutex m_sliceMutex;
+  std::vector<std::unique_ptr<CheckpointFile>> m_itemFiles;  // DCP bytes items
+  std::unique_ptr<CheckpointFile> m_description;             // DCP's .metadata
   std::vector<Item> m_items;
   ValueArena m_arena;  // strings made for items
   std::vector<LogicalTensor> m_tensors;
