@@ -16,6 +16,7 @@ void printUsage(const std::string& command) {
       "\n"
       "commands:\n"
       "  info FILE [--json]     metadata, config and the tensor table of a checkpoint\n"
+      "                         (FILE: also a sharded checkpoint's folder or index file)\n"
       "  ls DIR [--json]        every checkpoint under DIR, grouped into runs\n"
       "  verify FILE            check every record's CRC and every tensor's extent\n"
       "  diff A B [--json] [--top N]   what changed between two checkpoints: structure,\n"
@@ -28,6 +29,8 @@ void printUsage(const std::string& command) {
       "  prune RUN_DIR [--keep-best METRIC] [--keep-last N] [--every K] [--apply] [--json]\n"
       "                         which checkpoints the rules keep and which go (a dry run\n"
       "                         unless --apply: then to the desktop trash, never deleted)\n"
+      "  consolidate SRC OUT.pt|OUT.safetensors [--dtype fp32|bf16] [--model-only]\n"
+      "                         one file from a sharded checkpoint, a tensor at a time\n"
       "  train, resume, finetune, score, generate   training and inference (LibTorch;\n"
       "                         see ckptscope-cli train --help)\n"
       "\n"
@@ -41,6 +44,10 @@ void printUsage(const std::string& command) {
     std::fputs("usage: ckptscope-cli verify FILE\n", stderr);
   else if (command == "diff")
     std::fputs("usage: ckptscope-cli diff A B [--json] [--top N]\n", stderr);
+  else if (command == "consolidate")
+    std::fputs("usage: ckptscope-cli consolidate SRC OUT.pt|OUT.safetensors [--dtype fp32|bf16] [--model-only]\n"
+               "  SRC: a checkpoint file, a sharded checkpoint's folder or index; OUT must not exist\n",
+               stderr);
   else if (command == "scan")
     std::fputs("usage: ckptscope-cli scan PATH... [--json] [--recursive]\n", stderr);
   else if (command == "prune")

@@ -32,5 +32,6 @@ int runDiff(int argc, char** argv);
 int runScan(int argc, char** argv);
 int runMetrics(int argc, char** argv);
 int runPrune(int argc, char** argv);
+int runConsolidate(int argc, char** argv);
 
 }  // namespace ckpt::cli

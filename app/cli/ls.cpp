@@ -47,6 +47,8 @@ nlohmann::ordered_json toJson(const ScanResult& r) {
       j["error"] = c.error.empty() ? json(nullptr) : json(c.error);
       j["format"] = c.format.empty() ? json(nullptr) : json(c.format);
       j["stage"] = c.stage ? json(*c.stage) : json(nullptr);
+      if (!c.sharded.empty())
+        j["sharded"] = json{{"layout", c.layout}, {"summary", c.sharded}, {"ranks", c.ranks}, {"files", c.shardFiles}};
       cks.push_back(std::move(j));
     }
     const StageName place = splitStageName(run.name);
@@ -86,6 +88,7 @@ void printText(const ScanResult& r) {
       }
       std::printf("  %8s  %-6s  %-10s  %9s  %-16s  %s\n", step.c_str(), kind.c_str(), loss.c_str(),
                   humanBytes(c.size).c_str(), localTime(c.mtime).c_str(), c.file.c_str());
+      if (!c.sharded.empty()) std::printf("  %8s  %s\n", "", c.sharded.c_str());
       if (!c.error.empty()) std::printf("  %8s  error: %s\n", "", c.error.c_str());
       ++total;
     }

@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
     if (cmd == "scan") return runScan(argc, argv);
     if (cmd == "metrics") return runMetrics(argc, argv);
     if (cmd == "prune") return runPrune(argc, argv);
+    if (cmd == "consolidate") return runConsolidate(argc, argv);
   } catch (const std::exception& e) {
     // Every reader error is caught per command; this is the last guard.
     return failWith(e.what());

@@ -5,8 +5,13 @@
 #include <algorithm>
 #include <chrono>
 #include <utility>
+#include <map>
+#include <variant>
+
+#include <nlohmann/json.hpp>
 
 #include "ckpt/format/error.h"
+#include "ckpt/format/sharded.h"
 #include "ckpt/format/tensor_data.h"
 #include "ckpt/format/zip_archive.h"
 
@@ -18,6 +23,7 @@ std::string_view formatName(FileFormat f) {
     case FileFormat::TorchLegacy: return "torch-legacy";
     case FileFormat::Safetensors: return "safetensors";
     case FileFormat::Pickle: return "pickle";
+    case FileFormat::Sharded: return "sharded";
   }
   return "?";
 }
@@ -80,8 +86,19 @@ std::unique_ptr<CheckpointFile> CheckpointFile::open(const std::string& path, co
     f->lap(nullptr);
   }
   if (!options.metadataOnly) f->m_table = std::exchange(spareTables(), TensorTable{});
+  f->m_path = path;
   try {
-    f->m_file = std::make_unique<InputFile>(path);
+    if (options.sliceLength) {
+      f->m_file = std::make_unique<InputFile>(path, options.sliceOffset, *options.sliceLength);
+    } else if (const std::optional<ShardProbe> probe = probeSharded(path)) {
+      f->loadSharded(*probe, options);
+      f->finish();
+      for (TensorInfo& t : f->m_table.tensors)
+        if (t.error.empty()) t.error = f->m_shards->tensors()[size_t(t.storage)].error;
+      return f;
+    } else {
+      f->m_file = std::make_unique<InputFile>(path);
+    }
     if (f->m_file->size() == 0) fail("empty file");
     const Sniff sniff = sniffFile(*f->m_file);
     f->lap(&OpenPhases::sniff);
@@ -288,8 +305,24 @@ void CheckpointFile::finish() {
   }
 }
 
+uint64_t CheckpointFile::fileSize() const { return m_shards ? m_shards->totalSize() : m_file->size(); }
+
 ByteRegion CheckpointFile::storageBytes(size_t index) const {
   const StorageInfo& s = m_table.storages.at(index);
+  if (m_shards) {
+    // Logical tensor `index` is storage `index`; the tree may list it elsewhere.
+    size_t tensor = 0;
+    while (tensor < m_table.tensors.size() && m_table.tensors[tensor].storage != int(index)) ++tensor;
+    const TensorData data = tensorData(tensor);
+    const uint64_t nbytes = data.info().nbytes();
+    auto buffer = std::shared_ptr<uint8_t[]>(new uint8_t[std::max<uint64_t>(nbytes, 1)]);
+    const size_t es = size_t(dtypeSize(data.info().dtype));
+    constexpr size_t kBlock = 1 << 20;
+    for (uint64_t first = 0; first < data.numel();)
+      first += data.readRaw(first, kBlock, buffer.get() + first * es);
+    (void)s;
+    return ByteRegion{std::shared_ptr<const void>(buffer, buffer.get()), buffer.get(), nbytes};
+  }
   if (!s.error.empty()) fail(path() + ": storage " + s.key + ": " + s.error);
   try {
     if (m_zip) {
@@ -310,6 +343,22 @@ TensorData CheckpointFile::tensorData(size_t i) const {
   const std::string where = path() + ": tensor " + joinPath(t.path);
   if (t.isMeta || t.storage < 0) fail(where + " is a meta tensor: it has no data");
   if (!t.error.empty()) fail(where + ": " + t.error);
+  if (m_shards) {
+    const LogicalTensor& lt = m_shards->tensors().at(size_t(t.storage));
+    std::vector<Dims> offsets;
+    std::vector<TensorData> chunks;
+    try {
+      for (const ShardChunk& c : lt.chunks) {
+        const CheckpointFile* part = m_shards->chunkFile(c);
+        if (!part) fail(m_shards->parts()[size_t(c.part)].file + " cannot be read");
+        chunks.push_back(part->tensorData(size_t(c.tensor)));
+        offsets.push_back(c.offsets);
+      }
+      return TensorData(t, std::move(offsets), std::move(chunks));
+    } catch (const FormatError& e) {
+      throw FormatError(where + ": " + e.what());
+    }
+  }
   const StorageInfo& s = m_table.storages[size_t(t.storage)];
   if (t.numel() == 0) return TensorData(t, ByteRegion{}, 0, m_bigEndian);
   uint64_t last = uint64_t(t.storageOffset);
@@ -339,6 +388,15 @@ TensorData CheckpointFile::tensorData(size_t i) const {
 
 std::vector<std::string> CheckpointFile::verify() const {
   std::vector<std::string> problems;
+  if (m_shards) {
+    for (size_t i = 0; i < m_shards->parts().size(); ++i) {
+      const ShardPart& p = m_shards->parts()[i];
+      if (!p.error.empty()) problems.push_back(p.error);
+      if (const CheckpointFile* f = m_shards->partFile(int(i)))
+        for (const std::string& q : f->verify()) problems.push_back(p.file + ": " + q);
+    }
+    for (const std::string& q : m_shards->verifyChunks()) problems.push_back(q);
+  }
   if (m_zip)
     for (const ZipEntry& e : m_zip->entries())
       if (std::string p = m_zip->checkCrc(e); !p.empty()) problems.push_back(p);
@@ -348,6 +406,111 @@ std::vector<std::string> CheckpointFile::verify() const {
     if (!t.error.empty() && (t.storage < 0 || m_table.storages[size_t(t.storage)].error.empty()))
       problems.push_back("tensor " + joinPath(t.path) + ": " + t.error);
   return problems;
+}
+
+}  // namespace ckpt
+
+namespace ckpt {
+
+// The logical checkpoint as a state dict: name -> tensor, each its own
+// storage (so nothing looks tied), the description's metadata beside them
+// under "__metadata__" as safetensors keeps it.
+void CheckpointFile::loadSharded(const ShardProbe& probe, const ReadOptions& options) {
+  using K = Value::Kind;
+  m_format = FileFormat::Sharded;
+  m_shards = ShardSet::open(probe, options.metadataOnly);
+  if (!probe.entry.empty()) {
+    m_file = std::make_unique<InputFile>(probe.entry);
+  } else {
+    for (const ShardPart& p : m_shards->parts())
+      if (p.present) {
+        m_file = std::make_unique<InputFile>(p.path);
+        break;
+      }
+    if (!m_file) fail("none of its files is present");
+  }
+  auto str = [this](std::string_view s) {
+    Value* v = m_arena.make(K::Str);
+    v->text = m_arena.copy(s);
+    return v;
+  };
+  Value* root = m_arena.make(K::Dict);
+  root->tag = Value::kOrderedDict;
+  // Nested dicts along the writer's paths (DCP's planner data), made once each.
+  std::map<std::vector<PathElement>, Value*> dicts;
+  auto place = [&](const std::vector<PathElement>& path, const Value* leaf) {
+    Value* at = root;
+    std::vector<PathElement> prefix;
+    for (size_t i = 0; i < path.size(); ++i) {
+      Value* key = nullptr;
+      if (const auto* s = std::get_if<std::string>(&path[i])) {
+        key = str(*s);
+      } else {
+        key = m_arena.make(K::Int);
+        key->integer = std::get<int64_t>(path[i]);
+      }
+      if (i + 1 == path.size()) {
+        m_arena.append(at->entries, ValuePair{key, leaf});
+        return;
+      }
+      prefix.push_back(path[i]);
+      Value*& next = dicts[prefix];
+      if (!next) {
+        next = m_arena.make(K::Dict);
+        m_arena.append(at->entries, ValuePair{key, next});
+      }
+      at = next;
+    }
+  };
+  const std::vector<LogicalTensor>& logical = m_shards->tensors();
+  for (size_t i = 0; i < logical.size(); ++i) {
+    const LogicalTensor& lt = logical[i];
+    TensorInfo info;
+    info.dtype = lt.dtype;
+    info.shape = lt.shape;
+    info.stride = contiguousStrides(lt.shape.vec());
+    info.storage = int(i);
+    m_table.storages.push_back(storageOf(info, i));
+    Value* t = m_arena.make(K::Tensor);
+    t->index = int64_t(m_table.tensors.size());
+    m_table.tensors.push_back(std::move(info));
+    place(lt.path.empty() ? std::vector<PathElement>{lt.name} : lt.path, t);
+  }
+  // Items come from other files' arenas: copied into this one, so that walks
+  // that mark nodes by their creation number see each node once.
+  std::function<const Value*(const Value*, int)> copy = [&](const Value* v, int depth) -> const Value* {
+    if (!v) return nullptr;
+    if (depth > 64 || v->kind == K::Tensor || v->kind == K::Storage) return str("(nested too deep)");
+    Value* c = m_arena.make(v->kind);
+    c->boolean = v->boolean;
+    c->tag = v->tag;
+    c->integer = v->integer;  // also `real` (the same bits)
+    c->text = m_arena.copy(v->text);
+    for (const Value* x : v->items) m_arena.append(c->items, copy(x, depth + 1));
+    for (const Value* x : v->listItems) m_arena.append(c->listItems, copy(x, depth + 1));
+    for (const auto& [k, x] : v->entries) m_arena.append(c->entries, ValuePair{copy(k, depth + 1), copy(x, depth + 1)});
+    c->state = copy(v->state, depth + 1);
+    return c;
+  };
+  for (const ShardSet::Item& item : m_shards->items()) place(item.path, copy(item.value, 0));
+  if (!m_shards->metadata().empty()) {
+    Value* meta = m_arena.make(K::Dict);
+    for (const auto& [k, json] : m_shards->metadata()) {
+      Value* v = nullptr;
+      const auto doc = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+      if (doc.is_number_integer()) {
+        v = m_arena.make(K::Int);
+        v->integer = doc.get<int64_t>();
+      } else if (doc.is_string()) {
+        v = str(doc.get<std::string>());
+      } else {
+        v = str(json);
+      }
+      m_arena.append(meta->entries, ValuePair{str(k), v});
+    }
+    m_arena.append(root->entries, ValuePair{str("__metadata__"), meta});
+  }
+  m_root = root;
 }
 
 }  // namespace ckpt

@@ -47,7 +47,8 @@ CheckpointView::CheckpointView(const CheckpointFile& file) : m_file(file) { find
 void CheckpointView::findParts() {
   const Value* root = m_file.root();
   if (!root || root->kind != K::Dict) return;
-  const bool safetensors = m_file.format() == FileFormat::Safetensors;
+  // A sharded checkpoint keeps its description's metadata as safetensors does.
+  const bool safetensors = m_file.format() == FileFormat::Safetensors || m_file.format() == FileFormat::Sharded;
   if (isStateDict(root, safetensors)) {
     m_modelState = root;
   } else {

@@ -31,6 +31,15 @@ InputFile::InputFile(const std::string& path) : m_path(path) {
   m_mtime = static_cast<int64_t>(st.st_mtime);
 }
 
+InputFile::InputFile(const std::string& path, uint64_t base, uint64_t length) : InputFile(path) {
+  uint64_t end = 0;
+  if (addOverflows(base, length, &end) || end > m_size)
+    fail("the slice of " + std::to_string(length) + " bytes at offset " + std::to_string(base) +
+         " runs past the end of the file (" + std::to_string(m_size) + " bytes)");
+  m_base = base;
+  m_size = length;
+}
+
 InputFile::~InputFile() {
   if (m_fd >= 0) ::close(m_fd);
 }
@@ -42,7 +51,7 @@ void InputFile::read(uint64_t offset, uint64_t length, void* out) const {
                   " lie past the end of the file (" + std::to_string(m_size) + " bytes)");
   auto* dst = static_cast<uint8_t*>(out);
   while (length > 0) {
-    ssize_t n = ::pread(m_fd, dst, length, static_cast<off_t>(offset));
+    ssize_t n = ::pread(m_fd, dst, length, static_cast<off_t>(m_base + offset));
     if (n < 0) {
       if (errno == EINTR) continue;
       fail("read error at offset " + std::to_string(offset) + ": " + std::strerror(errno));
@@ -76,6 +85,7 @@ ByteRegion InputFile::map(uint64_t offset, uint64_t length) const {
     return region;
   }
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  offset += m_base;
   const uint64_t start = offset - offset % page;
   const uint64_t span = length + (offset - start);
   void* p = ::mmap(nullptr, span, PROT_READ, MAP_PRIVATE, m_fd, static_cast<off_t>(start));

@@ -1,5 +1,7 @@
 #include "ckpt/format/json_export.h"
 
+#include "ckpt/format/sharded.h"
+
 #include <algorithm>
 #include <cmath>
 #include <unordered_set>
@@ -111,8 +113,25 @@ json toJson(const CheckpointFile& file, size_t maxNodes) {
   json doc;
   doc["file"] = file.path();
   doc["format"] = std::string(formatName(file.format()));
+  const ShardSet* shards = file.shards();
+  if (shards) {
+    json files = json::array();
+    for (const ShardPart& p : shards->parts()) {
+      json f{{"file", p.file}, {"size", p.size}, {"present", p.present}};
+      if (p.rank >= 0) f["rank"] = p.rank;
+      if (!p.error.empty()) f["error"] = p.error;
+      files.push_back(std::move(f));
+    }
+    doc["sharded"] = {{"layout", std::string(shardLayoutId(shards->layout()))},
+                      {"summary", shards->summary()},
+                      {"ranks", shards->ranks()},
+                      {"entry", shards->entry()},
+                      {"files", std::move(files)},
+                      {"notes", shards->notes()}};
+  }
   json tensors = json::array();
-  for (const TensorInfo& t : file.tensors()) {
+  for (size_t i = 0; i < file.tensors().size(); ++i) {
+    const TensorInfo& t = file.tensors()[i];
     json j;
     j["path"] = pathToJson(t.path);
     j["dtype"] = std::string(dtypeName(t.dtype));
@@ -125,6 +144,19 @@ json toJson(const CheckpointFile& file, size_t maxNodes) {
     if (t.isParameter) j["parameter"] = true;
     if (t.isMeta) j["meta"] = true;
     if (!t.error.empty()) j["error"] = t.error;
+    if (shards) {
+      // Where its pieces are: the layout across ranks.
+      const LogicalTensor& lt = shards->tensors()[size_t(t.storage)];
+      json chunks = json::array();
+      for (const ShardChunk& c : lt.chunks) {
+        json cj{{"file", shards->parts()[size_t(c.part)].file}, {"offsets", c.offsets}, {"sizes", c.sizes}};
+        if (const int rank = shards->parts()[size_t(c.part)].rank; rank >= 0) cj["rank"] = rank;
+        chunks.push_back(std::move(cj));
+      }
+      j["chunks"] = std::move(chunks);
+      if (lt.replicas) j["replicas"] = lt.replicas;
+      if (lt.incomplete()) j["incomplete"] = true;
+    }
     tensors.push_back(std::move(j));
   }
   doc["tensors"] = std::move(tensors);

@@ -3,9 +3,83 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ckpt/format/error.h"
 #include "numeric.h"
 
 namespace ckpt {
+
+namespace detail {
+struct ChunkList {
+  struct Chunk {
+    Dims offsets, sizes;
+    Dims localStrides;  // row-major strides of the chunk's own shape
+    TensorData data;
+    size_t split = 0;  // every dimension after this one spans the whole global extent
+  };
+  std::vector<Chunk> chunks;
+  Dims globalStrides;
+};
+}  // namespace detail
+
+TensorData::TensorData(TensorInfo info, std::vector<Dims> offsets, std::vector<TensorData> chunks)
+    : m_info(std::move(info)) {
+  m_numel = m_info.numel();
+  m_elemSize = dtypeSize(m_info.dtype);
+  m_perByte = dtypeElementsPerByte(m_info.dtype);
+  auto list = std::make_shared<detail::ChunkList>();
+  const Dims& shape = m_info.shape;
+  const size_t nd = shape.size();
+  list->globalStrides = Dims(contiguousStrides(shape.vec()));
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    detail::ChunkList::Chunk c{offsets.at(i), chunks[i].info().shape, Dims(contiguousStrides(chunks[i].info().shape.vec())),
+                               std::move(chunks[i]), 0};
+    if (c.offsets.size() != nd || c.sizes.size() != nd)
+      fail("tensor " + std::string(m_info.name()) + ": a chunk has " + std::to_string(c.sizes.size()) +
+           " dimensions, the tensor " + std::to_string(nd));
+    size_t k = nd ? nd - 1 : 0;
+    while (k > 0 && c.offsets[k] == 0 && c.sizes[k] == shape[k]) --k;
+    c.split = k;
+    list->chunks.push_back(std::move(c));
+  }
+  m_chunks = std::move(list);
+}
+
+template <typename Fn>
+void TensorData::forRuns(uint64_t first, uint64_t count, Fn&& fn) const {
+  const Dims& shape = m_info.shape;
+  const size_t nd = shape.size();
+  const Dims& gs = m_chunks->globalStrides;
+  Dims x(nd);
+  const uint64_t end = first + count;
+  for (uint64_t g = first; g < end;) {
+    uint64_t rem = g;
+    for (size_t d = nd; d-- > 0;) {
+      x[d] = int64_t(rem % uint64_t(shape[d]));
+      rem /= uint64_t(shape[d]);
+    }
+    const detail::ChunkList::Chunk* hit = nullptr;
+    for (const auto& c : m_chunks->chunks) {
+      bool inside = true;
+      for (size_t d = 0; d < nd && inside; ++d) inside = x[d] >= c.offsets[d] && x[d] < c.offsets[d] + c.sizes[d];
+      if (inside && c.data.numel() > 0) {
+        hit = &c;
+        break;
+      }
+    }
+    if (!hit) fail("tensor " + std::string(m_info.name()) + ": element " + std::to_string(g) + " lies in no chunk");
+    uint64_t run = 1, local = 0;
+    if (nd > 0) {
+      const size_t k = hit->split;
+      uint64_t innerPos = 0;
+      for (size_t d = k + 1; d < nd; ++d) innerPos += uint64_t(x[d]) * uint64_t(gs[d]);
+      run = uint64_t(hit->offsets[k] + hit->sizes[k] - x[k]) * uint64_t(gs[k]) - innerPos;
+      for (size_t d = 0; d < nd; ++d) local += uint64_t(x[d] - hit->offsets[d]) * uint64_t(hit->localStrides[d]);
+    }
+    run = std::min(run, end - g);
+    fn(hit->data, local, run, g - first);
+    g += run;
+  }
+}
 
 TensorData::TensorData(TensorInfo info, ByteRegion region, uint64_t regionBase, bool bigEndian)
     : m_info(std::move(info)), m_region(std::move(region)), m_base(regionBase), m_bigEndian(bigEndian) {
@@ -25,6 +99,7 @@ uint64_t TensorData::storagePosition(uint64_t flat) const {
 }
 
 const uint8_t* TensorData::elementPtr(uint64_t storagePos) const {
+  if (m_chunks) return nullptr;
   if (m_perByte > 1) return m_region.data + (storagePos - m_base) / uint64_t(m_perByte);
   return m_region.data + (storagePos - m_base) * uint64_t(m_elemSize);
 }
@@ -102,15 +177,36 @@ double TensorData::decode(const uint8_t* p, bool imag) const {
   return 0.0;
 }
 
-double TensorData::at(uint64_t flatIndex) const { return valueAt(storagePosition(flatIndex)); }
+double TensorData::at(uint64_t flatIndex) const {
+  if (m_chunks) {
+    double v = 0;
+    forRuns(flatIndex, 1, [&v](const TensorData& c, uint64_t local, uint64_t, uint64_t) { v = c.at(local); });
+    return v;
+  }
+  return valueAt(storagePosition(flatIndex));
+}
 
 std::complex<double> TensorData::complexAt(uint64_t flatIndex) const {
+  if (m_chunks) {
+    std::complex<double> v;
+    forRuns(flatIndex, 1, [&v](const TensorData& c, uint64_t local, uint64_t, uint64_t) { v = c.complexAt(local); });
+    return v;
+  }
   const uint8_t* p = elementPtr(storagePosition(flatIndex));
   return {decode(p), dtypeIsComplex(m_info.dtype) ? decode(p, true) : 0.0};
 }
 
 void TensorData::forEach(const std::function<void(uint64_t, double)>& fn) const {
   if (m_numel == 0) return;
+  if (m_chunks) {
+    std::vector<double> buffer(4096);
+    for (uint64_t first = 0; first < m_numel;) {
+      const size_t n = read(first, buffer.size(), buffer.data());
+      for (size_t i = 0; i < n; ++i) fn(first + i, buffer[i]);
+      first += n;
+    }
+    return;
+  }
   if (m_info.isContiguous() && m_perByte == 1) {
     const uint8_t* p = elementPtr(uint64_t(m_info.storageOffset));
     for (uint64_t i = 0; i < m_numel; ++i, p += m_elemSize) fn(i, decode(p));
@@ -136,6 +232,12 @@ void TensorData::forEach(const std::function<void(uint64_t, double)>& fn) const 
 size_t TensorData::read(uint64_t first, size_t count, double* out) const {
   if (first >= m_numel) return 0;
   const size_t n = size_t(std::min<uint64_t>(count, m_numel - first));
+  if (m_chunks) {
+    forRuns(first, n, [out](const TensorData& c, uint64_t local, uint64_t k, uint64_t at) {
+      if (c.read(local, size_t(k), out + at) != k) fail("tensor " + std::string(c.info().name()) + ": short chunk read");
+    });
+    return n;
+  }
   if (!m_info.isContiguous() || m_perByte > 1) {
     for (size_t i = 0; i < n; ++i) out[i] = at(first + i);
     return n;
@@ -156,6 +258,32 @@ size_t TensorData::read(uint64_t first, size_t count, double* out) const {
     default: break;
   }
   for (size_t i = 0; i < n; ++i, p += m_elemSize) out[i] = decode(p);
+  return n;
+}
+
+size_t TensorData::readRaw(uint64_t first, size_t count, uint8_t* out) const {
+  if (first >= m_numel) return 0;
+  const size_t n = size_t(std::min<uint64_t>(count, m_numel - first));
+  if (m_perByte > 1) fail("tensor " + std::string(m_info.name()) + ": packed " + std::string(dtypeName(m_info.dtype)) +
+                          " elements cannot be copied one by one");
+  const size_t es = size_t(m_elemSize);
+  if (m_chunks) {
+    forRuns(first, n, [out, es](const TensorData& c, uint64_t local, uint64_t k, uint64_t at) {
+      if (c.readRaw(local, size_t(k), out + at * es) != k)
+        fail("tensor " + std::string(c.info().name()) + ": short chunk read");
+    });
+    return n;
+  }
+  if (m_info.isContiguous()) {
+    std::memcpy(out, elementPtr(uint64_t(m_info.storageOffset) + first), n * es);
+  } else {
+    for (size_t i = 0; i < n; ++i) std::memcpy(out + i * es, elementPtr(storagePosition(first + i)), es);
+  }
+  if (m_bigEndian && es > 1) {
+    // Elements swapped whole; complex numbers per component.
+    const size_t width = dtypeIsComplex(m_info.dtype) ? es / 2 : es;
+    for (size_t i = 0; i + width <= n * es; i += width) std::reverse(out + i, out + i + width);
+  }
   return n;
 }
 

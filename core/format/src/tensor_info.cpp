@@ -162,4 +162,13 @@ std::vector<int64_t> contiguousStrides(const std::vector<int64_t>& shape) {
   return stride;
 }
 
+StorageInfo storageOf(const TensorInfo& t, size_t index) {
+  StorageInfo s;
+  s.key = std::to_string(index);
+  s.dtype = t.dtype;
+  s.numel = t.numel();
+  s.location = "cpu";
+  return s;
+}
+
 }  // namespace ckpt

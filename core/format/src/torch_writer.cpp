@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <random>
 
 #include "ckpt/format/checkpoint_file.h"
@@ -295,6 +296,118 @@ void writeTorchFile(const std::string& path, const Value* root, const TensorTabl
         return s;
       },
       options);
+}
+
+void writeTorchFileFetching(const std::string& path, const Value* root, const TensorTable& table,
+                            const std::function<ByteRegion(size_t storage)>& fetch, const WriteOptions& options) {
+  writeArchive(
+      path, root, table,
+      [&](const writer::PickledTree::UsedStorage& u) {
+        RecordSource src;
+        src.size = u.nbytes;
+        const size_t index = size_t(u.storage);
+        src.fetch = [&fetch, index] { return fetch(index); };
+        return src;
+      },
+      options);
+}
+
+namespace {
+
+std::optional<std::string_view> safetensorsDtype(DType t) {
+  switch (t) {
+    case DType::Float64: return "F64";
+    case DType::Float32: return "F32";
+    case DType::Float16: return "F16";
+    case DType::BFloat16: return "BF16";
+    case DType::Int64: return "I64";
+    case DType::Int32: return "I32";
+    case DType::Int16: return "I16";
+    case DType::Int8: return "I8";
+    case DType::UInt8: return "U8";
+    case DType::Bool: return "BOOL";
+    case DType::UInt16: return "U16";
+    case DType::UInt32: return "U32";
+    case DType::UInt64: return "U64";
+    case DType::Float8E4M3FN: return "F8_E4M3";
+    case DType::Float8E5M2: return "F8_E5M2";
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
+void writeSafetensorsFile(const std::string& path, const std::vector<SafetensorsEntry>& entries,
+                          const std::vector<std::pair<std::string, std::string>>& metadata,
+                          const std::function<ByteRegion(size_t entry)>& fetch) {
+  // The header first, so that a tensor safetensors cannot hold is refused
+  // before any file exists.
+  std::string header = "{";
+  auto jsonString = [](std::string_view s) {
+    std::string out = "\"";
+    for (const char c : s) {
+      if (c == '"' || c == '\\') {
+        out += '\\';
+        out += c;
+      } else if (static_cast<unsigned char>(c) < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", unsigned(static_cast<unsigned char>(c)));
+        out += buf;
+      } else {
+        out += c;
+      }
+    }
+    return out + "\"";
+  };
+  bool first = true;
+  if (!metadata.empty()) {
+    header += "\"__metadata__\":{";
+    for (size_t i = 0; i < metadata.size(); ++i)
+      header += (i ? "," : "") + jsonString(metadata[i].first) + ":" + jsonString(metadata[i].second);
+    header += "}";
+    first = false;
+  }
+  std::vector<uint64_t> sizes;
+  uint64_t offset = 0;
+  for (const SafetensorsEntry& e : entries) {
+    const auto name = safetensorsDtype(e.dtype);
+    if (!name) throw FormatError(path + ": tensor " + e.name + ": safetensors has no dtype for " + std::string(dtypeName(e.dtype)));
+    uint64_t numel = 1;
+    std::string shape = "[";
+    for (size_t d = 0; d < e.shape.size(); ++d) {
+      numel *= uint64_t(e.shape[d]);
+      shape += (d ? "," : "") + std::to_string(e.shape[d]);
+    }
+    shape += "]";
+    const uint64_t n = numel * uint64_t(dtypeSize(e.dtype));
+    header += std::string(first ? "" : ",") + jsonString(e.name) + ":{\"dtype\":\"" + std::string(*name) +
+              "\",\"shape\":" + shape + ",\"data_offsets\":[" + std::to_string(offset) + "," +
+              std::to_string(offset + n) + "]}";
+    first = false;
+    sizes.push_back(n);
+    offset += n;
+  }
+  header += "}";
+  while (header.size() % 8) header += ' ';
+  OutputFile out(path);
+  try {
+    uint8_t len[8];
+    for (int i = 0; i < 8; ++i) len[i] = uint8_t(uint64_t(header.size()) >> (8 * i));
+    out.write(len, 8);
+    out.write(header);
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const ByteRegion r = fetch(i);
+      if (r.size != sizes[i])
+        fail("tensor " + entries[i].name + ": read " + std::to_string(r.size) + " bytes, expected " +
+             std::to_string(sizes[i]));
+      out.write(r.data, size_t(r.size));
+    }
+  } catch (const FormatError& e) {
+    out.discard();
+    if (std::string_view(e.what()).substr(0, path.size() + 2) == path + ": ") throw;
+    throw FormatError(path + ": " + e.what());
+  }
+  out.commit();
 }
 
 void rewriteCheckpoint(const CheckpointFile& file, const std::string& path, const WriteOptions& options) {

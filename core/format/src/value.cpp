@@ -48,8 +48,10 @@ ValueArena::~ValueArena() {
 }
 
 void* ValueArena::allocateSlow(size_t bytes, size_t align) {
-  // Blocks grow with the arena so that big pickles need few of them.
-  size_t size = std::max<size_t>(64 * 1024, bytes + align);
+  // Blocks grow with the arena so that big pickles need few of them. The
+  // first is small: a sharded checkpoint keeps one tiny archive open per
+  // chunk (hundreds of them), each with an arena of its own.
+  size_t size = std::max<size_t>(m_blocks.empty() ? 4 * 1024 : 64 * 1024, bytes + align);
   if (!m_blocks.empty()) size = std::max(size, std::min<size_t>(m_blocks.back().size * 2, 16u << 20));
   Block block{nullptr, 0};
   for (size_t i = 0; i < t_pool.blocks.size(); ++i) {

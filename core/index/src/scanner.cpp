@@ -4,6 +4,7 @@
 #include <cctype>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include <sys/stat.h>
 
@@ -11,6 +12,7 @@
 #include "ckpt/format/checkpoint_view.h"
 #include "ckpt/format/error.h"
 #include "ckpt/format/pickle_safety.h"
+#include "ckpt/format/sharded.h"
 #include "ckpt/index/run_plan.h"
 #include "ascii.h"
 
@@ -77,6 +79,40 @@ bool isCandidateName(std::string_view fileName) {
          ext == ".pickle";
 }
 
+namespace {
+
+// The safety of a checkpoint of many files is that of its worst file (a
+// dangerous rank file makes the whole checkpoint dangerous).
+SafetyReport scanCheckpoint(const std::string& path) {
+  const std::optional<ShardProbe> probe = probeSharded(path);
+  if (!probe) return scanFile(path);
+  auto rank = [](Verdict v) {
+    switch (v) {
+      case Verdict::Safe: return 0;
+      case Verdict::Suspicious: return 1;
+      case Verdict::Unreadable: return 2;
+      case Verdict::Dangerous: return 3;
+    }
+    return 0;
+  };
+  SafetyReport worst;
+  try {
+    const auto shards = ShardSet::open(*probe, /*metadataOnly=*/true);
+    for (const ShardPart& p : shards->parts()) {
+      if (!p.present) continue;
+      SafetyReport r = scanFile(p.path);
+      if (rank(r.verdict) > rank(worst.verdict)) worst = std::move(r);
+    }
+  } catch (const std::exception& err) {
+    worst = SafetyReport{};
+    worst.verdict = Verdict::Unreadable;
+    worst.error = err.what();
+  }
+  return worst;
+}
+
+}  // namespace
+
 CheckpointEntry describeCheckpoint(const std::string& path, const std::string& relative) {
   CheckpointEntry e;
   e.path = path;
@@ -94,7 +130,7 @@ CheckpointEntry describeCheckpoint(const std::string& path, const std::string& r
   // The safety verdict: a second walk over the same (now cached) pickle
   // bytes, opcodes only. Kept apart from the read so that an unreadable
   // file still says whether it would run code.
-  const SafetyReport safety = scanFile(path);
+  const SafetyReport safety = scanCheckpoint(path);
   e.verdict = std::string(verdictName(safety.verdict));
   e.offenders = safety.offenders();
   e.safety = safety.summary();
@@ -105,6 +141,12 @@ CheckpointEntry describeCheckpoint(const std::string& path, const std::string& r
     e.size = file->fileSize();
     e.mtime = file->mtime();
     e.format = std::string(formatName(file->format()));
+    if (const ShardSet* shards = file->shards()) {
+      e.sharded = shards->summary();
+      e.layout = std::string(shardLayoutId(shards->layout()));
+      e.ranks = shards->ranks();
+      e.shardFiles = int(shards->parts().size() + (shards->entry().empty() ? 0 : 1));
+    }
     const CheckpointView view(*file);
     e.step = view.step() ? view.step() : name.step;
     e.loss = view.loss();
@@ -145,6 +187,29 @@ bool isListedFile(const fs::path& path) {
   } catch (const std::exception&) {
     return false;
   }
+}
+
+// A sharded checkpoint in `dir` is listed once: a Hugging Face index (its
+// folder may hold other checkpoints too), or the folder itself (a DCP
+// folder is one checkpoint, named like one: step_1000/). The files it is made
+// of are not listed on their own.
+void collectSharded(const fs::path& dir, std::vector<fs::path>& listed, std::set<fs::path>& parts) {
+  const std::optional<ShardProbe> probe = probeSharded(dir.string());
+  if (!probe) return;
+  listed.push_back(probe->layout == ShardLayout::HuggingFace ? fs::path(probe->entry) : dir);
+  try {
+    const auto shards = ShardSet::open(*probe, /*metadataOnly=*/true);
+    for (const ShardPart& p : shards->parts()) parts.insert(fs::path(p.path).lexically_normal());
+  } catch (const std::exception&) {
+    // A description that cannot be read is still listed, with its error.
+  }
+}
+
+void dropParts(std::vector<fs::path>& files, const std::set<fs::path>& parts) {
+  if (parts.empty()) return;
+  files.erase(std::remove_if(files.begin(), files.end(),
+                             [&](const fs::path& f) { return parts.count(f.lexically_normal()) > 0; }),
+              files.end());
 }
 
 }  // namespace
@@ -189,6 +254,9 @@ RunEntry scanRunDirectory(const std::string& root, const std::string& dir,
     if (it->is_regular_file(ec) && isListedFile(it->path())) files.push_back(it->path());
   }
   if (ec) throw std::runtime_error(dir + ": " + ec.message());
+  std::set<fs::path> parts;
+  collectSharded(dir, files, parts);
+  dropParts(files, parts);
   std::sort(files.begin(), files.end());
   const fs::path rootPath(root);
   for (const fs::path& f : files) {
@@ -207,17 +275,24 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
 
   // Collect first so that progress knows the total.
   std::vector<fs::path> files;
+  std::set<fs::path> parts;
   fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec);
   if (ec) throw std::runtime_error(root + ": " + ec.message());
+  collectSharded(root, files, parts);
   for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (ec) break;
     const auto& entry = *it;
-    if (entry.is_directory(ec) && entry.path().filename().string().rfind('.', 0) == 0) {
-      it.disable_recursion_pending();  // .git, .cache, ...
+    if (entry.is_directory(ec)) {
+      if (entry.path().filename().string().rfind('.', 0) == 0) {
+        it.disable_recursion_pending();  // .git, .cache, ...
+        continue;
+      }
+      collectSharded(entry.path(), files, parts);
       continue;
     }
     if (entry.is_regular_file(ec) && isListedFile(entry.path())) files.push_back(entry.path());
   }
+  dropParts(files, parts);
   std::sort(files.begin(), files.end());
 
   const fs::path rootPath(root);

@@ -121,6 +121,14 @@ at::Tensor readTensor(const CheckpointFile& file, size_t index) {
   if (file.bigEndian()) throw std::runtime_error(where + ": big-endian data is not supported for training");
   const TensorData data = file.tensorData(index);
   if (info.numel() == 0) return at::empty(info.shape, at::TensorOptions().dtype(*type));
+  if (data.chunked()) {
+    // A sharded checkpoint's tensor: its chunks copied in, one after another.
+    at::Tensor whole = at::empty(info.shape, at::TensorOptions().dtype(*type));
+    auto* out = static_cast<uint8_t*>(whole.data_ptr());
+    const size_t es = size_t(dtypeSize(info.dtype));
+    for (uint64_t first = 0; first < data.numel();) first += data.readRaw(first, 1 << 20, out + first * es);
+    return whole;
+  }
   const uint8_t* first = data.elementPtr(uint64_t(info.storageOffset));
   const at::Tensor view =
       at::from_blob(const_cast<uint8_t*>(first), info.shape, info.stride, at::TensorOptions().dtype(*type));

@@ -3,11 +3,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ckpt/format/input_file.h"
 #include "ckpt/format/pickle_reader.h"
+#include "ckpt/format/sharded.h"
 #include "ckpt/format/tensor_info.h"
 #include "ckpt/format/value.h"
 
@@ -15,11 +17,15 @@ namespace ckpt {
 
 class ZipArchive;
 class TensorData;
+class ShardSet;
 
 // Pickle: a plain pickle file (pickle.dump, protocol 0-5; .pkl / .pickle):
 // its value tree, opaque objects as ever, no tensors.
-enum class FileFormat { TorchZip, TorchLegacy, Safetensors, Pickle };
-std::string_view formatName(FileFormat f);  // "torch-zip", "torch-legacy", "safetensors", "pickle"
+// Sharded: a checkpoint written by many ranks or in many shards, opened as
+// one (a folder or an index file; shards() says how it is laid out).
+enum class FileFormat { TorchZip, TorchLegacy, Safetensors, Pickle, Sharded };
+// "torch-zip", "torch-legacy", "safetensors", "pickle", "sharded"
+std::string_view formatName(FileFormat f);
 
 // What the first bytes say a file is, without parsing it (a zip may be a
 // torch checkpoint or a TorchScript archive: only its records tell).
@@ -48,19 +54,27 @@ struct ReadOptions {
   // tree with rebuild calls left as opaque objects and build no tensor or
   // storage table (tensors() stays empty).
   bool metadataOnly = false;
+  // Read only `sliceLength` bytes from `sliceOffset` on, as a file of their
+  // own (DCP keeps one torch.save archive per chunk inside a .distcp file).
+  uint64_t sliceOffset = 0;
+  std::optional<uint64_t> sliceLength;
 };
 
 // One checkpoint file, opened lazily: the value tree and the tensor and
 // storage tables are decoded; no tensor byte is read until tensorData().
 class CheckpointFile {
  public:
-  // Throws FormatError whose message starts with the path.
+  // Throws FormatError whose message starts with the path. A folder or an
+  // index file of a sharded checkpoint (probeSharded) opens as one logical
+  // checkpoint: a state dict of its logical tensors, each read across its
+  // chunks (format() Sharded, shards()).
   static std::unique_ptr<CheckpointFile> open(const std::string& path, const ReadOptions& options = {});
   ~CheckpointFile();
 
-  [[nodiscard]] const std::string& path() const { return m_file->path(); }
+  [[nodiscard]] const std::string& path() const { return m_path; }
   [[nodiscard]] FileFormat format() const { return m_format; }
-  [[nodiscard]] uint64_t fileSize() const { return m_file->size(); }
+  // Bytes on disk: every file of a sharded checkpoint together.
+  [[nodiscard]] uint64_t fileSize() const;
   [[nodiscard]] int64_t mtime() const { return m_file->mtime(); }
   [[nodiscard]] bool bigEndian() const { return m_bigEndian; }
   [[nodiscard]] const Value* root() const { return m_root; }
@@ -69,13 +83,19 @@ class CheckpointFile {
   [[nodiscard]] const std::vector<TensorInfo>& tensors() const { return m_table.tensors; }
   [[nodiscard]] const std::vector<StorageInfo>& storages() const { return m_table.storages; }
   [[nodiscard]] const ZipArchive* zip() const { return m_zip.get(); }
+  // The file itself; for a sharded checkpoint its description (index,
+  // .metadata) or its first part.
   [[nodiscard]] const InputFile& input() const { return *m_file; }
+  // How a sharded checkpoint is laid out; null for a single file.
+  // Tensor i of tensors() is logical tensor i of shards()->tensors().
+  [[nodiscard]] const ShardSet* shards() const { return m_shards.get(); }
   [[nodiscard]] size_t valueCount() const { return m_arena.size(); }
 
   // Maps just the bytes tensor `i` views (checked against its storage and the
   // file); throws FormatError naming the tensor when they are not there.
   [[nodiscard]] TensorData tensorData(size_t i) const;
-  // The bytes of a whole storage.
+  // The bytes of a whole storage. A sharded checkpoint's logical tensor i is
+  // storage i: its chunks are assembled into a heap buffer (one tensor).
   [[nodiscard]] ByteRegion storageBytes(size_t storage) const;
 
   // Every integrity problem: zip CRCs, storage records, tensor extents.
@@ -88,6 +108,7 @@ class CheckpointFile {
   void loadTorchLegacy(const ReadOptions& options);
   void loadSafetensors(const ReadOptions& options);
   void loadPlainPickle(const ReadOptions& options);
+  void loadSharded(const ShardProbe& probe, const ReadOptions& options);
   void finish();  // number tensors in tree order, check extents
   // Adds the time since the last lap to `field` of m_phases (when timing).
   void lap(double OpenPhases::*field);
@@ -95,7 +116,9 @@ class CheckpointFile {
   OpenPhases* m_phases = nullptr;
   int64_t m_lapNs = 0;
 
+  std::string m_path;
   std::unique_ptr<InputFile> m_file;
+  std::unique_ptr<ShardSet> m_shards;
   std::unique_ptr<ZipArchive> m_zip;
   std::string m_zipRoot;  // "archive/" or "<stem>/"
   FileFormat m_format = FileFormat::TorchZip;

@@ -20,6 +20,10 @@ struct ByteRegion {
 class InputFile {
  public:
   explicit InputFile(const std::string& path);  // throws FormatError
+  // `length` bytes of the file from `base` on, read as if they were the
+  // whole file (a torch.save archive inside a DCP .distcp file). A slice
+  // that runs past the file's end is a FormatError naming both.
+  InputFile(const std::string& path, uint64_t base, uint64_t length);
   ~InputFile();
   InputFile(const InputFile&) = delete;
   InputFile& operator=(const InputFile&) = delete;
@@ -38,6 +42,7 @@ class InputFile {
  private:
   std::string m_path;
   int m_fd = -1;
+  uint64_t m_base = 0;  // of a slice
   uint64_t m_size = 0;
   int64_t m_mtime = 0;
 };

@@ -328,6 +328,10 @@ struct TensorTable {
   std::vector<StorageInfo> storages;
 };
 
+// A CPU storage keyed "<index>" holding exactly `t`'s elements, for a tensor
+// that has one of its own (written contiguous, or made from chunks).
+StorageInfo storageOf(const TensorInfo& t, size_t index);
+
 // Contiguous (row-major) strides for a shape.
 std::vector<int64_t> contiguousStrides(const std::vector<int64_t>& shape);
 

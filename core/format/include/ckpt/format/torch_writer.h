@@ -2,11 +2,13 @@
 // Writing .pt files that Python's torch.load reads (FORMAT.md section 5).
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "ckpt/format/input_file.h"
 #include "ckpt/format/tensor_info.h"
 #include "ckpt/format/value.h"
 
@@ -45,6 +47,26 @@ struct WriteOptions {
 // with the tree or the sizes is found before any file is created.
 void writeTorchFile(const std::string& path, const Value* root, const TensorTable& table,
                     const std::vector<StorageBytes>& bytes, const WriteOptions& options = {});
+
+// writeTorchFile with each storage's bytes fetched just before its record is
+// written (`fetch(storage index)`), so that one storage at a time is held.
+void writeTorchFileFetching(const std::string& path, const Value* root, const TensorTable& table,
+                            const std::function<ByteRegion(size_t storage)>& fetch, const WriteOptions& options = {});
+
+// One tensor of a safetensors file: contiguous little-endian bytes.
+struct SafetensorsEntry {
+  std::string name;
+  DType dtype = DType::Float32;
+  Dims shape;
+};
+// Writes a safetensors file (FORMAT.md section 7): the header with
+// `metadata` as "__metadata__" (omitted when empty), then every entry's bytes
+// from `fetch(entry index)`, one entry in memory at a time. Crash-safe as
+// writeTorchFile; throws FormatError for a dtype safetensors has no name for
+// or a size that does not match.
+void writeSafetensorsFile(const std::string& path, const std::vector<SafetensorsEntry>& entries,
+                          const std::vector<std::pair<std::string, std::string>>& metadata,
+                          const std::function<ByteRegion(size_t entry)>& fetch);
 
 // Writes again everything a file our reader opened holds (tree, tensors,
 // storages with their bytes) so that Python loads equal values: torch zip,

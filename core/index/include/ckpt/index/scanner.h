@@ -43,6 +43,12 @@ struct CheckpointEntry {
   std::string verdict;
   std::vector<std::string> offenders;
   std::string safety;
+  // A checkpoint of many files (ckpt/format/sharded.h), listed once under its
+  // folder or index file: "sharded: Hugging Face, 3 files"; "" for one file.
+  std::string sharded;
+  std::string layout;  // "hf-index", ...
+  int ranks = 0;       // ranks that wrote it (0: the layout has none)
+  int shardFiles = 0;  // files it is made of, its description included
   [[nodiscard]] bool isDangerous() const { return verdict == "dangerous"; }
 };
 

@@ -1,0 +1,371 @@
+// Checkpoints of many files opened as one: what ckptscope-cli says about the
+// layouts make_sharded.py wrote with python3-torch, checked against torch's
+// own shapes and dtypes, and consolidated files torch.equal to the state
+// dict they were made from.
+#include <QtTest>
+
+#include <fstream>
+
+#include "ckpt/analysis/tensor_stats.h"
+#include "ckpt/format/checkpoint_file.h"
+#include "ckpt/format/error.h"
+#include "ckpt/format/sharded.h"
+#include "ckpt/format/tensor_data.h"
+#include "json_compare.h"
+#include "run_process.h"
+
+using ckpt::test::json;
+
+namespace {
+
+using Run = ckpt::test::ProcessResult;
+
+const QString kDir = QStringLiteral(CKPT_FIXTURE_DIR "/sharded");
+const QString kScript = QStringLiteral(CKPT_SOURCE_DIR "/tests/python/make_sharded.py");
+
+Run cli(const QStringList& args) {
+  return ckpt::test::runProcess(QStringLiteral(CKPT_CLI), args, {}, 60000);
+}
+
+// make_sharded.py check: "OK n" when every tensor torch.equal's the reference.
+Run torchCheck(const QString& consolidated, const QStringList& extra = {}) {
+  return ckpt::test::runProcess(QStringLiteral(CKPT_TORCH_PYTHON),
+                                QStringList{kScript, "check", kDir, consolidated} + extra, {},
+                                120000);
+}
+
+json manifest() {
+  return ckpt::test::readJsonFile(kDir.toStdString() + "/manifest.json");
+}
+
+QByteArray fileBytes(const QString& path) {
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return {};
+  return f.readAll();
+}
+
+}  // namespace
+
+class TestSharded : public QObject {
+  Q_OBJECT
+
+ private slots:
+  // info --json: every logical tensor with torch's dtype and shape, in the
+  // writer's order; the incomplete ones marked, with an error.
+  void infoJson_data() {
+    QTest::addColumn<QString>("layout");
+    const json layouts = manifest()["layouts"];
+    for (const auto& [name, spec] : layouts.items())
+      if (spec.contains("tensors")) QTest::newRow(name.c_str()) << QString::fromStdString(name);
+  }
+  void infoJson() {
+    QFETCH(QString, layout);
+    const json want = manifest()["layouts"][layout.toStdString()];
+    const Run r = cli({"info", kDir + "/" + layout, "--json"});
+    // info exits 1 for a checkpoint with tensors it cannot read, after the
+    // whole document.
+    bool anyIncomplete = false;
+    for (const json& t : want["tensors"]) anyIncomplete |= t["incomplete"].get<bool>();
+    QCOMPARE(r.exitCode, anyIncomplete ? 1 : 0);
+    const json got = json::parse(r.out.toStdString());
+    QCOMPARE(got["format"].get<std::string>(), std::string("sharded"));
+    QVERIFY(got.contains("sharded"));
+    QCOMPARE(got["tensors"].size(), want["tensors"].size());
+    for (size_t i = 0; i < want["tensors"].size(); ++i) {
+      const json& w = want["tensors"][i];
+      const json& g = got["tensors"][i];
+      const std::string name = w["name"].get<std::string>();
+      QVERIFY2(g["path"] == w["path"], (g["path"].dump() + " vs " + w["path"].dump()).c_str());
+      const bool incomplete = w["incomplete"].get<bool>();
+      QVERIFY2(g.value("incomplete", false) == incomplete, name.c_str());
+      QVERIFY2(g.contains("error") == incomplete, name.c_str());
+      if (incomplete) continue;
+      QCOMPARE(g["dtype"].get<std::string>(), w["dtype"].get<std::string>());
+      QVERIFY2(g["shape"] == w["shape"], name.c_str());
+      QVERIFY2(!g["chunks"].empty(), name.c_str());
+    }
+    if (want.contains("files"))
+      QCOMPARE(got["sharded"]["files"].size() + 1, want["files"].get<size_t>());
+    if (want.contains("ranks"))
+      QCOMPARE(got["sharded"]["ranks"].get<int>(), want["ranks"].get<int>());
+  }
+
+  // The layout across ranks as make_sharded.py split it (FSDP's dim-0 rule:
+  // ceil(rows / ranks) per rank): 10 rows over 3 ranks are 4 + 4 + 2, 2 rows
+  // are 1 + 1 + an empty chunk, a replicated tensor is stored once.
+  void dcpLayout() {
+    const Run r = cli({"info", kDir + "/dcp_ws3", "--json"});
+    QCOMPARE(r.exitCode, 0);
+    const json got = json::parse(r.out.toStdString());
+    std::map<std::string, json> byName;
+    for (const json& t : got["tensors"]) byName[t["path"].back().get<std::string>()] = t;
+    auto rows = [&](const std::string& name) {
+      std::vector<std::pair<int, int>> out;
+      for (const json& c : byName.at(name)["chunks"])
+        out.emplace_back(c["offsets"][0].get<int>(), c["sizes"][0].get<int>());
+      return out;
+    };
+    QCOMPARE(rows("token_embed.weight"),
+             (std::vector<std::pair<int, int>>{{0, 4}, {4, 4}, {8, 2}}));
+    QCOMPARE(rows("blocks.0.attn.sink_states"),
+             (std::vector<std::pair<int, int>>{{0, 1}, {1, 1}, {2, 0}}));
+    QCOMPARE(rows("position_ids"), (std::vector<std::pair<int, int>>{{0, 5}}));
+    QCOMPARE(byName.at("token_embed.weight")["chunks"][2]["file"].get<std::string>(),
+             std::string("__2_0.distcp"));
+    QCOMPARE(byName.at("token_embed.weight")["chunks"][2]["rank"].get<int>(), 2);
+    QCOMPARE(byName.at("scale")["chunks"].size(), size_t(1));
+    QVERIFY(byName.at("scale")["shape"].empty());
+    QCOMPARE(got["sharded"]["summary"].get<std::string>(),
+             std::string("sharded: DCP, 3 ranks, 4 files"));
+  }
+
+  // consolidate: one file torch loads, every tensor equal to the original.
+  void consolidate_data() {
+    QTest::addColumn<QString>("layout");
+    QTest::addColumn<QString>("out");
+    QTest::addColumn<QStringList>("options");
+    QTest::newRow("hf safetensors -> pt") << "hf_st"
+                                          << "out.pt" << QStringList{};
+    QTest::newRow("hf index file -> pt") << "hf_st/model.safetensors.index.json"
+                                         << "out.pt" << QStringList{};
+    QTest::newRow("hf bin -> safetensors") << "hf_bin"
+                                           << "out.safetensors" << QStringList{};
+    QTest::newRow("hf bin -> pt bf16") << "hf_bin"
+                                       << "out.pt" << QStringList{"--dtype", "bf16"};
+    QTest::newRow("hf safetensors -> safetensors fp32 model-only")
+        << "hf_st"
+        << "out.safetensors" << QStringList{"--dtype", "fp32", "--model-only"};
+    QTest::newRow("dcp 3 ranks -> pt model-only") << "dcp_ws3"
+                                                  << "out.pt" << QStringList{"--model-only"};
+    QTest::newRow("dcp .metadata file -> safetensors")
+        << "dcp_ws2/.metadata"
+        << "out.safetensors" << QStringList{"--model-only"};
+    QTest::newRow("dcp 1 rank -> pt bf16 model-only")
+        << "dcp_ws1"
+        << "out.pt" << QStringList{"--dtype", "bf16", "--model-only"};
+    QTest::newRow("dcp old flattening -> whole tree") << "dcp_ws2_old"
+                                                      << "out.pt" << QStringList{};
+    QTest::newRow("dcp 3 ranks -> whole tree") << "dcp_ws3"
+                                               << "out.pt" << QStringList{};
+  }
+  void consolidate() {
+    QFETCH(QString, layout);
+    QFETCH(QString, out);
+    QFETCH(QStringList, options);
+    QTemporaryDir tmp;
+    const QString target = tmp.filePath(out);
+    const Run r = cli(QStringList{"consolidate", kDir + "/" + layout, target} + options);
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    QStringList check;
+    if (const int at = int(options.indexOf("--dtype")); at >= 0)
+      check << "--dtype" << options[at + 1];
+    // The whole tree of a DCP checkpoint keeps the state dict under "model".
+    if (layout.startsWith("dcp") && !options.contains("--model-only"))
+      check << "--key"
+            << "model";
+    const Run c = torchCheck(target, check);
+    QVERIFY2(c.exitCode == 0, (c.out + c.err).constData());
+    QVERIFY2(c.out.startsWith("OK 14"), c.out.constData());
+  }
+
+  void consolidateNeverOverwrites() {
+    QTemporaryDir tmp;
+    const QString target = tmp.filePath("taken.pt");
+    {
+      QFile f(target);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write("mine");
+    }
+    const Run r = cli({"consolidate", kDir + "/hf_st", target});
+    QCOMPARE(r.exitCode, 1);
+    QVERIFY2(r.err.contains("exists"), r.err.constData());
+    QCOMPARE(fileBytes(target), QByteArray("mine"));
+    QCOMPARE(QDir(tmp.path()).entryList(QDir::Files | QDir::Hidden).size(),
+             1);  // no temporary left
+  }
+
+  // A consolidate that cannot read every tensor writes nothing.
+  void consolidateIncompleteFails() {
+    QTemporaryDir tmp;
+    const QString target = tmp.filePath("out.pt");
+    const Run r = cli({"consolidate", kDir + "/hostile/hf_missing", target});
+    QCOMPARE(r.exitCode, 1);
+    const std::string missing =
+        manifest()["layouts"]["hostile/hf_missing"]["missing"].get<std::string>();
+    QVERIFY2(r.err.contains(missing.c_str()), r.err.constData());
+    QVERIFY(!QFile::exists(target));
+    QCOMPARE(QDir(tmp.path()).entryList(QDir::Files | QDir::Hidden).size(), 0);
+  }
+
+  // diff between layouts of the same state dict, and against the plain file.
+  void diffZero_data() {
+    QTest::addColumn<QString>("a");
+    QTest::addColumn<QString>("b");
+    QTest::newRow("hf st vs hf bin") << "hf_st"
+                                     << "hf_bin";
+    QTest::newRow("hf st vs reference.pt") << "hf_st"
+                                           << "reference.pt";
+    QTest::newRow("dcp 2 ranks vs dcp 3 ranks") << "dcp_ws2"
+                                                << "dcp_ws3";
+    QTest::newRow("dcp 3 ranks vs reference.pt") << "dcp_ws3"
+                                                 << "reference.pt";
+    QTest::newRow("dcp old vs hf bin") << "dcp_ws2_old"
+                                       << "hf_bin";
+  }
+  void diffZero() {
+    QFETCH(QString, a);
+    QFETCH(QString, b);
+    const Run r = cli({"diff", kDir + "/" + a, kDir + "/" + b, "--json"});
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    const json d = json::parse(r.out.toStdString());
+    QVERIFY(d["added"].empty());
+    QVERIFY(d["removed"].empty());
+    QVERIFY(d["changed_shape"].empty());
+    QCOMPARE(d["tensors"].size(), size_t(14));
+    for (const json& t : d["tensors"]) {
+      QVERIFY2(!t.contains("error"), t.dump().c_str());
+      QCOMPARE(t["max_abs"].get<double>(), 0.0);
+      QCOMPARE(t["rel_l2"].get<double>(), 0.0);
+    }
+  }
+
+  // Hostile descriptions: a clear error naming the file and the key; nothing
+  // outside the folder is opened.
+  void hostile_data() {
+    QTest::addColumn<QString>("layout");
+    QTest::addColumn<QStringList>("mustSay");
+    const json m = manifest()["layouts"];
+    QTest::newRow("path escape") << "hostile/hf_escape"
+                                 << QStringList{"weight_map['token_embed.weight']",
+                                                "'../../etc/passwd'",
+                                                "model.safetensors.index.json",
+                                                "weight_map['scale']", "'/etc/passwd'"};
+    QTest::newRow("missing shard")
+        << "hostile/hf_missing"
+        << QStringList{
+               QString::fromStdString(m["hostile/hf_missing"]["missing"].get<std::string>()),
+               "is missing"};
+    QTest::newRow("dcp chunk outside the shape")
+        << "hostile/dcp_outside"
+        << QStringList{"tensor model.token_embed.weight", "__1_0.distcp", "offsets [8, 0]",
+                       "lies outside the global shape [10, 6]"};
+    QTest::newRow("dcp chunks overlap")
+        << "hostile/dcp_overlap"
+        << QStringList{"tensor model.token_embed.weight", "__1_0.distcp", "overlaps"};
+    QTest::newRow("dcp slice past the file's end")
+        << "hostile/dcp_pastend"
+        << QStringList{"tensor model.token_embed.weight", "__1_0.distcp",
+                       "runs past the end of the file"};
+    QTest::newRow("dcp rank file missing")
+        << "hostile/dcp_missing" << QStringList{"__1_0.distcp is missing"};
+    QTest::newRow("key not in shard")
+        << "hostile/hf_nokey"
+        << QStringList{"weight_map['ghost.weight']",
+                       QString::fromStdString(m["hostile/hf_nokey"]["file"].get<std::string>()),
+                       "has no tensor 'ghost.weight'"};
+  }
+  void hostile() {
+    QFETCH(QString, layout);
+    QFETCH(QStringList, mustSay);
+    const Run r = cli({"verify", kDir + "/" + layout});
+    QCOMPARE(r.exitCode, 1);
+    const QByteArray all = r.out + r.err;
+    for (const QString& s : mustSay)
+      QVERIFY2(all.contains(s.toUtf8()), (s + " not in: " + all).toUtf8().constData());
+    // The rest is still shown.
+    const Run info = cli({"info", kDir + "/" + layout, "--json"});
+    QCOMPARE(info.exitCode, 1);
+    const json got = json::parse(info.out.toStdString());
+    size_t readable = 0;
+    for (const json& t : got["tensors"]) readable += t.contains("error") ? 0 : 1;
+    QVERIFY(readable > 0);
+  }
+
+  // The index's names are checked before anything is opened: a link inside
+  // the folder that leads out is refused as well.
+  void pathInsideFolder() {
+    QTemporaryDir tmp;
+    QVERIFY(QFile::link("/etc/hostname", tmp.filePath("link.safetensors")));
+    QVERIFY(QDir(tmp.path()).mkdir("sub"));
+    QFile(tmp.filePath("sub/a.safetensors")).open(QIODevice::WriteOnly);
+    const std::string dir = tmp.path().toStdString();
+    QCOMPARE(QString::fromStdString(ckpt::pathInsideFolder(dir, "sub/a.safetensors", "k")),
+             QString::fromStdString(dir + "/sub/a.safetensors"));
+    for (const char* bad :
+         {"../x.safetensors", "/etc/passwd", "sub/../../x", "link.safetensors", ""}) {
+      try {
+        (void)ckpt::pathInsideFolder(dir, bad, "weight_map['w']");
+        QFAIL(bad);
+      } catch (const ckpt::FormatError& e) {
+        QVERIFY2(std::string(e.what()).find("weight_map['w']") != std::string::npos, e.what());
+      }
+    }
+  }
+
+  // ls: one row per logical checkpoint, its files not listed on their own.
+  void lsOneRow() {
+    const Run r = cli({"ls", kDir, "--json"});
+    QCOMPARE(r.exitCode, 0);
+    const json got = json::parse(r.out.toStdString());
+    std::map<std::string, json> byFile;
+    for (const json& run : got["runs"])
+      for (const json& c : run["checkpoints"]) byFile[c["file"].get<std::string>()] = c;
+    QVERIFY(byFile.count("hf_st/model.safetensors.index.json"));
+    QVERIFY(byFile.count("hf_bin/pytorch_model.bin.index.json"));
+    const json& st = byFile["hf_st/model.safetensors.index.json"];
+    QCOMPARE(st["format"].get<std::string>(), std::string("sharded"));
+    QCOMPARE(st["sharded"]["files"].get<int>(), 3);
+    QCOMPARE(st["sharded"]["summary"].get<std::string>(),
+             std::string("sharded: Hugging Face, 3 files"));
+    QCOMPARE(st["size"].get<uint64_t>(),
+             uint64_t(QFileInfo(kDir + "/hf_st/model-00001-of-00002.safetensors").size() +
+                      QFileInfo(kDir + "/hf_st/model-00002-of-00002.safetensors").size() +
+                      QFileInfo(kDir + "/hf_st/model.safetensors.index.json").size()));
+    for (const auto& [file, c] : byFile) {
+      QVERIFY2(file.find("model-0000") == std::string::npos, file.c_str());
+      QVERIFY2(file.find("pytorch_model-0000") == std::string::npos, file.c_str());
+    }
+    // A DCP folder is one row: its step from the bytes item, its rank files not listed.
+    QVERIFY(byFile.count("dcp_ws3"));
+    QCOMPARE(byFile["dcp_ws3"]["sharded"]["summary"].get<std::string>(),
+             std::string("sharded: DCP, 3 ranks, 4 files"));
+    QCOMPARE(byFile["dcp_ws3"]["step"].get<int>(), 1000);
+    for (const auto& [file, c] : byFile)
+      QVERIFY2(file.find(".distcp") == std::string::npos, file.c_str());
+    QVERIFY(byFile["hostile/dcp_missing"]["sharded"]["summary"].get<std::string>().find(
+                "1 missing") != std::string::npos);
+    QVERIFY(byFile["hostile/hf_missing/model.safetensors.index.json"]["sharded"]["summary"]
+                .get<std::string>()
+                .find("1 missing") != std::string::npos);
+  }
+
+  // Statistics of a logical tensor read across its chunks equal those of the
+  // same tensor in the single file (both streamed from mapped bytes).
+  void statsAcrossChunks_data() {
+    QTest::addColumn<QString>("layout");
+    QTest::newRow("hf bin") << "hf_bin";
+    QTest::newRow("dcp 3 ranks (uneven, an empty chunk)") << "dcp_ws3";
+    QTest::newRow("dcp 2 ranks") << "dcp_ws2";
+  }
+  void statsAcrossChunks() {
+    QFETCH(QString, layout);
+    const auto sharded = ckpt::CheckpointFile::open((kDir + "/" + layout).toStdString());
+    const auto single = ckpt::CheckpointFile::open((kDir + "/reference.pt").toStdString());
+    QCOMPARE(sharded->tensors().size(), single->tensors().size());
+    for (size_t i = 0; i < single->tensors().size(); ++i) {
+      const ckpt::TensorData a = sharded->tensorData(i);
+      const ckpt::TensorData b = single->tensorData(i);
+      QVERIFY(a.chunked());
+      const auto sa = ckpt::computeStats(a);
+      const auto sb = ckpt::computeStats(b);
+      QVERIFY(sa && sb);
+      QCOMPARE(sa->count, sb->count);
+      QCOMPARE(sa->l2norm, sb->l2norm);
+      QCOMPARE(sa->min, sb->min);
+      for (uint64_t k = 0; k < a.numel(); ++k) QCOMPARE(a.at(k), b.at(k));
+    }
+  }
+};
+
+QTEST_GUILESS_MAIN(TestSharded)
+#include "tst_sharded.moc"
