@@ -25,17 +25,17 @@ echo "made $(basename "$deb"): $(du -h "$deb" | cut -f1)"
 
 # The control file: Depends from dpkg-shlibdeps (the libraries the programs link).
 control="$(dpkg-deb -f "$deb")"
-echo "$control" | grep -q '^Package: ckptscope$' || fail "Package is not ckptscope"
-echo "$control" | grep -q "^Version: ${version}$" || fail "Version is not $version"
-echo "$control" | grep -q '^Architecture: amd64$' || fail "Architecture is not amd64"
+grep -q '^Package: ckptscope$' <<<"$control" || fail "Package is not ckptscope"
+grep -q "^Version: ${version}$" <<<"$control" || fail "Version is not $version"
+grep -q '^Architecture: amd64$' <<<"$control" || fail "Architecture is not amd64"
 depends="$(dpkg-deb -f "$deb" Depends)"
 echo "Depends: $depends"
 depends_names="$(echo "$depends" | tr ',|' '\n\n' | sed 's/^ *//; s/[ (].*//')"
 for lib in libc6 libstdc++6 libqt6widgets6 libqt6core6 zlib1g; do
-  echo "$depends_names" | grep -qxF "$lib" || fail "Depends lacks $lib"
+  grep -qxF "$lib" <<<"$depends_names" || fail "Depends lacks $lib"
 done
 # LibTorch's own package (libtorch1.13 on Debian 12), from the plugin and ckptscope-train.
-echo "$depends_names" | grep -qx 'libtorch[0-9.]*' || fail "Depends lacks LibTorch's package"
+grep -qx 'libtorch[0-9.]*' <<<"$depends_names" || fail "Depends lacks LibTorch's package"
 
 root="$scratch/root"
 dpkg -x "$deb" "$root"
@@ -56,12 +56,12 @@ done
 for size in 16 24 32 48 64 128 256 512; do
   png="usr/share/icons/hicolor/${size}x${size}/apps/$id.png"
   need "$png"
-  file "$root/$png" | grep -q "PNG image data, $size x $size" || fail "$png is not a ${size}x${size} PNG: $(file -b "$root/$png")"
+  grep -q "PNG image data, $size x $size" <<<"$(file "$root/$png")" || fail "$png is not a ${size}x${size} PNG: $(file -b "$root/$png")"
 done
 # Nothing outside /usr; every program stripped and linked against nothing missing.
 [ "$(ls "$root")" = usr ] || fail "the package installs outside /usr: $(ls "$root")"
 for elf in usr/bin/ckptscope usr/bin/ckptscope-cli usr/bin/ckptscope-train "$plugin"; do
-  file -b "$root/$elf" | grep -q ', stripped' || fail "$elf is not stripped"
+  grep -q ', stripped' <<<"$(file -b "$root/$elf")" || fail "$elf is not stripped"
   ! ldd "$root/$elf" | grep -q 'not found' || fail "$elf links a library that is not installed: $(ldd "$root/$elf" | grep 'not found')"
 done
 for page in ckptscope ckptscope-cli; do
@@ -97,13 +97,13 @@ completions="$(bash -c 'source "$1"; COMP_WORDS=(ckptscope-cli ve); COMP_CWORD=1
 # finds its plugin where the package put it.
 cli_version="$("$root/usr/bin/ckptscope-cli" --version)"
 echo "$cli_version"
-echo "$cli_version" | grep -q "^ckptscope-cli $version$" || fail "ckptscope-cli --version"
+grep -q "^ckptscope-cli $version$" <<<"$cli_version" || fail "ckptscope-cli --version"
 echo "$cli_version" | grep -Eq '^LibTorch [0-9]+\.[0-9]+' || fail "ckptscope-cli --version names no LibTorch"
 app_version="$(env -u DISPLAY -u WAYLAND_DISPLAY "$root/usr/bin/ckptscope" --version)"
 echo "$app_version"
-echo "$app_version" | grep -q "^ckptscope $version$" || fail "ckptscope --version"
+grep -q "^ckptscope $version$" <<<"$app_version" || fail "ckptscope --version"
 echo "$app_version" | grep -Eq '^Qt 6\.[0-9]+' || fail "ckptscope --version names no Qt"
-echo "$app_version" | grep -qF "(training plugin $(realpath "$root/$plugin"))" ||
+grep -qF "(training plugin $(realpath "$root/$plugin"))" <<<"$app_version" ||
   fail "the installed app does not find its plugin at /$plugin"
 # The plugin loads with every symbol resolved (as the app's QLibrary does) and
 # exports the factory the app looks up.
