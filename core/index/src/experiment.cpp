@@ -30,8 +30,9 @@ size_t branchSuffixLength(std::string_view name) {
   const size_t at = name.rfind('@');
   if (at == std::string_view::npos || at == 0) return 0;
   std::string_view rest = name.substr(at + 1);
+  // At most 18 digits: a step that fits an int64_t (branchKey parses it).
   auto digits = [](std::string_view s) {
-    return !s.empty() &&
+    return !s.empty() && s.size() <= 18 &&
            std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
   };
   const size_t dash = rest.find('-');

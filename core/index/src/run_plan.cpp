@@ -313,7 +313,7 @@ std::vector<TrashedFile> trashFiles(const std::string& dir, const std::vector<st
   std::vector<TrashedFile> moved;
   std::vector<size_t> elsewhere;  // indexes of files for dir/.trash/
   struct stat trashStat {};
-  bool haveTrash = false;
+  bool haveTrash = false, haveTrashDirs = false;
   for (size_t i = 0; i < files.size(); ++i) {
     const fs::path from = fs::absolute(inDir(dir, files[i])).lexically_normal();
     moved.push_back({from.string(), "", ""});
@@ -334,8 +334,11 @@ std::vector<TrashedFile> trashFiles(const std::string& dir, const std::vector<st
       elsewhere.push_back(i);
       continue;
     }
-    makeDirs(trash / "files");
-    makeDirs(trash / "info");
+    if (!haveTrashDirs) {
+      makeDirs(trash / "files");
+      makeDirs(trash / "info");
+      haveTrashDirs = true;
+    }
     // Reserve the name with its .trashinfo (O_EXCL), as the spec asks, then move.
     const std::string stem = from.stem().string(), ext = from.extension().string();
     for (int n = 1;; ++n) {
@@ -347,8 +350,9 @@ std::vector<TrashedFile> trashFiles(const std::string& dir, const std::vector<st
         if (errno == EEXIST) continue;
         throw std::runtime_error(info.string() + ": cannot create: " + std::strerror(errno));
       }
-      if (::access(to.c_str(), F_OK) == 0) {  // a file without its info: leave both alone
+      if (::access(to.c_str(), F_OK) == 0) {  // a file without its info: leave it, take the next name
         ::close(fd);
+        ::unlink(info.c_str());  // the info reserved just now
         continue;
       }
       const std::string text = "[Trash Info]\nPath=" + percentEncode(from.string()) +
