@@ -45,9 +45,11 @@ void printUsage(const std::string& command) {
   else if (command == "diff")
     std::fputs("usage: ckptscope-cli diff A B [--json] [--top N]\n", stderr);
   else if (command == "consolidate")
-    std::fputs("usage: ckptscope-cli consolidate SRC OUT.pt|OUT.safetensors [--dtype fp32|bf16] [--model-only]\n"
-               "  SRC: a checkpoint file, a sharded checkpoint's folder or index; OUT must not exist\n",
-               stderr);
+    std::fputs(
+        "usage: ckptscope-cli consolidate SRC OUT.pt|OUT.safetensors [--dtype fp32|bf16] "
+        "[--model-only]\n"
+        "  SRC: a checkpoint file, a sharded checkpoint's folder or index; OUT must not exist\n",
+        stderr);
   else if (command == "scan")
     std::fputs("usage: ckptscope-cli scan PATH... [--json] [--recursive]\n", stderr);
   else if (command == "prune")

@@ -40,7 +40,8 @@ nlohmann::ordered_json toJson(const ScanResult& r) {
       json j;
       j["file"] = c.file;
       j["step"] = c.step ? json(*c.step) : json(nullptr);
-      j["kind"] = c.kind == CheckpointKind::Unknown ? json(nullptr) : json(std::string(checkpointKindName(c.kind)));
+      j["kind"] = c.kind == CheckpointKind::Unknown ? json(nullptr)
+                                                    : json(std::string(checkpointKindName(c.kind)));
       j["loss"] = c.loss ? json(*c.loss) : json(nullptr);
       j["size"] = c.size;
       j["mtime"] = c.mtime;
@@ -48,7 +49,10 @@ nlohmann::ordered_json toJson(const ScanResult& r) {
       j["format"] = c.format.empty() ? json(nullptr) : json(c.format);
       j["stage"] = c.stage ? json(*c.stage) : json(nullptr);
       if (!c.sharded.empty())
-        j["sharded"] = json{{"layout", c.layout}, {"summary", c.sharded}, {"ranks", c.ranks}, {"files", c.shardFiles}};
+        j["sharded"] = json{{"layout", c.layout},
+                            {"summary", c.sharded},
+                            {"ranks", c.ranks},
+                            {"files", c.shardFiles}};
       cks.push_back(std::move(j));
     }
     const StageName place = splitStageName(run.name);
@@ -76,10 +80,12 @@ void printText(const ScanResult& r) {
     }
     std::printf("%s  (%zu checkpoint%s)%s\n", run.name.c_str(), run.checkpoints.size(),
                 run.checkpoints.size() == 1 ? "" : "s", place.c_str());
-    std::printf("  %8s  %-6s  %-10s  %9s  %-16s  %s\n", "step", "kind", "loss", "size", "modified", "file");
+    std::printf("  %8s  %-6s  %-10s  %9s  %-16s  %s\n", "step", "kind", "loss", "size", "modified",
+                "file");
     for (const CheckpointEntry& c : run.checkpoints) {
       const std::string step = c.step ? std::to_string(*c.step) : "-";
-      const std::string kind = c.kind == CheckpointKind::Unknown ? "-" : std::string(checkpointKindName(c.kind));
+      const std::string kind =
+          c.kind == CheckpointKind::Unknown ? "-" : std::string(checkpointKindName(c.kind));
       std::string loss = "-";
       if (c.loss) {
         char b[32];
@@ -93,7 +99,8 @@ void printText(const ScanResult& r) {
       ++total;
     }
   }
-  std::printf("%zu checkpoint%s in %zu run%s\n", total, total == 1 ? "" : "s", r.runs.size(), r.runs.size() == 1 ? "" : "s");
+  std::printf("%zu checkpoint%s in %zu run%s\n", total, total == 1 ? "" : "s", r.runs.size(),
+              r.runs.size() == 1 ? "" : "s");
 }
 
 }  // namespace
@@ -110,7 +117,8 @@ int runLs(int argc, char** argv) {
     return failWith(e.what());
   }
   if (args.has("--json")) {
-    const std::string out = toJson(result).dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    const std::string out =
+        toJson(result).dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     std::fwrite(out.data(), 1, out.size(), stdout);
     std::fputc('\n', stdout);
   } else {

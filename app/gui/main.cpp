@@ -1,4 +1,5 @@
-// ckptscope [--screenshot OUT.png] [--view browse|inspect|curves|compare] [DIR|FILE...]: the desktop app.
+// ckptscope [--screenshot OUT.png] [--view browse|inspect|curves|compare] [DIR|FILE...]: the
+// desktop app.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QFileInfo>
@@ -20,16 +21,20 @@ namespace {
 // How long --screenshot waits for the scan and the first summary (or the curves).
 constexpr int kScreenshotTimeoutMs = 5 * 60 * 1000;
 
-void complain(const QString& message) { std::fprintf(stderr, "ckptscope: %s\n", qPrintable(message)); }
+void complain(const QString& message) {
+  std::fprintf(stderr, "ckptscope: %s\n", qPrintable(message));
+}
 
 // --screenshot needs no display: without one (and without a platform chosen
 // by the user) render with the offscreen platform instead of failing to start.
 void preferOffscreenForScreenshots(int argc, char** argv) {
   bool screenshot = false;
   for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], "--screenshot") == 0 || std::strncmp(argv[i], "--screenshot=", 13) == 0) screenshot = true;
-  if (screenshot && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && qEnvironmentVariableIsEmpty("DISPLAY") &&
-      qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY"))
+    if (std::strcmp(argv[i], "--screenshot") == 0 ||
+        std::strncmp(argv[i], "--screenshot=", 13) == 0)
+      screenshot = true;
+  if (screenshot && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") &&
+      qEnvironmentVariableIsEmpty("DISPLAY") && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY"))
     qputenv("QT_QPA_PLATFORM", "offscreen");
 }
 
@@ -57,8 +62,8 @@ int printVersion(int argc, char** argv) {
                   qPrintable(QFileInfo(file).canonicalFilePath()));
       return 0;
     }
-  std::printf("LibTorch %s at build time, but the training plugin is missing (looked in %s)\n", CKPT_TORCH_VERSION,
-              qPrintable(candidates.join(QStringLiteral(", "))));
+  std::printf("LibTorch %s at build time, but the training plugin is missing (looked in %s)\n",
+              CKPT_TORCH_VERSION, qPrintable(candidates.join(QStringLiteral(", "))));
   return 0;
 }
 
@@ -85,26 +90,32 @@ int main(int argc, char** argv) {
   QCommandLineParser parser;
   parser.setApplicationDescription("Explore PyTorch checkpoints and training runs.");
   parser.addHelpOption();
-  parser.addOption(QCommandLineOption({"v", "version"}, "Print the version and the Qt and LibTorch versions found."));
-  const QCommandLineOption screenshot(
-      "screenshot",
-      "Open the paths, wait until the first checkpoint (or with --view curves, the curves) is shown, write the window "
-      "to OUT.png and exit.",
-      "OUT.png");
+  parser.addOption(QCommandLineOption({"v", "version"},
+                                      "Print the version and the Qt and LibTorch versions found."));
+  const QCommandLineOption screenshot("screenshot",
+                                      "Open the paths, wait until the first checkpoint (or with "
+                                      "--view curves, the curves) is shown, write the window "
+                                      "to OUT.png and exit.",
+                                      "OUT.png");
   parser.addOption(screenshot);
   const QCommandLineOption view(
       "view",
-      "What to show first: browse (the first run's checkpoints), inspect (the first checkpoint, the default), "
-      "curves (the runs' loss curves; --screenshot then waits until they are plotted) or compare (two files "
+      "What to show first: browse (the first run's checkpoints), inspect (the first checkpoint, "
+      "the default), "
+      "curves (the runs' loss curves; --screenshot then waits until they are plotted) or compare "
+      "(two files "
       "given, else a run's last two checkpoints; --screenshot waits for the comparison).",
       "browse|inspect|curves|compare", "inspect");
   parser.addOption(view);
-  parser.addPositionalArgument("paths", "Directories to scan and checkpoint files to open.", "[DIR|FILE...]");
+  parser.addPositionalArgument("paths", "Directories to scan and checkpoint files to open.",
+                               "[DIR|FILE...]");
   parser.process(app);
 
-  const std::optional<ckpt::MainWindow::View> shown = ckpt::MainWindow::viewFromName(parser.value(view));
+  const std::optional<ckpt::MainWindow::View> shown =
+      ckpt::MainWindow::viewFromName(parser.value(view));
   if (!shown) {
-    complain(QString("unknown view \"%1\" (expected browse, inspect, curves or compare)").arg(parser.value(view)));
+    complain(QString("unknown view \"%1\" (expected browse, inspect, curves or compare)")
+                 .arg(parser.value(view)));
     return 2;
   }
   ckpt::MainWindow window;
@@ -130,9 +141,11 @@ int main(int argc, char** argv) {
     // Queued: let the layout settle before grabbing. The curves are read
     // after the scan, apart from the summary: wait for what is on screen.
     if (*shown == ckpt::MainWindow::View::Curves)
-      QObject::connect(window.curvesView(), &ckpt::CurvesView::curvesReady, &app, shoot, Qt::QueuedConnection);
+      QObject::connect(window.curvesView(), &ckpt::CurvesView::curvesReady, &app, shoot,
+                       Qt::QueuedConnection);
     else if (*shown == ckpt::MainWindow::View::Compare)
-      QObject::connect(window.compareView(), &ckpt::CompareView::finished, &app, shoot, Qt::QueuedConnection);
+      QObject::connect(window.compareView(), &ckpt::CompareView::finished, &app, shoot,
+                       Qt::QueuedConnection);
     else
       QObject::connect(&window, &ckpt::MainWindow::loaded, &app, shoot, Qt::QueuedConnection);
     QTimer::singleShot(kScreenshotTimeoutMs, &app, [] {

@@ -4,21 +4,21 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <torch/cuda.h>
+#include <torch/version.h>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <torch/cuda.h>
-#include <torch/version.h>
 #include <vector>
 
 #include "ckpt/format/error.h"
-#include "ckpt/version.h"
 #include "ckpt/index/run_plan.h"
 #include "ckpt/train/launch.h"
 #include "ckpt/train/trainer.h"
+#include "ckpt/version.h"
 
 namespace {
 
@@ -35,15 +35,19 @@ const char* kUsage =
     "usage:\n"
     "  ckptscope-cli train --config RUN.json [--data PATH] [--out DIR] [--device auto|cpu|cuda]\n"
     "                      [--max-steps N] [--overwrite] [--nproc N] [key=value ...]\n"
-    "  ckptscope-cli resume CKPT|DIR [--in-place] [--max-steps N] [--data PATH] [--device D] [--nproc N]\n"
-    "  ckptscope-cli finetune CKPT --data PATH [--out DIR] [--lr X] [--max-steps N] [--stage NAME]\n"
+    "  ckptscope-cli resume CKPT|DIR [--in-place] [--max-steps N] [--data PATH] [--device D] "
+    "[--nproc N]\n"
+    "  ckptscope-cli finetune CKPT --data PATH [--out DIR] [--lr X] [--max-steps N] [--stage "
+    "NAME]\n"
     "                      [--tokenizer T] [--device D] [--overwrite]\n"
     "  ckptscope-cli score CKPT --data PATH --seq-len T [--json] [--tokenizer T] [--device D]\n"
-    "  ckptscope-cli generate CKPT --prompt TEXT [--max-new-tokens N] [--temperature T] [--top-k K]\n"
+    "  ckptscope-cli generate CKPT --prompt TEXT [--max-new-tokens N] [--temperature T] [--top-k "
+    "K]\n"
     "                      [--seed S] [--tokenizer T] [--device D]\n"
     "\n"
     "  --nproc N starts N data-parallel ranks on this machine (Gloo on the CPU, NCCL on GPUs);\n"
-    "  under torchrun or srun, run ckptscope-train itself: torchrun --no-python --nproc-per-node 8\n"
+    "  under torchrun or srun, run ckptscope-train itself: torchrun --no-python --nproc-per-node "
+    "8\n"
     "  ckptscope-train train --config RUN.json. Ctrl+C finishes the step and saves a checkpoint.\n";
 
 int usageError(const std::string& problem) {
@@ -70,8 +74,8 @@ struct Args {
   }
 };
 
-bool parse(int argc, char** argv, const std::vector<std::string>& withValue, const std::vector<std::string>& switches,
-           Args& out, std::string& problem) {
+bool parse(int argc, char** argv, const std::vector<std::string>& withValue,
+           const std::vector<std::string>& switches, Args& out, std::string& problem) {
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("--", 0) == 0) {
@@ -117,8 +121,10 @@ double toDouble(const std::string& flag, const std::string& v) {
 std::string duration(double seconds) {
   const long s = long(seconds + 0.5);
   char buf[32];
-  if (s >= 3600) std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", s / 3600, (s / 60) % 60, s % 60);
-  else std::snprintf(buf, sizeof buf, "%ld:%02ld", s / 60, s % 60);
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", s / 3600, (s / 60) % 60, s % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%ld:%02ld", s / 60, s % 60);
   return buf;
 }
 
@@ -154,12 +160,14 @@ ProgressCallback progressPrinter(const Trainer& trainer) {
       std::string bar(size_t(width), '.');
       for (int i = 0; i < int(frac * width); ++i) bar[size_t(i)] = '#';
       const double perStep = r.step > first ? r.elapsedSeconds / double(r.step - first) : 0;
-      std::fprintf(stderr, "\r step %lld/%lld [%s] loss %.4f lr %.2e %.0f tok/s ETA %s   ", (long long)r.step,
-                   (long long)r.maxSteps, bar.c_str(), r.loss, r.learningRate, r.tokensPerSecond,
-                   duration(perStep * double(r.maxSteps - r.step)).c_str());
+      std::fprintf(stderr, "\r step %lld/%lld [%s] loss %.4f lr %.2e %.0f tok/s ETA %s   ",
+                   (long long)r.step, (long long)r.maxSteps, bar.c_str(), r.loss, r.learningRate,
+                   r.tokensPerSecond, duration(perStep * double(r.maxSteps - r.step)).c_str());
       if (r.valLoss || !r.savedCheckpoint.empty() || r.step == r.maxSteps) std::fputc('\n', stderr);
-      if (r.valLoss) std::fprintf(stderr, " step %lld: val_loss %.4f\n", (long long)r.step, *r.valLoss);
-      if (!r.savedCheckpoint.empty()) std::fprintf(stderr, " saved %s\n", r.savedCheckpoint.c_str());
+      if (r.valLoss)
+        std::fprintf(stderr, " step %lld: val_loss %.4f\n", (long long)r.step, *r.valLoss);
+      if (!r.savedCheckpoint.empty())
+        std::fprintf(stderr, " saved %s\n", r.savedCheckpoint.c_str());
     } else if (r.step % logEvery == 0 || r.step == r.maxSteps) {
       std::printf("step=%lld loss=%.4f lr=%.3e\n", (long long)r.step, r.loss, r.learningRate);
       if (r.valLoss) std::printf("step=%lld val_loss=%.4f\n", (long long)r.step, *r.valLoss);
@@ -173,19 +181,22 @@ ProgressCallback progressPrinter(const Trainer& trainer) {
 int runTrainer(Trainer& trainer) {
   const TrainingConfig& t = trainer.config().training;
   if (trainer.worldSize() > 1)
-    std::fprintf(stderr, "rank %d of %d on %s (%s), micro-batch %lld x %lld accumulation of the batch of %lld\n",
-                 trainer.rank(), trainer.worldSize(), trainer.deviceName().c_str(), trainer.backend().c_str(),
-                 (long long)t.microBatchSize, (long long)t.gradientAccumulationSteps, (long long)t.batchSize);
+    std::fprintf(
+        stderr,
+        "rank %d of %d on %s (%s), micro-batch %lld x %lld accumulation of the batch of %lld\n",
+        trainer.rank(), trainer.worldSize(), trainer.deviceName().c_str(),
+        trainer.backend().c_str(), (long long)t.microBatchSize,
+        (long long)t.gradientAccumulationSteps, (long long)t.batchSize);
   if (trainer.rank() == 0) {
     std::fprintf(stderr, "run %s on %s from step %lld to %lld, writing to %s\n", t.runName.c_str(),
-                 trainer.deviceName().c_str(), (long long)trainer.startStep(), (long long)t.maxSteps,
-                 t.outputDir.c_str());
+                 trainer.deviceName().c_str(), (long long)trainer.startStep(),
+                 (long long)t.maxSteps, t.outputDir.c_str());
   }
   if (!trainer.notes().empty()) std::fprintf(stderr, "note: %s\n", trainer.notes().c_str());
   const RunResult r = trainer.run(progressPrinter(trainer));
   if (trainer.rank() == 0)
-    std::printf("%s at step %lld: %s\n", r.outcome == RunOutcome::Finished ? "finished" : "stopped", (long long)r.step,
-                r.lastCheckpoint.c_str());
+    std::printf("%s at step %lld: %s\n", r.outcome == RunOutcome::Finished ? "finished" : "stopped",
+                (long long)r.step, r.lastCheckpoint.c_str());
   return kExitOk;
 }
 
@@ -208,20 +219,23 @@ int launchRanks(int argc, char** argv, int nproc, double timeoutSeconds) {
 int nprocOf(const Args& a) {
   if (!a.has("--nproc")) return 1;
   const int64_t n = toInt("--nproc", a.get("--nproc"));
-  if (n < 1 || n > 1024) throw ConfigError("--nproc: expected 1 to 1024 processes, got " + a.get("--nproc"));
+  if (n < 1 || n > 1024)
+    throw ConfigError("--nproc: expected 1 to 1024 processes, got " + a.get("--nproc"));
   return int(n);
 }
 
 int cmdTrain(int argc, char** argv) {
   Args a;
   std::string problem;
-  if (!parse(argc, argv, {"--config", "--data", "--out", "--device", "--max-steps", "--tokenizer", "--nproc"},
+  if (!parse(argc, argv,
+             {"--config", "--data", "--out", "--device", "--max-steps", "--tokenizer", "--nproc"},
              {"--overwrite"}, a, problem))
     return usageError(problem);
   if (!a.has("--config")) return usageError("train needs --config RUN.json");
   RunConfig config = RunConfig::fromFile(a.get("--config"));
   for (const std::string& p : a.positional) {
-    if (p.find('=') == std::string::npos) return usageError("unexpected argument '" + p + "' (overrides are key=value)");
+    if (p.find('=') == std::string::npos)
+      return usageError("unexpected argument '" + p + "' (overrides are key=value)");
     applyOverride(config, p);
   }
   if (a.has("--data")) config.data.path = a.get("--data");
@@ -242,7 +256,8 @@ int cmdTrain(int argc, char** argv) {
 int cmdResume(int argc, char** argv) {
   Args a;
   std::string problem;
-  if (!parse(argc, argv, {"--max-steps", "--data", "--device", "--nproc"}, {"--in-place"}, a, problem))
+  if (!parse(argc, argv, {"--max-steps", "--data", "--device", "--nproc"}, {"--in-place"}, a,
+             problem))
     return usageError(problem);
   if (const int nproc = nprocOf(a); nproc > 1) return launchRanks(argc, argv, nproc, 600);
   if (a.positional.size() != 1) return usageError("resume takes exactly one CKPT or DIR");
@@ -257,21 +272,24 @@ int cmdResume(int argc, char** argv) {
     for (const SkippedCheckpoint& s : pick.skipped)
       std::fprintf(stderr, "skipped %s: %s\n", s.file.c_str(), s.reason.c_str());
     if (pick.checkpoint.empty())
-      return failWith(checkpoint + ": no intact checkpoint to resume (" + std::to_string(pick.skipped.size()) +
+      return failWith(checkpoint + ": no intact checkpoint to resume (" +
+                      std::to_string(pick.skipped.size()) +
                       " damaged); start again with train --overwrite");
     checkpoint = pick.checkpoint;
     std::fprintf(stderr, "resuming %s\n", checkpoint.c_str());
   }
   installStopHandler();
-  Trainer trainer =
-      Trainer::resume(checkpoint, maxSteps, a.get("--data"), a.get("--device", "auto"), a.has("--in-place"));
+  Trainer trainer = Trainer::resume(checkpoint, maxSteps, a.get("--data"),
+                                    a.get("--device", "auto"), a.has("--in-place"));
   return runTrainer(trainer);
 }
 
 int cmdFinetune(int argc, char** argv) {
   Args a;
   std::string problem;
-  if (!parse(argc, argv, {"--data", "--out", "--lr", "--max-steps", "--stage", "--tokenizer", "--device", "--nproc"},
+  if (!parse(argc, argv,
+             {"--data", "--out", "--lr", "--max-steps", "--stage", "--tokenizer", "--device",
+              "--nproc"},
              {"--overwrite"}, a, problem))
     return usageError(problem);
   if (const int nproc = nprocOf(a); nproc > 1) return launchRanks(argc, argv, nproc, 600);
@@ -294,15 +312,24 @@ int cmdFinetune(int argc, char** argv) {
 int cmdScore(int argc, char** argv) {
   Args a;
   std::string problem;
-  if (!parse(argc, argv, {"--data", "--seq-len", "--tokenizer", "--device"}, {"--json"}, a, problem)) return usageError(problem);
+  if (!parse(argc, argv, {"--data", "--seq-len", "--tokenizer", "--device"}, {"--json"}, a,
+             problem))
+    return usageError(problem);
   if (a.positional.size() != 1) return usageError("score takes exactly one CKPT");
-  if (!a.has("--data") || !a.has("--seq-len")) return usageError("score needs --data PATH and --seq-len T");
-  const ScoreResult r = scoreCheckpoint(a.positional[0], a.get("--data"), toInt("--seq-len", a.get("--seq-len")),
-                                        a.get("--tokenizer"), a.get("--device", "auto"));
+  if (!a.has("--data") || !a.has("--seq-len"))
+    return usageError("score needs --data PATH and --seq-len T");
+  const ScoreResult r =
+      scoreCheckpoint(a.positional[0], a.get("--data"), toInt("--seq-len", a.get("--seq-len")),
+                      a.get("--tokenizer"), a.get("--device", "auto"));
   if (a.has("--json")) {
-    std::printf("%s\n", nlohmann::ordered_json{{"loss", r.loss}, {"windows", r.windows}, {"tokens", r.tokens}}.dump().c_str());
+    std::printf(
+        "%s\n",
+        nlohmann::ordered_json{{"loss", r.loss}, {"windows", r.windows}, {"tokens", r.tokens}}
+            .dump()
+            .c_str());
   } else {
-    std::printf("loss %.6f over %lld windows (%lld tokens)\n", r.loss, (long long)r.windows, (long long)r.tokens);
+    std::printf("loss %.6f over %lld windows (%lld tokens)\n", r.loss, (long long)r.windows,
+                (long long)r.tokens);
   }
   return kExitOk;
 }
@@ -310,14 +337,17 @@ int cmdScore(int argc, char** argv) {
 int cmdGenerate(int argc, char** argv) {
   Args a;
   std::string problem;
-  if (!parse(argc, argv, {"--prompt", "--max-new-tokens", "--temperature", "--top-k", "--seed", "--tokenizer", "--device"},
+  if (!parse(argc, argv,
+             {"--prompt", "--max-new-tokens", "--temperature", "--top-k", "--seed", "--tokenizer",
+              "--device"},
              {}, a, problem))
     return usageError(problem);
   if (a.positional.size() != 1) return usageError("generate takes exactly one CKPT");
   if (!a.has("--prompt")) return usageError("generate needs --prompt TEXT");
   GenerateOptions o;
   o.prompt = a.get("--prompt");
-  if (a.has("--max-new-tokens")) o.maxNewTokens = toInt("--max-new-tokens", a.get("--max-new-tokens"));
+  if (a.has("--max-new-tokens"))
+    o.maxNewTokens = toInt("--max-new-tokens", a.get("--max-new-tokens"));
   if (a.has("--temperature")) o.temperature = toDouble("--temperature", a.get("--temperature"));
   if (a.has("--top-k")) o.topK = toInt("--top-k", a.get("--top-k"));
   if (a.has("--seed")) o.seed = uint64_t(toInt("--seed", a.get("--seed")));
@@ -350,9 +380,10 @@ int main(int argc, char** argv) {
     if (cmd == "--version") {
       // The LibTorch this program runs with, and whether it sees a GPU.
       std::printf("ckptscope-train %s\n", CKPT_VERSION);
-      const std::string devices = torch::cuda::is_available()
-                                      ? "CUDA, " + std::to_string(torch::cuda::device_count()) + " device(s)"
-                                      : "CPU only: no CUDA device";
+      const std::string devices =
+          torch::cuda::is_available()
+              ? "CUDA, " + std::to_string(torch::cuda::device_count()) + " device(s)"
+              : "CPU only: no CUDA device";
       std::printf("LibTorch %s (%s)\n", TORCH_VERSION, devices.c_str());
       return kExitOk;
     }

@@ -380,9 +380,9 @@ class Runner {
     // float32 on both sides, contiguous, little-endian: summed straight from
     // the mapped bytes; anything else goes through TensorData::read.
     // (Not for a tensor made of chunks: its bytes are in several files.)
-    const bool direct = t.dtypeA == DType::Float32 && t.dtypeB == DType::Float32 && !da.chunked() && !db.chunked() &&
-                        da.info().isContiguous() && db.info().isContiguous() && !m_a.bigEndian() &&
-                        !m_b.bigEndian() && n > 0;
+    const bool direct = t.dtypeA == DType::Float32 && t.dtypeB == DType::Float32 && !da.chunked() &&
+                        !db.chunked() && da.info().isContiguous() && db.info().isContiguous() &&
+                        !m_a.bigEndian() && !m_b.bigEndian() && n > 0;
     const uint8_t* pa = direct ? da.elementPtr(uint64_t(da.info().storageOffset)) : nullptr;
     const uint8_t* pb = direct ? db.elementPtr(uint64_t(db.info().storageOffset)) : nullptr;
     for (uint64_t first = 0; first < n;) {
