@@ -69,6 +69,7 @@ class TestCompare : public QObject {
   void windowComparesSelection();
   void driftThroughRun();
   void driftThroughStages();
+  void driftThroughStagesSkipsBranches();
 
  private:
   [[nodiscard]] QJsonObject pair(const QString& name) const;
@@ -370,6 +371,45 @@ void TestCompare::driftThroughStages() {
   QVERIFY(steps[0].from.endsWith("fam-pretrain_final.pt") && steps[0].to.endsWith("fam-sft_final.pt"));
   QVERIFY(steps[1].to.endsWith("fam-dpo_final.pt"));
   for (const DriftView::Step& s : steps) QVERIFY2(s.error.isEmpty(), qPrintable(s.error));
+}
+
+// A branch run (a resume from a middle step, fam-pretrain@1) sits in the
+// family's tree but is not a stage: Checkpoint > Drift Through Run or
+// Stages still goes pretrain -> sft -> dpo.
+void TestCompare::driftThroughStagesSkipsBranches() {
+  QTemporaryDir dir;
+  QVERIFY(dir.isValid());
+  const QString runs = QStringLiteral(CKPT_FIXTURE_DIR) + "/runs";
+  for (const QString run : {"fam-pretrain", "fam-sft", "fam-dpo"}) {
+    QVERIFY(QDir(dir.path()).mkpath(run));
+    QVERIFY(QFile::copy(runs + "/" + run + "/" + run + "_final.pt", dir.path() + "/" + run + "/" + run + "_final.pt"));
+  }
+  QVERIFY(QDir(dir.path()).mkpath("fam-pretrain@1"));
+  QVERIFY(QFile::copy(runs + "/fam-sft/fam-sft_final.pt", dir.path() + "/fam-pretrain@1/fam-pretrain_step1.pt"));
+  MainWindow w;
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  QSignalSpy loaded(&w, &MainWindow::loaded);
+  w.openPaths({dir.path()});
+  QVERIFY(loaded.wait(kTimeoutMs));
+  CheckpointListModel* model = w.checkpointModel();
+  QModelIndex family;
+  for (int r = 0; r < model->rowCount(); ++r)
+    if (!model->familyName(model->index(r, 0)).isEmpty()) family = model->index(r, 0);
+  QVERIFY(family.isValid());
+  QCOMPARE(model->rowCount(family), 4);  // the branch is shown in the family
+  QTreeView* view = w.checkpointView();
+  const QModelIndex shown = w.browserPanel()->proxy()->mapFromSource(family);
+  view->scrollTo(shown);
+  QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, view->visualRect(shown).center());
+  QSignalSpy done(w.driftView(), &DriftView::finished);
+  QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D));
+  QVERIFY(done.wait(kTimeoutMs));
+  const std::vector<DriftView::Step>& steps = w.driftView()->steps();
+  QCOMPARE(int(steps.size()), 2);
+  QCOMPARE(steps[0].label, QStringLiteral("sft"));
+  QVERIFY(steps[0].from.endsWith("fam-pretrain_final.pt") && steps[0].to.endsWith("fam-sft_final.pt"));
+  QCOMPARE(steps[1].label, QStringLiteral("dpo"));
 }
 
 QTEST_MAIN(TestCompare)

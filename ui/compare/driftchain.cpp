@@ -41,6 +41,9 @@ DriftChain familyDriftChain(const QString& family,
   d.title = tr("Stages of %1: what each stage changed (its last checkpoint against the one before)")
                 .arg(family);
   for (const auto& [name, run] : stages) {
+    // A branch (a resume from a middle step, "<run>@<step>") is not a stage:
+    // the next stage continues from its parent, not from the branch.
+    if (!splitStageName(run.name.toStdString()).branch.empty()) continue;
     QStringList files, labels;
     appendChain(run.checkpoints, files, labels);
     if (files.isEmpty()) continue;

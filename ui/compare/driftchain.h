@@ -23,7 +23,8 @@ struct DriftChain {
 [[nodiscard]] DriftChain runDriftChain(const BrowseGroup& run);
 
 // One point per stage that has a readable checkpoint: where the stage ended,
-// labelled with the stage's name (its run's name when it has none).
+// labelled with the stage's name (its run's name when it has none). Branch
+// runs (<run>@<step>) are left out: they are not stages.
 [[nodiscard]] DriftChain familyDriftChain(
     const QString& family, const std::vector<std::pair<QString, BrowseGroup>>& stages);
 
