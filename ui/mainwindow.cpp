@@ -775,7 +775,9 @@ void MainWindow::onCurrentChanged(const QModelIndex& proxyIndex) {
     }
     m_inspector->showMessage(family, tr("<p>The stages of %1, in training order:</p>").arg(family.toHtmlEscaped()) +
                                        QString("<table cellspacing='0' cellpadding='3'>%1</table>").arg(rows));
-    statusBar()->showMessage(tr("%1: %2").arg(family, countText(uint64_t(stages), "stage", "stages")));
+    // What the family's row says: "3 stages", "2 stages, 1 branch".
+    const QString kind = current.siblingAtColumn(int(CheckpointListModel::Column::Kind)).data().toString();
+    statusBar()->showMessage(tr("%1: %2").arg(family, kind));
     emit summaryShown(family);
   }
 }

@@ -398,6 +398,8 @@ void TestCompare::driftThroughStagesSkipsBranches() {
     if (!model->familyName(model->index(r, 0)).isEmpty()) family = model->index(r, 0);
   QVERIFY(family.isValid());
   QCOMPARE(model->rowCount(family), 4);  // the branch is shown in the family
+  QCOMPARE(family.siblingAtColumn(int(CheckpointListModel::Column::Kind)).data().toString(),
+           QStringLiteral("3 stages, 1 branch"));
   QTreeView* view = w.checkpointView();
   const QModelIndex shown = w.browserPanel()->proxy()->mapFromSource(family);
   view->scrollTo(shown);

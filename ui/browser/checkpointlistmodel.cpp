@@ -422,7 +422,14 @@ QVariant CheckpointListModel::familyData(const Node& n, Column column, int role)
   switch (role) {
     case Qt::DisplayRole:
       if (column == Column::Name) return n.family;
-      if (column == Column::Kind) return countText(n.children.size(), "stage", "stages");
+      if (column == Column::Kind) {
+        // Branch runs (<run>@<step>) sit in the family but are not stages.
+        size_t branches = 0;
+        for (const auto& g : n.children)
+          branches += splitStageName(g->group.name.toStdString()).branch.empty() ? 0 : 1;
+        const QString stages = countText(n.children.size() - branches, "stage", "stages");
+        return branches ? tr("%1, %2").arg(stages, countText(branches, "branch", "branches")) : stages;
+      }
       if (column == Column::Size) return sizeText(n.totalSize());
       if (column == Column::Modified) return timeText(n.latestMtime());
       return {};
