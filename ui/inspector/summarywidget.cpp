@@ -1,5 +1,7 @@
 #include "inspector/summarywidget.h"
 
+#include <algorithm>
+
 #include <QDir>
 #include <QFileInfo>
 #include <QHeaderView>
@@ -26,7 +28,7 @@ QString esc(const QString& s) { return s.toHtmlEscaped(); }
 QString fieldTable(const QList<SummaryField>& fields, int pairsPerRow, const QString& labelColor, int labelWidth = 0) {
   const QString width = labelWidth > 0 ? QString(" width='%1'").arg(labelWidth) : QString();
   const QString label =
-      QString("<td%1 style='color:%2; padding-right:8px' nowrap>%3</td>").arg(width, labelColor, "%1");
+      QString("<td%1 style='color:%2; padding-right:8px; white-space:nowrap' nowrap>%3</td>").arg(width, labelColor, "%1");
   const QString value = QStringLiteral("<td style='padding-right:24px'>%1</td>");
   QString shortRows, wideRows;
   int inRow = 0;
@@ -111,6 +113,7 @@ SummaryWidget::SummaryWidget(QWidget* parent) : QWidget(parent) {
 
 void SummaryWidget::showMessage(const QString& title, const QString& html) {
   m_path.clear();
+  m_sections = {};
   m_title->setText(title);
   m_subtitle->clear();
   m_subtitle->hide();
@@ -134,15 +137,8 @@ void SummaryWidget::showSummary(const CheckpointSummary& s) {
     return;
   }
 
-  QString html = fieldTable(s.fields, 2, dim, m_details->fontMetrics().horizontalAdvance("Metadata keys") + 12);
-  if (!s.notes.isEmpty()) {
-    html += "<p style='color:#8a5a00'>";
-    for (const QString& n : s.notes) html += "&#9888; " + esc(n) + "<br>";
-    html += "</p>";
-  }
-  if (!s.config.isEmpty()) html += "<h4>" + esc(tr("Config")) + "</h4>" + fieldTable(s.config, 3, dim);
-  if (!s.metadata.isEmpty()) html += "<h4>" + esc(tr("Metadata")) + "</h4>" + fieldTable(s.metadata, 2, dim);
-  m_details->setHtml(html);
+  m_sections = {s.fields, s.config, s.metadata, s.notes};
+  renderDetails();
 
   m_tensors->setRows(s.tensors);
   m_tensorHeading->setText(tr("Tensors: %1, %2").arg(s.tensors.size()).arg(sizeText(s.tensorBytes)));
@@ -153,6 +149,32 @@ void SummaryWidget::showSummary(const CheckpointSummary& s) {
   m_tensorView->verticalHeader()->setResizeContentsPrecision(64);
   for (int c = 0; c < int(TensorTableModel::Column::Note); ++c) m_tensorView->resizeColumnToContents(c);
   header->resizeSection(0, std::min(header->sectionSize(0), 360));
+}
+
+// Label/value pairs per row as the panel's width allows (a name of 20
+// letters and a number take about 240 pixels): no sideways scrolling and
+// no label broken in two at 1000x700, three config pairs a row when wide.
+void SummaryWidget::renderDetails() {
+  const int width = m_details->viewport()->width();
+  m_pairs = std::clamp(width / 240, 1, 3);
+  const QString dim = palette().color(QPalette::PlaceholderText).name();
+  QString html = fieldTable(m_sections.fields, std::min(m_pairs, 2), dim,
+                            m_details->fontMetrics().horizontalAdvance("Metadata keys") + 12);
+  if (!m_sections.notes.isEmpty()) {
+    html += "<p style='color:#8a5a00'>";
+    for (const QString& n : m_sections.notes) html += "&#9888; " + esc(n) + "<br>";
+    html += "</p>";
+  }
+  if (!m_sections.config.isEmpty())
+    html += "<h4>" + esc(tr("Config")) + "</h4>" + fieldTable(m_sections.config, m_pairs, dim);
+  if (!m_sections.metadata.isEmpty())
+    html += "<h4>" + esc(tr("Metadata")) + "</h4>" + fieldTable(m_sections.metadata, std::min(m_pairs, 2), dim);
+  m_details->setHtml(html);
+}
+
+void SummaryWidget::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  if (!m_path.isEmpty() && std::clamp(m_details->viewport()->width() / 240, 1, 3) != m_pairs) renderDetails();
 }
 
 QString SummaryWidget::text() const {

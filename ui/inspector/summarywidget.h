@@ -34,7 +34,19 @@ class SummaryWidget : public QWidget {
   // A row of the tensor table became current: `tensor` indexes the file's tensors.
   void tensorSelected(int tensor);
 
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
+
  private:
+  // The summary's fields, kept to lay them out again when the width changes.
+  struct Sections {
+    QList<SummaryField> fields, config, metadata;
+    QStringList notes;
+  };
+  void renderDetails();
+
+  Sections m_sections;
+  int m_pairs = 0;  // label/value pairs per row of the config table
   QLabel* m_title = nullptr;
   QLabel* m_subtitle = nullptr;
   QTextBrowser* m_details = nullptr;

@@ -247,6 +247,7 @@ TrainPanel::TrainPanel(QWidget* parent) : QWidget(parent) {
   m_split->setStretchFactor(0, 0);
   m_split->setStretchFactor(1, 1);
 
+  connect(m_split, &QSplitter::splitterMoved, this, [this] { m_splitMovedByHand = true; });
   connect(m_start, &QPushButton::clicked, this, &TrainPanel::start);
   connect(m_stop, &QPushButton::clicked, this, &TrainPanel::stop);
   connect(m_modes, &QTabWidget::currentChanged, this, &TrainPanel::revalidate);
@@ -501,6 +502,13 @@ QWidget* TrainPanel::buildRunView() {
   split->setStretchFactor(0, 3);
   split->setStretchFactor(1, 1);
   v->addWidget(split, 1);
+  // Before the first run there is nothing to chart: the form has the room
+  // (a 700-pixel window left the chart 34 pixels high), and the chart and
+  // log appear when a run starts (the log alone when something is said).
+  m_runCharts = split;
+  m_runCharts->hide();
+  m_curves->hide();
+  v->addStretch(0);
   return view;
 }
 
@@ -543,8 +551,7 @@ void TrainPanel::fitLayout() {
     if (beside)
       m_split->setSizes({twoColumns, std::max(kRunViewWidth, available - twoColumns)});
     else
-      // The form scrolls; the run's status, chart and log need the room.
-      m_split->setSizes({height() * 42 / 100, height() * 58 / 100});
+      m_split->setSizes({height() * 58 / 100, height() * 42 / 100});
   }
 }
 
@@ -592,7 +599,7 @@ void TrainPanel::onBackendLoaded() {
       first += tr(" (where it looked: in the log below)");
     }
     showStatus(first, true);
-    m_log->appendPlainText(b.error);
+    appendLog(b.error);
     m_start->setEnabled(false);
     m_start->setToolTip(b.error);
   }
@@ -908,6 +915,13 @@ void TrainPanel::onPrepared(const TrainJobInfo& info) {
                 .arg(info.maxSteps)
                 .arg(out));
   if (!info.notes.empty()) appendLog(QStringLiteral("note: ") + QString::fromStdString(info.notes));
+  // Stacked, the form had most of the height while it was filled in; a
+  // running job's status, chart and log get it now, unless the person
+  // placed the divider themselves.
+  m_runCharts->show();
+  m_curves->show();
+  if (m_split->orientation() == Qt::Vertical && !m_splitMovedByHand)
+    m_split->setSizes({m_split->height() * 35 / 100, m_split->height() * 65 / 100});
   emit runStarted(out);
 }
 
@@ -1004,6 +1018,7 @@ void TrainPanel::onFailed(const QString& message) {
 }
 
 void TrainPanel::appendLog(const QString& line) {
+  m_runCharts->show();
   m_log->appendPlainText(QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss ")) + line);
 }
 
