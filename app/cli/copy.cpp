@@ -1,0 +1,102 @@
+// ckptscope-cli consolidate SRC OUT.pt|OUT.safetensors [--dtype fp32|bf16|fp16] [--model-only]
+// ckptscope-cli export SRC OUT [--model-only] [--dtype bf16|fp16|fp32] [--format pt|safetensors]
+// Both are one streaming copy (core/format checkpoint_copy.h).
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <string>
+
+#include "ckpt/format/checkpoint_copy.h"
+#include "ckpt/format/checkpoint_file.h"
+#include "ckpt/format/error.h"
+#include "ckpt/format/sharded.h"
+#include "common.h"
+
+namespace ckpt::cli {
+namespace {
+
+struct CopyArgs {
+  CopyOptions options;
+  bool modelOnly = false;
+  std::string source, target;
+};
+
+// The options both commands share; `--format` for export only. Returns
+// kExitOk or the usage error's status.
+int parseCopyArgs(int argc, char** argv, const std::string& command, CopyArgs& out) {
+  std::vector<std::string> positional;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--model-only") {
+      out.modelOnly = true;
+    } else if (a == "--dtype") {
+      if (i + 1 >= argc) return usageError("--dtype needs fp32, bf16 or fp16", command);
+      const std::string t = argv[++i];
+      out.options.dtype = parseCopyDtype(t);
+      if (!out.options.dtype)
+        return usageError("--dtype takes fp32, bf16 or fp16, not '" + t + "'", command);
+    } else if (a == "--format" && command == "export") {
+      if (i + 1 >= argc) return usageError("--format needs pt or safetensors", command);
+      const std::string f = argv[++i];
+      if (f == "pt" || f == "torch")
+        out.options.format = CopyFormat::Torch;
+      else if (f == "safetensors")
+        out.options.format = CopyFormat::Safetensors;
+      else
+        return usageError("--format takes pt or safetensors, not '" + f + "'", command);
+    } else if (a.size() > 1 && a[0] == '-') {
+      return usageError("unknown option " + a, command);
+    } else {
+      positional.push_back(a);
+    }
+  }
+  if (positional.size() != 2) return usageError(command + " takes SRC and OUT", command);
+  out.source = positional[0];
+  out.target = positional[1];
+  return kExitOk;
+}
+
+uint64_t sizeOf(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? uint64_t(st.st_size) : 0;
+}
+
+}  // namespace
+
+int runConsolidate(int argc, char** argv) {
+  CopyArgs args;
+  if (const int rc = parseCopyArgs(argc, argv, "consolidate", args); rc != kExitOk) return rc;
+  args.options.content = args.modelOnly ? CopyContent::ModelState : CopyContent::Whole;
+  try {
+    const auto source = CheckpointFile::open(args.source);
+    const CopyResult r = copyCheckpoint(*source, args.target, args.options);
+    std::printf("%s: %zu tensors, %s of tensor data, from %s\n", args.target.c_str(), r.tensors,
+                humanBytes(r.bytes).c_str(),
+                source->shards() ? source->shards()->summary().c_str()
+                                 : std::string(formatName(source->format())).c_str());
+  } catch (const FormatError& e) {
+    return failWith(e.what());
+  }
+  return kExitOk;
+}
+
+int runExport(int argc, char** argv) {
+  CopyArgs args;
+  if (const int rc = parseCopyArgs(argc, argv, "export", args); rc != kExitOk) return rc;
+  args.options.content = args.modelOnly ? CopyContent::ModelOnly : CopyContent::WithoutOptimizer;
+  try {
+    const auto source = CheckpointFile::open(args.source);
+    const CopyResult r = copyCheckpoint(*source, args.target, args.options);
+    const uint64_t before = describeCopySource(*source).size;
+    const uint64_t after = sizeOf(args.target);
+    std::printf("%s: %zu tensors, %s (%s from %s: %.0f%%), without optimizer state\n",
+                args.target.c_str(), r.tensors, humanBytes(after).c_str(),
+                humanBytes(before).c_str(), args.source.c_str(),
+                before ? 100.0 * double(after) / double(before) : 0.0);
+  } catch (const FormatError& e) {
+    return failWith(e.what());
+  }
+  return kExitOk;
+}
+
+}  // namespace ckpt::cli
