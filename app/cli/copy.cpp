@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <functional>
 #include <string>
 
 #include "ckpt/format/checkpoint_copy.h"
@@ -61,42 +62,46 @@ uint64_t sizeOf(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? uint64_t(st.st_size) : 0;
 }
 
-}  // namespace
-
-int runConsolidate(int argc, char** argv) {
+// One copy command: its arguments, the source opened, the copy, then
+// `report` prints its line.
+int runCopy(
+    int argc, char** argv, const std::string& command, CopyContent plain, CopyContent modelOnly,
+    const std::function<void(const CheckpointFile&, const CopyArgs&, const CopyResult&)>& report) {
   CopyArgs args;
-  if (const int rc = parseCopyArgs(argc, argv, "consolidate", args); rc != kExitOk) return rc;
-  args.options.content = args.modelOnly ? CopyContent::ModelState : CopyContent::Whole;
+  if (const int rc = parseCopyArgs(argc, argv, command, args); rc != kExitOk) return rc;
+  args.options.content = args.modelOnly ? modelOnly : plain;
   try {
     const auto source = CheckpointFile::open(args.source);
-    const CopyResult r = copyCheckpoint(*source, args.target, args.options);
-    std::printf("%s: %zu tensors, %s of tensor data, from %s\n", args.target.c_str(), r.tensors,
-                humanBytes(r.bytes).c_str(),
-                source->shards() ? source->shards()->summary().c_str()
-                                 : std::string(formatName(source->format())).c_str());
+    report(*source, args, copyCheckpoint(*source, args.target, args.options));
   } catch (const FormatError& e) {
     return failWith(e.what());
   }
   return kExitOk;
 }
 
+}  // namespace
+
+int runConsolidate(int argc, char** argv) {
+  return runCopy(argc, argv, "consolidate", CopyContent::Whole, CopyContent::ModelState,
+                 [](const CheckpointFile& source, const CopyArgs& args, const CopyResult& r) {
+                   std::printf("%s: %zu tensors, %s of tensor data, from %s\n", args.target.c_str(),
+                               r.tensors, humanBytes(r.bytes).c_str(),
+                               source.shards() ? source.shards()->summary().c_str()
+                                               : std::string(formatName(source.format())).c_str());
+                 });
+}
+
 int runExport(int argc, char** argv) {
-  CopyArgs args;
-  if (const int rc = parseCopyArgs(argc, argv, "export", args); rc != kExitOk) return rc;
-  args.options.content = args.modelOnly ? CopyContent::ModelOnly : CopyContent::WithoutOptimizer;
-  try {
-    const auto source = CheckpointFile::open(args.source);
-    const CopyResult r = copyCheckpoint(*source, args.target, args.options);
-    const uint64_t before = describeCopySource(*source).size;
-    const uint64_t after = sizeOf(args.target);
-    std::printf("%s: %zu tensors, %s (%s from %s: %.0f%%), without optimizer state\n",
-                args.target.c_str(), r.tensors, humanBytes(after).c_str(),
-                humanBytes(before).c_str(), args.source.c_str(),
-                before ? 100.0 * double(after) / double(before) : 0.0);
-  } catch (const FormatError& e) {
-    return failWith(e.what());
-  }
-  return kExitOk;
+  return runCopy(argc, argv, "export", CopyContent::WithoutOptimizer, CopyContent::ModelOnly,
+                 [](const CheckpointFile& source, const CopyArgs& args, const CopyResult& r) {
+                   const uint64_t before = describeCopySource(source).size;
+                   const uint64_t after = sizeOf(args.target);
+                   std::printf(
+                       "%s: %zu tensors, %s (%s from %s: %.0f%%), without optimizer state\n",
+                       args.target.c_str(), r.tensors, humanBytes(after).c_str(),
+                       humanBytes(before).c_str(), args.source.c_str(),
+                       before ? 100.0 * double(after) / double(before) : 0.0);
+                 });
 }
 
 }  // namespace ckpt::cli
