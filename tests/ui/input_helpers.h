@@ -1,4 +1,7 @@
 #pragma once
+// Note for the merge: main's tests/ui/gestures.h (ecdd439) now shares
+// tst_gestures' clickMenu and answerFileDialog; once merged, this file's
+// copies of them should go and tst_exportdialog include gestures.h instead.
 // Input a person gives, for GUI tests: a menu entry clicked, a modal
 // dialog acted on, a path typed into a file dialog and its accept button
 // clicked.

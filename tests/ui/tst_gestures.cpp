@@ -51,15 +51,12 @@
 #include "compare/diffmodel.h"
 #include "compare/driftview.h"
 #include "curves/curvesview.h"
-#include "input_helpers.h"
 #include "inspector/inspectorwidget.h"
 #include "inspector/tensorview.h"
 #include "mainwindow.h"
 #include "training/trainpanel.h"
 
 using namespace ckpt;
-using ckpt::test::answerFileDialog;
-using ckpt::test::clickMenu;
 
 namespace {
 
@@ -107,6 +104,76 @@ void clickTab(QTabWidget* tabs, const QString& text) {
       return;
     }
   QFAIL(qPrintable("no tab " + text));
+}
+
+// Opens the menu `menuTitle` of the window's menu bar with a click and
+// clicks its entry `entry` (as shown, without '&').
+void clickMenu(MainWindow& w, const QString& menuTitle, const QString& entry) {
+  QMenuBar* bar = w.menuBar();
+  QMenu* menu = nullptr;
+  for (QAction* a : bar->actions())
+    if (a->text().remove('&') == menuTitle) {
+      QTest::mouseClick(bar, Qt::LeftButton, {}, bar->actionGeometry(a).center());
+      menu = a->menu();
+    }
+  QVERIFY2(menu, qPrintable("no menu " + menuTitle));
+  QTRY_VERIFY(menu->isVisible());
+  for (QAction* a : menu->actions())
+    if (a->text().remove('&') == entry) {
+      QVERIFY2(a->isEnabled(), qPrintable(entry + " is disabled"));
+      QTest::mouseClick(menu, Qt::LeftButton, {}, menu->actionGeometry(a).center());
+      return;
+    }
+  QFAIL(qPrintable("no entry " + entry + " in " + menuTitle));
+}
+
+// Answers the next file dialog by typing `path` into its file name box and
+// clicking Open (Escape when `path` is empty), as a person would; it tries
+// again every 100 ms until the dialog has closed.
+void answerFileDialog(const QString& path) {
+  auto* timer = new QTimer(qApp);
+  timer->setInterval(100);
+  auto typed = std::make_shared<bool>(false);
+  QObject::connect(timer, &QTimer::timeout, timer, [timer, path, typed] {
+    QFileDialog* dialog = nullptr;
+    for (QWidget* top : QApplication::topLevelWidgets())
+      if (auto* d = qobject_cast<QFileDialog*>(top); d && d->isVisible()) dialog = d;
+    if (!dialog) {
+      if (*typed) {  // answered and closed
+        timer->stop();
+        timer->deleteLater();
+      }
+      return;
+    }
+    auto* name = dialog->findChild<QLineEdit*>(QStringLiteral("fileNameEdit"));
+    if (path.isEmpty() || !name) {
+      *typed = true;
+      QTest::keyClick(dialog, Qt::Key_Escape);
+      return;
+    }
+    if (!*typed) {
+      // The whole path at once: typed a key at a time, the completer's
+      // inline completion could change it under load.
+      name->setFocus();
+      name->setText(path);
+      *typed = true;
+      return;  // the dialog checks what was typed before Open takes it
+    }
+    // The completer's popup would take a Return: click Open instead.
+    if (name->completer() && name->completer()->popup()) name->completer()->popup()->hide();
+    QPushButton* openButton = nullptr;
+    if (auto* box = dialog->findChild<QDialogButtonBox*>())
+      for (QAbstractButton* b : box->buttons())
+        if (box->buttonRole(b) == QDialogButtonBox::AcceptRole) openButton = qobject_cast<QPushButton*>(b);
+    if (qEnvironmentVariableIsSet("CKPT_DEBUG_DIALOG"))
+      qInfo() << "dialog" << name->text() << (openButton ? openButton->text() : QString("no button"))
+              << (openButton && openButton->isEnabled());
+    if (openButton && openButton->isEnabled())
+      QTest::mouseClick(openButton, Qt::LeftButton);
+    else
+      QTest::keyClick(name, Qt::Key_Return);
+  });
+  timer->start();
 }
 
 // The widgets of `page` a person sees, except what scrolls inside an item
