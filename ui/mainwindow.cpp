@@ -31,6 +31,7 @@
 #include "browser/browserpanel.h"
 #include "ckpt/index/experiment.h"
 #include "browser/prunedialog.h"
+#include "export/exportdialog.h"
 #include "ckpt/index/run_plan.h"
 #include "browser/checkpointlistmodel.h"
 #include "browser/runwatcher.h"
@@ -253,6 +254,10 @@ void MainWindow::createMenus() {
   prune->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_P));
   prune->setToolTip(tr("Move the checkpoints of the current run that no rule keeps to the trash"));
   connect(prune, &QAction::triggered, this, &MainWindow::pruneSelectedRun);
+  QAction* exportCopy = checkpoint->addAction(tr("E&xport..."));
+  exportCopy->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E));
+  exportCopy->setToolTip(tr("A slim copy of the current checkpoint without optimizer state"));
+  connect(exportCopy, &QAction::triggered, this, &MainWindow::exportSelected);
   QAction* newRun = checkpoint->addAction(tr("&New Training Run..."));
   newRun->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_N));
   connect(newRun, &QAction::triggered, this, [this] {
@@ -288,6 +293,27 @@ bool MainWindow::pruneSelectedRun() {
                            10000);
   m_keepSelection = run->path;  // the pruned run stays selected, not the first row
   reload();
+  return true;
+}
+
+bool MainWindow::exportSelected() {
+  const QStringList selected = selectedCheckpoints();
+  if (selected.size() != 1) {
+    statusBar()->showMessage(tr("Select one checkpoint to export"), 10000);
+    return false;
+  }
+  ExportDialog dialog(selected[0], this);
+  if (dialog.exec() != QDialog::Accepted) return true;
+  const QString written = QFileInfo(dialog.destination()).absoluteFilePath();
+  statusBar()->showMessage(tr("Exported %1").arg(QDir::toNativeSeparators(written)), 10000);
+  // The new file in the browser, selected: a rescan, with the file added
+  // when it lies outside the opened paths.
+  QStringList paths = m_paths;
+  if (!scanPathsCover(paths, written)) paths << written;
+  connect(
+      this, &MainWindow::loaded, this, [this, written] { selectPath(written); },
+      Qt::SingleShotConnection);
+  openPaths(paths);
   return true;
 }
 

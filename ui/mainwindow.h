@@ -80,6 +80,9 @@ class MainWindow : public QMainWindow {
   // Prune... on the current run (or the run of the current checkpoint): the
   // PruneDialog, then a rescan when files were moved. False when no run is current.
   bool pruneSelectedRun();
+  // Export... on the current checkpoint: the ExportDialog, then the new file
+  // selected in the browser. False when not exactly one checkpoint is selected.
+  bool exportSelected();
   // Shows the Train tab.
   void showTrain();
 

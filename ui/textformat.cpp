@@ -1,6 +1,8 @@
 #include "textformat.h"
 
+#include <QCoreApplication>
 #include <QFile>
+#include <cmath>
 
 #include "ckpt/format/error.h"
 
@@ -24,6 +26,14 @@ QString sizeText(uint64_t bytes) { return fromStd(humanBytes(bytes)); }
 
 QString countText(uint64_t n, const char* singular, const char* plural) {
   return groupedNumber(n) + " " + QString::fromLatin1(n == 1 ? singular : plural);
+}
+
+QString optimizerShareText(uint64_t optimizerBytes, uint64_t total) {
+  if (!optimizerBytes || !total) return {};
+  const int percent = int(std::lround(100.0 * double(optimizerBytes) / double(total)));
+  return QCoreApplication::translate("ckpt", "%1 optimizer state (%2%)")
+      .arg(sizeText(optimizerBytes))
+      .arg(percent);
 }
 
 }  // namespace ckpt

@@ -18,6 +18,9 @@ namespace ckpt {
 [[nodiscard]] QString lossText(double loss);
 // "1.4 MB" (ckpt::humanBytes).
 [[nodiscard]] QString sizeText(uint64_t bytes);
+// "40.2 KB optimizer state (56%)": how much of `total` bytes on disk the
+// optimizer state takes; "" when it takes none.
+[[nodiscard]] QString optimizerShareText(uint64_t optimizerBytes, uint64_t total);
 // "1 checkpoint", "3 checkpoints" (English only until there are translations).
 [[nodiscard]] QString countText(uint64_t n, const char* singular, const char* plural);
 

@@ -29,8 +29,10 @@ void printUsage(const std::string& command) {
       "  prune RUN_DIR [--keep-best METRIC] [--keep-last N] [--every K] [--apply] [--json]\n"
       "                         which checkpoints the rules keep and which go (a dry run\n"
       "                         unless --apply: then to the desktop trash, never deleted)\n"
-      "  consolidate SRC OUT.pt|OUT.safetensors [--dtype fp32|bf16] [--model-only]\n"
+      "  consolidate SRC OUT.pt|OUT.safetensors [--dtype fp32|bf16|fp16] [--model-only]\n"
       "                         one file from a sharded checkpoint, a tensor at a time\n"
+      "  export SRC OUT [--model-only] [--dtype bf16|fp16|fp32] [--format pt|safetensors]\n"
+      "                         a slim copy without optimizer state, a tensor at a time\n"
       "  train, resume, finetune, score, generate   training and inference (LibTorch;\n"
       "                         see ckptscope-cli train --help)\n"
       "\n"
@@ -46,9 +48,20 @@ void printUsage(const std::string& command) {
     std::fputs("usage: ckptscope-cli diff A B [--json] [--top N]\n", stderr);
   else if (command == "consolidate")
     std::fputs(
-        "usage: ckptscope-cli consolidate SRC OUT.pt|OUT.safetensors [--dtype fp32|bf16] "
+        "usage: ckptscope-cli consolidate SRC OUT.pt|OUT.safetensors [--dtype fp32|bf16|fp16] "
         "[--model-only]\n"
         "  SRC: a checkpoint file, a sharded checkpoint's folder or index; OUT must not exist\n",
+        stderr);
+  else if (command == "export")
+    std::fputs(
+        "usage: ckptscope-cli export SRC OUT [--model-only] [--dtype bf16|fp16|fp32]\n"
+        "                            [--format pt|safetensors]\n"
+        "  a copy of SRC without its optimizer state, streamed a tensor at a time; OUT must not\n"
+        "  exist. pt: the modern_llm layout (model_state, metadata, config) that torch.load\n"
+        "  reads; safetensors: the model state, with the metadata and config in __metadata__.\n"
+        "  The copy records its source (exported_from: path, size, mtime, step).\n"
+        "  --model-only also leaves out other tensors (RNG state, ...); --format defaults to\n"
+        "  OUT's extension (.safetensors, else pt); --dtype converts floating-point tensors.\n",
         stderr);
   else if (command == "scan")
     std::fputs("usage: ckptscope-cli scan PATH... [--json] [--recursive]\n", stderr);

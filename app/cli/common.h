@@ -33,5 +33,6 @@ int runScan(int argc, char** argv);
 int runMetrics(int argc, char** argv);
 int runPrune(int argc, char** argv);
 int runConsolidate(int argc, char** argv);
+int runExport(int argc, char** argv);
 
 }  // namespace ckpt::cli

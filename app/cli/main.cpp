@@ -86,6 +86,7 @@ int main(int argc, char** argv) {
     if (cmd == "metrics") return runMetrics(argc, argv);
     if (cmd == "prune") return runPrune(argc, argv);
     if (cmd == "consolidate") return runConsolidate(argc, argv);
+    if (cmd == "export") return runExport(argc, argv);
   } catch (const std::exception& e) {
     // Every reader error is caught per command; this is the last guard.
     return failWith(e.what());

@@ -18,6 +18,7 @@
 
 #include "ckpt/index/prune.h"
 #include "ckpt/index/run_plan.h"
+#include "ckpt/index/scanner.h"
 
 namespace fs = std::filesystem;
 using namespace ckpt;
@@ -49,14 +50,21 @@ const PruneFile* find(const std::vector<PruneFile>& files, const std::string& na
   return nullptr;
 }
 
-// os.stat's sizes, from the fixture script.
-uint64_t pythonSize(const std::string& rel) {
+// A figure the fixture script recorded per file: "sizes" (os.stat),
+// "tensor_bytes", "optimizer_bytes" (storages as torch.load sees them);
+// nullopt when it recorded none for the file.
+std::optional<uint64_t> pythonFigure(const char* figure, const std::string& rel) {
   QFile f(QString::fromStdString((kFixtures / "expected.json").string()));
-  if (!f.open(QIODevice::ReadOnly)) return 0;
-  return uint64_t(QJsonDocument::fromJson(f.readAll())
-                      .object()["sizes"]
-                      .toObject()[QString::fromStdString(rel)]
-                      .toInteger());
+  if (!f.open(QIODevice::ReadOnly)) return std::nullopt;
+  const QJsonValue v = QJsonDocument::fromJson(f.readAll())
+                           .object()[QLatin1String(figure)]
+                           .toObject()[QString::fromStdString(rel)];
+  if (!v.isDouble()) return std::nullopt;
+  return uint64_t(v.toInteger());
+}
+
+uint64_t pythonSize(const std::string& rel) {
+  return pythonFigure("sizes", rel).value_or(0);
 }
 
 }  // namespace
@@ -81,6 +89,32 @@ class TestPrune : public QObject {
              "run the make_prune_fixtures test first");
     qputenv("XDG_DATA_HOME",
             QByteArray::fromStdString((fs::path(m_tmp.path().toStdString()) / "xdg").string()));
+  }
+
+  // Disk use: each file's tensor bytes and the optimizer's share, from the
+  // tensor table alone, equal to what torch.load's storages add up to.
+  void scannerCountsOptimizerBytes() {
+    const ScanResult scan = scanDirectory(kFixtures.string());
+    size_t files = 0, readable = 0;
+    for (const RunEntry& run : scan.runs)
+      for (const CheckpointEntry& e : run.checkpoints) {
+        ++files;
+        const std::string rel = fs::relative(e.path, kFixtures).string();
+        QCOMPARE(e.size, pythonSize(rel));
+        const auto tensors = pythonFigure("tensor_bytes", rel);
+        const auto optimizer = pythonFigure("optimizer_bytes", rel);
+        if (!tensors) {  // the truncated file
+          QVERIFY2(!e.error.empty(), rel.c_str());
+          QCOMPARE(e.optimizerBytes, uint64_t(0));
+          continue;
+        }
+        ++readable;
+        QCOMPARE(e.tensorBytes, *tensors);
+        QCOMPARE(e.optimizerBytes, optimizer.value_or(0));
+        QVERIFY(e.optimizerBytes > 0 && e.optimizerBytes < e.tensorBytes);
+      }
+    QCOMPARE(files, size_t(16));
+    QCOMPARE(readable, size_t(15));
   }
 
   void bestLastEveryAndFinals() {

@@ -11,7 +11,9 @@ OUTDIR/run/ (run "tiny"):
   best_checkpoint.pt              a copy of step 300's
   tiny_step1100.pt                truncated: unreadable
 OUTDIR/noval/ (run "plain"): plain_step{10,20,30}.pt with loss only.
-OUTDIR/expected.json: each checkpoint's size in bytes (os.stat), for the tests.
+OUTDIR/expected.json: each checkpoint's size in bytes (os.stat), and for each
+readable one the bytes of its tensors' storages and of those under
+"optimizer" (each storage once, as torch.load sees them), for the tests.
 """
 import collections
 import json
@@ -37,6 +39,24 @@ def payload(step, run, **meta):
     return {"model_state": model, "optimizer": optimizer, "metadata": metadata}
 
 
+def storage_bytes(obj):
+    """Bytes of the storages the tensors in `obj` view, each storage once."""
+    seen = {}
+
+    def walk(v):
+        if isinstance(v, torch.Tensor):
+            seen[v.storage().data_ptr()] = v.storage().nbytes()
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                walk(x)
+
+    walk(obj)
+    return sum(seen.values())
+
+
 def main(out):
     run = os.path.join(out, "run")
     noval = os.path.join(out, "noval")
@@ -59,8 +79,16 @@ def main(out):
     for d in (run, noval):
         for name in sorted(os.listdir(d)):
             sizes[os.path.relpath(os.path.join(d, name), out)] = os.stat(os.path.join(d, name)).st_size
+    tensor_bytes, optimizer_bytes = {}, {}
+    for rel in sizes:
+        try:
+            obj = torch.load(os.path.join(out, rel))
+        except Exception:
+            continue  # the truncated file
+        tensor_bytes[rel] = storage_bytes(obj)
+        optimizer_bytes[rel] = storage_bytes(obj.get("optimizer"))
     with open(os.path.join(out, "expected.json"), "w") as f:
-        json.dump({"sizes": sizes}, f, indent=1)
+        json.dump({"sizes": sizes, "tensor_bytes": tensor_bytes, "optimizer_bytes": optimizer_bytes}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -80,15 +80,23 @@ def write_safetensors(path, tensors, metadata=None):
 
 
 def read_safetensors(path):
+    return read_safetensors_with_metadata(path)[1]
+
+
+def read_safetensors_with_metadata(path):
+    """(the "__metadata__" dict or None, name -> tensor), parsed by hand: an
+    8-byte little-endian header length, the JSON header, the tensors' bytes."""
     with open(path, "rb") as f:
         blob = f.read()
     (n,) = struct.unpack("<Q", blob[:8])
+    assert 8 + n <= len(blob), f"header length {n} past the end of {path}"
     header = json.loads(blob[8:8 + n])
     out = OrderedDict()
     for name, spec in header.items():
         if name == "__metadata__":
             continue
         b, e = spec["data_offsets"]
+        assert 0 <= b <= e <= len(blob) - 8 - n, f"{name}: data_offsets {b}, {e} outside {path}"
         dt = ST_BACK[spec["dtype"]]
         buf = bytearray(blob[8 + n + b:8 + n + e])
         if dt in (torch.bfloat16, torch.float16):
@@ -96,7 +104,7 @@ def read_safetensors(path):
         else:
             t = torch.frombuffer(buf, dtype=dt) if buf else torch.empty(0, dtype=dt)
         out[name] = t.reshape(spec["shape"])
-    return out
+    return header.get("__metadata__"), out
 
 
 def split(names, n):

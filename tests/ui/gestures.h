@@ -105,6 +105,22 @@ inline void clickMenu(MainWindow& w, const QString& menuTitle, const QString& en
   QFAIL(qPrintable("no entry " + entry + " in " + menuTitle));
 }
 
+// Calls `act` once on the next dialog of type T shown as the modal widget
+// (polled every 50 ms: exec() blocks the caller).
+template <typename T>
+void onModalDialog(std::function<void(T*)> act) {
+  auto* timer = new QTimer(qApp);
+  timer->setInterval(50);
+  QObject::connect(timer, &QTimer::timeout, timer, [timer, act] {
+    auto* dialog = qobject_cast<T*>(QApplication::activeModalWidget());
+    if (!dialog || !dialog->isVisible()) return;
+    timer->stop();
+    timer->deleteLater();
+    act(dialog);
+  });
+  timer->start();
+}
+
 // Opens the menu `menuTitle`, opens its submenu `submenu` with a click and
 // clicks the submenu's entry `entry`. Returns the submenu's entries as shown.
 inline QStringList clickSubmenu(MainWindow& w, const QString& menuTitle, const QString& submenu, const QString& entry) {

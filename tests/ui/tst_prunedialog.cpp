@@ -21,6 +21,7 @@
 #include <QTreeWidget>
 #include <QUrl>
 #include <QtTest>
+#include <cmath>
 #include <functional>
 #include <set>
 
@@ -87,6 +88,12 @@ class TestPruneDialog : public QObject {
         .toString();
   }
 
+  // The run row's tooltip, as hovering it shows.
+  QString runToolTip(MainWindow& w) {
+    const QModelIndex run = w.checkpointModel()->indexOfPath(m_run + "/tiny_step300.pt").parent();
+    return run.data(Qt::ToolTipRole).toString();
+  }
+
  private slots:
   void initTestCase() {
     QVERIFY(m_tmp.isValid());
@@ -96,7 +103,9 @@ class TestPruneDialog : public QObject {
     QFile expected(fixtures + "/expected.json");
     QVERIFY2(expected.open(QIODevice::ReadOnly),
              "no prune fixtures: run ctest (make_prune_fixtures)");
-    m_sizes = QJsonDocument::fromJson(expected.readAll()).object()["sizes"].toObject();
+    const QJsonObject figures = QJsonDocument::fromJson(expected.readAll()).object();
+    m_sizes = figures["sizes"].toObject();
+    m_optimizer = figures["optimizer_bytes"].toObject();
     m_run = m_tmp.path() + "/experiments/run";
     QVERIFY(QDir().mkpath(m_run));
     for (const QString& f : QDir(fixtures + "/run").entryList(QDir::Files))
@@ -114,12 +123,24 @@ class TestPruneDialog : public QObject {
     QVERIFY(loaded.wait(kTimeoutMs));
     const std::set<QString> before = filesIn(m_run);
     QCOMPARE(before.size(), size_t(13));
-    // Disk use: the run's row and the status bar say what Python's os.stat adds up to.
-    qint64 all = 0;
-    for (const QString& f : before) all += m_sizes["run/" + f].toInteger();
+    // Disk use: the run's row and the line under the tree say what Python's
+    // os.stat adds up to, and how much of it the optimizer state is (the
+    // bytes of its storages as torch.load sees them).
+    qint64 all = 0, optimizer = 0;
+    for (const QString& f : before) {
+      all += m_sizes["run/" + f].toInteger();
+      optimizer += m_optimizer["run/" + f].toInteger();
+    }
+    QVERIFY(optimizer > 0);
+    const QString share = QString("%1 optimizer state (%2%)")
+                              .arg(sizeText(uint64_t(optimizer)))
+                              .arg(std::lround(100.0 * double(optimizer) / double(all)));
     QCOMPARE(runSizeShown(w), sizeText(uint64_t(all)));
     QCOMPARE(w.browserPanel()->totalsLabel()->text(),
-             "13 checkpoints in 1 run: " + sizeText(uint64_t(all)) + " on disk");
+             "13 checkpoints in 1 run: " + sizeText(uint64_t(all)) + " on disk, " + share);
+    QVERIFY2(
+        runToolTip(w).contains(sizeText(uint64_t(all)) + " on disk, " + share + " in 13 files"),
+        qPrintable(runToolTip(w)));
     QVERIFY(w.browserPanel()->totalsLabel()->isVisible());
 
     // A checkpoint row clicked: its run is the one pruned.
@@ -192,13 +213,19 @@ class TestPruneDialog : public QObject {
     QVERIFY(!w.checkpointModel()->indexOfPath(m_run + "/tiny_step400.pt").isValid());
     QVERIFY(w.checkpointModel()->indexOfPath(m_run + "/tiny_step300.pt").isValid());
     QCOMPARE(runSizeShown(w), sizeText(uint64_t(all - freed)));
+    qint64 optimizerFreed = 0;
+    for (const QString& f : gone) optimizerFreed += m_optimizer["run/" + f].toInteger();
+    const qint64 left = all - freed, optimizerLeft = optimizer - optimizerFreed;
     QCOMPARE(w.browserPanel()->totalsLabel()->text(),
-             "8 checkpoints in 1 run: " + sizeText(uint64_t(all - freed)) + " on disk");
+             QString("8 checkpoints in 1 run: %1 on disk, %2 optimizer state (%3%)")
+                 .arg(sizeText(uint64_t(left)), sizeText(uint64_t(optimizerLeft)))
+                 .arg(std::lround(100.0 * double(optimizerLeft) / double(left))));
   }
 
  private:
   QTemporaryDir m_tmp;
   QJsonObject m_sizes;
+  QJsonObject m_optimizer;
   QString m_run;
 };
 

@@ -89,9 +89,14 @@ BrowserPanel::BrowserPanel(CheckpointListModel* model, QWidget* parent) : QWidge
 void BrowserPanel::updateTotals() {
   const size_t count = m_model->checkpointCount();
   m_totals->setVisible(count > 0);
-  m_totals->setText(tr("%1 in %2: %3 on disk")
-                        .arg(countText(count, "checkpoint", "checkpoints"),
-                             countText(m_model->groupCount(), "run", "runs"), sizeText(m_model->totalSize())));
+  QString text =
+      tr("%1 in %2: %3 on disk")
+          .arg(countText(count, "checkpoint", "checkpoints"),
+               countText(m_model->groupCount(), "run", "runs"), sizeText(m_model->totalSize()));
+  if (const QString share = optimizerShareText(m_model->optimizerSize(), m_model->totalSize());
+      !share.isEmpty())
+    text += tr(", %1").arg(share);
+  m_totals->setText(text);
 }
 
 void BrowserPanel::setFilter(const QString& text, bool regex) {

@@ -82,6 +82,20 @@ struct CheckpointListModel::Node {
     for (const auto& c : children) sum += c->totalSize();
     return sum;
   }
+  // Of those, the optimizer state's tensor bytes.
+  [[nodiscard]] uint64_t optimizerSize() const {
+    if (type == Type::Checkpoint) return checkpoint.optimizerBytes;
+    uint64_t sum = 0;
+    for (const auto& c : children) sum += c->optimizerSize();
+    return sum;
+  }
+  // "12.3 MB on disk" and, when there is any, the optimizer's share.
+  [[nodiscard]] QString diskText() const {
+    const QString share = optimizerShareText(optimizerSize(), totalSize());
+    const QString disk =
+        QCoreApplication::translate("ckpt", "%1 on disk").arg(sizeText(totalSize()));
+    return share.isEmpty() ? disk : QCoreApplication::translate("ckpt", "%1, %2").arg(disk, share);
+  }
   [[nodiscard]] int64_t latestMtime() const {
     if (type == Type::Checkpoint) return checkpoint.mtime;
     int64_t t = 0;
@@ -284,6 +298,10 @@ size_t CheckpointListModel::groupCount() const {
 
 uint64_t CheckpointListModel::totalSize() const { return m_root->totalSize(); }
 
+uint64_t CheckpointListModel::optimizerSize() const {
+  return m_root->optimizerSize();
+}
+
 size_t CheckpointListModel::checkpointCount() const {
   size_t n = 0;
   for (const auto& top : m_root->children) {
@@ -437,7 +455,8 @@ QVariant CheckpointListModel::familyData(const Node& n, Column column, int role)
     case Qt::ToolTipRole: {
       QStringList stages;
       for (const auto& g : n.children) stages << g->group.name;
-      return tr("Stages of %1: %2\n%3 on disk").arg(n.family, stages.join(QStringLiteral(" → ")), sizeText(n.totalSize()));
+      return tr("Stages of %1: %2\n%3")
+          .arg(n.family, stages.join(QStringLiteral(" → ")), n.diskText());
     }
     case int(Role::IsGroup): return true;
     case int(Role::IsFamily): return true;
@@ -470,7 +489,8 @@ QVariant CheckpointListModel::groupData(const Node& n, Column column, int role) 
     case Qt::ToolTipRole: {
       QString tip = g.error.isEmpty() ? g.path : g.error;
       if (!n.children.empty())
-        tip += "\n" + tr("%1 on disk in %2").arg(sizeText(n.totalSize()), countText(n.children.size(), "file", "files"));
+        tip +=
+            "\n" + tr("%1 in %2").arg(n.diskText(), countText(n.children.size(), "file", "files"));
       const QString worst = n.worstVerdict();
       if (worst == QLatin1String("dangerous"))
         tip += "\n" + tr("Holds a checkpoint that would run code if loaded in Python (torch.load)");
@@ -517,6 +537,8 @@ QVariant CheckpointListModel::checkpointData(const CheckpointEntry& c, Column co
     case Qt::ToolTipRole: {
       QString tip = pathFromStd(c.path);
       if (c.mtime) tip += "\n" + tr("modified %1").arg(QDateTime::fromSecsSinceEpoch(c.mtime).toString(Qt::ISODate));
+      if (const QString share = optimizerShareText(c.optimizerBytes, c.size); !share.isEmpty())
+        tip += "\n" + share;
       if (broken) tip += "\n" + fromStd(c.error);
       if (dangerous)
         tip += "\n" + tr("Would run code if loaded in Python (torch.load): %1").arg(offenders(c));

@@ -56,6 +56,8 @@ class CheckpointListModel : public QAbstractItemModel {
   // Disk use: the sizes of every listed checkpoint (the runs' and families'
   // rows show their own in the Size column).
   [[nodiscard]] uint64_t totalSize() const;
+  // Of that, the optimizer state's tensor bytes (CheckpointEntry::optimizerBytes).
+  [[nodiscard]] uint64_t optimizerSize() const;
   // The run or "Files" group of a group row, with its checkpoints (a copy);
   // nothing for families, checkpoints and invalid indexes.
   [[nodiscard]] std::optional<BrowseGroup> group(const QModelIndex& index) const;

@@ -61,4 +61,14 @@ std::vector<BrowseGroup> scanPaths(const QStringList& paths, const ScanProgress&
   return groups;
 }
 
+bool scanPathsCover(const QStringList& paths, const QString& file) {
+  const QString target = QDir::cleanPath(QFileInfo(file).absoluteFilePath());
+  for (const QString& p : paths) {
+    const QFileInfo info(p);
+    const QString path = QDir::cleanPath(info.absoluteFilePath());
+    if (path == target || (info.isDir() && target.startsWith(path + QLatin1Char('/')))) return true;
+  }
+  return false;
+}
+
 }  // namespace ckpt

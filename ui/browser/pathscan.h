@@ -30,4 +30,8 @@ struct BrowseGroup {
 using ScanProgress = std::function<bool(size_t done, size_t total)>;
 [[nodiscard]] std::vector<BrowseGroup> scanPaths(const QStringList& paths, const ScanProgress& progress = {});
 
+// Whether scanning `paths` reaches `file`: it is one of them, or lies under
+// one of the directories.
+[[nodiscard]] bool scanPathsCover(const QStringList& paths, const QString& file);
+
 }  // namespace ckpt

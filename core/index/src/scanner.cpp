@@ -113,6 +113,25 @@ SafetyReport scanCheckpoint(const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+// Bytes of the storages the tensors under `v` view, each storage once.
+uint64_t storageBytes(const CheckpointFile& file, const Value* v) {
+  std::vector<uint8_t> seen(file.storages().size());
+  uint64_t sum = 0;
+  walkTensors(v, [&](const Value* t, const TensorPath&) {
+    const TensorInfo& info = file.tensors()[size_t(t->index)];
+    if (info.storage < 0 || size_t(info.storage) >= seen.size() || seen[size_t(info.storage)])
+      return;
+    seen[size_t(info.storage)] = 1;
+    const uint64_t n = file.storages()[size_t(info.storage)].nbytes();
+    sum = n > UINT64_MAX - sum ? UINT64_MAX : sum + n;
+  });
+  return sum;
+}
+
+}  // namespace
+
 CheckpointEntry describeCheckpoint(const std::string& path, const std::string& relative) {
   CheckpointEntry e;
   e.path = path;
@@ -135,9 +154,21 @@ CheckpointEntry describeCheckpoint(const std::string& path, const std::string& r
   e.offenders = safety.offenders();
   e.safety = safety.summary();
   try {
-    ReadOptions options;
-    options.metadataOnly = true;
-    const auto file = CheckpointFile::open(path, options);
+    // One file: its tensor table too (what the optimizer's share of the
+    // bytes needs; still no tensor bytes read). A sharded checkpoint, or a
+    // file whose tensor table cannot be built, is listed from its metadata.
+    std::unique_ptr<CheckpointFile> file;
+    if (!probeSharded(path)) {
+      try {
+        file = CheckpointFile::open(path);
+      } catch (const std::exception&) {
+      }
+    }
+    if (!file) {
+      ReadOptions options;
+      options.metadataOnly = true;
+      file = CheckpointFile::open(path, options);
+    }
     e.size = file->fileSize();
     e.mtime = file->mtime();
     e.format = std::string(formatName(file->format()));
@@ -148,6 +179,8 @@ CheckpointEntry describeCheckpoint(const std::string& path, const std::string& r
       e.shardFiles = int(shards->parts().size() + (shards->entry().empty() ? 0 : 1));
     }
     const CheckpointView view(*file);
+    e.tensorBytes = storageBytes(*file, file->root());
+    if (view.optimizer()) e.optimizerBytes = storageBytes(*file, view.optimizer());
     e.step = view.step() ? view.step() : name.step;
     e.loss = view.loss();
     e.runName = view.run();

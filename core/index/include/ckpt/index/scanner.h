@@ -36,6 +36,11 @@ struct CheckpointEntry {
   std::map<std::string, double> scalars;
   uint64_t size = 0;
   int64_t mtime = 0;
+  // Bytes of the storages its tensors view (each storage once), and of those
+  // reachable from the optimizer state (CheckpointView::optimizer): from the
+  // tensor table, no tensor bytes read. 0 when unknown (unreadable, sharded).
+  uint64_t tensorBytes = 0;
+  uint64_t optimizerBytes = 0;
   std::string error;  // why it cannot be read; "" when fine
   // Would the file run code if Python unpickled it (ckpt/format/pickle_safety.h)?
   // "safe", "suspicious", "dangerous" or "unreadable"; the dangerous and
