@@ -2,9 +2,10 @@
 // checkpoint metadata, merged into one series per metric and run.
 #include <QtTest>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <cstring>
+#include <map>
 #include <random>
 #include <set>
 
@@ -471,6 +472,118 @@ class TestMetrics : public QObject {
       const std::string expected =
           "byte " + std::to_string(badAt[i].first) + " (line " + std::to_string(badAt[i].second) + ")";
       QVERIFY2(problems[i].find(expected) != std::string::npos, (problems[i] + " lacks " + expected).c_str());
+    }
+    // Read whole (parts joined without replaying them): the same points per metric.
+    std::vector<std::string> wholeProblems;
+    uint64_t wholeEnd = 0;
+    const std::vector<FileSeries> whole = readMetricsJsonlSeries(path, &wholeEnd, &wholeProblems);
+    QCOMPARE(wholeEnd, end);
+    QCOMPARE(wholeProblems, problems);
+    QCOMPARE(whole.size(), size_t(3));
+    for (const FileSeries& s : whole) {
+      QVERIFY(s.restarts.empty());
+      size_t i = 0;
+      for (const Want& w : want) {
+        if (w.metric != s.metric) continue;
+        QVERIFY(i < s.points.size());
+        if (s.points[i].step != w.step || s.points[i].value != w.value)
+          QFAIL((s.metric + " point " + std::to_string(i) + " differs").c_str());
+        ++i;
+      }
+      QCOMPARE(i, s.points.size());
+    }
+  }
+
+  void jsonlSeriesReadWhole() {
+    // A file of several MiB (read on several threads where there are cores)
+    // whose job restarts every few thousand lines, logs a step twice now
+    // and then, with bad, blank and slow-path lines between. What
+    // readMetricsJsonlSeries gives is the rule applied by hand to the lines
+    // in file order, and the streaming reader's problems and end.
+    std::mt19937_64 rng(11);
+    std::string file;
+    struct Want {
+      std::vector<MetricPoint> points;
+      std::vector<int64_t> restarts;
+      void add(const MetricPoint& p) {
+        if (!points.empty() && p.step < points.back().step) {
+          restarts.push_back(p.step);
+          while (!points.empty() && points.back().step >= p.step) points.pop_back();
+        } else if (!points.empty() && p.step == points.back().step) {
+          points.pop_back();
+        }
+        points.push_back(p);
+      }
+    };
+    std::map<std::string, Want> want;
+    int64_t step = 0;
+    for (int64_t line = 0; file.size() < (5u << 20); ++line) {
+      const int k = int(rng() % 1000);
+      if (k < 2) {
+        step -= 1 + int64_t(rng() % 3000);  // restarted from an earlier checkpoint
+        if (step < 0) step = 0;
+      } else if (k < 4) {
+        // the same step again
+      } else {
+        ++step;
+      }
+      char b[200];
+      const double v = double(rng() % 100000) / 64.0;
+      if (k == 5) {
+        file += "{\"loss\": 1}\n";  // no step
+        continue;
+      }
+      if (k == 6) {
+        file += "\n";
+        continue;
+      }
+      if (k == 7) {  // the slow path
+        std::snprintf(b, sizeof b, "{\"step\": %lld, \"note\": \"r\", \"loss\": %.17g}\n",
+                      (long long)step, v);
+        file += b;
+        MetricPoint p;
+        p.step = step;
+        p.value = v;
+        want["loss"].add(p);
+        continue;
+      }
+      std::snprintf(b, sizeof b,
+                    "{\"step\": %lld, \"loss\": %.17g, \"lr\": 0.0003, \"tokens\": %lld}\n",
+                    (long long)step, v, (long long)step * 512);
+      file += b;
+      MetricPoint p;
+      p.step = step;
+      p.tokens = step * 512;
+      p.value = v;
+      want["loss"].add(p);
+      p.value = 0.0003;
+      want["lr"].add(p);
+    }
+    file += "{\"step\": 1, \"loss\": 2";  // being written: not read
+    const std::string path = m_tmp.filePath("restarts.jsonl").toStdString();
+    std::ofstream(path, std::ios::binary) << file;
+
+    std::vector<std::string> problems, streamed;
+    uint64_t end = 0, streamedEnd = 0;
+    const std::vector<FileSeries> got = readMetricsJsonlSeries(path, &end, &problems);
+    (void)readMetricsJsonl(path, 0, &streamedEnd, &streamed);
+    QCOMPARE(end, uint64_t(file.rfind('\n') + 1));
+    QCOMPARE(end, streamedEnd);
+    QVERIFY(!problems.empty());
+    QCOMPARE(problems, streamed);
+    QCOMPARE(got.size(), want.size());
+    for (const FileSeries& s : got) {
+      QVERIFY2(want.count(s.metric), s.metric.c_str());
+      const Want& w = want[s.metric];
+      QVERIFY2(w.restarts.size() > 5, "the file should restart often");
+      QCOMPARE(s.restarts, w.restarts);
+      QCOMPARE(s.points.size(), w.points.size());
+      for (size_t i = 0; i < w.points.size(); ++i)
+        if (s.points[i].step != w.points[i].step || s.points[i].value != w.points[i].value ||
+            s.points[i].tokens != w.points[i].tokens)
+          QFAIL((s.metric + " point " + std::to_string(i) + ": step " +
+                 std::to_string(s.points[i].step) + ", want " + std::to_string(w.points[i].step))
+                    .c_str());
     }
   }
 

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <unordered_map>
 
@@ -94,21 +93,7 @@ struct Accumulator {
   fs::file_time_type mtime{};
   size_t order = 0;  // the file's place in the source list
 
-  void add(const MetricPoint& p) {
-    if (points.empty() || p.step > points.back().step) {
-      points.push_back(p);
-    } else if (p.step == points.back().step) {
-      points.back() = p;  // logged twice: the last one read wins
-    } else {
-      // The job restarted from an earlier step: what it logged before from
-      // there on is replaced by what it logs now.
-      const auto from = std::lower_bound(points.begin(), points.end(), p.step,
-                                         [](const MetricPoint& a, int64_t step) { return a.step < step; });
-      points.erase(from, points.end());
-      points.push_back(p);
-      restarts.push_back(p.step);
-    }
-  }
+  void add(const MetricPoint& p) { addInFileOrder(points, restarts, p); }
 };
 
 // One source kind's points of a run: per metric, one Accumulator per file.
@@ -141,59 +126,44 @@ struct SourcePoints {
 
 // Files read once for all runs (one log feeds many runs).
 struct FileCache {
-  std::unordered_map<std::string, std::vector<LoggedPoint>> logs;
-  const std::vector<LoggedPoint>& log(const std::string& path) {
+  struct Log {
+    std::vector<LoggedPoint> lines;
+    uint64_t end = 0;  // where reading stopped
+  };
+  std::unordered_map<std::string, Log> logs;
+  const Log& log(const std::string& path) {
     auto it = logs.find(path);
-    if (it == logs.end()) it = logs.emplace(path, readConsoleLogLines(path)).first;
+    if (it == logs.end()) {
+      Log l;
+      l.lines = readConsoleLogLines(path, 0, &l.end);
+      it = logs.emplace(path, std::move(l)).first;
+    }
     return it->second;
   }
 };
 
-void addJsonl(SourcePoints& into, const std::string& path, std::vector<std::string>& problems) {
+// Returns where reading stopped.
+uint64_t addJsonl(SourcePoints& into, const std::string& path, std::vector<std::string>& problems) {
   auto& acc = into.begin();
-  // Lines name their metrics in the same order: look the next one up where
-  // the last line had it.
-  std::vector<std::pair<std::string, Accumulator*>> slots;
-  size_t next = 0;
-  // Room for every line's point, from the file's size and its first line's:
-  // a million points would otherwise move through a dozen growing copies.
-  size_t expected = 0;
-  {
-    std::ifstream in(path, std::ios::binary);
-    char head[4096];
-    in.read(head, sizeof head);
-    const std::string_view first(head, size_t(in.gcount()));
-    std::error_code ec;
-    const uint64_t bytes = fs::file_size(path, ec);
-    if (const size_t nl = first.find('\n'); !ec && nl != std::string_view::npos && nl > 0)
-      expected = size_t(std::min<uint64_t>(bytes / (nl + 1) + bytes / (nl + 1) / 16 + 16, uint64_t(1) << 26));
+  uint64_t end = 0;
+  for (FileSeries& s : readMetricsJsonlSeries(path, &end, &problems)) {
+    Accumulator& a = acc[s.metric];
+    a.points = std::move(s.points);
+    a.restarts = std::move(s.restarts);
   }
-  readMetricsJsonl(
-      path,
-      [&](std::string_view metric, const MetricPoint& p) {
-        if (next >= slots.size() || slots[next].first != metric) {
-          next = 0;
-          while (next < slots.size() && slots[next].first != metric) ++next;
-          if (next == slots.size()) {
-            Accumulator& a = acc[std::string(metric)];
-            slots.emplace_back(std::string(metric), &a);
-          }
-        }
-        Accumulator& a = *slots[next].second;
-        if (a.points.empty()) a.points.reserve(expected);
-        a.add(p);
-        ++next;
-      },
-      0, nullptr, &problems);
   into.end(path);
+  return end;
 }
 
+// Returns where reading stopped.
 template <typename Accepts>
-void addLog(SourcePoints& into, const std::string& path, FileCache& cache, Accepts accepts) {
+uint64_t addLog(SourcePoints& into, const std::string& path, FileCache& cache, Accepts accepts) {
   auto& acc = into.begin();
-  for (const LoggedPoint& p : cache.log(path))
+  const FileCache::Log& log = cache.log(path);
+  for (const LoggedPoint& p : log.lines)
     if (accepts(p)) acc[p.metric].add(p.point);
   into.end(path);
+  return log.end;
 }
 
 // Several files with one metric: by their first step (then time, then
@@ -320,10 +290,12 @@ RunMetrics collectOne(const RunEntry& run, const std::vector<MetricSourceFile>& 
   m.path = run.path;
   SourcePoints bySource[3];
   addLineage(bySource[0], run.path, m.problems);
-  for (const MetricSourceFile& s : sources) {
-    if (s.kind == MetricSource::MetricsJsonl) addJsonl(bySource[0], s.path, m.problems);
-    else addLog(bySource[1], s.path, cache, [&s](const LoggedPoint& p) { return s.filter.accepts(p.run); });
-  }
+  for (const MetricSourceFile& s : sources)
+    m.readEnds[s.path] = s.kind == MetricSource::MetricsJsonl
+                             ? addJsonl(bySource[0], s.path, m.problems)
+                             : addLog(bySource[1], s.path, cache, [&s](const LoggedPoint& p) {
+                                 return s.filter.accepts(p.run);
+                               });
   addCheckpoints(m, run, bySource[2]);
   finishSeries(m, bySource);
   return m;
@@ -347,6 +319,28 @@ std::vector<fs::path> expandExtra(const std::vector<std::string>& extraLogs) {
 }
 
 }  // namespace
+
+size_t addInFileOrder(std::vector<MetricPoint>& points, std::vector<int64_t>& restarts,
+                      const MetricPoint& p) {
+  if (points.empty() || p.step > points.back().step) {
+    points.push_back(p);
+    return points.size() - 1;
+  }
+  if (p.step == points.back().step) {
+    points.back() = p;  // logged twice: the last one read wins
+    return points.size() - 1;
+  }
+  // The job restarted from an earlier step: what it logged before from
+  // there on is replaced by what it logs now.
+  const auto from =
+      std::lower_bound(points.begin(), points.end(), p.step,
+                       [](const MetricPoint& a, int64_t step) { return a.step < step; });
+  const size_t index = size_t(from - points.begin());
+  points.erase(from, points.end());
+  points.push_back(p);
+  restarts.push_back(p.step);
+  return index;
+}
 
 std::string_view metricSourceName(MetricSource s) {
   switch (s) {
@@ -504,7 +498,7 @@ std::vector<RunMetrics> collectMetrics(const std::vector<RunEntry>& runs, const 
     }
     // Lines no run takes, by the run their logger names (or the log's own name).
     std::vector<std::string> owners;
-    for (const LoggedPoint& lp : cache.log(p.string())) {
+    for (const LoggedPoint& lp : cache.log(p.string()).lines) {
       if (std::any_of(filters.begin(), filters.end(), [&](const LogFilter& f) { return f.accepts(lp.run); })) continue;
       const std::string owner = lp.run.empty() ? p.stem().string() : lp.run;
       if (std::find(owners.begin(), owners.end(), owner) == owners.end()) owners.push_back(owner);

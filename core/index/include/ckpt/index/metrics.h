@@ -64,6 +64,10 @@ struct RunMetrics {
   std::vector<int64_t> checkpointSteps;  // steps that have a checkpoint file (markers), sorted
   std::vector<CheckpointMarker> markers;  // the same steps, with what the checkpoints record
   std::vector<std::string> problems;     // unreadable lines/files, named with file and line
+  // Per file read (findMetricSources' paths): the byte just after the last
+  // complete line read, where what the file gains later is read from (the
+  // Curves tab follows a run from there: nothing is read twice).
+  std::map<std::string, uint64_t> readEnds;
   [[nodiscard]] const MetricSeries* find(const std::string& metric) const;
   // Where a marker sits on `metric`'s curve: the value its checkpoint
   // records (for "loss" also "train_loss"), else the point of that series
@@ -89,6 +93,24 @@ std::vector<std::pair<std::string, MetricPoint>> readMetricsJsonl(const std::str
 using MetricSink = std::function<void(std::string_view metric, const MetricPoint& point)>;
 void readMetricsJsonl(const std::string& path, const MetricSink& sink, uint64_t offset = 0, uint64_t* end = nullptr,
                       std::vector<std::string>* problems = nullptr);
+
+// A metrics.jsonl read whole, per metric: its points in file order through
+// addInFileOrder (a restarted job keeps its last segment). The same points,
+// `*end` and `problems` as readMetricsJsonl from offset 0, without a call
+// per point: the lines are parsed on several threads, each into its own
+// per-metric lists, joined in file order. A file that cannot be opened
+// gives nothing.
+struct FileSeries {
+  std::string metric;
+  std::vector<MetricPoint> points;
+  std::vector<int64_t> restarts;
+};
+std::vector<FileSeries> readMetricsJsonlSeries(const std::string& path, uint64_t* end = nullptr,
+                                               std::vector<std::string>* problems = nullptr);
+
+// Threads that reading or writing a million points is split among: the
+// cores, 1 to 8.
+unsigned metricThreads();
 
 // One console-log line's metric, with the run its logger names.
 struct LoggedPoint {
@@ -156,6 +178,17 @@ std::vector<std::string> runLogNames(const RunEntry& run);
 std::vector<MetricSourceFile> findMetricSources(const RunEntry& run, const std::vector<std::string>& extraLogs = {});
 
 // ------------------------------------------------------------- collecting
+
+// The rule for a restarted job, for a metric's points in the order one file
+// gives them: a later step is appended; the last step logged again replaces
+// it (no restart); an earlier step means the job restarted there: every point
+// from that step on is dropped, `p` appended and the step noted in
+// `restarts` (the series keeps the last segment). collectRunMetrics reads
+// every file through this, and the Curves tab adds what a followed file
+// appends through it, so a live curve is what a reload draws. Returns the
+// index of the first point that changed (points before it are as they were).
+size_t addInFileOrder(std::vector<MetricPoint>& points, std::vector<int64_t>& restarts,
+                      const MetricPoint& p);
 
 // All series of one run from findMetricSources(run, extraLogs) and its
 // checkpoints' loss / train_loss / val_loss / learning_rate. A branch run
