@@ -74,13 +74,22 @@ std::vector<double> graphKeys(const QCPGraph* g) {
   return out;
 }
 
-bool sameSeries(const Series& a, const Series& b, QString* why) {
+bool samePoint(const Point& a, const Point& b) { return a.step == b.step && a.value == b.value; }
+
+bool samePoint(const MetricPoint& a, const MetricPoint& b) {
+  const bool value = a.value == b.value || (std::isnan(a.value) && std::isnan(b.value));
+  return a.step == b.step && value && a.wallTime == b.wallTime && a.tokens == b.tokens;
+}
+
+// Points (steps and values; a MetricPoint's wall time and tokens too) equal, bit for bit.
+template <typename P>
+bool sameSeries(const std::vector<P>& a, const std::vector<P>& b, QString* why) {
   if (a.size() != b.size()) {
     *why = QString("%1 points, expected %2").arg(a.size()).arg(b.size());
     return false;
   }
   for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i].step != b[i].step || a[i].value != b[i].value) {
+    if (!samePoint(a[i], b[i])) {
       *why = QString("point %1: (%2, %3), expected (%4, %5)")
                  .arg(i)
                  .arg(a[i].step)
@@ -119,29 +128,6 @@ std::map<QString, std::map<QString, Series>> cliSeries(
       if (restarts) (*restarts)[name][metric] = series.toObject().value("restarts").toArray();
     }
   return out;
-}
-
-bool samePoints(const std::vector<MetricPoint>& a, const std::vector<MetricPoint>& b,
-                QString* why) {
-  if (a.size() != b.size()) {
-    *why = QString("%1 points, expected %2").arg(a.size()).arg(b.size());
-    return false;
-  }
-  for (size_t i = 0; i < a.size(); ++i) {
-    const bool value =
-        a[i].value == b[i].value || (std::isnan(a[i].value) && std::isnan(b[i].value));
-    if (a[i].step != b[i].step || !value || a[i].wallTime != b[i].wallTime ||
-        a[i].tokens != b[i].tokens) {
-      *why = QString("point %1: step %2 value %3, expected step %4 value %5")
-                 .arg(i)
-                 .arg(a[i].step)
-                 .arg(a[i].value, 0, 'g', 17)
-                 .arg(b[i].step)
-                 .arg(b[i].value, 0, 'g', 17);
-      return false;
-    }
-  }
-  return true;
 }
 
 int distinctColours(const QImage& image) {
@@ -737,7 +723,7 @@ void TestCurves::liveMergeEqualsReloadAtEveryLine() {
         const MetricSeries* got = live.find(want.metric);
         QVERIFY2(got, (context + ": no " + want.metric).c_str());
         QString why;
-        QVERIFY2(samePoints(got->points, want.points, &why),
+        QVERIFY2(sameSeries(got->points, want.points, &why),
                  qPrintable(fromStd(context) + ": " + why));
         QCOMPARE(got->restarts, want.restarts);
       }

@@ -121,14 +121,9 @@ char* writeShortest(char* out, double value) {
 }
 
 char* writeInteger(char* out, int64_t value) {
-  uint64_t u = uint64_t(value);
-  if (value < 0) {
-    *out++ = '-';
-    u = 0 - u;
-  }
-  const int n = digitCount(u);
-  putDigits(out, u, n);
-  return out + n;
+  // libstdc++'s own (two digits a step, its length found four digits at a
+  // time) measured fewer instructions than a loop of ours.
+  return std::to_chars(out, out + kNumberTextMax, value).ptr;
 }
 
 }  // namespace ckpt
