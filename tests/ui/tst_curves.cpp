@@ -74,7 +74,9 @@ std::vector<double> graphKeys(const QCPGraph* g) {
   return out;
 }
 
-bool samePoint(const Point& a, const Point& b) { return a.step == b.step && a.value == b.value; }
+bool samePoint(const Point& a, const Point& b) {
+  return a.step == b.step && a.value == b.value;
+}
 
 bool samePoint(const MetricPoint& a, const MetricPoint& b) {
   const bool value = a.value == b.value || (std::isnan(a.value) && std::isnan(b.value));
@@ -383,9 +385,10 @@ void TestCurves::checkpointMarkers() {
 
   // Markers sit at the value each checkpoint records (Python wrote it: the
   // manifest), at the checkpoints' steps, whatever the smoothing.
-  const double recorded[] = {m_manifestRuns.value("runs/tiny/tiny_step100.pt").toObject().value("loss").toDouble(),
-                             m_manifestRuns.value("runs/tiny/tiny_step200.pt").toObject().value("loss").toDouble(),
-                             m_manifestRuns.value("runs/tiny/tiny_final.pt").toObject().value("loss").toDouble()};
+  const double recorded[] = {
+      m_manifestRuns.value("runs/tiny/tiny_step100.pt").toObject().value("loss").toDouble(),
+      m_manifestRuns.value("runs/tiny/tiny_step200.pt").toObject().value("loss").toDouble(),
+      m_manifestRuns.value("runs/tiny/tiny_final.pt").toObject().value("loss").toDouble()};
   // alpha: checkpoints at 100, 200, 300, all logged in its metrics.jsonl (with other values).
   const Series alphaMarkers = graphPoints(view.markerGraph("alpha"));
   QCOMPARE(alphaMarkers.size(), size_t(3));
@@ -410,7 +413,8 @@ void TestCurves::checkpointMarkers() {
   // Smoothing does not move them.
   view.setSmoothing(0);
   QCOMPARE(graphPoints(view.markerGraph("alpha")).size(), size_t(3));
-  for (size_t i = 0; i < 3; ++i) QCOMPARE(graphPoints(view.markerGraph("alpha"))[i].value, recorded[i]);
+  for (size_t i = 0; i < 3; ++i)
+    QCOMPARE(graphPoints(view.markerGraph("alpha"))[i].value, recorded[i]);
   QString why;
   QVERIFY2(sameSeries(graphPoints(view.markerGraph("gamma")), m_gammaLoss, &why), qPrintable(why));
   // None drawn hollow on the x axis: every checkpoint here records a loss.
@@ -544,7 +548,8 @@ void TestCurves::followsPalette() {
   QVERIFY(hidden != dark.color(QPalette::Text));
   QVERIFY(hidden.lightness() < dark.color(QPalette::Text).lightness() &&
           hidden.lightness() > dark.color(QPalette::Base).lightness());
-  QCOMPARE(plot->legend->itemWithPlottable(view.smoothedGraph("alpha"))->textColor(), dark.color(QPalette::Text));
+  QCOMPARE(plot->legend->itemWithPlottable(view.smoothedGraph("alpha"))->textColor(),
+           dark.color(QPalette::Text));
   // And back to light.
   view.setPalette(QPalette(Qt::white));
   QCOMPARE(plot->xAxis->tickLabelColor(), view.palette().color(QPalette::Text));

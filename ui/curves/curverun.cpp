@@ -52,8 +52,11 @@ std::optional<double> CurveRun::recordedValue(int64_t step, const std::string& m
 
 bool isScheduleMetric(const std::string& metric) {
   // lr, learning_rate, lr_head, head_lr, ...; weight decay and momentum schedules too.
-  if (metric == "lr" || metric == "learning_rate" || metric == "weight_decay" || metric == "momentum") return true;
-  return metric.rfind("lr_", 0) == 0 || (metric.size() > 3 && metric.compare(metric.size() - 3, 3, "_lr") == 0) ||
+  if (metric == "lr" || metric == "learning_rate" || metric == "weight_decay" ||
+      metric == "momentum")
+    return true;
+  return metric.rfind("lr_", 0) == 0 ||
+         (metric.size() > 3 && metric.compare(metric.size() - 3, 3, "_lr") == 0) ||
          metric.find("learning_rate") != std::string::npos;
 }
 
@@ -71,7 +74,8 @@ std::optional<double> CurveRun::x(const MetricPoint& p, CurveAxis axis) const {
   return std::nullopt;
 }
 
-std::vector<LiveSource> findLiveSources(const RunEntry& run, const std::vector<std::string>& extraLogs) {
+std::vector<LiveSource> findLiveSources(const RunEntry& run,
+                                        const std::vector<std::string>& extraLogs) {
   std::vector<LiveSource> sources;
   for (MetricSourceFile& f : findMetricSources(run, extraLogs))
     sources.push_back({pathFromStd(f.path), f.kind, 0, 0, std::move(f.filter)});

@@ -71,13 +71,14 @@ struct SeriesChange {
 // Reads a run (worker thread): collectRunMetrics (with the log files /
 // folders the user added), and where it stopped reading each growing file.
 // Never throws; failures end up in `problems`.
-[[nodiscard]] CurveRun loadCurveRun(const RunEntry& run, const std::vector<std::string>& extraLogs = {});
+[[nodiscard]] CurveRun loadCurveRun(const RunEntry& run,
+                                    const std::vector<std::string>& extraLogs = {});
 
 // The files collectRunMetrics reads for the run that can grow
 // (ckpt::findMetricSources; for a bare `dir`: the run of that directory,
 // its checkpoints' run names and the opened root unknown). Offsets are 0.
-[[nodiscard]] std::vector<LiveSource> findLiveSources(const RunEntry& run,
-                                                     const std::vector<std::string>& extraLogs = {});
+[[nodiscard]] std::vector<LiveSource> findLiveSources(
+    const RunEntry& run, const std::vector<std::string>& extraLogs = {});
 [[nodiscard]] std::vector<LiveSource> findLiveSources(const QString& dir);
 
 // Reads what `source` gained since its offset, moves the offset on and
