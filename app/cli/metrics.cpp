@@ -6,7 +6,6 @@
 // *.out, *.err) are added to every run's sources (and their lines that
 // belong to none make runs of their own).
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "ckpt/index/metrics.h"
+#include "ckpt/index/number_text.h"
 #include "common.h"
 
 namespace ckpt::cli {
@@ -36,15 +36,13 @@ class Out {
   // "2": Python's json.loads would make that an int).
   void number(double d) {
     char b[40];
-    const auto r = std::to_chars(b, b + sizeof b - 2, d);
-    const std::string_view text(b, size_t(r.ptr - b));
+    const std::string_view text(b, size_t(writeShortest(b, d) - b));
     m_buf.append(text);
     if (text.find_first_of(".en") == std::string_view::npos) m_buf.append(".0");
   }
   void integer(int64_t n) {
-    char b[24];
-    const auto r = std::to_chars(b, b + sizeof b, n);
-    m_buf.append(b, size_t(r.ptr - b));
+    char b[kNumberTextMax];
+    m_buf.append(b, size_t(writeInteger(b, n) - b));
   }
   // `[step, value, wall_time|null, tokens|null]`, one append per point (a
   // million of them).
@@ -58,13 +56,13 @@ class Out {
     auto real = [&](double d) {
       if (!std::isfinite(d)) return text("null");
       char* start = w;
-      w = std::to_chars(w, w + 32, d).ptr;
+      w = writeShortest(w, d);
       if (std::find_if(start, w, [](char c) { return c == '.' || c == 'e' || c == 'n'; }) == w)
         text(".0");
     };
     if (comma) text(", ");
     *w++ = '[';
-    w = std::to_chars(w, w + 24, p.step).ptr;
+    w = writeInteger(w, p.step);
     text(", ");
     real(p.value);
     text(", ");
@@ -74,7 +72,7 @@ class Out {
       text("null");
     text(", ");
     if (p.tokens)
-      w = std::to_chars(w, w + 24, *p.tokens).ptr;
+      w = writeInteger(w, *p.tokens);
     else
       text("null");
     *w++ = ']';
@@ -115,7 +113,7 @@ class Out {
     out.append(head);
     char b[128];
     char* w = b;
-    w = std::to_chars(w, w + 24, p.step).ptr;
+    w = writeInteger(w, p.step);
     *w++ = ',';
     if (std::isnan(p.value)) {
       std::memcpy(w, "nan", 3);
@@ -125,12 +123,12 @@ class Out {
       std::memcpy(w, t.data(), t.size());
       w += t.size();
     } else {
-      w = std::to_chars(w, w + 32, p.value).ptr;
+      w = writeShortest(w, p.value);
     }
     *w++ = ',';
-    if (p.wallTime && std::isfinite(*p.wallTime)) w = std::to_chars(w, w + 32, *p.wallTime).ptr;
+    if (p.wallTime && std::isfinite(*p.wallTime)) w = writeShortest(w, *p.wallTime);
     *w++ = ',';
-    if (p.tokens) w = std::to_chars(w, w + 24, *p.tokens).ptr;
+    if (p.tokens) w = writeInteger(w, *p.tokens);
     out.append(b, size_t(w - b));
     out.append(tail);
   }
@@ -139,8 +137,7 @@ class Out {
   // export's time), each into its own buffer, written in turn.
   template <typename Row>
   void rows(size_t n, const Row& row) {
-    static const unsigned cores = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
-    const unsigned threads = n >= (1u << 16) ? cores : 1;
+    const unsigned threads = n >= (1u << 16) ? metricThreads() : 1;
     if (threads == 1) {
       for (size_t i = 0; i < n; ++i) {
         row(m_buf, i);
@@ -149,20 +146,26 @@ class Out {
       return;
     }
     flush();
-    // Slices of at most 1 << 18 rows keep the buffers small (about 10 MB).
-    constexpr size_t kSlice = 1u << 18;
-    std::vector<std::string> parts(threads);
+    // Slices of 1 << 15 rows (about 1 MB of text) keep each thread's buffer
+    // in its cache; the buffers are made once and reused (growing them a
+    // million rows long cost page faults and copies: most of the export's
+    // system time).
+    constexpr size_t kSlice = 1u << 15;
+    if (m_parts.size() < threads) m_parts.resize(threads);
+    for (std::string& part : m_parts)
+      if (part.capacity() < kSlice * 48) part.reserve(kSlice * 48);
     for (size_t from = 0; from < n; from += kSlice * threads) {
       std::vector<std::thread> workers;
       auto format = [&](unsigned t) {
         const size_t a = std::min(n, from + t * kSlice), b = std::min(n, a + kSlice);
-        parts[t].clear();
-        for (size_t i = a; i < b; ++i) row(parts[t], i);
+        m_parts[t].clear();
+        for (size_t i = a; i < b; ++i) row(m_parts[t], i);
       };
       for (unsigned t = 1; t < threads; ++t) workers.emplace_back(format, t);
       format(0);
       for (std::thread& w : workers) w.join();
-      for (const std::string& part : parts) std::fwrite(part.data(), 1, part.size(), stdout);
+      for (unsigned t = 0; t < threads; ++t)
+        std::fwrite(m_parts[t].data(), 1, m_parts[t].size(), stdout);
     }
   }
   // What was put so far, for a buffer that is not written out.
@@ -174,6 +177,7 @@ class Out {
 
  private:
   std::string m_buf;
+  std::vector<std::string> m_parts;  // rows() formats into these, one per thread
 };
 
 bool wanted(const MetricSeries& s, const std::vector<std::string>& metrics) {

@@ -2,9 +2,10 @@
 // checkpoint metadata, merged into one series per metric and run.
 #include <QtTest>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <cstring>
+#include <map>
 #include <random>
 #include <set>
 
@@ -20,7 +21,8 @@ namespace {
 const std::string kExperiment = std::string(CKPT_FIXTURE_DIR) + "/experiment";
 
 const json& experimentExpected() {
-  static const json doc = ckpt::test::readJsonFile(std::string(CKPT_FIXTURE_DIR) + "/experiment_expected.json");
+  static const json doc =
+      ckpt::test::readJsonFile(std::string(CKPT_FIXTURE_DIR) + "/experiment_expected.json");
   return doc;
 }
 
@@ -39,8 +41,8 @@ std::string compareSeries(const json& want, const RunMetrics& got) {
   for (const auto& [metric, points] : want.items()) {
     const MetricSeries* s = got.find(metric);
     if (s->points.size() != points.size())
-      return got.run + " " + metric + ": " + std::to_string(s->points.size()) + " points instead of " +
-             std::to_string(points.size());
+      return got.run + " " + metric + ": " + std::to_string(s->points.size()) +
+             " points instead of " + std::to_string(points.size());
     for (size_t i = 0; i < points.size(); ++i) {
       const json& w = points[i];
       const MetricPoint& p = s->points[i];
@@ -50,7 +52,8 @@ std::string compareSeries(const json& want, const RunMetrics& got) {
       if (p.value != w[1].get<double>()) return where + ": value " + std::to_string(p.value);
       if (w[2].is_null() != !p.wallTime || (p.wallTime && *p.wallTime != w[2].get<double>()))
         return where + ": wall time " + (p.wallTime ? std::to_string(*p.wallTime) : "none");
-      if (w[3].is_null() != !p.tokens || (p.tokens && *p.tokens != w[3].get<int64_t>())) return where + ": tokens";
+      if (w[3].is_null() != !p.tokens || (p.tokens && *p.tokens != w[3].get<int64_t>()))
+        return where + ": tokens";
     }
   }
   return {};
@@ -78,9 +81,11 @@ class TestMetrics : public QObject {
     const std::string path = m_tmp.filePath("metrics.jsonl").toStdString();
     {
       std::ofstream out(path);
-      out << R"({"step": 1, "loss": 5.5, "lr": 0.001, "tokens": 512, "wall_time": 0.5})" "\n"
+      out << R"({"step": 1, "loss": 5.5, "lr": 0.001, "tokens": 512, "wall_time": 0.5})"
+             "\n"
           << "not json\n"
-          << R"({"step": 2, "loss": 5.25, "lr": 0.001, "tokens": 1024, "wall_time": 1.0, "val_loss": 5.0})" "\n"
+          << R"({"step": 2, "loss": 5.25, "lr": 0.001, "tokens": 1024, "wall_time": 1.0, "val_loss": 5.0})"
+             "\n"
           << R"({"step": 3, "loss": 5.0)";  // a line still being written
     }
     uint64_t end = 0;
@@ -127,12 +132,14 @@ class TestMetrics : public QObject {
   void runFromFixtures() {
     // A run directory with the fixture checkpoints (steps and losses written
     // by python3-torch), a console log, and a metrics.jsonl for lr only.
-    const json manifest = ckpt::test::readJsonFile(std::string(CKPT_FIXTURE_DIR) + "/manifest.json");
+    const json manifest =
+        ckpt::test::readJsonFile(std::string(CKPT_FIXTURE_DIR) + "/manifest.json");
     const fs::path run = fs::path(m_tmp.path().toStdString()) / "tiny";
     fs::create_directories(run);
     for (const char* f : {"tiny_step100.pt", "tiny_step200.pt", "tiny_final.pt"})
       fs::copy_file(fs::path(CKPT_FIXTURE_DIR) / "runs/tiny" / f, run / f);
-    std::ofstream(run / "metrics.jsonl") << R"({"step": 50, "lr": 0.002})" "\n";
+    std::ofstream(run / "metrics.jsonl") << R"({"step": 50, "lr": 0.002})"
+                                            "\n";
     std::ofstream(run.parent_path() / "tiny.out") << "step=150 val_loss=3.25\n";
     const ScanResult scan = scanDirectory(m_tmp.path().toStdString());
     const RunEntry* entry = nullptr;
@@ -146,8 +153,10 @@ class TestMetrics : public QObject {
     QVERIFY(loss);
     QCOMPARE(int(loss->source), int(MetricSource::Checkpoint));
     std::vector<std::pair<int64_t, double>> want;
-    for (const char* f : {"runs/tiny/tiny_step100.pt", "runs/tiny/tiny_step200.pt", "runs/tiny/tiny_final.pt"})
-      want.emplace_back(manifest["runs"][f]["step"].get<int64_t>(), manifest["runs"][f]["loss"].get<double>());
+    for (const char* f :
+         {"runs/tiny/tiny_step100.pt", "runs/tiny/tiny_step200.pt", "runs/tiny/tiny_final.pt"})
+      want.emplace_back(manifest["runs"][f]["step"].get<int64_t>(),
+                        manifest["runs"][f]["loss"].get<double>());
     std::sort(want.begin(), want.end());
     QCOMPARE(loss->points.size(), want.size());
     for (size_t i = 0; i < want.size(); ++i) {
@@ -168,7 +177,6 @@ class TestMetrics : public QObject {
     QCOMPARE(int(val->source), int(MetricSource::ConsoleLog));
     QCOMPARE(val->points.front().value, 3.25);
   }
-
 
   void referenceExperiment() {
     // Three stages whose checkpoints record no loss, one job log in
@@ -207,7 +215,8 @@ class TestMetrics : public QObject {
     }
     // The restarted pretrain stage kept its last segment: steps climb.
     const MetricSeries* loss = byName(got, "checkpoints/tiny-pretrain")->find("loss");
-    for (size_t i = 1; i < loss->points.size(); ++i) QVERIFY(loss->points[i - 1].step < loss->points[i].step);
+    for (size_t i = 1; i < loss->points.size(); ++i)
+      QVERIFY(loss->points[i - 1].step < loss->points[i].step);
     // The final checkpoint shares step 80 with the step file: one marker, the step file.
     const RunMetrics* pre = byName(got, "checkpoints/tiny-pretrain");
     QVERIFY(pre->markers.back().path.find("tiny-pretrain_step80.pt") != std::string::npos);
@@ -239,7 +248,8 @@ class TestMetrics : public QObject {
       QVERIFY2(d.empty(), d.c_str());
     }
     // A log given as a folder reads the same.
-    const std::vector<RunMetrics> folder = collectMetrics(findMetricRuns(kExperiment), {kExperiment + "/logs"});
+    const std::vector<RunMetrics> folder =
+        collectMetrics(findMetricRuns(kExperiment), {kExperiment + "/logs"});
     QCOMPARE(folder.size(), size_t(6));  // other-job_48214.out: trainer.someone-else
     QVERIFY(byName(folder, "someone-else"));
     QVERIFY(byName(folder, "tiny-ghost"));
@@ -251,13 +261,16 @@ class TestMetrics : public QObject {
     const fs::path proj = fs::path(m_tmp.path().toStdString()) / "found" / "proj";
     const fs::path run = proj / "exp" / "checkpoints" / "r1";
     fs::create_directories(run);
-    write(proj / "logs" / "job_17.out", "2025-01-01 00:00:00 - trainer.r1 - INFO - step=1 loss=4.0\n"
-                                        "step=2 loss=3.0\n");  // names no run: not r1's
-    write(proj / "logs" / "r1_18.err", "step=3 loss=2.5\n");   // named after the run: its own
+    write(proj / "logs" / "job_17.out",
+          "2025-01-01 00:00:00 - trainer.r1 - INFO - step=1 loss=4.0\n"
+          "step=2 loss=3.0\n");                               // names no run: not r1's
+    write(proj / "logs" / "r1_18.err", "step=3 loss=2.5\n");  // named after the run: its own
     write(proj / "exp" / "train.log", "step=4 loss=2.0\n");
-    write(run / "logs" / "x.log", "step=5 loss=1.5\n");        // the run's own logs/
-    write(run.parent_path() / "other.out", "2025-01-01 00:00:09 - trainer.r1 - INFO - step=6 loss=1.25\n");
-    write(proj / "elsewhere" / "more.log", "2025-01-01 00:00:10 - trainer.r1 - INFO - step=7 loss=1.0\n");
+    write(run / "logs" / "x.log", "step=5 loss=1.5\n");  // the run's own logs/
+    write(run.parent_path() / "other.out",
+          "2025-01-01 00:00:09 - trainer.r1 - INFO - step=6 loss=1.25\n");
+    write(proj / "elsewhere" / "more.log",
+          "2025-01-01 00:00:10 - trainer.r1 - INFO - step=7 loss=1.0\n");
     RunEntry entry;
     entry.name = "exp/checkpoints/r1";
     entry.path = run.string();
@@ -274,7 +287,8 @@ class TestMetrics : public QObject {
     QCOMPARE(steps(collectRunMetrics(entry)), (std::vector<int64_t>{5, 6}));
     // Root unknown: up to the grandparent's logs/ (exp/logs: none here).
     entry.root.clear();
-    write(proj / "exp" / "logs" / "g.log", "2025-01-01 00:00:11 - trainer.r1 - INFO - step=8 loss=0.5\n");
+    write(proj / "exp" / "logs" / "g.log",
+          "2025-01-01 00:00:11 - trainer.r1 - INFO - step=8 loss=0.5\n");
     QCOMPARE(steps(collectRunMetrics(entry)), (std::vector<int64_t>{5, 6, 8}));
     entry.root = (proj / "exp").string();
     QCOMPARE(steps(collectRunMetrics(entry)), (std::vector<int64_t>{5, 6, 8}));
@@ -283,8 +297,10 @@ class TestMetrics : public QObject {
     fs::remove(proj / "exp" / "logs" / "g.log");
     entry.root = (proj / "exp").string();
     // Added by hand: a file, or the folder holding it.
-    QCOMPARE(steps(collectRunMetrics(entry, {(proj / "elsewhere" / "more.log").string()})), (std::vector<int64_t>{5, 6, 7}));
-    QCOMPARE(steps(collectRunMetrics(entry, {(proj / "elsewhere").string()})), (std::vector<int64_t>{5, 6, 7}));
+    QCOMPARE(steps(collectRunMetrics(entry, {(proj / "elsewhere" / "more.log").string()})),
+             (std::vector<int64_t>{5, 6, 7}));
+    QCOMPARE(steps(collectRunMetrics(entry, {(proj / "elsewhere").string()})),
+             (std::vector<int64_t>{5, 6, 7}));
     // The source list the Curves tab follows, with the filters.
     entry.root = proj.string();
     const std::vector<MetricSourceFile> sources = findMetricSources(entry);
@@ -293,8 +309,10 @@ class TestMetrics : public QObject {
       QCOMPARE(f.filter.names, std::vector<std::string>{"r1"});
       unnamed[fs::path(f.path).filename().string()] = f.filter.unnamedLines;
     }
-    QCOMPARE(unnamed, (std::map<std::string, bool>{{"job_17.out", false}, {"r1_18.err", true}, {"x.log", true},
-                                                   {"other.out", false}}));
+    QCOMPARE(
+        unnamed,
+        (std::map<std::string, bool>{
+            {"job_17.out", false}, {"r1_18.err", true}, {"x.log", true}, {"other.out", false}}));
   }
 
   void restartKeepsLastSegment() {
@@ -302,7 +320,8 @@ class TestMetrics : public QObject {
     // 3 and 4 again: 5 is from the dead job and goes; 3 and 4 are the new ones.
     const fs::path run = fs::path(m_tmp.path().toStdString()) / "restarted";
     std::string text;
-    for (int s = 1; s <= 5; ++s) text += "{\"step\": " + std::to_string(s) + ", \"loss\": " + std::to_string(10 - s) + "}\n";
+    for (int s = 1; s <= 5; ++s)
+      text += "{\"step\": " + std::to_string(s) + ", \"loss\": " + std::to_string(10 - s) + "}\n";
     text += "{\"step\": 3, \"loss\": 0.5}\n{\"step\": 4, \"loss\": 0.25}\n";
     write(run / "metrics.jsonl", text);
     RunEntry entry;
@@ -322,8 +341,10 @@ class TestMetrics : public QObject {
     // job, 30..70 from the second, and only one restart is reported.
     const fs::path run2 = fs::path(m_tmp.path().toStdString()) / "resubmitted";
     std::string first, second;
-    for (int s = 10; s <= 50; s += 10) first += "step=" + std::to_string(s) + " loss=" + std::to_string(100 + s) + "\n";
-    for (int s = 30; s <= 70; s += 10) second += "step=" + std::to_string(s) + " loss=" + std::to_string(s) + "\n";
+    for (int s = 10; s <= 50; s += 10)
+      first += "step=" + std::to_string(s) + " loss=" + std::to_string(100 + s) + "\n";
+    for (int s = 30; s <= 70; s += 10)
+      second += "step=" + std::to_string(s) + " loss=" + std::to_string(s) + "\n";
     write(run2 / "z_job_1.out", first);
     write(run2 / "a_job_2.out", second);
     write(run2 / "b_copy.log", second);
@@ -334,7 +355,8 @@ class TestMetrics : public QObject {
     QVERIFY(loss2);
     got.clear();
     for (const MetricPoint& p : loss2->points) got.emplace_back(p.step, p.value);
-    QCOMPARE(got, (std::vector<std::pair<int64_t, double>>{{10, 110}, {20, 120}, {30, 30}, {40, 40}, {50, 50}, {60, 60}, {70, 70}}));
+    QCOMPARE(got, (std::vector<std::pair<int64_t, double>>{
+                      {10, 110}, {20, 120}, {30, 30}, {40, 40}, {50, 50}, {60, 60}, {70, 70}}));
     QCOMPARE(loss2->restarts, std::vector<int64_t>{30});
     QCOMPARE(loss2->files.size(), size_t(3));
   }
@@ -343,12 +365,19 @@ class TestMetrics : public QObject {
     // Flat lines take the fast path, others nlohmann; both give the same
     // points. NaN / Infinity as Python's json writes them.
     const std::string path = m_tmp.filePath("paths.jsonl").toStdString();
-    std::ofstream(path) << R"({"step": 1, "loss": 2.5, "lr": 1e-3, "tokens": 4096, "wall_time": 1700000000.25})" "\n"
-                        << R"({"step": 2, "loss": NaN, "grad_norm": Infinity, "note": "restart", "tokens": 8192})" "\n"
-                        << R"({"step": 3, "loss": -Infinity, "nested": {"a": 1}, "learning_rate": 5e-4})" "\n"
-                        << R"({"step": 4.5, "loss": 1})" "\n"
-                        << R"({"loss": 1})" "\n"
-                        << R"(  {"step":5,"loss":1.25}  )" "\n";
+    std::ofstream(path)
+        << R"({"step": 1, "loss": 2.5, "lr": 1e-3, "tokens": 4096, "wall_time": 1700000000.25})"
+           "\n"
+        << R"({"step": 2, "loss": NaN, "grad_norm": Infinity, "note": "restart", "tokens": 8192})"
+           "\n"
+        << R"({"step": 3, "loss": -Infinity, "nested": {"a": 1}, "learning_rate": 5e-4})"
+           "\n"
+        << R"({"step": 4.5, "loss": 1})"
+           "\n"
+        << R"({"loss": 1})"
+           "\n"
+        << R"(  {"step":5,"loss":1.25}  )"
+           "\n";
     std::vector<std::string> problems;
     const auto points = readMetricsJsonl(path, 0, nullptr, &problems);
     std::map<std::string, std::vector<MetricPoint>> got;
@@ -384,12 +413,24 @@ class TestMetrics : public QObject {
       char b[64];
       const int k = precision(rng);
       switch (form(rng)) {
-        case 0: std::snprintf(b, sizeof b, "%.*f", std::min(k, 12), std::fmod(v, 1e6)); break;
-        case 1: std::snprintf(b, sizeof b, "%.*g", std::max(k, 1), v); break;
-        case 2: std::snprintf(b, sizeof b, "%.*e", k, v); break;
-        case 3: std::snprintf(b, sizeof b, "%.17g", v); break;
-        case 4: std::snprintf(b, sizeof b, "%.*E", k, v); break;
-        default: std::snprintf(b, sizeof b, "%.6f", std::fabs(v) < 1 ? v : 1 / v); break;
+        case 0:
+          std::snprintf(b, sizeof b, "%.*f", std::min(k, 12), std::fmod(v, 1e6));
+          break;
+        case 1:
+          std::snprintf(b, sizeof b, "%.*g", std::max(k, 1), v);
+          break;
+        case 2:
+          std::snprintf(b, sizeof b, "%.*e", k, v);
+          break;
+        case 3:
+          std::snprintf(b, sizeof b, "%.17g", v);
+          break;
+        case 4:
+          std::snprintf(b, sizeof b, "%.*E", k, v);
+          break;
+        default:
+          std::snprintf(b, sizeof b, "%.6f", std::fabs(v) < 1 ? v : 1 / v);
+          break;
       }
       texts.push_back(b);
       file += "{\"step\": " + std::to_string(i) + ", \"x\": " + b + "}\n";
@@ -403,7 +444,8 @@ class TestMetrics : public QObject {
     for (size_t i = 0; i < texts.size(); ++i) {
       const double want = std::strtod(texts[i].c_str(), nullptr);
       const double got = points[i].second.value;
-      QVERIFY2(std::memcmp(&want, &got, sizeof want) == 0, (texts[i] + " read as " + std::to_string(got)).c_str());
+      QVERIFY2(std::memcmp(&want, &got, sizeof want) == 0,
+               (texts[i] + " read as " + std::to_string(got)).c_str());
     }
   }
 
@@ -438,14 +480,15 @@ class TestMetrics : public QObject {
         continue;
       }
       if (k == 2) {  // the slow path: a string value, a nested object
-        std::snprintf(b, sizeof b, "{\"step\": %lld, \"note\": \"x\", \"n\": {\"a\": 1}, \"acc\": %.17g}\n",
+        std::snprintf(b, sizeof b,
+                      "{\"step\": %lld, \"note\": \"x\", \"n\": {\"a\": 1}, \"acc\": %.17g}\n",
                       (long long)step, v);
         want.push_back({step, "acc", v});  // %.17g reads back exactly
         file += b;
         continue;
       }
-      std::snprintf(b, sizeof b, "{\"step\": %lld, \"loss\": %.17g, \"learning_rate\": %.6g}\n", (long long)step, v,
-                    1e-4 * double(step % 13));
+      std::snprintf(b, sizeof b, "{\"step\": %lld, \"loss\": %.17g, \"learning_rate\": %.6g}\n",
+                    (long long)step, v, 1e-4 * double(step % 13));
       file += b;
       want.push_back({step, "loss", v});
       char lr[32];
@@ -462,15 +505,129 @@ class TestMetrics : public QObject {
     for (size_t i = 0; i < want.size(); ++i) {
       const auto& [metric, p] = points[i];
       if (metric != want[i].metric || p.step != want[i].step || p.value != want[i].value)
-        QFAIL(("point " + std::to_string(i) + ": " + metric + " step " + std::to_string(p.step) + " = " +
-               std::to_string(p.value) + ", want " + want[i].metric + " step " + std::to_string(want[i].step))
+        QFAIL(("point " + std::to_string(i) + ": " + metric + " step " + std::to_string(p.step) +
+               " = " + std::to_string(p.value) + ", want " + want[i].metric + " step " +
+               std::to_string(want[i].step))
                   .c_str());
     }
     QCOMPARE(problems.size(), badAt.size());
     for (size_t i = 0; i < badAt.size(); ++i) {
-      const std::string expected =
-          "byte " + std::to_string(badAt[i].first) + " (line " + std::to_string(badAt[i].second) + ")";
-      QVERIFY2(problems[i].find(expected) != std::string::npos, (problems[i] + " lacks " + expected).c_str());
+      const std::string expected = "byte " + std::to_string(badAt[i].first) + " (line " +
+                                   std::to_string(badAt[i].second) + ")";
+      QVERIFY2(problems[i].find(expected) != std::string::npos,
+               (problems[i] + " lacks " + expected).c_str());
+    }
+    // Read whole (parts joined without replaying them): the same points per metric.
+    std::vector<std::string> wholeProblems;
+    uint64_t wholeEnd = 0;
+    const std::vector<FileSeries> whole = readMetricsJsonlSeries(path, &wholeEnd, &wholeProblems);
+    QCOMPARE(wholeEnd, end);
+    QCOMPARE(wholeProblems, problems);
+    QCOMPARE(whole.size(), size_t(3));
+    for (const FileSeries& s : whole) {
+      QVERIFY(s.restarts.empty());
+      size_t i = 0;
+      for (const Want& w : want) {
+        if (w.metric != s.metric) continue;
+        QVERIFY(i < s.points.size());
+        if (s.points[i].step != w.step || s.points[i].value != w.value)
+          QFAIL((s.metric + " point " + std::to_string(i) + " differs").c_str());
+        ++i;
+      }
+      QCOMPARE(i, s.points.size());
+    }
+  }
+
+  void jsonlSeriesReadWhole() {
+    // A file of several MiB (read on several threads where there are cores)
+    // whose job restarts every few thousand lines, logs a step twice now
+    // and then, with bad, blank and slow-path lines between. What
+    // readMetricsJsonlSeries gives is the rule applied by hand to the lines
+    // in file order, and the streaming reader's problems and end.
+    std::mt19937_64 rng(11);
+    std::string file;
+    struct Want {
+      std::vector<MetricPoint> points;
+      std::vector<int64_t> restarts;
+      void add(const MetricPoint& p) {
+        if (!points.empty() && p.step < points.back().step) {
+          restarts.push_back(p.step);
+          while (!points.empty() && points.back().step >= p.step) points.pop_back();
+        } else if (!points.empty() && p.step == points.back().step) {
+          points.pop_back();
+        }
+        points.push_back(p);
+      }
+    };
+    std::map<std::string, Want> want;
+    int64_t step = 0;
+    for (int64_t line = 0; file.size() < (5u << 20); ++line) {
+      const int k = int(rng() % 1000);
+      if (k < 2) {
+        step -= 1 + int64_t(rng() % 3000);  // restarted from an earlier checkpoint
+        if (step < 0) step = 0;
+      } else if (k < 4) {
+        // the same step again
+      } else {
+        ++step;
+      }
+      char b[200];
+      const double v = double(rng() % 100000) / 64.0;
+      if (k == 5) {
+        file += "{\"loss\": 1}\n";  // no step
+        continue;
+      }
+      if (k == 6) {
+        file += "\n";
+        continue;
+      }
+      if (k == 7) {  // the slow path
+        std::snprintf(b, sizeof b, "{\"step\": %lld, \"note\": \"r\", \"loss\": %.17g}\n",
+                      (long long)step, v);
+        file += b;
+        MetricPoint p;
+        p.step = step;
+        p.value = v;
+        want["loss"].add(p);
+        continue;
+      }
+      std::snprintf(b, sizeof b,
+                    "{\"step\": %lld, \"loss\": %.17g, \"lr\": 0.0003, \"tokens\": %lld}\n",
+                    (long long)step, v, (long long)step * 512);
+      file += b;
+      MetricPoint p;
+      p.step = step;
+      p.tokens = step * 512;
+      p.value = v;
+      want["loss"].add(p);
+      p.value = 0.0003;
+      want["lr"].add(p);
+    }
+    file += "{\"step\": 1, \"loss\": 2";  // being written: not read
+    const std::string path = m_tmp.filePath("restarts.jsonl").toStdString();
+    std::ofstream(path, std::ios::binary) << file;
+
+    std::vector<std::string> problems, streamed;
+    uint64_t end = 0, streamedEnd = 0;
+    const std::vector<FileSeries> got = readMetricsJsonlSeries(path, &end, &problems);
+    (void)readMetricsJsonl(path, 0, &streamedEnd, &streamed);
+    QCOMPARE(end, uint64_t(file.rfind('\n') + 1));
+    QCOMPARE(end, streamedEnd);
+    QVERIFY(!problems.empty());
+    QCOMPARE(problems, streamed);
+    QCOMPARE(got.size(), want.size());
+    for (const FileSeries& s : got) {
+      QVERIFY2(want.count(s.metric), s.metric.c_str());
+      const Want& w = want[s.metric];
+      QVERIFY2(w.restarts.size() > 5, "the file should restart often");
+      QCOMPARE(s.restarts, w.restarts);
+      QCOMPARE(s.points.size(), w.points.size());
+      for (size_t i = 0; i < w.points.size(); ++i)
+        if (s.points[i].step != w.points[i].step || s.points[i].value != w.points[i].value ||
+            s.points[i].tokens != w.points[i].tokens)
+          QFAIL((s.metric + " point " + std::to_string(i) + ": step " +
+                 std::to_string(s.points[i].step) + ", want " + std::to_string(w.points[i].step))
+                    .c_str());
     }
   }
 
@@ -479,16 +636,20 @@ class TestMetrics : public QObject {
     const std::string path = m_tmp.filePath("records.err").toStdString();
     std::ofstream(path, std::ios::binary)
         << "\rEpoch 1:  10%|#         | 10/100 [00:01<00:09, step=10, loss=9.99]\r"
-           "Epoch 1:  11%|#         | 11/100 [00:01<00:09]2025-12-02 10:01:10,250 - trainer.a-sft - INFO - step=11 loss=2.3456 lr=3.000e-04\n"
-        << "2025-12-02 10:01:11 - trainer.a-sft - INFO - eval step=11 loss=2.5 ppl=12.18 tokens=22528\n"
+           "Epoch 1:  11%|#         | 11/100 [00:01<00:09]2025-12-02 10:01:10,250 - trainer.a-sft "
+           "- INFO - step=11 loss=2.3456 lr=3.000e-04\n"
+        << "2025-12-02 10:01:11 - trainer.a-sft - INFO - eval step=11 loss=2.5 ppl=12.18 "
+           "tokens=22528\n"
         << "INFO:trainer.a-dpo:step=3 loss=0.693 eval_accuracy=50.0%\n"
-        << "2025-12-02 10:01:12 - modern_llm.data - INFO - tokenized split=train step=7 examples=100\n";
+        << "2025-12-02 10:01:12 - modern_llm.data - INFO - tokenized split=train step=7 "
+           "examples=100\n";
     const std::vector<LoggedPoint> lines = readConsoleLogLines(path);
     std::vector<std::string> got;
     for (const LoggedPoint& p : lines) {
       char b[160];
       std::snprintf(b, sizeof b, "%s %s %lld %.17g %.17g %lld", p.run.c_str(), p.metric.c_str(),
-                    static_cast<long long>(p.point.step), p.point.value, p.point.wallTime.value_or(-1),
+                    static_cast<long long>(p.point.step), p.point.value,
+                    p.point.wallTime.value_or(-1),
                     static_cast<long long>(p.point.tokens.value_or(-1)));
       got.push_back(b);
     }
@@ -525,7 +686,8 @@ class TestMetrics : public QObject {
     // point (no shortcut may change a bit), and the streaming smoother gives
     // the same values one at a time, NaN passing through.
     std::vector<double> values;
-    for (int i = 0; i < 20000; ++i) values.push_back(i == 777 ? std::nan("") : 3.0 + std::sin(i * 0.1));
+    for (int i = 0; i < 20000; ++i)
+      values.push_back(i == 777 ? std::nan("") : 3.0 + std::sin(i * 0.1));
     for (double w : {0.6, 0.99, 0.999}) {
       const std::vector<double> got = smoothEma(values, w);
       EmaSmoother streaming(w);

@@ -10,6 +10,7 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QImage>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
@@ -19,6 +20,7 @@
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QToolTip>
 #include <QTreeView>
 #include <cmath>
 #include <vector>
@@ -72,13 +74,24 @@ std::vector<double> graphKeys(const QCPGraph* g) {
   return out;
 }
 
-bool sameSeries(const Series& a, const Series& b, QString* why) {
+bool samePoint(const Point& a, const Point& b) {
+  return a.step == b.step && a.value == b.value;
+}
+
+bool samePoint(const MetricPoint& a, const MetricPoint& b) {
+  const bool value = a.value == b.value || (std::isnan(a.value) && std::isnan(b.value));
+  return a.step == b.step && value && a.wallTime == b.wallTime && a.tokens == b.tokens;
+}
+
+// Points (steps and values; a MetricPoint's wall time and tokens too) equal, bit for bit.
+template <typename P>
+bool sameSeries(const std::vector<P>& a, const std::vector<P>& b, QString* why) {
   if (a.size() != b.size()) {
     *why = QString("%1 points, expected %2").arg(a.size()).arg(b.size());
     return false;
   }
   for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i].step != b[i].step || a[i].value != b[i].value) {
+    if (!samePoint(a[i], b[i])) {
       *why = QString("point %1: (%2, %3), expected (%4, %5)")
                  .arg(i)
                  .arg(a[i].step)
@@ -97,6 +110,26 @@ bool appendText(const QString& file, const QByteArray& text) {
   const bool ok = f.write(text) == text.size();
   f.close();
   return ok;
+}
+
+// `ckptscope-cli metrics DIR --json`: run -> metric -> the points as (step, value).
+std::map<QString, std::map<QString, Series>> cliSeries(
+    const QString& dir, std::map<QString, std::map<QString, QJsonArray>>* restarts) {
+  QProcess cli;
+  cli.start(QStringLiteral(CKPT_CLI), {"metrics", dir, "--json"});
+  std::map<QString, std::map<QString, Series>> out;
+  if (!cli.waitForFinished(60'000) || cli.exitCode() != 0) return out;
+  for (const QJsonValue& run :
+       QJsonDocument::fromJson(cli.readAllStandardOutput()).object().value("runs").toArray())
+    for (const QJsonValue& series : run.toObject().value("series").toArray()) {
+      const QString name = run.toObject().value("name").toString();
+      const QString metric = series.toObject().value("metric").toString();
+      Series& points = out[name][metric];
+      for (const QJsonValue& p : series.toObject().value("points").toArray())
+        points.push_back({qint64(p.toArray().at(0).toDouble()), p.toArray().at(1).toDouble()});
+      if (restarts) (*restarts)[name][metric] = series.toObject().value("restarts").toArray();
+    }
+  return out;
 }
 
 int distinctColours(const QImage& image) {
@@ -139,6 +172,8 @@ class TestCurves : public QObject {
   void hiddenRunsAndTooltip();
   void liveAppend();
   void liveNewFileAndRewrite();
+  void liveMergeEqualsReloadAtEveryLine();
+  void liveRestartDrawsWhatAReloadDraws();
   void csvExport();
   void imageExports();
   void mainWindowCurvesTab();
@@ -350,9 +385,10 @@ void TestCurves::checkpointMarkers() {
 
   // Markers sit at the value each checkpoint records (Python wrote it: the
   // manifest), at the checkpoints' steps, whatever the smoothing.
-  const double recorded[] = {m_manifestRuns.value("runs/tiny/tiny_step100.pt").toObject().value("loss").toDouble(),
-                             m_manifestRuns.value("runs/tiny/tiny_step200.pt").toObject().value("loss").toDouble(),
-                             m_manifestRuns.value("runs/tiny/tiny_final.pt").toObject().value("loss").toDouble()};
+  const double recorded[] = {
+      m_manifestRuns.value("runs/tiny/tiny_step100.pt").toObject().value("loss").toDouble(),
+      m_manifestRuns.value("runs/tiny/tiny_step200.pt").toObject().value("loss").toDouble(),
+      m_manifestRuns.value("runs/tiny/tiny_final.pt").toObject().value("loss").toDouble()};
   // alpha: checkpoints at 100, 200, 300, all logged in its metrics.jsonl (with other values).
   const Series alphaMarkers = graphPoints(view.markerGraph("alpha"));
   QCOMPARE(alphaMarkers.size(), size_t(3));
@@ -377,7 +413,8 @@ void TestCurves::checkpointMarkers() {
   // Smoothing does not move them.
   view.setSmoothing(0);
   QCOMPARE(graphPoints(view.markerGraph("alpha")).size(), size_t(3));
-  for (size_t i = 0; i < 3; ++i) QCOMPARE(graphPoints(view.markerGraph("alpha"))[i].value, recorded[i]);
+  for (size_t i = 0; i < 3; ++i)
+    QCOMPARE(graphPoints(view.markerGraph("alpha"))[i].value, recorded[i]);
   QString why;
   QVERIFY2(sameSeries(graphPoints(view.markerGraph("gamma")), m_gammaLoss, &why), qPrintable(why));
   // None drawn hollow on the x axis: every checkpoint here records a loss.
@@ -511,7 +548,8 @@ void TestCurves::followsPalette() {
   QVERIFY(hidden != dark.color(QPalette::Text));
   QVERIFY(hidden.lightness() < dark.color(QPalette::Text).lightness() &&
           hidden.lightness() > dark.color(QPalette::Base).lightness());
-  QCOMPARE(plot->legend->itemWithPlottable(view.smoothedGraph("alpha"))->textColor(), dark.color(QPalette::Text));
+  QCOMPARE(plot->legend->itemWithPlottable(view.smoothedGraph("alpha"))->textColor(),
+           dark.color(QPalette::Text));
   // And back to light.
   view.setPalette(QPalette(Qt::white));
   QCOMPARE(plot->xAxis->tickLabelColor(), view.palette().color(QPalette::Text));
@@ -610,6 +648,203 @@ void TestCurves::liveNewFileAndRewrite() {
       qPrintable(why));
   QCOMPARE(graphPoints(view.smoothedGraph("gamma")).back().value,
            debiasedEma({{10, 6.5}, {20, 5.75}, {30, 5.5}}, view.smoothing()).back());
+}
+
+void TestCurves::liveMergeEqualsReloadAtEveryLine() {
+  // A job that restarts twice into its metrics.jsonl (and logs one step
+  // twice), and a pipeline log in which two stages restart, with tqdm
+  // noise. Whatever line a reload happened to stop at, following the files
+  // from there on gives the series a reload of the whole file gives: the
+  // same points, the same restarts, the same tooltip note.
+  const QDir root(m_dir->path());
+  QVERIFY(root.mkpath("job/run-pretrain") && root.mkpath("job/run-sft"));
+  QByteArrayList jsonl;
+  auto jline = [&](int step, double loss) {
+    jsonl
+        << QStringLiteral(
+               "{\"step\": %1, \"loss\": %2, \"lr\": 0.0003, \"tokens\": %3, \"wall_time\": %4}\n")
+               .arg(step)
+               .arg(loss, 0, 'g', 17)
+               .arg(step * 64)
+               .arg(1718000000.0 + jsonl.size(), 0, 'f', 1)
+               .toUtf8();
+  };
+  for (int step = 10; step <= 80; step += 10) jline(step, 5.0 - step / 40.0);
+  for (int step = 40; step <= 100; step += 10) jline(step, 4.0 - step / 50.0);  // restarted at 40
+  jline(100, 1.75);  // step 100 again: replaced
+  for (int step = 70; step <= 120; step += 5) jline(step, 3.0 - step / 100.0);  // restarted at 70
+  QByteArrayList log;
+  auto lline = [&](const char* stage, int step, double loss) {
+    log << QStringLiteral(
+               "2025-12-02 10:%1:00 - trainer.run-%2 - INFO - step=%3 loss=%4 lr=3.000e-04\n")
+               .arg(log.size() % 60, 2, 10, QChar('0'))
+               .arg(stage)
+               .arg(step)
+               .arg(loss, 0, 'g', 17)
+               .toUtf8();
+  };
+  for (int step = 1; step <= 6; ++step) lline("pretrain", step, 9 - step);
+  log << "Loading dataset shards...\n";
+  for (int step = 1; step <= 3; ++step) lline("sft", step, 4 - step * 0.5);
+  log << "train:  40%|####      | 4/10 [00:01<00:02, step=9 loss=0.5]\r";  // a bar's postfix: not a
+                                                                           // point
+  for (int step = 3; step <= 8; ++step)
+    lline("pretrain", step, 7.5 - step);  // pretrain restarted at 3
+  for (int step = 2; step <= 5; ++step)
+    lline("sft", step, 3.25 - step * 0.25);  // sft restarted at 2
+
+  const QString jsonlPath = root.filePath("job/run-pretrain/metrics.jsonl");
+  const QString logPath = root.filePath("job/pipeline_4711.log");
+  auto write = [](const QString& path, const QByteArrayList& lines, qsizetype n) {
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) return false;
+    for (qsizetype i = 0; i < n; ++i) f.write(lines[i]);
+    return true;
+  };
+  RunEntry pretrain, sft;
+  pretrain.name = "run-pretrain";
+  pretrain.path = pathToStd(root.filePath("job/run-pretrain"));
+  sft.name = "run-sft";
+  sft.path = pathToStd(root.filePath("job/run-sft"));
+
+  for (const RunEntry& entry : {pretrain, sft})
+    for (qsizetype cut = 0; cut <= std::max(jsonl.size(), log.size()); ++cut) {
+      QVERIFY(write(jsonlPath, jsonl, std::min(cut, jsonl.size())));
+      QVERIFY(write(logPath, log, std::min(cut, log.size())));
+      CurveRun live = loadCurveRun(entry);
+      // The rest arrives one line at a time, each read as the follower reads it.
+      for (qsizetype n = cut + 1; n <= std::max(jsonl.size(), log.size()); ++n) {
+        QVERIFY(write(jsonlPath, jsonl, std::min(n, jsonl.size())));
+        QVERIFY(write(logPath, log, std::min(n, log.size())));
+        for (LiveSource& source : live.sources)
+          (void)mergeLivePoints(live, source, readNewPoints(source, nullptr));
+      }
+      const RunMetrics reload = collectRunMetrics(entry);
+      const CurveRun reloaded = loadCurveRun(entry);
+      const std::string context = entry.name + ", reloaded after " + std::to_string(cut) + " lines";
+      QVERIFY2(!reload.series.empty(), context.c_str());
+      QCOMPARE(live.series.size(), reload.series.size());
+      for (const MetricSeries& want : reload.series) {
+        const MetricSeries* got = live.find(want.metric);
+        QVERIFY2(got, (context + ": no " + want.metric).c_str());
+        QString why;
+        QVERIFY2(sameSeries(got->points, want.points, &why),
+                 qPrintable(fromStd(context) + ": " + why));
+        QCOMPARE(got->restarts, want.restarts);
+      }
+      QCOMPARE(live.restartNotes, reloaded.restartNotes);
+    }
+  // What the files hold in the end, by hand: the last segment of each restart.
+  const RunMetrics m = collectRunMetrics(pretrain);
+  QCOMPARE(m.find("loss")->restarts, (std::vector<int64_t>{40, 70}));
+  const std::vector<MetricPoint>& loss = m.find("loss")->points;
+  QCOMPARE(loss.size(),
+           size_t(3 + 3 + 11));  // 10..30 of the first job, 40..60 of the second, 70..120
+  QCOMPARE(loss.front().step, int64_t(10));
+  QCOMPARE(loss[2].value, 5.0 - 30 / 40.0);
+  QCOMPARE(loss[3].value, 4.0 - 40 / 50.0);
+  QCOMPARE(loss[5].step, int64_t(60));
+  QCOMPARE(loss[6].step, int64_t(70));
+  QCOMPARE(loss[6].value, 3.0 - 70 / 100.0);
+  QCOMPARE(loss.back().step, int64_t(120));
+  const RunMetrics s = collectRunMetrics(sft);
+  QCOMPARE(s.find("loss")->restarts, (std::vector<int64_t>{2}));
+  QCOMPARE(s.find("loss")->points.size(), size_t(5));
+  QCOMPARE(s.find("loss")->points.back().value, 3.25 - 5 * 0.25);
+  QCOMPARE(loadCurveRun(sft).restartNotes.at("loss"),
+           QStringLiteral("restarted at step 2: the later job's points are shown"));
+}
+
+void TestCurves::liveRestartDrawsWhatAReloadDraws() {
+  const QDir root(m_dir->path());
+  MainWindow w;
+  w.resize(kScreenshotSize);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  w.activateWindow();
+  QSignalSpy loaded(&w, &MainWindow::loaded);
+  w.openPaths({m_dir->path()});
+  QVERIFY(loaded.wait(kLoadTimeoutMs));
+  CurvesView* view = w.curvesView();
+  QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key_2));  // the Curves tab
+  QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(view));
+  if (view->isLoading()) {
+    QSignalSpy ready(view, &CurvesView::curvesReady);
+    QVERIFY(ready.wait(kLoadTimeoutMs));
+  }
+  view->setPollInterval(200);
+  QString why;
+  QVERIFY2(sameSeries(graphPoints(view->rawGraph("alpha")), m_alphaLoss, &why), qPrintable(why));
+  QVERIFY2(sameSeries(graphPoints(view->rawGraph("beta")), m_betaLoss, &why), qPrintable(why));
+
+  // alpha's job (it logged 50..300) restarts from its checkpoint at 150 and
+  // logs into the same metrics.jsonl; beta's (30..360) from 210 into its
+  // console log, behind a progress bar's redraws.
+  QSignalSpy reloads(view, &CurvesView::curvesReady);
+  QVERIFY(appendText(root.filePath("alpha/metrics.jsonl"),
+                     "{\"step\": 150, \"loss\": 3.0, \"lr\": 0.0003, \"tokens\": 76800}\n"
+                     "{\"step\": 200, \"loss\": 2.75, \"lr\": 0.0003, \"tokens\": 102400}\n"
+                     "{\"step\": 250, \"loss\": 2.5, \"lr\": 0.0003, \"tokens\": 128000}\n"));
+  QVERIFY(appendText(root.filePath("beta/train.log"),
+                     "Resuming from step 210\n"
+                     "train:  50%|#####     | 5/10 [00:01<00:01, step=250 loss=9.5]\r"
+                     "step=240 loss=1.25 lr=1.000e-04\n"
+                     "step=270 loss=1.125 lr=1.000e-04\n"));
+  // By hand: the points before the restart, then the later job's.
+  const Series alphaWant{{50, 4.0}, {100, 3.5}, {150, 3.0}, {200, 2.75}, {250, 2.5}};
+  Series betaWant(m_betaLoss.begin(), m_betaLoss.begin() + 7);  // 30..210
+  QCOMPARE(betaWant.back().step, qint64(210));
+  betaWant.push_back({240, 1.25});
+  betaWant.push_back({270, 1.125});
+  QTRY_VERIFY_WITH_TIMEOUT(sameSeries(graphPoints(view->rawGraph("alpha")), alphaWant, &why) &&
+                               sameSeries(graphPoints(view->rawGraph("beta")), betaWant, &why),
+                           10'000);
+  QCOMPARE(reloads.count(), 0);  // drawn by following the files, not by reading them again
+
+  // The same as `ckptscope-cli metrics --json` reads from the files.
+  std::map<QString, std::map<QString, QJsonArray>> restarts;
+  const auto cli = cliSeries(m_dir->path(), &restarts);
+  QVERIFY2(sameSeries(graphPoints(view->rawGraph("alpha")), cli.at("alpha").at("loss"), &why),
+           qPrintable(why));
+  QVERIFY2(sameSeries(graphPoints(view->rawGraph("beta")), cli.at("beta").at("loss"), &why),
+           qPrintable(why));
+  QCOMPARE(restarts.at("alpha").at("loss"), QJsonArray{150});
+  QCOMPARE(restarts.at("beta").at("loss"), QJsonArray{240});
+  QCOMPARE(restarts.at("gamma").at("loss"), QJsonArray{});
+
+  // The mouse over the chart at step 210: the tooltip says which runs restarted.
+  auto hoverText = [&]() -> QString {
+    view->plot()->replot();
+    const QRect area = view->plot()->axisRect()->rect();
+    const QPoint at(int(std::lround(view->plot()->xAxis->coordToPixel(210))), area.top() + 2);
+    QToolTip::hideText();
+    QTest::mouseMove(view->plot(), at + QPoint(12, 0));
+    QTest::mouseMove(view->plot(), at);
+    if (!QTest::qWaitFor([] { return QToolTip::isVisible(); }, 5000)) return {};
+    return QToolTip::text();
+  };
+  const QString live = hoverText();
+  const QStringList lines = live.split('\n');
+  auto lineOf = [&lines](const QString& run) {
+    for (const QString& l : lines)
+      if (l.startsWith(run + ": ")) return l;
+    return QString();
+  };
+  QVERIFY2(lineOf("alpha").contains("(restarted at step 150: the later job's points are shown)") &&
+               lineOf("alpha").endsWith("at step 200"),
+           qPrintable(live));
+  QVERIFY2(lineOf("beta").contains("(restarted at step 240: the later job's points are shown)") &&
+               lineOf("beta").endsWith("at step 210"),
+           qPrintable(live));
+  QVERIFY2(!lineOf("gamma").isEmpty() && !lineOf("gamma").contains("restarted"), qPrintable(live));
+
+  // File > Reload (F5) reads the files afresh: the same curves, the same tooltip.
+  QSignalSpy reloaded(view, &CurvesView::curvesReady);
+  QTest::keyClick(&w, Qt::Key_F5);
+  QVERIFY(reloaded.wait(kLoadTimeoutMs));
+  QVERIFY2(sameSeries(graphPoints(view->rawGraph("alpha")), alphaWant, &why), qPrintable(why));
+  QVERIFY2(sameSeries(graphPoints(view->rawGraph("beta")), betaWant, &why), qPrintable(why));
+  QCOMPARE(hoverText(), live);
 }
 
 void TestCurves::csvExport() {

@@ -1,6 +1,5 @@
 #include "curves/curverun.h"
 
-#include <QFile>
 #include <QFileInfo>
 #include <algorithm>
 #include <cmath>
@@ -15,11 +14,6 @@ namespace {
 constexpr double kUnixTimeFloor = 1e9;
 // Problems kept per run: a log full of bad lines should not fill memory.
 constexpr qsizetype kMaxProblems = 200;
-
-bool samePoint(const MetricPoint& a, const MetricPoint& b) {
-  const bool sameValue = a.value == b.value || (std::isnan(a.value) && std::isnan(b.value));
-  return a.step == b.step && sameValue && a.wallTime == b.wallTime && a.tokens == b.tokens;
-}
 
 void noteWallTime(CurveRun& run, const MetricPoint& p) {
   if (!p.wallTime || *p.wallTime < kUnixTimeFloor) return;
@@ -58,8 +52,11 @@ std::optional<double> CurveRun::recordedValue(int64_t step, const std::string& m
 
 bool isScheduleMetric(const std::string& metric) {
   // lr, learning_rate, lr_head, head_lr, ...; weight decay and momentum schedules too.
-  if (metric == "lr" || metric == "learning_rate" || metric == "weight_decay" || metric == "momentum") return true;
-  return metric.rfind("lr_", 0) == 0 || (metric.size() > 3 && metric.compare(metric.size() - 3, 3, "_lr") == 0) ||
+  if (metric == "lr" || metric == "learning_rate" || metric == "weight_decay" ||
+      metric == "momentum")
+    return true;
+  return metric.rfind("lr_", 0) == 0 ||
+         (metric.size() > 3 && metric.compare(metric.size() - 3, 3, "_lr") == 0) ||
          metric.find("learning_rate") != std::string::npos;
 }
 
@@ -77,7 +74,8 @@ std::optional<double> CurveRun::x(const MetricPoint& p, CurveAxis axis) const {
   return std::nullopt;
 }
 
-std::vector<LiveSource> findLiveSources(const RunEntry& run, const std::vector<std::string>& extraLogs) {
+std::vector<LiveSource> findLiveSources(const RunEntry& run,
+                                        const std::vector<std::string>& extraLogs) {
   std::vector<LiveSource> sources;
   for (MetricSourceFile& f : findMetricSources(run, extraLogs))
     sources.push_back({pathFromStd(f.path), f.kind, 0, 0, std::move(f.filter)});
@@ -90,36 +88,32 @@ std::vector<LiveSource> findLiveSources(const QString& dir) {
   return findLiveSources(run);
 }
 
-uint64_t completeLinesEnd(const QString& path) {
-  QFile file(path);
-  if (!file.open(QIODevice::ReadOnly)) return 0;
-  constexpr qint64 kChunk = 64 * 1024;
-  qint64 end = file.size();
-  while (end > 0) {
-    const qint64 start = std::max<qint64>(0, end - kChunk);
-    if (!file.seek(start)) return 0;
-    const QByteArray bytes = file.read(end - start);
-    const qsizetype nl = bytes.lastIndexOf('\n');
-    if (nl >= 0) return uint64_t(start + nl + 1);
-    end = start;
-  }
-  return 0;
+QString restartNote(const MetricSeries& series) {
+  if (!series.restarted()) return {};
+  QStringList steps;
+  for (int64_t s : series.restarts) steps << QString::number(s);
+  return QObject::tr("restarted at step %1: the later job's points are shown")
+      .arg(steps.join(QStringLiteral(", ")));
 }
 
 CurveRun loadCurveRun(const RunEntry& entry, const std::vector<std::string>& extraLogs) {
   CurveRun run;
   run.name = pathFromStd(entry.name);
   run.path = pathFromStd(entry.path);
-  // Where the growing files end *before* they are read: lines written in
-  // between are read again later, and a step read twice keeps its last value.
   run.sources = findLiveSources(entry, extraLogs);
-  for (LiveSource& s : run.sources) s.offset = s.size = completeLinesEnd(s.path);
 
   RunMetrics metrics;
   try {
     metrics = collectRunMetrics(entry, extraLogs);
   } catch (const std::exception& e) {
     run.problems << QObject::tr("%1: cannot read its metrics: %2").arg(run.path, fromStd(e.what()));
+  }
+  // Following the run continues where collectRunMetrics stopped reading
+  // (lines written meanwhile are read once, in order); a file it did not
+  // read (new since) is read from its start.
+  for (LiveSource& s : run.sources) {
+    const auto end = metrics.readEnds.find(pathToStd(s.path));
+    s.offset = s.size = end == metrics.readEnds.end() ? 0 : end->second;
   }
   for (MetricSeries& s : metrics.series) {
     for (const MetricPoint& p : s.points) noteWallTime(run, p);
@@ -140,16 +134,12 @@ CurveRun loadCurveRun(const RunEntry& entry, const std::vector<std::string>& ext
     run.checkpointValues[m.step] = std::move(m.recorded);
   }
   for (const auto& [metric, series] : run.series)
-    if (series.restarted()) {
-      QStringList steps;
-      for (int64_t s : series.restarts) steps << QString::number(s);
-      run.restartNotes[metric] =
-          QObject::tr("restarted at step %1: the later job's points are shown").arg(steps.join(QStringLiteral(", ")));
-    }
+    if (series.restarted()) run.restartNotes[metric] = restartNote(series);
   return run;
 }
 
-MetricPoints readNewPoints(LiveSource& source, QStringList* problems) {
+MetricPoints readNewPoints(LiveSource& source, QStringList* problems, bool* rewritten) {
+  if (rewritten) *rewritten = QFileInfo(source.path).size() < qint64(source.offset);
   uint64_t end = source.offset;
   std::vector<std::string> bad;
   MetricPoints points;
@@ -166,8 +156,9 @@ MetricPoints readNewPoints(LiveSource& source, QStringList* problems) {
   return points;
 }
 
-std::map<std::string, SeriesChange> mergeLivePoints(CurveRun& run, MetricSource source,
-                                                    const MetricPoints& points) {
+std::map<std::string, SeriesChange> mergeLivePoints(CurveRun& run, const LiveSource& source,
+                                                    const MetricPoints& points, bool rewritten) {
+  const std::string file = pathToStd(source.path);
   std::map<std::string, SeriesChange> changes;
   for (const auto& [metric, p] : points) {
     auto it = run.series.find(metric);
@@ -178,41 +169,42 @@ std::map<std::string, SeriesChange> mergeLivePoints(CurveRun& run, MetricSource 
       if (it == run.series.end()) {
         MetricSeries s;
         s.metric = metric;
-        s.source = source;
+        s.source = source.kind;
         it = run.series.emplace(metric, std::move(s)).first;
-      } else if (int(source) > int(it->second.source)) {
+      } else if (int(source.kind) > int(it->second.source)) {
         continue;  // shown from a preferred source; collectRunMetrics would ignore these too
-      } else if (int(source) < int(it->second.source)) {
-        it->second.source = source;  // a preferred source appeared: it replaces the series
+      } else if (int(source.kind) < int(it->second.source) ||
+                 (rewritten && it->second.files == std::vector<std::string>{file})) {
+        // A preferred source appeared, or the one file of the series was
+        // rewritten: it starts over from what is read now.
+        it->second.source = source.kind;
         it->second.points.clear();
+        it->second.restarts.clear();
+        it->second.files.clear();
         c.rewritten = true;
       } else {
         c.firstNew = it->second.points.size();
       }
+      MetricSeries& s = it->second;
+      if (std::find(s.files.begin(), s.files.end(), file) == s.files.end()) s.files.push_back(file);
       change = changes.emplace(metric, c).first;
-    } else if (it == run.series.end() || it->second.source != source) {
+    } else if (it == run.series.end() || it->second.source != source.kind) {
       continue;
     }
 
     noteWallTime(run, p);
-    std::vector<MetricPoint>& v = it->second.points;
+    MetricSeries& s = it->second;
+    const size_t restartsBefore = s.restarts.size();
+    const size_t changed = addInFileOrder(s.points, s.restarts, p);
     SeriesChange& c = change->second;
-    if (v.empty() || p.step > v.back().step) {
-      v.push_back(p);
-      continue;
-    }
-    const auto pos =
-        std::lower_bound(v.begin(), v.end(), p.step,
-                         [](const MetricPoint& a, int64_t step) { return a.step < step; });
-    const size_t index = size_t(pos - v.begin());
-    if (pos != v.end() && pos->step == p.step) {
-      if (samePoint(*pos, p)) continue;  // read again after the load: nothing new
-      *pos = p;                          // the last one read wins (a resumed run rewrites steps)
-    } else {
-      v.insert(pos, p);
-    }
-    if (index < c.firstNew) c.rewritten = true;
+    if (changed < c.firstNew) c.rewritten = true;
+    if (s.restarts.size() != restartsBefore) run.restartNotes[metric] = restartNote(s);
   }
+  for (const auto& [metric, c] : changes)
+    if (c.rewritten)
+      if (const auto it = run.series.find(metric);
+          it != run.series.end() && !it->second.restarted())
+        run.restartNotes.erase(metric);
   return changes;
 }
 

@@ -68,31 +68,39 @@ struct SeriesChange {
   bool rewritten = false;  // an old point changed or a point landed among them: redraw it whole
 };
 
-// Reads a run (worker thread): where its growing files end, then
-// collectRunMetrics (with the log files / folders the user added). Never
-// throws; failures end up in `problems`.
-[[nodiscard]] CurveRun loadCurveRun(const RunEntry& run, const std::vector<std::string>& extraLogs = {});
+// Reads a run (worker thread): collectRunMetrics (with the log files /
+// folders the user added), and where it stopped reading each growing file.
+// Never throws; failures end up in `problems`.
+[[nodiscard]] CurveRun loadCurveRun(const RunEntry& run,
+                                    const std::vector<std::string>& extraLogs = {});
 
 // The files collectRunMetrics reads for the run that can grow
 // (ckpt::findMetricSources; for a bare `dir`: the run of that directory,
 // its checkpoints' run names and the opened root unknown). Offsets are 0.
-[[nodiscard]] std::vector<LiveSource> findLiveSources(const RunEntry& run,
-                                                     const std::vector<std::string>& extraLogs = {});
+[[nodiscard]] std::vector<LiveSource> findLiveSources(
+    const RunEntry& run, const std::vector<std::string>& extraLogs = {});
 [[nodiscard]] std::vector<LiveSource> findLiveSources(const QString& dir);
 
-// The byte after the last newline of `path`; 0 when it has none or cannot be read.
-[[nodiscard]] uint64_t completeLinesEnd(const QString& path);
-
 // Reads what `source` gained since its offset, moves the offset on and
-// returns the points (bad lines are added to `problems`).
-[[nodiscard]] MetricPoints readNewPoints(LiveSource& source, QStringList* problems);
+// returns the points (bad lines are added to `problems`). `*rewritten` (when
+// given) says the file shrank below the offset: it was rewritten and is read
+// again from its start.
+[[nodiscard]] MetricPoints readNewPoints(LiveSource& source, QStringList* problems,
+                                         bool* rewritten = nullptr);
 
-// Folds points read live from a source of kind `source` into `run`, as
-// collectRunMetrics would have merged them: a metric shown from a preferred
-// source ignores them, one from a less preferred source is replaced, and
-// within a source the last point read for a step wins. Returns what changed
-// per metric.
-std::map<std::string, SeriesChange> mergeLivePoints(CurveRun& run, MetricSource source,
-                                                    const MetricPoints& points);
+// Folds points read live from `source` into `run`, as collectRunMetrics
+// would have merged them: a metric shown from a preferred source ignores
+// them, one from a less preferred source is replaced, and within a source
+// the points go through ckpt::addInFileOrder (a restarted job keeps its last
+// segment, and the series' tooltip note says so). `rewritten`: the file was
+// read again from its start, so the series it alone fed start over. Returns
+// what changed per metric.
+std::map<std::string, SeriesChange> mergeLivePoints(CurveRun& run, const LiveSource& source,
+                                                    const MetricPoints& points,
+                                                    bool rewritten = false);
+
+// What the series' tooltip says of a job that restarted: "restarted at step
+// 200: the later job's points are shown" (empty when it did not).
+[[nodiscard]] QString restartNote(const MetricSeries& series);
 
 }  // namespace ckpt

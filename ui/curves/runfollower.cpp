@@ -61,8 +61,9 @@ std::vector<std::map<std::string, SeriesChange>> RunFollower::readNew(std::vecto
       source.size = size;
       // Files replaced by a rename are no longer watched, new ones not yet.
       if (!watched.contains(source.path)) m_watcher.addPath(source.path);
-      const MetricPoints points = readNewPoints(source, &run.problems);
-      for (const auto& [metric, change] : mergeLivePoints(run, source.kind, points)) {
+      bool rewritten = false;
+      const MetricPoints points = readNewPoints(source, &run.problems, &rewritten);
+      for (const auto& [metric, change] : mergeLivePoints(run, source, points, rewritten)) {
         auto [it, added] = changes[i].emplace(metric, change);
         if (!added) it->second.rewritten = it->second.rewritten || change.rewritten;
       }

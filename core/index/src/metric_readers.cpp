@@ -5,6 +5,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <deque>
 #include <fstream>
 #include <functional>
@@ -12,6 +13,9 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include <sys/mman.h>
+
+#include "ckpt/format/input_file.h"
 #include "ckpt/index/metrics.h"
 
 namespace ckpt {
@@ -54,7 +58,21 @@ std::string canonicalMetric(std::string key) {
 
 // ---------------------------------------------------------------- jsonl
 
-bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+// `text == word` for a literal, compared inline (a million lines compare
+// three keys each: std::string_view's out-of-line compare was a tenth of
+// reading them).
+template <size_t N>
+bool is(std::string_view text, const char (&word)[N]) {
+  return text.size() == N - 1 && std::memcmp(text.data(), word, N - 1) == 0;
+}
+
+bool sameText(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+bool isSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\r';
+}
 
 // A JSON number (or Python's NaN / Infinity / -Infinity) at `p`; `integer`
 // says whether it was written without fraction or exponent.
@@ -63,8 +81,9 @@ bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 // representable doubles, so one IEEE operation rounds it correctly: the
 // same bits strtod / from_chars give. Anything else: nothing.
 std::optional<double> fastDecimal(const char* p, const char* end, const char** after) {
-  static constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
-                                      1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  static constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                      1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                      1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
   const bool negative = p < end && *p == '-';
   if (negative) ++p;
   uint64_t m = 0;
@@ -72,7 +91,8 @@ std::optional<double> fastDecimal(const char* p, const char* end, const char** a
   const char* q = p;
   while (q < end && *q == '0') ++q;  // leading zeros are not significant
   bool any = q > p;
-  for (; q < end && *q >= '0' && *q <= '9'; ++q, ++digits, any = true) m = m * 10 + uint64_t(*q - '0');
+  for (; q < end && *q >= '0' && *q <= '9'; ++q, ++digits, any = true)
+    m = m * 10 + uint64_t(*q - '0');
   if (q < end && *q == '.') {
     ++q;
     if (m == 0)
@@ -111,7 +131,8 @@ bool parseJsonNumber(const char*& p, const char* end, double& value, bool& integ
   const char* q = p + (negative ? 1 : 0);
   if (q < end && *q == 'I' && end - q >= 8 && std::string_view(q, 8) == "Infinity") {
     p = q + 8;
-    value = negative ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+    value = negative ? -std::numeric_limits<double>::infinity()
+                     : std::numeric_limits<double>::infinity();
     integer = false;
     return true;
   }
@@ -192,8 +213,8 @@ bool skipValue(const char*& p, const char* end) {
 // members (Python's NaN / Infinity included); other members are skipped.
 // Returns false when the line needs a real JSON parser to say what is wrong
 // with it (or has an escaped key).
-bool parseFlatLine(std::string_view line, MetricPoint& base, std::vector<std::pair<std::string_view, double>>& metrics,
-                   bool& hasStep) {
+bool parseFlatLine(std::string_view line, MetricPoint& base,
+                   std::vector<std::pair<std::string_view, double>>& metrics, bool& hasStep) {
   const char* p = line.data();
   const char* end = p + line.size();
   auto skip = [&] {
@@ -223,16 +244,16 @@ bool parseFlatLine(std::string_view line, MetricPoint& base, std::vector<std::pa
     double v = 0;
     bool integer = false;
     if (p < end && (*p == '"' || *p == '{' || *p == '[' || *p == 't' || *p == 'f' || *p == 'n')) {
-      if (!skipValue(p, end) || key == "step") return false;
+      if (!skipValue(p, end) || is(key, "step")) return false;
     } else if (!parseJsonNumber(p, end, v, integer)) {
       return false;
-    } else if (key == "step") {
+    } else if (is(key, "step")) {
       if (!integer || !(std::fabs(v) < 9.2e18)) return false;  // let the slow path say why
       base.step = int64_t(v);
       hasStep = true;
-    } else if (key == "wall_time") {
+    } else if (is(key, "wall_time")) {
       base.wallTime = v;
-    } else if (key == "tokens") {
+    } else if (is(key, "tokens")) {
       if (std::isfinite(v) && std::fabs(v) < 9.2e18) base.tokens = int64_t(v);
     } else {
       metrics.emplace_back(key, v);
@@ -279,14 +300,17 @@ int64_t daysFromCivil(int64_t y, unsigned m, unsigned d) {
 // "YYYY-MM-DD HH:MM:SS" (optionally ",mmm" or ".mmm") at `at`: seconds
 // since the epoch read as UTC, and where it ends.
 std::optional<double> timestampAt(std::string_view s, size_t at, size_t* after) {
-  if (!digits(s, at, 4) || s.size() < at + 19 || s[at + 4] != '-' || !digits(s, at + 5, 2) || s[at + 7] != '-' ||
-      !digits(s, at + 8, 2) || (s[at + 10] != ' ' && s[at + 10] != 'T') || !digits(s, at + 11, 2) ||
-      s[at + 13] != ':' || !digits(s, at + 14, 2) || s[at + 16] != ':' || !digits(s, at + 17, 2))
+  if (!digits(s, at, 4) || s.size() < at + 19 || s[at + 4] != '-' || !digits(s, at + 5, 2) ||
+      s[at + 7] != '-' || !digits(s, at + 8, 2) || (s[at + 10] != ' ' && s[at + 10] != 'T') ||
+      !digits(s, at + 11, 2) || s[at + 13] != ':' || !digits(s, at + 14, 2) || s[at + 16] != ':' ||
+      !digits(s, at + 17, 2))
     return std::nullopt;
   const int mon = number(s, at + 5, 2), day = number(s, at + 8, 2);
   const int h = number(s, at + 11, 2), mi = number(s, at + 14, 2), sec = number(s, at + 17, 2);
-  if (mon < 1 || mon > 12 || day < 1 || day > 31 || h > 23 || mi > 59 || sec > 60) return std::nullopt;
-  double t = double(daysFromCivil(number(s, at, 4), unsigned(mon), unsigned(day)) * 86400 + h * 3600 + mi * 60 + sec);
+  if (mon < 1 || mon > 12 || day < 1 || day > 31 || h > 23 || mi > 59 || sec > 60)
+    return std::nullopt;
+  double t = double(daysFromCivil(number(s, at, 4), unsigned(mon), unsigned(day)) * 86400 +
+                    h * 3600 + mi * 60 + sec);
   size_t i = at + 19;
   if (i + 1 < s.size() && (s[i] == ',' || s[i] == '.') && digits(s, i + 1, 1)) {
     // Milliseconds (logging's ",123"): seconds + 123 / 1000.0, as Python adds them.
@@ -313,7 +337,8 @@ struct Record {
 };
 
 bool isLevel(std::string_view s) {
-  return s == "DEBUG" || s == "INFO" || s == "WARNING" || s == "WARN" || s == "ERROR" || s == "CRITICAL";
+  return s == "DEBUG" || s == "INFO" || s == "WARNING" || s == "WARN" || s == "ERROR" ||
+         s == "CRITICAL";
 }
 
 Record splitRecord(std::string_view piece) {
@@ -348,7 +373,8 @@ Record splitRecord(std::string_view piece) {
   if (colon != std::string_view::npos && isLevel(piece.substr(0, colon))) {
     const std::string_view rest = piece.substr(colon + 1);
     const size_t nameEnd = rest.find(':');
-    if (nameEnd != std::string_view::npos && nameEnd < kMaxName && rest.substr(0, nameEnd).find(' ') == std::string_view::npos) {
+    if (nameEnd != std::string_view::npos && nameEnd < kMaxName &&
+        rest.substr(0, nameEnd).find(' ') == std::string_view::npos) {
       r.logger = rest.substr(0, nameEnd);
       r.message = rest.substr(nameEnd + 1);
     }
@@ -359,7 +385,8 @@ Record splitRecord(std::string_view piece) {
 // The run a logger names: `trainer.<run>`.
 std::string_view runOfLogger(std::string_view logger) {
   constexpr std::string_view kTrainer = "trainer.";
-  if (logger.size() > kTrainer.size() && logger.substr(0, kTrainer.size()) == kTrainer && logger.size() < kMaxName)
+  if (logger.size() > kTrainer.size() && logger.substr(0, kTrainer.size()) == kTrainer &&
+      logger.size() < kMaxName)
     return logger.substr(kTrainer.size());
   return {};
 }
@@ -376,7 +403,9 @@ std::optional<double> parseNumber(std::string_view s) {
   return v;
 }
 
-bool isSeparator(char c) { return c == ' ' || c == '\t' || c == ',' || c == '|' || c == '\r'; }
+bool isSeparator(char c) {
+  return c == ' ' || c == '\t' || c == ',' || c == '|' || c == '\r';
+}
 
 bool startsWithWord(std::string_view s, std::string_view word) {
   if (s.size() < word.size()) return false;
@@ -393,12 +422,15 @@ bool isEvalMessage(std::string_view m) {
 }
 
 // tqdm's bar: "<desc>:  12%|█▏   | 120/1000 [...]".
-bool looksLikeProgressBar(std::string_view piece) { return piece.find("%|") != std::string_view::npos; }
+bool looksLikeProgressBar(std::string_view piece) {
+  return piece.find("%|") != std::string_view::npos;
+}
 
 void parsePiece(std::string_view piece, std::vector<LoggedPoint>& out) {
   if (piece.find("step=") == std::string_view::npos) return;
   const Record rec = splitRecord(piece);
-  if (!rec.wallTime && rec.logger.empty() && looksLikeProgressBar(piece)) return;  // a bar's postfix
+  if (!rec.wallTime && rec.logger.empty() && looksLikeProgressBar(piece))
+    return;  // a bar's postfix
   const std::string_view line = rec.message;
   // key=value pairs separated by spaces (or commas / pipes).
   std::vector<std::pair<std::string_view, std::string_view>> pairs;
@@ -411,7 +443,9 @@ void parsePiece(std::string_view piece, std::vector<LoggedPoint>& out) {
     const size_t eq = token.find('=');
     if (eq == std::string_view::npos || eq == 0 || eq > kMaxName) continue;
     const std::string_view key = token.substr(0, eq);
-    if (!std::all_of(key.begin(), key.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }))
+    if (!std::all_of(key.begin(), key.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+        }))
       continue;
     pairs.emplace_back(key, token.substr(eq + 1));
   }
@@ -420,8 +454,10 @@ void parsePiece(std::string_view piece, std::vector<LoggedPoint>& out) {
   for (const auto& [k, v] : pairs) {
     const auto n = parseNumber(v);
     if (!n || *n < 0 || *n != std::floor(*n) || *n > 9.2e18) continue;
-    if (k == "step") step = int64_t(*n);
-    else if (k == "tokens") tokens = int64_t(*n);
+    if (k == "step")
+      step = int64_t(*n);
+    else if (k == "tokens")
+      tokens = int64_t(*n);
   }
   if (!step) return;
   const bool eval = isEvalMessage(line);
@@ -433,8 +469,10 @@ void parsePiece(std::string_view piece, std::vector<LoggedPoint>& out) {
     LoggedPoint p;
     p.run = run;
     std::string key(k);
-    if (key.rfind("eval_", 0) == 0) key = "val_" + key.substr(5);
-    else if (eval && key.rfind("val_", 0) != 0) key = "val_" + key;
+    if (key.rfind("eval_", 0) == 0)
+      key = "val_" + key.substr(5);
+    else if (eval && key.rfind("val_", 0) != 0)
+      key = "val_" + key;
     p.metric = canonicalMetric(std::move(key));
     p.point.step = *step;
     p.point.value = *n;
@@ -453,7 +491,8 @@ namespace {
 // an integer "step". `names` keeps the metric names the slow path makes
 // alive until they are emitted.
 template <typename Emit>
-bool parseJsonlLine(std::string_view line, std::vector<std::pair<std::string_view, double>>& metrics,
+bool parseJsonlLine(std::string_view line,
+                    std::vector<std::pair<std::string_view, double>>& metrics,
                     std::deque<std::string>& names, const Emit& emit) {
   MetricPoint base;
   bool hasStep = false;
@@ -462,7 +501,7 @@ bool parseJsonlLine(std::string_view line, std::vector<std::pair<std::string_vie
     for (const auto& [metric, value] : metrics) {
       MetricPoint p = base;
       p.value = value;
-      emit(metric == "learning_rate" ? std::string_view("lr") : metric, p);
+      emit(is(metric, "learning_rate") ? std::string_view("lr") : metric, p);
     }
     return true;
   }
@@ -471,7 +510,8 @@ bool parseJsonlLine(std::string_view line, std::vector<std::pair<std::string_vie
   base.step = j["step"].get<int64_t>();
   base.wallTime.reset();
   base.tokens.reset();
-  if (j.contains("wall_time") && j["wall_time"].is_number()) base.wallTime = j["wall_time"].get<double>();
+  if (j.contains("wall_time") && j["wall_time"].is_number())
+    base.wallTime = j["wall_time"].get<double>();
   if (j.contains("tokens") && j["tokens"].is_number()) base.tokens = j["tokens"].get<int64_t>();
   for (const auto& [key, value] : j.items()) {
     if (key == "step" || key == "wall_time" || key == "tokens" || !value.is_number()) continue;
@@ -483,7 +523,9 @@ bool parseJsonlLine(std::string_view line, std::vector<std::pair<std::string_vie
   return true;
 }
 
-bool blankLine(std::string_view line) { return line.find_first_not_of(" \t\r") == std::string_view::npos; }
+bool blankLine(std::string_view line) {
+  return line.find_first_not_of(" \t\r") == std::string_view::npos;
+}
 
 // A block of complete lines parsed on several threads (a million-line file
 // parses about twice as fast on two cores); the points come out in file order.
@@ -497,13 +539,16 @@ struct ParsedPart {
 void parsePart(std::string_view text, size_t at, ParsedPart& out) {
   std::vector<std::pair<std::string_view, double>> metrics;
   out.points.reserve(text.size() / 24);
-  auto emit = [&out](std::string_view metric, const MetricPoint& p) { out.points.emplace_back(metric, p); };
+  auto emit = [&out](std::string_view metric, const MetricPoint& p) {
+    out.points.emplace_back(metric, p);
+  };
   size_t lineStart = 0;
   while (lineStart < text.size()) {
     const size_t nl = text.find('\n', lineStart);
     const std::string_view line = text.substr(lineStart, nl - lineStart);
     ++out.lines;
-    if (!blankLine(line) && !parseJsonlLine(line, metrics, out.names, emit)) out.bad.emplace_back(at + lineStart, out.lines);
+    if (!blankLine(line) && !parseJsonlLine(line, metrics, out.names, emit))
+      out.bad.emplace_back(at + lineStart, out.lines);
     lineStart = nl + 1;
   }
 }
@@ -511,15 +556,20 @@ void parsePart(std::string_view text, size_t at, ParsedPart& out) {
 // Blocks this big or more are split among threads.
 constexpr size_t kParallelBlock = 1u << 20;
 
-unsigned parseThreads() {
-  static const unsigned n = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
-  return n;
+std::string badLineProblem(const std::string& path, uint64_t at, uint64_t line, bool fromOffset) {
+  return path + ": byte " + std::to_string(at) + " (line " + std::to_string(line) +
+         (fromOffset ? " from there" : "") + "): not a JSON object with an integer \"step\"";
 }
 
 }  // namespace
 
-void readMetricsJsonl(const std::string& path, const MetricSink& sink, uint64_t offset, uint64_t* end,
-                      std::vector<std::string>* problems) {
+unsigned metricThreads() {
+  static const unsigned n = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+  return n;
+}
+
+void readMetricsJsonl(const std::string& path, const MetricSink& sink, uint64_t offset,
+                      uint64_t* end, std::vector<std::string>* problems) {
   if (end) *end = offset;
   std::ifstream in(path, std::ios::binary);
   if (!in) return;
@@ -537,13 +587,11 @@ void readMetricsJsonl(const std::string& path, const MetricSink& sink, uint64_t 
   std::vector<std::pair<std::string_view, double>> metrics;
   std::deque<std::string> names;
   auto bad = [&](uint64_t at, uint64_t line) {
-    if (problems)
-      problems->push_back(path + ": byte " + std::to_string(at) + " (line " + std::to_string(line) +
-                          (offset ? " from there" : "") + "): not a JSON object with an integer \"step\"");
+    if (problems) problems->push_back(badLineProblem(path, at, line, offset != 0));
   };
   // The complete lines buffer[from, to) (`to` just past a newline).
   auto handleLines = [&](size_t from, size_t to) {
-    const unsigned threads = to - from >= kParallelBlock ? parseThreads() : 1;
+    const unsigned threads = to - from >= kParallelBlock ? metricThreads() : 1;
     if (threads == 1) {
       size_t lineStart = from;
       while (lineStart < to) {
@@ -551,7 +599,8 @@ void readMetricsJsonl(const std::string& path, const MetricSink& sink, uint64_t 
         const std::string_view line(buffer.data() + lineStart, nl - lineStart);
         ++lineNumber;
         names.clear();
-        if (!blankLine(line) && !parseJsonlLine(line, metrics, names, sink)) bad(bufferStart + lineStart, lineNumber);
+        if (!blankLine(line) && !parseJsonlLine(line, metrics, names, sink))
+          bad(bufferStart + lineStart, lineNumber);
         lineStart = nl + 1;
       }
       return;
@@ -567,8 +616,9 @@ void readMetricsJsonl(const std::string& path, const MetricSink& sink, uint64_t 
     std::vector<ParsedPart> parts(threads);
     std::vector<std::thread> workers;
     for (unsigned t = 1; t < threads; ++t)
-      workers.emplace_back(parsePart, std::string_view(buffer.data() + cuts[t], cuts[t + 1] - cuts[t]), cuts[t],
-                           std::ref(parts[t]));
+      workers.emplace_back(parsePart,
+                           std::string_view(buffer.data() + cuts[t], cuts[t + 1] - cuts[t]),
+                           cuts[t], std::ref(parts[t]));
     parsePart(std::string_view(buffer.data() + cuts[0], cuts[1] - cuts[0]), cuts[0], parts[0]);
     for (std::thread& w : workers) w.join();
     for (const ParsedPart& part : parts) {
@@ -602,8 +652,9 @@ void readMetricsJsonl(const std::string& path, const MetricSink& sink, uint64_t 
     bufferStart += lineStart;
     if (buffer.size() > kMaxJsonlLine) {
       if (!skipping && problems)
-        problems->push_back(path + ": byte " + std::to_string(bufferStart) + ": a line longer than " +
-                            std::to_string(kMaxJsonlLine >> 20) + " MiB, skipped");
+        problems->push_back(path + ": byte " + std::to_string(bufferStart) +
+                            ": a line longer than " + std::to_string(kMaxJsonlLine >> 20) +
+                            " MiB, skipped");
       ++lineNumber;
       skipping = true;
       bufferStart += buffer.size();
@@ -613,15 +664,179 @@ void readMetricsJsonl(const std::string& path, const MetricSink& sink, uint64_t 
   if (end) *end = bufferStart;
 }
 
-Points readMetricsJsonl(const std::string& path, uint64_t offset, uint64_t* end, std::vector<std::string>* problems) {
+Points readMetricsJsonl(const std::string& path, uint64_t offset, uint64_t* end,
+                        std::vector<std::string>* problems) {
   Points out;
   readMetricsJsonl(
-      path, [&out](std::string_view metric, const MetricPoint& p) { out.emplace_back(std::string(metric), p); },
+      path,
+      [&out](std::string_view metric, const MetricPoint& p) {
+        out.emplace_back(std::string(metric), p);
+      },
       offset, end, problems);
   return out;
 }
 
-std::vector<LoggedPoint> readConsoleLogLines(const std::string& path, uint64_t offset, uint64_t* end) {
+namespace {
+
+// One part's lines of a metrics.jsonl read whole, per metric in file order.
+struct SeriesPart {
+  std::vector<FileSeries> series;
+  std::vector<char> increasing;                  // per series: its steps strictly increase
+  std::vector<std::pair<size_t, uint64_t>> bad;  // (byte in the file, line number in the part)
+  uint64_t lines = 0;
+  bool longLine = false;  // a line the block reader would skip as too long
+};
+
+// Lines this long are left to the block reader (which skips those over
+// kMaxJsonlLine, depending on where its blocks end).
+constexpr size_t kLongLine = kMaxJsonlLine - kJsonlBlock;
+
+// Room for `n` points in `v`, which is then written once from start to end.
+// A million points are 48 MB: on Linux the kernel is asked for huge pages
+// under them (touching 4 KiB pages one fault at a time was a third of
+// reading the benchmark's file on our VM).
+void reserveLarge(std::vector<MetricPoint>& v, size_t n) {
+  v.reserve(n);
+#ifdef MADV_HUGEPAGE
+  constexpr uintptr_t kHuge = uintptr_t(2) << 20;
+  const uintptr_t data = reinterpret_cast<uintptr_t>(v.data());
+  const uintptr_t start = (data + kHuge - 1) & ~(kHuge - 1);
+  const uintptr_t end = (data + v.capacity() * sizeof(MetricPoint)) & ~(kHuge - 1);
+  if (end >= start + 2 * kHuge)
+    ::madvise(reinterpret_cast<void*>(start), end - start, MADV_HUGEPAGE);
+#endif
+}
+
+void parseSeriesPart(std::string_view text, size_t at, size_t expectedLines, SeriesPart& out) {
+  std::vector<std::pair<std::string_view, double>> metrics;
+  std::deque<std::string> names;
+  // Lines name their metrics in the same order: look the next one up where
+  // the last line had it.
+  size_t next = 0;
+  auto emit = [&](std::string_view metric, const MetricPoint& p) {
+    if (next >= out.series.size() || !sameText(out.series[next].metric, metric)) {
+      next = 0;
+      while (next < out.series.size() && !sameText(out.series[next].metric, metric)) ++next;
+      if (next == out.series.size()) {
+        out.series.push_back({std::string(metric), {}, {}});
+        reserveLarge(out.series.back().points, expectedLines);
+        out.increasing.push_back(1);
+      }
+    }
+    std::vector<MetricPoint>& v = out.series[next].points;
+    if (!v.empty() && p.step <= v.back().step) out.increasing[next] = 0;
+    v.push_back(p);
+    ++next;
+  };
+  size_t lineStart = 0;
+  while (lineStart < text.size()) {
+    const size_t nl = text.find('\n', lineStart);
+    const std::string_view line = text.substr(lineStart, nl - lineStart);
+    ++out.lines;
+    if (line.size() >= kLongLine) {
+      out.longLine = true;
+      return;
+    }
+    names.clear();
+    if (!blankLine(line) && !parseJsonlLine(line, metrics, names, emit))
+      out.bad.emplace_back(at + lineStart, out.lines);
+    lineStart = nl + 1;
+  }
+}
+
+// The block reader's result in the same form (files with very long lines).
+std::vector<FileSeries> seriesFromBlocks(const std::string& path, uint64_t* end,
+                                         std::vector<std::string>* problems) {
+  std::vector<FileSeries> out;
+  readMetricsJsonl(
+      path,
+      [&out](std::string_view metric, const MetricPoint& p) {
+        auto it = std::find_if(out.begin(), out.end(),
+                               [&](const FileSeries& s) { return s.metric == metric; });
+        if (it == out.end()) it = out.insert(out.end(), FileSeries{std::string(metric), {}, {}});
+        addInFileOrder(it->points, it->restarts, p);
+      },
+      0, end, problems);
+  return out;
+}
+
+}  // namespace
+
+std::vector<FileSeries> readMetricsJsonlSeries(const std::string& path, uint64_t* end,
+                                               std::vector<std::string>* problems) {
+  if (end) *end = 0;
+  ByteRegion region;
+  try {
+    const InputFile file(path);
+    region = file.map(0, file.size());
+  } catch (const std::exception&) {
+    return seriesFromBlocks(path, end, problems);  // not a file that maps: read as it can be
+  }
+  const std::string_view all(reinterpret_cast<const char*>(region.data), size_t(region.size));
+  const size_t lastNl = all.rfind('\n');
+  const std::string_view text =
+      lastNl == std::string_view::npos ? std::string_view() : all.substr(0, lastNl + 1);
+  if (all.size() - text.size() >= kLongLine) return seriesFromBlocks(path, end, problems);
+
+  // Parts end at newlines. Room for every line's point, from the size of
+  // the part and of the first line: a million points would otherwise move
+  // through a dozen growing copies. The first part's lists take the other
+  // parts' points, so they get room for the whole file.
+  const unsigned threads = text.size() >= kParallelBlock ? metricThreads() : 1;
+  std::vector<size_t> cuts{0};
+  for (unsigned t = 1; t < threads; ++t) {
+    const size_t guess = std::max(cuts.back(), text.size() * t / threads);
+    const size_t nl = guess >= text.size() ? std::string_view::npos : text.find('\n', guess);
+    cuts.push_back(nl == std::string_view::npos ? text.size() : nl + 1);
+  }
+  cuts.push_back(text.size());
+  const size_t firstLine = text.empty() ? 1 : text.find('\n') + 1;
+  auto expected = [firstLine](size_t bytes) {
+    const size_t lines = bytes / firstLine;
+    return std::min(lines + lines / 16 + 16, bytes / 8 + 16);
+  };
+  std::vector<SeriesPart> parts(threads);
+  std::vector<std::thread> workers;
+  for (unsigned t = 1; t < threads; ++t)
+    workers.emplace_back(parseSeriesPart, text.substr(cuts[t], cuts[t + 1] - cuts[t]), cuts[t],
+                         expected(cuts[t + 1] - cuts[t]), std::ref(parts[t]));
+  parseSeriesPart(text.substr(0, cuts[1]), 0, expected(text.size()), parts[0]);
+  for (std::thread& w : workers) w.join();
+  for (const SeriesPart& part : parts)
+    if (part.longLine) return seriesFromBlocks(path, end, problems);
+
+  // Joined in file order, as if every point went through addInFileOrder.
+  std::vector<FileSeries> out;
+  uint64_t lineNumber = 0;
+  for (SeriesPart& part : parts) {
+    if (problems)
+      for (const auto& [at, line] : part.bad)
+        problems->push_back(badLineProblem(path, at, lineNumber + line, false));
+    lineNumber += part.lines;
+    for (size_t i = 0; i < part.series.size(); ++i) {
+      FileSeries& from = part.series[i];
+      const bool increasing = part.increasing[i] != 0;
+      auto it = std::find_if(out.begin(), out.end(),
+                             [&](const FileSeries& s) { return s.metric == from.metric; });
+      if (it == out.end()) {
+        if (increasing) {
+          out.push_back(std::move(from));
+          continue;
+        }
+        it = out.insert(out.end(), FileSeries{from.metric, {}, {}});
+      }
+      if (increasing && (it->points.empty() || from.points.front().step > it->points.back().step))
+        it->points.insert(it->points.end(), from.points.begin(), from.points.end());
+      else
+        for (const MetricPoint& p : from.points) addInFileOrder(it->points, it->restarts, p);
+    }
+  }
+  if (end) *end = text.size();
+  return out;
+}
+
+std::vector<LoggedPoint> readConsoleLogLines(const std::string& path, uint64_t offset,
+                                             uint64_t* end) {
   std::vector<LoggedPoint> out;
   const std::string text = completeLines(path, offset, end);
   size_t lineStart = 0;
@@ -647,7 +862,8 @@ bool LogFilter::accepts(const std::string& loggedRun) const {
   return std::find(names.begin(), names.end(), loggedRun) != names.end();
 }
 
-Points readConsoleLog(const std::string& path, const LogFilter& filter, uint64_t offset, uint64_t* end) {
+Points readConsoleLog(const std::string& path, const LogFilter& filter, uint64_t offset,
+                      uint64_t* end) {
   Points out;
   for (LoggedPoint& p : readConsoleLogLines(path, offset, end))
     if (filter.accepts(p.run)) out.emplace_back(std::move(p.metric), p.point);
@@ -656,7 +872,8 @@ Points readConsoleLog(const std::string& path, const LogFilter& filter, uint64_t
 
 Points readConsoleLog(const std::string& path, uint64_t offset, uint64_t* end) {
   Points out;
-  for (LoggedPoint& p : readConsoleLogLines(path, offset, end)) out.emplace_back(std::move(p.metric), p.point);
+  for (LoggedPoint& p : readConsoleLogLines(path, offset, end))
+    out.emplace_back(std::move(p.metric), p.point);
   return out;
 }
 

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <unordered_map>
 
@@ -25,7 +24,9 @@ bool isLogFile(const fs::path& p) {
   return ext == ".log" || ext == ".out" || ext == ".err";
 }
 
-bool isJsonlFile(const fs::path& p) { return p.extension() == ".jsonl"; }
+bool isJsonlFile(const fs::path& p) {
+  return p.extension() == ".jsonl";
+}
 
 // Absolute and lexically normal, without a trailing separator.
 fs::path cleanPath(const std::string& path) {
@@ -47,8 +48,8 @@ std::vector<fs::path> logFilesIn(const fs::path& dir, bool withJsonl) {
   std::vector<fs::path> out;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return out;
-  for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end; !ec && it != end;
-       it.increment(ec)) {
+  for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
     if (out.size() >= kMaxLogsPerFolder) break;
     std::error_code fec;
     if (!it->is_regular_file(fec)) continue;
@@ -74,16 +75,23 @@ bool startsWith(const std::string& s, const std::string& prefix) {
 // final, before best / latest copies of the same weights.
 int kindRank(CheckpointKind k) {
   switch (k) {
-    case CheckpointKind::Step: return 0;
-    case CheckpointKind::Final: return 1;
-    case CheckpointKind::Unknown: return 2;
-    case CheckpointKind::Best: return 3;
-    case CheckpointKind::Latest: return 4;
+    case CheckpointKind::Step:
+      return 0;
+    case CheckpointKind::Final:
+      return 1;
+    case CheckpointKind::Unknown:
+      return 2;
+    case CheckpointKind::Best:
+      return 3;
+    case CheckpointKind::Latest:
+      return 4;
   }
   return 5;
 }
 
-std::string canonicalMetric(const std::string& key) { return key == "learning_rate" ? "lr" : key; }
+std::string canonicalMetric(const std::string& key) {
+  return key == "learning_rate" ? "lr" : key;
+}
 
 // One metric of one file while it is read: points sorted by step, the last
 // segment of a restarted job kept.
@@ -94,21 +102,7 @@ struct Accumulator {
   fs::file_time_type mtime{};
   size_t order = 0;  // the file's place in the source list
 
-  void add(const MetricPoint& p) {
-    if (points.empty() || p.step > points.back().step) {
-      points.push_back(p);
-    } else if (p.step == points.back().step) {
-      points.back() = p;  // logged twice: the last one read wins
-    } else {
-      // The job restarted from an earlier step: what it logged before from
-      // there on is replaced by what it logs now.
-      const auto from = std::lower_bound(points.begin(), points.end(), p.step,
-                                         [](const MetricPoint& a, int64_t step) { return a.step < step; });
-      points.erase(from, points.end());
-      points.push_back(p);
-      restarts.push_back(p.step);
-    }
-  }
+  void add(const MetricPoint& p) { addInFileOrder(points, restarts, p); }
 };
 
 // One source kind's points of a run: per metric, one Accumulator per file.
@@ -123,7 +117,8 @@ struct SourcePoints {
   }
   void end(const std::string& path) {
     std::error_code ec;
-    const fs::file_time_type mtime = path.empty() ? fs::file_time_type{} : fs::last_write_time(path, ec);
+    const fs::file_time_type mtime =
+        path.empty() ? fs::file_time_type{} : fs::last_write_time(path, ec);
     for (auto& [metric, a] : m_current) {
       if (a.points.empty()) continue;
       if (!path.empty()) a.files = {path};
@@ -141,59 +136,44 @@ struct SourcePoints {
 
 // Files read once for all runs (one log feeds many runs).
 struct FileCache {
-  std::unordered_map<std::string, std::vector<LoggedPoint>> logs;
-  const std::vector<LoggedPoint>& log(const std::string& path) {
+  struct Log {
+    std::vector<LoggedPoint> lines;
+    uint64_t end = 0;  // where reading stopped
+  };
+  std::unordered_map<std::string, Log> logs;
+  const Log& log(const std::string& path) {
     auto it = logs.find(path);
-    if (it == logs.end()) it = logs.emplace(path, readConsoleLogLines(path)).first;
+    if (it == logs.end()) {
+      Log l;
+      l.lines = readConsoleLogLines(path, 0, &l.end);
+      it = logs.emplace(path, std::move(l)).first;
+    }
     return it->second;
   }
 };
 
-void addJsonl(SourcePoints& into, const std::string& path, std::vector<std::string>& problems) {
+// Returns where reading stopped.
+uint64_t addJsonl(SourcePoints& into, const std::string& path, std::vector<std::string>& problems) {
   auto& acc = into.begin();
-  // Lines name their metrics in the same order: look the next one up where
-  // the last line had it.
-  std::vector<std::pair<std::string, Accumulator*>> slots;
-  size_t next = 0;
-  // Room for every line's point, from the file's size and its first line's:
-  // a million points would otherwise move through a dozen growing copies.
-  size_t expected = 0;
-  {
-    std::ifstream in(path, std::ios::binary);
-    char head[4096];
-    in.read(head, sizeof head);
-    const std::string_view first(head, size_t(in.gcount()));
-    std::error_code ec;
-    const uint64_t bytes = fs::file_size(path, ec);
-    if (const size_t nl = first.find('\n'); !ec && nl != std::string_view::npos && nl > 0)
-      expected = size_t(std::min<uint64_t>(bytes / (nl + 1) + bytes / (nl + 1) / 16 + 16, uint64_t(1) << 26));
+  uint64_t end = 0;
+  for (FileSeries& s : readMetricsJsonlSeries(path, &end, &problems)) {
+    Accumulator& a = acc[s.metric];
+    a.points = std::move(s.points);
+    a.restarts = std::move(s.restarts);
   }
-  readMetricsJsonl(
-      path,
-      [&](std::string_view metric, const MetricPoint& p) {
-        if (next >= slots.size() || slots[next].first != metric) {
-          next = 0;
-          while (next < slots.size() && slots[next].first != metric) ++next;
-          if (next == slots.size()) {
-            Accumulator& a = acc[std::string(metric)];
-            slots.emplace_back(std::string(metric), &a);
-          }
-        }
-        Accumulator& a = *slots[next].second;
-        if (a.points.empty()) a.points.reserve(expected);
-        a.add(p);
-        ++next;
-      },
-      0, nullptr, &problems);
   into.end(path);
+  return end;
 }
 
+// Returns where reading stopped.
 template <typename Accepts>
-void addLog(SourcePoints& into, const std::string& path, FileCache& cache, Accepts accepts) {
+uint64_t addLog(SourcePoints& into, const std::string& path, FileCache& cache, Accepts accepts) {
   auto& acc = into.begin();
-  for (const LoggedPoint& p : cache.log(path))
+  const FileCache::Log& log = cache.log(path);
+  for (const LoggedPoint& p : log.lines)
     if (accepts(p)) acc[p.metric].add(p.point);
   into.end(path);
+  return log.end;
 }
 
 // Several files with one metric: by their first step (then time, then
@@ -203,7 +183,8 @@ void addLog(SourcePoints& into, const std::string& path, FileCache& cache, Accep
 Accumulator mergeFiles(std::vector<Accumulator>& parts) {
   if (parts.size() == 1) return std::move(parts.front());
   std::stable_sort(parts.begin(), parts.end(), [](const Accumulator& a, const Accumulator& b) {
-    if (a.points.front().step != b.points.front().step) return a.points.front().step < b.points.front().step;
+    if (a.points.front().step != b.points.front().step)
+      return a.points.front().step < b.points.front().step;
     if (a.mtime != b.mtime) return a.mtime < b.mtime;
     return a.order < b.order;
   });
@@ -211,14 +192,17 @@ Accumulator mergeFiles(std::vector<Accumulator>& parts) {
   for (Accumulator& part : parts) {
     out.restarts.insert(out.restarts.end(), part.restarts.begin(), part.restarts.end());
     for (std::string& f : part.files)
-      if (std::find(out.files.begin(), out.files.end(), f) == out.files.end()) out.files.push_back(std::move(f));
+      if (std::find(out.files.begin(), out.files.end(), f) == out.files.end())
+        out.files.push_back(std::move(f));
     const int64_t first = part.points.front().step;
     if (!out.points.empty() && first <= out.points.back().step) {
-      const auto from = std::lower_bound(out.points.begin(), out.points.end(), first,
-                                         [](const MetricPoint& a, int64_t step) { return a.step < step; });
+      const auto from =
+          std::lower_bound(out.points.begin(), out.points.end(), first,
+                           [](const MetricPoint& a, int64_t step) { return a.step < step; });
       const bool repeated = std::all_of(from, out.points.end(), [&part](const MetricPoint& p) {
-        const auto q = std::lower_bound(part.points.begin(), part.points.end(), p.step,
-                                        [](const MetricPoint& a, int64_t step) { return a.step < step; });
+        const auto q =
+            std::lower_bound(part.points.begin(), part.points.end(), p.step,
+                             [](const MetricPoint& a, int64_t step) { return a.step < step; });
         return q != part.points.end() && q->step == p.step &&
                (q->value == p.value || (std::isnan(q->value) && std::isnan(p.value)));
       });
@@ -242,13 +226,15 @@ MetricSeries toSeries(const std::string& metric, MetricSource source, Accumulato
 
 // One series per metric, from the most detailed source that has it.
 void finishSeries(RunMetrics& m, SourcePoints (&bySource)[3]) {
-  const MetricSource order[3] = {MetricSource::MetricsJsonl, MetricSource::ConsoleLog, MetricSource::Checkpoint};
+  const MetricSource order[3] = {MetricSource::MetricsJsonl, MetricSource::ConsoleLog,
+                                 MetricSource::Checkpoint};
   for (int s = 0; s < 3; ++s)
     for (auto& [metric, parts] : bySource[s].byMetric) {
       if (parts.empty() || m.find(metric)) continue;
       m.series.push_back(toSeries(metric, order[s], mergeFiles(parts)));
     }
-  std::sort(m.series.begin(), m.series.end(), [](const MetricSeries& a, const MetricSeries& b) { return a.metric < b.metric; });
+  std::sort(m.series.begin(), m.series.end(),
+            [](const MetricSeries& a, const MetricSeries& b) { return a.metric < b.metric; });
 }
 
 void addCheckpoints(RunMetrics& m, const RunEntry& run, SourcePoints& into) {
@@ -268,7 +254,8 @@ void addCheckpoints(RunMetrics& m, const RunEntry& run, SourcePoints& into) {
       MetricPoint p;
       p.step = *c.step;
       p.value = value;
-      if (const auto t = c.scalars.find("tokens_seen"); t != c.scalars.end() && std::isfinite(t->second))
+      if (const auto t = c.scalars.find("tokens_seen");
+          t != c.scalars.end() && std::isfinite(t->second))
         p.tokens = int64_t(t->second);
       const std::string metric = canonicalMetric(key);
       points[metric][*c.step] = p;
@@ -314,16 +301,19 @@ void addLineage(SourcePoints& into, const std::string& runDir, std::vector<std::
   }
 }
 
-RunMetrics collectOne(const RunEntry& run, const std::vector<MetricSourceFile>& sources, FileCache& cache) {
+RunMetrics collectOne(const RunEntry& run, const std::vector<MetricSourceFile>& sources,
+                      FileCache& cache) {
   RunMetrics m;
   m.run = run.name;
   m.path = run.path;
   SourcePoints bySource[3];
   addLineage(bySource[0], run.path, m.problems);
-  for (const MetricSourceFile& s : sources) {
-    if (s.kind == MetricSource::MetricsJsonl) addJsonl(bySource[0], s.path, m.problems);
-    else addLog(bySource[1], s.path, cache, [&s](const LoggedPoint& p) { return s.filter.accepts(p.run); });
-  }
+  for (const MetricSourceFile& s : sources)
+    m.readEnds[s.path] = s.kind == MetricSource::MetricsJsonl
+                             ? addJsonl(bySource[0], s.path, m.problems)
+                             : addLog(bySource[1], s.path, cache, [&s](const LoggedPoint& p) {
+                                 return s.filter.accepts(p.run);
+                               });
   addCheckpoints(m, run, bySource[2]);
   finishSeries(m, bySource);
   return m;
@@ -348,11 +338,36 @@ std::vector<fs::path> expandExtra(const std::vector<std::string>& extraLogs) {
 
 }  // namespace
 
+size_t addInFileOrder(std::vector<MetricPoint>& points, std::vector<int64_t>& restarts,
+                      const MetricPoint& p) {
+  if (points.empty() || p.step > points.back().step) {
+    points.push_back(p);
+    return points.size() - 1;
+  }
+  if (p.step == points.back().step) {
+    points.back() = p;  // logged twice: the last one read wins
+    return points.size() - 1;
+  }
+  // The job restarted from an earlier step: what it logged before from
+  // there on is replaced by what it logs now.
+  const auto from =
+      std::lower_bound(points.begin(), points.end(), p.step,
+                       [](const MetricPoint& a, int64_t step) { return a.step < step; });
+  const size_t index = size_t(from - points.begin());
+  points.erase(from, points.end());
+  points.push_back(p);
+  restarts.push_back(p.step);
+  return index;
+}
+
 std::string_view metricSourceName(MetricSource s) {
   switch (s) {
-    case MetricSource::MetricsJsonl: return "metrics.jsonl";
-    case MetricSource::ConsoleLog: return "log";
-    case MetricSource::Checkpoint: return "checkpoint";
+    case MetricSource::MetricsJsonl:
+      return "metrics.jsonl";
+    case MetricSource::ConsoleLog:
+      return "log";
+    case MetricSource::Checkpoint:
+      return "checkpoint";
   }
   return "";
 }
@@ -363,13 +378,16 @@ const MetricSeries* RunMetrics::find(const std::string& metric) const {
   return nullptr;
 }
 
-std::optional<double> RunMetrics::markerValue(const CheckpointMarker& marker, const std::string& metric) const {
+std::optional<double> RunMetrics::markerValue(const CheckpointMarker& marker,
+                                              const std::string& metric) const {
   if (const auto it = marker.recorded.find(metric); it != marker.recorded.end()) return it->second;
   if (metric == "loss")
-    if (const auto it = marker.recorded.find("train_loss"); it != marker.recorded.end()) return it->second;
+    if (const auto it = marker.recorded.find("train_loss"); it != marker.recorded.end())
+      return it->second;
   if (const MetricSeries* s = find(metric)) {
-    const auto it = std::lower_bound(s->points.begin(), s->points.end(), marker.step,
-                                     [](const MetricPoint& p, int64_t step) { return p.step < step; });
+    const auto it =
+        std::lower_bound(s->points.begin(), s->points.end(), marker.step,
+                         [](const MetricPoint& p, int64_t step) { return p.step < step; });
     if (it != s->points.end() && it->step == marker.step) return it->value;
   }
   return std::nullopt;
@@ -386,7 +404,8 @@ std::vector<std::string> runLogNames(const RunEntry& run) {
   return names;
 }
 
-std::vector<MetricSourceFile> findMetricSources(const RunEntry& run, const std::vector<std::string>& extraLogs) {
+std::vector<MetricSourceFile> findMetricSources(const RunEntry& run,
+                                                const std::vector<std::string>& extraLogs) {
   const fs::path dir = cleanPath(run.path);
   const std::string base = dir.filename().string();
   const std::vector<std::string> names = runLogNames(run);
@@ -402,13 +421,16 @@ std::vector<MetricSourceFile> findMetricSources(const RunEntry& run, const std::
     f.filter.unnamedLines = unnamed;
     (kind == MetricSource::MetricsJsonl ? jsonl : logs).push_back(std::move(f));
   };
-  auto namedAfterRun = [&base](const fs::path& p) { return startsWith(p.filename().string(), base); };
+  auto namedAfterRun = [&base](const fs::path& p) {
+    return startsWith(p.filename().string(), base);
+  };
 
   add(dir / "metrics.jsonl", MetricSource::MetricsJsonl, true);
   for (const fs::path& p : logFilesIn(dir, false)) add(p, MetricSource::ConsoleLog, true);
   const bool hasParent = dir.has_parent_path() && dir.parent_path() != dir;
   if (hasParent)
-    for (const fs::path& p : logFilesIn(dir.parent_path(), false)) add(p, MetricSource::ConsoleLog, namedAfterRun(p));
+    for (const fs::path& p : logFilesIn(dir.parent_path(), false))
+      add(p, MetricSource::ConsoleLog, namedAfterRun(p));
   // logs/ folders: the run's, its parent's, and every ancestor's up to the root.
   std::vector<fs::path> folders{dir};
   if (hasParent) folders.push_back(dir.parent_path());
@@ -449,7 +471,8 @@ std::vector<MetricSourceFile> findMetricSources(const RunEntry& run, const std::
   return jsonl;
 }
 
-std::vector<RunMetrics> collectMetrics(const std::vector<RunEntry>& runs, const std::vector<std::string>& extraLogs) {
+std::vector<RunMetrics> collectMetrics(const std::vector<RunEntry>& runs,
+                                       const std::vector<std::string>& extraLogs) {
   FileCache cache;
   std::vector<RunMetrics> out;
   // Per extra file, the filters of the runs that read it: what none takes
@@ -461,7 +484,9 @@ std::vector<RunMetrics> collectMetrics(const std::vector<RunEntry>& runs, const 
     const std::vector<MetricSourceFile> sources = findMetricSources(run, extraLogs);
     for (const MetricSourceFile& s : sources) {
       const std::string key = fileKey(s.path);
-      if (extraKeys.count(key)) claimed[key].push_back(s.kind == MetricSource::MetricsJsonl ? LogFilter{{}, true} : s.filter);
+      if (extraKeys.count(key))
+        claimed[key].push_back(s.kind == MetricSource::MetricsJsonl ? LogFilter{{}, true}
+                                                                    : s.filter);
     }
     out.push_back(collectOne(run, sources, cache));
   }
@@ -491,7 +516,8 @@ std::vector<RunMetrics> collectMetrics(const std::vector<RunEntry>& runs, const 
       RunMetrics bad;
       bad.run = p.filename().string();
       bad.path = p.string();
-      bad.problems.push_back(p.string() + ": " + (fs::exists(p, ec) ? "not a regular file" : "no such file"));
+      bad.problems.push_back(p.string() + ": " +
+                             (fs::exists(p, ec) ? "not a regular file" : "no such file"));
       out.push_back(std::move(bad));
       continue;
     }
@@ -504,15 +530,19 @@ std::vector<RunMetrics> collectMetrics(const std::vector<RunEntry>& runs, const 
     }
     // Lines no run takes, by the run their logger names (or the log's own name).
     std::vector<std::string> owners;
-    for (const LoggedPoint& lp : cache.log(p.string())) {
-      if (std::any_of(filters.begin(), filters.end(), [&](const LogFilter& f) { return f.accepts(lp.run); })) continue;
+    for (const LoggedPoint& lp : cache.log(p.string()).lines) {
+      if (std::any_of(filters.begin(), filters.end(),
+                      [&](const LogFilter& f) { return f.accepts(lp.run); }))
+        continue;
       const std::string owner = lp.run.empty() ? p.stem().string() : lp.run;
       if (std::find(owners.begin(), owners.end(), owner) == owners.end()) owners.push_back(owner);
     }
     for (const std::string& owner : owners) {
       auto& r = runFor(owner, p);
       addLog(r.second[1], p.string(), cache, [&](const LoggedPoint& lp) {
-        if (std::any_of(filters.begin(), filters.end(), [&](const LogFilter& f) { return f.accepts(lp.run); })) return false;
+        if (std::any_of(filters.begin(), filters.end(),
+                        [&](const LogFilter& f) { return f.accepts(lp.run); }))
+          return false;
         return (lp.run.empty() ? p.stem().string() : lp.run) == owner;
       });
     }
@@ -553,10 +583,13 @@ std::vector<RunEntry> findMetricRuns(const std::string& path) {
       r.root = path;
       runs.push_back(std::move(r));
     }
-    std::sort(runs.begin(), runs.end(), [](const RunEntry& a, const RunEntry& b) { return a.name < b.name; });
+    std::sort(runs.begin(), runs.end(),
+              [](const RunEntry& a, const RunEntry& b) { return a.name < b.name; });
     return runs;
   }
-  if (!fs::is_regular_file(path, ec)) throw std::runtime_error(path + ": " + (fs::exists(path, ec) ? "not a regular file" : "no such file or directory"));
+  if (!fs::is_regular_file(path, ec))
+    throw std::runtime_error(
+        path + ": " + (fs::exists(path, ec) ? "not a regular file" : "no such file or directory"));
   const fs::path p(path);
   if (p.filename() != "metrics.jsonl" && !isCandidateName(p.filename().string()))
     throw std::runtime_error(path + ": neither a checkpoint, a metrics.jsonl nor a directory");

@@ -22,7 +22,8 @@ namespace ckpt {
 struct MetricPoint {
   int64_t step = 0;
   double value = 0;
-  std::optional<double> wallTime;  // seconds since the run started, or a Unix time (logs, metrics.jsonl's time.time())
+  std::optional<double> wallTime;  // seconds since the run started, or a Unix time (logs,
+                                   // metrics.jsonl's time.time())
   std::optional<int64_t> tokens;   // tokens seen
 };
 
@@ -50,7 +51,8 @@ struct MetricSeries {
 // A checkpoint on a run's curves.
 struct CheckpointMarker {
   int64_t step = 0;
-  std::string path;  // the file the marker selects: a step file before final, before best / latest copies
+  std::string
+      path;  // the file the marker selects: a step file before final, before best / latest copies
   CheckpointKind kind = CheckpointKind::Unknown;
   // What the checkpoints at this step record (metric names as the series
   // use them: "loss", "train_loss", "val_loss", "lr", "accuracy").
@@ -58,18 +60,23 @@ struct CheckpointMarker {
 };
 
 struct RunMetrics {
-  std::string run;   // RunEntry::name
-  std::string path;  // the run's directory (a log-only run: the log file)
-  std::vector<MetricSeries> series;  // one per metric (the preferred source), sorted by metric
-  std::vector<int64_t> checkpointSteps;  // steps that have a checkpoint file (markers), sorted
+  std::string run;                        // RunEntry::name
+  std::string path;                       // the run's directory (a log-only run: the log file)
+  std::vector<MetricSeries> series;       // one per metric (the preferred source), sorted by metric
+  std::vector<int64_t> checkpointSteps;   // steps that have a checkpoint file (markers), sorted
   std::vector<CheckpointMarker> markers;  // the same steps, with what the checkpoints record
-  std::vector<std::string> problems;     // unreadable lines/files, named with file and line
+  std::vector<std::string> problems;      // unreadable lines/files, named with file and line
+  // Per file read (findMetricSources' paths): the byte just after the last
+  // complete line read, where what the file gains later is read from (the
+  // Curves tab follows a run from there: nothing is read twice).
+  std::map<std::string, uint64_t> readEnds;
   [[nodiscard]] const MetricSeries* find(const std::string& metric) const;
   // Where a marker sits on `metric`'s curve: the value its checkpoint
   // records (for "loss" also "train_loss"), else the point of that series
   // logged at exactly its step; nothing when neither exists (draw it on the
   // axis, hollow: "no recorded loss").
-  [[nodiscard]] std::optional<double> markerValue(const CheckpointMarker& marker, const std::string& metric) const;
+  [[nodiscard]] std::optional<double> markerValue(const CheckpointMarker& marker,
+                                                  const std::string& metric) const;
 };
 
 // ---------------------------------------------------------------- reading
@@ -80,15 +87,33 @@ struct RunMetrics {
 // last complete line; `*end` gets the offset to continue from (live updates
 // append). Bad lines are skipped and reported in `problems` as
 // "file: line N (byte B): why" (N counted from `offset`).
-std::vector<std::pair<std::string, MetricPoint>> readMetricsJsonl(const std::string& path, uint64_t offset = 0,
-                                                                  uint64_t* end = nullptr,
-                                                                  std::vector<std::string>* problems = nullptr);
+std::vector<std::pair<std::string, MetricPoint>> readMetricsJsonl(
+    const std::string& path, uint64_t offset = 0, uint64_t* end = nullptr,
+    std::vector<std::string>* problems = nullptr);
 
 // The same, point by point, without a list of them all (the file is read
 // in blocks): `sink(metric, point)` in file order.
 using MetricSink = std::function<void(std::string_view metric, const MetricPoint& point)>;
-void readMetricsJsonl(const std::string& path, const MetricSink& sink, uint64_t offset = 0, uint64_t* end = nullptr,
-                      std::vector<std::string>* problems = nullptr);
+void readMetricsJsonl(const std::string& path, const MetricSink& sink, uint64_t offset = 0,
+                      uint64_t* end = nullptr, std::vector<std::string>* problems = nullptr);
+
+// A metrics.jsonl read whole, per metric: its points in file order through
+// addInFileOrder (a restarted job keeps its last segment). The same points,
+// `*end` and `problems` as readMetricsJsonl from offset 0, without a call
+// per point: the lines are parsed on several threads, each into its own
+// per-metric lists, joined in file order. A file that cannot be opened
+// gives nothing.
+struct FileSeries {
+  std::string metric;
+  std::vector<MetricPoint> points;
+  std::vector<int64_t> restarts;
+};
+std::vector<FileSeries> readMetricsJsonlSeries(const std::string& path, uint64_t* end = nullptr,
+                                               std::vector<std::string>* problems = nullptr);
+
+// Threads that reading or writing a million points is split among: the
+// cores, 1 to 8.
+unsigned metricThreads();
 
 // One console-log line's metric, with the run its logger names.
 struct LoggedPoint {
@@ -107,7 +132,8 @@ struct LoggedPoint {
 // starts with `eval` / `val` / `validation` is an evaluation: its keys
 // become `val_<key>` (`eval step=200 loss=2.1 ppl=8.2` -> val_loss,
 // val_ppl). `tokens=N` sets the point's tokens rather than a metric.
-std::vector<LoggedPoint> readConsoleLogLines(const std::string& path, uint64_t offset = 0, uint64_t* end = nullptr);
+std::vector<LoggedPoint> readConsoleLogLines(const std::string& path, uint64_t offset = 0,
+                                             uint64_t* end = nullptr);
 
 // Which lines of a console log belong to a run.
 struct LogFilter {
@@ -117,10 +143,13 @@ struct LogFilter {
 };
 
 // The points of the lines `filter` accepts.
-std::vector<std::pair<std::string, MetricPoint>> readConsoleLog(const std::string& path, const LogFilter& filter,
-                                                                uint64_t offset = 0, uint64_t* end = nullptr);
+std::vector<std::pair<std::string, MetricPoint>> readConsoleLog(const std::string& path,
+                                                                const LogFilter& filter,
+                                                                uint64_t offset = 0,
+                                                                uint64_t* end = nullptr);
 // Every line's points, whatever run it names.
-std::vector<std::pair<std::string, MetricPoint>> readConsoleLog(const std::string& path, uint64_t offset = 0,
+std::vector<std::pair<std::string, MetricPoint>> readConsoleLog(const std::string& path,
+                                                                uint64_t offset = 0,
                                                                 uint64_t* end = nullptr);
 
 // ------------------------------------------------------------- discovery
@@ -153,9 +182,21 @@ std::vector<std::string> runLogNames(const RunEntry& run);
 // `logs/` folder) or whose name starts with the run directory's name; from
 // any other log only lines whose logger names the run. Files that cannot be
 // listed are skipped; nothing here throws.
-std::vector<MetricSourceFile> findMetricSources(const RunEntry& run, const std::vector<std::string>& extraLogs = {});
+std::vector<MetricSourceFile> findMetricSources(const RunEntry& run,
+                                                const std::vector<std::string>& extraLogs = {});
 
 // ------------------------------------------------------------- collecting
+
+// The rule for a restarted job, for a metric's points in the order one file
+// gives them: a later step is appended; the last step logged again replaces
+// it (no restart); an earlier step means the job restarted there: every point
+// from that step on is dropped, `p` appended and the step noted in
+// `restarts` (the series keeps the last segment). collectRunMetrics reads
+// every file through this, and the Curves tab adds what a followed file
+// appends through it, so a live curve is what a reload draws. Returns the
+// index of the first point that changed (points before it are as they were).
+size_t addInFileOrder(std::vector<MetricPoint>& points, std::vector<int64_t>& restarts,
+                      const MetricPoint& p);
 
 // All series of one run from findMetricSources(run, extraLogs) and its
 // checkpoints' loss / train_loss / val_loss / learning_rate. A branch run
