@@ -136,9 +136,15 @@ using namespace sharded;
 std::optional<int64_t> intOf(const Value* v) {
   if (!v) return std::nullopt;
   if (v->isInt()) return v->integer;
-  // An enum (ZeroStageEnum(2)): its value is the call's argument.
+  // An enum (ZeroStageEnum(2)): its value is the call's argument; since
+  // Python 3.11 enums pickle by name, getattr(ZeroStageEnum, "gradients").
   if (v->kind == K::Object && v->items.size() == 1 && v->items[0]->isInt())
     return v->items[0]->integer;
+  if (v->kind == K::Object && v->items.size() == 2 && v->items[1]->isStr()) {
+    constexpr std::string_view kStages[] = {"disabled", "optimizer_states", "gradients", "weights"};
+    for (size_t i = 0; i < std::size(kStages); ++i)
+      if (v->items[1]->text == kStages[i]) return int64_t(i);
+  }
   if (v->isSequence()) {  // partition_count per group: the largest
     std::optional<int64_t> best;
     for (const Value* x : v->items)
