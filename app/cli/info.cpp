@@ -58,11 +58,13 @@ std::string chunksText(const ShardSet& shards, size_t logical) {
     s += ", " + std::to_string(lt.replicas) + (lt.replicas == 1 ? " replica" : " replicas");
   if (lt.flat) {
     s += ", flat buffer, per rank:";
-    for (const ShardChunk& c : lt.chunks) {
+    for (size_t i = 0; i < lt.chunks.size(); ++i) {
+      const ShardChunk& c = lt.chunks[i];
       uint64_t n = 1;
       for (const int64_t d : c.sizes.vec()) n *= uint64_t(d);
       const int rank = shards.parts()[size_t(c.part)].rank;
-      s += " " + (rank >= 0 ? std::to_string(rank) : shards.parts()[size_t(c.part)].file) + ": " +
+      s += std::string(i ? ", " : " ") +
+           (rank >= 0 ? std::to_string(rank) : shards.parts()[size_t(c.part)].file) + ": " +
            withThousands(n);
     }
   }

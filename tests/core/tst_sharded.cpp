@@ -544,6 +544,14 @@ class TestSharded : public QObject {
     QCOMPARE(byFile["fsdp_ws3"]["format"].get<std::string>(), std::string("sharded"));
     for (const auto& [file, c] : byFile)
       QVERIFY2(file.find("model_rank") == std::string::npos, file.c_str());
+    // Steps from folder names where the files say none; the run is the
+    // folder holding the checkpoint folders.
+    QCOMPARE(byFile["fsdp_run/checkpoint-700"]["step"].get<int>(), 700);
+    QCOMPARE(byFile["fsdp_run/step_300"]["step"].get<int>(), 300);
+    for (const json& run : got["runs"])
+      for (const json& c : run["checkpoints"])
+        if (c["file"].get<std::string>().rfind("fsdp_run/", 0) == 0)
+          QCOMPARE(run["name"].get<std::string>(), std::string("fsdp_run"));
     // DeepSpeed: each tag folder a row, its step from global_steps; the
     // folder with `latest` is not listed again.
     QVERIFY(byFile.count("ds_run/global_step1000"));

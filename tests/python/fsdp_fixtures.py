@@ -10,6 +10,7 @@ Layouts (under OUTDIR):
   fsdp_ws{1,2,3}/        SHARDED_STATE_DICT, ShardedTensor values, model_rank<r>.pt
   fsdp_dtensor_ws{2,3}/  SHARDED_STATE_DICT, DTensor values (Shard(0) / Replicate())
   fsdp_local_ws2/        LOCAL_STATE_DICT: one flat parameter buffer per rank
+  fsdp_run/checkpoint-700/, fsdp_run/step_300/  a run, steps only in the folder names
   hostile/fsdp_missing   fsdp_ws3 without model_rank1.pt
   hostile/fsdp_outside, fsdp_overlap, fsdp_pastend
 """
@@ -275,6 +276,10 @@ def make(out, sd, manifest, describe, rank_chunks):
     torch.save(local, os.path.join(out, "fsdp_local_ws2.expected.pt"))
     layouts["fsdp_local_ws2"] = {"tensors": describe(local), "files": 3, "ranks": 2,
                                  "flat": ["_fsdp_wrapped_module._flat_param"]}
+
+    # A run of FSDP checkpoints whose step is only in the folder's name.
+    write_sharded(os.path.join(out, "fsdp_run", "checkpoint-700"), sd, 2, rank_chunks)
+    write_sharded(os.path.join(out, "fsdp_run", "step_300"), sd, 1, rank_chunks)
 
     hostile = os.path.join(out, "hostile")
     folder = os.path.join(hostile, "fsdp_missing")
