@@ -268,6 +268,15 @@ std::string ShardSet::summary() const {
 // identical chunks from several ranks (a replicated tensor) kept once.
 void ShardSet::checkChunks(LogicalTensor& t) const {
   if (!t.error.empty()) return;
+  if (!plausibleShape(t.shape)) {
+    t.error = "its global shape " + dimsText(t.shape) + " has a negative or overflowing size";
+    return;
+  }
+  if (t.chunks.size() > kMaxChunks) {
+    t.error = std::to_string(t.chunks.size()) + " chunks, over the limit of " +
+              std::to_string(kMaxChunks);
+    return;
+  }
   const size_t nd = t.shape.size();
   auto where = [&](const ShardChunk& c) {
     return m_parts[size_t(c.part)].file + ": chunk at offsets " + dimsText(c.offsets) + " sizes " +

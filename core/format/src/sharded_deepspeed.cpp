@@ -166,7 +166,7 @@ void ShardSet::openDeepSpeed(bool metadataOnly) {
   for (fs::directory_iterator it(m_folder, fs::directory_options::skip_permission_denied, ec), end;
        !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (auto p = parseDeepSpeedName(name); p && it->is_regular_file(ec))
+    if (auto p = parseDeepSpeedName(name); p && p->rank < kMaxRanks && it->is_regular_file(ec))
       found.push_back(File{name, *p});
   }
   std::sort(found.begin(), found.end(), [](const File& a, const File& b) {
@@ -243,7 +243,8 @@ void ShardSet::openDeepSpeed(bool metadataOnly) {
       continue;
     }
     if (const auto s = intOf(osd->get("zero_stage"))) stage = int(*s);
-    if (const auto w = intOf(osd->get("partition_count"))) world = std::max(world, *w);
+    if (const auto w = intOf(osd->get("partition_count")))
+      world = std::max<int64_t>(world, std::min<int64_t>(*w, kMaxRanks));
     const Value* groups = osd->get("single_partition_of_fp32_groups");
     groupsKey = "single_partition_of_fp32_groups";
     if (!groups) {
@@ -279,7 +280,7 @@ void ShardSet::openDeepSpeed(bool metadataOnly) {
   }
   // Ranks partition_count knows and no file is there for.
   m_ranks = int(std::max<int64_t>(m_ranks, world));
-  for (int r = 0; r < world && r <= 65535; ++r)
+  for (int r = 0; r < world; ++r)
     if (!optimOfRank.count(r))
       optimOfRank[r] = addPart(
           optimPrefix + "zero_pp_rank_" + std::to_string(r) + "_mp_rank_00_optim_states.pt", r);
@@ -354,7 +355,7 @@ void ShardSet::openDeepSpeed(bool metadataOnly) {
         Master m;
         m.name = k->isStr() ? std::string(k->text) : shortRepr(k, 40);
         const std::optional<Dims> shape = shapeOf(v);
-        if (!shape) {
+        if (!shape || !plausibleShape(*shape)) {
           m.error = modelFile + ": param_shapes[" + std::to_string(g) + "][" + inQuotes(m.name) +
                     "] is not a shape";
           masters.push_back(std::move(m));
@@ -395,7 +396,7 @@ void ShardSet::openDeepSpeed(bool metadataOnly) {
         Master m;
         m.name = k->isStr() ? std::string(k->text) : shortRepr(k, 40);
         const std::optional<Dims> shape = shapeOf(v);
-        if (!shape) {
+        if (!shape || !plausibleShape(*shape)) {
           m.error = modelFile + ": param_shapes[" + std::to_string(g) + "][" + inQuotes(m.name) +
                     "] is not a shape";
           masters.push_back(std::move(m));

@@ -70,7 +70,8 @@ std::vector<RankName> rankFilesIn(const std::string& folder) {
   for (fs::directory_iterator it(folder, fs::directory_options::skip_permission_denied, ec), end;
        !ec && it != end; it.increment(ec)) {
     if (!it->is_regular_file(ec)) continue;
-    if (auto r = parseRankName(it->path().filename().string())) out.push_back(std::move(*r));
+    if (auto r = parseRankName(it->path().filename().string()); r && r->rank < kMaxRanks)
+      out.push_back(std::move(*r));
   }
   std::sort(out.begin(), out.end(), [](const RankName& a, const RankName& b) {
     return std::tie(a.prefix, a.suffix, a.rank) < std::tie(b.prefix, b.suffix, b.rank);
@@ -112,7 +113,8 @@ uint64_t numelOf(const Dims& d) {
 // ShardMetadata.placement: a _remote_device ("rank:1/cuda:1"); its state
 // keeps the rank as `_rank`.
 int placementRank(const Value* placement) {
-  if (const Value* r = field(placement, "_rank"); r && r->isInt()) return int(r->integer);
+  if (const Value* r = field(placement, "_rank"); r && r->isInt())
+    return r->integer >= 0 && r->integer < kMaxRanks ? int(r->integer) : -1;
   const Value* s = placement && placement->isStr() ? placement : nullptr;
   if (!s && placement && placement->kind == K::Object && !placement->items.empty() &&
       placement->items[0]->isStr())
@@ -120,8 +122,10 @@ int placementRank(const Value* placement) {
   if (s && s->text.rfind("rank:", 0) == 0) {
     int rank = 0;
     for (size_t i = 5; i < s->text.size() && std::isdigit(static_cast<unsigned char>(s->text[i]));
-         ++i)
+         ++i) {
       rank = rank * 10 + (s->text[i] - '0');
+      if (rank >= kMaxRanks) return -1;
+    }
     return rank;
   }
   return -1;
@@ -326,7 +330,7 @@ void ShardSet::openFsdp(bool metadataOnly) {
         }
         const std::optional<DType> dtype = wrapperDtype(v);
         const std::optional<Dims> size = wrapperSize(v);
-        if (!dtype || !size) {
+        if (!dtype || !size || !plausibleShape(*size)) {
           setError(file + ": " + key + " is a " + std::string(v->text) +
                    " without the dtype and size this reader knows");
           return;
@@ -365,7 +369,7 @@ void ShardSet::openFsdp(bool metadataOnly) {
           // Every rank's shards, as the writer knew them.
           if (pe.expected.empty()) {
             const Value* all = field(st->items[1], "shards_metadata");
-            if (all && all->isSequence())
+            if (all && all->isSequence() && all->items.size() <= kMaxChunks)
               for (const Value* md : all->items) {
                 const std::optional<Dims> offsets = intsOf(field(md, "shard_offsets"));
                 const std::optional<Dims> sizes = intsOf(field(md, "shard_sizes"));
@@ -395,6 +399,11 @@ void ShardSet::openFsdp(bool metadataOnly) {
           return;
         }
         const uint64_t meshSize = numelOf(meshShape);
+        if (meshSize > uint64_t(kMaxRanks)) {
+          setError(file + ": " + key + "'s device mesh " + dimsText(meshShape) + " has more than " +
+                   std::to_string(kMaxRanks) + " ranks");
+          return;
+        }
         world = std::max<int>(world, int(meshSize));
         // Mesh coordinates of a rank (the mesh as torch.arange(n).view(shape)).
         auto coordOf = [&](uint64_t r) {
@@ -420,7 +429,7 @@ void ShardSet::openFsdp(bool metadataOnly) {
         const int index = localTensor(field(v, "_local_tensor"), mine->first, mine->second);
         if (index >= 0)
           t.chunks.push_back(ShardChunk{part, -1, index, mine->first, mine->second, 0});
-        if (pe.expected.empty() && meshSize <= 65536)
+        if (pe.expected.empty())
           for (uint64_t r = 0; r < meshSize; ++r)
             if (const auto c = dtensorChunk(t.shape, placements, meshShape, coordOf(r), error))
               pe.expected.push_back(Expected{c->first, c->second, int(r)});
@@ -431,7 +440,7 @@ void ShardSet::openFsdp(bool metadataOnly) {
   // Ranks the metadata knows and no file is there for: parts that are missing.
   m_ranks = world;
   for (Group& g : groups)
-    for (int r = 0; r < world && r <= 65535; ++r)
+    for (int r = 0; r < world && r < kMaxRanks; ++r)
       if (!g.partOfRank.count(r)) {
         std::string digits = std::to_string(r);
         if (digits.size() < g.width) digits.insert(0, g.width - digits.size(), '0');

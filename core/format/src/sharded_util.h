@@ -60,6 +60,22 @@ inline std::optional<Dims> intsOf(const Value* v) {
   return d;
 }
 
+// Most ranks (and chunks of one tensor) a description may claim: more is
+// taken for a hostile file (the overlap check compares chunks pairwise).
+constexpr int kMaxRanks = 1 << 16;
+constexpr size_t kMaxChunks = 1 << 14;
+
+// A global shape a description claims: no negative size, a numel that fits.
+inline bool plausibleShape(const Dims& d) {
+  uint64_t n = 1;
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (d[i] < 0) return false;
+    if (d[i] > 0 && n > (uint64_t(1) << 62) / uint64_t(d[i])) return false;
+    n *= uint64_t(d[i]);
+  }
+  return true;
+}
+
 // TensorProperties: __getstate__ gives (dtype, layout, requires_grad,
 // memory_format, pin_memory); an older writer's dataclass state a dict.
 inline std::optional<DType> propertiesDtype(const Value* props) {
