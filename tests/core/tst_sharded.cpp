@@ -287,6 +287,8 @@ class TestSharded : public QObject {
                                                  << "out.safetensors" << QStringList{};
     QTest::newRow("fsdp 3 ranks -> pt bf16") << "fsdp_ws3"
                                              << "out.pt" << QStringList{"--dtype", "bf16"};
+    QTest::newRow("fsdp DTensor 1 rank -> pt") << "fsdp_dtensor_ws1"
+                                               << "out.pt" << QStringList{};
     QTest::newRow("fsdp DTensor 2 ranks -> pt") << "fsdp_dtensor_ws2"
                                                 << "out.pt" << QStringList{};
     QTest::newRow("fsdp DTensor 3 ranks -> safetensors") << "fsdp_dtensor_ws3"
@@ -303,6 +305,9 @@ class TestSharded : public QObject {
         << "out.safetensors" << QStringList{"--model-only"};
     QTest::newRow("deepspeed zero-2 3 ranks -> whole tree") << "ds_z2_ws3/global_step1000"
                                                             << "out.pt" << QStringList{};
+    QTest::newRow("deepspeed zero-3 1 rank -> pt model-only")
+        << "ds_z3_ws1/global_step1000"
+        << "out.pt" << QStringList{"--model-only"};
     QTest::newRow("deepspeed zero-3 2 ranks -> pt model-only")
         << "ds_z3_ws2/global_step1000"
         << "out.pt" << QStringList{"--model-only"};

@@ -15,7 +15,7 @@ the fp32 masters are split over the ranks' optimizer files:
 
 Layouts (under OUTDIR):
   ds_z2_ws{1,2,3}/global_step1000/  (ws2: the bf16 optimizer's files, bf16_zero_pp_rank_*)
-  ds_z3_ws{2,3}/global_step1000/
+  ds_z3_ws{1,2,3}/global_step1000/
   ds_run/  latest -> global_step1000, and global_step500/
   hostile/ds_missing/global_step1000  ZeRO-2 at 3 ranks without rank 1's optimizer file
 """
@@ -171,7 +171,7 @@ def make(out, sd, manifest, describe):
         write_tag(os.path.join(out, f"ds_z2_ws{world}", "global_step1000"), sd, world, 2, bf16=world == 2)
         layouts[f"ds_z2_ws{world}/global_step1000"] = {"tensors": describe_ds(sd, describe, 2), "files": world + 1,
                                                        "ranks": world, "step": 1000}
-    for world in (2, 3):
+    for world in (1, 2, 3):
         write_tag(os.path.join(out, f"ds_z3_ws{world}", "global_step1000"), sd, world, 3)
         layouts[f"ds_z3_ws{world}/global_step1000"] = {"tensors": describe_ds(sd, describe, 3),
                                                        "files": 2 * world, "ranks": world, "step": 1000}

@@ -8,7 +8,7 @@ stride, storage_offset, layout, device, requires_grad), state).
 
 Layouts (under OUTDIR):
   fsdp_ws{1,2,3}/        SHARDED_STATE_DICT, ShardedTensor values, model_rank<r>.pt
-  fsdp_dtensor_ws{2,3}/  SHARDED_STATE_DICT, DTensor values (Shard(0) / Replicate())
+  fsdp_dtensor_ws{1,2,3}/  SHARDED_STATE_DICT, DTensor values (Shard(0) / Replicate())
   fsdp_local_ws2/        LOCAL_STATE_DICT: one flat parameter buffer per rank
   fsdp_run/checkpoint-700/, fsdp_run/step_300/  a run, steps only in the folder names
   hostile/fsdp_missing   fsdp_ws3 without model_rank1.pt
@@ -269,7 +269,7 @@ def make(out, sd, manifest, describe, rank_chunks):
     for world in (1, 2, 3):
         write_sharded(os.path.join(out, f"fsdp_ws{world}"), sd, world, rank_chunks)
         layouts[f"fsdp_ws{world}"] = {"tensors": describe(sd), "files": world + 1, "ranks": world}
-    for world in (2, 3):
+    for world in (1, 2, 3):
         write_dtensor(os.path.join(out, f"fsdp_dtensor_ws{world}"), sd, world)
         layouts[f"fsdp_dtensor_ws{world}"] = {"tensors": describe(sd), "files": world + 1, "ranks": world}
     local = write_local(os.path.join(out, "fsdp_local_ws2"), sd, 2)
