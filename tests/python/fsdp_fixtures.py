@@ -64,16 +64,8 @@ class Shard:
     metadata: Any
 
 
-@dataclasses.dataclass
-class TensorProperties:
-    dtype: Any
-    layout: Any = torch.strided
-    requires_grad: bool = False
-    memory_format: Any = torch.contiguous_format
-    pin_memory: bool = False
-
-    def __getstate__(self):
-        return (self.dtype, self.layout, self.requires_grad, 0, self.pin_memory)
+# TensorProperties: DCP's stand-in (make_sharded.py) under this module's name, set by make().
+TensorProperties = None
 
 
 @dataclasses.dataclass
@@ -117,7 +109,6 @@ class ShardedTensor:
 _register("torch.distributed.remote_device", _remote_device)
 _register("torch.distributed._shard.metadata", ShardMetadata)
 _register("torch.distributed._shard.sharded_tensor.shard", Shard)
-_register("torch.distributed._shard.sharded_tensor.metadata", TensorProperties)
 _register("torch.distributed._shard.sharded_tensor.metadata", ShardedTensorMetadata)
 _register("torch.distributed._shard.sharding_spec.chunk_sharding_spec", ChunkShardingSpec)
 _register("torch.distributed._shard.sharded_tensor.api", ShardedTensor)
@@ -264,7 +255,12 @@ def truncate_storage(path, tensor_rows):
             z.writestr(n, data[n])
 
 
-def make(out, sd, manifest, describe, rank_chunks):
+def make(out, sd, manifest, describe, rank_chunks, dcp_properties):
+    """dcp_properties: make_sharded.py's TensorProperties, the same dataclass
+    (older PyTorch has one class for both)."""
+    global TensorProperties
+    TensorProperties = _register("torch.distributed._shard.sharded_tensor.metadata",
+                                 type("TensorProperties", (dcp_properties,), {}))
     layouts = manifest["layouts"]
     for world in (1, 2, 3):
         write_sharded(os.path.join(out, f"fsdp_ws{world}"), sd, world, rank_chunks)

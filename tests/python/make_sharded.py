@@ -370,7 +370,7 @@ def make(out):
 
     # FSDP's torch.save per rank (fsdp_fixtures.py).
     import fsdp_fixtures
-    fsdp_fixtures.make(out, sd, manifest, describe, rank_chunks)
+    fsdp_fixtures.make(out, sd, manifest, describe, rank_chunks, TensorProperties)
     # DeepSpeed tag folders, ZeRO-2 and ZeRO-3 (deepspeed_fixtures.py).
     import deepspeed_fixtures
     deepspeed_fixtures.make(out, sd, manifest, describe)

@@ -341,7 +341,22 @@ void ShardSet::openDeepSpeed(bool metadataOnly) {
       ++g;
     }
   };
-  auto shapeOf = [](const Value* v) { return intsOf(v); };
+  // param_shapes[g][k] = v as a master with its shape (or why not); its numel.
+  auto masterFor = [&](size_t g, const Value* k, const Value* v, uint64_t& numel) {
+    Master m;
+    m.name = k->isStr() ? std::string(k->text) : shortRepr(k, 40);
+    const std::optional<Dims> shape = intsOf(v);
+    numel = 0;
+    if (!shape || !plausibleShape(*shape)) {
+      m.error = modelFile + ": param_shapes[" + std::to_string(g) + "][" + inQuotes(m.name) +
+                "] is not a shape";
+      return m;
+    }
+    m.shape = *shape;
+    numel = 1;
+    for (size_t d = 0; d < m.shape.size(); ++d) numel *= uint64_t(m.shape[d]);
+    return m;
+  };
   if (stage <= 2) {
     // Per group: the ranks' partitions concatenated; parameters in order.
     for (size_t g = 0; g < paramShapes->items.size(); ++g) {
@@ -352,18 +367,12 @@ void ShardSet::openDeepSpeed(bool metadataOnly) {
         if (g < rg.numel.size()) partition = std::max(partition, rg.numel[g]);
       uint64_t offset = 0;
       for (const auto& [k, v] : shapes->entries) {
-        Master m;
-        m.name = k->isStr() ? std::string(k->text) : shortRepr(k, 40);
-        const std::optional<Dims> shape = shapeOf(v);
-        if (!shape || !plausibleShape(*shape)) {
-          m.error = modelFile + ": param_shapes[" + std::to_string(g) + "][" + inQuotes(m.name) +
-                    "] is not a shape";
+        uint64_t numel = 0;
+        Master m = masterFor(g, k, v, numel);
+        if (!m.error.empty()) {
           masters.push_back(std::move(m));
           continue;
         }
-        m.shape = *shape;
-        uint64_t numel = 1;
-        for (size_t d = 0; d < m.shape.size(); ++d) numel *= uint64_t(m.shape[d]);
         if (partition == 0 && numel > 0) {
           m.error = "no rank's " + groupsKey + "[" + std::to_string(g) + "] can be read (" +
                     inQuotes(m.name) + ")";
@@ -393,18 +402,12 @@ void ShardSet::openDeepSpeed(bool metadataOnly) {
       const Value* shapes = paramShapes->items[g];
       if (!shapes->isDict()) continue;
       for (const auto& [k, v] : shapes->entries) {
-        Master m;
-        m.name = k->isStr() ? std::string(k->text) : shortRepr(k, 40);
-        const std::optional<Dims> shape = shapeOf(v);
-        if (!shape || !plausibleShape(*shape)) {
-          m.error = modelFile + ": param_shapes[" + std::to_string(g) + "][" + inQuotes(m.name) +
-                    "] is not a shape";
+        uint64_t numel = 0;
+        Master m = masterFor(g, k, v, numel);
+        if (!m.error.empty()) {
           masters.push_back(std::move(m));
           continue;
         }
-        m.shape = *shape;
-        uint64_t numel = 1;
-        for (size_t d = 0; d < m.shape.size(); ++d) numel *= uint64_t(m.shape[d]);
         const uint64_t per = (numel + uint64_t(world) - 1) / uint64_t(world);
         for (int r = 0; r < world; ++r) {
           const uint64_t first = std::min(numel, uint64_t(r) * per);
