@@ -357,65 +357,50 @@ void ShardSet::openDeepSpeed(bool metadataOnly) {
     for (size_t d = 0; d < m.shape.size(); ++d) numel *= uint64_t(m.shape[d]);
     return m;
   };
-  if (stage <= 2) {
-    // Per group: the ranks' partitions concatenated; parameters in order.
-    for (size_t g = 0; g < paramShapes->items.size(); ++g) {
-      const Value* shapes = paramShapes->items[g];
-      if (!shapes->isDict()) continue;
-      uint64_t partition = 0;
-      for (const auto& [rank, rg] : ranks)
-        if (g < rg.numel.size()) partition = std::max(partition, rg.numel[g]);
-      uint64_t offset = 0;
-      for (const auto& [k, v] : shapes->entries) {
-        uint64_t numel = 0;
-        Master m = masterFor(g, k, v, numel);
-        if (!m.error.empty()) {
-          masters.push_back(std::move(m));
-          continue;
-        }
-        if (partition == 0 && numel > 0) {
-          m.error = "no rank's " + groupsKey + "[" + std::to_string(g) + "] can be read (" +
-                    inQuotes(m.name) + ")";
-        } else if (offset + numel > partition * uint64_t(world)) {
-          m.error = groupsKey + "[" + std::to_string(g) + "] holds " +
-                    std::to_string(partition * uint64_t(world)) + " elements over " +
-                    std::to_string(world) + " ranks, " + inQuotes(m.name) + " needs [" +
-                    std::to_string(offset) + ", " + std::to_string(offset + numel) + ")";
-        } else {
-          for (uint64_t e = 0; e < numel;) {
-            const uint64_t f = offset + e;
-            const int rank = int(f / partition);
-            const uint64_t local = f % partition;
-            const uint64_t n = std::min(numel - e, partition - local);
-            place(m, rank, e, e + n, local, g);
-            e += n;
-          }
-        }
-        offset += numel;
-        masters.push_back(std::move(m));
-      }
-    }
-  } else {
-    // ZeRO-3: each parameter takes ceil(numel / world) from every rank.
+  // ZeRO 1-2: per group, the ranks' partitions concatenated, parameters in
+  // order; ZeRO-3: each parameter takes ceil(numel / world) from every rank.
+  uint64_t offset3 = 0;
+  for (size_t g = 0; g < paramShapes->items.size(); ++g) {
+    const Value* shapes = paramShapes->items[g];
+    if (!shapes->isDict()) continue;
+    uint64_t partition = 0;
+    for (const auto& [rank, rg] : ranks)
+      if (g < rg.numel.size()) partition = std::max(partition, rg.numel[g]);
     uint64_t offset = 0;
-    for (size_t g = 0; g < paramShapes->items.size(); ++g) {
-      const Value* shapes = paramShapes->items[g];
-      if (!shapes->isDict()) continue;
-      for (const auto& [k, v] : shapes->entries) {
-        uint64_t numel = 0;
-        Master m = masterFor(g, k, v, numel);
-        if (!m.error.empty()) {
-          masters.push_back(std::move(m));
-          continue;
-        }
+    for (const auto& [k, v] : shapes->entries) {
+      uint64_t numel = 0;
+      Master m = masterFor(g, k, v, numel);
+      if (!m.error.empty()) {
+        masters.push_back(std::move(m));
+        continue;
+      }
+      if (stage == 3) {
         const uint64_t per = (numel + uint64_t(world) - 1) / uint64_t(world);
         for (int r = 0; r < world; ++r) {
           const uint64_t first = std::min(numel, uint64_t(r) * per);
-          place(m, r, first, std::min(numel, first + per), offset, kConcatenated);
+          place(m, r, first, std::min(numel, first + per), offset3, kConcatenated);
         }
-        offset += per;
-        masters.push_back(std::move(m));
+        offset3 += per;
+      } else if (partition == 0 && numel > 0) {
+        m.error = "no rank's " + groupsKey + "[" + std::to_string(g) + "] can be read (" +
+                  inQuotes(m.name) + ")";
+      } else if (offset + numel > partition * uint64_t(world)) {
+        m.error = groupsKey + "[" + std::to_string(g) + "] holds " +
+                  std::to_string(partition * uint64_t(world)) + " elements over " +
+                  std::to_string(world) + " ranks, " + inQuotes(m.name) + " needs [" +
+                  std::to_string(offset) + ", " + std::to_string(offset + numel) + ")";
+      } else {
+        for (uint64_t e = 0; e < numel;) {
+          const uint64_t f = offset + e;
+          const int rank = int(f / partition);
+          const uint64_t local = f % partition;
+          const uint64_t n = std::min(numel - e, partition - local);
+          place(m, rank, e, e + n, local, g);
+          e += n;
+        }
       }
+      offset += numel;
+      masters.push_back(std::move(m));
     }
   }
 
