@@ -166,8 +166,10 @@ class TestSharded : public QObject {
              (C{{0, 1, "model_rank0.pt"}, {1, 1, "model_rank1.pt"}, {2, 0, "model_rank2.pt"}}));
     QCOMPARE(chunks(dt.at("blocks.1.ffn.gate.bias")),
              (C{{0, 3, "model_rank0.pt"}, {3, 3, "model_rank1.pt"}, {6, 1, "model_rank2.pt"}}));
-    // Replicate(): the same chunk on every rank, kept once.
     QCOMPARE(chunks(dt.at("final_norm.weight")).size(), size_t(3));
+    // Replicate(): the same chunk on every rank, kept once.
+    QCOMPARE(chunks(dt.at("position_ids")), (C{{0, 5, "model_rank0.pt"}}));
+    QCOMPARE(dt.at("position_ids")["replicas"].get<int>(), 2);
     QCOMPARE(dt.at("scale")["chunks"].size(), size_t(1));  // 0-dim: no offsets to list
     QCOMPARE(dt.at("scale")["replicas"].get<int>(), 2);
 
