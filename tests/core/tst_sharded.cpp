@@ -570,6 +570,11 @@ class TestSharded : public QObject {
              std::string("sharded: DeepSpeed, 3 ranks, 6 files"));
     for (const auto& [file, c] : byFile)
       QVERIFY2(file.find("_states.pt") == std::string::npos, file.c_str());
+    // A gap in the rank numbers is a missing file, known from the names alone.
+    QCOMPARE(byFile["hostile/fsdp_missing"]["sharded"]["summary"].get<std::string>(),
+             std::string("sharded: FSDP, 3 ranks, 3 files, 1 missing"));
+    QCOMPARE(byFile["hostile/ds_missing/global_step1000"]["sharded"]["summary"].get<std::string>(),
+             std::string("sharded: DeepSpeed, 3 ranks, 4 files, 1 missing"));
     QVERIFY(byFile["hostile/dcp_missing"]["sharded"]["summary"].get<std::string>().find(
                 "1 missing") != std::string::npos);
     QVERIFY(byFile["hostile/hf_missing/model.safetensors.index.json"]["sharded"]["summary"]

@@ -190,7 +190,16 @@ void ShardSet::openDeepSpeed(bool metadataOnly) {
     }
   }
   if (modelPart < 0) fail(m_folder + ": no mp_rank_00_model_states.pt");
-  m_ranks = optimOfRank.empty() ? 1 : optimOfRank.rbegin()->first + 1;
+  // Ranks below `world` with no optimizer file: parts that are missing (a
+  // gap in the numbers is known from the names alone).
+  auto addMissing = [&](int world) {
+    m_ranks = std::max(1, world);
+    for (int r = 0; r < world; ++r)
+      if (!optimOfRank.count(r))
+        optimOfRank[r] = addPart(
+            optimPrefix + "zero_pp_rank_" + std::to_string(r) + "_mp_rank_00_optim_states.pt", r);
+  };
+  addMissing(optimOfRank.empty() ? 0 : optimOfRank.rbegin()->first + 1);
 
   // The model states file's values, shown beside the tensors.
   auto addItems = [&](const CheckpointFile& f) {
@@ -279,11 +288,7 @@ void ShardSet::openDeepSpeed(bool metadataOnly) {
     if (m_parts[size_t(part)].error.empty()) ranks[rank] = std::move(rg);
   }
   // Ranks partition_count knows and no file is there for.
-  m_ranks = int(std::max<int64_t>(m_ranks, world));
-  for (int r = 0; r < world; ++r)
-    if (!optimOfRank.count(r))
-      optimOfRank[r] = addPart(
-          optimPrefix + "zero_pp_rank_" + std::to_string(r) + "_mp_rank_00_optim_states.pt", r);
+  addMissing(int(world));
 
   // The masters: name -> chunks.
   struct Master {

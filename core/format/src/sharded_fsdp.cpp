@@ -207,6 +207,19 @@ void ShardSet::openFsdp(bool metadataOnly) {
     groups.back().partOfRank[r.rank] = addPart(r.file, r.rank);
     maxRank = std::max(maxRank, r.rank);
   }
+  // Ranks below `world` with no file in a group: parts that are missing
+  // (a gap in the numbers is known from the names alone).
+  auto addMissing = [&](int world) {
+    m_ranks = world;
+    for (Group& g : groups)
+      for (int r = 0; r < world && r < kMaxRanks; ++r)
+        if (!g.partOfRank.count(r)) {
+          std::string digits = std::to_string(r);
+          if (digits.size() < g.width) digits.insert(0, g.width - digits.size(), '0');
+          g.partOfRank[r] = addPart(g.prefix + digits + g.suffix, r);
+        }
+  };
+  addMissing(maxRank + 1);
   const bool prefixed = groups.size() > 1;
   auto fullPath = [&](const Group& g, const std::vector<PathElement>& path) {
     std::vector<PathElement> full;
@@ -250,7 +263,6 @@ void ShardSet::openFsdp(bool metadataOnly) {
              m_items.push_back(Item{fullPath(g, at), v});
            });
     }
-    m_ranks = maxRank + 1;
     return;
   }
   openParts();
@@ -438,14 +450,7 @@ void ShardSet::openFsdp(bool metadataOnly) {
   }
 
   // Ranks the metadata knows and no file is there for: parts that are missing.
-  m_ranks = world;
-  for (Group& g : groups)
-    for (int r = 0; r < world && r < kMaxRanks; ++r)
-      if (!g.partOfRank.count(r)) {
-        std::string digits = std::to_string(r);
-        if (digits.size() < g.width) digits.insert(0, g.width - digits.size(), '0');
-        g.partOfRank[r] = addPart(g.prefix + digits + g.suffix, r);
-      }
+  addMissing(world);
 
   for (Pending& pe : pending) {
     LogicalTensor& t = pe.t;
