@@ -264,13 +264,13 @@ def make(out, sd, manifest, describe, rank_chunks, dcp_properties):
     layouts = manifest["layouts"]
     for world in (1, 2, 3):
         write_sharded(os.path.join(out, f"fsdp_ws{world}"), sd, world, rank_chunks)
-        layouts[f"fsdp_ws{world}"] = {"tensors": describe(sd), "files": world + 1, "ranks": world}
+        layouts[f"fsdp_ws{world}"] = {"tensors": describe(sd), "files": world, "ranks": world}
     for world in (1, 2, 3):
         write_dtensor(os.path.join(out, f"fsdp_dtensor_ws{world}"), sd, world)
-        layouts[f"fsdp_dtensor_ws{world}"] = {"tensors": describe(sd), "files": world + 1, "ranks": world}
+        layouts[f"fsdp_dtensor_ws{world}"] = {"tensors": describe(sd), "files": world, "ranks": world}
     local = write_local(os.path.join(out, "fsdp_local_ws2"), sd, 2)
     torch.save(local, os.path.join(out, "fsdp_local_ws2.expected.pt"))
-    layouts["fsdp_local_ws2"] = {"tensors": describe(local), "files": 3, "ranks": 2,
+    layouts["fsdp_local_ws2"] = {"tensors": describe(local), "files": 2, "ranks": 2,
                                  "flat": ["_fsdp_wrapped_module._flat_param"]}
 
     # A run of FSDP checkpoints whose step is only in the folder's name.
