@@ -49,10 +49,36 @@ std::string optimizerSummary(const CheckpointView& view) {
   return s;
 }
 
+// Where a logical tensor of a sharded checkpoint lies: "3 chunks, 2
+// replicas"; a flat buffer's share per rank: "flat buffer, per rank: 0: 82, 1: 81".
+std::string chunksText(const ShardSet& shards, size_t logical) {
+  const LogicalTensor& lt = shards.tensors()[logical];
+  std::string s = std::to_string(lt.chunks.size()) + (lt.chunks.size() == 1 ? " chunk" : " chunks");
+  if (lt.replicas)
+    s += ", " + std::to_string(lt.replicas) + (lt.replicas == 1 ? " replica" : " replicas");
+  if (lt.flat) {
+    s += ", flat buffer, per rank:";
+    for (size_t i = 0; i < lt.chunks.size(); ++i) {
+      const ShardChunk& c = lt.chunks[i];
+      uint64_t n = 1;
+      for (const int64_t d : c.sizes.vec()) n *= uint64_t(d);
+      const int rank = shards.parts()[size_t(c.part)].rank;
+      s += std::string(i ? ", " : " ") +
+           (rank >= 0 ? std::to_string(rank) : shards.parts()[size_t(c.part)].file) + ": " +
+           withThousands(n);
+    }
+  }
+  return s;
+}
+
 void printText(const CheckpointFile& file) {
   const CheckpointView view(file);
   line("file", file.path());
   line("format", std::string(formatName(file.format())) + ", " + humanBytes(file.fileSize()));
+  if (const ShardSet* shards = file.shards()) {
+    line("sharded", shards->summary());
+    for (const std::string& n : shards->notes()) line("note", n);
+  }
   if (view.step()) line("step", std::to_string(*view.step()));
   if (view.loss()) line("loss", formatPythonFloat(*view.loss()));
   if (view.run()) line("run", *view.run());
@@ -114,6 +140,7 @@ void printText(const CheckpointFile& file) {
     } else if (t.isMeta) {
       storage = "meta";
     }
+    if (file.shards() && t.storage >= 0) storage = chunksText(*file.shards(), size_t(t.storage));
     if (!t.error.empty()) storage += "  ERROR: " + t.error;
     std::printf("  %-*s  %-9s  %-18s %12s %10s  %s\n", int(nameWidth), names[i].c_str(),
                 std::string(dtypeName(t.dtype)).c_str(), t.shapeString().c_str(),

@@ -3,7 +3,7 @@
 ckptscope-cli consolidate wrote against it.
 
     /usr/bin/python3 make_sharded.py OUTDIR
-    /usr/bin/python3 make_sharded.py check OUTDIR CONSOLIDATED [--dtype bf16|fp32] [--key KEY]
+    /usr/bin/python3 make_sharded.py check OUTDIR CONSOLIDATED [--dtype bf16|fp32] [--key KEY] [--ref FILE]
 
 OUTDIR/reference.pt is the state dict every layout holds; OUTDIR/manifest.json
 says, per layout folder, which tensors it holds with torch's dtype and shape
@@ -13,6 +13,8 @@ says, per layout folder, which tensors it holds with torch's dtype and shape
   hostile/hf_missing   weight_map naming a shard that is not there
   hostile/hf_escape    weight_map naming ../../etc/passwd and /etc/passwd
   hostile/hf_nokey     a shard without the tensor the index says it holds
+  fsdp_*/ and hostile/fsdp_*: FSDP per-rank torch.save files (fsdp_fixtures.py)
+  ds_*/ and hostile/ds_missing: DeepSpeed tag folders (deepspeed_fixtures.py)
 `check` loads CONSOLIDATED (torch.load, or a safetensors file parsed here)
 and prints "OK n" when every tensor torch.equal's the reference (converted
 to the --dtype first), else the first difference, exiting 1.
@@ -374,12 +376,19 @@ def make(out):
             pickle.dump(md, f, protocol=4)
         manifest["layouts"][f"hostile/{name}"] = {"tensors": describe(sd, {key.split(".", 1)[1]}, prefix=("model",)), "key": key}
 
+    # FSDP's torch.save per rank (fsdp_fixtures.py).
+    import fsdp_fixtures
+    fsdp_fixtures.make(out, sd, manifest, describe, rank_chunks, TensorProperties)
+    # DeepSpeed tag folders, ZeRO-2 and ZeRO-3 (deepspeed_fixtures.py).
+    import deepspeed_fixtures
+    deepspeed_fixtures.make(out, sd, manifest, describe)
+
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
 
 
-def check(out, consolidated, dtype=None, key=None):
-    ref = torch.load(os.path.join(out, "reference.pt"))
+def check(out, consolidated, dtype=None, key=None, ref_name=None):
+    ref = torch.load(os.path.join(out, ref_name or "reference.pt"))
     if consolidated.endswith(".safetensors"):
         got = read_safetensors(consolidated)
     else:
@@ -409,5 +418,5 @@ if __name__ == "__main__":
         while len(args) > 2 and args[-2].startswith("--"):
             opts[args[-2][2:]] = args[-1]
             args = args[:-2]
-        sys.exit(check(args[0], args[1], opts.get("dtype"), opts.get("key")))
+        sys.exit(check(args[0], args[1], opts.get("dtype"), opts.get("key"), opts.get("ref")))
     make(sys.argv[1])

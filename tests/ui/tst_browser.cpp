@@ -57,6 +57,18 @@ bool copyFile(const QString& from, const QString& to) {
   return QFile::copy(from, to);
 }
 
+// A folder and everything below it.
+bool copyTree(const QString& from, const QString& to) {
+  if (!QDir().mkpath(to)) return false;
+  const QDir src(from);
+  for (const QFileInfo& f :
+       src.entryInfoList(QDir::Files | QDir::Dirs | QDir::NoDotAndDotDot | QDir::Hidden)) {
+    const QString target = to + "/" + f.fileName();
+    if (f.isDir() ? !copyTree(f.filePath(), target) : !copyFile(f.filePath(), target)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 class TestBrowser : public QObject {
@@ -76,6 +88,7 @@ class TestBrowser : public QObject {
   void layoutIsRemembered();
   void dropOpensPaths();
   void safetyBadge();
+  void shardedBadge();
 
  private:
   // A temporary experiments directory holding a copy of runs/tiny.
@@ -428,6 +441,53 @@ void TestBrowser::safetyBadge() {
   const QString text = w.inspector()->text();
   QVERIFY2(text.contains("builtins.eval"), qPrintable(text));
   QVERIFY(!QFileInfo::exists(m_root + "/hostile/PWNED"));
+}
+
+// A checkpoint written by many ranks is one row with a badge saying so (its
+// rank files are no rows of their own); a click on it shows it.
+void TestBrowser::shardedBadge() {
+  QTemporaryDir dir;
+  const QString sharded = m_root + "/sharded";
+  QVERIFY(copyTree(sharded + "/fsdp_ws2", dir.path() + "/run/fsdp_ws2"));
+  QVERIFY(copyTree(sharded + "/ds_z3_ws3/global_step1000", dir.path() + "/run/global_step1000"));
+  MainWindow w;
+  w.resize(1280, 800);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  QVERIFY(openAndWait(w, {dir.path()}));
+  CheckpointListModel* model = w.checkpointModel();
+  const QModelIndex fsdp = model->indexOfPath(dir.path() + "/run/fsdp_ws2");
+  QVERIFY(fsdp.isValid());
+  QCOMPARE(fsdp.data(Qt::DisplayRole).toString(),
+           QStringLiteral("fsdp_ws2  [sharded: FSDP, 2 ranks, 2 files]"));
+  const QModelIndex ds = model->indexOfPath(dir.path() + "/run/global_step1000");
+  QVERIFY(ds.isValid());
+  QCOMPARE(ds.data(Qt::DisplayRole).toString(),
+           QStringLiteral("global_step1000  [sharded: DeepSpeed, 3 ranks, 6 files]"));
+  // Its step from the folder's name (FSDP files say none) or DeepSpeed's global_steps.
+  QCOMPARE(ds.data(int(Role::Step)).toLongLong(), 1000);
+  const QStringList rows = visiblePaths(w.browserPanel()->proxy());
+  QCOMPARE(rows.size(), 2);
+  for (const QString& r : rows) QVERIFY2(!r.endsWith(".pt"), qPrintable(r));
+  // The size a person sees is every file's together.
+  qint64 total = 0;
+  for (const QFileInfo& f : QDir(dir.path() + "/run/fsdp_ws2").entryInfoList(QDir::Files))
+    total += f.size();
+  QVERIFY(fsdp.data(Qt::ToolTipRole).toString().contains("One checkpoint of 2 files"));
+  QCOMPARE(fsdp.siblingAtColumn(int(CheckpointListModel::Column::Size))
+               .data(int(Role::SortKey))
+               .toULongLong(),
+           quint64(total));
+
+  // A click on the row (at where the view draws it) shows that checkpoint.
+  QTreeView* view = w.checkpointView();
+  const QModelIndex shown = w.browserPanel()->proxy()->mapFromSource(fsdp);
+  view->scrollTo(shown);
+  QSignalSpy summary(&w, &MainWindow::summaryShown);
+  QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, view->visualRect(shown).center());
+  QCOMPARE(view->currentIndex(), shown);
+  QTRY_VERIFY(summary.count() >= 1);
+  QTRY_VERIFY2(w.inspector()->text().contains("fsdp_ws2"), qPrintable(w.inspector()->text()));
 }
 
 QTEST_MAIN(TestBrowser)

@@ -510,6 +510,19 @@ QVariant CheckpointListModel::groupData(const Node& n, Column column, int role) 
   }
 }
 
+QString CheckpointListModel::shardedBadge(const CheckpointEntry& c) {
+  // The layouts' names are proper nouns: the same in every language.
+  static const std::map<std::string, QString> titles = {{"hf-index", QStringLiteral("Hugging Face")},
+                                                        {"dcp", QStringLiteral("DCP")},
+                                                        {"fsdp", QStringLiteral("FSDP")},
+                                                        {"deepspeed", QStringLiteral("DeepSpeed")}};
+  const auto it = titles.find(c.layout);
+  const QString title = it != titles.end() ? it->second : fromStd(c.layout);
+  const QString files = countText(uint64_t(std::max(c.shardFiles, 0)), "file", "files");
+  if (c.ranks <= 0) return tr("sharded: %1, %2").arg(title, files);
+  return tr("sharded: %1, %2, %3").arg(title, countText(uint64_t(c.ranks), "rank", "ranks"), files);
+}
+
 QVariant CheckpointListModel::checkpointData(const CheckpointEntry& c, Column column, int role) const {
   const bool broken = !c.error.empty();
   const bool dangerous = c.verdict == "dangerous";
@@ -517,7 +530,11 @@ QVariant CheckpointListModel::checkpointData(const CheckpointEntry& c, Column co
   switch (role) {
     case Qt::DisplayRole:
       switch (column) {
-        case Column::Name: return QFileInfo(pathFromStd(c.file)).fileName();
+        case Column::Name: {
+          const QString name = QFileInfo(pathFromStd(c.file)).fileName();
+          // A checkpoint of many files is one row that says so.
+          return c.sharded.empty() ? name : tr("%1  [%2]").arg(name, shardedBadge(c));
+        }
         case Column::Step: return c.step ? QString::number(*c.step) : QString();
         case Column::Kind:
           return broken ? tr("unreadable") : fromStd(std::string(checkpointKindName(c.kind)));
@@ -540,6 +557,9 @@ QVariant CheckpointListModel::checkpointData(const CheckpointEntry& c, Column co
       if (const QString share = optimizerShareText(c.optimizerBytes, c.size); !share.isEmpty())
         tip += "\n" + share;
       if (broken) tip += "\n" + fromStd(c.error);
+      if (!c.sharded.empty())
+        tip += "\n" + tr("One checkpoint of %1, %2 in all")
+                           .arg(countText(uint64_t(std::max(c.shardFiles, 0)), "file", "files"), sizeText(c.size));
       if (dangerous)
         tip += "\n" + tr("Would run code if loaded in Python (torch.load): %1").arg(offenders(c));
       else if (suspicious)

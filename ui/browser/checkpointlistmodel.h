@@ -86,6 +86,8 @@ class CheckpointListModel : public QAbstractItemModel {
   QVariant familyData(const Node& n, Column column, int role) const;
   QVariant groupData(const Node& n, Column column, int role) const;
   QVariant checkpointData(const CheckpointEntry& c, Column column, int role) const;
+  // "sharded: FSDP, 2 ranks, 3 files" for a checkpoint of many files.
+  static QString shardedBadge(const CheckpointEntry& c);
 
   std::unique_ptr<Node> m_root;
 };

@@ -351,7 +351,10 @@ TensorData CheckpointFile::tensorData(size_t i) const {
       for (const ShardChunk& c : lt.chunks) {
         const CheckpointFile* part = m_shards->chunkFile(c);
         if (!part) fail(m_shards->parts()[size_t(c.part)].file + " cannot be read");
-        chunks.push_back(part->tensorData(size_t(c.tensor)));
+        TensorData data = part->tensorData(size_t(c.tensor));
+        if (c.sourceOffset != 0 || data.info().shape != c.sizes)
+          data = data.run(uint64_t(c.sourceOffset), c.sizes);
+        chunks.push_back(std::move(data));
         offsets.push_back(c.offsets);
       }
       return TensorData(t, std::move(offsets), std::move(chunks));

@@ -78,7 +78,8 @@ void CheckpointView::findParts() {
       break;
     }
   }
-  for (const char* key : {"step", "global_step"}) {
+  // DeepSpeed's model states say global_steps.
+  for (const char* key : {"step", "global_step", "global_steps"}) {
     if (const auto n = asNumber(lookup(key)); n && *n >= 0 && *n == double(int64_t(*n))) {
       m_step = int64_t(*n);
       break;

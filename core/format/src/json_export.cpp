@@ -151,10 +151,13 @@ json toJson(const CheckpointFile& file, size_t maxNodes) {
       for (const ShardChunk& c : lt.chunks) {
         json cj{{"file", shards->parts()[size_t(c.part)].file}, {"offsets", c.offsets}, {"sizes", c.sizes}};
         if (const int rank = shards->parts()[size_t(c.part)].rank; rank >= 0) cj["rank"] = rank;
+        // A run of a flat buffer (DeepSpeed's partitions): where it starts there.
+        if (c.sourceOffset) cj["source_offset"] = c.sourceOffset;
         chunks.push_back(std::move(cj));
       }
       j["chunks"] = std::move(chunks);
       if (lt.replicas) j["replicas"] = lt.replicas;
+      if (lt.flat) j["flat"] = true;
       if (lt.incomplete()) j["incomplete"] = true;
     }
     tensors.push_back(std::move(j));

@@ -1055,6 +1055,19 @@ class Machine {
         const Value* inner = arg(args, 2);
         if (!func || !inner || func->kind != K::Global || inner->kind != K::Tuple) return nullptr;
         Value* t = construct(const_cast<Value*>(func), const_cast<Value*>(inner));
+        if (t->kind == K::Object && func->text == "torch._utils._rebuild_wrapper_subclass" && type &&
+            type->kind == K::Global) {
+          // A tensor subclass with no storage of its own (ShardedTensor,
+          // DTensor): an opaque object of that class, its arguments (cls,
+          // dtype, size, stride, storage offset, layout, device,
+          // requires_grad) as items and its state (local shards) kept.
+          t->text = type->text;
+          if (const Value* state = arg(args, 3)) {
+            adopt(t, state);
+            t->state = state;
+          }
+          return t;
+        }
         if (t->kind == K::Tensor && type && type->kind == K::Global) {
           if (type->text == "torch.nn.parameter.Parameter") infoOf(t).isParameter = true;
           else if (type->text != "torch.Tensor") infoOf(t).subclass = std::string(type->text);

@@ -212,6 +212,8 @@ constexpr Row kRows[] = {
     {"torch.distributed._shard.*", L::Suspicious, "sharded tensor metadata (data)"},
     {"torch.distributed._tensor.*", L::Suspicious, "DTensor metadata (data)"},
     {"torch.distributed.tensor.*", L::Suspicious, "DTensor metadata (data)"},
+    {"torch.distributed.device_mesh.DeviceMesh", L::Suspicious, "a DTensor's device mesh (data)"},
+    {"torch.distributed.remote_device._remote_device", L::Suspicious, "a shard's placement, \"rank:0/cuda:0\" (data)"},
     {"torch.distributed.checkpoint.metadata.*", L::Suspicious, "distributed checkpoint metadata (data)"},
     {"torch.distributed.checkpoint.planner.*", L::Suspicious, "distributed checkpoint metadata (data)"},
     {"torch.optim.lr_scheduler.*", L::Suspicious, "a scheduler class"},

@@ -12,25 +12,14 @@
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/error.h"
 #include "ckpt/format/input_file.h"
+#include "sharded_util.h"
 
 namespace fs = std::filesystem;
 
 namespace ckpt {
 namespace {
 
-bool endsWith(std::string_view s, std::string_view tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
-std::string dimsText(const Dims& d) {
-  std::string s = "[";
-  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
-  return s + "]";
-}
-
-std::string inQuotes(std::string_view s) {
-  return "'" + std::string(s.substr(0, 200)) + "'";
-}
+using namespace sharded;
 
 // An index file is small; one that claims more is not an index.
 constexpr uint64_t kMaxIndexBytes = 64ull << 20;
@@ -59,6 +48,10 @@ std::string_view shardLayoutTitle(ShardLayout layout) {
       return "Hugging Face";
     case ShardLayout::Dcp:
       return "DCP";
+    case ShardLayout::Fsdp:
+      return "FSDP";
+    case ShardLayout::DeepSpeed:
+      return "DeepSpeed";
   }
   return "?";
 }
@@ -69,6 +62,10 @@ std::string_view shardLayoutId(ShardLayout layout) {
       return "hf-index";
     case ShardLayout::Dcp:
       return "dcp";
+    case ShardLayout::Fsdp:
+      return "fsdp";
+    case ShardLayout::DeepSpeed:
+      return "deepspeed";
   }
   return "?";
 }
@@ -86,13 +83,23 @@ std::optional<ShardProbe> probeSharded(const std::string& path) {
   std::error_code ec;
   if (fs::is_regular_file(fs::path(path) / ".metadata", ec))
     return ShardProbe{ShardLayout::Dcp, path, (fs::path(path) / ".metadata").string()};
+  // DeepSpeed: a tag folder, or the folder whose `latest` names one.
+  if (std::optional<std::string> tag = deepSpeedTagFolder(path)) {
+    const bool viaLatest = *tag != path;
+    return ShardProbe{ShardLayout::DeepSpeed, *tag,
+                      viaLatest ? (fs::path(path) / "latest").string() : ""};
+  }
   std::vector<std::string> indexes;
   for (fs::directory_iterator it(path, fs::directory_options::skip_permission_denied, ec), end;
        !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (endsWith(name, ".index.json") && it->is_regular_file(ec)) indexes.push_back(name);
   }
-  if (indexes.empty()) return std::nullopt;
+  if (indexes.empty()) {
+    // FSDP's torch.save per rank: model_rank0.pt, model_rank1.pt, ...
+    if (!rankFilesIn(path).empty()) return ShardProbe{ShardLayout::Fsdp, path, ""};
+    return std::nullopt;
+  }
   std::sort(indexes.begin(), indexes.end());
   // The safetensors index first when a folder holds both (transformers writes
   // the two side by side when asked for both kinds).
@@ -143,6 +150,12 @@ std::unique_ptr<ShardSet> ShardSet::open(const ShardProbe& probe, bool metadataO
       break;
     case ShardLayout::Dcp:
       s->openDcp(metadataOnly);
+      break;
+    case ShardLayout::Fsdp:
+      s->openFsdp(metadataOnly);
+      break;
+    case ShardLayout::DeepSpeed:
+      s->openDeepSpeed(metadataOnly);
       break;
   }
   return s;
@@ -255,6 +268,15 @@ std::string ShardSet::summary() const {
 // identical chunks from several ranks (a replicated tensor) kept once.
 void ShardSet::checkChunks(LogicalTensor& t) const {
   if (!t.error.empty()) return;
+  if (!plausibleShape(t.shape)) {
+    t.error = "its global shape " + dimsText(t.shape) + " has a negative or overflowing size";
+    return;
+  }
+  if (t.chunks.size() > kMaxChunks) {
+    t.error = std::to_string(t.chunks.size()) + " chunks, over the limit of " +
+              std::to_string(kMaxChunks);
+    return;
+  }
   const size_t nd = t.shape.size();
   auto where = [&](const ShardChunk& c) {
     return m_parts[size_t(c.part)].file + ": chunk at offsets " + dimsText(c.offsets) + " sizes " +

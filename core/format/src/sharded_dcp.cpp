@@ -12,6 +12,7 @@
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/error.h"
 #include "ckpt/format/sharded.h"
+#include "sharded_util.h"
 
 namespace fs = std::filesystem;
 
@@ -19,56 +20,7 @@ namespace ckpt {
 namespace {
 
 using K = Value::Kind;
-
-bool endsWith(std::string_view s, std::string_view tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
-// A dataclass's field: its BUILD state is its __dict__ (or (None, slots)).
-const Value* field(const Value* obj, std::string_view name) {
-  if (!obj) return nullptr;
-  if (obj->kind == K::Dict) return obj->get(name);
-  if (obj->kind != K::Object || !obj->state) return nullptr;
-  const Value* st = obj->state;
-  if (st->kind == K::Tuple && st->items.size() == 2) {
-    if (const Value* v = st->items[0]->isDict() ? st->items[0]->get(name) : nullptr) return v;
-    st = st->items[1];
-  }
-  return st->isDict() ? st->get(name) : nullptr;
-}
-
-bool isClass(const Value* v, std::string_view cls) {
-  return v && v->kind == K::Object &&
-         (v->text == cls || endsWith(v->text, std::string(".") + std::string(cls)));
-}
-
-// A torch.Size (the reader makes it a tuple) or list of ints.
-std::optional<Dims> intsOf(const Value* v) {
-  if (!v || !v->isSequence()) return std::nullopt;
-  Dims d;
-  for (const Value* x : v->items) {
-    if (!x->isInt()) return std::nullopt;
-    d.push_back(x->integer);
-  }
-  return d;
-}
-
-std::string dimsText(const Dims& d) {
-  std::string s = "[";
-  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
-  return s + "]";
-}
-
-// TensorProperties: __getstate__ gives (dtype, layout, requires_grad,
-// memory_format, pin_memory); an older writer's dataclass state a dict.
-std::optional<DType> dtypeOf(const Value* props) {
-  const Value* dt = field(props, "dtype");
-  if (!dt && props && props->kind == K::Object && props->state && props->state->kind == K::Tuple &&
-      !props->state->items.empty())
-    dt = props->state->items[0];
-  if (!dt || dt->kind != K::Global) return std::nullopt;
-  return dtypeFromTorchName(dt->text);
-}
+using namespace sharded;
 
 // "__3_0.distcp" -> 3.
 int rankOf(const std::string& file) {
@@ -206,7 +158,7 @@ void ShardSet::openDcp(bool metadataOnly) {
     t.name = key;
     t.path = pathFor(key);
     const std::optional<Dims> size = intsOf(field(v, "size"));
-    const std::optional<DType> dtype = dtypeOf(field(v, "properties"));
+    const std::optional<DType> dtype = propertiesDtype(field(v, "properties"));
     const Value* chunks = field(v, "chunks");
     const std::string what = ".metadata: state_dict_metadata['" + key.substr(0, 200) + "']";
     if (!size || !dtype || !chunks || !chunks->isSequence()) {

@@ -44,6 +44,23 @@ TensorData::TensorData(TensorInfo info, std::vector<Dims> offsets, std::vector<T
   m_chunks = std::move(list);
 }
 
+TensorData TensorData::run(uint64_t first, const Dims& sizes) const {
+  uint64_t n = 1;
+  for (const int64_t s : sizes.vec()) n *= uint64_t(s);
+  const std::string name(m_info.name());
+  if (m_chunks || !m_info.isContiguous())
+    fail("tensor " + name + ": a piece of it is wanted, and it is not one contiguous buffer");
+  if (first > m_numel || n > m_numel - first)
+    fail("tensor " + name + ": elements [" + std::to_string(first) + ", " + std::to_string(first + n) +
+         ") are wanted, it has " + std::to_string(m_numel));
+  TensorData piece = *this;
+  piece.m_info.shape = sizes;
+  piece.m_info.stride = Dims(contiguousStrides(sizes.vec()));
+  piece.m_info.storageOffset = m_info.storageOffset + int64_t(first);
+  piece.m_numel = n;
+  return piece;
+}
+
 template <typename Fn>
 void TensorData::forRuns(uint64_t first, uint64_t count, Fn&& fn) const {
   const Dims& shape = m_info.shape;

@@ -229,6 +229,9 @@ bool isListedFile(const fs::path& path) {
 void collectSharded(const fs::path& dir, std::vector<fs::path>& listed, std::set<fs::path>& parts) {
   const std::optional<ShardProbe> probe = probeSharded(dir.string());
   if (!probe) return;
+  // A DeepSpeed folder whose `latest` names a tag folder: the tag folders
+  // below are listed themselves (each its step), not this one again.
+  if (probe->layout == ShardLayout::DeepSpeed && fs::path(probe->folder) != dir) return;
   listed.push_back(probe->layout == ShardLayout::HuggingFace ? fs::path(probe->entry) : dir);
   try {
     const auto shards = ShardSet::open(*probe, /*metadataOnly=*/true);

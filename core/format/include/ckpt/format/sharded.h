@@ -26,8 +26,10 @@ class CheckpointFile;
 enum class ShardLayout {
   HuggingFace,  // *.safetensors.index.json / pytorch_model.bin.index.json + shards
   Dcp,          // torch.distributed.checkpoint: .metadata + __<rank>_<n>.distcp
+  Fsdp,         // torch.save per rank (model_rank0.pt, ...): ShardedTensor / DTensor values
+  DeepSpeed,    // a tag folder (global_step1000/): model states + ZeRO optimizer files per rank
 };
-// "Hugging Face" (for people), "hf-index" (for JSON).
+// "Hugging Face" (for people), "hf-index" (for JSON); "FSDP", "fsdp"; ...
 [[nodiscard]] std::string_view shardLayoutTitle(ShardLayout layout);
 [[nodiscard]] std::string_view shardLayoutId(ShardLayout layout);
 
@@ -51,6 +53,10 @@ struct ShardChunk {
   int tensor = -1;  // index into that file's CheckpointFile::tensors()
   Dims offsets;
   Dims sizes;
+  // Where the chunk starts in that tensor, in elements: a chunk may be a
+  // run of a flat buffer (DeepSpeed's fp32 partitions), read as `sizes`
+  // row-major from there. 0 with `sizes` the tensor's whole shape otherwise.
+  int64_t sourceOffset = 0;
 };
 
 struct LogicalTensor {
@@ -64,6 +70,9 @@ struct LogicalTensor {
   // Chunks present on several ranks with the same offsets and sizes (a
   // replicated tensor): kept once, counted here.
   int replicas = 0;
+  // A flat parameter buffer (FSDP's LOCAL_STATE_DICT `_flat_param`): many
+  // parameters concatenated, which cannot be named without the model.
+  bool flat = false;
   // Why its bytes cannot all be read: a part missing or unreadable, chunks
   // that overlap, leave gaps or lie outside the shape. Names the file and key.
   std::string error;
@@ -131,6 +140,8 @@ class ShardSet {
   ShardSet() = default;
   void openHuggingFace(bool metadataOnly);
   void openDcp(bool metadataOnly);
+  void openFsdp(bool metadataOnly);
+  void openDeepSpeed(bool metadataOnly);
   int addPart(const std::string& file, int rank);
   void openParts();
   void checkChunks(LogicalTensor& t) const;

@@ -48,6 +48,11 @@ class TensorData {
   // for a tensor made of chunks (its bytes are in several places).
   [[nodiscard]] const uint8_t* elementPtr(uint64_t storagePos) const;
   [[nodiscard]] bool chunked() const { return m_chunks != nullptr; }
+  // `sizes` row-major elements from row-major index `first` of this
+  // contiguous tensor, as a tensor of that shape over the same bytes (a
+  // piece of a flat buffer). Throws FormatError when this tensor is not
+  // contiguous or the piece does not fit.
+  [[nodiscard]] TensorData run(uint64_t first, const Dims& sizes) const;
 
  private:
   [[nodiscard]] uint64_t storagePosition(uint64_t flatIndex) const;
