@@ -50,6 +50,14 @@ const char* kUsage =
     "8\n"
     "  ckptscope-train train --config RUN.json. Ctrl+C finishes the step and saves a checkpoint.\n";
 
+// The usage, then every RUN.json field from the config's tables.
+int printHelp() {
+  std::fputs(kUsage, stdout);
+  std::fputs("\n", stdout);
+  std::fputs(runConfigHelp().c_str(), stdout);
+  return kExitOk;
+}
+
 int usageError(const std::string& problem) {
   std::fprintf(stderr, "ckptscope-cli: %s\n%s", problem.c_str(), kUsage);
   return kExitUsage;
@@ -225,6 +233,8 @@ int nprocOf(const Args& a) {
 }
 
 int cmdTrain(int argc, char** argv) {
+  for (int i = 2; i < argc; ++i)
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) return printHelp();
   Args a;
   std::string problem;
   if (!parse(argc, argv,
@@ -373,10 +383,7 @@ int main(int argc, char** argv) {
     if (cmd == "finetune") return cmdFinetune(argc, argv);
     if (cmd == "score") return cmdScore(argc, argv);
     if (cmd == "generate") return cmdGenerate(argc, argv);
-    if (cmd == "-h" || cmd == "--help") {
-      std::fputs(kUsage, stdout);
-      return kExitOk;
-    }
+    if (cmd == "-h" || cmd == "--help") return printHelp();
     if (cmd == "--version") {
       // The LibTorch this program runs with, and whether it sees a GPU.
       std::printf("ckptscope-train %s\n", CKPT_VERSION);

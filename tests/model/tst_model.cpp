@@ -13,6 +13,7 @@
 
 #include "ckpt/format/value.h"
 #include "ckpt/model/config.h"
+#include "ckpt/model/config_schema.h"
 #include "ckpt/model/decoder.h"
 #include "ckpt/model/device.h"
 
@@ -423,6 +424,11 @@ class TestModel : public QObject {
                                             "alpha",
                                             "middle"};
     QCOMPARE(keys, expected);
+    // The field table that fromJson, toJson, validate, the CLI's help and the
+    // Train form are made from holds exactly MODEL.md's fields, in its order.
+    std::vector<std::string> table;
+    for (const ConfigField& f : modelConfigSection().fields) table.push_back(f.name);
+    QCOMPARE(table, std::vector<std::string>(expected.begin(), expected.end() - 3));
     QCOMPARE(out["rope_scaling"].get<double>(), 0.5);
     QVERIFY(out["rope_theta"].is_number_float());  // a float field stays a float
     QCOMPARE(out["gqa_groups"].get<int64_t>(), 2);

@@ -8,6 +8,8 @@
 #include "../core/json_compare.h"
 #include "../core/run_outputs.h"
 #include "../core/run_process.h"
+#include "ckpt/model/config_schema.h"
+#include "ckpt/train/run_config.h"
 #include "run_files.h"
 
 using ckpt::test::json;
@@ -33,6 +35,33 @@ class TestTrainCli : public QObject {
       "training": {"run_name": "cli", "batch_size": 2, "micro_batch_size": 2, "seq_len": 32, "learning_rate": 0.003,
                    "max_steps": 6, "eval_every": 3, "save_every": 3, "log_every": 2, "mixed_precision": "fp32"},
       "data": {"path": "corpus.txt"}})";
+  }
+
+  // train --help: the usage, then every RUN.json field from the config's
+  // tables with its type, default, bound and help; exit 0.
+  void trainHelpListsEveryField() {
+    for (const QStringList& args :
+         {QStringList{"train", "--help"}, QStringList{"train", "--config", "x.json", "-h"}}) {
+      const Run r = cli(args, m_dir.path());
+      QCOMPARE(r.exitCode, 0);
+      QVERIFY(r.out.startsWith("usage:\n  ckptscope-cli train --config RUN.json"));
+      QVERIFY(r.out.endsWith(QByteArray::fromStdString(ckpt::runConfigHelp())));
+      int listed = 0;
+      for (const ckpt::ConfigSection* s :
+           {&ckpt::modelConfigSection(), &ckpt::trainingConfigSection(),
+            &ckpt::dataConfigSection()}) {
+        for (const ckpt::ConfigField& f : s->fields) {
+          const QByteArray line =
+              QByteArray::fromStdString("\n  " + f.name + ": " + f.typeText() + ", ");
+          QVERIFY2(r.out.contains(line), line.constData());
+          QVERIFY2(r.out.contains(QByteArray::fromStdString(f.help)), f.help.c_str());
+          ++listed;
+        }
+      }
+      QCOMPARE(listed, 53);
+      QVERIFY(r.out.contains("\n  max_steps: int, default 1000, > 0\n      Optimizer steps\n"));
+      QVERIFY(r.err.isEmpty());
+    }
   }
 
   void trainResumeFinetuneScoreGenerate() {

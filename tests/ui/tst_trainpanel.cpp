@@ -24,6 +24,8 @@
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/checkpoint_view.h"
 #include "ckpt/format/tensor_data.h"
+#include "ckpt/model/config_schema.h"
+#include "ckpt/train/run_config.h"
 #include "training/configform.h"
 #include "training/livecurves.h"
 #include "training/trainbackendloader.h"
@@ -492,6 +494,115 @@ class TestTrainPanel : public QObject {
     QCOMPARE(panel.validationError(), QString());
     QVERIFY(panel.form()->editor(marked)->styleSheet().isEmpty());
     QVERIFY(panel.form()->markedKeys().isEmpty());
+  }
+
+  // The New run form has exactly the config tables' form fields, in their
+  // order, starting at the form's defaults, with the help and rule as
+  // tooltips; today's small CPU model and spin-box floors typed in by hand.
+  void formIsTheConfigTables() {
+    QSettings().remove("training");
+    TrainPanel panel;
+    ConfigForm* form = panel.form();
+    QStringList expected;
+    for (const ConfigSection* s :
+         {&modelConfigSection(), &trainingConfigSection(), &dataConfigSection()}) {
+      for (const ConfigField& f : s->fields) {
+        if (!f.inForm) continue;
+        const QString key = QString::fromStdString(f.name);
+        expected << key;
+        QWidget* editor = form->editor(key);
+        QVERIFY2(editor, qPrintable(key));
+        QCOMPARE(editor->toolTip(), QString::fromStdString(f.describe()));
+        const QVariant v = form->value(key);
+        const json& start = f.formDefault;
+        if (auto* spin = qobject_cast<QSpinBox*>(editor)) {
+          QCOMPARE(spin->value(), start.get<int>());
+          QCOMPARE(spin->minimum(), int(f.formLowest()));
+        } else if (start.is_boolean()) {
+          QCOMPARE(v.toBool(), start.get<bool>());
+        } else if (start.is_number()) {
+          QCOMPARE(QLocale::c().toDouble(v.toString()), start.get<double>());
+        } else if (start.is_string()) {
+          QCOMPARE(v.toString(), QString::fromStdString(start.get<std::string>()));
+        } else {
+          QVERIFY2(start.is_null() && v.toString().isEmpty(), qPrintable(key));  // None
+        }
+      }
+    }
+    QCOMPARE(form->keys(), expected);
+    QCOMPARE(form->keys().size(), 20 + 20 + 2);
+    // The form's small model and its floors, as the panel has always had them.
+    const std::map<QString, std::pair<int, int>> spins{{"vocab_size", {256, 1}},
+                                                       {"d_model", {128, 1}},
+                                                       {"n_layers", {4, 1}},
+                                                       {"n_heads", {4, 1}},
+                                                       {"ffn_hidden_size", {512, 1}},
+                                                       {"max_seq_len", {256, 1}},
+                                                       {"num_attention_sinks", {2, 0}},
+                                                       {"max_steps", {1000, 1}},
+                                                       {"batch_size", {8, 1}},
+                                                       {"micro_batch_size", {8, 1}},
+                                                       {"seq_len", {0, 0}},
+                                                       {"warmup_steps", {100, 0}},
+                                                       {"eval_every", {100, 0}},
+                                                       {"eval_batches", {8, 1}},
+                                                       {"save_every", {500, 0}},
+                                                       {"keep_last", {0, 0}},
+                                                       {"log_every", {10, 1}},
+                                                       {"seed", {1337, 0}}};
+    for (const auto& [key, want] : spins) {
+      auto* spin = qobject_cast<QSpinBox*>(form->editor(key));
+      QVERIFY2(spin, qPrintable(key));
+      QCOMPARE(std::make_pair(spin->value(), spin->minimum()), want);
+    }
+    QCOMPARE(form->value("learning_rate").toString(), QStringLiteral("3e-04"));  // as it always read
+    QCOMPARE(form->value("rmsnorm_eps").toString(), QStringLiteral("1e-05"));
+    QCOMPARE(form->editor("learning_rate")->toolTip(), QStringLiteral("Peak learning rate (> 0)"));
+  }
+
+  // A value typed into a number field that its bound refuses frames that
+  // field, with the error as its tooltip; typing a good one clears it.
+  void typedBadValueFramesTheField_data() {
+    QTest::addColumn<QString>("key");
+    QTest::addColumn<QString>("bad");
+    for (const ConfigSection* s :
+         {&modelConfigSection(), &trainingConfigSection(), &dataConfigSection()}) {
+      for (const ConfigField& f : s->fields) {
+        if (!f.inForm || !f.minimum ||
+            (f.type != FieldType::Float && f.type != FieldType::OptionalFloat))
+          continue;
+        const double bad = f.below ? *f.below : f.exclusive ? *f.minimum : *f.minimum - 0.5;
+        QTest::newRow(f.name.c_str())
+            << QString::fromStdString(f.name) << QLocale::c().toString(bad);
+      }
+    }
+  }
+  void typedBadValueFramesTheField() {
+    QFETCH(QString, key);
+    QFETCH(QString, bad);
+    TrainPanel panel;
+    panel.resize(1280, 860);
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    fillTiny(panel, dir("never"), 3);
+    QCOMPARE(panel.validationError(), QString());
+    auto* edit = qobject_cast<QLineEdit*>(panel.form()->editor(key));
+    QVERIFY(edit);
+    const QString before = edit->text();
+    edit->setFocus();
+    QTest::keyClick(edit, Qt::Key_A, Qt::ControlModifier);
+    QTest::keyClicks(edit, bad);
+    QCOMPARE(edit->text(), bad);
+    QVERIFY2(panel.validationError().startsWith(key), qPrintable(panel.validationError()));
+    QCOMPARE(panel.form()->markedKeys(), QStringList{key});
+    QVERIFY(!edit->styleSheet().isEmpty());
+    QCOMPARE(edit->toolTip(), panel.validationError());
+    QVERIFY(!panel.startButton()->isEnabled());
+    QTest::keyClick(edit, Qt::Key_A, Qt::ControlModifier);
+    QTest::keyClicks(edit, before.isEmpty() ? QStringLiteral("0.5") : before);
+    QCOMPARE(panel.validationError(), QString());
+    QVERIFY(panel.form()->markedKeys().isEmpty());
+    QVERIFY(edit->styleSheet().isEmpty());
   }
 
   void missingDataIsNamed() {

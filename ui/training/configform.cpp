@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "ckpt/model/config.h"
+#include "ckpt/model/config_schema.h"
 
 namespace ckpt {
 namespace {
@@ -20,7 +21,53 @@ using json = nlohmann::ordered_json;
 
 const char* kInvalidStyle = "border: 1px solid #d03030;";
 
+QVariant variantOf(const json& v) {
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_number_integer()) return qlonglong(v.get<int64_t>());
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) return QString::fromStdString(v.get<std::string>());
+  return {};
+}
+
+ConfigForm::Kind kindOf(FieldType type) {
+  switch (type) {
+    case FieldType::Int:
+      return ConfigForm::Kind::Int;
+    case FieldType::Float:
+      return ConfigForm::Kind::Double;
+    case FieldType::OptionalInt:
+      return ConfigForm::Kind::OptionalInt;
+    case FieldType::OptionalFloat:
+      return ConfigForm::Kind::OptionalDouble;
+    case FieldType::Bool:
+      return ConfigForm::Kind::Bool;
+    case FieldType::Choice:
+      return ConfigForm::Kind::Choice;
+    case FieldType::Text:
+    case FieldType::Json:
+      break;
+  }
+  return ConfigForm::Kind::Text;
+}
+
 }  // namespace
+
+QList<ConfigForm::Field> ConfigForm::fieldsOf(const ConfigSection& section) {
+  QList<Field> out;
+  for (const ConfigField& f : section.fields) {
+    if (!f.inForm) continue;
+    Field field;
+    field.section = QString::fromStdString(section.name);
+    field.key = QString::fromStdString(f.name);
+    field.kind = kindOf(f.type);
+    field.defaultValue = variantOf(f.formDefault);
+    field.tip = QString::fromStdString(f.describe());
+    for (const std::string& c : f.choices) field.choices << QString::fromStdString(c);
+    field.minimum = int(f.formLowest());
+    out.append(field);
+  }
+  return out;
+}
 
 ConfigForm::ConfigForm(QWidget* parent) : QWidget(parent) {
   auto* layout = new QVBoxLayout(this);
@@ -110,18 +157,20 @@ json ConfigForm::sectionJson(const QString& section) const {
       case Kind::OptionalDouble: {
         const QString text = static_cast<QLineEdit*>(w)->text().trimmed();
         if (text.isEmpty() || text == QLatin1String("None")) {
-          if (f.kind == Kind::Double) throw ConfigError(k + ": a number is required");
+          if (f.kind == Kind::Double) throw ConfigError(k + ": a number is required", {k});
           out[k] = nullptr;
           break;
         }
         bool ok = false;
         if (f.kind == Kind::OptionalInt) {
           const qlonglong v = QLocale::c().toLongLong(text, &ok);
-          if (!ok) throw ConfigError(k + ": expected an integer, got '" + text.toStdString() + "'");
+          if (!ok)
+            throw ConfigError(k + ": expected an integer, got '" + text.toStdString() + "'", {k});
           out[k] = int64_t(v);
         } else {
           const double v = QLocale::c().toDouble(text, &ok);
-          if (!ok) throw ConfigError(k + ": expected a number, got '" + text.toStdString() + "'");
+          if (!ok)
+            throw ConfigError(k + ": expected a number, got '" + text.toStdString() + "'", {k});
           out[k] = v;
         }
         break;

@@ -12,6 +12,8 @@ class QLabel;
 
 namespace ckpt {
 
+struct ConfigSection;
+
 // The fields of a run config as a form: one editor per JSON key, labelled
 // with the key itself (the names modern_llm users know, and the names the
 // config's error messages use). It only collects values; the panel
@@ -40,6 +42,11 @@ class ConfigForm : public QWidget {
   };
 
   explicit ConfigForm(QWidget* parent = nullptr);
+
+  // The form's rows of a config section (ckpt/model/config_schema.h): the
+  // fields it marks for the form, in its order, with the form's defaults,
+  // and the help and rule as tooltip.
+  static QList<Field> fieldsOf(const ConfigSection& section);
 
   // Adds a titled group of fields, laid out in `columns` label/editor pairs,
   // under `header` (other widgets of the group, e.g. path pickers) if given.

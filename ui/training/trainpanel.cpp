@@ -18,7 +18,6 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
-#include <QRegularExpression>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSettings>
@@ -44,87 +43,8 @@ namespace ckpt {
 namespace {
 
 using json = nlohmann::ordered_json;
-using Kind = ConfigForm::Kind;
-using Field = ConfigForm::Field;
 
 const char* kSettingsGroup = "training";
-
-// MODEL.md's fields with its defaults; the six required ones get a small
-// model that trains on a CPU in minutes with the bytes tokenizer.
-QList<Field> modelFields() {
-  const QString m = QStringLiteral("model");
-  return {
-      {m, "vocab_size", Kind::Int, 256, "Vocabulary size (> 0); 256 for the bytes tokenizer", {}, 1},
-      {m, "d_model", Kind::Int, 128, "Hidden size (> 0, divisible by n_heads)", {}, 1},
-      {m, "n_layers", Kind::Int, 4, "Decoder blocks (> 0)", {}, 1},
-      {m, "n_heads", Kind::Int, 4, "Attention heads (> 0)", {}, 1},
-      {m, "ffn_hidden_size", Kind::Int, 512, "SwiGLU hidden size H (must exceed d_model)", {}, 1},
-      {m, "max_seq_len", Kind::Int, 256, "Longest input (> 0)", {}, 1},
-      {m, "rmsnorm_eps", Kind::Double, 1e-5, "RMSNorm epsilon (> 0)"},
-      {m, "dropout", Kind::Double, 0.0, "Dropout probability in [0, 1)"},
-      {m, "initializer_range", Kind::Double, 0.02, "Std of the normal init"},
-      {m, "rope_theta", Kind::Double, 10000.0, "RoPE base"},
-      {m, "rope_scaling", Kind::OptionalDouble, QVariant(), "Multiplies the RoPE angles when set (> 0); empty: None"},
-      {m, "num_attention_sinks", Kind::Int, 2, "Sink states per block (> 0 when sinks are on)", {}, 0},
-      {m, "use_rope", Kind::Bool, true, "Rotary position embeddings"},
-      {m, "use_attention_sinks", Kind::Bool, true, "Learned attention sinks in front of the keys"},
-      {m, "use_gqa", Kind::Bool, false, "Grouped-query attention"},
-      {m, "gqa_groups", Kind::OptionalInt, QVariant(), "Key/value heads with use_gqa; must divide n_heads; empty: None"},
-      {m, "use_swiglu", Kind::Bool, true, "Stored in the config, not used by the math"},
-      {m, "swiglu_multiplier", Kind::Double, 2.0, "Stored in the config, not used by the math"},
-      {m, "tie_embeddings", Kind::Bool, true, "lm_head shares the embedding matrix"},
-      {m, "use_moe", Kind::Bool, false, "Mixture of experts: the reference library cannot run it, so neither can this trainer"},
-  };
-}
-
-QList<Field> trainingFields() {
-  const QString t = QStringLiteral("training");
-  return {
-      {t, "run_name", Kind::Text, "run", "Names the checkpoints: <run_name>_step<N>.pt, <run_name>_final.pt"},
-      {t, "max_steps", Kind::Int, 1000, "Optimizer steps", {}, 1},
-      {t, "batch_size", Kind::Int, 8, "Sequences per optimizer step", {}, 1},
-      {t, "micro_batch_size", Kind::Int, 8, "Sequences per forward/backward (batch_size / micro_batch_size accumulation steps)", {}, 1},
-      {t, "seq_len", Kind::Int, 0, "Tokens per sequence; 0: max_seq_len", {}, 0},
-      {t, "learning_rate", Kind::Double, 3e-4, "Peak learning rate (> 0)"},
-      {t, "lr_schedule", Kind::Choice, "constant", "Warmup, then constant (pretraining) or cosine (SFT/DPO)", {"constant", "cosine"}},
-      {t, "warmup_steps", Kind::Int, 100, "Linear warmup (step+1)/warmup_steps", {}, 0},
-      {t, "weight_decay", Kind::Double, 0.01, "AdamW weight decay"},
-      {t, "max_grad_norm", Kind::Double, 1.0, "Gradient clipping; 0: none"},
-      {t, "beta1", Kind::Double, 0.9, "AdamW beta1"},
-      {t, "beta2", Kind::Double, 0.999, "AdamW beta2"},
-      {t, "eps", Kind::Double, 1e-8, "AdamW epsilon"},
-      {t, "mixed_precision", Kind::Choice, "bf16", "Autocast dtype on CUDA (the CPU runs fp32)", {"bf16", "fp16", "fp32"}},
-      {t, "eval_every", Kind::Int, 100, "Validation loss every N steps; 0: never", {}, 0},
-      {t, "eval_batches", Kind::Int, 8, "Micro-batches of validation windows per evaluation", {}, 1},
-      {t, "save_every", Kind::Int, 500, "A checkpoint every N steps; 0: only the final one", {}, 0},
-      {t, "keep_last", Kind::Int, 0, "Keep the newest K step checkpoints; 0: all", {}, 0},
-      {t, "log_every", Kind::Int, 10, "A log line every N steps", {}, 1},
-      {t, "seed", Kind::Int, 1337, "Seeds the init, the data order and dropout", {}, 0},
-  };
-}
-
-QList<Field> dataFields() {
-  const QString d = QStringLiteral("data");
-  return {
-      {d, "val_fraction", Kind::Double, 0.1, "Share of the data held out for the validation loss, in [0, 1)"},
-      {d, "uint32", Kind::Bool, false, ".bin files hold uint32 tokens (uint16 otherwise)"},
-  };
-}
-
-// The fields a config error names: its leading identifier(s).
-// "ffn_hidden_size (64) must exceed d_model (64)" -> ffn_hidden_size;
-// "eval_every/save_every/...: must be >= 0" -> each; head_dim -> d_model, n_heads.
-QStringList keysOf(const QString& message) {
-  static const QRegularExpression lead(QStringLiteral("^([A-Za-z0-9_./]+)"));
-  const QRegularExpressionMatch m = lead.match(message);
-  if (!m.hasMatch()) return {};
-  QStringList keys;
-  for (const QString& k : m.captured(1).split(QLatin1Char('/'), Qt::SkipEmptyParts)) {
-    if (k == QLatin1String("head_dim")) keys << QStringLiteral("d_model") << QStringLiteral("n_heads");
-    else keys << k.section(QLatin1Char('.'), -1);  // moe_config.num_experts -> num_experts
-  }
-  return keys;
-}
 
 QString duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return QStringLiteral("–");
@@ -283,8 +203,10 @@ QWidget* TrainPanel::buildNewRunPage() {
   auto* v = new QVBoxLayout(page);
   v->setContentsMargins(4, 4, 4, 4);
   m_form = new ConfigForm(page);
-  m_form->addGroup(QStringLiteral("Model (ModernLLMConfig)"), modelFields());
-  m_form->addGroup(QStringLiteral("Training"), trainingFields());
+  // The fields, their defaults and tooltips come from the config's tables.
+  m_form->addGroup(QStringLiteral("Model (ModernLLMConfig)"),
+                   ConfigForm::fieldsOf(modelConfigSection()));
+  m_form->addGroup(QStringLiteral("Training"), ConfigForm::fieldsOf(trainingConfigSection()));
   v->addWidget(m_form);
 
   auto* dataBox = new QWidget(page);
@@ -339,7 +261,8 @@ QWidget* TrainPanel::buildNewRunPage() {
   connect(m_form, &ConfigForm::edited, this, [this] {
     m_outputDir->setPlaceholderText(defaultOutputDir(m_form->value(QStringLiteral("run_name")).toString().trimmed()));
   });
-  m_form->addGroup(QStringLiteral("Data and output"), dataFields(), 2, dataBox);
+  m_form->addGroup(QStringLiteral("Data and output"), ConfigForm::fieldsOf(dataConfigSection()), 2,
+                   dataBox);
   v->addStretch(1);
   scroll->setWidget(page);
   // It scrolls down, never sideways: the panel gives the form one column
@@ -624,19 +547,32 @@ RunConfig TrainPanel::newRunConfig() const {
   const json model = m_form->sectionJson(QStringLiteral("model"));
   RunConfig c = RunConfig::fromJson(json{{"model", model}, {"training", training}, {"data", data}});
   c.model.validate();
-  if (c.model.useMoe) throw ConfigError("use_moe: MoE layers cannot be trained (the reference library cannot run them)");
+  if (c.model.useMoe)
+    throw ConfigError(
+        "use_moe: MoE layers cannot be trained (the reference library cannot run them)",
+        {"use_moe"});
   if (c.training.seqLen > c.model.maxSeqLen)
-    throw ConfigError("seq_len (" + std::to_string(c.training.seqLen) + ") must not exceed max_seq_len (" +
-                      std::to_string(c.model.maxSeqLen) + ")");
+    throw ConfigError("seq_len (" + std::to_string(c.training.seqLen) +
+                          ") must not exceed max_seq_len (" + std::to_string(c.model.maxSeqLen) +
+                          ")",
+                      {"seq_len", "max_seq_len"});
   if (c.data.tokenizer == "bytes" && c.model.vocabSize < 256)
-    throw ConfigError("vocab_size (" + std::to_string(c.model.vocabSize) + ") must be at least 256 for the bytes tokenizer");
-  if (c.data.tokenizer.empty()) throw ConfigError("tokenizer: choose bytes, a tokenizer.json or a GPT-2 vocabulary directory");
-  if (c.data.path.empty()) throw ConfigError("path: choose the training data (a text file, a directory or a .bin file)");
+    throw ConfigError("vocab_size (" + std::to_string(c.model.vocabSize) +
+                          ") must be at least 256 for the bytes tokenizer",
+                      {"vocab_size", "tokenizer"});
+  if (c.data.tokenizer.empty())
+    throw ConfigError("tokenizer: choose bytes, a tokenizer.json or a GPT-2 vocabulary directory",
+                      {"tokenizer"});
+  if (c.data.path.empty())
+    throw ConfigError("path: choose the training data (a text file, a directory or a .bin file)",
+                      {"path"});
   if (!QFileInfo::exists(QString::fromStdString(c.data.path)))
-    throw ConfigError("path: " + c.data.path + " does not exist");
+    throw ConfigError("path: " + c.data.path + " does not exist", {"path"});
   // Said before Start, as the trainer would refuse it: never a second history in one directory.
   if (const auto clash = existingRunFiles(c.training.outputDir, c.training.runName); !clash.empty())
-    throw ConfigError("output_dir: " + clashMessage(c.training.outputDir, c.training.runName, clash));
+    throw ConfigError(
+        "output_dir: " + clashMessage(c.training.outputDir, c.training.runName, clash),
+        {"output_dir"});
   return c;
 }
 
@@ -698,9 +634,12 @@ std::optional<TrainRequest> TrainPanel::request(QString* error, QStringList* key
         break;
       }
     }
+  } catch (const ConfigError& e) {
+    QStringList fields;  // the form frames the fields the error names
+    for (const std::string& f : e.fields()) fields << QString::fromStdString(f);
+    return fail(QString::fromStdString(e.what()), fields);
   } catch (const std::exception& e) {
-    const QString message = QString::fromStdString(e.what());
-    return fail(message, keysOf(message));
+    return fail(QString::fromStdString(e.what()), {});
   }
   return r;
 }

@@ -1,10 +1,10 @@
 #include "ckpt/model/config.h"
 
-#include <array>
 #include <string_view>
 #include <unordered_set>
 
 #include "ckpt/format/value.h"
+#include "ckpt/model/config_schema.h"
 
 namespace ckpt {
 namespace {
@@ -12,110 +12,77 @@ namespace {
 using json = nlohmann::ordered_json;
 using K = Value::Kind;
 
-// MODEL.md's table, in its order: what toJson writes and what is not `extra`.
-constexpr std::array<std::string_view, 21> kKnownKeys = {
-    "vocab_size",
-    "d_model",
-    "n_layers",
-    "n_heads",
-    "ffn_hidden_size",
-    "max_seq_len",
-    "rmsnorm_eps",
-    "dropout",
-    "initializer_range",
-    "rope_theta",
-    "rope_scaling",
-    "use_rope",
-    "use_attention_sinks",
-    "num_attention_sinks",
-    "use_swiglu",
-    "swiglu_multiplier",
-    "use_gqa",
-    "gqa_groups",
-    "use_moe",
-    "moe_config",
-    "tie_embeddings",
-};
-
-std::string typeName(const json& v) {
-  switch (v.type()) {
-    case json::value_t::null:
-      return "None";
-    case json::value_t::boolean:
-      return "bool";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned:
-      return "int";
-    case json::value_t::number_float:
-      return "float";
-    case json::value_t::string:
-      return "str";
-    case json::value_t::array:
-      return "list";
-    case json::value_t::object:
-      return "dict";
-    default:
-      return "unknown";
-  }
+// MODEL.md's table, in its order. The defaults come from ModelConfig's
+// members; the form's are a small model that trains on a CPU in minutes
+// with the bytes tokenizer.
+const FieldTable<ModelConfig>& modelTable() {
+  using M = ModelConfig;
+  static const FieldTable<M> table(
+      "model", "MODEL.md's ModernLLMConfig", FieldStyle::Python,
+      {
+          field("vocab_size", &M::vocabSize)
+              .required()
+              .above(0)
+              .form(256)
+              .help("Vocabulary size; 256 for the bytes tokenizer"),
+          field("d_model", &M::dModel)
+              .required()
+              .above(0)
+              .form(128)
+              .help("Hidden size; divisible by n_heads"),
+          field("n_layers", &M::nLayers).required().above(0).form(4).help("Decoder blocks"),
+          field("n_heads", &M::nHeads)
+              .required()
+              .above(0)
+              .form(4)
+              .help("Attention heads; head_dim = d_model / n_heads, even with use_rope"),
+          field("ffn_hidden_size", &M::ffnHiddenSize)
+              .required()
+              .above(0)
+              .form(512)
+              .help("SwiGLU hidden size H; must exceed d_model"),
+          field("max_seq_len", &M::maxSeqLen).required().above(0).form(256).help("Longest input"),
+          field("rmsnorm_eps", &M::rmsnormEps).above(0).form().help("RMSNorm epsilon"),
+          field("dropout", &M::dropout).atLeast(0).below(1).form().help("Dropout probability"),
+          field("initializer_range", &M::initializerRange)
+              .atLeast(0)
+              .form()
+              .help("Std of the normal init"),
+          field("rope_theta", &M::ropeTheta).form().help("RoPE base; > 0 when use_rope is set"),
+          field("rope_scaling", &M::ropeScaling)
+              .above(0)
+              .form()
+              .help("Multiplies the RoPE angles when set"),
+          field("use_rope", &M::useRope).form().help("Rotary position embeddings"),
+          field("use_attention_sinks", &M::useAttentionSinks)
+              .form()
+              .help("Learned attention sinks in front of the keys"),
+          field("num_attention_sinks", &M::numAttentionSinks)
+              .form()
+              .help("Sink states per block; > 0 when use_attention_sinks is set"),
+          field("use_swiglu", &M::useSwiglu)
+              .form()
+              .help("Stored in the config, not used by the math"),
+          field("swiglu_multiplier", &M::swigluMultiplier)
+              .form()
+              .help("Stored in the config, not used by the math"),
+          field("use_gqa", &M::useGqa).form().help("Grouped-query attention"),
+          field("gqa_groups", &M::gqaGroups)
+              .form()
+              .help("Key/value heads with use_gqa; must divide n_heads"),
+          field("use_moe", &M::useMoe)
+              .form()
+              .help("Mixture of experts: the reference library cannot run it, so neither can this "
+                    "trainer"),
+          field("moe_config", &M::moeConfig)
+              .help("With use_moe: {num_experts, top_k, dropout, capacity_factor}"),
+          field("tie_embeddings", &M::tieEmbeddings)
+              .form()
+              .help("lm_head shares the embedding matrix"),
+      });
+  return table;
 }
 
-[[noreturn]] void wrongType(std::string_view key, std::string_view want, const json& got) {
-  throw ConfigError("config: " + std::string(key) + " must be " + std::string(want) + ", got " +
-                    typeName(got) + " (" + got.dump() + ")");
-}
-
-// Field readers. A required field that is absent is "missing"; an optional
-// one keeps its default. Booleans are not integers here (Python's dataclass
-// would take True as 1, but no checkpoint writes that).
-class Reader {
- public:
-  explicit Reader(const json& j) : m_j(j) {}
-
-  const json* find(std::string_view key) const {
-    auto it = m_j.find(std::string(key));
-    return it == m_j.end() ? nullptr : &*it;
-  }
-  const json& required(std::string_view key) const {
-    const json* v = find(key);
-    if (!v) throw ConfigError("config: missing " + std::string(key));
-    return *v;
-  }
-
-  static int64_t asInt(std::string_view key, const json& v) {
-    if (v.is_number_integer()) {
-      if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX))
-        throw ConfigError("config: " + std::string(key) + " is out of range (" + v.dump() + ")");
-      return v.get<int64_t>();
-    }
-    wrongType(key, "an int", v);
-  }
-  static double asFloat(std::string_view key, const json& v) {
-    if (v.is_number()) return v.get<double>();  // Python takes an int for a float field
-    wrongType(key, "a float", v);
-  }
-  static bool asBool(std::string_view key, const json& v) {
-    if (v.is_boolean()) return v.get<bool>();
-    wrongType(key, "a bool", v);
-  }
-
-  int64_t requiredInt(std::string_view key) const { return asInt(key, required(key)); }
-  void optInt(std::string_view key, int64_t& out) const {
-    if (const json* v = find(key)) out = asInt(key, *v);
-  }
-  void optFloat(std::string_view key, double& out) const {
-    if (const json* v = find(key)) out = asFloat(key, *v);
-  }
-  void optBool(std::string_view key, bool& out) const {
-    if (const json* v = find(key)) out = asBool(key, *v);
-  }
-
- private:
-  const json& m_j;
-};
-
-std::string num(double d) {
-  return formatPythonFloat(d);
-}
 std::string num(int64_t i) {
   return std::to_string(i);
 }
@@ -206,10 +173,12 @@ struct PlainEncoder {
 
 }  // namespace
 
+const ConfigSection& modelConfigSection() {
+  return modelTable().section();
+}
+
 bool isModelConfigKey(std::string_view key) {
-  for (std::string_view k : kKnownKeys)
-    if (k == key) return true;
-  return false;
+  return modelConfigSection().find(key) != nullptr;
 }
 
 json plainJson(const Value* v) {
@@ -227,107 +196,48 @@ ModelConfig ModelConfig::fromValue(const Value* dict) {
 }
 
 ModelConfig ModelConfig::fromJson(const json& j) {
-  if (!j.is_object()) throw ConfigError("config: expected a dict, got " + typeName(j));
-  Reader r(j);
+  if (!j.is_object()) throw ConfigError("config: expected a dict, got " + pythonTypeName(j));
   ModelConfig c;
-  c.vocabSize = r.requiredInt("vocab_size");
-  c.dModel = r.requiredInt("d_model");
-  c.nLayers = r.requiredInt("n_layers");
-  c.nHeads = r.requiredInt("n_heads");
-  c.ffnHiddenSize = r.requiredInt("ffn_hidden_size");
-  c.maxSeqLen = r.requiredInt("max_seq_len");
-  r.optFloat("rmsnorm_eps", c.rmsnormEps);
-  r.optFloat("dropout", c.dropout);
-  r.optFloat("initializer_range", c.initializerRange);
-  r.optFloat("rope_theta", c.ropeTheta);
-  if (const json* v = r.find("rope_scaling"); v && !v->is_null())
-    c.ropeScaling = Reader::asFloat("rope_scaling", *v);
-  r.optBool("use_rope", c.useRope);
-  r.optBool("use_attention_sinks", c.useAttentionSinks);
-  r.optInt("num_attention_sinks", c.numAttentionSinks);
-  r.optBool("use_swiglu", c.useSwiglu);
-  r.optFloat("swiglu_multiplier", c.swigluMultiplier);
-  r.optBool("use_gqa", c.useGqa);
-  if (const json* v = r.find("gqa_groups"); v && !v->is_null())
-    c.gqaGroups = Reader::asInt("gqa_groups", *v);
-  r.optBool("use_moe", c.useMoe);
-  if (const json* v = r.find("moe_config"); v && !v->is_null()) {
-    if (!v->is_object()) wrongType("moe_config", "a dict or None", *v);
-    c.moeConfig = *v;
-  }
-  r.optBool("tie_embeddings", c.tieEmbeddings);
-
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    bool known = false;
-    for (std::string_view k : kKnownKeys) known |= (k == it.key());
-    if (!known) c.extra[it.key()] = it.value();
-  }
+  modelTable().read(c, j);
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (!isModelConfigKey(it.key())) c.extra[it.key()] = it.value();
   return c;
 }
 
 json ModelConfig::toJson() const {
-  json j = json::object();
-  j["vocab_size"] = vocabSize;
-  j["d_model"] = dModel;
-  j["n_layers"] = nLayers;
-  j["n_heads"] = nHeads;
-  j["ffn_hidden_size"] = ffnHiddenSize;
-  j["max_seq_len"] = maxSeqLen;
-  j["rmsnorm_eps"] = rmsnormEps;
-  j["dropout"] = dropout;
-  j["initializer_range"] = initializerRange;
-  j["rope_theta"] = ropeTheta;
-  j["rope_scaling"] = ropeScaling ? json(*ropeScaling) : json(nullptr);
-  j["use_rope"] = useRope;
-  j["use_attention_sinks"] = useAttentionSinks;
-  j["num_attention_sinks"] = numAttentionSinks;
-  j["use_swiglu"] = useSwiglu;
-  j["swiglu_multiplier"] = swigluMultiplier;
-  j["use_gqa"] = useGqa;
-  j["gqa_groups"] = gqaGroups ? json(*gqaGroups) : json(nullptr);
-  j["use_moe"] = useMoe;
-  j["moe_config"] = moeConfig.is_null() ? json(nullptr) : moeConfig;
-  j["tie_embeddings"] = tieEmbeddings;
+  json j = modelTable().write(*this);
   for (auto it = extra.begin(); it != extra.end(); ++it) j[it.key()] = it.value();
   return j;
 }
 
 void ModelConfig::validate() const {
-  auto positive = [](std::string_view name, int64_t v) {
-    if (v <= 0) throw ConfigError(std::string(name) + " must be > 0");
-  };
-  positive("vocab_size", vocabSize);
-  positive("d_model", dModel);
-  positive("n_layers", nLayers);
-  positive("n_heads", nHeads);
-  positive("ffn_hidden_size", ffnHiddenSize);
-  positive("max_seq_len", maxSeqLen);
+  modelTable().check(*this);  // vocab_size > 0, dropout in [0, 1), ...
   if (dModel % nHeads != 0)
-    throw ConfigError("d_model (" + num(dModel) + ") must be divisible by n_heads (" + num(nHeads) +
-                      ")");
+    throw ConfigError(
+        "d_model (" + num(dModel) + ") must be divisible by n_heads (" + num(nHeads) + ")",
+        {"d_model", "n_heads"});
   if (ffnHiddenSize <= dModel)
-    throw ConfigError("ffn_hidden_size (" + num(ffnHiddenSize) + ") must exceed d_model (" +
-                      num(dModel) + ")");
-  if (!(rmsnormEps > 0)) throw ConfigError("rmsnorm_eps must be > 0");
-  if (!(dropout >= 0 && dropout < 1))
-    throw ConfigError("dropout (" + num(dropout) + ") must be in [0, 1)");
-  if (!(initializerRange >= 0)) throw ConfigError("initializer_range must be >= 0");
-  if (ropeScaling && !(*ropeScaling > 0)) throw ConfigError("rope_scaling must be > 0");
+    throw ConfigError(
+        "ffn_hidden_size (" + num(ffnHiddenSize) + ") must exceed d_model (" + num(dModel) + ")",
+        {"ffn_hidden_size", "d_model"});
   if (useRope) {
-    if (!(ropeTheta > 0)) throw ConfigError("rope_theta must be > 0");
+    if (!(ropeTheta > 0)) throw ConfigError("rope_theta must be > 0", {"rope_theta"});
     // rot() splits each head in halves: an odd head_dim has no halves.
     if (headDim() % 2 != 0)
-      throw ConfigError("head_dim (" + num(headDim()) +
-                        " = d_model / n_heads) must be even when use_rope is set");
+      throw ConfigError(
+          "head_dim (" + num(headDim()) + " = d_model / n_heads) must be even when use_rope is set",
+          {"d_model", "n_heads"});
   }
   if (useAttentionSinks && numAttentionSinks <= 0)
-    throw ConfigError("num_attention_sinks must be > 0 when use_attention_sinks is set");
+    throw ConfigError("num_attention_sinks must be > 0 when use_attention_sinks is set",
+                      {"num_attention_sinks"});
   if (useGqa) {
-    if (!gqaGroups) throw ConfigError("gqa_groups must be set when use_gqa is set");
-    if (*gqaGroups <= 0) throw ConfigError("gqa_groups must be > 0");
+    if (!gqaGroups) throw ConfigError("gqa_groups must be set when use_gqa is set", {"gqa_groups"});
+    if (*gqaGroups <= 0) throw ConfigError("gqa_groups must be > 0", {"gqa_groups"});
     if (nHeads % *gqaGroups != 0)
-      throw ConfigError("gqa_groups (" + num(*gqaGroups) + ") must divide n_heads (" + num(nHeads) +
-                        ")");
+      throw ConfigError(
+          "gqa_groups (" + num(*gqaGroups) + ") must divide n_heads (" + num(nHeads) + ")",
+          {"gqa_groups", "n_heads"});
   }
 }
 
@@ -339,7 +249,8 @@ std::vector<ParamSpec> stateDictLayout(const ModelConfig& c, bool includeTiedHea
   if (c.useMoe) {
     const auto it = c.moeConfig.is_object() ? c.moeConfig.find("num_experts") : c.moeConfig.end();
     if (it == c.moeConfig.end() || !it->is_number_integer() || it->get<int64_t>() <= 0)
-      throw ConfigError("moe_config.num_experts must be set (an int > 0) when use_moe is set");
+      throw ConfigError("moe_config.num_experts must be set (an int > 0) when use_moe is set",
+                        {"moe_config"});
     experts = it->get<int64_t>();
   }
   std::vector<ParamSpec> out;

@@ -145,7 +145,7 @@ CheckpointContent loadCheckpointContent(const std::string& path, ModelConfig* co
     try {
       *config = ModelConfig::fromValue(view.config());
     } catch (const ConfigError& e) {
-      throw ConfigError(path + ": config: " + e.what());
+      throw ConfigError(path + ": config: " + e.what(), e.fields());
     }
   }
   const auto& entries = view.entries();

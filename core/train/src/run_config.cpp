@@ -2,26 +2,130 @@
 
 #include <fstream>
 
+#include "ckpt/model/config_schema.h"
+
 namespace ckpt {
 namespace {
 
 using json = nlohmann::ordered_json;
 
-[[noreturn]] void bad(const std::string& field, const std::string& why) { throw ConfigError(field + ": " + why); }
-
-int64_t getInt(const json& j, const char* key, int64_t fallback) {
-  const auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  if (it->is_number_integer()) return it->get<int64_t>();
-  if (it->is_number_float() && it->get<double>() == double(int64_t(it->get<double>()))) return int64_t(it->get<double>());
-  bad(key, "expected an integer, got " + it->dump());
+[[noreturn]] void bad(const std::string& field, const std::string& why,
+                      std::vector<std::string> fields = {}) {
+  if (fields.empty()) fields = {field};
+  throw ConfigError(field + ": " + why, std::move(fields));
 }
 
-double getDouble(const json& j, const char* key, double fallback) {
-  const auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  if (it->is_number()) return it->get<double>();
-  bad(key, "expected a number, got " + it->dump());
+// RUN.json's "training" section, in the order toJson writes it.
+const FieldTable<TrainingConfig>& trainingTable() {
+  using T = TrainingConfig;
+  static const FieldTable<T> table(
+      "training", "RUN.json", FieldStyle::Run,
+      {
+          field("run_name", &T::runName)
+              .form()
+              .help("Names the checkpoints: <run_name>_step<N>.pt, <run_name>_final.pt; no '/'"),
+          field("output_dir", &T::outputDir)
+              .help("Where the run writes; empty: <run_name> in the working directory"),
+          field("stage", &T::stage)
+              .help("The run's stage (pretrain, sft, dpo, ...), recorded in its checkpoints"),
+          field("batch_size", &T::batchSize)
+              .above(0)
+              .form()
+              .help("Sequences per optimizer step, over all ranks"),
+          field("micro_batch_size", &T::microBatchSize)
+              .above(0)
+              .form()
+              .help("Sequences per forward/backward on one rank"),
+          field("gradient_accumulation_steps", &T::gradientAccumulationSteps)
+              .above(0)
+              .help(
+                  "batch_size / (world_size x micro_batch_size): two of the three give the third"),
+          field("world_size", &T::worldSize)
+              .above(0)
+              .help("Data-parallel ranks (set from the launch environment)"),
+          field("world_adapts", &T::worldAdapts, {"gradient_accumulation_steps", "batch_size"})
+              .help("What follows a change of world size: the accumulation (batch_size "
+                    "stays) or batch_size (the accumulation stays)"),
+          field("allreduce_bucket_mb", &T::allreduceBucketMb)
+              .above(0)
+              .help("Size of the flattened gradient all-reduce buckets, in MB"),
+          field("dist_timeout_seconds", &T::distTimeoutSeconds)
+              .above(0)
+              .help("Timeout of the rendezvous and of every collective"),
+          field("seq_len", &T::seqLen)
+              .atLeast(0)
+              .form()
+              .help("Tokens per sequence; 0: max_seq_len"),
+          field("learning_rate", &T::learningRate).above(0).form().help("Peak learning rate"),
+          field("max_steps", &T::maxSteps).above(0).form().help("Optimizer steps"),
+          field("warmup_steps", &T::warmupSteps)
+              .atLeast(0)
+              .form(100)
+              .help("Linear warmup (step+1)/warmup_steps"),
+          field("lr_schedule", &T::schedule, {"constant", "cosine"})
+              .form()
+              .help("Warmup, then constant (pretraining) or cosine (SFT/DPO)"),
+          field("weight_decay", &T::weightDecay).atLeast(0).form().help("AdamW weight decay"),
+          field("beta1", &T::beta1).atLeast(0).below(1).form().help("AdamW beta1"),
+          field("beta2", &T::beta2).atLeast(0).below(1).form().help("AdamW beta2"),
+          field("eps", &T::eps).above(0).form().help("AdamW epsilon"),
+          field("max_grad_norm", &T::maxGradNorm).form().help("Gradient clipping; <= 0: none"),
+          field("eval_every", &T::evalEvery)
+              .atLeast(0)
+              .form()
+              .help("Validation loss every N steps; 0: never"),
+          field("eval_batches", &T::evalBatches)
+              .form()
+              .formMinimum(1)
+              .help("Micro-batches of validation windows per evaluation"),
+          field("save_every", &T::saveEvery)
+              .atLeast(0)
+              .form()
+              .help("A checkpoint every N steps; 0: only the final one"),
+          field("log_every", &T::logEvery)
+              .atLeast(0)
+              .form()
+              .formMinimum(1)
+              .help("A log line every N steps"),
+          field("keep_last", &T::keepLast)
+              .atLeast(0)
+              .form()
+              .help("Keep the newest K step checkpoints; 0: all"),
+          field("seed", &T::seed).form().help("Seeds the init, the data order and dropout"),
+          field("mixed_precision", &T::mixedPrecision, {"bf16", "fp16", "fp32"})
+              .form()
+              .help("Autocast dtype on CUDA (the CPU runs fp32)"),
+          field("device", &T::device, {"auto", "cpu", "cuda"}).help("Where the run trains"),
+      });
+  return table;
+}
+
+// RUN.json's "data" section.
+const FieldTable<DataConfig>& dataTable() {
+  using D = DataConfig;
+  static const FieldTable<D> table(
+      "data", "RUN.json", FieldStyle::Run,
+      {
+          field("path", &D::path).help("A text file, a directory of text files, or .bin tokens"),
+          field("tokenizer", &D::tokenizer)
+              .help(
+                  "bytes; a Hugging Face tokenizer.json; or a directory with GPT-2's vocab.json + "
+                  "merges.txt"),
+          field("val_fraction", &D::valFraction)
+              .atLeast(0)
+              .below(1)
+              .form()
+              .help("Share of the data held out for the validation loss"),
+          field("uint32", &D::uint32Tokens)
+              .form()
+              .help(".bin files hold uint32 tokens (uint16 otherwise)"),
+      });
+  return table;
+}
+
+// Keys that belong to the model in a flat config: everything MODEL.md lists.
+bool isModelKey(const std::string& k) {
+  return isModelConfigKey(k);
 }
 
 std::string getString(const json& j, const char* key, const std::string& fallback) {
@@ -31,60 +135,35 @@ std::string getString(const json& j, const char* key, const std::string& fallbac
   bad(key, "expected a string, got " + it->dump());
 }
 
-bool getBool(const json& j, const char* key, bool fallback) {
-  const auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  if (it->is_boolean()) return it->get<bool>();
-  bad(key, "expected true or false, got " + it->dump());
-}
-
-// Keys that belong to the model in a flat config: everything MODEL.md lists.
-bool isModelKey(const std::string& k) { return isModelConfigKey(k); }
-
 }  // namespace
 
+const ConfigSection& trainingConfigSection() {
+  return trainingTable().section();
+}
+const ConfigSection& dataConfigSection() {
+  return dataTable().section();
+}
+
+std::string runConfigHelp() {
+  return "RUN.json: {\"model\": {...}, \"training\": {...}, \"data\": {...}}; key=value on the\n"
+         "command line sets one field (max_steps=20, model.d_model=64).\n" +
+         describeSections({&modelConfigSection(), &trainingConfigSection(), &dataConfigSection()});
+}
+
 json TrainingConfig::toJson() const {
-  return json{{"run_name", runName},
-              {"output_dir", outputDir},
-              {"stage", stage},
-              {"batch_size", batchSize},
-              {"micro_batch_size", microBatchSize},
-              {"gradient_accumulation_steps", gradientAccumulationSteps},
-              {"world_size", worldSize},
-              {"world_adapts", worldAdapts},
-              {"allreduce_bucket_mb", allreduceBucketMb},
-              {"dist_timeout_seconds", distTimeoutSeconds},
-              {"seq_len", seqLen},
-              {"learning_rate", learningRate},
-              {"max_steps", maxSteps},
-              {"warmup_steps", warmupSteps},
-              {"lr_schedule", schedule == LrSchedule::Cosine ? "cosine" : "constant"},
-              {"weight_decay", weightDecay},
-              {"beta1", beta1},
-              {"beta2", beta2},
-              {"eps", eps},
-              {"max_grad_norm", maxGradNorm},
-              {"eval_every", evalEvery},
-              {"eval_batches", evalBatches},
-              {"save_every", saveEvery},
-              {"log_every", logEvery},
-              {"keep_last", keepLast},
-              {"seed", seed},
-              {"mixed_precision", mixedPrecision},
-              {"device", device}};
+  return trainingTable().write(*this);
 }
 
 void TrainingConfig::update(const json& j) {
-  if (!j.is_object()) bad("training", "expected an object");
-  runName = getString(j, "run_name", runName);
-  outputDir = getString(j, "output_dir", outputDir);
-  stage = getString(j, "stage", stage);
+  if (!j.is_object()) throw ConfigError("training: expected an object");
+  // The reference library's betas pair; beta1 and beta2 override it.
+  if (j.contains("betas") && j["betas"].is_array() && j["betas"].size() == 2) {
+    beta1 = j["betas"][0].get<double>();
+    beta2 = j["betas"][1].get<double>();
+  }
   const bool hasBatch = j.contains("batch_size"), hasMicro = j.contains("micro_batch_size"),
              hasAccum = j.contains("gradient_accumulation_steps");
-  batchSize = getInt(j, "batch_size", batchSize);
-  microBatchSize = getInt(j, "micro_batch_size", microBatchSize);
-  gradientAccumulationSteps = getInt(j, "gradient_accumulation_steps", gradientAccumulationSteps);
-  worldSize = getInt(j, "world_size", worldSize);
+  trainingTable().read(*this, j);
   if (microBatchSize <= 0) bad("micro_batch_size", "must be > 0");
   if (worldSize <= 0) bad("world_size", "must be > 0");
   const int64_t W = worldSize;
@@ -93,83 +172,53 @@ void TrainingConfig::update(const json& j) {
     const std::string one = std::string(field) + " (" + std::to_string(v) + ")";
     return W == 1 ? one : "world_size (" + std::to_string(W) + ") x " + one + " = " + std::to_string(W * v);
   };
+  // The fields a batch split names: batch_size, the other one, and world_size when it counts.
+  auto split = [&](const char* other) {
+    std::vector<std::string> f{"batch_size"};
+    if (other) f.emplace_back(other);
+    if (W != 1 || !other) f.emplace_back("world_size");
+    return f;
+  };
   if (hasBatch && hasMicro && !hasAccum) {
     if (batchSize % (W * microBatchSize) != 0)
-      bad("batch_size", "(" + std::to_string(batchSize) + ") must be a multiple of " + per("micro_batch_size", microBatchSize));
+      bad("batch_size",
+          "(" + std::to_string(batchSize) + ") must be a multiple of " +
+              per("micro_batch_size", microBatchSize),
+          split("micro_batch_size"));
     gradientAccumulationSteps = batchSize / (W * microBatchSize);
   } else if (hasBatch && hasAccum && !hasMicro) {
     if (gradientAccumulationSteps <= 0 || batchSize % (W * gradientAccumulationSteps) != 0)
-      bad("batch_size", "(" + std::to_string(batchSize) + ") must be a multiple of " +
-                            per("gradient_accumulation_steps", gradientAccumulationSteps));
+      bad("batch_size",
+          "(" + std::to_string(batchSize) + ") must be a multiple of " +
+              per("gradient_accumulation_steps", gradientAccumulationSteps),
+          split("gradient_accumulation_steps"));
     microBatchSize = batchSize / (W * gradientAccumulationSteps);
   } else if (hasBatch && !hasMicro && !hasAccum) {
     if (batchSize % W != 0)
-      bad("batch_size", "(" + std::to_string(batchSize) + ") must be a multiple of world_size (" + std::to_string(W) + ")");
+      bad("batch_size",
+          "(" + std::to_string(batchSize) + ") must be a multiple of world_size (" +
+              std::to_string(W) + ")",
+          split(nullptr));
     microBatchSize = batchSize / W;
     gradientAccumulationSteps = 1;
   } else {
     batchSize = W * microBatchSize * gradientAccumulationSteps;
   }
-  worldAdapts = getString(j, "world_adapts", worldAdapts);
-  allreduceBucketMb = getDouble(j, "allreduce_bucket_mb", allreduceBucketMb);
-  distTimeoutSeconds = getDouble(j, "dist_timeout_seconds", distTimeoutSeconds);
-  seqLen = getInt(j, "seq_len", seqLen);
-  learningRate = getDouble(j, "learning_rate", learningRate);
-  maxSteps = getInt(j, "max_steps", maxSteps);
-  warmupSteps = getInt(j, "warmup_steps", warmupSteps);
-  const std::string sched = getString(j, "lr_schedule", schedule == LrSchedule::Cosine ? "cosine" : "constant");
-  if (sched == "cosine") schedule = LrSchedule::Cosine;
-  else if (sched == "constant") schedule = LrSchedule::Constant;
-  else bad("lr_schedule", "expected constant or cosine, got " + sched);
-  weightDecay = getDouble(j, "weight_decay", weightDecay);
-  if (j.contains("betas") && j["betas"].is_array() && j["betas"].size() == 2) {
-    beta1 = j["betas"][0].get<double>();
-    beta2 = j["betas"][1].get<double>();
-  }
-  beta1 = getDouble(j, "beta1", beta1);
-  beta2 = getDouble(j, "beta2", beta2);
-  eps = getDouble(j, "eps", eps);
-  maxGradNorm = getDouble(j, "max_grad_norm", maxGradNorm);
-  evalEvery = getInt(j, "eval_every", evalEvery);
-  evalBatches = getInt(j, "eval_batches", evalBatches);
-  saveEvery = getInt(j, "save_every", saveEvery);
-  logEvery = getInt(j, "log_every", logEvery);
-  keepLast = getInt(j, "keep_last", keepLast);
-  seed = uint64_t(getInt(j, "seed", int64_t(seed)));
-  mixedPrecision = getString(j, "mixed_precision", mixedPrecision);
-  device = getString(j, "device", device);
 }
 
 void TrainingConfig::validate() const {
-  auto positive = [](const char* field, int64_t v) {
-    if (v <= 0) bad(field, "must be > 0 (got " + std::to_string(v) + ")");
-  };
-  positive("batch_size", batchSize);
-  positive("micro_batch_size", microBatchSize);
-  positive("gradient_accumulation_steps", gradientAccumulationSteps);
-  positive("world_size", worldSize);
-  if (batchSize != worldSize * microBatchSize * gradientAccumulationSteps)
-    bad("batch_size", "(" + std::to_string(batchSize) + ") must equal " +
-                          (worldSize == 1 ? std::string() : "world_size (" + std::to_string(worldSize) + ") x ") +
-                          "micro_batch_size (" + std::to_string(microBatchSize) + ") x gradient_accumulation_steps (" +
-                          std::to_string(gradientAccumulationSteps) + ")");
-  if (worldAdapts != "gradient_accumulation_steps" && worldAdapts != "batch_size")
-    bad("world_adapts", "expected gradient_accumulation_steps or batch_size, got " + worldAdapts);
-  if (!(allreduceBucketMb > 0)) bad("allreduce_bucket_mb", "must be > 0");
-  if (!(distTimeoutSeconds > 0)) bad("dist_timeout_seconds", "must be > 0");
-  positive("max_steps", maxSteps);
-  if (!(learningRate > 0)) bad("learning_rate", "must be > 0");
-  if (warmupSteps < 0) bad("warmup_steps", "must be >= 0");
-  if (seqLen < 0) bad("seq_len", "must be >= 0");
-  if (weightDecay < 0) bad("weight_decay", "must be >= 0");
-  if (!(beta1 >= 0 && beta1 < 1)) bad("beta1", "must be in [0, 1)");
-  if (!(beta2 >= 0 && beta2 < 1)) bad("beta2", "must be in [0, 1)");
-  if (!(eps > 0)) bad("eps", "must be > 0");
-  if (evalEvery < 0 || saveEvery < 0 || logEvery < 0 || keepLast < 0)
-    bad("eval_every/save_every/log_every/keep_last", "must be >= 0");
-  if (mixedPrecision != "bf16" && mixedPrecision != "fp16" && mixedPrecision != "fp32")
-    bad("mixed_precision", "expected bf16, fp16 or fp32, got " + mixedPrecision);
-  if (device != "auto" && device != "cpu" && device != "cuda") bad("device", "expected auto, cpu or cuda, got " + device);
+  trainingTable().check(*this);  // batch_size > 0, beta1 in [0, 1), device auto|cpu|cuda, ...
+  if (batchSize != worldSize * microBatchSize * gradientAccumulationSteps) {
+    std::vector<std::string> fields{"batch_size", "micro_batch_size",
+                                    "gradient_accumulation_steps"};
+    if (worldSize != 1) fields.emplace_back("world_size");
+    bad("batch_size",
+        "(" + std::to_string(batchSize) + ") must equal " +
+            (worldSize == 1 ? std::string() : "world_size (" + std::to_string(worldSize) + ") x ") +
+            "micro_batch_size (" + std::to_string(microBatchSize) +
+            ") x gradient_accumulation_steps (" + std::to_string(gradientAccumulationSteps) + ")",
+        fields);
+  }
   if (runName.empty() || runName.find('/') != std::string::npos) bad("run_name", "must be a non-empty name without '/'");
 }
 
@@ -181,28 +230,28 @@ void TrainingConfig::adaptToWorld(int64_t world) {
   } else {
     const int64_t per = world * microBatchSize;
     if (batchSize % per != 0)
-      bad("batch_size", "(" + std::to_string(batchSize) + ") cannot be split over " + std::to_string(world) +
-                            " ranks: it must be a multiple of world_size (" + std::to_string(world) +
-                            ") x micro_batch_size (" + std::to_string(microBatchSize) + ") = " + std::to_string(per) +
-                            "; change batch_size or micro_batch_size, or set world_adapts to batch_size to keep "
-                            "gradient_accumulation_steps (" +
-                            std::to_string(gradientAccumulationSteps) + ") and scale the batch");
+      bad("batch_size",
+          "(" + std::to_string(batchSize) + ") cannot be split over " + std::to_string(world) +
+              " ranks: it must be a multiple of world_size (" + std::to_string(world) +
+              ") x micro_batch_size (" + std::to_string(microBatchSize) +
+              ") = " + std::to_string(per) +
+              "; change batch_size or micro_batch_size, or set world_adapts to batch_size to keep "
+              "gradient_accumulation_steps (" +
+              std::to_string(gradientAccumulationSteps) + ") and scale the batch",
+          {"batch_size", "micro_batch_size", "world_size"});
     gradientAccumulationSteps = batchSize / per;
   }
   worldSize = world;
 }
 
 json DataConfig::toJson() const {
-  return json{{"path", path}, {"tokenizer", tokenizer}, {"val_fraction", valFraction}, {"uint32", uint32Tokens}};
+  return dataTable().write(*this);
 }
 
 void DataConfig::update(const json& j) {
-  if (!j.is_object()) bad("data", "expected an object");
-  path = getString(j, "path", path);
-  tokenizer = getString(j, "tokenizer", tokenizer);
-  valFraction = getDouble(j, "val_fraction", valFraction);
-  uint32Tokens = getBool(j, "uint32", uint32Tokens);
-  if (!(valFraction >= 0 && valFraction < 1)) bad("val_fraction", "must be in [0, 1)");
+  if (!j.is_object()) throw ConfigError("data: expected an object");
+  dataTable().read(*this, j);
+  dataTable().check(*this);  // val_fraction in [0, 1)
 }
 
 RunConfig RunConfig::fromJson(const json& j) {
@@ -252,7 +301,7 @@ RunConfig RunConfig::fromFile(const std::string& path) {
   try {
     return fromJson(j);
   } catch (const ConfigError& e) {
-    throw ConfigError(path + ": " + e.what());
+    throw ConfigError(path + ": " + e.what(), e.fields());
   }
 }
 
@@ -277,7 +326,7 @@ void applyOverride(RunConfig& config, const std::string& assignment) {
     key = key.substr(dot + 1);
   } else if (isModelKey(key)) {
     section = "model";
-  } else if (key == "path" || key == "tokenizer" || key == "val_fraction" || key == "uint32") {
+  } else if (dataConfigSection().find(key)) {
     section = "data";
   } else {
     section = "training";

@@ -104,16 +104,21 @@ struct Trainer::Impl {
     config.model.validate();
     if (seqLen() > config.model.maxSeqLen)
       throw ConfigError("seq_len (" + std::to_string(seqLen()) + ") exceeds max_seq_len (" +
-                        std::to_string(config.model.maxSeqLen) + ")");
+                            std::to_string(config.model.maxSeqLen) + ")",
+                        {"seq_len", "max_seq_len"});
     autocast = autocastPlan(parsePrecision(t.mixedPrecision), device);
     if (!autocast.note.empty()) note(autocast.note);
-    if (config.data.path.empty()) throw ConfigError("data: no data path given (--data PATH)");
+    if (config.data.path.empty())
+      throw ConfigError("data: no data path given (--data PATH)", {"path"});
     // Absolute, so that a resume from another directory finds it again.
     config.data.path = fs::absolute(config.data.path).lexically_normal().string();
     tokenizer = loadTokenizer(config.data.tokenizer);
     if (tokenizer->vocabSize() > config.model.vocabSize)
-      throw ConfigError("tokenizer " + tokenizer->name() + " has " + std::to_string(tokenizer->vocabSize()) +
-                        " tokens, more than the model's vocab_size (" + std::to_string(config.model.vocabSize) + ")");
+      throw ConfigError("tokenizer " + tokenizer->name() + " has " +
+                            std::to_string(tokenizer->vocabSize()) +
+                            " tokens, more than the model's vocab_size (" +
+                            std::to_string(config.model.vocabSize) + ")",
+                        {"tokenizer", "vocab_size"});
     DatasetOptions options;
     options.valFraction = config.data.valFraction;
     options.binUint32 = config.data.uint32Tokens;
@@ -122,7 +127,9 @@ struct Trainer::Impl {
     dataset->requireWindow(Split::Train, seqLen());
     if (t.evalEvery > 0) {
       if (config.data.valFraction <= 0)
-        throw ConfigError("eval_every is set but val_fraction is 0: no validation split to evaluate on");
+        throw ConfigError(
+            "eval_every is set but val_fraction is 0: no validation split to evaluate on",
+            {"eval_every", "val_fraction"});
       dataset->requireWindow(Split::Val, seqLen());
     }
     sampler = std::make_unique<WindowSampler>(*dataset, Split::Train, seqLen(), t.seed);
@@ -564,7 +571,9 @@ Trainer Trainer::resume(const std::string& checkpoint, std::optional<int64_t> ma
   const int64_t step = meta.value("step", int64_t(0));
   if (step >= rc.training.maxSteps)
     throw ConfigError("the checkpoint is at step " + std::to_string(step) + ", max_steps is " +
-                      std::to_string(rc.training.maxSteps) + ": nothing to do (pass --max-steps)");
+                          std::to_string(rc.training.maxSteps) +
+                          ": nothing to do (pass --max-steps)",
+                      {"max_steps"});
   impl->parent = meta.contains("parent") && meta["parent"].is_string() ? meta["parent"].get<std::string>() : "";
   if (meta.contains("parent_step") && meta["parent_step"].is_number_integer())
     impl->parentStep = meta["parent_step"].get<int64_t>();

@@ -9,19 +9,31 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ckpt {
 
 struct Value;
 
+struct ConfigSection;
+
 // A config that the reference library would reject; the message names the
-// field: "ffn_hidden_size (64) must exceed d_model (64)".
+// field: "ffn_hidden_size (64) must exceed d_model (64)", and so does
+// fields(): {"ffn_hidden_size", "d_model"}, the one to fix first first
+// (empty when the error is about no field: a file, the whole config).
 class ConfigError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit ConfigError(const std::string& message, std::vector<std::string> fields = {})
+      : std::runtime_error(message), m_fields(std::move(fields)) {}
+  [[nodiscard]] const std::vector<std::string>& fields() const { return m_fields; }
+
+ private:
+  std::vector<std::string> m_fields;
 };
 
+// The defaults below are the ones MODEL.md lists; the field table
+// (modelConfigSection(), config.cpp) reads them from here.
 struct ModelConfig {
   int64_t vocabSize = 0;
   int64_t dModel = 0;
@@ -55,7 +67,9 @@ struct ModelConfig {
   static ModelConfig fromValue(const Value* dict);
   // Every field in MODEL.md's order (snake_case keys), then `extra`.
   [[nodiscard]] nlohmann::ordered_json toJson() const;
-  void validate() const;  // the reference library's checks
+  // The reference library's checks: the table's bounds, then the rules
+  // across fields. Throws ConfigError naming the field(s).
+  void validate() const;
 
   [[nodiscard]] int64_t headDim() const { return dModel / nHeads; }
   [[nodiscard]] int64_t kvHeads() const { return useGqa && gqaGroups ? *gqaGroups : nHeads; }
@@ -75,6 +89,10 @@ struct ParamSpec {
 // not. MoE configs get MODEL.md's router/expert entries (moe_config must name
 // num_experts; ConfigError otherwise).
 std::vector<ParamSpec> stateDictLayout(const ModelConfig& config, bool includeTiedHead = true);
+
+// MODEL.md's config fields, in its order: what fromJson reads, toJson
+// writes, validate() bounds, `train --help` lists and the Train form shows.
+const ConfigSection& modelConfigSection();
 
 // Whether `key` is one of MODEL.md's config fields (snake_case).
 bool isModelConfigKey(std::string_view key);

@@ -13,6 +13,8 @@ namespace ckpt {
 
 enum class LrSchedule { Constant, Cosine };  // warmup, then constant (pretraining) or cosine (SFT/DPO)
 
+// The defaults below are RUN.json's; the field tables (trainingConfigSection()
+// and dataConfigSection(), run_config.cpp) read them from here.
 struct TrainingConfig {
   std::string runName = "run";
   std::string outputDir;        // "" -> "<runName>" next to the working directory
@@ -53,6 +55,7 @@ struct TrainingConfig {
   // Fills from snake_case keys; the three batch numbers must agree (two
   // given: the third follows). Throws ConfigError naming the field.
   void update(const nlohmann::ordered_json& j);
+  // The table's bounds and choices, then the batch split and run_name.
   void validate() const;
   // A run on `world` ranks: the batch numbers as worldAdapts says, or a
   // ConfigError naming the fields when batch_size cannot be split.
@@ -66,8 +69,15 @@ struct DataConfig {
   bool uint32Tokens = false;      // .bin files hold uint32 instead of uint16
 
   [[nodiscard]] nlohmann::ordered_json toJson() const;
-  void update(const nlohmann::ordered_json& j);
+  void update(const nlohmann::ordered_json& j);  // and checks val_fraction
 };
+
+// RUN.json's "training" and "data" fields, in the order toJson writes them.
+const ConfigSection& trainingConfigSection();
+const ConfigSection& dataConfigSection();
+// Every field of RUN.json's three sections with its type, default, bounds
+// and help: what `ckptscope-cli train --help` prints after the usage.
+std::string runConfigHelp();
 
 struct RunConfig {
   ModelConfig model;
