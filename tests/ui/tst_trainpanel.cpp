@@ -29,6 +29,7 @@
 #include "../core/json_compare.h"
 #include "../core/run_outputs.h"
 #include "../core/run_process.h"
+#include "trainpanel_driver.h"
 
 using namespace ckpt;
 using ckpt::test::json;
@@ -38,36 +39,11 @@ namespace {
 
 using ckpt::test::kText;
 
-constexpr int kRunTimeoutMs = 240000;
-
+using ckpt::test::Finished;
+using ckpt::test::kRunTimeoutMs;
+using ckpt::test::waitForRun;
 using ckpt::test::weightBytes;
 using ckpt::test::metricsLines;
-
-struct Finished {
-  QString outputDir, lastCheckpoint;
-  bool stopped = false;
-};
-
-// Waits for runFinished (or runFailed, which fails the test with its message).
-bool waitForRun(TrainPanel& panel, Finished* result, QString* failure) {
-  QSignalSpy done(&panel, &TrainPanel::runFinished);
-  QSignalSpy failed(&panel, &TrainPanel::runFailed);
-  QElapsedTimer t;
-  t.start();
-  while (done.isEmpty() && failed.isEmpty() && t.elapsed() < kRunTimeoutMs) QTest::qWait(20);
-  if (!failed.isEmpty()) {
-    *failure = failed.front().front().toString();
-    return false;
-  }
-  if (done.isEmpty()) {
-    *failure = QStringLiteral("timed out");
-    return false;
-  }
-  result->outputDir = done.front().at(0).toString();
-  result->lastCheckpoint = done.front().at(1).toString();
-  result->stopped = done.front().at(2).toBool();
-  return true;
-}
 
 }  // namespace
 
@@ -81,22 +57,7 @@ class TestTrainPanel : public QObject {
 
   // tst_trainer's tiny config, typed into the form.
   void fillTiny(TrainPanel& panel, const QString& out, int steps) const {
-    ConfigForm* f = panel.form();
-    f->resetToDefaults();
-    const QVariantMap values{{"vocab_size", 256},      {"d_model", 32},       {"n_layers", 2},
-                             {"n_heads", 4},           {"ffn_hidden_size", 80}, {"max_seq_len", 32},
-                             {"run_name", "tiny"},     {"batch_size", 4},     {"micro_batch_size", 2},
-                             {"seq_len", 16},          {"learning_rate", "0.003"}, {"warmup_steps", 2},
-                             {"eval_every", 2},        {"eval_batches", 2},   {"save_every", 2},
-                             {"log_every", 1},         {"seed", 7},           {"mixed_precision", "fp32"},
-                             {"max_steps", steps},     {"val_fraction", "0.1"}};
-    f->setValues(values);
-    panel.setMode(TrainPanel::Mode::NewRun);
-    panel.dataPathEdit()->setText(m_data);
-    panel.tokenizerBox()->setCurrentText(QStringLiteral("bytes"));
-    panel.outputDirEdit()->setText(out);
-    panel.deviceBox()->setCurrentIndex(panel.deviceBox()->findData(QStringLiteral("cpu")));
-    panel.threadsBox()->setValue(2);
+    ckpt::test::fillTiny(panel, m_data, out, steps);
   }
 
   bool runNew(TrainPanel& panel, const QString& out, int steps, Finished* r, QString* failure) {
@@ -473,6 +434,7 @@ class TestTrainPanel : public QObject {
       fillTiny(panel, dir("remembered"), 17);
       panel.form()->setValue("d_model", 48);
       panel.form()->setValue("lr_schedule", "cosine");
+      panel.processesBox()->setValue(3);
       panel.saveSettings();
     }
     TrainPanel again;
@@ -484,6 +446,7 @@ class TestTrainPanel : public QObject {
     QCOMPARE(again.outputDirEdit()->text(), dir("remembered"));
     QCOMPARE(again.deviceBox()->currentData().toString(), QStringLiteral("cpu"));
     QCOMPARE(again.threadsBox()->value(), 2);
+    QCOMPARE(again.processesBox()->value(), 3);
   }
 };
 

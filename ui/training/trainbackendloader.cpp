@@ -31,6 +31,18 @@ QStringList trainBackendCandidates() {
           QDir(exeDir).filePath(QStringLiteral("../lib64/ckptscope/") + kFileName)};
 }
 
+QString trainProgram() {
+  const QString env = qEnvironmentVariable("CKPTSCOPE_TRAIN_PROGRAM");
+  if (!env.isEmpty()) return env;
+  const QDir exeDir(QCoreApplication::applicationDirPath());
+  for (const QString& candidate : {exeDir.filePath(QStringLiteral("ckptscope-train")),
+                                   exeDir.filePath(QStringLiteral("../ckptscope-train"))}) {
+    const QFileInfo f(candidate);
+    if (f.isFile() && f.isExecutable()) return f.canonicalFilePath();
+  }
+  return {};
+}
+
 TrainBackendLoad loadTrainBackendFrom(const QString& file) {
   TrainBackendLoad r;
   r.path = QFileInfo(file).absoluteFilePath();

@@ -218,6 +218,21 @@ TrainPanel::TrainPanel(QWidget* parent) : QWidget(parent) {
   m_threads->setToolTip(QStringLiteral("LibTorch's intra-op threads for the CPU; default: one per core"));
   deviceRow->addWidget(m_threads);
   left->addLayout(deviceRow);
+  // Data-parallel ranks, each a ckptscope-train process started as
+  // `ckptscope-cli train --nproc N` starts them (the plugin's RanksJob).
+  auto* processRow = new QHBoxLayout;
+  auto* processesLabel = new QLabel(tr("Processes"), m_formArea);
+  processRow->addWidget(processesLabel);
+  m_processes = new QSpinBox(m_formArea);
+  m_processes->setObjectName(QStringLiteral("processes"));
+  m_processes->setRange(1, 256);
+  m_processes->setValue(1);
+  m_processes->setToolTip(
+      tr("Data-parallel processes on this machine (checking for CUDA…); 1: in the app itself"));
+  processesLabel->setBuddy(m_processes);
+  processRow->addWidget(m_processes);
+  processRow->addStretch(1);
+  left->addLayout(processRow);
   m_deviceNote = new QLabel(m_formArea);
   m_deviceNote->setWordWrap(true);
   m_deviceNote->setStyleSheet(QStringLiteral("color: palette(dark);"));
@@ -251,6 +266,7 @@ TrainPanel::TrainPanel(QWidget* parent) : QWidget(parent) {
   connect(m_stop, &QPushButton::clicked, this, &TrainPanel::stop);
   connect(m_modes, &QTabWidget::currentChanged, this, &TrainPanel::revalidate);
   connect(m_device, &QComboBox::currentIndexChanged, this, &TrainPanel::revalidate);
+  connect(m_processes, &QSpinBox::valueChanged, this, &TrainPanel::revalidate);
   connect(m_form, &ConfigForm::edited, this, &TrainPanel::revalidate);
   for (QLineEdit* e : {m_dataPath, m_outputDir, m_resumeCkpt, m_resumeData, m_ftCkpt, m_ftData, m_ftTokenizer, m_ftStage, m_ftLr, m_ftOut})
     connect(e, &QLineEdit::textChanged, this, &TrainPanel::revalidate);
@@ -258,6 +274,7 @@ TrainPanel::TrainPanel(QWidget* parent) : QWidget(parent) {
 
   connect(&m_runner, &TrainRunner::prepared, this, &TrainPanel::onPrepared);
   connect(&m_runner, &TrainRunner::progress, this, &TrainPanel::onProgress);
+  connect(&m_runner, &TrainRunner::logLine, this, &TrainPanel::appendLog);
   connect(&m_runner, &TrainRunner::finished, this, &TrainPanel::onFinished);
   connect(&m_runner, &TrainRunner::failed, this, &TrainPanel::onFailed);
   connect(&m_backendWatcher, &QFutureWatcher<void>::finished, this, &TrainPanel::onBackendLoaded);
@@ -479,6 +496,7 @@ QWidget* TrainPanel::buildRunView() {
   m_speedLabel = cell(1, 0, QStringLiteral("tokens/s"));
   m_etaLabel = cell(1, 1, QStringLiteral("ETA"));
   m_deviceLabel = cell(1, 2, QStringLiteral("device"));
+  m_deviceLabel->setObjectName(QStringLiteral("rankDevices"));
   grid->setColumnStretch(5, 1);
   v->addLayout(grid);
 
@@ -580,6 +598,7 @@ void TrainPanel::onBackendLoaded() {
     if (model) model->item(2)->setEnabled(d.cudaAvailable);
     if (!d.cudaAvailable && m_device->currentIndex() == 2) m_device->setCurrentIndex(0);
     m_deviceNote->setText(deviceSummary());
+    describeProcesses(d);
   } else {
     m_device->setItemText(0, QStringLiteral("auto"));
     m_deviceNote->setText(QString());
@@ -590,6 +609,20 @@ void TrainPanel::onBackendLoaded() {
   }
   revalidate();
   emit backendLoaded();
+}
+
+void TrainPanel::describeProcesses(const TrainDevices& d) {
+  if (d.cudaAvailable) {
+    m_processes->setToolTip(
+        tr("%n GPU(s) visible: one process per GPU (cuda:0, cuda:1, …), NCCL between them; "
+           "with the cpu device, CPU processes with Gloo between them. 1: in the app itself.",
+           nullptr, d.cudaDeviceCount));
+    if (!m_processesChosen) m_processes->setValue(std::max(1, d.cudaDeviceCount));
+  } else {
+    m_processes->setToolTip(
+        tr("CUDA not available: CPU processes, Gloo between them, each taking its share of "
+           "every batch with the CPU threads above (default: one each). 1: in the app itself."));
+  }
 }
 
 TrainPanel::Mode TrainPanel::mode() const { return Mode(m_modes->currentIndex()); }
@@ -628,6 +661,7 @@ RunConfig TrainPanel::newRunConfig() const {
 std::optional<TrainRequest> TrainPanel::request(QString* error, QStringList* keys) const {
   TrainRequest r;
   r.cpuThreads = m_threads->value();
+  r.processes = m_processes->value();
   const std::string device = deviceChoice().toStdString();
   auto fail = [&](const QString& message, QStringList names) {
     *error = message;
@@ -636,11 +670,30 @@ std::optional<TrainRequest> TrainPanel::request(QString* error, QStringList* key
   };
   if (device == "cuda" && m_devices && !m_devices->cudaAvailable)
     return fail(QStringLiteral("device: CUDA is not available (this LibTorch has no CUDA, or no GPU is visible)"), {});
+  if (r.processes > 1) {
+    r.trainProgram = trainProgram().toStdString();
+    if (r.trainProgram.empty())
+      return fail(tr("processes: ckptscope-train, which runs each process, is not installed next "
+                     "to the app"),
+                  {QStringLiteral("processes")});
+    const bool onGpus =
+        device == "cuda" || (device == "auto" && m_devices && m_devices->cudaAvailable);
+    if (onGpus && m_devices && r.processes > m_devices->cudaDeviceCount)
+      return fail(tr("processes: %1 processes need %1 GPUs, %2 visible (or choose the cpu device)")
+                      .arg(r.processes)
+                      .arg(m_devices->cudaDeviceCount),
+                  {QStringLiteral("processes")});
+  }
   try {
     switch (mode()) {
       case Mode::NewRun:
         r.kind = TrainRequest::Kind::NewRun;
         r.config = newRunConfig();
+        // An impossible split of the batch over the processes, named before Start.
+        if (r.processes > 1) {
+          RunConfig split = r.config;
+          split.training.adaptToWorld(r.processes);
+        }
         break;
       case Mode::Resume: {
         r.kind = TrainRequest::Kind::Resume;
@@ -800,6 +853,7 @@ bool TrainPanel::start() {
   m_info = {};
   m_lastStep = 0;
   m_lastCheckpoint.clear();
+  m_rankDevices.clear();
   m_curves->clear();
   m_log->clear();
   m_progress->setRange(0, 1);
@@ -868,6 +922,7 @@ void TrainPanel::setRunning(bool running) {
   m_modes->setEnabled(!running);
   m_device->setEnabled(!running);
   m_threads->setEnabled(!running);
+  m_processes->setEnabled(!running);
   m_stop->setEnabled(running);
   m_stop->setText(QStringLiteral("Stop"));
   if (running) m_start->setEnabled(false);
@@ -875,7 +930,10 @@ void TrainPanel::setRunning(bool running) {
 }
 
 void TrainPanel::onPrepared(const TrainJobInfo& info) {
-  m_info = info;
+  m_rankDevices[info.rank] = QString::fromStdString(info.device);
+  if (info.rank == 0) m_info = info;  // rank 0 speaks for the run
+  showRankDevices();
+  if (info.rank != 0) return;
   m_wall.start();
   m_lastStep = info.startStep;
   m_logEvery = 1;
@@ -889,18 +947,35 @@ void TrainPanel::onPrepared(const TrainJobInfo& info) {
   m_progress->setRange(0, int(std::min<int64_t>(info.maxSteps, INT_MAX)));
   m_progress->setTextVisible(true);
   m_progress->setValue(int(info.startStep));
-  m_deviceLabel->setText(QString::fromStdString(info.device));
   m_stepLabel->setText(QStringLiteral("%1 / %2").arg(info.startStep).arg(info.maxSteps));
   // A resumed run's curves start with its history, so that they read as one run.
   const int64_t before = info.startStep > 0 ? loadHistory(out, info.startStep) : 0;
   m_curves->setStepRange(before > 0 ? 0.0 : double(info.startStep), double(info.maxSteps));
+  const QString where =
+      info.worldSize > 1
+          ? tr("%1 processes (%2)").arg(info.worldSize).arg(QString::fromStdString(info.backend))
+          : QString::fromStdString(info.device);
   appendLog(QStringLiteral("run %1 on %2 from step %3 to %4, writing to %5")
-                .arg(QString::fromStdString(info.runName), QString::fromStdString(info.device))
+                .arg(QString::fromStdString(info.runName), where)
                 .arg(info.startStep)
                 .arg(info.maxSteps)
                 .arg(out));
   if (!info.notes.empty()) appendLog(QStringLiteral("note: ") + QString::fromStdString(info.notes));
   emit runStarted(out);
+}
+
+QString TrainPanel::deviceText() const {
+  if (m_rankDevices.size() == 1 && m_rankDevices.contains(0) && m_info.worldSize <= 1)
+    return m_rankDevices.first();
+  QStringList ranks;
+  for (auto it = m_rankDevices.cbegin(); it != m_rankDevices.cend(); ++it)
+    ranks << tr("rank %1: %2").arg(it.key()).arg(it.value());
+  return ranks.join(QStringLiteral(" · "));
+}
+
+void TrainPanel::showRankDevices() {
+  m_deviceLabel->setWordWrap(m_rankDevices.size() > 1);
+  m_deviceLabel->setText(deviceText());
 }
 
 int64_t TrainPanel::loadHistory(const QString& outputDir, int64_t upToStep) {
@@ -930,14 +1005,23 @@ int64_t TrainPanel::loadHistory(const QString& outputDir, int64_t upToStep) {
 void TrainPanel::onProgress(const QList<StepReport>& steps) {
   if (steps.isEmpty()) return;
   m_curves->append(steps);
+  // Several processes: the steps are rank 0's, and the merged log says so.
+  const QString from = m_info.worldSize > 1 ? QStringLiteral("[rank0]: ") : QString();
   for (const StepReport& r : steps) {
     if (r.step % m_logEvery == 0 || r.step == r.maxSteps)
-      appendLog(QStringLiteral("step=%1 loss=%2 lr=%3").arg(r.step).arg(r.loss, 0, 'f', 4).arg(r.learningRate, 0, 'e', 3));
-    if (r.valLoss) appendLog(QStringLiteral("step=%1 val_loss=%2").arg(r.step).arg(*r.valLoss, 0, 'f', 4));
-    if (!r.message.empty()) appendLog(QStringLiteral("step %1: %2").arg(r.step).arg(QString::fromStdString(r.message)));
+      appendLog(from + QStringLiteral("step=%1 loss=%2 lr=%3")
+                           .arg(r.step)
+                           .arg(r.loss, 0, 'f', 4)
+                           .arg(r.learningRate, 0, 'e', 3));
+    if (r.valLoss)
+      appendLog(from +
+                QStringLiteral("step=%1 val_loss=%2").arg(r.step).arg(*r.valLoss, 0, 'f', 4));
+    if (!r.message.empty())
+      appendLog(from +
+                QStringLiteral("step %1: %2").arg(r.step).arg(QString::fromStdString(r.message)));
     if (!r.savedCheckpoint.empty()) {
       m_lastCheckpoint = QString::fromStdString(r.savedCheckpoint);
-      appendLog(QStringLiteral("saved %1").arg(m_lastCheckpoint));
+      appendLog(from + QStringLiteral("saved %1").arg(m_lastCheckpoint));
       emit checkpointWritten(m_lastCheckpoint);
     }
   }
@@ -1016,6 +1100,7 @@ void TrainPanel::saveSettings() const {
   s.setValue(QStringLiteral("outputDir"), m_outputDir->text());
   s.setValue(QStringLiteral("device"), deviceChoice());
   s.setValue(QStringLiteral("threads"), m_threads->value());
+  s.setValue(QStringLiteral("processes"), m_processes->value());
   s.setValue(QStringLiteral("mode"), int(mode()));
   s.setValue(QStringLiteral("resume/checkpoint"), m_resumeCkpt->text());
   s.setValue(QStringLiteral("finetune/data"), m_ftData->text());
@@ -1037,6 +1122,8 @@ void TrainPanel::restoreSettings() {
   const int dev = m_device->findData(s.value(QStringLiteral("device"), QStringLiteral("auto")));
   if (dev >= 0) m_device->setCurrentIndex(dev);
   m_threads->setValue(s.value(QStringLiteral("threads"), 0).toInt());
+  m_processesChosen = s.contains(QStringLiteral("processes"));
+  m_processes->setValue(s.value(QStringLiteral("processes"), 1).toInt());
   m_modes->setCurrentIndex(qBound(0, s.value(QStringLiteral("mode"), 0).toInt(), 2));
   m_resumeCkpt->setText(s.value(QStringLiteral("resume/checkpoint")).toString());
   m_ftData->setText(s.value(QStringLiteral("finetune/data")).toString());

@@ -673,6 +673,25 @@ std::string Trainer::backend() const { return m_impl->world->backend(); }
 int64_t Trainer::startStep() const { return m_impl->step; }
 const std::string& Trainer::notes() const { return m_impl->notes; }
 
+TrainJobInfo Trainer::jobInfo() const {
+  const RunConfig& c = config();
+  TrainJobInfo i;
+  i.runName = c.training.runName;
+  i.stage = c.training.stage;
+  i.outputDir = c.training.outputDir;
+  i.device = deviceName();
+  i.startStep = startStep();
+  i.maxSteps = c.training.maxSteps;
+  const int64_t seqLen = c.training.seqLen > 0 ? c.training.seqLen : c.model.maxSeqLen;
+  i.tokensPerStep = c.training.batchSize * seqLen;
+  i.notes = notes();
+  i.configJson = c.toJson().dump(2);
+  i.rank = rank();
+  i.worldSize = worldSize();
+  i.backend = backend();
+  return i;
+}
+
 namespace {
 
 struct LoadedModel {

@@ -55,6 +55,23 @@ struct FinetuneOptions {
   bool overwrite = false;
 };
 
+// What a prepared job will do, known before its first step (the Train
+// panel's title, progress range and device; one per rank).
+struct TrainJobInfo {
+  std::string runName;
+  std::string stage;
+  std::string outputDir;
+  std::string device;  // "cpu", "cuda:0"
+  int64_t startStep = 0;
+  int64_t maxSteps = 0;
+  int64_t tokensPerStep = 0;  // batch_size x seq_len
+  std::string notes;          // the trainer's "what you should know" (a fresh optimizer, ...)
+  std::string configJson;     // RunConfig::toJson() of the resolved run, for the log
+  int rank = 0;               // data-parallel runs: this rank of worldSize
+  int worldSize = 1;
+  std::string backend = "none";  // "gloo", "nccl"; "none" alone
+};
+
 class Trainer {
  public:
   ~Trainer();
@@ -90,6 +107,7 @@ class Trainer {
   [[nodiscard]] std::string backend() const;
   [[nodiscard]] int64_t startStep() const;
   [[nodiscard]] const std::string& notes() const;  // what the user should know before the run
+  [[nodiscard]] TrainJobInfo jobInfo() const;
 
  private:
   struct Impl;
