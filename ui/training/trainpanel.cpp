@@ -217,12 +217,10 @@ TrainPanel::TrainPanel(QWidget* parent) : QWidget(parent) {
   m_threads->setSpecialValueText(QStringLiteral("default"));
   m_threads->setToolTip(QStringLiteral("LibTorch's intra-op threads for the CPU; default: one per core"));
   deviceRow->addWidget(m_threads);
-  left->addLayout(deviceRow);
   // Data-parallel ranks, each a ckptscope-train process started as
   // `ckptscope-cli train --nproc N` starts them (the plugin's RanksJob).
-  auto* processRow = new QHBoxLayout;
   auto* processesLabel = new QLabel(tr("Processes"), m_formArea);
-  processRow->addWidget(processesLabel);
+  deviceRow->addWidget(processesLabel);
   m_processes = new QSpinBox(m_formArea);
   m_processes->setObjectName(QStringLiteral("processes"));
   m_processes->setRange(1, 256);
@@ -230,9 +228,8 @@ TrainPanel::TrainPanel(QWidget* parent) : QWidget(parent) {
   m_processes->setToolTip(
       tr("Data-parallel processes on this machine (checking for CUDA…); 1: in the app itself"));
   processesLabel->setBuddy(m_processes);
-  processRow->addWidget(m_processes);
-  processRow->addStretch(1);
-  left->addLayout(processRow);
+  deviceRow->addWidget(m_processes);
+  left->addLayout(deviceRow);
   m_deviceNote = new QLabel(m_formArea);
   m_deviceNote->setWordWrap(true);
   m_deviceNote->setStyleSheet(QStringLiteral("color: palette(dark);"));
