@@ -214,6 +214,32 @@ class TestTrainPanelDist : public QObject {
     const auto f = CheckpointFile::open(ft.lastCheckpoint.toStdString());
     QCOMPARE(CheckpointView(*f).stage(), std::optional<std::string>("sft"));
   }
+
+  // A failure in the ranks is the panel's failure, naming each rank and why.
+  void failingRanksAreNamed() {
+    TrainPanel panel;
+    panel.resize(1280, 860);
+    panel.show();
+    QSignalSpy loaded(&panel, &TrainPanel::backendLoaded);
+    QVERIFY(panel.backendReady() || loaded.wait(60000));
+    const QString shortFile = dir("short.txt");
+    std::ofstream(shortFile.toStdString()) << "tiny";
+    fillProcesses(panel, dir("dp/short"), 3, 2);
+    panel.dataPathEdit()->setText(shortFile);
+    QVERIFY2(panel.validationError().isEmpty(), qPrintable(panel.validationError()));
+    QSignalSpy failed(&panel, &TrainPanel::runFailed);
+    QTest::mouseClick(panel.startButton(), Qt::LeftButton);
+    QVERIFY(failed.wait(kRunTimeoutMs));
+    const QString error = failed.front().front().toString();
+    // Each rank's own message, then the launcher's account.
+    QVERIFY2(error.contains(QRegularExpression("rank 0: [^\\n]*fewer than one window")),
+             qPrintable(error));
+    QVERIFY2(error.contains("\nrank 1: "), qPrintable(error));
+    QVERIFY2(error.contains("exited with code 1 first"), qPrintable(error));
+    QVERIFY2(panel.statusText().startsWith("Training failed: "), qPrintable(panel.statusText()));
+    QVERIFY(!panel.isRunning());
+    QVERIFY(panel.processesBox()->isEnabled());
+  }
 };
 
 QTEST_MAIN(TestTrainPanelDist)
