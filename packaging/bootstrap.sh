@@ -17,7 +17,7 @@ jobs="${CKPT_JOBS:-2}"
 
 packages=(
   # toolchain
-  cmake ninja-build g++ ccache pkg-config
+  cmake ninja-build g++ ccache pkg-config clang-format git
   # libraries
   qt6-base-dev libqcustomplot-dev nlohmann-json3-dev libtorch-dev zlib1g-dev
   # the gloo headers LibTorch's c10d ProcessGroupGloo.hpp includes

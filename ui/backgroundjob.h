@@ -20,13 +20,16 @@
 #include <QString>
 #include <QTimer>
 #include <QtConcurrent/QtConcurrentRun>
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <utility>
+#include <vector>
 
 namespace ckpt {
 
@@ -65,6 +68,42 @@ class JobProgress {
   std::atomic<int> m_parts{0};
 };
 
+namespace detail {
+
+template <typename T>
+struct JobEnd {
+  JobOutcome outcome = JobOutcome::Failed;
+  std::optional<T> result;
+  QString error;
+};
+
+// Runs `work` on the global pool with `progress`; `done` gets its end on
+// `context`'s thread. Both job classes below start their work here.
+template <typename T>
+QFuture<JobEnd<T>> launch(QObject* context, std::function<T(JobProgress&)> work, std::shared_ptr<JobProgress> progress,
+                          std::function<void(JobEnd<T>)> done) {
+  auto* watcher = new QFutureWatcher<JobEnd<T>>(context);
+  QObject::connect(watcher, &QFutureWatcherBase::finished, context, [watcher, done = std::move(done)] {
+    watcher->deleteLater();
+    done(watcher->result());
+  });
+  QFuture<JobEnd<T>> future = QtConcurrent::run([work = std::move(work), progress]() -> JobEnd<T> {
+    JobEnd<T> end;
+    try {
+      end.result.emplace(work(*progress));
+      end.outcome = progress->cancelled() ? JobOutcome::Cancelled : JobOutcome::Done;
+    } catch (const std::exception& e) {
+      end.outcome = progress->cancelled() ? JobOutcome::Cancelled : JobOutcome::Failed;
+      end.error = QString::fromStdString(e.what());
+    }
+    return end;
+  });
+  watcher->setFuture(future);
+  return future;
+}
+
+}  // namespace detail
+
 template <typename T>
 class BackgroundJob {
  public:
@@ -95,27 +134,13 @@ class BackgroundJob {
     run->finish = std::move(finish);
     m_current = run;
     m_onProgress = std::move(onProgress);
-    auto* watcher = new QFutureWatcher<Outcome>(m_context);
-    QObject::connect(watcher, &QFutureWatcherBase::finished, m_context, [this, run, watcher] {
-      watcher->deleteLater();
-      if (run != m_current) return;  // superseded by a newer request
-      m_current.reset();
-      m_timer.stop();
-      Outcome o = watcher->result();
-      if (run->finish) run->finish(o.outcome, std::move(o.result), o.error);
-    });
-    m_future = QtConcurrent::run([work = std::move(work), run]() -> Outcome {
-      Outcome o;
-      try {
-        o.result.emplace(work(run->progress));
-        o.outcome = run->progress.cancelled() ? JobOutcome::Cancelled : JobOutcome::Done;
-      } catch (const std::exception& e) {
-        o.outcome = run->progress.cancelled() ? JobOutcome::Cancelled : JobOutcome::Failed;
-        o.error = QString::fromStdString(e.what());
-      }
-      return o;
-    });
-    watcher->setFuture(m_future);
+    m_future = detail::launch<T>(m_context, std::move(work), std::shared_ptr<JobProgress>(run, &run->progress),
+                                 [this, run](detail::JobEnd<T> end) {
+                                   if (run != m_current) return;  // superseded by a newer request
+                                   m_current.reset();
+                                   m_timer.stop();
+                                   if (run->finish) run->finish(end.outcome, std::move(end.result), end.error);
+                                 });
     m_timer.start();
   }
 
@@ -138,17 +163,68 @@ class BackgroundJob {
     JobProgress progress;
     Finish finish;
   };
-  struct Outcome {
-    JobOutcome outcome = JobOutcome::Failed;
-    std::optional<T> result;
-    QString error;
-  };
 
   QObject* m_context;
   QTimer m_timer;
   std::shared_ptr<Run> m_current;
   Progress m_onProgress;
-  QFuture<Outcome> m_future;
+  QFuture<detail::JobEnd<T>> m_future;
+};
+
+// Many jobs at once, one per key (a run directory being re-read, a block of
+// a tensor's values), for owners that keep many answers rather than the
+// newest one. Per key the newest request wins: start() on a key whose job
+// still runs cancels it and drops its result. dropAll() forgets every
+// running job (new roots, a new tensor); the destructor cancels them all
+// and waits. No progress timer: these jobs are short.
+template <typename Key, typename T>
+class BackgroundJobs {
+ public:
+  using Work = typename BackgroundJob<T>::Work;
+  using Finish = typename BackgroundJob<T>::Finish;
+
+  explicit BackgroundJobs(QObject* context) : m_context(context) {}
+  BackgroundJobs(const BackgroundJobs&) = delete;
+  BackgroundJobs& operator=(const BackgroundJobs&) = delete;
+  ~BackgroundJobs() {
+    dropAll();
+    for (QFuture<detail::JobEnd<T>>& f : m_futures) f.waitForFinished();
+  }
+
+  void start(const Key& key, Work work, Finish finish) {
+    if (auto it = m_running.find(key); it != m_running.end()) it->second->progress.cancel();
+    auto run = std::make_shared<Run>();
+    run->finish = std::move(finish);
+    m_running[key] = run;
+    // Finished futures are let go as new ones come: the list stays short.
+    m_futures.erase(std::remove_if(m_futures.begin(), m_futures.end(), [](const auto& f) { return f.isFinished(); }),
+                    m_futures.end());
+    m_futures.push_back(detail::launch<T>(m_context, std::move(work),
+                                          std::shared_ptr<JobProgress>(run, &run->progress),
+                                          [this, key, run](detail::JobEnd<T> end) {
+                                            const auto it = m_running.find(key);
+                                            if (it == m_running.end() || it->second != run) return;  // dropped
+                                            m_running.erase(it);
+                                            if (run->finish) run->finish(end.outcome, std::move(end.result), end.error);
+                                          }));
+  }
+  [[nodiscard]] bool isRunning(const Key& key) const { return m_running.count(key) > 0; }
+  [[nodiscard]] size_t runningCount() const { return m_running.size(); }
+  // Cancels every running job; none of their finishes is called.
+  void dropAll() {
+    for (auto& [key, run] : m_running) run->progress.cancel();
+    m_running.clear();
+  }
+
+ private:
+  struct Run {
+    JobProgress progress;
+    Finish finish;
+  };
+
+  QObject* m_context;
+  std::map<Key, std::shared_ptr<Run>> m_running;
+  std::vector<QFuture<detail::JobEnd<T>>> m_futures;
 };
 
 }  // namespace ckpt

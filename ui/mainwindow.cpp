@@ -199,7 +199,10 @@ void MainWindow::createMenus() {
   connect(reloadAction, &QAction::triggered, this, &MainWindow::reload);
   file->addSeparator();
   QAction* quit = file->addAction(tr("&Quit"));
-  quit->setShortcut(QKeySequence::Quit);
+  // Ctrl+Q where the platform names no quit key (QKeySequence::Quit is
+  // empty in some keyboard schemes).
+  const QList<QKeySequence> quitKeys = QKeySequence::keyBindings(QKeySequence::Quit);
+  quit->setShortcuts(quitKeys.isEmpty() ? QList<QKeySequence>{QKeySequence(Qt::CTRL | Qt::Key_Q)} : quitKeys);
   connect(quit, &QAction::triggered, this, &QWidget::close);
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
@@ -283,6 +286,7 @@ bool MainWindow::pruneSelectedRun() {
                                .arg(dialog.trashed().size())
                                .arg(sizeText(freed)),
                            10000);
+  m_keepSelection = run->path;  // the pruned run stays selected, not the first row
   reload();
   return true;
 }
@@ -596,7 +600,12 @@ void MainWindow::chooseLogs() {
 }
 
 void MainWindow::reload() {
-  if (!m_paths.isEmpty()) openPaths(m_paths);
+  if (m_paths.isEmpty()) return;
+  // F5 (or a prune) keeps the person where they were: the same file or run
+  // is selected again once the new scan lists it.
+  if (m_keepSelection.isEmpty())
+    m_keepSelection = checkpointView()->currentIndex().data(int(CheckpointListModel::Role::Path)).toString();
+  openPaths(m_paths);
 }
 
 void MainWindow::openPaths(const QStringList& paths) {
@@ -658,6 +667,12 @@ void MainWindow::onScanFinished(std::vector<BrowseGroup> groups, const QString& 
 
   QSortFilterProxyModel* proxy = m_browser->proxy();
   QModelIndex first = m_view == View::Browse ? proxy->index(0, 0) : proxy->mapFromSource(m_model->firstCheckpoint());
+  if (!m_keepSelection.isEmpty()) {
+    QModelIndex kept = m_model->indexOfPath(m_keepSelection);
+    if (!kept.isValid()) kept = m_model->indexOfRun(m_keepSelection);
+    if (kept = proxy->mapFromSource(kept); kept.isValid()) first = kept;
+    m_keepSelection.clear();
+  }
   if (!first.isValid() && proxy->rowCount() > 0) first = proxy->index(0, 0);  // e.g. a directory that failed
   if (first.isValid()) {
     checkpointView()->setCurrentIndex(first);

@@ -55,148 +55,9 @@
 #include "inspector/tensorview.h"
 #include "mainwindow.h"
 #include "training/trainpanel.h"
+#include "gestures.h"
 
 using namespace ckpt;
-
-namespace {
-
-constexpr int kTimeoutMs = 60'000;
-
-QString sha256(const QString& path) {
-  QFile f(path);
-  if (!f.open(QIODevice::ReadOnly)) return {};
-  return QString::fromLatin1(QCryptographicHash::hash(f.readAll(), QCryptographicHash::Sha256).toHex());
-}
-
-// Every file under `root` (hidden ones too) with its checksum.
-std::map<QString, QString> checksums(const QString& root) {
-  std::map<QString, QString> out;
-  QDirIterator it(root, QDir::Files | QDir::Hidden | QDir::NoDotAndDotDot, QDirIterator::Subdirectories);
-  while (it.hasNext()) {
-    const QString p = it.next();
-    out[QDir(root).relativeFilePath(p)] = sha256(p);
-  }
-  return out;
-}
-
-bool copyTo(const QString& from, const QString& to) {
-  QDir().mkpath(QFileInfo(to).absolutePath());
-  return QFile::copy(from, to);
-}
-
-// Clicks a browser row where the person sees it.
-void clickRow(MainWindow& w, const QString& path, Qt::KeyboardModifiers modifiers = {}) {
-  QTreeView* view = w.checkpointView();
-  const QModelIndex index = w.browserPanel()->proxy()->mapFromSource(w.checkpointModel()->indexOfPath(path));
-  QVERIFY2(index.isValid(), qPrintable(path + " is not listed"));
-  view->scrollTo(index);
-  const QRect rect = view->visualRect(index);
-  QVERIFY(!rect.isEmpty());
-  QTest::mouseClick(view->viewport(), Qt::LeftButton, modifiers, rect.center());
-}
-
-// Clicks the tab labelled `text` of `tabs`.
-void clickTab(QTabWidget* tabs, const QString& text) {
-  QTabBar* bar = tabs->tabBar();
-  for (int i = 0; i < bar->count(); ++i)
-    if (bar->tabText(i).remove('&') == text) {
-      QTest::mouseClick(bar, Qt::LeftButton, {}, bar->tabRect(i).center());
-      return;
-    }
-  QFAIL(qPrintable("no tab " + text));
-}
-
-// Opens the menu `menuTitle` of the window's menu bar with a click and
-// clicks its entry `entry` (as shown, without '&').
-void clickMenu(MainWindow& w, const QString& menuTitle, const QString& entry) {
-  QMenuBar* bar = w.menuBar();
-  QMenu* menu = nullptr;
-  for (QAction* a : bar->actions())
-    if (a->text().remove('&') == menuTitle) {
-      QTest::mouseClick(bar, Qt::LeftButton, {}, bar->actionGeometry(a).center());
-      menu = a->menu();
-    }
-  QVERIFY2(menu, qPrintable("no menu " + menuTitle));
-  QTRY_VERIFY(menu->isVisible());
-  for (QAction* a : menu->actions())
-    if (a->text().remove('&') == entry) {
-      QVERIFY2(a->isEnabled(), qPrintable(entry + " is disabled"));
-      QTest::mouseClick(menu, Qt::LeftButton, {}, menu->actionGeometry(a).center());
-      return;
-    }
-  QFAIL(qPrintable("no entry " + entry + " in " + menuTitle));
-}
-
-// Answers the next file dialog by typing `path` into its file name box and
-// clicking Open (Escape when `path` is empty), as a person would; it tries
-// again every 100 ms until the dialog has closed.
-void answerFileDialog(const QString& path) {
-  auto* timer = new QTimer(qApp);
-  timer->setInterval(100);
-  auto typed = std::make_shared<bool>(false);
-  QObject::connect(timer, &QTimer::timeout, timer, [timer, path, typed] {
-    QFileDialog* dialog = nullptr;
-    for (QWidget* top : QApplication::topLevelWidgets())
-      if (auto* d = qobject_cast<QFileDialog*>(top); d && d->isVisible()) dialog = d;
-    if (!dialog) {
-      if (*typed) {  // answered and closed
-        timer->stop();
-        timer->deleteLater();
-      }
-      return;
-    }
-    auto* name = dialog->findChild<QLineEdit*>(QStringLiteral("fileNameEdit"));
-    if (path.isEmpty() || !name) {
-      *typed = true;
-      QTest::keyClick(dialog, Qt::Key_Escape);
-      return;
-    }
-    if (!*typed) {
-      // The whole path at once: typed a key at a time, the completer's
-      // inline completion could change it under load.
-      name->setFocus();
-      name->setText(path);
-      *typed = true;
-      return;  // the dialog checks what was typed before Open takes it
-    }
-    // The completer's popup would take a Return: click Open instead.
-    if (name->completer() && name->completer()->popup()) name->completer()->popup()->hide();
-    QPushButton* openButton = nullptr;
-    if (auto* box = dialog->findChild<QDialogButtonBox*>())
-      for (QAbstractButton* b : box->buttons())
-        if (box->buttonRole(b) == QDialogButtonBox::AcceptRole) openButton = qobject_cast<QPushButton*>(b);
-    if (qEnvironmentVariableIsSet("CKPT_DEBUG_DIALOG"))
-      qInfo() << "dialog" << name->text() << (openButton ? openButton->text() : QString("no button"))
-              << (openButton && openButton->isEnabled());
-    if (openButton && openButton->isEnabled())
-      QTest::mouseClick(openButton, Qt::LeftButton);
-    else
-      QTest::keyClick(name, Qt::Key_Return);
-  });
-  timer->start();
-}
-
-// The widgets of `page` a person sees, except what scrolls inside an item
-// view or a scroll area (their contents are meant to extend past the viewport).
-QList<QWidget*> visibleChildren(QWidget* page) {
-  QList<QWidget*> out;
-  std::function<void(QWidget*)> walk = [&](QWidget* w) {
-    for (QObject* o : w->children()) {
-      auto* c = qobject_cast<QWidget*>(o);
-      if (!c || !c->isVisible() || c->isWindow()) continue;
-      out << c;
-      if (auto* area = qobject_cast<QAbstractScrollArea*>(c)) {
-        (void)area;  // its viewport's contents scroll: not clipped
-        continue;
-      }
-      walk(c);
-    }
-  };
-  walk(page);
-  return out;
-}
-
-}  // namespace
 
 class TestGestures : public QObject {
   Q_OBJECT
@@ -907,6 +768,8 @@ void TestGestures::everyTabFits() {
     clickTab(w.tabs(), name);
     QTest::qWait(50);
     QWidget* page = w.tabs()->currentWidget();
+    if (!shots.isEmpty())
+      w.grab().save(QStringLiteral("%1/%2-%3x%4.png").arg(shots, name).arg(size.width()).arg(size.height()));
     // No tab pushes the window past its size.
     QVERIFY2(w.size() == size, qPrintable(QStringLiteral("%1 made the window %2x%3 (minimum %4x%5)")
                                               .arg(name)
@@ -934,11 +797,32 @@ void TestGestures::everyTabFits() {
         QVERIFY2(c->width() >= hint.width() - 1,
                  qPrintable(what + QStringLiteral(": narrower than its minimum %1").arg(hint.width())));
     }
+    // Every chart readable: a plotting area of some size, and value labels
+    // that do not run into each other.
+    for (QCustomPlot* plot : page->findChildren<QCustomPlot*>()) {
+      if (!plot->isVisible() || plot->visibleRegion().isEmpty()) continue;
+      plot->replot();
+      const QRect inner = plot->axisRect()->rect();
+      const QString what = QStringLiteral("%1 at %2: chart '%3' (%4)")
+                               .arg(name, QTest::currentDataTag(), plot->objectName(), plot->yAxis->label());
+      QVERIFY2(inner.height() >= 60 && inner.width() >= 120,
+               qPrintable(what + QStringLiteral(" plots in %1x%2").arg(inner.width()).arg(inner.height())));
+      for (QCPAxis* axis : {plot->yAxis, plot->yAxis2}) {
+        if (!axis->visible() || !axis->tickLabels()) continue;
+        const int gap = QFontMetrics(axis->tickLabelFont()).height();
+        const QVector<double> ticks = axis->tickVector();
+        for (int i = 1; i < ticks.size(); ++i) {
+          const double a = axis->coordToPixel(ticks[i - 1]), b = axis->coordToPixel(ticks[i]);
+          if (!inner.contains(inner.center().x(), int(a)) || !inner.contains(inner.center().x(), int(b))) continue;
+          QVERIFY2(std::abs(a - b) >= gap, qPrintable(what + QStringLiteral(": %1 labels %2 px apart")
+                                                              .arg(axis->label())
+                                                              .arg(std::abs(a - b))));
+        }
+      }
+    }
     // The Train form scrolls down, never sideways.
     for (QScrollArea* s : page->findChildren<QScrollArea*>())
       if (s->isVisible()) QVERIFY2(!s->horizontalScrollBar()->isVisible(), qPrintable(name + ": sideways scrolling"));
-    if (!shots.isEmpty())
-      w.grab().save(QStringLiteral("%1/%2-%3x%4.png").arg(shots, name).arg(size.width()).arg(size.height()));
   }
 }
 

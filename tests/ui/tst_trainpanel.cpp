@@ -6,7 +6,11 @@
 // LibTorch.
 #include <QtTest>
 
+#include <QCheckBox>
 #include <QComboBox>
+#include <QCryptographicHash>
+#include <QMessageBox>
+#include <QTimer>
 #include <QLineEdit>
 #include <QProgressBar>
 #include <QPushButton>
@@ -14,6 +18,7 @@
 #include <QSpinBox>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <qcustomplot.h>
 
 #include "ckpt/format/checkpoint_file.h"
@@ -232,6 +237,88 @@ class TestTrainPanel : public QObject {
     }
     QVERIFY(panel.grab().save(QStringLiteral(CKPT_BINARY_DIR "/trainpanel-resumed.png")));
     qInfo("stopped at step %d of %d, resumed to the end: bit-identical", stoppedAt, steps);
+  }
+
+  // Resume "in place" from a middle checkpoint asks first, naming every file
+  // it would move; Cancel moves nothing, "Move and Resume" moves exactly
+  // those to .trash/ (unchanged) and continues the run in its directory.
+  void resumeInPlaceAsksNamingTheFiles() {
+    TrainPanel panel;
+    panel.resize(1280, 860);
+    panel.show();
+    Finished first;
+    QString failure;
+    const QString out = dir("inplace");
+    QVERIFY2(runNew(panel, out, 6, &first, &failure), qPrintable(failure));
+    const QString middle = out + "/tiny_step2.pt";
+    // What in place must move: every checkpoint of a later step (the files say so).
+    QStringList later;
+    std::map<QString, QByteArray> before;
+    for (const QFileInfo& f : QDir(out).entryInfoList(QDir::Files)) {
+      QFile file(f.filePath());
+      QVERIFY(file.open(QIODevice::ReadOnly));
+      before[f.fileName()] = QCryptographicHash::hash(file.readAll(), QCryptographicHash::Sha256);
+      if (f.suffix() != "pt" || f.fileName() == "tiny_step2.pt") continue;
+      const auto c = CheckpointFile::open(f.filePath().toStdString());
+      const std::optional<int64_t> step = CheckpointView(*c).step();
+      if (step && *step > 2) later << f.fileName();
+    }
+    QVERIFY2(later.contains("tiny_step4.pt") && later.contains("tiny_final.pt"), qPrintable(later.join(' ')));
+
+    panel.prepareResume(middle);
+    QCOMPARE(panel.mode(), TrainPanel::Mode::Resume);
+    QCheckBox* inPlace = panel.resumeInPlaceBox();
+    QTRY_VERIFY(inPlace->isEnabled());
+    QTest::mouseClick(inPlace, Qt::LeftButton, {}, QPoint(6, inPlace->height() / 2));
+    QVERIFY(inPlace->isChecked());
+    QVERIFY2(panel.resumePlanText().contains(".trash"), qPrintable(panel.resumePlanText()));
+
+    // The confirmation, read as shown, then answered with `button`.
+    auto answer = [](const QString& button, QString* text) {
+      auto* timer = new QTimer(qApp);
+      timer->setInterval(50);
+      QObject::connect(timer, &QTimer::timeout, timer, [timer, button, text] {
+        auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+        if (!box || !box->isVisible()) return;
+        timer->stop();
+        timer->deleteLater();
+        *text = box->text() + "\n" + box->informativeText();
+        for (QAbstractButton* b : box->buttons())
+          if (b->text().remove('&') == button) QTest::mouseClick(b, Qt::LeftButton);
+      });
+      timer->start();
+    };
+    QString shown;
+    answer("Cancel", &shown);
+    QTest::mouseClick(panel.startButton(), Qt::LeftButton);
+    QVERIFY(!panel.isRunning());
+    for (const QString& f : later) QVERIFY2(shown.contains(f), qPrintable(f + " not named in: " + shown));
+    QVERIFY2(!shown.contains("tiny_step2.pt,"), qPrintable(shown));
+    QVERIFY2(panel.statusText().contains("nothing was moved"), qPrintable(panel.statusText()));
+    for (const auto& [name, hash] : before) {
+      QFile file(out + "/" + name);
+      QVERIFY2(file.open(QIODevice::ReadOnly), qPrintable(name));
+      QCOMPARE(QCryptographicHash::hash(file.readAll(), QCryptographicHash::Sha256), hash);
+    }
+    QVERIFY(!QFileInfo::exists(out + "/.trash"));
+
+    // Move and Resume: the later files in .trash/, byte for byte, and the run continues.
+    answer("Move and Resume", &shown);
+    QTest::mouseClick(panel.startButton(), Qt::LeftButton);
+    QVERIFY2(panel.isRunning(), qPrintable(panel.statusText()));
+    Finished resumed;
+    QVERIFY2(waitForRun(panel, &resumed, &failure), qPrintable(failure));
+    QCOMPARE(resumed.outputDir, out);
+    QCOMPARE(panel.jobInfo().startStep, int64_t(2));
+    const QStringList stamps = QDir(out + "/.trash").entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+    QCOMPARE(stamps.size(), 1);
+    const QString trash = out + "/.trash/" + stamps.front();
+    for (const QString& f : later) {
+      QFile moved(trash + "/" + f);
+      QVERIFY2(moved.open(QIODevice::ReadOnly), qPrintable(f + " is not in " + trash));
+      QCOMPARE(QCryptographicHash::hash(moved.readAll(), QCryptographicHash::Sha256), before[f]);
+    }
+    QVERIFY(QFileInfo::exists(out + "/tiny_final.pt"));
   }
 
   void finetuneStartsANewStage() {

@@ -5,7 +5,6 @@
 #include <QDirIterator>
 #include <QRegularExpression>
 #include <QFileInfo>
-#include <QtConcurrent/QtConcurrentRun>
 #include <exception>
 
 #include "textformat.h"
@@ -42,13 +41,10 @@ RunWatcher::RunWatcher(QObject* parent) : QObject(parent) {
   });
 }
 
-RunWatcher::~RunWatcher() {
-  stop();
-  m_jobs.waitForFinished();  // results posted to this object die with it
-}
+RunWatcher::~RunWatcher() { stop(); }  // m_jobs waits for what still runs
 
 void RunWatcher::stop() {
-  ++m_generation;
+  m_jobs.dropAll();
   m_debounce.stop();
   m_recheck.stop();
   if (!m_fs.directories().isEmpty()) m_fs.removePaths(m_fs.directories());
@@ -140,28 +136,21 @@ struct RunWatcher::Job {
 void RunWatcher::rescanDirty() {
   const QSet<QString> dirty = m_dirty;
   for (const QString& dir : dirty) {
-    if (m_running.contains(dir)) continue;  // rescanned again when that job is done
+    if (m_jobs.isRunning(dir)) continue;  // rescanned again when that job is done
     m_dirty.remove(dir);
     const QString root = rootOf(dir);
     if (root.isEmpty()) continue;
-    m_running.insert(dir);
     const Job job{root, dir, runName(root, dir), m_settleMs};
-    const int generation = m_generation;
-    m_jobs.addFuture(QtConcurrent::run([this, job, generation] {
-      Result result = job();
-      QMetaObject::invokeMethod(
-          this, [this, result, generation] {
-            if (generation == m_generation) onJobDone(result);
-            else m_running.remove(result.dir);
-          },
-          Qt::QueuedConnection);
-    }));
+    m_jobs.start(
+        dir, [job](JobProgress&) { return job(); },
+        [this](JobOutcome, std::optional<Result> result, const QString&) {
+          if (result) onJobDone(*result);  // Job reports its own errors in the result
+          else if (!m_dirty.isEmpty()) m_debounce.start();
+        });
   }
-  if (m_running.isEmpty()) m_jobs.clearFutures();
 }
 
 void RunWatcher::onJobDone(const Result& result) {
-  m_running.remove(result.dir);
   m_pending.remove(result.dir);
   if (result.gone) {
     emit runRemoved(result.dir);
@@ -181,7 +170,6 @@ void RunWatcher::onJobDone(const Result& result) {
     else emit runChanged(result.run);
   }
   if (!m_dirty.isEmpty()) m_debounce.start();
-  if (m_running.isEmpty()) m_jobs.clearFutures();
 }
 
 }  // namespace ckpt

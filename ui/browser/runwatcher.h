@@ -2,7 +2,6 @@
 
 #include <QElapsedTimer>
 #include <QFileSystemWatcher>
-#include <QFutureSynchronizer>
 #include <QHash>
 #include <QObject>
 #include <QSet>
@@ -10,6 +9,7 @@
 #include <QTimer>
 #include <vector>
 
+#include "backgroundjob.h"
 #include "browser/pathscan.h"
 
 namespace ckpt {
@@ -66,14 +66,14 @@ class RunWatcher : public QObject {
   QFileSystemWatcher m_fs;
   QStringList m_roots;
   QSet<QString> m_dirty;
-  QSet<QString> m_running;
   QHash<QString, QStringList> m_pending;  // dir -> files still being written
   QSet<QString> m_nonEmpty;               // run directories reported with checkpoints
   QTimer m_debounce;
   QTimer m_recheck;
   int m_settleMs = 3000;
-  int m_generation = 0;  // bumped by watch(): late results of an older watch are dropped
-  QFutureSynchronizer<void> m_jobs;
+  // One re-read per directory at a time; stop() drops them all, so late
+  // results of an older watch never arrive.
+  BackgroundJobs<QString, Result> m_jobs{this};
 };
 
 }  // namespace ckpt

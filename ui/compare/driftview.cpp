@@ -106,6 +106,10 @@ DriftView::DriftView(QWidget* parent) : QWidget(parent) {
   split->addWidget(m_curves);
   split->addWidget(m_heat);
   split->setSizes({150, 260, 260});
+  // Until a chain is chosen the tab is its hint: no empty table, no 0..1 axes.
+  m_results = split;
+  m_results->hide();
+  m_title->setAlignment(Qt::AlignLeft | Qt::AlignTop);
 
   auto* progress = new QHBoxLayout;
   progress->addWidget(m_progress, 1);
@@ -130,6 +134,7 @@ QString DriftView::statusText() const { return m_status->text(); }
 
 void DriftView::showChain(const QString& title, const QStringList& checkpoints, const QStringList& labels) {
   m_job.drop();
+  m_results->show();
   m_title->setText(title.toHtmlEscaped());
   m_steps.clear();
   m_table->setRowCount(0);

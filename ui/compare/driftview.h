@@ -70,6 +70,7 @@ class DriftView : public QWidget {
   QLabel* m_status = nullptr;
   QProgressBar* m_progress = nullptr;
   QPushButton* m_cancel = nullptr;
+  QWidget* m_results = nullptr;  // the table and both charts, shown from the first chain on
   QTableWidget* m_table = nullptr;
   QCustomPlot* m_curves = nullptr;
   QCustomPlot* m_heat = nullptr;

@@ -107,6 +107,11 @@ TensorView::TensorView(QWidget* parent) : QWidget(parent) {
   valueLayout->addLayout(rowLine);
   valueLayout->addWidget(m_valueView, 1);
   connect(m_rowBox, &QSpinBox::valueChanged, this, [this](int row) { goToRow(row); });
+  // Return goes to the row even when the number is the one already there
+  // (the table scrolled away since); leaving the box does not.
+  connect(m_rowBox, &QAbstractSpinBox::editingFinished, this, [this] {
+    if (m_rowBox->hasFocus()) goToRow(m_rowBox->value());
+  });
 
   auto* lower = new QSplitter(Qt::Horizontal, this);
   lower->addWidget(heatPanel);

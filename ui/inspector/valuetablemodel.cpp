@@ -1,7 +1,5 @@
 #include "inspector/valuetablemodel.h"
 
-#include <QFutureWatcher>
-#include <QtConcurrent/QtConcurrentRun>
 #include <algorithm>
 #include <limits>
 
@@ -22,11 +20,10 @@ ValueTableModel::~ValueTableModel() = default;
 
 void ValueTableModel::setTensor(std::shared_ptr<const TensorData> data) {
   beginResetModel();
-  ++m_generation;  // blocks still being read for the previous tensor are dropped
+  m_reads.dropAll();  // blocks still being read for the previous tensor
   m_data = std::move(data);
   m_cache.clear();
   m_age.clear();
-  m_pending.clear();
   m_rows = m_cols = 0;
   m_totalRows = m_first = 0;
   m_shape.clear();
@@ -95,28 +92,25 @@ QVariant ValueTableModel::data(const QModelIndex& index, int role) const {
 }
 
 void ValueTableModel::request(int64_t block) const {
-  if (!m_data || m_pending.count(block)) return;
-  m_pending.insert(block);
+  if (!m_data || m_reads.isRunning(block)) return;
   const uint64_t first = uint64_t(block) * uint64_t(m_blockRows) * uint64_t(m_cols);
   const size_t count = size_t(m_blockRows) * size_t(m_cols);
   auto* self = const_cast<ValueTableModel*>(this);
-  auto* watcher = new QFutureWatcher<std::shared_ptr<const std::vector<double>>>(self);
-  const uint64_t generation = m_generation;
-  connect(watcher, &QFutureWatcherBase::finished, self, [self, watcher, generation, block] {
-    watcher->deleteLater();
-    self->store(generation, block, watcher->result());
-  });
-  // The bytes are read on a pool thread, never here.
-  watcher->setFuture(QtConcurrent::run([data = m_data, first, count] {
-    auto v = std::make_shared<std::vector<double>>(count);
-    v->resize(data->read(first, count, v->data()));
-    return std::shared_ptr<const std::vector<double>>(std::move(v));
-  }));
+  // The bytes are read on a pool thread, never here. A block that cannot be
+  // read is kept empty (its cells blank), not asked for again and again.
+  m_reads.start(
+      block,
+      [data = m_data, first, count](JobProgress&) {
+        auto v = std::make_shared<std::vector<double>>(count);
+        v->resize(data->read(first, count, v->data()));
+        return Block(std::move(v));
+      },
+      [self, block](JobOutcome, std::optional<Block> values, const QString&) {
+        self->store(block, values ? std::move(*values) : std::make_shared<const std::vector<double>>());
+      });
 }
 
-void ValueTableModel::store(uint64_t generation, int64_t block, std::shared_ptr<const std::vector<double>> values) {
-  if (generation != m_generation) return;
-  m_pending.erase(block);
+void ValueTableModel::store(int64_t block, Block values) {
   m_cache[block] = std::move(values);
   m_age.push_back(block);
   while (m_age.size() > kCachedBlocks) {

@@ -5,8 +5,9 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <set>
 #include <vector>
+
+#include "backgroundjob.h"
 
 namespace ckpt {
 
@@ -58,7 +59,8 @@ class ValueTableModel : public QAbstractTableModel {
 
  private:
   void request(int64_t block) const;
-  void store(uint64_t generation, int64_t block, std::shared_ptr<const std::vector<double>> values);
+  using Block = std::shared_ptr<const std::vector<double>>;
+  void store(int64_t block, Block values);
 
   std::shared_ptr<const TensorData> m_data;
   std::vector<int64_t> m_shape;
@@ -69,12 +71,12 @@ class ValueTableModel : public QAbstractTableModel {
   bool m_matrix = false;  // last dimension across
   int m_blockRows = 1;
   int m_windowRows = kWindowRows;
-  uint64_t m_generation = 0;
-  // Loaded blocks and their age; blocks being read. Mutable: data() asks for them.
-  // Keyed by block of the whole table (row / m_blockRows).
-  mutable std::map<int64_t, std::shared_ptr<const std::vector<double>>> m_cache;
+  // Loaded blocks and their age; blocks being read (a new tensor drops
+  // them). Mutable: data() asks for them. Keyed by block of the whole table
+  // (row / m_blockRows).
+  mutable std::map<int64_t, Block> m_cache;
   mutable std::deque<int64_t> m_age;
-  mutable std::set<int64_t> m_pending;
+  mutable BackgroundJobs<int64_t, Block> m_reads{this};
 };
 
 }  // namespace ckpt

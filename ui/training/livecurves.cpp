@@ -1,15 +1,24 @@
 #include "training/livecurves.h"
 
+#include <QResizeEvent>
 #include <QSplitter>
+#include <algorithm>
 #include <QVBoxLayout>
 #include <qcustomplot.h>
 
 namespace ckpt {
 namespace {
 
+// Below this height the two charts become one: loss on the left axis, the
+// learning rate on the right (two charts of half the height would each be
+// too short to read).
+constexpr int kTwoChartsHeight = 300;
+// Value ticks at least this far apart (a label's height and some air).
+constexpr int kTickSpacing = 36;
+
 QCustomPlot* makePlot(QWidget* parent, const QString& yLabel) {
   auto* plot = new QCustomPlot(parent);
-  plot->setMinimumHeight(90);  // two of them fit a 700-pixel window's Train tab
+  plot->setMinimumHeight(110);
   plot->xAxis->setLabel(QStringLiteral("step"));
   plot->yAxis->setLabel(yLabel);
   plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
@@ -60,7 +69,34 @@ LiveCurves::LiveCurves(QWidget* parent) : QWidget(parent) {
   m_lrPlot->yAxis->setNumberPrecision(2);
   split->setStretchFactor(0, 3);
   split->setStretchFactor(1, 2);
+
+  // The learning rate on the loss chart's right axis, for short panels: the
+  // same points (one shared container), shown only there.
+  m_lossPlot->yAxis2->setLabel(QStringLiteral("learning rate"));
+  m_lossPlot->yAxis2->setNumberFormat(QStringLiteral("gb"));
+  m_lossPlot->yAxis2->setNumberPrecision(2);
+  m_lrTwin = m_lossPlot->addGraph(m_lossPlot->xAxis, m_lossPlot->yAxis2);
+  m_lrTwin->setName(QStringLiteral("learning rate"));
+  m_lrTwin->setPen(m_lr->pen());
+  m_lrTwin->setData(m_lr->data());
+  setCompact(false);
   clear();
+}
+
+void LiveCurves::setCompact(bool compact) {
+  m_compact = compact;
+  m_lrPlot->setVisible(!compact);
+  m_lossPlot->yAxis2->setVisible(compact);
+  m_lrTwin->setVisible(compact);
+  if (compact) m_lrTwin->addToLegend();
+  else m_lrTwin->removeFromLegend();
+}
+
+void LiveCurves::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  const bool compact = height() < kTwoChartsHeight;
+  if (compact != m_compact) setCompact(compact);
+  rescale();
 }
 
 void LiveCurves::clear() {
@@ -89,12 +125,18 @@ void LiveCurves::append(const QList<StepReport>& steps) {
 }
 
 void LiveCurves::rescale() {
+  // As many value ticks as the chart's height holds apart.
+  // (The axis rect is the plot less about 60 pixels of legend, tick labels
+  // and axis title; its own height is only known after the next replot.)
+  for (QCPAxis* axis : {m_lossPlot->yAxis, m_lossPlot->yAxis2, m_lrPlot->yAxis})
+    axis->ticker()->setTickCount(std::max(2, (axis->parentPlot()->height() - 60) / kTickSpacing));
   for (QCustomPlot* plot : {m_lossPlot, m_lrPlot}) {
     // A little room on the right: the last point (often an evaluation) is not cut in half.
     plot->xAxis->setRange(m_from, m_to + (m_to - m_from) * 0.02);
     bool found = false;
     QCPRange y;
     for (int i = 0; i < plot->graphCount(); ++i) {
+      if (plot->graph(i) == m_lrTwin) continue;  // its own axis, below
       bool ok = false;
       const QCPRange r = plot->graph(i)->getValueRange(ok);
       if (!ok) continue;
@@ -107,8 +149,10 @@ void LiveCurves::rescale() {
     } else {
       plot->yAxis->setRange(0, 1);
     }
+    if (plot == m_lrPlot) m_lossPlot->yAxis2->setRange(plot->yAxis->range());
     plot->replot(QCustomPlot::rpQueuedReplot);
   }
+  m_lossPlot->replot(QCustomPlot::rpQueuedReplot);
 }
 
 }  // namespace ckpt

@@ -14,7 +14,8 @@ namespace ckpt {
 // learning rate against the step, appended to as reports arrive: each batch
 // adds its points to the graphs and asks for one queued replot, so a long
 // run never redraws from scratch per point. Reads StepReports, never the
-// trainer.
+// trainer. Tall, loss and learning rate are two charts; short, one chart
+// with the learning rate on its right axis.
 class LiveCurves : public QWidget {
   Q_OBJECT
 
@@ -31,15 +32,23 @@ class LiveCurves : public QWidget {
   [[nodiscard]] QCPGraph* lrGraph() const { return m_lr; }
   [[nodiscard]] QCustomPlot* lossPlot() const { return m_lossPlot; }
   [[nodiscard]] QCustomPlot* lrPlot() const { return m_lrPlot; }
+  // Short: one chart, the learning rate on its right axis.
+  [[nodiscard]] bool isCompact() const { return m_compact; }
+
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   void rescale();
+  void setCompact(bool compact);
 
   QCustomPlot* m_lossPlot = nullptr;
   QCustomPlot* m_lrPlot = nullptr;
   QCPGraph* m_loss = nullptr;
   QCPGraph* m_valLoss = nullptr;
   QCPGraph* m_lr = nullptr;
+  QCPGraph* m_lrTwin = nullptr;  // m_lr's points on the loss chart's right axis
+  bool m_compact = false;
   double m_from = 0, m_to = 1;
 };
 

@@ -558,7 +558,8 @@ void TrainPanel::fitLayout() {
     if (beside)
       m_split->setSizes({twoColumns, std::max(kRunViewWidth, available - twoColumns)});
     else
-      m_split->setSizes({height() * 58 / 100, height() * 42 / 100});
+      // The form scrolls; the run's status, chart and log need the room.
+      m_split->setSizes({height() * 42 / 100, height() * 58 / 100});
   }
 }
 
@@ -600,7 +601,14 @@ void TrainPanel::onBackendLoaded() {
     m_device->setItemText(0, QStringLiteral("auto"));
     m_deviceNote->setText(QString());
     m_runTitle->setText(QStringLiteral("Training is not available"));
-    showStatus(b.error, true);
+    // The first line where the charts are; the places looked in, in the log.
+    QString first = b.error.section(QLatin1Char('\n'), 0, 0).trimmed();
+    if (first != b.error.trimmed()) {
+      if (first.endsWith(QLatin1String(" Looked in:"))) first.chop(int(qstrlen(" Looked in:")));
+      first += tr(" (where it looked: in the log below)");
+    }
+    showStatus(first, true);
+    m_log->appendPlainText(b.error);
     m_start->setEnabled(false);
     m_start->setToolTip(b.error);
   }
