@@ -6,34 +6,34 @@
 // LibTorch.
 #include <QtTest>
 
+#include <qcustomplot.h>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QCryptographicHash>
-#include <QMessageBox>
-#include <QTimer>
 #include <QLineEdit>
+#include <QMessageBox>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QTimer>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <qcustomplot.h>
 
-#include "ckpt/format/checkpoint_file.h"
-#include "ckpt/format/checkpoint_view.h"
-#include "ckpt/format/tensor_data.h"
-#include "training/configform.h"
-#include "training/livecurves.h"
-#include "training/trainbackendloader.h"
-#include "browser/checkpointlistmodel.h"
-#include "ckpt/index/run_plan.h"
-#include "mainwindow.h"
-#include "training/trainpanel.h"
 #include "../core/json_compare.h"
 #include "../core/run_outputs.h"
 #include "../core/run_process.h"
+#include "browser/checkpointlistmodel.h"
+#include "ckpt/format/checkpoint_file.h"
+#include "ckpt/format/checkpoint_view.h"
+#include "ckpt/format/tensor_data.h"
+#include "ckpt/index/run_plan.h"
+#include "mainwindow.h"
+#include "training/configform.h"
+#include "training/livecurves.h"
+#include "training/trainbackendloader.h"
+#include "training/trainpanel.h"
 #include "trainpanel_driver.h"
 
 using namespace ckpt;
@@ -46,9 +46,9 @@ using ckpt::test::kText;
 
 using ckpt::test::Finished;
 using ckpt::test::kRunTimeoutMs;
+using ckpt::test::metricsLines;
 using ckpt::test::waitForRun;
 using ckpt::test::weightBytes;
-using ckpt::test::metricsLines;
 
 }  // namespace
 
@@ -97,7 +97,8 @@ class TestTrainPanel : public QObject {
     QCOMPARE(r.exitCode, 0);
     QVERIFY2(!r.out.contains("libtorch") && !r.out.contains("libc10"), r.out.constData());
     // The plugin does: it is where LibTorch comes in.
-    const auto p = ckpt::test::runProcess(QStringLiteral("ldd"), {QStringLiteral(CKPT_TRAIN_BACKEND_PATH)});
+    const auto p =
+        ckpt::test::runProcess(QStringLiteral("ldd"), {QStringLiteral(CKPT_TRAIN_BACKEND_PATH)});
     QVERIFY2(p.out.contains("libtorch"), p.out.constData());
   }
 
@@ -124,7 +125,8 @@ class TestTrainPanel : public QObject {
     QVERIFY2(trainBackend().backend, qPrintable(trainBackend().error));
     const QString summary = panel.deviceSummary();
     QVERIFY2(summary.startsWith("LibTorch ") && summary.contains("CUDA"), qPrintable(summary));
-    QVERIFY2(panel.deviceBox()->itemText(0).startsWith("auto: "), qPrintable(panel.deviceBox()->itemText(0)));
+    QVERIFY2(panel.deviceBox()->itemText(0).startsWith("auto: "),
+             qPrintable(panel.deviceBox()->itemText(0)));
   }
 
   void newRunFromTheForm() {
@@ -144,7 +146,8 @@ class TestTrainPanel : public QObject {
     QCOMPARE(r.lastCheckpoint, out + "/tiny_final.pt");
     QStringList files;
     for (const auto& args : written) files << QFileInfo(args.front().toString()).fileName();
-    QVERIFY2(files.contains("tiny_step2.pt") && files.contains("tiny_step4.pt") && files.contains("tiny_final.pt"),
+    QVERIFY2(files.contains("tiny_step2.pt") && files.contains("tiny_step4.pt") &&
+                 files.contains("tiny_final.pt"),
              qPrintable(files.join(' ')));
     for (const char* f : {"tiny_step2.pt", "tiny_step4.pt", "tiny_final.pt", "best_checkpoint.pt"})
       QVERIFY2(QFileInfo::exists(out + "/" + f), f);
@@ -156,8 +159,9 @@ class TestTrainPanel : public QObject {
     // ...and by torch.load.
     const auto py = ckpt::test::runProcess(
         QStringLiteral(CKPT_TORCH_PYTHON),
-        {"-c", "import sys, torch; c = torch.load(sys.argv[1], map_location='cpu'); "
-               "assert c['step'] == 6, c['step']; print(len(c['model_state']))",
+        {"-c",
+         "import sys, torch; c = torch.load(sys.argv[1], map_location='cpu'); "
+         "assert c['step'] == 6, c['step']; print(len(c['model_state']))",
          out + "/tiny_final.pt"});
     QVERIFY2(py.exitCode == 0, py.err.constData());
     // What the panel showed matches what the run wrote.
@@ -211,8 +215,9 @@ class TestTrainPanel : public QObject {
     QVERIFY2(stoppedAt >= 3 && stoppedAt < steps, qPrintable(stopCkpt));
     QVERIFY(QFileInfo::exists(stopCkpt));
     QVERIFY(!QFileInfo::exists(dir("stopped/tiny_final.pt")));
-    QVERIFY2(panel.statusText().contains("Stopped at step") && panel.statusText().contains(stopCkpt),
-             qPrintable(panel.statusText()));
+    QVERIFY2(
+        panel.statusText().contains("Stopped at step") && panel.statusText().contains(stopCkpt),
+        qPrintable(panel.statusText()));
     QCOMPARE(panel.resumeCheckpointEdit()->text(), stopCkpt);
 
     // Resume: one call, as a click on the checkpoint would do.
@@ -224,10 +229,13 @@ class TestTrainPanel : public QObject {
     QCOMPARE(panel.jobInfo().startStep, int64_t(stoppedAt));
     QCOMPARE(resumed.lastCheckpoint, dir("stopped/tiny_final.pt"));
     // Bit-exact: the same losses at every step and the same final weights.
-    const auto a = metricsLines(dir("straight").toStdString()), b = metricsLines(dir("stopped").toStdString());
+    const auto a = metricsLines(dir("straight").toStdString()),
+               b = metricsLines(dir("stopped").toStdString());
     QCOMPARE(b.size(), a.size());
-    for (size_t i = 0; i < a.size(); ++i) QCOMPARE(b[i]["loss"].get<double>(), a[i]["loss"].get<double>());
-    QVERIFY(weightBytes(straight.lastCheckpoint.toStdString()) == weightBytes(resumed.lastCheckpoint.toStdString()));
+    for (size_t i = 0; i < a.size(); ++i)
+      QCOMPARE(b[i]["loss"].get<double>(), a[i]["loss"].get<double>());
+    QVERIFY(weightBytes(straight.lastCheckpoint.toStdString()) ==
+            weightBytes(resumed.lastCheckpoint.toStdString()));
     // The resumed run's curve starts with its history: one curve, every step once.
     QCPGraph* loss = panel.curves()->lossGraph();
     QCOMPARE(loss->dataCount(), steps);
@@ -263,7 +271,8 @@ class TestTrainPanel : public QObject {
       const std::optional<int64_t> step = CheckpointView(*c).step();
       if (step && *step > 2) later << f.fileName();
     }
-    QVERIFY2(later.contains("tiny_step4.pt") && later.contains("tiny_final.pt"), qPrintable(later.join(' ')));
+    QVERIFY2(later.contains("tiny_step4.pt") && later.contains("tiny_final.pt"),
+             qPrintable(later.join(' ')));
 
     panel.prepareResume(middle);
     QCOMPARE(panel.mode(), TrainPanel::Mode::Resume);
@@ -292,7 +301,8 @@ class TestTrainPanel : public QObject {
     answer("Cancel", &shown);
     QTest::mouseClick(panel.startButton(), Qt::LeftButton);
     QVERIFY(!panel.isRunning());
-    for (const QString& f : later) QVERIFY2(shown.contains(f), qPrintable(f + " not named in: " + shown));
+    for (const QString& f : later)
+      QVERIFY2(shown.contains(f), qPrintable(f + " not named in: " + shown));
     QVERIFY2(!shown.contains("tiny_step2.pt,"), qPrintable(shown));
     QVERIFY2(panel.statusText().contains("nothing was moved"), qPrintable(panel.statusText()));
     for (const auto& [name, hash] : before) {
@@ -375,7 +385,11 @@ class TestTrainPanel : public QObject {
     QVERIFY2(runNew(panel, exp + "/tiny", 6, &r, &failure), qPrintable(failure));
     CheckpointListModel* model = w.checkpointModel();
     QTRY_VERIFY_WITH_TIMEOUT(model->indexOfPath(r.lastCheckpoint).isValid(), 30000);
-    QTRY_COMPARE_WITH_TIMEOUT(QFileInfo(w.checkpointView()->currentIndex().data(int(CheckpointListModel::Role::Path)).toString()).fileName(),
+    QTRY_COMPARE_WITH_TIMEOUT(QFileInfo(w.checkpointView()
+                                            ->currentIndex()
+                                            .data(int(CheckpointListModel::Role::Path))
+                                            .toString())
+                                  .fileName(),
                               QFileInfo(r.lastCheckpoint).fileName(), 30000);
     QCOMPARE(w.selectedCheckpoints(), QStringList{r.lastCheckpoint});
 
@@ -414,16 +428,46 @@ class TestTrainPanel : public QObject {
     QTest::addColumn<QString>("value");
     QTest::addColumn<QString>("message");
     QTest::addColumn<QString>("marked");
-    QTest::newRow("ffn too small") << "ffn_hidden_size" << "32" << "ffn_hidden_size (32) must exceed d_model (32)" << "ffn_hidden_size";
-    QTest::newRow("heads") << "n_heads" << "3" << "d_model (32) must be divisible by n_heads (3)" << "d_model";
-    QTest::newRow("odd head_dim") << "n_heads" << "32" << "head_dim (1 = d_model / n_heads) must be even" << "n_heads";
-    QTest::newRow("lr not a number") << "learning_rate" << "fast" << "learning_rate: expected a number, got 'fast'" << "learning_rate";
-    QTest::newRow("dropout") << "dropout" << "1.5" << "dropout (1.5) must be in [0, 1)" << "dropout";
-    QTest::newRow("batch") << "batch_size" << "5" << "batch_size: (5) must be a multiple of micro_batch_size (2)" << "batch_size";
-    QTest::newRow("gqa") << "gqa_groups" << "3" << "gqa_groups (3) must divide n_heads (4)" << "gqa_groups";
-    QTest::newRow("seq_len") << "seq_len" << "64" << "seq_len (64) must not exceed max_seq_len (32)" << "seq_len";
-    QTest::newRow("run_name") << "run_name" << "a/b" << "run_name: must be a non-empty name without '/'" << "run_name";
-    QTest::newRow("moe") << "use_moe" << "true" << "use_moe: MoE layers cannot be trained" << "use_moe";
+    QTest::newRow("ffn too small") << "ffn_hidden_size"
+                                   << "32"
+                                   << "ffn_hidden_size (32) must exceed d_model (32)"
+                                   << "ffn_hidden_size";
+    QTest::newRow("heads") << "n_heads"
+                           << "3"
+                           << "d_model (32) must be divisible by n_heads (3)"
+                           << "d_model";
+    QTest::newRow("odd head_dim") << "n_heads"
+                                  << "32"
+                                  << "head_dim (1 = d_model / n_heads) must be even"
+                                  << "n_heads";
+    QTest::newRow("lr not a number") << "learning_rate"
+                                     << "fast"
+                                     << "learning_rate: expected a number, got 'fast'"
+                                     << "learning_rate";
+    QTest::newRow("dropout") << "dropout"
+                             << "1.5"
+                             << "dropout (1.5) must be in [0, 1)"
+                             << "dropout";
+    QTest::newRow("batch") << "batch_size"
+                           << "5"
+                           << "batch_size: (5) must be a multiple of micro_batch_size (2)"
+                           << "batch_size";
+    QTest::newRow("gqa") << "gqa_groups"
+                         << "3"
+                         << "gqa_groups (3) must divide n_heads (4)"
+                         << "gqa_groups";
+    QTest::newRow("seq_len") << "seq_len"
+                             << "64"
+                             << "seq_len (64) must not exceed max_seq_len (32)"
+                             << "seq_len";
+    QTest::newRow("run_name") << "run_name"
+                              << "a/b"
+                              << "run_name: must be a non-empty name without '/'"
+                              << "run_name";
+    QTest::newRow("moe") << "use_moe"
+                         << "true"
+                         << "use_moe: MoE layers cannot be trained"
+                         << "use_moe";
   }
   void badConfigNamesTheField() {
     QFETCH(QString, key);
@@ -459,7 +503,8 @@ class TestTrainPanel : public QObject {
     TrainPanel panel;
     fillTiny(panel, dir("never"), 3);
     panel.dataPathEdit()->setText(dir("no/such/corpus.txt"));
-    QVERIFY2(panel.validationError().startsWith("path: ") && panel.validationError().contains("does not exist"),
+    QVERIFY2(panel.validationError().startsWith("path: ") &&
+                 panel.validationError().contains("does not exist"),
              qPrintable(panel.validationError()));
     QVERIFY(!panel.dataPathEdit()->styleSheet().isEmpty());
   }
@@ -467,9 +512,12 @@ class TestTrainPanel : public QObject {
   void runtimeErrorsAreMessages_data() {
     QTest::addColumn<QString>("what");
     QTest::addColumn<QString>("message");
-    QTest::newRow("NaN loss") << "nan" << "the loss is";
-    QTest::newRow("unwritable output") << "unwritable" << "corpus.txt";
-    QTest::newRow("data too short") << "short" << "fewer than one window";
+    QTest::newRow("NaN loss") << "nan"
+                              << "the loss is";
+    QTest::newRow("unwritable output") << "unwritable"
+                                       << "corpus.txt";
+    QTest::newRow("data too short") << "short"
+                                    << "fewer than one window";
   }
   void runtimeErrorsAreMessages() {
     QFETCH(QString, what);
@@ -477,7 +525,8 @@ class TestTrainPanel : public QObject {
     TrainPanel panel;
     fillTiny(panel, dir("bad-" + what), 3);
     if (what == "nan") {
-      panel.form()->setValues({{"learning_rate", "1e30"}, {"max_steps", 50}, {"max_grad_norm", "0"}});
+      panel.form()->setValues(
+          {{"learning_rate", "1e30"}, {"max_steps", 50}, {"max_grad_norm", "0"}});
     } else if (what == "unwritable") {
       panel.outputDirEdit()->setText(m_data + "/out");  // below a regular file
     } else if (what == "short") {
@@ -500,7 +549,8 @@ class TestTrainPanel : public QObject {
     const QString out = panel.outputDirEdit()->text();
     const bool leftFiles = !ckpt::existingRunFiles(out.toStdString(), "tiny").empty();
     QCOMPARE(panel.startButton()->isEnabled(), !leftFiles);
-    if (leftFiles) QVERIFY2(panel.validationError().contains("resume"), qPrintable(panel.validationError()));
+    if (leftFiles)
+      QVERIFY2(panel.validationError().contains("resume"), qPrintable(panel.validationError()));
   }
 
   void closingMidRunStopsWithACheckpoint() {

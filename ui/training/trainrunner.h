@@ -16,10 +16,10 @@ namespace ckpt {
 struct TrainRequest {
   enum class Kind { NewRun, Resume, Finetune };
   Kind kind = Kind::NewRun;
-  RunConfig config;           // NewRun
-  ResumeOptions resume;       // Resume
-  std::string checkpoint;     // Finetune: the parent
-  FinetuneOptions finetune;   // Finetune
+  RunConfig config;          // NewRun
+  ResumeOptions resume;      // Resume
+  std::string checkpoint;    // Finetune: the parent
+  FinetuneOptions finetune;  // Finetune
   int cpuThreads = 0;  // LibTorch's intra-op threads for this run (each rank's); 0: its default
   int processes = 1;   // data-parallel ranks on this machine, each a ckptscope-train process
   std::string trainProgram;  // ckptscope-train (trainProgram()), when processes > 1

@@ -50,7 +50,8 @@ class TorchBackend final : public TrainBackend {
 
   std::unique_ptr<TrainJob> resume(const ResumeOptions& o, const Processes& processes) override {
     if (processes.count > 1) return resumeRanks(o, processes);
-    return std::make_unique<TorchJob>(Trainer::resume(o.checkpoint, o.maxSteps, o.dataPath, o.device, o.inPlace));
+    return std::make_unique<TorchJob>(
+        Trainer::resume(o.checkpoint, o.maxSteps, o.dataPath, o.device, o.inPlace));
   }
 
   std::unique_ptr<TrainJob> finetune(const std::string& checkpoint, const FinetuneOptions& options,
@@ -66,7 +67,8 @@ class TorchBackend final : public TrainBackend {
 }  // namespace
 }  // namespace ckpt
 
-extern "C" __attribute__((visibility("default"))) ckpt::TrainBackend* ckptscope_create_train_backend(int abiVersion) {
+extern "C" __attribute__((visibility("default"))) ckpt::TrainBackend*
+ckptscope_create_train_backend(int abiVersion) {
   if (abiVersion != ckpt::kTrainBackendAbiVersion) return nullptr;
   static ckpt::TorchBackend backend;  // lives as long as the process: LibTorch is never unloaded
   return &backend;

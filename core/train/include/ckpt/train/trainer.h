@@ -17,7 +17,7 @@ namespace ckpt {
 struct StepReport {
   int64_t step = 0;  // steps done
   int64_t maxSteps = 0;
-  double loss = 0;   // mean training loss of this step
+  double loss = 0;  // mean training loss of this step
   double learningRate = 0;
   int64_t tokensSeen = 0;
   double tokensPerSecond = 0;
@@ -43,9 +43,9 @@ struct RunResult {
 };
 
 struct FinetuneOptions {
-  std::string dataPath;        // required
-  std::string tokenizer;       // "" -> the checkpoint's
-  std::string outputDir;       // "" -> "<parent dir>/<run>-<stage>"
+  std::string dataPath;   // required
+  std::string tokenizer;  // "" -> the checkpoint's
+  std::string outputDir;  // "" -> "<parent dir>/<run>-<stage>"
   std::string stage = "sft";
   double learningRate = 1e-5;  // the reference's SFT rate
   int64_t maxSteps = 0;        // 0 -> the parent's max_steps
@@ -90,7 +90,8 @@ class Trainer {
   // untouched, unless `inPlace`: then the later files move to .trash/ and the
   // run continues in its directory. Nothing is moved before run().
   static Trainer resume(const std::string& checkpoint, std::optional<int64_t> maxSteps = {},
-                        const std::string& dataPath = {}, const std::string& device = "auto", bool inPlace = false);
+                        const std::string& dataPath = {}, const std::string& device = "auto",
+                        bool inPlace = false);
   // Weights only: a new optimizer and schedule, step 0, a new run directory
   // (refused when it holds files of that run, unless options.overwrite).
   static Trainer finetune(const std::string& checkpoint, const FinetuneOptions& options);
@@ -122,8 +123,9 @@ struct ScoreResult {
   int64_t windows = 0;
   int64_t tokens = 0;
 };
-ScoreResult scoreCheckpoint(const std::string& checkpoint, const std::string& dataPath, int64_t seqLen,
-                            const std::string& tokenizer = {}, const std::string& device = "auto");
+ScoreResult scoreCheckpoint(const std::string& checkpoint, const std::string& dataPath,
+                            int64_t seqLen, const std::string& tokenizer = {},
+                            const std::string& device = "auto");
 
 struct GenerateOptions {
   std::string prompt;
@@ -131,7 +133,7 @@ struct GenerateOptions {
   double temperature = 1.0;  // 0: greedy
   int64_t topK = 0;          // 0: all
   uint64_t seed = 0;
-  std::string tokenizer;     // "" -> the checkpoint's
+  std::string tokenizer;  // "" -> the checkpoint's
   std::string device = "auto";
 };
 // Calls `onText` with each new piece of text; returns the whole completion.
