@@ -17,6 +17,7 @@
 #include "ckpt/format/error.h"
 #include "ckpt/index/run_plan.h"
 #include "ckpt/train/launch.h"
+#include "ckpt/train/progress_stream.h"
 #include "ckpt/train/trainer.h"
 #include "ckpt/version.h"
 
@@ -48,7 +49,9 @@ const char* kUsage =
     "  --nproc N starts N data-parallel ranks on this machine (Gloo on the CPU, NCCL on GPUs);\n"
     "  under torchrun or srun, run ckptscope-train itself: torchrun --no-python --nproc-per-node "
     "8\n"
-    "  ckptscope-train train --config RUN.json. Ctrl+C finishes the step and saves a checkpoint.\n";
+    "  ckptscope-train train --config RUN.json. Ctrl+C finishes the step and saves a checkpoint.\n"
+    "  --progress-json prints what each rank prepared, every step and the outcome as\n"
+    "  'ckptscope-progress {...}' lines (what the desktop app's Train panel reads).\n";
 
 // The usage, then every RUN.json field from the config's tables.
 int printHelp() {
@@ -155,7 +158,17 @@ void installStopHandler() {
 
 // A progress bar on a terminal; the reference library's log lines otherwise
 // (so that the curves view reads our console logs like theirs).
-ProgressCallback progressPrinter(const Trainer& trainer) {
+// With --progress-json (the Train panel's ranks): one progress line per step
+// (progress_stream.h) instead.
+ProgressCallback progressPrinter(const Trainer& trainer, bool json) {
+  if (json)
+    return [writer = trainer.rank() == 0](const StepReport& r) {
+      if (writer) {
+        std::printf("%s\n", progressLine(r).c_str());
+        std::fflush(stdout);
+      }
+      return g_stopRequested == 0;
+    };
   const bool tty = isatty(STDERR_FILENO) != 0;
   const int64_t logEvery = std::max<int64_t>(1, trainer.config().training.logEvery);
   const int64_t first = trainer.startStep();
@@ -186,8 +199,12 @@ ProgressCallback progressPrinter(const Trainer& trainer) {
   };
 }
 
-int runTrainer(Trainer& trainer) {
+int runTrainer(Trainer& trainer, bool json) {
   const TrainingConfig& t = trainer.config().training;
+  if (json) {
+    std::printf("%s\n", progressLine(trainer.jobInfo()).c_str());
+    std::fflush(stdout);
+  }
   if (trainer.worldSize() > 1)
     std::fprintf(
         stderr,
@@ -195,14 +212,16 @@ int runTrainer(Trainer& trainer) {
         trainer.rank(), trainer.worldSize(), trainer.deviceName().c_str(),
         trainer.backend().c_str(), (long long)t.microBatchSize,
         (long long)t.gradientAccumulationSteps, (long long)t.batchSize);
-  if (trainer.rank() == 0) {
+  if (trainer.rank() == 0 && !json) {
     std::fprintf(stderr, "run %s on %s from step %lld to %lld, writing to %s\n", t.runName.c_str(),
                  trainer.deviceName().c_str(), (long long)trainer.startStep(),
                  (long long)t.maxSteps, t.outputDir.c_str());
   }
-  if (!trainer.notes().empty()) std::fprintf(stderr, "note: %s\n", trainer.notes().c_str());
-  const RunResult r = trainer.run(progressPrinter(trainer));
-  if (trainer.rank() == 0)
+  if (!trainer.notes().empty() && !json)
+    std::fprintf(stderr, "note: %s\n", trainer.notes().c_str());
+  const RunResult r = trainer.run(progressPrinter(trainer, json));
+  if (trainer.rank() == 0 && json) std::printf("%s\n", progressLine(r).c_str());
+  if (trainer.rank() == 0 && !json)
     std::printf("%s at step %lld: %s\n", r.outcome == RunOutcome::Finished ? "finished" : "stopped",
                 (long long)r.step, r.lastCheckpoint.c_str());
   return kExitOk;
@@ -239,7 +258,7 @@ int cmdTrain(int argc, char** argv) {
   std::string problem;
   if (!parse(argc, argv,
              {"--config", "--data", "--out", "--device", "--max-steps", "--tokenizer", "--nproc"},
-             {"--overwrite"}, a, problem))
+             {"--overwrite", "--progress-json"}, a, problem))
     return usageError(problem);
   if (!a.has("--config")) return usageError("train needs --config RUN.json");
   RunConfig config = RunConfig::fromFile(a.get("--config"));
@@ -260,14 +279,14 @@ int cmdTrain(int argc, char** argv) {
   }
   installStopHandler();
   Trainer trainer = Trainer::newRun(config, a.has("--overwrite"));
-  return runTrainer(trainer);
+  return runTrainer(trainer, a.has("--progress-json"));
 }
 
 int cmdResume(int argc, char** argv) {
   Args a;
   std::string problem;
-  if (!parse(argc, argv, {"--max-steps", "--data", "--device", "--nproc"}, {"--in-place"}, a,
-             problem))
+  if (!parse(argc, argv, {"--max-steps", "--data", "--device", "--nproc"},
+             {"--in-place", "--progress-json"}, a, problem))
     return usageError(problem);
   if (const int nproc = nprocOf(a); nproc > 1) return launchRanks(argc, argv, nproc, 600);
   if (a.positional.size() != 1) return usageError("resume takes exactly one CKPT or DIR");
@@ -291,7 +310,7 @@ int cmdResume(int argc, char** argv) {
   installStopHandler();
   Trainer trainer = Trainer::resume(checkpoint, maxSteps, a.get("--data"),
                                     a.get("--device", "auto"), a.has("--in-place"));
-  return runTrainer(trainer);
+  return runTrainer(trainer, a.has("--progress-json"));
 }
 
 int cmdFinetune(int argc, char** argv) {
@@ -300,7 +319,7 @@ int cmdFinetune(int argc, char** argv) {
   if (!parse(argc, argv,
              {"--data", "--out", "--lr", "--max-steps", "--stage", "--tokenizer", "--device",
               "--nproc"},
-             {"--overwrite"}, a, problem))
+             {"--overwrite", "--progress-json"}, a, problem))
     return usageError(problem);
   if (const int nproc = nprocOf(a); nproc > 1) return launchRanks(argc, argv, nproc, 600);
   if (a.positional.size() != 1) return usageError("finetune takes exactly one CKPT");
@@ -316,7 +335,7 @@ int cmdFinetune(int argc, char** argv) {
   o.overwrite = a.has("--overwrite");
   installStopHandler();
   Trainer trainer = Trainer::finetune(a.positional[0], o);
-  return runTrainer(trainer);
+  return runTrainer(trainer, a.has("--progress-json"));
 }
 
 int cmdScore(int argc, char** argv) {

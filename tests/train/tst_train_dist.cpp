@@ -199,37 +199,38 @@ class TestTrainDist : public QObject {
     compareRuns("np2", "stopped", "dp_final.pt", "1e-6", false);
   }
 
-  // SIGKILL one rank mid-run: the other exits non-zero within the timeout,
-  // naming the lost rank; every file at a final path is whole.
-  void killedRankIsNamed() {
+  // Two ranks of an endless run into `out` (timeout 5 s), under way past step 30.
+  void startUnderWay(QProcess& r0, QProcess& r1, const QString& out) {
     const int port = freePort();
-    const QStringList args{"train",         "--config",
-                           "run.json",      "--out",
-                           "killed",        "max_steps=100000",
-                           "save_every=20", "eval_every=0",
-                           "log_every=10",  "dist_timeout_seconds=5"};
-    QProcess r0, r1;
+    const QStringList args{"train",
+                           "--config",
+                           "run.json",
+                           "--out",
+                           out,
+                           "max_steps=100000",
+                           "save_every=20",
+                           "eval_every=0",
+                           "log_every=10",
+                           "dist_timeout_seconds=5"};
     startRank(r0, 0, 2, port, args, m_dir.path());
     startRank(r1, 1, 2, port, args, m_dir.path());
-    QByteArray out;
+    QByteArray log;
     QElapsedTimer t;
     t.start();
-    while (!out.contains("step=30 ") && t.elapsed() < 60000 && r0.state() != QProcess::NotRunning) {
+    while (!log.contains("step=30 ") && t.elapsed() < 60000 && r0.state() != QProcess::NotRunning) {
       r0.waitForReadyRead(100);
-      out += r0.readAllStandardOutput();
+      log += r0.readAllStandardOutput();
     }
-    QVERIFY2(out.contains("step=30 "), (out + r0.readAllStandardError()).constData());
-    ::kill(pid_t(r1.processId()), SIGKILL);
-    t.restart();
-    const Run a = finish(r0, 30000);
-    const qint64 took = t.elapsed();
-    finish(r1);
-    QVERIFY2(a.exitCode == 1, a.err.constData());
-    QVERIFY2(took < 5000 + 5000, QByteArray::number(took).constData());
-    QVERIFY2(a.err.contains("lost rank 1"), a.err.constData());
-    QVERIFY(!fs::exists(at("killed/dp_final.pt").toStdString()));
+    QVERIFY2(log.contains("step=30 "), (log + r0.readAllStandardError()).constData());
+  }
+
+  // No final checkpoint, no write left half-done, and every checkpoint whole.
+  void checkNothingPartial(const QString& out) {
+    QVERIFY(!fs::exists(at(out + "/dp_final.pt").toStdString()));
     int checked = 0;
-    for (const auto& e : fs::directory_iterator(at("killed").toStdString())) {
+    for (const auto& e : fs::directory_iterator(at(out).toStdString())) {
+      const std::string name = e.path().filename().string();
+      QVERIFY2(name.find(".tmp-") == std::string::npos, name.c_str());
       if (e.path().extension() != ".pt") continue;
       const auto f = ckpt::CheckpointFile::open(e.path().string());
       const auto problems = f->verify();
@@ -239,6 +240,53 @@ class TestTrainDist : public QObject {
       ++checked;
     }
     QVERIFY(checked >= 1);
+  }
+
+  // SIGKILL one rank mid-run: the other exits non-zero within the timeout,
+  // naming the lost rank; every file at a final path is whole.
+  void killedRankIsNamed() {
+    QProcess r0, r1;
+    startUnderWay(r0, r1, "killed");
+    if (QTest::currentTestFailed()) return;
+    ::kill(pid_t(r1.processId()), SIGKILL);
+    QElapsedTimer t;
+    t.start();
+    const Run a = finish(r0, 30000);
+    const qint64 took = t.elapsed();
+    finish(r1);
+    QVERIFY2(a.exitCode == 1, a.err.constData());
+    QVERIFY2(took < 5000 + 5000, QByteArray::number(took).constData());
+    QVERIFY2(a.err.contains("lost rank 1"), a.err.constData());
+    checkNothingPartial("killed");
+  }
+
+  // SIGSTOP one rank mid-run (hung, not dead: its sockets stay open): the
+  // other exits non-zero within the timeout, naming the hung rank and the
+  // collective it waited in; every file at a final path is whole.
+  void hungRankIsNamed() {
+    QProcess r0, r1;
+    startUnderWay(r0, r1, "hung");
+    if (QTest::currentTestFailed()) return;
+    const pid_t hung = pid_t(r1.processId());
+    QCOMPARE(::kill(hung, SIGSTOP), 0);
+    QElapsedTimer t;
+    t.start();
+    const Run a = finish(r0, 30000);
+    const qint64 took = t.elapsed();
+    ::kill(hung, SIGKILL);  // a stopped process takes nothing else
+    const Run b = finish(r1);
+    QVERIFY2(a.exitCode == 1, a.err.constData());
+    // The 5 s timeout, 1.5 s of heartbeat watching, and the exit.
+    QVERIFY2(took < 5000 + 5000, QByteArray::number(took).constData());
+    const QRegularExpression named(
+        QStringLiteral("rank 0: (the [a-z' -]+) \\(gloo\\) at step \\d+ failed: lost rank 1 \\(no "
+                       "heartbeat for 1\\.5 "
+                       "s: exited, killed or hung\\)"));
+    const QRegularExpressionMatch m = named.match(QString::fromUtf8(a.err));
+    QVERIFY2(m.hasMatch(), a.err.constData());
+    qInfo("rank 1 stopped: rank 0 exited 1 after %lld ms, in %s", took, qPrintable(m.captured(1)));
+    QVERIFY(b.exitCode != 0);
+    checkNothingPartial("hung");
   }
 
   // Under srun: SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID, the store on

@@ -6,20 +6,20 @@
 // LibTorch.
 #include <QtTest>
 
+#include <qcustomplot.h>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QCryptographicHash>
-#include <QMessageBox>
-#include <QTimer>
 #include <QLineEdit>
+#include <QMessageBox>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QTimer>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <qcustomplot.h>
 
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/checkpoint_view.h"
@@ -36,6 +36,7 @@
 #include "../core/json_compare.h"
 #include "../core/run_outputs.h"
 #include "../core/run_process.h"
+#include "trainpanel_driver.h"
 
 using namespace ckpt;
 using ckpt::test::json;
@@ -45,36 +46,11 @@ namespace {
 
 using ckpt::test::kText;
 
-constexpr int kRunTimeoutMs = 240000;
-
-using ckpt::test::weightBytes;
+using ckpt::test::Finished;
+using ckpt::test::kRunTimeoutMs;
 using ckpt::test::metricsLines;
-
-struct Finished {
-  QString outputDir, lastCheckpoint;
-  bool stopped = false;
-};
-
-// Waits for runFinished (or runFailed, which fails the test with its message).
-bool waitForRun(TrainPanel& panel, Finished* result, QString* failure) {
-  QSignalSpy done(&panel, &TrainPanel::runFinished);
-  QSignalSpy failed(&panel, &TrainPanel::runFailed);
-  QElapsedTimer t;
-  t.start();
-  while (done.isEmpty() && failed.isEmpty() && t.elapsed() < kRunTimeoutMs) QTest::qWait(20);
-  if (!failed.isEmpty()) {
-    *failure = failed.front().front().toString();
-    return false;
-  }
-  if (done.isEmpty()) {
-    *failure = QStringLiteral("timed out");
-    return false;
-  }
-  result->outputDir = done.front().at(0).toString();
-  result->lastCheckpoint = done.front().at(1).toString();
-  result->stopped = done.front().at(2).toBool();
-  return true;
-}
+using ckpt::test::waitForRun;
+using ckpt::test::weightBytes;
 
 }  // namespace
 
@@ -88,22 +64,7 @@ class TestTrainPanel : public QObject {
 
   // tst_trainer's tiny config, typed into the form.
   void fillTiny(TrainPanel& panel, const QString& out, int steps) const {
-    ConfigForm* f = panel.form();
-    f->resetToDefaults();
-    const QVariantMap values{{"vocab_size", 256},      {"d_model", 32},       {"n_layers", 2},
-                             {"n_heads", 4},           {"ffn_hidden_size", 80}, {"max_seq_len", 32},
-                             {"run_name", "tiny"},     {"batch_size", 4},     {"micro_batch_size", 2},
-                             {"seq_len", 16},          {"learning_rate", "0.003"}, {"warmup_steps", 2},
-                             {"eval_every", 2},        {"eval_batches", 2},   {"save_every", 2},
-                             {"log_every", 1},         {"seed", 7},           {"mixed_precision", "fp32"},
-                             {"max_steps", steps},     {"val_fraction", "0.1"}};
-    f->setValues(values);
-    panel.setMode(TrainPanel::Mode::NewRun);
-    panel.dataPathEdit()->setText(m_data);
-    panel.tokenizerBox()->setCurrentText(QStringLiteral("bytes"));
-    panel.outputDirEdit()->setText(out);
-    panel.deviceBox()->setCurrentIndex(panel.deviceBox()->findData(QStringLiteral("cpu")));
-    panel.threadsBox()->setValue(2);
+    ckpt::test::fillTiny(panel, m_data, out, steps);
   }
 
   bool runNew(TrainPanel& panel, const QString& out, int steps, Finished* r, QString* failure) {
@@ -138,7 +99,8 @@ class TestTrainPanel : public QObject {
     QCOMPARE(r.exitCode, 0);
     QVERIFY2(!r.out.contains("libtorch") && !r.out.contains("libc10"), r.out.constData());
     // The plugin does: it is where LibTorch comes in.
-    const auto p = ckpt::test::runProcess(QStringLiteral("ldd"), {QStringLiteral(CKPT_TRAIN_BACKEND_PATH)});
+    const auto p =
+        ckpt::test::runProcess(QStringLiteral("ldd"), {QStringLiteral(CKPT_TRAIN_BACKEND_PATH)});
     QVERIFY2(p.out.contains("libtorch"), p.out.constData());
   }
 
@@ -165,7 +127,8 @@ class TestTrainPanel : public QObject {
     QVERIFY2(trainBackend().backend, qPrintable(trainBackend().error));
     const QString summary = panel.deviceSummary();
     QVERIFY2(summary.startsWith("LibTorch ") && summary.contains("CUDA"), qPrintable(summary));
-    QVERIFY2(panel.deviceBox()->itemText(0).startsWith("auto: "), qPrintable(panel.deviceBox()->itemText(0)));
+    QVERIFY2(panel.deviceBox()->itemText(0).startsWith("auto: "),
+             qPrintable(panel.deviceBox()->itemText(0)));
   }
 
   void newRunFromTheForm() {
@@ -185,7 +148,8 @@ class TestTrainPanel : public QObject {
     QCOMPARE(r.lastCheckpoint, out + "/tiny_final.pt");
     QStringList files;
     for (const auto& args : written) files << QFileInfo(args.front().toString()).fileName();
-    QVERIFY2(files.contains("tiny_step2.pt") && files.contains("tiny_step4.pt") && files.contains("tiny_final.pt"),
+    QVERIFY2(files.contains("tiny_step2.pt") && files.contains("tiny_step4.pt") &&
+                 files.contains("tiny_final.pt"),
              qPrintable(files.join(' ')));
     for (const char* f : {"tiny_step2.pt", "tiny_step4.pt", "tiny_final.pt", "best_checkpoint.pt"})
       QVERIFY2(QFileInfo::exists(out + "/" + f), f);
@@ -197,8 +161,9 @@ class TestTrainPanel : public QObject {
     // ...and by torch.load.
     const auto py = ckpt::test::runProcess(
         QStringLiteral(CKPT_TORCH_PYTHON),
-        {"-c", "import sys, torch; c = torch.load(sys.argv[1], map_location='cpu'); "
-               "assert c['step'] == 6, c['step']; print(len(c['model_state']))",
+        {"-c",
+         "import sys, torch; c = torch.load(sys.argv[1], map_location='cpu'); "
+         "assert c['step'] == 6, c['step']; print(len(c['model_state']))",
          out + "/tiny_final.pt"});
     QVERIFY2(py.exitCode == 0, py.err.constData());
     // What the panel showed matches what the run wrote.
@@ -252,8 +217,9 @@ class TestTrainPanel : public QObject {
     QVERIFY2(stoppedAt >= 3 && stoppedAt < steps, qPrintable(stopCkpt));
     QVERIFY(QFileInfo::exists(stopCkpt));
     QVERIFY(!QFileInfo::exists(dir("stopped/tiny_final.pt")));
-    QVERIFY2(panel.statusText().contains("Stopped at step") && panel.statusText().contains(stopCkpt),
-             qPrintable(panel.statusText()));
+    QVERIFY2(
+        panel.statusText().contains("Stopped at step") && panel.statusText().contains(stopCkpt),
+        qPrintable(panel.statusText()));
     QCOMPARE(panel.resumeCheckpointEdit()->text(), stopCkpt);
 
     // Resume: one call, as a click on the checkpoint would do.
@@ -265,10 +231,13 @@ class TestTrainPanel : public QObject {
     QCOMPARE(panel.jobInfo().startStep, int64_t(stoppedAt));
     QCOMPARE(resumed.lastCheckpoint, dir("stopped/tiny_final.pt"));
     // Bit-exact: the same losses at every step and the same final weights.
-    const auto a = metricsLines(dir("straight").toStdString()), b = metricsLines(dir("stopped").toStdString());
+    const auto a = metricsLines(dir("straight").toStdString()),
+               b = metricsLines(dir("stopped").toStdString());
     QCOMPARE(b.size(), a.size());
-    for (size_t i = 0; i < a.size(); ++i) QCOMPARE(b[i]["loss"].get<double>(), a[i]["loss"].get<double>());
-    QVERIFY(weightBytes(straight.lastCheckpoint.toStdString()) == weightBytes(resumed.lastCheckpoint.toStdString()));
+    for (size_t i = 0; i < a.size(); ++i)
+      QCOMPARE(b[i]["loss"].get<double>(), a[i]["loss"].get<double>());
+    QVERIFY(weightBytes(straight.lastCheckpoint.toStdString()) ==
+            weightBytes(resumed.lastCheckpoint.toStdString()));
     // The resumed run's curve starts with its history: one curve, every step once.
     QCPGraph* loss = panel.curves()->lossGraph();
     QCOMPARE(loss->dataCount(), steps);
@@ -304,7 +273,8 @@ class TestTrainPanel : public QObject {
       const std::optional<int64_t> step = CheckpointView(*c).step();
       if (step && *step > 2) later << f.fileName();
     }
-    QVERIFY2(later.contains("tiny_step4.pt") && later.contains("tiny_final.pt"), qPrintable(later.join(' ')));
+    QVERIFY2(later.contains("tiny_step4.pt") && later.contains("tiny_final.pt"),
+             qPrintable(later.join(' ')));
 
     panel.prepareResume(middle);
     QCOMPARE(panel.mode(), TrainPanel::Mode::Resume);
@@ -333,7 +303,8 @@ class TestTrainPanel : public QObject {
     answer("Cancel", &shown);
     QTest::mouseClick(panel.startButton(), Qt::LeftButton);
     QVERIFY(!panel.isRunning());
-    for (const QString& f : later) QVERIFY2(shown.contains(f), qPrintable(f + " not named in: " + shown));
+    for (const QString& f : later)
+      QVERIFY2(shown.contains(f), qPrintable(f + " not named in: " + shown));
     QVERIFY2(!shown.contains("tiny_step2.pt,"), qPrintable(shown));
     QVERIFY2(panel.statusText().contains("nothing was moved"), qPrintable(panel.statusText()));
     for (const auto& [name, hash] : before) {
@@ -416,7 +387,11 @@ class TestTrainPanel : public QObject {
     QVERIFY2(runNew(panel, exp + "/tiny", 6, &r, &failure), qPrintable(failure));
     CheckpointListModel* model = w.checkpointModel();
     QTRY_VERIFY_WITH_TIMEOUT(model->indexOfPath(r.lastCheckpoint).isValid(), 30000);
-    QTRY_COMPARE_WITH_TIMEOUT(QFileInfo(w.checkpointView()->currentIndex().data(int(CheckpointListModel::Role::Path)).toString()).fileName(),
+    QTRY_COMPARE_WITH_TIMEOUT(QFileInfo(w.checkpointView()
+                                            ->currentIndex()
+                                            .data(int(CheckpointListModel::Role::Path))
+                                            .toString())
+                                  .fileName(),
                               QFileInfo(r.lastCheckpoint).fileName(), 30000);
     QCOMPARE(w.selectedCheckpoints(), QStringList{r.lastCheckpoint});
 
@@ -455,16 +430,46 @@ class TestTrainPanel : public QObject {
     QTest::addColumn<QString>("value");
     QTest::addColumn<QString>("message");
     QTest::addColumn<QString>("marked");
-    QTest::newRow("ffn too small") << "ffn_hidden_size" << "32" << "ffn_hidden_size (32) must exceed d_model (32)" << "ffn_hidden_size";
-    QTest::newRow("heads") << "n_heads" << "3" << "d_model (32) must be divisible by n_heads (3)" << "d_model";
-    QTest::newRow("odd head_dim") << "n_heads" << "32" << "head_dim (1 = d_model / n_heads) must be even" << "n_heads";
-    QTest::newRow("lr not a number") << "learning_rate" << "fast" << "learning_rate: expected a number, got 'fast'" << "learning_rate";
-    QTest::newRow("dropout") << "dropout" << "1.5" << "dropout (1.5) must be in [0, 1)" << "dropout";
-    QTest::newRow("batch") << "batch_size" << "5" << "batch_size: (5) must be a multiple of micro_batch_size (2)" << "batch_size";
-    QTest::newRow("gqa") << "gqa_groups" << "3" << "gqa_groups (3) must divide n_heads (4)" << "gqa_groups";
-    QTest::newRow("seq_len") << "seq_len" << "64" << "seq_len (64) must not exceed max_seq_len (32)" << "seq_len";
-    QTest::newRow("run_name") << "run_name" << "a/b" << "run_name: must be a non-empty name without '/'" << "run_name";
-    QTest::newRow("moe") << "use_moe" << "true" << "use_moe: MoE layers cannot be trained" << "use_moe";
+    QTest::newRow("ffn too small") << "ffn_hidden_size"
+                                   << "32"
+                                   << "ffn_hidden_size (32) must exceed d_model (32)"
+                                   << "ffn_hidden_size";
+    QTest::newRow("heads") << "n_heads"
+                           << "3"
+                           << "d_model (32) must be divisible by n_heads (3)"
+                           << "d_model";
+    QTest::newRow("odd head_dim") << "n_heads"
+                                  << "32"
+                                  << "head_dim (1 = d_model / n_heads) must be even"
+                                  << "n_heads";
+    QTest::newRow("lr not a number") << "learning_rate"
+                                     << "fast"
+                                     << "learning_rate: expected a number, got 'fast'"
+                                     << "learning_rate";
+    QTest::newRow("dropout") << "dropout"
+                             << "1.5"
+                             << "dropout (1.5) must be in [0, 1)"
+                             << "dropout";
+    QTest::newRow("batch") << "batch_size"
+                           << "5"
+                           << "batch_size: (5) must be a multiple of micro_batch_size (2)"
+                           << "batch_size";
+    QTest::newRow("gqa") << "gqa_groups"
+                         << "3"
+                         << "gqa_groups (3) must divide n_heads (4)"
+                         << "gqa_groups";
+    QTest::newRow("seq_len") << "seq_len"
+                             << "64"
+                             << "seq_len (64) must not exceed max_seq_len (32)"
+                             << "seq_len";
+    QTest::newRow("run_name") << "run_name"
+                              << "a/b"
+                              << "run_name: must be a non-empty name without '/'"
+                              << "run_name";
+    QTest::newRow("moe") << "use_moe"
+                         << "true"
+                         << "use_moe: MoE layers cannot be trained"
+                         << "use_moe";
   }
   void badConfigNamesTheField() {
     QFETCH(QString, key);
@@ -609,7 +614,8 @@ class TestTrainPanel : public QObject {
     TrainPanel panel;
     fillTiny(panel, dir("never"), 3);
     panel.dataPathEdit()->setText(dir("no/such/corpus.txt"));
-    QVERIFY2(panel.validationError().startsWith("path: ") && panel.validationError().contains("does not exist"),
+    QVERIFY2(panel.validationError().startsWith("path: ") &&
+                 panel.validationError().contains("does not exist"),
              qPrintable(panel.validationError()));
     QVERIFY(!panel.dataPathEdit()->styleSheet().isEmpty());
   }
@@ -617,9 +623,12 @@ class TestTrainPanel : public QObject {
   void runtimeErrorsAreMessages_data() {
     QTest::addColumn<QString>("what");
     QTest::addColumn<QString>("message");
-    QTest::newRow("NaN loss") << "nan" << "the loss is";
-    QTest::newRow("unwritable output") << "unwritable" << "corpus.txt";
-    QTest::newRow("data too short") << "short" << "fewer than one window";
+    QTest::newRow("NaN loss") << "nan"
+                              << "the loss is";
+    QTest::newRow("unwritable output") << "unwritable"
+                                       << "corpus.txt";
+    QTest::newRow("data too short") << "short"
+                                    << "fewer than one window";
   }
   void runtimeErrorsAreMessages() {
     QFETCH(QString, what);
@@ -627,7 +636,8 @@ class TestTrainPanel : public QObject {
     TrainPanel panel;
     fillTiny(panel, dir("bad-" + what), 3);
     if (what == "nan") {
-      panel.form()->setValues({{"learning_rate", "1e30"}, {"max_steps", 50}, {"max_grad_norm", "0"}});
+      panel.form()->setValues(
+          {{"learning_rate", "1e30"}, {"max_steps", 50}, {"max_grad_norm", "0"}});
     } else if (what == "unwritable") {
       panel.outputDirEdit()->setText(m_data + "/out");  // below a regular file
     } else if (what == "short") {
@@ -650,7 +660,8 @@ class TestTrainPanel : public QObject {
     const QString out = panel.outputDirEdit()->text();
     const bool leftFiles = !ckpt::existingRunFiles(out.toStdString(), "tiny").empty();
     QCOMPARE(panel.startButton()->isEnabled(), !leftFiles);
-    if (leftFiles) QVERIFY2(panel.validationError().contains("resume"), qPrintable(panel.validationError()));
+    if (leftFiles)
+      QVERIFY2(panel.validationError().contains("resume"), qPrintable(panel.validationError()));
   }
 
   void closingMidRunStopsWithACheckpoint() {
@@ -671,6 +682,7 @@ class TestTrainPanel : public QObject {
       fillTiny(panel, dir("remembered"), 17);
       panel.form()->setValue("d_model", 48);
       panel.form()->setValue("lr_schedule", "cosine");
+      panel.processesBox()->setValue(3);
       panel.saveSettings();
     }
     TrainPanel again;
@@ -682,6 +694,7 @@ class TestTrainPanel : public QObject {
     QCOMPARE(again.outputDirEdit()->text(), dir("remembered"));
     QCOMPARE(again.deviceBox()->currentData().toString(), QStringLiteral("cpu"));
     QCOMPARE(again.threadsBox()->value(), 2);
+    QCOMPARE(again.processesBox()->value(), 3);
   }
 };
 

@@ -3,8 +3,8 @@
 // LibTorch (0.4 s and 160 MB at start-up); training lives in a plugin,
 // ckptscope-train-backend (ui/training/backend), loaded on first use of the
 // Train panel (trainbackendloader.h). This header is all the two share: no
-// Qt, no LibTorch. The value types (StepReport, RunResult, FinetuneOptions,
-// RunConfig) are the trainer's own plain structs, so nothing is copied field
+// Qt, no LibTorch. The value types (StepReport, RunResult, TrainJobInfo,
+// FinetuneOptions, RunConfig) are the trainer's own plain structs, so nothing is copied field
 // by field on either side.
 //
 // Errors: every call may throw a std::exception whose what() is a message
@@ -12,41 +12,52 @@
 // same project with the same compiler, so exceptions and std types cross.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "ckpt/train/run_config.h"
-#include "ckpt/train/trainer.h"  // StepReport, RunResult, FinetuneOptions: declarations only
+#include "ckpt/train/trainer.h"  // StepReport, RunResult, TrainJobInfo, FinetuneOptions: declarations only
 
 namespace ckpt {
 
 // Bumped whenever this header changes: the loader refuses a plugin built
 // against another version instead of crashing in it.
-inline constexpr int kTrainBackendAbiVersion = 2;  // 2: ResumeOptions::inPlace, FinetuneOptions::overwrite
+// 2: ResumeOptions::inPlace, FinetuneOptions::overwrite; 3: JobEvents, Processes.
+inline constexpr int kTrainBackendAbiVersion = 3;
 
-// What a prepared job will do, known before its first step.
-struct TrainJobInfo {
-  std::string runName;
-  std::string stage;
-  std::string outputDir;
-  std::string device;  // "cpu", "cuda:0"
-  int64_t startStep = 0;
-  int64_t maxSteps = 0;
-  int64_t tokensPerStep = 0;  // batch_size x seq_len
-  std::string notes;          // the trainer's "what you should know" (a fresh optimizer, ...)
-  std::string configJson;     // RunConfig::toJson() of the resolved run, for the log
+// What a job says besides its steps, on the thread that runs it.
+struct JobEvents {
+  // The job is prepared: once in this process; once per rank of several
+  // processes (in any order; rank 0's carries the run's values).
+  std::function<void(const TrainJobInfo&)> prepared;
+  // A line the ranks of several processes print, "[rankN]: " in front.
+  std::function<void(const std::string&)> log;
+  // Asked about every 100 ms while the ranks of several processes run,
+  // between steps too (a stop before the first step): true stops them all.
+  std::function<bool()> stopRequested;
 };
 
 // One training run: a new run, a resume or a fine-tune, ready to go.
 class TrainJob {
  public:
   virtual ~TrainJob() = default;
-  [[nodiscard]] virtual TrainJobInfo info() const = 0;
   // Runs to the end on the calling thread. `progress` is called after every
-  // step; returning false stops after that step with a resumable checkpoint
-  // (RunOutcome::Stopped). Throws on bad data, a NaN loss, a full disk.
-  virtual RunResult run(const ProgressCallback& progress) = 0;
+  // step (rank 0's); returning false stops after that step with a resumable
+  // checkpoint (RunOutcome::Stopped). Throws on bad data, a NaN loss, a full
+  // disk, a rank that fails (the message names it).
+  virtual RunResult run(const ProgressCallback& progress, const JobEvents& events) = 0;
+};
+
+// Data-parallel ranks on this machine, started as `ckptscope-cli train
+// --nproc N` starts them (runLocalRanks, ckpt/train/launch.h): one process
+// of `program` (ckptscope-train) per rank, Gloo on the CPU, NCCL with one GPU
+// each.
+struct Processes {
+  int count = 1;        // 1: the job runs in this process, no program
+  std::string program;  // ckptscope-train
+  int cpuThreads = 0;   // OMP_NUM_THREADS of each rank; 0: one thread each (torchrun's default)
 };
 
 struct ResumeOptions {
@@ -74,11 +85,15 @@ class TrainBackend {
   [[nodiscard]] virtual TrainDevices devices() const = 0;
   // LibTorch's intra-op threads for the jobs that follow; n <= 0: LibTorch's default.
   virtual void setCpuThreads(int n) = 0;
-  // Each prepares a job (reads the data, builds or loads the model) and
-  // throws what is wrong with the request.
-  virtual std::unique_ptr<TrainJob> newRun(const RunConfig& config) = 0;
-  virtual std::unique_ptr<TrainJob> resume(const ResumeOptions& options) = 0;
-  virtual std::unique_ptr<TrainJob> finetune(const std::string& checkpoint, const FinetuneOptions& options) = 0;
+  // Each prepares a job and throws what is wrong with the request. In this
+  // process (processes.count 1) it reads the data and builds or loads the
+  // model now; the ranks of several processes do that when the job runs.
+  virtual std::unique_ptr<TrainJob> newRun(const RunConfig& config, const Processes& processes) = 0;
+  virtual std::unique_ptr<TrainJob> resume(const ResumeOptions& options,
+                                           const Processes& processes) = 0;
+  virtual std::unique_ptr<TrainJob> finetune(const std::string& checkpoint,
+                                             const FinetuneOptions& options,
+                                             const Processes& processes) = 0;
 };
 
 }  // namespace ckpt

@@ -20,15 +20,30 @@ const char* kEnvVar = "CKPTSCOPE_TRAIN_BACKEND";
 
 }  // namespace
 
-bool trainBackendBuilt() { return CKPT_TRAIN_BACKEND_BUILT != 0; }
+bool trainBackendBuilt() {
+  return CKPT_TRAIN_BACKEND_BUILT != 0;
+}
 
 QStringList trainBackendCandidates() {
   const QString env = qEnvironmentVariable(kEnvVar);
   if (!env.isEmpty()) return {env};  // an explicit choice is not second-guessed
   const QString exeDir = QCoreApplication::applicationDirPath();
-  return {QDir(exeDir).filePath(kFileName), QDir(exeDir).filePath(QStringLiteral("../lib/ckptscope/") + kFileName),
+  return {QDir(exeDir).filePath(kFileName),
+          QDir(exeDir).filePath(QStringLiteral("../lib/ckptscope/") + kFileName),
           QDir(exeDir).filePath(QStringLiteral("../lib/x86_64-linux-gnu/ckptscope/") + kFileName),
           QDir(exeDir).filePath(QStringLiteral("../lib64/ckptscope/") + kFileName)};
+}
+
+QString trainProgram() {
+  const QString env = qEnvironmentVariable("CKPTSCOPE_TRAIN_PROGRAM");
+  if (!env.isEmpty()) return env;
+  const QDir exeDir(QCoreApplication::applicationDirPath());
+  for (const QString& candidate : {exeDir.filePath(QStringLiteral("ckptscope-train")),
+                                   exeDir.filePath(QStringLiteral("../ckptscope-train"))}) {
+    const QFileInfo f(candidate);
+    if (f.isFile() && f.isExecutable()) return f.canonicalFilePath();
+  }
+  return {};
 }
 
 TrainBackendLoad loadTrainBackendFrom(const QString& file) {
@@ -52,9 +67,11 @@ TrainBackendLoad loadTrainBackendFrom(const QString& file) {
     r.error = QStringLiteral("cannot load %1: %2").arg(r.path, lib.errorString());
     return r;
   }
-  const auto create = reinterpret_cast<CkptCreateTrainBackendFn>(lib.resolve(CKPT_TRAIN_BACKEND_FACTORY));
+  const auto create =
+      reinterpret_cast<CkptCreateTrainBackendFn>(lib.resolve(CKPT_TRAIN_BACKEND_FACTORY));
   if (!create) {
-    r.error = QStringLiteral("%1 is not a CkptScope training plugin (no %2)").arg(r.path, CKPT_TRAIN_BACKEND_FACTORY);
+    r.error = QStringLiteral("%1 is not a CkptScope training plugin (no %2)")
+                  .arg(r.path, CKPT_TRAIN_BACKEND_FACTORY);
     return r;
   }
   r.backend = create(kTrainBackendAbiVersion);
@@ -81,8 +98,9 @@ const TrainBackendLoad& trainBackend() {
   loaded.error = trainBackendBuilt()
                      ? QStringLiteral("The training plugin (%1) was not found. Looked in:\n  %2")
                            .arg(QLatin1String(kFileName), candidates.join(QStringLiteral("\n  ")))
-                     : QStringLiteral("No training in this build: CkptScope was built without LibTorch "
-                                      "(CKPT_WITH_TORCH=OFF), so there is no %1.")
+                     : QStringLiteral(
+                           "No training in this build: CkptScope was built without LibTorch "
+                           "(CKPT_WITH_TORCH=OFF), so there is no %1.")
                            .arg(QLatin1String(kFileName));
   return loaded;
 }

@@ -29,6 +29,12 @@ TrainBackendLoad loadTrainBackendFrom(const QString& file);
 // The files trainBackend() tries, in order.
 QStringList trainBackendCandidates();
 
+// ckptscope-train, which the plugin starts once per rank when a job has
+// several processes: $CKPTSCOPE_TRAIN_PROGRAM, else beside the executable
+// (an install: both in bin/), else one folder up (the build tree:
+// app/gui/ckptscope, app/ckptscope-train). "" when none is there.
+QString trainProgram();
+
 // Whether this build made the plugin at all (CKPT_WITH_TORCH).
 bool trainBackendBuilt();
 

@@ -49,14 +49,22 @@ const char* kSettingsGroup = "training";
 QString duration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return QStringLiteral("–");
   const qint64 s = qint64(seconds + 0.5);
-  if (s >= 3600) return QStringLiteral("%1:%2:%3").arg(s / 3600).arg((s / 60) % 60, 2, 10, QLatin1Char('0')).arg(s % 60, 2, 10, QLatin1Char('0'));
+  if (s >= 3600)
+    return QStringLiteral("%1:%2:%3")
+        .arg(s / 3600)
+        .arg((s / 60) % 60, 2, 10, QLatin1Char('0'))
+        .arg(s % 60, 2, 10, QLatin1Char('0'));
   return QStringLiteral("%1:%2").arg(s / 60).arg(s % 60, 2, 10, QLatin1Char('0'));
 }
 
-QString number(double v) { return QLocale::c().toString(v, 'g', 5); }
+QString number(double v) {
+  return QLocale::c().toString(v, 'g', 5);
+}
 
 QString defaultOutputDir(const QString& runName) {
-  return QDir(QDir::homePath()).filePath(QStringLiteral("ckptscope-runs/") + (runName.isEmpty() ? QStringLiteral("run") : runName));
+  return QDir(QDir::homePath())
+      .filePath(QStringLiteral("ckptscope-runs/") +
+                (runName.isEmpty() ? QStringLiteral("run") : runName));
 }
 
 // Why training must not start from `checkpoint`: its pickles name globals
@@ -135,8 +143,21 @@ TrainPanel::TrainPanel(QWidget* parent) : QWidget(parent) {
   m_threads = new QSpinBox(m_formArea);
   m_threads->setRange(0, 256);
   m_threads->setSpecialValueText(QStringLiteral("default"));
-  m_threads->setToolTip(QStringLiteral("LibTorch's intra-op threads for the CPU; default: one per core"));
+  m_threads->setToolTip(
+      QStringLiteral("LibTorch's intra-op threads for the CPU; default: one per core"));
   deviceRow->addWidget(m_threads);
+  // Data-parallel ranks, each a ckptscope-train process started as
+  // `ckptscope-cli train --nproc N` starts them (the plugin's RanksJob).
+  auto* processesLabel = new QLabel(tr("Processes"), m_formArea);
+  deviceRow->addWidget(processesLabel);
+  m_processes = new QSpinBox(m_formArea);
+  m_processes->setObjectName(QStringLiteral("processes"));
+  m_processes->setRange(1, 256);
+  m_processes->setValue(1);
+  m_processes->setToolTip(
+      tr("Data-parallel processes on this machine (checking for CUDA…); 1: in the app itself"));
+  processesLabel->setBuddy(m_processes);
+  deviceRow->addWidget(m_processes);
   left->addLayout(deviceRow);
   m_deviceNote = new QLabel(m_formArea);
   m_deviceNote->setWordWrap(true);
@@ -155,7 +176,8 @@ TrainPanel::TrainPanel(QWidget* parent) : QWidget(parent) {
   m_start->setDefault(true);
   m_stop = new QPushButton(QStringLiteral("Stop"), m_formArea);
   m_stop->setEnabled(false);
-  m_stop->setToolTip(QStringLiteral("Finish the step in flight, write a resumable checkpoint, stop"));
+  m_stop->setToolTip(
+      QStringLiteral("Finish the step in flight, write a resumable checkpoint, stop"));
   buttons->addStretch(1);
   buttons->addWidget(m_start);
   buttons->addWidget(m_stop);
@@ -172,13 +194,16 @@ TrainPanel::TrainPanel(QWidget* parent) : QWidget(parent) {
   connect(m_stop, &QPushButton::clicked, this, &TrainPanel::stop);
   connect(m_modes, &QTabWidget::currentChanged, this, &TrainPanel::revalidate);
   connect(m_device, &QComboBox::currentIndexChanged, this, &TrainPanel::revalidate);
+  connect(m_processes, &QSpinBox::valueChanged, this, &TrainPanel::revalidate);
   connect(m_form, &ConfigForm::edited, this, &TrainPanel::revalidate);
-  for (QLineEdit* e : {m_dataPath, m_outputDir, m_resumeCkpt, m_resumeData, m_ftCkpt, m_ftData, m_ftTokenizer, m_ftStage, m_ftLr, m_ftOut})
+  for (QLineEdit* e : {m_dataPath, m_outputDir, m_resumeCkpt, m_resumeData, m_ftCkpt, m_ftData,
+                       m_ftTokenizer, m_ftStage, m_ftLr, m_ftOut})
     connect(e, &QLineEdit::textChanged, this, &TrainPanel::revalidate);
   connect(m_tokenizer, &QComboBox::currentTextChanged, this, &TrainPanel::revalidate);
 
   connect(&m_runner, &TrainRunner::prepared, this, &TrainPanel::onPrepared);
   connect(&m_runner, &TrainRunner::progress, this, &TrainPanel::onProgress);
+  connect(&m_runner, &TrainRunner::logLine, this, &TrainPanel::appendLog);
   connect(&m_runner, &TrainRunner::finished, this, &TrainPanel::onFinished);
   connect(&m_runner, &TrainRunner::failed, this, &TrainPanel::onFailed);
   connect(&m_backendWatcher, &QFutureWatcher<void>::finished, this, &TrainPanel::onBackendLoaded);
@@ -214,21 +239,27 @@ QWidget* TrainPanel::buildNewRunPage() {
   f->setContentsMargins(0, 0, 0, 0);
   m_dataPath = new QLineEdit(dataBox);
   m_dataPath->setObjectName(QStringLiteral("path"));
-  m_dataPath->setPlaceholderText(QStringLiteral("text file, directory of text files, or .bin tokens"));
-  f->addRow(QStringLiteral("data"), pathRow(dataBox, m_dataPath,
-                                           [this] {
-                                             const QString p = QFileDialog::getOpenFileName(this, QStringLiteral("Training data"), m_dataPath->text());
-                                             if (!p.isEmpty()) m_dataPath->setText(p);
-                                           },
-                                           [this] {
-                                             const QString p = QFileDialog::getExistingDirectory(this, QStringLiteral("Training data"), m_dataPath->text());
-                                             if (!p.isEmpty()) m_dataPath->setText(p);
-                                           }));
+  m_dataPath->setPlaceholderText(
+      QStringLiteral("text file, directory of text files, or .bin tokens"));
+  f->addRow(QStringLiteral("data"),
+            pathRow(
+                dataBox, m_dataPath,
+                [this] {
+                  const QString p = QFileDialog::getOpenFileName(
+                      this, QStringLiteral("Training data"), m_dataPath->text());
+                  if (!p.isEmpty()) m_dataPath->setText(p);
+                },
+                [this] {
+                  const QString p = QFileDialog::getExistingDirectory(
+                      this, QStringLiteral("Training data"), m_dataPath->text());
+                  if (!p.isEmpty()) m_dataPath->setText(p);
+                }));
   m_tokenizer = new QComboBox(dataBox);
   m_tokenizer->setObjectName(QStringLiteral("tokenizer"));
   m_tokenizer->setEditable(true);
   m_tokenizer->addItem(QStringLiteral("bytes"));
-  m_tokenizer->setToolTip(QStringLiteral("bytes; a Hugging Face tokenizer.json; or a directory with GPT-2's vocab.json + merges.txt"));
+  m_tokenizer->setToolTip(QStringLiteral(
+      "bytes; a Hugging Face tokenizer.json; or a directory with GPT-2's vocab.json + merges.txt"));
   // The editable combo and choosers for a tokenizer.json or a vocabulary directory.
   {
     auto* row = new QWidget(dataBox);
@@ -239,13 +270,16 @@ QWidget* TrainPanel::buildNewRunPage() {
     auto* file = new QToolButton(row);
     file->setText(QStringLiteral("File…"));
     connect(file, &QToolButton::clicked, this, [this] {
-      const QString p = QFileDialog::getOpenFileName(this, QStringLiteral("tokenizer.json"), QString(), QStringLiteral("Tokenizer (*.json);;All files (*)"));
+      const QString p =
+          QFileDialog::getOpenFileName(this, QStringLiteral("tokenizer.json"), QString(),
+                                       QStringLiteral("Tokenizer (*.json);;All files (*)"));
       if (!p.isEmpty()) m_tokenizer->setCurrentText(p);
     });
     auto* dir = new QToolButton(row);
     dir->setText(QStringLiteral("Folder…"));
     connect(dir, &QToolButton::clicked, this, [this] {
-      const QString p = QFileDialog::getExistingDirectory(this, QStringLiteral("GPT-2 vocabulary directory"));
+      const QString p =
+          QFileDialog::getExistingDirectory(this, QStringLiteral("GPT-2 vocabulary directory"));
       if (!p.isEmpty()) m_tokenizer->setCurrentText(p);
     });
     h->addWidget(file);
@@ -255,11 +289,13 @@ QWidget* TrainPanel::buildNewRunPage() {
   m_outputDir = new QLineEdit(dataBox);
   m_outputDir->setObjectName(QStringLiteral("output_dir"));
   f->addRow(QStringLiteral("output_dir"), pathRow(dataBox, m_outputDir, [this] {
-              const QString p = QFileDialog::getExistingDirectory(this, QStringLiteral("Output directory"), m_outputDir->text());
+              const QString p = QFileDialog::getExistingDirectory(
+                  this, QStringLiteral("Output directory"), m_outputDir->text());
               if (!p.isEmpty()) m_outputDir->setText(p);
             }));
   connect(m_form, &ConfigForm::edited, this, [this] {
-    m_outputDir->setPlaceholderText(defaultOutputDir(m_form->value(QStringLiteral("run_name")).toString().trimmed()));
+    m_outputDir->setPlaceholderText(
+        defaultOutputDir(m_form->value(QStringLiteral("run_name")).toString().trimmed()));
   });
   m_form->addGroup(QStringLiteral("Data and output"), ConfigForm::fieldsOf(dataConfigSection()), 2,
                    dataBox);
@@ -276,18 +312,21 @@ QWidget* TrainPanel::buildNewRunPage() {
 QWidget* TrainPanel::buildResumePage() {
   auto* page = new QWidget;
   auto* f = new QFormLayout(page);
-  auto* intro = new QLabel(tr("Continues the run that wrote the checkpoint from its step: the same optimizer state, "
-                              "schedule, data position and random state, so the result is what an uninterrupted run "
-                              "gives. From the run's newest checkpoint it continues in the run's directory; from an "
-                              "older one it continues as a new run next to it, and the run's later checkpoints stay "
-                              "as they are."),
-                           page);
+  auto* intro = new QLabel(
+      tr("Continues the run that wrote the checkpoint from its step: the same optimizer state, "
+         "schedule, data position and random state, so the result is what an uninterrupted run "
+         "gives. From the run's newest checkpoint it continues in the run's directory; from an "
+         "older one it continues as a new run next to it, and the run's later checkpoints stay "
+         "as they are."),
+      page);
   intro->setWordWrap(true);
   f->addRow(intro);
   m_resumeCkpt = new QLineEdit(page);
   m_resumeCkpt->setObjectName(QStringLiteral("checkpoint"));
   f->addRow(QStringLiteral("checkpoint"), pathRow(page, m_resumeCkpt, [this] {
-              const QString p = QFileDialog::getOpenFileName(this, QStringLiteral("Checkpoint"), m_resumeCkpt->text(), QStringLiteral("Checkpoints (*.pt *.pth *.bin);;All files (*)"));
+              const QString p = QFileDialog::getOpenFileName(
+                  this, QStringLiteral("Checkpoint"), m_resumeCkpt->text(),
+                  QStringLiteral("Checkpoints (*.pt *.pth *.bin);;All files (*)"));
               if (!p.isEmpty()) m_resumeCkpt->setText(p);
             }));
   m_resumeMaxSteps = new QSpinBox(page);
@@ -297,7 +336,8 @@ QWidget* TrainPanel::buildResumePage() {
   m_resumeData = new QLineEdit(page);
   m_resumeData->setPlaceholderText(QStringLiteral("the data the run recorded"));
   f->addRow(QStringLiteral("data"), pathRow(page, m_resumeData, [this] {
-              const QString p = QFileDialog::getOpenFileName(this, QStringLiteral("Training data"), m_resumeData->text());
+              const QString p = QFileDialog::getOpenFileName(this, QStringLiteral("Training data"),
+                                                             m_resumeData->text());
               if (!p.isEmpty()) m_resumeData->setText(p);
             }));
   m_resumeInPlace = new QCheckBox(tr("in place (later checkpoints to .trash/)"), page);
@@ -321,30 +361,38 @@ QWidget* TrainPanel::buildResumePage() {
 QWidget* TrainPanel::buildFinetunePage() {
   auto* page = new QWidget;
   auto* f = new QFormLayout(page);
-  auto* intro = new QLabel(QStringLiteral("Starts a new stage from the checkpoint's weights: a fresh optimizer, a cosine "
-                                          "schedule without warmup, step 0, its own directory. The checkpoint is "
-                                          "recorded as the parent of every checkpoint the stage writes."),
-                           page);
+  auto* intro = new QLabel(
+      QStringLiteral(
+          "Starts a new stage from the checkpoint's weights: a fresh optimizer, a cosine "
+          "schedule without warmup, step 0, its own directory. The checkpoint is "
+          "recorded as the parent of every checkpoint the stage writes."),
+      page);
   intro->setWordWrap(true);
   f->addRow(intro);
   m_ftCkpt = new QLineEdit(page);
   m_ftCkpt->setObjectName(QStringLiteral("checkpoint"));
   f->addRow(QStringLiteral("checkpoint"), pathRow(page, m_ftCkpt, [this] {
-              const QString p = QFileDialog::getOpenFileName(this, QStringLiteral("Checkpoint"), m_ftCkpt->text(), QStringLiteral("Checkpoints (*.pt *.pth *.bin);;All files (*)"));
+              const QString p = QFileDialog::getOpenFileName(
+                  this, QStringLiteral("Checkpoint"), m_ftCkpt->text(),
+                  QStringLiteral("Checkpoints (*.pt *.pth *.bin);;All files (*)"));
               if (!p.isEmpty()) m_ftCkpt->setText(p);
             }));
   m_ftData = new QLineEdit(page);
   m_ftData->setObjectName(QStringLiteral("path"));
   m_ftData->setPlaceholderText(QStringLiteral("fine-tuning text or .bin tokens"));
-  f->addRow(QStringLiteral("data"), pathRow(page, m_ftData,
-                                           [this] {
-                                             const QString p = QFileDialog::getOpenFileName(this, QStringLiteral("Fine-tuning data"), m_ftData->text());
-                                             if (!p.isEmpty()) m_ftData->setText(p);
-                                           },
-                                           [this] {
-                                             const QString p = QFileDialog::getExistingDirectory(this, QStringLiteral("Fine-tuning data"), m_ftData->text());
-                                             if (!p.isEmpty()) m_ftData->setText(p);
-                                           }));
+  f->addRow(QStringLiteral("data"),
+            pathRow(
+                page, m_ftData,
+                [this] {
+                  const QString p = QFileDialog::getOpenFileName(
+                      this, QStringLiteral("Fine-tuning data"), m_ftData->text());
+                  if (!p.isEmpty()) m_ftData->setText(p);
+                },
+                [this] {
+                  const QString p = QFileDialog::getExistingDirectory(
+                      this, QStringLiteral("Fine-tuning data"), m_ftData->text());
+                  if (!p.isEmpty()) m_ftData->setText(p);
+                }));
   m_ftTokenizer = new QLineEdit(page);
   m_ftTokenizer->setPlaceholderText(QStringLiteral("the checkpoint's"));
   f->addRow(QStringLiteral("tokenizer"), m_ftTokenizer);
@@ -363,7 +411,8 @@ QWidget* TrainPanel::buildFinetunePage() {
   m_ftOut->setObjectName(QStringLiteral("output_dir"));
   m_ftOut->setPlaceholderText(QStringLiteral("<directory above the checkpoint's>/<run>-<stage>"));
   f->addRow(QStringLiteral("output_dir"), pathRow(page, m_ftOut, [this] {
-              const QString p = QFileDialog::getExistingDirectory(this, QStringLiteral("Output directory"), m_ftOut->text());
+              const QString p = QFileDialog::getExistingDirectory(
+                  this, QStringLiteral("Output directory"), m_ftOut->text());
               if (!p.isEmpty()) m_ftOut->setText(p);
             }));
   return page;
@@ -403,6 +452,7 @@ QWidget* TrainPanel::buildRunView() {
   m_speedLabel = cell(1, 0, QStringLiteral("tokens/s"));
   m_etaLabel = cell(1, 1, QStringLiteral("ETA"));
   m_deviceLabel = cell(1, 2, QStringLiteral("device"));
+  m_deviceLabel->setObjectName(QStringLiteral("rankDevices"));
   grid->setColumnStretch(5, 1);
   v->addLayout(grid);
 
@@ -493,7 +543,9 @@ QString TrainPanel::deviceSummary() const {
                   .arg(QString::fromStdString(d.torchVersion))
                   .arg(d.cpuThreads)
                   .arg(d.cpuThreads == 1 ? "" : "s");
-  s += d.cudaAvailable ? QStringLiteral("CUDA available (%1 GPU%2)").arg(d.cudaDeviceCount).arg(d.cudaDeviceCount == 1 ? "" : "s")
+  s += d.cudaAvailable ? QStringLiteral("CUDA available (%1 GPU%2)")
+                             .arg(d.cudaDeviceCount)
+                             .arg(d.cudaDeviceCount == 1 ? "" : "s")
                        : QStringLiteral("CUDA not available");
   return s;
 }
@@ -505,12 +557,16 @@ void TrainPanel::onBackendLoaded() {
   if (b.backend) {
     m_devices = b.backend->devices();
     const TrainDevices& d = *m_devices;
-    m_device->setItemText(0, d.cudaAvailable ? QStringLiteral("auto: CUDA (%1 GPU%2)").arg(d.cudaDeviceCount).arg(d.cudaDeviceCount == 1 ? "" : "s")
+    m_device->setItemText(0, d.cudaAvailable ? QStringLiteral("auto: CUDA (%1 GPU%2)")
+                                                   .arg(d.cudaDeviceCount)
+                                                   .arg(d.cudaDeviceCount == 1 ? "" : "s")
                                              : QStringLiteral("auto: CPU (CUDA not available)"));
-    m_device->setItemText(2, d.cudaAvailable ? QStringLiteral("cuda") : QStringLiteral("cuda (not available)"));
+    m_device->setItemText(
+        2, d.cudaAvailable ? QStringLiteral("cuda") : QStringLiteral("cuda (not available)"));
     if (model) model->item(2)->setEnabled(d.cudaAvailable);
     if (!d.cudaAvailable && m_device->currentIndex() == 2) m_device->setCurrentIndex(0);
     m_deviceNote->setText(deviceSummary());
+    describeProcesses(d);
   } else {
     m_device->setItemText(0, QStringLiteral("auto"));
     m_deviceNote->setText(QString());
@@ -530,15 +586,36 @@ void TrainPanel::onBackendLoaded() {
   emit backendLoaded();
 }
 
-TrainPanel::Mode TrainPanel::mode() const { return Mode(m_modes->currentIndex()); }
-void TrainPanel::setMode(Mode mode) { m_modes->setCurrentIndex(int(mode)); }
+void TrainPanel::describeProcesses(const TrainDevices& d) {
+  if (d.cudaAvailable) {
+    m_processes->setToolTip(
+        tr("%n GPU(s) visible: one process per GPU (cuda:0, cuda:1, …), NCCL between them; "
+           "with the cpu device, CPU processes with Gloo between them. 1: in the app itself.",
+           nullptr, d.cudaDeviceCount));
+    if (!m_processesChosen) m_processes->setValue(std::max(1, d.cudaDeviceCount));
+  } else {
+    m_processes->setToolTip(
+        tr("CUDA not available: CPU processes, Gloo between them, each taking its share of "
+           "every batch with the CPU threads above (default: one each). 1: in the app itself."));
+  }
+}
 
-QString TrainPanel::deviceChoice() const { return m_device->currentData().toString(); }
+TrainPanel::Mode TrainPanel::mode() const {
+  return Mode(m_modes->currentIndex());
+}
+void TrainPanel::setMode(Mode mode) {
+  m_modes->setCurrentIndex(int(mode));
+}
+
+QString TrainPanel::deviceChoice() const {
+  return m_device->currentData().toString();
+}
 
 RunConfig TrainPanel::newRunConfig() const {
   json training = m_form->sectionJson(QStringLiteral("training"));
   QString out = m_outputDir->text().trimmed();
-  if (out.isEmpty()) out = defaultOutputDir(QString::fromStdString(training.value("run_name", std::string())));
+  if (out.isEmpty())
+    out = defaultOutputDir(QString::fromStdString(training.value("run_name", std::string())));
   training["output_dir"] = QDir::cleanPath(out).toStdString();
   training["device"] = deviceChoice().toStdString();
   json data = m_form->sectionJson(QStringLiteral("data"));
@@ -579,6 +656,7 @@ RunConfig TrainPanel::newRunConfig() const {
 std::optional<TrainRequest> TrainPanel::request(QString* error, QStringList* keys) const {
   TrainRequest r;
   r.cpuThreads = m_threads->value();
+  r.processes = m_processes->value();
   const std::string device = deviceChoice().toStdString();
   auto fail = [&](const QString& message, QStringList names) {
     *error = message;
@@ -586,24 +664,52 @@ std::optional<TrainRequest> TrainPanel::request(QString* error, QStringList* key
     return std::nullopt;
   };
   if (device == "cuda" && m_devices && !m_devices->cudaAvailable)
-    return fail(QStringLiteral("device: CUDA is not available (this LibTorch has no CUDA, or no GPU is visible)"), {});
+    return fail(
+        QStringLiteral(
+            "device: CUDA is not available (this LibTorch has no CUDA, or no GPU is visible)"),
+        {});
+  if (r.processes > 1) {
+    r.trainProgram = trainProgram().toStdString();
+    if (r.trainProgram.empty())
+      return fail(tr("processes: ckptscope-train, which runs each process, is not installed next "
+                     "to the app"),
+                  {QStringLiteral("processes")});
+    const bool onGpus =
+        device == "cuda" || (device == "auto" && m_devices && m_devices->cudaAvailable);
+    if (onGpus && m_devices && r.processes > m_devices->cudaDeviceCount)
+      return fail(tr("processes: %1 processes need %1 GPUs, %2 visible (or choose the cpu device)")
+                      .arg(r.processes)
+                      .arg(m_devices->cudaDeviceCount),
+                  {QStringLiteral("processes")});
+  }
   try {
     switch (mode()) {
       case Mode::NewRun:
         r.kind = TrainRequest::Kind::NewRun;
         r.config = newRunConfig();
+        // An impossible split of the batch over the processes, named before Start.
+        if (r.processes > 1) {
+          RunConfig split = r.config;
+          split.training.adaptToWorld(r.processes);
+        }
         break;
       case Mode::Resume: {
         r.kind = TrainRequest::Kind::Resume;
         const QString ckpt = m_resumeCkpt->text().trimmed();
-        if (ckpt.isEmpty()) return fail(QStringLiteral("checkpoint: choose the checkpoint to resume"), {QStringLiteral("checkpoint")});
-        if (!QFileInfo(ckpt).isFile()) return fail(QStringLiteral("checkpoint: %1 does not exist").arg(ckpt), {QStringLiteral("checkpoint")});
-        if (const QString danger = dangerReason(ckpt); !danger.isEmpty()) return fail(danger, {QStringLiteral("checkpoint")});
+        if (ckpt.isEmpty())
+          return fail(QStringLiteral("checkpoint: choose the checkpoint to resume"),
+                      {QStringLiteral("checkpoint")});
+        if (!QFileInfo(ckpt).isFile())
+          return fail(QStringLiteral("checkpoint: %1 does not exist").arg(ckpt),
+                      {QStringLiteral("checkpoint")});
+        if (const QString danger = dangerReason(ckpt); !danger.isEmpty())
+          return fail(danger, {QStringLiteral("checkpoint")});
         r.resume.checkpoint = ckpt.toStdString();
         if (m_resumeMaxSteps->value() > 0) r.resume.maxSteps = m_resumeMaxSteps->value();
         r.resume.dataPath = m_resumeData->text().trimmed().toStdString();
         if (!r.resume.dataPath.empty() && !QFileInfo::exists(m_resumeData->text().trimmed()))
-          return fail(QStringLiteral("data: %1 does not exist").arg(m_resumeData->text().trimmed()), {});
+          return fail(QStringLiteral("data: %1 does not exist").arg(m_resumeData->text().trimmed()),
+                      {});
         r.resume.device = device;
         r.resume.inPlace = m_resumeInPlace->isEnabled() && m_resumeInPlace->isChecked();
         break;
@@ -611,22 +717,37 @@ std::optional<TrainRequest> TrainPanel::request(QString* error, QStringList* key
       case Mode::Finetune: {
         r.kind = TrainRequest::Kind::Finetune;
         const QString ckpt = m_ftCkpt->text().trimmed();
-        if (ckpt.isEmpty()) return fail(QStringLiteral("checkpoint: choose the checkpoint to fine-tune"), {QStringLiteral("checkpoint")});
-        if (!QFileInfo(ckpt).isFile()) return fail(QStringLiteral("checkpoint: %1 does not exist").arg(ckpt), {QStringLiteral("checkpoint")});
-        if (const QString danger = dangerReason(ckpt); !danger.isEmpty()) return fail(danger, {QStringLiteral("checkpoint")});
+        if (ckpt.isEmpty())
+          return fail(QStringLiteral("checkpoint: choose the checkpoint to fine-tune"),
+                      {QStringLiteral("checkpoint")});
+        if (!QFileInfo(ckpt).isFile())
+          return fail(QStringLiteral("checkpoint: %1 does not exist").arg(ckpt),
+                      {QStringLiteral("checkpoint")});
+        if (const QString danger = dangerReason(ckpt); !danger.isEmpty())
+          return fail(danger, {QStringLiteral("checkpoint")});
         const QString data = m_ftData->text().trimmed();
-        if (data.isEmpty()) return fail(QStringLiteral("data: choose the fine-tuning data"), {QStringLiteral("path")});
-        if (!QFileInfo::exists(data)) return fail(QStringLiteral("data: %1 does not exist").arg(data), {QStringLiteral("path")});
+        if (data.isEmpty())
+          return fail(QStringLiteral("data: choose the fine-tuning data"),
+                      {QStringLiteral("path")});
+        if (!QFileInfo::exists(data))
+          return fail(QStringLiteral("data: %1 does not exist").arg(data),
+                      {QStringLiteral("path")});
         const QString stage = m_ftStage->text().trimmed();
         if (stage.isEmpty() || stage.contains(QLatin1Char('/')))
-          return fail(QStringLiteral("stage: a name without '/' (sft, dpo, ...)"), {QStringLiteral("stage")});
+          return fail(QStringLiteral("stage: a name without '/' (sft, dpo, ...)"),
+                      {QStringLiteral("stage")});
         bool ok = false;
         const double lr = QLocale::c().toDouble(m_ftLr->text().trimmed(), &ok);
-        if (!ok || !(lr > 0)) return fail(QStringLiteral("learning_rate: expected a number > 0, got '%1'").arg(m_ftLr->text()), {QStringLiteral("learning_rate")});
+        if (!ok || !(lr > 0))
+          return fail(
+              QStringLiteral("learning_rate: expected a number > 0, got '%1'").arg(m_ftLr->text()),
+              {QStringLiteral("learning_rate")});
         r.checkpoint = ckpt.toStdString();
         r.finetune.dataPath = data.toStdString();
         r.finetune.tokenizer = m_ftTokenizer->text().trimmed().toStdString();
-        r.finetune.outputDir = m_ftOut->text().trimmed().isEmpty() ? std::string() : QDir::cleanPath(m_ftOut->text().trimmed()).toStdString();
+        r.finetune.outputDir = m_ftOut->text().trimmed().isEmpty()
+                                   ? std::string()
+                                   : QDir::cleanPath(m_ftOut->text().trimmed()).toStdString();
         r.finetune.stage = stage.toStdString();
         r.finetune.learningRate = lr;
         r.finetune.maxSteps = m_ftMaxSteps->value();
@@ -644,7 +765,9 @@ std::optional<TrainRequest> TrainPanel::request(QString* error, QStringList* key
   return r;
 }
 
-QString TrainPanel::resumePlanText() const { return m_resumePlan->text(); }
+QString TrainPanel::resumePlanText() const {
+  return m_resumePlan->text();
+}
 
 void TrainPanel::updateResumePlan() {
   const QString ckpt = m_resumeCkpt->text().trimmed();
@@ -661,26 +784,31 @@ void TrainPanel::updateResumePlan() {
     m_resumeInPlace->setEnabled(!plan.isNewest);
     if (plan.isNewest) {
       m_resumeInPlace->setChecked(false);
-      m_resumePlan->setText(tr("This is the newest checkpoint of %1: the run continues in %2 from step %3, "
-                               "adding its checkpoints and metrics.jsonl lines from there.")
-                                .arg(run, dir)
-                                .arg(plan.step));
+      m_resumePlan->setText(
+          tr("This is the newest checkpoint of %1: the run continues in %2 from step %3, "
+             "adding its checkpoints and metrics.jsonl lines from there.")
+              .arg(run, dir)
+              .arg(plan.step));
     } else if (m_resumeInPlace->isChecked()) {
       QStringList names;
-      for (const std::string& f : plan.laterFiles) names << QFileInfo(QString::fromStdString(f)).fileName();
-      m_resumePlan->setText(tr("In place: %1 later file(s) of %2 move to %3/.trash/ (%4), metrics.jsonl is cut "
-                               "back to step %5, and the run continues in its directory. Start asks first.")
-                                .arg(names.size())
-                                .arg(run, dir, names.join(QStringLiteral(", ")))
-                                .arg(plan.step));
+      for (const std::string& f : plan.laterFiles)
+        names << QFileInfo(QString::fromStdString(f)).fileName();
+      m_resumePlan->setText(
+          tr("In place: %1 later file(s) of %2 move to %3/.trash/ (%4), metrics.jsonl is cut "
+             "back to step %5, and the run continues in its directory. Start asks first.")
+              .arg(names.size())
+              .arg(run, dir, names.join(QStringLiteral(", ")))
+              .arg(plan.step));
     } else {
-      m_resumePlan->setText(tr("This is not the newest checkpoint of %1 (%2 later file(s)): the run continues as a "
-                               "new run %3 in %4, its history up to step %5 taken from %1. Nothing in %6 changes.")
-                                .arg(run)
-                                .arg(plan.laterFiles.size())
-                                .arg(QString::fromStdString(plan.branchRunName), QString::fromStdString(plan.branchDir))
-                                .arg(plan.step)
-                                .arg(dir));
+      m_resumePlan->setText(
+          tr("This is not the newest checkpoint of %1 (%2 later file(s)): the run continues as a "
+             "new run %3 in %4, its history up to step %5 taken from %1. Nothing in %6 changes.")
+              .arg(run)
+              .arg(plan.laterFiles.size())
+              .arg(QString::fromStdString(plan.branchRunName),
+                   QString::fromStdString(plan.branchDir))
+              .arg(plan.step)
+              .arg(dir));
     }
   } catch (const std::exception& e) {
     m_resumeInPlace->setEnabled(false);
@@ -699,9 +827,11 @@ bool TrainPanel::confirmStart(const TrainRequest& r) {
   }
   if (plan.isNewest) return true;
   QStringList names;
-  for (const std::string& f : plan.laterFiles) names << QFileInfo(QString::fromStdString(f)).fileName();
+  for (const std::string& f : plan.laterFiles)
+    names << QFileInfo(QString::fromStdString(f)).fileName();
   QMessageBox box(QMessageBox::Warning, tr("Resume in place"),
-                  tr("Resuming %1 in place moves %2 later file(s) of the run to %3/.trash/ and continues the run "
+                  tr("Resuming %1 in place moves %2 later file(s) of the run to %3/.trash/ and "
+                     "continues the run "
                      "from step %4 in its directory.")
                       .arg(QFileInfo(QString::fromStdString(plan.checkpoint)).fileName())
                       .arg(names.size())
@@ -721,11 +851,14 @@ void TrainPanel::revalidate() {
   const bool ok = request(&error, &keys).has_value();
   m_validationError = ok ? QString() : error;
   m_error->setText(m_validationError);
-  if (mode() == Mode::NewRun) m_form->markInvalid(ok ? QStringList() : keys, error);
-  else m_form->markInvalid({}, {});
+  if (mode() == Mode::NewRun)
+    m_form->markInvalid(ok ? QStringList() : keys, error);
+  else
+    m_form->markInvalid({}, {});
   const QWidget* page = m_modes->currentWidget();
   for (QLineEdit* e : page->findChildren<QLineEdit*>()) {
-    if (e->objectName().isEmpty() || m_form->editor(e->objectName()) == e) continue;  // the form marks its own
+    if (e->objectName().isEmpty() || m_form->editor(e->objectName()) == e)
+      continue;  // the form marks its own
     const bool bad = !ok && keys.contains(e->objectName());
     e->setStyleSheet(bad ? QStringLiteral("border: 1px solid #d03030;") : QString());
   }
@@ -754,15 +887,18 @@ bool TrainPanel::start() {
   m_info = {};
   m_lastStep = 0;
   m_lastCheckpoint.clear();
+  m_rankDevices.clear();
   m_curves->clear();
   m_log->clear();
   m_progress->setRange(0, 1);
   m_progress->setValue(0);
-  for (QLabel* l : {m_stepLabel, m_lossLabel, m_lrLabel, m_speedLabel, m_etaLabel, m_deviceLabel}) l->setText(QStringLiteral("–"));
+  for (QLabel* l : {m_stepLabel, m_lossLabel, m_lrLabel, m_speedLabel, m_etaLabel, m_deviceLabel})
+    l->setText(QStringLiteral("–"));
   const char* what[] = {"new run", "resume", "fine-tune"};
   m_runTitle->setText(QStringLiteral("Preparing the %1…").arg(QLatin1String(what[int(r->kind)])));
   showStatus(QString(), false);
-  appendLog(QStringLiteral("preparing the %1 (loading the data and the model)").arg(QLatin1String(what[int(r->kind)])));
+  appendLog(QStringLiteral("preparing the %1 (loading the data and the model)")
+                .arg(QLatin1String(what[int(r->kind)])));
   m_runner.start(*r);
   setRunning(true);
   return true;
@@ -812,7 +948,8 @@ void TrainPanel::stop() {
   m_runner.stop();
   m_stop->setEnabled(false);
   m_stop->setText(QStringLiteral("Stopping…"));
-  showStatus(QStringLiteral("Stopping after the step in flight (step %1 was the last reported): writing a resumable checkpoint…")
+  showStatus(QStringLiteral("Stopping after the step in flight (step %1 was the last reported): "
+                            "writing a resumable checkpoint…")
                  .arg(m_lastStep),
              false);
   appendLog(QStringLiteral("stop requested: finishing the step in flight"));
@@ -822,14 +959,20 @@ void TrainPanel::setRunning(bool running) {
   m_modes->setEnabled(!running);
   m_device->setEnabled(!running);
   m_threads->setEnabled(!running);
+  m_processes->setEnabled(!running);
   m_stop->setEnabled(running);
   m_stop->setText(QStringLiteral("Stop"));
-  if (running) m_start->setEnabled(false);
-  else revalidate();
+  if (running)
+    m_start->setEnabled(false);
+  else
+    revalidate();
 }
 
 void TrainPanel::onPrepared(const TrainJobInfo& info) {
-  m_info = info;
+  m_rankDevices[info.rank] = QString::fromStdString(info.device);
+  if (info.rank == 0) m_info = info;  // rank 0 speaks for the run
+  showRankDevices();
+  if (info.rank != 0) return;
   m_wall.start();
   m_lastStep = info.startStep;
   m_logEvery = 1;
@@ -839,17 +982,22 @@ void TrainPanel::onPrepared(const TrainJobInfo& info) {
   } catch (const std::exception&) {
   }
   const QString out = QString::fromStdString(info.outputDir);
-  m_runTitle->setText(QStringLiteral("%1 (%2) → %3").arg(QString::fromStdString(info.runName), QString::fromStdString(info.stage), out));
+  m_runTitle->setText(
+      QStringLiteral("%1 (%2) → %3")
+          .arg(QString::fromStdString(info.runName), QString::fromStdString(info.stage), out));
   m_progress->setRange(0, int(std::min<int64_t>(info.maxSteps, INT_MAX)));
   m_progress->setTextVisible(true);
   m_progress->setValue(int(info.startStep));
-  m_deviceLabel->setText(QString::fromStdString(info.device));
   m_stepLabel->setText(QStringLiteral("%1 / %2").arg(info.startStep).arg(info.maxSteps));
   // A resumed run's curves start with its history, so that they read as one run.
   const int64_t before = info.startStep > 0 ? loadHistory(out, info.startStep) : 0;
   m_curves->setStepRange(before > 0 ? 0.0 : double(info.startStep), double(info.maxSteps));
+  const QString where =
+      info.worldSize > 1
+          ? tr("%1 processes (%2)").arg(info.worldSize).arg(QString::fromStdString(info.backend))
+          : QString::fromStdString(info.device);
   appendLog(QStringLiteral("run %1 on %2 from step %3 to %4, writing to %5")
-                .arg(QString::fromStdString(info.runName), QString::fromStdString(info.device))
+                .arg(QString::fromStdString(info.runName), where)
                 .arg(info.startStep)
                 .arg(info.maxSteps)
                 .arg(out));
@@ -862,6 +1010,20 @@ void TrainPanel::onPrepared(const TrainJobInfo& info) {
   if (m_split->orientation() == Qt::Vertical && !m_splitMovedByHand)
     m_split->setSizes({m_split->height() * 35 / 100, m_split->height() * 65 / 100});
   emit runStarted(out);
+}
+
+QString TrainPanel::deviceText() const {
+  if (m_rankDevices.size() == 1 && m_rankDevices.contains(0) && m_info.worldSize <= 1)
+    return m_rankDevices.first();
+  QStringList ranks;
+  for (auto it = m_rankDevices.cbegin(); it != m_rankDevices.cend(); ++it)
+    ranks << tr("rank %1: %2").arg(it.key()).arg(it.value());
+  return ranks.join(QStringLiteral(" · "));
+}
+
+void TrainPanel::showRankDevices() {
+  m_deviceLabel->setWordWrap(m_rankDevices.size() > 1);
+  m_deviceLabel->setText(deviceText());
 }
 
 int64_t TrainPanel::loadHistory(const QString& outputDir, int64_t upToStep) {
@@ -878,7 +1040,8 @@ int64_t TrainPanel::loadHistory(const QString& outputDir, int64_t upToStep) {
       if (r.step > upToStep || (!history.isEmpty() && r.step <= history.back().step)) continue;
       r.loss = j.at("loss").get<double>();
       r.learningRate = j.value("lr", 0.0);
-      if (j.contains("val_loss") && j["val_loss"].is_number()) r.valLoss = j["val_loss"].get<double>();
+      if (j.contains("val_loss") && j["val_loss"].is_number())
+        r.valLoss = j["val_loss"].get<double>();
       history.append(r);
     } catch (const std::exception&) {
       // A line cut short by a crash: the history is only for show.
@@ -891,14 +1054,23 @@ int64_t TrainPanel::loadHistory(const QString& outputDir, int64_t upToStep) {
 void TrainPanel::onProgress(const QList<StepReport>& steps) {
   if (steps.isEmpty()) return;
   m_curves->append(steps);
+  // Several processes: the steps are rank 0's, and the merged log says so.
+  const QString from = m_info.worldSize > 1 ? QStringLiteral("[rank0]: ") : QString();
   for (const StepReport& r : steps) {
     if (r.step % m_logEvery == 0 || r.step == r.maxSteps)
-      appendLog(QStringLiteral("step=%1 loss=%2 lr=%3").arg(r.step).arg(r.loss, 0, 'f', 4).arg(r.learningRate, 0, 'e', 3));
-    if (r.valLoss) appendLog(QStringLiteral("step=%1 val_loss=%2").arg(r.step).arg(*r.valLoss, 0, 'f', 4));
-    if (!r.message.empty()) appendLog(QStringLiteral("step %1: %2").arg(r.step).arg(QString::fromStdString(r.message)));
+      appendLog(from + QStringLiteral("step=%1 loss=%2 lr=%3")
+                           .arg(r.step)
+                           .arg(r.loss, 0, 'f', 4)
+                           .arg(r.learningRate, 0, 'e', 3));
+    if (r.valLoss)
+      appendLog(from +
+                QStringLiteral("step=%1 val_loss=%2").arg(r.step).arg(*r.valLoss, 0, 'f', 4));
+    if (!r.message.empty())
+      appendLog(from +
+                QStringLiteral("step %1: %2").arg(r.step).arg(QString::fromStdString(r.message)));
     if (!r.savedCheckpoint.empty()) {
       m_lastCheckpoint = QString::fromStdString(r.savedCheckpoint);
-      appendLog(QStringLiteral("saved %1").arg(m_lastCheckpoint));
+      appendLog(from + QStringLiteral("saved %1").arg(m_lastCheckpoint));
       emit checkpointWritten(m_lastCheckpoint);
     }
   }
@@ -906,40 +1078,48 @@ void TrainPanel::onProgress(const QList<StepReport>& steps) {
   m_lastStep = r.step;
   m_progress->setValue(int(std::min<int64_t>(r.step, m_progress->maximum())));
   m_stepLabel->setText(QStringLiteral("%1 / %2").arg(r.step).arg(r.maxSteps));
-  m_lossLabel->setText(r.valLoss ? QStringLiteral("%1 (val %2)").arg(r.loss, 0, 'f', 4).arg(*r.valLoss, 0, 'f', 4)
-                                 : QString::number(r.loss, 'f', 4));
+  m_lossLabel->setText(
+      r.valLoss ? QStringLiteral("%1 (val %2)").arg(r.loss, 0, 'f', 4).arg(*r.valLoss, 0, 'f', 4)
+                : QString::number(r.loss, 'f', 4));
   m_lrLabel->setText(QString::number(r.learningRate, 'e', 2));
   m_speedLabel->setText(QLocale().toString(qRound64(r.tokensPerSecond)));
   // The pace of this job alone: a resumed run's recorded time includes
   // the steps of earlier jobs (17 min was shown for 94 steps taking 27 s).
   const int64_t done = r.step - m_info.startStep;
   const double seconds = m_wall.isValid() ? m_wall.elapsed() / 1000.0 : 0.0;
-  if (done > 0 && seconds > 0) m_etaLabel->setText(duration(seconds / double(done) * double(r.maxSteps - r.step)));
+  if (done > 0 && seconds > 0)
+    m_etaLabel->setText(duration(seconds / double(done) * double(r.maxSteps - r.step)));
 }
 
 void TrainPanel::onFinished(const RunResult& result) {
   setRunning(false);
   const bool stopped = result.outcome == RunOutcome::Stopped;
   const QString last = QString::fromStdString(result.lastCheckpoint);
-  const QString out = QString::fromStdString(result.outputDir.empty() ? m_info.outputDir : result.outputDir);
+  const QString out =
+      QString::fromStdString(result.outputDir.empty() ? m_info.outputDir : result.outputDir);
   if (!last.isEmpty() && last != m_lastCheckpoint) emit checkpointWritten(last);
   m_progress->setValue(int(std::min<int64_t>(result.step, m_progress->maximum())));
   m_etaLabel->setText(stopped ? QStringLiteral("stopped") : QStringLiteral("done"));
   QString text;
   if (stopped) {
-    text = QStringLiteral("Stopped at step %1. Resumable checkpoint: %2").arg(result.step).arg(last);
+    text =
+        QStringLiteral("Stopped at step %1. Resumable checkpoint: %2").arg(result.step).arg(last);
     // One click away: the Resume page holds the stop checkpoint.
     m_resumeCkpt->setText(last);
   } else {
     const int64_t ran = result.step - m_info.startStep;
     text = m_info.startStep > 0
-               ? QStringLiteral("Finished at step %1: %2 steps from step %3 in %4. Final checkpoint: %5")
+               ? QStringLiteral(
+                     "Finished at step %1: %2 steps from step %3 in %4. Final checkpoint: %5")
                      .arg(result.step)
                      .arg(ran)
                      .arg(m_info.startStep)
                      .arg(duration(m_wall.elapsed() / 1000.0), last)
-               : QStringLiteral("Finished %1 steps in %2. Final checkpoint: %3").arg(result.step).arg(duration(m_wall.elapsed() / 1000.0), last);
-    if (result.bestValLoss) text += QStringLiteral(" (best val loss %1)").arg(number(*result.bestValLoss));
+               : QStringLiteral("Finished %1 steps in %2. Final checkpoint: %3")
+                     .arg(result.step)
+                     .arg(duration(m_wall.elapsed() / 1000.0), last);
+    if (result.bestValLoss)
+      text += QStringLiteral(" (best val loss %1)").arg(number(*result.bestValLoss));
   }
   showStatus(text, false);
   appendLog(text);
@@ -949,7 +1129,8 @@ void TrainPanel::onFinished(const RunResult& result) {
 void TrainPanel::onFailed(const QString& message) {
   setRunning(false);
   QString text = QStringLiteral("Training failed: ") + message;
-  if (!m_lastCheckpoint.isEmpty()) text += QStringLiteral("\nThe last checkpoint written is ") + m_lastCheckpoint;
+  if (!m_lastCheckpoint.isEmpty())
+    text += QStringLiteral("\nThe last checkpoint written is ") + m_lastCheckpoint;
   showStatus(text, true);
   appendLog(QStringLiteral("error: ") + message);
   m_runTitle->setText(m_info.runName.empty() ? QStringLiteral("Not started") : m_runTitle->text());
@@ -966,8 +1147,12 @@ void TrainPanel::showStatus(const QString& text, bool error) {
   m_status->setStyleSheet(error ? QStringLiteral("color: #c02020;") : QString());
 }
 
-QString TrainPanel::statusText() const { return m_status->text(); }
-QString TrainPanel::logText() const { return m_log->toPlainText(); }
+QString TrainPanel::statusText() const {
+  return m_status->text();
+}
+QString TrainPanel::logText() const {
+  return m_log->toPlainText();
+}
 
 void TrainPanel::saveSettings() const {
   QSettings s;
@@ -978,6 +1163,7 @@ void TrainPanel::saveSettings() const {
   s.setValue(QStringLiteral("outputDir"), m_outputDir->text());
   s.setValue(QStringLiteral("device"), deviceChoice());
   s.setValue(QStringLiteral("threads"), m_threads->value());
+  s.setValue(QStringLiteral("processes"), m_processes->value());
   s.setValue(QStringLiteral("mode"), int(mode()));
   s.setValue(QStringLiteral("resume/checkpoint"), m_resumeCkpt->text());
   s.setValue(QStringLiteral("finetune/data"), m_ftData->text());
@@ -999,6 +1185,8 @@ void TrainPanel::restoreSettings() {
   const int dev = m_device->findData(s.value(QStringLiteral("device"), QStringLiteral("auto")));
   if (dev >= 0) m_device->setCurrentIndex(dev);
   m_threads->setValue(s.value(QStringLiteral("threads"), 0).toInt());
+  m_processesChosen = s.contains(QStringLiteral("processes"));
+  m_processes->setValue(s.value(QStringLiteral("processes"), 1).toInt());
   m_modes->setCurrentIndex(qBound(0, s.value(QStringLiteral("mode"), 0).toInt(), 2));
   m_resumeCkpt->setText(s.value(QStringLiteral("resume/checkpoint")).toString());
   m_ftData->setText(s.value(QStringLiteral("finetune/data")).toString());

@@ -2,6 +2,7 @@
 
 #include <QElapsedTimer>
 #include <QFutureWatcher>
+#include <QMap>
 #include <QWidget>
 #include <optional>
 
@@ -76,6 +77,9 @@ class TrainPanel : public QWidget {
   [[nodiscard]] QLineEdit* outputDirEdit() const { return m_outputDir; }
   [[nodiscard]] QComboBox* deviceBox() const { return m_device; }
   [[nodiscard]] QSpinBox* threadsBox() const { return m_threads; }
+  // Data-parallel processes on this machine (each a ckptscope-train rank);
+  // 1: the run goes in the app itself.
+  [[nodiscard]] QSpinBox* processesBox() const { return m_processes; }
   [[nodiscard]] QLineEdit* resumeCheckpointEdit() const { return m_resumeCkpt; }
   [[nodiscard]] QSpinBox* resumeMaxStepsBox() const { return m_resumeMaxSteps; }
   // "Resume in place": the later checkpoints go to .trash/ (after a confirmation).
@@ -101,6 +105,9 @@ class TrainPanel : public QWidget {
   [[nodiscard]] const TrainJobInfo& jobInfo() const { return m_info; }
   // Whether the backend has been loaded (it loads on first show or start).
   [[nodiscard]] bool backendReady() const { return m_backendReady; }
+  // The device of every rank of the running (or last) job, as the status
+  // area shows it: "cpu"; "rank 0: cpu · rank 1: cpu" for several.
+  [[nodiscard]] QString deviceText() const;
   // What the device line says ("LibTorch 1.13.1 · CPU, 2 threads · CUDA not available").
   [[nodiscard]] QString deviceSummary() const;
 
@@ -150,6 +157,9 @@ class TrainPanel : public QWidget {
   void showStatus(const QString& text, bool error);
 
   void onPrepared(const TrainJobInfo& info);
+  void showRankDevices();
+  // The Processes field's tooltip and default once the backend says what it sees.
+  void describeProcesses(const TrainDevices& devices);
   void onProgress(const QList<StepReport>& steps);
   void onFinished(const RunResult& result);
   void onFailed(const QString& message);
@@ -167,6 +177,8 @@ class TrainPanel : public QWidget {
   QLineEdit* m_outputDir = nullptr;
   QComboBox* m_device = nullptr;
   QSpinBox* m_threads = nullptr;
+  QSpinBox* m_processes = nullptr;
+  bool m_processesChosen = false;  // a remembered value: the backend does not change it
   QLabel* m_deviceNote = nullptr;
   QLineEdit* m_resumeCkpt = nullptr;
   QSpinBox* m_resumeMaxSteps = nullptr;
@@ -207,6 +219,7 @@ class TrainPanel : public QWidget {
   QString m_validationError;
   TrainJobInfo m_info;
   int64_t m_logEvery = 1;
+  QMap<int, QString> m_rankDevices;  // rank -> device, as each rank prepared
   int64_t m_lastStep = 0;
   QString m_lastCheckpoint;
   QElapsedTimer m_wall;  // since the job was prepared

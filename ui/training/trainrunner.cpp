@@ -28,27 +28,43 @@ void TrainWorker::run() {
     }
     TrainBackend& backend = *loaded.backend;
     backend.setCpuThreads(m_request.cpuThreads);
+    Processes processes;
+    processes.count = m_request.processes;
+    processes.program = m_request.trainProgram;
+    processes.cpuThreads = m_request.cpuThreads;
     std::unique_ptr<TrainJob> job;
     switch (m_request.kind) {
-      case TrainRequest::Kind::NewRun: job = backend.newRun(m_request.config); break;
-      case TrainRequest::Kind::Resume: job = backend.resume(m_request.resume); break;
-      case TrainRequest::Kind::Finetune: job = backend.finetune(m_request.checkpoint, m_request.finetune); break;
+      case TrainRequest::Kind::NewRun:
+        job = backend.newRun(m_request.config, processes);
+        break;
+      case TrainRequest::Kind::Resume:
+        job = backend.resume(m_request.resume, processes);
+        break;
+      case TrainRequest::Kind::Finetune:
+        job = backend.finetune(m_request.checkpoint, m_request.finetune, processes);
+        break;
     }
-    emit prepared(job->info());
+    JobEvents events;
+    events.prepared = [this](const TrainJobInfo& info) { emit prepared(info); };
+    events.log = [this](const std::string& line) { emit logLine(QString::fromStdString(line)); };
+    events.stopRequested = [this] { return m_stop->load(); };
 
     QList<StepReport> pending;
     QElapsedTimer sinceSent;
     sinceSent.start();
-    const RunResult result = job->run([&](const StepReport& r) {
-      pending.append(r);
-      const bool event = r.valLoss || !r.savedCheckpoint.empty() || !r.message.empty() || r.step >= r.maxSteps;
-      if (event || sinceSent.elapsed() >= kProgressIntervalMs || m_stop->load()) {
-        emit progress(pending);
-        pending.clear();
-        sinceSent.restart();
-      }
-      return !m_stop->load();
-    });
+    const RunResult result = job->run(
+        [&](const StepReport& r) {
+          pending.append(r);
+          const bool event =
+              r.valLoss || !r.savedCheckpoint.empty() || !r.message.empty() || r.step >= r.maxSteps;
+          if (event || sinceSent.elapsed() >= kProgressIntervalMs || m_stop->load()) {
+            emit progress(pending);
+            pending.clear();
+            sinceSent.restart();
+          }
+          return !m_stop->load();
+        },
+        events);
     if (!pending.isEmpty()) emit progress(pending);
     emit finished(result);
   } catch (const std::exception& e) {
@@ -78,6 +94,7 @@ bool TrainRunner::start(const TrainRequest& request) {
   connect(&m_thread, &QThread::finished, worker, &QObject::deleteLater);
   connect(worker, &TrainWorker::prepared, this, &TrainRunner::prepared);
   connect(worker, &TrainWorker::progress, this, &TrainRunner::progress);
+  connect(worker, &TrainWorker::logLine, this, &TrainRunner::logLine);
   // The thread's event loop ends once the worker is done; onDone() runs in
   // the GUI thread after the worker's last signal has been delivered.
   connect(worker, &TrainWorker::finished, this, [this](const RunResult& r) {

@@ -16,11 +16,13 @@ namespace ckpt {
 struct TrainRequest {
   enum class Kind { NewRun, Resume, Finetune };
   Kind kind = Kind::NewRun;
-  RunConfig config;           // NewRun
-  ResumeOptions resume;       // Resume
-  std::string checkpoint;     // Finetune: the parent
-  FinetuneOptions finetune;   // Finetune
-  int cpuThreads = 0;         // LibTorch's intra-op threads for this run; 0: its default
+  RunConfig config;          // NewRun
+  ResumeOptions resume;      // Resume
+  std::string checkpoint;    // Finetune: the parent
+  FinetuneOptions finetune;  // Finetune
+  int cpuThreads = 0;  // LibTorch's intra-op threads for this run (each rank's); 0: its default
+  int processes = 1;   // data-parallel ranks on this machine, each a ckptscope-train process
+  std::string trainProgram;  // ckptscope-train (trainProgram()), when processes > 1
 };
 
 // The worker object of one run; lives on TrainRunner's thread. The whole
@@ -38,8 +40,11 @@ class TrainWorker : public QObject {
   void run();
 
  signals:
+  // Once per rank (rank 0's carries the run's values).
   void prepared(const ckpt::TrainJobInfo& info);
   void progress(const QList<ckpt::StepReport>& steps);
+  // A line the ranks of several processes print, "[rankN]: " in front.
+  void logLine(const QString& line);
   // Finished or Stopped (result.outcome); failures come as failed().
   void finished(const ckpt::RunResult& result);
   void failed(const QString& message);
@@ -70,6 +75,7 @@ class TrainRunner : public QObject {
  signals:
   void prepared(const ckpt::TrainJobInfo& info);
   void progress(const QList<ckpt::StepReport>& steps);
+  void logLine(const QString& line);
   void finished(const ckpt::RunResult& result);
   void failed(const QString& message);
 

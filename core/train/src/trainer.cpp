@@ -10,14 +10,14 @@
 #include <regex>
 
 #include "checkpoint_io.h"
-#include "distributed.h"
-#include "ckpt/model/decoder.h"
-#include "ckpt/index/run_plan.h"
 #include "ckpt/index/experiment.h"
+#include "ckpt/index/run_plan.h"
 #include "ckpt/index/scanner.h"
+#include "ckpt/model/decoder.h"
 #include "ckpt/model/device.h"
 #include "ckpt/train/dataset.h"
 #include "ckpt/train/tokenizer.h"
+#include "distributed.h"
 
 namespace fs = std::filesystem;
 
@@ -39,7 +39,8 @@ std::string isoNow() {
 // Pretraining: linear warmup (step+1)/warmup, then constant. SFT/DPO: the
 // same warmup, then cosine annealing to zero over max_steps.
 double learningRateAt(const TrainingConfig& t, int64_t step) {
-  if (t.warmupSteps > 0 && step < t.warmupSteps) return t.learningRate * double(step + 1) / double(t.warmupSteps);
+  if (t.warmupSteps > 0 && step < t.warmupSteps)
+    return t.learningRate * double(step + 1) / double(t.warmupSteps);
   if (t.schedule == LrSchedule::Constant) return t.learningRate;
   const double span = double(std::max<int64_t>(1, t.maxSteps - t.warmupSteps));
   const double progress = std::min(1.0, double(step - t.warmupSteps) / span);
@@ -58,14 +59,16 @@ void setRngState(const at::Tensor& state) {
   gen.set_state(state);
 }
 
-std::string stateKey(const at::Tensor& p) { return c10::guts::to_string(p.unsafeGetTensorImpl()); }
+std::string stateKey(const at::Tensor& p) {
+  return c10::guts::to_string(p.unsafeGetTensorImpl());
+}
 
 }  // namespace
 
 struct Trainer::Impl {
   RunConfig config;
   std::string outputDir;
-  std::string parent;  // lineage: the checkpoint this run started from
+  std::string parent;                 // lineage: the checkpoint this run started from
   std::optional<int64_t> parentStep;  // its step, when known
   // Done when run() starts, not while preparing (a request that fails to
   // prepare leaves the directory as it was): files to move to .trash/, the
@@ -93,7 +96,9 @@ struct Trainer::Impl {
   std::unique_ptr<World> world;
   std::vector<at::Tensor> rankRngStates;
 
-  int64_t seqLen() const { return config.training.seqLen > 0 ? config.training.seqLen : config.model.maxSeqLen; }
+  int64_t seqLen() const {
+    return config.training.seqLen > 0 ? config.training.seqLen : config.model.maxSeqLen;
+  }
 
   void note(const std::string& s) { notes += (notes.empty() ? "" : "\n") + s; }
   void claimDirectory(bool overwrite);
@@ -123,7 +128,8 @@ struct Trainer::Impl {
     options.valFraction = config.data.valFraction;
     options.binUint32 = config.data.uint32Tokens;
     options.separator = tokenizer->specialTokenId("<|endoftext|>");
-    dataset = std::make_unique<TokenDataset>(std::vector<std::string>{config.data.path}, *tokenizer, options);
+    dataset = std::make_unique<TokenDataset>(std::vector<std::string>{config.data.path}, *tokenizer,
+                                             options);
     dataset->requireWindow(Split::Train, seqLen());
     if (t.evalEvery > 0) {
       if (config.data.valFraction <= 0)
@@ -147,9 +153,10 @@ struct Trainer::Impl {
     t.adaptToWorld(env.worldSize);
     t.validate();
     device = pickDevice(t.device);
-    if (device.is_cuda() && env.worldSize > 1) device = pickDevice("cuda:" + std::to_string(env.localRank));
-    world = World::join(env, device,
-                        std::chrono::milliseconds(int64_t(t.distTimeoutSeconds * 1000.0)));
+    if (device.is_cuda() && env.worldSize > 1)
+      device = pickDevice("cuda:" + std::to_string(env.localRank));
+    world =
+        World::join(env, device, std::chrono::milliseconds(int64_t(t.distTimeoutSeconds * 1000.0)));
   }
 
   // Every rank starts from rank 0's weights; ranks past 0 draw their own
@@ -164,8 +171,11 @@ struct Trainer::Impl {
     if (size_t(r) < rankRngStates.size()) {
       setRngState(rankRngStates[size_t(r)]);
     } else if (r > 0) {
-      torch::manual_seed(config.training.seed + uint64_t(r) * 0x9E3779B97F4A7C15ULL + uint64_t(step));
-      if (step > 0) note("rank " + std::to_string(r) + ": the checkpoint has no random state for this rank; seeded afresh");
+      torch::manual_seed(config.training.seed + uint64_t(r) * 0x9E3779B97F4A7C15ULL +
+                         uint64_t(step));
+      if (step > 0)
+        note("rank " + std::to_string(r) +
+             ": the checkpoint has no random state for this rank; seeded afresh");
     }
   }
 
@@ -179,7 +189,8 @@ struct Trainer::Impl {
   void checkWeightsAgree() {
     if (world->size() == 1) return;
     const uint64_t h = tensorsHash(parameters());
-    const auto all = world->allGather(torch::tensor({int64_t(h)}, torch::kLong), "the weight-hash check");
+    const auto all =
+        world->allGather(torch::tensor({int64_t(h)}, torch::kLong), "the weight-hash check");
     auto hex = [](const at::Tensor& x) {
       char buf[24];
       std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)x.item<int64_t>());
@@ -187,8 +198,9 @@ struct Trainer::Impl {
     };
     for (size_t r = 1; r < all.size(); ++r)
       if (all[r].item<int64_t>() != all[0].item<int64_t>())
-        throw std::runtime_error("step " + std::to_string(step) + ": the weights of rank " + std::to_string(r) +
-                                 " (hash " + hex(all[r]) + ") differ from rank 0's (" + hex(all[0]) +
+        throw std::runtime_error("step " + std::to_string(step) + ": the weights of rank " +
+                                 std::to_string(r) + " (hash " + hex(all[r]) +
+                                 ") differ from rank 0's (" + hex(all[0]) +
                                  "): the ranks have diverged; no checkpoint was written");
   }
 
@@ -198,7 +210,8 @@ struct Trainer::Impl {
   bool adoptCheckpoint(const std::string& checkpoint, CheckpointContent& content) {
     content = loadCheckpointContent(checkpoint, &config.model);
     const json& meta = content.metadata;
-    if (meta.contains("data_config") && meta["data_config"].is_object()) config.data.update(meta["data_config"]);
+    if (meta.contains("data_config") && meta["data_config"].is_object())
+      config.data.update(meta["data_config"]);
     if (!(meta.contains("training_config") && meta["training_config"].is_object())) return false;
     config.training.update(meta["training_config"]);
     return true;
@@ -208,22 +221,28 @@ struct Trainer::Impl {
     const TrainingConfig& t = config.training;
     std::vector<at::Tensor> params;
     for (const auto& [name, p] : model->namedParameters()) params.push_back(p);
-    optimizer = std::make_unique<torch::optim::AdamW>(
-        params, torch::optim::AdamWOptions(t.learningRate).betas({t.beta1, t.beta2}).eps(t.eps).weight_decay(t.weightDecay));
+    optimizer =
+        std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(t.learningRate)
+                                                          .betas({t.beta1, t.beta2})
+                                                          .eps(t.eps)
+                                                          .weight_decay(t.weightDecay));
   }
 
   void restoreOptimizer(const OptimizerSnapshot& snap) {
     const auto params = model->namedParameters();
     if (snap.paramCount != int64_t(params.size()))
-      throw std::runtime_error("the checkpoint's optimizer holds " + std::to_string(snap.paramCount) +
-                               " parameters, the model " + std::to_string(params.size()));
+      throw std::runtime_error("the checkpoint's optimizer holds " +
+                               std::to_string(snap.paramCount) + " parameters, the model " +
+                               std::to_string(params.size()));
     for (const AdamState& s : snap.states) {
       if (s.index < 0 || size_t(s.index) >= params.size())
-        throw std::runtime_error("optimizer state index " + std::to_string(s.index) + " is out of range");
+        throw std::runtime_error("optimizer state index " + std::to_string(s.index) +
+                                 " is out of range");
       const at::Tensor& p = params[size_t(s.index)].second;
       if (s.expAvg.sizes() != p.sizes())
-        throw std::runtime_error("optimizer state for " + params[size_t(s.index)].first + " has shape " +
-                                 c10::str(s.expAvg.sizes()) + ", the parameter " + c10::str(p.sizes()));
+        throw std::runtime_error("optimizer state for " + params[size_t(s.index)].first +
+                                 " has shape " + c10::str(s.expAvg.sizes()) + ", the parameter " +
+                                 c10::str(p.sizes()));
       auto state = std::make_unique<torch::optim::AdamWParamState>();
       state->step(s.step);
       state->exp_avg(s.expAvg.to(p.device(), p.scalar_type()).clone());
@@ -257,7 +276,8 @@ struct Trainer::Impl {
     const int64_t T = seqLen();
     const auto windows = consecutiveWindows(dataset->splitSize(Split::Val), T);
     const int64_t micro = config.training.microBatchSize;
-    const size_t limit = std::min<size_t>(windows.size(), size_t(std::max<int64_t>(1, config.training.evalBatches) * micro));
+    const size_t limit = std::min<size_t>(
+        windows.size(), size_t(std::max<int64_t>(1, config.training.evalBatches) * micro));
     double total = 0;
     size_t count = 0;
     std::vector<int32_t> buf;
@@ -266,18 +286,23 @@ struct Trainer::Impl {
       if (b % ranks != rank) continue;  // the ranks share the validation batches
       const size_t n = std::min<size_t>(size_t(micro), limit - i);
       buf.assign(n * size_t(T), 0);
-      for (size_t k = 0; k < n; ++k) dataset->read(Split::Val, windows[i + k].first, T, buf.data() + k * size_t(T));
-      const at::Tensor ids = torch::from_blob(buf.data(), {int64_t(n), T}, torch::kInt32).to(torch::kLong).to(device);
+      for (size_t k = 0; k < n; ++k)
+        dataset->read(Split::Val, windows[i + k].first, T, buf.data() + k * size_t(T));
+      const at::Tensor ids =
+          torch::from_blob(buf.data(), {int64_t(n), T}, torch::kInt32).to(torch::kLong).to(device);
       AutocastGuard guard(autocast);
       const at::Tensor l = Decoder::loss(model->forward(ids), ids);
       total += l.item<double>() * double(n);
       count += n;
     }
     model->train(true);
-    const std::vector<double> sums = world->sum({total, double(count)}, "the evaluation all-reduce");
+    const std::vector<double> sums =
+        world->sum({total, double(count)}, "the evaluation all-reduce");
     total = sums[0];
     count = size_t(sums[1]);
-    if (count == 0) throw std::runtime_error("validation split is shorter than one window of " + std::to_string(T) + " tokens");
+    if (count == 0)
+      throw std::runtime_error("validation split is shorter than one window of " +
+                               std::to_string(T) + " tokens");
     return total / double(count);
   }
 
@@ -308,7 +333,8 @@ struct Trainer::Impl {
     const std::string path = (fs::path(outputDir) / file).string();
     checkWeightsAgree();
     std::vector<at::Tensor> rngs;
-    if (world->size() > 1) rngs = world->allGather(rngState(), "collecting the ranks' random states");
+    if (world->size() > 1)
+      rngs = world->allGather(rngState(), "collecting the ranks' random states");
     world->agree(
         [&] {
           if (world->rank() != 0) return;
@@ -334,7 +360,8 @@ struct Trainer::Impl {
   // Keep the newest `keepLast` step checkpoints of this run.
   void prune() {
     if (config.training.keepLast <= 0 || world->rank() != 0) return;
-    const std::regex re(std::regex_replace(config.training.runName, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
+    const std::regex re(std::regex_replace(config.training.runName,
+                                           std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
                         R"(_step(\d+)\.pt)");
     std::vector<std::pair<int64_t, fs::path>> steps;
     for (const auto& e : fs::directory_iterator(outputDir)) {
@@ -343,18 +370,26 @@ struct Trainer::Impl {
       if (std::regex_match(name, m, re)) steps.emplace_back(std::stoll(m[1]), e.path());
     }
     std::sort(steps.begin(), steps.end());
-    for (size_t i = 0; i + size_t(config.training.keepLast) < steps.size(); ++i) fs::remove(steps[i].second);
+    for (size_t i = 0; i + size_t(config.training.keepLast) < steps.size(); ++i)
+      fs::remove(steps[i].second);
   }
 
   void appendMetrics(const StepReport& r) {
     if (world->rank() != 0) return;
-    json line{{"step", r.step},      {"loss", r.loss},           {"lr", r.learningRate},
-              {"tokens", r.tokensSeen}, {"tokens_per_sec", r.tokensPerSecond}, {"wall_time", r.elapsedSeconds}};
+    json line{{"step", r.step},
+              {"loss", r.loss},
+              {"lr", r.learningRate},
+              {"tokens", r.tokensSeen},
+              {"tokens_per_sec", r.tokensPerSecond},
+              {"wall_time", r.elapsedSeconds}};
     if (r.valLoss) line["val_loss"] = *r.valLoss;
-    if (world->size() > 1) line["allreduce_time"] = r.allReduceSeconds;  // the step's gradient all-reduce
+    if (world->size() > 1)
+      line["allreduce_time"] = r.allReduceSeconds;  // the step's gradient all-reduce
     std::ofstream out(fs::path(outputDir) / "metrics.jsonl", std::ios::app);
     out << line.dump() << '\n';
-    if (!out) throw std::runtime_error((fs::path(outputDir) / "metrics.jsonl").string() + ": cannot append");
+    if (!out)
+      throw std::runtime_error((fs::path(outputDir) / "metrics.jsonl").string() +
+                               ": cannot append");
   }
 
   // What preparing decided and promised in notes(): moves, the metrics cut,
@@ -385,9 +420,12 @@ struct Trainer::Impl {
     if (!fs::exists(path)) return;
     const CheckpointEntry old = describeCheckpoint(path.string(), file);
     const std::string stem = path.stem().string();
-    const fs::path kept = fs::path(outputDir) / (stem + "_step" + std::to_string(old.step.value_or(0)) + ".pt");
-    if (fs::exists(kept)) moveToTrash(outputDir, {path.string()});
-    else fs::rename(path, kept);
+    const fs::path kept =
+        fs::path(outputDir) / (stem + "_step" + std::to_string(old.step.value_or(0)) + ".pt");
+    if (fs::exists(kept))
+      moveToTrash(outputDir, {path.string()});
+    else
+      fs::rename(path, kept);
   }
 
   RunResult run(const ProgressCallback& progress) {
@@ -398,7 +436,9 @@ struct Trainer::Impl {
     model->train(true);
     std::vector<int32_t> buf(size_t(micro * T));
     const auto start = Clock::now();
-    auto elapsed = [&] { return elapsedBefore + std::chrono::duration<double>(Clock::now() - start).count(); };
+    auto elapsed = [&] {
+      return elapsedBefore + std::chrono::duration<double>(Clock::now() - start).count();
+    };
     RunResult result;
     result.outputDir = outputDir;
     double lastLoss = 0;
@@ -407,7 +447,8 @@ struct Trainer::Impl {
     while (step < t.maxSteps && !stopped) {
       const auto stepStart = Clock::now();
       const double lr = learningRateAt(t, step);
-      for (auto& group : optimizer->param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+      for (auto& group : optimizer->param_groups())
+        static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
       optimizer->zero_grad();
       world->setStep(step);
       const double commBefore = world->allReduceSeconds();
@@ -417,9 +458,11 @@ struct Trainer::Impl {
       // and the seed only, never on the world size.
       const uint64_t base = sampler->position();
       for (int64_t a = 0; a < t.gradientAccumulationSteps; ++a) {
-        sampler->restore(base + uint64_t((world->rank() * t.gradientAccumulationSteps + a) * micro));
+        sampler->restore(base +
+                         uint64_t((world->rank() * t.gradientAccumulationSteps + a) * micro));
         sampler->next(buf.data(), micro);
-        const at::Tensor ids = torch::from_blob(buf.data(), {micro, T}, torch::kInt32).to(torch::kLong).to(device);
+        const at::Tensor ids =
+            torch::from_blob(buf.data(), {micro, T}, torch::kInt32).to(torch::kLong).to(device);
         at::Tensor loss;
         {
           AutocastGuard guard(autocast);
@@ -436,10 +479,12 @@ struct Trainer::Impl {
       if (!std::isfinite(stepLoss)) {
         throw std::runtime_error("step " + std::to_string(step + 1) + ": the loss is " +
                                  (std::isnan(stepLoss) ? "NaN" : "infinite") + "; the run stopped" +
-                                 (lastSaved.empty() ? std::string(" before any checkpoint was written")
-                                                    : "; the last good checkpoint is " + lastSaved));
+                                 (lastSaved.empty()
+                                      ? std::string(" before any checkpoint was written")
+                                      : "; the last good checkpoint is " + lastSaved));
       }
-      if (t.maxGradNorm > 0) torch::nn::utils::clip_grad_norm_(parameters(), t.maxGradNorm);  // the averaged gradient
+      if (t.maxGradNorm > 0)
+        torch::nn::utils::clip_grad_norm_(parameters(), t.maxGradNorm);  // the averaged gradient
       optimizer->step();
       ++step;
       tokensSeen += t.batchSize * T;
@@ -452,7 +497,8 @@ struct Trainer::Impl {
       r.learningRate = lr;
       r.tokensSeen = tokensSeen;
       r.tokensPerSecond =
-          double(t.batchSize * T) / std::max(1e-9, std::chrono::duration<double>(Clock::now() - stepStart).count());
+          double(t.batchSize * T) /
+          std::max(1e-9, std::chrono::duration<double>(Clock::now() - stepStart).count());
       r.elapsedSeconds = elapsed();
       r.allReduceSeconds = world->allReduceSeconds() - commBefore;
       bool improved = false;
@@ -467,14 +513,16 @@ struct Trainer::Impl {
       // checkpoint whose step has no line.
       appendMetrics(r);
       if (t.saveEvery > 0 && step % t.saveEvery == 0 && step < t.maxSteps)
-        r.savedCheckpoint = save(t.runName + "_step" + std::to_string(step) + ".pt", stepLoss, false, r.elapsedSeconds);
+        r.savedCheckpoint = save(t.runName + "_step" + std::to_string(step) + ".pt", stepLoss,
+                                 false, r.elapsedSeconds);
       if (improved) {
         const std::string best = save("best_checkpoint.pt", stepLoss, false, r.elapsedSeconds);
         if (r.savedCheckpoint.empty()) r.savedCheckpoint = best;
       }
       prune();
       bool stop = progress && !progress(r);
-      if (world->size() > 1) stop = world->sum({stop ? 1.0 : 0.0}, "the stop vote")[0] > 0;  // a stop reaches every rank
+      if (world->size() > 1)
+        stop = world->sum({stop ? 1.0 : 0.0}, "the stop vote")[0] > 0;  // a stop reaches every rank
       if (stop && step < t.maxSteps) {
         stopped = true;
         // Stopping finishes the step and leaves a checkpoint to resume from:
@@ -507,7 +555,8 @@ namespace {
 
 std::string joinNames(const std::vector<std::string>& paths, size_t limit = 4) {
   std::string s;
-  for (size_t i = 0; i < paths.size() && i < limit; ++i) s += (i ? ", " : "") + fs::path(paths[i]).filename().string();
+  for (size_t i = 0; i < paths.size() && i < limit; ++i)
+    s += (i ? ", " : "") + fs::path(paths[i]).filename().string();
   if (paths.size() > limit) s += " and " + std::to_string(paths.size() - limit) + " more";
   return s;
 }
@@ -521,8 +570,8 @@ void Trainer::Impl::claimDirectory(bool overwrite) {
   if (clash.empty()) return;
   if (!overwrite) throw std::runtime_error(clashMessage(outputDir, config.training.runName, clash));
   for (const std::string& f : clash) pendingTrash.push_back((fs::path(outputDir) / f).string());
-  note("--overwrite: the earlier run's " + joinNames(clash) + " move to " + (fs::path(outputDir) / ".trash").string() +
-       "/ before the first step");
+  note("--overwrite: the earlier run's " + joinNames(clash) + " move to " +
+       (fs::path(outputDir) / ".trash").string() + "/ before the first step");
 }
 
 Trainer Trainer::newRun(const RunConfig& config, bool overwrite) {
@@ -547,8 +596,8 @@ Trainer Trainer::newRun(const RunConfig& config, bool overwrite) {
   return Trainer(std::move(impl));
 }
 
-Trainer Trainer::resume(const std::string& checkpoint, std::optional<int64_t> maxSteps, const std::string& dataPath,
-                        const std::string& device, bool inPlace) {
+Trainer Trainer::resume(const std::string& checkpoint, std::optional<int64_t> maxSteps,
+                        const std::string& dataPath, const std::string& device, bool inPlace) {
   // Where it continues: the run's own directory, or a branch (run_plan.h).
   const ResumePlan plan = planResume(checkpoint);
   auto impl = std::make_unique<Impl>();
@@ -562,7 +611,8 @@ Trainer Trainer::resume(const std::string& checkpoint, std::optional<int64_t> ma
     rc.training.runName = plan.runName;
     if (meta.contains("learning_rate") && meta["learning_rate"].is_number())
       rc.training.learningRate = meta["learning_rate"].get<double>();
-    if (meta.contains("stage") && meta["stage"].is_string()) rc.training.stage = meta["stage"].get<std::string>();
+    if (meta.contains("stage") && meta["stage"].is_string())
+      rc.training.stage = meta["stage"].get<std::string>();
     rc.training.seqLen = std::min<int64_t>(model.maxSeqLen, 256);
   }
   if (!dataPath.empty()) rc.data.path = dataPath;
@@ -585,10 +635,12 @@ Trainer Trainer::resume(const std::string& checkpoint, std::optional<int64_t> ma
     impl->trimMetricsTo = step;
     if (!plan.isNewest) {
       impl->pendingTrash = plan.laterFiles;
-      impl->note("--in-place: " + name + " (step " + std::to_string(step) + ") is not the newest checkpoint of run '" +
-                 plan.runName + "'; the later " + joinNames(plan.laterFiles) + " move to " +
-                 (fs::path(plan.runDir) / ".trash").string() + "/ and metrics.jsonl is cut back to step " +
-                 std::to_string(step) + " (the rest kept in metrics.superseded.jsonl)");
+      impl->note("--in-place: " + name + " (step " + std::to_string(step) +
+                 ") is not the newest checkpoint of run '" + plan.runName + "'; the later " +
+                 joinNames(plan.laterFiles) + " move to " +
+                 (fs::path(plan.runDir) / ".trash").string() +
+                 "/ and metrics.jsonl is cut back to step " + std::to_string(step) +
+                 " (the rest kept in metrics.superseded.jsonl)");
     }
   } else {
     // A branch: a new run beside the parent, which stays as it is.
@@ -596,10 +648,12 @@ Trainer Trainer::resume(const std::string& checkpoint, std::optional<int64_t> ma
     rc.training.runName = plan.branchRunName;
     impl->parent = plan.checkpoint;
     impl->parentStep = step;
-    impl->lineage = Lineage{plan.branchRunName, plan.runName, plan.runDir, plan.checkpoint, step, isoNow()};
-    impl->note(name + " (step " + std::to_string(step) + ") is not the newest checkpoint of run '" + plan.runName +
-               "' (" + joinNames(plan.laterFiles, 2) + " come later): continuing as the new run '" +
-               plan.branchRunName + "' in " + plan.branchDir + ", leaving " + plan.runDir +
+    impl->lineage =
+        Lineage{plan.branchRunName, plan.runName, plan.runDir, plan.checkpoint, step, isoNow()};
+    impl->note(name + " (step " + std::to_string(step) + ") is not the newest checkpoint of run '" +
+               plan.runName + "' (" + joinNames(plan.laterFiles, 2) +
+               " come later): continuing as the new run '" + plan.branchRunName + "' in " +
+               plan.branchDir + ", leaving " + plan.runDir +
                " as it is (--in-place continues there instead, moving the later files to .trash/)");
   }
   rc.training.outputDir = impl->outputDir;
@@ -611,8 +665,10 @@ Trainer Trainer::resume(const std::string& checkpoint, std::optional<int64_t> ma
         impl->model->loadStateDict(content.modelState);
         impl->model->to(impl->device);
         impl->makeOptimizer();
-        if (content.optimizer) impl->restoreOptimizer(*content.optimizer);
-        else impl->note("the checkpoint has no optimizer state: resuming with a fresh optimizer");
+        if (content.optimizer)
+          impl->restoreOptimizer(*content.optimizer);
+        else
+          impl->note("the checkpoint has no optimizer state: resuming with a fresh optimizer");
       },
       "preparing the resume");
   impl->rankRngStates = content.rankRngStates;
@@ -622,11 +678,15 @@ Trainer Trainer::resume(const std::string& checkpoint, std::optional<int64_t> ma
   if (ts.is_object() && ts.contains("sampler_position")) {
     impl->sampler->restore(ts["sampler_position"].get<uint64_t>());
     impl->elapsedBefore = ts.value("elapsed_seconds", 0.0);
-    if (ts.contains("best_val_loss") && ts["best_val_loss"].is_number()) impl->bestValLoss = ts["best_val_loss"].get<double>();
+    if (ts.contains("best_val_loss") && ts["best_val_loss"].is_number())
+      impl->bestValLoss = ts["best_val_loss"].get<double>();
   } else {
-    impl->note("the checkpoint has no data position (not written by CkptScope): training data is drawn afresh");
+    impl->note(
+        "the checkpoint has no data position (not written by CkptScope): training data is drawn "
+        "afresh");
   }
-  if (meta.contains("val_loss") && meta["val_loss"].is_number()) impl->lastValLoss = meta["val_loss"].get<double>();
+  if (meta.contains("val_loss") && meta["val_loss"].is_number())
+    impl->lastValLoss = meta["val_loss"].get<double>();
   impl->shareWeights();
   return Trainer(std::move(impl));
 }
@@ -638,8 +698,9 @@ Trainer Trainer::finetune(const std::string& checkpoint, const FinetuneOptions& 
   const ModelConfig& model = rc.model;
   const json& meta = content.metadata;
   impl->adoptCheckpoint(checkpoint, content);
-  std::string parentRun = meta.contains("run_name") && meta["run_name"].is_string() ? meta["run_name"].get<std::string>()
-                                                                                    : rc.training.runName;
+  std::string parentRun = meta.contains("run_name") && meta["run_name"].is_string()
+                              ? meta["run_name"].get<std::string>()
+                              : rc.training.runName;
   // "shakespeare-pretrain" fine-tuned to sft -> "shakespeare-sft" (experiment.h).
   rc.training.runName = stageRunName(parentRun, options.stage);
   rc.training.stage = options.stage;
@@ -651,12 +712,14 @@ Trainer Trainer::finetune(const std::string& checkpoint, const FinetuneOptions& 
   rc.data.path = options.dataPath;
   if (!options.tokenizer.empty()) rc.data.tokenizer = options.tokenizer;
   if (rc.training.seqLen <= 0) rc.training.seqLen = std::min<int64_t>(model.maxSeqLen, 256);
-  impl->outputDir = options.outputDir.empty()
-                        ? (fs::path(checkpoint).parent_path().parent_path() / rc.training.runName).string()
-                        : options.outputDir;
+  impl->outputDir =
+      options.outputDir.empty()
+          ? (fs::path(checkpoint).parent_path().parent_path() / rc.training.runName).string()
+          : options.outputDir;
   rc.training.outputDir = impl->outputDir;
   impl->parent = fs::absolute(checkpoint).lexically_normal().string();
-  if (meta.contains("step") && meta["step"].is_number_integer()) impl->parentStep = meta["step"].get<int64_t>();
+  if (meta.contains("step") && meta["step"].is_number_integer())
+    impl->parentStep = meta["step"].get<int64_t>();
   impl->joinWorld();
   impl->world->agree(
       [&] {
@@ -673,14 +736,49 @@ Trainer Trainer::finetune(const std::string& checkpoint, const FinetuneOptions& 
   return Trainer(std::move(impl));
 }
 
-RunResult Trainer::run(const ProgressCallback& progress) { return m_impl->run(progress); }
-const RunConfig& Trainer::config() const { return m_impl->config; }
-std::string Trainer::deviceName() const { return m_impl->device.str(); }
-int Trainer::rank() const { return m_impl->world->rank(); }
-int Trainer::worldSize() const { return m_impl->world->size(); }
-std::string Trainer::backend() const { return m_impl->world->backend(); }
-int64_t Trainer::startStep() const { return m_impl->step; }
-const std::string& Trainer::notes() const { return m_impl->notes; }
+RunResult Trainer::run(const ProgressCallback& progress) {
+  return m_impl->run(progress);
+}
+const RunConfig& Trainer::config() const {
+  return m_impl->config;
+}
+std::string Trainer::deviceName() const {
+  return m_impl->device.str();
+}
+int Trainer::rank() const {
+  return m_impl->world->rank();
+}
+int Trainer::worldSize() const {
+  return m_impl->world->size();
+}
+std::string Trainer::backend() const {
+  return m_impl->world->backend();
+}
+int64_t Trainer::startStep() const {
+  return m_impl->step;
+}
+const std::string& Trainer::notes() const {
+  return m_impl->notes;
+}
+
+TrainJobInfo Trainer::jobInfo() const {
+  const RunConfig& c = config();
+  TrainJobInfo i;
+  i.runName = c.training.runName;
+  i.stage = c.training.stage;
+  i.outputDir = c.training.outputDir;
+  i.device = deviceName();
+  i.startStep = startStep();
+  i.maxSteps = c.training.maxSteps;
+  const int64_t seqLen = c.training.seqLen > 0 ? c.training.seqLen : c.model.maxSeqLen;
+  i.tokensPerStep = c.training.batchSize * seqLen;
+  i.notes = notes();
+  i.configJson = c.toJson().dump(2);
+  i.rank = rank();
+  i.worldSize = worldSize();
+  i.backend = backend();
+  return i;
+}
 
 namespace {
 
@@ -690,7 +788,8 @@ struct LoadedModel {
   c10::Device device = c10::Device(c10::kCPU);
 };
 
-LoadedModel loadForInference(const std::string& checkpoint, const std::string& tokenizer, const std::string& device) {
+LoadedModel loadForInference(const std::string& checkpoint, const std::string& tokenizer,
+                             const std::string& device) {
   ModelConfig config;
   CheckpointContent content = loadCheckpointContent(checkpoint, &config);
   LoadedModel m;
@@ -700,7 +799,8 @@ LoadedModel loadForInference(const std::string& checkpoint, const std::string& t
   m.model->to(m.device);
   m.model->train(false);
   std::string spec = tokenizer;
-  if (spec.empty() && content.metadata.contains("tokenizer") && content.metadata["tokenizer"].is_string())
+  if (spec.empty() && content.metadata.contains("tokenizer") &&
+      content.metadata["tokenizer"].is_string())
     spec = content.metadata["tokenizer"].get<std::string>();
   if (spec.empty()) spec = "bytes";
   m.tokenizer = loadTokenizer(spec);
@@ -709,8 +809,9 @@ LoadedModel loadForInference(const std::string& checkpoint, const std::string& t
 
 }  // namespace
 
-ScoreResult scoreCheckpoint(const std::string& checkpoint, const std::string& dataPath, int64_t seqLen,
-                            const std::string& tokenizer, const std::string& device) {
+ScoreResult scoreCheckpoint(const std::string& checkpoint, const std::string& dataPath,
+                            int64_t seqLen, const std::string& tokenizer,
+                            const std::string& device) {
   LoadedModel m = loadForInference(checkpoint, tokenizer, device);
   if (seqLen <= 0 || seqLen > m.model->config().maxSeqLen)
     throw ConfigError("--seq-len (" + std::to_string(seqLen) + ") must be in [1, max_seq_len = " +
@@ -720,14 +821,17 @@ ScoreResult scoreCheckpoint(const std::string& checkpoint, const std::string& da
   options.separator = m.tokenizer->specialTokenId("<|endoftext|>");
   const TokenDataset data(std::vector<std::string>{dataPath}, *m.tokenizer, options);
   const auto windows = consecutiveWindows(data.splitSize(Split::Train), seqLen);
-  if (windows.empty()) throw std::runtime_error(dataPath + ": fewer tokens than one window of " + std::to_string(seqLen));
+  if (windows.empty())
+    throw std::runtime_error(dataPath + ": fewer tokens than one window of " +
+                             std::to_string(seqLen));
   torch::NoGradGuard noGrad;
   ScoreResult r;
   double total = 0;
   std::vector<int32_t> buf(static_cast<size_t>(seqLen));
   for (const auto& w : windows) {
     data.read(Split::Train, w.first, seqLen, buf.data());
-    const at::Tensor ids = torch::from_blob(buf.data(), {1, seqLen}, torch::kInt32).to(torch::kLong).to(m.device);
+    const at::Tensor ids =
+        torch::from_blob(buf.data(), {1, seqLen}, torch::kInt32).to(torch::kLong).to(m.device);
     total += Decoder::loss(m.model->forward(ids), ids).item<double>();
   }
   r.windows = int64_t(windows.size());
@@ -747,7 +851,8 @@ std::string generateText(const std::string& checkpoint, const GenerateOptions& o
   std::vector<int32_t> produced;
   std::string text;
   for (int64_t i = 0; i < options.maxNewTokens; ++i) {
-    const size_t from = tokens.size() > size_t(config.maxSeqLen) ? tokens.size() - size_t(config.maxSeqLen) : 0;
+    const size_t from =
+        tokens.size() > size_t(config.maxSeqLen) ? tokens.size() - size_t(config.maxSeqLen) : 0;
     std::vector<int64_t> ctx(tokens.begin() + long(from), tokens.end());
     const at::Tensor ids = torch::tensor(ctx, torch::kLong).unsqueeze(0).to(m.device);
     at::Tensor logits = m.model->forward(ids).index({0, -1}).to(torch::kCPU, torch::kFloat64);

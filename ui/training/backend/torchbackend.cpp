@@ -5,33 +5,21 @@
 #include <torch/cuda.h>
 #include <torch/version.h>
 
-
+#include "ranksjob.h"
 #include "training/trainbackend.h"
 
 namespace ckpt {
 namespace {
 
+// A job in this process: the trainer itself.
 class TorchJob final : public TrainJob {
  public:
   explicit TorchJob(Trainer trainer) : m_trainer(std::move(trainer)) {}
 
-  TrainJobInfo info() const override {
-    const RunConfig& c = m_trainer.config();
-    TrainJobInfo i;
-    i.runName = c.training.runName;
-    i.stage = c.training.stage;
-    i.outputDir = c.training.outputDir;
-    i.device = m_trainer.deviceName();
-    i.startStep = m_trainer.startStep();
-    i.maxSteps = c.training.maxSteps;
-    const int64_t seqLen = c.training.seqLen > 0 ? c.training.seqLen : c.model.maxSeqLen;
-    i.tokensPerStep = c.training.batchSize * seqLen;
-    i.notes = m_trainer.notes();
-    i.configJson = c.toJson().dump(2);
-    return i;
+  RunResult run(const ProgressCallback& progress, const JobEvents& events) override {
+    if (events.prepared) events.prepared(m_trainer.jobInfo());
+    return m_trainer.run(progress);
   }
-
-  RunResult run(const ProgressCallback& progress) override { return m_trainer.run(progress); }
 
  private:
   Trainer m_trainer;
@@ -55,15 +43,20 @@ class TorchBackend final : public TrainBackend {
     if (want != at::get_num_threads()) at::set_num_threads(want);
   }
 
-  std::unique_ptr<TrainJob> newRun(const RunConfig& config) override {
+  std::unique_ptr<TrainJob> newRun(const RunConfig& config, const Processes& processes) override {
+    if (processes.count > 1) return newRunRanks(config, processes);
     return std::make_unique<TorchJob>(Trainer::newRun(config));
   }
 
-  std::unique_ptr<TrainJob> resume(const ResumeOptions& o) override {
-    return std::make_unique<TorchJob>(Trainer::resume(o.checkpoint, o.maxSteps, o.dataPath, o.device, o.inPlace));
+  std::unique_ptr<TrainJob> resume(const ResumeOptions& o, const Processes& processes) override {
+    if (processes.count > 1) return resumeRanks(o, processes);
+    return std::make_unique<TorchJob>(
+        Trainer::resume(o.checkpoint, o.maxSteps, o.dataPath, o.device, o.inPlace));
   }
 
-  std::unique_ptr<TrainJob> finetune(const std::string& checkpoint, const FinetuneOptions& options) override {
+  std::unique_ptr<TrainJob> finetune(const std::string& checkpoint, const FinetuneOptions& options,
+                                     const Processes& processes) override {
+    if (processes.count > 1) return finetuneRanks(checkpoint, options, processes);
     return std::make_unique<TorchJob>(Trainer::finetune(checkpoint, options));
   }
 
@@ -74,7 +67,8 @@ class TorchBackend final : public TrainBackend {
 }  // namespace
 }  // namespace ckpt
 
-extern "C" __attribute__((visibility("default"))) ckpt::TrainBackend* ckptscope_create_train_backend(int abiVersion) {
+extern "C" __attribute__((visibility("default"))) ckpt::TrainBackend*
+ckptscope_create_train_backend(int abiVersion) {
   if (abiVersion != ckpt::kTrainBackendAbiVersion) return nullptr;
   static ckpt::TorchBackend backend;  // lives as long as the process: LibTorch is never unloaded
   return &backend;

@@ -17,7 +17,7 @@ namespace ckpt {
 struct StepReport {
   int64_t step = 0;  // steps done
   int64_t maxSteps = 0;
-  double loss = 0;   // mean training loss of this step
+  double loss = 0;  // mean training loss of this step
   double learningRate = 0;
   int64_t tokensSeen = 0;
   double tokensPerSecond = 0;
@@ -43,9 +43,9 @@ struct RunResult {
 };
 
 struct FinetuneOptions {
-  std::string dataPath;        // required
-  std::string tokenizer;       // "" -> the checkpoint's
-  std::string outputDir;       // "" -> "<parent dir>/<run>-<stage>"
+  std::string dataPath;   // required
+  std::string tokenizer;  // "" -> the checkpoint's
+  std::string outputDir;  // "" -> "<parent dir>/<run>-<stage>"
   std::string stage = "sft";
   double learningRate = 1e-5;  // the reference's SFT rate
   int64_t maxSteps = 0;        // 0 -> the parent's max_steps
@@ -53,6 +53,23 @@ struct FinetuneOptions {
   // The stage directory already holds files of this run: move them to its
   // .trash/ instead of refusing.
   bool overwrite = false;
+};
+
+// What a prepared job will do, known before its first step (the Train
+// panel's title, progress range and device; one per rank).
+struct TrainJobInfo {
+  std::string runName;
+  std::string stage;
+  std::string outputDir;
+  std::string device;  // "cpu", "cuda:0"
+  int64_t startStep = 0;
+  int64_t maxSteps = 0;
+  int64_t tokensPerStep = 0;  // batch_size x seq_len
+  std::string notes;          // the trainer's "what you should know" (a fresh optimizer, ...)
+  std::string configJson;     // RunConfig::toJson() of the resolved run, for the log
+  int rank = 0;               // data-parallel runs: this rank of worldSize
+  int worldSize = 1;
+  std::string backend = "none";  // "gloo", "nccl"; "none" alone
 };
 
 class Trainer {
@@ -73,7 +90,8 @@ class Trainer {
   // untouched, unless `inPlace`: then the later files move to .trash/ and the
   // run continues in its directory. Nothing is moved before run().
   static Trainer resume(const std::string& checkpoint, std::optional<int64_t> maxSteps = {},
-                        const std::string& dataPath = {}, const std::string& device = "auto", bool inPlace = false);
+                        const std::string& dataPath = {}, const std::string& device = "auto",
+                        bool inPlace = false);
   // Weights only: a new optimizer and schedule, step 0, a new run directory
   // (refused when it holds files of that run, unless options.overwrite).
   static Trainer finetune(const std::string& checkpoint, const FinetuneOptions& options);
@@ -90,6 +108,7 @@ class Trainer {
   [[nodiscard]] std::string backend() const;
   [[nodiscard]] int64_t startStep() const;
   [[nodiscard]] const std::string& notes() const;  // what the user should know before the run
+  [[nodiscard]] TrainJobInfo jobInfo() const;
 
  private:
   struct Impl;
@@ -104,8 +123,9 @@ struct ScoreResult {
   int64_t windows = 0;
   int64_t tokens = 0;
 };
-ScoreResult scoreCheckpoint(const std::string& checkpoint, const std::string& dataPath, int64_t seqLen,
-                            const std::string& tokenizer = {}, const std::string& device = "auto");
+ScoreResult scoreCheckpoint(const std::string& checkpoint, const std::string& dataPath,
+                            int64_t seqLen, const std::string& tokenizer = {},
+                            const std::string& device = "auto");
 
 struct GenerateOptions {
   std::string prompt;
@@ -113,7 +133,7 @@ struct GenerateOptions {
   double temperature = 1.0;  // 0: greedy
   int64_t topK = 0;          // 0: all
   uint64_t seed = 0;
-  std::string tokenizer;     // "" -> the checkpoint's
+  std::string tokenizer;  // "" -> the checkpoint's
   std::string device = "auto";
 };
 // Calls `onText` with each new piece of text; returns the whole completion.

@@ -1,0 +1,77 @@
+#pragma once
+// Driving the Train panel in tests: the tiny config typed into its form,
+// and waiting for a run's end (tst_trainpanel, tst_trainpanel_dist).
+#include <QtTest>
+
+#include <QComboBox>
+#include <QLineEdit>
+#include <QSignalSpy>
+#include <QSpinBox>
+
+#include "training/configform.h"
+#include "training/trainpanel.h"
+
+namespace ckpt::test {
+
+constexpr int kRunTimeoutMs = 240000;
+
+struct Finished {
+  QString outputDir, lastCheckpoint;
+  bool stopped = false;
+};
+
+// Waits for runFinished (or runFailed, which fails the test with its message).
+inline bool waitForRun(TrainPanel& panel, Finished* result, QString* failure) {
+  QSignalSpy done(&panel, &TrainPanel::runFinished);
+  QSignalSpy failed(&panel, &TrainPanel::runFailed);
+  QElapsedTimer t;
+  t.start();
+  while (done.isEmpty() && failed.isEmpty() && t.elapsed() < kRunTimeoutMs) QTest::qWait(20);
+  if (!failed.isEmpty()) {
+    *failure = failed.front().front().toString();
+    return false;
+  }
+  if (done.isEmpty()) {
+    *failure = QStringLiteral("timed out");
+    return false;
+  }
+  result->outputDir = done.front().at(0).toString();
+  result->lastCheckpoint = done.front().at(1).toString();
+  result->stopped = done.front().at(2).toBool();
+  return true;
+}
+
+// tst_trainer's tiny config, typed into the form: on the CPU, two threads.
+inline void fillTiny(TrainPanel& panel, const QString& data, const QString& out, int steps) {
+  ConfigForm* f = panel.form();
+  f->resetToDefaults();
+  const QVariantMap values{{"vocab_size", 256},
+                           {"d_model", 32},
+                           {"n_layers", 2},
+                           {"n_heads", 4},
+                           {"ffn_hidden_size", 80},
+                           {"max_seq_len", 32},
+                           {"run_name", "tiny"},
+                           {"batch_size", 4},
+                           {"micro_batch_size", 2},
+                           {"seq_len", 16},
+                           {"learning_rate", "0.003"},
+                           {"warmup_steps", 2},
+                           {"eval_every", 2},
+                           {"eval_batches", 2},
+                           {"save_every", 2},
+                           {"log_every", 1},
+                           {"seed", 7},
+                           {"mixed_precision", "fp32"},
+                           {"max_steps", steps},
+                           {"val_fraction", "0.1"}};
+  f->setValues(values);
+  panel.setMode(TrainPanel::Mode::NewRun);
+  panel.dataPathEdit()->setText(data);
+  panel.tokenizerBox()->setCurrentText(QStringLiteral("bytes"));
+  panel.outputDirEdit()->setText(out);
+  panel.deviceBox()->setCurrentIndex(panel.deviceBox()->findData(QStringLiteral("cpu")));
+  panel.threadsBox()->setValue(2);
+}
+
+}  // namespace ckpt::test
