@@ -80,13 +80,15 @@ struct JobEnd {
 // Runs `work` on the global pool with `progress`; `done` gets its end on
 // `context`'s thread. Both job classes below start their work here.
 template <typename T>
-QFuture<JobEnd<T>> launch(QObject* context, std::function<T(JobProgress&)> work, std::shared_ptr<JobProgress> progress,
+QFuture<JobEnd<T>> launch(QObject* context, std::function<T(JobProgress&)> work,
+                          std::shared_ptr<JobProgress> progress,
                           std::function<void(JobEnd<T>)> done) {
   auto* watcher = new QFutureWatcher<JobEnd<T>>(context);
-  QObject::connect(watcher, &QFutureWatcherBase::finished, context, [watcher, done = std::move(done)] {
-    watcher->deleteLater();
-    done(watcher->result());
-  });
+  QObject::connect(watcher, &QFutureWatcherBase::finished, context,
+                   [watcher, done = std::move(done)] {
+                     watcher->deleteLater();
+                     done(watcher->result());
+                   });
   QFuture<JobEnd<T>> future = QtConcurrent::run([work = std::move(work), progress]() -> JobEnd<T> {
     JobEnd<T> end;
     try {
@@ -112,7 +114,8 @@ class BackgroundJob {
   using Work = std::function<T(JobProgress& progress)>;
   // On the GUI thread, for the newest request only. `result` is empty when
   // the work failed.
-  using Finish = std::function<void(JobOutcome outcome, std::optional<T> result, const QString& error)>;
+  using Finish =
+      std::function<void(JobOutcome outcome, std::optional<T> result, const QString& error)>;
   using Progress = std::function<void(const JobProgress& progress)>;
 
   explicit BackgroundJob(QObject* context, int intervalMs = 100) : m_context(context) {
@@ -134,12 +137,14 @@ class BackgroundJob {
     run->finish = std::move(finish);
     m_current = run;
     m_onProgress = std::move(onProgress);
-    m_future = detail::launch<T>(m_context, std::move(work), std::shared_ptr<JobProgress>(run, &run->progress),
+    m_future = detail::launch<T>(m_context, std::move(work),
+                                 std::shared_ptr<JobProgress>(run, &run->progress),
                                  [this, run](detail::JobEnd<T> end) {
                                    if (run != m_current) return;  // superseded by a newer request
                                    m_current.reset();
                                    m_timer.stop();
-                                   if (run->finish) run->finish(end.outcome, std::move(end.result), end.error);
+                                   if (run->finish)
+                                     run->finish(end.outcome, std::move(end.result), end.error);
                                  });
     m_timer.start();
   }
@@ -155,7 +160,9 @@ class BackgroundJob {
     m_timer.stop();
   }
   [[nodiscard]] bool isRunning() const { return m_current != nullptr; }
-  [[nodiscard]] const JobProgress* progress() const { return m_current ? &m_current->progress : nullptr; }
+  [[nodiscard]] const JobProgress* progress() const {
+    return m_current ? &m_current->progress : nullptr;
+  }
   void waitForFinished() { m_future.waitForFinished(); }
 
  private:
@@ -197,16 +204,17 @@ class BackgroundJobs {
     run->finish = std::move(finish);
     m_running[key] = run;
     // Finished futures are let go as new ones come: the list stays short.
-    m_futures.erase(std::remove_if(m_futures.begin(), m_futures.end(), [](const auto& f) { return f.isFinished(); }),
+    m_futures.erase(std::remove_if(m_futures.begin(), m_futures.end(),
+                                   [](const auto& f) { return f.isFinished(); }),
                     m_futures.end());
-    m_futures.push_back(detail::launch<T>(m_context, std::move(work),
-                                          std::shared_ptr<JobProgress>(run, &run->progress),
-                                          [this, key, run](detail::JobEnd<T> end) {
-                                            const auto it = m_running.find(key);
-                                            if (it == m_running.end() || it->second != run) return;  // dropped
-                                            m_running.erase(it);
-                                            if (run->finish) run->finish(end.outcome, std::move(end.result), end.error);
-                                          }));
+    m_futures.push_back(detail::launch<T>(
+        m_context, std::move(work), std::shared_ptr<JobProgress>(run, &run->progress),
+        [this, key, run](detail::JobEnd<T> end) {
+          const auto it = m_running.find(key);
+          if (it == m_running.end() || it->second != run) return;  // dropped
+          m_running.erase(it);
+          if (run->finish) run->finish(end.outcome, std::move(end.result), end.error);
+        }));
   }
   [[nodiscard]] bool isRunning(const Key& key) const { return m_running.count(key) > 0; }
   [[nodiscard]] size_t runningCount() const { return m_running.size(); }

@@ -7,38 +7,38 @@
 #include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QDropEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHeaderView>
+#include <QKeySequence>
 #include <QLineEdit>
 #include <QMenu>
+#include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
 #include <QScrollArea>
 #include <QSet>
 #include <QSettings>
-#include <QUrl>
-#include <QFileDialog>
-#include <QFileInfo>
-#include <QHeaderView>
-#include <QKeySequence>
-#include <QMenuBar>
 #include <QSplitter>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTextDocumentFragment>
 #include <QTreeView>
+#include <QUrl>
 #include <chrono>
 #include <map>
 
 #include "browser/browserpanel.h"
-#include "ckpt/index/experiment.h"
-#include "browser/prunedialog.h"
-#include "export/exportdialog.h"
-#include "ckpt/index/run_plan.h"
 #include "browser/checkpointlistmodel.h"
+#include "browser/prunedialog.h"
 #include "browser/runwatcher.h"
+#include "ckpt/index/experiment.h"
+#include "ckpt/index/run_plan.h"
 #include "compare/compareview.h"
 #include "compare/driftchain.h"
 #include "compare/driftview.h"
 #include "curves/curvesview.h"
+#include "export/exportdialog.h"
 #include "inspector/inspectorwidget.h"
 #include "textformat.h"
 #include "training/trainpanel.h"
@@ -91,7 +91,8 @@ std::vector<RunEntry> curveRuns(const std::vector<BrowseGroup>& groups, const QS
 QString logsKey(const QStringList& opened) {
   QStringList clean;
   for (const QString& p : opened) clean << QDir::cleanPath(QFileInfo(p).absoluteFilePath());
-  return QStringLiteral("extraLogs/") + QString::fromLatin1(clean.join('\n').toUtf8().toBase64(QByteArray::Base64UrlEncoding));
+  return QStringLiteral("extraLogs/") +
+         QString::fromLatin1(clean.join('\n').toUtf8().toBase64(QByteArray::Base64UrlEncoding));
 }
 
 constexpr int kMaxRecent = 10;
@@ -137,12 +138,15 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 
   m_watcher = new RunWatcher(this);
   createMenus();
-  statusBar()->showMessage(tr("Open a directory of checkpoints (File > Open Directory, or drop it here)"));
+  statusBar()->showMessage(
+      tr("Open a directory of checkpoints (File > Open Directory, or drop it here)"));
   m_inspector->showMessage(
       tr("Nothing open yet"),
-      tr("<p>Open a directory of checkpoints with <b>File &gt; Open Directory...</b> (Ctrl+O), single files with "
+      tr("<p>Open a directory of checkpoints with <b>File &gt; Open Directory...</b> (Ctrl+O), "
+         "single files with "
          "<b>File &gt; Open Files...</b> (Ctrl+Shift+O), or drop them on this window.</p>"
-         "<p>Runs appear in the Experiments list on the left, grouped by directory; their curves in the Curves "
+         "<p>Runs appear in the Experiments list on the left, grouped by directory; their curves "
+         "in the Curves "
          "tab. Select two checkpoints (Ctrl+click) and press Ctrl+D to compare them.</p>"));
 
   connect(checkpointView()->selectionModel(), &QItemSelectionModel::currentChanged, this,
@@ -150,17 +154,21 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   // Several checkpoints can be selected (Ctrl/Shift+click) to compare them.
   checkpointView()->setSelectionMode(QAbstractItemView::ExtendedSelection);
   checkpointView()->setContextMenuPolicy(Qt::CustomContextMenu);
-  connect(checkpointView(), &QWidget::customContextMenuRequested, this, &MainWindow::showBrowserMenu);
+  connect(checkpointView(), &QWidget::customContextMenuRequested, this,
+          &MainWindow::showBrowserMenu);
   connect(m_curves, &CurvesView::checkpointActivated, this, &MainWindow::onCheckpointActivated);
   // The status bar says what is happening now, not what was asked last.
-  connect(m_compare, &CompareView::finished, this, [this] { statusBar()->showMessage(m_compare->summaryLine()); });
-  connect(m_drift, &DriftView::finished, this,
-          [this] { statusBar()->showMessage(QTextDocumentFragment::fromHtml(m_drift->statusText()).toPlainText()); });
+  connect(m_compare, &CompareView::finished, this,
+          [this] { statusBar()->showMessage(m_compare->summaryLine()); });
+  connect(m_drift, &DriftView::finished, this, [this] {
+    statusBar()->showMessage(QTextDocumentFragment::fromHtml(m_drift->statusText()).toPlainText());
+  });
   connect(m_watcher, &RunWatcher::runChanged, this, &MainWindow::onRunChanged);
   connect(m_watcher, &RunWatcher::runRemoved, this, &MainWindow::onRunRemoved);
   connect(m_train, &TrainPanel::runStarted, this, &MainWindow::onRunStarted);
-  connect(m_train, &TrainPanel::checkpointWritten, this,
-          [this](const QString& path) { statusBar()->showMessage(tr("Saved %1").arg(path), 5000); });
+  connect(m_train, &TrainPanel::checkpointWritten, this, [this](const QString& path) {
+    statusBar()->showMessage(tr("Saved %1").arg(path), 5000);
+  });
   connect(m_train, &TrainPanel::runFinished, this,
           [this](const QString&, const QString& last, bool) {
             // Select what the run wrote last, once the watcher has listed it.
@@ -179,7 +187,9 @@ MainWindow::~MainWindow() {
   // reads, a summary when its file is read.
 }
 
-QTreeView* MainWindow::checkpointView() const { return m_browser->view(); }
+QTreeView* MainWindow::checkpointView() const {
+  return m_browser->view();
+}
 
 void MainWindow::createMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
@@ -193,7 +203,9 @@ void MainWindow::createMenus() {
   connect(m_recentMenu, &QMenu::aboutToShow, this, &MainWindow::fillRecentMenu);
   fillRecentMenu();
   QAction* addLogs = file->addAction(tr("Add &Logs..."));
-  addLogs->setToolTip(tr("Console logs kept elsewhere (a cluster job's .out / .err): their lines go to the runs their loggers name"));
+  addLogs->setToolTip(
+      tr("Console logs kept elsewhere (a cluster job's .out / .err): their lines go to the runs "
+         "their loggers name"));
   connect(addLogs, &QAction::triggered, this, &MainWindow::chooseLogs);
   QAction* reloadAction = file->addAction(tr("&Reload"));
   reloadAction->setShortcut(QKeySequence::Refresh);
@@ -203,7 +215,8 @@ void MainWindow::createMenus() {
   // Ctrl+Q where the platform names no quit key (QKeySequence::Quit is
   // empty in some keyboard schemes).
   const QList<QKeySequence> quitKeys = QKeySequence::keyBindings(QKeySequence::Quit);
-  quit->setShortcuts(quitKeys.isEmpty() ? QList<QKeySequence>{QKeySequence(Qt::CTRL | Qt::Key_Q)} : quitKeys);
+  quit->setShortcuts(quitKeys.isEmpty() ? QList<QKeySequence>{QKeySequence(Qt::CTRL | Qt::Key_Q)}
+                                        : quitKeys);
   connect(quit, &QAction::triggered, this, &QWidget::close);
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
@@ -235,7 +248,8 @@ void MainWindow::createMenus() {
   QMenu* checkpoint = menuBar()->addMenu(tr("&Checkpoint"));
   QAction* compare = checkpoint->addAction(tr("&Compare Selected"));
   compare->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_D));
-  compare->setToolTip(tr("Two selected checkpoints with each other, or one with the one before it in its run"));
+  compare->setToolTip(
+      tr("Two selected checkpoints with each other, or one with the one before it in its run"));
   connect(compare, &QAction::triggered, this, &MainWindow::compareSelected);
   QAction* compareWith = checkpoint->addAction(tr("Compare &With..."));
   connect(compareWith, &QAction::triggered, this, &MainWindow::compareWithFile);
@@ -266,13 +280,15 @@ void MainWindow::createMenus() {
   });
 }
 
-void MainWindow::showTrain() { m_tabs->setCurrentWidget(m_train); }
+void MainWindow::showTrain() {
+  m_tabs->setCurrentWidget(m_train);
+}
 
 bool MainWindow::pruneSelectedRun() {
   // The current row's run: the row itself, or the run above a checkpoint or family.
   std::optional<BrowseGroup> run;
-  for (QModelIndex i = m_browser->proxy()->mapToSource(checkpointView()->currentIndex()); i.isValid() && !run;
-       i = i.parent())
+  for (QModelIndex i = m_browser->proxy()->mapToSource(checkpointView()->currentIndex());
+       i.isValid() && !run; i = i.parent())
     run = m_model->group(i);
   if (!run || run->kind != BrowseGroup::Kind::Run || run->path.isEmpty()) {
     statusBar()->showMessage(tr("Select a run (or one of its checkpoints) to prune"), 10000);
@@ -329,22 +345,26 @@ bool MainWindow::resumeSelected() {
   }
   // A run selected: its newest checkpoint that verifies, as `resume DIR` picks it.
   const QModelIndex current = m_browser->proxy()->mapToSource(checkpointView()->currentIndex());
-  if (const std::optional<BrowseGroup> run = m_model->group(current); selected.isEmpty() && run && !run->path.isEmpty()) {
+  if (const std::optional<BrowseGroup> run = m_model->group(current);
+      selected.isEmpty() && run && !run->path.isEmpty()) {
     try {
       const IntactCheckpoint pick = newestIntactCheckpoint(pathToStd(run->path));
       QStringList skipped;
       for (const SkippedCheckpoint& s : pick.skipped)
         skipped << tr("skipped %1: %2").arg(fromStd(s.file), fromStd(s.reason));
       if (pick.checkpoint.empty()) {
-        statusBar()->showMessage(tr("%1: no intact checkpoint to resume (%2)").arg(run->name, skipped.join("; ")), 10000);
+        statusBar()->showMessage(
+            tr("%1: no intact checkpoint to resume (%2)").arg(run->name, skipped.join("; ")),
+            10000);
         return false;
       }
       m_train->prepareResume(pathFromStd(pick.checkpoint));
       showTrain();
-      statusBar()->showMessage(skipped.isEmpty()
-                                   ? tr("The newest intact checkpoint of %1").arg(run->name)
-                                   : tr("The newest intact checkpoint of %1; %2").arg(run->name, skipped.join("; ")),
-                               10000);
+      statusBar()->showMessage(
+          skipped.isEmpty()
+              ? tr("The newest intact checkpoint of %1").arg(run->name)
+              : tr("The newest intact checkpoint of %1; %2").arg(run->name, skipped.join("; ")),
+          10000);
       return true;
     } catch (const std::exception& e) {
       statusBar()->showMessage(fromStd(e.what()), 10000);
@@ -386,7 +406,8 @@ bool MainWindow::showDrift() {
     for (int r = 0; r < m_model->rowCount(current); ++r) {
       const QModelIndex stage = m_model->index(r, 0, current);
       if (std::optional<BrowseGroup> g = m_model->group(stage))
-        stages.emplace_back(stage.data(int(CheckpointListModel::Role::Stage)).toString(), std::move(*g));
+        stages.emplace_back(stage.data(int(CheckpointListModel::Role::Stage)).toString(),
+                            std::move(*g));
     }
     chain = familyDriftChain(family, stages);
   } else {
@@ -395,7 +416,8 @@ bool MainWindow::showDrift() {
     if (run) chain = runDriftChain(*run);
   }
   if (chain.files.size() < 2) {
-    statusBar()->showMessage(tr("Select a run with two checkpoints or more, or a stage family"), 5000);
+    statusBar()->showMessage(tr("Select a run with two checkpoints or more, or a stage family"),
+                             5000);
     return false;
   }
   m_tabs->setCurrentWidget(m_drift);
@@ -433,7 +455,8 @@ bool MainWindow::compareSelected() {
         }
     }
     statusBar()->showMessage(tr("%1 is the first checkpoint of its run: select two to compare")
-                                 .arg(QFileInfo(selected[0]).fileName()), 5000);
+                                 .arg(QFileInfo(selected[0]).fileName()),
+                             5000);
     return false;
   }
   statusBar()->showMessage(tr("Select two checkpoints to compare (Ctrl+click)"), 5000);
@@ -447,7 +470,8 @@ void MainWindow::compareWithFile() {
     return;
   }
   const QString other = QFileDialog::getOpenFileName(
-      this, tr("Compare %1 with").arg(QFileInfo(selected[0]).fileName()), QFileInfo(selected[0]).absolutePath(),
+      this, tr("Compare %1 with").arg(QFileInfo(selected[0]).fileName()),
+      QFileInfo(selected[0]).absolutePath(),
       tr("Checkpoints (*.pt *.pth *.bin *.ckpt *.safetensors);;All files (*)"));
   if (!other.isEmpty()) compareCheckpoints(selected[0], other);
 }
@@ -461,7 +485,8 @@ void MainWindow::compareCheckpoints(const QString& a, const QString& b) {
 void MainWindow::showBrowserMenu(const QPoint& pos) {
   QMenu menu(this);
   const QStringList selected = selectedCheckpoints();
-  QAction* compare = menu.addAction(selected.size() == 2 ? tr("Compare the Two Selected") : tr("Compare with Previous"));
+  QAction* compare = menu.addAction(selected.size() == 2 ? tr("Compare the Two Selected")
+                                                         : tr("Compare with Previous"));
   compare->setEnabled(selected.size() == 1 || selected.size() == 2);
   connect(compare, &QAction::triggered, this, &MainWindow::compareSelected);
   QAction* compareWith = menu.addAction(tr("Compare With..."));
@@ -515,12 +540,16 @@ QList<QStringList> MainWindow::recentPaths() {
   return out;
 }
 
-void MainWindow::clearRecentPaths() { QSettings().remove(kRecentKey); }
+void MainWindow::clearRecentPaths() {
+  QSettings().remove(kRecentKey);
+}
 
 void MainWindow::rememberPaths(const QStringList& paths) {
   QStringList clean;
   for (const QString& p : paths)
-    if (QFileInfo::exists(p)) clean << QDir::cleanPath(QFileInfo(p).absoluteFilePath());  // a typo is not worth a menu entry
+    if (QFileInfo::exists(p))
+      clean << QDir::cleanPath(
+          QFileInfo(p).absoluteFilePath());  // a typo is not worth a menu entry
   if (clean.isEmpty()) return;
   QList<QStringList> recent = recentPaths();
   recent.removeAll(clean);
@@ -560,9 +589,10 @@ void MainWindow::saveLayout() const {
 
 void MainWindow::closeEvent(QCloseEvent* event) {
   if (m_train->isRunning() && isVisible() && !testAttribute(Qt::WA_DontShowOnScreen)) {
-    const auto answer = QMessageBox::question(
-        this, tr("Training is running"),
-        tr("Stop the run and quit? The step in flight finishes and a resumable checkpoint is written."));
+    const auto answer =
+        QMessageBox::question(this, tr("Training is running"),
+                              tr("Stop the run and quit? The step in flight finishes and a "
+                                 "resumable checkpoint is written."));
     if (answer != QMessageBox::Yes) {
       event->ignore();
       return;
@@ -592,13 +622,15 @@ void MainWindow::dropEvent(QDropEvent* event) {
 }
 
 void MainWindow::chooseDirectory() {
-  const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a directory of checkpoints"));
+  const QString dir =
+      QFileDialog::getExistingDirectory(this, tr("Open a directory of checkpoints"));
   if (!dir.isEmpty()) openPaths({dir});
 }
 
 void MainWindow::chooseFiles() {
   const QStringList files = QFileDialog::getOpenFileNames(
-      this, tr("Open checkpoints"), {}, tr("Checkpoints (*.pt *.pth *.bin *.ckpt *.safetensors);;All files (*)"));
+      this, tr("Open checkpoints"), {},
+      tr("Checkpoints (*.pt *.pth *.bin *.ckpt *.safetensors);;All files (*)"));
   if (!files.isEmpty()) openPaths(files);
 }
 
@@ -615,7 +647,10 @@ void MainWindow::addLogs(const QStringList& logs) {
   }
   if (!m_paths.isEmpty()) QSettings().setValue(logsKey(m_paths), m_extraLogs);
   refreshCurves();
-  statusBar()->showMessage(tr("Reading %1 for the curves").arg(countText(size_t(m_extraLogs.size()), "added log", "added logs")), 5000);
+  statusBar()->showMessage(
+      tr("Reading %1 for the curves")
+          .arg(countText(size_t(m_extraLogs.size()), "added log", "added logs")),
+      5000);
 }
 
 void MainWindow::chooseLogs() {
@@ -630,7 +665,8 @@ void MainWindow::reload() {
   // F5 (or a prune) keeps the person where they were: the same file or run
   // is selected again once the new scan lists it.
   if (m_keepSelection.isEmpty())
-    m_keepSelection = checkpointView()->currentIndex().data(int(CheckpointListModel::Role::Path)).toString();
+    m_keepSelection =
+        checkpointView()->currentIndex().data(int(CheckpointListModel::Role::Path)).toString();
   openPaths(m_paths);
 }
 
@@ -641,7 +677,8 @@ void MainWindow::openPaths(const QStringList& paths) {
   if (!paths.isEmpty()) rememberPaths(paths);
   m_extraLogs = paths.isEmpty() ? QStringList() : QSettings().value(logsKey(paths)).toStringList();
   QStringList shown;
-  for (const QString& p : paths) shown << QDir::toNativeSeparators(QDir::cleanPath(QFileInfo(p).absoluteFilePath()));
+  for (const QString& p : paths)
+    shown << QDir::toNativeSeparators(QDir::cleanPath(QFileInfo(p).absoluteFilePath()));
   setWindowTitle(shown.isEmpty() ? tr("CkptScope") : tr("CkptScope — %1").arg(shown.join(", ")));
 
   m_model->clear();
@@ -653,7 +690,8 @@ void MainWindow::openPaths(const QStringList& paths) {
   // A scan still running is cancelled and its result dropped: the newest open wins.
   m_scan.start(
       [paths](JobProgress& progress) {
-        return scanPaths(paths, [&progress](size_t done, size_t total) { return progress.report(done, total); });
+        return scanPaths(
+            paths, [&progress](size_t done, size_t total) { return progress.report(done, total); });
       },
       [this](JobOutcome, std::optional<std::vector<BrowseGroup>> groups, const QString& error) {
         onScanFinished(groups ? std::move(*groups) : std::vector<BrowseGroup>{}, error);
@@ -666,7 +704,8 @@ void MainWindow::openPaths(const QStringList& paths) {
 void MainWindow::showScanProgress(const JobProgress& progress) {
   const uint64_t total = progress.total();
   m_browser->showProgress(progress.done(), total);
-  statusBar()->showMessage(total ? tr("Scanning... %1 of %2 files").arg(progress.done()).arg(total) : tr("Scanning..."));
+  statusBar()->showMessage(total ? tr("Scanning... %1 of %2 files").arg(progress.done()).arg(total)
+                                 : tr("Scanning..."));
 }
 
 void MainWindow::onScanFinished(std::vector<BrowseGroup> groups, const QString& error) {
@@ -683,8 +722,9 @@ void MainWindow::onScanFinished(std::vector<BrowseGroup> groups, const QString& 
     for (const CheckpointEntry& c : g.checkpoints)
       if (!c.error.empty()) ++unreadable;
   const size_t count = m_model->checkpointCount();
-  QString status = tr("%1 in %2").arg(countText(count, "checkpoint", "checkpoints"),
-                                       countText(m_model->groupCount(), "run", "runs"));
+  QString status = tr("%1 in %2")
+                       .arg(countText(count, "checkpoint", "checkpoints"),
+                            countText(m_model->groupCount(), "run", "runs"));
   if (unreadable) status += ", " + tr("%1 unreadable").arg(unreadable);
   if (!error.isEmpty()) status = tr("Scan failed: %1").arg(error);
   statusBar()->showMessage(status);
@@ -692,14 +732,16 @@ void MainWindow::onScanFinished(std::vector<BrowseGroup> groups, const QString& 
   refreshCurves();
 
   QSortFilterProxyModel* proxy = m_browser->proxy();
-  QModelIndex first = m_view == View::Browse ? proxy->index(0, 0) : proxy->mapFromSource(m_model->firstCheckpoint());
+  QModelIndex first = m_view == View::Browse ? proxy->index(0, 0)
+                                             : proxy->mapFromSource(m_model->firstCheckpoint());
   if (!m_keepSelection.isEmpty()) {
     QModelIndex kept = m_model->indexOfPath(m_keepSelection);
     if (!kept.isValid()) kept = m_model->indexOfRun(m_keepSelection);
     if (kept = proxy->mapFromSource(kept); kept.isValid()) first = kept;
     m_keepSelection.clear();
   }
-  if (!first.isValid() && proxy->rowCount() > 0) first = proxy->index(0, 0);  // e.g. a directory that failed
+  if (!first.isValid() && proxy->rowCount() > 0)
+    first = proxy->index(0, 0);  // e.g. a directory that failed
   if (first.isValid()) {
     checkpointView()->setCurrentIndex(first);
     checkpointView()->scrollTo(first);
@@ -732,7 +774,8 @@ void MainWindow::compareOnOpen() {
                        pathFromStd(readable[g.kind == BrowseGroup::Kind::Files ? 1 : n - 1]->path));
     return;
   }
-  m_compare->showMessage(tr("Nothing to compare: open two checkpoints, or a run with two or more."));
+  m_compare->showMessage(
+      tr("Nothing to compare: open two checkpoints, or a run with two or more."));
 }
 
 void MainWindow::finishLoading() {
@@ -757,8 +800,9 @@ void MainWindow::onRunChanged(const BrowseGroup& run) {
   // Keep the selection where it was (by file, as rows move).
   m_model->updateRun(run);
   if (!m_selectWhenListed.isEmpty() && selectPath(m_selectWhenListed)) m_selectWhenListed.clear();
-  statusBar()->showMessage(tr("%1: %2").arg(run.name, countText(run.checkpoints.size(), "checkpoint", "checkpoints")),
-                           5000);
+  statusBar()->showMessage(
+      tr("%1: %2").arg(run.name, countText(run.checkpoints.size(), "checkpoint", "checkpoints")),
+      5000);
   refreshCurvesLater();
   emit checkpointsChanged();
 }
@@ -793,11 +837,14 @@ void MainWindow::onCurrentChanged(const QModelIndex& proxyIndex) {
     m_summaryPending = true;
     m_train->setSelectedCheckpoint(m_summaryPath);  // the Resume / Fine-tune pages start from it
     statusBar()->showMessage(tr("Reading %1...").arg(m_summaryPath));
-    m_summary.start([path = m_summaryPath](JobProgress&) { return summarizeCheckpoint(path); },
-                    [this](JobOutcome, std::optional<CheckpointSummary> summary, const QString& error) {
-                      if (summary) onSummaryReady(*summary);
-                      else statusBar()->showMessage(tr("%1: cannot be read: %2").arg(m_summaryPath, error));
-                    });
+    m_summary.start(
+        [path = m_summaryPath](JobProgress&) { return summarizeCheckpoint(path); },
+        [this](JobOutcome, std::optional<CheckpointSummary> summary, const QString& error) {
+          if (summary)
+            onSummaryReady(*summary);
+          else
+            statusBar()->showMessage(tr("%1: cannot be read: %2").arg(m_summaryPath, error));
+        });
   } else if (const std::optional<BrowseGroup> g = m_model->group(current)) {
     m_summaryPending = false;
     statusBar()->showMessage(g->path.isEmpty() ? g->name : g->path);
@@ -814,10 +861,12 @@ void MainWindow::onCurrentChanged(const QModelIndex& proxyIndex) {
                        stage.data(int(CheckpointListModel::Role::Path)).toString().toHtmlEscaped(),
                        countText(uint64_t(m_model->rowCount(stage)), "checkpoint", "checkpoints"));
     }
-    m_inspector->showMessage(family, tr("<p>The stages of %1, in training order:</p>").arg(family.toHtmlEscaped()) +
-                                       QString("<table cellspacing='0' cellpadding='3'>%1</table>").arg(rows));
+    m_inspector->showMessage(
+        family, tr("<p>The stages of %1, in training order:</p>").arg(family.toHtmlEscaped()) +
+                    QString("<table cellspacing='0' cellpadding='3'>%1</table>").arg(rows));
     // What the family's row says: "3 stages", "2 stages, 1 branch".
-    const QString kind = current.siblingAtColumn(int(CheckpointListModel::Column::Kind)).data().toString();
+    const QString kind =
+        current.siblingAtColumn(int(CheckpointListModel::Column::Kind)).data().toString();
     statusBar()->showMessage(tr("%1: %2").arg(family, kind));
     emit summaryShown(family);
   }
@@ -827,8 +876,10 @@ void MainWindow::onSummaryReady(const CheckpointSummary& summary) {
   if (summary.path != m_summaryPath) return;  // superseded by a later selection
   m_summaryPending = false;
   m_inspector->showSummary(summary);
-  statusBar()->showMessage(summary.ok() ? tr("%1: %2").arg(summary.path, countText(summary.tensors.size(), "tensor", "tensors"))
-                                        : tr("%1: cannot be read").arg(summary.path));
+  statusBar()->showMessage(
+      summary.ok()
+          ? tr("%1: %2").arg(summary.path, countText(summary.tensors.size(), "tensor", "tensors"))
+          : tr("%1: cannot be read").arg(summary.path));
   emit summaryShown(summary.path);
   finishLoading();
 }
@@ -836,21 +887,25 @@ void MainWindow::onSummaryReady(const CheckpointSummary& summary) {
 void MainWindow::showGroupSummary(const BrowseGroup& group) {
   if (!group.error.isEmpty()) {
     m_inspector->showMessage(group.name, QString("<p style='color:#a00000'><b>%1</b></p><p>%2</p>")
-                                           .arg(tr("Cannot scan this directory").toHtmlEscaped(),
-                                                group.error.toHtmlEscaped()));
+                                             .arg(tr("Cannot scan this directory").toHtmlEscaped(),
+                                                  group.error.toHtmlEscaped()));
     return;
   }
   QString rows;
   for (const CheckpointEntry& c : group.checkpoints) {
-    rows += QString("<tr><td>%1</td><td align='right'>%2</td><td>%3</td><td align='right'>%4</td><td align='right'>%5</td></tr>")
+    rows += QString(
+                "<tr><td>%1</td><td align='right'>%2</td><td>%3</td><td align='right'>%4</td><td "
+                "align='right'>%5</td></tr>")
                 .arg(QFileInfo(pathFromStd(c.file)).fileName().toHtmlEscaped(),
                      c.step ? QString::number(*c.step) : QString(),
-                     c.error.empty() ? fromStd(std::string(checkpointKindName(c.kind))) : tr("unreadable"),
+                     c.error.empty() ? fromStd(std::string(checkpointKindName(c.kind)))
+                                     : tr("unreadable"),
                      c.loss ? lossText(*c.loss) : QString(), sizeText(c.size));
   }
   const QString html =
-      QString("<p>%1</p><table cellspacing='0' cellpadding='3'><tr><th align='left'>%2</th><th>%3</th>"
-              "<th align='left'>%4</th><th>%5</th><th>%6</th></tr>%7</table>")
+      QString(
+          "<p>%1</p><table cellspacing='0' cellpadding='3'><tr><th align='left'>%2</th><th>%3</th>"
+          "<th align='left'>%4</th><th>%5</th><th>%6</th></tr>%7</table>")
           .arg(tr("%1 in %2")
                    .arg(countText(group.checkpoints.size(), "checkpoint", "checkpoints"),
                         group.path.isEmpty() ? tr("files opened directly") : group.path)

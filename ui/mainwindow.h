@@ -163,7 +163,7 @@ class MainWindow : public QMainWindow {
   CompareView* m_compare = nullptr;
   DriftView* m_drift = nullptr;
   TrainPanel* m_train = nullptr;
-  QString m_keepSelection;    // the row (file or run directory) a reload selects again
+  QString m_keepSelection;     // the row (file or run directory) a reload selects again
   QString m_selectWhenListed;  // the last checkpoint of a run from the Train tab, until listed
   View m_view = View::Inspect;
 

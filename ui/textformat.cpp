@@ -8,11 +8,17 @@
 
 namespace ckpt {
 
-QString fromStd(const std::string& s) { return QString::fromUtf8(s.data(), qsizetype(s.size())); }
+QString fromStd(const std::string& s) {
+  return QString::fromUtf8(s.data(), qsizetype(s.size()));
+}
 
-QString pathFromStd(const std::string& path) { return QFile::decodeName(QByteArray::fromStdString(path)); }
+QString pathFromStd(const std::string& path) {
+  return QFile::decodeName(QByteArray::fromStdString(path));
+}
 
-std::string pathToStd(const QString& path) { return QFile::encodeName(path).toStdString(); }
+std::string pathToStd(const QString& path) {
+  return QFile::encodeName(path).toStdString();
+}
 
 QString groupedNumber(uint64_t n) {
   QString s = QString::number(n);
@@ -20,9 +26,13 @@ QString groupedNumber(uint64_t n) {
   return s;
 }
 
-QString lossText(double loss) { return QString::number(loss, 'f', 4); }
+QString lossText(double loss) {
+  return QString::number(loss, 'f', 4);
+}
 
-QString sizeText(uint64_t bytes) { return fromStd(humanBytes(bytes)); }
+QString sizeText(uint64_t bytes) {
+  return fromStd(humanBytes(bytes));
+}
 
 QString countText(uint64_t n, const char* singular, const char* plural) {
   return groupedNumber(n) + " " + QString::fromLatin1(n == 1 ? singular : plural);

@@ -18,7 +18,9 @@ namespace {
 
 using Run = ckpt::test::ProcessResult;
 
-Run cli(const QStringList& args, const QString& cwd) { return ckpt::test::runProcess(QStringLiteral(CKPT_CLI), args, cwd); }
+Run cli(const QStringList& args, const QString& cwd) {
+  return ckpt::test::runProcess(QStringLiteral(CKPT_CLI), args, cwd);
+}
 
 }  // namespace
 
@@ -29,7 +31,8 @@ class TestTrainCli : public QObject {
  private slots:
   void initTestCase() {
     std::ofstream corpus(m_dir.filePath("corpus.txt").toStdString());
-    for (int i = 0; i < 60; ++i) corpus << "Sing, O goddess, the anger of Achilles son of Peleus, line " << i << ".\n";
+    for (int i = 0; i < 60; ++i)
+      corpus << "Sing, O goddess, the anger of Achilles son of Peleus, line " << i << ".\n";
     std::ofstream(m_dir.filePath("run.json").toStdString()) << R"({
       "model": {"vocab_size": 256, "d_model": 32, "n_layers": 1, "n_heads": 4, "ffn_hidden_size": 80, "max_seq_len": 32},
       "training": {"run_name": "cli", "batch_size": 2, "micro_batch_size": 2, "seq_len": 32, "learning_rate": 0.003,
@@ -80,11 +83,14 @@ class TestTrainCli : public QObject {
     QVERIFY(r.out.contains("step=6 loss="));
     QVERIFY(r.err.contains("from step 4 to 6"));
 
-    r = cli({"finetune", "runs/cli/cli_final.pt", "--data", "corpus.txt", "--max-steps", "2", "--stage", "dpo"}, d);
+    r = cli({"finetune", "runs/cli/cli_final.pt", "--data", "corpus.txt", "--max-steps", "2",
+             "--stage", "dpo"},
+            d);
     QVERIFY2(r.exitCode == 0, r.err.constData());
     QVERIFY(QFile::exists(d + "/runs/cli-dpo/cli-dpo_final.pt"));
 
-    r = cli({"score", "runs/cli/cli_final.pt", "--data", "corpus.txt", "--seq-len", "16", "--json"}, d);
+    r = cli({"score", "runs/cli/cli_final.pt", "--data", "corpus.txt", "--seq-len", "16", "--json"},
+            d);
     QVERIFY2(r.exitCode == 0, r.err.constData());
     const json s = json::parse(r.out.toStdString());
     const qint64 bytes = QFileInfo(d + "/corpus.txt").size();
@@ -92,8 +98,11 @@ class TestTrainCli : public QObject {
     QCOMPARE(s["tokens"].get<qint64>(), (bytes / 16) * 16);
     QVERIFY(s["loss"].get<double>() > 0 && s["loss"].get<double>() < 6.0);
 
-    const QStringList gen{"generate", "runs/cli/cli_final.pt", "--prompt", "Sing", "--max-new-tokens", "12",
-                          "--seed", "3", "--top-k", "8"};
+    const QStringList gen{"generate",         "runs/cli/cli_final.pt",
+                          "--prompt",         "Sing",
+                          "--max-new-tokens", "12",
+                          "--seed",           "3",
+                          "--top-k",          "8"};
     const Run g1 = cli(gen, d), g2 = cli(gen, d);
     QVERIFY2(g1.exitCode == 0, g1.err.constData());
     QVERIFY(g1.out.startsWith("Sing"));
@@ -104,9 +113,13 @@ class TestTrainCli : public QObject {
   // gives "cli-sft", and `ls` puts the two in one family, in training order.
   void finetunedRunJoinsItsFamily() {
     const QString d = m_dir.path();
-    Run r = cli({"train", "--config", "run.json", "--out", "fam/cli_pretrain", "max_steps=2", "run_name=cli_pretrain"}, d);
+    Run r = cli({"train", "--config", "run.json", "--out", "fam/cli_pretrain", "max_steps=2",
+                 "run_name=cli_pretrain"},
+                d);
     QVERIFY2(r.exitCode == 0, r.err.constData());
-    r = cli({"finetune", "fam/cli_pretrain/cli_pretrain_final.pt", "--data", "corpus.txt", "--max-steps", "1"}, d);
+    r = cli({"finetune", "fam/cli_pretrain/cli_pretrain_final.pt", "--data", "corpus.txt",
+             "--max-steps", "1"},
+            d);
     QVERIFY2(r.exitCode == 0, r.err.constData());
     QVERIFY(QFile::exists(d + "/fam/cli-sft/cli-sft_final.pt"));
     r = cli({"ls", "fam", "--json"}, d);
@@ -114,7 +127,8 @@ class TestTrainCli : public QObject {
     const json runs = json::parse(r.out.toStdString())["runs"];
     QCOMPARE(runs.size(), size_t(2));
     std::map<std::string, std::pair<json, json>> place;
-    for (const json& run : runs) place[run["name"].get<std::string>()] = {run["family"], run["stage"]};
+    for (const json& run : runs)
+      place[run["name"].get<std::string>()] = {run["family"], run["stage"]};
     QCOMPARE(place["cli_pretrain"].first, json("cli"));
     QCOMPARE(place["cli_pretrain"].second, json("pretrain"));
     QCOMPARE(place["cli-sft"].first, json("cli"));
@@ -135,15 +149,19 @@ class TestTrainCli : public QObject {
     r = cli({"train", "--config", "run.json", "--out", "runs/dup", "max_steps=3"}, d);
     QCOMPARE(r.exitCode, 1);
     QCOMPARE(r.err.count('\n'), 1);
-    QVERIFY2(r.err.startsWith("ckptscope-cli: runs/dup already holds run 'cli' ("), r.err.constData());
-    QVERIFY2(r.err.contains("ckptscope-cli resume runs/dup") && r.err.contains("--out") && r.err.contains("--overwrite"),
+    QVERIFY2(r.err.startsWith("ckptscope-cli: runs/dup already holds run 'cli' ("),
+             r.err.constData());
+    QVERIFY2(r.err.contains("ckptscope-cli resume runs/dup") && r.err.contains("--out") &&
+                 r.err.contains("--overwrite"),
              r.err.constData());
     QVERIFY(before == ckpt::test::fileDigests(out));
 
-    r = cli({"train", "--config", "run.json", "--out", "runs/dup", "max_steps=3", "--overwrite"}, d);
+    r = cli({"train", "--config", "run.json", "--out", "runs/dup", "max_steps=3", "--overwrite"},
+            d);
     QVERIFY2(r.exitCode == 0, r.err.constData());
     QVERIFY2(r.err.contains("--overwrite"), r.err.constData());
-    const QStringList trash = QDir(d + "/runs/dup/.trash").entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+    const QStringList trash =
+        QDir(d + "/runs/dup/.trash").entryList(QDir::Dirs | QDir::NoDotAndDotDot);
     QCOMPARE(trash.size(), 1);
     QVERIFY(QRegularExpression("^\\d{8}-\\d{6}$").match(trash[0]).hasMatch());
     // The old files, byte for byte, in the trash; a new run with one history.
@@ -151,7 +169,8 @@ class TestTrainCli : public QObject {
     QVERIFY(moved == before);
     const auto lines = ckpt::test::metricsLines(out);
     QCOMPARE(lines.size(), size_t(3));
-    for (size_t i = 0; i < lines.size(); ++i) QCOMPARE(lines[i]["step"].get<int64_t>(), int64_t(i + 1));
+    for (size_t i = 0; i < lines.size(); ++i)
+      QCOMPARE(lines[i]["step"].get<int64_t>(), int64_t(i + 1));
     QVERIFY(QFile::exists(d + "/runs/dup/cli_final.pt"));
   }
 
@@ -160,12 +179,15 @@ class TestTrainCli : public QObject {
   void resumeDirFallsBackPastDamage() {
     const QString d = m_dir.path();
     const std::string out = (d + "/runs/fb").toStdString();
-    Run r = cli({"train", "--config", "run.json", "--out", "runs/fb", "max_steps=6", "save_every=1", "eval_every=0"}, d);
+    Run r = cli({"train", "--config", "run.json", "--out", "runs/fb", "max_steps=6", "save_every=1",
+                 "eval_every=0"},
+                d);
     QVERIFY2(r.exitCode == 0, r.err.constData());
     const auto finalWeights = ckpt::test::weightBytes(out + "/cli_final.pt");
     {
       std::string bytes = ckpt::test::fileContents(out + "/cli_final.pt");
-      std::ofstream(out + "/cli_final.pt", std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() * 6 / 10);
+      std::ofstream(out + "/cli_final.pt", std::ios::binary | std::ios::trunc)
+          << bytes.substr(0, bytes.size() * 6 / 10);
       bytes = ckpt::test::fileContents(out + "/cli_step5.pt");
       const size_t at = bytes.find("data/0");
       QVERIFY(at != std::string::npos);
@@ -178,21 +200,25 @@ class TestTrainCli : public QObject {
     r = cli({"resume", "runs/fb"}, d);
     QVERIFY2(r.exitCode == 0, r.err.constData());
     QVERIFY2(r.err.contains("skipped cli_final.pt: truncated"), r.err.constData());
-    QVERIFY2(r.err.contains("skipped cli_step5.pt: ") && r.err.contains("CRC mismatch"), r.err.constData());
+    QVERIFY2(r.err.contains("skipped cli_step5.pt: ") && r.err.contains("CRC mismatch"),
+             r.err.constData());
     QVERIFY2(r.err.contains("resuming runs/fb/cli_step4.pt"), r.err.constData());
     QVERIFY2(r.err.contains("from step 4 to 6"), r.err.constData());
     // Not the newest: a branch beside it; the damaged files stay as they were.
-    QVERIFY2(r.out.contains("finished at step 6: " + QByteArray::fromStdString(d.toStdString()) + "/runs/cli@4/cli@4_final.pt"),
+    QVERIFY2(r.out.contains("finished at step 6: " + QByteArray::fromStdString(d.toStdString()) +
+                            "/runs/cli@4/cli@4_final.pt"),
              r.out.constData());
     QVERIFY(damaged == ckpt::test::fileDigests(out));
-    QVERIFY(ckpt::test::weightBytes((d + "/runs/cli@4/cli@4_final.pt").toStdString()) == finalWeights);
+    QVERIFY(ckpt::test::weightBytes((d + "/runs/cli@4/cli@4_final.pt").toStdString()) ==
+            finalWeights);
 
     // --in-place: the damaged later files go to .trash/, the run ends where it is.
     r = cli({"resume", "runs/fb", "--in-place"}, d);
     QVERIFY2(r.exitCode == 0, r.err.constData());
     QVERIFY2(r.out.contains("finished at step 6: runs/fb/cli_final.pt"), r.out.constData());
     QVERIFY(ckpt::test::weightBytes(out + "/cli_final.pt") == finalWeights);
-    const QStringList trash = QDir(d + "/runs/fb/.trash").entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+    const QStringList trash =
+        QDir(d + "/runs/fb/.trash").entryList(QDir::Dirs | QDir::NoDotAndDotDot);
     QCOMPARE(trash.size(), 1);
     const auto moved = ckpt::test::fileDigests(out + "/.trash/" + trash[0].toStdString());
     QCOMPARE(moved.size(), size_t(2));
@@ -200,7 +226,8 @@ class TestTrainCli : public QObject {
     QCOMPARE(moved.at("cli_step5.pt"), damaged.at("cli_step5.pt"));
     const auto lines = ckpt::test::metricsLines(out);
     QCOMPARE(lines.size(), size_t(6));
-    for (size_t i = 0; i < lines.size(); ++i) QCOMPARE(lines[i]["step"].get<int64_t>(), int64_t(i + 1));
+    for (size_t i = 0; i < lines.size(); ++i)
+      QCOMPARE(lines[i]["step"].get<int64_t>(), int64_t(i + 1));
 
     // Nothing intact: exit 1, and it says so.
     QDir().mkpath(d + "/runs/none");
@@ -209,7 +236,8 @@ class TestTrainCli : public QObject {
     r = cli({"resume", "runs/none"}, d);
     QCOMPARE(r.exitCode, 1);
     QVERIFY2(r.err.contains("skipped cli_step1.pt: "), r.err.constData());
-    QVERIFY2(r.err.contains("ckptscope-cli: runs/none: no intact checkpoint to resume"), r.err.constData());
+    QVERIFY2(r.err.contains("ckptscope-cli: runs/none: no intact checkpoint to resume"),
+             r.err.constData());
   }
 
   void wrappedCheckpoints() {
@@ -224,8 +252,9 @@ class TestTrainCli : public QObject {
     for (const char* prefix : {"module.", "module._orig_mod."}) {
       const QString dir = QString("runs/wrapped-%1").arg(QString(prefix).count('.'));
       QDir(d).mkpath(dir);
-      const auto py = ckpt::test::runProcess(QStringLiteral(CKPT_TORCH_PYTHON),
-                                             {script, d + "/runs/cli/cli_step3.pt", d + "/" + dir + "/cli_step3.pt", prefix});
+      const auto py = ckpt::test::runProcess(
+          QStringLiteral(CKPT_TORCH_PYTHON),
+          {script, d + "/runs/cli/cli_step3.pt", d + "/" + dir + "/cli_step3.pt", prefix});
       QVERIFY2(py.exitCode == 0, py.err.constData());
 
       const QStringList score{"--data", "corpus.txt", "--seq-len", "16", "--json"};
@@ -244,14 +273,16 @@ class TestTrainCli : public QObject {
     const auto want = ckpt::test::weightBytes((d + "/runs/plain/cli_final.pt").toStdString());
     QVERIFY(!want.empty());
     for (const char* dir : {"runs/wrapped-1", "runs/wrapped-2"})
-      QVERIFY2(ckpt::test::weightBytes((d + "/" + dir + "/cli_final.pt").toStdString()) == want, dir);
+      QVERIFY2(ckpt::test::weightBytes((d + "/" + dir + "/cli_final.pt").toStdString()) == want,
+               dir);
   }
 
   void errors() {
     const QString d = m_dir.path();
     Run r = cli({"train", "--config", "run.json", "ffn_hidden_size=32"}, d);
     QCOMPARE(r.exitCode, 1);
-    QCOMPARE(QString::fromUtf8(r.err), "ckptscope-cli: ffn_hidden_size (32) must exceed d_model (32)\n");
+    QCOMPARE(QString::fromUtf8(r.err),
+             "ckptscope-cli: ffn_hidden_size (32) must exceed d_model (32)\n");
     r = cli({"train", "--config", "missing.json"}, d);
     QCOMPARE(r.exitCode, 1);
     QVERIFY(r.err.startsWith("ckptscope-cli: missing.json: cannot open"));

@@ -35,21 +35,23 @@
 
 namespace {
 
-using ckpt::MainWindow;
 using ckpt::CheckpointListModel;
+using ckpt::MainWindow;
 
 constexpr int kTimeoutMs = 60'000;
 
 inline QString sha256(const QString& path) {
   QFile f(path);
   if (!f.open(QIODevice::ReadOnly)) return {};
-  return QString::fromLatin1(QCryptographicHash::hash(f.readAll(), QCryptographicHash::Sha256).toHex());
+  return QString::fromLatin1(
+      QCryptographicHash::hash(f.readAll(), QCryptographicHash::Sha256).toHex());
 }
 
 // Every file under `root` (hidden ones too) with its checksum.
 inline std::map<QString, QString> checksums(const QString& root) {
   std::map<QString, QString> out;
-  QDirIterator it(root, QDir::Files | QDir::Hidden | QDir::NoDotAndDotDot, QDirIterator::Subdirectories);
+  QDirIterator it(root, QDir::Files | QDir::Hidden | QDir::NoDotAndDotDot,
+                  QDirIterator::Subdirectories);
   while (it.hasNext()) {
     const QString p = it.next();
     out[QDir(root).relativeFilePath(p)] = sha256(p);
@@ -65,7 +67,8 @@ inline bool copyTo(const QString& from, const QString& to) {
 // Clicks a browser row where the person sees it.
 inline void clickRow(MainWindow& w, const QString& path, Qt::KeyboardModifiers modifiers = {}) {
   QTreeView* view = w.checkpointView();
-  const QModelIndex index = w.browserPanel()->proxy()->mapFromSource(w.checkpointModel()->indexOfPath(path));
+  const QModelIndex index =
+      w.browserPanel()->proxy()->mapFromSource(w.checkpointModel()->indexOfPath(path));
   QVERIFY2(index.isValid(), qPrintable(path + " is not listed"));
   view->scrollTo(index);
   const QRect rect = view->visualRect(index);
@@ -123,7 +126,8 @@ void onModalDialog(std::function<void(T*)> act) {
 
 // Opens the menu `menuTitle`, opens its submenu `submenu` with a click and
 // clicks the submenu's entry `entry`. Returns the submenu's entries as shown.
-inline QStringList clickSubmenu(MainWindow& w, const QString& menuTitle, const QString& submenu, const QString& entry) {
+inline QStringList clickSubmenu(MainWindow& w, const QString& menuTitle, const QString& submenu,
+                                const QString& entry) {
   QStringList shown;
   QMenuBar* bar = w.menuBar();
   QMenu* menu = nullptr;
@@ -168,7 +172,8 @@ inline void answerFileDialog(const QString& path) {
   QObject::connect(timer, &QTimer::timeout, timer, [timer, path, typed, mine, bound] {
     if (!*bound)
       for (QWidget* top : QApplication::topLevelWidgets())
-        if (auto* d = qobject_cast<QFileDialog*>(top); d && d->isVisible() && !d->property("ckptAnswered").toBool()) {
+        if (auto* d = qobject_cast<QFileDialog*>(top);
+            d && d->isVisible() && !d->property("ckptAnswered").toBool()) {
           *mine = d;
           *bound = true;
           d->setProperty("ckptAnswered", true);
@@ -200,9 +205,11 @@ inline void answerFileDialog(const QString& path) {
     QPushButton* openButton = nullptr;
     if (auto* box = dialog->findChild<QDialogButtonBox*>())
       for (QAbstractButton* b : box->buttons())
-        if (box->buttonRole(b) == QDialogButtonBox::AcceptRole) openButton = qobject_cast<QPushButton*>(b);
+        if (box->buttonRole(b) == QDialogButtonBox::AcceptRole)
+          openButton = qobject_cast<QPushButton*>(b);
     if (qEnvironmentVariableIsSet("CKPT_DEBUG_DIALOG"))
-      qInfo() << "dialog" << name->text() << (openButton ? openButton->text() : QString("no button"))
+      qInfo() << "dialog" << name->text()
+              << (openButton ? openButton->text() : QString("no button"))
               << (openButton && openButton->isEnabled());
     if (openButton && openButton->isEnabled())
       QTest::mouseClick(openButton, Qt::LeftButton);

@@ -9,9 +9,9 @@
 #include <QFileInfo>
 #include <QIcon>
 #include <QImage>
-#include <QPixmap>
 #include <QLineEdit>
 #include <QMimeData>
+#include <QPixmap>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
@@ -33,7 +33,9 @@ namespace {
 
 constexpr int kTimeoutMs = 30'000;
 
-QString cleanAbsolute(const QString& p) { return QDir::cleanPath(QFileInfo(p).absoluteFilePath()); }
+QString cleanAbsolute(const QString& p) {
+  return QDir::cleanPath(QFileInfo(p).absoluteFilePath());
+}
 
 bool openAndWait(MainWindow& w, const QStringList& paths) {
   QSignalSpy loaded(&w, &MainWindow::loaded);
@@ -46,8 +48,10 @@ QStringList visiblePaths(const QAbstractItemModel* m, const QModelIndex& parent 
   QStringList out;
   for (int r = 0; r < m->rowCount(parent); ++r) {
     const QModelIndex i = m->index(r, 0, parent);
-    if (i.data(int(Role::IsGroup)).toBool()) out << visiblePaths(m, i);
-    else out << QFileInfo(i.data(int(Role::Path)).toString()).fileName();
+    if (i.data(int(Role::IsGroup)).toBool())
+      out << visiblePaths(m, i);
+    else
+      out << QFileInfo(i.data(int(Role::Path)).toString()).fileName();
   }
   return out;
 }
@@ -101,7 +105,8 @@ class TestBrowser : public QObject {
 void TestBrowser::initTestCase() {
   m_root = QStringLiteral(CKPT_FIXTURE_DIR);
   m_runsDir = m_root + "/runs";
-  QVERIFY2(QFileInfo::exists(m_runsDir + "/tiny/tiny_step100.pt"), "no fixtures: run ctest (make_fixtures)");
+  QVERIFY2(QFileInfo::exists(m_runsDir + "/tiny/tiny_step100.pt"),
+           "no fixtures: run ctest (make_fixtures)");
   // ctest points XDG_CONFIG_HOME into the build tree; start each run clean.
   QCoreApplication::setOrganizationName("CkptScopeTest");
   QCoreApplication::setApplicationName("tst_browser");
@@ -117,7 +122,8 @@ bool TestBrowser::makeRunCopy(QTemporaryDir& dir) {
 
 void TestBrowser::stageFamilies() {
   MainWindow w;
-  QAbstractItemModelTester tester(w.checkpointModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+  QAbstractItemModelTester tester(w.checkpointModel(),
+                                  QAbstractItemModelTester::FailureReportingMode::QtTest);
   QVERIFY(openAndWait(w, {m_runsDir}));
   CheckpointListModel* model = w.checkpointModel();
   // fixtures: runs/fam-pretrain, runs/fam-sft, runs/fam-dpo (make_fixtures.py)
@@ -220,15 +226,17 @@ void TestBrowser::filterSubstringAndRegex() {
   panel->setFilter("handloop", false);
   QVERIFY(w.selectPath(m_runsDir + "/tiny/tiny_step200.pt"));
   QVERIFY(panel->filterEdit()->text().isEmpty());
-  QCOMPARE(QFileInfo(w.checkpointView()->currentIndex().data(int(Role::Path)).toString()).fileName(),
-           QStringLiteral("tiny_step200.pt"));
+  QCOMPARE(
+      QFileInfo(w.checkpointView()->currentIndex().data(int(Role::Path)).toString()).fileName(),
+      QStringLiteral("tiny_step200.pt"));
 }
 
 void TestBrowser::watcherAddsCopiedCheckpoint() {
   QTemporaryDir dir;
   QVERIFY(makeRunCopy(dir));
   MainWindow w;
-  QAbstractItemModelTester tester(w.checkpointModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+  QAbstractItemModelTester tester(w.checkpointModel(),
+                                  QAbstractItemModelTester::FailureReportingMode::QtTest);
   QVERIFY(openAndWait(w, {dir.path()}));
   QCOMPARE(w.checkpointModel()->checkpointCount(), size_t(2));
   QTRY_VERIFY(w.runWatcher()->watchedDirectories().contains(cleanAbsolute(dir.path() + "/tiny")));
@@ -261,7 +269,8 @@ void TestBrowser::watcherWaitsForHalfWrittenFile() {
   QCOMPARE(out.write(bytes.left(bytes.size() / 2)), qint64(bytes.size() / 2));
   QVERIFY(out.flush());
   // The watcher looks at it, finds it unreadable and fresh: it waits.
-  QTRY_VERIFY_WITH_TIMEOUT(w.runWatcher()->pendingFiles().contains(cleanAbsolute(target)), kTimeoutMs);
+  QTRY_VERIFY_WITH_TIMEOUT(w.runWatcher()->pendingFiles().contains(cleanAbsolute(target)),
+                           kTimeoutMs);
   QTest::qWait(500);
   QVERIFY(!w.checkpointModel()->indexOfPath(target).isValid());
   QCOMPARE(w.checkpointModel()->checkpointCount(), size_t(2));
@@ -270,7 +279,8 @@ void TestBrowser::watcherWaitsForHalfWrittenFile() {
   out.close();
   QTRY_VERIFY_WITH_TIMEOUT(w.checkpointModel()->indexOfPath(target).isValid(), kTimeoutMs);
   const QModelIndex row = w.checkpointModel()->indexOfPath(target);
-  QVERIFY2(row.data(int(Role::Error)).toString().isEmpty(), qPrintable(row.data(int(Role::Error)).toString()));
+  QVERIFY2(row.data(int(Role::Error)).toString().isEmpty(),
+           qPrintable(row.data(int(Role::Error)).toString()));
   QVERIFY(w.runWatcher()->pendingFiles().isEmpty());
 }
 
@@ -296,7 +306,8 @@ void TestBrowser::watcherRemovesDeletedFiles() {
   QTemporaryDir dir;
   QVERIFY(makeRunCopy(dir));
   MainWindow w;
-  QAbstractItemModelTester tester(w.checkpointModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+  QAbstractItemModelTester tester(w.checkpointModel(),
+                                  QAbstractItemModelTester::FailureReportingMode::QtTest);
   QVERIFY(openAndWait(w, {dir.path()}));
   QTRY_VERIFY(w.runWatcher()->watchedDirectories().contains(cleanAbsolute(dir.path() + "/tiny")));
   QSignalSpy changed(&w, &MainWindow::checkpointsChanged);
@@ -312,13 +323,15 @@ void TestBrowser::watcherSeesNewRunDirectory() {
   QTemporaryDir dir;
   QVERIFY(makeRunCopy(dir));
   MainWindow w;
-  QAbstractItemModelTester tester(w.checkpointModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+  QAbstractItemModelTester tester(w.checkpointModel(),
+                                  QAbstractItemModelTester::FailureReportingMode::QtTest);
   QVERIFY(openAndWait(w, {dir.path()}));
   QTRY_VERIFY(w.runWatcher()->watchedDirectories().contains(cleanAbsolute(dir.path())));
   // A fine-tune stage of "tiny" starts writing: a new directory, then a file.
   QVERIFY(QDir(dir.path()).mkpath("tiny-sft"));
   const QString added = dir.path() + "/tiny-sft/tiny_step100.pt";
-  QTRY_VERIFY(w.runWatcher()->watchedDirectories().contains(cleanAbsolute(dir.path() + "/tiny-sft")));
+  QTRY_VERIFY(
+      w.runWatcher()->watchedDirectories().contains(cleanAbsolute(dir.path() + "/tiny-sft")));
   QVERIFY(copyFile(m_runsDir + "/tiny/tiny_step100.pt", added));
   QTRY_VERIFY_WITH_TIMEOUT(w.checkpointModel()->indexOfPath(added).isValid(), kTimeoutMs);
   // ... and "tiny" with "tiny-sft" now form a family.
@@ -338,7 +351,8 @@ void TestBrowser::recentList() {
   QVERIFY(openAndWait(w, {b.path(), m_runsDir + "/tiny/tiny_step100.pt"}));
   QList<QStringList> recent = MainWindow::recentPaths();
   QCOMPARE(recent.size(), 2);
-  QCOMPARE(recent[0], (QStringList{cleanAbsolute(b.path()), cleanAbsolute(m_runsDir + "/tiny/tiny_step100.pt")}));
+  QCOMPARE(recent[0], (QStringList{cleanAbsolute(b.path()),
+                                   cleanAbsolute(m_runsDir + "/tiny/tiny_step100.pt")}));
   QCOMPARE(recent[1], QStringList{cleanAbsolute(a.path())});
   // Opening again moves it to the top without a duplicate.
   QVERIFY(openAndWait(w, {a.path() + "/"}));
@@ -413,7 +427,8 @@ void TestBrowser::safetyBadge() {
   const QString evil = dir.path() + "/tiny/tiny_step300.pt";
   QVERIFY(copyFile(m_root + "/hostile/pwn_eval.pt", evil));
   MainWindow w;
-  QAbstractItemModelTester tester(w.checkpointModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+  QAbstractItemModelTester tester(w.checkpointModel(),
+                                  QAbstractItemModelTester::FailureReportingMode::QtTest);
   QVERIFY(openAndWait(w, {dir.path()}));
   CheckpointListModel* model = w.checkpointModel();
   const QModelIndex bad = model->indexOfPath(evil);

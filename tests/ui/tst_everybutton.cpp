@@ -49,7 +49,9 @@ class TestEveryButton : public QObject {
 
  private:
   bool open(MainWindow& w, const QStringList& paths, QSize size = {1280, 800});
-  [[nodiscard]] QString big(const QString& file) const { return QDir::cleanPath(m_large.path() + "/big/" + file); }
+  [[nodiscard]] QString big(const QString& file) const {
+    return QDir::cleanPath(m_large.path() + "/big/" + file);
+  }
 
   QTemporaryDir m_large;  // make_large_run.py's run, written once
   QJsonObject m_expected;
@@ -101,7 +103,9 @@ void TestEveryButton::compareCancelStopsAndSaysSo() {
   DiffModel* model = compare->model();
   int computed = 0;
   for (int r = 0; r < model->rowCount(); ++r)
-    if (std::isfinite(model->index(r, int(DiffModel::Column::RelL2)).data(int(DiffModel::Role::Value)).toDouble()))
+    if (std::isfinite(model->index(r, int(DiffModel::Column::RelL2))
+                          .data(int(DiffModel::Role::Value))
+                          .toDouble()))
       ++computed;
   QVERIFY2(computed < 8, qPrintable(QString::number(computed)));
 }
@@ -109,9 +113,11 @@ void TestEveryButton::compareCancelStopsAndSaysSo() {
 void TestEveryButton::driftCancelStopsAndSaysSo() {
   MainWindow w;
   QVERIFY(open(w, {m_large.path()}));
-  const QModelIndex run = w.browserPanel()->proxy()->mapFromSource(w.checkpointModel()->indexOfRun(big("")));
+  const QModelIndex run =
+      w.browserPanel()->proxy()->mapFromSource(w.checkpointModel()->indexOfRun(big("")));
   QVERIFY(run.isValid());
-  QTest::mouseClick(w.checkpointView()->viewport(), Qt::LeftButton, {}, w.checkpointView()->visualRect(run).center());
+  QTest::mouseClick(w.checkpointView()->viewport(), Qt::LeftButton, {},
+                    w.checkpointView()->visualRect(run).center());
   DriftView* drift = w.driftView();
   QSignalSpy done(drift, &DriftView::finished);
   QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D));
@@ -123,7 +129,8 @@ void TestEveryButton::driftCancelStopsAndSaysSo() {
   QCOMPARE(done.back().front().toBool(), false);
   QVERIFY(!cancel->isVisible());
   QVERIFY2(drift->statusText().startsWith("Cancelled"), qPrintable(drift->statusText()));
-  QVERIFY2(w.statusBar()->currentMessage().startsWith("Cancelled"), qPrintable(w.statusBar()->currentMessage()));
+  QVERIFY2(w.statusBar()->currentMessage().startsWith("Cancelled"),
+           qPrintable(w.statusBar()->currentMessage()));
   // The chain has two steps; the second was never started.
   QVERIFY(drift->steps().size() < 2);
 }
@@ -154,7 +161,8 @@ void TestEveryButton::compareDifferencesOnly() {
   QStringList differing, same;
   for (auto it = a.begin(); it != a.end(); ++it) {
     const QString key = it.key();
-    QVERIFY2(all.contains(key), qPrintable(key + " is not shown; shown: " + QStringList(all.keys()).join(", ")));
+    QVERIFY2(all.contains(key),
+             qPrintable(key + " is not shown; shown: " + QStringList(all.keys()).join(", ")));
     (it.value() == b.value(it.key()) ? same : differing) << key;
   }
   QVERIFY(!differing.isEmpty() && !same.isEmpty());
@@ -166,7 +174,8 @@ void TestEveryButton::compareDifferencesOnly() {
   const auto diffs = shownRows();
   for (const QString& k : differing) QVERIFY2(diffs.contains(k), qPrintable(k));
   for (const QString& k : same) QVERIFY2(!diffs.contains(k), qPrintable(k));
-  for (auto it = diffs.begin(); it != diffs.end(); ++it) QVERIFY2(it->first != it->second, qPrintable(it.key()));
+  for (auto it = diffs.begin(); it != diffs.end(); ++it)
+    QVERIFY2(it->first != it->second, qPrintable(it.key()));
   QTest::mouseClick(only, Qt::LeftButton, {}, QPoint(6, only->height() / 2));
   QCOMPARE(shownRows().size(), all.size());
 }
@@ -185,8 +194,10 @@ void TestEveryButton::goToRowShowsThatRowsValues() {
   std::function<void(const QModelIndex&)> find = [&](const QModelIndex& parent) {
     for (int r = 0; r < params->model()->rowCount(parent) && !leaf.isValid(); ++r) {
       const QModelIndex i = params->model()->index(r, 0, parent);
-      if (params->model()->rowCount(i) > 0) find(i);
-      else if (name.endsWith(i.data().toString()) && i.parent().data().toString() == name.section('.', -2, -2))
+      if (params->model()->rowCount(i) > 0)
+        find(i);
+      else if (name.endsWith(i.data().toString()) &&
+               i.parent().data().toString() == name.section('.', -2, -2))
         leaf = i;
     }
   };
@@ -218,8 +229,10 @@ void TestEveryButton::goToRowShowsThatRowsValues() {
     const QJsonArray values = wanted.value(rowText).toArray();
     for (int c = 0; c < values.size(); ++c) {
       const QModelIndex cell = model->index(current.row(), c);
-      QTRY_VERIFY_WITH_TIMEOUT(model->data(cell, int(ValueTableModel::Role::Value)).isValid(), kTimeoutMs);
-      QCOMPARE(model->data(cell, int(ValueTableModel::Role::Value)).toDouble(), values.at(c).toDouble());
+      QTRY_VERIFY_WITH_TIMEOUT(model->data(cell, int(ValueTableModel::Role::Value)).isValid(),
+                               kTimeoutMs);
+      QCOMPARE(model->data(cell, int(ValueTableModel::Role::Value)).toDouble(),
+               values.at(c).toDouble());
     }
   }
 }
@@ -274,8 +287,10 @@ void TestEveryButton::reloadKeepsTheSelection() {
   QCOMPARE(w.selectedCheckpoints(), QStringList{big("big_step300.pt")});
   QTRY_VERIFY_WITH_TIMEOUT(w.inspector()->shownPath().endsWith("big_step300.pt"), kTimeoutMs);
   // File > Reload with the run's row selected: the run's row again.
-  const QModelIndex run = w.browserPanel()->proxy()->mapFromSource(w.checkpointModel()->indexOfRun(big("")));
-  QTest::mouseClick(w.checkpointView()->viewport(), Qt::LeftButton, {}, w.checkpointView()->visualRect(run).center());
+  const QModelIndex run =
+      w.browserPanel()->proxy()->mapFromSource(w.checkpointModel()->indexOfRun(big("")));
+  QTest::mouseClick(w.checkpointView()->viewport(), Qt::LeftButton, {},
+                    w.checkpointView()->visualRect(run).center());
   scanned.clear();
   clickMenu(w, "File", "Reload");
   QVERIFY(scanned.count() >= 1 || scanned.wait(kTimeoutMs));

@@ -5,14 +5,15 @@
 // person then sees or what is on disk. Expectations come from Python (the
 // fixtures' manifest, diff_reference.py run at test time), checksums and
 // the files themselves, never from numbers typed in here.
+#include <qcustomplot.h>
+#include <QAbstractItemView>
 #include <QAbstractScrollArea>
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QCompleter>
-#include <QDialogButtonBox>
-#include <QAbstractItemView>
 #include <QCryptographicHash>
+#include <QDialogButtonBox>
 #include <QDir>
 #include <QDirIterator>
 #include <QFile>
@@ -43,7 +44,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <qcustomplot.h>
 
 #include "browser/browserpanel.h"
 #include "browser/checkpointlistmodel.h"
@@ -51,11 +51,11 @@
 #include "compare/diffmodel.h"
 #include "compare/driftview.h"
 #include "curves/curvesview.h"
+#include "gestures.h"
 #include "inspector/inspectorwidget.h"
 #include "inspector/tensorview.h"
 #include "mainwindow.h"
 #include "training/trainpanel.h"
-#include "gestures.h"
 
 using namespace ckpt;
 
@@ -102,12 +102,14 @@ void TestGestures::initTestCase() {
   m_manifest = QJsonDocument::fromJson(manifest.readAll()).object().value("runs").toObject();
   QFile pairs(m_fixtures + "/diff/expected.json");
   QVERIFY2(pairs.open(QIODevice::ReadOnly), "no diff fixtures: run ctest (make_diff_fixtures)");
-  for (const QJsonValue& p : QJsonDocument::fromJson(pairs.readAll()).object().value("pairs").toArray()) {
+  for (const QJsonValue& p :
+       QJsonDocument::fromJson(pairs.readAll()).object().value("pairs").toArray()) {
     const QJsonObject o = p.toObject();
     // A pair of one model, changed (not the identical or the added/removed ones).
     const QJsonObject e = o.value("expected").toObject();
     if (e.value("added").toArray().isEmpty() && e.value("removed").toArray().isEmpty() &&
-        !e.value("tensors").toObject().isEmpty() && m_diffPair.isEmpty() && o.value("name").toString() != "same")
+        !e.value("tensors").toObject().isEmpty() && m_diffPair.isEmpty() &&
+        o.value("name").toString() != "same")
       m_diffPair = o;
   }
   QVERIFY(!m_diffPair.isEmpty());
@@ -137,11 +139,13 @@ void TestGestures::swapComparesTheOtherWay() {
   // torch's numbers for B -> A, computed now by the reference script.
   QProcess py;
   py.start(QStringLiteral(CKPT_TORCH_PYTHON),
-           {QStringLiteral(CKPT_SOURCE_DIR) + "/tests/python/diff_reference.py", b, a, "--out", root + "/ba.json"});
+           {QStringLiteral(CKPT_SOURCE_DIR) + "/tests/python/diff_reference.py", b, a, "--out",
+            root + "/ba.json"});
   QVERIFY(py.waitForFinished(kTimeoutMs) && py.exitCode() == 0);
   QFile baFile(root + "/ba.json");
   QVERIFY(baFile.open(QIODevice::ReadOnly));
-  const QJsonObject ba = QJsonDocument::fromJson(baFile.readAll()).object().value("tensors").toObject();
+  const QJsonObject ba =
+      QJsonDocument::fromJson(baFile.readAll()).object().value("tensors").toObject();
   const QJsonObject ab = m_diffPair.value("expected").toObject().value("tensors").toObject();
   QVERIFY(!ba.isEmpty());
 
@@ -158,7 +162,9 @@ void TestGestures::swapComparesTheOtherWay() {
     DiffModel* m = w.compareView()->model();
     for (int r = 0; r < m->rowCount(); ++r)
       if (m->index(r, int(DiffModel::Column::Name)).data().toString() == name)
-        return m->index(r, int(DiffModel::Column::RelL2)).data(int(DiffModel::Role::Value)).toDouble();
+        return m->index(r, int(DiffModel::Column::RelL2))
+            .data(int(DiffModel::Role::Value))
+            .toDouble();
     return std::nan("");
   };
   auto matches = [&](const QJsonObject& want) {
@@ -186,10 +192,12 @@ void TestGestures::swapComparesTheOtherWay() {
   QVERIFY(done.wait(kTimeoutMs));
   QVERIFY(w.compareView()->pathA().endsWith("pair_step200.pt"));
   QVERIFY(w.compareView()->pathB().endsWith("pair_step100.pt"));
-  QVERIFY2(!w.compareView()->statusText().contains(", 0 changed"), qPrintable(w.compareView()->statusText()));
+  QVERIFY2(!w.compareView()->statusText().contains(", 0 changed"),
+           qPrintable(w.compareView()->statusText()));
   QVERIFY(matches(ba));
   // The status bar says what ended, not "Comparing ...".
-  QVERIFY2(!w.statusBar()->currentMessage().contains("Comparing"), qPrintable(w.statusBar()->currentMessage()));
+  QVERIFY2(!w.statusBar()->currentMessage().contains("Comparing"),
+           qPrintable(w.statusBar()->currentMessage()));
 }
 
 void TestGestures::failedCompareLeavesNothingStale() {
@@ -225,7 +233,8 @@ void TestGestures::failedCompareLeavesNothingStale() {
   QCOMPARE(w.compareView()->heatPlot()->plottableCount(), 0);
   QVERIFY(!w.compareView()->heatMap());
   QVERIFY(w.compareView()->statusText().contains("Cannot compare"));
-  QVERIFY2(w.statusBar()->currentMessage().contains("Cannot compare"), qPrintable(w.statusBar()->currentMessage()));
+  QVERIFY2(w.statusBar()->currentMessage().contains("Cannot compare"),
+           qPrintable(w.statusBar()->currentMessage()));
   QVERIFY(w.statusBar()->currentMessage().contains("broken_step400.pt"));
 }
 
@@ -273,12 +282,16 @@ void TestGestures::markerClickOpensTheCheckpoint() {
     QTest::mouseMove(curves->plot(), pixel);
     QSignalSpy shown(&w, &MainWindow::summaryShown);
     QTest::mouseClick(curves->plot(), Qt::LeftButton, {}, pixel);
-    QTRY_COMPARE_WITH_TIMEOUT(w.tabs()->currentWidget(), static_cast<QWidget*>(w.inspector()), 5000);
-    QTRY_VERIFY_WITH_TIMEOUT(w.inspector()->shownPath().endsWith("alpha/tiny_step200.pt"), kTimeoutMs);
-    QCOMPARE(w.selectedCheckpoints(), QStringList{QDir::cleanPath(root + "/alpha/tiny_step200.pt")});
+    QTRY_COMPARE_WITH_TIMEOUT(w.tabs()->currentWidget(), static_cast<QWidget*>(w.inspector()),
+                              5000);
+    QTRY_VERIFY_WITH_TIMEOUT(w.inspector()->shownPath().endsWith("alpha/tiny_step200.pt"),
+                             kTimeoutMs);
+    QCOMPARE(w.selectedCheckpoints(),
+             QStringList{QDir::cleanPath(root + "/alpha/tiny_step200.pt")});
     // A double click elsewhere on the chart opens nothing.
     QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key_2));
-    QTest::mouseDClick(curves->plot(), Qt::LeftButton, {}, curves->plot()->axisRect()->topLeft() + QPoint(4, 4));
+    QTest::mouseDClick(curves->plot(), Qt::LeftButton, {},
+                       curves->plot()->axisRect()->topLeft() + QPoint(4, 4));
     QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(curves));
   }
 }
@@ -315,7 +328,8 @@ void TestGestures::markersAtRecordedValuesAndScheduleNotSmoothed() {
   // Markers at the loss each checkpoint records (Python wrote it), not on the smoothed line.
   QCPGraph* markers = curves->markerGraph("alpha");
   QCOMPARE(markers->data()->size(), 3);
-  const char* files[] = {"runs/tiny/tiny_step100.pt", "runs/tiny/tiny_step200.pt", "runs/tiny/tiny_final.pt"};
+  const char* files[] = {"runs/tiny/tiny_step100.pt", "runs/tiny/tiny_step200.pt",
+                         "runs/tiny/tiny_final.pt"};
   for (int i = 0; i < 3; ++i) QCOMPARE(markers->data()->at(i)->value, manifestLoss(files[i]));
   // The one without a value: hollow, on the x axis.
   QCPGraph* bare = curves->bareMarkerGraph("alpha");
@@ -372,9 +386,11 @@ void TestGestures::resumeShortcutOpensTheFormOnly() {
   QVERIFY(!QFileInfo::exists(root + "/tiny@200"));
 
   // The run's row and Ctrl+R: its newest intact checkpoint (the final one here).
-  const QModelIndex run = w.browserPanel()->proxy()->mapFromSource(w.checkpointModel()->indexOfRun(root + "/tiny"));
+  const QModelIndex run =
+      w.browserPanel()->proxy()->mapFromSource(w.checkpointModel()->indexOfRun(root + "/tiny"));
   QVERIFY(run.isValid());
-  QTest::mouseClick(w.checkpointView()->viewport(), Qt::LeftButton, {}, w.checkpointView()->visualRect(run).center());
+  QTest::mouseClick(w.checkpointView()->viewport(), Qt::LeftButton, {},
+                    w.checkpointView()->visualRect(run).center());
   QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key_R));
   QCOMPARE(panel->resumeCheckpointEdit()->text(), QDir::cleanPath(root + "/tiny/tiny_final.pt"));
   QVERIFY2(panel->resumePlanText().contains("newest"), qPrintable(panel->resumePlanText()));
@@ -398,7 +414,8 @@ void TestGestures::finetuneShortcutAndTabArePrefilled() {
   QCOMPARE(panel->finetuneCheckpointEdit()->text(), final);
   QVERIFY(!panel->isRunning());
 
-  // Another checkpoint picked in the browser, then the Fine-tune page by its tab: filled in, not red.
+  // Another checkpoint picked in the browser, then the Fine-tune page by its tab: filled in, not
+  // red.
   const QString other = QDir::cleanPath(root + "/tiny/tiny_step100.pt");
   clickRow(w, other);
   clickTab(w.tabs(), "Train");
@@ -515,7 +532,8 @@ void TestGestures::viewMenuReachesEveryTab() {
     QCOMPARE(w.tabs()->currentWidget(), tab);
   }
   // And their shortcuts, Ctrl+1 .. Ctrl+5.
-  const QWidget* byKey[] = {w.inspector(), w.curvesView(), w.compareView(), w.driftView(), w.trainPanel()};
+  const QWidget* byKey[] = {w.inspector(), w.curvesView(), w.compareView(), w.driftView(),
+                            w.trainPanel()};
   for (int i = 0; i < 5; ++i) {
     QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key(Qt::Key_1 + i)));
     QCOMPARE(w.tabs()->currentWidget(), byKey[i]);
@@ -559,7 +577,8 @@ void TestGestures::fileMenuFilterReloadExportNewRun() {
   std::function<void(const QModelIndex&)> count = [&](const QModelIndex& parent) {
     for (int r = 0; r < proxy->rowCount(parent); ++r) {
       const QModelIndex i = proxy->index(r, 0, parent);
-      if (proxy->rowCount(i) > 0) count(i);
+      if (proxy->rowCount(i) > 0)
+        count(i);
       else if (i.data(int(CheckpointListModel::Role::Path)).toString().endsWith(".pt")) {
         ++leaves;
         QVERIFY(i.data().toString().contains("step200"));
@@ -591,7 +610,8 @@ void TestGestures::fileMenuFilterReloadExportNewRun() {
     if (!menu->isVisible()) return;
     chooser->stop();
     for (QAction* a : menu->actions())
-      if (a->text().contains("CSV")) QTest::mouseClick(menu, Qt::LeftButton, {}, menu->actionGeometry(a).center());
+      if (a->text().contains("CSV"))
+        QTest::mouseClick(menu, Qt::LeftButton, {}, menu->actionGeometry(a).center());
   });
   chooser->start();
   QTest::mouseClick(exportButton, Qt::LeftButton);
@@ -601,11 +621,13 @@ void TestGestures::fileMenuFilterReloadExportNewRun() {
   QVERIFY(f.open(QIODevice::ReadOnly));
   const QStringList lines = QString::fromUtf8(f.readAll()).split('\n', Qt::SkipEmptyParts);
   QCOMPARE(lines.value(0), QStringLiteral("run,metric,step,value,smoothed"));
-  QCOMPARE(lines.size(), 1 + 4);  // the four checkpoints' losses, steps 50..300 (no metrics.jsonl here)
+  QCOMPARE(lines.size(),
+           1 + 4);  // the four checkpoints' losses, steps 50..300 (no metrics.jsonl here)
   // Zoomed with the wheel, then Fit: the data's range again.
   const QCPRange before = curves->plot()->xAxis->range();
-  QWheelEvent wheel(QPointF(curves->plot()->axisRect()->center()), curves->plot()->mapToGlobal(curves->plot()->axisRect()->center()),
-                    QPoint(), QPoint(0, 240), Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase, false);
+  QWheelEvent wheel(QPointF(curves->plot()->axisRect()->center()),
+                    curves->plot()->mapToGlobal(curves->plot()->axisRect()->center()), QPoint(),
+                    QPoint(0, 240), Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase, false);
   QApplication::sendEvent(curves->plot(), &wheel);
   QVERIFY(curves->plot()->xAxis->range().size() < before.size());
   QPushButton* fit = nullptr;
@@ -632,14 +654,16 @@ std::vector<std::pair<double, double>> drawnPoints(CurvesView* curves, const QSt
   std::vector<std::pair<double, double>> out;
   QCPGraph* g = curves->rawGraph(run);
   if (!g) return out;
-  for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) out.emplace_back(it->key, it->value);
+  for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it)
+    out.emplace_back(it->key, it->value);
   return out;
 }
 
 // [[step, value, ...], ...] of the expectation file.
 std::vector<std::pair<double, double>> expectedPoints(const QJsonArray& points) {
   std::vector<std::pair<double, double>> out;
-  for (const QJsonValue& p : points) out.emplace_back(p.toArray().at(0).toDouble(), p.toArray().at(1).toDouble());
+  for (const QJsonValue& p : points)
+    out.emplace_back(p.toArray().at(0).toDouble(), p.toArray().at(1).toDouble());
   return out;
 }
 
@@ -672,7 +696,8 @@ void TestGestures::referenceExperimentShowsEveryStage() {
   for (auto it = runs.begin(); it != runs.end(); ++it) {
     const QString run = it.key();
     QVERIFY2(curves->rawGraph(run), qPrintable(run + " has no loss curve"));
-    QVERIFY(drawnPoints(curves, run) == expectedPoints(it.value().toObject().value("loss").toArray()));
+    QVERIFY(drawnPoints(curves, run) ==
+            expectedPoints(it.value().toObject().value("loss").toArray()));
   }
   // Markers: at the loss logged at their step, or hollow on the x axis.
   const QJsonArray sft = want.value("markers").toObject().value("checkpoints/tiny-sft").toArray();
@@ -703,12 +728,17 @@ void TestGestures::addLogsBringsTheCurves() {
   clickMenu(w, "File", "Add Logs...");
   QVERIFY(ready.count() >= 1 || ready.wait(kTimeoutMs));
   QVERIFY(curves->rawGraph("tiny-sft"));
-  QVERIFY(drawnPoints(curves, "tiny-sft") ==
-          expectedPoints(want.value("runs").toObject().value("checkpoints/tiny-sft").toObject().value("loss").toArray()));
+  QVERIFY(drawnPoints(curves, "tiny-sft") == expectedPoints(want.value("runs")
+                                                                .toObject()
+                                                                .value("checkpoints/tiny-sft")
+                                                                .toObject()
+                                                                .value("loss")
+                                                                .toArray()));
   // Remembered: the same directory opened again reads the log again.
   MainWindow again;
   QVERIFY(open(again, {root}));
-  QCOMPARE(again.extraLogs(), QStringList{QDir::cleanPath(fixture("experiment/logs/pipeline_48213.err"))});
+  QCOMPARE(again.extraLogs(),
+           QStringList{QDir::cleanPath(fixture("experiment/logs/pipeline_48213.err"))});
 }
 
 void TestGestures::dangerousCheckpointIsNotTrainedFrom() {
@@ -722,7 +752,8 @@ void TestGestures::dangerousCheckpointIsNotTrainedFrom() {
   QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key_R));
   TrainPanel* panel = w.trainPanel();
   QCOMPARE(panel->mode(), TrainPanel::Mode::Resume);
-  QVERIFY2(panel->validationError().startsWith("checkpoint: refused"), qPrintable(panel->validationError()));
+  QVERIFY2(panel->validationError().startsWith("checkpoint: refused"),
+           qPrintable(panel->validationError()));
   QVERIFY(panel->validationError().contains("dangerous"));
   QVERIFY(!panel->startButton()->isEnabled());
   QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_F));
@@ -769,7 +800,8 @@ void TestGestures::everyTabFits() {
     QTest::qWait(50);
     QWidget* page = w.tabs()->currentWidget();
     if (!shots.isEmpty())
-      w.grab().save(QStringLiteral("%1/%2-%3x%4.png").arg(shots, name).arg(size.width()).arg(size.height()));
+      w.grab().save(
+          QStringLiteral("%1/%2-%3x%4.png").arg(shots, name).arg(size.width()).arg(size.height()));
     // No tab pushes the window past its size.
     QVERIFY2(w.size() == size, qPrintable(QStringLiteral("%1 made the window %2x%3 (minimum %4x%5)")
                                               .arg(name)
@@ -790,12 +822,14 @@ void TestGestures::everyTabFits() {
                                .arg(r.y())
                                .arg(area.width())
                                .arg(area.height());
-      QVERIFY2(r.left() >= -1 && r.top() >= -1 && r.right() <= area.right() + 1 && r.bottom() <= area.bottom() + 1,
+      QVERIFY2(r.left() >= -1 && r.top() >= -1 && r.right() <= area.right() + 1 &&
+                   r.bottom() <= area.bottom() + 1,
                qPrintable(what));
       const QSize hint = c->minimumSizeHint();
       if (hint.isValid() && c->minimumWidth() == 0 && !qobject_cast<QScrollBar*>(c))
-        QVERIFY2(c->width() >= hint.width() - 1,
-                 qPrintable(what + QStringLiteral(": narrower than its minimum %1").arg(hint.width())));
+        QVERIFY2(
+            c->width() >= hint.width() - 1,
+            qPrintable(what + QStringLiteral(": narrower than its minimum %1").arg(hint.width())));
     }
     // Every chart readable: a plotting area of some size, and value labels
     // that do not run into each other.
@@ -803,26 +837,33 @@ void TestGestures::everyTabFits() {
       if (!plot->isVisible() || plot->visibleRegion().isEmpty()) continue;
       plot->replot();
       const QRect inner = plot->axisRect()->rect();
-      const QString what = QStringLiteral("%1 at %2: chart '%3' (%4)")
-                               .arg(name, QTest::currentDataTag(), plot->objectName(), plot->yAxis->label());
-      QVERIFY2(inner.height() >= 60 && inner.width() >= 120,
-               qPrintable(what + QStringLiteral(" plots in %1x%2").arg(inner.width()).arg(inner.height())));
+      const QString what =
+          QStringLiteral("%1 at %2: chart '%3' (%4)")
+              .arg(name, QTest::currentDataTag(), plot->objectName(), plot->yAxis->label());
+      QVERIFY2(
+          inner.height() >= 60 && inner.width() >= 120,
+          qPrintable(what +
+                     QStringLiteral(" plots in %1x%2").arg(inner.width()).arg(inner.height())));
       for (QCPAxis* axis : {plot->yAxis, plot->yAxis2}) {
         if (!axis->visible() || !axis->tickLabels()) continue;
         const int gap = QFontMetrics(axis->tickLabelFont()).height();
         const QVector<double> ticks = axis->tickVector();
         for (int i = 1; i < ticks.size(); ++i) {
           const double a = axis->coordToPixel(ticks[i - 1]), b = axis->coordToPixel(ticks[i]);
-          if (!inner.contains(inner.center().x(), int(a)) || !inner.contains(inner.center().x(), int(b))) continue;
-          QVERIFY2(std::abs(a - b) >= gap, qPrintable(what + QStringLiteral(": %1 labels %2 px apart")
-                                                              .arg(axis->label())
-                                                              .arg(std::abs(a - b))));
+          if (!inner.contains(inner.center().x(), int(a)) ||
+              !inner.contains(inner.center().x(), int(b)))
+            continue;
+          QVERIFY2(std::abs(a - b) >= gap,
+                   qPrintable(what + QStringLiteral(": %1 labels %2 px apart")
+                                         .arg(axis->label())
+                                         .arg(std::abs(a - b))));
         }
       }
     }
     // The Train form scrolls down, never sideways.
     for (QScrollArea* s : page->findChildren<QScrollArea*>())
-      if (s->isVisible()) QVERIFY2(!s->horizontalScrollBar()->isVisible(), qPrintable(name + ": sideways scrolling"));
+      if (s->isVisible())
+        QVERIFY2(!s->horizontalScrollBar()->isVisible(), qPrintable(name + ": sideways scrolling"));
   }
 }
 

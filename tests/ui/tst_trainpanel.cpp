@@ -21,21 +21,21 @@
 #include <fstream>
 #include <map>
 
-#include "ckpt/format/checkpoint_file.h"
-#include "ckpt/format/checkpoint_view.h"
-#include "ckpt/format/tensor_data.h"
-#include "ckpt/model/config_schema.h"
-#include "ckpt/train/run_config.h"
-#include "training/configform.h"
-#include "training/livecurves.h"
-#include "training/trainbackendloader.h"
-#include "browser/checkpointlistmodel.h"
-#include "ckpt/index/run_plan.h"
-#include "mainwindow.h"
-#include "training/trainpanel.h"
 #include "../core/json_compare.h"
 #include "../core/run_outputs.h"
 #include "../core/run_process.h"
+#include "browser/checkpointlistmodel.h"
+#include "ckpt/format/checkpoint_file.h"
+#include "ckpt/format/checkpoint_view.h"
+#include "ckpt/format/tensor_data.h"
+#include "ckpt/index/run_plan.h"
+#include "ckpt/model/config_schema.h"
+#include "ckpt/train/run_config.h"
+#include "mainwindow.h"
+#include "training/configform.h"
+#include "training/livecurves.h"
+#include "training/trainbackendloader.h"
+#include "training/trainpanel.h"
 #include "trainpanel_driver.h"
 
 using namespace ckpt;
@@ -560,7 +560,8 @@ class TestTrainPanel : public QObject {
       QVERIFY2(spin, qPrintable(key));
       QCOMPARE(std::make_pair(spin->value(), spin->minimum()), want);
     }
-    QCOMPARE(form->value("learning_rate").toString(), QStringLiteral("3e-04"));  // as it always read
+    QCOMPARE(form->value("learning_rate").toString(),
+             QStringLiteral("3e-04"));  // as it always read
     QCOMPARE(form->value("rmsnorm_eps").toString(), QStringLiteral("1e-05"));
     QCOMPARE(form->editor("learning_rate")->toolTip(), QStringLiteral("Peak learning rate (> 0)"));
   }

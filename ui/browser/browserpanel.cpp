@@ -15,7 +15,8 @@
 
 namespace ckpt {
 
-BrowserPanel::BrowserPanel(CheckpointListModel* model, QWidget* parent) : QWidget(parent), m_model(model) {
+BrowserPanel::BrowserPanel(CheckpointListModel* model, QWidget* parent)
+    : QWidget(parent), m_model(model) {
   m_proxy = new QSortFilterProxyModel(this);
   m_proxy->setSourceModel(model);
   m_proxy->setFilterKeyColumn(int(CheckpointListModel::Column::Name));
@@ -133,6 +134,8 @@ void BrowserPanel::showProgress(size_t done, size_t total) {
   m_progress->show();
 }
 
-void BrowserPanel::hideProgress() { m_progress->hide(); }
+void BrowserPanel::hideProgress() {
+  m_progress->hide();
+}
 
 }  // namespace ckpt

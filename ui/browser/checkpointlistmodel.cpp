@@ -16,7 +16,9 @@
 namespace ckpt {
 namespace {
 
-QString cleanAbsolute(const QString& path) { return QDir::cleanPath(QFileInfo(path).absoluteFilePath()); }
+QString cleanAbsolute(const QString& path) {
+  return QDir::cleanPath(QFileInfo(path).absoluteFilePath());
+}
 
 QIcon standardIcon(QStyle::StandardPixmap which) {
   // The model can live without a QApplication (a guiless test): no icons then.
@@ -25,12 +27,14 @@ QIcon standardIcon(QStyle::StandardPixmap which) {
   // every row a view sizes or paints (measured: most of a 200-row reset).
   static std::map<QStyle::StandardPixmap, QIcon> cache;
   auto it = cache.find(which);
-  if (it == cache.end()) it = cache.emplace(which, QApplication::style()->standardIcon(which)).first;
+  if (it == cache.end())
+    it = cache.emplace(which, QApplication::style()->standardIcon(which)).first;
   return it->second;
 }
 
 QString timeText(int64_t secs) {
-  return secs ? QDateTime::fromSecsSinceEpoch(secs).toString(QStringLiteral("yyyy-MM-dd HH:mm")) : QString();
+  return secs ? QDateTime::fromSecsSinceEpoch(secs).toString(QStringLiteral("yyyy-MM-dd HH:mm"))
+              : QString();
 }
 
 }  // namespace
@@ -40,8 +44,8 @@ struct CheckpointListModel::Node {
   Type type = Type::Root;
   Node* parent = nullptr;
   std::vector<std::unique_ptr<Node>> children;
-  QString family;  // Family: the shared name
-  QString stage;   // Group inside a family: its stage ("" for the plain run)
+  QString family;     // Family: the shared name
+  QString stage;      // Group inside a family: its stage ("" for the plain run)
   BrowseGroup group;  // Group: everything but the checkpoints (they are the children)
   CheckpointEntry checkpoint;
 
@@ -65,8 +69,9 @@ struct CheckpointListModel::Node {
   // "suspicious"; "" when none is either.
   [[nodiscard]] QString worstVerdict() const {
     if (type == Type::Checkpoint)
-      return checkpoint.verdict == "dangerous" || checkpoint.verdict == "suspicious" ? QString::fromStdString(checkpoint.verdict)
-                                                                                      : QString();
+      return checkpoint.verdict == "dangerous" || checkpoint.verdict == "suspicious"
+                 ? QString::fromStdString(checkpoint.verdict)
+                 : QString();
     QString worst;
     for (const auto& c : children) {
       const QString v = c->worstVerdict();
@@ -134,7 +139,9 @@ std::unique_ptr<Node> groupNode(BrowseGroup g, const QString& stage = {}) {
 }
 
 // A run's stage as its family's row shows it: "sft", "pretrain@200" for a branch.
-QString stageLabel(const StageName& s) { return QString::fromStdString(s.stage + s.branch); }
+QString stageLabel(const StageName& s) {
+  return QString::fromStdString(s.stage + s.branch);
+}
 
 // Where a run goes among a family's runs (training order).
 size_t stagePosition(const Node& family, const StageName& stage) {
@@ -158,7 +165,9 @@ void CheckpointListModel::setGroups(std::vector<BrowseGroup> groups) {
   endResetModel();
 }
 
-void CheckpointListModel::clear() { setGroups({}); }
+void CheckpointListModel::clear() {
+  setGroups({});
+}
 
 void CheckpointListModel::build(std::vector<BrowseGroup> groups) {
   m_root = std::make_unique<Node>();
@@ -206,9 +215,11 @@ void CheckpointListModel::updateRun(BrowseGroup run) {
         endInsertRows();
         return;
       }
-      const bool joins = top->type == Node::Type::Group && top->group.kind == BrowseGroup::Kind::Run &&
-                         top->group.error.isEmpty() && run.error.isEmpty() && run.kind == BrowseGroup::Kind::Run;
-      if (joins && !familiesOf({top->group.name.toStdString(), run.name.toStdString()})[0].empty()) {
+      const bool joins = top->type == Node::Type::Group &&
+                         top->group.kind == BrowseGroup::Kind::Run && top->group.error.isEmpty() &&
+                         run.error.isEmpty() && run.kind == BrowseGroup::Kind::Run;
+      if (joins &&
+          !familiesOf({top->group.name.toStdString(), run.name.toStdString()})[0].empty()) {
         std::vector<BrowseGroup> all = groups();
         all.push_back(std::move(run));
         setGroups(std::move(all));
@@ -236,7 +247,8 @@ void CheckpointListModel::updateRun(BrowseGroup run) {
   }
   // Removed files first (from the end, so rows stay valid).
   auto isWanted = [&wanted](const QString& path) {
-    return std::any_of(wanted.begin(), wanted.end(), [&](const CheckpointEntry& c) { return pathFromStd(c.path) == path; });
+    return std::any_of(wanted.begin(), wanted.end(),
+                       [&](const CheckpointEntry& c) { return pathFromStd(c.path) == path; });
   };
   for (int r = int(g->children.size()) - 1; r >= 0; --r) {
     if (isWanted(pathFromStd(g->children[size_t(r)]->checkpoint.path))) continue;
@@ -248,14 +260,16 @@ void CheckpointListModel::updateRun(BrowseGroup run) {
   // step changed), the rows are taken out and put back.
   for (size_t i = 0; i < wanted.size(); ++i) {
     const QString path = pathFromStd(wanted[i].path);
-    const bool same = i < g->children.size() && pathFromStd(g->children[i]->checkpoint.path) == path;
+    const bool same =
+        i < g->children.size() && pathFromStd(g->children[i]->checkpoint.path) == path;
     if (same) {
       g->children[i]->checkpoint = std::move(wanted[i]);
       emit dataChanged(index(int(i), 0, parent), index(int(i), int(Column::Count) - 1, parent));
       continue;
     }
-    auto later = std::find_if(g->children.begin() + std::ptrdiff_t(std::min(i, g->children.size())), g->children.end(),
-                              [&](const auto& c) { return pathFromStd(c->checkpoint.path) == path; });
+    auto later = std::find_if(
+        g->children.begin() + std::ptrdiff_t(std::min(i, g->children.size())), g->children.end(),
+        [&](const auto& c) { return pathFromStd(c->checkpoint.path) == path; });
     if (later != g->children.end()) {
       const int r = int(later - g->children.begin());
       beginRemoveRows(parent, r, r);
@@ -283,7 +297,8 @@ std::vector<BrowseGroup> CheckpointListModel::groups() const {
   std::vector<BrowseGroup> out;
   auto addGroup = [&](const Node& g) { out.push_back(*group(indexOf(&g))); };
   for (const auto& top : m_root->children) {
-    if (top->type == Node::Type::Group) addGroup(*top);
+    if (top->type == Node::Type::Group)
+      addGroup(*top);
     else
       for (const auto& g : top->children) addGroup(*g);
   }
@@ -292,11 +307,14 @@ std::vector<BrowseGroup> CheckpointListModel::groups() const {
 
 size_t CheckpointListModel::groupCount() const {
   size_t n = 0;
-  for (const auto& top : m_root->children) n += top->type == Node::Type::Family ? top->children.size() : 1;
+  for (const auto& top : m_root->children)
+    n += top->type == Node::Type::Family ? top->children.size() : 1;
   return n;
 }
 
-uint64_t CheckpointListModel::totalSize() const { return m_root->totalSize(); }
+uint64_t CheckpointListModel::totalSize() const {
+  return m_root->totalSize();
+}
 
 uint64_t CheckpointListModel::optimizerSize() const {
   return m_root->optimizerSize();
@@ -305,7 +323,8 @@ uint64_t CheckpointListModel::optimizerSize() const {
 size_t CheckpointListModel::checkpointCount() const {
   size_t n = 0;
   for (const auto& top : m_root->children) {
-    if (top->type == Node::Type::Group) n += top->children.size();
+    if (top->type == Node::Type::Group)
+      n += top->children.size();
     else
       for (const auto& g : top->children) n += g->children.size();
   }
@@ -326,7 +345,8 @@ CheckpointListModel::Node* CheckpointListModel::findRun(const QString& path) con
   if (path.isEmpty()) return nullptr;
   const QString wanted = cleanAbsolute(path);
   for (const auto& top : m_root->children) {
-    if (top->type == Node::Type::Group && !top->group.path.isEmpty() && cleanAbsolute(top->group.path) == wanted)
+    if (top->type == Node::Type::Group && !top->group.path.isEmpty() &&
+        cleanAbsolute(top->group.path) == wanted)
       return top.get();
     if (top->type == Node::Type::Family)
       for (const auto& g : top->children)
@@ -355,7 +375,8 @@ QString CheckpointListModel::familyName(const QModelIndex& index) const {
 
 QModelIndex CheckpointListModel::firstCheckpoint() const {
   for (const auto& top : m_root->children) {
-    if (top->type == Node::Type::Group && !top->children.empty()) return indexOf(top->children.front().get());
+    if (top->type == Node::Type::Group && !top->children.empty())
+      return indexOf(top->children.front().get());
     if (top->type == Node::Type::Family)
       for (const auto& g : top->children)
         if (!g->children.empty()) return indexOf(g->children.front().get());
@@ -381,7 +402,9 @@ QModelIndex CheckpointListModel::indexOfPath(const QString& path) const {
   return {};
 }
 
-QModelIndex CheckpointListModel::indexOfRun(const QString& path) const { return indexOf(findRun(path)); }
+QModelIndex CheckpointListModel::indexOfRun(const QString& path) const {
+  return indexOf(findRun(path));
+}
 
 QModelIndex CheckpointListModel::index(int row, int column, const QModelIndex& parent) const {
   if (!hasIndex(row, column, parent)) return {};
@@ -401,7 +424,9 @@ int CheckpointListModel::rowCount(const QModelIndex& parent) const {
   return int(node(parent)->children.size());
 }
 
-int CheckpointListModel::columnCount(const QModelIndex&) const { return int(Column::Count); }
+int CheckpointListModel::columnCount(const QModelIndex&) const {
+  return int(Column::Count);
+}
 
 QVariant CheckpointListModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal) return {};
@@ -412,13 +437,20 @@ QVariant CheckpointListModel::headerData(int section, Qt::Orientation orientatio
                                    : Qt::AlignRight | Qt::AlignVCenter);
   if (role != Qt::DisplayRole) return {};
   switch (Column(section)) {
-    case Column::Name: return tr("Checkpoint");
-    case Column::Step: return tr("Step");
-    case Column::Kind: return tr("Kind");
-    case Column::Loss: return tr("Loss");
-    case Column::Size: return tr("Size");
-    case Column::Modified: return tr("Modified");
-    case Column::Count: break;
+    case Column::Name:
+      return tr("Checkpoint");
+    case Column::Step:
+      return tr("Step");
+    case Column::Kind:
+      return tr("Kind");
+    case Column::Loss:
+      return tr("Loss");
+    case Column::Size:
+      return tr("Size");
+    case Column::Modified:
+      return tr("Modified");
+    case Column::Count:
+      break;
   }
   return {};
 }
@@ -428,10 +460,14 @@ QVariant CheckpointListModel::data(const QModelIndex& index, int role) const {
   const Column column = Column(index.column());
   const Node& n = *node(index);
   switch (n.type) {
-    case Node::Type::Checkpoint: return checkpointData(n.checkpoint, column, role);
-    case Node::Type::Group: return groupData(n, column, role);
-    case Node::Type::Family: return familyData(n, column, role);
-    case Node::Type::Root: break;
+    case Node::Type::Checkpoint:
+      return checkpointData(n.checkpoint, column, role);
+    case Node::Type::Group:
+      return groupData(n, column, role);
+    case Node::Type::Family:
+      return familyData(n, column, role);
+    case Node::Type::Root:
+      break;
   }
   return {};
 }
@@ -446,25 +482,34 @@ QVariant CheckpointListModel::familyData(const Node& n, Column column, int role)
         for (const auto& g : n.children)
           branches += splitStageName(g->group.name.toStdString()).branch.empty() ? 0 : 1;
         const QString stages = countText(n.children.size() - branches, "stage", "stages");
-        return branches ? tr("%1, %2").arg(stages, countText(branches, "branch", "branches")) : stages;
+        return branches ? tr("%1, %2").arg(stages, countText(branches, "branch", "branches"))
+                        : stages;
       }
       if (column == Column::Size) return sizeText(n.totalSize());
       if (column == Column::Modified) return timeText(n.latestMtime());
       return {};
-    case Qt::DecorationRole: return column == Column::Name ? standardIcon(QStyle::SP_DirLinkIcon) : QVariant();
+    case Qt::DecorationRole:
+      return column == Column::Name ? standardIcon(QStyle::SP_DirLinkIcon) : QVariant();
     case Qt::ToolTipRole: {
       QStringList stages;
       for (const auto& g : n.children) stages << g->group.name;
       return tr("Stages of %1: %2\n%3")
           .arg(n.family, stages.join(QStringLiteral(" → ")), n.diskText());
     }
-    case int(Role::IsGroup): return true;
-    case int(Role::IsFamily): return true;
-    case int(Role::SortKey): return n.family;
-    case int(Role::Verdict): return n.worstVerdict();
-    case int(Role::Path): return QString();
-    case int(Role::Error): return QString();
-    default: return {};
+    case int(Role::IsGroup):
+      return true;
+    case int(Role::IsFamily):
+      return true;
+    case int(Role::SortKey):
+      return n.family;
+    case int(Role::Verdict):
+      return n.worstVerdict();
+    case int(Role::Path):
+      return QString();
+    case int(Role::Error):
+      return QString();
+    default:
+      return {};
   }
 }
 
@@ -472,8 +517,10 @@ QVariant CheckpointListModel::groupData(const Node& n, Column column, int role) 
   const BrowseGroup& g = n.group;
   switch (role) {
     case Qt::DisplayRole:
-      if (column == Column::Name) return n.stage.isEmpty() ? g.name : QStringLiteral("%1  (%2)").arg(g.name, n.stage);
-      if (column == Column::Kind && g.error.isEmpty()) return countText(n.children.size(), "file", "files");
+      if (column == Column::Name)
+        return n.stage.isEmpty() ? g.name : QStringLiteral("%1  (%2)").arg(g.name, n.stage);
+      if (column == Column::Kind && g.error.isEmpty())
+        return countText(n.children.size(), "file", "files");
       if (column == Column::Kind) return tr("error");
       if (column == Column::Size && !n.children.empty()) return sizeText(n.totalSize());
       if (column == Column::Modified) return timeText(n.latestMtime());
@@ -498,24 +545,34 @@ QVariant CheckpointListModel::groupData(const Node& n, Column column, int role) 
         tip += "\n" + tr("Holds a checkpoint with suspicious pickled objects");
       return tip;
     }
-    case int(Role::Verdict): return n.worstVerdict();
-    case Qt::ForegroundRole: return g.error.isEmpty() ? QVariant() : QVariant(QBrush(Qt::darkRed));
-    case int(Role::Path): return g.path;
-    case int(Role::Error): return g.error;
-    case int(Role::IsGroup): return true;
-    case int(Role::IsFamily): return false;
-    case int(Role::Stage): return n.stage;
-    case int(Role::SortKey): return g.name;
-    default: return {};
+    case int(Role::Verdict):
+      return n.worstVerdict();
+    case Qt::ForegroundRole:
+      return g.error.isEmpty() ? QVariant() : QVariant(QBrush(Qt::darkRed));
+    case int(Role::Path):
+      return g.path;
+    case int(Role::Error):
+      return g.error;
+    case int(Role::IsGroup):
+      return true;
+    case int(Role::IsFamily):
+      return false;
+    case int(Role::Stage):
+      return n.stage;
+    case int(Role::SortKey):
+      return g.name;
+    default:
+      return {};
   }
 }
 
 QString CheckpointListModel::shardedBadge(const CheckpointEntry& c) {
   // The layouts' names are proper nouns: the same in every language.
-  static const std::map<std::string, QString> titles = {{"hf-index", QStringLiteral("Hugging Face")},
-                                                        {"dcp", QStringLiteral("DCP")},
-                                                        {"fsdp", QStringLiteral("FSDP")},
-                                                        {"deepspeed", QStringLiteral("DeepSpeed")}};
+  static const std::map<std::string, QString> titles = {
+      {"hf-index", QStringLiteral("Hugging Face")},
+      {"dcp", QStringLiteral("DCP")},
+      {"fsdp", QStringLiteral("FSDP")},
+      {"deepspeed", QStringLiteral("DeepSpeed")}};
   const auto it = titles.find(c.layout);
   const QString title = it != titles.end() ? it->second : fromStd(c.layout);
   const QString files = countText(uint64_t(std::max(c.shardFiles, 0)), "file", "files");
@@ -523,7 +580,8 @@ QString CheckpointListModel::shardedBadge(const CheckpointEntry& c) {
   return tr("sharded: %1, %2, %3").arg(title, countText(uint64_t(c.ranks), "rank", "ranks"), files);
 }
 
-QVariant CheckpointListModel::checkpointData(const CheckpointEntry& c, Column column, int role) const {
+QVariant CheckpointListModel::checkpointData(const CheckpointEntry& c, Column column,
+                                             int role) const {
   const bool broken = !c.error.empty();
   const bool dangerous = c.verdict == "dangerous";
   const bool suspicious = c.verdict == "suspicious";
@@ -535,13 +593,18 @@ QVariant CheckpointListModel::checkpointData(const CheckpointEntry& c, Column co
           // A checkpoint of many files is one row that says so.
           return c.sharded.empty() ? name : tr("%1  [%2]").arg(name, shardedBadge(c));
         }
-        case Column::Step: return c.step ? QString::number(*c.step) : QString();
+        case Column::Step:
+          return c.step ? QString::number(*c.step) : QString();
         case Column::Kind:
           return broken ? tr("unreadable") : fromStd(std::string(checkpointKindName(c.kind)));
-        case Column::Loss: return c.loss ? lossText(*c.loss) : QString();
-        case Column::Size: return sizeText(c.size);
-        case Column::Modified: return timeText(c.mtime);
-        case Column::Count: break;
+        case Column::Loss:
+          return c.loss ? lossText(*c.loss) : QString();
+        case Column::Size:
+          return sizeText(c.size);
+        case Column::Modified:
+          return timeText(c.mtime);
+        case Column::Count:
+          break;
       }
       return {};
     case Qt::TextAlignmentRole:
@@ -550,40 +613,59 @@ QVariant CheckpointListModel::checkpointData(const CheckpointEntry& c, Column co
     case Qt::DecorationRole:
       if (column != Column::Name) return {};
       if (dangerous) return standardIcon(QStyle::SP_MessageBoxCritical);
-      return standardIcon(broken || suspicious ? QStyle::SP_MessageBoxWarning : QStyle::SP_FileIcon);
+      return standardIcon(broken || suspicious ? QStyle::SP_MessageBoxWarning
+                                               : QStyle::SP_FileIcon);
     case Qt::ToolTipRole: {
       QString tip = pathFromStd(c.path);
-      if (c.mtime) tip += "\n" + tr("modified %1").arg(QDateTime::fromSecsSinceEpoch(c.mtime).toString(Qt::ISODate));
+      if (c.mtime)
+        tip += "\n" +
+               tr("modified %1").arg(QDateTime::fromSecsSinceEpoch(c.mtime).toString(Qt::ISODate));
       if (const QString share = optimizerShareText(c.optimizerBytes, c.size); !share.isEmpty())
         tip += "\n" + share;
       if (broken) tip += "\n" + fromStd(c.error);
       if (!c.sharded.empty())
         tip += "\n" + tr("One checkpoint of %1, %2 in all")
-                           .arg(countText(uint64_t(std::max(c.shardFiles, 0)), "file", "files"), sizeText(c.size));
+                          .arg(countText(uint64_t(std::max(c.shardFiles, 0)), "file", "files"),
+                               sizeText(c.size));
       if (dangerous)
         tip += "\n" + tr("Would run code if loaded in Python (torch.load): %1").arg(offenders(c));
       else if (suspicious)
         tip += "\n" + tr("Holds pickled objects that are not plain data: %1").arg(offenders(c));
       return tip;
     }
-    case Qt::ForegroundRole: return broken || dangerous ? QVariant(QBrush(Qt::darkRed)) : QVariant();
-    case int(Role::Verdict): return fromStd(c.verdict);
-    case int(Role::Path): return pathFromStd(c.path);
-    case int(Role::Error): return fromStd(c.error);
-    case int(Role::IsGroup): return false;
-    case int(Role::IsFamily): return false;
-    case int(Role::Step): return c.step ? QVariant(qint64(*c.step)) : QVariant();
-    case int(Role::Loss): return c.loss ? QVariant(*c.loss) : QVariant();
-    case int(Role::Kind): return fromStd(std::string(checkpointKindName(c.kind)));
+    case Qt::ForegroundRole:
+      return broken || dangerous ? QVariant(QBrush(Qt::darkRed)) : QVariant();
+    case int(Role::Verdict):
+      return fromStd(c.verdict);
+    case int(Role::Path):
+      return pathFromStd(c.path);
+    case int(Role::Error):
+      return fromStd(c.error);
+    case int(Role::IsGroup):
+      return false;
+    case int(Role::IsFamily):
+      return false;
+    case int(Role::Step):
+      return c.step ? QVariant(qint64(*c.step)) : QVariant();
+    case int(Role::Loss):
+      return c.loss ? QVariant(*c.loss) : QVariant();
+    case int(Role::Kind):
+      return fromStd(std::string(checkpointKindName(c.kind)));
     case int(Role::SortKey):
       switch (column) {
-        case Column::Step: return c.step ? QVariant(qint64(*c.step)) : QVariant();
-        case Column::Loss: return c.loss ? QVariant(*c.loss) : QVariant();
-        case Column::Size: return QVariant(quint64(c.size));
-        case Column::Modified: return QVariant(qint64(c.mtime));
-        default: return checkpointData(c, column, Qt::DisplayRole);
+        case Column::Step:
+          return c.step ? QVariant(qint64(*c.step)) : QVariant();
+        case Column::Loss:
+          return c.loss ? QVariant(*c.loss) : QVariant();
+        case Column::Size:
+          return QVariant(quint64(c.size));
+        case Column::Modified:
+          return QVariant(qint64(c.mtime));
+        default:
+          return checkpointData(c, column, Qt::DisplayRole);
       }
-    default: return {};
+    default:
+      return {};
   }
 }
 

@@ -29,9 +29,9 @@ class CheckpointListModel : public QAbstractItemModel {
     Kind,                 // QString: "step", "final", "best", "latest"; empty when unknown
     SortKey,              // a value that sorts numerically where it should
     IsFamily,             // bool
-    Stage,                // QString: a run's stage within its family ("pretrain", "sft", "dpo"), else empty
-    Verdict,              // QString: the safety scan's verdict ("safe", "suspicious", "dangerous",
-                          // "unreadable"); a run: its worst checkpoint's ("" when all are safe)
+    Stage,    // QString: a run's stage within its family ("pretrain", "sft", "dpo"), else empty
+    Verdict,  // QString: the safety scan's verdict ("safe", "suspicious", "dangerous",
+              // "unreadable"); a run: its worst checkpoint's ("" when all are safe)
   };
 
   // One row of the tree (defined in the .cpp; public so helpers there can name it).
@@ -76,7 +76,8 @@ class CheckpointListModel : public QAbstractItemModel {
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
-  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation,
+                      int role = Qt::DisplayRole) const override;
 
  private:
   [[nodiscard]] Node* node(const QModelIndex& index) const;

@@ -24,7 +24,9 @@ std::vector<BrowseGroup> scanPaths(const QStringList& paths, const ScanProgress&
       if (progress && !progress(dirsDone + done, dirsDone + dirTotal + total)) stopped = true;
       return !stopped;
     };
-    const QString prefix = dirs.size() > 1 ? QFileInfo(QDir::cleanPath(QDir(dir).absolutePath())).fileName() + "/" : QString();
+    const QString prefix =
+        dirs.size() > 1 ? QFileInfo(QDir::cleanPath(QDir(dir).absolutePath())).fileName() + "/"
+                        : QString();
     try {
       ScanResult result = scanDirectory(pathToStd(dir), options);
       for (RunEntry& run : result.runs) {

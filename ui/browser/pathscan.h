@@ -28,7 +28,8 @@ struct BrowseGroup {
 // it returns false. With more than one directory, run names are prefixed
 // with their directory's name so they stay apart.
 using ScanProgress = std::function<bool(size_t done, size_t total)>;
-[[nodiscard]] std::vector<BrowseGroup> scanPaths(const QStringList& paths, const ScanProgress& progress = {});
+[[nodiscard]] std::vector<BrowseGroup> scanPaths(const QStringList& paths,
+                                                 const ScanProgress& progress = {});
 
 // Whether scanning `paths` reaches `file`: it is one of them, or lies under
 // one of the directories.

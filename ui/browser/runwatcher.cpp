@@ -3,8 +3,8 @@
 #include <QDateTime>
 #include <QDir>
 #include <QDirIterator>
-#include <QRegularExpression>
 #include <QFileInfo>
+#include <QRegularExpression>
 #include <exception>
 
 #include "textformat.h"
@@ -12,7 +12,9 @@
 namespace ckpt {
 namespace {
 
-QString cleanAbsolute(const QString& path) { return QDir::cleanPath(QFileInfo(path).absoluteFilePath()); }
+QString cleanAbsolute(const QString& path) {
+  return QDir::cleanPath(QFileInfo(path).absoluteFilePath());
+}
 
 // The directories below `dir` (not hidden ones: .git, .cache, ...).
 QStringList subdirectories(const QString& dir) {
@@ -20,7 +22,8 @@ QStringList subdirectories(const QString& dir) {
   QDirIterator it(dir, QDir::Dirs | QDir::NoDotAndDotDot, QDirIterator::Subdirectories);
   while (it.hasNext()) {
     const QString d = it.next();
-    if (!QDir(dir).relativeFilePath(d).split('/').filter(QRegularExpression("^\\.")).isEmpty()) continue;
+    if (!QDir(dir).relativeFilePath(d).split('/').filter(QRegularExpression("^\\.")).isEmpty())
+      continue;
     out << d;
   }
   return out;
@@ -41,7 +44,9 @@ RunWatcher::RunWatcher(QObject* parent) : QObject(parent) {
   });
 }
 
-RunWatcher::~RunWatcher() { stop(); }  // m_jobs waits for what still runs
+RunWatcher::~RunWatcher() {
+  stop();
+}  // m_jobs waits for what still runs
 
 void RunWatcher::stop() {
   m_jobs.dropAll();
@@ -114,17 +119,18 @@ struct RunWatcher::Job {
     r.run.path = dir;
     try {
       const QDateTime now = QDateTime::currentDateTimeUtc();
-      RunEntry run = scanRunDirectory(pathToStd(root), pathToStd(dir), [&](const CheckpointEntry& e) {
-        if (e.error.empty()) return true;
-        const QString path = pathFromStd(e.path);
-        // Unreadable and touched a moment ago: still being written.
-        const qint64 age = QFileInfo(path).lastModified().toUTC().msecsTo(now);
-        if (age >= 0 && age < settleMs) {
-          r.pending << path;
-          return false;
-        }
-        return true;
-      });
+      RunEntry run =
+          scanRunDirectory(pathToStd(root), pathToStd(dir), [&](const CheckpointEntry& e) {
+            if (e.error.empty()) return true;
+            const QString path = pathFromStd(e.path);
+            // Unreadable and touched a moment ago: still being written.
+            const qint64 age = QFileInfo(path).lastModified().toUTC().msecsTo(now);
+            if (age >= 0 && age < settleMs) {
+              r.pending << path;
+              return false;
+            }
+            return true;
+          });
       r.run.checkpoints = std::move(run.checkpoints);
     } catch (const std::exception& e) {
       r.run.error = fromStd(e.what());
@@ -144,8 +150,10 @@ void RunWatcher::rescanDirty() {
     m_jobs.start(
         dir, [job](JobProgress&) { return job(); },
         [this](JobOutcome, std::optional<Result> result, const QString&) {
-          if (result) onJobDone(*result);  // Job reports its own errors in the result
-          else if (!m_dirty.isEmpty()) m_debounce.start();
+          if (result)
+            onJobDone(*result);  // Job reports its own errors in the result
+          else if (!m_dirty.isEmpty())
+            m_debounce.start();
         });
   }
 }
@@ -166,8 +174,10 @@ void RunWatcher::onJobDone(const Result& result) {
       m_pending.insert(result.dir, result.pending);
       m_recheck.start(std::max(100, m_settleMs / 4));
     }
-    if (result.run.checkpoints.empty() && result.run.error.isEmpty()) emit runRemoved(result.dir);
-    else emit runChanged(result.run);
+    if (result.run.checkpoints.empty() && result.run.error.isEmpty())
+      emit runRemoved(result.dir);
+    else
+      emit runChanged(result.run);
   }
   if (!m_dirty.isEmpty()) m_debounce.start();
 }

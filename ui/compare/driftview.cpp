@@ -1,5 +1,6 @@
 #include "compare/driftview.h"
 
+#include <qcustomplot.h>
 #include <QFileInfo>
 #include <QHeaderView>
 #include <QLabel>
@@ -11,7 +12,6 @@
 #include <cmath>
 #include <exception>
 #include <map>
-#include <qcustomplot.h>
 
 #include "ckpt/analysis/diff.h"
 #include "compare/diffmodel.h"
@@ -23,12 +23,15 @@ namespace ckpt {
 namespace {
 
 // A qualitative palette (matplotlib's tab10), as the curves use.
-const QColor kColours[] = {QColor(0x1f, 0x77, 0xb4), QColor(0xff, 0x7f, 0x0e), QColor(0x2c, 0xa0, 0x2c),
-                           QColor(0xd6, 0x27, 0x28), QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b),
-                           QColor(0xe3, 0x77, 0xc2), QColor(0x7f, 0x7f, 0x7f), QColor(0xbc, 0xbd, 0x22),
-                           QColor(0x17, 0xbe, 0xcf)};
+const QColor kColours[] = {QColor(0x1f, 0x77, 0xb4), QColor(0xff, 0x7f, 0x0e),
+                           QColor(0x2c, 0xa0, 0x2c), QColor(0xd6, 0x27, 0x28),
+                           QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b),
+                           QColor(0xe3, 0x77, 0xc2), QColor(0x7f, 0x7f, 0x7f),
+                           QColor(0xbc, 0xbd, 0x22), QColor(0x17, 0xbe, 0xcf)};
 
-QString blockName(int block) { return block < 0 ? QObject::tr("emb/head") : QObject::tr("block %1").arg(block); }
+QString blockName(int block) {
+  return block < 0 ? QObject::tr("emb/head") : QObject::tr("block %1").arg(block);
+}
 
 DriftView::Step diffPair(const QString& from, const QString& to, const QString& label,
                          const std::function<bool(size_t, size_t)>& progress) {
@@ -65,9 +68,10 @@ DriftView::Step diffPair(const QString& from, const QString& to, const QString& 
 }  // namespace
 
 DriftView::DriftView(QWidget* parent) : QWidget(parent) {
-  m_title = new QLabel(tr("Select a run (drift through training) or a stage family (pretrain → sft → dpo) in "
-                          "the browser and choose Checkpoint > Drift."),
-                       this);
+  m_title = new QLabel(
+      tr("Select a run (drift through training) or a stage family (pretrain → sft → dpo) in "
+         "the browser and choose Checkpoint > Drift."),
+      this);
   m_title->setWordWrap(true);
   m_status = new QLabel(this);
   m_status->setWordWrap(true);
@@ -78,7 +82,8 @@ DriftView::DriftView(QWidget* parent) : QWidget(parent) {
   connect(m_cancel, &QPushButton::clicked, this, &DriftView::cancel);
 
   m_table = new QTableWidget(0, 4, this);
-  m_table->setHorizontalHeaderLabels({tr("Step"), tr("Change"), tr("Largest change"), tr("From → to")});
+  m_table->setHorizontalHeaderLabels(
+      {tr("Step"), tr("Change"), tr("Largest change"), tr("From → to")});
   m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   m_table->horizontalHeader()->setStretchLastSection(true);
   m_table->verticalHeader()->hide();
@@ -128,11 +133,16 @@ DriftView::DriftView(QWidget* parent) : QWidget(parent) {
 // The job stops after the chunk it is reading (BackgroundJob's destructor waits).
 DriftView::~DriftView() = default;
 
-void DriftView::cancel() { m_job.cancel(); }
+void DriftView::cancel() {
+  m_job.cancel();
+}
 
-QString DriftView::statusText() const { return m_status->text(); }
+QString DriftView::statusText() const {
+  return m_status->text();
+}
 
-void DriftView::showChain(const QString& title, const QStringList& checkpoints, const QStringList& labels) {
+void DriftView::showChain(const QString& title, const QStringList& checkpoints,
+                          const QStringList& labels) {
   m_job.drop();
   m_results->show();
   m_title->setText(title.toHtmlEscaped());
@@ -157,8 +167,9 @@ void DriftView::showChain(const QString& title, const QStringList& checkpoints, 
         const int pairs = int(checkpoints.size()) - 1;
         for (int i = 0; i < pairs && !progress.cancelled(); ++i) {
           progress.setPart(i, pairs);
-          steps.push_back(diffPair(checkpoints[i], checkpoints[i + 1], i + 1 < labels.size() ? labels[i + 1] : QString(),
-                                   [&progress](size_t done, size_t total) { return progress.report(done, total); }));
+          steps.push_back(diffPair(
+              checkpoints[i], checkpoints[i + 1], i + 1 < labels.size() ? labels[i + 1] : QString(),
+              [&progress](size_t done, size_t total) { return progress.report(done, total); }));
         }
         return steps;
       },
@@ -174,7 +185,8 @@ void DriftView::showProgress(const JobProgress& progress) {
   m_status->setText(tr("Comparing step %1 of %2...").arg(progress.part() + 1).arg(pairs));
 }
 
-void DriftView::onFinished(JobOutcome outcome, std::optional<std::vector<Step>> steps, const QString& error) {
+void DriftView::onFinished(JobOutcome outcome, std::optional<std::vector<Step>> steps,
+                           const QString& error) {
   m_progress->hide();
   m_cancel->hide();
   m_steps = steps ? std::move(*steps) : std::vector<Step>{};
@@ -183,7 +195,8 @@ void DriftView::onFinished(JobOutcome outcome, std::optional<std::vector<Step>> 
   if (outcome == JobOutcome::Failed) {
     m_table->setRowCount(0);
     plot();
-    m_status->setText(tr("<span style='color:#c03030'>Cannot compare: %1</span>").arg(error.toHtmlEscaped()));
+    m_status->setText(
+        tr("<span style='color:#c03030'>Cannot compare: %1</span>").arg(error.toHtmlEscaped()));
     emit finished(false);
     return;
   }
@@ -193,9 +206,13 @@ void DriftView::onFinished(JobOutcome outcome, std::optional<std::vector<Step>> 
     const Step& s = m_steps[i];
     if (!s.error.isEmpty()) ++failed;
     const QString change = s.error.isEmpty() ? metricText(s.total) : tr("error: %1").arg(s.error);
-    const QString largest = s.largest.isEmpty() || s.largestRel == 0 ? QString() : QStringLiteral("%1 (%2)").arg(s.largest, metricText(s.largestRel));
-    const QStringList cells = {s.label, change, largest,
-                               QFileInfo(s.from).fileName() + QStringLiteral(" → ") + QFileInfo(s.to).fileName()};
+    const QString largest =
+        s.largest.isEmpty() || s.largestRel == 0
+            ? QString()
+            : QStringLiteral("%1 (%2)").arg(s.largest, metricText(s.largestRel));
+    const QStringList cells = {
+        s.label, change, largest,
+        QFileInfo(s.from).fileName() + QStringLiteral(" → ") + QFileInfo(s.to).fileName()};
     for (int c = 0; c < cells.size(); ++c) {
       auto* item = new QTableWidgetItem(cells[c]);
       if (c == 3) item->setToolTip(s.from + "\n→ " + s.to);
@@ -241,7 +258,8 @@ void DriftView::plot() {
           g->addData(double(i), m_steps[i].perBlock[k]);
   }
   for (size_t i = 0; i < m_steps.size(); ++i)
-    if (m_steps[i].error.isEmpty() && std::isfinite(m_steps[i].total)) total->addData(double(i), m_steps[i].total);
+    if (m_steps[i].error.isEmpty() && std::isfinite(m_steps[i].total))
+      total->addData(double(i), m_steps[i].total);
   m_curves->xAxis->setTicker(ticks);
   m_curves->xAxis->setRange(-0.3, double(std::max<size_t>(m_steps.size(), 1)) - 0.7);
   m_curves->yAxis->setLabel(tr("relative change"));
@@ -272,7 +290,8 @@ void DriftView::plot() {
     for (size_t i = 0; i < m_steps.size(); ++i)
       for (size_t k = 0; k < m_steps[i].blocks.size(); ++k) {
         const double v = m_steps[i].perBlock[k];
-        setGridCell(m_heatMap, int(i), rowOf[m_steps[i].blocks[k]], std::isfinite(v) ? v : std::nan(""));
+        setGridCell(m_heatMap, int(i), rowOf[m_steps[i].blocks[k]],
+                    std::isfinite(v) ? v : std::nan(""));
       }
     m_heatMap->rescaleDataRange(true);
   }
@@ -284,7 +303,8 @@ void DriftView::plot() {
 void DriftView::restyle() {
   applyPalette(m_curves, palette());
   applyPalette(m_heat, palette());
-  if (m_curves->graphCount() > 0) m_curves->graph(0)->setPen(QPen(palette().color(QPalette::Text), 2.5));
+  if (m_curves->graphCount() > 0)
+    m_curves->graph(0)->setPen(QPen(palette().color(QPalette::Text), 2.5));
 }
 
 void DriftView::changeEvent(QEvent* event) {

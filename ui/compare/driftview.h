@@ -29,13 +29,13 @@ class DriftView : public QWidget {
   // One link of the chain: `from` -> `to`.
   struct Step {
     QString from, to;
-    QString label;       // what the x axis and the table call it: "step 300", "sft"
-    double total = 0;    // relative change of all compared tensors together
+    QString label;                 // what the x axis and the table call it: "step 300", "sft"
+    double total = 0;              // relative change of all compared tensors together
     std::vector<int> blocks;       // block numbers (-1: outside the blocks), sorted
     std::vector<double> perBlock;  // relative change per block, parallel to `blocks`
-    QString largest;     // the tensor with the largest relative change
+    QString largest;               // the tensor with the largest relative change
     double largestRel = 0;
-    QString error;       // why this pair could not be compared
+    QString error;           // why this pair could not be compared
     bool cancelled = false;  // stopped part way: the numbers cover what was compared
   };
 

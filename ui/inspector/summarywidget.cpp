@@ -5,12 +5,12 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QHeaderView>
+#include <QItemSelectionModel>
 #include <QLabel>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QTableView>
 #include <QTextBrowser>
-#include <QItemSelectionModel>
 #include <QVBoxLayout>
 
 #include "inspector/tensortablemodel.h"
@@ -19,16 +19,20 @@
 namespace ckpt {
 namespace {
 
-QString esc(const QString& s) { return s.toHtmlEscaped(); }
+QString esc(const QString& s) {
+  return s.toHtmlEscaped();
+}
 
 // Key/value pairs laid out `pairsPerRow` to a table row, labels dimmed;
 // wide fields follow in a table of their own, one to a row (a shared table
 // would stretch the short fields' columns to fit them).
 // `labelWidth` (pixels, 0 for natural) lines up the two tables' labels.
-QString fieldTable(const QList<SummaryField>& fields, int pairsPerRow, const QString& labelColor, int labelWidth = 0) {
+QString fieldTable(const QList<SummaryField>& fields, int pairsPerRow, const QString& labelColor,
+                   int labelWidth = 0) {
   const QString width = labelWidth > 0 ? QString(" width='%1'").arg(labelWidth) : QString();
   const QString label =
-      QString("<td%1 style='color:%2; padding-right:8px; white-space:nowrap' nowrap>%3</td>").arg(width, labelColor, "%1");
+      QString("<td%1 style='color:%2; padding-right:8px; white-space:nowrap' nowrap>%3</td>")
+          .arg(width, labelColor, "%1");
   const QString value = QStringLiteral("<td style='padding-right:24px'>%1</td>");
   QString shortRows, wideRows;
   int inRow = 0;
@@ -46,8 +50,10 @@ QString fieldTable(const QList<SummaryField>& fields, int pairsPerRow, const QSt
   }
   if (inRow) shortRows += "</tr>";
   QString html;
-  if (!shortRows.isEmpty()) html += "<table cellspacing='0' cellpadding='2'>" + shortRows + "</table>";
-  if (!wideRows.isEmpty()) html += "<table cellspacing='0' cellpadding='2'>" + wideRows + "</table>";
+  if (!shortRows.isEmpty())
+    html += "<table cellspacing='0' cellpadding='2'>" + shortRows + "</table>";
+  if (!wideRows.isEmpty())
+    html += "<table cellspacing='0' cellpadding='2'>" + wideRows + "</table>";
   return html;
 }
 
@@ -125,13 +131,15 @@ void SummaryWidget::showMessage(const QString& title, const QString& html) {
 void SummaryWidget::showSummary(const CheckpointSummary& s) {
   m_path = s.path;
   m_title->setText(QFileInfo(s.path).fileName());
-  m_subtitle->setText(QDir::toNativeSeparators(QDir::cleanPath(QFileInfo(s.path).absoluteFilePath())));
+  m_subtitle->setText(
+      QDir::toNativeSeparators(QDir::cleanPath(QFileInfo(s.path).absoluteFilePath())));
   m_subtitle->show();
   const QString dim = palette().color(QPalette::PlaceholderText).name();
 
   if (!s.ok()) {
-    m_details->setHtml(QString("<p style='color:#a00000'><b>%1</b></p><p style='white-space:pre-wrap'>%2</p>")
-                           .arg(esc(tr("Cannot read this file")), esc(s.error)));
+    m_details->setHtml(
+        QString("<p style='color:#a00000'><b>%1</b></p><p style='white-space:pre-wrap'>%2</p>")
+            .arg(esc(tr("Cannot read this file")), esc(s.error)));
     m_tensors->setRows({});
     m_tensorHeading->setText(tr("Tensors"));
     return;
@@ -141,13 +149,15 @@ void SummaryWidget::showSummary(const CheckpointSummary& s) {
   renderDetails();
 
   m_tensors->setRows(s.tensors);
-  m_tensorHeading->setText(tr("Tensors: %1, %2").arg(s.tensors.size()).arg(sizeText(s.tensorBytes)));
+  m_tensorHeading->setText(
+      tr("Tensors: %1, %2").arg(s.tensors.size()).arg(sizeText(s.tensorBytes)));
   QHeaderView* header = m_tensorView->horizontalHeader();
   // Column widths from the first rows: sizing over all 500+ tensors took
   // most of showing a summary on the GUI thread (measured ~10 ms).
   header->setResizeContentsPrecision(64);
   m_tensorView->verticalHeader()->setResizeContentsPrecision(64);
-  for (int c = 0; c < int(TensorTableModel::Column::Note); ++c) m_tensorView->resizeColumnToContents(c);
+  for (int c = 0; c < int(TensorTableModel::Column::Note); ++c)
+    m_tensorView->resizeColumnToContents(c);
   header->resizeSection(0, std::min(header->sectionSize(0), 360));
 }
 
@@ -168,13 +178,15 @@ void SummaryWidget::renderDetails() {
   if (!m_sections.config.isEmpty())
     html += "<h4>" + esc(tr("Config")) + "</h4>" + fieldTable(m_sections.config, m_pairs, dim);
   if (!m_sections.metadata.isEmpty())
-    html += "<h4>" + esc(tr("Metadata")) + "</h4>" + fieldTable(m_sections.metadata, std::min(m_pairs, 2), dim);
+    html += "<h4>" + esc(tr("Metadata")) + "</h4>" +
+            fieldTable(m_sections.metadata, std::min(m_pairs, 2), dim);
   m_details->setHtml(html);
 }
 
 void SummaryWidget::resizeEvent(QResizeEvent* event) {
   QWidget::resizeEvent(event);
-  if (!m_path.isEmpty() && std::clamp(m_details->viewport()->width() / 240, 1, 3) != m_pairs) renderDetails();
+  if (!m_path.isEmpty() && std::clamp(m_details->viewport()->width() / 240, 1, 3) != m_pairs)
+    renderDetails();
 }
 
 QString SummaryWidget::text() const {

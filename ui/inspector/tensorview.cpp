@@ -1,5 +1,6 @@
 #include "inspector/tensorview.h"
 
+#include <qcustomplot.h>
 #include <QGridLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -10,7 +11,6 @@
 #include <QVBoxLayout>
 #include <cmath>
 #include <limits>
-#include <qcustomplot.h>
 
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/tensor_data.h"
@@ -47,7 +47,8 @@ TensorView::TensorView(QWidget* parent) : QWidget(parent) {
   m_stats = new QLabel(this);
   m_stats->setTextInteractionFlags(Qt::TextSelectableByMouse);
   m_stats->setAlignment(Qt::AlignTop | Qt::AlignLeft);
-  m_stats->setMinimumWidth(m_stats->fontMetrics().horizontalAdvance(QStringLiteral("L2 norm  -0.000123457e+99  ")));
+  m_stats->setMinimumWidth(
+      m_stats->fontMetrics().horizontalAdvance(QStringLiteral("L2 norm  -0.000123457e+99  ")));
 
   m_histogram = makePlot(this);
   m_bars = new QCPBars(m_histogram->xAxis, m_histogram->yAxis);
@@ -78,7 +79,8 @@ TensorView::TensorView(QWidget* parent) : QWidget(parent) {
   m_valueView->setWordWrap(false);
   m_valueView->verticalHeader()->setDefaultSectionSize(m_valueView->fontMetrics().height() + 4);
   m_valueView->verticalHeader()->setSectionResizeMode(QHeaderView::Fixed);
-  m_valueView->horizontalHeader()->setDefaultSectionSize(m_valueView->fontMetrics().horizontalAdvance("-0.000123457") + 12);
+  m_valueView->horizontalHeader()->setDefaultSectionSize(
+      m_valueView->fontMetrics().horizontalAdvance("-0.000123457") + 12);
 
   auto* statsRow = new QWidget(this);
   auto* statsLayout = new QHBoxLayout(statsRow);
@@ -154,7 +156,8 @@ void TensorView::setFile(std::shared_ptr<const CheckpointFile> file) {
   m_analysis.reset();
   m_values->setTensor(nullptr);
   m_title->setText(tr("No tensor selected"));
-  m_subtitle->setText(tr("Select a tensor in Parameters, Optimizer, Metadata or the Summary's tensor table."));
+  m_subtitle->setText(
+      tr("Select a tensor in Parameters, Optimizer, Metadata or the Summary's tensor table."));
   m_stats->clear();
   m_rowTotal->clear();
   clearPlots({});
@@ -192,9 +195,8 @@ void TensorView::showTensor(int index, const QString& name) {
   m_body->show();
 
   // The job of an earlier tensor stops at its next chunk; its result is dropped.
-  m_job.start([file = m_file, index, options = optionsFor(t)](JobProgress& progress) {
-                return compute(file, index, options, progress);
-              },
+  m_job.start([file = m_file, index, options = optionsFor(t)](
+                  JobProgress& progress) { return compute(file, index, options, progress); },
               [this](JobOutcome, std::optional<Result> r, const QString& error) {
                 onFinished(r ? std::move(*r) : Result{m_tensor, std::nullopt, nullptr, error});
               },
@@ -241,12 +243,15 @@ void TensorView::resampleHeatMap() {
   const TensorInfo& t = m_file->tensors()[size_t(m_tensor)];
   AnalysisOptions opt = optionsFor(t);
   const auto [R, C] = matrixShape(t.shape);
-  const int wantRows = int(std::min<int64_t>(opt.heatRows, R)), wantCols = int(std::min<int64_t>(opt.heatCols, C));
+  const int wantRows = int(std::min<int64_t>(opt.heatRows, R)),
+            wantCols = int(std::min<int64_t>(opt.heatCols, C));
   const HeatMap& h = m_analysis->heatMap;
   // Only when the cells would change by more than a quarter: a pass over the tensor is not free.
-  if (std::abs(wantRows - h.rows) * 4 <= h.rows && std::abs(wantCols - h.cols) * 4 <= h.cols) return;
+  if (std::abs(wantRows - h.rows) * 4 <= h.rows && std::abs(wantCols - h.cols) * 4 <= h.cols)
+    return;
   opt.bins = 0;
-  m_heatJob.start([file = m_file, tensor = m_tensor, opt](JobProgress& progress) { return compute(file, tensor, opt, progress); },
+  m_heatJob.start([file = m_file, tensor = m_tensor,
+                   opt](JobProgress& progress) { return compute(file, tensor, opt, progress); },
                   [this](JobOutcome outcome, std::optional<Result> r, const QString&) {
                     if (outcome == JobOutcome::Done && r) onHeatFinished(*r);
                   });
@@ -259,13 +264,16 @@ void TensorView::onHeatFinished(const Result& r) {
   emit heatMapResampled(r.tensor);
 }
 
-TensorView::Result TensorView::compute(const std::shared_ptr<const CheckpointFile>& file, int tensor,
-                                       const AnalysisOptions& options, JobProgress& progress) {
+TensorView::Result TensorView::compute(const std::shared_ptr<const CheckpointFile>& file,
+                                       int tensor, const AnalysisOptions& options,
+                                       JobProgress& progress) {
   Result r;
   r.tensor = tensor;
   try {
     auto data = std::make_shared<const TensorData>(file->tensorData(size_t(tensor)));
-    r.analysis = analyzeTensor(*data, options, [&progress](uint64_t done, uint64_t total) { return progress.report(done, total); });
+    r.analysis = analyzeTensor(*data, options, [&progress](uint64_t done, uint64_t total) {
+      return progress.report(done, total);
+    });
     r.data = std::move(data);
   } catch (const std::exception& e) {
     // Caught once here, at the thread boundary; shown in the panel.
@@ -277,7 +285,8 @@ TensorView::Result TensorView::compute(const std::shared_ptr<const CheckpointFil
 void TensorView::onFinished(Result r) {
   if (r.tensor != m_tensor) return;
   if (!r.error.isEmpty()) {
-    m_stats->setText(tr("<p style='color:#a00000'>Cannot read this tensor:</p><p>%1</p>").arg(r.error.toHtmlEscaped()));
+    m_stats->setText(tr("<p style='color:#a00000'>Cannot read this tensor:</p><p>%1</p>")
+                         .arg(r.error.toHtmlEscaped()));
     clearPlots({});
     emit statsFailed(r.tensor, r.error);
     return;
@@ -297,7 +306,8 @@ void TensorView::onFinished(Result r) {
   m_values->setTensor(r.data);
   {
     const QSignalBlocker block(m_rowBox);
-    m_rowBox->setRange(0, int(std::clamp<int64_t>(m_values->totalRows() - 1, 0, std::numeric_limits<int>::max())));
+    m_rowBox->setRange(
+        0, int(std::clamp<int64_t>(m_values->totalRows() - 1, 0, std::numeric_limits<int>::max())));
     m_rowBox->setValue(0);
   }
   m_rowTotal->setText(tr("of %1").arg(groupedNumber(uint64_t(m_values->totalRows()))));
@@ -308,7 +318,9 @@ void TensorView::showStats(const TensorStats& s) {
   const QString dim = palette().color(QPalette::PlaceholderText).name();
   QString html = "<table cellspacing='0' cellpadding='1'>";
   auto row = [&](const QString& label, const QString& value) {
-    html += QString("<tr><td style='color:%1; padding-right:10px' nowrap>%2</td><td align='right'>%3</td></tr>")
+    html += QString(
+                "<tr><td style='color:%1; padding-right:10px' nowrap>%2</td><td "
+                "align='right'>%3</td></tr>")
                 .arg(dim, label.toHtmlEscaped(), value.toHtmlEscaped());
   };
   row(tr("elements"), groupedNumber(s.count));
@@ -323,9 +335,10 @@ void TensorView::showStats(const TensorStats& s) {
   row(tr("\u2212Inf"), groupedNumber(s.negInf));
   html += "</table>";
   if (s.finite != s.count)
-    html += "<p style='color:#8a5a00'>" + tr("over the %1 finite values").arg(groupedNumber(s.finite)).toHtmlEscaped() +
-            "</p>";
-  html += QString("<p style='color:%1'>%2</p>").arg(dim, tr("std: sample (N\u22121), as torch.std").toHtmlEscaped());
+    html += "<p style='color:#8a5a00'>" +
+            tr("over the %1 finite values").arg(groupedNumber(s.finite)).toHtmlEscaped() + "</p>";
+  html += QString("<p style='color:%1'>%2</p>")
+              .arg(dim, tr("std: sample (N\u22121), as torch.std").toHtmlEscaped());
   m_stats->setText(html);
 }
 
@@ -365,16 +378,18 @@ void TensorView::showHistogram(const Histogram& h) {
 }
 
 void TensorView::showHeatMap(const HeatMap& h) {
-  m_heatNote->setText(tr("%1 \u00d7 %2 matrix shown as %3 \u00d7 %4 cells")
-                          .arg(groupedNumber(uint64_t(h.sourceRows)), groupedNumber(uint64_t(h.sourceCols)))
-                          .arg(h.rows)
-                          .arg(h.cols));
+  m_heatNote->setText(
+      tr("%1 \u00d7 %2 matrix shown as %3 \u00d7 %4 cells")
+          .arg(groupedNumber(uint64_t(h.sourceRows)), groupedNumber(uint64_t(h.sourceCols)))
+          .arg(h.rows)
+          .arg(h.cols));
   m_heatNote->show();
   m_colorMap->setVisible(true);
   // Cell centres in matrix coordinates, so the axes read rows and columns.
   const double cw = double(h.sourceCols) / h.cols, rh = double(h.sourceRows) / h.rows;
   m_colorMap->data()->setSize(h.cols, h.rows);
-  m_colorMap->data()->setRange(QCPRange(cw / 2, h.sourceCols - cw / 2), QCPRange(rh / 2, h.sourceRows - rh / 2));
+  m_colorMap->data()->setRange(QCPRange(cw / 2, h.sourceCols - cw / 2),
+                               QCPRange(rh / 2, h.sourceRows - rh / 2));
   double lo = INFINITY, hi = -INFINITY;
   for (int i = 0; i < h.rows; ++i)
     for (int j = 0; j < h.cols; ++j) {

@@ -55,9 +55,13 @@ uint64_t ValueTableModel::elementIndex(int row, int column) const {
   return uint64_t(m_first + row) * uint64_t(std::max(m_cols, 1)) + uint64_t(column);
 }
 
-int ValueTableModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : m_rows; }
+int ValueTableModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : m_rows;
+}
 
-int ValueTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : m_cols; }
+int ValueTableModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : m_cols;
+}
 
 QVariant ValueTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (role != Qt::DisplayRole) return {};
@@ -74,8 +78,10 @@ QVariant ValueTableModel::headerData(int section, Qt::Orientation orientation, i
 }
 
 QVariant ValueTableModel::data(const QModelIndex& index, int role) const {
-  if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid)) return {};
-  if (role != Qt::DisplayRole && role != int(Role::Value) && role != Qt::TextAlignmentRole) return {};
+  if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid))
+    return {};
+  if (role != Qt::DisplayRole && role != int(Role::Value) && role != Qt::TextAlignmentRole)
+    return {};
   if (role == Qt::TextAlignmentRole) return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
   const int64_t row = m_first + index.row();
   const int64_t block = row / m_blockRows;
@@ -106,7 +112,8 @@ void ValueTableModel::request(int64_t block) const {
         return Block(std::move(v));
       },
       [self, block](JobOutcome, std::optional<Block> values, const QString&) {
-        self->store(block, values ? std::move(*values) : std::make_shared<const std::vector<double>>());
+        self->store(block,
+                    values ? std::move(*values) : std::make_shared<const std::vector<double>>());
       });
 }
 

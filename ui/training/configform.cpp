@@ -74,7 +74,8 @@ ConfigForm::ConfigForm(QWidget* parent) : QWidget(parent) {
   layout->setContentsMargins(0, 0, 0, 0);
 }
 
-void ConfigForm::addGroup(const QString& title, const QList<Field>& fields, int columns, QWidget* header) {
+void ConfigForm::addGroup(const QString& title, const QList<Field>& fields, int columns,
+                          QWidget* header) {
   auto* box = new QGroupBox(title, this);
   auto* boxLayout = new QVBoxLayout(box);
   if (header) {
@@ -103,7 +104,8 @@ void ConfigForm::addGroup(const QString& title, const QList<Field>& fields, int 
       case Kind::OptionalDouble:
       case Kind::Text: {
         auto* line = new QLineEdit(box);
-        if (f.kind == Kind::OptionalInt || f.kind == Kind::OptionalDouble) line->setPlaceholderText(QStringLiteral("None"));
+        if (f.kind == Kind::OptionalInt || f.kind == Kind::OptionalDouble)
+          line->setPlaceholderText(QStringLiteral("None"));
         connect(line, &QLineEdit::textChanged, this, &ConfigForm::edited);
         w = line;
         break;
@@ -148,10 +150,18 @@ json ConfigForm::sectionJson(const QString& section) const {
     const std::string k = key.toStdString();
     QWidget* w = m_editors[key];
     switch (f.kind) {
-      case Kind::Int: out[k] = int64_t(static_cast<QSpinBox*>(w)->value()); break;
-      case Kind::Bool: out[k] = static_cast<QCheckBox*>(w)->isChecked(); break;
-      case Kind::Choice: out[k] = static_cast<QComboBox*>(w)->currentText().toStdString(); break;
-      case Kind::Text: out[k] = static_cast<QLineEdit*>(w)->text().trimmed().toStdString(); break;
+      case Kind::Int:
+        out[k] = int64_t(static_cast<QSpinBox*>(w)->value());
+        break;
+      case Kind::Bool:
+        out[k] = static_cast<QCheckBox*>(w)->isChecked();
+        break;
+      case Kind::Choice:
+        out[k] = static_cast<QComboBox*>(w)->currentText().toStdString();
+        break;
+      case Kind::Text:
+        out[k] = static_cast<QLineEdit*>(w)->text().trimmed().toStdString();
+        break;
       case Kind::Double:
       case Kind::OptionalInt:
       case Kind::OptionalDouble: {
@@ -184,10 +194,14 @@ QVariant ConfigForm::value(const QString& key) const {
   QWidget* w = m_editors.value(key);
   if (!w) return {};
   switch (m_fields[key].kind) {
-    case Kind::Int: return static_cast<QSpinBox*>(w)->value();
-    case Kind::Bool: return static_cast<QCheckBox*>(w)->isChecked();
-    case Kind::Choice: return static_cast<QComboBox*>(w)->currentText();
-    default: return static_cast<QLineEdit*>(w)->text();
+    case Kind::Int:
+      return static_cast<QSpinBox*>(w)->value();
+    case Kind::Bool:
+      return static_cast<QCheckBox*>(w)->isChecked();
+    case Kind::Choice:
+      return static_cast<QComboBox*>(w)->currentText();
+    default:
+      return static_cast<QLineEdit*>(w)->text();
   }
 }
 
@@ -195,8 +209,12 @@ void ConfigForm::setValue(const QString& key, const QVariant& v) {
   QWidget* w = m_editors.value(key);
   if (!w) return;
   switch (m_fields[key].kind) {
-    case Kind::Int: static_cast<QSpinBox*>(w)->setValue(v.toInt()); break;
-    case Kind::Bool: static_cast<QCheckBox*>(w)->setChecked(v.toBool()); break;
+    case Kind::Int:
+      static_cast<QSpinBox*>(w)->setValue(v.toInt());
+      break;
+    case Kind::Bool:
+      static_cast<QCheckBox*>(w)->setChecked(v.toBool());
+      break;
     case Kind::Choice: {
       auto* combo = static_cast<QComboBox*>(w);
       const int i = combo->findText(v.toString());
@@ -205,10 +223,11 @@ void ConfigForm::setValue(const QString& key, const QVariant& v) {
     }
     default:
       // Doubles as the shortest text that reads back as the same value.
-      static_cast<QLineEdit*>(w)->setText(v.isNull() ? QString()
-                                          : v.typeId() == QMetaType::Double
-                                              ? QLocale::c().toString(v.toDouble(), 'g', QLocale::FloatingPointShortest)
-                                              : v.toString());
+      static_cast<QLineEdit*>(w)->setText(
+          v.isNull() ? QString()
+          : v.typeId() == QMetaType::Double
+              ? QLocale::c().toString(v.toDouble(), 'g', QLocale::FloatingPointShortest)
+              : v.toString());
       break;
   }
 }

@@ -50,7 +50,8 @@ class ConfigForm : public QWidget {
 
   // Adds a titled group of fields, laid out in `columns` label/editor pairs,
   // under `header` (other widgets of the group, e.g. path pickers) if given.
-  void addGroup(const QString& title, const QList<Field>& fields, int columns = 2, QWidget* header = nullptr);
+  void addGroup(const QString& title, const QList<Field>& fields, int columns = 2,
+                QWidget* header = nullptr);
 
   // {key: value} of one section, typed for ModelConfig/TrainingConfig::update.
   // Throws ConfigError naming the key when a text field is not a number.

@@ -1,10 +1,10 @@
 #include "training/livecurves.h"
 
+#include <qcustomplot.h>
 #include <QResizeEvent>
 #include <QSplitter>
-#include <algorithm>
 #include <QVBoxLayout>
-#include <qcustomplot.h>
+#include <algorithm>
 
 namespace ckpt {
 namespace {
@@ -88,8 +88,10 @@ void LiveCurves::setCompact(bool compact) {
   m_lrPlot->setVisible(!compact);
   m_lossPlot->yAxis2->setVisible(compact);
   m_lrTwin->setVisible(compact);
-  if (compact) m_lrTwin->addToLegend();
-  else m_lrTwin->removeFromLegend();
+  if (compact)
+    m_lrTwin->addToLegend();
+  else
+    m_lrTwin->removeFromLegend();
 }
 
 void LiveCurves::resizeEvent(QResizeEvent* event) {
@@ -145,7 +147,8 @@ void LiveCurves::rescale() {
     }
     if (found) {
       const double pad = qMax(y.size() * 0.08, qAbs(y.upper) * 1e-3 + 1e-12);
-      plot->yAxis->setRange(plot == m_lrPlot ? qMax(0.0, y.lower - pad) : y.lower - pad, y.upper + pad);
+      plot->yAxis->setRange(plot == m_lrPlot ? qMax(0.0, y.lower - pad) : y.lower - pad,
+                            y.upper + pad);
     } else {
       plot->yAxis->setRange(0, 1);
     }

@@ -202,7 +202,8 @@ class TrainPanel : public QWidget {
   int m_twoColumnWidth = 0;
   bool m_layoutFitted = false;
   bool m_splitMovedByHand = false;
-  QWidget* m_runCharts = nullptr;  // the chart and the log, shown from the first run (or message) on  // the divider dragged: its place is the person's
+  QWidget* m_runCharts = nullptr;  // the chart and the log, shown from the first run (or message)
+                                   // on  // the divider dragged: its place is the person's
 
   QLabel* m_runTitle = nullptr;
   QProgressBar* m_progress = nullptr;

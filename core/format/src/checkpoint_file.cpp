@@ -1,11 +1,11 @@
 #include "ckpt/format/checkpoint_file.h"
 
-#include <cstring>
-#include <new>
 #include <algorithm>
 #include <chrono>
-#include <utility>
+#include <cstring>
 #include <map>
+#include <new>
+#include <utility>
 #include <variant>
 
 #include <nlohmann/json.hpp>
@@ -19,24 +19,32 @@ namespace ckpt {
 
 std::string_view formatName(FileFormat f) {
   switch (f) {
-    case FileFormat::TorchZip: return "torch-zip";
-    case FileFormat::TorchLegacy: return "torch-legacy";
-    case FileFormat::Safetensors: return "safetensors";
-    case FileFormat::Pickle: return "pickle";
-    case FileFormat::Sharded: return "sharded";
+    case FileFormat::TorchZip:
+      return "torch-zip";
+    case FileFormat::TorchLegacy:
+      return "torch-legacy";
+    case FileFormat::Safetensors:
+      return "safetensors";
+    case FileFormat::Pickle:
+      return "pickle";
+    case FileFormat::Sharded:
+      return "sharded";
   }
   return "?";
 }
 
 Sniff sniffFile(const InputFile& file) {
-  static constexpr uint8_t kLegacy[] = {0x80, 0x02, 0x8A, 0x0A, 0x6C, 0xFC, 0x9C, 0x46, 0xF9, 0x20, 0x6A, 0xA8, 0x50, 0x19};
+  static constexpr uint8_t kLegacy[] = {0x80, 0x02, 0x8A, 0x0A, 0x6C, 0xFC, 0x9C,
+                                        0x46, 0xF9, 0x20, 0x6A, 0xA8, 0x50, 0x19};
   uint8_t head[512] = {};
   const uint64_t n = std::min<uint64_t>(file.size(), sizeof head);
   if (n == 0) return Sniff::Unknown;
   file.read(0, n, head);
-  if (n >= 4 && head[0] == 'P' && head[1] == 'K' && ((head[2] == 3 && head[3] == 4) || (head[2] == 5 && head[3] == 6)))
+  if (n >= 4 && head[0] == 'P' && head[1] == 'K' &&
+      ((head[2] == 3 && head[3] == 4) || (head[2] == 5 && head[3] == 6)))
     return Sniff::Zip;
-  if (n >= sizeof kLegacy && std::memcmp(head, kLegacy, sizeof kLegacy) == 0) return Sniff::TorchLegacy;
+  if (n >= sizeof kLegacy && std::memcmp(head, kLegacy, sizeof kLegacy) == 0)
+    return Sniff::TorchLegacy;
   if (n >= 262 && std::memcmp(head + 257, "ustar", 5) == 0) return Sniff::Tar;
   if (n >= 9 && head[8] == '{') {
     uint64_t len = 0;
@@ -61,7 +69,8 @@ constexpr size_t kMaxSpareRows = 4096;  // at most ~2 MB kept per thread
 
 bool hasPickleExtension(const std::string& path) {
   auto endsWith = [&path](std::string_view tail) {
-    return path.size() >= tail.size() && path.compare(path.size() - tail.size(), tail.size(), tail) == 0;
+    return path.size() >= tail.size() &&
+           path.compare(path.size() - tail.size(), tail.size(), tail) == 0;
   };
   return endsWith(".pkl") || endsWith(".pickle") || endsWith(".PKL");
 }
@@ -77,7 +86,8 @@ CheckpointFile::~CheckpointFile() {
     spare = std::move(m_table);
 }
 
-std::unique_ptr<CheckpointFile> CheckpointFile::open(const std::string& path, const ReadOptions& options) {
+std::unique_ptr<CheckpointFile> CheckpointFile::open(const std::string& path,
+                                                     const ReadOptions& options) {
   std::unique_ptr<CheckpointFile> f(new CheckpointFile);
   f->m_metadataOnly = options.metadataOnly;
   if (options.phases) {
@@ -103,11 +113,20 @@ std::unique_ptr<CheckpointFile> CheckpointFile::open(const std::string& path, co
     const Sniff sniff = sniffFile(*f->m_file);
     f->lap(&OpenPhases::sniff);
     switch (sniff) {
-      case Sniff::Zip: f->loadTorchZip(options); break;  // TorchScript archives are told apart inside
-      case Sniff::TorchLegacy: f->loadTorchLegacy(options); break;
-      case Sniff::Safetensors: f->loadSafetensors(options); break;
-      case Sniff::Tar: fail("a tar-era PyTorch file (before 0.1.10) is not supported");
-      case Sniff::Pickle: f->loadPlainPickle(options); break;
+      case Sniff::Zip:
+        f->loadTorchZip(options);
+        break;  // TorchScript archives are told apart inside
+      case Sniff::TorchLegacy:
+        f->loadTorchLegacy(options);
+        break;
+      case Sniff::Safetensors:
+        f->loadSafetensors(options);
+        break;
+      case Sniff::Tar:
+        fail("a tar-era PyTorch file (before 0.1.10) is not supported");
+      case Sniff::Pickle:
+        f->loadPlainPickle(options);
+        break;
       case Sniff::Unknown:
         // Protocol 0 and 1 pickles start with any opcode: the name tells.
         if (hasPickleExtension(path)) {
@@ -132,7 +151,8 @@ std::unique_ptr<CheckpointFile> CheckpointFile::open(const std::string& path, co
 void CheckpointFile::lap(double OpenPhases::*field) {
   if (!m_phases) return;
   const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::steady_clock::now().time_since_epoch()).count();
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
   if (field) m_phases->*field += double(now - m_lapNs) * 1e-9;
   m_lapNs = now;
 }
@@ -163,11 +183,16 @@ void walkTensorsWith(const Value* root, Fn&& fn, size_t valueCount = 0) {
     bool state = false;
   };
   auto pushKey = [](TensorPath& path, const KeyRef& r) {
-    if (r.state) path.pushKey("__state__");
-    else if (!r.key) path.pushIndex(r.index);
-    else if (r.key->kind == K::Str) path.pushKey(r.key->text);
-    else if (r.key->kind == K::Int) path.pushIndex(r.key->integer);
-    else path.pushKey(shortRepr(r.key, 60));
+    if (r.state)
+      path.pushKey("__state__");
+    else if (!r.key)
+      path.pushIndex(r.index);
+    else if (r.key->kind == K::Str)
+      path.pushKey(r.key->text);
+    else if (r.key->kind == K::Int)
+      path.pushIndex(r.key->integer);
+    else
+      path.pushKey(shortRepr(r.key, 60));
   };
   // Child i of a container and how to name it; nullptr past the end.
   auto child = [](const Value* v, size_t i, KeyRef& key) -> const Value* {
@@ -210,7 +235,8 @@ void walkTensorsWith(const Value* root, Fn&& fn, size_t valueCount = 0) {
   // Visited containers and tensors, by creation number.
   std::vector<uint8_t> seenIds(valueCount);
   auto firstVisit = [&seenIds](const Value* v) {
-    if (v->id >= seenIds.size()) seenIds.resize(std::max<size_t>(size_t(v->id) + 1, seenIds.size() * 2));
+    if (v->id >= seenIds.size())
+      seenIds.resize(std::max<size_t>(size_t(v->id) + 1, seenIds.size() * 2));
     if (seenIds[v->id]) return false;
     seenIds[v->id] = 1;
     return true;
@@ -251,7 +277,8 @@ void walkTensorsWith(const Value* root, Fn&& fn, size_t valueCount = 0) {
 
 }  // namespace
 
-void walkTensors(const Value* root, const std::function<void(const Value*, const TensorPath&)>& fn) {
+void walkTensors(const Value* root,
+                 const std::function<void(const Value*, const TensorPath&)>& fn) {
   walkTensorsWith(root, [&fn](const Value* t, const TensorPath& path) { fn(t, path); });
 }
 
@@ -266,13 +293,16 @@ void CheckpointFile::finish() {
   std::vector<uint32_t> order;  // order[new index] = index in creation order
   order.reserve(m_table.tensors.size());
   bool inOrder = true;
-  walkTensorsWith(m_root, [&](const Value* t, TensorPath& path) {
-    const auto created = uint32_t(t->index);
-    m_table.tensors[created].path = path;
-    inOrder = inOrder && created == order.size();
-    const_cast<Value*>(t)->index = int64_t(order.size());
-    order.push_back(created);
-  }, m_arena.size());
+  walkTensorsWith(
+      m_root,
+      [&](const Value* t, TensorPath& path) {
+        const auto created = uint32_t(t->index);
+        m_table.tensors[created].path = path;
+        inOrder = inOrder && created == order.size();
+        const_cast<Value*>(t)->index = int64_t(order.size());
+        order.push_back(created);
+      },
+      m_arena.size());
   if (!inOrder) {
     std::vector<TensorInfo> ordered;
     ordered.reserve(order.size());
@@ -295,24 +325,29 @@ void CheckpointFile::finish() {
     uint64_t last = uint64_t(t.storageOffset), term = 0, endByte = 0;
     bool overflow = false;
     for (size_t d = 0; d < t.shape.size(); ++d)
-      overflow |= mulOverflows(uint64_t(t.shape[d] - 1), uint64_t(t.stride[d]), &term) || addOverflows(last, term, &last);
+      overflow |= mulOverflows(uint64_t(t.shape[d] - 1), uint64_t(t.stride[d]), &term) ||
+                  addOverflows(last, term, &last);
     if (!overflow) endByte = dtypeBytesFor(t.dtype, last + 1);
     overflow |= endByte == UINT64_MAX;
     if (overflow || endByte > s.nbytes())
-      t.error = "extent (storage offset " + std::to_string(t.storageOffset) + ", size " + t.shapeString() +
-                ") needs " + (overflow ? std::string("an overflowing number of") : std::to_string(endByte)) +
+      t.error = "extent (storage offset " + std::to_string(t.storageOffset) + ", size " +
+                t.shapeString() + ") needs " +
+                (overflow ? std::string("an overflowing number of") : std::to_string(endByte)) +
                 " bytes, storage " + s.key + " has " + std::to_string(s.nbytes());
   }
 }
 
-uint64_t CheckpointFile::fileSize() const { return m_shards ? m_shards->totalSize() : m_file->size(); }
+uint64_t CheckpointFile::fileSize() const {
+  return m_shards ? m_shards->totalSize() : m_file->size();
+}
 
 ByteRegion CheckpointFile::storageBytes(size_t index) const {
   const StorageInfo& s = m_table.storages.at(index);
   if (m_shards) {
     // Logical tensor `index` is storage `index`; the tree may list it elsewhere.
     size_t tensor = 0;
-    while (tensor < m_table.tensors.size() && m_table.tensors[tensor].storage != int(index)) ++tensor;
+    while (tensor < m_table.tensors.size() && m_table.tensors[tensor].storage != int(index))
+      ++tensor;
     const TensorData data = tensorData(tensor);
     const uint64_t nbytes = data.info().nbytes();
     auto buffer = std::shared_ptr<uint8_t[]>(new uint8_t[std::max<uint64_t>(nbytes, 1)]);
@@ -365,7 +400,8 @@ TensorData CheckpointFile::tensorData(size_t i) const {
   const StorageInfo& s = m_table.storages[size_t(t.storage)];
   if (t.numel() == 0) return TensorData(t, ByteRegion{}, 0, m_bigEndian);
   uint64_t last = uint64_t(t.storageOffset);
-  for (size_t d = 0; d < t.shape.size(); ++d) last += uint64_t(t.shape[d] - 1) * uint64_t(t.stride[d]);
+  for (size_t d = 0; d < t.shape.size(); ++d)
+    last += uint64_t(t.shape[d] - 1) * uint64_t(t.stride[d]);
   // Packed types (quint4x2) start the region at a byte boundary.
   const uint64_t per = uint64_t(dtypeElementsPerByte(t.dtype));
   const uint64_t first = uint64_t(t.storageOffset) - uint64_t(t.storageOffset) % per;
@@ -376,11 +412,13 @@ TensorData CheckpointFile::tensorData(size_t i) const {
       if (s.zipEntry < 0) fail("record " + s.record + " is missing");
       const ZipEntry* e = &m_zip->entries()[size_t(s.zipEntry)];
       if (e->method == 0) {
-        return TensorData(t, m_file->map(m_zip->dataOffset(*e) + begin, length), first, m_bigEndian);
+        return TensorData(t, m_file->map(m_zip->dataOffset(*e) + begin, length), first,
+                          m_bigEndian);
       }
       ByteRegion whole = m_zip->bytes(*e, s.nbytes());
       ByteRegion part{whole.owner, whole.data + begin, length};
-      if (begin + length > whole.size) fail("record " + std::string(e->name) + " is shorter than the tensor's extent");
+      if (begin + length > whole.size)
+        fail("record " + std::string(e->name) + " is shorter than the tensor's extent");
       return TensorData(t, part, first, m_bigEndian);
     }
     return TensorData(t, m_file->map(s.dataOffset + begin, length), first, m_bigEndian);
@@ -481,9 +519,11 @@ void CheckpointFile::loadSharded(const ShardProbe& probe, const ReadOptions& opt
   }
   // Items come from other files' arenas: copied into this one, so that walks
   // that mark nodes by their creation number see each node once.
-  std::function<const Value*(const Value*, int)> copy = [&](const Value* v, int depth) -> const Value* {
+  std::function<const Value*(const Value*, int)> copy = [&](const Value* v,
+                                                            int depth) -> const Value* {
     if (!v) return nullptr;
-    if (depth > 64 || v->kind == K::Tensor || v->kind == K::Storage) return str("(nested too deep)");
+    if (depth > 64 || v->kind == K::Tensor || v->kind == K::Storage)
+      return str("(nested too deep)");
     Value* c = m_arena.make(v->kind);
     c->boolean = v->boolean;
     c->tag = v->tag;
@@ -491,7 +531,8 @@ void CheckpointFile::loadSharded(const ShardProbe& probe, const ReadOptions& opt
     c->text = m_arena.copy(v->text);
     for (const Value* x : v->items) m_arena.append(c->items, copy(x, depth + 1));
     for (const Value* x : v->listItems) m_arena.append(c->listItems, copy(x, depth + 1));
-    for (const auto& [k, x] : v->entries) m_arena.append(c->entries, ValuePair{copy(k, depth + 1), copy(x, depth + 1)});
+    for (const auto& [k, x] : v->entries)
+      m_arena.append(c->entries, ValuePair{copy(k, depth + 1), copy(x, depth + 1)});
     c->state = copy(v->state, depth + 1);
     return c;
   };

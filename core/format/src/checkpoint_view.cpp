@@ -3,8 +3,8 @@
 #include "ckpt/format/state_names.h"
 
 #include <charconv>
-#include <string_view>
 #include <map>
+#include <string_view>
 #include <tuple>
 
 namespace ckpt {
@@ -42,13 +42,16 @@ std::optional<double> asNumber(const Value* v) {
 
 }  // namespace
 
-CheckpointView::CheckpointView(const CheckpointFile& file) : m_file(file) { findParts(); }
+CheckpointView::CheckpointView(const CheckpointFile& file) : m_file(file) {
+  findParts();
+}
 
 void CheckpointView::findParts() {
   const Value* root = m_file.root();
   if (!root || root->kind != K::Dict) return;
   // A sharded checkpoint keeps its description's metadata as safetensors does.
-  const bool safetensors = m_file.format() == FileFormat::Safetensors || m_file.format() == FileFormat::Sharded;
+  const bool safetensors =
+      m_file.format() == FileFormat::Safetensors || m_file.format() == FileFormat::Sharded;
   if (isStateDict(root, safetensors)) {
     m_modelState = root;
   } else {
@@ -72,7 +75,8 @@ void CheckpointView::findParts() {
 
   for (const char* key : {"config", "model_config"}) {
     const Value* c = lookup(key);
-    if (c && c->kind == K::Object && c->state && c->state->kind == K::Dict) c = c->state;  // a dataclass
+    if (c && c->kind == K::Object && c->state && c->state->kind == K::Dict)
+      c = c->state;  // a dataclass
     if (c && c->kind == K::Dict) {
       m_config = c;
       break;
@@ -137,7 +141,8 @@ void CheckpointView::mapEntries() const {
   m_ddpPrefix = names.ddp;
   m_compiledPrefix = names.compiled;
   // Tied weights: the same bytes seen through the same view.
-  std::map<std::tuple<int, int64_t, std::vector<int64_t>, std::vector<int64_t>, int>, int> firstView;
+  std::map<std::tuple<int, int64_t, std::vector<int64_t>, std::vector<int64_t>, int>, int>
+      firstView;
   size_t i = 0;
   for (const auto& [k, v] : m_modelState->entries) {
     if (!k->isStr() || v->kind != K::Tensor) continue;
@@ -166,11 +171,13 @@ void CheckpointView::mapOptimizer() const {
   size_t groupParams = 0;
   if (groups && groups->kind == K::List)
     for (const Value* g : groups->items)
-      if (const Value* p = g->get("params"); p && p->kind == K::List) groupParams += p->items.size();
+      if (const Value* p = g->get("params"); p && p->kind == K::List)
+        groupParams += p->items.size();
   const bool mappable = m_modelState && groupParams == params.size();
   if (m_modelState && !mappable)
-    m_notes.push_back("the optimizer holds " + std::to_string(groupParams) + " parameters, the model state " +
-                      std::to_string(params.size()) + " (tied weights counted once): names not mapped");
+    m_notes.push_back("the optimizer holds " + std::to_string(groupParams) +
+                      " parameters, the model state " + std::to_string(params.size()) +
+                      " (tied weights counted once): names not mapped");
   if (!state || state->kind != K::Dict) return;
   const auto& tensors = m_file.tensors();
   for (const auto& [k, v] : state->entries) {
@@ -182,16 +189,20 @@ void CheckpointView::mapOptimizer() const {
       p.name = m_entries[size_t(p.param)].name;
     }
     if (const Value* s = v->get("step")) {
-      if (s->kind == K::Tensor) p.stepTensor = int(s->index);
-      else if (s->isNumber()) p.step = s->number();
+      if (s->kind == K::Tensor)
+        p.stepTensor = int(s->index);
+      else if (s->isNumber())
+        p.step = s->number();
     }
     if (const Value* a = v->get("exp_avg"); a && a->kind == K::Tensor) p.expAvg = int(a->index);
-    if (const Value* a = v->get("exp_avg_sq"); a && a->kind == K::Tensor) p.expAvgSq = int(a->index);
+    if (const Value* a = v->get("exp_avg_sq"); a && a->kind == K::Tensor)
+      p.expAvgSq = int(a->index);
     if (p.param >= 0 && p.expAvg >= 0) {
       const TensorInfo& param = tensors[size_t(m_entries[size_t(p.param)].tensor)];
       const TensorInfo& avg = tensors[size_t(p.expAvg)];
       if (param.shape != avg.shape)
-        p.problem = "exp_avg " + avg.shapeString() + " does not match " + p.name + " " + param.shapeString();
+        p.problem = "exp_avg " + avg.shapeString() + " does not match " + p.name + " " +
+                    param.shapeString();
     }
     m_optParams.push_back(std::move(p));
   }

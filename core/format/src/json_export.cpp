@@ -23,15 +23,20 @@ struct Encoder {
     --budget;
     if (!v) return nullptr;
     switch (v->kind) {
-      case K::None: return nullptr;
-      case K::Bool: return v->boolean;
-      case K::Int: return v->integer;
-      case K::BigInt: return json{{"$int", v->text}};
+      case K::None:
+        return nullptr;
+      case K::Bool:
+        return v->boolean;
+      case K::Int:
+        return v->integer;
+      case K::BigInt:
+        return json{{"$int", v->text}};
       case K::Float:
         if (std::isnan(v->real)) return json{{"$float", "nan"}};
         if (std::isinf(v->real)) return json{{"$float", v->real > 0 ? "inf" : "-inf"}};
         return v->real;
-      case K::Str: return v->text;
+      case K::Str:
+        return v->text;
       case K::Bytes: {
         static const char* hex = "0123456789abcdef";
         std::string s;
@@ -42,10 +47,14 @@ struct Encoder {
         }
         return json{{"$bytes", s}};
       }
-      case K::Tensor: return json{{"$tensor", v->index}};
-      case K::Storage: return json{{"$storage", v->index}};
-      case K::Global: return json{{"$global", v->text}};
-      default: break;
+      case K::Tensor:
+        return json{{"$tensor", v->index}};
+      case K::Storage:
+        return json{{"$storage", v->index}};
+      case K::Global:
+        return json{{"$global", v->text}};
+      default:
+        break;
     }
     if (depth > kMaxJsonDepth) return json{{"$truncated", "too deep"}};
     if (!onPath.insert(v).second) return json{{"$cycle", true}};
@@ -56,9 +65,15 @@ struct Encoder {
       return a;
     };
     switch (v->kind) {
-      case K::List: out = list(v->items); break;
-      case K::Tuple: out = json{{"$tuple", list(v->items)}}; break;
-      case K::Set: out = json{{"$set", list(v->items)}}; break;
+      case K::List:
+        out = list(v->items);
+        break;
+      case K::Tuple:
+        out = json{{"$tuple", list(v->items)}};
+        break;
+      case K::Set:
+        out = json{{"$set", list(v->items)}};
+        break;
       case K::Dict: {
         bool allStr = true;
         for (const auto& e : v->entries) allStr &= e.first->kind == K::Str;
@@ -67,7 +82,8 @@ struct Encoder {
           for (const auto& [k, x] : v->entries) out[k->text] = encode(x, depth + 1);
         } else {
           json pairs = json::array();
-          for (const auto& [k, x] : v->entries) pairs.push_back(json::array({encode(k, depth + 1), encode(x, depth + 1)}));
+          for (const auto& [k, x] : v->entries)
+            pairs.push_back(json::array({encode(k, depth + 1), encode(x, depth + 1)}));
           out = json{{"$dict", pairs}};
         }
         break;
@@ -80,12 +96,14 @@ struct Encoder {
         if (!v->listItems.empty()) out["items"] = list(v->listItems);
         if (!v->entries.empty()) {
           json pairs = json::array();
-          for (const auto& [k, x] : v->entries) pairs.push_back(json::array({encode(k, depth + 1), encode(x, depth + 1)}));
+          for (const auto& [k, x] : v->entries)
+            pairs.push_back(json::array({encode(k, depth + 1), encode(x, depth + 1)}));
           out["dictitems"] = pairs;
         }
         break;
       }
-      default: break;
+      default:
+        break;
     }
     onPath.erase(v);
     return out;
@@ -97,8 +115,10 @@ struct Encoder {
 json pathToJson(const TensorPath& path) {
   json a = json::array();
   for (size_t i = 0; i < path.size(); ++i) {
-    if (path.isIndex(i)) a.push_back(path.index(i));
-    else a.push_back(path.key(i));
+    if (path.isIndex(i))
+      a.push_back(path.index(i));
+    else
+      a.push_back(path.key(i));
   }
   return a;
 }
@@ -149,7 +169,9 @@ json toJson(const CheckpointFile& file, size_t maxNodes) {
       const LogicalTensor& lt = shards->tensors()[size_t(t.storage)];
       json chunks = json::array();
       for (const ShardChunk& c : lt.chunks) {
-        json cj{{"file", shards->parts()[size_t(c.part)].file}, {"offsets", c.offsets}, {"sizes", c.sizes}};
+        json cj{{"file", shards->parts()[size_t(c.part)].file},
+                {"offsets", c.offsets},
+                {"sizes", c.sizes}};
         if (const int rank = shards->parts()[size_t(c.part)].rank; rank >= 0) cj["rank"] = rank;
         // A run of a flat buffer (DeepSpeed's partitions): where it starts there.
         if (c.sourceOffset) cj["source_offset"] = c.sourceOffset;

@@ -176,8 +176,10 @@ class PtrArray {
   ~PtrArray() {
     if (!m_data) return;
     auto& pool = freeBuffers();
-    if (pool.size() < 8 && m_capacity <= kMaxPooled) pool.emplace_back(m_data, m_capacity);
-    else delete[] m_data;
+    if (pool.size() < 8 && m_capacity <= kMaxPooled)
+      pool.emplace_back(m_data, m_capacity);
+    else
+      delete[] m_data;
   }
   PtrArray(const PtrArray&) = delete;
   PtrArray& operator=(const PtrArray&) = delete;
@@ -227,8 +229,15 @@ class Machine {
   Machine(ValueArena& arena, const std::string& what, const PickleLimits& limits,
           const PersistentLoader& loader, TensorTable* table, const uint8_t* data, uint64_t size,
           uint64_t base, bool borrow)
-      : m_arena(arena), m_what(what), m_limits(limits), m_loader(loader), m_table(table),
-        m_data(data), m_size(size), m_base(base), m_borrow(borrow) {}
+      : m_arena(arena),
+        m_what(what),
+        m_limits(limits),
+        m_loader(loader),
+        m_table(table),
+        m_data(data),
+        m_size(size),
+        m_base(base),
+        m_borrow(borrow) {}
 
   // Threaded dispatch (labels as values, a GCC and Clang extension): each
   // handler ends in its own jump to the next opcode's handler, so every such
@@ -239,13 +248,19 @@ class Machine {
     void* table[256];
     for (void*& t : table) t = &&L_unknown;
     table[STOP] = &&L_STOP;
-#define CKPT_PICKLE_OPS(X) X(PROTO) X(FRAME) X(MARK) X(POP) X(POP_MARK) X(DUP) X(NONE) X(NEWTRUE) X(NEWFALSE) X(INT) \
-  X(BININT) X(BININT1) X(BININT2) X(LONG) X(LONG1) X(LONG4) X(FLOAT) X(BINFLOAT) X(STRING) X(BINSTRING) \
-  X(SHORT_BINSTRING) X(UNICODE) X(BINUNICODE) X(SHORT_BINUNICODE) X(BINUNICODE8) X(BINBYTES) X(SHORT_BINBYTES) \
-  X(BINBYTES8) X(BYTEARRAY8) X(NEXT_BUFFER) X(READONLY_BUFFER) X(EMPTY_TUPLE) X(TUPLE) X(TUPLE1) X(TUPLE2) X(TUPLE3) \
-  X(EMPTY_LIST) X(LIST) X(APPEND) X(APPENDS) X(EMPTY_DICT) X(DICT) X(SETITEM) X(SETITEMS) X(EMPTY_SET) X(ADDITEMS) \
-  X(FROZENSET) X(GLOBAL) X(STACK_GLOBAL) X(REDUCE) X(NEWOBJ) X(NEWOBJ_EX) X(INST) X(OBJ) X(BUILD) X(PERSID) \
-  X(BINPERSID) X(EXT1) X(EXT2) X(EXT4) X(GET) X(BINGET) X(LONG_BINGET) X(PUT) X(BINPUT) X(LONG_BINPUT) X(MEMOIZE)
+// (clang-format cannot settle on one layout for this list)
+// clang-format off
+#define CKPT_PICKLE_OPS(X)                                                                      \
+  X(PROTO) X(FRAME) X(MARK) X(POP) X(POP_MARK) X(DUP) X(NONE) X(NEWTRUE) X(NEWFALSE) X(INT)     \
+  X(BININT) X(BININT1) X(BININT2) X(LONG) X(LONG1) X(LONG4) X(FLOAT) X(BINFLOAT) X(STRING)      \
+  X(BINSTRING) X(SHORT_BINSTRING) X(UNICODE) X(BINUNICODE) X(SHORT_BINUNICODE) X(BINUNICODE8)  \
+  X(BINBYTES) X(SHORT_BINBYTES) X(BINBYTES8) X(BYTEARRAY8) X(NEXT_BUFFER) X(READONLY_BUFFER)    \
+  X(EMPTY_TUPLE) X(TUPLE) X(TUPLE1) X(TUPLE2) X(TUPLE3) X(EMPTY_LIST) X(LIST) X(APPEND)         \
+  X(APPENDS) X(EMPTY_DICT) X(DICT) X(SETITEM) X(SETITEMS) X(EMPTY_SET) X(ADDITEMS)              \
+  X(FROZENSET) X(GLOBAL) X(STACK_GLOBAL) X(REDUCE) X(NEWOBJ) X(NEWOBJ_EX) X(INST) X(OBJ)        \
+  X(BUILD) X(PERSID) X(BINPERSID) X(EXT1) X(EXT2) X(EXT4) X(GET) X(BINGET) X(LONG_BINGET)       \
+  X(PUT) X(BINPUT) X(LONG_BINPUT) X(MEMOIZE)
+// clang-format on
 #define CKPT_PICKLE_LABEL(name) table[name] = &&L_##name;
     CKPT_PICKLE_OPS(CKPT_PICKLE_LABEL)
 #undef CKPT_PICKLE_LABEL
@@ -262,233 +277,294 @@ class Machine {
     goto* table[op];   \
   } while (0)
     NEXT();
-    L_STOP: {
-      if (m_stack.empty()) error("STOP with an empty stack");
-      return {m_stack.back(), m_pos};
+  L_STOP : {
+    if (m_stack.empty()) error("STOP with an empty stack");
+    return {m_stack.back(), m_pos};
+  }
+  L_PROTO : {
+    const uint8_t proto = u8();
+    if (proto > 5) error("unsupported pickle protocol " + std::to_string(proto));
+    NEXT();
+  }
+  L_FRAME : {
+    const uint64_t len = uintLE(8);
+    if (len > m_size - m_pos) need(len);
+    NEXT();
+  }
+  L_MARK:
+    pushMark();
+    NEXT();
+  L_POP:
+    if (m_stack.size() > m_floor)
+      m_stack.pop_back();
+    else
+      popMark();
+    NEXT();
+  L_POP_MARK:
+    popMark();
+    NEXT();
+  L_DUP:
+    push(top());
+    NEXT();
+  L_NONE:
+    push(none());
+    NEXT();
+  L_NEWTRUE:
+  L_NEWFALSE:
+    push(boolean(op == NEWTRUE));
+    NEXT();
+  L_INT:
+    push(intLine());
+    NEXT();
+  L_BININT:
+    push(makeInt(int32_t(uint32_t(uintLE(4)))));
+    NEXT();
+  L_BININT1:
+    push(makeInt(u8()));
+    NEXT();
+  L_BININT2:
+    push(makeInt(int64_t(uintLE(2))));
+    NEXT();
+  L_LONG:
+    push(intFromDecimal(line()));
+    NEXT();
+  L_LONG1 : {
+    const uint64_t n = u8();
+    push(intFromBytes(take(n), n));
+    NEXT();
+  }
+  L_LONG4 : {
+    const int32_t n = int32_t(uint32_t(uintLE(4)));
+    if (n < 0) error("LONG4 with negative length");
+    if (uint64_t(n) > kMaxBigIntBytes)
+      error("integer of " + std::to_string(n) + " bytes is too large");
+    push(intFromBytes(take(uint64_t(n)), uint64_t(n)));
+    NEXT();
+  }
+  L_FLOAT:
+    push(floatLine());
+    NEXT();
+  L_BINFLOAT : {
+    need(8);
+    uint64_t bits = 0;
+    for (int i = 0; i < 8; ++i) bits = (bits << 8) | m_data[m_pos + i];
+    m_pos += 8;
+    Value* f = make(K::Float);
+    std::memcpy(&f->real, &bits, 8);
+    push(f);
+    NEXT();
+  }
+  L_STRING:
+    push(stringLine());
+    NEXT();
+  L_BINSTRING : {
+    const int32_t n = int32_t(uint32_t(uintLE(4)));
+    if (n < 0) error("BINSTRING with negative length");
+    const uint8_t* p = take(uint64_t(n));
+    push(makeStr(latin1ToUtf8(p, size_t(n))));
+    NEXT();
+  }
+  L_SHORT_BINSTRING : {
+    const uint64_t n = u8();
+    const uint8_t* p = take(n);
+    push(makeStr(latin1ToUtf8(p, n)));
+    NEXT();
+  }
+  L_UNICODE:
+    push(makeStr(rawUnicodeEscape(line())));
+    NEXT();
+  L_BINUNICODE:
+  L_SHORT_BINUNICODE:
+  L_BINUNICODE8 : {
+    const uint64_t n = op == SHORT_BINUNICODE ? u8() : uintLE(op == BINUNICODE ? 4 : 8);
+    const uint8_t* p = take(n);
+    push(makeStrIn(std::string_view(reinterpret_cast<const char*>(p), n), K::Str));
+    NEXT();
+  }
+  L_BINBYTES:
+  L_SHORT_BINBYTES:
+  L_BINBYTES8:
+  L_BYTEARRAY8 : {
+    const uint64_t n = op == SHORT_BINBYTES ? u8() : uintLE(op == BINBYTES ? 4 : 8);
+    const uint8_t* p = take(n);
+    push(makeStrIn(std::string_view(reinterpret_cast<const char*>(p), n), K::Bytes));
+    NEXT();
+  }
+  L_NEXT_BUFFER:
+  L_READONLY_BUFFER:
+    error("out-of-band buffers (pickle protocol 5) are not supported");
+  L_EMPTY_TUPLE:
+    push(constant(m_emptyTuple, K::Tuple, 0));
+    NEXT();
+  L_TUPLE:
+    push(seqFromMark(K::Tuple));
+    NEXT();
+  L_TUPLE1:
+  L_TUPLE2:
+  L_TUPLE3 : {
+    const size_t n = size_t(op - TUPLE1 + 1);
+    Value* items[3];
+    for (size_t i = n; i-- > 0;) items[i] = pop();
+    push(makeSeq(K::Tuple, items, n));
+    NEXT();
+  }
+  L_EMPTY_LIST:
+    push(make(K::List));
+    NEXT();
+  L_LIST:
+    push(seqFromMark(K::List));
+    NEXT();
+  L_APPEND : {
+    Value* v = pop();
+    appendItems(top(), &v, 1);
+    NEXT();
+  }
+  L_APPENDS : {
+    const size_t at = popMark();
+    appendItems(below(at), m_stack.data() + at, m_stack.size() - at);
+    m_stack.shrinkTo(at);
+    NEXT();
+  }
+  L_EMPTY_DICT:
+    push(make(K::Dict));
+    NEXT();
+  L_DICT : {
+    const size_t at = popMark();
+    Value* d = make(K::Dict);
+    setItems(d, m_stack.data() + at, m_stack.size() - at);
+    m_stack.shrinkTo(at);
+    push(d);
+    NEXT();
+  }
+  L_SETITEM : {
+    Value* kv[2];
+    kv[1] = pop();
+    kv[0] = pop();
+    setItems(top(), kv, 2);
+    NEXT();
+  }
+  L_SETITEMS : {
+    const size_t at = popMark();
+    setItems(below(at), m_stack.data() + at, m_stack.size() - at);
+    m_stack.shrinkTo(at);
+    NEXT();
+  }
+  L_EMPTY_SET:
+    push(make(K::Set));
+    NEXT();
+  L_ADDITEMS : {
+    const size_t at = popMark();
+    Value* s = below(at);
+    if (s->kind != K::Set) error("ADDITEMS on a " + std::string(kindName(s->kind)));
+    for (size_t i = at; i < m_stack.size(); ++i) {
+      adopt(s, m_stack[i]);
+      m_arena.append(s->items, static_cast<const Value*>(m_stack[i]));
     }
-    L_PROTO: {
-      const uint8_t proto = u8();
-      if (proto > 5) error("unsupported pickle protocol " + std::to_string(proto));
-      NEXT();
+    m_stack.shrinkTo(at);
+    NEXT();
+  }
+  L_FROZENSET:
+    push(seqFromMark(K::Set));
+    NEXT();
+  L_GLOBAL:
+    push(globalLines());
+    NEXT();
+  L_STACK_GLOBAL : {
+    Value* name = pop();
+    Value* module = pop();
+    if (!name->isStr() || !module->isStr()) error("STACK_GLOBAL needs two strings");
+    push(global(module->text, name->text));
+    NEXT();
+  }
+  L_REDUCE : {
+    Value* args = pop();
+    Value* callable = pop();
+    push(construct(callable, args));
+    NEXT();
+  }
+  L_NEWOBJ : {
+    Value* args = pop();
+    Value* cls = pop();
+    Value* obj = construct(cls, args);
+    if (obj->kind == K::Object && obj->text == cls->text) obj->tag = Value::kMadeByNewObj;
+    push(obj);
+    NEXT();
+  }
+  L_NEWOBJ_EX : {
+    Value* kwargs = pop();
+    Value* args = pop();
+    Value* cls = pop();
+    Value* obj = construct(cls, args);
+    if (obj->kind == K::Object && obj->text == cls->text) obj->tag = Value::kMadeByNewObj;
+    if (kwargs->kind == K::Dict && !kwargs->entries.empty() && obj->kind == K::Object) {
+      adopt(obj, kwargs);
+      m_arena.append(obj->items, static_cast<const Value*>(kwargs));
     }
-    L_FRAME: {
-      const uint64_t len = uintLE(8);
-      if (len > m_size - m_pos) need(len);
-      NEXT();
+    push(obj);
+    NEXT();
+  }
+  L_INST : {
+    Value* cls = globalLines();
+    push(construct(cls, seqFromMark(K::Tuple)));
+    NEXT();
+  }
+  L_OBJ : {
+    const size_t at = popMark();
+    if (at == m_stack.size()) error("OBJ without a class");
+    Value* cls = m_stack[at];
+    Value* args = makeSeq(K::Tuple, m_stack.data() + at + 1, m_stack.size() - at - 1);
+    m_stack.shrinkTo(at);
+    push(construct(cls, args));
+    NEXT();
+  }
+  L_BUILD : {
+    Value* state = pop();
+    build(top(), state);
+    NEXT();
+  }
+  L_PERSID:
+  L_BINPERSID : {
+    Value* pid = op == PERSID ? makeStr(line()) : pop();
+    if (!m_loader) error("persistent id in a pickle that allows none");
+    const Value* v = nullptr;
+    try {
+      v = m_loader(pid);
+    } catch (const FormatError& e) {
+      error(e.what());
     }
-    L_MARK: pushMark(); NEXT();
-    L_POP:
-      if (m_stack.size() > m_floor) m_stack.pop_back();
-      else popMark();
-      NEXT();
-    L_POP_MARK: popMark(); NEXT();
-    L_DUP: push(top()); NEXT();
-    L_NONE: push(none()); NEXT();
-    L_NEWTRUE:
-    L_NEWFALSE: push(boolean(op == NEWTRUE)); NEXT();
-    L_INT: push(intLine()); NEXT();
-    L_BININT: push(makeInt(int32_t(uint32_t(uintLE(4))))); NEXT();
-    L_BININT1: push(makeInt(u8())); NEXT();
-    L_BININT2: push(makeInt(int64_t(uintLE(2)))); NEXT();
-    L_LONG: push(intFromDecimal(line())); NEXT();
-    L_LONG1: {
-      const uint64_t n = u8();
-      push(intFromBytes(take(n), n));
-      NEXT();
-    }
-    L_LONG4: {
-      const int32_t n = int32_t(uint32_t(uintLE(4)));
-      if (n < 0) error("LONG4 with negative length");
-      if (uint64_t(n) > kMaxBigIntBytes) error("integer of " + std::to_string(n) + " bytes is too large");
-      push(intFromBytes(take(uint64_t(n)), uint64_t(n)));
-      NEXT();
-    }
-    L_FLOAT: push(floatLine()); NEXT();
-    L_BINFLOAT: {
-      need(8);
-      uint64_t bits = 0;
-      for (int i = 0; i < 8; ++i) bits = (bits << 8) | m_data[m_pos + i];
-      m_pos += 8;
-      Value* f = make(K::Float);
-      std::memcpy(&f->real, &bits, 8);
-      push(f);
-      NEXT();
-    }
-    L_STRING: push(stringLine()); NEXT();
-    L_BINSTRING: {
-      const int32_t n = int32_t(uint32_t(uintLE(4)));
-      if (n < 0) error("BINSTRING with negative length");
-      const uint8_t* p = take(uint64_t(n));
-      push(makeStr(latin1ToUtf8(p, size_t(n))));
-      NEXT();
-    }
-    L_SHORT_BINSTRING: {
-      const uint64_t n = u8();
-      const uint8_t* p = take(n);
-      push(makeStr(latin1ToUtf8(p, n)));
-      NEXT();
-    }
-    L_UNICODE: push(makeStr(rawUnicodeEscape(line()))); NEXT();
-    L_BINUNICODE:
-    L_SHORT_BINUNICODE:
-    L_BINUNICODE8: {
-      const uint64_t n = op == SHORT_BINUNICODE ? u8() : uintLE(op == BINUNICODE ? 4 : 8);
-      const uint8_t* p = take(n);
-      push(makeStrIn(std::string_view(reinterpret_cast<const char*>(p), n), K::Str));
-      NEXT();
-    }
-    L_BINBYTES:
-    L_SHORT_BINBYTES:
-    L_BINBYTES8:
-    L_BYTEARRAY8: {
-      const uint64_t n = op == SHORT_BINBYTES ? u8() : uintLE(op == BINBYTES ? 4 : 8);
-      const uint8_t* p = take(n);
-      push(makeStrIn(std::string_view(reinterpret_cast<const char*>(p), n), K::Bytes));
-      NEXT();
-    }
-    L_NEXT_BUFFER:
-    L_READONLY_BUFFER: error("out-of-band buffers (pickle protocol 5) are not supported");
-    L_EMPTY_TUPLE: push(constant(m_emptyTuple, K::Tuple, 0)); NEXT();
-    L_TUPLE: push(seqFromMark(K::Tuple)); NEXT();
-    L_TUPLE1:
-    L_TUPLE2:
-    L_TUPLE3: {
-      const size_t n = size_t(op - TUPLE1 + 1);
-      Value* items[3];
-      for (size_t i = n; i-- > 0;) items[i] = pop();
-      push(makeSeq(K::Tuple, items, n));
-      NEXT();
-    }
-    L_EMPTY_LIST: push(make(K::List)); NEXT();
-    L_LIST: push(seqFromMark(K::List)); NEXT();
-    L_APPEND: {
-      Value* v = pop();
-      appendItems(top(), &v, 1);
-      NEXT();
-    }
-    L_APPENDS: {
-      const size_t at = popMark();
-      appendItems(below(at), m_stack.data() + at, m_stack.size() - at);
-      m_stack.shrinkTo(at);
-      NEXT();
-    }
-    L_EMPTY_DICT: push(make(K::Dict)); NEXT();
-    L_DICT: {
-      const size_t at = popMark();
-      Value* d = make(K::Dict);
-      setItems(d, m_stack.data() + at, m_stack.size() - at);
-      m_stack.shrinkTo(at);
-      push(d);
-      NEXT();
-    }
-    L_SETITEM: {
-      Value* kv[2];
-      kv[1] = pop();
-      kv[0] = pop();
-      setItems(top(), kv, 2);
-      NEXT();
-    }
-    L_SETITEMS: {
-      const size_t at = popMark();
-      setItems(below(at), m_stack.data() + at, m_stack.size() - at);
-      m_stack.shrinkTo(at);
-      NEXT();
-    }
-    L_EMPTY_SET: push(make(K::Set)); NEXT();
-    L_ADDITEMS: {
-      const size_t at = popMark();
-      Value* s = below(at);
-      if (s->kind != K::Set) error("ADDITEMS on a " + std::string(kindName(s->kind)));
-      for (size_t i = at; i < m_stack.size(); ++i) {
-        adopt(s, m_stack[i]);
-        m_arena.append(s->items, static_cast<const Value*>(m_stack[i]));
-      }
-      m_stack.shrinkTo(at);
-      NEXT();
-    }
-    L_FROZENSET: push(seqFromMark(K::Set)); NEXT();
-    L_GLOBAL: push(globalLines()); NEXT();
-    L_STACK_GLOBAL: {
-      Value* name = pop();
-      Value* module = pop();
-      if (!name->isStr() || !module->isStr()) error("STACK_GLOBAL needs two strings");
-      push(global(module->text, name->text));
-      NEXT();
-    }
-    L_REDUCE: {
-      Value* args = pop();
-      Value* callable = pop();
-      push(construct(callable, args));
-      NEXT();
-    }
-    L_NEWOBJ: {
-      Value* args = pop();
-      Value* cls = pop();
-      Value* obj = construct(cls, args);
-      if (obj->kind == K::Object && obj->text == cls->text) obj->tag = Value::kMadeByNewObj;
-      push(obj);
-      NEXT();
-    }
-    L_NEWOBJ_EX: {
-      Value* kwargs = pop();
-      Value* args = pop();
-      Value* cls = pop();
-      Value* obj = construct(cls, args);
-      if (obj->kind == K::Object && obj->text == cls->text) obj->tag = Value::kMadeByNewObj;
-      if (kwargs->kind == K::Dict && !kwargs->entries.empty() && obj->kind == K::Object) {
-        adopt(obj, kwargs);
-        m_arena.append(obj->items, static_cast<const Value*>(kwargs));
-      }
-      push(obj);
-      NEXT();
-    }
-    L_INST: {
-      Value* cls = globalLines();
-      push(construct(cls, seqFromMark(K::Tuple)));
-      NEXT();
-    }
-    L_OBJ: {
-      const size_t at = popMark();
-      if (at == m_stack.size()) error("OBJ without a class");
-      Value* cls = m_stack[at];
-      Value* args = makeSeq(K::Tuple, m_stack.data() + at + 1, m_stack.size() - at - 1);
-      m_stack.shrinkTo(at);
-      push(construct(cls, args));
-      NEXT();
-    }
-    L_BUILD: {
-      Value* state = pop();
-      build(top(), state);
-      NEXT();
-    }
-    L_PERSID:
-    L_BINPERSID: {
-      Value* pid = op == PERSID ? makeStr(line()) : pop();
-      if (!m_loader) error("persistent id in a pickle that allows none");
-      const Value* v = nullptr;
-      try {
-        v = m_loader(pid);
-      } catch (const FormatError& e) {
-        error(e.what());
-      }
-      push(const_cast<Value*>(v));
-      NEXT();
-    }
-    L_EXT1:
-    L_EXT2:
-    L_EXT4: error("extension registry codes are not supported");
-    L_GET: memoGet(decimalLine()); NEXT();
-    L_BINGET: memoGet(u8()); NEXT();
-    L_LONG_BINGET: memoGet(uintLE(4)); NEXT();
-    L_PUT: memoPut(decimalLine()); NEXT();
-    L_BINPUT: memoPut(u8()); NEXT();
-    L_LONG_BINPUT: memoPut(uintLE(4)); NEXT();
-    L_MEMOIZE: memoPut(m_memoCount); NEXT();
-    L_unknown: {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "0x%02x", op);
-      error(std::string("unknown opcode ") + buf);
-    }
+    push(const_cast<Value*>(v));
+    NEXT();
+  }
+  L_EXT1:
+  L_EXT2:
+  L_EXT4:
+    error("extension registry codes are not supported");
+  L_GET:
+    memoGet(decimalLine());
+    NEXT();
+  L_BINGET:
+    memoGet(u8());
+    NEXT();
+  L_LONG_BINGET:
+    memoGet(uintLE(4));
+    NEXT();
+  L_PUT:
+    memoPut(decimalLine());
+    NEXT();
+  L_BINPUT:
+    memoPut(u8());
+    NEXT();
+  L_LONG_BINPUT:
+    memoPut(uintLE(4));
+    NEXT();
+  L_MEMOIZE:
+    memoPut(m_memoCount);
+    NEXT();
+  L_unknown : {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "0x%02x", op);
+    error(std::string("unknown opcode ") + buf);
+  }
 #undef NEXT
   }
 
@@ -498,8 +574,9 @@ class Machine {
     fail(m_what + ": byte " + std::to_string(m_base + m_opStart) + ": " + msg);
   }
   [[noreturn, gnu::noinline, gnu::cold]] void truncated(uint64_t n) const {
-    failTruncated(m_what + ": truncated: opcode at byte " + std::to_string(m_base + m_opStart) + " needs " +
-                  std::to_string(n) + " bytes, " + std::to_string(m_size - m_pos) + " left");
+    failTruncated(m_what + ": truncated: opcode at byte " + std::to_string(m_base + m_opStart) +
+                  " needs " + std::to_string(n) + " bytes, " + std::to_string(m_size - m_pos) +
+                  " left");
   }
   [[gnu::always_inline]] void need(uint64_t n) const {
     if (m_size - m_pos < n) [[unlikely]]
@@ -514,9 +591,21 @@ class Machine {
     uint64_t v = 0;
     if constexpr (std::endian::native == std::endian::little) {
       switch (n) {
-        case 2: { uint16_t x; std::memcpy(&x, m_data + m_pos, 2); v = x; break; }
-        case 4: { uint32_t x; std::memcpy(&x, m_data + m_pos, 4); v = x; break; }
-        case 8: std::memcpy(&v, m_data + m_pos, 8); break;
+        case 2: {
+          uint16_t x;
+          std::memcpy(&x, m_data + m_pos, 2);
+          v = x;
+          break;
+        }
+        case 4: {
+          uint32_t x;
+          std::memcpy(&x, m_data + m_pos, 4);
+          v = x;
+          break;
+        }
+        case 8:
+          std::memcpy(&v, m_data + m_pos, 8);
+          break;
         default:
           for (int i = 0; i < n; ++i) v |= uint64_t(m_data[m_pos + i]) << (8 * i);
       }
@@ -528,7 +617,8 @@ class Machine {
   }
   const uint8_t* take(uint64_t n) {
     if (n > m_limits.maxStringBytes)
-      error("a string of " + std::to_string(n) + " bytes is over the limit of " + std::to_string(m_limits.maxStringBytes));
+      error("a string of " + std::to_string(n) + " bytes is over the limit of " +
+            std::to_string(m_limits.maxStringBytes));
     need(n);
     const uint8_t* p = m_data + m_pos;
     m_pos += n;
@@ -539,7 +629,8 @@ class Machine {
     while (true) {
       need(1);
       if (m_data[m_pos] == '\n') break;
-      if (m_pos - start > kMaxLineBytes) error("text line longer than " + std::to_string(kMaxLineBytes) + " bytes");
+      if (m_pos - start > kMaxLineBytes)
+        error("text line longer than " + std::to_string(kMaxLineBytes) + " bytes");
       ++m_pos;
     }
     std::string s(reinterpret_cast<const char*>(m_data + start), m_pos - start);
@@ -555,7 +646,9 @@ class Machine {
   [[noreturn, gnu::noinline, gnu::cold]] void stackTooDeep() const {
     error("stack deeper than " + std::to_string(m_limits.maxStack));
   }
-  [[noreturn, gnu::noinline, gnu::cold]] void underflow() const { error("stack underflow"); }
+  [[noreturn, gnu::noinline, gnu::cold]] void underflow() const {
+    error("stack underflow");
+  }
   [[gnu::always_inline]] Value* make(K kind) {
     if (m_arena.size() >= m_limits.maxNodes) [[unlikely]]
       tooManyNodes();
@@ -600,7 +693,9 @@ class Machine {
     if (at == 0 || at <= m_floor) underflow();
     return m_stack[at - 1];
   }
-  void adopt(Value* parent, const Value* child) { adoptDepth(parent, child->depth); }
+  void adopt(Value* parent, const Value* child) {
+    adoptDepth(parent, child->depth);
+  }
   // `parent` now holds a child `childDepth` deep.
   [[gnu::always_inline]] void adoptDepth(Value* parent, uint32_t childDepth) {
     if (childDepth + 1 > parent->depth) {
@@ -622,8 +717,12 @@ class Machine {
     }
     return slot;
   }
-  Value* none() { return constant(m_none, K::None, 0); }
-  Value* boolean(bool b) { return constant(b ? m_true : m_false, K::Bool, b); }
+  Value* none() {
+    return constant(m_none, K::None, 0);
+  }
+  Value* boolean(bool b) {
+    return constant(b ? m_true : m_false, K::Bool, b);
+  }
   Value* makeInt(int64_t v) {
     if (v >= 0 && v < int64_t(kSmallInts)) return constant(m_smallInts[size_t(v)], K::Int, v);
     // Sizes and strides repeat (768, 3072, 50257, ...): the last int seen in
@@ -717,7 +816,8 @@ class Machine {
   // and nothing is ever sized from a key read from the file.
   [[gnu::always_inline]] void memoPut(uint64_t key) {
     Value* v = top();
-    if (key == m_memoDense.size() && m_memoSparse.empty() && m_memoCount < m_limits.maxMemo) [[likely]] {
+    if (key == m_memoDense.size() && m_memoSparse.empty() && m_memoCount < m_limits.maxMemo)
+        [[likely]] {
       // The usual case: keys 0, 1, 2, ... in order.
       ++m_memoCount;
       m_memoDense.push_back(v);
@@ -736,10 +836,13 @@ class Machine {
       it->second = v;
       return;
     }
-    if (m_memoCount >= m_limits.maxMemo) error("memo larger than " + std::to_string(m_limits.maxMemo) + " entries");
+    if (m_memoCount >= m_limits.maxMemo)
+      error("memo larger than " + std::to_string(m_limits.maxMemo) + " entries");
     ++m_memoCount;
-    if (key == m_memoDense.size()) m_memoDense.push_back(v);
-    else m_memoSparse.emplace(key, v);
+    if (key == m_memoDense.size())
+      m_memoDense.push_back(v);
+    else
+      m_memoSparse.emplace(key, v);
   }
   [[gnu::always_inline]] void memoGet(uint64_t key) {
     Value* v = key < m_memoDense.size() ? m_memoDense[key] : nullptr;
@@ -755,7 +858,8 @@ class Machine {
   }
   uint64_t decimalLine() {
     const std::string s = line();
-    if (s.empty() || s.size() > 20 || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    if (s.empty() || s.size() > 20 ||
+        !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
       error("bad memo key '" + s.substr(0, 40) + "'");
     return std::stoull(s);
   }
@@ -774,9 +878,12 @@ class Machine {
   }
   void appendItems(Value* target, Value* const* items, size_t n) {
     ArenaArray<const Value*>* dst = nullptr;
-    if (target->kind == K::List) dst = &target->items;
-    else if (target->kind == K::Object) dst = &target->listItems;
-    else error("APPEND on a " + std::string(kindName(target->kind)));
+    if (target->kind == K::List)
+      dst = &target->items;
+    else if (target->kind == K::Object)
+      dst = &target->listItems;
+    else
+      error("APPEND on a " + std::string(kindName(target->kind)));
     m_arena.reserve(*dst, dst->size() + n);
     for (size_t i = 0; i < n; ++i) {
       adopt(target, items[i]);
@@ -786,7 +893,8 @@ class Machine {
 
   Value* global(std::string_view module, std::string_view name) {
     if (module.empty() || name.empty() || module.size() > 512 || name.size() > 512)
-      error("bad global name '" + std::string(module.substr(0, 64)) + "." + std::string(name.substr(0, 64)) + "'");
+      error("bad global name '" + std::string(module.substr(0, 64)) + "." +
+            std::string(name.substr(0, 64)) + "'");
     for (std::string_view part : {module, name})
       for (char c : part)
         if (uint8_t(c) < 32) error("control character in global name");
@@ -800,7 +908,9 @@ class Machine {
   }
 
   // ---- calls: REDUCE, NEWOBJ, INST, OBJ ----------------------------------
-  const Value* arg(const Value* args, size_t i) const { return i < args->items.size() ? args->items[i] : nullptr; }
+  const Value* arg(const Value* args, size_t i) const {
+    return i < args->items.size() ? args->items[i] : nullptr;
+  }
 
   Value* opaque(const Value* callable, const Value* args) {
     Value* obj = make(K::Object);
@@ -817,7 +927,8 @@ class Machine {
   }
 
   Value* construct(Value* callable, Value* args) {
-    if (args->kind != K::Tuple) error("call arguments are a " + std::string(kindName(args->kind)) + ", not a tuple");
+    if (args->kind != K::Tuple)
+      error("call arguments are a " + std::string(kindName(args->kind)) + ", not a tuple");
     if (callable->kind != K::Global) return opaque(callable, args);
     const size_t n = args->items.size();
     switch (Known(callable->tag)) {
@@ -837,14 +948,16 @@ class Machine {
       }
       case Known::TorchSize:
         if (n == 1 && args->items[0]->isSequence())
-          return makeSeq(K::Tuple, const_cast<Value* const*>(args->items[0]->items.begin()), args->items[0]->items.size());
+          return makeSeq(K::Tuple, const_cast<Value* const*>(args->items[0]->items.begin()),
+                         args->items[0]->items.size());
         break;
       case Known::CodecsEncode:
         if (n == 2 && args->items[0]->isStr() && args->items[1]->isStr()) {
           const std::string_view enc = args->items[1]->text;
           if (enc == "latin1" || enc == "latin-1" || enc == "iso-8859-1" || enc == "ISO-8859-1") {
             std::string bytes;
-            if (!utf8ToLatin1(args->items[0]->text, bytes)) error("_codecs.encode: text is not latin-1");
+            if (!utf8ToLatin1(args->items[0]->text, bytes))
+              error("_codecs.encode: text is not latin-1");
             return makeBytes(bytes);
           }
           if (enc == "utf-8" || enc == "utf8") return makeBytes(args->items[0]->text);
@@ -853,13 +966,15 @@ class Machine {
       case Known::Set:
         if (n == 0) return make(K::Set);
         if (n == 1 && (args->items[0]->isSequence() || args->items[0]->kind == K::Set))
-          return makeSeq(K::Set, const_cast<Value* const*>(args->items[0]->items.begin()), args->items[0]->items.size());
+          return makeSeq(K::Set, const_cast<Value* const*>(args->items[0]->items.begin()),
+                         args->items[0]->items.size());
         break;
       case Known::Bytes: {
         if (n == 0) return makeBytes({});
         if (n == 1 && args->items[0]->kind == K::Bytes) return makeBytes(args->items[0]->text);
         std::string bytes;
-        if (n == 2 && args->items[0]->isStr() && args->items[1]->isStr() && utf8ToLatin1(args->items[0]->text, bytes))
+        if (n == 2 && args->items[0]->isStr() && args->items[1]->isStr() &&
+            utf8ToLatin1(args->items[0]->text, bytes))
           return makeBytes(bytes);
         break;
       }
@@ -912,10 +1027,14 @@ class Machine {
     std::memcpy(&u, b, 8);
     if (kind == 'f') {
       Value* f = make(K::Float);
-      if (size == 8) std::memcpy(&f->real, b, 8);
-      else if (size == 4) f->real = detail::bitsToFloat(uint32_t(u));
-      else if (size == 2) f->real = detail::halfToFloat(uint16_t(u));
-      else return nullptr;
+      if (size == 8)
+        std::memcpy(&f->real, b, 8);
+      else if (size == 4)
+        f->real = detail::bitsToFloat(uint32_t(u));
+      else if (size == 2)
+        f->real = detail::halfToFloat(uint16_t(u));
+      else
+        return nullptr;
       return f;
     }
     if (kind == 'i') return intFromBytes(b, uint64_t(size));
@@ -938,7 +1057,8 @@ class Machine {
   void dimsArg(const Value* v, const char* what, std::string_view fn, Dims& out) {
     if (!v || !v->isSequence()) error(std::string(fn) + ": " + what + " is not a tuple");
     if (v->items.size() > kMaxDims)
-      error(std::string(fn) + ": " + what + " has " + std::to_string(v->items.size()) + " dimensions");
+      error(std::string(fn) + ": " + what + " has " + std::to_string(v->items.size()) +
+            " dimensions");
     out.clear();
     out.reserve(v->items.size());
     for (const Value* d : v->items) {
@@ -959,7 +1079,9 @@ class Machine {
     m_table->tensors.push_back(std::move(info));
     return t;
   }
-  TensorInfo& infoOf(const Value* t) { return m_table->tensors[size_t(t->index)]; }
+  TensorInfo& infoOf(const Value* t) {
+    return m_table->tensors[size_t(t->index)];
+  }
 
   // A tensor node for (storage, offset, size, stride, ...): its TensorInfo
   // is filled in place in the table (building it elsewhere and moving it in
@@ -980,8 +1102,8 @@ class Machine {
       dimsArg(arg(args, 2), "size", fn, info.shape);
       dimsArg(arg(args, 3), "stride", fn, info.stride);
       if (info.shape.size() != info.stride.size())
-        error(std::string(fn) + ": size has " + std::to_string(info.shape.size()) + " dimensions, stride " +
-              std::to_string(info.stride.size()));
+        error(std::string(fn) + ": size has " + std::to_string(info.shape.size()) +
+              " dimensions, stride " + std::to_string(info.stride.size()));
       more(info);
     } catch (...) {
       m_table->tensors.pop_back();
@@ -998,7 +1120,8 @@ class Machine {
     switch (fn) {
       case Known::RebuildTensor: {
         if (n < 4) error(name() + ": expected at least 4 arguments, got " + std::to_string(n));
-        return stridedTensor(args, fnName, [&](TensorInfo& info) { info.requiresGrad = boolArg(arg(args, 4)); });
+        return stridedTensor(args, fnName,
+                             [&](TensorInfo& info) { info.requiresGrad = boolArg(arg(args, 4)); });
       }
       case Known::RebuildTensorV3: {
         if (n < 7) error(name() + ": expected at least 7 arguments, got " + std::to_string(n));
@@ -1024,8 +1147,10 @@ class Machine {
           const Value* q = arg(args, 4);
           if (q && q->isSequence() && !q->items.empty()) {
             const Value* scheme = q->items[0];
-            if (scheme->kind == K::Global) info.qscheme = std::string(scheme->text.substr(scheme->text.rfind('.') + 1));
-            else if (scheme->kind == K::Object) info.qscheme = std::string(scheme->text);
+            if (scheme->kind == K::Global)
+              info.qscheme = std::string(scheme->text.substr(scheme->text.rfind('.') + 1));
+            else if (scheme->kind == K::Object)
+              info.qscheme = std::string(scheme->text);
             if (q->items.size() >= 3 && q->items[1]->isNumber() && q->items[2]->isInt()) {
               info.qscale = q->items[1]->number();
               info.qzeroPoint = q->items[2]->integer;
@@ -1044,7 +1169,8 @@ class Machine {
         info.isMeta = true;
         dimsArg(arg(args, 1), "size", fnName, info.shape);
         dimsArg(arg(args, 2), "stride", fnName, info.stride);
-        if (info.shape.size() != info.stride.size()) error(name() + ": size and stride differ in length");
+        if (info.shape.size() != info.stride.size())
+          error(name() + ": size and stride differ in length");
         info.requiresGrad = boolArg(arg(args, 3));
         return tensorNode(std::move(info));
       }
@@ -1055,8 +1181,8 @@ class Machine {
         const Value* inner = arg(args, 2);
         if (!func || !inner || func->kind != K::Global || inner->kind != K::Tuple) return nullptr;
         Value* t = construct(const_cast<Value*>(func), const_cast<Value*>(inner));
-        if (t->kind == K::Object && func->text == "torch._utils._rebuild_wrapper_subclass" && type &&
-            type->kind == K::Global) {
+        if (t->kind == K::Object && func->text == "torch._utils._rebuild_wrapper_subclass" &&
+            type && type->kind == K::Global) {
           // A tensor subclass with no storage of its own (ShardedTensor,
           // DTensor): an opaque object of that class, its arguments (cls,
           // dtype, size, stride, storage offset, layout, device,
@@ -1069,8 +1195,10 @@ class Machine {
           return t;
         }
         if (t->kind == K::Tensor && type && type->kind == K::Global) {
-          if (type->text == "torch.nn.parameter.Parameter") infoOf(t).isParameter = true;
-          else if (type->text != "torch.Tensor") infoOf(t).subclass = std::string(type->text);
+          if (type->text == "torch.nn.parameter.Parameter")
+            infoOf(t).isParameter = true;
+          else if (type->text != "torch.Tensor")
+            infoOf(t).subclass = std::string(type->text);
         }
         return t;
       }
@@ -1109,7 +1237,8 @@ class Machine {
   }
   Value* stringLine() {
     const std::string s = line();
-    if (s.size() < 2 || (s[0] != '\'' && s[0] != '"') || s.back() != s[0]) error("bad STRING literal");
+    if (s.size() < 2 || (s[0] != '\'' && s[0] != '"') || s.back() != s[0])
+      error("bad STRING literal");
     return makeStr(unescape(s.substr(1, s.size() - 2)));
   }
   // GLOBAL and INST: "module\nname\n".
@@ -1129,19 +1258,29 @@ class Machine {
       }
       const char c = s[++i];
       switch (c) {
-        case 'n': bytes += '\n'; break;
-        case 't': bytes += '\t'; break;
-        case 'r': bytes += '\r'; break;
-        case '0': bytes += '\0'; break;
+        case 'n':
+          bytes += '\n';
+          break;
+        case 't':
+          bytes += '\t';
+          break;
+        case 'r':
+          bytes += '\r';
+          break;
+        case '0':
+          bytes += '\0';
+          break;
         case 'x':
-          if (i + 2 < s.size() && std::isxdigit(uint8_t(s[i + 1])) && std::isxdigit(uint8_t(s[i + 2]))) {
+          if (i + 2 < s.size() && std::isxdigit(uint8_t(s[i + 1])) &&
+              std::isxdigit(uint8_t(s[i + 2]))) {
             bytes += char(std::stoi(s.substr(i + 1, 2), nullptr, 16));
             i += 2;
           } else {
             error("bad \\x escape in STRING literal");
           }
           break;
-        default: bytes += c;
+        default:
+          bytes += c;
       }
     }
     return latin1ToUtf8(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
@@ -1155,7 +1294,8 @@ class Machine {
         const size_t len = s[i + 1] == 'u' ? 4 : 8;
         if (i + 2 + len <= s.size()) {
           const std::string hex = s.substr(i + 2, len);
-          if (std::all_of(hex.begin(), hex.end(), [](char c) { return std::isxdigit(uint8_t(c)) != 0; })) {
+          if (std::all_of(hex.begin(), hex.end(),
+                          [](char c) { return std::isxdigit(uint8_t(c)) != 0; })) {
             const unsigned long cp = std::stoul(hex, nullptr, 16);
             if (cp > 0x10FFFF) error("bad code point in UNICODE literal");
             utf8::append(out, uint32_t(cp));

@@ -51,13 +51,27 @@ struct Alias {
   std::string_view from, to;
 };
 constexpr Alias kAliases[] = {
-    {"__builtin__", "builtins"},   {"copy_reg", "copyreg"},       {"commands", "subprocess"},
-    {"cPickle", "pickle"},         {"httplib", "http.client"},     {"urllib2", "urllib.request"},
-    {"SocketServer", "socketserver"}, {"Queue", "queue"},          {"cStringIO", "io"},
-    {"StringIO", "io"},            {"UserDict", "collections"},    {"exceptions", "builtins"},
-    {"thread", "_thread"},         {"dummy_thread", "_dummy_thread"}, {"repr", "reprlib"},
-    {"SimpleHTTPServer", "http.server"}, {"BaseHTTPServer", "http.server"}, {"cookielib", "http.cookiejar"},
-    {"xmlrpclib", "xmlrpc.client"}, {"urlparse", "urllib.parse"},  {"dbm", "dbm"},
+    {"__builtin__", "builtins"},
+    {"copy_reg", "copyreg"},
+    {"commands", "subprocess"},
+    {"cPickle", "pickle"},
+    {"httplib", "http.client"},
+    {"urllib2", "urllib.request"},
+    {"SocketServer", "socketserver"},
+    {"Queue", "queue"},
+    {"cStringIO", "io"},
+    {"StringIO", "io"},
+    {"UserDict", "collections"},
+    {"exceptions", "builtins"},
+    {"thread", "_thread"},
+    {"dummy_thread", "_dummy_thread"},
+    {"repr", "reprlib"},
+    {"SimpleHTTPServer", "http.server"},
+    {"BaseHTTPServer", "http.server"},
+    {"cookielib", "http.cookiejar"},
+    {"xmlrpclib", "xmlrpc.client"},
+    {"urlparse", "urllib.parse"},
+    {"dbm", "dbm"},
 };
 
 constexpr Row kRows[] = {
@@ -128,22 +142,38 @@ constexpr Row kRows[] = {
     {"torch.cuda.ByteStorage", L::Innocuous, "a storage"},
     {"torch.cuda.BoolStorage", L::Innocuous, "a storage"},
     // dtypes (torch.<name>: every name torch 2.x gives one).
-    {"torch.float16", L::Innocuous, "a dtype"},   {"torch.half", L::Innocuous, "a dtype"},
-    {"torch.float32", L::Innocuous, "a dtype"},   {"torch.float", L::Innocuous, "a dtype"},
-    {"torch.float64", L::Innocuous, "a dtype"},   {"torch.double", L::Innocuous, "a dtype"},
-    {"torch.bfloat16", L::Innocuous, "a dtype"},  {"torch.complex32", L::Innocuous, "a dtype"},
-    {"torch.complex64", L::Innocuous, "a dtype"}, {"torch.complex128", L::Innocuous, "a dtype"},
-    {"torch.cfloat", L::Innocuous, "a dtype"},    {"torch.cdouble", L::Innocuous, "a dtype"},
-    {"torch.uint8", L::Innocuous, "a dtype"},     {"torch.int8", L::Innocuous, "a dtype"},
-    {"torch.int16", L::Innocuous, "a dtype"},     {"torch.short", L::Innocuous, "a dtype"},
-    {"torch.int32", L::Innocuous, "a dtype"},     {"torch.int", L::Innocuous, "a dtype"},
-    {"torch.int64", L::Innocuous, "a dtype"},     {"torch.long", L::Innocuous, "a dtype"},
-    {"torch.uint16", L::Innocuous, "a dtype"},    {"torch.uint32", L::Innocuous, "a dtype"},
-    {"torch.uint64", L::Innocuous, "a dtype"},    {"torch.bool", L::Innocuous, "a dtype"},
-    {"torch.qint8", L::Innocuous, "a dtype"},     {"torch.quint8", L::Innocuous, "a dtype"},
-    {"torch.qint32", L::Innocuous, "a dtype"},    {"torch.quint4x2", L::Innocuous, "a dtype"},
-    {"torch.quint2x4", L::Innocuous, "a dtype"},  {"torch.float8_e4m3fn", L::Innocuous, "a dtype"},
-    {"torch.float8_e5m2", L::Innocuous, "a dtype"}, {"torch.float8_e4m3fnuz", L::Innocuous, "a dtype"},
+    {"torch.float16", L::Innocuous, "a dtype"},
+    {"torch.half", L::Innocuous, "a dtype"},
+    {"torch.float32", L::Innocuous, "a dtype"},
+    {"torch.float", L::Innocuous, "a dtype"},
+    {"torch.float64", L::Innocuous, "a dtype"},
+    {"torch.double", L::Innocuous, "a dtype"},
+    {"torch.bfloat16", L::Innocuous, "a dtype"},
+    {"torch.complex32", L::Innocuous, "a dtype"},
+    {"torch.complex64", L::Innocuous, "a dtype"},
+    {"torch.complex128", L::Innocuous, "a dtype"},
+    {"torch.cfloat", L::Innocuous, "a dtype"},
+    {"torch.cdouble", L::Innocuous, "a dtype"},
+    {"torch.uint8", L::Innocuous, "a dtype"},
+    {"torch.int8", L::Innocuous, "a dtype"},
+    {"torch.int16", L::Innocuous, "a dtype"},
+    {"torch.short", L::Innocuous, "a dtype"},
+    {"torch.int32", L::Innocuous, "a dtype"},
+    {"torch.int", L::Innocuous, "a dtype"},
+    {"torch.int64", L::Innocuous, "a dtype"},
+    {"torch.long", L::Innocuous, "a dtype"},
+    {"torch.uint16", L::Innocuous, "a dtype"},
+    {"torch.uint32", L::Innocuous, "a dtype"},
+    {"torch.uint64", L::Innocuous, "a dtype"},
+    {"torch.bool", L::Innocuous, "a dtype"},
+    {"torch.qint8", L::Innocuous, "a dtype"},
+    {"torch.quint8", L::Innocuous, "a dtype"},
+    {"torch.qint32", L::Innocuous, "a dtype"},
+    {"torch.quint4x2", L::Innocuous, "a dtype"},
+    {"torch.quint2x4", L::Innocuous, "a dtype"},
+    {"torch.float8_e4m3fn", L::Innocuous, "a dtype"},
+    {"torch.float8_e5m2", L::Innocuous, "a dtype"},
+    {"torch.float8_e4m3fnuz", L::Innocuous, "a dtype"},
     {"torch.float8_e5m2fnuz", L::Innocuous, "a dtype"},
     // numpy's array pieces (numpy < 2 spells numpy.core, 2.x numpy._core).
     {"numpy.core.multiarray._reconstruct", L::Innocuous, "rebuilds a numpy array"},
@@ -183,7 +213,8 @@ constexpr Row kRows[] = {
     {"copyreg.__newobj__", L::Suspicious, "builds a plain object of a class"},
     {"copyreg.__newobj_ex__", L::Suspicious, "builds a plain object of a class"},
     {"collections.Counter", L::Suspicious, "a Counter (data)"},
-    {"collections.defaultdict", L::Suspicious, "a defaultdict: its factory is called on a missing key"},
+    {"collections.defaultdict", L::Suspicious,
+     "a defaultdict: its factory is called on a missing key"},
     {"collections.deque", L::Suspicious, "a deque (data)"},
     {"collections.namedtuple", L::Dangerous, "builds a class from text (exec)"},
     {"datetime.*", L::Suspicious, "a date or time (data)"},
@@ -202,7 +233,8 @@ constexpr Row kRows[] = {
     {"re._compile", L::Suspicious, "a compiled regular expression"},
     {"numpy.random._pickle.__randomstate_ctor", L::Suspicious, "numpy random state"},
     {"numpy.random._pickle.__generator_ctor", L::Suspicious, "numpy random generator state"},
-    {"numpy.random._pickle.__bit_generator_ctor", L::Suspicious, "numpy random bit generator state"},
+    {"numpy.random._pickle.__bit_generator_ctor", L::Suspicious,
+     "numpy random bit generator state"},
     {"numpy.random._mt19937.MT19937", L::Suspicious, "numpy random bit generator"},
     {"numpy.random._pcg64.PCG64", L::Suspicious, "numpy random bit generator"},
     {"numpy.random.mtrand.RandomState", L::Suspicious, "numpy random state"},
@@ -213,22 +245,29 @@ constexpr Row kRows[] = {
     {"torch.distributed._tensor.*", L::Suspicious, "DTensor metadata (data)"},
     {"torch.distributed.tensor.*", L::Suspicious, "DTensor metadata (data)"},
     {"torch.distributed.device_mesh.DeviceMesh", L::Suspicious, "a DTensor's device mesh (data)"},
-    {"torch.distributed.remote_device._remote_device", L::Suspicious, "a shard's placement, \"rank:0/cuda:0\" (data)"},
-    {"torch.distributed.checkpoint.metadata.*", L::Suspicious, "distributed checkpoint metadata (data)"},
-    {"torch.distributed.checkpoint.planner.*", L::Suspicious, "distributed checkpoint metadata (data)"},
+    {"torch.distributed.remote_device._remote_device", L::Suspicious,
+     "a shard's placement, \"rank:0/cuda:0\" (data)"},
+    {"torch.distributed.checkpoint.metadata.*", L::Suspicious,
+     "distributed checkpoint metadata (data)"},
+    {"torch.distributed.checkpoint.planner.*", L::Suspicious,
+     "distributed checkpoint metadata (data)"},
     {"torch.optim.lr_scheduler.*", L::Suspicious, "a scheduler class"},
-    {"torch.nn.modules.*", L::Suspicious, "a pickled module (class and state; its code is not in the file)"},
+    {"torch.nn.modules.*", L::Suspicious,
+     "a pickled module (class and state; its code is not in the file)"},
     {"torch.cuda.amp.grad_scaler.*", L::Suspicious, "grad scaler state"},
     {"omegaconf.*", L::Suspicious, "an OmegaConf config (data)"},
     {"transformers.training_args.*", L::Suspicious, "Hugging Face training arguments (data)"},
     {"transformers.trainer_utils.*", L::Suspicious, "Hugging Face trainer enums (data)"},
     {"transformers.configuration_utils.PretrainedConfig", L::Suspicious, "a model config (data)"},
     {"accelerate.utils.dataclasses.*", L::Suspicious, "Accelerate settings (data)"},
-    {"lightning_fabric.utilities.data.AttributeDict", L::Suspicious, "Lightning hyper-parameters (data)"},
-    {"pytorch_lightning.utilities.parsing.AttributeDict", L::Suspicious, "Lightning hyper-parameters (data)"},
+    {"lightning_fabric.utilities.data.AttributeDict", L::Suspicious,
+     "Lightning hyper-parameters (data)"},
+    {"pytorch_lightning.utilities.parsing.AttributeDict", L::Suspicious,
+     "Lightning hyper-parameters (data)"},
     {"deepspeed.runtime.zero.config.ZeroStageEnum", L::Suspicious, "a DeepSpeed enum (data)"},
     {"deepspeed.runtime.fp16.loss_scaler.*", L::Suspicious, "DeepSpeed loss scaler state"},
-    {"deepspeed.utils.tensor_fragment.fragment_address", L::Suspicious, "DeepSpeed metadata (data)"},
+    {"deepspeed.utils.tensor_fragment.fragment_address", L::Suspicious,
+     "DeepSpeed metadata (data)"},
     {"modern_llm.*", L::Suspicious, "a class of the training library (data)"},
 
     // ---- dangerous: code, processes, files, network, imports ---------------
@@ -366,7 +405,8 @@ const Index& index() {
 
 const Row* findExact(std::string_view full) {
   const auto& v = index().exact;
-  auto it = std::lower_bound(v.begin(), v.end(), full, [](const Row* r, std::string_view s) { return r->pattern < s; });
+  auto it = std::lower_bound(v.begin(), v.end(), full,
+                             [](const Row* r, std::string_view s) { return r->pattern < s; });
   return it != v.end() && (*it)->pattern == full ? *it : nullptr;
 }
 
@@ -389,9 +429,12 @@ const Row* findWildcard(std::string_view full) {
 
 std::string_view safetyLevelName(SafetyLevel l) {
   switch (l) {
-    case SafetyLevel::Innocuous: return "innocuous";
-    case SafetyLevel::Suspicious: return "suspicious";
-    case SafetyLevel::Dangerous: return "dangerous";
+    case SafetyLevel::Innocuous:
+      return "innocuous";
+    case SafetyLevel::Suspicious:
+      return "suspicious";
+    case SafetyLevel::Dangerous:
+      return "dangerous";
   }
   return "?";
 }
@@ -403,7 +446,8 @@ GlobalLevel classifyGlobal(std::string_view module, std::string_view name) {
   const std::string_view top = module.substr(0, dot);
   for (const Alias& a : kAliases)
     if (a.from == top) {
-      mod = std::string(a.to) + std::string(dot == std::string_view::npos ? "" : module.substr(dot));
+      mod =
+          std::string(a.to) + std::string(dot == std::string_view::npos ? "" : module.substr(dot));
       break;
     }
   std::string full = mod;

@@ -31,11 +31,12 @@ TensorData::TensorData(TensorInfo info, std::vector<Dims> offsets, std::vector<T
   const size_t nd = shape.size();
   list->globalStrides = Dims(contiguousStrides(shape.vec()));
   for (size_t i = 0; i < chunks.size(); ++i) {
-    detail::ChunkList::Chunk c{offsets.at(i), chunks[i].info().shape, Dims(contiguousStrides(chunks[i].info().shape.vec())),
+    detail::ChunkList::Chunk c{offsets.at(i), chunks[i].info().shape,
+                               Dims(contiguousStrides(chunks[i].info().shape.vec())),
                                std::move(chunks[i]), 0};
     if (c.offsets.size() != nd || c.sizes.size() != nd)
-      fail("tensor " + std::string(m_info.name()) + ": a chunk has " + std::to_string(c.sizes.size()) +
-           " dimensions, the tensor " + std::to_string(nd));
+      fail("tensor " + std::string(m_info.name()) + ": a chunk has " +
+           std::to_string(c.sizes.size()) + " dimensions, the tensor " + std::to_string(nd));
     size_t k = nd ? nd - 1 : 0;
     while (k > 0 && c.offsets[k] == 0 && c.sizes[k] == shape[k]) --k;
     c.split = k;
@@ -51,8 +52,8 @@ TensorData TensorData::run(uint64_t first, const Dims& sizes) const {
   if (m_chunks || !m_info.isContiguous())
     fail("tensor " + name + ": a piece of it is wanted, and it is not one contiguous buffer");
   if (first > m_numel || n > m_numel - first)
-    fail("tensor " + name + ": elements [" + std::to_string(first) + ", " + std::to_string(first + n) +
-         ") are wanted, it has " + std::to_string(m_numel));
+    fail("tensor " + name + ": elements [" + std::to_string(first) + ", " +
+         std::to_string(first + n) + ") are wanted, it has " + std::to_string(m_numel));
   TensorData piece = *this;
   piece.m_info.shape = sizes;
   piece.m_info.stride = Dims(contiguousStrides(sizes.vec()));
@@ -77,20 +78,24 @@ void TensorData::forRuns(uint64_t first, uint64_t count, Fn&& fn) const {
     const detail::ChunkList::Chunk* hit = nullptr;
     for (const auto& c : m_chunks->chunks) {
       bool inside = true;
-      for (size_t d = 0; d < nd && inside; ++d) inside = x[d] >= c.offsets[d] && x[d] < c.offsets[d] + c.sizes[d];
+      for (size_t d = 0; d < nd && inside; ++d)
+        inside = x[d] >= c.offsets[d] && x[d] < c.offsets[d] + c.sizes[d];
       if (inside && c.data.numel() > 0) {
         hit = &c;
         break;
       }
     }
-    if (!hit) fail("tensor " + std::string(m_info.name()) + ": element " + std::to_string(g) + " lies in no chunk");
+    if (!hit)
+      fail("tensor " + std::string(m_info.name()) + ": element " + std::to_string(g) +
+           " lies in no chunk");
     uint64_t run = 1, local = 0;
     if (nd > 0) {
       const size_t k = hit->split;
       uint64_t innerPos = 0;
       for (size_t d = k + 1; d < nd; ++d) innerPos += uint64_t(x[d]) * uint64_t(gs[d]);
       run = uint64_t(hit->offsets[k] + hit->sizes[k] - x[k]) * uint64_t(gs[k]) - innerPos;
-      for (size_t d = 0; d < nd; ++d) local += uint64_t(x[d] - hit->offsets[d]) * uint64_t(hit->localStrides[d]);
+      for (size_t d = 0; d < nd; ++d)
+        local += uint64_t(x[d] - hit->offsets[d]) * uint64_t(hit->localStrides[d]);
     }
     run = std::min(run, end - g);
     fn(hit->data, local, run, g - first);
@@ -99,7 +104,10 @@ void TensorData::forRuns(uint64_t first, uint64_t count, Fn&& fn) const {
 }
 
 TensorData::TensorData(TensorInfo info, ByteRegion region, uint64_t regionBase, bool bigEndian)
-    : m_info(std::move(info)), m_region(std::move(region)), m_base(regionBase), m_bigEndian(bigEndian) {
+    : m_info(std::move(info)),
+      m_region(std::move(region)),
+      m_base(regionBase),
+      m_bigEndian(bigEndian) {
   m_numel = m_info.numel();
   m_elemSize = dtypeSize(m_info.dtype);
   m_perByte = dtypeElementsPerByte(m_info.dtype);
@@ -165,31 +173,53 @@ constexpr auto kSame = [](auto v) { return v; };
 double TensorData::decode(const uint8_t* p, bool imag) const {
   const bool sw = m_bigEndian;
   switch (m_info.dtype) {
-    case DType::Float64: return load<double>(p, sw);
-    case DType::Float32: return load<float>(p, sw);
-    case DType::Float16: return detail::halfToFloat(load<uint16_t>(p, sw));
-    case DType::BFloat16: return detail::bf16ToFloat(load<uint16_t>(p, sw));
-    case DType::Int64: return double(load<int64_t>(p, sw));
-    case DType::Int32: return load<int32_t>(p, sw);
-    case DType::Int16: return load<int16_t>(p, sw);
-    case DType::Int8: return int8_t(*p);
-    case DType::UInt8: return *p;
-    case DType::Bool: return *p ? 1.0 : 0.0;
-    case DType::Complex32: return detail::halfToFloat(load<uint16_t>(p + (imag ? 2 : 0), sw));
-    case DType::Complex64: return load<float>(p + (imag ? 4 : 0), sw);
-    case DType::Complex128: return load<double>(p + (imag ? 8 : 0), sw);
-    case DType::QInt8: return int8_t(*p);
-    case DType::QUInt8: return *p;
-    case DType::QInt32: return load<int32_t>(p, sw);
+    case DType::Float64:
+      return load<double>(p, sw);
+    case DType::Float32:
+      return load<float>(p, sw);
+    case DType::Float16:
+      return detail::halfToFloat(load<uint16_t>(p, sw));
+    case DType::BFloat16:
+      return detail::bf16ToFloat(load<uint16_t>(p, sw));
+    case DType::Int64:
+      return double(load<int64_t>(p, sw));
+    case DType::Int32:
+      return load<int32_t>(p, sw);
+    case DType::Int16:
+      return load<int16_t>(p, sw);
+    case DType::Int8:
+      return int8_t(*p);
+    case DType::UInt8:
+      return *p;
+    case DType::Bool:
+      return *p ? 1.0 : 0.0;
+    case DType::Complex32:
+      return detail::halfToFloat(load<uint16_t>(p + (imag ? 2 : 0), sw));
+    case DType::Complex64:
+      return load<float>(p + (imag ? 4 : 0), sw);
+    case DType::Complex128:
+      return load<double>(p + (imag ? 8 : 0), sw);
+    case DType::QInt8:
+      return int8_t(*p);
+    case DType::QUInt8:
+      return *p;
+    case DType::QInt32:
+      return load<int32_t>(p, sw);
     case DType::QUInt4x2:
-    case DType::QUInt2x4: return *p;
+    case DType::QUInt2x4:
+      return *p;
     case DType::Float8E4M3FN:
-    case DType::Float8E4M3FNUZ: return detail::fp8e4m3fnToFloat(*p);
+    case DType::Float8E4M3FNUZ:
+      return detail::fp8e4m3fnToFloat(*p);
     case DType::Float8E5M2:
-    case DType::Float8E5M2FNUZ: return detail::fp8e5m2ToFloat(*p);
-    case DType::UInt16: return load<uint16_t>(p, sw);
-    case DType::UInt32: return load<uint32_t>(p, sw);
-    case DType::UInt64: return double(load<uint64_t>(p, sw));
+    case DType::Float8E5M2FNUZ:
+      return detail::fp8e5m2ToFloat(*p);
+    case DType::UInt16:
+      return load<uint16_t>(p, sw);
+    case DType::UInt32:
+      return load<uint32_t>(p, sw);
+    case DType::UInt64:
+      return double(load<uint64_t>(p, sw));
   }
   return 0.0;
 }
@@ -197,7 +227,8 @@ double TensorData::decode(const uint8_t* p, bool imag) const {
 double TensorData::at(uint64_t flatIndex) const {
   if (m_chunks) {
     double v = 0;
-    forRuns(flatIndex, 1, [&v](const TensorData& c, uint64_t local, uint64_t, uint64_t) { v = c.at(local); });
+    forRuns(flatIndex, 1,
+            [&v](const TensorData& c, uint64_t local, uint64_t, uint64_t) { v = c.at(local); });
     return v;
   }
   return valueAt(storagePosition(flatIndex));
@@ -206,7 +237,9 @@ double TensorData::at(uint64_t flatIndex) const {
 std::complex<double> TensorData::complexAt(uint64_t flatIndex) const {
   if (m_chunks) {
     std::complex<double> v;
-    forRuns(flatIndex, 1, [&v](const TensorData& c, uint64_t local, uint64_t, uint64_t) { v = c.complexAt(local); });
+    forRuns(flatIndex, 1, [&v](const TensorData& c, uint64_t local, uint64_t, uint64_t) {
+      v = c.complexAt(local);
+    });
     return v;
   }
   const uint8_t* p = elementPtr(storagePosition(flatIndex));
@@ -251,7 +284,8 @@ size_t TensorData::read(uint64_t first, size_t count, double* out) const {
   const size_t n = size_t(std::min<uint64_t>(count, m_numel - first));
   if (m_chunks) {
     forRuns(first, n, [out](const TensorData& c, uint64_t local, uint64_t k, uint64_t at) {
-      if (c.read(local, size_t(k), out + at) != k) fail("tensor " + std::string(c.info().name()) + ": short chunk read");
+      if (c.read(local, size_t(k), out + at) != k)
+        fail("tensor " + std::string(c.info().name()) + ": short chunk read");
     });
     return n;
   }
@@ -262,17 +296,38 @@ size_t TensorData::read(uint64_t first, size_t count, double* out) const {
   const uint8_t* p = elementPtr(uint64_t(m_info.storageOffset) + first);
   const bool sw = m_bigEndian;
   switch (m_info.dtype) {
-    case DType::Float64: convertRun<double>(p, n, sw, out, kSame); return n;
-    case DType::Float32: convertRun<float>(p, n, sw, out, kSame); return n;
-    case DType::Float16: convertRun<uint16_t>(p, n, sw, out, detail::halfToFloat); return n;
-    case DType::BFloat16: convertRun<uint16_t>(p, n, sw, out, detail::bf16ToFloat); return n;
-    case DType::Int64: convertRun<int64_t>(p, n, sw, out, kSame); return n;
-    case DType::Int32: convertRun<int32_t>(p, n, sw, out, kSame); return n;
-    case DType::Int16: convertRun<int16_t>(p, n, sw, out, kSame); return n;
-    case DType::Int8: convertRun<int8_t>(p, n, false, out, kSame); return n;
-    case DType::UInt8: convertRun<uint8_t>(p, n, false, out, kSame); return n;
-    case DType::Bool: convertRun<uint8_t>(p, n, false, out, [](uint8_t v) { return v ? 1 : 0; }); return n;
-    default: break;
+    case DType::Float64:
+      convertRun<double>(p, n, sw, out, kSame);
+      return n;
+    case DType::Float32:
+      convertRun<float>(p, n, sw, out, kSame);
+      return n;
+    case DType::Float16:
+      convertRun<uint16_t>(p, n, sw, out, detail::halfToFloat);
+      return n;
+    case DType::BFloat16:
+      convertRun<uint16_t>(p, n, sw, out, detail::bf16ToFloat);
+      return n;
+    case DType::Int64:
+      convertRun<int64_t>(p, n, sw, out, kSame);
+      return n;
+    case DType::Int32:
+      convertRun<int32_t>(p, n, sw, out, kSame);
+      return n;
+    case DType::Int16:
+      convertRun<int16_t>(p, n, sw, out, kSame);
+      return n;
+    case DType::Int8:
+      convertRun<int8_t>(p, n, false, out, kSame);
+      return n;
+    case DType::UInt8:
+      convertRun<uint8_t>(p, n, false, out, kSame);
+      return n;
+    case DType::Bool:
+      convertRun<uint8_t>(p, n, false, out, [](uint8_t v) { return v ? 1 : 0; });
+      return n;
+    default:
+      break;
   }
   for (size_t i = 0; i < n; ++i, p += m_elemSize) out[i] = decode(p);
   return n;
@@ -281,8 +336,9 @@ size_t TensorData::read(uint64_t first, size_t count, double* out) const {
 size_t TensorData::readRaw(uint64_t first, size_t count, uint8_t* out) const {
   if (first >= m_numel) return 0;
   const size_t n = size_t(std::min<uint64_t>(count, m_numel - first));
-  if (m_perByte > 1) fail("tensor " + std::string(m_info.name()) + ": packed " + std::string(dtypeName(m_info.dtype)) +
-                          " elements cannot be copied one by one");
+  if (m_perByte > 1)
+    fail("tensor " + std::string(m_info.name()) + ": packed " +
+         std::string(dtypeName(m_info.dtype)) + " elements cannot be copied one by one");
   const size_t es = size_t(m_elemSize);
   if (m_chunks) {
     forRuns(first, n, [out, es](const TensorData& c, uint64_t local, uint64_t k, uint64_t at) {
@@ -294,7 +350,8 @@ size_t TensorData::readRaw(uint64_t first, size_t count, uint8_t* out) const {
   if (m_info.isContiguous()) {
     std::memcpy(out, elementPtr(uint64_t(m_info.storageOffset) + first), n * es);
   } else {
-    for (size_t i = 0; i < n; ++i) std::memcpy(out + i * es, elementPtr(storagePosition(first + i)), es);
+    for (size_t i = 0; i < n; ++i)
+      std::memcpy(out + i * es, elementPtr(storagePosition(first + i)), es);
   }
   if (m_bigEndian && es > 1) {
     // Elements swapped whole; complex numbers per component.

@@ -8,13 +8,13 @@
 
 #include <sys/stat.h>
 
+#include "ascii.h"
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/checkpoint_view.h"
 #include "ckpt/format/error.h"
 #include "ckpt/format/pickle_safety.h"
 #include "ckpt/format/sharded.h"
 #include "ckpt/index/run_plan.h"
-#include "ascii.h"
 
 namespace fs = std::filesystem;
 
@@ -26,13 +26,16 @@ bool boundaryBefore(const std::string& s, size_t pos) {
 }
 
 // Digits after `word` (optionally after one '_' or '-') at a word boundary.
-std::optional<int64_t> numberAfter(const std::string& s, std::string_view word, bool separatorRequired) {
+std::optional<int64_t> numberAfter(const std::string& s, std::string_view word,
+                                   bool separatorRequired) {
   for (size_t pos = s.find(word); pos != std::string::npos; pos = s.find(word, pos + 1)) {
     if (!boundaryBefore(s, pos)) continue;
     size_t i = pos + word.size();
     const bool sep = i < s.size() && (s[i] == '_' || s[i] == '-');
-    if (sep) ++i;
-    else if (separatorRequired) continue;
+    if (sep)
+      ++i;
+    else if (separatorRequired)
+      continue;
     size_t j = i;
     while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j])) && j - i < 18) ++j;
     if (j > i) return std::stoll(s.substr(i, j - i));
@@ -49,11 +52,16 @@ std::string stripError(const std::string& message, const std::string& path) {
 
 std::string_view checkpointKindName(CheckpointKind k) {
   switch (k) {
-    case CheckpointKind::Step: return "step";
-    case CheckpointKind::Final: return "final";
-    case CheckpointKind::Best: return "best";
-    case CheckpointKind::Latest: return "latest";
-    case CheckpointKind::Unknown: return "";
+    case CheckpointKind::Step:
+      return "step";
+    case CheckpointKind::Final:
+      return "final";
+    case CheckpointKind::Best:
+      return "best";
+    case CheckpointKind::Latest:
+      return "latest";
+    case CheckpointKind::Unknown:
+      return "";
   }
   return "";
 }
@@ -66,17 +74,21 @@ NameInfo parseCheckpointName(std::string_view fileName) {
   if (!info.step) info.step = numberAfter(stem, "checkpoint", true);
   if (!info.step) info.step = numberAfter(stem, "ckpt", true);
   if (!info.step) info.step = numberAfter(stem, "iter", true);
-  if (stem.find("final") != std::string::npos) info.kind = CheckpointKind::Final;
-  else if (stem.rfind("best", 0) == 0) info.kind = CheckpointKind::Best;
-  else if (stem.rfind("latest", 0) == 0 || stem.rfind("last", 0) == 0) info.kind = CheckpointKind::Latest;
-  else if (info.step) info.kind = CheckpointKind::Step;
+  if (stem.find("final") != std::string::npos)
+    info.kind = CheckpointKind::Final;
+  else if (stem.rfind("best", 0) == 0)
+    info.kind = CheckpointKind::Best;
+  else if (stem.rfind("latest", 0) == 0 || stem.rfind("last", 0) == 0)
+    info.kind = CheckpointKind::Latest;
+  else if (info.step)
+    info.kind = CheckpointKind::Step;
   return info;
 }
 
 bool isCandidateName(std::string_view fileName) {
   const std::string ext = detail::asciiLower(fs::path(fileName).extension().string());
-  return ext == ".pt" || ext == ".pth" || ext == ".bin" || ext == ".ckpt" || ext == ".safetensors" || ext == ".pkl" ||
-         ext == ".pickle";
+  return ext == ".pt" || ext == ".pth" || ext == ".bin" || ext == ".ckpt" ||
+         ext == ".safetensors" || ext == ".pkl" || ext == ".pickle";
 }
 
 namespace {
@@ -88,10 +100,14 @@ SafetyReport scanCheckpoint(const std::string& path) {
   if (!probe) return scanFile(path);
   auto rank = [](Verdict v) {
     switch (v) {
-      case Verdict::Safe: return 0;
-      case Verdict::Suspicious: return 1;
-      case Verdict::Unreadable: return 2;
-      case Verdict::Dangerous: return 3;
+      case Verdict::Safe:
+        return 0;
+      case Verdict::Suspicious:
+        return 1;
+      case Verdict::Unreadable:
+        return 2;
+      case Verdict::Dangerous:
+        return 3;
     }
     return 0;
   };
@@ -185,13 +201,16 @@ CheckpointEntry describeCheckpoint(const std::string& path, const std::string& r
     e.loss = view.loss();
     e.runName = view.run();
     e.stage = view.stage();
-    for (const char* key : {"loss", "train_loss", "val_loss", "learning_rate", "tokens_seen", "accuracy"}) {
+    for (const char* key :
+         {"loss", "train_loss", "val_loss", "learning_rate", "tokens_seen", "accuracy"}) {
       const Value* v = view.lookup(key);
       if (v && v->isNumber()) e.scalars[key] = v->number();
     }
     e.kind = name.kind;
-    if (view.isFinal()) e.kind = CheckpointKind::Final;
-    else if (e.kind == CheckpointKind::Unknown && e.step) e.kind = CheckpointKind::Step;
+    if (view.isFinal())
+      e.kind = CheckpointKind::Final;
+    else if (e.kind == CheckpointKind::Unknown && e.step)
+      e.kind = CheckpointKind::Step;
   } catch (const std::exception& err) {
     e.error = stripError(err.what(), path);
     e.step = name.step;
@@ -210,7 +229,8 @@ namespace {
 // .bin and .ckpt files count only when their first bytes say torch or safetensors.
 // A writer's temporary file (.<name>.tmp-<pid>-<hex>) is never listed.
 bool isListedFile(const fs::path& path) {
-  if (isTempFileName(path.filename().string()) || !isCandidateName(path.filename().string())) return false;
+  if (isTempFileName(path.filename().string()) || !isCandidateName(path.filename().string()))
+    return false;
   const std::string ext = detail::asciiLower(path.extension().string());
   if (ext != ".bin" && ext != ".ckpt") return true;
   try {
@@ -243,9 +263,10 @@ void collectSharded(const fs::path& dir, std::vector<fs::path>& listed, std::set
 
 void dropParts(std::vector<fs::path>& files, const std::set<fs::path>& parts) {
   if (parts.empty()) return;
-  files.erase(std::remove_if(files.begin(), files.end(),
-                             [&](const fs::path& f) { return parts.count(f.lexically_normal()) > 0; }),
-              files.end());
+  files.erase(
+      std::remove_if(files.begin(), files.end(),
+                     [&](const fs::path& f) { return parts.count(f.lexically_normal()) > 0; }),
+      files.end());
 }
 
 }  // namespace
@@ -253,28 +274,36 @@ void dropParts(std::vector<fs::path>& files, const std::set<fs::path>& parts) {
 std::string runNameFor(const std::string& root, const std::string& dir) {
   const fs::path rootPath(root);
   std::string name = fs::path(dir).lexically_relative(rootPath).string();
-  if (name.empty() || name == ".") name = fs::absolute(rootPath).lexically_normal().filename().string();
-  if (name.empty()) name = fs::absolute(rootPath).lexically_normal().parent_path().filename().string();
+  if (name.empty() || name == ".")
+    name = fs::absolute(rootPath).lexically_normal().filename().string();
+  if (name.empty())
+    name = fs::absolute(rootPath).lexically_normal().parent_path().filename().string();
   return name;
 }
 
 void sortCheckpoints(std::vector<CheckpointEntry>& checkpoints) {
-  std::stable_sort(checkpoints.begin(), checkpoints.end(), [](const CheckpointEntry& a, const CheckpointEntry& b) {
-    const int64_t sa = a.step.value_or(INT64_MAX), sb = b.step.value_or(INT64_MAX);
-    if (sa != sb) return sa < sb;
-    // At one step: the step file, then best / latest copies, then final.
-    auto rank = [](CheckpointKind k) {
-      switch (k) {
-        case CheckpointKind::Step: return 0;
-        case CheckpointKind::Best: return 1;
-        case CheckpointKind::Latest: return 2;
-        case CheckpointKind::Final: return 3;
-        default: return 4;
-      }
-    };
-    if (rank(a.kind) != rank(b.kind)) return rank(a.kind) < rank(b.kind);
-    return a.file < b.file;
-  });
+  std::stable_sort(checkpoints.begin(), checkpoints.end(),
+                   [](const CheckpointEntry& a, const CheckpointEntry& b) {
+                     const int64_t sa = a.step.value_or(INT64_MAX), sb = b.step.value_or(INT64_MAX);
+                     if (sa != sb) return sa < sb;
+                     // At one step: the step file, then best / latest copies, then final.
+                     auto rank = [](CheckpointKind k) {
+                       switch (k) {
+                         case CheckpointKind::Step:
+                           return 0;
+                         case CheckpointKind::Best:
+                           return 1;
+                         case CheckpointKind::Latest:
+                           return 2;
+                         case CheckpointKind::Final:
+                           return 3;
+                         default:
+                           return 4;
+                       }
+                     };
+                     if (rank(a.kind) != rank(b.kind)) return rank(a.kind) < rank(b.kind);
+                     return a.file < b.file;
+                   });
 }
 
 RunEntry scanRunDirectory(const std::string& root, const std::string& dir,
@@ -285,8 +314,8 @@ RunEntry scanRunDirectory(const std::string& root, const std::string& dir,
   run.root = root;
   std::error_code ec;
   std::vector<fs::path> files;
-  for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end; !ec && it != end;
-       it.increment(ec)) {
+  for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
     if (it->is_regular_file(ec) && isListedFile(it->path())) files.push_back(it->path());
   }
   if (ec) throw std::runtime_error(dir + ": " + ec.message());

@@ -16,37 +16,63 @@ using json = nlohmann::ordered_json;
 
 std::optional<at::ScalarType> scalarTypeOf(DType t) {
   switch (t) {
-    case DType::Float64: return at::kDouble;
-    case DType::Float32: return at::kFloat;
-    case DType::Float16: return at::kHalf;
-    case DType::BFloat16: return at::kBFloat16;
-    case DType::Int64: return at::kLong;
-    case DType::Int32: return at::kInt;
-    case DType::Int16: return at::kShort;
-    case DType::Int8: return at::kChar;
-    case DType::UInt8: return at::kByte;
-    case DType::Bool: return at::kBool;
-    case DType::Complex64: return at::kComplexFloat;
-    case DType::Complex128: return at::kComplexDouble;
-    default: return std::nullopt;
+    case DType::Float64:
+      return at::kDouble;
+    case DType::Float32:
+      return at::kFloat;
+    case DType::Float16:
+      return at::kHalf;
+    case DType::BFloat16:
+      return at::kBFloat16;
+    case DType::Int64:
+      return at::kLong;
+    case DType::Int32:
+      return at::kInt;
+    case DType::Int16:
+      return at::kShort;
+    case DType::Int8:
+      return at::kChar;
+    case DType::UInt8:
+      return at::kByte;
+    case DType::Bool:
+      return at::kBool;
+    case DType::Complex64:
+      return at::kComplexFloat;
+    case DType::Complex128:
+      return at::kComplexDouble;
+    default:
+      return std::nullopt;
   }
 }
 
 DType dtypeOf(at::ScalarType t) {
   switch (t) {
-    case at::kDouble: return DType::Float64;
-    case at::kFloat: return DType::Float32;
-    case at::kHalf: return DType::Float16;
-    case at::kBFloat16: return DType::BFloat16;
-    case at::kLong: return DType::Int64;
-    case at::kInt: return DType::Int32;
-    case at::kShort: return DType::Int16;
-    case at::kChar: return DType::Int8;
-    case at::kByte: return DType::UInt8;
-    case at::kBool: return DType::Bool;
-    case at::kComplexFloat: return DType::Complex64;
-    case at::kComplexDouble: return DType::Complex128;
-    default: throw std::runtime_error(std::string("cannot save tensors of type ") + c10::toString(t));
+    case at::kDouble:
+      return DType::Float64;
+    case at::kFloat:
+      return DType::Float32;
+    case at::kHalf:
+      return DType::Float16;
+    case at::kBFloat16:
+      return DType::BFloat16;
+    case at::kLong:
+      return DType::Int64;
+    case at::kInt:
+      return DType::Int32;
+    case at::kShort:
+      return DType::Int16;
+    case at::kChar:
+      return DType::Int8;
+    case at::kByte:
+      return DType::UInt8;
+    case at::kBool:
+      return DType::Bool;
+    case at::kComplexFloat:
+      return DType::Complex64;
+    case at::kComplexDouble:
+      return DType::Complex128;
+    default:
+      throw std::runtime_error(std::string("cannot save tensors of type ") + c10::toString(t));
   }
 }
 
@@ -56,7 +82,8 @@ struct Collector {
   TensorTable table;
   std::vector<StorageBytes> bytes;
   std::vector<at::Tensor> keepAlive;
-  std::map<std::tuple<const void*, at::ScalarType, int64_t>, int> storageOf;  // ties share one storage
+  std::map<std::tuple<const void*, at::ScalarType, int64_t>, int>
+      storageOf;  // ties share one storage
 
   const Value* tensor(const at::Tensor& source) {
     const at::Tensor cpu = source.detach().to(at::kCPU).contiguous();
@@ -88,14 +115,20 @@ struct Collector {
 
   const Value* value(const json& j) {
     switch (j.type()) {
-      case json::value_t::null: return tree.none();
-      case json::value_t::boolean: return tree.boolean(j.get<bool>());
-      case json::value_t::number_integer: return tree.integer(j.get<int64_t>());
+      case json::value_t::null:
+        return tree.none();
+      case json::value_t::boolean:
+        return tree.boolean(j.get<bool>());
+      case json::value_t::number_integer:
+        return tree.integer(j.get<int64_t>());
       case json::value_t::number_unsigned:
-        if (j.get<uint64_t>() <= uint64_t(INT64_MAX)) return tree.integer(int64_t(j.get<uint64_t>()));
+        if (j.get<uint64_t>() <= uint64_t(INT64_MAX))
+          return tree.integer(int64_t(j.get<uint64_t>()));
         return tree.real(double(j.get<uint64_t>()));
-      case json::value_t::number_float: return tree.real(j.get<double>());
-      case json::value_t::string: return tree.str(j.get<std::string>());
+      case json::value_t::number_float:
+        return tree.real(j.get<double>());
+      case json::value_t::string:
+        return tree.str(j.get<std::string>());
       case json::value_t::array: {
         Value* list = tree.list();
         for (const json& x : j) tree.append(list, value(x));
@@ -106,7 +139,8 @@ struct Collector {
         for (const auto& [k, x] : j.items()) tree.set(dict, k, value(x));
         return dict;
       }
-      default: return tree.none();
+      default:
+        return tree.none();
     }
   }
 };
@@ -117,8 +151,11 @@ at::Tensor readTensor(const CheckpointFile& file, size_t index) {
   const TensorInfo& info = file.tensors().at(index);
   const auto type = scalarTypeOf(info.dtype);
   const std::string where = file.path() + ": tensor " + joinPath(info.path);
-  if (!type) throw std::runtime_error(where + ": dtype " + std::string(dtypeName(info.dtype)) + " cannot be loaded into a model");
-  if (file.bigEndian()) throw std::runtime_error(where + ": big-endian data is not supported for training");
+  if (!type)
+    throw std::runtime_error(where + ": dtype " + std::string(dtypeName(info.dtype)) +
+                             " cannot be loaded into a model");
+  if (file.bigEndian())
+    throw std::runtime_error(where + ": big-endian data is not supported for training");
   const TensorData data = file.tensorData(index);
   if (info.numel() == 0) return at::empty(info.shape, at::TensorOptions().dtype(*type));
   if (data.chunked()) {
@@ -126,12 +163,13 @@ at::Tensor readTensor(const CheckpointFile& file, size_t index) {
     at::Tensor whole = at::empty(info.shape, at::TensorOptions().dtype(*type));
     auto* out = static_cast<uint8_t*>(whole.data_ptr());
     const size_t es = size_t(dtypeSize(info.dtype));
-    for (uint64_t first = 0; first < data.numel();) first += data.readRaw(first, 1 << 20, out + first * es);
+    for (uint64_t first = 0; first < data.numel();)
+      first += data.readRaw(first, 1 << 20, out + first * es);
     return whole;
   }
   const uint8_t* first = data.elementPtr(uint64_t(info.storageOffset));
-  const at::Tensor view =
-      at::from_blob(const_cast<uint8_t*>(first), info.shape, info.stride, at::TensorOptions().dtype(*type));
+  const at::Tensor view = at::from_blob(const_cast<uint8_t*>(first), info.shape, info.stride,
+                                        at::TensorOptions().dtype(*type));
   return view.clone(at::MemoryFormat::Contiguous);
 }
 
@@ -139,9 +177,11 @@ CheckpointContent loadCheckpointContent(const std::string& path, ModelConfig* co
   const auto file = CheckpointFile::open(path);
   const CheckpointView view(*file);
   CheckpointContent content;
-  if (!view.modelState()) throw std::runtime_error(path + ": no model state (model_state or a state dict) in this file");
+  if (!view.modelState())
+    throw std::runtime_error(path + ": no model state (model_state or a state dict) in this file");
   if (config) {
-    if (!view.config()) throw std::runtime_error(path + ": no model config in this file (metadata 'config')");
+    if (!view.config())
+      throw std::runtime_error(path + ": no model config in this file (metadata 'config')");
     try {
       *config = ModelConfig::fromValue(view.config());
     } catch (const ConfigError& e) {
@@ -157,7 +197,8 @@ CheckpointContent loadCheckpointContent(const std::string& path, ModelConfig* co
   }
   if (const Value* opt = view.optimizer()) {
     OptimizerSnapshot snap;
-    if (const Value* groups = opt->get("param_groups"); groups && groups->kind == Value::Kind::List && !groups->items.empty()) {
+    if (const Value* groups = opt->get("param_groups");
+        groups && groups->kind == Value::Kind::List && !groups->items.empty()) {
       const json g = plainJson(groups->items.front());
       snap.lr = g.value("lr", snap.lr);
       if (g.contains("betas") && g["betas"].is_array() && g["betas"].size() == 2) {
@@ -167,14 +208,17 @@ CheckpointContent loadCheckpointContent(const std::string& path, ModelConfig* co
       snap.eps = g.value("eps", snap.eps);
       snap.weightDecay = g.value("weight_decay", snap.weightDecay);
       for (const Value* gv : groups->items)
-        if (const Value* p = gv->get("params"); p && p->kind == Value::Kind::List) snap.paramCount += int64_t(p->items.size());
+        if (const Value* p = gv->get("params"); p && p->kind == Value::Kind::List)
+          snap.paramCount += int64_t(p->items.size());
     }
     for (const OptimizerParam& p : view.optimizerParams()) {
       if (p.expAvg < 0 || p.expAvgSq < 0) continue;
       AdamState s;
       s.index = p.index;
-      if (p.stepTensor >= 0) s.step = int64_t(readTensor(*file, size_t(p.stepTensor)).item<double>());
-      else if (p.step) s.step = int64_t(*p.step);
+      if (p.stepTensor >= 0)
+        s.step = int64_t(readTensor(*file, size_t(p.stepTensor)).item<double>());
+      else if (p.step)
+        s.step = int64_t(*p.step);
       s.expAvg = readTensor(*file, size_t(p.expAvg));
       s.expAvgSq = readTensor(*file, size_t(p.expAvgSq));
       snap.states.push_back(std::move(s));
@@ -183,7 +227,8 @@ CheckpointContent loadCheckpointContent(const std::string& path, ModelConfig* co
   }
   if (view.metadata()) content.metadata = plainJson(view.metadata());
   const Value* root = file->root();
-  if (const Value* ts = root->get("trainer_state"); ts && ts->isDict()) content.trainerState = plainJson(ts);
+  if (const Value* ts = root->get("trainer_state"); ts && ts->isDict())
+    content.trainerState = plainJson(ts);
   if (const Value* rng = root->get("rng_state"); rng && rng->isTensor())
     content.rngState = readTensor(*file, size_t(rng->index));
   if (const Value* rngs = root->get("rank_rng_states"); rngs && rngs->kind == Value::Kind::List)
@@ -193,7 +238,8 @@ CheckpointContent loadCheckpointContent(const std::string& path, ModelConfig* co
   // is no metadata dict.
   if (content.metadata.empty() && root->isDict() && root != view.modelState())
     for (const auto& [k, v] : root->entries)
-      if (k->isStr() && v != view.modelState() && v != view.optimizer() && v->kind != Value::Kind::Tensor)
+      if (k->isStr() && v != view.modelState() && v != view.optimizer() &&
+          v->kind != Value::Kind::Tensor)
         content.metadata[k->str()] = plainJson(v);
   return content;
 }
@@ -236,7 +282,8 @@ void saveCheckpointContent(const std::string& path, const CheckpointContent& con
   const Value* meta = c.value(content.metadata);
   c.tree.set(root, "metadata", meta);
   for (const auto& [k, v] : content.metadata.items()) c.tree.set(root, k, c.value(v));
-  if (!content.trainerState.is_null()) c.tree.set(root, "trainer_state", c.value(content.trainerState));
+  if (!content.trainerState.is_null())
+    c.tree.set(root, "trainer_state", c.value(content.trainerState));
   if (content.rngState) c.tree.set(root, "rng_state", c.tensor(*content.rngState));
   if (!content.rankRngStates.empty()) {
     Value* rngs = c.tree.list();

@@ -170,7 +170,9 @@ void TrainingConfig::update(const json& j) {
   // "micro_batch_size (2)" alone, or "world_size (2) x micro_batch_size (2) = 4".
   auto per = [&](const char* field, int64_t v) {
     const std::string one = std::string(field) + " (" + std::to_string(v) + ")";
-    return W == 1 ? one : "world_size (" + std::to_string(W) + ") x " + one + " = " + std::to_string(W * v);
+    return W == 1
+               ? one
+               : "world_size (" + std::to_string(W) + ") x " + one + " = " + std::to_string(W * v);
   };
   // The fields a batch split names: batch_size, the other one, and world_size when it counts.
   auto split = [&](const char* other) {
@@ -219,7 +221,8 @@ void TrainingConfig::validate() const {
             ") x gradient_accumulation_steps (" + std::to_string(gradientAccumulationSteps) + ")",
         fields);
   }
-  if (runName.empty() || runName.find('/') != std::string::npos) bad("run_name", "must be a non-empty name without '/'");
+  if (runName.empty() || runName.find('/') != std::string::npos)
+    bad("run_name", "must be a non-empty name without '/'");
 }
 
 void TrainingConfig::adaptToWorld(int64_t world) {
@@ -271,19 +274,27 @@ RunConfig RunConfig::fromJson(const json& j) {
       const char* from;
       const char* to;
     };
-    static const Map maps[] = {{"pretrain_max_steps", "max_steps"},     {"pretrain_lr", "learning_rate"},
-                               {"pretrain_batch_size", "batch_size"},   {"pretrain_micro_batch_size", "micro_batch_size"},
-                               {"pretrain_warmup_steps", "warmup_steps"}, {"output_dir", "output_dir"},
-                               {"run_name", "run_name"},                {"seed", "seed"},
-                               {"save_every", "save_every"},            {"eval_every", "eval_every"},
-                               {"log_every", "log_every"},              {"weight_decay", "weight_decay"},
-                               {"max_grad_norm", "max_grad_norm"},      {"mixed_precision", "mixed_precision"},
+    static const Map maps[] = {{"pretrain_max_steps", "max_steps"},
+                               {"pretrain_lr", "learning_rate"},
+                               {"pretrain_batch_size", "batch_size"},
+                               {"pretrain_micro_batch_size", "micro_batch_size"},
+                               {"pretrain_warmup_steps", "warmup_steps"},
+                               {"output_dir", "output_dir"},
+                               {"run_name", "run_name"},
+                               {"seed", "seed"},
+                               {"save_every", "save_every"},
+                               {"eval_every", "eval_every"},
+                               {"log_every", "log_every"},
+                               {"weight_decay", "weight_decay"},
+                               {"max_grad_norm", "max_grad_norm"},
+                               {"mixed_precision", "mixed_precision"},
                                {"gradient_accumulation_steps", "gradient_accumulation_steps"}};
     for (const Map& m : maps)
       if (j.contains(m.from)) training[m.to] = j[m.from];
     rc.training.update(training);
     if (j.contains("data_path")) rc.data.path = getString(j, "data_path", "");
-    if (j.contains("tokenizer") && j["tokenizer"].is_string()) rc.data.tokenizer = j["tokenizer"].get<std::string>();
+    if (j.contains("tokenizer") && j["tokenizer"].is_string())
+      rc.data.tokenizer = j["tokenizer"].get<std::string>();
   }
   rc.training.validate();
   return rc;
@@ -311,7 +322,8 @@ json RunConfig::toJson() const {
 
 void applyOverride(RunConfig& config, const std::string& assignment) {
   const size_t eq = assignment.find('=');
-  if (eq == std::string::npos || eq == 0) throw ConfigError("override '" + assignment + "': expected key=value");
+  if (eq == std::string::npos || eq == 0)
+    throw ConfigError("override '" + assignment + "': expected key=value");
   std::string key = assignment.substr(0, eq);
   const std::string text = assignment.substr(eq + 1);
   json value;

@@ -624,7 +624,9 @@ Trainer Trainer::resume(const std::string& checkpoint, std::optional<int64_t> ma
                           std::to_string(rc.training.maxSteps) +
                           ": nothing to do (pass --max-steps)",
                       {"max_steps"});
-  impl->parent = meta.contains("parent") && meta["parent"].is_string() ? meta["parent"].get<std::string>() : "";
+  impl->parent = meta.contains("parent") && meta["parent"].is_string()
+                     ? meta["parent"].get<std::string>()
+                     : "";
   if (meta.contains("parent_step") && meta["parent_step"].is_number_integer())
     impl->parentStep = meta["parent_step"].get<int64_t>();
   const std::string name = fs::path(checkpoint).filename().string();

@@ -23,8 +23,8 @@ NameInfo parseCheckpointName(std::string_view fileName);
 
 // One checkpoint file as a listing shows it.
 struct CheckpointEntry {
-  std::string file;  // relative to the scanned root
-  std::string path;  // as opened
+  std::string file;    // relative to the scanned root
+  std::string path;    // as opened
   std::string format;  // "torch-zip", ...; "" when unreadable
   std::optional<int64_t> step;
   CheckpointKind kind = CheckpointKind::Unknown;

@@ -11,17 +11,20 @@
 
 namespace ckpt {
 
-enum class LrSchedule { Constant, Cosine };  // warmup, then constant (pretraining) or cosine (SFT/DPO)
+enum class LrSchedule {
+  Constant,
+  Cosine
+};  // warmup, then constant (pretraining) or cosine (SFT/DPO)
 
 // The defaults below are RUN.json's; the field tables (trainingConfigSection()
 // and dataConfigSection(), run_config.cpp) read them from here.
 struct TrainingConfig {
   std::string runName = "run";
-  std::string outputDir;        // "" -> "<runName>" next to the working directory
+  std::string outputDir;  // "" -> "<runName>" next to the working directory
   std::string stage = "pretrain";
-  int64_t batchSize = 8;                 // sequences per optimizer step, over all ranks
-  int64_t microBatchSize = 8;            // sequences per forward/backward on one rank
-  int64_t gradientAccumulationSteps = 1; // batchSize / (worldSize x microBatchSize)
+  int64_t batchSize = 8;                  // sequences per optimizer step, over all ranks
+  int64_t microBatchSize = 8;             // sequences per forward/backward on one rank
+  int64_t gradientAccumulationSteps = 1;  // batchSize / (worldSize x microBatchSize)
   // Data-parallel training: the ranks of the run (set from the launch
   // environment, recorded in checkpoints), which batch number follows a
   // change of world size ("gradient_accumulation_steps": batch_size stays;
@@ -32,7 +35,7 @@ struct TrainingConfig {
   std::string worldAdapts = "gradient_accumulation_steps";
   double allreduceBucketMb = 25;
   double distTimeoutSeconds = 600;
-  int64_t seqLen = 0;                    // 0 -> the model's max_seq_len
+  int64_t seqLen = 0;  // 0 -> the model's max_seq_len
   double learningRate = 3e-4;
   int64_t maxSteps = 1000;
   int64_t warmupSteps = 0;
@@ -41,12 +44,12 @@ struct TrainingConfig {
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;
-  double maxGradNorm = 1.0;   // <= 0: no clipping
-  int64_t evalEvery = 100;    // 0: never
-  int64_t evalBatches = 8;    // micro-batches of validation windows per evaluation
-  int64_t saveEvery = 500;    // 0: only final
+  double maxGradNorm = 1.0;  // <= 0: no clipping
+  int64_t evalEvery = 100;   // 0: never
+  int64_t evalBatches = 8;   // micro-batches of validation windows per evaluation
+  int64_t saveEvery = 500;   // 0: only final
   int64_t logEvery = 10;
-  int64_t keepLast = 0;       // keep the newest K step checkpoints; 0 keeps all
+  int64_t keepLast = 0;  // keep the newest K step checkpoints; 0 keeps all
   uint64_t seed = 1337;
   std::string mixedPrecision = "bf16";  // bf16 | fp16 | fp32 (autocast on CUDA only)
   std::string device = "auto";          // auto | cpu | cuda
@@ -63,10 +66,10 @@ struct TrainingConfig {
 };
 
 struct DataConfig {
-  std::string path;               // text file, directory, or .bin
+  std::string path;                 // text file, directory, or .bin
   std::string tokenizer = "bytes";  // "bytes", tokenizer.json, or a GPT-2 vocabulary directory
   double valFraction = 0.1;
-  bool uint32Tokens = false;      // .bin files hold uint32 instead of uint16
+  bool uint32Tokens = false;  // .bin files hold uint32 instead of uint16
 
   [[nodiscard]] nlohmann::ordered_json toJson() const;
   void update(const nlohmann::ordered_json& j);  // and checks val_fraction
