@@ -117,7 +117,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   m_browserDock = new QDockWidget(tr("Experiments"), this);
   m_browserDock->setObjectName(QStringLiteral("experimentsDock"));  // saveState() needs names
   m_browserDock->setWidget(m_browser);
-  m_browserDock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable);
+  // Closable: View > Experiments (and Ctrl+F) bring it back; without it
+  // that menu entry was greyed out and did nothing.
+  m_browserDock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable |
+                             QDockWidget::DockWidgetClosable);
   addDockWidget(Qt::LeftDockWidgetArea, m_browserDock);
 
   m_inspector = new InspectorWidget(this);

@@ -4,7 +4,10 @@
 // dialog), and what the person then sees or what is on disk checked against
 // what torch wrote (make_large_run.py's expected.json) or the files
 // themselves.
+#include <qcustomplot.h>
 #include <QCheckBox>
+#include <QComboBox>
+#include <QDockWidget>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -14,6 +17,7 @@
 #include <QProgressBar>
 #include <QSettings>
 #include <QSignalSpy>
+#include <QSlider>
 #include <QSpinBox>
 #include <QStatusBar>
 #include <QTableView>
@@ -21,10 +25,14 @@
 #include <QTemporaryDir>
 #include <QToolButton>
 #include <cmath>
+#include <functional>
+#include <vector>
 
 #include "compare/compareview.h"
 #include "compare/diffmodel.h"
 #include "compare/driftview.h"
+#include "curves/curveaxes.h"
+#include "curves/curvesview.h"
 #include "gestures.h"
 #include "inspector/inspectorwidget.h"
 #include "inspector/tensorview.h"
@@ -46,6 +54,7 @@ class TestEveryButton : public QObject {
   void reloadKeepsTheSelection();
   void trainBrowseButtonsFillTheirFields();
   void quitClosesAndRemembersTheWindow();
+  void slidersBoxesFiltersAndTheDock();
 
  private:
   bool open(MainWindow& w, const QStringList& paths, QSize size = {1280, 800});
@@ -356,6 +365,101 @@ void TestEveryButton::quitClosesAndRemembersTheWindow() {
   again.show();
   QVERIFY(QTest::qWaitForWindowExposed(&again));
   QCOMPARE(again.size(), QSize(1100, 720));
+}
+
+// The rest of what a person can set: the smoothing slider and the x axis of
+// Curves by keyboard, the Compare and Parameters filters typed, and the
+// browser dock hidden and shown from the View menu.
+void TestEveryButton::slidersBoxesFiltersAndTheDock() {
+  MainWindow w;
+  QVERIFY(open(w, {m_large.path()}));
+  QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key_2));
+  CurvesView* curves = w.curvesView();
+  if (curves->isLoading()) {
+    QSignalSpy ready(curves, &CurvesView::curvesReady);
+    QVERIFY(ready.wait(kTimeoutMs));
+  }
+  // The losses the checkpoints record (make_large_run.py), in step order.
+  std::vector<double> loss;
+  for (const char* f : {"big_step100.pt", "big_step200.pt", "big_step300.pt"})
+    loss.push_back(
+        m_expected.value("metadata").toObject().value(f).toObject().value("loss").toDouble());
+  auto* slider = curves->findChild<QSlider*>("smoothing");
+  QVERIFY(slider && slider->isVisible() && slider->isEnabled());
+  QTest::mouseClick(slider, Qt::LeftButton, {}, QPoint(slider->width() - 2, slider->height() / 2));
+  QTest::keyClick(slider, Qt::Key_End);
+  const double w99 = slider->maximum() / 100.0;
+  QCOMPARE(curves->smoothing(), w99);
+  // TensorBoard's debiased EMA of the three losses, by hand.
+  double ema = 0, weight = 0;
+  for (double x : loss) {
+    ema = w99 * ema + (1 - w99) * x;
+    weight = w99 * weight + (1 - w99);
+  }
+  QCPGraph* smoothed = curves->smoothedGraph("big");
+  QVERIFY(smoothed && smoothed->dataCount() == 3);
+  QVERIFY(std::abs(smoothed->data()->at(2)->value - ema / weight) < 1e-12);
+  QTest::keyClick(slider, Qt::Key_Home);
+  QCOMPARE(curves->smoothing(), 0.0);
+  QCOMPARE(curves->smoothedGraph("big")->data()->at(2)->value, loss[2]);
+
+  auto* axis = curves->findChild<QComboBox*>("xaxis");
+  QVERIFY(axis && axis->isVisible());
+  axis->setFocus();
+  QTest::keyClick(axis, Qt::Key_Down);
+  QCOMPARE(curves->xAxis(), CurveAxis::WallTime);
+  QTest::keyClick(axis, Qt::Key_Up);
+  QCOMPARE(curves->xAxis(), CurveAxis::Step);
+  QCOMPARE(curves->smoothedGraph("big")->data()->at(0)->key, 100.0);
+
+  // Compare's tensor filter, typed.
+  clickRow(w, big("big_step100.pt"));
+  clickRow(w, big("big_step200.pt"), Qt::ControlModifier);
+  QSignalSpy done(w.compareView(), &CompareView::finished);
+  QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key_D));
+  QVERIFY(done.wait(kTimeoutMs));
+  QLineEdit* filter = w.compareView()->filterEdit();
+  QTest::mouseClick(filter, Qt::LeftButton);
+  QTest::keyClicks(filter, "w2");
+  QSortFilterProxyModel* rows = w.compareView()->proxy();
+  QCOMPARE(rows->rowCount(), 4);  // blocks.0..3.mlp.w2.weight
+  for (int r = 0; r < rows->rowCount(); ++r)
+    QVERIFY(rows->index(r, int(DiffModel::Column::Name)).data().toString().contains("w2"));
+
+  // Parameters' search, typed: only w1 leaves stay.
+  QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key_1));
+  InspectorWidget* inspector = w.inspector();
+  clickTab(inspector->tabs(), "Parameters");
+  auto* search = inspector->findChild<QLineEdit*>();
+  for (QLineEdit* e : inspector->findChildren<QLineEdit*>())
+    if (e->isVisible() && e->placeholderText().startsWith("Search parameters")) search = e;
+  QVERIFY(search && search->isVisible());
+  QTest::mouseClick(search, Qt::LeftButton);
+  QTest::keyClicks(search, "w1");
+  QSortFilterProxyModel* params = inspector->parameterProxy();
+  int leaves = 0;
+  std::function<void(const QModelIndex&)> walk = [&](const QModelIndex& parent) {
+    for (int r = 0; r < params->rowCount(parent); ++r) {
+      const QModelIndex i = params->index(r, 0, parent);
+      if (params->rowCount(i) > 0) {
+        walk(i);
+      } else {
+        ++leaves;
+        QCOMPARE(i.parent().data().toString(), QStringLiteral("w1"));
+      }
+    }
+  };
+  walk({});
+  QCOMPARE(leaves, 4);
+
+  // View > Experiments hides the browser dock, and shows it again.
+  QWidget* dock = w.browserPanel()->parentWidget();
+  while (dock && !qobject_cast<QDockWidget*>(dock)) dock = dock->parentWidget();
+  QVERIFY(dock && dock->isVisible());
+  clickMenu(w, "View", "Experiments");
+  QTRY_VERIFY(!dock->isVisible());
+  clickMenu(w, "View", "Experiments");
+  QTRY_VERIFY(dock->isVisible());
 }
 
 QTEST_MAIN(TestEveryButton)
