@@ -802,6 +802,11 @@ void TestGestures::everyTabFits() {
     if (!shots.isEmpty())
       w.grab().save(
           QStringLiteral("%1/%2-%3x%4.png").arg(shots, name).arg(size.width()).arg(size.height()));
+    if (qEnvironmentVariableIsSet("CKPT_DEBUG_LAYOUT") && w.size() != size)
+      for (QWidget* c : page->findChildren<QWidget*>())
+        if (c->isVisible() && c->minimumSizeHint().width() > 250)
+          qWarning() << c->metaObject()->className() << c->objectName() << c->minimumSizeHint()
+                     << c->minimumWidth() << c->width();
     // No tab pushes the window past its size.
     QVERIFY2(w.size() == size, qPrintable(QStringLiteral("%1 made the window %2x%3 (minimum %4x%5)")
                                               .arg(name)

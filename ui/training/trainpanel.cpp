@@ -138,6 +138,11 @@ TrainPanel::TrainPanel(QWidget* parent) : QWidget(parent) {
   m_device->addItem(QStringLiteral("auto (checking for CUDA…)"), QStringLiteral("auto"));
   m_device->addItem(QStringLiteral("cpu"), QStringLiteral("cpu"));
   m_device->addItem(QStringLiteral("cuda"), QStringLiteral("cuda"));
+  // Its longest item ("auto: CUDA (8 GPUs)") need not set the row's
+  // minimum: beside the threads and processes boxes it made a 1000x700
+  // window's Train tab a pixel too wide.
+  m_device->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  m_device->setMinimumContentsLength(6);
   deviceRow->addWidget(m_device, 1);
   deviceRow->addWidget(new QLabel(QStringLiteral("CPU threads"), m_formArea));
   m_threads = new QSpinBox(m_formArea);
@@ -257,6 +262,9 @@ QWidget* TrainPanel::buildNewRunPage() {
   m_tokenizer = new QComboBox(dataBox);
   m_tokenizer->setObjectName(QStringLiteral("tokenizer"));
   m_tokenizer->setEditable(true);
+  // A long tokenizer path typed in must not widen the form past a small window.
+  m_tokenizer->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  m_tokenizer->setMinimumContentsLength(6);
   m_tokenizer->addItem(QStringLiteral("bytes"));
   m_tokenizer->setToolTip(QStringLiteral(
       "bytes; a Hugging Face tokenizer.json; or a directory with GPT-2's vocab.json + merges.txt"));
@@ -505,7 +513,8 @@ void TrainPanel::fitLayout() {
     m_oneColumnWidth = m_form->minimumWidthFor(1);
     m_twoColumnWidth = m_form->minimumWidthFor(2);
   }
-  const int scrollBar = m_formScroll->verticalScrollBar()->sizeHint().width() + 16;
+  const int scrollBar =
+      m_formScroll->verticalScrollBar()->sizeHint().width() + 10;  // + the page's 2 x 4 px margins
   const int twoColumns = m_twoColumnWidth + scrollBar;
   constexpr int kRunViewWidth = 460;
   const int available = width() - 8;
