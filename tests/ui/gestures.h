@@ -19,6 +19,7 @@
 #include <QMenuBar>
 #include <QPointer>
 #include <QPushButton>
+#include <QSignalSpy>
 #include <QSortFilterProxyModel>
 #include <QTabBar>
 #include <QTabWidget>
@@ -87,9 +88,9 @@ inline void clickTab(QTabWidget* tabs, const QString& text) {
   QFAIL(qPrintable("no tab " + text));
 }
 
-// Opens the menu `menuTitle` of the window's menu bar with a click and
-// clicks its entry `entry` (as shown, without '&').
-inline void clickMenu(MainWindow& w, const QString& menuTitle, const QString& entry) {
+// Opens the menu `menuTitle` of the window's menu bar with a click; null
+// when there is no such menu or it did not open.
+inline QMenu* openMenu(MainWindow& w, const QString& menuTitle) {
   QMenuBar* bar = w.menuBar();
   QMenu* menu = nullptr;
   for (QAction* a : bar->actions())
@@ -97,8 +98,26 @@ inline void clickMenu(MainWindow& w, const QString& menuTitle, const QString& en
       QTest::mouseClick(bar, Qt::LeftButton, {}, bar->actionGeometry(a).center());
       menu = a->menu();
     }
+  if (!menu || !QTest::qWaitFor([menu] { return menu->isVisible(); })) return nullptr;
+  return menu;
+}
+
+// A window of `size` on `paths`, shown, active, its first summary loaded.
+inline bool openWindow(MainWindow& w, const QStringList& paths, QSize size = {1280, 800}) {
+  w.resize(size);
+  w.show();
+  if (!QTest::qWaitForWindowExposed(&w)) return false;
+  w.activateWindow();
+  QSignalSpy loaded(&w, &MainWindow::loaded);
+  w.openPaths(paths);
+  return loaded.wait(kTimeoutMs);
+}
+
+// Opens the menu `menuTitle` of the window's menu bar with a click and
+// clicks its entry `entry` (as shown, without '&').
+inline void clickMenu(MainWindow& w, const QString& menuTitle, const QString& entry) {
+  QMenu* menu = openMenu(w, menuTitle);
   QVERIFY2(menu, qPrintable("no menu " + menuTitle));
-  QTRY_VERIFY(menu->isVisible());
   for (QAction* a : menu->actions())
     if (a->text().remove('&') == entry) {
       QVERIFY2(a->isEnabled(), qPrintable(entry + " is disabled"));
@@ -129,14 +148,8 @@ void onModalDialog(std::function<void(T*)> act) {
 inline QStringList clickSubmenu(MainWindow& w, const QString& menuTitle, const QString& submenu,
                                 const QString& entry) {
   QStringList shown;
-  QMenuBar* bar = w.menuBar();
-  QMenu* menu = nullptr;
-  for (QAction* a : bar->actions())
-    if (a->text().remove('&') == menuTitle) {
-      QTest::mouseClick(bar, Qt::LeftButton, {}, bar->actionGeometry(a).center());
-      menu = a->menu();
-    }
-  if (!menu || !QTest::qWaitFor([menu] { return menu->isVisible(); })) return shown;
+  QMenu* menu = openMenu(w, menuTitle);
+  if (!menu) return shown;
   QMenu* sub = nullptr;
   for (QAction* a : menu->actions())
     if (a->text().remove('&') == submenu && a->menu()) {

@@ -80,13 +80,7 @@ void TestEveryButton::initTestCase() {
 }
 
 bool TestEveryButton::open(MainWindow& w, const QStringList& paths, QSize size) {
-  w.resize(size);
-  w.show();
-  if (!QTest::qWaitForWindowExposed(&w)) return false;
-  w.activateWindow();
-  QSignalSpy loaded(&w, &MainWindow::loaded);
-  w.openPaths(paths);
-  return loaded.wait(kTimeoutMs);
+  return openWindow(w, paths, size);
 }
 
 void TestEveryButton::compareCancelStopsAndSaysSo() {
