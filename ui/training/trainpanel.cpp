@@ -110,6 +110,21 @@ QWidget* pathRow(QWidget* parent, QLineEdit* edit, const std::function<void()>& 
   return row;
 }
 
+const QString kCheckpointFilter = QStringLiteral("Checkpoints (*.pt *.pth *.bin);;All files (*)");
+
+// What a "…" button beside `edit` does: a file (or directory) dialog that
+// opens where the edit points; a chosen path replaces the edit's text.
+enum class Pick { File, Directory };
+std::function<void()> chooser(QWidget* parent, QLineEdit* edit, const QString& title, Pick pick,
+                              const QString& filter = {}) {
+  return [=] {
+    const QString p = pick == Pick::File
+                          ? QFileDialog::getOpenFileName(parent, title, edit->text(), filter)
+                          : QFileDialog::getExistingDirectory(parent, title, edit->text());
+    if (!p.isEmpty()) edit->setText(p);
+  };
+}
+
 }  // namespace
 
 TrainPanel::TrainPanel(QWidget* parent) : QWidget(parent) {
@@ -247,18 +262,9 @@ QWidget* TrainPanel::buildNewRunPage() {
   m_dataPath->setPlaceholderText(
       QStringLiteral("text file, directory of text files, or .bin tokens"));
   f->addRow(QStringLiteral("data"),
-            pathRow(
-                dataBox, m_dataPath,
-                [this] {
-                  const QString p = QFileDialog::getOpenFileName(
-                      this, QStringLiteral("Training data"), m_dataPath->text());
-                  if (!p.isEmpty()) m_dataPath->setText(p);
-                },
-                [this] {
-                  const QString p = QFileDialog::getExistingDirectory(
-                      this, QStringLiteral("Training data"), m_dataPath->text());
-                  if (!p.isEmpty()) m_dataPath->setText(p);
-                }));
+            pathRow(dataBox, m_dataPath,
+                    chooser(this, m_dataPath, QStringLiteral("Training data"), Pick::File),
+                    chooser(this, m_dataPath, QStringLiteral("Training data"), Pick::Directory)));
   m_tokenizer = new QComboBox(dataBox);
   m_tokenizer->setObjectName(QStringLiteral("tokenizer"));
   m_tokenizer->setEditable(true);
@@ -296,11 +302,10 @@ QWidget* TrainPanel::buildNewRunPage() {
   }
   m_outputDir = new QLineEdit(dataBox);
   m_outputDir->setObjectName(QStringLiteral("output_dir"));
-  f->addRow(QStringLiteral("output_dir"), pathRow(dataBox, m_outputDir, [this] {
-              const QString p = QFileDialog::getExistingDirectory(
-                  this, QStringLiteral("Output directory"), m_outputDir->text());
-              if (!p.isEmpty()) m_outputDir->setText(p);
-            }));
+  f->addRow(
+      QStringLiteral("output_dir"),
+      pathRow(dataBox, m_outputDir,
+              chooser(this, m_outputDir, QStringLiteral("Output directory"), Pick::Directory)));
   connect(m_form, &ConfigForm::edited, this, [this] {
     m_outputDir->setPlaceholderText(
         defaultOutputDir(m_form->value(QStringLiteral("run_name")).toString().trimmed()));
@@ -331,23 +336,19 @@ QWidget* TrainPanel::buildResumePage() {
   f->addRow(intro);
   m_resumeCkpt = new QLineEdit(page);
   m_resumeCkpt->setObjectName(QStringLiteral("checkpoint"));
-  f->addRow(QStringLiteral("checkpoint"), pathRow(page, m_resumeCkpt, [this] {
-              const QString p = QFileDialog::getOpenFileName(
-                  this, QStringLiteral("Checkpoint"), m_resumeCkpt->text(),
-                  QStringLiteral("Checkpoints (*.pt *.pth *.bin);;All files (*)"));
-              if (!p.isEmpty()) m_resumeCkpt->setText(p);
-            }));
+  f->addRow(QStringLiteral("checkpoint"),
+            pathRow(page, m_resumeCkpt,
+                    chooser(this, m_resumeCkpt, QStringLiteral("Checkpoint"), Pick::File,
+                            kCheckpointFilter)));
   m_resumeMaxSteps = new QSpinBox(page);
   m_resumeMaxSteps->setRange(0, 1'000'000'000);
   m_resumeMaxSteps->setSpecialValueText(QStringLiteral("as recorded"));
   f->addRow(QStringLiteral("max_steps"), m_resumeMaxSteps);
   m_resumeData = new QLineEdit(page);
   m_resumeData->setPlaceholderText(QStringLiteral("the data the run recorded"));
-  f->addRow(QStringLiteral("data"), pathRow(page, m_resumeData, [this] {
-              const QString p = QFileDialog::getOpenFileName(this, QStringLiteral("Training data"),
-                                                             m_resumeData->text());
-              if (!p.isEmpty()) m_resumeData->setText(p);
-            }));
+  f->addRow(QStringLiteral("data"),
+            pathRow(page, m_resumeData,
+                    chooser(this, m_resumeData, QStringLiteral("Training data"), Pick::File)));
   m_resumeInPlace = new QCheckBox(tr("in place (later checkpoints to .trash/)"), page);
   m_resumeInPlace->setObjectName(QStringLiteral("in_place"));
   m_resumeInPlace->setEnabled(false);
@@ -379,28 +380,17 @@ QWidget* TrainPanel::buildFinetunePage() {
   f->addRow(intro);
   m_ftCkpt = new QLineEdit(page);
   m_ftCkpt->setObjectName(QStringLiteral("checkpoint"));
-  f->addRow(QStringLiteral("checkpoint"), pathRow(page, m_ftCkpt, [this] {
-              const QString p = QFileDialog::getOpenFileName(
-                  this, QStringLiteral("Checkpoint"), m_ftCkpt->text(),
-                  QStringLiteral("Checkpoints (*.pt *.pth *.bin);;All files (*)"));
-              if (!p.isEmpty()) m_ftCkpt->setText(p);
-            }));
+  f->addRow(QStringLiteral("checkpoint"),
+            pathRow(page, m_ftCkpt,
+                    chooser(this, m_ftCkpt, QStringLiteral("Checkpoint"), Pick::File,
+                            kCheckpointFilter)));
   m_ftData = new QLineEdit(page);
   m_ftData->setObjectName(QStringLiteral("path"));
   m_ftData->setPlaceholderText(QStringLiteral("fine-tuning text or .bin tokens"));
   f->addRow(QStringLiteral("data"),
-            pathRow(
-                page, m_ftData,
-                [this] {
-                  const QString p = QFileDialog::getOpenFileName(
-                      this, QStringLiteral("Fine-tuning data"), m_ftData->text());
-                  if (!p.isEmpty()) m_ftData->setText(p);
-                },
-                [this] {
-                  const QString p = QFileDialog::getExistingDirectory(
-                      this, QStringLiteral("Fine-tuning data"), m_ftData->text());
-                  if (!p.isEmpty()) m_ftData->setText(p);
-                }));
+            pathRow(page, m_ftData,
+                    chooser(this, m_ftData, QStringLiteral("Fine-tuning data"), Pick::File),
+                    chooser(this, m_ftData, QStringLiteral("Fine-tuning data"), Pick::Directory)));
   m_ftTokenizer = new QLineEdit(page);
   m_ftTokenizer->setPlaceholderText(QStringLiteral("the checkpoint's"));
   f->addRow(QStringLiteral("tokenizer"), m_ftTokenizer);
@@ -418,11 +408,9 @@ QWidget* TrainPanel::buildFinetunePage() {
   m_ftOut = new QLineEdit(page);
   m_ftOut->setObjectName(QStringLiteral("output_dir"));
   m_ftOut->setPlaceholderText(QStringLiteral("<directory above the checkpoint's>/<run>-<stage>"));
-  f->addRow(QStringLiteral("output_dir"), pathRow(page, m_ftOut, [this] {
-              const QString p = QFileDialog::getExistingDirectory(
-                  this, QStringLiteral("Output directory"), m_ftOut->text());
-              if (!p.isEmpty()) m_ftOut->setText(p);
-            }));
+  f->addRow(QStringLiteral("output_dir"),
+            pathRow(page, m_ftOut,
+                    chooser(this, m_ftOut, QStringLiteral("Output directory"), Pick::Directory)));
   return page;
 }
 
