@@ -39,6 +39,7 @@
 #include "compare/driftview.h"
 #include "curves/curvesview.h"
 #include "export/exportdialog.h"
+#include "generate/generatepanel.h"
 #include "inspector/inspectorwidget.h"
 #include "textformat.h"
 #include "training/trainpanel.h"
@@ -137,6 +138,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   // The panel fits itself to the width it gets (form beside or above the
   // run view, two columns or one): no horizontal scrolling.
   m_tabs->addTab(m_train, tr("Train"));
+  // Text from the selected checkpoint's model, through the same plugin.
+  m_generate = new GeneratePanel(this);
+  m_tabs->addTab(m_generate, tr("Generate"));
   setCentralWidget(m_tabs);
 
   m_watcher = new RunWatcher(this);
@@ -245,6 +249,9 @@ void MainWindow::createMenus() {
   QAction* trainTab = view->addAction(tr("&Train"));
   trainTab->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_5));
   connect(trainTab, &QAction::triggered, this, &MainWindow::showTrain);
+  QAction* generateTab = view->addAction(tr("&Generate"));
+  generateTab->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_6));
+  connect(generateTab, &QAction::triggered, this, [this] { m_tabs->setCurrentWidget(m_generate); });
   view->addSeparator();
   view->addAction(m_browserDock->toggleViewAction());
 
@@ -275,6 +282,10 @@ void MainWindow::createMenus() {
   exportCopy->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E));
   exportCopy->setToolTip(tr("A slim copy of the current checkpoint without optimizer state"));
   connect(exportCopy, &QAction::triggered, this, &MainWindow::exportSelected);
+  QAction* generateText = checkpoint->addAction(tr("&Generate Text..."));
+  generateText->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_G));
+  generateText->setToolTip(tr("Continue a prompt with the current checkpoint's model"));
+  connect(generateText, &QAction::triggered, this, &MainWindow::generateSelected);
   QAction* newRun = checkpoint->addAction(tr("&New Training Run..."));
   newRun->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_N));
   connect(newRun, &QAction::triggered, this, [this] {
@@ -285,6 +296,18 @@ void MainWindow::createMenus() {
 
 void MainWindow::showTrain() {
   m_tabs->setCurrentWidget(m_train);
+}
+
+bool MainWindow::generateSelected() {
+  const QStringList selected = selectedCheckpoints();
+  if (selected.size() != 1) {
+    statusBar()->showMessage(tr("Select one checkpoint to generate text with"), 10000);
+    return false;
+  }
+  if (!m_generate->isRunning()) m_generate->setCheckpoint(selected[0]);
+  m_tabs->setCurrentWidget(m_generate);
+  m_generate->promptEdit()->setFocus();
+  return true;
 }
 
 bool MainWindow::pruneSelectedRun() {
@@ -839,6 +862,7 @@ void MainWindow::onCurrentChanged(const QModelIndex& proxyIndex) {
     m_summaryPath = pathFromStd(c->path);
     m_summaryPending = true;
     m_train->setSelectedCheckpoint(m_summaryPath);  // the Resume / Fine-tune pages start from it
+    m_generate->setCheckpoint(m_summaryPath);
     statusBar()->showMessage(tr("Reading %1...").arg(m_summaryPath));
     m_summary.start(
         [path = m_summaryPath](JobProgress&) { return summarizeCheckpoint(path); },

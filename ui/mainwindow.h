@@ -22,6 +22,7 @@ namespace ckpt {
 class BrowserPanel;
 class CompareView;
 class DriftView;
+class GeneratePanel;
 class TrainPanel;
 class CheckpointListModel;
 class CurvesView;
@@ -85,6 +86,9 @@ class MainWindow : public QMainWindow {
   bool exportSelected();
   // Shows the Train tab.
   void showTrain();
+  // Generate Text... (Ctrl+G): the Generate tab for the checkpoint selected
+  // in the browser. False when not exactly one checkpoint is selected.
+  bool generateSelected();
 
   // Window geometry and dock layout as last saved; false when there is none.
   bool restoreLayout();
@@ -110,6 +114,7 @@ class MainWindow : public QMainWindow {
   [[nodiscard]] CompareView* compareView() const { return m_compare; }
   [[nodiscard]] DriftView* driftView() const { return m_drift; }
   [[nodiscard]] TrainPanel* trainPanel() const { return m_train; }
+  [[nodiscard]] GeneratePanel* generatePanel() const { return m_generate; }
   [[nodiscard]] QTabWidget* tabs() const { return m_tabs; }
 
  signals:
@@ -163,6 +168,7 @@ class MainWindow : public QMainWindow {
   CompareView* m_compare = nullptr;
   DriftView* m_drift = nullptr;
   TrainPanel* m_train = nullptr;
+  GeneratePanel* m_generate = nullptr;
   QString m_keepSelection;     // the row (file or run directory) a reload selects again
   QString m_selectWhenListed;  // the last checkpoint of a run from the Train tab, until listed
   View m_view = View::Inspect;

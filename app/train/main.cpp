@@ -383,9 +383,11 @@ int cmdGenerate(int argc, char** argv) {
   o.tokenizer = a.get("--tokenizer");
   o.device = a.get("--device", "auto");
   std::fputs(o.prompt.c_str(), stdout);
-  generateText(a.positional[0], o, [](const std::string& piece) {
-    std::fputs(piece.c_str(), stdout);
+  generateText(a.positional[0], o, [](const GeneratedToken& token) {
+    if (token.text.empty()) return true;
+    std::fwrite(token.text.data(), 1, token.text.size(), stdout);
     std::fflush(stdout);
+    return true;
   });
   std::fputc('\n', stdout);
   return kExitOk;

@@ -51,6 +51,7 @@
 #include "compare/diffmodel.h"
 #include "compare/driftview.h"
 #include "curves/curvesview.h"
+#include "generate/generatepanel.h"
 #include "gestures.h"
 #include "inspector/inspectorwidget.h"
 #include "inspector/tensorview.h"
@@ -518,17 +519,17 @@ void TestGestures::viewMenuReachesEveryTab() {
   MainWindow w;
   QVERIFY(open(w, {fixture("runs/tiny")}));
   const std::pair<const char*, QWidget*> entries[] = {
-      {"Curves", w.curvesView()}, {"Compare", w.compareView()}, {"Drift", w.driftView()},
-      {"Train", w.trainPanel()},  {"Inspect", w.inspector()},
+      {"Curves", w.curvesView()}, {"Compare", w.compareView()},    {"Drift", w.driftView()},
+      {"Train", w.trainPanel()},  {"Generate", w.generatePanel()}, {"Inspect", w.inspector()},
   };
   for (const auto& [entry, tab] : entries) {
     clickMenu(w, "View", entry);
     QCOMPARE(w.tabs()->currentWidget(), tab);
   }
-  // And their shortcuts, Ctrl+1 .. Ctrl+5.
-  const QWidget* byKey[] = {w.inspector(), w.curvesView(), w.compareView(), w.driftView(),
-                            w.trainPanel()};
-  for (int i = 0; i < 5; ++i) {
+  // And their shortcuts, Ctrl+1 .. Ctrl+6.
+  const QWidget* byKey[] = {w.inspector(), w.curvesView(), w.compareView(),
+                            w.driftView(), w.trainPanel(), w.generatePanel()};
+  for (int i = 0; i < 6; ++i) {
     QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key(Qt::Key_1 + i)));
     QCOMPARE(w.tabs()->currentWidget(), byKey[i]);
   }

@@ -4,8 +4,9 @@
 // ckptscope-train-backend (ui/training/backend), loaded on first use of the
 // Train panel (trainbackendloader.h). This header is all the two share: no
 // Qt, no LibTorch. The value types (StepReport, RunResult, TrainJobInfo,
-// FinetuneOptions, RunConfig) are the trainer's own plain structs, so nothing is copied field
-// by field on either side.
+// FinetuneOptions, RunConfig, GenerateOptions, GeneratedToken) are the
+// trainer's own plain structs, so nothing is copied field by field on
+// either side.
 //
 // Errors: every call may throw a std::exception whose what() is a message
 // for the user (ConfigError names the field). Both sides are built by the
@@ -18,14 +19,16 @@
 #include <string>
 
 #include "ckpt/train/run_config.h"
-#include "ckpt/train/trainer.h"  // StepReport, RunResult, TrainJobInfo, FinetuneOptions: declarations only
+// StepReport, RunResult, TrainJobInfo, FinetuneOptions, GenerateOptions: declarations only
+#include "ckpt/train/trainer.h"
 
 namespace ckpt {
 
 // Bumped whenever this header changes: the loader refuses a plugin built
 // against another version instead of crashing in it.
-// 2: ResumeOptions::inPlace, FinetuneOptions::overwrite; 3: JobEvents, Processes.
-inline constexpr int kTrainBackendAbiVersion = 3;
+// 2: ResumeOptions::inPlace, FinetuneOptions::overwrite; 3: JobEvents, Processes;
+// 4: generate().
+inline constexpr int kTrainBackendAbiVersion = 4;
 
 // What a job says besides its steps, on the thread that runs it.
 struct JobEvents {
@@ -94,6 +97,13 @@ class TrainBackend {
   virtual std::unique_ptr<TrainJob> finetune(const std::string& checkpoint,
                                              const FinetuneOptions& options,
                                              const Processes& processes) = 0;
+  // Text from a checkpoint's model on the calling thread (the Generate
+  // panel's worker): generateText (ckpt/train/trainer.h), the sampler of
+  // `ckptscope-cli generate`, so the same seed gives the same tokens.
+  // `onToken` is called after every token; returning false stops there.
+  // Throws when the file has no model or tokenizer, or the device is missing.
+  virtual std::string generate(const std::string& checkpoint, const GenerateOptions& options,
+                               const GenerateCallback& onToken) = 0;
 };
 
 }  // namespace ckpt

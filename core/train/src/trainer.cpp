@@ -843,7 +843,7 @@ ScoreResult scoreCheckpoint(const std::string& checkpoint, const std::string& da
 }
 
 std::string generateText(const std::string& checkpoint, const GenerateOptions& options,
-                         const std::function<void(const std::string&)>& onText) {
+                         const GenerateCallback& onToken) {
   LoadedModel m = loadForInference(checkpoint, options.tokenizer, options.device);
   const ModelConfig& config = m.model->config();
   std::vector<int32_t> tokens = m.tokenizer->encode(options.prompt);
@@ -873,8 +873,12 @@ std::string generateText(const std::string& checkpoint, const GenerateOptions& o
     tokens.push_back(next);
     produced.push_back(next);
     const std::string decoded = m.tokenizer->decode(produced);
-    if (decoded.size() > text.size() && onText) onText(decoded.substr(text.size()));
+    GeneratedToken token;
+    token.index = i;
+    token.id = next;
+    if (decoded.size() > text.size()) token.text = decoded.substr(text.size());
     text = decoded;
+    if (onToken && !onToken(token)) break;
   }
   return text;
 }

@@ -60,6 +60,11 @@ class TorchBackend final : public TrainBackend {
     return std::make_unique<TorchJob>(Trainer::finetune(checkpoint, options));
   }
 
+  std::string generate(const std::string& checkpoint, const GenerateOptions& options,
+                       const GenerateCallback& onToken) override {
+    return generateText(checkpoint, options, onToken);
+  }
+
  private:
   const int m_defaultThreads;  // LibTorch's own choice, for "default" after a run that set some
 };

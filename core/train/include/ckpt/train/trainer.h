@@ -136,8 +136,20 @@ struct GenerateOptions {
   std::string tokenizer;  // "" -> the checkpoint's
   std::string device = "auto";
 };
-// Calls `onText` with each new piece of text; returns the whole completion.
+// One new token, handed over as soon as it is sampled.
+struct GeneratedToken {
+  int64_t index = 0;  // 0 for the first new token
+  int32_t id = 0;
+  std::string text;  // the text it adds to the completion ("" when it adds none yet)
+};
+// Called after every new token; returning false stops there (no more
+// tokens are sampled and the completion so far is returned).
+using GenerateCallback = std::function<bool(const GeneratedToken&)>;
+// The one sampler of `ckptscope-cli generate` and the app's Generate panel
+// (through the training plugin): the same checkpoint, prompt, settings and
+// seed give the same tokens. Returns the whole completion; the pieces'
+// texts joined are what `onToken` saw.
 std::string generateText(const std::string& checkpoint, const GenerateOptions& options,
-                         const std::function<void(const std::string&)>& onText = {});
+                         const GenerateCallback& onToken = {});
 
 }  // namespace ckpt
