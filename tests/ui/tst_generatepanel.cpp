@@ -159,6 +159,7 @@ class TestGeneratePanel : public QObject {
     QVERIFY2(panel->statusLabel()->text().startsWith(maxNewTokens + " new tokens on "),
              qPrintable(panel->statusLabel()->text()));
     const QString shown = panel->output()->toPlainText();
+    qInfo().noquote() << panel->statusLabel()->text() << "|" << shown;
     QVERIFY(shown.startsWith(prompt));
     QVERIFY(shown.size() > prompt.size());
 
@@ -209,6 +210,7 @@ class TestGeneratePanel : public QObject {
                  "Stopped after " + countText(uint64_t(made), "token", "tokens") + " on "),
              qPrintable(panel->statusLabel()->text()));
     const QString kept = panel->output()->toPlainText();
+    qInfo().noquote() << panel->statusLabel()->text();
     QTest::qWait(300);
     QCOMPARE(panel->output()->toPlainText(), kept);
     QCOMPARE(panel->tokensMade(), made);

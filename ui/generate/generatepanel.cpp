@@ -82,12 +82,12 @@ GeneratePanel::GeneratePanel(QWidget* parent) : QWidget(parent) {
   // Two pairs of label and field per row: the tab fits beside the browser at 1000x700.
   auto* settings = new QGridLayout;
   auto addField = [settings](int row, int col, const QString& label, QWidget* field,
-                             const QString& tip) {
+                             const QString& tip, int columnSpan = 1) {
     auto* l = new QLabel(label);
     l->setBuddy(field);
     field->setToolTip(tip);
     settings->addWidget(l, row, col * 2);
-    settings->addWidget(field, row, col * 2 + 1);
+    settings->addWidget(field, row, col * 2 + 1, 1, columnSpan, Qt::AlignLeft);
   };
   m_maxNewTokens = new QSpinBox;
   m_maxNewTokens->setRange(1, 1'000'000);
@@ -116,9 +116,8 @@ GeneratePanel::GeneratePanel(QWidget* parent) : QWidget(parent) {
   m_device->addItem(tr("auto (CUDA when there is a GPU)"), QStringLiteral("auto"));
   m_device->addItem(QStringLiteral("cpu"), QStringLiteral("cpu"));
   m_device->addItem(QStringLiteral("cuda"), QStringLiteral("cuda"));
-  m_device->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-  m_device->setMinimumContentsLength(8);
-  addField(2, 0, tr("&Device:"), m_device, tr("Where the model runs (--device)"));
+  // The device's names are long: its row to itself.
+  addField(2, 0, tr("&Device:"), m_device, tr("Where the model runs (--device)"), 3);
   settings->setColumnStretch(4, 1);
   layout->addLayout(settings);
 
@@ -129,7 +128,9 @@ GeneratePanel::GeneratePanel(QWidget* parent) : QWidget(parent) {
   m_stop->setToolTip(tr("Stop after the token being made; the text so far stays"));
   m_progress = new QProgressBar;
   m_progress->setFormat(QStringLiteral("%v / %m"));
+  m_progress->setRange(0, 1);
   m_progress->setValue(0);
+  m_progress->setTextVisible(false);  // until the first Generate
   buttons->addWidget(m_generate);
   buttons->addWidget(m_stop);
   buttons->addWidget(m_progress, 1);
@@ -223,6 +224,7 @@ bool GeneratePanel::generate() {
   m_output->moveCursor(QTextCursor::End);
   m_progress->setRange(0, m_maxNewTokens->value());
   m_progress->setValue(0);
+  m_progress->setTextVisible(true);
   setStatus(tr("Loading the model of %1...").arg(QFileInfo(m_checkpoint).fileName()));
 
   m_job.start(
@@ -235,6 +237,7 @@ bool GeneratePanel::generate() {
           const QMutexLocker lock(&stream->mutex);
           stream->device = deviceText(*loaded.backend, options.device);
         }
+        if (progress.cancelled()) return std::string();  // stopped while LibTorch loaded
         return loaded.backend->generate(
             checkpoint, options, [&progress, &stream, &options](const GeneratedToken& t) {
               {
