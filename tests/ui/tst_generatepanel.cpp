@@ -10,6 +10,7 @@
 #include <QDoubleSpinBox>
 #include <QLabel>
 #include <QPlainTextEdit>
+#include <QProcess>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSettings>
@@ -58,7 +59,8 @@ class TestGeneratePanel : public QObject {
   // The window on the experiments folder, the Generate tab on `checkpoint`
   // through Ctrl+G, the prompt typed.
   void openOn(MainWindow& w, const QString& checkpoint, const QString& prompt) {
-    QVERIFY(openWindow(w, {m_tmp.path() + "/runs"}));
+    // The folder above the checkpoint's run: runs/.
+    QVERIFY(openWindow(w, {QFileInfo(QFileInfo(checkpoint).absolutePath()).absolutePath()}));
     clickRow(w, checkpoint);
     QTest::keyClick(&w, Qt::Key_G, Qt::ControlModifier);
     QCOMPARE(w.tabs()->currentWidget(), w.generatePanel());
@@ -78,6 +80,8 @@ class TestGeneratePanel : public QObject {
     QSettings().clear();
     if (qEnvironmentVariableIsEmpty("CKPTSCOPE_TRAIN_BACKEND"))
       qputenv("CKPTSCOPE_TRAIN_BACKEND", CKPT_TRAIN_BACKEND_PATH);
+    m_checkpoint = qEnvironmentVariable("CKPT_GENERATE_CHILD");
+    if (!m_checkpoint.isEmpty()) return;  // missingPluginChild's process: the parent's checkpoint
     QVERIFY(m_tmp.isValid());
     const QString d = m_tmp.path();
     {
@@ -247,6 +251,37 @@ class TestGeneratePanel : public QObject {
              qPrintable(status));
     QCOMPARE(panel->output()->toPlainText(), QStringLiteral("Hello"));
     QCOMPARE(panel->tokensMade(), int64_t(0));
+    QVERIFY(panel->generateButton()->isEnabled());
+  }
+
+  // Without the plugin: the status line says so and where it looked. The
+  // loader keeps its first answer for the process, so this runs in a child
+  // process of this test whose CKPTSCOPE_TRAIN_BACKEND names no file.
+  void missingPlugin() {
+    if (!qEnvironmentVariableIsEmpty("CKPT_GENERATE_CHILD")) QSKIP("the parent's test");
+    QProcess child;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("CKPTSCOPE_TRAIN_BACKEND", m_tmp.path() + "/no-such-plugin.so");
+    env.insert("CKPT_GENERATE_CHILD", m_checkpoint);
+    child.setProcessEnvironment(env);
+    child.start(QCoreApplication::applicationFilePath(), {"missingPluginChild"});
+    const test::ProcessResult r = test::finishProcess(child, kTimeoutMs);
+    QVERIFY2(r.exitCode == 0, (r.out + r.err).constData());
+    QVERIFY2(r.out.contains("PASS   : TestGeneratePanel::missingPluginChild()"), r.out.constData());
+  }
+  void missingPluginChild() {
+    if (qEnvironmentVariableIsEmpty("CKPT_GENERATE_CHILD")) QSKIP("run by missingPlugin");
+    MainWindow w;
+    openOn(w, m_checkpoint, QStringLiteral("Sing"));
+    GeneratePanel* panel = w.generatePanel();
+    QSignalSpy finished(panel, &GeneratePanel::finished);
+    click(panel->generateButton());
+    QVERIFY(finished.wait(kTimeoutMs));
+    const QString status = panel->statusLabel()->text();
+    QVERIFY2(status.startsWith("Cannot generate: Generating needs the training plugin.") &&
+                 status.contains("no-such-plugin.so does not exist"),
+             qPrintable(status));
+    QCOMPARE(panel->output()->toPlainText(), QStringLiteral("Sing"));
     QVERIFY(panel->generateButton()->isEnabled());
   }
 
