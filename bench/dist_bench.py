@@ -13,13 +13,15 @@ repeated REPEAT times, interleaved (a round runs each once, in that order), so
 that the load of other jobs on the machine falls on all of them alike. Per run:
 tokens/s over the steps after SKIP (metrics.jsonl's tokens and wall_time),
 and for the 2-rank runs the exposed gradient all-reduce time per step
-(metrics.jsonl allreduce_time: the training thread's time on it, launching
-in backward's hooks plus waiting after backward) against the step time, and
+(metrics.jsonl allreduce_time: the training thread's time on it, flattening
+and launching in backward's hooks plus finishing after backward; of it,
+allreduce_wait waiting) against the step time, and
 how many of the buckets started before backward returned; the 1-minute load
 average before each run. Then the medians over the rounds, the scaling
 efficiency tokens/s(2 ranks) / (2 x tokens/s(1 thread)) and 2 ranks against
 2 threads.
-Environment: D_MODEL N_LAYERS N_HEADS FFN SEQ MICRO STEPS SKIP BUCKET_MB REPEAT.
+Environment: D_MODEL N_LAYERS N_HEADS FFN SEQ MICRO STEPS SKIP BUCKET_MB REPEAT, and RUNS
+(a comma-separated subset of p1t1,p1t2,p2t1,p2t1-after).
 """
 import argparse
 import json
@@ -60,6 +62,7 @@ def summary(lines, skip):
          "step": (b["wall_time"] - a["wall_time"]) / (b["step"] - a["step"]), "loss": b["loss"]}
     if "allreduce_time" in timed[0]:
         r["ar"] = sum(l["allreduce_time"] for l in timed) / len(timed)
+        r["wait"] = sum(l["allreduce_wait"] for l in timed) / len(timed)
         r["buckets"] = timed[-1]["allreduce_buckets"]
         r["early"] = statistics.median(l["allreduce_buckets_in_backward"] for l in timed)
     return r
@@ -68,8 +71,8 @@ def summary(lines, skip):
 def describe(r):
     s = "%8.0f tokens/s  %7.1f ms/step" % (r["tps"], r["step"] * 1e3)
     if "ar" in r:
-        s += "  all-reduce exposed %6.2f ms/step (%4.1f%% of the step), %g of %d buckets in backward" % (
-            r["ar"] * 1e3, 100 * r["ar"] / r["step"], r["early"], r["buckets"])
+        s += "  all-reduce exposed %6.2f ms/step (%4.1f%% of the step; waiting %6.2f), %g of %d buckets in backward" % (
+            r["ar"] * 1e3, 100 * r["ar"] / r["step"], r["wait"] * 1e3, r["early"], r["buckets"])
     return s
 
 
@@ -103,6 +106,8 @@ def main():
     runs = [("1 process x 1 thread", "p1t1", [], 1), ("1 process x 2 threads", "p1t2", [], 2),
             ("2 ranks x 1 thread, overlap", "p2t1", ["--nproc", "2"], 1),
             ("2 ranks x 1 thread, after", "p2t1-after", ["--nproc", "2", "allreduce_overlap=false"], 1)]
+    if os.environ.get("RUNS"):
+        runs = [r for r in runs if r[1] in os.environ["RUNS"].split(",")]
     results = {name: [] for _, name, _, _ in runs}
     for round_ in range(repeat):
         for label, name, extra, threads in runs:
@@ -120,14 +125,16 @@ def main():
         m["loss"] = rs[-1]["loss"]
         med[name] = m
         print("  %-29s load %4.2f %s" % (label, m["load"], describe(m)))
-    one, two_threads, two_ranks = med["p1t1"]["tps"], med["p1t2"]["tps"], med["p2t1"]["tps"]
-    after = med["p2t1-after"]["tps"]
-    print("scaling:  2 ranks / 1 thread = %.2fx (efficiency %.0f%%); 2 threads / 1 thread = %.2fx; "
-          "2 ranks / 2 threads = %.2fx" % (two_ranks / one, 50 * two_ranks / one, two_threads / one, two_ranks / two_threads))
-    print("overlap:  tokens/s overlapping / after backward = %.3fx; exposed all-reduce %.2f -> %.2f ms/step" %
-          (two_ranks / after, med["p2t1-after"]["ar"] * 1e3, med["p2t1"]["ar"] * 1e3))
-    same = all(r["loss"] == results["p1t1"][0]["loss"] for name in ("p2t1", "p2t1-after") for r in results[name])
-    print("loss:     2 ranks (both ways) and 1 process end at the same loss: %s" % ("yes, bit for bit" if same else "no"))
+    if all(k in med for k in ("p1t1", "p1t2", "p2t1")):
+        one, two_threads, two_ranks = med["p1t1"]["tps"], med["p1t2"]["tps"], med["p2t1"]["tps"]
+        print("scaling:  2 ranks / 1 thread = %.2fx (efficiency %.0f%%); 2 threads / 1 thread = %.2fx; "
+              "2 ranks / 2 threads = %.2fx" % (two_ranks / one, 50 * two_ranks / one, two_threads / one,
+                                               two_ranks / two_threads))
+    if "p2t1" in med and "p2t1-after" in med:
+        print("overlap:  tokens/s overlapping / after backward = %.3fx; exposed all-reduce %.2f -> %.2f ms/step" %
+              (med["p2t1"]["tps"] / med["p2t1-after"]["tps"], med["p2t1-after"]["ar"] * 1e3, med["p2t1"]["ar"] * 1e3))
+    losses = {r["loss"] for rs in results.values() for r in rs}
+    print("loss:     every run ends at the same loss: %s" % ("yes, bit for bit" if len(losses) == 1 else "no"))
 
 
 if __name__ == "__main__":

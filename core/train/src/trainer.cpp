@@ -393,9 +393,11 @@ struct Trainer::Impl {
               {"wall_time", r.elapsedSeconds}};
     if (r.valLoss) line["val_loss"] = *r.valLoss;
     if (world->size() > 1) {
-      // The step's gradient all-reduce: the training thread's time on it,
-      // its buckets, and those started before backward returned.
+      // The step's gradient all-reduce: the training thread's time on it
+      // (of it, waiting after backward), its buckets, and those started
+      // before backward returned.
       line["allreduce_time"] = r.allReduceSeconds;
+      line["allreduce_wait"] = r.allReduceWaitSeconds;
       line["allreduce_buckets"] = r.allReduceBuckets;
       line["allreduce_buckets_in_backward"] = r.allReduceBucketsInBackward;
     }
@@ -517,6 +519,7 @@ struct Trainer::Impl {
       if (reducer) {
         const GradientReducer::StepStats& ar = reducer->lastStep();
         r.allReduceSeconds = ar.exposedSeconds;
+        r.allReduceWaitSeconds = ar.waitSeconds;
         r.allReduceBuckets = ar.buckets;
         r.allReduceBucketsInBackward = ar.startedInBackward;
       }

@@ -26,6 +26,7 @@ struct StepReport {
   // training thread spent on it (flattening, launching, waiting, copying
   // back), its buckets and how many of them started before backward returned.
   double allReduceSeconds = 0;
+  double allReduceWaitSeconds = 0;  // of it, waiting after backward
   int allReduceBuckets = 0;
   int allReduceBucketsInBackward = 0;
   std::optional<double> valLoss;  // when this step evaluated
