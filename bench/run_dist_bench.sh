@@ -2,11 +2,12 @@
 # Data-parallel scaling on the CPU (bench/dist_bench.py): tokens/s of one
 # process with one thread, one process with two threads, and two Gloo ranks
 # of one thread each (ckptscope-cli train --nproc 2); the scaling efficiency;
-# the gradient all-reduce time per step against the step time.
+# the exposed gradient all-reduce time per step against the step time, with
+# the all-reduce overlapping backward and after it (allreduce_overlap=false).
 #
 #   bench/run_dist_bench.sh BUILD_DIR     (ckptscope-cli and ckptscope-train built there)
 # Environment: CKPT_DIST_BENCH_DATA work folder (default BUILD_DIR/dist-bench),
-# D_MODEL N_LAYERS N_HEADS FFN SEQ MICRO STEPS SKIP (see dist_bench.py).
+# D_MODEL N_LAYERS N_HEADS FFN SEQ MICRO STEPS SKIP BUCKET_MB REPEAT (see dist_bench.py).
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 [[ $# -ge 1 ]] || { echo "usage: bench/run_dist_bench.sh BUILD_DIR" >&2; exit 2; }

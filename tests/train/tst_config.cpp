@@ -359,7 +359,7 @@ class TestConfig : public QObject {
     QCOMPARE(
         TrainingConfig{}.toJson().dump(),
         std::string(
-            R"({"run_name":"run","output_dir":"","stage":"pretrain","batch_size":8,"micro_batch_size":8,"gradient_accumulation_steps":1,"world_size":1,"world_adapts":"gradient_accumulation_steps","allreduce_bucket_mb":25.0,"dist_timeout_seconds":600.0,"seq_len":0,"learning_rate":0.0003,"max_steps":1000,"warmup_steps":0,"lr_schedule":"constant","weight_decay":0.01,"beta1":0.9,"beta2":0.999,"eps":1e-08,"max_grad_norm":1.0,"eval_every":100,"eval_batches":8,"save_every":500,"log_every":10,"keep_last":0,"seed":1337,"mixed_precision":"bf16","device":"auto"})"));
+            R"({"run_name":"run","output_dir":"","stage":"pretrain","batch_size":8,"micro_batch_size":8,"gradient_accumulation_steps":1,"world_size":1,"world_adapts":"gradient_accumulation_steps","allreduce_bucket_mb":25.0,"allreduce_overlap":true,"dist_timeout_seconds":600.0,"seq_len":0,"learning_rate":0.0003,"max_steps":1000,"warmup_steps":0,"lr_schedule":"constant","weight_decay":0.01,"beta1":0.9,"beta2":0.999,"eps":1e-08,"max_grad_norm":1.0,"eval_every":100,"eval_batches":8,"save_every":500,"log_every":10,"keep_last":0,"seed":1337,"mixed_precision":"bf16","device":"auto"})"));
     QCOMPARE(DataConfig{}.toJson().dump(),
              std::string(R"({"path":"","tokenizer":"bytes","val_fraction":0.1,"uint32":false})"));
     const RunConfig rc = RunConfig::fromJson(json::parse(R"({
@@ -373,7 +373,7 @@ class TestConfig : public QObject {
     QCOMPARE(
         rc.toJson().dump(),
         std::string(
-            R"({"model":{"vocab_size":256,"d_model":64,"n_layers":2,"n_heads":4,"ffn_hidden_size":256,"max_seq_len":64,"rmsnorm_eps":1e-05,"dropout":0.1,"initializer_range":0.02,"rope_theta":500000.0,"rope_scaling":2.0,"use_rope":true,"use_attention_sinks":true,"num_attention_sinks":2,"use_swiglu":true,"swiglu_multiplier":2.0,"use_gqa":false,"gqa_groups":2,"use_moe":false,"moe_config":{"num_experts":4},"tie_embeddings":true,"zeta":[1,2]},"training":{"run_name":"x","output_dir":"","stage":"pretrain","batch_size":16,"micro_batch_size":4,"gradient_accumulation_steps":2,"world_size":2,"world_adapts":"gradient_accumulation_steps","allreduce_bucket_mb":25.0,"dist_timeout_seconds":600.0,"seq_len":0,"learning_rate":0.001,"max_steps":1000,"warmup_steps":0,"lr_schedule":"cosine","weight_decay":0.01,"beta1":0.8,"beta2":0.95,"eps":1e-06,"max_grad_norm":0.5,"eval_every":100,"eval_batches":8,"save_every":500,"log_every":10,"keep_last":0,"seed":42,"mixed_precision":"bf16","device":"auto"},"data":{"path":"a.txt","tokenizer":"bytes","val_fraction":0.05,"uint32":true}})"));
+            R"({"model":{"vocab_size":256,"d_model":64,"n_layers":2,"n_heads":4,"ffn_hidden_size":256,"max_seq_len":64,"rmsnorm_eps":1e-05,"dropout":0.1,"initializer_range":0.02,"rope_theta":500000.0,"rope_scaling":2.0,"use_rope":true,"use_attention_sinks":true,"num_attention_sinks":2,"use_swiglu":true,"swiglu_multiplier":2.0,"use_gqa":false,"gqa_groups":2,"use_moe":false,"moe_config":{"num_experts":4},"tie_embeddings":true,"zeta":[1,2]},"training":{"run_name":"x","output_dir":"","stage":"pretrain","batch_size":16,"micro_batch_size":4,"gradient_accumulation_steps":2,"world_size":2,"world_adapts":"gradient_accumulation_steps","allreduce_bucket_mb":25.0,"allreduce_overlap":true,"dist_timeout_seconds":600.0,"seq_len":0,"learning_rate":0.001,"max_steps":1000,"warmup_steps":0,"lr_schedule":"cosine","weight_decay":0.01,"beta1":0.8,"beta2":0.95,"eps":1e-06,"max_grad_norm":0.5,"eval_every":100,"eval_batches":8,"save_every":500,"log_every":10,"keep_last":0,"seed":42,"mixed_precision":"bf16","device":"auto"},"data":{"path":"a.txt","tokenizer":"bytes","val_fraction":0.05,"uint32":true}})"));
     QCOMPARE(RunConfig::fromJson(rc.toJson()).toJson().dump(), rc.toJson().dump());
   }
 
@@ -462,7 +462,7 @@ class TestConfig : public QObject {
         ++listed;
       }
     }
-    QCOMPARE(listed, 21 + 28 + 4);
+    QCOMPARE(listed, 21 + 29 + 4);
     // A few lines as a person reads them.
     QVERIFY(help.find("  vocab_size: int, required, > 0\n") != std::string::npos);
     QVERIFY(help.find("  rmsnorm_eps: float, default 1e-05, > 0\n") != std::string::npos);
@@ -485,6 +485,7 @@ class TestConfig : public QObject {
                                             "world_size",
                                             "world_adapts",
                                             "allreduce_bucket_mb",
+                                            "allreduce_overlap",
                                             "dist_timeout_seconds",
                                             "seq_len",
                                             "learning_rate",

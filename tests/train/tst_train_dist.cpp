@@ -6,6 +6,8 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QtTest>
 
 #include <filesystem>
@@ -74,6 +76,16 @@ QString script(const char* name) {
   return QStringLiteral(CKPT_SOURCE_DIR "/tests/python/") + name;
 }
 
+// metrics.jsonl, a line per step.
+QList<QJsonObject> metricsOf(const QString& dir) {
+  QList<QJsonObject> lines;
+  QFile f(dir + "/metrics.jsonl");
+  if (!f.open(QIODevice::ReadOnly)) return lines;
+  for (const QByteArray& line : f.readAll().split('\n'))
+    if (!line.trimmed().isEmpty()) lines << QJsonDocument::fromJson(line).object();
+  return lines;
+}
+
 }  // namespace
 
 class TestTrainDist : public QObject {
@@ -131,6 +143,11 @@ class TestTrainDist : public QObject {
     QVERIFY(b.err.contains("rank 1 of 2 on cpu (gloo)"));
     QVERIFY(a.out.contains("finished at step 6: env2/dp_final.pt"));
     QVERIFY(!b.out.contains("step="));  // rank 0 alone logs
+    // The all-reduce overlapped backward: from the second step on, buckets
+    // started before backward returned (the first step counts the hooks).
+    QVERIFY2(a.err.contains("each started during backward once its gradients are final"),
+             a.err.constData());
+    checkOverlap(at("env2"), a.err, true);
     compareRuns("one", "env2", "dp_final.pt", "1e-6", false);
     compareRuns("one", "env2", "dp_final.pt", "0", true);
     compareRuns("one", "env2", "dp_step3.pt", "0", true);
@@ -148,6 +165,80 @@ class TestTrainDist : public QObject {
     const Run interop = python(
         {script("train_interop.py"), "check", at("env2/dp_final.pt"), at("env2-interop.json")});
     QVERIFY2(interop.exitCode == 0, (interop.err + interop.out).constData());
+  }
+
+  // What metrics.jsonl says of each step's gradient all-reduce: one per
+  // bucket, and with `overlap` some started during backward on every step
+  // after the first (none on the first, which counts the hooks' calls);
+  // without, none.
+  void checkOverlap(const QString& dir, const QByteArray& log, bool overlap) {
+    // The buckets laid out, as the log's note says: one all-reduce each per
+    // step, never more (none on a micro-batch that does not complete the step).
+    const QRegularExpression note(QStringLiteral("gradient all-reduce: (\\d+) buckets \\("));
+    const QRegularExpressionMatch n = note.match(QString::fromUtf8(log));
+    QVERIFY2(n.hasMatch(), log.constData());
+    const int laidOut = n.captured(1).toInt();
+    // By hand, DDP's layout of run.json's model in 10485-byte buckets, from
+    // the last parameter back: final_norm + ffn.proj.bias (256 B) | proj.weight
+    // (10240) | gate.bias (640) | gate.weight (20480) | ffn_norm, attn_norm,
+    // out_proj, v_proj (8448) | k_proj, q_proj, sink_states (8448) |
+    // token_embed (32768, also the tied lm_head; k_proj and v_proj are used
+    // twice too, for the sinks).
+    QCOMPARE(laidOut, 7);
+    const QList<QJsonObject> steps = metricsOf(dir);
+    QVERIFY(steps.size() >= 4);
+    for (const QJsonObject& m : steps) {
+      const int step = m["step"].toInt(), buckets = m["allreduce_buckets"].toInt(-1),
+                early = m["allreduce_buckets_in_backward"].toInt(-1);
+      const QByteArray what = QStringLiteral("%1 step %2: %3 of %4 buckets started in backward")
+                                  .arg(dir)
+                                  .arg(step)
+                                  .arg(early)
+                                  .arg(buckets)
+                                  .toUtf8();
+      QVERIFY2(buckets == laidOut, what.constData());
+      if (overlap && step > 1)
+        QVERIFY2(early > 0 && early <= buckets, what.constData());
+      else
+        QVERIFY2(early == 0, what.constData());
+      QVERIFY(m["allreduce_time"].toDouble(-1) >= 0);
+    }
+  }
+
+  // Every rank accumulating two micro-batches: the buckets start during the
+  // second backward only, so the run equals, bit for bit, the same run
+  // with allreduce_overlap=false (every bucket after backward, as before
+  // the hooks); a bucket started during the first backward would miss the
+  // second micro-batch's gradients.
+  void overlapOnlyOnTheLastMicroBatch() {
+    const QStringList args{"train",
+                           "--config",
+                           "run.json",
+                           "--nproc",
+                           "2",
+                           "micro_batch_size=1",
+                           "gradient_accumulation_steps=4",
+                           "max_steps=4",
+                           "eval_every=0",
+                           "save_every=2"};
+    const Run on = cli(QStringList(args) << "--out"
+                                         << "acc-on",
+                       m_dir.path());
+    QVERIFY2(on.exitCode == 0, on.err.constData());
+    QVERIFY2(on.err.contains("[rank0]: rank 0 of 2 on cpu (gloo), micro-batch 1 x 2 "
+                             "accumulation of the batch of 4"),
+             on.err.constData());
+    const Run off = cli(QStringList(args) << "--out"
+                                          << "acc-off"
+                                          << "allreduce_overlap=false",
+                        m_dir.path());
+    QVERIFY2(off.exitCode == 0, off.err.constData());
+    QVERIFY2(off.err.contains("started after backward: allreduce_overlap is false"),
+             off.err.constData());
+    checkOverlap(at("acc-on"), on.err, true);
+    checkOverlap(at("acc-off"), off.err, false);
+    compareRuns("acc-off", "acc-on", "dp_step2.pt", "0", true);
+    compareRuns("acc-off", "acc-on", "dp_final.pt", "0", true);
   }
 
   // --nproc 2: the ranks' lines merged with the rank in front; a Ctrl+C

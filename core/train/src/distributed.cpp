@@ -1,5 +1,8 @@
 #include "distributed.h"
 
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+#include <torch/csrc/autograd/variable.h>
 #include <torch/torch.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -126,7 +129,6 @@ struct World::Impl {
   c10::intrusive_ptr<c10d::Store> store;  // the run's keys (ckptscope/...)
   c10::intrusive_ptr<c10d::ProcessGroup> pg;
   int64_t step = -1;  // the step in flight (0-based); -1 before the first
-  double reduceSeconds = 0;
   // Liveness: every rank counts up ckptscope/alive/<rank> through its own
   // store connection; a rank whose count stands still is gone (or hung).
   std::thread heartbeat;
@@ -302,9 +304,6 @@ const std::string& World::backend() const {
 void World::setStep(int64_t step) {
   m->step = step;
 }
-double World::allReduceSeconds() const {
-  return m->reduceSeconds;
-}
 
 void World::broadcast(const std::vector<at::Tensor>& tensors, const char* what) {
   if (size() == 1) return;
@@ -322,51 +321,6 @@ void World::broadcast(const std::vector<at::Tensor>& tensors, const char* what) 
     m->wait(pending[i].second, what);
     if (!pending[i].first.is_same(tensors[i])) tensors[i].copy_(pending[i].first);
   }
-}
-
-void World::averageGradients(const std::vector<at::Tensor>& params, int64_t bucketBytes) {
-  if (size() == 1) return;
-  const auto start = Clock::now();
-  torch::NoGradGuard noGrad;
-  struct Bucket {
-    std::vector<at::Tensor> grads;
-    int64_t bytes = 0;
-    at::Tensor flat;
-    c10::intrusive_ptr<c10d::Work> work;
-  };
-  std::vector<Bucket> buckets;
-  // Reverse order, as DDP's reducer: the last layers' gradients are ready first.
-  for (auto it = params.rbegin(); it != params.rend(); ++it) {
-    at::Tensor p = *it;
-    if (!p.grad().defined())
-      p.mutable_grad() = torch::zeros_like(p);  // every rank, the same layout
-    const at::Tensor& g = p.grad();
-    const int64_t bytes = g.numel() * int64_t(g.element_size());
-    const bool fits = !buckets.empty() &&
-                      buckets.back().grads.front().scalar_type() == g.scalar_type() &&
-                      buckets.back().grads.front().device() == g.device() &&
-                      buckets.back().bytes + bytes <= bucketBytes;
-    if (!fits) buckets.emplace_back();
-    buckets.back().grads.push_back(g);
-    buckets.back().bytes += bytes;
-  }
-  for (Bucket& b : buckets) {
-    std::vector<at::Tensor> views;
-    for (const at::Tensor& g : b.grads) views.push_back(g.reshape({-1}));
-    b.flat = torch::cat(views).to(m->commDevice);
-    std::vector<at::Tensor> one{b.flat};
-    b.work = m->guarded("the gradient all-reduce", [&] { return m->pg->allreduce(one); });
-  }
-  for (Bucket& b : buckets) {
-    m->wait(b.work, "the gradient all-reduce");
-    b.flat.div_(double(size()));
-    int64_t offset = 0;
-    for (at::Tensor& g : b.grads) {
-      g.copy_(b.flat.narrow(0, offset, g.numel()).view_as(g));
-      offset += g.numel();
-    }
-  }
-  m->reduceSeconds += std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 std::vector<double> World::sum(const std::vector<double>& values, const char* what) {
@@ -414,6 +368,259 @@ void World::agree(const std::function<void()>& fn, const char* what) {
   }
   throw std::runtime_error("rank " + std::to_string(rank()) + " stopped: " + what +
                            " failed on another rank (" + who + ")");
+}
+
+// ---- GradientReducer -------------------------------------------------------
+
+namespace {
+// DDP's first bucket (torch.distributed's _DEFAULT_FIRST_BUCKET_BYTES): small,
+// so that the first all-reduce starts early in backward.
+constexpr int64_t kFirstBucketBytes = 1024 * 1024;
+const char* const kGradientAllReduce = "the gradient all-reduce";
+}  // namespace
+
+struct GradientReducer::Impl {
+  World& world;
+  std::vector<Param> params;
+  struct Bucket {
+    std::vector<size_t> members;  // indices into params, in reverse parameter order
+    int64_t bytes = 0;
+    size_t pending = 0;  // members whose gradient is not final yet in this backward
+    at::Tensor flat;
+    c10::intrusive_ptr<c10d::Work> work;
+  };
+  std::vector<Bucket> buckets;
+  std::vector<size_t> bucketOf;  // parameter -> bucket
+  bool overlap = false;
+  std::string note;
+  // The hooks, on the parameters' gradient accumulators (held, so that every
+  // graph uses these very nodes).
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;
+  std::vector<uintptr_t> hookKeys;
+  // Hook calls per parameter in the armed backward, and the calls that make
+  // a gradient final (counted in the first armed backward).
+  std::vector<int> calls;
+  std::vector<int> expected;
+  bool counted = false;
+  // The step in flight. The hooks may run on autograd's device threads.
+  std::mutex mutex;
+  bool armed = false;
+  size_t nextBucket = 0;  // buckets start in order: [0, nextBucket) have
+  int started = 0;        // all-reduces started in this step
+  int startedInBackward = 0;
+  double hookSeconds = 0;
+  std::exception_ptr failure;  // from a hook, rethrown by finish()
+  StepStats last;
+
+  Impl(World& w, std::vector<Param> ps) : world(w), params(std::move(ps)) {}
+
+  World::Impl& comm() { return *world.m; }
+
+  // DDP's layout: reverse parameter order (the last layers' gradients are
+  // final first), one dtype and device per bucket.
+  void layOut(int64_t bucketBytes) {
+    bucketOf.assign(params.size(), 0);
+    for (size_t k = params.size(); k-- > 0;) {
+      const at::Tensor& p = params[k].tensor;
+      const int64_t bytes = p.numel() * int64_t(p.element_size());
+      bool fits = false;
+      if (!buckets.empty()) {
+        const at::Tensor& q = params[buckets.back().members.front()].tensor;
+        const int64_t cap =
+            buckets.size() == 1 ? std::min(bucketBytes, kFirstBucketBytes) : bucketBytes;
+        fits = q.scalar_type() == p.scalar_type() && q.device() == p.device() &&
+               buckets.back().bytes + bytes <= cap;
+      }
+      if (!fits) buckets.emplace_back();
+      buckets.back().members.push_back(k);
+      buckets.back().bytes += bytes;
+      bucketOf[k] = buckets.size() - 1;
+    }
+  }
+
+  // Hooks on every parameter's gradient accumulator, or none (and why not).
+  void hook() {
+    for (size_t i = 0; i < params.size(); ++i) {
+      std::shared_ptr<torch::autograd::Node> acc;
+      try {
+        acc = torch::autograd::impl::grad_accumulator(params[i].tensor);
+      } catch (const std::exception&) {  // not a leaf
+        acc = nullptr;
+      }
+      if (!acc) {
+        unhook();
+        note = "after backward: the parameter " + params[i].name +
+               " has no gradient accumulator to hook (not a leaf that requires a gradient)";
+        return;
+      }
+      accumulators.push_back(acc);
+      hookKeys.push_back(
+          acc->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+              [this, i](const torch::autograd::variable_list& outputs,
+                        const torch::autograd::variable_list&) {
+                onGradient(i);
+                return outputs;
+              })));
+    }
+    overlap = true;
+  }
+
+  void unhook() {
+    for (size_t i = 0; i < hookKeys.size(); ++i) accumulators[i]->del_post_hook(hookKeys[i]);
+    hookKeys.clear();
+    accumulators.clear();
+    overlap = false;
+  }
+
+  // Flattens the bucket's gradients and starts its all-reduce.
+  void start(Bucket& b) {
+    torch::NoGradGuard noGrad;
+    std::vector<at::Tensor> views;
+    for (size_t k : b.members) {
+      at::Tensor& p = params[k].tensor;
+      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);  // every rank, one layout
+      views.push_back(p.grad().reshape({-1}));
+    }
+    b.flat = torch::cat(views).to(comm().commDevice);
+    std::vector<at::Tensor> one{b.flat};
+    b.work = comm().guarded(kGradientAllReduce, [&] { return comm().pg->allreduce(one); });
+    ++started;
+  }
+
+  // Starts the buckets whose gradients are all final, in bucket order.
+  void startReady(bool inBackward) {
+    while (nextBucket < buckets.size() && buckets[nextBucket].pending == 0) {
+      start(buckets[nextBucket++]);
+      if (inBackward) ++startedInBackward;
+    }
+  }
+
+  void onGradient(size_t i) {
+    const auto t0 = Clock::now();
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!armed || failure) return;
+    try {
+      ++calls[i];
+      if (counted) {
+        if (calls[i] > expected[i])
+          throw std::runtime_error(
+              "rank " + std::to_string(world.rank()) + ": " + params[i].name + " received " +
+              std::to_string(calls[i]) + " gradients in one backward, more than the " +
+              std::to_string(expected[i]) +
+              " of the first step, after its all-reduce bucket had counted it final; the "
+              "gradient all-reduce cannot overlap backward for this model "
+              "(allreduce_overlap=false)");
+        if (calls[i] == expected[i]) {
+          --buckets[bucketOf[i]].pending;
+          startReady(true);
+        }
+      }
+    } catch (const std::exception&) {
+      failure = std::current_exception();
+    }
+    hookSeconds += std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+
+  void beforeBackward(bool lastOne) {
+    std::lock_guard<std::mutex> lock(mutex);
+    armed = lastOne && overlap;
+    if (!armed) return;
+    calls.assign(params.size(), 0);
+    nextBucket = 0;
+    startedInBackward = 0;
+    hookSeconds = 0;
+    failure = nullptr;
+    for (Bucket& b : buckets) {
+      b.pending = 0;
+      if (counted)
+        for (size_t k : b.members) b.pending += expected[k] > 0 ? 1 : 0;
+      else
+        b.pending = b.members.size();  // the counting backward starts nothing
+    }
+    startReady(false);  // buckets of parameters that get no gradient
+  }
+
+  void finish() {
+    const auto t0 = Clock::now();
+    std::unique_lock<std::mutex> lock(mutex);
+    const bool wasArmed = armed;
+    armed = false;
+    if (failure) std::rethrow_exception(failure);
+    if (wasArmed && !counted) {
+      expected = calls;
+      counted = true;
+    }
+    if (!wasArmed) {
+      nextBucket = 0;
+      startedInBackward = 0;
+      hookSeconds = 0;
+    }
+    while (nextBucket < buckets.size()) start(buckets[nextBucket++]);
+    double waited = 0;
+    torch::NoGradGuard noGrad;
+    for (Bucket& b : buckets) {
+      const auto w0 = Clock::now();
+      comm().wait(b.work, kGradientAllReduce);
+      waited += std::chrono::duration<double>(Clock::now() - w0).count();
+      b.flat.div_(double(world.size()));
+      int64_t offset = 0;
+      for (size_t k : b.members) {
+        at::Tensor& g = params[k].tensor.mutable_grad();
+        g.copy_(b.flat.narrow(0, offset, g.numel()).view_as(g));
+        offset += g.numel();
+      }
+      b.flat = at::Tensor();
+      b.work.reset();
+    }
+    last.buckets = started;
+    last.startedInBackward = startedInBackward;
+    started = 0;
+    last.waitSeconds = waited;
+    last.exposedSeconds = hookSeconds + std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+};
+
+GradientReducer::GradientReducer(World& world, std::vector<Param> params, int64_t bucketBytes,
+                                 bool overlap)
+    : m(std::make_unique<Impl>(world, std::move(params))) {
+  m->layOut(bucketBytes);
+  if (world.size() > 1 && overlap) m->hook();
+  char mb[32];
+  std::snprintf(mb, sizeof mb, "%.3g", double(bucketBytes) / (1024.0 * 1024.0));
+  const std::string layout = std::to_string(m->buckets.size()) + " bucket" +
+                             (m->buckets.size() == 1 ? "" : "s") + " (the first at most " +
+                             std::to_string(std::min(bucketBytes, kFirstBucketBytes) / 1024) +
+                             " KiB, the others " + mb + " MB)";
+  if (m->overlap)
+    m->note = "gradient all-reduce: " + layout +
+              ", each started during backward once its gradients are final (from this process's "
+              "second step on: the first counts the gradient hooks' calls; "
+              "allreduce_overlap=false starts them after backward)";
+  else
+    m->note =
+        "gradient all-reduce: " + layout + ", started " +
+        (m->note.empty() ? std::string("after backward: allreduce_overlap is false") : m->note);
+}
+
+GradientReducer::~GradientReducer() {
+  m->unhook();
+}
+
+void GradientReducer::beforeBackward(bool last) {
+  m->beforeBackward(last);
+}
+
+void GradientReducer::finish() {
+  if (m->world.size() == 1) return;
+  m->finish();
+}
+
+const GradientReducer::StepStats& GradientReducer::lastStep() const {
+  return m->last;
+}
+
+const std::string& GradientReducer::note() const {
+  return m->note;
 }
 
 uint64_t tensorsHash(const std::vector<at::Tensor>& tensors) {

@@ -57,10 +57,6 @@ class World {
 
   // Rank 0's tensors to every rank, in place.
   void broadcast(const std::vector<at::Tensor>& tensors, const char* what);
-  // Every gradient averaged over the ranks: flattened buckets of at most
-  // bucketBytes (DDP's reducer layout: parameters in reverse order, one
-  // dtype and device per bucket), all launched before the first is awaited.
-  void averageGradients(const std::vector<at::Tensor>& params, int64_t bucketBytes);
   // Element-wise sums over the ranks (float64).
   std::vector<double> sum(const std::vector<double>& values, const char* what);
   // Every rank's copy of `t` (same shape and dtype on every rank), by rank.
@@ -68,12 +64,64 @@ class World {
   // Runs fn on every rank; when it throws on any, every rank throws: the
   // failing rank its own exception, the others one naming it and its message.
   void agree(const std::function<void()>& fn, const char* what);
-  // Seconds spent in averageGradients so far.
-  [[nodiscard]] double allReduceSeconds() const;
+
+ private:
+  friend class GradientReducer;
+  struct Impl;
+  explicit World(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> m;
+};
+
+// Every gradient averaged over the ranks, as DDP's reducer does it: flattened
+// buckets (parameters in reverse order, one dtype and device per bucket, the
+// first bucket at most 1 MiB, the others at most bucketBytes), each summed by
+// one all-reduce, then divided by the world size and copied back.
+//
+// With `overlap`, a bucket's all-reduce starts during the backward of the
+// micro-batch that completes the accumulation, as soon as its parameters'
+// gradients are final: a post hook on each parameter's gradient accumulator
+// (AccumulateGrad) counts its calls, and a parameter is final when its count
+// reaches the count seen in the first such backward (a weight used twice, a
+// tied embedding, gets one call per backward; a reentrant backward more).
+// Buckets start in bucket order on every rank; finish() starts the rest
+// (parameters without a gradient count as zeros), waits for all and writes
+// the averages back. The first step of a process is the counting one: its
+// all-reduce runs after backward. Without `overlap`, or when a parameter has
+// no gradient accumulator, every bucket starts after backward (note() says
+// why). The arithmetic is the same either way.
+class GradientReducer {
+ public:
+  struct Param {
+    std::string name;
+    at::Tensor tensor;
+  };
+  GradientReducer(World& world, std::vector<Param> params, int64_t bucketBytes, bool overlap);
+  ~GradientReducer();
+  GradientReducer(const GradientReducer&) = delete;
+  GradientReducer& operator=(const GradientReducer&) = delete;
+
+  // Before each backward of a step; `last`: the one that completes the
+  // accumulation (the hooks start buckets during it, and only during it).
+  void beforeBackward(bool last);
+  // After the last backward: every gradient is the average over the ranks.
+  // Throws what a failed launch or wait threw (the lost rank named).
+  void finish();
+
+  struct StepStats {
+    int buckets = 0;            // all-reduces started in the step (one per bucket)
+    int startedInBackward = 0;  // of them, before backward returned
+    // The training thread's time on the all-reduce: flattening and
+    // launching in the hooks, then finish() (launches, waits, copies back).
+    double exposedSeconds = 0;
+    double waitSeconds = 0;  // of it, in finish()'s waits
+  };
+  // The last finish()'s.
+  [[nodiscard]] const StepStats& lastStep() const;
+  // What the log should say about the buckets and the overlap.
+  [[nodiscard]] const std::string& note() const;
 
  private:
   struct Impl;
-  explicit World(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> m;
 };
 

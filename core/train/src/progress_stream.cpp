@@ -42,6 +42,10 @@ std::string progressLine(const StepReport& r) {
          {"tokens_per_second", r.tokensPerSecond},
          {"elapsed", r.elapsedSeconds},
          {"allreduce_seconds", r.allReduceSeconds}};
+  if (r.allReduceBuckets > 0) {
+    j["allreduce_buckets"] = r.allReduceBuckets;
+    j["allreduce_buckets_in_backward"] = r.allReduceBucketsInBackward;
+  }
   if (r.valLoss) j["val_loss"] = *r.valLoss;
   if (!r.savedCheckpoint.empty()) j["saved"] = r.savedCheckpoint;
   if (!r.message.empty()) j["message"] = r.message;
@@ -90,6 +94,8 @@ std::optional<ProgressEvent> parseProgressLine(const std::string& text) {
       r.tokensPerSecond = j.at("tokens_per_second").get<double>();
       r.elapsedSeconds = j.at("elapsed").get<double>();
       r.allReduceSeconds = j.at("allreduce_seconds").get<double>();
+      r.allReduceBuckets = j.value("allreduce_buckets", 0);
+      r.allReduceBucketsInBackward = j.value("allreduce_buckets_in_backward", 0);
       if (j.contains("val_loss")) r.valLoss = j["val_loss"].get<double>();
       r.savedCheckpoint = j.value("saved", std::string());
       r.message = j.value("message", std::string());

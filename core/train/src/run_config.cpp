@@ -49,6 +49,9 @@ const FieldTable<TrainingConfig>& trainingTable() {
           field("allreduce_bucket_mb", &T::allreduceBucketMb)
               .above(0)
               .help("Size of the flattened gradient all-reduce buckets, in MB"),
+          field("allreduce_overlap", &T::allreduceOverlap)
+              .help("Start each bucket's all-reduce during backward, once its gradients are "
+                    "final; false: all after backward"),
           field("dist_timeout_seconds", &T::distTimeoutSeconds)
               .above(0)
               .help("Timeout of the rendezvous and of every collective"),

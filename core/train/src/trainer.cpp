@@ -95,6 +95,7 @@ struct Trainer::Impl {
   // rank's RNG state from the checkpoint resumed.
   std::unique_ptr<World> world;
   std::vector<at::Tensor> rankRngStates;
+  std::unique_ptr<GradientReducer> reducer;  // world size > 1; after `world`, destroyed first
 
   int64_t seqLen() const {
     return config.training.seqLen > 0 ? config.training.seqLen : config.model.maxSeqLen;
@@ -165,8 +166,16 @@ struct Trainer::Impl {
   void shareWeights() {
     if (world->size() == 1) return;
     std::vector<at::Tensor> tensors;
-    for (const auto& [name, p] : model->namedParameters()) tensors.push_back(p.detach());
+    std::vector<GradientReducer::Param> params;
+    for (const auto& [name, p] : model->namedParameters()) {
+      tensors.push_back(p.detach());
+      params.push_back({name, p});
+    }
     world->broadcast(tensors, "the broadcast of rank 0's weights");
+    const TrainingConfig& t = config.training;
+    reducer = std::make_unique<GradientReducer>(
+        *world, std::move(params), int64_t(t.allreduceBucketMb * 1024 * 1024), t.allreduceOverlap);
+    if (world->rank() == 0) note(reducer->note());
     const int r = world->rank();
     if (size_t(r) < rankRngStates.size()) {
       setRngState(rankRngStates[size_t(r)]);
@@ -383,8 +392,15 @@ struct Trainer::Impl {
               {"tokens_per_sec", r.tokensPerSecond},
               {"wall_time", r.elapsedSeconds}};
     if (r.valLoss) line["val_loss"] = *r.valLoss;
-    if (world->size() > 1)
-      line["allreduce_time"] = r.allReduceSeconds;  // the step's gradient all-reduce
+    if (world->size() > 1) {
+      // The step's gradient all-reduce: the training thread's time on it
+      // (of it, waiting after backward), its buckets, and those started
+      // before backward returned.
+      line["allreduce_time"] = r.allReduceSeconds;
+      line["allreduce_wait"] = r.allReduceWaitSeconds;
+      line["allreduce_buckets"] = r.allReduceBuckets;
+      line["allreduce_buckets_in_backward"] = r.allReduceBucketsInBackward;
+    }
     std::ofstream out(fs::path(outputDir) / "metrics.jsonl", std::ios::app);
     out << line.dump() << '\n';
     if (!out)
@@ -451,7 +467,6 @@ struct Trainer::Impl {
         static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
       optimizer->zero_grad();
       world->setStep(step);
-      const double commBefore = world->allReduceSeconds();
       double stepLoss = 0;
       // This rank's share of the step's windows: the global micro-batches
       // rank x accumulation + a, so that the data order depends on the step
@@ -468,12 +483,13 @@ struct Trainer::Impl {
           AutocastGuard guard(autocast);
           loss = Decoder::loss(model->forward(ids), ids);
         }
+        if (reducer) reducer->beforeBackward(a + 1 == t.gradientAccumulationSteps);
         (loss / double(t.gradientAccumulationSteps)).backward();
         stepLoss += loss.item<double>() / double(t.gradientAccumulationSteps);
       }
       sampler->restore(base + uint64_t(t.batchSize));
       if (world->size() > 1) {
-        world->averageGradients(parameters(), int64_t(t.allreduceBucketMb * 1024 * 1024));
+        reducer->finish();  // the buckets not started during backward, then every wait
         stepLoss = world->sum({stepLoss}, "the loss all-reduce")[0] / double(world->size());
       }
       if (!std::isfinite(stepLoss)) {
@@ -500,7 +516,13 @@ struct Trainer::Impl {
           double(t.batchSize * T) /
           std::max(1e-9, std::chrono::duration<double>(Clock::now() - stepStart).count());
       r.elapsedSeconds = elapsed();
-      r.allReduceSeconds = world->allReduceSeconds() - commBefore;
+      if (reducer) {
+        const GradientReducer::StepStats& ar = reducer->lastStep();
+        r.allReduceSeconds = ar.exposedSeconds;
+        r.allReduceWaitSeconds = ar.waitSeconds;
+        r.allReduceBuckets = ar.buckets;
+        r.allReduceBucketsInBackward = ar.startedInBackward;
+      }
       bool improved = false;
       if (t.evalEvery > 0 && step % t.evalEvery == 0) {
         r.valLoss = evaluate();

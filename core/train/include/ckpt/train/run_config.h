@@ -29,11 +29,12 @@ struct TrainingConfig {
   // environment, recorded in checkpoints), which batch number follows a
   // change of world size ("gradient_accumulation_steps": batch_size stays;
   // "batch_size": the accumulation stays and the global batch scales), the
-  // flattened all-reduce buckets and the timeout of the rendezvous and of
-  // every collective.
+  // flattened all-reduce buckets, whether they start during backward, and
+  // the timeout of the rendezvous and of every collective.
   int64_t worldSize = 1;
   std::string worldAdapts = "gradient_accumulation_steps";
   double allreduceBucketMb = 25;
+  bool allreduceOverlap = true;
   double distTimeoutSeconds = 600;
   int64_t seqLen = 0;  // 0 -> the model's max_seq_len
   double learningRate = 3e-4;

@@ -22,7 +22,13 @@ struct StepReport {
   int64_t tokensSeen = 0;
   double tokensPerSecond = 0;
   double elapsedSeconds = 0;
-  double allReduceSeconds = 0;    // this step's gradient all-reduce (data-parallel runs)
+  // Data-parallel runs: this step's gradient all-reduce, the time the
+  // training thread spent on it (flattening, launching, waiting, copying
+  // back), its buckets and how many of them started before backward returned.
+  double allReduceSeconds = 0;
+  double allReduceWaitSeconds = 0;  // of it, waiting after backward
+  int allReduceBuckets = 0;
+  int allReduceBucketsInBackward = 0;
   std::optional<double> valLoss;  // when this step evaluated
   std::string savedCheckpoint;    // when this step wrote one
   std::string message;            // notes: "resumed with a fresh optimizer", ...
