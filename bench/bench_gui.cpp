@@ -15,6 +15,7 @@
 //       ticks in each phase: the longest time the window could not respond.
 //
 // Prints one JSON object per run on stdout.
+#include <unistd.h>
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QSignalSpy>
@@ -23,17 +24,16 @@
 #include <ctime>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
+#include <qcustomplot.h>
 #include <QTemporaryDir>
 #include <cmath>
 #include <thread>
-#include <qcustomplot.h>
 
 #include "browser/checkpointlistmodel.h"
-#include "curves/curvesview.h"
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/tensor_info.h"
+#include "curves/curvesview.h"
 #include "inspector/inspectorwidget.h"
 #include "inspector/tensorview.h"
 #include "mainwindow.h"
@@ -52,7 +52,8 @@ double msSinceProcessStart() {
   const double startTicks = std::stod(stat.substr(pos, stat.find(' ', pos) - pos));
   timespec now{};
   clock_gettime(CLOCK_BOOTTIME, &now);
-  return (double(now.tv_sec) + now.tv_nsec * 1e-9 - startTicks / double(sysconf(_SC_CLK_TCK))) * 1e3;
+  return (double(now.tv_sec) + now.tv_nsec * 1e-9 - startTicks / double(sysconf(_SC_CLK_TCK))) *
+         1e3;
 }
 
 // The longest gap between ticks of a fast timer on the GUI thread.
@@ -103,9 +104,10 @@ int cold(const QString& dir) {
   w.openPaths({dir});
   if (!waitFor(&w, "the scan", scanned)) return 1;
   const double populated = clock.nsecsElapsed() / 1e6;
-  std::printf("{\"mode\": \"cold\", \"process_to_populated_ms\": %.1f, \"main_to_populated_ms\": %.1f, "
-              "\"process_to_main_ms\": %.1f, \"checkpoints\": %zu}\n",
-              startMs + populated, populated, startMs, w.checkpointModel()->checkpointCount());
+  std::printf(
+      "{\"mode\": \"cold\", \"process_to_populated_ms\": %.1f, \"main_to_populated_ms\": %.1f, "
+      "\"process_to_main_ms\": %.1f, \"checkpoints\": %zu}\n",
+      startMs + populated, populated, startMs, w.checkpointModel()->checkpointCount());
   return 0;
 }
 
@@ -136,7 +138,8 @@ int stall(const QString& dir, const QString& file, const QString& tensorName) {
   meter.start();
   clock.start();
   if (!w.selectPath(file)) {
-    std::fprintf(stderr, "bench_gui: %s is not listed under %s\n", qPrintable(file), qPrintable(dir));
+    std::fprintf(stderr, "bench_gui: %s is not listed under %s\n", qPrintable(file),
+                 qPrintable(dir));
     return 1;
   }
   while (w.inspector()->shownPath() != file) {
@@ -158,7 +161,8 @@ int stall(const QString& dir, const QString& file, const QString& tensorName) {
       numel = ck->tensors()[i].numel();
     }
   if (index < 0) {
-    std::fprintf(stderr, "bench_gui: no tensor %s in %s\n", qPrintable(tensorName), qPrintable(file));
+    std::fprintf(stderr, "bench_gui: no tensor %s in %s\n", qPrintable(tensorName),
+                 qPrintable(file));
     return 1;
   }
   ckpt::TensorView* view = w.inspector()->tensorView();
@@ -176,22 +180,27 @@ int stall(const QString& dir, const QString& file, const QString& tensorName) {
   while (settle.elapsed() < 300) QApplication::processEvents(QEventLoop::AllEvents, 10);
   const double statsStall = meter.stopMs();
   if (!failed.isEmpty()) {
-    std::fprintf(stderr, "bench_gui: statistics failed: %s\n", qPrintable(failed.front().at(1).toString()));
+    std::fprintf(stderr, "bench_gui: statistics failed: %s\n",
+                 qPrintable(failed.front().at(1).toString()));
     return 1;
   }
-  std::printf("{\"mode\": \"stall\", \"checkpoints\": %zu, \"scan_ms\": %.1f, \"scan_max_stall_ms\": %.1f, "
-              "\"select_ms\": %.1f, \"select_max_stall_ms\": %.1f, \"tensor\": \"%s\", \"tensor_numel\": %llu, "
-              "\"stats_ms\": %.1f, \"stats_max_stall_ms\": %.1f}\n",
-              w.checkpointModel()->checkpointCount(), scanMs, scanStall, selectMs, selectStall,
-              qPrintable(tensorName), static_cast<unsigned long long>(numel), statsMs, statsStall);
+  std::printf(
+      "{\"mode\": \"stall\", \"checkpoints\": %zu, \"scan_ms\": %.1f, \"scan_max_stall_ms\": %.1f, "
+      "\"select_ms\": %.1f, \"select_max_stall_ms\": %.1f, \"tensor\": \"%s\", \"tensor_numel\": "
+      "%llu, "
+      "\"stats_ms\": %.1f, \"stats_max_stall_ms\": %.1f}\n",
+      w.checkpointModel()->checkpointCount(), scanMs, scanStall, selectMs, selectStall,
+      qPrintable(tensorName), static_cast<unsigned long long>(numel), statsMs, statsStall);
   return 0;
 }
 
 // One metrics.jsonl line as our trainer writes it.
 std::string metricsLine(int64_t step) {
   char line[160];
-  const double loss = 2.0 + 3.0 * std::exp(-double(step) / 200000.0) + 0.05 * std::sin(double(step) * 0.37);
-  std::snprintf(line, sizeof line, "{\"step\": %lld, \"loss\": %.6f, \"lr\": %.6g, \"tokens\": %lld}\n",
+  const double loss =
+      2.0 + 3.0 * std::exp(-double(step) / 200000.0) + 0.05 * std::sin(double(step) * 0.37);
+  std::snprintf(line, sizeof line,
+                "{\"step\": %lld, \"loss\": %.6f, \"lr\": %.6g, \"tokens\": %lld}\n",
                 static_cast<long long>(step), loss, 3e-4, static_cast<long long>(step) * 4096);
   return line;
 }
@@ -211,7 +220,7 @@ int curves(int64_t points) {
   QElapsedTimer clock;
   clock.start();
   QSignalSpy ready(&view, &ckpt::CurvesView::curvesReady);
-  view.setRuns({ckpt::RunEntry{"big", dir.filePath("big").toStdString(), {}}});
+  view.setRuns({ckpt::RunEntry{"big", dir.filePath("big").toStdString(), {}, {}}});
   if (!waitFor(&view, "the curves", ready)) return 1;
   const double loadMs = clock.nsecsElapsed() / 1e6;
   QCPGraph* raw = view.rawGraph("big");
@@ -245,10 +254,11 @@ int curves(int64_t points) {
   writer.join();
   const double liveMs = clock.nsecsElapsed() / 1e6;
   const double stall = meter.stopMs();
-  std::printf("{\"mode\": \"curves\", \"points\": %lld, \"load_ms\": %.1f, \"replot_ms\": %.1f, "
-              "\"appended\": %lld, \"plotted\": %d, \"live_ms\": %.1f, \"live_max_stall_ms\": %.1f}\n",
-              static_cast<long long>(points), loadMs, replot / 5, static_cast<long long>(more), raw->dataCount(),
-              liveMs, stall);
+  std::printf(
+      "{\"mode\": \"curves\", \"points\": %lld, \"load_ms\": %.1f, \"replot_ms\": %.1f, "
+      "\"appended\": %lld, \"plotted\": %d, \"live_ms\": %.1f, \"live_max_stall_ms\": %.1f}\n",
+      static_cast<long long>(points), loadMs, replot / 5, static_cast<long long>(more),
+      raw->dataCount(), liveMs, stall);
   return raw->dataCount() == points + more ? 0 : 1;
 }
 
@@ -262,6 +272,8 @@ int main(int argc, char** argv) {
   if (args.size() == 3 && args[1] == "cold") return cold(args[2]);
   if (args.size() == 5 && args[1] == "stall") return stall(args[2], args[3], args[4]);
   if (args.size() == 3 && args[1] == "curves") return curves(args[2].toLongLong());
-  std::fprintf(stderr, "usage: bench_gui cold DIR | bench_gui stall DIR FILE TENSOR | bench_gui curves POINTS\n");
+  std::fprintf(
+      stderr,
+      "usage: bench_gui cold DIR | bench_gui stall DIR FILE TENSOR | bench_gui curves POINTS\n");
   return 2;
 }

@@ -3,7 +3,7 @@
 // hostile fixtures, every benign fixture of the suite, and our own writer.
 #include <QtTest>
 
-#include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 
@@ -41,6 +41,13 @@ constexpr bool kSanitized = false;
 constexpr bool kSanitized = false;
 #endif
 
+// CPU time of the calling thread, in seconds.
+double threadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
 std::string describe(const GlobalUse& g) {
   return g.module + "." + g.name + " [" + g.record + " @ " + std::to_string(g.offset) + "] " +
          std::string(safetyLevelName(g.level)) + (g.via.empty() ? "" : " via " + g.via);
@@ -59,7 +66,8 @@ class TestScan : public QObject {
     QVERIFY(entries.size() > 300);
     for (const json& e : entries)
       QTest::newRow(e["file"].get<std::string>().c_str())
-          << QString::fromStdString(e["file"].get<std::string>()) << QString::fromStdString(e.dump());
+          << QString::fromStdString(e["file"].get<std::string>())
+          << QString::fromStdString(e.dump());
   }
 
   // Verdict, every global with its record and offset, the planted levels.
@@ -68,14 +76,16 @@ class TestScan : public QObject {
     QFETCH(QString, entry);
     const json e = json::parse(entry.toStdString());
     const std::string path = kSafety + "/" + file.toStdString();
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = threadCpuSeconds();
     const SafetyReport r = scanFile(path);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double seconds = threadCpuSeconds() - t0;
     // A guard against a bomb that runs away (seconds, or unbounded), not a
-    // speed goal: a loaded 2-core machine took 0.126 s for the dense-memo
-    // bomb that a quiet one scans in a few ms. The 0.1 s figures live in
-    // bench/run_scan_bench.sh.
-    if (!kSanitized) QVERIFY2(seconds < 1.0, (file.toStdString() + ": " + std::to_string(seconds) + " s").c_str());
+    // speed goal: the thread's CPU time, which other work on the machine
+    // does not stretch (at load 10 on 2 cores the wall time of the
+    // dense-memo bomb that a quiet machine scans in a few ms was 2.6 s).
+    // The 0.1 s figures live in bench/run_scan_bench.sh.
+    if (!kSanitized)
+      QVERIFY2(seconds < 1.0, (file.toStdString() + ": " + std::to_string(seconds) + " s").c_str());
 
     QCOMPARE(std::string(verdictName(r.verdict)), e["verdict"].get<std::string>());
     const bool wantError = e.value("error", false);
@@ -89,11 +99,13 @@ class TestScan : public QObject {
     std::string got;
     for (const GlobalUse* g : named) got += describe(*g) + "\n";
     const json& want = e["globals"];
-    QVERIFY2(named.size() == want.size(), (std::to_string(want.size()) + " expected, got:\n" + got).c_str());
+    QVERIFY2(named.size() == want.size(),
+             (std::to_string(want.size()) + " expected, got:\n" + got).c_str());
     for (size_t i = 0; i < named.size(); ++i) {
       const json& w = want[i];
       const GlobalUse& g = *named[i];
-      const std::string where = file.toStdString() + " global " + std::to_string(i) + ": " + describe(g);
+      const std::string where =
+          file.toStdString() + " global " + std::to_string(i) + ": " + describe(g);
       QVERIFY2(g.module == w["module"].get<std::string>(), where.c_str());
       QVERIFY2(g.name == w["name"].get<std::string>(), where.c_str());
       QVERIFY2(g.record == w["record"].get<std::string>(), where.c_str());
@@ -105,7 +117,8 @@ class TestScan : public QObject {
       for (const GlobalUse* g : named)
         if (g->module + "." + g->name == name) {
           found = true;
-          QVERIFY2(std::string(safetyLevelName(g->level)) == level.get<std::string>(), describe(*g).c_str());
+          QVERIFY2(std::string(safetyLevelName(g->level)) == level.get<std::string>(),
+                   describe(*g).c_str());
         }
       QVERIFY2(found, (name + " not listed:\n" + got).c_str());
     }
@@ -143,7 +156,8 @@ class TestScan : public QObject {
     QCOMPARE(classifyGlobal("posix", "system").level, SafetyLevel::Dangerous);
     QCOMPARE(classifyGlobal("os.path", "join").level, SafetyLevel::Dangerous);
     QCOMPARE(classifyGlobal("__builtin__", "eval").level, SafetyLevel::Dangerous);
-    QCOMPARE(classifyGlobal("commands", "getoutput").level, SafetyLevel::Dangerous);  // Python 2 subprocess
+    QCOMPARE(classifyGlobal("commands", "getoutput").level,
+             SafetyLevel::Dangerous);  // Python 2 subprocess
     QCOMPARE(classifyGlobal("torch._utils", "_rebuild_tensor_v2").level, SafetyLevel::Innocuous);
     QCOMPARE(classifyGlobal("torch.serialization", "_get_layout").level, SafetyLevel::Innocuous);
     QCOMPARE(classifyGlobal("torch.serialization", "load").level, SafetyLevel::Dangerous);
@@ -168,12 +182,13 @@ class TestScan : public QObject {
         ++pwn;
         QVERIFY2(r.verdict == Verdict::Dangerous, (file + ": " + r.summary()).c_str());
       }
-      if (file == "control_ok.pt" || file == "legacy_control_ok.pt" || file == "st_control_ok.safetensors")
+      if (file == "control_ok.pt" || file == "legacy_control_ok.pt" ||
+          file == "st_control_ok.safetensors")
         QVERIFY2(r.verdict == Verdict::Safe, (file + ": " + r.summary()).c_str());
       // Damaged pickles; deep_nesting.pt is a valid pickle with no global
       // (a bomb for a tree builder, not for an opcode walk): safe.
-      if (file == "string_length_huge.pt" || file == "pickle_truncated.pt" || file == "unknown_opcode.pt" ||
-          file == "stack_underflow.pt" || file == "memo_missing.pt")
+      if (file == "string_length_huge.pt" || file == "pickle_truncated.pt" ||
+          file == "unknown_opcode.pt" || file == "stack_underflow.pt" || file == "memo_missing.pt")
         QVERIFY2(r.verdict == Verdict::Unreadable, (file + ": " + r.summary()).c_str());
       if (file == "deep_nesting.pt" || file == "memo_sparse.pt")
         QVERIFY2(r.verdict == Verdict::Safe, (file + ": " + r.summary()).c_str());
@@ -217,16 +232,19 @@ class TestScan : public QObject {
 
   // The directory listing carries the verdict and the offending globals.
   void indexEntries() {
-    const CheckpointEntry bad = describeCheckpoint(kFixtures + "/hostile/pwn_eval.pt", "pwn_eval.pt");
+    const CheckpointEntry bad =
+        describeCheckpoint(kFixtures + "/hostile/pwn_eval.pt", "pwn_eval.pt");
     QCOMPARE(bad.verdict, std::string("dangerous"));
     QVERIFY(bad.isDangerous());
     QVERIFY(!bad.offenders.empty());
     QCOMPARE(bad.offenders.front(), std::string("builtins.eval"));
-    const CheckpointEntry good = describeCheckpoint(kFixtures + "/runs/tiny/weights.bin", "weights.bin");
+    const CheckpointEntry good =
+        describeCheckpoint(kFixtures + "/runs/tiny/weights.bin", "weights.bin");
     QCOMPARE(good.verdict, std::string("safe"));
     QVERIFY(good.offenders.empty());
     // A file the reader refuses still gets its verdict.
-    const CheckpointEntry magic = describeCheckpoint(kSafety + "/os_system_legacy_magic.pt", "m.pt");
+    const CheckpointEntry magic =
+        describeCheckpoint(kSafety + "/os_system_legacy_magic.pt", "m.pt");
     QCOMPARE(magic.verdict, std::string("dangerous"));
     QCOMPARE(magic.offenders.front(), std::string("os.system"));
     // Plain pickles are listed.
@@ -240,8 +258,8 @@ class TestScan : public QObject {
 
   // Plain pickles open: their value tree, objects opaque, nothing run.
   void plainPickleOpens() {
-    for (const char* name : {"data_p0.pkl", "data_p2.pkl", "data_p4.pkl", "data_p5.pkl", "os_system_p0.pkl",
-                             "os_system_p5.pkl"}) {
+    for (const char* name : {"data_p0.pkl", "data_p2.pkl", "data_p4.pkl", "data_p5.pkl",
+                             "os_system_p0.pkl", "os_system_p5.pkl"}) {
       const auto f = CheckpointFile::open(kSafety + "/" + name);
       QCOMPARE(f->format(), FileFormat::Pickle);
       const Value* root = f->root();
@@ -272,7 +290,8 @@ class TestScan : public QObject {
     auto sus = run({"scan", dir + "/data_p2.pkl"});
     QCOMPARE(sus.exitCode, 0);
     QVERIFY(sus.out.contains("suspicious: builtins.set (pickle 1 @ "));
-    auto bad = run({"scan", dir + "/torch_saved.pt", dir + "/os_system.pt", dir + "/bad_opcode.pkl"});
+    auto bad =
+        run({"scan", dir + "/torch_saved.pt", dir + "/os_system.pt", dir + "/bad_opcode.pkl"});
     QCOMPARE(bad.exitCode, 3);
     QVERIFY(bad.out.contains("dangerous: os.system (archive/data.pkl @ "));
     auto broken = run({"scan", dir + "/bad_opcode.pkl"});
@@ -293,7 +312,8 @@ class TestScan : public QObject {
       if (e["file"] == "os_system_legacy_magic.pt") want = e["globals"];
     QCOMPARE(f0["globals"].size(), want.size());
     for (size_t i = 0; i < want.size(); ++i) {
-      for (const char* k : {"module", "name", "record", "offset"}) QCOMPARE(f0["globals"][i][k], want[i][k]);
+      for (const char* k : {"module", "name", "record", "offset"})
+        QCOMPARE(f0["globals"][i][k], want[i][k]);
       QVERIFY(f0["globals"][i].contains("level"));
     }
     QVERIFY(!f0.contains("error"));

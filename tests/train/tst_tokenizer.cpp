@@ -19,6 +19,7 @@
 #include <chrono>
 #include <fstream>
 
+#include "ckpt/format/utf8.h"
 #include "ckpt/train/tokenizer.h"
 
 using namespace ckpt;
@@ -37,13 +38,12 @@ bool haveGpt2Files() {
   return QFile::exists(dir + "/encoder.json") && QFile::exists(dir + "/vocab.bpe");
 }
 
-#define REQUIRE_GPT2()                                                                     \
-  do {                                                                                     \
-    if (!haveGpt2Files())                                                                  \
+#define REQUIRE_GPT2()                                                                        \
+  do {                                                                                        \
+    if (!haveGpt2Files())                                                                     \
       QSKIP(qPrintable("GPT-2 vocabulary not found in " + QString::fromStdString(gpt2Dir()) + \
-                       ": run packaging/fetch_gpt2_vocab.sh " +                            \
-                       QString::fromStdString(gpt2Dir()) +                                 \
-                       " (or set CKPT_GPT2_VOCAB_DIR)"));                                  \
+                       ": run packaging/fetch_gpt2_vocab.sh " +                               \
+                       QString::fromStdString(gpt2Dir()) + " (or set CKPT_GPT2_VOCAB_DIR)")); \
   } while (0)
 
 const Tokenizer& gpt2() {
@@ -85,11 +85,11 @@ QString show(const Ids& ids) {
   return "[" + parts.join(", ") + "]";
 }
 
-#define COMPARE_IDS(actual, expected)                                                    \
-  do {                                                                                   \
-    const Ids a_ = (actual);                                                             \
-    const Ids e_ = (expected);                                                           \
-    QVERIFY2(a_ == e_, qPrintable("got " + show(a_) + ", expected " + show(e_)));        \
+#define COMPARE_IDS(actual, expected)                                             \
+  do {                                                                            \
+    const Ids a_ = (actual);                                                      \
+    const Ids e_ = (expected);                                                    \
+    QVERIFY2(a_ == e_, qPrintable("got " + show(a_) + ", expected " + show(e_))); \
   } while (0)
 
 // The tiny BPE vocabulary of the hand-built tokenizers. Byte-level strings:
@@ -99,9 +99,9 @@ QString show(const Ids& ids) {
 // Merges by rank: 0 "h e", 1 "l l", 2 "ll o", 3 "he llo", 4 "Ġ w".
 QJsonObject tinyVocab() {
   QJsonObject v;
-  const char* tokens[] = {"h",  "e",   "l",     "o",  "\xC4\xA0", "w",     "r",
-                          "d",  "he",  "ll",    "llo", "hello",   "\xC4\xA0w", "<unk>",
-                          "<|eos|>", "!", "\xC4\x8A"};
+  const char* tokens[] = {"h",         "e",     "l",       "o",  "\xC4\xA0", "w",
+                          "r",         "d",     "he",      "ll", "llo",      "hello",
+                          "\xC4\xA0w", "<unk>", "<|eos|>", "!",  "\xC4\x8A"};
   for (int i = 0; i < int(std::size(tokens)); ++i) v.insert(QString::fromUtf8(tokens[i]), i);
   return v;
 }
@@ -122,26 +122,29 @@ QByteArray tinyTokenizerJson(bool pairMerges, const QString& modelType = "BPE",
       merges.append(m);
     }
   }
-  QJsonObject model{{"type", modelType},   {"dropout", QJsonValue()},
-                    {"unk_token", "<unk>"}, {"continuing_subword_prefix", QJsonValue()},
-                    {"end_of_word_suffix", QJsonValue()}, {"fuse_unk", false},
-                    {"vocab", tinyVocab()}, {"merges", merges}};
-  QJsonObject eos{{"id", 14},         {"content", "<|eos|>"}, {"single_word", false},
-                  {"lstrip", false},  {"rstrip", false},     {"normalized", false},
+  QJsonObject model{{"type", modelType},
+                    {"dropout", QJsonValue()},
+                    {"unk_token", "<unk>"},
+                    {"continuing_subword_prefix", QJsonValue()},
+                    {"end_of_word_suffix", QJsonValue()},
+                    {"fuse_unk", false},
+                    {"vocab", tinyVocab()},
+                    {"merges", merges}};
+  QJsonObject eos{{"id", 14},        {"content", "<|eos|>"}, {"single_word", false},
+                  {"lstrip", false}, {"rstrip", false},      {"normalized", false},
                   {"special", true}};
-  QJsonObject root{
-      {"version", "1.0"},
-      {"truncation", QJsonValue()},
-      {"padding", QJsonValue()},
-      {"added_tokens", QJsonArray{eos}},
-      {"normalizer", QJsonValue()},
-      {"pre_tokenizer", QJsonObject{{"type", "ByteLevel"},
-                                    {"add_prefix_space", false},
-                                    {"trim_offsets", true},
-                                    {"use_regex", true}}},
-      {"post_processor", QJsonValue()},
-      {"decoder", QJsonObject{{"type", "ByteLevel"}}},
-      {"model", model}};
+  QJsonObject root{{"version", "1.0"},
+                   {"truncation", QJsonValue()},
+                   {"padding", QJsonValue()},
+                   {"added_tokens", QJsonArray{eos}},
+                   {"normalizer", QJsonValue()},
+                   {"pre_tokenizer", QJsonObject{{"type", "ByteLevel"},
+                                                 {"add_prefix_space", false},
+                                                 {"trim_offsets", true},
+                                                 {"use_regex", true}}},
+                   {"post_processor", QJsonValue()},
+                   {"decoder", QJsonObject{{"type", "ByteLevel"}}},
+                   {"model", model}};
   return QJsonDocument(root).toJson();
 }
 
@@ -197,8 +200,9 @@ QStringList crossCheckStrings() {
   s << QString::fromUtf8("漢字仮名交じり文中国語繁體字简体字").repeated(3);
   s << QString::fromUtf8("Ññ").repeated(40);
   s << QString::fromUtf8("👍").repeated(20);
-  s << QString("Supercalifragilisticexpialidocious antidisestablishmentarianism "
-               "floccinaucinihilipilification honorificabilitudinitatibus ")
+  s << QString(
+           "Supercalifragilisticexpialidocious antidisestablishmentarianism "
+           "floccinaucinihilipilification honorificabilitudinitatibus ")
            .repeated(4);
   s << QString::fromUtf8(
       "It was the best of times, it was the worst of times, it was the age of wisdom, it was "
@@ -206,10 +210,11 @@ QStringList crossCheckStrings() {
       "do, than I have ever done.\"\n\nChapter 2 — The Mail. Price: £3.50 (€4,10) or $4.25!");
 
   // Seeded random strings over a mixed pool (no commas, see above).
-  const QStringList pool = {"a", "b", "e", "t", "Z", "Q", "é", "ñ", "ß", "中", "語", "한", "ж",
-                            "Ω", "0", "7", "٣", "½", " ", " ", " ", "  ", "\n", "\t", "'", "'s",
-                            "'ll", "!", "?", ".", "-", "_", "(", ")", "\"", "😀", "👍🏽", "$",
-                            "\u00a0", "the", "ing", " the", "tion", "123"};
+  const QStringList pool = {"a",        "b",  "e",      "t",   "Z",   "Q",    "é",    "ñ",  "ß",
+                            "中",       "語", "한",     "ж",   "Ω",   "0",    "7",    "٣",  "½",
+                            " ",        " ",  " ",      "  ",  "\n",  "\t",   "'",    "'s", "'ll",
+                            "!",        "?",  ".",      "-",   "_",   "(",    ")",    "\"", "😀",
+                            "👍🏽", "$",  "\u00a0", "the", "ing", " the", "tion", "123"};
   uint64_t state = 0x2545F4914F6CDD1Dull;
   auto nextRandom = [&]() {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
@@ -256,8 +261,8 @@ class TestTokenizer : public QObject {
       const bool letter = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == 0xAA ||
                           c == 0xB5 || c == 0xBA || (c >= 0xC0 && c <= 0xD6) ||
                           (c >= 0xD8 && c <= 0xF6) || (c >= 0xF8 && c <= 0xFF);
-      const bool number = (c >= '0' && c <= '9') || c == 0xB2 || c == 0xB3 || c == 0xB9 ||
-                          (c >= 0xBC && c <= 0xBE);
+      const bool number =
+          (c >= '0' && c <= '9') || c == 0xB2 || c == 0xB3 || c == 0xB9 || (c >= 0xBC && c <= 0xBE);
       const bool space = (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0;
       QVERIFY2(isUnicodeLetter(c) == letter, qPrintable(QString::number(c, 16)));
       QVERIFY2(isUnicodeNumber(c) == number, qPrintable(QString::number(c, 16)));
@@ -266,8 +271,8 @@ class TestTokenizer : public QObject {
   }
 
   void unicodeClassesOtherScripts() {
-    for (char32_t c : {U'α', U'Ω', U'Ж', U'я', U'中', U'語', U'한', U'ع', U'א', U'क', U'ก',
-                       U'ა', U'ぁ', U'カ', U'ǅ', U'ʰ', U'𝐀', U'𠀀'})
+    for (char32_t c : {U'α', U'Ω', U'Ж', U'я', U'中', U'語', U'한', U'ع', U'א', U'क', U'ก', U'ა',
+                       U'ぁ', U'カ', U'ǅ', U'ʰ', U'𝐀', U'𠀀'})
       QVERIFY2(isUnicodeLetter(c), qPrintable(QString::number(c, 16)));
     for (char32_t c : {U'٣', U'५', U'Ⅻ', U'①', U'𝟘', U'〇', U'²'})
       QVERIFY2(isUnicodeNumber(c) && !isUnicodeLetter(c), qPrintable(QString::number(c, 16)));
@@ -282,21 +287,52 @@ class TestTokenizer : public QObject {
     QVERIFY(!isUnicodeLetter(0xD800) && !isUnicodeLetter(0x110000));
   }
 
+  // The pre-tokenizer looks classes up in its own table (a two-stage table
+  // made from the same ranges): for every code point, the piece it joins
+  // says which class the pre-tokenizer gave it, and that must be the class
+  // the predicates above give (\s before \p{L} before \p{N}).
+  void preTokenizerClassOfEveryCodePoint() {
+    const char* probes[4] = {"a", "1", "\t", "!"};  // a letter, a number, a space, other
+    size_t checked = 0;
+    for (char32_t c = 0; c <= 0x10FFFF; ++c) {
+      if (c >= 0xD800 && c <= 0xDFFF) continue;
+      const int want = isUnicodeWhitespace(c) ? 2
+                       : isUnicodeLetter(c)   ? 0
+                       : isUnicodeNumber(c)   ? 1
+                                              : 3;
+      std::string ch;
+      utf8::append(ch, c);
+      for (int k = 0; k < 4; ++k) {
+        // "\t" followed by a space is one whitespace run; any other probe
+        // joins c only when c has the probe's class.
+        const size_t n = gpt2PreTokenize(probes[k] + ch).size();
+        if ((n == 1) != (k == want)) {
+          QFAIL(qPrintable(QStringLiteral("U+%1 after '%2': %3 piece(s)")
+                               .arg(uint(c), 4, 16, QLatin1Char('0'))
+                               .arg(probes[k])
+                               .arg(n)));
+        }
+      }
+      ++checked;
+    }
+    QCOMPARE(checked, size_t(0x110000 - 0x800));
+  }
+
   // ------------------------------------------------------------ pre-tokenizer
   void preTokenizer_data() {
     QTest::addColumn<QByteArray>("text");
     QTest::addColumn<QStringList>("expected");
     // What the pattern's findall gives (worked through the alternatives).
     QTest::newRow("words") << QByteArray("Hello world") << QStringList{"Hello", " world"};
-    QTest::newRow("contractions")
-        << QByteArray("I'm here, aren't you?")
-        << QStringList{"I", "'m", " here", ",", " aren", "'t", " you", "?"};
-    QTest::newRow("contraction first") << QByteArray("'sup 'LL") << QStringList{"'s", "up", " '", "LL"};
+    QTest::newRow("contractions") << QByteArray("I'm here, aren't you?")
+                                  << QStringList{"I",     "'m", " here", ",",
+                                                 " aren", "'t", " you",  "?"};
+    QTest::newRow("contraction first")
+        << QByteArray("'sup 'LL") << QStringList{"'s", "up", " '", "LL"};
     QTest::newRow("quotes") << QByteArray("''") << QStringList{"''"};
     QTest::newRow("space runs") << QByteArray("a   b") << QStringList{"a", "  ", " b"};
     QTest::newRow("newlines") << QByteArray("x\n\ny") << QStringList{"x", "\n", "\n", "y"};
-    QTest::newRow("tab then space")
-        << QByteArray("x \t y") << QStringList{"x", " \t", " y"};
+    QTest::newRow("tab then space") << QByteArray("x \t y") << QStringList{"x", " \t", " y"};
     QTest::newRow("trailing") << QByteArray("end  ") << QStringList{"end", "  "};
     QTest::newRow("leading") << QByteArray("  hi") << QStringList{" ", " hi"};
     QTest::newRow("numbers") << QByteArray("123abc 456 7.5")
@@ -305,11 +341,12 @@ class TestTokenizer : public QObject {
     QTest::newRow("punct then letters") << QByteArray("!'s") << QStringList{"!'", "s"};
     QTest::newRow("accents") << QByteArray("caf\xC3\xA9 na\xC3\xAFve")
                              << QStringList{"café", " naïve"};
-    QTest::newRow("nbsp is space, not ' '")
-        << QByteArray("a\xC2\xA0" "b") << QStringList{"a", "\u00a0", "b"};
+    QTest::newRow("nbsp is space, not ' '") << QByteArray(
+                                                   "a\xC2\xA0"
+                                                   "b")
+                                            << QStringList{"a", "\u00a0", "b"};
     QTest::newRow("CJK and emoji")
-        << QByteArray("\xE4\xB8\xAD\xE6\x96\x87 \xF0\x9F\x98\x80!")
-        << QStringList{"中文", " 😀!"};
+        << QByteArray("\xE4\xB8\xAD\xE6\x96\x87 \xF0\x9F\x98\x80!") << QStringList{"中文", " 😀!"};
     QTest::newRow("single space") << QByteArray(" ") << QStringList{" "};
     QTest::newRow("empty") << QByteArray("") << QStringList{};
   }
@@ -325,7 +362,9 @@ class TestTokenizer : public QObject {
   void preTokenizerInvalidUtf8() {
     // Invalid bytes are single "other" symbols; pieces always cover the input.
     QCOMPARE(pieces("\xFF\xFE"), (std::vector<std::string>{"\xFF\xFE"}));
-    QCOMPARE(pieces("a\xFF" "b"), (std::vector<std::string>{"a", "\xFF", "b"}));
+    QCOMPARE(pieces("a\xFF"
+                    "b"),
+             (std::vector<std::string>{"a", "\xFF", "b"}));
     QCOMPARE(pieces(" \xC3"), (std::vector<std::string>{" \xC3"}));
     const std::string mixed = "ok \xE4\xB8 broken \xED\xA0\x80 surrogate \xC0\xAF overlong";
     std::string joined;
@@ -378,9 +417,9 @@ class TestTokenizer : public QObject {
     // The tiny vocabulary without <unk>, <|eos|>: ids 0..12 as above, ! 13,
     // Ċ 14, and <|endoftext|> 15 (recognised in text like GPT-2's).
     QJsonObject v;
-    const char* tokens[] = {"h", "e", "l",  "o",  "\xC4\xA0", "w",        "r",
-                            "d", "he", "ll", "llo", "hello",  "\xC4\xA0w", "!",
-                            "\xC4\x8A", "<|endoftext|>"};
+    const char* tokens[] = {
+        "h",  "e",  "l",   "o",     "\xC4\xA0",  "w", "r",        "d",
+        "he", "ll", "llo", "hello", "\xC4\xA0w", "!", "\xC4\x8A", "<|endoftext|>"};
     for (int i = 0; i < int(std::size(tokens)); ++i) v.insert(QString::fromUtf8(tokens[i]), i);
     writeFile(dir.filePath("vocab.json"), QJsonDocument(v).toJson());
     QByteArray merges = "#version: 0.2\n";
@@ -430,12 +469,11 @@ class TestTokenizer : public QObject {
     // Each copy of `word` ends in "hello" and starts with "hello", so no merge
     // crosses the seams: the long piece's ids are the short ones repeated.
     COMPARE_IDS(tok->encode(longWord), expected);
-    COMPARE_IDS(tok->encode(std::string(101, 'l')),
-                [] {
-                  Ids ids(50, 9);
-                  ids.push_back(2);
-                  return ids;
-                }());
+    COMPARE_IDS(tok->encode(std::string(101, 'l')), [] {
+      Ids ids(50, 9);
+      ids.push_back(2);
+      return ids;
+    }());
   }
 
   void bpeErrors() {
@@ -466,9 +504,9 @@ class TestTokenizer : public QObject {
     QVERIFY2(err.find("merges.txt line 4") != std::string::npos, err.c_str());
 
     err = errorOf([&] { loadTokenizer(dir.filePath("missing").toStdString()); });
-    QVERIFY2(err.find("missing") != std::string::npos &&
-                 err.find("no such file") != std::string::npos,
-             err.c_str());
+    QVERIFY2(
+        err.find("missing") != std::string::npos && err.find("no such file") != std::string::npos,
+        err.c_str());
     QTemporaryDir empty;
     err = errorOf([&] { loadTokenizer(empty.path().toStdString()); });
     QVERIFY2(err.find("holds no tokenizer files") != std::string::npos, err.c_str());
@@ -485,16 +523,14 @@ class TestTokenizer : public QObject {
     // openai/tiktoken tests/test_encoding.py (test_simple, test_simple_repeated),
     // encoding "gpt2".
     QTest::newRow("hello world") << "hello world" << QList<int>{31373, 995};
-    QTest::newRow("hello <|endoftext|>") << "hello <|endoftext|>"
-                                         << QList<int>{31373, 220, 50256};
-    const QList<QList<int>> zeros = {{15},         {405},         {830},          {2388},
-                                     {20483},      {10535},       {24598},        {8269},
-                                     {10535, 830}, {8269, 405},   {8269, 830},    {8269, 2388},
-                                     {8269, 20483}, {8269, 10535}, {8269, 24598}, {25645},
-                                     {8269, 10535, 830}};
+    QTest::newRow("hello <|endoftext|>") << "hello <|endoftext|>" << QList<int>{31373, 220, 50256};
+    const QList<QList<int>> zeros = {
+        {15},          {405},         {830},         {2388},      {20483},           {10535},
+        {24598},       {8269},        {10535, 830},  {8269, 405}, {8269, 830},       {8269, 2388},
+        {8269, 20483}, {8269, 10535}, {8269, 24598}, {25645},     {8269, 10535, 830}};
     for (int n = 1; n <= zeros.size(); ++n)
-      QTest::newRow(qPrintable(QString("%1 zeros").arg(n))) << QString("0").repeated(n)
-                                                            << zeros[n - 1];
+      QTest::newRow(qPrintable(QString("%1 zeros").arg(n)))
+          << QString("0").repeated(n) << zeros[n - 1];
     // "Hello, world!" -> [15496, 11, 995, 0]: the GPT-2 example printed in many
     // tiktoken tutorials (and "!" is id 0, the first byte-level token).
     QTest::newRow("Hello, world!") << "Hello, world!" << QList<int>{15496, 11, 995, 0};
@@ -539,9 +575,9 @@ class TestTokenizer : public QObject {
     for (int i = 1; i < lines.size(); ++i)
       if (!lines[i].isEmpty()) merges.append(QString::fromUtf8(lines[i]));
     QCOMPARE(merges.size(), 50000);
-    QJsonObject eot{{"id", 50256},    {"content", "<|endoftext|>"}, {"single_word", false},
-                    {"lstrip", false}, {"rstrip", false},           {"normalized", true},
-                    {"special", true}};
+    QJsonObject eot{
+        {"id", 50256},     {"content", "<|endoftext|>"}, {"single_word", false}, {"lstrip", false},
+        {"rstrip", false}, {"normalized", true},         {"special", true}};
     QJsonObject root{{"version", "1.0"},
                      {"added_tokens", QJsonArray{eot}},
                      {"normalizer", QJsonValue()},

@@ -115,7 +115,7 @@ void TestBrowser::initTestCase() {
 
 bool TestBrowser::makeRunCopy(QTemporaryDir& dir) {
   if (!dir.isValid() || !QDir(dir.path()).mkpath("tiny")) return false;
-  for (const QString& f : {"tiny_step100.pt", "tiny_step200.pt"})
+  for (const char* f : {"tiny_step100.pt", "tiny_step200.pt"})
     if (!copyFile(m_runsDir + "/tiny/" + f, dir.path() + "/tiny/" + f)) return false;
   return true;
 }

@@ -96,6 +96,8 @@ class CurvesView : public QWidget {
   void checkpointActivated(const QString& path);
 
  private:
+  // The QCustomPlot layer the checkpoint markers are drawn on, above the curves.
+  static constexpr const char* kMarkerLayer = "markers";
   // The graphs of one run for the metric shown. Graph data and `steps` are
   // parallel: the graph's i-th point is the series point at steps[i].
   struct RunPlot {
@@ -109,12 +111,12 @@ class CurvesView : public QWidget {
     std::vector<bool> markerRecorded;  // the checkpoint's own value (else the logged one)
     std::vector<QString> bareFiles;    // parallel to the bare graph's data
     std::vector<int64_t> bareSteps;
-    size_t skipped = 0;                // points without the x axis' coordinate
+    size_t skipped = 0;  // points without the x axis' coordinate
     bool visible = true;
     // The smoothed series, parallel to the metric's points, and the EMA's
     // state after its last value: new points are smoothed alone.
     std::vector<double> smoothedValues;
-    EmaSmoother ema;
+    EmaSmoother ema{0.0};
   };
 
   void buildControls();

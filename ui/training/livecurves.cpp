@@ -19,7 +19,7 @@ constexpr int kTickSpacing = 36;
 QCustomPlot* makePlot(QWidget* parent, const QString& yLabel) {
   auto* plot = new QCustomPlot(parent);
   plot->setMinimumHeight(110);
-  plot->xAxis->setLabel(QStringLiteral("step"));
+  plot->xAxis->setLabel(LiveCurves::tr("step"));
   plot->yAxis->setLabel(yLabel);
   plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
   plot->axisRect()->setRangeZoom(Qt::Horizontal);
@@ -41,12 +41,12 @@ LiveCurves::LiveCurves(QWidget* parent) : QWidget(parent) {
   auto* split = new QSplitter(Qt::Vertical, this);
   layout->addWidget(split);
 
-  m_lossPlot = makePlot(split, QStringLiteral("loss"));
+  m_lossPlot = makePlot(split, tr("loss"));
   m_loss = m_lossPlot->addGraph();
-  m_loss->setName(QStringLiteral("train loss"));
+  m_loss->setName(tr("train loss"));
   m_loss->setPen(QPen(QColor(31, 119, 180), 1.5));
   m_valLoss = m_lossPlot->addGraph();
-  m_valLoss->setName(QStringLiteral("val loss"));
+  m_valLoss->setName(tr("val loss"));
   m_valLoss->setPen(QPen(QColor(214, 39, 40), 1.5));
   m_valLoss->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 5));
   // The legend in a row of its own above the plot: inside, it would hide
@@ -61,9 +61,9 @@ LiveCurves::LiveCurves(QWidget* parent) : QWidget(parent) {
   m_lossPlot->legend->setBorderPen(Qt::NoPen);
   m_lossPlot->legend->setMargins(QMargins(0, 2, 0, 0));
 
-  m_lrPlot = makePlot(split, QStringLiteral("learning rate"));
+  m_lrPlot = makePlot(split, tr("learning rate"));
   m_lr = m_lrPlot->addGraph();
-  m_lr->setName(QStringLiteral("learning rate"));
+  m_lr->setName(tr("learning rate"));
   m_lr->setPen(QPen(QColor(44, 160, 44), 1.5));
   m_lrPlot->yAxis->setNumberFormat(QStringLiteral("gb"));
   m_lrPlot->yAxis->setNumberPrecision(2);
@@ -72,11 +72,11 @@ LiveCurves::LiveCurves(QWidget* parent) : QWidget(parent) {
 
   // The learning rate on the loss chart's right axis, for short panels: the
   // same points (one shared container), shown only there.
-  m_lossPlot->yAxis2->setLabel(QStringLiteral("learning rate"));
+  m_lossPlot->yAxis2->setLabel(tr("learning rate"));
   m_lossPlot->yAxis2->setNumberFormat(QStringLiteral("gb"));
   m_lossPlot->yAxis2->setNumberPrecision(2);
   m_lrTwin = m_lossPlot->addGraph(m_lossPlot->xAxis, m_lossPlot->yAxis2);
-  m_lrTwin->setName(QStringLiteral("learning rate"));
+  m_lrTwin->setName(tr("learning rate"));
   m_lrTwin->setPen(m_lr->pen());
   m_lrTwin->setData(m_lr->data());
   setCompact(false);

@@ -13,6 +13,13 @@
 #endif
 
 namespace ckpt {
+
+namespace {
+// What the loader says is read by a person (the Train and Generate panels show it).
+QString tr(const char* text) {
+  return QCoreApplication::translate("ckpt::TrainBackend", text);
+}
+}  // namespace
 namespace {
 
 const char* kFileName = "ckptscope-train-backend.so";
@@ -50,7 +57,7 @@ TrainBackendLoad loadTrainBackendFrom(const QString& file) {
   TrainBackendLoad r;
   r.path = QFileInfo(file).absoluteFilePath();
   if (!QFileInfo::exists(file)) {
-    r.error = QStringLiteral("%1 does not exist").arg(r.path);
+    r.error = tr("%1 does not exist").arg(r.path);
     return r;
   }
   // LibTorch's OpenMP workers spin between steps unless told otherwise,
@@ -64,19 +71,18 @@ TrainBackendLoad loadTrainBackendFrom(const QString& file) {
   // copies of the ckpt libraries stay out of the app's way.)
   lib.setLoadHints(QLibrary::ResolveAllSymbolsHint);
   if (!lib.load()) {
-    r.error = QStringLiteral("cannot load %1: %2").arg(r.path, lib.errorString());
+    r.error = tr("cannot load %1: %2").arg(r.path, lib.errorString());
     return r;
   }
   const auto create =
       reinterpret_cast<CkptCreateTrainBackendFn>(lib.resolve(CKPT_TRAIN_BACKEND_FACTORY));
   if (!create) {
-    r.error = QStringLiteral("%1 is not a CkptScope training plugin (no %2)")
-                  .arg(r.path, CKPT_TRAIN_BACKEND_FACTORY);
+    r.error =
+        tr("%1 is not a CkptScope training plugin (no %2)").arg(r.path, CKPT_TRAIN_BACKEND_FACTORY);
     return r;
   }
   r.backend = create(kTrainBackendAbiVersion);
-  if (!r.backend)
-    r.error = QStringLiteral("%1 was built for another version of CkptScope").arg(r.path);
+  if (!r.backend) r.error = tr("%1 was built for another version of CkptScope").arg(r.path);
   // Never unloaded: `lib` going out of scope does not unload (only unload() does).
   return r;
 }
@@ -96,11 +102,10 @@ const TrainBackendLoad& trainBackend() {
   }
   loaded.path = candidates.value(0);
   loaded.error = trainBackendBuilt()
-                     ? QStringLiteral("The training plugin (%1) was not found. Looked in:\n  %2")
+                     ? tr("The training plugin (%1) was not found. Looked in:\n  %2")
                            .arg(QLatin1String(kFileName), candidates.join(QStringLiteral("\n  ")))
-                     : QStringLiteral(
-                           "No training in this build: CkptScope was built without LibTorch "
-                           "(CKPT_WITH_TORCH=OFF), so there is no %1.")
+                     : tr("No training in this build: CkptScope was built without LibTorch "
+                          "(CKPT_WITH_TORCH=OFF), so there is no %1.")
                            .arg(QLatin1String(kFileName));
   return loaded;
 }

@@ -12,11 +12,9 @@ class QCheckBox;
 class QComboBox;
 class QLabel;
 class QLineEdit;
-class QPlainTextEdit;
 class QProgressBar;
 class QPushButton;
 class QResizeEvent;
-class QScrollArea;
 class QSplitter;
 class QSpinBox;
 class QTabWidget;
@@ -24,7 +22,11 @@ class QTabWidget;
 namespace ckpt {
 
 class ConfigForm;
+class FinetunePage;
 class LiveCurves;
+class NewRunPage;
+class ResumePage;
+class RunView;
 
 // Train from the app: a new run (model config, training fields, data,
 // device, output directory), a resume of a checkpoint's run, or a fine-tune
@@ -71,31 +73,31 @@ class TrainPanel : public QWidget {
   void setMode(Mode mode);
 
   // The form and the widgets a test or the window drives.
-  [[nodiscard]] ConfigForm* form() const { return m_form; }
-  [[nodiscard]] QLineEdit* dataPathEdit() const { return m_dataPath; }
-  [[nodiscard]] QComboBox* tokenizerBox() const { return m_tokenizer; }
-  [[nodiscard]] QLineEdit* outputDirEdit() const { return m_outputDir; }
+  [[nodiscard]] ConfigForm* form() const;
+  [[nodiscard]] QLineEdit* dataPathEdit() const;
+  [[nodiscard]] QComboBox* tokenizerBox() const;
+  [[nodiscard]] QLineEdit* outputDirEdit() const;
   [[nodiscard]] QComboBox* deviceBox() const { return m_device; }
   [[nodiscard]] QSpinBox* threadsBox() const { return m_threads; }
   // Data-parallel processes on this machine (each a ckptscope-train rank);
   // 1: the run goes in the app itself.
   [[nodiscard]] QSpinBox* processesBox() const { return m_processes; }
-  [[nodiscard]] QLineEdit* resumeCheckpointEdit() const { return m_resumeCkpt; }
-  [[nodiscard]] QSpinBox* resumeMaxStepsBox() const { return m_resumeMaxSteps; }
+  [[nodiscard]] QLineEdit* resumeCheckpointEdit() const;
+  [[nodiscard]] QSpinBox* resumeMaxStepsBox() const;
   // "Resume in place": the later checkpoints go to .trash/ (after a confirmation).
-  [[nodiscard]] QCheckBox* resumeInPlaceBox() const { return m_resumeInPlace; }
+  [[nodiscard]] QCheckBox* resumeInPlaceBox() const;
   // What Start on the Resume page will do: where it writes, what it leaves alone.
   [[nodiscard]] QString resumePlanText() const;
-  [[nodiscard]] QLineEdit* finetuneCheckpointEdit() const { return m_ftCkpt; }
-  [[nodiscard]] QLineEdit* finetuneDataEdit() const { return m_ftData; }
-  [[nodiscard]] QLineEdit* finetuneStageEdit() const { return m_ftStage; }
-  [[nodiscard]] QLineEdit* finetuneLrEdit() const { return m_ftLr; }
-  [[nodiscard]] QSpinBox* finetuneMaxStepsBox() const { return m_ftMaxSteps; }
-  [[nodiscard]] QLineEdit* finetuneOutputEdit() const { return m_ftOut; }
+  [[nodiscard]] QLineEdit* finetuneCheckpointEdit() const;
+  [[nodiscard]] QLineEdit* finetuneDataEdit() const;
+  [[nodiscard]] QLineEdit* finetuneStageEdit() const;
+  [[nodiscard]] QLineEdit* finetuneLrEdit() const;
+  [[nodiscard]] QSpinBox* finetuneMaxStepsBox() const;
+  [[nodiscard]] QLineEdit* finetuneOutputEdit() const;
   [[nodiscard]] QPushButton* startButton() const { return m_start; }
   [[nodiscard]] QPushButton* stopButton() const { return m_stop; }
-  [[nodiscard]] QProgressBar* progressBar() const { return m_progress; }
-  [[nodiscard]] LiveCurves* curves() const { return m_curves; }
+  [[nodiscard]] QProgressBar* progressBar() const;
+  [[nodiscard]] LiveCurves* curves() const;
   // The problem with the current page ("" when it can start), as shown.
   [[nodiscard]] QString validationError() const { return m_validationError; }
   // The status line under the progress bar (the outcome, or the error).
@@ -131,28 +133,19 @@ class TrainPanel : public QWidget {
   void resizeEvent(QResizeEvent* event) override;
 
  private:
-  QWidget* buildNewRunPage();
-  QWidget* buildResumePage();
-  QWidget* buildFinetunePage();
-  QWidget* buildRunView();
   // The form beside the run view when both fit, else above it (and in one column when narrow).
   void fitLayout();
   void loadBackendAsync();
   void onBackendLoaded();
   void restoreSettings();
   void revalidate();
-  // The Resume page's plan line for the checkpoint in its field.
-  void updateResumePlan();
   // Asks before a start that moves files to .trash/; false when the person says no.
   bool confirmStart(const TrainRequest& request);
   // The request of the current page, or the message naming what is wrong
   // (and the form keys to mark).
   std::optional<TrainRequest> request(QString* error, QStringList* keys) const;
-  RunConfig newRunConfig() const;  // throws ConfigError
   QString deviceChoice() const;
   void setRunning(bool running);
-  // Plots the steps up to `upToStep` from the run's metrics.jsonl; how many.
-  int64_t loadHistory(const QString& outputDir, int64_t upToStep);
   void appendLog(const QString& line);
   void showStatus(const QString& text, bool error);
 
@@ -170,52 +163,26 @@ class TrainPanel : public QWidget {
   bool m_backendRequested = false;
   std::optional<TrainDevices> m_devices;  // asked once, when the backend has loaded
 
+  // The three pages in tabs, and the run view beside or below them.
   QTabWidget* m_modes = nullptr;
-  ConfigForm* m_form = nullptr;
-  QLineEdit* m_dataPath = nullptr;
-  QComboBox* m_tokenizer = nullptr;
-  QLineEdit* m_outputDir = nullptr;
+  NewRunPage* m_newRun = nullptr;
+  ResumePage* m_resume = nullptr;
+  FinetunePage* m_finetune = nullptr;
+  RunView* m_run = nullptr;
   QComboBox* m_device = nullptr;
   QSpinBox* m_threads = nullptr;
   QSpinBox* m_processes = nullptr;
   bool m_processesChosen = false;  // a remembered value: the backend does not change it
   QLabel* m_deviceNote = nullptr;
-  QLineEdit* m_resumeCkpt = nullptr;
-  QSpinBox* m_resumeMaxSteps = nullptr;
-  QLineEdit* m_resumeData = nullptr;
-  QCheckBox* m_resumeInPlace = nullptr;
-  QLabel* m_resumePlan = nullptr;
-  QLineEdit* m_ftCkpt = nullptr;
-  QLineEdit* m_ftData = nullptr;
-  QLineEdit* m_ftTokenizer = nullptr;
-  QLineEdit* m_ftStage = nullptr;
-  QLineEdit* m_ftLr = nullptr;
-  QSpinBox* m_ftMaxSteps = nullptr;
-  QLineEdit* m_ftOut = nullptr;
   QLabel* m_error = nullptr;
   QPushButton* m_start = nullptr;
   QPushButton* m_stop = nullptr;
   QWidget* m_formArea = nullptr;
   QSplitter* m_split = nullptr;
-  QScrollArea* m_formScroll = nullptr;
   int m_oneColumnWidth = 0;
   int m_twoColumnWidth = 0;
   bool m_layoutFitted = false;
-  bool m_splitMovedByHand = false;
-  QWidget* m_runCharts = nullptr;  // the chart and the log, shown from the first run (or message)
-                                   // on  // the divider dragged: its place is the person's
-
-  QLabel* m_runTitle = nullptr;
-  QProgressBar* m_progress = nullptr;
-  QLabel* m_stepLabel = nullptr;
-  QLabel* m_lossLabel = nullptr;
-  QLabel* m_lrLabel = nullptr;
-  QLabel* m_speedLabel = nullptr;
-  QLabel* m_deviceLabel = nullptr;
-  QLabel* m_etaLabel = nullptr;
-  QLabel* m_status = nullptr;
-  LiveCurves* m_curves = nullptr;
-  QPlainTextEdit* m_log = nullptr;
+  bool m_splitMovedByHand = false;  // the divider dragged: its place is the person's
 
   QString m_validationError;
   TrainJobInfo m_info;

@@ -70,7 +70,7 @@ void TrainWorker::run() {
   } catch (const std::exception& e) {
     emit failed(QString::fromStdString(e.what()));
   } catch (...) {
-    emit failed(QStringLiteral("training failed with an unknown error"));
+    emit failed(tr("training failed with an unknown error"));
   }
 }
 

@@ -1,0 +1,415 @@
+// CurvesView, drawing the runs: each run's raw and smoothed graphs, the
+// checkpoint markers (bare ones on the x axis where no value was recorded),
+// points appended live, the axes fitted to the data, and the values and
+// marker under the mouse. The widget itself (controls, loading, status,
+// export): curvesview.cpp.
+#include <qcustomplot.h>
+#include <QFileInfo>
+#include <QMouseEvent>
+#include <QToolTip>
+#include <algorithm>
+#include <cmath>
+
+#include "curves/curveaxes.h"
+#include "curves/curvesview.h"
+#include "plotstyle.h"
+#include "textformat.h"
+
+namespace ckpt {
+namespace {
+
+// A qualitative palette (matplotlib's tab10): distinct hues that stay
+// readable as thin lines on white. Runs take them in order.
+const QColor kPalette[] = {QColor(0x1f, 0x77, 0xb4), QColor(0xff, 0x7f, 0x0e),
+                           QColor(0x2c, 0xa0, 0x2c), QColor(0xd6, 0x27, 0x28),
+                           QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b),
+                           QColor(0xe3, 0x77, 0xc2), QColor(0x7f, 0x7f, 0x7f),
+                           QColor(0xbc, 0xbd, 0x22), QColor(0x17, 0xbe, 0xcf)};
+constexpr int kPaletteSize = int(sizeof(kPalette) / sizeof(kPalette[0]));
+constexpr int kRawAlpha = 90;  // the raw curve, faint behind the smoothed one
+
+QColor runColour(size_t index) {
+  return kPalette[index % kPaletteSize];
+}
+
+QColor faint(QColor c) {
+  c.setAlpha(kRawAlpha);
+  return c;
+}
+
+QString valueText(double v) {
+  return QString::number(v, 'g', 5);
+}
+
+}  // namespace
+
+QString CurvesView::markerFile(const QString& run, int index) const {
+  const int i = runIndex(run);
+  if (i < 0 || index < 0 || size_t(index) >= m_plots[size_t(i)].markerFiles.size()) return {};
+  return m_plots[size_t(i)].markerFiles[size_t(index)];
+}
+
+void CurvesView::smoothAll(RunPlot& rp, const MetricSeries& series) const {
+  rp.ema = EmaSmoother(effectiveSmoothing());
+  rp.smoothedValues.clear();
+  rp.smoothedValues.reserve(series.points.size());
+  for (const MetricPoint& p : series.points) rp.smoothedValues.push_back(rp.ema.next(p.value));
+}
+
+void CurvesView::rebuildGraphs() {
+  // A schedule is drawn as it is: the slider says so rather than doing nothing.
+  const bool schedule = isScheduleMetric(pathToStd(m_metric));
+  m_smoothSlider->setEnabled(!schedule);
+  m_smoothLabel->setText(schedule ? tr("off for %1").arg(m_metric)
+                                  : QString::number(m_smoothing, 'f', 2));
+  m_plot->clearGraphs();
+  for (RunPlot& rp : m_plots) {
+    const bool visible = rp.visible;  // hidden runs stay hidden
+    rp = RunPlot{};
+    rp.visible = visible;
+  }
+  for (size_t i = 0; i < m_runs.size(); ++i) fillRun(i);
+  applyAxisTypes();
+  updateStatus();
+}
+
+void CurvesView::fillRun(size_t index) {
+  const CurveRun& run = m_runs[index];
+  RunPlot& rp = m_plots[index];
+  const MetricSeries* series = run.find(pathToStd(m_metric));
+  if (!series || series->points.empty()) return;
+  if (!rp.smoothed) {
+    const QColor colour = runColour(index);
+    rp.raw = m_plot->addGraph();
+    rp.raw->setName(run.name + tr(" (raw)"));
+    rp.raw->setPen(QPen(faint(colour), 1));
+    rp.raw->removeFromLegend();
+    rp.smoothed = m_plot->addGraph();
+    rp.smoothed->setName(run.name);
+    rp.smoothed->setPen(QPen(colour, 2));
+    rp.markers = m_plot->addGraph();
+    rp.markers->setName(run.name + tr(" (checkpoints)"));
+    rp.markers->setLayer(kMarkerLayer);
+    rp.markers->setLineStyle(QCPGraph::lsNone);
+    rp.markers->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(colour, 2),
+                                                palette().brush(QPalette::Base), 9));
+    rp.markers->removeFromLegend();
+    rp.bare = m_plot->addGraph();
+    rp.bare->setName(run.name + tr(" (checkpoints without a value)"));
+    rp.bare->setLayer(kMarkerLayer);
+    rp.bare->setLineStyle(QCPGraph::lsNone);
+    rp.bare->setScatterStyle(
+        QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(faint(colour), 1.5), Qt::NoBrush, 8));
+    rp.bare->removeFromLegend();
+    rp.bare->setSelectable(QCP::stNone);
+    rp.bare->setVisible(rp.visible);
+    for (QCPGraph* g : {rp.raw, rp.smoothed}) {
+      g->setAdaptiveSampling(true);
+      g->setSelectable(QCP::stNone);  // clicks go to the markers above
+    }
+    rp.markers->setSelectable(QCP::stNone);  // clicks: markerFileAt
+    for (QCPGraph* g : {rp.raw, rp.smoothed, rp.markers}) g->setVisible(rp.visible);
+    if (effectiveSmoothing() == 0)
+      rp.raw->setVisible(false);  // it would coincide with the smoothed one
+    if (!rp.visible)
+      if (QCPPlottableLegendItem* item = m_plot->legend->itemWithPlottable(rp.smoothed))
+        item->setTextColor(paletteMix(palette(), 0.4));
+  }
+  rp.raw->setVisible(rp.visible && effectiveSmoothing() > 0);
+
+  smoothAll(rp, *series);
+  const std::vector<double>& smoothed = rp.smoothedValues;
+  const auto& points = series->points;
+  std::vector<size_t> order;
+  std::vector<double> xs(points.size());
+  rp.skipped = 0;
+  for (size_t j = 0; j < points.size(); ++j) {
+    if (const auto x = run.x(points[j], m_axis)) {
+      xs[j] = *x;
+      order.push_back(j);
+    } else {
+      ++rp.skipped;
+    }
+  }
+  // Steps are sorted already; wall times and token counts nearly always are.
+  if (!std::is_sorted(order.begin(), order.end(),
+                      [&](size_t a, size_t b) { return xs[a] < xs[b]; }))
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return xs[a] < xs[b]; });
+  QVector<double> keys, raw, smooth;
+  keys.reserve(qsizetype(order.size()));
+  raw.reserve(qsizetype(order.size()));
+  smooth.reserve(qsizetype(order.size()));
+  rp.steps.clear();
+  rp.steps.reserve(order.size());
+  for (size_t j : order) {
+    keys << xs[j];
+    raw << points[j].value;
+    smooth << smoothed[j];
+    rp.steps.push_back(points[j].step);
+  }
+  rp.raw->setData(keys, raw, /*alreadySorted=*/true);
+  rp.smoothed->setData(keys, smooth, /*alreadySorted=*/true);
+  // A run with nothing on this axis leaves the legend (the status line says why).
+  if (keys.isEmpty())
+    rp.smoothed->removeFromLegend();
+  else if (!m_plot->legend->hasItemWithPlottable(rp.smoothed))
+    rp.smoothed->addToLegend();
+  fillMarkers(index);
+}
+
+double CurvesView::effectiveSmoothing() const {
+  return isScheduleMetric(pathToStd(m_metric)) ? 0.0 : m_smoothing;
+}
+
+void CurvesView::fillMarkers(size_t index) {
+  const CurveRun& run = m_runs[index];
+  RunPlot& rp = m_plots[index];
+  const std::string metric = pathToStd(m_metric);
+  const MetricSeries* series = run.find(metric);
+  if (!rp.markers || !series) return;
+  const auto& points = series->points;
+  struct Marker {
+    double x, y;
+    QString file;
+    int64_t step;
+    bool recorded;
+  };
+  std::vector<Marker> markers, bare;
+  for (int64_t step : run.checkpointSteps) {
+    const auto pos = std::lower_bound(points.begin(), points.end(), step,
+                                      [](const MetricPoint& p, int64_t s) { return p.step < s; });
+    const size_t j = size_t(pos - points.begin());
+    const bool logged = pos != points.end() && pos->step == step;
+    // Where the step sits on the x axis: a logged point's own coordinate,
+    // between two logged points on the line joining them, or the step itself.
+    std::optional<double> x;
+    if (logged) {
+      x = run.x(*pos, m_axis);
+    } else if (m_axis == CurveAxis::Step) {
+      x = double(step);
+    } else if (pos != points.begin() && pos != points.end()) {
+      const auto xa = run.x(points[j - 1], m_axis), xb = run.x(points[j], m_axis);
+      const double t =
+          double(step - points[j - 1].step) / double(points[j].step - points[j - 1].step);
+      if (xa && xb) x = *xa + t * (*xb - *xa);
+    }
+    if (!x) continue;
+    const auto fileIt = run.checkpointFiles.find(step);
+    const QString file = fileIt == run.checkpointFiles.end() ? QString() : fileIt->second;
+    const std::optional<double> recorded = run.recordedValue(step, metric);
+    std::optional<double> y = recorded;
+    if (!y && logged && std::isfinite(pos->value)) y = pos->value;
+    if (y && std::isfinite(*y) && (!m_logY || *y > 0))
+      markers.push_back({*x, *y, file, step, recorded.has_value()});
+    else
+      bare.push_back({*x, 0, file, step, false});
+  }
+  auto byX = [](const Marker& a, const Marker& b) { return a.x < b.x; };
+  std::stable_sort(markers.begin(), markers.end(), byX);
+  std::stable_sort(bare.begin(), bare.end(), byX);
+  QVector<double> keys, values;
+  rp.markerFiles.clear();
+  rp.markerSteps.clear();
+  rp.markerRecorded.clear();
+  for (const Marker& m : markers) {
+    keys << m.x;
+    values << m.y;
+    rp.markerFiles.push_back(m.file);
+    rp.markerSteps.push_back(m.step);
+    rp.markerRecorded.push_back(m.recorded);
+  }
+  rp.markers->setData(keys, values, /*alreadySorted=*/true);
+  keys.clear();
+  values.clear();
+  rp.bareFiles.clear();
+  rp.bareSteps.clear();
+  for (const Marker& m : bare) {
+    keys << m.x;
+    values << 0;
+    rp.bareFiles.push_back(m.file);
+    rp.bareSteps.push_back(m.step);
+  }
+  rp.bare->setData(keys, values, /*alreadySorted=*/true);
+  placeBareMarkers();
+}
+
+void CurvesView::placeBareMarkers() {
+  // On the x axis whatever the zoom: their height means nothing.
+  const double y = m_plot->yAxis->range().lower;
+  for (RunPlot& rp : m_plots) {
+    if (!rp.bare || rp.bare->data()->isEmpty()) continue;
+    for (auto it = rp.bare->data()->begin(); it != rp.bare->data()->end(); ++it) it->value = y;
+  }
+}
+
+void CurvesView::appendPoints(size_t index, size_t firstNew) {
+  const CurveRun& run = m_runs[index];
+  RunPlot& rp = m_plots[index];
+  const MetricSeries* series = run.find(pathToStd(m_metric));
+  if (!series) return;
+  if (!rp.smoothed) {
+    fillRun(index);  // the run's first points of this metric
+    return;
+  }
+  const auto& points = series->points;
+  // The EMA of a new point depends on the ones before it only: the old
+  // smoothed values stand and only the new points are smoothed (a million
+  // points again per update would stall the window).
+  if (rp.smoothedValues.size() != firstNew) {
+    fillRun(index);
+    return;
+  }
+  for (size_t j = firstNew; j < points.size(); ++j)
+    rp.smoothedValues.push_back(rp.ema.next(points[j].value));
+  const std::vector<double>& smoothed = rp.smoothedValues;
+  QVector<double> keys, raw, smooth;
+  std::vector<int64_t> steps;
+  size_t skipped = 0;
+  double last =
+      rp.smoothed->data()->isEmpty() ? -qInf() : (rp.smoothed->data()->constEnd() - 1)->key;
+  for (size_t j = firstNew; j < points.size(); ++j) {
+    const auto x = run.x(points[j], m_axis);
+    if (!x) {
+      ++skipped;
+      continue;
+    }
+    if (*x < last) {
+      fillRun(index);  // time or tokens went backwards: sort the whole curve again
+      return;
+    }
+    last = *x;
+    keys << *x;
+    raw << points[j].value;
+    smooth << smoothed[j];
+    steps.push_back(points[j].step);
+  }
+  rp.skipped += skipped;
+  rp.raw->addData(keys, raw, /*alreadySorted=*/true);
+  rp.smoothed->addData(keys, smooth, /*alreadySorted=*/true);
+  rp.steps.insert(rp.steps.end(), steps.begin(), steps.end());
+  fillMarkers(index);  // markers of steps just logged get their values
+}
+
+void CurvesView::fitToData() {
+  m_followData = true;
+  bool any = false;
+  for (const RunPlot& rp : m_plots)
+    if (rp.visible && rp.smoothed && !rp.smoothed->data()->isEmpty()) any = true;
+  if (!any) {
+    m_plot->xAxis->setRange(0, 1);
+    m_plot->yAxis->setRange(m_logY ? QCPRange(0.1, 10) : QCPRange(0, 1));
+    return;
+  }
+  // The hollow markers on the x axis follow the range; they do not set it.
+  std::vector<QCPGraph*> hidden;
+  for (const RunPlot& rp : m_plots)
+    if (rp.bare && rp.bare->visible()) {
+      rp.bare->setVisible(false);
+      hidden.push_back(rp.bare);
+    }
+  m_plot->rescaleAxes(/*onlyVisiblePlottables=*/true);
+  for (QCPGraph* g : hidden) g->setVisible(true);
+  // One point (or one step): a range around it, not QCustomPlot's unit
+  // width that put ticks at 99.6 .. 100.4 around step 100.
+  const QCPRange x = m_plot->xAxis->range();
+  if (x.size() <= 1 && m_axis != CurveAxis::WallTime) {
+    const double half = std::max(1.0, std::abs(x.center()) * 0.05);
+    m_plot->xAxis->setRange(std::max(0.0, x.center() - half), x.center() + half);
+  }
+  padRanges(m_plot->xAxis, m_plot->yAxis, m_logY);
+  placeBareMarkers();
+}
+
+QString CurvesView::valuesAt(double key) const {
+  QStringList lines;
+  bool header = false;
+  for (size_t i = 0; i < m_runs.size(); ++i) {
+    const RunPlot& rp = m_plots[i];
+    if (!rp.visible || !rp.smoothed || rp.smoothed->data()->isEmpty()) continue;
+    const auto data = rp.smoothed->data();
+    auto it = data->findBegin(key, /*expandedRange=*/false);
+    if (it == data->constEnd() || (it != data->constBegin() && key - (it - 1)->key < it->key - key))
+      --it;
+    const int j = int(it - data->constBegin());
+    if (!header) {
+      lines << tr("%1 %2").arg(axisLabel(m_axis), axisValueText(m_axis, key));
+      header = true;
+    }
+    QString line = tr("%1: %2").arg(m_runs[i].name, valueText(it->value));
+    if (const auto note = m_runs[i].restartNotes.find(pathToStd(m_metric));
+        note != m_runs[i].restartNotes.end())
+      line += QStringLiteral(" (%1)").arg(note->second);
+    if (effectiveSmoothing() > 0)
+      line += tr(" (raw %1)").arg(valueText(rp.raw->data()->at(j)->value));
+    line += tr(" at step %1").arg(rp.steps[size_t(j)]);
+    lines << line;
+  }
+  return lines.join('\n');
+}
+
+void CurvesView::onMouseMove(QMouseEvent* event) {
+  const QPointF pos = event->position();
+  const bool inside =
+      m_plot->axisRect()->rect().contains(pos.toPoint()) && !(event->buttons() & Qt::LeftButton);
+  QString marker;
+  if (inside) (void)markerFileAt(pos, &marker);
+  const QString text = !inside             ? QString()
+                       : !marker.isEmpty() ? marker
+                                           : valuesAt(m_plot->xAxis->pixelToCoord(pos.x()));
+  if (text.isEmpty()) {
+    QToolTip::hideText();
+    if (m_cursor->visible()) {
+      m_cursor->setVisible(false);
+      m_plot->layer("overlay")->replot();
+    }
+    return;
+  }
+  const double key = m_plot->xAxis->pixelToCoord(pos.x());
+  m_cursor->point1->setCoords(key, 0);
+  m_cursor->point2->setCoords(key, 1);
+  m_cursor->setVisible(true);
+  m_plot->layer("overlay")->replot();
+  QToolTip::showText(event->globalPosition().toPoint(), text, m_plot);
+}
+
+QString CurvesView::markerFileAt(const QPointF& pos, QString* description) const {
+  constexpr double kHitPixels = 8;
+  double best = kHitPixels * kHitPixels;
+  QString file;
+  for (size_t i = 0; i < m_plots.size(); ++i) {
+    const RunPlot& rp = m_plots[i];
+    if (!rp.visible) continue;
+    for (QCPGraph* g : {rp.markers, rp.bare}) {
+      if (!g || !g->visible()) continue;
+      int k = 0;
+      for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it, ++k) {
+        const QPointF p = g->coordsToPixels(it->key, it->value);
+        const double d2 =
+            (p.x() - pos.x()) * (p.x() - pos.x()) + (p.y() - pos.y()) * (p.y() - pos.y());
+        if (d2 > best) continue;
+        const bool valued = g == rp.markers;
+        const QString f = valued ? rp.markerFiles[size_t(k)] : rp.bareFiles[size_t(k)];
+        if (f.isEmpty()) continue;
+        best = d2;
+        file = f;
+        if (description) {
+          const int64_t step = valued ? rp.markerSteps[size_t(k)] : rp.bareSteps[size_t(k)];
+          QString what;
+          if (!valued)
+            what = tr("no recorded %1").arg(m_metric);
+          else if (rp.markerRecorded[size_t(k)])
+            what = tr("%1 %2 (recorded in the checkpoint)").arg(m_metric, valueText(it->value));
+          else
+            what = tr("%1 %2 (logged at its step)").arg(m_metric, valueText(it->value));
+          *description = tr("%1: %2\nstep %3 · %4\nclick to inspect")
+                             .arg(m_runs[i].name, QFileInfo(f).fileName())
+                             .arg(step)
+                             .arg(what);
+        }
+      }
+    }
+  }
+  return file;
+}
+
+}  // namespace ckpt

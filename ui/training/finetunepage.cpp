@@ -1,0 +1,111 @@
+#include "training/finetunepage.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QLocale>
+#include <QSettings>
+#include <QSpinBox>
+
+#include "training/trainrunner.h"
+
+namespace ckpt {
+
+using namespace trainui;
+
+FinetunePage::FinetunePage(QWidget* parent) : QWidget(parent) {
+  auto* f = new QFormLayout(this);
+  auto* intro =
+      new QLabel(tr("Starts a new stage from the checkpoint's weights: a fresh optimizer, a cosine "
+                    "schedule without warmup, step 0, its own directory. The checkpoint is "
+                    "recorded as the parent of every checkpoint the stage writes."),
+                 this);
+  intro->setWordWrap(true);
+  f->addRow(intro);
+  m_checkpoint = new QLineEdit(this);
+  m_checkpoint->setObjectName(QStringLiteral("checkpoint"));
+  f->addRow(QStringLiteral("checkpoint"),
+            pathRow(this, m_checkpoint,
+                    chooser(this, m_checkpoint, tr("Checkpoint"), Pick::File, checkpointFilter())));
+  m_data = new QLineEdit(this);
+  m_data->setObjectName(QStringLiteral("path"));
+  m_data->setPlaceholderText(tr("fine-tuning text or .bin tokens"));
+  f->addRow(QStringLiteral("data"),
+            pathRow(this, m_data, chooser(this, m_data, tr("Fine-tuning data"), Pick::File),
+                    chooser(this, m_data, tr("Fine-tuning data"), Pick::Directory)));
+  m_tokenizer = new QLineEdit(this);
+  m_tokenizer->setPlaceholderText(tr("the checkpoint's"));
+  f->addRow(QStringLiteral("tokenizer"), m_tokenizer);
+  m_stage = new QLineEdit(QStringLiteral("sft"), this);
+  m_stage->setObjectName(QStringLiteral("stage"));
+  f->addRow(QStringLiteral("stage"), m_stage);
+  m_lr = new QLineEdit(QStringLiteral("1e-05"), this);
+  m_lr->setObjectName(QStringLiteral("learning_rate"));
+  m_lr->setToolTip(tr("The reference library's SFT rate is 1e-5"));
+  f->addRow(QStringLiteral("learning_rate"), m_lr);
+  m_maxSteps = new QSpinBox(this);
+  m_maxSteps->setRange(0, 1'000'000'000);
+  m_maxSteps->setSpecialValueText(tr("the parent's"));
+  f->addRow(QStringLiteral("max_steps"), m_maxSteps);
+  m_out = new QLineEdit(this);
+  m_out->setObjectName(QStringLiteral("output_dir"));
+  m_out->setPlaceholderText(tr("<directory above the checkpoint's>/<run>-<stage>"));
+  f->addRow(QStringLiteral("output_dir"),
+            pathRow(this, m_out, chooser(this, m_out, tr("Output directory"), Pick::Directory)));
+  for (QLineEdit* e : {m_checkpoint, m_data, m_tokenizer, m_stage, m_lr, m_out})
+    connect(e, &QLineEdit::textChanged, this, &FinetunePage::changed);
+}
+
+std::optional<Problem> FinetunePage::fill(TrainRequest& r, const std::string& device) const {
+  const QString ckpt = m_checkpoint->text().trimmed();
+  const QStringList checkpointField{QStringLiteral("checkpoint")};
+  if (ckpt.isEmpty())
+    return Problem{tr("checkpoint: choose the checkpoint to fine-tune"), checkpointField};
+  if (!QFileInfo(ckpt).isFile())
+    return Problem{tr("checkpoint: %1 does not exist").arg(ckpt), checkpointField};
+  if (const QString danger = dangerReason(ckpt); !danger.isEmpty())
+    return Problem{danger, checkpointField};
+  const QString data = m_data->text().trimmed();
+  if (data.isEmpty())
+    return Problem{tr("data: choose the fine-tuning data"), {QStringLiteral("path")}};
+  if (!QFileInfo::exists(data))
+    return Problem{tr("data: %1 does not exist").arg(data), {QStringLiteral("path")}};
+  const QString stage = m_stage->text().trimmed();
+  if (stage.isEmpty() || stage.contains(QLatin1Char('/')))
+    return Problem{tr("stage: a name without '/' (sft, dpo, ...)"), {QStringLiteral("stage")}};
+  bool ok = false;
+  const double lr = QLocale::c().toDouble(m_lr->text().trimmed(), &ok);
+  if (!ok || !(lr > 0))
+    return Problem{tr("learning_rate: expected a number > 0, got '%1'").arg(m_lr->text()),
+                   {QStringLiteral("learning_rate")}};
+  r.checkpoint = ckpt.toStdString();
+  r.finetune.dataPath = data.toStdString();
+  r.finetune.tokenizer = m_tokenizer->text().trimmed().toStdString();
+  const QString out = m_out->text().trimmed();
+  r.finetune.outputDir = out.isEmpty() ? std::string() : QDir::cleanPath(out).toStdString();
+  r.finetune.stage = stage.toStdString();
+  r.finetune.learningRate = lr;
+  r.finetune.maxSteps = m_maxSteps->value();
+  r.finetune.device = device;
+  return std::nullopt;
+}
+
+void FinetunePage::saveSettings(QSettings& s) const {
+  s.setValue(QStringLiteral("finetune/data"), m_data->text());
+  s.setValue(QStringLiteral("finetune/tokenizer"), m_tokenizer->text());
+  s.setValue(QStringLiteral("finetune/stage"), m_stage->text());
+  s.setValue(QStringLiteral("finetune/lr"), m_lr->text());
+  s.setValue(QStringLiteral("finetune/maxSteps"), m_maxSteps->value());
+}
+
+void FinetunePage::restoreSettings(QSettings& s) {
+  m_data->setText(s.value(QStringLiteral("finetune/data")).toString());
+  m_tokenizer->setText(s.value(QStringLiteral("finetune/tokenizer")).toString());
+  m_stage->setText(s.value(QStringLiteral("finetune/stage"), QStringLiteral("sft")).toString());
+  m_lr->setText(s.value(QStringLiteral("finetune/lr"), QStringLiteral("1e-05")).toString());
+  m_maxSteps->setValue(s.value(QStringLiteral("finetune/maxSteps"), 0).toInt());
+}
+
+}  // namespace ckpt

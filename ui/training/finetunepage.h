@@ -1,0 +1,51 @@
+#pragma once
+
+#include <QWidget>
+#include <optional>
+
+#include "training/pathrow.h"
+
+class QLineEdit;
+class QSettings;
+class QSpinBox;
+
+namespace ckpt {
+
+struct TrainRequest;
+
+// The Train panel's "Fine-tune" page: a new stage (sft, dpo, ...) from a
+// checkpoint's weights, with its own data, learning rate and directory.
+class FinetunePage : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit FinetunePage(QWidget* parent = nullptr);
+
+  [[nodiscard]] QLineEdit* checkpointEdit() const { return m_checkpoint; }
+  [[nodiscard]] QLineEdit* dataEdit() const { return m_data; }
+  [[nodiscard]] QLineEdit* stageEdit() const { return m_stage; }
+  [[nodiscard]] QLineEdit* learningRateEdit() const { return m_lr; }
+  [[nodiscard]] QSpinBox* maxStepsBox() const { return m_maxSteps; }
+  [[nodiscard]] QLineEdit* outputEdit() const { return m_out; }
+
+  // Fills request.checkpoint and request.finetune for `device`; the problem
+  // when it cannot start.
+  std::optional<trainui::Problem> fill(TrainRequest& request, const std::string& device) const;
+
+  void saveSettings(QSettings& settings) const;
+  void restoreSettings(QSettings& settings);
+
+ signals:
+  void changed();
+
+ private:
+  QLineEdit* m_checkpoint = nullptr;
+  QLineEdit* m_data = nullptr;
+  QLineEdit* m_tokenizer = nullptr;
+  QLineEdit* m_stage = nullptr;
+  QLineEdit* m_lr = nullptr;
+  QSpinBox* m_maxSteps = nullptr;
+  QLineEdit* m_out = nullptr;
+};
+
+}  // namespace ckpt

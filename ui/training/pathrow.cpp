@@ -1,0 +1,80 @@
+#include "training/pathrow.h"
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QLineEdit>
+#include <QScrollArea>
+#include <QToolButton>
+
+#include "ckpt/format/pickle_safety.h"
+
+namespace ckpt::trainui {
+
+namespace {
+QString tr(const char* text) {
+  return QCoreApplication::translate("ckpt::TrainPanel", text);
+}
+}  // namespace
+
+QScrollArea* scrollingDown(QWidget* page) {
+  auto* scroll = new QScrollArea;
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  scroll->setWidget(page);
+  return scroll;
+}
+
+QWidget* pathRow(QWidget* parent, QLineEdit* edit, const std::function<void()>& browseFile,
+                 const std::function<void()>& browseDir) {
+  auto* row = new QWidget(parent);
+  auto* h = new QHBoxLayout(row);
+  h->setContentsMargins(0, 0, 0, 0);
+  h->setSpacing(4);
+  h->addWidget(edit, 1);
+  if (browseFile) {
+    auto* b = new QToolButton(row);
+    b->setText(browseDir ? tr("File…") : QStringLiteral("…"));
+    QObject::connect(b, &QToolButton::clicked, row, browseFile);
+    h->addWidget(b);
+  }
+  if (browseDir) {
+    auto* b = new QToolButton(row);
+    b->setText(tr("Folder…"));
+    QObject::connect(b, &QToolButton::clicked, row, browseDir);
+    h->addWidget(b);
+  }
+  return row;
+}
+
+std::function<void()> chooser(QWidget* parent, QLineEdit* edit, const QString& title, Pick pick,
+                              const QString& filter) {
+  return [=] {
+    const QString p = pick == Pick::File
+                          ? QFileDialog::getOpenFileName(parent, title, edit->text(), filter)
+                          : QFileDialog::getExistingDirectory(parent, title, edit->text());
+    if (!p.isEmpty()) edit->setText(p);
+  };
+}
+
+QString checkpointFilter() {
+  return tr("Checkpoints (*.pt *.pth *.bin);;All files (*)");
+}
+
+QString dangerReason(const QString& checkpoint) {
+  const SafetyReport report = scanFile(checkpoint.toStdString());
+  if (report.verdict != Verdict::Dangerous) return {};
+  return tr("checkpoint: refused, %1 would run code if Python loaded it (%2)")
+      .arg(QFileInfo(checkpoint).fileName(), QString::fromStdString(report.summary()));
+}
+
+QString defaultOutputDir(const QString& runName) {
+  return QDir(QDir::homePath())
+      .filePath(QStringLiteral("ckptscope-runs/") +
+                (runName.isEmpty() ? QStringLiteral("run") : runName));
+}
+
+}  // namespace ckpt::trainui
