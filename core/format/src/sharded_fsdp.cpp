@@ -306,7 +306,10 @@ void ShardSet::openFsdp(bool metadataOnly) {
 
   for (const Group& g : groups) {
     bool first = true;
-    for (const auto& [rank, part] : g.partOfRank) {
+    for (const auto& rankPart : g.partOfRank) {
+      // Plain names, not structured bindings: the lambdas below capture
+      // them (clang 14, the fuzz preset's compiler, does not allow that).
+      const int rank = rankPart.first, part = rankPart.second;
       const CheckpointFile* f = m_files[size_t(part)].get();
       if (!f) continue;
       const std::string& file = m_parts[size_t(part)].file;
