@@ -28,12 +28,46 @@ Run cli(const QStringList& args) {
   return ckpt::test::runProcess(QStringLiteral(CKPT_CLI), args, {}, 60000);
 }
 
-// make_sharded.py check: "OK n" when every tensor torch.equal's the reference.
-Run torchCheck(const QString& consolidated, const QStringList& extra = {}) {
-  return ckpt::test::runProcess(QStringLiteral(CKPT_TORCH_PYTHON),
-                                QStringList{kScript, "check", kDir, consolidated} + extra, {},
-                                120000);
-}
+// make_sharded.py serve: `check` for each consolidated file, one torch
+// import for the whole test ("OK n" when every tensor torch.equal's the
+// reference). Started on first use, ended with the test case.
+class TorchChecker {
+ public:
+  ~TorchChecker() {
+    if (m_p.state() == QProcess::NotRunning) return;
+    m_p.closeWriteChannel();
+    if (!m_p.waitForFinished(10000)) m_p.kill();
+  }
+  Run check(const QString& consolidated, const QStringList& extra) {
+    Run r;
+    if (m_p.state() == QProcess::NotRunning) {
+      m_p.start(QStringLiteral(CKPT_TORCH_PYTHON), {kScript, "serve", kDir});
+      if (!m_p.waitForStarted(30000)) {
+        r.err = "cannot start " CKPT_TORCH_PYTHON;
+        return r;
+      }
+    }
+    json req{{"consolidated", consolidated.toStdString()}};
+    for (int i = 0; i + 1 < extra.size(); i += 2)
+      req[extra[i].mid(2).toStdString()] = extra[i + 1].toStdString();
+    m_p.write(QByteArray::fromStdString(req.dump() + "\n"));
+    QByteArray line;
+    while (!line.endsWith('\n')) {
+      if (!m_p.canReadLine() && !m_p.waitForReadyRead(120000)) {
+        r.err = "make_sharded.py serve gave no answer: " + m_p.readAllStandardError();
+        return r;
+      }
+      line += m_p.readLine();
+    }
+    const json answer = json::parse(line.toStdString());
+    r.exitCode = answer["rc"].get<int>();
+    r.out = QByteArray::fromStdString(answer["out"].get<std::string>());
+    return r;
+  }
+
+ private:
+  QProcess m_p;
+};
 
 json manifest() {
   return ckpt::test::readJsonFile(kDir.toStdString() + "/manifest.json");
@@ -346,7 +380,7 @@ class TestSharded : public QObject {
     if (local)
       check << "--ref"
             << "fsdp_local_ws2.expected.pt";
-    const Run c = torchCheck(target, check);
+    const Run c = m_torch.check(target, check);
     QVERIFY2(c.exitCode == 0, (c.out + c.err).constData());
     QVERIFY2(c.out.startsWith(local ? "OK 2" : "OK 14"), c.out.constData());
   }
@@ -580,6 +614,17 @@ class TestSharded : public QObject {
              std::string("sharded: FSDP, 3 ranks, 3 files, 1 missing"));
     QCOMPARE(byFile["hostile/ds_missing/global_step1000"]["sharded"]["summary"].get<std::string>(),
              std::string("sharded: DeepSpeed, 3 ranks, 4 files, 1 missing"));
+    // The last rank's file gone: no gap in the names, the metadata says how
+    // many ranks wrote it (FSDP's shard metadata, DCP's .metadata,
+    // DeepSpeed's dp_world_size).
+    QCOMPARE(byFile["hostile/fsdp_lastmissing"]["sharded"]["summary"].get<std::string>(),
+             std::string("sharded: FSDP, 3 ranks, 3 files, 1 missing"));
+    QCOMPARE(byFile["hostile/fsdp_lastmissing"]["sharded"]["ranks"].get<int>(), 3);
+    QCOMPARE(byFile["hostile/dcp_lastmissing"]["sharded"]["summary"].get<std::string>(),
+             std::string("sharded: DCP, 3 ranks, 4 files, 1 missing"));
+    QCOMPARE(
+        byFile["hostile/ds_lastmissing/global_step1000"]["sharded"]["summary"].get<std::string>(),
+        std::string("sharded: DeepSpeed, 3 ranks, 4 files, 1 missing"));
     QVERIFY(byFile["hostile/dcp_missing"]["sharded"]["summary"].get<std::string>().find(
                 "1 missing") != std::string::npos);
     QVERIFY(byFile["hostile/hf_missing/model.safetensors.index.json"]["sharded"]["summary"]
@@ -619,6 +664,9 @@ class TestSharded : public QObject {
       for (uint64_t k = 0; k < a.numel(); ++k) QCOMPARE(a.at(k), b.at(k));
     }
   }
+
+ private:
+  TorchChecker m_torch;
 };
 
 QTEST_GUILESS_MAIN(TestSharded)

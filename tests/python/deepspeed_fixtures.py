@@ -182,17 +182,20 @@ def make(out, sd, manifest, describe):
         f.write("global_step1000")
     layouts["ds_run"] = {"tensors": describe_ds(sd, describe, 2), "files": 4, "ranks": 2, "step": 1000}
 
-    folder = os.path.join(out, "hostile", "ds_missing", "global_step1000")
-    write_tag(folder, sd, 3, 2)
-    os.remove(os.path.join(folder, "zero_pp_rank_1_mp_rank_00_optim_states.pt"))
-    gone = set()
-    for group in groups_of(sd):
-        total = sum(t.numel() for _, t in group)
-        per = (total + 5) // 6 * 6 // 3
-        offset = 0
-        for k, t in group:
-            if offset < 2 * per and offset + t.numel() > per:
-                gone.add(k)
-            offset += t.numel()
-    layouts["hostile/ds_missing/global_step1000"] = {"tensors": describe_ds(sd, describe, 2, gone),
-                                                     "missing": "zero_pp_rank_1_mp_rank_00_optim_states.pt"}
+    # A rank's optimizer file is gone: rank 1 (a gap in the names) or the
+    # last rank (known only from dp_world_size / partition_count).
+    for name, rank in (("ds_missing", 1), ("ds_lastmissing", 2)):
+        folder = os.path.join(out, "hostile", name, "global_step1000")
+        write_tag(folder, sd, 3, 2)
+        os.remove(os.path.join(folder, f"zero_pp_rank_{rank}_mp_rank_00_optim_states.pt"))
+        gone = set()
+        for group in groups_of(sd):
+            total = sum(t.numel() for _, t in group)
+            per = (total + 5) // 6 * 6 // 3
+            offset = 0
+            for k, t in group:
+                if offset < (rank + 1) * per and offset + t.numel() > rank * per:
+                    gone.add(k)
+                offset += t.numel()
+        layouts[f"hostile/{name}/global_step1000"] = {"tensors": describe_ds(sd, describe, 2, gone),
+                                                      "missing": f"zero_pp_rank_{rank}_mp_rank_00_optim_states.pt"}

@@ -284,6 +284,14 @@ def make(out, sd, manifest, describe, rank_chunks, dcp_properties):
     gone = {k for k, t in sd.items() if t.dim() > 0 and k.split(".")[-1] not in REPLICATED
             and rank_chunks(t.shape[0], 3)[1][1] > 0}
     layouts["hostile/fsdp_missing"] = {"tensors": describe(sd, gone), "missing": "model_rank1.pt"}
+    # The last rank's file is gone: no gap in the names says so, the shard metadata does.
+    folder = os.path.join(hostile, "fsdp_lastmissing")
+    write_sharded(folder, sd, 3, rank_chunks)
+    os.remove(os.path.join(folder, "model_rank2.pt"))
+    gone = {k for k, t in sd.items() if t.dim() > 0 and k.split(".")[-1] not in REPLICATED
+            and rank_chunks(t.shape[0], 3)[2][1] > 0}
+    layouts["hostile/fsdp_lastmissing"] = {"tensors": describe(sd, gone), "missing": "model_rank2.pt",
+                                           "ranks": 3}
     # Rank 1's chunk of token_embed.weight moved past the 10 rows, or over rank 0's.
     for name, row in (("fsdp_outside", 8), ("fsdp_overlap", 4)):
         write_sharded(os.path.join(hostile, name), sd, 2, rank_chunks,

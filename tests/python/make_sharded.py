@@ -4,6 +4,7 @@ ckptscope-cli consolidate wrote against it.
 
     /usr/bin/python3 make_sharded.py OUTDIR
     /usr/bin/python3 make_sharded.py check OUTDIR CONSOLIDATED [--dtype bf16|fp32] [--key KEY] [--ref FILE]
+    /usr/bin/python3 make_sharded.py serve OUTDIR   (check, a JSON request a line: one torch import)
 
 OUTDIR/reference.pt is the state dict every layout holds; OUTDIR/manifest.json
 says, per layout folder, which tensors it holds with torch's dtype and shape
@@ -296,6 +297,22 @@ def write_dcp(folder, state, world, lists_too=True, replicate=("scale", "positio
     return md
 
 
+def chunk_layout(md):
+    """Per DCP key, the chunks as written: file, rank, offsets, sizes (what
+    the inspector's Shards tab must show)."""
+    out = OrderedDict()
+    for fqn, tsm in md.state_dict_metadata.items():
+        if not isinstance(tsm, TensorStorageMetadata):
+            continue
+        rows = []
+        for c in tsm.chunks:
+            info = md.storage_data[MetadataIndex(fqn, c.offsets)]
+            rows.append({"file": info.relative_path, "rank": int(info.relative_path.split("_")[2]),
+                         "offsets": list(c.offsets), "sizes": list(c.sizes)})
+        out[fqn] = rows
+    return out
+
+
 def make(out):
     os.makedirs(out, exist_ok=True)
     sd = state_dict()
@@ -339,20 +356,28 @@ def make(out):
     # DCP: {"model": sd, "step": 1000, "lrs": [...]} at world sizes 1, 2, 3.
     dcp_state = OrderedDict([("model", sd), ("step", 1000), ("lrs", [0.001, 0.0005])])
     for world in (1, 2, 3):
-        write_dcp(os.path.join(out, f"dcp_ws{world}"), dcp_state, world)
+        md = write_dcp(os.path.join(out, f"dcp_ws{world}"), dcp_state, world)
         manifest["layouts"][f"dcp_ws{world}"] = {"tensors": describe(sd, prefix=("model",)), "files": world + 1,
-                                                 "ranks": world, "step": 1000}
+                                                 "ranks": world, "step": 1000, "chunks": chunk_layout(md)}
     write_dcp(os.path.join(out, "dcp_ws2_old"), dcp_state, 2, lists_too=False)
     manifest["layouts"]["dcp_ws2_old"] = {"tensors": describe(sd, prefix=("model",)), "files": 3, "ranks": 2,
                                           "step": 1000}
     # A rank's file is gone: the tensors with a chunk there are incomplete.
     folder = os.path.join(hostile, "dcp_missing")
-    write_dcp(folder, dcp_state, 3)
+    md = write_dcp(folder, dcp_state, 3)
     os.remove(os.path.join(folder, "__1_0.distcp"))
     split_rows = {k for k, t in sd.items() if t.dim() > 0 and k not in ("scale", "position_ids")
                   and rank_chunks(t.shape[0], 3)[1][1] > 0}
     manifest["layouts"]["hostile/dcp_missing"] = {"tensors": describe(sd, split_rows, prefix=("model",)),
-                                                  "missing": "__1_0.distcp"}
+                                                  "missing": "__1_0.distcp", "chunks": chunk_layout(md)}
+    # The last rank's file is gone: .metadata still names it.
+    folder = os.path.join(hostile, "dcp_lastmissing")
+    write_dcp(folder, dcp_state, 3)
+    os.remove(os.path.join(folder, "__2_0.distcp"))
+    last_rows = {k for k, t in sd.items() if t.dim() > 0 and k not in ("scale", "position_ids")
+                 and rank_chunks(t.shape[0], 3)[2][1] > 0}
+    manifest["layouts"]["hostile/dcp_lastmissing"] = {"tensors": describe(sd, last_rows, prefix=("model",)),
+                                                      "missing": "__2_0.distcp", "ranks": 3}
     # Chunks that do not fit: outside the shape, overlapping, past the file's end.
     for name, mutate in (("dcp_outside", "outside"), ("dcp_overlap", "overlap"), ("dcp_pastend", "pastend")):
         folder = os.path.join(hostile, name)
@@ -411,7 +436,30 @@ def check(out, consolidated, dtype=None, key=None, ref_name=None):
     return 0
 
 
+def serve(out):
+    """`check` for many files with one torch import: a JSON request a line
+    on stdin ({"consolidated", "dtype", "key", "ref"}), a JSON answer a line
+    on stdout ({"rc", "out"}) with what `check` would print and exit with."""
+    import contextlib
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        req = json.loads(line)
+        text = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(text):
+                rc = check(out, req["consolidated"], req.get("dtype"), req.get("key"), req.get("ref"))
+        except Exception as e:  # a file torch cannot load: the answer says why
+            rc = 1
+            text.write(f"{type(e).__name__}: {e}\n")
+        sys.stdout.write(json.dumps({"rc": rc, "out": text.getvalue()}) + "\n")
+        sys.stdout.flush()
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "serve":
+        serve(sys.argv[2])
+        sys.exit(0)
     if sys.argv[1] == "check":
         args = sys.argv[2:]
         opts = {}

@@ -13,6 +13,7 @@
 #include "ckpt/format/tensor_data.h"
 #include "inspector/metadatamodel.h"
 #include "inspector/parametermodel.h"
+#include "inspector/shardview.h"
 #include "inspector/summarywidget.h"
 #include "inspector/tensortablemodel.h"
 #include "inspector/tensorview.h"
@@ -37,15 +38,18 @@ void collectLeaves(const ParamNode& n, std::vector<QString>& names) {
 
 // Statistics of every optimizer tensor; stops early when the job is cancelled.
 std::vector<OptimizerModel::Stats> optimizerStats(const std::shared_ptr<const CheckpointFile>& file,
-                                                  const std::vector<OptimizerRow>& rows, JobProgress& progress) {
+                                                  const std::vector<OptimizerRow>& rows,
+                                                  JobProgress& progress) {
   std::vector<OptimizerModel::Stats> out(rows.size());
   const auto go = [&progress](uint64_t, uint64_t) { return !progress.cancelled(); };
   for (size_t i = 0; i < rows.size() && progress.report(i, rows.size()); ++i) {
     // A tensor that cannot be read leaves its cells empty; the tensor table
     // already says why.
     try {
-      if (rows[i].expAvg >= 0) out[i].expAvg = computeStats(file->tensorData(size_t(rows[i].expAvg)), go);
-      if (rows[i].expAvgSq >= 0) out[i].expAvgSq = computeStats(file->tensorData(size_t(rows[i].expAvgSq)), go);
+      if (rows[i].expAvg >= 0)
+        out[i].expAvg = computeStats(file->tensorData(size_t(rows[i].expAvg)), go);
+      if (rows[i].expAvgSq >= 0)
+        out[i].expAvgSq = computeStats(file->tensorData(size_t(rows[i].expAvgSq)), go);
     } catch (const std::exception&) {
     }
   }
@@ -65,6 +69,14 @@ InspectorWidget::InspectorWidget(QWidget* parent) : QWidget(parent) {
   m_tabs->addTab(makeParametersTab(), tr("Parameters"));
   m_tabs->addTab(makeOptimizerTab(), tr("Optimizer"));
   m_tabs->addTab(m_tensorView, tr("Tensor"));
+  m_shardView = new ShardView(this);
+  m_tabs->addTab(m_shardView, tr("Shards"));
+  m_tabs->setTabVisible(int(Tab::Shards), false);
+  m_tabs->setTabToolTip(
+      int(Tab::Shards),
+      tr("How each tensor is split across the ranks' files, and what is missing"));
+  // Picking a tensor there also computes its numbers for the Tensor tab.
+  followSelection(m_shardView->tensorView(), [](const QModelIndex& i) { return i.row(); });
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(m_tabs);
@@ -77,8 +89,8 @@ InspectorWidget::InspectorWidget(QWidget* parent) : QWidget(parent) {
   const auto toTensor = [this](const QModelIndex& index) {
     if (m_tensorView->tensorIndex() >= 0 && index.isValid()) setCurrentTab(Tab::Tensor);
   };
-  for (QAbstractItemView* v : std::initializer_list<QAbstractItemView*>{m_metaView, m_paramView, m_optView,
-                                                                         m_summary->tensorView()})
+  for (QAbstractItemView* v : std::initializer_list<QAbstractItemView*>{
+           m_metaView, m_paramView, m_optView, m_summary->tensorView(), m_shardView->tensorView()})
     connect(v, &QAbstractItemView::activated, this, toTensor);
 }
 
@@ -89,7 +101,9 @@ QWidget* InspectorWidget::makeMetadataTab() {
   m_metadata = new MetadataModel(this);
   m_metaView = makeTree(this);
   m_metaView->setModel(m_metadata);
-  followSelection(m_metaView, [](const QModelIndex& i) { return i.data(int(MetadataModel::Role::TensorIndex)).toInt(); });
+  followSelection(m_metaView, [](const QModelIndex& i) {
+    return i.data(int(MetadataModel::Role::TensorIndex)).toInt();
+  });
   return m_metaView;
 }
 
@@ -111,7 +125,9 @@ QWidget* InspectorWidget::makeParametersTab() {
   m_paramView->setSortingEnabled(true);
   m_paramView->sortByColumn(-1, Qt::AscendingOrder);  // file order until a header is clicked
   connect(m_paramSearch, &QLineEdit::textChanged, this, &InspectorWidget::setParameterFilter);
-  followSelection(m_paramView, [](const QModelIndex& i) { return i.data(int(ParameterModel::Role::TensorIndex)).toInt(); });
+  followSelection(m_paramView, [](const QModelIndex& i) {
+    return i.data(int(ParameterModel::Role::TensorIndex)).toInt();
+  });
   auto* layout = new QVBoxLayout(page);
   layout->setContentsMargins(6, 6, 6, 6);
   layout->addWidget(m_paramSearch);
@@ -139,8 +155,9 @@ QWidget* InspectorWidget::makeOptimizerTab() {
   m_optView->horizontalHeader()->setStretchLastSection(true);
   // A click on an exp_avg_sq column inspects exp_avg_sq, anywhere else exp_avg.
   followSelection(m_optView, [](const QModelIndex& i) {
-    const auto role = OptimizerModel::isSquareColumn(i.column()) ? OptimizerModel::Role::ExpAvgSqTensor
-                                                                 : OptimizerModel::Role::ExpAvgTensor;
+    const auto role = OptimizerModel::isSquareColumn(i.column())
+                          ? OptimizerModel::Role::ExpAvgSqTensor
+                          : OptimizerModel::Role::ExpAvgTensor;
     return i.data(int(role)).toInt();
   });
   auto* layout = new QVBoxLayout(page);
@@ -150,7 +167,8 @@ QWidget* InspectorWidget::makeOptimizerTab() {
   return page;
 }
 
-void InspectorWidget::followSelection(QAbstractItemView* view, std::function<int(const QModelIndex&)> tensorOf) {
+void InspectorWidget::followSelection(QAbstractItemView* view,
+                                      std::function<int(const QModelIndex&)> tensorOf) {
   // Only what the person picks changes the Tensor tab's subject: a click
   // (also on the row already current) or moving the selection with the
   // keyboard. A view that merely gets focus sets a current row without
@@ -165,7 +183,8 @@ void InspectorWidget::followSelection(QAbstractItemView* view, std::function<int
           [view, show](const QItemSelection& selected) {
             if (selected.isEmpty()) return;
             const QModelIndex current = view->selectionModel()->currentIndex();
-            show(current.isValid() && selected.contains(current) ? current : selected.indexes().front());
+            show(current.isValid() && selected.contains(current) ? current
+                                                                 : selected.indexes().front());
           });
 }
 
@@ -180,17 +199,29 @@ void InspectorWidget::clearTabs() {
   m_optimizer->setRows({});
   m_optHeading->setText(tr("No optimizer state"));
   m_tensorView->setFile(nullptr);
+  m_shardView->setFile(nullptr);
+}
+
+// The Shards tab stays current from one sharded checkpoint to the next; a
+// file without it goes back to the Summary (not to whichever tab is next).
+void InspectorWidget::showShardsTab(bool shown) {
+  if (!shown && m_tabs->currentIndex() == int(Tab::Shards)) setCurrentTab(Tab::Summary);
+  m_tabs->setTabVisible(int(Tab::Shards), shown);
 }
 
 void InspectorWidget::showMessage(const QString& title, const QString& html) {
   clearTabs();
+  showShardsTab(false);
   m_summary->showMessage(title, html);
 }
 
 void InspectorWidget::showSummary(const CheckpointSummary& s) {
   clearTabs();
   m_summary->showSummary(s);
-  if (!s.ok()) return;
+  if (!s.ok()) {
+    showShardsTab(false);
+    return;
+  }
   m_file = s.file;
   m_tensorNames.resize(s.tensors.size());
   for (size_t i = 0; i < s.tensors.size(); ++i) m_tensorNames[i] = s.tensors[i].name;
@@ -201,10 +232,12 @@ void InspectorWidget::showSummary(const CheckpointSummary& s) {
   if (s.paramTree) collectLeaves(*s.paramTree, m_tensorNames);
   m_params->setTree(s.paramTree);
   if (s.paramTree) {
-    m_paramHeading->setText(tr("%1 parameters, %2 (tied weights counted once)")
-                                .arg(groupedNumber(s.paramTree->parameters), sizeText(s.paramTree->bytes)));
+    m_paramHeading->setText(
+        tr("%1 parameters, %2 (tied weights counted once)")
+            .arg(groupedNumber(s.paramTree->parameters), sizeText(s.paramTree->bytes)));
     m_paramView->expandToDepth(0);
-    for (int c = 0; c < int(ParameterModel::Column::Tied); ++c) m_paramView->resizeColumnToContents(c);
+    for (int c = 0; c < int(ParameterModel::Column::Tied); ++c)
+      m_paramView->resizeColumnToContents(c);
     m_paramView->setColumnWidth(0, std::max(m_paramView->columnWidth(0), 220));
   } else {
     m_paramHeading->setText(tr("No model state found"));
@@ -213,24 +246,37 @@ void InspectorWidget::showSummary(const CheckpointSummary& s) {
 
   for (const OptimizerRow& r : s.optimizer) {
     const QString owner = r.name.isEmpty() ? tr("state %1").arg(r.index) : r.name;
-    if (r.expAvg >= 0 && size_t(r.expAvg) < m_tensorNames.size()) m_tensorNames[size_t(r.expAvg)] = "exp_avg of " + owner;
+    if (r.expAvg >= 0 && size_t(r.expAvg) < m_tensorNames.size())
+      m_tensorNames[size_t(r.expAvg)] = "exp_avg of " + owner;
     if (r.expAvgSq >= 0 && size_t(r.expAvgSq) < m_tensorNames.size())
       m_tensorNames[size_t(r.expAvgSq)] = "exp_avg_sq of " + owner;
   }
   m_optimizer->setRows(s.optimizer);
-  m_optHeading->setText(s.optimizer.empty() ? tr("No optimizer state")
-                                            : tr("%1 parameters with Adam state").arg(s.optimizer.size()));
-  for (int c = 0; c < int(OptimizerModel::Column::AvgNorm); ++c) m_optView->resizeColumnToContents(c);
+  m_optHeading->setText(s.optimizer.empty()
+                            ? tr("No optimizer state")
+                            : tr("%1 parameters with Adam state").arg(s.optimizer.size()));
+  for (int c = 0; c < int(OptimizerModel::Column::AvgNorm); ++c)
+    m_optView->resizeColumnToContents(c);
   m_optView->setColumnWidth(0, std::min(m_optView->columnWidth(0), 320));
   m_tensorView->setFile(s.file);
+  m_shardView->setFile(s.file);
+  showShardsTab(s.file && s.file->shards());
   if (m_tabs->currentIndex() == int(Tab::Optimizer)) computeOptimizerStats();
 }
 
-QString InspectorWidget::shownPath() const { return m_summary->shownPath(); }
-QString InspectorWidget::text() const { return m_summary->text(); }
-TensorTableModel* InspectorWidget::tensorModel() const { return m_summary->tensorModel(); }
+QString InspectorWidget::shownPath() const {
+  return m_summary->shownPath();
+}
+QString InspectorWidget::text() const {
+  return m_summary->text();
+}
+TensorTableModel* InspectorWidget::tensorModel() const {
+  return m_summary->tensorModel();
+}
 
-void InspectorWidget::setCurrentTab(Tab tab) { m_tabs->setCurrentIndex(int(tab)); }
+void InspectorWidget::setCurrentTab(Tab tab) {
+  m_tabs->setCurrentIndex(int(tab));
+}
 
 void InspectorWidget::setParameterFilter(const QString& text) {
   if (m_paramSearch->text() != text) m_paramSearch->setText(text);  // comes back here once
@@ -239,7 +285,8 @@ void InspectorWidget::setParameterFilter(const QString& text) {
 }
 
 QString InspectorWidget::tensorName(int index) const {
-  return index >= 0 && size_t(index) < m_tensorNames.size() ? m_tensorNames[size_t(index)] : QString();
+  return index >= 0 && size_t(index) < m_tensorNames.size() ? m_tensorNames[size_t(index)]
+                                                            : QString();
 }
 
 void InspectorWidget::inspectTensor(int index) {
@@ -250,12 +297,13 @@ void InspectorWidget::inspectTensor(int index) {
 void InspectorWidget::computeOptimizerStats() {
   if (!m_file || m_optStarted || m_optimizer->rows().empty()) return;
   m_optStarted = true;
-  m_optHeading->setText(tr("%1 parameters with Adam state; computing exp_avg / exp_avg_sq statistics...")
-                            .arg(m_optimizer->rows().size()));
-  m_optJob.start([file = m_file, rows = m_optimizer->rows()](JobProgress& progress) {
-                   return optimizerStats(file, rows, progress);
-                 },
-                 [this](JobOutcome outcome, std::optional<std::vector<OptimizerModel::Stats>> stats, const QString&) {
+  m_optHeading->setText(
+      tr("%1 parameters with Adam state; computing exp_avg / exp_avg_sq statistics...")
+          .arg(m_optimizer->rows().size()));
+  m_optJob.start([file = m_file, rows = m_optimizer->rows()](
+                     JobProgress& progress) { return optimizerStats(file, rows, progress); },
+                 [this](JobOutcome outcome, std::optional<std::vector<OptimizerModel::Stats>> stats,
+                        const QString&) {
                    if (outcome == JobOutcome::Done && stats) onOptimizerStats(std::move(*stats));
                  });
 }
@@ -264,7 +312,8 @@ void InspectorWidget::onOptimizerStats(std::vector<OptimizerModel::Stats> stats)
   if (stats.size() != m_optimizer->rows().size()) return;
   m_optimizer->setStats(std::move(stats));
   m_optDone = true;
-  m_optHeading->setText(tr("%1 parameters with Adam state (m = exp_avg, v = exp_avg_sq; statistics over finite values)")
+  m_optHeading->setText(tr("%1 parameters with Adam state (m = exp_avg, v = exp_avg_sq; statistics "
+                           "over finite values)")
                             .arg(m_optimizer->rows().size()));
   for (int c = int(OptimizerModel::Column::AvgNorm); c < int(OptimizerModel::Column::Note); ++c)
     m_optView->resizeColumnToContents(c);

@@ -21,6 +21,7 @@ namespace ckpt {
 
 class MetadataModel;
 class ParameterModel;
+class ShardView;
 class SummaryWidget;
 class TensorTableModel;
 class TensorView;
@@ -35,7 +36,8 @@ class InspectorWidget : public QWidget {
   Q_OBJECT
 
  public:
-  enum class Tab { Summary, Metadata, Parameters, Optimizer, Tensor };
+  // Shards: only for a checkpoint written by many ranks (hidden otherwise).
+  enum class Tab { Summary, Metadata, Parameters, Optimizer, Tensor, Shards };
 
   explicit InspectorWidget(QWidget* parent = nullptr);
   ~InspectorWidget() override;
@@ -56,6 +58,7 @@ class InspectorWidget : public QWidget {
   [[nodiscard]] OptimizerModel* optimizerModel() const { return m_optimizer; }
   [[nodiscard]] QTableView* optimizerView() const { return m_optView; }
   [[nodiscard]] TensorView* tensorView() const { return m_tensorView; }
+  [[nodiscard]] ShardView* shardView() const { return m_shardView; }
   [[nodiscard]] QTabWidget* tabs() const { return m_tabs; }
   void setCurrentTab(Tab tab);
   void setParameterFilter(const QString& text);
@@ -74,6 +77,7 @@ class InspectorWidget : public QWidget {
   QWidget* makeParametersTab();
   QWidget* makeOptimizerTab();
   void clearTabs();
+  void showShardsTab(bool shown);
   // Shows in the Tensor tab the tensor a row of `view` stands for, when the
   // person clicks it or moves the selection onto it.
   void followSelection(QAbstractItemView* view, std::function<int(const QModelIndex&)> tensorOf);
@@ -94,6 +98,7 @@ class InspectorWidget : public QWidget {
   QTableView* m_optView = nullptr;
   QLabel* m_optHeading = nullptr;
   TensorView* m_tensorView = nullptr;
+  ShardView* m_shardView = nullptr;
 
   std::shared_ptr<const CheckpointFile> m_file;
   std::vector<QString> m_tensorNames;  // display names per tensor index

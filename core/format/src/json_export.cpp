@@ -167,17 +167,24 @@ json toJson(const CheckpointFile& file, size_t maxNodes) {
     if (shards) {
       // Where its pieces are: the layout across ranks.
       const LogicalTensor& lt = shards->tensors()[size_t(t.storage)];
-      json chunks = json::array();
-      for (const ShardChunk& c : lt.chunks) {
+      const auto chunkJson = [shards](const ShardChunk& c) {
         json cj{{"file", shards->parts()[size_t(c.part)].file},
                 {"offsets", c.offsets},
                 {"sizes", c.sizes}};
         if (const int rank = shards->parts()[size_t(c.part)].rank; rank >= 0) cj["rank"] = rank;
         // A run of a flat buffer (DeepSpeed's partitions): where it starts there.
         if (c.sourceOffset) cj["source_offset"] = c.sourceOffset;
-        chunks.push_back(std::move(cj));
-      }
+        return cj;
+      };
+      json chunks = json::array();
+      for (const ShardChunk& c : lt.chunks) chunks.push_back(chunkJson(c));
       j["chunks"] = std::move(chunks);
+      // Where a missing or unreadable part's chunks would be.
+      if (!lt.missing.empty()) {
+        json missing = json::array();
+        for (const ShardChunk& c : lt.missing) missing.push_back(chunkJson(c));
+        j["missing_chunks"] = std::move(missing);
+      }
       if (lt.replicas) j["replicas"] = lt.replicas;
       if (lt.flat) j["flat"] = true;
       if (lt.incomplete()) j["incomplete"] = true;

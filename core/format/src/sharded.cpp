@@ -395,6 +395,8 @@ void ShardSet::openHuggingFace(bool metadataOnly) {
       const std::string what = " (weight_map[" + inQuotes(n.tensor) + "] in " + entryName + ")";
       if (!p.error.empty()) {
         t.error = p.error + what;
+        // Its shape is in that file alone: where it would be is unknown.
+        t.missing.push_back(ShardChunk{n.part, -1, -1, {}, {}});
       } else if (auto it = keys[size_t(n.part)].find(n.tensor); it == keys[size_t(n.part)].end()) {
         t.error = p.file + " has no tensor " + inQuotes(n.tensor) + what;
       } else {

@@ -173,35 +173,41 @@ void ShardSet::openDcp(bool metadataOnly) {
       const std::optional<Dims> offsets = intsOf(field(c, "offsets"));
       const std::optional<Dims> sizes = intsOf(field(c, "sizes"));
       if (!offsets || !sizes) {
-        t.error = what + ": a chunk without offsets and sizes";
+        if (t.error.empty()) t.error = what + ": a chunk without offsets and sizes";
         break;
       }
       ShardChunk chunk{-1, -1, 0, *offsets, *sizes};
       const std::string at = "chunk at offsets " + dimsText(*offsets);
       auto w = where.find({key, *offsets});
       if (w == where.end()) {
-        t.error = what + ": no storage_data entry for its " + at;
+        if (t.error.empty()) t.error = what + ": no storage_data entry for its " + at;
         break;
       }
       if (!w->second.error.empty()) {
-        t.error = w->second.error;
+        if (t.error.empty()) t.error = w->second.error;
         break;
       }
       chunk.part = w->second.part;
       const ShardPart& part = m_parts[size_t(chunk.part)];
       const std::string of = at + " of '" + key.substr(0, 200) + "'";
       if (!part.present) {
-        t.error = part.error + " (" + of + ")";
-        break;
+        // Where the missing bytes would be: the other chunks are still
+        // listed. An empty chunk has no bytes to miss.
+        bool empty = false;
+        for (size_t d = 0; d < sizes->size(); ++d) empty |= (*sizes)[d] == 0;
+        if (t.error.empty() && !empty) t.error = part.error + " (" + of + ")";
+        t.missing.push_back(ShardChunk{chunk.part, -1, -1, *offsets, *sizes});
+        continue;
       }
       // The archive itself is opened when its bytes are wanted (chunkFile);
       // that it lies inside its file is known now.
       uint64_t end = 0;
       if (addOverflows(w->second.offset, w->second.length, &end) || end > part.size) {
-        t.error = part.file + ": the slice of " + std::to_string(w->second.length) +
-                  " bytes at offset " + std::to_string(w->second.offset) +
-                  " runs past the end of the file (" + std::to_string(part.size) + " bytes) (" +
-                  of + ")";
+        if (t.error.empty())
+          t.error = part.file + ": the slice of " + std::to_string(w->second.length) +
+                    " bytes at offset " + std::to_string(w->second.offset) +
+                    " runs past the end of the file (" + std::to_string(part.size) + " bytes) (" +
+                    of + ")";
         break;
       }
       chunk.slice = int(m_sliceSpecs.size());

@@ -216,6 +216,11 @@ void ShardSet::openDeepSpeed(bool metadataOnly) {
     try {
       m_itemFiles.push_back(CheckpointFile::open(m_parts[size_t(modelPart)].path, options));
       addItems(*m_itemFiles.back());
+      // A missing last rank's optimizer file is known from dp_world_size.
+      const Value* root = m_itemFiles.back()->root();
+      if (const auto w = root && root->isDict() ? intOf(root->get("dp_world_size")) : std::nullopt;
+          w && *w > m_ranks && *w <= kMaxRanks && !optimOfRank.empty())
+        addMissing(int(*w));
     } catch (const FormatError&) {
     }
     return;

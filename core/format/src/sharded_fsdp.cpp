@@ -131,6 +131,31 @@ int placementRank(const Value* placement) {
   return -1;
 }
 
+// The world a rank's file knows of without its tensors being read: the
+// largest placement rank of any ShardMetadata in it (every ShardedTensor
+// lists every rank's shards) plus one; 0 when it holds none. Bounded walk.
+int worldFromShardMetadata(const Value* root) {
+  int world = 0;
+  size_t budget = 1u << 20;
+  std::vector<std::pair<const Value*, int>> stack{{root, 0}};
+  while (!stack.empty() && budget) {
+    const auto [v, depth] = stack.back();
+    stack.pop_back();
+    if (!v || depth > 64) continue;
+    --budget;
+    if (v->kind == K::Object && endsWith(v->text, ".ShardMetadata") &&
+        !endsWith(v->text, "ShardedTensorMetadata")) {
+      world = std::max(world, placementRank(field(v, "placement")) + 1);
+      continue;
+    }
+    for (const Value* x : v->items) stack.emplace_back(x, depth + 1);
+    for (const auto& [k, x] : v->entries) stack.emplace_back(x, depth + 1);
+    for (const Value* x : v->listItems) stack.emplace_back(x, depth + 1);
+    if (v->state) stack.emplace_back(v->state, depth + 1);
+  }
+  return world;
+}
+
 // The wrapper's arguments (cls, dtype, size, stride, storage_offset, ...).
 std::optional<DType> wrapperDtype(const Value* v) {
   if (v->items.size() > 1 && v->items[1]->kind == K::Global)
@@ -255,6 +280,9 @@ void ShardSet::openFsdp(bool metadataOnly) {
       } catch (const FormatError&) {
         continue;  // said when the checkpoint is opened whole
       }
+      // A missing last rank is known from the shard metadata, not the names.
+      if (const int world = worldFromShardMetadata(m_itemFiles.back()->root()); world > m_ranks)
+        addMissing(world);
       std::vector<PathElement> path;
       walk(m_itemFiles.back()->root(), path, 0,
            [&](const Value* v, const std::vector<PathElement>& at) {
@@ -278,7 +306,10 @@ void ShardSet::openFsdp(bool metadataOnly) {
 
   for (const Group& g : groups) {
     bool first = true;
-    for (const auto& [rank, part] : g.partOfRank) {
+    for (const auto& rankPart : g.partOfRank) {
+      // Plain names, not structured bindings: the lambdas below capture
+      // them (clang 14, the fuzz preset's compiler, does not allow that).
+      const int rank = rankPart.first, part = rankPart.second;
       const CheckpointFile* f = m_files[size_t(part)].get();
       if (!f) continue;
       const std::string& file = m_parts[size_t(part)].file;
@@ -455,7 +486,6 @@ void ShardSet::openFsdp(bool metadataOnly) {
   for (Pending& pe : pending) {
     LogicalTensor& t = pe.t;
     for (const Expected& e : pe.expected) {
-      if (!t.error.empty()) break;
       if (numelOf(e.sizes) == 0) continue;
       const bool held = std::any_of(t.chunks.begin(), t.chunks.end(), [&](const ShardChunk& c) {
         return c.offsets == e.offsets && c.sizes == e.sizes;
@@ -464,12 +494,17 @@ void ShardSet::openFsdp(bool metadataOnly) {
       const std::string what = "the chunk at offsets " + dimsText(e.offsets) + " sizes " +
                                dimsText(e.sizes) + " of " + inQuotes(t.name);
       const auto part = pe.group->partOfRank.find(e.rank);
+      // The first problem is the tensor's error; every chunk a missing or
+      // unreadable rank's file should hold is listed.
       if (part == pe.group->partOfRank.end()) {
-        t.error = "no rank's file holds " + what;
+        if (t.error.empty()) t.error = "no rank's file holds " + what;
       } else {
         const ShardPart& p = m_parts[size_t(part->second)];
-        t.error =
-            !p.error.empty() ? p.error + " (" + what + ")" : p.file + " does not hold " + what;
+        if (t.error.empty())
+          t.error =
+              !p.error.empty() ? p.error + " (" + what + ")" : p.file + " does not hold " + what;
+        if (!p.error.empty())
+          t.missing.push_back(ShardChunk{part->second, -1, -1, e.offsets, e.sizes, 0});
       }
     }
     checkChunks(t);

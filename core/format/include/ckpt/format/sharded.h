@@ -67,6 +67,10 @@ struct LogicalTensor {
   DType dtype = DType::Float32;
   Dims shape;  // global
   std::vector<ShardChunk> chunks;
+  // Chunks the description places in a part that is missing or cannot be
+  // read (DCP's .metadata, FSDP's shard metadata): where the bytes would
+  // be. `part` is that part; `slice` and `tensor` are -1. Never read.
+  std::vector<ShardChunk> missing;
   // Chunks present on several ranks with the same offsets and sizes (a
   // replicated tensor): kept once, counted here.
   int replicas = 0;
