@@ -26,8 +26,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -56,7 +56,9 @@ using Clock = std::chrono::steady_clock;
 using json = nlohmann::ordered_json;
 using ckpt::Value;
 
-double secondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double secondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // Keeps the optimiser from dropping work whose result nobody reads.
 volatile uint64_t g_sink = 0;
@@ -81,8 +83,11 @@ Stats stats(std::vector<double> v) {
 }
 
 json statsJson(const Stats& s, double scale) {
-  return json{{"median", s.median * scale}, {"min", s.min * scale}, {"p90", s.p90 * scale},
-              {"mean", s.mean * scale}, {"n", s.n}};
+  return json{{"median", s.median * scale},
+              {"min", s.min * scale},
+              {"p90", s.p90 * scale},
+              {"mean", s.mean * scale},
+              {"n", s.n}};
 }
 
 // /proc/self/status field in kB ("VmRSS", "VmHWM").
@@ -91,7 +96,8 @@ long procStatusKb(const char* field) {
   std::string line;
   const size_t n = std::strlen(field);
   while (std::getline(in, line))
-    if (line.compare(0, n, field) == 0 && line.size() > n && line[n] == ':') return std::atol(line.c_str() + n + 1);
+    if (line.compare(0, n, field) == 0 && line.size() > n && line[n] == ':')
+      return std::atol(line.c_str() + n + 1);
   return -1;
 }
 
@@ -137,8 +143,8 @@ long minorFaults() {
 // A cache-contention meter: nanoseconds per load of a pointer chase through
 // 1 MiB in random line order. About 15 ns when this core's L2 is ours;
 // 25-50 ns and more while a neighbour on the same core (another guest of a
-// shared VM host) crowds it, and an open then takes about 1.7x as long. Read between slices of each round of the in-process
-// figure and printed with it: a slow round with a slow chase was crowded.
+// shared VM host) crowds it, and an open then takes about 1.7x as long. Read between slices of each
+// round of the in-process figure and printed with it: a slow round with a slow chase was crowded.
 class ChaseMeter {
  public:
   ChaseMeter() {
@@ -209,24 +215,72 @@ int64_t opcodeScan(const uint8_t* p, uint64_t n) {
     const uint8_t op = p[i++];
     ++ops;
     switch (op) {
-      case '.': return ops;  // STOP
-      case 0x80: case 'K': case 'q': case 'h': i += 1; break;  // PROTO BININT1 BINPUT BINGET
-      case 'M': i += 2; break;                                  // BININT2
-      case 'J': case 'r': case 'j': i += 4; break;              // BININT LONG_BINPUT LONG_BINGET
-      case 'G': case 0x95: i += 8; break;                       // BINFLOAT FRAME
-      case 'X': case 'T': case 'B': i += 4 + le(i, 4); break;   // BINUNICODE BINSTRING BINBYTES
-      case 0x8c: case 'U': case 'C': case 0x8a: i += 1 + p[i]; break;  // SHORT_BINUNICODE ... LONG1
-      case 'c':                                                  // GLOBAL: two lines
+      case '.':
+        return ops;  // STOP
+      case 0x80:
+      case 'K':
+      case 'q':
+      case 'h':
+        i += 1;
+        break;  // PROTO BININT1 BINPUT BINGET
+      case 'M':
+        i += 2;
+        break;  // BININT2
+      case 'J':
+      case 'r':
+      case 'j':
+        i += 4;
+        break;  // BININT LONG_BINPUT LONG_BINGET
+      case 'G':
+      case 0x95:
+        i += 8;
+        break;  // BINFLOAT FRAME
+      case 'X':
+      case 'T':
+      case 'B':
+        i += 4 + le(i, 4);
+        break;  // BINUNICODE BINSTRING BINBYTES
+      case 0x8c:
+      case 'U':
+      case 'C':
+      case 0x8a:
+        i += 1 + p[i];
+        break;   // SHORT_BINUNICODE ... LONG1
+      case 'c':  // GLOBAL: two lines
         for (int line = 0; line < 2; ++line) {
           while (i < n && p[i] != '\n') ++i;
           ++i;
         }
         break;
-      case '(': case 't': case 0x85: case 0x86: case 0x87: case ')': case '}': case ']': case 's':
-      case 'u': case 'a': case 'e': case 0x88: case 0x89: case 'N': case 'R': case 'b': case 0x81:
-      case 'Q': case '0': case '1': case 0x94: case 0x93: case 0x8f: case 0x90: case 0x91:
+      case '(':
+      case 't':
+      case 0x85:
+      case 0x86:
+      case 0x87:
+      case ')':
+      case '}':
+      case ']':
+      case 's':
+      case 'u':
+      case 'a':
+      case 'e':
+      case 0x88:
+      case 0x89:
+      case 'N':
+      case 'R':
+      case 'b':
+      case 0x81:
+      case 'Q':
+      case '0':
+      case '1':
+      case 0x94:
+      case 0x93:
+      case 0x8f:
+      case 0x90:
+      case 0x91:
         break;
-      default: return -1;
+      default:
+        return -1;
     }
   }
   return -1;
@@ -242,7 +296,19 @@ json breakdown(const std::string& path, size_t iters, std::vector<Phase>& phases
   // The library's own phases (ReadOptions::phases), then what the headline
   // does with the open file, then its teardown: the same work as the
   // headline figure, split where it happens.
-  enum { kSniff, kZip, kPklRead, kParse, kRecords, kFinish, kView, kWalk, kTeardown, kMapNames, kCount };
+  enum {
+    kSniff,
+    kZip,
+    kPklRead,
+    kParse,
+    kRecords,
+    kFinish,
+    kView,
+    kWalk,
+    kTeardown,
+    kMapNames,
+    kCount
+  };
   phases = {
       {"file open + sniff", "InputFile (open, fstat) + sniffFile (pread 512 B)", {}},
       {"zip directory", "ZipArchive: end records, central directory; records by name", {}},
@@ -250,10 +316,16 @@ json breakdown(const std::string& path, size_t iters, std::vector<Phase>& phases
       {"pickle parse", "PickleReader::parse: value tree, memo, storage and tensor tables", {}},
       {"storage records", "every storage's zip record found and its size checked", {}},
       {"finish (tree walk)", "tensors in tree order with their paths, extents checked", {}},
-      {"CheckpointView", "CheckpointView ctor: model_state/optimizer/metadata, step, loss, config", {}},
+      {"CheckpointView",
+       "CheckpointView ctor: model_state/optimizer/metadata, step, loss, config",
+       {}},
       {"tensor table walk", "name + dtypeName + shape of every tensor", {}},
-      {"teardown", "CheckpointFile destroyed: arena, tables (kept for the next open), zip, file", {}},
-      {"(not in headline) view.entries()", "state-dict names, tie detection, optimizer mapping", {}},
+      {"teardown",
+       "CheckpointFile destroyed: arena, tables (kept for the next open), zip, file",
+       {}},
+      {"(not in headline) view.entries()",
+       "state-dict names, tie detection, optimizer mapping",
+       {}},
   };
   for (auto& p : phases) p.times.reserve(iters);
 
@@ -265,7 +337,8 @@ json breakdown(const std::string& path, size_t iters, std::vector<Phase>& phases
     auto t = Clock::now();
     auto lap = [&](int phase) {
       const auto now = Clock::now();
-      if (record) phases[size_t(phase)].times.push_back(std::chrono::duration<double>(now - t).count());
+      if (record)
+        phases[size_t(phase)].times.push_back(std::chrono::duration<double>(now - t).count());
       t = now;
     };
     uint64_t h = 0;
@@ -282,7 +355,8 @@ json breakdown(const std::string& path, size_t iters, std::vector<Phase>& phases
     g_sink = g_sink + h;
     lap(kWalk);
     if (record) {
-      const double library[] = {op.sniff, op.directory, op.pickleRead, op.parse, op.records, op.finish};
+      const double library[] = {op.sniff, op.directory, op.pickleRead,
+                                op.parse, op.records,   op.finish};
       for (int i = kSniff; i <= kFinish; ++i) phases[size_t(i)].times.push_back(library[i]);
     } else {
       const ckpt::ZipEntry* pkl = nullptr;
@@ -313,7 +387,10 @@ json breakdown(const std::string& path, size_t iters, std::vector<Phase>& phases
   json out = json::array();
   for (const Phase& p : phases) {
     const Stats s = stats(p.times);
-    out.push_back({{"phase", p.name}, {"what", p.what}, {"median_ms", s.median * 1e3}, {"min_ms", s.min * 1e3}});
+    out.push_back({{"phase", p.name},
+                   {"what", p.what},
+                   {"median_ms", s.median * 1e3},
+                   {"min_ms", s.min * 1e3}});
   }
   return out;
 }
@@ -339,7 +416,8 @@ double spawnOnce(const std::vector<std::string>& argv) {
   const double dt = secondsSince(t0);
   posix_spawn_file_actions_destroy(&fa);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw std::runtime_error(argv[0] + " " + (argv.size() > 1 ? argv[1] : "") + " failed (status " + std::to_string(status) + ")");
+    throw std::runtime_error(argv[0] + " " + (argv.size() > 1 ? argv[1] : "") + " failed (status " +
+                             std::to_string(status) + ")");
   return dt;
 }
 
@@ -348,9 +426,10 @@ Stats spawnStats(const std::vector<std::string>& argv, size_t warmup, size_t lau
 }
 
 void usage() {
-  std::fprintf(stderr,
-               "usage: bench_reader FILE [--iters N] [--dir DIR] [--dir-runs N] [--cli PATH] [--launches N] "
-               "[--json OUT.json] [--profile-loop N]\n");
+  std::fprintf(
+      stderr,
+      "usage: bench_reader FILE [--iters N] [--dir DIR] [--dir-runs N] [--cli PATH] [--launches N] "
+      "[--json OUT.json] [--profile-loop N]\n");
 }
 
 }  // namespace
@@ -371,17 +450,25 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--iters") iters = std::stoul(value());
-    else if (a == "--dir") dir = value();
-    else if (a == "--dir-runs") dirRuns = std::stoul(value());
-    else if (a == "--cli") cli = value();
-    else if (a == "--launches") launches = std::stoul(value());
-    else if (a == "--json") jsonOut = value();
-    else if (a == "--profile-loop") profileLoops = std::stoul(value());
+    if (a == "--iters")
+      iters = std::stoul(value());
+    else if (a == "--dir")
+      dir = value();
+    else if (a == "--dir-runs")
+      dirRuns = std::stoul(value());
+    else if (a == "--cli")
+      cli = value();
+    else if (a == "--launches")
+      launches = std::stoul(value());
+    else if (a == "--json")
+      jsonOut = value();
+    else if (a == "--profile-loop")
+      profileLoops = std::stoul(value());
     else if (a.rfind("--", 0) == 0) {
       usage();
       return 2;
-    } else file = a;
+    } else
+      file = a;
   }
   if (file.empty()) {
     usage();
@@ -418,11 +505,12 @@ int main(int argc, char** argv) {
                      {"config_keys", view.config() ? view.config()->entries.size() : 0},
                      {"state_entries", view.entries().size()},
                      {"optimizer_params", view.optimizerParams().size()}};
-      std::printf("memory: VmRSS %ld kB -> %ld kB with one file open (+%.2f MB; heap in use +%.2f MB), "
-                  "%zu values, %zu tensors, %zu storages\n",
-                  rssStartKb, rssKeptKb, double(rssKeptKb - rssStartKb) / 1024.0,
-                  double(heapKept - heapStart) / (1024.0 * 1024.0), kept->valueCount(), kept->tensors().size(),
-                  kept->storages().size());
+      std::printf(
+          "memory: VmRSS %ld kB -> %ld kB with one file open (+%.2f MB; heap in use +%.2f MB), "
+          "%zu values, %zu tensors, %zu storages\n",
+          rssStartKb, rssKeptKb, double(rssKeptKb - rssStartKb) / 1024.0,
+          double(heapKept - heapStart) / (1024.0 * 1024.0), kept->valueCount(),
+          kept->tensors().size(), kept->storages().size());
     }
 
     // ---- in-process: open + view + tensor table + step/loss/config ----
@@ -431,7 +519,8 @@ int main(int argc, char** argv) {
     // run of one round would then be measuring them. The headline is the
     // median of the round medians; every round is printed, and the
     // statistics over all iterations are kept too.
-    const size_t rounds = std::min<size_t>(10, iters), perRound = std::max<size_t>(1, iters / rounds);
+    const size_t rounds = std::min<size_t>(10, iters),
+                 perRound = std::max<size_t>(1, iters / rounds);
     std::vector<double> inprocT, inprocCpuT, roundMedians, roundChase;
     ChaseMeter meter;
     const long faults0 = minorFaults();
@@ -444,9 +533,13 @@ int main(int argc, char** argv) {
       for (size_t k = 0; k < kSlices; ++k) {
         std::vector<double> sliceCpu;
         const size_t n = perRound / kSlices + (k < perRound % kSlices ? 1 : 0);
-        const std::vector<double> st = timeIt(k == 0 ? std::max<size_t>(20, perRound / 10) : 0, n, [&] {
-          if (openAndDescribe(file) != check) throw std::runtime_error("nondeterministic result");
-        }, &sliceCpu);
+        const std::vector<double> st = timeIt(
+            k == 0 ? std::max<size_t>(20, perRound / 10) : 0, n,
+            [&] {
+              if (openAndDescribe(file) != check)
+                throw std::runtime_error("nondeterministic result");
+            },
+            &sliceCpu);
         t.insert(t.end(), st.begin(), st.end());
         cpuT.insert(cpuT.end(), sliceCpu.begin(), sliceCpu.end());
         chase += meter.nsPerLoad() / double(kSlices);
@@ -456,8 +549,8 @@ int main(int argc, char** argv) {
       inprocT.insert(inprocT.end(), t.begin(), t.end());
       inprocCpuT.insert(inprocCpuT.end(), cpuT.begin(), cpuT.end());
     }
-    const double faultsPerOpen =
-        double(minorFaults() - faults0) / double(rounds * (std::max<size_t>(20, perRound / 10) + perRound));
+    const double faultsPerOpen = double(minorFaults() - faults0) /
+                                 double(rounds * (std::max<size_t>(20, perRound / 10) + perRound));
     out["in_process_page_faults_per_open"] = faultsPerOpen;
     const Stats all = stats(inprocT), inprocCpu = stats(inprocCpuT), byRound = stats(roundMedians);
     out["in_process_ms"] = statsJson(all, 1e3);
@@ -467,13 +560,17 @@ int main(int argc, char** argv) {
     for (double m : roundMedians) out["in_process_ms"]["round_medians"].push_back(m * 1e3);
     out["in_process_ms"]["iters"] = rounds * perRound;
     out["in_process_cpu_ms"] = statsJson(inprocCpu, 1e3);
-    std::printf("in-process open+view+table: median %.4f ms (of %zu round medians; all %zu iterations: median %.4f, "
-                "min %.4f, p90 %.4f); thread CPU median %.4f ms\n",
-                byRound.median * 1e3, rounds, rounds * perRound, all.median * 1e3, all.min * 1e3, all.p90 * 1e3,
-                inprocCpu.median * 1e3);
+    std::printf(
+        "in-process open+view+table: median %.4f ms (of %zu round medians; all %zu iterations: "
+        "median %.4f, "
+        "min %.4f, p90 %.4f); thread CPU median %.4f ms\n",
+        byRound.median * 1e3, rounds, rounds * perRound, all.median * 1e3, all.min * 1e3,
+        all.p90 * 1e3, inprocCpu.median * 1e3);
     std::printf("  round medians (ms):");
     for (double m : roundMedians) std::printf(" %.4f", m * 1e3);
-    std::printf("\n  1 MiB pointer chase during each round (ns/load; about 15 while this core's L2 is ours, 25-50 crowded):");
+    std::printf(
+        "\n  1 MiB pointer chase during each round (ns/load; about 15 while this core's L2 is "
+        "ours, 25-50 crowded):");
     for (double c : roundChase) std::printf(" %.0f", c);
     std::printf("\n  page faults per open: %.2f\n", faultsPerOpen);
     out["in_process_ms"]["chase_ns_per_load"] = roundChase;
@@ -491,8 +588,8 @@ int main(int argc, char** argv) {
       if (i + 1 < phases.size()) sum += s.median;
       std::printf("  %-34s %8.4f   %s\n", phases[i].name, s.median * 1e3, phases[i].what);
     }
-    std::printf("  %-34s %8.4f   (sum of the headline phases; whole measured above: %.4f)\n", "sum", sum * 1e3,
-                byRound.median * 1e3);
+    std::printf("  %-34s %8.4f   (sum of the headline phases; whole measured above: %.4f)\n", "sum",
+                sum * 1e3, byRound.median * 1e3);
     std::printf("  counts: %s\n", counts.dump().c_str());
     {
       // The floor under any parser: stepping over the opcodes of data.pkl.
@@ -502,11 +599,14 @@ int main(int argc, char** argv) {
         if (e.name.size() >= 9 && e.name.compare(e.name.size() - 9, 9, "/data.pkl") == 0) pkl = &e;
       const std::vector<uint8_t> bytes = f->zip()->readAll(*pkl, 1ull << 30);
       int64_t ops = 0;
-      const Stats scan = stats(timeIt(20, bIters, [&] { ops = opcodeScan(bytes.data(), bytes.size()); }));
+      const Stats scan =
+          stats(timeIt(20, bIters, [&] { ops = opcodeScan(bytes.data(), bytes.size()); }));
       out["opcode_scan_floor_ms"] = ops > 0 ? json(scan.median * 1e3) : json(nullptr);
       if (ops > 0)
-        std::printf("  %-34s %8.4f   (%lld opcodes of %zu bytes stepped over, nothing built: the parse floor)\n",
-                    "opcode scan floor", scan.median * 1e3, (long long)ops, bytes.size());
+        std::printf(
+            "  %-34s %8.4f   (%lld opcodes of %zu bytes stepped over, nothing built: the parse "
+            "floor)\n",
+            "opcode scan floor", scan.median * 1e3, (long long)ops, bytes.size());
     }
     {
       // Floor for the tree alone: as many empty Values as the file decodes
@@ -541,9 +641,10 @@ int main(int argc, char** argv) {
       out["scan_dir_s"]["checkpoints"] = found;
       out["scan_dir_s"]["errors"] = errors;
       out["scan_dir_cpu_s"] = statsJson(scanCpu, 1.0);
-      std::printf("scanDirectory(%s): median %.4f s (min %.4f) over %zu runs, %zu checkpoints, %zu errors; "
-                  "thread CPU median %.4f s\n",
-                  dir.c_str(), s.median, s.min, dirRuns, found, errors, scanCpu.median);
+      std::printf(
+          "scanDirectory(%s): median %.4f s (min %.4f) over %zu runs, %zu checkpoints, %zu errors; "
+          "thread CPU median %.4f s\n",
+          dir.c_str(), s.median, s.min, dirRuns, found, errors, scanCpu.median);
 
       // Where scanDirectory's time goes: finding the files, and one
       // describeCheckpoint (open + view) per file.
@@ -567,8 +668,10 @@ int main(int argc, char** argv) {
                                    {"describe_checkpoint_ms", one.median * 1e3},
                                    {"files", files.size()},
                                    {"estimate_s", walk.median + one.median * double(files.size())}};
-      std::printf("  finding %zu files: %.3f ms; describeCheckpoint per file: median %.4f ms -> %.3f s for all\n",
-                  files.size(), walk.median * 1e3, one.median * 1e3, one.median * double(files.size()));
+      std::printf(
+          "  finding %zu files: %.3f ms; describeCheckpoint per file: median %.4f ms -> %.3f s for "
+          "all\n",
+          files.size(), walk.median * 1e3, one.median * 1e3, one.median * double(files.size()));
     }
 
     // ---- fresh processes ----
@@ -577,12 +680,14 @@ int main(int argc, char** argv) {
       const Stats floor = spawnStats({"/bin/true"}, 2, launches);
       out["cli_info_ms"] = statsJson(info, 1e3);
       out["spawn_floor_ms"] = statsJson(floor, 1e3);
-      std::printf("fresh `%s info FILE`: median %.3f ms (min %.3f) over %zu launches; /bin/true %.3f ms\n",
-                  cli.c_str(), info.median * 1e3, info.min * 1e3, launches, floor.median * 1e3);
+      std::printf(
+          "fresh `%s info FILE`: median %.3f ms (min %.3f) over %zu launches; /bin/true %.3f ms\n",
+          cli.c_str(), info.median * 1e3, info.min * 1e3, launches, floor.median * 1e3);
       if (!dir.empty()) {
         const Stats ls = spawnStats({cli, "ls", dir}, 1, std::max<size_t>(3, launches / 4));
         out["cli_ls_ms"] = statsJson(ls, 1e3);
-        std::printf("fresh `%s ls DIR`: median %.3f ms (min %.3f)\n", cli.c_str(), ls.median * 1e3, ls.min * 1e3);
+        std::printf("fresh `%s ls DIR`: median %.3f ms (min %.3f)\n", cli.c_str(), ls.median * 1e3,
+                    ls.min * 1e3);
       }
     }
   } catch (const std::exception& e) {

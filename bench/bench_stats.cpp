@@ -25,7 +25,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+double seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -67,7 +69,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   const ckpt::TensorData data = file->tensorData(size_t(index));
-  std::printf("tensor: %s %s %s, %llu elements\n", name.c_str(), std::string(ckpt::dtypeName(data.info().dtype)).c_str(),
+  std::printf("tensor: %s %s %s, %llu elements\n", name.c_str(),
+              std::string(ckpt::dtypeName(data.info().dtype)).c_str(),
               data.info().shapeString().c_str(), (unsigned long long)data.numel());
 
   ckpt::AnalysisOptions opt;
@@ -77,7 +80,8 @@ int main(int argc, char** argv) {
   withHeat.heatCols = 600;
   std::vector<double> both, statsOnly, heat, oneThread;
   ckpt::TensorStats s;
-  (void)ckpt::analyzeTensor(data, opt);  // page the bytes in: the anchor's torch.load reads them too
+  (void)ckpt::analyzeTensor(data,
+                            opt);  // page the bytes in: the anchor's torch.load reads them too
   for (int it = 0; it < 5; ++it) {
     auto t0 = Clock::now();
     const auto a = ckpt::analyzeTensor(data, opt);
@@ -99,7 +103,8 @@ int main(int argc, char** argv) {
     (void)h;
     (void)o;
   }
-  std::printf("stats: min %.9g max %.9g mean %.9g std %.9g norm %.9g\n", s.min, s.max, s.mean, s.std, s.l2norm);
+  std::printf("stats: min %.9g max %.9g mean %.9g std %.9g norm %.9g\n", s.min, s.max, s.mean,
+              s.std, s.l2norm);
 
   // Dotted names: take the longest key that prefixes what is left (state
   // dict keys carry dots themselves).
@@ -135,9 +140,10 @@ int main(int argc, char** argv) {
   std::printf("%-52s %10.3f\n", "CkptScope stats + histogram + 400x600 heat map", median(heat));
   std::printf("%-52s %10.3f\n", "CkptScope stats + histogram, one thread", median(oneThread));
   if (pyTime > 0) {
-    std::printf("%-52s %10.3f  (%d threads, float32 reductions)\n", "torch min/max/mean/std/norm/histc", pyTime,
-                pyThreads);
-    std::printf("ratio torch / CkptScope: %.2fx (goal: CkptScope < 0.5 s)\n", pyTime / median(both));
+    std::printf("%-52s %10.3f  (%d threads, float32 reductions)\n",
+                "torch min/max/mean/std/norm/histc", pyTime, pyThreads);
+    std::printf("ratio torch / CkptScope: %.2fx (goal: CkptScope < 0.5 s)\n",
+                pyTime / median(both));
   } else {
     std::printf("python anchor failed: %s\n", anchor.c_str());
   }

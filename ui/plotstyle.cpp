@@ -20,8 +20,10 @@ class HoverReadout : public QObject {
       QCPAxisRect* rect = m_plot->axisRectCount() ? m_plot->axisRect() : nullptr;
       const QPointF pos = event->position();
       QString text;
-      if (rect && m_text && rect->rect().contains(pos.toPoint()) && !(event->buttons() & Qt::LeftButton))
-        text = m_text(rect->axis(QCPAxis::atBottom)->pixelToCoord(pos.x()), rect->axis(QCPAxis::atLeft)->pixelToCoord(pos.y()));
+      if (rect && m_text && rect->rect().contains(pos.toPoint()) &&
+          !(event->buttons() & Qt::LeftButton))
+        text = m_text(rect->axis(QCPAxis::atBottom)->pixelToCoord(pos.x()),
+                      rect->axis(QCPAxis::atLeft)->pixelToCoord(pos.y()));
       if (text.isEmpty())
         QToolTip::hideText();
       else
@@ -37,7 +39,8 @@ class HoverReadout : public QObject {
 }  // namespace
 
 void setHoverReadout(QCustomPlot* plot, std::function<QString(double key, double value)> text) {
-  auto* readout = plot->findChild<HoverReadout*>(QStringLiteral("ckptHoverReadout"), Qt::FindDirectChildrenOnly);
+  auto* readout = plot->findChild<HoverReadout*>(QStringLiteral("ckptHoverReadout"),
+                                                 Qt::FindDirectChildrenOnly);
   if (!readout) readout = new HoverReadout(plot);
   readout->m_text = std::move(text);
 }
@@ -62,7 +65,8 @@ QCPColorGradient sequentialGradient(const QColor& empty) {
 }
 
 QCPColorMap* makeGridMap(QCustomPlot* plot, const QStringList& columns, const QStringList& rows,
-                         const QString& rowTitle, const QString& scaleLabel, double columnLabelRotation) {
+                         const QString& rowTitle, const QString& scaleLabel,
+                         double columnLabelRotation) {
   plot->clearPlottables();
   plot->plotLayout()->clear();
   auto* rect = new QCPAxisRect(plot);
@@ -104,26 +108,30 @@ QCPColorMap* makeGridMap(QCustomPlot* plot, const QStringList& columns, const QS
   scale->setMarginGroup(QCP::msBottom | QCP::msTop, group);
   // Hovering names the cell: its row, its column and its value.
   QPointer<QCPColorMap> guard(map);
-  setHoverReadout(plot, [guard, columns, rows, rowTitle, scaleLabel](double key, double value) -> QString {
-    if (!guard) return {};
-    const int col = int(std::lround(key)), row = int(std::lround(value));
-    if (col < 0 || row < 0 || col >= std::max<int>(1, int(columns.size())) || row >= std::max<int>(1, int(rows.size())))
-      return {};
-    const double v = guard->data()->cell(guard->property("ckptOneColumn").toBool() ? 0 : col,
-                                         guard->property("ckptOneRow").toBool() ? 0 : row);
-    const QString rowName = row < rows.size() ? rows[row] : QString();
-    const QString colName = col < columns.size() ? columns[col] : QString();
-    return QObject::tr("%1 %2 · %3\n%4: %5")
-        .arg(rowTitle, rowName, colName, scaleLabel,
-             std::isfinite(v) ? QString::number(v, 'g', 4) : QObject::tr("none"));
-  });
+  setHoverReadout(
+      plot, [guard, columns, rows, rowTitle, scaleLabel](double key, double value) -> QString {
+        if (!guard) return {};
+        const int col = int(std::lround(key)), row = int(std::lround(value));
+        if (col < 0 || row < 0 || col >= std::max<int>(1, int(columns.size())) ||
+            row >= std::max<int>(1, int(rows.size())))
+          return {};
+        const double v = guard->data()->cell(guard->property("ckptOneColumn").toBool() ? 0 : col,
+                                             guard->property("ckptOneRow").toBool() ? 0 : row);
+        const QString rowName = row < rows.size() ? rows[row] : QString();
+        const QString colName = col < columns.size() ? columns[col] : QString();
+        return QObject::tr("%1 %2 · %3\n%4: %5")
+            .arg(rowTitle, rowName, colName, scaleLabel,
+                 std::isfinite(v) ? QString::number(v, 'g', 4) : QObject::tr("none"));
+      });
   return map;
 }
 
 void setGridCell(QCPColorMap* map, int column, int row, double value) {
-  const bool oneColumn = map->property("ckptOneColumn").toBool(), oneRow = map->property("ckptOneRow").toBool();
+  const bool oneColumn = map->property("ckptOneColumn").toBool(),
+             oneRow = map->property("ckptOneRow").toBool();
   for (int dx = 0; dx <= (oneColumn ? 1 : 0); ++dx)
-    for (int dy = 0; dy <= (oneRow ? 1 : 0); ++dy) map->data()->setCell(column + dx, row + dy, value);
+    for (int dy = 0; dy <= (oneRow ? 1 : 0); ++dy)
+      map->data()->setCell(column + dx, row + dy, value);
 }
 
 void clearGridMap(QCustomPlot* plot) {

@@ -29,7 +29,8 @@ void applyPalette(QCustomPlot* plot, const QPalette& palette);
 // empty); the caller sets the cells it has (setGridCell), then calls
 // rescaleDataRange(true) and replot().
 QCPColorMap* makeGridMap(QCustomPlot* plot, const QStringList& columns, const QStringList& rows,
-                         const QString& rowTitle, const QString& scaleLabel, double columnLabelRotation = 0);
+                         const QString& rowTitle, const QString& scaleLabel,
+                         double columnLabelRotation = 0);
 
 // Sets one cell of a map made by makeGridMap (use this, not data()->setCell:
 // a map of one row or one column is stored twice as wide, since QCustomPlot

@@ -13,6 +13,7 @@ inline constexpr QSize kScreenshotSize{1280, 800};
 // Renders `widget` (QWidget::grab, so it works without a display) and writes
 // it as a PNG, creating missing parent directories. Returns false with a
 // message in `error` when the file cannot be written.
-[[nodiscard]] bool saveScreenshot(QWidget* widget, const QString& fileName, QString* error = nullptr);
+[[nodiscard]] bool saveScreenshot(QWidget* widget, const QString& fileName,
+                                  QString* error = nullptr);
 
 }  // namespace ckpt

@@ -22,16 +22,19 @@ constexpr int kExitDangerous = 3;
 // Files a directory walk picks up: checkpoints and the files that hold pickles.
 bool isScanCandidate(const fs::path& p) {
   std::string ext = p.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return char(std::tolower(c)); });
   // (.distcp shards are torch.save archives back to back: not read yet.)
-  static const std::set<std::string> exts = {".pt", ".pth", ".bin", ".ckpt", ".safetensors", ".pkl",
-                                             ".pickle", ".npy", ".npz"};
-  return exts.count(ext) > 0 || p.filename() == ".metadata";  // a distributed checkpoint's plain pickle
+  static const std::set<std::string> exts = {".pt",  ".pth",    ".bin", ".ckpt", ".safetensors",
+                                             ".pkl", ".pickle", ".npy", ".npz"};
+  return exts.count(ext) > 0 ||
+         p.filename() == ".metadata";  // a distributed checkpoint's plain pickle
 }
 
 // Files named directly are scanned whatever their name; a directory gives
 // its candidates (all below it with --recursive), sorted.
-bool collect(const std::string& arg, bool recursive, std::vector<std::string>& out, std::string& problem) {
+bool collect(const std::string& arg, bool recursive, std::vector<std::string>& out,
+             std::string& problem) {
   std::error_code ec;
   if (!fs::is_directory(arg, ec)) {
     out.push_back(arg);
@@ -39,13 +42,16 @@ bool collect(const std::string& arg, bool recursive, std::vector<std::string>& o
   }
   std::vector<std::string> found;
   if (recursive) {
-    fs::recursive_directory_iterator it(arg, fs::directory_options::skip_permission_denied, ec), end;
+    fs::recursive_directory_iterator it(arg, fs::directory_options::skip_permission_denied, ec),
+        end;
     for (; !ec && it != end; it.increment(ec))
-      if (it->is_regular_file(ec) && isScanCandidate(it->path())) found.push_back(it->path().string());
+      if (it->is_regular_file(ec) && isScanCandidate(it->path()))
+        found.push_back(it->path().string());
   } else {
     fs::directory_iterator it(arg, fs::directory_options::skip_permission_denied, ec), end;
     for (; !ec && it != end; it.increment(ec))
-      if (it->is_regular_file(ec) && isScanCandidate(it->path())) found.push_back(it->path().string());
+      if (it->is_regular_file(ec) && isScanCandidate(it->path()))
+        found.push_back(it->path().string());
   }
   if (ec) {
     problem = arg + ": " + ec.message();
@@ -56,7 +62,9 @@ bool collect(const std::string& arg, bool recursive, std::vector<std::string>& o
   return true;
 }
 
-std::string where(const GlobalUse& g) { return g.record + " @ " + std::to_string(g.offset); }
+std::string where(const GlobalUse& g) {
+  return g.record + " @ " + std::to_string(g.offset);
+}
 
 void printLine(const std::string& file, const SafetyReport& r) {
   std::string line;
@@ -89,13 +97,19 @@ nlohmann::ordered_json toJson(const std::string& file, const SafetyReport& r) {
   using json = nlohmann::ordered_json;
   json globals = json::array();
   for (const GlobalUse& g : r.globals) {
-    json j{{"module", g.module}, {"name", g.name}, {"level", std::string(safetyLevelName(g.level))},
-           {"record", g.record}, {"offset", g.offset}, {"why", g.why}};
+    json j{{"module", g.module},
+           {"name", g.name},
+           {"level", std::string(safetyLevelName(g.level))},
+           {"record", g.record},
+           {"offset", g.offset},
+           {"why", g.why}};
     if (!g.reaches.empty()) j["reaches"] = g.reaches;
     if (!g.via.empty()) j["via"] = g.via;
     globals.push_back(std::move(j));
   }
-  json j{{"file", file}, {"verdict", std::string(verdictName(r.verdict))}, {"globals", std::move(globals)}};
+  json j{{"file", file},
+         {"verdict", std::string(verdictName(r.verdict))},
+         {"globals", std::move(globals)}};
   if (r.leftOut) j["globals_left_out"] = r.leftOut;
   if (!r.error.empty()) j["error"] = r.error;
   return j;
@@ -106,7 +120,8 @@ nlohmann::ordered_json toJson(const std::string& file, const SafetyReport& r) {
 int runScan(int argc, char** argv) {
   Args args;
   std::string problem;
-  if (!parseArgs(argc, argv, 2, {"--json", "--recursive", "-r"}, args, problem)) return usageError(problem, "scan");
+  if (!parseArgs(argc, argv, 2, {"--json", "--recursive", "-r"}, args, problem))
+    return usageError(problem, "scan");
   if (args.positional.empty()) return usageError("scan needs at least one PATH", "scan");
   const bool recursive = args.has("--recursive") || args.has("-r");
   std::vector<std::string> files;
@@ -118,14 +133,17 @@ int runScan(int argc, char** argv) {
   for (const std::string& f : files) {
     const SafetyReport r = scanFile(f);
     ++counts[size_t(r.verdict)];
-    if (args.has("--json")) out["files"].push_back(toJson(f, r));
-    else printLine(f, r);
+    if (args.has("--json"))
+      out["files"].push_back(toJson(f, r));
+    else
+      printLine(f, r);
   }
   if (args.has("--json")) {
     std::printf("%s\n", out.dump(1).c_str());
   } else {
-    std::printf("%zu file%s: %zu safe, %zu suspicious, %zu dangerous, %zu unreadable\n", files.size(),
-                files.size() == 1 ? "" : "s", counts[0], counts[1], counts[2], counts[3]);
+    std::printf("%zu file%s: %zu safe, %zu suspicious, %zu dangerous, %zu unreadable\n",
+                files.size(), files.size() == 1 ? "" : "s", counts[0], counts[1], counts[2],
+                counts[3]);
   }
   if (counts[size_t(Verdict::Dangerous)]) return kExitDangerous;
   if (counts[size_t(Verdict::Unreadable)]) return kExitFailure;

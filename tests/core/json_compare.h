@@ -4,8 +4,8 @@
 
 #include <cmath>
 #include <fstream>
-#include <stdexcept>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 
 namespace ckpt::test {
@@ -15,19 +15,22 @@ using json = nlohmann::ordered_json;
 // Returns "" when equal, else where and how they differ. Opaque objects
 // ({"$object": name}) are compared by class name only: Python cannot say
 // what arguments pickle recorded without re-pickling.
-inline std::string compareJson(const json& expected, const json& actual, const std::string& where = "$") {
+inline std::string compareJson(const json& expected, const json& actual,
+                               const std::string& where = "$") {
   auto show = [](const json& j) {
     std::string s = j.dump(-1, ' ', false, json::error_handler_t::replace);
     return s.size() > 120 ? s.substr(0, 120) + "..." : s;
   };
   auto mismatch = [&] { return where + ": expected " + show(expected) + ", got " + show(actual); };
   if (expected.is_object() && expected.contains("$object")) {
-    if (!actual.is_object() || !actual.contains("$object") || actual["$object"] != expected["$object"])
+    if (!actual.is_object() || !actual.contains("$object") ||
+        actual["$object"] != expected["$object"])
       return mismatch();
     return {};
   }
   if (expected.is_number_float() || actual.is_number_float()) {
-    if (!expected.is_number_float() || !actual.is_number_float()) return mismatch() + " (int vs float)";
+    if (!expected.is_number_float() || !actual.is_number_float())
+      return mismatch() + " (int vs float)";
     const double a = expected.get<double>(), b = actual.get<double>();
     if (!(a == b) || std::signbit(a) != std::signbit(b)) return mismatch();
     return {};
@@ -41,17 +44,22 @@ inline std::string compareJson(const json& expected, const json& actual, const s
   if (expected.type() != actual.type()) return mismatch() + " (type)";
   if (expected.is_array()) {
     if (expected.size() != actual.size())
-      return where + ": expected " + std::to_string(expected.size()) + " elements, got " + std::to_string(actual.size());
+      return where + ": expected " + std::to_string(expected.size()) + " elements, got " +
+             std::to_string(actual.size());
     for (size_t i = 0; i < expected.size(); ++i)
-      if (auto d = compareJson(expected[i], actual[i], where + "[" + std::to_string(i) + "]"); !d.empty()) return d;
+      if (auto d = compareJson(expected[i], actual[i], where + "[" + std::to_string(i) + "]");
+          !d.empty())
+        return d;
     return {};
   }
   if (expected.is_object()) {
     if (expected.size() != actual.size()) return mismatch() + " (key count)";
     auto ia = actual.begin();
     for (auto ie = expected.begin(); ie != expected.end(); ++ie, ++ia) {
-      if (ie.key() != ia.key()) return where + ": key order: expected '" + ie.key() + "', got '" + ia.key() + "'";
-      if (auto d = compareJson(ie.value(), ia.value(), where + "." + ie.key()); !d.empty()) return d;
+      if (ie.key() != ia.key())
+        return where + ": key order: expected '" + ie.key() + "', got '" + ia.key() + "'";
+      if (auto d = compareJson(ie.value(), ia.value(), where + "." + ie.key()); !d.empty())
+        return d;
     }
     return {};
   }

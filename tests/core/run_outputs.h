@@ -18,8 +18,10 @@ namespace ckpt::test {
 
 // One paragraph of prose; tests repeat it into a small corpus.
 inline const char* const kText =
-    "It was the best of times, it was the worst of times, it was the age of wisdom, it was the age of "
-    "foolishness, it was the epoch of belief, it was the epoch of incredulity, it was the season of Light, "
+    "It was the best of times, it was the worst of times, it was the age of wisdom, it was the age "
+    "of "
+    "foolishness, it was the epoch of belief, it was the epoch of incredulity, it was the season "
+    "of Light, "
     "it was the season of Darkness, it was the spring of hope, it was the winter of despair.\n";
 
 inline std::vector<json> metricsLines(const std::string& runDir) {

@@ -26,8 +26,8 @@ inline ProcessResult finishProcess(QProcess& p, int timeoutMs = 300000) {
   return r;
 }
 
-inline ProcessResult runProcess(const QString& program, const QStringList& args, const QString& cwd = {},
-                                int timeoutMs = 300000) {
+inline ProcessResult runProcess(const QString& program, const QStringList& args,
+                                const QString& cwd = {}, int timeoutMs = 300000) {
   QProcess p;
   if (!cwd.isEmpty()) p.setWorkingDirectory(cwd);
   p.start(program, args);

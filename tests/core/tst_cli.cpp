@@ -13,7 +13,9 @@ namespace {
 
 using Run = ckpt::test::ProcessResult;
 
-Run cli(const QStringList& args) { return ckpt::test::runProcess(QStringLiteral(CKPT_CLI), args, {}, 60000); }
+Run cli(const QStringList& args) {
+  return ckpt::test::runProcess(QStringLiteral(CKPT_CLI), args, {}, 60000);
+}
 
 const QString kFixtures = QStringLiteral(CKPT_FIXTURE_DIR);
 
@@ -26,7 +28,9 @@ class TestCli : public QObject {
   void infoJson_data() {
     QTest::addColumn<QString>("file");
     const json m = ckpt::test::readJsonFile(kFixtures.toStdString() + "/manifest.json");
-    for (const json& f : m["fixtures"]) QTest::newRow(f["file"].get<std::string>().c_str()) << QString::fromStdString(f["file"].get<std::string>());
+    for (const json& f : m["fixtures"])
+      QTest::newRow(f["file"].get<std::string>().c_str())
+          << QString::fromStdString(f["file"].get<std::string>());
   }
   void infoJson() {
     QFETCH(QString, file);
@@ -47,8 +51,10 @@ class TestCli : public QObject {
     for (size_t i = 0; i < want["tensors"].size(); ++i) {
       const json& w = want["tensors"][i];
       const json& g = got["tensors"][i];
-      for (const char* key : {"path", "dtype", "shape", "stride", "storage_offset", "storage", "requires_grad"}) {
-        const std::string d = ckpt::test::compareJson(w[key], g[key], std::string("tensors[") + std::to_string(i) + "]." + key);
+      for (const char* key :
+           {"path", "dtype", "shape", "stride", "storage_offset", "storage", "requires_grad"}) {
+        const std::string d = ckpt::test::compareJson(
+            w[key], g[key], std::string("tensors[") + std::to_string(i) + "]." + key);
         QVERIFY2(d.empty(), d.c_str());
       }
     }
@@ -59,7 +65,8 @@ class TestCli : public QObject {
     QCOMPARE(r.exitCode, 0);
     const json m = ckpt::test::readJsonFile(kFixtures.toStdString() + "/manifest.json");
     const json& run = m["runs"]["runs/tiny/tiny_step100.pt"];
-    QVERIFY(r.out.contains(QByteArray("step        ") + QByteArray::number(run["step"].get<qlonglong>())));
+    QVERIFY(r.out.contains(QByteArray("step        ") +
+                           QByteArray::number(run["step"].get<qlonglong>())));
     QVERIFY(r.out.contains("tied        lm_head.weight = token_embed.weight"));
     QVERIFY(r.out.contains("model_state.blocks.0.attn.q_proj.weight"));
     QVERIFY(r.out.contains("optimizer.state.0.exp_avg"));
@@ -102,7 +109,7 @@ class TestCli : public QObject {
     QVERIFY(f.open(QIODevice::ReadWrite));
     QByteArray bytes = f.readAll();
     // The first tensor record's data starts at a 64-byte boundary after "data/0".
-    const int at = bytes.indexOf("data/0") ;
+    const int at = bytes.indexOf("data/0");
     QVERIFY(at > 0);
     const int dataStart = ((at + 6 + 4 + 63) / 64) * 64 + 64;  // well inside the aligned payload
     bytes[dataStart] = char(bytes[dataStart] ^ 0x01);
@@ -121,9 +128,12 @@ class TestCli : public QObject {
   void infoFailsOnMissingBytes_data() {
     QTest::addColumn<QString>("file");
     QTest::addColumn<QString>("reason");
-    QTest::newRow("storage record missing") << "storage_missing.pt" << "data/7";
-    QTest::newRow("extent past the storage") << "tensor_extent_too_big.pt" << "";
-    QTest::newRow("record too short") << "storage_record_short.pt" << "";
+    QTest::newRow("storage record missing") << "storage_missing.pt"
+                                            << "data/7";
+    QTest::newRow("extent past the storage") << "tensor_extent_too_big.pt"
+                                             << "";
+    QTest::newRow("record too short") << "storage_record_short.pt"
+                                      << "";
   }
   void infoFailsOnMissingBytes() {
     QFETCH(QString, file);
@@ -150,7 +160,8 @@ class TestCli : public QObject {
     // The reference-library experiment: each stage exactly its own points,
     // as the Python regex over the job log found them, through the CLI.
     const QString exp = kFixtures + "/experiment";
-    const json want = ckpt::test::readJsonFile(kFixtures.toStdString() + "/experiment_expected.json");
+    const json want =
+        ckpt::test::readJsonFile(kFixtures.toStdString() + "/experiment_expected.json");
     const Run r = cli({"metrics", exp, "--json"});
     QCOMPARE(r.exitCode, 0);
     QVERIFY2(r.err.isEmpty(), r.err.constData());
@@ -168,7 +179,8 @@ class TestCli : public QObject {
         QCOMPARE(s["source"].get<std::string>(), std::string("log"));
         const std::string d = ckpt::test::compareJson(w[metric], s["points"], name + "." + metric);
         QVERIFY2(d.empty(), d.c_str());
-        const bool restarted = want["restarts"].contains(name) && want["restarts"][name].contains(metric);
+        const bool restarted =
+            want["restarts"].contains(name) && want["restarts"][name].contains(metric);
         QCOMPARE(s["restarts"], restarted ? want["restarts"][name][metric] : json::array());
       }
       // Markers: the loss logged at the checkpoint's step, or null.
@@ -187,13 +199,15 @@ class TestCli : public QObject {
     const json j = json::parse(one.out.toStdString());
     QCOMPARE(j["runs"].size(), want["runs"].size() + want["log_only"].size());
     for (const json& run : j["runs"])
-      for (const json& s : run["series"]) QCOMPARE(s["metric"].get<std::string>(), std::string("val_loss"));
+      for (const json& s : run["series"])
+        QCOMPARE(s["metric"].get<std::string>(), std::string("val_loss"));
     QCOMPARE(j["runs"].back()["name"].get<std::string>(), std::string("tiny-ghost"));
   }
 
   void metricsCsvAndText() {
     const QString exp = kFixtures + "/experiment";
-    const json want = ckpt::test::readJsonFile(kFixtures.toStdString() + "/experiment_expected.json");
+    const json want =
+        ckpt::test::readJsonFile(kFixtures.toStdString() + "/experiment_expected.json");
     Run r = cli({"metrics", exp, "--csv", "--metric", "loss"});
     QCOMPARE(r.exitCode, 0);
     const QList<QByteArray> lines = r.out.trimmed().split('\n');
@@ -217,7 +231,8 @@ class TestCli : public QObject {
     QCOMPARE(r.exitCode, 0);
     QVERIFY(r.out.contains("checkpoints/tiny-pretrain"));
     QVERIFY(r.out.contains("(restarted at step 50)"));
-    QVERIFY(r.out.contains("2 checkpoints, 1 with a recorded or logged loss"));  // tiny-sft: 33 has none
+    QVERIFY(r.out.contains(
+        "2 checkpoints, 1 with a recorded or logged loss"));  // tiny-sft: 33 has none
   }
 
   void metricsErrors() {
@@ -237,16 +252,21 @@ class TestCli : public QObject {
     QCOMPARE(r.exitCode, 0);
     const json j = json::parse(r.out.toStdString());
     QCOMPARE(j["runs"].size(), size_t(1));
-    QCOMPARE(j["runs"][0]["problems"][0].get<std::string>(), kFixtures.toStdString() + "/no/such.log: no such file");
+    QCOMPARE(j["runs"][0]["problems"][0].get<std::string>(),
+             kFixtures.toStdString() + "/no/such.log: no such file");
   }
 
   void errors() {
     Run r = cli({"info", kFixtures + "/no/such.pt"});
     QCOMPARE(r.exitCode, 1);
-    QCOMPARE(QString::fromUtf8(r.err), "ckptscope-cli: " + kFixtures + "/no/such.pt: cannot open: No such file or directory\n");
+    QCOMPARE(QString::fromUtf8(r.err), "ckptscope-cli: " + kFixtures +
+                                           "/no/such.pt: cannot open: No such file or directory\n");
     r = cli({"info", kFixtures + "/runs/tiny/broken_step400.pt"});
     QCOMPARE(r.exitCode, 1);
-    QVERIFY2(r.err.startsWith(("ckptscope-cli: " + kFixtures + "/runs/tiny/broken_step400.pt: truncated").toUtf8()), r.err.constData());
+    QVERIFY2(
+        r.err.startsWith(
+            ("ckptscope-cli: " + kFixtures + "/runs/tiny/broken_step400.pt: truncated").toUtf8()),
+        r.err.constData());
     QCOMPARE(r.err.count('\n'), 1);
     r = cli({"info", kFixtures + "/hostile/pwn_os_system.pt"});
     QCOMPARE(r.exitCode, 0);

@@ -409,14 +409,15 @@ class TestDiff : public QObject {
     QVERIFY(rs.out.contains("final_norm.weight: 1 inf in a, 1 inf in b"));
   }
 
-
   void wrappedModels_data() {
     QTest::addColumn<QString>("name");
     QTest::addColumn<bool>("compiled");
     QTest::addColumn<QString>("said");
     QTest::newRow("ddp") << "ddp" << false << "keys of b carry module. (stripped)";
-    QTest::newRow("ddp_compiled") << "ddp_compiled" << true << "keys of b carry module. and _orig_mod. (stripped)";
-    QTest::newRow("compiled_ddp") << "compiled_ddp" << true << "keys of b carry module. and _orig_mod. (stripped)";
+    QTest::newRow("ddp_compiled") << "ddp_compiled" << true
+                                  << "keys of b carry module. and _orig_mod. (stripped)";
+    QTest::newRow("compiled_ddp") << "compiled_ddp" << true
+                                  << "keys of b carry module. and _orig_mod. (stripped)";
   }
   void wrappedModels() {
     // A checkpoint saved from a DDP-wrapped (and compiled) model against its
@@ -454,7 +455,8 @@ class TestDiff : public QObject {
     }
     r = cli({"info", b});
     QCOMPARE(r.exitCode, 0);
-    QVERIFY(r.out.contains(compiled ? "saved from a DDP-wrapped / compiled model" : "saved from a DDP-wrapped model"));
+    QVERIFY(r.out.contains(compiled ? "saved from a DDP-wrapped / compiled model"
+                                    : "saved from a DDP-wrapped model"));
     QVERIFY(r.out.contains("model_state.blocks.0.attn.q_proj.weight"));
     // No tensor is listed under its wrapped key (only the summary line names the prefixes).
     QVERIFY(!r.out.contains("model_state.module.") && !r.out.contains("model_state._orig_mod."));

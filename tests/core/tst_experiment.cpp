@@ -93,7 +93,10 @@ class TestExperiment : public QObject {
                                          << ""
                                          << "";
     // Past int64_t: a name, never a step to parse (sorting such a run threw).
-    QTest::newRow("step too long") << "run@1234567890123456789012" << "run@1234567890123456789012" << "" << "";
+    QTest::newRow("step too long") << "run@1234567890123456789012"
+                                   << "run@1234567890123456789012"
+                                   << ""
+                                   << "";
   }
   void split() {
     QFETCH(QString, name);

@@ -95,7 +95,8 @@ class TestHostile : public QObject {
     QVERIFY(list.size() >= 30);
     for (const json& h : list)
       QTest::newRow(h["file"].get<std::string>().c_str())
-          << QString::fromStdString(h["file"].get<std::string>()) << QString::fromStdString(h["expect"].get<std::string>())
+          << QString::fromStdString(h["file"].get<std::string>())
+          << QString::fromStdString(h["expect"].get<std::string>())
           << QString::fromStdString(h.value("object", std::string()));
   }
   void hostileFiles() {
@@ -104,7 +105,9 @@ class TestHostile : public QObject {
     QFETCH(QString, object);
     const std::string path = kHostile + "/" + file.toStdString();
     const Outcome o = exercise(path);
-    if (!o.opened) QVERIFY2(o.openError.rfind(path + ": ", 0) == 0, ("error must name the file: " + o.openError).c_str());
+    if (!o.opened)
+      QVERIFY2(o.openError.rfind(path + ": ", 0) == 0,
+               ("error must name the file: " + o.openError).c_str());
     if (expect == "error") {
       // Rejected outright, or opened with the damage reported per tensor/record.
       QVERIFY2(!o.opened || !o.dataErrors.empty(), "expected an error");
@@ -121,13 +124,15 @@ class TestHostile : public QObject {
     QVERIFY2(!std::filesystem::exists(kHostile + "/PWNED"), "a payload ran");
   }
 
-  void cleanupTestCase() { QVERIFY2(!std::filesystem::exists(kHostile + "/PWNED"), "a payload ran"); }
+  void cleanupTestCase() {
+    QVERIFY2(!std::filesystem::exists(kHostile + "/PWNED"), "a payload ran");
+  }
 
   // Truncation at many offsets of files in every format.
   void truncation_data() {
     QTest::addColumn<QString>("file");
-    for (const char* f : {"dtypes.pt", "runs/tiny/tiny_step100.pt", "legacy_state.pt", "runs/st/model.safetensors",
-                          "dtypes_deflated.pt", "nested_proto4.pt"})
+    for (const char* f : {"dtypes.pt", "runs/tiny/tiny_step100.pt", "legacy_state.pt",
+                          "runs/st/model.safetensors", "dtypes_deflated.pt", "nested_proto4.pt"})
       QTest::newRow(f) << f;
   }
   void truncation() {
@@ -148,7 +153,8 @@ class TestHostile : public QObject {
         QVERIFY2(o.openError.rfind(path + ": ", 0) == 0, o.openError.c_str());
       } else {
         // Whatever opened must report the damage, not read past the end.
-        QVERIFY2(!o.dataErrors.empty(), ("truncated at " + std::to_string(cut) + " but nothing reported").c_str());
+        QVERIFY2(!o.dataErrors.empty(),
+                 ("truncated at " + std::to_string(cut) + " but nothing reported").c_str());
       }
     }
     QVERIFY(rejected > 0);
@@ -158,8 +164,10 @@ class TestHostile : public QObject {
   void randomBytes() {
     std::mt19937_64 rng(1234);
     QTemporaryDir dir;
-    const std::string prefixes[] = {"", "PK\x03\x04", std::string("\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19", 14),
-                                    std::string("\x10\x00\x00\x00\x00\x00\x00\x00{", 9), "\x80\x02"};
+    const std::string prefixes[] = {
+        "", "PK\x03\x04",
+        std::string("\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19", 14),
+        std::string("\x10\x00\x00\x00\x00\x00\x00\x00{", 9), "\x80\x02"};
     for (int i = 0; i < 300; ++i) {
       std::string bytes = prefixes[i % 5];
       const size_t n = rng() % 4096;
@@ -190,7 +198,8 @@ class TestHostile : public QObject {
       }
       // The central directory starts after the last record's data.
       uint64_t maxEnd = 0;
-      for (const ZipEntry& e : zip.entries()) maxEnd = std::max(maxEnd, zip.dataOffset(e) + e.compressedSize);
+      for (const ZipEntry& e : zip.entries())
+        maxEnd = std::max(maxEnd, zip.dataOffset(e) + e.compressedSize);
       cdStart = maxEnd;
     }
     QVERIFY(pklSize > 0 && !dataRecords.empty());
@@ -201,8 +210,10 @@ class TestHostile : public QObject {
       std::string b = bytes;
       uint64_t at = 0;
       const int region = i % 3;
-      if (region == 0) at = pklStart + rng() % pklSize;
-      else if (region == 1) at = cdStart + rng() % (bytes.size() - cdStart);
+      if (region == 0)
+        at = pklStart + rng() % pklSize;
+      else if (region == 1)
+        at = cdStart + rng() % (bytes.size() - cdStart);
       else {
         const auto& r = dataRecords[rng() % dataRecords.size()];
         at = r.first + rng() % r.second;

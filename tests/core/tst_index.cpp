@@ -34,15 +34,19 @@ class TestIndex : public QObject {
     QFETCH(QString, kind);
     const NameInfo info = parseCheckpointName(name.toStdString());
     QCOMPARE(info.step ? qlonglong(*info.step) : -1LL, step);
-    QCOMPARE(QString::fromLatin1(checkpointKindName(info.kind).data(), int(checkpointKindName(info.kind).size())), kind);
+    QCOMPARE(QString::fromLatin1(checkpointKindName(info.kind).data(),
+                                 int(checkpointKindName(info.kind).size())),
+             kind);
   }
 
   void scanFixtures() {
-    const json manifest = ckpt::test::readJsonFile(std::string(CKPT_FIXTURE_DIR) + "/manifest.json");
+    const json manifest =
+        ckpt::test::readJsonFile(std::string(CKPT_FIXTURE_DIR) + "/manifest.json");
     const json& want = manifest["runs"];
     const std::string root = std::string(CKPT_FIXTURE_DIR) + "/runs";
     const ScanResult result = scanDirectory(root);
-    std::map<std::string, std::pair<std::string, const CheckpointEntry*>> got;  // file -> (run, entry)
+    std::map<std::string, std::pair<std::string, const CheckpointEntry*>>
+        got;  // file -> (run, entry)
     for (const RunEntry& run : result.runs) {
       int64_t previous = INT64_MIN;
       for (const CheckpointEntry& c : run.checkpoints) {
@@ -59,12 +63,16 @@ class TestIndex : public QObject {
       QVERIFY2(got.count(file), ("not listed: " + file).c_str());
       const auto& [run, c] = got[file];
       QCOMPARE(run, w["run"].get<std::string>());
-      QVERIFY2(c->step == (w["step"].is_null() ? std::optional<int64_t>() : std::optional<int64_t>(w["step"].get<int64_t>())),
+      QVERIFY2(c->step == (w["step"].is_null() ? std::optional<int64_t>()
+                                               : std::optional<int64_t>(w["step"].get<int64_t>())),
                file.c_str());
       const std::string kind = w["kind"].is_null() ? "" : w["kind"].get<std::string>();
-      QVERIFY2(std::string(checkpointKindName(c->kind)) == kind, (file + ": kind " + std::string(checkpointKindName(c->kind))).c_str());
-      if (w["loss"].is_null()) QVERIFY2(!c->loss, file.c_str());
-      else QVERIFY2(c->loss && *c->loss == w["loss"].get<double>(), file.c_str());
+      QVERIFY2(std::string(checkpointKindName(c->kind)) == kind,
+               (file + ": kind " + std::string(checkpointKindName(c->kind))).c_str());
+      if (w["loss"].is_null())
+        QVERIFY2(!c->loss, file.c_str());
+      else
+        QVERIFY2(c->loss && *c->loss == w["loss"].get<double>(), file.c_str());
       QVERIFY2(c->error.empty() != w["error"].get<bool>(), (file + ": " + c->error).c_str());
       QVERIFY(c->size > 0);
       QVERIFY(c->mtime > 0);
@@ -72,7 +80,8 @@ class TestIndex : public QObject {
   }
 
   void notADirectory() {
-    QVERIFY_THROWS_EXCEPTION(std::runtime_error, scanDirectory(std::string(CKPT_FIXTURE_DIR) + "/manifest.json"));
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error,
+                             scanDirectory(std::string(CKPT_FIXTURE_DIR) + "/manifest.json"));
   }
 };
 

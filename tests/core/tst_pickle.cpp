@@ -51,18 +51,30 @@ class TestPickle : public QObject {
   void long1_data() {
     QTest::addColumn<QString>("bytes");  // hex of LONG1's payload
     QTest::addColumn<QString>("expected");
-    QTest::newRow("zero-length") << "" << "0";
-    QTest::newRow("-1") << "ff" << "-1";
-    QTest::newRow("255") << "ff00" << "255";
-    QTest::newRow("2^31") << "0000008000" << "2147483648";
-    QTest::newRow("int64 max") << "ffffffffffffff7f" << "9223372036854775807";
-    QTest::newRow("int64 min") << "0000000000000080" << "-9223372036854775808";
-    QTest::newRow("2^63") << "000000000000008000" << "9223372036854775808";
-    QTest::newRow("2^64") << "000000000000000001" << "18446744073709551616";
-    QTest::newRow("-2^64") << "0000000000000000ff" << "-18446744073709551616";
-    QTest::newRow("2^70") << "00000000000000004000" << "1180591620717411303424";
-    QTest::newRow("-2^63-1") << "ffffffffffffff7fff" << "-9223372036854775809";
-    QTest::newRow("sign-extended -5 in 9 bytes") << "fbffffffffffffffff" << "-5";
+    QTest::newRow("zero-length") << ""
+                                 << "0";
+    QTest::newRow("-1") << "ff"
+                        << "-1";
+    QTest::newRow("255") << "ff00"
+                         << "255";
+    QTest::newRow("2^31") << "0000008000"
+                          << "2147483648";
+    QTest::newRow("int64 max") << "ffffffffffffff7f"
+                               << "9223372036854775807";
+    QTest::newRow("int64 min") << "0000000000000080"
+                               << "-9223372036854775808";
+    QTest::newRow("2^63") << "000000000000008000"
+                          << "9223372036854775808";
+    QTest::newRow("2^64") << "000000000000000001"
+                          << "18446744073709551616";
+    QTest::newRow("-2^64") << "0000000000000000ff"
+                           << "-18446744073709551616";
+    QTest::newRow("2^70") << "00000000000000004000"
+                          << "1180591620717411303424";
+    QTest::newRow("-2^63-1") << "ffffffffffffff7fff"
+                             << "-9223372036854775809";
+    QTest::newRow("sign-extended -5 in 9 bytes") << "fbffffffffffffffff"
+                                                 << "-5";
   }
   void long1() {
     QFETCH(QString, bytes);
@@ -70,7 +82,8 @@ class TestPickle : public QObject {
     const QByteArray raw = QByteArray::fromHex(bytes.toLatin1());
     const std::string pkl = s({0x80, 2, 0x8a, int(raw.size())}) + raw.toStdString() + ".";
     const auto p = parse(pkl);
-    const std::string got = p->root->kind == K::Int ? std::to_string(p->root->integer) : p->root->str();
+    const std::string got =
+        p->root->kind == K::Int ? std::to_string(p->root->integer) : p->root->str();
     QCOMPARE(QString::fromStdString(got), expected);
     // Values that fit in int64 are Int, the rest exact BigInt digits.
     const bool fits = expected.toLongLong() != 0 || expected == "0";
@@ -79,8 +92,9 @@ class TestPickle : public QObject {
 
   void scalars() {
     // (BININT2 0xffff, BININT -1, BININT1 7, BINFLOAT 1.5, NEWTRUE, NONE)
-    const auto p = parse(s({0x80, 2, '(', 'M', 0xff, 0xff, 'J', 0xff, 0xff, 0xff, 0xff, 'K', 7, 'G', 0x3f, 0xf8, 0, 0, 0,
-                            0, 0, 0, 0x88, 'N', 't', '.'}));
+    const auto p =
+        parse(s({0x80, 2,    '(',  'M', 0xff, 0xff, 'J', 0xff, 0xff, 0xff, 0xff, 'K', 7,
+                 'G',  0x3f, 0xf8, 0,   0,    0,    0,   0,    0,    0x88, 'N',  't', '.'}));
     QCOMPARE(p->root->kind, K::Tuple);
     QCOMPARE(p->root->items.size(), size_t(6));
     QCOMPARE(p->root->items[0]->integer, int64_t(65535));
@@ -93,7 +107,8 @@ class TestPickle : public QObject {
 
   void protocol0Text() {
     // (I42, I01 (True), L...L big, F0.25, S'a\n', V\u00e9) as a list.
-    const std::string pkl = "(lp0\nI42\naI01\naL123456789012345678901234567890L\naF0.25\naS'a\\n'\naV\\u00e9\na.";
+    const std::string pkl =
+        "(lp0\nI42\naI01\naL123456789012345678901234567890L\naF0.25\naS'a\\n'\naV\\u00e9\na.";
     const auto p = parse(pkl);
     QCOMPARE(p->root->kind, K::List);
     QCOMPARE(p->root->items.size(), size_t(6));
@@ -107,7 +122,10 @@ class TestPickle : public QObject {
 
   void orderedDictMetadataIsAnAttribute() {
     // OrderedDict() with one item, then BUILD {'_metadata': {}}.
-    static const char raw[] = "\x80\x02" "ccollections\nOrderedDict\nq\x00)Rq\x01X\x01\x00\x00\x00" "aK\x01s}q\x02X\t\x00\x00\x00_metadata}sb.";
+    static const char raw[] =
+        "\x80\x02"
+        "ccollections\nOrderedDict\nq\x00)Rq\x01X\x01\x00\x00\x00"
+        "aK\x01s}q\x02X\t\x00\x00\x00_metadata}sb.";
     const auto p = parse(std::string(raw, sizeof raw - 1));
     QCOMPARE(p->root->kind, K::Dict);
     QCOMPARE(p->root->entries.size(), size_t(1));
@@ -118,8 +136,9 @@ class TestPickle : public QObject {
 
   void codecsEncodeIsBytes() {
     // _codecs.encode('\xff\x00', 'latin1') -> b'\xff\x00' (the str is UTF-8 c3 bf 00).
-    const std::string pkl = s({0x80, 2, 'c'}) + "_codecs\nencode\n" + s({'X', 3, 0, 0, 0, 0xc3, 0xbf, 0}) +
-                            s({'X', 6, 0, 0, 0}) + "latin1" + s({0x86, 'R', '.'});
+    const std::string pkl = s({0x80, 2, 'c'}) + "_codecs\nencode\n" +
+                            s({'X', 3, 0, 0, 0, 0xc3, 0xbf, 0}) + s({'X', 6, 0, 0, 0}) + "latin1" +
+                            s({0x86, 'R', '.'});
     const auto p = parse(pkl);
     QCOMPARE(p->root->kind, K::Bytes);
     QCOMPARE(p->root->str(), std::string("\xff\x00", 2));
@@ -127,7 +146,8 @@ class TestPickle : public QObject {
 
   void unknownGlobalIsOpaqueAndNotRun() {
     // posix.system('touch /tmp/x') -> an Object that records the call.
-    const std::string pkl = s({0x80, 2, 'c'}) + "posix\nsystem\n" + s({'X', 12, 0, 0, 0}) + "touch /tmp/x" + s({0x85, 'R', '.'});
+    const std::string pkl = s({0x80, 2, 'c'}) + "posix\nsystem\n" + s({'X', 12, 0, 0, 0}) +
+                            "touch /tmp/x" + s({0x85, 'R', '.'});
     const auto p = parse(pkl);
     QCOMPARE(p->root->kind, K::Object);
     QCOMPARE(p->root->str(), std::string("posix.system"));
@@ -141,7 +161,7 @@ class TestPickle : public QObject {
     // L = []; L.append(L); (L, L)
     const auto p = parse(s({0x80, 2, ']', 'q', 0, 'h', 0, 'a', 'h', 0, 0x86, '.'}));
     QCOMPARE(p->root->kind, K::Tuple);
-    QCOMPARE(p->root->items[0], p->root->items[1]);  // one node, shared
+    QCOMPARE(p->root->items[0], p->root->items[1]);            // one node, shared
     QCOMPARE(p->root->items[0]->items[0], p->root->items[0]);  // the cycle
     const auto j = valueToJson(p->root);
     QCOMPARE(j["$tuple"][0][0]["$cycle"].get<bool>(), true);
@@ -174,19 +194,27 @@ class TestPickle : public QObject {
     for (int i = 0; i < 4999; ++i) deep += 'a';
     deep += '.';
     QTest::newRow("deep nesting") << QByteArray::fromStdString(deep) << "nesting deeper than 1000";
-    QTest::newRow("string bomb") << QByteArray::fromStdString(s({0x80, 4, 0x8d, 0, 0, 0, 0, 0, 1, 0, 0, 'x'}))
+    QTest::newRow("string bomb") << QByteArray::fromStdString(
+                                        s({0x80, 4, 0x8d, 0, 0, 0, 0, 0, 1, 0, 0, 'x'}))
                                  << "over the limit";
-    QTest::newRow("string past end") << QByteArray::fromStdString(s({0x80, 2, 'X', 0xff, 0xff, 0, 0, 'a'})) << "truncated";
-    QTest::newRow("undefined memo") << QByteArray::fromStdString(s({0x80, 2, 'j', 0xf0, 0xff, 0xff, 0xff, '.'}))
-                                    << "memo key 4294967280 is not defined";
+    QTest::newRow("string past end")
+        << QByteArray::fromStdString(s({0x80, 2, 'X', 0xff, 0xff, 0, 0, 'a'})) << "truncated";
+    QTest::newRow("undefined memo")
+        << QByteArray::fromStdString(s({0x80, 2, 'j', 0xf0, 0xff, 0xff, 0xff, '.'}))
+        << "memo key 4294967280 is not defined";
     QTest::newRow("no STOP") << QByteArray::fromStdString(s({0x80, 2, 'K', 1})) << "truncated";
-    QTest::newRow("stack underflow") << QByteArray::fromStdString(s({0x80, 2, 'a', '.'})) << "stack underflow";
-    QTest::newRow("unknown opcode") << QByteArray::fromStdString(s({0x80, 2, 0xff, '.'})) << "unknown opcode 0xff";
-    QTest::newRow("huge LONG4") << QByteArray::fromStdString(s({0x80, 2, 0x8b, 0, 0, 0, 0x40})) << "too large";
-    QTest::newRow("protocol 6") << QByteArray::fromStdString(s({0x80, 6, 'N', '.'})) << "unsupported pickle protocol 6";
-    QTest::newRow("BUILD on a list") << QByteArray::fromStdString(s({0x80, 2, ']', '}', 'b', '.'})) << "BUILD on a list";
-    QTest::newRow("persistent id without loader") << QByteArray::fromStdString(s({0x80, 2, 'N', 'Q', '.'}))
-                                                  << "persistent id";
+    QTest::newRow("stack underflow")
+        << QByteArray::fromStdString(s({0x80, 2, 'a', '.'})) << "stack underflow";
+    QTest::newRow("unknown opcode")
+        << QByteArray::fromStdString(s({0x80, 2, 0xff, '.'})) << "unknown opcode 0xff";
+    QTest::newRow("huge LONG4") << QByteArray::fromStdString(s({0x80, 2, 0x8b, 0, 0, 0, 0x40}))
+                                << "too large";
+    QTest::newRow("protocol 6") << QByteArray::fromStdString(s({0x80, 6, 'N', '.'}))
+                                << "unsupported pickle protocol 6";
+    QTest::newRow("BUILD on a list")
+        << QByteArray::fromStdString(s({0x80, 2, ']', '}', 'b', '.'})) << "BUILD on a list";
+    QTest::newRow("persistent id without loader")
+        << QByteArray::fromStdString(s({0x80, 2, 'N', 'Q', '.'})) << "persistent id";
   }
   void limits() {
     QFETCH(QByteArray, pickle);
@@ -221,7 +249,8 @@ class TestPickle : public QObject {
 
   void memoKeysAreSparse() {
     // LONG_BINPUT at 0xfffffff0 must not pre-size anything.
-    const auto p = parse(s({0x80, 2, 'K', 5, 'r', 0xf0, 0xff, 0xff, 0xff, '0', 'j', 0xf0, 0xff, 0xff, 0xff, '.'}));
+    const auto p = parse(
+        s({0x80, 2, 'K', 5, 'r', 0xf0, 0xff, 0xff, 0xff, '0', 'j', 0xf0, 0xff, 0xff, 0xff, '.'}));
     QCOMPARE(p->root->integer, int64_t(5));
   }
 
@@ -285,8 +314,10 @@ class TestPickle : public QObject {
     QCOMPARE(joinPath(movedSmall), "model_state." + longKey);
     moved = std::move(movedSmall);  // heap elements replaced by inline ones
     QCOMPARE(moved.size(), size_t(2));
-    QCOMPARE(joinPath(TensorPath{std::string(""), int64_t(1), std::string(""), std::string("b")}), std::string("1..b"));
-    QCOMPARE(joinPath(TensorPath{std::string(300, 'x'), int64_t(-2)}), std::string(300, 'x') + ".-2");
+    QCOMPARE(joinPath(TensorPath{std::string(""), int64_t(1), std::string(""), std::string("b")}),
+             std::string("1..b"));
+    QCOMPARE(joinPath(TensorPath{std::string(300, 'x'), int64_t(-2)}),
+             std::string(300, 'x') + ".-2");
   }
 
   // The name is kept whole, elements are spans of it: check the spans, the
@@ -296,10 +327,13 @@ class TestPickle : public QObject {
     std::vector<PathElement> want;
     std::string name;
     for (int i = 0; i < 40; ++i) {  // past 4 inline elements and 64 inline bytes
-      PathElement e = i % 3 == 1 ? PathElement(int64_t(i * 1000 - 7000)) : PathElement(std::string(size_t(i % 5), char('a' + i % 26)));
+      PathElement e = i % 3 == 1 ? PathElement(int64_t(i * 1000 - 7000))
+                                 : PathElement(std::string(size_t(i % 5), char('a' + i % 26)));
       p.push_back(e);
       want.push_back(e);
-      const std::string text = std::holds_alternative<int64_t>(e) ? std::to_string(std::get<int64_t>(e)) : std::get<std::string>(e);
+      const std::string text = std::holds_alternative<int64_t>(e)
+                                   ? std::to_string(std::get<int64_t>(e))
+                                   : std::get<std::string>(e);
       if (!name.empty()) name += '.';
       name += text;
       QCOMPARE(p.name(), std::string_view(name));
@@ -330,10 +364,12 @@ class TestPickle : public QObject {
     self.pushKey(self.key(0));
     QCOMPARE(self.name(), std::string_view(std::string(60, 'k') + "." + std::string(60, 'k')));
     // "3" the key and 3 the index print alike but are different paths.
-    QVERIFY(!(TensorPath{std::string("a"), std::string("3")} == TensorPath{std::string("a"), int64_t(3)}));
+    QVERIFY(!(TensorPath{std::string("a"), std::string("3")} ==
+              TensorPath{std::string("a"), int64_t(3)}));
     QVERIFY((TensorPath{std::string("a"), int64_t(3)} == TensorPath{std::string("a"), int64_t(3)}));
     // Spans, not only text: "a.b" + "c" differs from "a" + "b.c".
-    QVERIFY(!(TensorPath{std::string("a.b"), std::string("c")} == TensorPath{std::string("a"), std::string("b.c")}));
+    QVERIFY(!(TensorPath{std::string("a.b"), std::string("c")} ==
+              TensorPath{std::string("a"), std::string("b.c")}));
     // Leading empty keys leave no dot; popping them restores an empty name.
     TensorPath empties{std::string(""), std::string(""), std::string("x")};
     QCOMPARE(empties.name(), std::string_view("x"));

@@ -36,10 +36,13 @@ Sums checksum(const TensorData& data) {
   Sums s;
   const bool complex = dtypeIsComplex(data.info().dtype);
   for (uint64_t i = 0; i < data.numel(); ++i) {
-    const std::complex<double> c = complex ? data.complexAt(i) : std::complex<double>(data.at(i), 0.0);
+    const std::complex<double> c =
+        complex ? data.complexAt(i) : std::complex<double>(data.at(i), 0.0);
     const double w = double(i % 7 + 1);
-    if (std::isnan(c.real())) ++s.nan;
-    else if (std::isinf(c.real())) (c.real() > 0 ? s.posinf : s.neginf)++;
+    if (std::isnan(c.real()))
+      ++s.nan;
+    else if (std::isinf(c.real()))
+      (c.real() > 0 ? s.posinf : s.neginf)++;
     else {
       s.sum += c.real();
       s.wsum += c.real() * w;
@@ -62,8 +65,10 @@ Sums bulkChecksum(const TensorData& data) {
     if (n == 0) break;
     for (size_t k = 0; k < n; ++k) {
       const double v = buf[k], w = double((first + k) % 7 + 1);
-      if (std::isnan(v)) ++s.nan;
-      else if (std::isinf(v)) (v > 0 ? s.posinf : s.neginf)++;
+      if (std::isnan(v))
+        ++s.nan;
+      else if (std::isinf(v))
+        (v > 0 ? s.posinf : s.neginf)++;
       else {
         s.sum += v;
         s.wsum += v * w;
@@ -115,7 +120,8 @@ class TestReader : public QObject {
     for (size_t i = 0; i < tensors.size(); ++i) {
       const TensorInfo& t = tensors[i];
       const json& w = want[i];
-      const std::string where = file.toStdString() + " tensor " + std::to_string(i) + " " + joinPath(t.path);
+      const std::string where =
+          file.toStdString() + " tensor " + std::to_string(i) + " " + joinPath(t.path);
       const std::string pathDiff = ckpt::test::compareJson(w["path"], pathToJson(t.path));
       QVERIFY2(pathDiff.empty(), (where + ": " + pathDiff).c_str());
       QVERIFY2(std::string(dtypeName(t.dtype)) == w["dtype"].get<std::string>(), where.c_str());
@@ -142,19 +148,24 @@ class TestReader : public QObject {
       QVERIFY2(close(w["sum"].get<double>(), got.sum, sumAbs),
                (where + ": sum " + std::to_string(got.sum) + " vs " + w["sum"].dump()).c_str());
       QVERIFY2(close(w["wsum"].get<double>(), got.wsum, sumAbs),
-               (where + ": weighted sum " + std::to_string(got.wsum) + " vs " + w["wsum"].dump()).c_str());
+               (where + ": weighted sum " + std::to_string(got.wsum) + " vs " + w["wsum"].dump())
+                   .c_str());
       QVERIFY2(got.nan == w["nan"].get<uint64_t>(), (where + ": NaN count").c_str());
       QVERIFY2(got.posinf == w["posinf"].get<uint64_t>(), (where + ": +inf count").c_str());
       QVERIFY2(got.neginf == w["neginf"].get<uint64_t>(), (where + ": -inf count").c_str());
       const Sums bulk = bulkChecksum(data);
-      QVERIFY2(close(w["sum"].get<double>(), bulk.sum, sumAbs),
-               (where + ": bulk sum " + std::to_string(bulk.sum) + " vs " + w["sum"].dump()).c_str());
-      QVERIFY2(close(w["wsum"].get<double>(), bulk.wsum, sumAbs), (where + ": bulk weighted sum").c_str());
+      QVERIFY2(
+          close(w["sum"].get<double>(), bulk.sum, sumAbs),
+          (where + ": bulk sum " + std::to_string(bulk.sum) + " vs " + w["sum"].dump()).c_str());
+      QVERIFY2(close(w["wsum"].get<double>(), bulk.wsum, sumAbs),
+               (where + ": bulk weighted sum").c_str());
       QVERIFY2(bulk.nan == got.nan && bulk.posinf == got.posinf && bulk.neginf == got.neginf,
                (where + ": bulk NaN/inf counts").c_str());
       if (w.contains("sum_imag")) {
-        QVERIFY2(close(w["sum_imag"].get<double>(), got.sumImag, sumAbs), (where + ": imaginary sum").c_str());
-        QVERIFY2(close(w["wsum_imag"].get<double>(), got.wsumImag, sumAbs), (where + ": imaginary weighted sum").c_str());
+        QVERIFY2(close(w["sum_imag"].get<double>(), got.sumImag, sumAbs),
+                 (where + ": imaginary sum").c_str());
+        QVERIFY2(close(w["wsum_imag"].get<double>(), got.wsumImag, sumAbs),
+                 (where + ": imaginary weighted sum").c_str());
       }
       if (w.contains("qscale")) {
         QVERIFY2(t.qscale == w["qscale"].get<double>(), where.c_str());
@@ -180,14 +191,22 @@ class TestReader : public QObject {
     const json& want = fixture(file)["checkpoint"];
     const auto ck = CheckpointFile::open(std::string(CKPT_FIXTURE_DIR) + "/" + file.toStdString());
     const CheckpointView view(*ck);
-    auto optInt = [](const json& j) { return j.is_null() ? std::optional<int64_t>() : std::optional<int64_t>(j.get<int64_t>()); };
+    auto optInt = [](const json& j) {
+      return j.is_null() ? std::optional<int64_t>() : std::optional<int64_t>(j.get<int64_t>());
+    };
     QCOMPARE(view.step(), optInt(want["step"]));
-    if (want["loss"].is_null()) QVERIFY(!view.loss());
-    else QCOMPARE(view.loss().value_or(-1), want["loss"].get<double>());
-    if (want["run"].is_null()) QVERIFY(!view.run());
-    else QCOMPARE(view.run().value_or(""), want["run"].get<std::string>());
-    if (want["stage"].is_null()) QVERIFY(!view.stage());
-    else QCOMPARE(view.stage().value_or(""), want["stage"].get<std::string>());
+    if (want["loss"].is_null())
+      QVERIFY(!view.loss());
+    else
+      QCOMPARE(view.loss().value_or(-1), want["loss"].get<double>());
+    if (want["run"].is_null())
+      QVERIFY(!view.run());
+    else
+      QCOMPARE(view.run().value_or(""), want["run"].get<std::string>());
+    if (want["stage"].is_null())
+      QVERIFY(!view.stage());
+    else
+      QCOMPARE(view.stage().value_or(""), want["stage"].get<std::string>());
 
     std::vector<std::string> keys;
     for (const StateEntry& e : view.entries()) keys.push_back(e.name);
@@ -209,7 +228,8 @@ class TestReader : public QObject {
 
   // Tied weights: lm_head.weight shares token_embed.weight's bytes.
   void tiedWeights() {
-    const auto ck = CheckpointFile::open(std::string(CKPT_FIXTURE_DIR) + "/runs/tiny/tiny_step100.pt");
+    const auto ck =
+        CheckpointFile::open(std::string(CKPT_FIXTURE_DIR) + "/runs/tiny/tiny_step100.pt");
     const CheckpointView view(*ck);
     const auto& entries = view.entries();
     auto find = [&](const std::string& n) {
@@ -221,7 +241,8 @@ class TestReader : public QObject {
     QVERIFY(embed >= 0 && head >= 0);
     QCOMPARE(entries[size_t(head)].tiedTo, embed);
     QCOMPARE(entries[size_t(embed)].tiedTo, -1);
-    const StorageInfo& s = ck->storages()[size_t(ck->tensors()[size_t(entries[size_t(head)].tensor)].storage)];
+    const StorageInfo& s =
+        ck->storages()[size_t(ck->tensors()[size_t(entries[size_t(head)].tensor)].storage)];
     QVERIFY(s.useCount >= 2);
   }
 
@@ -236,9 +257,11 @@ class TestReader : public QObject {
     const auto timed = CheckpointFile::open(zip, options);
     const auto plain = CheckpointFile::open(zip);
     QCOMPARE(timed->tensors().size(), plain->tensors().size());
-    for (double t : {phases.sniff, phases.directory, phases.pickleRead, phases.parse, phases.records, phases.finish})
+    for (double t : {phases.sniff, phases.directory, phases.pickleRead, phases.parse,
+                     phases.records, phases.finish})
       QVERIFY(t > 0 && t < 10);
-    const auto legacy = CheckpointFile::open(std::string(CKPT_FIXTURE_DIR) + "/legacy_state.pt", options);
+    const auto legacy =
+        CheckpointFile::open(std::string(CKPT_FIXTURE_DIR) + "/legacy_state.pt", options);
     QVERIFY(!legacy->tensors().empty());
     QCOMPARE(phases.directory, 0.0);
     QCOMPARE(phases.pickleRead, 0.0);

@@ -27,7 +27,9 @@ std::string slurp(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-void spit(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+void spit(const fs::path& p, const std::string& text) {
+  std::ofstream(p, std::ios::binary) << text;
+}
 
 // Flips one bit well inside the payload of the first tensor record.
 void flipTensorByte(const fs::path& p) {
@@ -62,18 +64,20 @@ class TestRunPlan : public QObject {
  private slots:
   void existingFilesAndTheRefusal() {
     const fs::path d = dir("clash");
-    for (const char* f : {"tiny_step2.pt", "tiny_final.pt", "tiny_final_step4.pt", "best_checkpoint.pt", "metrics.jsonl",
-                          "other_step2.pt", "tinyx_step2.pt", "tiny_stepx.pt", "notes.txt", "lineage.json"})
+    for (const char* f : {"tiny_step2.pt", "tiny_final.pt", "tiny_final_step4.pt",
+                          "best_checkpoint.pt", "metrics.jsonl", "other_step2.pt", "tinyx_step2.pt",
+                          "tiny_stepx.pt", "notes.txt", "lineage.json"})
       spit(d / f, "x");
     QCOMPARE(existingRunFiles(d.string(), "tiny"),
-             (std::vector<std::string>{"best_checkpoint.pt", "lineage.json", "metrics.jsonl", "tiny_final.pt",
-                                       "tiny_final_step4.pt", "tiny_step2.pt"}));
+             (std::vector<std::string>{"best_checkpoint.pt", "lineage.json", "metrics.jsonl",
+                                       "tiny_final.pt", "tiny_final_step4.pt", "tiny_step2.pt"}));
     // A run name with regex characters is taken literally.
     spit(d / "a.b+_step1.pt", "x");
     QCOMPARE(existingRunFiles(d.string(), "a.b+").size(), size_t(4));  // + best, lineage, metrics
     QVERIFY(existingRunFiles((d / "nothere").string(), "tiny").empty());
     const std::string m = clashMessage(d.string(), "tiny", existingRunFiles(d.string(), "tiny"));
-    QVERIFY2(m.find(d.string() + " already holds run 'tiny' (best_checkpoint.pt, lineage.json, metrics.jsonl and 3 more)") == 0,
+    QVERIFY2(m.find(d.string() + " already holds run 'tiny' (best_checkpoint.pt, lineage.json, "
+                                 "metrics.jsonl and 3 more)") == 0,
              m.c_str());
     QVERIFY(m.find("ckptscope-cli resume " + d.string()) != std::string::npos);
     QVERIFY(m.find("--out") != std::string::npos && m.find("--overwrite") != std::string::npos);
@@ -86,7 +90,8 @@ class TestRunPlan : public QObject {
     spit(d / "metrics.jsonl", "{\"step\": 1}\n");
     spit(d / "keep.pt", "stays");
     const std::string folder = moveToTrash(d.string(), {(d / "a.pt").string(), "metrics.jsonl"});
-    QVERIFY2(std::regex_match(fs::path(folder).filename().string(), std::regex(R"(\d{8}-\d{6})")), folder.c_str());
+    QVERIFY2(std::regex_match(fs::path(folder).filename().string(), std::regex(R"(\d{8}-\d{6})")),
+             folder.c_str());
     QCOMPARE(fs::path(folder).parent_path(), d / ".trash");
     QCOMPARE(slurp(fs::path(folder) / "a.pt"), std::string("first file"));
     QCOMPARE(slurp(fs::path(folder) / "metrics.jsonl"), std::string("{\"step\": 1}\n"));
@@ -102,7 +107,8 @@ class TestRunPlan : public QObject {
       moveToTrash(d.string(), {"gone.pt"});
       QFAIL("expected an error");
     } catch (const std::runtime_error& e) {
-      QVERIFY2(std::string(e.what()).find((d / "gone.pt").string() + ": cannot move") == 0, e.what());
+      QVERIFY2(std::string(e.what()).find((d / "gone.pt").string() + ": cannot move") == 0,
+               e.what());
     }
   }
 
@@ -150,14 +156,16 @@ class TestRunPlan : public QObject {
                       l3a = R"({"step":3,"loss":3.0})", l2b = R"({"step":2,"loss":3.2})",
                       l3b = R"({"step":3,"loss":2.9})", l4 = R"({"step":4,"loss":2.5})",
                       torn = "{\"step\":5,\"lo";  // cut by a kill mid-line
-    spit(d / "metrics.jsonl", l1 + "\n" + l2a + "\n" + l3a + "\n" + l2b + "\n" + l3b + "\n" + l4 + "\n" + torn);
+    spit(d / "metrics.jsonl",
+         l1 + "\n" + l2a + "\n" + l3a + "\n" + l2b + "\n" + l3b + "\n" + l4 + "\n" + torn);
     spit(d / "metrics.superseded.jsonl", "{\"step\":9}\n");
     const MetricsTrim t = trimMetrics(d.string(), 3);
     QCOMPARE(t.kept, size_t(3));
     QCOMPARE(t.superseded, size_t(4));
     // The last line of each step up to 3, in file order; the rest appended.
     QCOMPARE(slurp(d / "metrics.jsonl"), l1 + "\n" + l2b + "\n" + l3b + "\n");
-    QCOMPARE(slurp(d / "metrics.superseded.jsonl"), "{\"step\":9}\n" + l2a + "\n" + l3a + "\n" + l4 + "\n" + torn + "\n");
+    QCOMPARE(slurp(d / "metrics.superseded.jsonl"),
+             "{\"step\":9}\n" + l2a + "\n" + l3a + "\n" + l4 + "\n" + torn + "\n");
     // Again: nothing to cut, nothing rewritten, no temporary file left.
     const MetricsTrim again = trimMetrics(d.string(), 3);
     QCOMPARE(again.superseded, size_t(0));
@@ -169,7 +177,8 @@ class TestRunPlan : public QObject {
   void lineageRoundTrip() {
     const fs::path d = dir("lineage");
     QVERIFY(!readLineage(d.string()));
-    writeLineage(d.string(), Lineage{"tiny@2", "tiny", "/x/tiny", "/x/tiny/tiny_step2.pt", 2, "2026-01-02T03:04:05Z"});
+    writeLineage(d.string(), Lineage{"tiny@2", "tiny", "/x/tiny", "/x/tiny/tiny_step2.pt", 2,
+                                     "2026-01-02T03:04:05Z"});
     const auto l = readLineage(d.string());
     QVERIFY(l);
     QCOMPARE(l->run, std::string("tiny@2"));
@@ -190,11 +199,15 @@ class TestRunPlan : public QObject {
   // A branch's curve: the parent's history up to the branch step, then its own.
   void branchCurvesStartWithTheParent() {
     const fs::path a = dir("curves/tiny"), b = dir("curves/tiny@2"), c = dir("curves/tiny@2@3");
-    spit(a / "metrics.jsonl", "{\"step\":1,\"loss\":4.0}\n{\"step\":2,\"loss\":3.5}\n{\"step\":3,\"loss\":3.0}\n");
+    spit(a / "metrics.jsonl",
+         "{\"step\":1,\"loss\":4.0}\n{\"step\":2,\"loss\":3.5}\n{\"step\":3,\"loss\":3.0}\n");
     spit(b / "metrics.jsonl", "{\"step\":3,\"loss\":2.75}\n{\"step\":4,\"loss\":2.5}\n");
     spit(c / "metrics.jsonl", "{\"step\":4,\"loss\":2.25}\n");
-    writeLineage(b.string(), Lineage{"tiny@2", "tiny", a.string(), (a / "tiny_step2.pt").string(), 2, {}});
-    writeLineage(c.string(), Lineage{"tiny@2@3", "tiny@2", b.string(), (b / "tiny@2_step3.pt").string(), 3, {}});
+    writeLineage(b.string(),
+                 Lineage{"tiny@2", "tiny", a.string(), (a / "tiny_step2.pt").string(), 2, {}});
+    writeLineage(
+        c.string(),
+        Lineage{"tiny@2@3", "tiny@2", b.string(), (b / "tiny@2_step3.pt").string(), 3, {}});
     auto loss = [](const fs::path& d) {
       RunEntry run;
       run.name = d.filename().string();
@@ -213,7 +226,8 @@ class TestRunPlan : public QObject {
 
   void whereAResumeGoes() {
     const fs::path root = dir("plan"), d = dir("plan/tiny");
-    for (const char* f : {"tiny_step100.pt", "tiny_step200.pt", "tiny_final.pt", "weights.bin", "broken_step400.pt"})
+    for (const char* f : {"tiny_step100.pt", "tiny_step200.pt", "tiny_final.pt", "weights.bin",
+                          "broken_step400.pt"})
       fs::copy_file(kRuns + "/tiny/" + f, d / f);
     ResumePlan p = planResume((d / "tiny_step100.pt").string());
     QCOMPARE(p.checkpoint, (d / "tiny_step100.pt").string());
@@ -222,7 +236,8 @@ class TestRunPlan : public QObject {
     QCOMPARE(p.runDir, d.string());
     QVERIFY(!p.isNewest);
     // Newest first; weights.bin (a bare state dict, no step) is not the run's.
-    QCOMPARE(p.laterFiles, (std::vector<std::string>{(d / "broken_step400.pt").string(), (d / "tiny_final.pt").string(),
+    QCOMPARE(p.laterFiles, (std::vector<std::string>{(d / "broken_step400.pt").string(),
+                                                     (d / "tiny_final.pt").string(),
                                                      (d / "tiny_step200.pt").string()}));
     QCOMPARE(p.branchRunName, std::string("tiny@100"));
     QCOMPARE(p.branchDir, (root / "tiny@100").string());
@@ -254,13 +269,15 @@ class TestRunPlan : public QObject {
       planResume((d / "broken_step400.pt").string());
       QFAIL("expected an error");
     } catch (const std::runtime_error& e) {
-      QVERIFY2(std::string(e.what()).find((d / "broken_step400.pt").string() + ": truncated") == 0, e.what());
+      QVERIFY2(std::string(e.what()).find((d / "broken_step400.pt").string() + ": truncated") == 0,
+               e.what());
     }
   }
 
   void newestIntact() {
     const fs::path d = dir("intact/tiny");
-    for (const char* f : {"tiny_step100.pt", "tiny_step200.pt", "tiny_final.pt", "broken_step400.pt"})
+    for (const char* f :
+         {"tiny_step100.pt", "tiny_step200.pt", "tiny_final.pt", "broken_step400.pt"})
       fs::copy_file(kRuns + "/tiny/" + f, d / f);
     IntactCheckpoint pick = newestIntactCheckpoint(d.string());
     QCOMPARE(pick.checkpoint, (d / "tiny_final.pt").string());
@@ -274,7 +291,8 @@ class TestRunPlan : public QObject {
     QCOMPARE(pick.checkpoint, (d / "tiny_step200.pt").string());
     QCOMPARE(pick.skipped.size(), size_t(2));
     QCOMPARE(pick.skipped[1].file, std::string("tiny_final.pt"));
-    QVERIFY2(pick.skipped[1].reason.find("CRC mismatch") != std::string::npos, pick.skipped[1].reason.c_str());
+    QVERIFY2(pick.skipped[1].reason.find("CRC mismatch") != std::string::npos,
+             pick.skipped[1].reason.c_str());
 
     // A damaged end-of-run file has no readable step: still the newest, and named.
     const fs::path t = dir("intact/truncated-final");
@@ -294,7 +312,8 @@ class TestRunPlan : public QObject {
 
     // latest_checkpoint.pt style: the newest of a hand-written loop.
     const fs::path h = dir("intact/handloop");
-    for (const char* f : {"checkpoint_50.pt", "checkpoint_100.pt", "best_checkpoint.pt", "latest_checkpoint.pt"})
+    for (const char* f :
+         {"checkpoint_50.pt", "checkpoint_100.pt", "best_checkpoint.pt", "latest_checkpoint.pt"})
       fs::copy_file(kRuns + "/handloop/" + f, h / f);
     pick = newestIntactCheckpoint(h.string());
     QCOMPARE(pick.checkpoint, (h / "latest_checkpoint.pt").string());

@@ -30,17 +30,20 @@ class TestStateNames : public QObject {
     QTest::newRow("compiled") << prefixed("_orig_mod.") << plain << false << true;
     QTest::newRow("ddp around compiled") << prefixed("module._orig_mod.") << plain << true << true;
     QTest::newRow("compiled ddp") << prefixed("_orig_mod.module.") << plain << true << true;
-    QTest::newRow("DataParallel inside DDP") << prefixed("module.module.") << plain << true << false;
+    QTest::newRow("DataParallel inside DDP")
+        << prefixed("module.module.") << plain << true << false;
     // Only some keys carry module.: a submodule called "module", kept.
     QTest::newRow("a submodule named module")
-        << Keys{"module.weight", "head.weight"} << Keys{"module.weight", "head.weight"} << false << false;
+        << Keys{"module.weight", "head.weight"} << Keys{"module.weight", "head.weight"} << false
+        << false;
     // _orig_mod. on part of the keys (a hand-merged dict) still goes.
     QTest::newRow("partly compiled")
         << Keys{"_orig_mod.a.weight", "b.weight"} << Keys{"a.weight", "b.weight"} << false << true;
     QTest::newRow("ddp, then partly compiled")
         << Keys{"module._orig_mod.a", "module.b"} << Keys{"a", "b"} << true << true;
     // A key that is nothing but a prefix is kept whole.
-    QTest::newRow("bare prefix") << Keys{"module.", "module.x"} << Keys{"module.", "module.x"} << false << false;
+    QTest::newRow("bare prefix") << Keys{"module.", "module.x"} << Keys{"module.", "module.x"}
+                                 << false << false;
     QTest::newRow("empty") << Keys{} << Keys{} << false << false;
     // Deeper than anyone nests: 8 levels go, the rest stays.
     std::string deep;
@@ -62,8 +65,9 @@ class TestStateNames : public QObject {
     QCOMPARE(describeWrapping(false, false), std::string());
     QVERIFY(describeWrapping(true, false).find("DDP-wrapped") != std::string::npos);
     QVERIFY(describeWrapping(false, true).find("compiled") != std::string::npos);
-    QCOMPARE(describeWrapping(true, true),
-             std::string("saved from a DDP-wrapped / compiled model (module. and _orig_mod. stripped)"));
+    QCOMPARE(
+        describeWrapping(true, true),
+        std::string("saved from a DDP-wrapped / compiled model (module. and _orig_mod. stripped)"));
   }
 };
 

@@ -18,7 +18,9 @@ using namespace ckpt;
 namespace {
 
 // NaN is written as null.
-double num(const QJsonValue& v) { return v.isNull() ? std::nan("") : v.toDouble(); }
+double num(const QJsonValue& v) {
+  return v.isNull() ? std::nan("") : v.toDouble();
+}
 
 bool near(double a, double b, double tol) {
   if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
@@ -49,8 +51,9 @@ class TestTensorStats : public QObject {
 
 void TestTensorStats::initTestCase() {
   QVERIFY(m_dir.isValid());
-  const auto r = test::runProcess(CKPT_TORCH_PYTHON, {CKPT_SOURCE_DIR "/tests/python/stats_reference.py", "tensors",
-                                                      m_dir.path()});
+  const auto r = test::runProcess(
+      CKPT_TORCH_PYTHON,
+      {CKPT_SOURCE_DIR "/tests/python/stats_reference.py", "tensors", m_dir.path()});
   QVERIFY2(r.exitCode == 0, r.err.constData());
   QFile f(m_dir.filePath("stats.json"));
   QVERIFY(f.open(QIODevice::ReadOnly));
@@ -71,7 +74,8 @@ void TestTensorStats::matchesTorch_data() {
   QTest::addColumn<int>("threads");
   for (const QString& name : m_expect.keys()) {
     QTest::newRow(qPrintable(name)) << name << 0;
-    if (name == "large" || name == "fp32_specials") QTest::newRow(qPrintable(name + "/3 threads")) << name << 3;
+    if (name == "large" || name == "fp32_specials")
+      QTest::newRow(qPrintable(name + "/3 threads")) << name << 3;
   }
 }
 
@@ -97,13 +101,16 @@ void TestTensorStats::matchesTorch() {
   QVERIFY(near(s.max, num(e["max"]), 0.0));
   // Summation order differs from torch's: a few ulps of the largest magnitude.
   const double scale = std::max(std::fabs(s.min), std::fabs(s.max));
-  QVERIFY2(near(s.mean, num(e["mean"]), 1e-13 * scale),
-           qPrintable(QString("mean %1 vs %2").arg(s.mean, 0, 'g', 17).arg(num(e["mean"]), 0, 'g', 17)));
-  QVERIFY2(near(s.std, num(e["std"]), 1e-11 * std::max(num(e["std"]), 1e-300) + 1e-13 * scale),
-           qPrintable(QString("std %1 vs %2").arg(s.std, 0, 'g', 17).arg(num(e["std"]), 0, 'g', 17)));
+  QVERIFY2(
+      near(s.mean, num(e["mean"]), 1e-13 * scale),
+      qPrintable(QString("mean %1 vs %2").arg(s.mean, 0, 'g', 17).arg(num(e["mean"]), 0, 'g', 17)));
+  QVERIFY2(
+      near(s.std, num(e["std"]), 1e-11 * std::max(num(e["std"]), 1e-300) + 1e-13 * scale),
+      qPrintable(QString("std %1 vs %2").arg(s.std, 0, 'g', 17).arg(num(e["std"]), 0, 'g', 17)));
   // "norm" is exact (math.fsum); torch.norm itself strays by ~2e-12 on "large".
   QVERIFY2(near(s.l2norm, num(e["norm"]), 1e-13 * num(e["norm"])),
-           qPrintable(QString("norm %1 vs %2").arg(s.l2norm, 0, 'g', 17).arg(num(e["norm"]), 0, 'g', 17)));
+           qPrintable(
+               QString("norm %1 vs %2").arg(s.l2norm, 0, 'g', 17).arg(num(e["norm"]), 0, 'g', 17)));
 
   const QJsonValue h = e["hist"];
   if (h.isNull()) {
@@ -117,7 +124,9 @@ void TestTensorStats::matchesTorch() {
   QCOMPARE(a->histogram.bins(), counts.size());
   for (int i = 0; i < counts.size(); ++i)
     QVERIFY2(a->histogram.counts[size_t(i)] == uint64_t(counts[i].toInteger()),
-             qPrintable(QString("bin %1: %2 vs torch.histc %3").arg(i).arg(a->histogram.counts[size_t(i)])
+             qPrintable(QString("bin %1: %2 vs torch.histc %3")
+                            .arg(i)
+                            .arg(a->histogram.counts[size_t(i)])
                             .arg(counts[i].toInteger())));
   QCOMPARE(a->histogram.edge(0), a->histogram.lo);
   QCOMPARE(a->histogram.edge(a->histogram.bins()), a->histogram.hi);
@@ -187,7 +196,8 @@ void TestTensorStats::heatMapWideMatrixManyCells() {
   QCOMPARE(a->heatMap.rows, 6);
   QCOMPARE(a->heatMap.cols, 20);
   for (int i = 0; i < 6; ++i)
-    for (int j = 0; j < 20; ++j) QCOMPARE(a->heatMap.at(i, j), std::fabs(small.at(uint64_t(i * 20 + j))));
+    for (int j = 0; j < 20; ++j)
+      QCOMPARE(a->heatMap.at(i, j), std::fabs(small.at(uint64_t(i * 20 + j))));
 
   const TensorData large = tensor("large");  // [1536, 1024]
   opt.heatRows = 50;

@@ -6,9 +6,9 @@
 #include <signal.h>
 #include <sys/resource.h>
 
+#include <dirent.h>
 #include <cmath>
 #include <cstring>
-#include <dirent.h>
 #include <fstream>
 #include <sstream>
 #include <unordered_map>
@@ -104,8 +104,9 @@ struct Structure {
   std::unordered_map<const Value*, int> seen;
   json encode(const Value* v) {
     if (!v) return nullptr;
-    const bool trackable = v->kind == K::List || v->kind == K::Set || v->kind == K::Dict || v->kind == K::Object ||
-                           v->kind == K::Tensor || v->kind == K::Bytes || (v->kind == K::Tuple && !v->items.empty());
+    const bool trackable = v->kind == K::List || v->kind == K::Set || v->kind == K::Dict ||
+                           v->kind == K::Object || v->kind == K::Tensor || v->kind == K::Bytes ||
+                           (v->kind == K::Tuple && !v->items.empty());
     if (trackable) {
       auto [it, fresh] = seen.emplace(v, int(seen.size()));
       if (!fresh) return json{{"ref", it->second}};
@@ -113,24 +114,38 @@ struct Structure {
     json j;
     j["k"] = std::string(kindName(v->kind));
     switch (v->kind) {
-      case K::None: break;
-      case K::Bool: j["v"] = v->boolean; break;
-      case K::Int: j["v"] = v->integer; break;
+      case K::None:
+        break;
+      case K::Bool:
+        j["v"] = v->boolean;
+        break;
+      case K::Int:
+        j["v"] = v->integer;
+        break;
       case K::Float: {
         uint64_t bits;
         std::memcpy(&bits, &v->real, 8);
         j["bits"] = bits;
         break;
       }
-      case K::BigInt: case K::Str: case K::Global: j["t"] = std::string(v->text); break;
+      case K::BigInt:
+      case K::Str:
+      case K::Global:
+        j["t"] = std::string(v->text);
+        break;
       case K::Bytes: {
         std::string hex;
-        for (unsigned char c : v->text) hex += "0123456789abcdef"[c >> 4], hex += "0123456789abcdef"[c & 15];
+        for (unsigned char c : v->text)
+          hex += "0123456789abcdef"[c >> 4], hex += "0123456789abcdef"[c & 15];
         j["hex"] = hex;
         break;
       }
-      case K::Tensor: case K::Storage: j["i"] = v->index; break;
-      default: break;
+      case K::Tensor:
+      case K::Storage:
+        j["i"] = v->index;
+        break;
+      default:
+        break;
     }
     if (v->kind == K::Dict || v->kind == K::Object) j["tag"] = v->tag;
     if (v->kind == K::Object) j["cls"] = std::string(v->text);
@@ -146,7 +161,8 @@ struct Structure {
     }
     if (!v->entries.empty()) {
       json a = json::array();
-      for (const auto& e : v->entries) a.push_back(json::array({encode(e.first), encode(e.second)}));
+      for (const auto& e : v->entries)
+        a.push_back(json::array({encode(e.first), encode(e.second)}));
       j["entries"] = a;
     }
     if (v->state) j["state"] = encode(v->state);
@@ -169,15 +185,19 @@ std::string valuesDiff(const CheckpointFile& a, const CheckpointFile& b, size_t 
   for (uint64_t k = 0; k < da.numel(); ++k) {
     if (complex) {
       const auto x = da.complexAt(k), y = db.complexAt(k);
-      if (!sameDouble(x.real(), y.real()) || !sameDouble(x.imag(), y.imag())) return "element " + std::to_string(k) + " differs";
+      if (!sameDouble(x.real(), y.real()) || !sameDouble(x.imag(), y.imag()))
+        return "element " + std::to_string(k) + " differs";
     } else if (!sameDouble(da.at(k), db.at(k))) {
-      return "element " + std::to_string(k) + " differs: " + std::to_string(da.at(k)) + " vs " + std::to_string(db.at(k));
+      return "element " + std::to_string(k) + " differs: " + std::to_string(da.at(k)) + " vs " +
+             std::to_string(db.at(k));
     }
   }
   return {};
 }
 
-QString q(const std::string& s) { return QString::fromStdString(s); }
+QString q(const std::string& s) {
+  return QString::fromStdString(s);
+}
 QStringList q(const std::vector<std::string>& v) {
   QStringList out;
   for (const auto& s : v) out << QString::fromStdString(s);
@@ -214,7 +234,8 @@ struct Built {
     return int(table.storages.size() - 1);
   }
   // A float32 tensor of `shape` with its own storage, values start, start+step, ...
-  Value* f32(std::vector<int64_t> shape, float start, float step, bool parameter = false, int shareStorage = -1) {
+  Value* f32(std::vector<int64_t> shape, float start, float step, bool parameter = false,
+             int shareStorage = -1) {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
     std::vector<float> v(static_cast<size_t>(n));
@@ -242,22 +263,29 @@ struct Built {
     for (const auto& d : data) out.push_back({d.data(), d.size()});
     return out;
   }
-  void write(const std::string& path, const Value* root) const { writeTorchFile(path, root, table, bytes()); }
+  void write(const std::string& path, const Value* root) const {
+    writeTorchFile(path, root, table, bytes());
+  }
 };
 
 // The JSON describe_value (check_written.py) gives for what we built;
 // tensors without data_ptr / storage_ptr (compared separately).
 json expectedJson(const Value* v, const Built& built) {
   switch (v->kind) {
-    case K::None: return nullptr;
-    case K::Bool: return v->boolean;
-    case K::Int: return v->integer;
-    case K::BigInt: return v->text;
+    case K::None:
+      return nullptr;
+    case K::Bool:
+      return v->boolean;
+    case K::Int:
+      return v->integer;
+    case K::BigInt:
+      return v->text;
     case K::Float:
       if (std::isnan(v->real)) return json{{"$float", "nan"}};
       if (std::isinf(v->real)) return json{{"$float", v->real > 0 ? "inf" : "-inf"}};
       return v->real;
-    case K::Str: return v->text;
+    case K::Str:
+      return v->text;
     case K::List: {
       json a = json::array();
       for (const Value* x : v->items) a.push_back(expectedJson(x, built));
@@ -270,11 +298,13 @@ json expectedJson(const Value* v, const Built& built) {
     }
     case K::Dict: {
       json pairs = json::array();
-      for (const auto& e : v->entries) pairs.push_back(json::array({expectedJson(e.first, built), expectedJson(e.second, built)}));
+      for (const auto& e : v->entries)
+        pairs.push_back(json::array({expectedJson(e.first, built), expectedJson(e.second, built)}));
       if (v->tag != Value::kOrderedDict) return json{{"$dict", pairs}};
       json attrs = json::object();
       if (v->state)
-        for (const auto& e : v->state->entries) attrs[std::string(e.first->text)] = expectedJson(e.second, built);
+        for (const auto& e : v->state->entries)
+          attrs[std::string(e.first->text)] = expectedJson(e.second, built);
       return json{{"$odict", pairs}, {"$attrs", attrs}};
     }
     case K::Tensor: {
@@ -289,7 +319,8 @@ json expectedJson(const Value* v, const Built& built) {
       j["values"] = built.values[size_t(v->index)];
       return json{{"$tensor", j}};
     }
-    default: return json{{"unexpected", std::string(kindName(v->kind))}};
+    default:
+      return json{{"unexpected", std::string(kindName(v->kind))}};
   }
 }
 
@@ -309,7 +340,9 @@ void stripPointers(json& j) {
 
 // Looks up key `k` in describe's {"$odict"/"$dict": [[k, v]...]}.
 const json* member(const json& d, const json& key) {
-  const json* pairs = d.contains("$odict") ? &d["$odict"] : d.contains("$dict") ? &d["$dict"] : nullptr;
+  const json* pairs = d.contains("$odict")  ? &d["$odict"]
+                      : d.contains("$dict") ? &d["$dict"]
+                                            : nullptr;
   if (!pairs) return nullptr;
   for (const json& p : *pairs)
     if (p[0] == key) return &p[1];
@@ -387,7 +420,8 @@ const Value* buildModernLlm(Built& m, bool withFloats) {
   b.set(root, "model_state", sd);
   b.set(root, "optimizer", opt);
   b.set(root, "metadata", meta);
-  for (const auto& e : meta->entries) b.set(root, e.first->text, e.second);  // metadata repeated at the top
+  for (const auto& e : meta->entries)
+    b.set(root, e.first->text, e.second);  // metadata repeated at the top
   return root;
 }
 
@@ -461,7 +495,8 @@ class TestWriter : public QObject {
     for (size_t i = 0; i < a->tensors().size(); ++i) {
       const TensorInfo& x = a->tensors()[i];
       const TensorInfo& y = b->tensors()[i];
-      const std::string where = file.toStdString() + " tensor " + std::to_string(i) + " " + joinPath(x.path);
+      const std::string where =
+          file.toStdString() + " tensor " + std::to_string(i) + " " + joinPath(x.path);
       QVERIFY2(x.path == y.path, where.c_str());
       QVERIFY2(x.dtype == y.dtype, where.c_str());
       QVERIFY2(x.shape == y.shape, where.c_str());
@@ -476,11 +511,14 @@ class TestWriter : public QObject {
       QVERIFY2(y.error.empty(), (where + ": " + y.error).c_str());
       QVERIFY2((x.storage < 0) == (y.storage < 0), where.c_str());
       if (x.storage < 0) continue;
-      QVERIFY2(fwd.emplace(x.storage, y.storage).first->second == y.storage, (where + ": storage sharing changed").c_str());
-      QVERIFY2(back.emplace(y.storage, x.storage).first->second == x.storage, (where + ": storages merged").c_str());
+      QVERIFY2(fwd.emplace(x.storage, y.storage).first->second == y.storage,
+               (where + ": storage sharing changed").c_str());
+      QVERIFY2(back.emplace(y.storage, x.storage).first->second == x.storage,
+               (where + ": storages merged").c_str());
       const StorageInfo& s = a->storages()[size_t(x.storage)];
       const StorageInfo& t = b->storages()[size_t(y.storage)];
-      QVERIFY2(s.dtype == t.dtype && s.numel == t.numel && s.location == t.location && s.useCount == t.useCount,
+      QVERIFY2(s.dtype == t.dtype && s.numel == t.numel && s.location == t.location &&
+                   s.useCount == t.useCount,
                (where + ": storage " + s.key + " vs " + t.key).c_str());
       const std::string vd = valuesDiff(*a, *b, i);
       QVERIFY2(vd.empty(), (where + ": " + vd).c_str());
@@ -493,7 +531,8 @@ class TestWriter : public QObject {
                ("storage " + a->storages()[size_t(sa_)].key + " bytes differ").c_str());
     }
     // Keys are "0", "1", ... in order of first use.
-    for (size_t k = 0; k < b->storages().size(); ++k) QCOMPARE(q(b->storages()[k].key), q(std::to_string(k)));
+    for (size_t k = 0; k < b->storages().size(); ++k)
+      QCOMPARE(q(b->storages()[k].key), q(std::to_string(k)));
     QVERIFY(!hasTempFile(m_dir.path().toStdString()));
     m_pairs << QString::fromStdString(src) << QString::fromStdString(dst);
   }
@@ -511,7 +550,8 @@ class TestWriter : public QObject {
     // weights_only=True on the original agrees with what make_fixtures recorded.
     for (const json& f : manifest()["fixtures"]) {
       if (!f.contains("weights_only_ok")) continue;
-      const QString name = QString::fromStdString(std::string(CKPT_FIXTURE_DIR) + "/" + f["file"].get<std::string>());
+      const QString name = QString::fromStdString(std::string(CKPT_FIXTURE_DIR) + "/" +
+                                                  f["file"].get<std::string>());
       const QString want = f["weights_only_ok"].get<bool>() ? "original=ok" : "original=rejected";
       bool found = false;
       for (const QString& line : lines)
@@ -569,20 +609,24 @@ class TestWriter : public QObject {
       dbytes.push_back({regions.back().data, regions.back().size});
     }
     writeTorchFile(plain, root, TensorTable{d->tensors(), d->storages()}, dbytes);
-    const PyResult r = runPython({q(views), q(flipped), q(views), q(unshared), q(dtypes), q(plain)});
+    const PyResult r =
+        runPython({q(views), q(flipped), q(views), q(unshared), q(dtypes), q(plain)});
     QVERIFY2(r.exitCode == 1, qPrintable(r.output));
     const QStringList lines = r.output.split('\n', Qt::SkipEmptyParts);
     QVERIFY2(lines.size() >= 3, qPrintable(r.output));
     QVERIFY2(lines[0].startsWith("FAIL") && lines[0].contains("differ"), qPrintable(lines[0]));
-    QVERIFY2(lines[1].startsWith("FAIL") && lines[1].contains("shared a storage in the original"), qPrintable(lines[1]));
-    QVERIFY2(lines[2].startsWith("FAIL") && lines[2].contains("OrderedDict became builtins.dict"), qPrintable(lines[2]));
+    QVERIFY2(lines[1].startsWith("FAIL") && lines[1].contains("shared a storage in the original"),
+             qPrintable(lines[1]));
+    QVERIFY2(lines[2].startsWith("FAIL") && lines[2].contains("OrderedDict became builtins.dict"),
+             qPrintable(lines[2]));
   }
 
   // A file opened metadata-only has no tensor table: refused clearly.
   void metadataOnlyRefused() {
     ReadOptions o;
     o.metadataOnly = true;
-    const auto f = CheckpointFile::open(std::string(CKPT_FIXTURE_DIR) + "/runs/tiny/tiny_step100.pt", o);
+    const auto f =
+        CheckpointFile::open(std::string(CKPT_FIXTURE_DIR) + "/runs/tiny/tiny_step100.pt", o);
     const std::string path = tmp("meta_only.pt");
     try {
       rewriteCheckpoint(*f, path);
@@ -634,8 +678,8 @@ class TestWriter : public QObject {
     QVERIFY2(diff.empty(), diff.c_str());
 
     const std::string wo = got["weights_only"].get<std::string>();
-    qInfo().noquote() << "modern_llm" << (withFloats ? "with floats" : "without floats") << "weights_only=True:"
-                      << QString::fromStdString(wo.substr(0, 160));
+    qInfo().noquote() << "modern_llm" << (withFloats ? "with floats" : "without floats")
+                      << "weights_only=True:" << QString::fromStdString(wo.substr(0, 160));
     if (!withFloats) {
       QCOMPARE(QString::fromStdString(wo), QString("ok"));
       QVERIFY2(got["weights_only_equal"].get<bool>(), got.dump().c_str());
@@ -712,21 +756,47 @@ class TestWriter : public QObject {
   void scalarsAndObjects() {
     TreeBuilder b;
     Value* ints = b.list();
-    const int64_t values[] = {0, 1, 255, 256, 65535, 65536, -1, -255, -256, INT32_MAX, INT32_MIN,
-                              int64_t(INT32_MAX) + 1, int64_t(INT32_MIN) - 1, 1ll << 40, -(1ll << 40),
-                              INT64_MAX, INT64_MIN, 127, 128, -128, -129, 32767, 32768, -32768, -32769};
+    const int64_t values[] = {0,
+                              1,
+                              255,
+                              256,
+                              65535,
+                              65536,
+                              -1,
+                              -255,
+                              -256,
+                              INT32_MAX,
+                              INT32_MIN,
+                              int64_t(INT32_MAX) + 1,
+                              int64_t(INT32_MIN) - 1,
+                              1ll << 40,
+                              -(1ll << 40),
+                              INT64_MAX,
+                              INT64_MIN,
+                              127,
+                              128,
+                              -128,
+                              -129,
+                              32767,
+                              32768,
+                              -32768,
+                              -32769};
     for (int64_t v : values) b.append(ints, b.integer(v));
     Value* bigs = b.list();
-    for (const char* s : {"1180591620717411303424", "-1180591620717411303424", "18446744073709551616",
-                          "9223372036854775808", "-9223372036854775809", "340282366920938463463374607431768211455"})
+    for (const char* s :
+         {"1180591620717411303424", "-1180591620717411303424", "18446744073709551616",
+          "9223372036854775808", "-9223372036854775809", "340282366920938463463374607431768211455"})
       b.append(bigs, b.bigInt(s));
     Value* floats = b.list();
-    for (double d : {0.0, -0.0, 0.1, 1e300, -5e-324, std::nan(""), HUGE_VAL, -HUGE_VAL}) b.append(floats, b.real(d));
+    for (double d : {0.0, -0.0, 0.1, 1e300, -5e-324, std::nan(""), HUGE_VAL, -HUGE_VAL})
+      b.append(floats, b.real(d));
     Value* root = b.dict();
     b.set(root, "ints", ints);
     b.set(root, "bigs", bigs);
     b.set(root, "floats", floats);
-    const char text[] = "h\xc3\xa9llo \xf0\x9f\x99\x82 \n\"q\" a\x00" "b";
+    const char text[] =
+        "h\xc3\xa9llo \xf0\x9f\x99\x82 \n\"q\" a\x00"
+        "b";
     b.set(root, "str", b.str(std::string_view(text, sizeof text - 1)));
     b.set(root, "bytes", b.bytes(std::string_view("\x00\x01\x7f\x80\xff", 5)));
     b.set(root, "empty_bytes", b.bytes(""));
@@ -735,7 +805,8 @@ class TestWriter : public QObject {
     b.append(set, b.str("s"));
     b.set(root, "set", set);
     b.set(root, "empty_tuple", b.tuple({}));
-    b.set(root, "tuple5", b.tuple({b.integer(1), b.integer(2), b.integer(3), b.integer(4), b.none()}));
+    b.set(root, "tuple5",
+          b.tuple({b.integer(1), b.integer(2), b.integer(3), b.integer(4), b.none()}));
     b.set(root, "dtype", b.global("torch.bfloat16"));
     b.set(root, "path", b.object("pathlib.PosixPath", {b.str("runs"), b.str("a")}));
     Value* info = b.object("fixture_types.RunInfo", {}, /*newObj=*/true);
@@ -765,7 +836,8 @@ class TestWriter : public QObject {
              "sys.path.insert(0, sys.argv[2])\n"
              "import check_written\n"  // registers fixture_types.RunInfo
              "d = torch.load(sys.argv[1], weights_only=False)\n"
-             "vals = [0, 1, 255, 256, 65535, 65536, -1, -255, -256, 2**31-1, -2**31, 2**31, -2**31-1, 2**40, -2**40,"
+             "vals = [0, 1, 255, 256, 65535, 65536, -1, -255, -256, 2**31-1, -2**31, 2**31, "
+             "-2**31-1, 2**40, -2**40,"
              " 2**63-1, -2**63, 127, 128, -128, -129, 32767, 32768, -32768, -32769]\n"
              "assert d['ints'] == vals, d['ints']\n"
              "assert d['bigs'] == [2**70, -2**70, 2**64, 2**63, -2**63-1, 2**128-1], d['bigs']\n"
@@ -778,11 +850,13 @@ class TestWriter : public QObject {
              "assert d['set'] == {3, 's'} and type(d['set']) is set\n"
              "assert d['empty_tuple'] == () and d['tuple5'] == (1, 2, 3, 4, None)\n"
              "assert d['dtype'] is torch.bfloat16\n"
-             "assert d['path'] == pathlib.PosixPath('runs/a') and type(d['path']) is pathlib.PosixPath\n"
+             "assert d['path'] == pathlib.PosixPath('runs/a') and type(d['path']) is "
+             "pathlib.PosixPath\n"
              "assert d['info'] == check_written.RunInfo(name='x', lr=0.1, tags=('a',)), d['info']\n"
              "assert d['device'] == torch.device('cuda', 1)\n"
              "od = d['od']\n"
-             "assert type(od) is collections.OrderedDict and list(od.items()) == [(5, 'five'), ('z', 2)]\n"
+             "assert type(od) is collections.OrderedDict and list(od.items()) == [(5, 'five'), "
+             "('z', 2)]\n"
              "assert type(od._metadata) is collections.OrderedDict and len(od._metadata) == 0\n"
              "print('ok')\n",
              QString::fromStdString(path), QString(CKPT_SOURCE_DIR) + "/tests/python"});
@@ -794,7 +868,7 @@ class TestWriter : public QObject {
   // Trees the writer must refuse, before any file exists.
   void refusals() {
     struct Case {
-      const char* message;  // expected in the error
+      const char* message;                        // expected in the error
       std::function<const Value*(Built&)> build;  // returns the root
     };
     auto oneTensor = [](Built& m, auto&& change) {
@@ -810,7 +884,8 @@ class TestWriter : public QObject {
            m.b.set(root, "t", m.b.tensor(5));
            return root;
          }},
-        {"no storage class", [&](Built& m) { return oneTensor(m, [](TensorInfo& t) { t.dtype = DType::UInt16; }); }},
+        {"no storage class",
+         [&](Built& m) { return oneTensor(m, [](TensorInfo& t) { t.dtype = DType::UInt16; }); }},
         {"per_channel_affine",
          [&](Built& m) {
            return oneTensor(m, [](TensorInfo& t) {
@@ -818,7 +893,8 @@ class TestWriter : public QObject {
              t.qscheme = "per_channel_affine";
            });
          }},
-        {"does not fit", [&](Built& m) { return oneTensor(m, [](TensorInfo& t) { t.storageOffset = 1; }); }},
+        {"does not fit",
+         [&](Built& m) { return oneTensor(m, [](TensorInfo& t) { t.storageOffset = 1; }); }},
         {"module.name",
          [](Built& m) {
            Value* root = m.b.dict();
@@ -883,10 +959,11 @@ class TestWriter : public QObject {
     // ... and a write that fails half way (a file size limit: EFBIG, as a
     // full disk gives ENOSPC): the temporary file is removed.
     {
-      struct sigaction ign {}, prev {};
+      struct sigaction ign {
+      }, prev{};
       ign.sa_handler = SIG_IGN;
       sigaction(SIGXFSZ, &ign, &prev);
-      rlimit saved {};
+      rlimit saved{};
       getrlimit(RLIMIT_FSIZE, &saved);
       rlimit small = saved;
       small.rlim_cur = 64 * 1024;
@@ -915,7 +992,8 @@ class TestWriter : public QObject {
         m.write(p, root);
         QFAIL("wrote below a regular file");
       } catch (const FormatError& e) {
-        QVERIFY2(std::string(e.what()).rfind(p + ": cannot create temporary file", 0) == 0, e.what());
+        QVERIFY2(std::string(e.what()).rfind(p + ": cannot create temporary file", 0) == 0,
+                 e.what());
         QVERIFY2(std::string(e.what()).find("Not a directory") != std::string::npos, e.what());
       }
       const std::string proc = "/proc/ckptscope_writer_test.pt";
@@ -923,7 +1001,8 @@ class TestWriter : public QObject {
         m.write(proc, root);
         QFAIL("wrote into /proc");
       } catch (const FormatError& e) {
-        QVERIFY2(std::string(e.what()).rfind(proc + ": cannot create temporary file", 0) == 0, e.what());
+        QVERIFY2(std::string(e.what()).rfind(proc + ": cannot create temporary file", 0) == 0,
+                 e.what());
         qInfo() << "/proc:" << e.what();
       }
       QVERIFY(!QFile::exists(QString::fromStdString(proc)));
@@ -944,12 +1023,14 @@ class TestWriter : public QObject {
     Value* root = b.dict();
     const std::string p1 = tmp("caf\xc3\xa9.pt");
     writeTorchFile(p1, root, {}, {});
-    QCOMPARE(q(std::string(CheckpointFile::open(p1)->zip()->entries().front().name)), QString("archive/data.pkl"));
+    QCOMPARE(q(std::string(CheckpointFile::open(p1)->zip()->entries().front().name)),
+             QString("archive/data.pkl"));
     const std::string p2 = tmp("named.bin");
     WriteOptions o;
     o.archiveName = "custom";
     writeTorchFile(p2, root, {}, {}, o);
-    QCOMPARE(q(std::string(CheckpointFile::open(p2)->zip()->entries().front().name)), QString("custom/data.pkl"));
+    QCOMPARE(q(std::string(CheckpointFile::open(p2)->zip()->entries().front().name)),
+             QString("custom/data.pkl"));
     o.archiveName = "a/b";
     QVERIFY_THROWS_EXCEPTION(FormatError, writeTorchFile(p2, root, {}, {}, o));
   }
@@ -963,9 +1044,11 @@ class TestWriter : public QObject {
     QVERIFY(!needsZip64Offset(limit - 1));
     QVERIFY(needsZip64Offset(limit));
     const std::string name = "archive/data/0";
-    for (uint64_t offset : {uint64_t(0), uint64_t(1), uint64_t(77), limit - 1, limit, uint64_t(5) << 32}) {
+    for (uint64_t offset :
+         {uint64_t(0), uint64_t(1), uint64_t(77), limit - 1, limit, uint64_t(5) << 32}) {
       for (uint64_t size : {uint64_t(0), uint64_t(100), limit - 1, limit, uint64_t(6) << 32}) {
-        const std::string where = "offset " + std::to_string(offset) + " size " + std::to_string(size);
+        const std::string where =
+            "offset " + std::to_string(offset) + " size " + std::to_string(size);
         const bool bigSize = size >= limit, bigOffset = offset >= limit;
         // Local header: data 64-byte aligned; zip64 sizes in its extra.
         const std::string lh = localHeader(name, offset, size);
@@ -973,7 +1056,8 @@ class TestWriter : public QObject {
         QVERIFY2((offset + lh.size()) % 64 == 0, where.c_str());
         QVERIFY2(le(lh, 6, 2) == 0x0808 && le(lh, 8, 2) == 0 && le(lh, 14, 4) == 0, where.c_str());
         const uint64_t nameLen = le(lh, 26, 2), extraLen = le(lh, 28, 2);
-        QVERIFY2(30 + nameLen + extraLen == lh.size() && lh.substr(30, nameLen) == name, where.c_str());
+        QVERIFY2(30 + nameLen + extraLen == lh.size() && lh.substr(30, nameLen) == name,
+                 where.c_str());
         const std::string lextra = lh.substr(30 + nameLen);
         const std::string lz = zip64Extra(lextra);
         QVERIFY2(lextra.find("FB") != std::string::npos, where.c_str());
@@ -991,7 +1075,9 @@ class TestWriter : public QObject {
         // Central header: 0xFFFFFFFF placeholders and the zip64 extra, in order.
         const std::string ch = centralHeader(name, offset, size, 0xCAFEBABE);
         QVERIFY2(le(ch, 0, 4) == 0x02014b50 && le(ch, 16, 4) == 0xCAFEBABE, where.c_str());
-        QVERIFY2(le(ch, 20, 4) == (bigSize ? 0xFFFFFFFF : size) && le(ch, 24, 4) == (bigSize ? 0xFFFFFFFF : size), where.c_str());
+        QVERIFY2(le(ch, 20, 4) == (bigSize ? 0xFFFFFFFF : size) &&
+                     le(ch, 24, 4) == (bigSize ? 0xFFFFFFFF : size),
+                 where.c_str());
         QVERIFY2(le(ch, 42, 4) == (bigOffset ? 0xFFFFFFFF : offset), where.c_str());
         const std::string cz = zip64Extra(ch.substr(46 + le(ch, 28, 2), le(ch, 30, 2)));
         QVERIFY2(cz.size() == (bigSize ? 16u : 0u) + (bigOffset ? 8u : 0u), where.c_str());
@@ -1019,7 +1105,8 @@ class TestWriter : public QObject {
   // A big-endian torch zip (byteorder = big): the rewrite swaps to little.
   void bigEndianInput() {
     Built m;
-    auto add = [&](DType dtype, std::vector<int64_t> shape, std::vector<uint8_t> littleBytes, std::vector<double> values) {
+    auto add = [&](DType dtype, std::vector<int64_t> shape, std::vector<uint8_t> littleBytes,
+                   std::vector<double> values) {
       const int w = dtypeIsComplex(dtype) ? dtypeSize(dtype) / 2 : dtypeSize(dtype);
       for (size_t i = 0; i + size_t(w) <= littleBytes.size(); i += size_t(w))
         std::reverse(littleBytes.begin() + long(i), littleBytes.begin() + long(i) + w);
@@ -1035,7 +1122,8 @@ class TestWriter : public QObject {
     std::vector<uint8_t> bytes;
     Value* root = m.b.dict();
     putBytes(bytes, std::vector<float>{1.5f, -2.0f, 3.25f, 1e30f, -0.0f, 7.0f});
-    m.b.set(root, "f32", add(DType::Float32, {2, 3}, bytes, {1.5, -2.0, 3.25, double(1e30f), -0.0, 7.0}));
+    m.b.set(root, "f32",
+            add(DType::Float32, {2, 3}, bytes, {1.5, -2.0, 3.25, double(1e30f), -0.0, 7.0}));
     putBytes(bytes, std::vector<int16_t>{-2, 300, 32767, -32768});
     m.b.set(root, "i16", add(DType::Int16, {4}, bytes, {-2, 300, 32767, -32768}));
     putBytes(bytes, std::vector<double>{1e300, -0.5, 2.0});
@@ -1045,9 +1133,11 @@ class TestWriter : public QObject {
     putBytes(bytes, std::vector<uint8_t>{1, 0, 1});
     m.b.set(root, "mask", add(DType::Bool, {3}, bytes, {1, 0, 1}));
 
-    const std::string swapped = tmp("be_src.pt"), big = tmp("be_big.pt"), out = tmp("be_rewritten.pt");
+    const std::string swapped = tmp("be_src.pt"), big = tmp("be_big.pt"),
+                      out = tmp("be_rewritten.pt");
     m.write(swapped, root);
-    const PyResult r = runPython({"set-byteorder", QString::fromStdString(swapped), QString::fromStdString(big), "big"});
+    const PyResult r = runPython(
+        {"set-byteorder", QString::fromStdString(swapped), QString::fromStdString(big), "big"});
     QVERIFY2(r.exitCode == 0, qPrintable(r.output));
     const auto be = CheckpointFile::open(big);
     QVERIFY(be->bigEndian());
@@ -1067,7 +1157,8 @@ class TestWriter : public QObject {
     // compare the rest, and check c64 in Python terms separately.
     const json* c64 = member(got, "c64");
     QVERIFY(c64);
-    const std::string diff = ckpt::test::compareJson(expectedJson(root->get("f32"), m), *member(got, "f32"));
+    const std::string diff =
+        ckpt::test::compareJson(expectedJson(root->get("f32"), m), *member(got, "f32"));
     QVERIFY2(diff.empty(), diff.c_str());
     for (const char* k : {"i16", "f64"}) {
       json want = expectedJson(root->get(k), m);
@@ -1075,7 +1166,8 @@ class TestWriter : public QObject {
       QCOMPARE(QString::fromStdString(have["$tensor"]["values"].dump()),
                QString::fromStdString(want["$tensor"]["values"].dump()));
     }
-    QCOMPARE(QString::fromStdString((*member(got, "mask"))["$tensor"]["dtype"].dump()), QString("\"bool\""));
+    QCOMPARE(QString::fromStdString((*member(got, "mask"))["$tensor"]["dtype"].dump()),
+             QString("\"bool\""));
   }
 };
 

@@ -42,7 +42,8 @@ static void exerciseFile(const uint8_t* data, size_t size) {
     (void)view.optimizerParams();
     for (size_t i = 0; i < f->tensors().size() && i < 64; ++i) {
       const TensorPath& p = f->tensors()[i].path;
-      if (joinPath(p) != p.name() || (p.size() > 1 && joinPath(p, 1).size() > p.name().size())) __builtin_trap();
+      if (joinPath(p) != p.name() || (p.size() > 1 && joinPath(p, 1).size() > p.name().size()))
+        __builtin_trap();
       try {
         const TensorData d = f->tensorData(i);
         for (uint64_t k = 0; k < d.numel() && k < 1024; ++k) (void)d.at(k);

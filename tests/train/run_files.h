@@ -19,11 +19,13 @@ inline std::string fileContents(const std::filesystem::path& p) {
 
 // relative path -> SHA-256 of every regular file under `dir` (.trash/ too,
 // unless `skipTrash`).
-inline std::map<std::string, QByteArray> fileDigests(const std::string& dir, bool skipTrash = false) {
+inline std::map<std::string, QByteArray> fileDigests(const std::string& dir,
+                                                     bool skipTrash = false) {
   namespace fs = std::filesystem;
   std::map<std::string, QByteArray> out;
   if (!fs::exists(dir)) return out;
-  for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it) {
+  for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator();
+       ++it) {
     if (skipTrash && it->is_directory() && it->path().filename() == ".trash") {
       it.disable_recursion_pending();
       continue;

@@ -59,12 +59,12 @@ std::string errorOf(F&& f) {
   return {};
 }
 
-#define VERIFY_ERROR(call, ...)                                                   \
-  do {                                                                            \
-    const std::string err_ = errorOf([&] { call; });                              \
-    QVERIFY2(!err_.empty(), "no DataError from " #call);                          \
-    for (const std::string& part_ : std::vector<std::string>{__VA_ARGS__})        \
-      QVERIFY2(err_.find(part_) != std::string::npos,                             \
+#define VERIFY_ERROR(call, ...)                                                          \
+  do {                                                                                   \
+    const std::string err_ = errorOf([&] { call; });                                     \
+    QVERIFY2(!err_.empty(), "no DataError from " #call);                                 \
+    for (const std::string& part_ : std::vector<std::string>{__VA_ARGS__})               \
+      QVERIFY2(err_.find(part_) != std::string::npos,                                    \
                qPrintable(QString::fromStdString("\"" + part_ + "\" not in: " + err_))); \
   } while (0)
 
@@ -120,7 +120,8 @@ class TestDataset : public QObject {
 
     // A single text file, with a byte-order mark (dropped).
     writeFile(dir.filePath("bom.txt"), "\xEF\xBB\xBFhello");
-    TokenDataset bom({dir.filePath("bom.txt").toStdString()}, bytes, DatasetOptions{0.0, {}, false});
+    TokenDataset bom({dir.filePath("bom.txt").toStdString()}, bytes,
+                     DatasetOptions{0.0, {}, false});
     QCOMPARE(bom.read(Split::Train, 0, bom.size()), (Ids{'h', 'e', 'l', 'l', 'o'}));
   }
 

@@ -29,7 +29,8 @@ class TestTrainKill : public QObject {
       try {
         const auto f = ckpt::CheckpointFile::open(e.path().string());
         const auto problems = f->verify();
-        if (!problems.empty()) return QString::fromStdString(e.path().string() + ": " + problems.front());
+        if (!problems.empty())
+          return QString::fromStdString(e.path().string() + ": " + problems.front());
       } catch (const std::exception& err) {
         return QString::fromUtf8(err.what());
       }
@@ -59,11 +60,15 @@ class TestTrainKill : public QObject {
 
   void killedAtRandomMomentsEndsLikeAStraightRun() {
     const QString cli = QStringLiteral(CKPT_CLI);
-    const auto straight = ckpt::test::runProcess(cli, {"train", "--config", "run.json", "--out", "straight"}, m_dir.path());
+    const auto straight = ckpt::test::runProcess(
+        cli, {"train", "--config", "run.json", "--out", "straight"}, m_dir.path());
     QVERIFY2(straight.exitCode == 0, straight.err.constData());
 
-    const int kills = qEnvironmentVariableIsSet("CKPT_KILLS") ? qEnvironmentVariableIntValue("CKPT_KILLS") : 20;
-    const quint32 seed = qEnvironmentVariableIsSet("CKPT_KILL_SEED") ? quint32(qEnvironmentVariableIntValue("CKPT_KILL_SEED")) : 11;
+    const int kills =
+        qEnvironmentVariableIsSet("CKPT_KILLS") ? qEnvironmentVariableIntValue("CKPT_KILLS") : 20;
+    const quint32 seed = qEnvironmentVariableIsSet("CKPT_KILL_SEED")
+                             ? quint32(qEnvironmentVariableIntValue("CKPT_KILL_SEED"))
+                             : 11;
     QRandomGenerator rng(seed);
     const std::string run = path("killed");
     int killed = 0, finishedEarly = 0;
@@ -73,8 +78,8 @@ class TestTrainKill : public QObject {
       // before the first checkpoint leaves nothing to resume: train again,
       // moving what the killed run left to .trash/.
       const QStringList args = hasCheckpoint(run) ? QStringList{"resume", "killed"}
-                                                  : QStringList{"train", "--config", "run.json", "--out", "killed",
-                                                                "--overwrite"};
+                                                  : QStringList{"train", "--config", "run.json",
+                                                                "--out", "killed",   "--overwrite"};
       QProcess p;
       p.setWorkingDirectory(m_dir.path());
       p.start(cli, args);
@@ -89,7 +94,8 @@ class TestTrainKill : public QObject {
         const int steps = 1 + int(rng.bounded(5));
         QElapsedTimer t;
         t.start();
-        while (out.count("step=") < steps && p.state() == QProcess::Running && t.elapsed() < 60000) {
+        while (out.count("step=") < steps && p.state() == QProcess::Running &&
+               t.elapsed() < 60000) {
           p.waitForReadyRead(100);
           out += p.readAllStandardOutput();
         }
@@ -109,8 +115,8 @@ class TestTrainKill : public QObject {
       const QString bad = damagedFile(run);
       QVERIFY2(bad.isEmpty(), qPrintable("after kill " + QString::number(i + 1) + ": " + bad));
     }
-    qInfo("%d kills (mode:steps seen %s), %d finished before its kill", killed, qPrintable(moments.join(' ')),
-          finishedEarly);
+    qInfo("%d kills (mode:steps seen %s), %d finished before its kill", killed,
+          qPrintable(moments.join(' ')), finishedEarly);
     QVERIFY(killed >= kills / 2);
 
     if (!fs::exists(run + "/k_final.pt")) {
@@ -119,7 +125,8 @@ class TestTrainKill : public QObject {
       QVERIFY2(last.out.contains("finished at step 80"), last.out.constData());
     }
     QVERIFY2(damagedFile(run).isEmpty(), qPrintable(damagedFile(run)));
-    QVERIFY(ckpt::test::weightBytes(run + "/k_final.pt") == ckpt::test::weightBytes(path("straight") + "/k_final.pt"));
+    QVERIFY(ckpt::test::weightBytes(run + "/k_final.pt") ==
+            ckpt::test::weightBytes(path("straight") + "/k_final.pt"));
     // One history, equal to the straight run's.
     const auto a = ckpt::test::metricsLines(path("straight")), b = ckpt::test::metricsLines(run);
     QCOMPARE(b.size(), size_t(80));

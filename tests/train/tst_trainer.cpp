@@ -7,14 +7,14 @@
 #include <filesystem>
 #include <fstream>
 
-#include "ckpt/format/checkpoint_file.h"
-#include "ckpt/format/checkpoint_view.h"
-#include "ckpt/format/tensor_data.h"
-#include "ckpt/train/trainer.h"
 #include "../core/json_compare.h"
 #include "../core/run_outputs.h"
 #include "../core/run_process.h"
+#include "ckpt/format/checkpoint_file.h"
+#include "ckpt/format/checkpoint_view.h"
+#include "ckpt/format/tensor_data.h"
 #include "ckpt/index/run_plan.h"
+#include "ckpt/train/trainer.h"
 #include "run_files.h"
 
 using namespace ckpt;
@@ -31,15 +31,18 @@ struct Python {
 };
 
 Python python(const QStringList& args) {
-  const auto r = ckpt::test::runProcess(QStringLiteral(CKPT_TORCH_PYTHON),
-                                        QStringList{QStringLiteral(CKPT_SOURCE_DIR "/tests/python/train_interop.py")} + args);
+  const auto r = ckpt::test::runProcess(
+      QStringLiteral(CKPT_TORCH_PYTHON),
+      QStringList{QStringLiteral(CKPT_SOURCE_DIR "/tests/python/train_interop.py")} + args);
   return {r.exitCode, QString::fromUtf8(r.err)};
 }
 
-json readJson(const std::string& path) { return ckpt::test::readJsonFile(path); }
+json readJson(const std::string& path) {
+  return ckpt::test::readJsonFile(path);
+}
 
-using ckpt::test::weightBytes;
 using ckpt::test::metricsLines;
+using ckpt::test::weightBytes;
 
 }  // namespace
 
@@ -49,7 +52,9 @@ class TestTrainer : public QObject {
   QTemporaryDir m_tmp;
   std::string m_data;
 
-  std::string dir(const std::string& name) const { return (fs::path(m_tmp.path().toStdString()) / name).string(); }
+  std::string dir(const std::string& name) const {
+    return (fs::path(m_tmp.path().toStdString()) / name).string();
+  }
 
   RunConfig tiny(const std::string& out, int64_t steps) const {
     RunConfig c = RunConfig::fromJson(json::parse(R"({
@@ -95,16 +100,16 @@ class TestTrainer : public QObject {
     for (size_t i = 0; i < lines.size(); ++i) {
       QCOMPARE(lines[i]["step"].get<int64_t>(), int64_t(i + 1));
       QCOMPARE(lines[i]["loss"].get<double>(), reports[i].loss);
-      QVERIFY(lines[i].contains("lr") && lines[i].contains("tokens") && lines[i].contains("tokens_per_sec") &&
-              lines[i].contains("wall_time"));
+      QVERIFY(lines[i].contains("lr") && lines[i].contains("tokens") &&
+              lines[i].contains("tokens_per_sec") && lines[i].contains("wall_time"));
     }
     // The loss falls on this repetitive text.
     QVERIFY(reports.back().loss < reports.front().loss);
 
     // Python: layout, tie, metadata, strict load, AdamW load + step.
     const std::string found = dir("check1.json");
-    const Python check =
-        python({"check", QString::fromStdString(out + "/tiny_final.pt"), QString::fromStdString(found)});
+    const Python check = python(
+        {"check", QString::fromStdString(out + "/tiny_final.pt"), QString::fromStdString(found)});
     QVERIFY2(check.exitCode == 0, qPrintable(check.err));
     const json f = readJson(found);
     QCOMPARE(f["step"].get<int64_t>(), int64_t(4));
@@ -112,14 +117,17 @@ class TestTrainer : public QObject {
 
     // Our score equals the reference model's on the same windows.
     const ScoreResult ours = scoreCheckpoint(out + "/tiny_final.pt", m_data, 16, {}, "cpu");
-    const Python sc = python({"score", QString::fromStdString(out + "/tiny_final.pt"), QString::fromStdString(m_data),
-                              "16", QString::fromStdString(dir("score1.json"))});
+    const Python sc =
+        python({"score", QString::fromStdString(out + "/tiny_final.pt"),
+                QString::fromStdString(m_data), "16", QString::fromStdString(dir("score1.json"))});
     QVERIFY2(sc.exitCode == 0, qPrintable(sc.err));
     const json theirs = readJson(dir("score1.json"));
     QCOMPARE(ours.windows, theirs["windows"].get<int64_t>());
     QCOMPARE(ours.tokens, theirs["tokens"].get<int64_t>());
-    QVERIFY2(std::fabs(ours.loss - theirs["loss"].get<double>()) < 1e-5,
-             qPrintable(QString("ours %1, reference %2").arg(ours.loss).arg(theirs["loss"].get<double>())));
+    QVERIFY2(
+        std::fabs(ours.loss - theirs["loss"].get<double>()) < 1e-5,
+        qPrintable(
+            QString("ours %1, reference %2").arg(ours.loss).arg(theirs["loss"].get<double>())));
   }
 
   void exactResume() {
@@ -135,7 +143,8 @@ class TestTrainer : public QObject {
     const auto la = metricsLines(a), lb = metricsLines(b);
     QCOMPARE(la.size(), size_t(6));
     QCOMPARE(lb.size(), size_t(6));
-    for (size_t i = 0; i < 6; ++i) QCOMPARE(lb[i]["loss"].get<double>(), la[i]["loss"].get<double>());
+    for (size_t i = 0; i < 6; ++i)
+      QCOMPARE(lb[i]["loss"].get<double>(), la[i]["loss"].get<double>());
     QVERIFY(weightBytes(a + "/tiny_final.pt") == weightBytes(b + "/tiny_final.pt"));
     // The end of the first 3 steps was not replaced: it is kept beside the new final.
     QCOMPARE(ckpt::test::fileContents(b + "/tiny_final_step3.pt"), finalAt3);
@@ -176,7 +185,8 @@ class TestTrainer : public QObject {
     QVERIFY(reports.back().valLoss);
     QVERIFY(fs::exists(out + "/best_checkpoint.pt"));
     QCOMPARE(r.lastCheckpoint, out + "/tiny_step2.pt");
-    QCOMPARE(CheckpointView(*CheckpointFile::open(r.lastCheckpoint)).step(), std::optional<int64_t>(2));
+    QCOMPARE(CheckpointView(*CheckpointFile::open(r.lastCheckpoint)).step(),
+             std::optional<int64_t>(2));
   }
 
   void finetuneLineage() {
@@ -236,7 +246,9 @@ class TestTrainer : public QObject {
     } catch (const std::runtime_error& e) {
       error = e.what();
     }
-    QVERIFY2(error.rfind(out + " already holds run 'tiny' (best_checkpoint.pt, metrics.jsonl, tiny_final.pt and 2 more)", 0) == 0,
+    QVERIFY2(error.rfind(out + " already holds run 'tiny' (best_checkpoint.pt, metrics.jsonl, "
+                               "tiny_final.pt and 2 more)",
+                         0) == 0,
              error.c_str());
     QVERIFY(before == ckpt::test::fileDigests(out));
     // Another run name in the same directory still clashes on the shared files.
@@ -258,7 +270,8 @@ class TestTrainer : public QObject {
     QCOMPARE(branch.startStep(), int64_t(2));
     QCOMPARE(branch.config().training.runName, std::string("tiny@2"));
     QCOMPARE(branch.config().training.outputDir, branchDir);
-    QVERIFY2(branch.notes().find("not the newest checkpoint of run 'tiny'") != std::string::npos, branch.notes().c_str());
+    QVERIFY2(branch.notes().find("not the newest checkpoint of run 'tiny'") != std::string::npos,
+             branch.notes().c_str());
     QVERIFY(!fs::exists(branchDir + "/lineage.json"));  // nothing is written before run()
     QVERIFY(!fs::exists(branchDir + "/metrics.jsonl"));
     const RunResult r = branch.run();
@@ -301,8 +314,8 @@ class TestTrainer : public QObject {
       ++checked;
     }
     QVERIFY(checked >= 2);  // tiny@2_step4.pt, tiny@2_final.pt (and best)
-    const Python check =
-        python({"check", QString::fromStdString(r.lastCheckpoint), QString::fromStdString(dir("check-branch.json"))});
+    const Python check = python({"check", QString::fromStdString(r.lastCheckpoint),
+                                 QString::fromStdString(dir("check-branch.json"))});
     QVERIFY2(check.exitCode == 0, qPrintable(check.err));
     const json seen = readJson(dir("check-branch.json"));
     QCOMPARE(seen["step"].get<int64_t>(), int64_t(6));
@@ -332,7 +345,8 @@ class TestTrainer : public QObject {
     QCOMPARE(again.run([](const StepReport& s) { return s.step < 5; }).step, int64_t(5));
 
     // A killed writer's temporary file: the next save removes it.
-    const std::string stale = out + "/.tiny_step4.pt.tmp-" + std::to_string(ckpt::test::endedPid()) + "-deadbeef";
+    const std::string stale =
+        out + "/.tiny_step4.pt.tmp-" + std::to_string(ckpt::test::endedPid()) + "-deadbeef";
     std::ofstream(stale) << "partial";
     Trainer third = Trainer::resume(out + "/tiny_step2.pt", {}, {}, "cpu", /*inPlace=*/true);
     QCOMPARE(third.startStep(), int64_t(2));
@@ -352,7 +366,8 @@ class TestTrainer : public QObject {
     // Superseded: step 5 (first resume), then 3, 4, 5 (the second).
     std::vector<int64_t> superseded;
     std::ifstream in(out + "/metrics.superseded.jsonl");
-    for (std::string line; std::getline(in, line);) superseded.push_back(json::parse(line)["step"].get<int64_t>());
+    for (std::string line; std::getline(in, line);)
+      superseded.push_back(json::parse(line)["step"].get<int64_t>());
     QCOMPARE(superseded, (std::vector<int64_t>{5, 3, 4, 5}));
     // Two trash folders: the first stop's step 5; then steps 4, 5 and the best of step 4.
     std::vector<std::vector<std::string>> trash;
@@ -365,8 +380,9 @@ class TestTrainer : public QObject {
       std::sort(names.begin(), names.end());
       trash.push_back(names);
     }
-    QCOMPARE(trash, (std::vector<std::vector<std::string>>{
-                        {"tiny_step5.pt"}, {"best_checkpoint.pt", "tiny_step4.pt", "tiny_step5.pt"}}));
+    QCOMPARE(trash,
+             (std::vector<std::vector<std::string>>{
+                 {"tiny_step5.pt"}, {"best_checkpoint.pt", "tiny_step4.pt", "tiny_step5.pt"}}));
     QCOMPARE(ckpt::test::fileContents(folders[0] / "tiny_step5.pt"), step5);
   }
 
@@ -389,8 +405,8 @@ class TestTrainer : public QObject {
     const std::string config = dir("pyconfig.json");
     std::ofstream(config) << R"({"vocab_size": 256, "d_model": 32, "n_layers": 2, "n_heads": 4,
                                  "ffn_hidden_size": 80, "max_seq_len": 32})";
-    const Python w = python({"write", QString::fromStdString(out + "/pyrun_step2.pt"), QString::fromStdString(config),
-                             QString::fromStdString(m_data), "2"});
+    const Python w = python({"write", QString::fromStdString(out + "/pyrun_step2.pt"),
+                             QString::fromStdString(config), QString::fromStdString(m_data), "2"});
     QVERIFY2(w.exitCode == 0, qPrintable(w.err));
     Trainer t = Trainer::resume(out + "/pyrun_step2.pt", 4, m_data, "cpu");
     QCOMPARE(t.startStep(), int64_t(2));
@@ -399,7 +415,8 @@ class TestTrainer : public QObject {
     const RunResult r = t.run();
     QCOMPARE(r.step, int64_t(4));
     QCOMPARE(r.lastCheckpoint, out + "/pyrun_final.pt");
-    const Python check = python({"check", QString::fromStdString(r.lastCheckpoint), QString::fromStdString(dir("check2.json"))});
+    const Python check = python({"check", QString::fromStdString(r.lastCheckpoint),
+                                 QString::fromStdString(dir("check2.json"))});
     QVERIFY2(check.exitCode == 0, qPrintable(check.err));
   }
 
@@ -413,7 +430,9 @@ class TestTrainer : public QObject {
                              QString::fromStdString(config), QString::fromStdString(m_data), "2"});
     QVERIFY2(w.exitCode == 0, qPrintable(w.err));
     Trainer t = Trainer::resume(out + "/pyrun_step2.pt", 3, m_data, "cpu");
-    QVERIFY2(t.notes().find("no optimizer state: resuming with a fresh optimizer") != std::string::npos, t.notes().c_str());
+    QVERIFY2(
+        t.notes().find("no optimizer state: resuming with a fresh optimizer") != std::string::npos,
+        t.notes().c_str());
     QCOMPARE(t.run().step, int64_t(3));
   }
 
@@ -443,13 +462,20 @@ class TestTrainer : public QObject {
   void badInput_data() {
     QTest::addColumn<QString>("what");
     QTest::addColumn<QString>("message");
-    QTest::newRow("invalid config") << "config" << "ffn_hidden_size (32) must exceed d_model (32)";
-    QTest::newRow("missing data") << "missing" << "no/such/corpus.txt";
-    QTest::newRow("empty data") << "empty" << "empty.txt";
-    QTest::newRow("data too short") << "short" << "fewer than one window of 16 tokens";
-    QTest::newRow("batch sizes disagree") << "batch" << "batch_size";
-    QTest::newRow("NaN loss") << "nan" << "the loss is";
-    QTest::newRow("unwritable output") << "unwritable" << "corpus.txt";
+    QTest::newRow("invalid config") << "config"
+                                    << "ffn_hidden_size (32) must exceed d_model (32)";
+    QTest::newRow("missing data") << "missing"
+                                  << "no/such/corpus.txt";
+    QTest::newRow("empty data") << "empty"
+                                << "empty.txt";
+    QTest::newRow("data too short") << "short"
+                                    << "fewer than one window of 16 tokens";
+    QTest::newRow("batch sizes disagree") << "batch"
+                                          << "batch_size";
+    QTest::newRow("NaN loss") << "nan"
+                              << "the loss is";
+    QTest::newRow("unwritable output") << "unwritable"
+                                       << "corpus.txt";
   }
   void badInput() {
     QFETCH(QString, what);
@@ -470,7 +496,8 @@ class TestTrainer : public QObject {
         c.data.path = dir("short.txt");
         std::ofstream(c.data.path) << "tiny";
       } else if (what == "batch") {
-        RunConfig::fromJson(json::parse(R"({"model": {"vocab_size": 256, "d_model": 32, "n_layers": 1,
+        RunConfig::fromJson(
+            json::parse(R"({"model": {"vocab_size": 256, "d_model": 32, "n_layers": 1,
           "n_heads": 4, "ffn_hidden_size": 80, "max_seq_len": 32},
           "training": {"batch_size": 5, "micro_batch_size": 2}})"));
       } else if (what == "nan") {
@@ -494,8 +521,8 @@ class TestTrainer : public QObject {
     std::ofstream(config) << R"({"vocab_size": 256, "d_model": 32, "n_layers": 2, "n_heads": 4,
                                  "ffn_hidden_size": 80, "max_seq_len": 32})";
     const std::string bad = dir("misfit.pt");
-    const Python w = python({"write-misfit", QString::fromStdString(bad), QString::fromStdString(config),
-                             QString::fromStdString(m_data), "1"});
+    const Python w = python({"write-misfit", QString::fromStdString(bad),
+                             QString::fromStdString(config), QString::fromStdString(m_data), "1"});
     QVERIFY2(w.exitCode == 0, qPrintable(w.err));
     std::string error;
     try {

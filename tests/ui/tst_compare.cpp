@@ -1,6 +1,7 @@
 // The Compare view and its entry points in the window. Expectations are the
 // float64 numbers torch computed for the same pairs (make_diff_fixtures.py,
 // diff_reference.py): never numbers typed in here.
+#include <qcustomplot.h>
 #include <QAbstractItemModelTester>
 #include <QDir>
 #include <QFile>
@@ -16,7 +17,6 @@
 #include <QTest>
 #include <QTreeView>
 #include <cmath>
-#include <qcustomplot.h>
 
 #include "browser/browserpanel.h"
 #include "browser/checkpointlistmodel.h"
@@ -106,8 +106,10 @@ void TestCompare::tableMatchesTorch() {
   const QJsonObject p = pair(name);
   const QJsonObject want = p.value("expected").toObject();
   CompareView view;
-  QAbstractItemModelTester tester(view.model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
-  QAbstractItemModelTester proxyTester(view.proxy(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+  QAbstractItemModelTester tester(view.model(),
+                                  QAbstractItemModelTester::FailureReportingMode::QtTest);
+  QAbstractItemModelTester proxyTester(view.proxy(),
+                                       QAbstractItemModelTester::FailureReportingMode::QtTest);
   QVERIFY(compareAndWait(view, file(p.value("a").toString()), file(p.value("b").toString())));
   DiffModel* model = view.model();
 
@@ -117,14 +119,19 @@ void TestCompare::tableMatchesTorch() {
   for (int r = 0; r < model->rowCount(); ++r) {
     const QString n = model->index(r, int(Column::Name)).data().toString();
     const QString status = model->index(r, 0).data(int(DiffModel::Role::Status)).toString();
-    if (status == "added") added << n;
-    else if (status == "removed") removed << n;
-    else if (status == "shape") shape << n;
-    else tensorRows[n] = r;
+    if (status == "added")
+      added << n;
+    else if (status == "removed")
+      removed << n;
+    else if (status == "shape")
+      shape << n;
+    else
+      tensorRows[n] = r;
   }
   auto names = [](const QJsonValue& v, const char* key = nullptr) {
     QStringList out;
-    for (const QJsonValue& e : v.toArray()) out << (key ? e.toObject().value(key).toString() : e.toString());
+    for (const QJsonValue& e : v.toArray())
+      out << (key ? e.toObject().value(key).toString() : e.toString());
     return out;
   };
   QCOMPARE(added, names(want.value("added")));
@@ -140,10 +147,13 @@ void TestCompare::tableMatchesTorch() {
     const struct {
       Column column;
       const char* key;
-    } metrics[] = {{Column::RelL2, "rel_l2"}, {Column::Cosine, "cosine"}, {Column::MaxAbs, "max_abs"},
+    } metrics[] = {{Column::RelL2, "rel_l2"},
+                   {Column::Cosine, "cosine"},
+                   {Column::MaxAbs, "max_abs"},
                    {Column::MeanAbs, "mean_abs"}};
     for (const auto& m : metrics) {
-      const double got = model->index(r, int(m.column)).data(int(DiffModel::Role::Value)).toDouble();
+      const double got =
+          model->index(r, int(m.column)).data(int(DiffModel::Role::Value)).toDouble();
       const double expected = number(t.value(m.key));
       QVERIFY2(same(got, expected), qPrintable(QString("%1 %2: %3, torch %4")
                                                    .arg(it.key(), m.key)
@@ -159,8 +169,10 @@ void TestCompare::tableMatchesTorch() {
   for (const QJsonValue& m : meta) wantKeys << m.toObject().value("key").toString();
   for (int r = 0; r < view.metadataTable()->rowCount(); ++r) {
     allKeys << view.metadataTable()->item(r, 0)->text();
-    if (view.metadataTable()->item(r, 0)->data(Qt::UserRole).toBool()) gotKeys << allKeys.back();
-    else QCOMPARE(view.metadataTable()->item(r, 1)->text(), view.metadataTable()->item(r, 2)->text());
+    if (view.metadataTable()->item(r, 0)->data(Qt::UserRole).toBool())
+      gotKeys << allKeys.back();
+    else
+      QCOMPARE(view.metadataTable()->item(r, 1)->text(), view.metadataTable()->item(r, 2)->text());
   }
   if (name == "perturbed") QVERIFY(allKeys.contains("step") && allKeys.contains("config.d_model"));
   wantKeys.sort();
@@ -221,9 +233,10 @@ void TestCompare::filterAndSort() {
   QVERIFY(compareAndWait(view, file(p.value("a").toString()), file(p.value("b").toString())));
   QSortFilterProxyModel* proxy = view.proxy();
   // Structure changes first, then the largest relative change down.
-  const int structural = int(p.value("expected").toObject().value("added").toArray().size() +
-                             p.value("expected").toObject().value("removed").toArray().size() +
-                             p.value("expected").toObject().value("changed_shape").toArray().size());
+  const int structural =
+      int(p.value("expected").toObject().value("added").toArray().size() +
+          p.value("expected").toObject().value("removed").toArray().size() +
+          p.value("expected").toObject().value("changed_shape").toArray().size());
   QVERIFY(structural > 0);
   double previous = INFINITY;
   for (int r = 0; r < proxy->rowCount(); ++r) {
@@ -231,7 +244,8 @@ void TestCompare::filterAndSort() {
     const bool isStructure = status == "added" || status == "removed" || status == "shape";
     QCOMPARE(isStructure, r < structural);
     if (isStructure) continue;
-    const double v = proxy->index(r, int(Column::RelL2)).data(int(DiffModel::Role::Value)).toDouble();
+    const double v =
+        proxy->index(r, int(Column::RelL2)).data(int(DiffModel::Role::Value)).toDouble();
     QVERIFY2(v <= previous, qPrintable(QString("row %1 not sorted").arg(r)));
     previous = v;
   }
@@ -248,7 +262,8 @@ void TestCompare::unreadableFileIsAnError() {
   view.compare(file(pair("perturbed").value("a").toString()), missing);
   QVERIFY(done.wait(kTimeoutMs));
   QCOMPARE(done.front().front().toBool(), false);
-  QVERIFY2(view.statusText().contains("Cannot compare") && view.statusText().contains("does-not-exist.pt"),
+  QVERIFY2(view.statusText().contains("Cannot compare") &&
+               view.statusText().contains("does-not-exist.pt"),
            qPrintable(view.statusText()));
   QCOMPARE(view.model()->rowCount(), 0);
 }
@@ -272,7 +287,8 @@ void TestCompare::windowComparesSelection() {
   auto* selection = w.checkpointView()->selectionModel();
   selection->select(ib, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
   selection->select(ia, QItemSelectionModel::Select | QItemSelectionModel::Rows);
-  QCOMPARE(w.selectedCheckpoints(), (QStringList{a, b}));  // the browser's order, not the click order
+  QCOMPARE(w.selectedCheckpoints(),
+           (QStringList{a, b}));  // the browser's order, not the click order
 
   QSignalSpy done(w.compareView(), &CompareView::finished);
   QVERIFY(w.compareSelected());
@@ -301,7 +317,8 @@ void TestCompare::driftThroughRun() {
   QTemporaryDir dir;
   QVERIFY(dir.isValid() && QDir(dir.path()).mkpath("run"));
   QVERIFY(QFile::copy(file(p.value("a").toString()), dir.path() + "/run/run_step100.pt"));
-  QVERIFY(QFile::copy(file(pair("same").value("b").toString()), dir.path() + "/run/run_step200.pt"));
+  QVERIFY(
+      QFile::copy(file(pair("same").value("b").toString()), dir.path() + "/run/run_step200.pt"));
   QVERIFY(QFile::copy(file(p.value("b").toString()), dir.path() + "/run/run_step300.pt"));
   MainWindow w;
   QSignalSpy loaded(&w, &MainWindow::loaded);
@@ -309,7 +326,8 @@ void TestCompare::driftThroughRun() {
   QVERIFY(loaded.wait(kTimeoutMs));
   // The checkpoints carry their own steps (100 and 200 in metadata) and the
   // chain follows the browser's order; select the run's row.
-  const QModelIndex run = w.browserPanel()->proxy()->mapFromSource(w.checkpointModel()->indexOfRun(dir.path() + "/run"));
+  const QModelIndex run = w.browserPanel()->proxy()->mapFromSource(
+      w.checkpointModel()->indexOfRun(dir.path() + "/run"));
   QVERIFY(run.isValid());
   w.checkpointView()->setCurrentIndex(run);
   QSignalSpy done(w.driftView(), &DriftView::finished);
@@ -368,7 +386,8 @@ void TestCompare::driftThroughStages() {
   QCOMPARE(int(steps.size()), 2);
   QCOMPARE(steps[0].label, QStringLiteral("sft"));
   QCOMPARE(steps[1].label, QStringLiteral("dpo"));
-  QVERIFY(steps[0].from.endsWith("fam-pretrain_final.pt") && steps[0].to.endsWith("fam-sft_final.pt"));
+  QVERIFY(steps[0].from.endsWith("fam-pretrain_final.pt") &&
+          steps[0].to.endsWith("fam-sft_final.pt"));
   QVERIFY(steps[1].to.endsWith("fam-dpo_final.pt"));
   for (const DriftView::Step& s : steps) QVERIFY2(s.error.isEmpty(), qPrintable(s.error));
 }
@@ -382,10 +401,12 @@ void TestCompare::driftThroughStagesSkipsBranches() {
   const QString runs = QStringLiteral(CKPT_FIXTURE_DIR) + "/runs";
   for (const QString run : {"fam-pretrain", "fam-sft", "fam-dpo"}) {
     QVERIFY(QDir(dir.path()).mkpath(run));
-    QVERIFY(QFile::copy(runs + "/" + run + "/" + run + "_final.pt", dir.path() + "/" + run + "/" + run + "_final.pt"));
+    QVERIFY(QFile::copy(runs + "/" + run + "/" + run + "_final.pt",
+                        dir.path() + "/" + run + "/" + run + "_final.pt"));
   }
   QVERIFY(QDir(dir.path()).mkpath("fam-pretrain@1"));
-  QVERIFY(QFile::copy(runs + "/fam-sft/fam-sft_final.pt", dir.path() + "/fam-pretrain@1/fam-pretrain_step1.pt"));
+  QVERIFY(QFile::copy(runs + "/fam-sft/fam-sft_final.pt",
+                      dir.path() + "/fam-pretrain@1/fam-pretrain_step1.pt"));
   MainWindow w;
   w.show();
   QVERIFY(QTest::qWaitForWindowExposed(&w));
@@ -410,7 +431,8 @@ void TestCompare::driftThroughStagesSkipsBranches() {
   const std::vector<DriftView::Step>& steps = w.driftView()->steps();
   QCOMPARE(int(steps.size()), 2);
   QCOMPARE(steps[0].label, QStringLiteral("sft"));
-  QVERIFY(steps[0].from.endsWith("fam-pretrain_final.pt") && steps[0].to.endsWith("fam-sft_final.pt"));
+  QVERIFY(steps[0].from.endsWith("fam-pretrain_final.pt") &&
+          steps[0].to.endsWith("fam-sft_final.pt"));
   QCOMPARE(steps[1].label, QStringLiteral("dpo"));
 }
 

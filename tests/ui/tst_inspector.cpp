@@ -5,7 +5,6 @@
 #include <QAbstractItemModelTester>
 #include <QDir>
 #include <QElapsedTimer>
-#include <QTimer>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -14,10 +13,12 @@
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTimer>
 #include <QTreeView>
 #include <cmath>
 #include <functional>
 
+#include <qcustomplot.h>
 #include "../core/run_process.h"
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/tensor_data.h"
@@ -29,7 +30,6 @@
 #include "inspector/tensortablemodel.h"
 #include "inspector/tensorview.h"
 #include "inspector/valuetablemodel.h"
-#include <qcustomplot.h>
 
 using namespace ckpt;
 
@@ -38,9 +38,13 @@ namespace {
 constexpr int kWaitMs = 20000;
 const char* const kCheckpoint = "runs/tiny/tiny_step200.pt";
 
-QString fixture(const QString& rel) { return QDir(CKPT_FIXTURE_DIR).filePath(rel); }
+QString fixture(const QString& rel) {
+  return QDir(CKPT_FIXTURE_DIR).filePath(rel);
+}
 
-double num(const QJsonValue& v) { return v.isNull() ? std::nan("") : v.toDouble(); }
+double num(const QJsonValue& v) {
+  return v.isNull() ? std::nan("") : v.toDouble();
+}
 
 bool near(double a, double b, double tol) {
   if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
@@ -56,13 +60,15 @@ void compareStats(const TensorStats& s, const QJsonObject& e) {
   QVERIFY(near(s.min, num(e["min"]), 0.0));
   QVERIFY(near(s.max, num(e["max"]), 0.0));
   const double scale = std::max(std::fabs(s.min), std::fabs(s.max));
-  QVERIFY2(near(s.mean, num(e["mean"]), 1e-13 * scale), qPrintable(QString::number(s.mean, 'g', 17)));
+  QVERIFY2(near(s.mean, num(e["mean"]), 1e-13 * scale),
+           qPrintable(QString::number(s.mean, 'g', 17)));
   QVERIFY(near(s.std, num(e["std"]), 1e-11 * std::max(num(e["std"]), 1e-300) + 1e-13 * scale));
   QVERIFY(near(s.l2norm, num(e["norm"]), 1e-13 * num(e["norm"])));
 }
 
 // Every index of a model, depth first.
-void walk(const QAbstractItemModel* m, const QModelIndex& parent, const std::function<void(const QModelIndex&)>& fn) {
+void walk(const QAbstractItemModel* m, const QModelIndex& parent,
+          const std::function<void(const QModelIndex&)>& fn) {
   for (int r = 0; r < m->rowCount(parent); ++r) {
     const QModelIndex i = m->index(r, 0, parent);
     fn(i);
@@ -107,9 +113,9 @@ class TestInspector : public QObject {
 void TestInspector::initTestCase() {
   QVERIFY(m_dir.isValid());
   const QString out = m_dir.filePath("ref.json");
-  const auto r = ckpt::test::runProcess(CKPT_TORCH_PYTHON, {CKPT_SOURCE_DIR "/tests/python/stats_reference.py",
-                                                            "checkpoint", fixture(kCheckpoint), out,
-                                                            QString::number(TensorView::kBins)});
+  const auto r = ckpt::test::runProcess(
+      CKPT_TORCH_PYTHON, {CKPT_SOURCE_DIR "/tests/python/stats_reference.py", "checkpoint",
+                          fixture(kCheckpoint), out, QString::number(TensorView::kBins)});
   QVERIFY2(r.exitCode == 0, r.err.constData());
   QFile f(out);
   QVERIFY(f.open(QIODevice::ReadOnly));
@@ -127,7 +133,9 @@ void TestInspector::init() {
   m_w->showSummary(m_summary);
 }
 
-void TestInspector::cleanup() { m_w.reset(); }
+void TestInspector::cleanup() {
+  m_w.reset();
+}
 
 void TestInspector::selectParameter(const QString& name) {
   const QModelIndex src = m_w->parameterModel()->find(name);
@@ -182,7 +190,8 @@ void TestInspector::parameterCountsMatchPython() {
   auto expected = [&](const QString& prefix) {
     quint64 n = 0;
     for (const QString& k : numel.keys())
-      if (!tied.contains(k) && (k == prefix || k.startsWith(prefix + '.'))) n += quint64(numel[k].toInteger());
+      if (!tied.contains(k) && (k == prefix || k.startsWith(prefix + '.')))
+        n += quint64(numel[k].toInteger());
     return n;
   };
   int nodes = 0, leaves = 0;
@@ -190,7 +199,8 @@ void TestInspector::parameterCountsMatchPython() {
   walk(m, {}, [&](const QModelIndex& i) {
     const QString name = i.data(int(ParameterModel::Role::FullName)).toString();
     const quint64 shown = m->index(i.row(), int(ParameterModel::Column::Parameters), i.parent())
-                              .data(int(ParameterModel::Role::SortKey)).toULongLong();
+                              .data(int(ParameterModel::Role::SortKey))
+                              .toULongLong();
     const bool leaf = m->rowCount(i) == 0;
     ++nodes;
     if (leaf) {
@@ -217,8 +227,10 @@ void TestInspector::parameterCountsMatchPython() {
   QVERIFY(q.isValid());
   QCOMPARE(q.parent().data().toString(), QString("q_proj"));
   QCOMPARE(q.parent().parent().parent().parent().data().toString(), QString("blocks"));
-  QCOMPARE(m->index(q.row(), int(ParameterModel::Column::Shape), q.parent()).data().toString(), QString("[32, 32]"));
-  QCOMPARE(m->index(q.row(), int(ParameterModel::Column::DType), q.parent()).data().toString(), QString("float32"));
+  QCOMPARE(m->index(q.row(), int(ParameterModel::Column::Shape), q.parent()).data().toString(),
+           QString("[32, 32]"));
+  QCOMPARE(m->index(q.row(), int(ParameterModel::Column::DType), q.parent()).data().toString(),
+           QString("float32"));
 }
 
 void TestInspector::searchFilters() {
@@ -252,7 +264,8 @@ void TestInspector::selectingTensorComputesStats() {
   selectParameter(name);
   QVERIFY(ready.wait(kWaitMs));
   const int tensor = ready.last().at(0).toInt();
-  QCOMPARE(tensor, m_w->parameterModel()->find(name).data(int(ParameterModel::Role::TensorIndex)).toInt());
+  QCOMPARE(tensor,
+           m_w->parameterModel()->find(name).data(int(ParameterModel::Role::TensorIndex)).toInt());
   const auto& a = m_w->tensorView()->analysis();
   QVERIFY(a);
   const QJsonObject e = m_ref["tensors"].toObject()[name].toObject();
@@ -262,7 +275,8 @@ void TestInspector::selectingTensorComputesStats() {
   QCOMPARE(a->histogram.hi, h["hi"].toDouble());
   const QJsonArray counts = h["counts"].toArray();
   QCOMPARE(a->histogram.bins(), counts.size());
-  for (int i = 0; i < counts.size(); ++i) QCOMPARE(a->histogram.counts[size_t(i)], uint64_t(counts[i].toInteger()));
+  for (int i = 0; i < counts.size(); ++i)
+    QCOMPARE(a->histogram.counts[size_t(i)], uint64_t(counts[i].toInteger()));
   QCOMPARE(a->heatMap.rows > 0, heat);
   // The plots show it.
   auto* bars = qobject_cast<QCPBars*>(m_w->tensorView()->histogramPlot()->plottable(0));
@@ -281,7 +295,8 @@ void TestInspector::selectionMovesOn() {
   QTest::qWait(200);  // any stale result would have arrived by now
   QCOMPARE(ready.count(), 1);
   const QString name = "blocks.1.ffn.proj.weight";
-  QCOMPARE(ready.last().at(0).toInt(), m_w->parameterModel()->find(name).data(int(ParameterModel::Role::TensorIndex)).toInt());
+  QCOMPARE(ready.last().at(0).toInt(),
+           m_w->parameterModel()->find(name).data(int(ParameterModel::Role::TensorIndex)).toInt());
   compareStats(m_w->tensorView()->analysis()->stats, m_ref["tensors"].toObject()[name].toObject());
 }
 
@@ -303,7 +318,8 @@ void TestInspector::valueTableLoadsLazily() {
   // A window of 40 rows over the 128: "go to row" moves it, headers keep the true row.
   QAbstractItemModelTester tester(v, QAbstractItemModelTester::FailureReportingMode::QtTest);
   v->setWindowRows(40);
-  v->setTensor(m_w->tensorView()->valueModel() == v ? std::make_shared<const TensorData>(d) : nullptr);
+  v->setTensor(m_w->tensorView()->valueModel() == v ? std::make_shared<const TensorData>(d)
+                                                    : nullptr);
   QCOMPARE(v->rowCount(), 40);
   QCOMPARE(v->totalRows(), int64_t(128));
   m_w->tensorView()->goToRow(117);
@@ -336,8 +352,11 @@ void TestInspector::optimizerRowsByName() {
     const QString name = m->index(r, int(OptimizerModel::Column::Name)).data().toString();
     QVERIFY2(opt.contains(name), qPrintable(name));
     const QJsonObject e = opt[name].toObject();
-    QCOMPARE(m->index(r, int(OptimizerModel::Column::Index)).data().toString().toInt(), e["index"].toInt());
-    QCOMPARE(m->index(r, int(OptimizerModel::Column::Step)).data(int(OptimizerModel::Role::SortKey)).toDouble(),
+    QCOMPARE(m->index(r, int(OptimizerModel::Column::Index)).data().toString().toInt(),
+             e["index"].toInt());
+    QCOMPARE(m->index(r, int(OptimizerModel::Column::Step))
+                 .data(int(OptimizerModel::Role::SortKey))
+                 .toDouble(),
              e["step"].toDouble());
     const auto& s = m->stats()[size_t(r)];
     QVERIFY(s.expAvg && s.expAvgSq);
@@ -353,11 +372,14 @@ void TestInspector::optimizerRowsByName() {
   view->setCurrentIndex(view->model()->index(2, int(OptimizerModel::Column::SqMean)));
   QVERIFY(ready.wait(kWaitMs));
   const QString name2 = m->index(2, 0).data().toString();
-  QCOMPARE(ready.last().at(0).toInt(), m->index(2, 0).data(int(OptimizerModel::Role::ExpAvgSqTensor)).toInt());
-  compareStats(m_w->tensorView()->analysis()->stats, opt[name2].toObject()["exp_avg_sq"].toObject());
+  QCOMPARE(ready.last().at(0).toInt(),
+           m->index(2, 0).data(int(OptimizerModel::Role::ExpAvgSqTensor)).toInt());
+  compareStats(m_w->tensorView()->analysis()->stats,
+               opt[name2].toObject()["exp_avg_sq"].toObject());
   view->setCurrentIndex(view->model()->index(2, int(OptimizerModel::Column::Name)));
   QVERIFY(ready.wait(kWaitMs));
-  QCOMPARE(ready.last().at(0).toInt(), m->index(2, 0).data(int(OptimizerModel::Role::ExpAvgTensor)).toInt());
+  QCOMPARE(ready.last().at(0).toInt(),
+           m->index(2, 0).data(int(OptimizerModel::Role::ExpAvgTensor)).toInt());
   compareStats(m_w->tensorView()->analysis()->stats, opt[name2].toObject()["exp_avg"].toObject());
   QVERIFY(m_w->tensorView()->statsText().startsWith("exp_avg of " + name2));
 }
@@ -366,7 +388,8 @@ void TestInspector::metadataTree() {
   const MetadataModel* m = m_w->metadataModel();
   QStringList top;
   for (int r = 0; r < m->rowCount(); ++r) top << m->index(r, 0).data().toString();
-  for (const char* k : {"model_state", "optimizer", "metadata", "step", "loss"}) QVERIFY2(top.contains(k), k);
+  for (const char* k : {"model_state", "optimizer", "metadata", "step", "loss"})
+    QVERIFY2(top.contains(k), k);
   const int metaRow = int(top.indexOf("metadata"));
   const QModelIndex meta = m->index(metaRow, 0);
   QModelIndex config;
@@ -374,7 +397,8 @@ void TestInspector::metadataTree() {
     if (m->index(r, 0, meta).data().toString() == "config") config = m->index(r, 0, meta);
   QVERIFY(config.isValid());
   QCOMPARE(m->rowCount(config), 21);  // every ModernLLMConfig field
-  QCOMPARE(m->index(config.row(), int(MetadataModel::Column::Type), meta).data().toString(), QString("dict"));
+  QCOMPARE(m->index(config.row(), int(MetadataModel::Column::Type), meta).data().toString(),
+           QString("dict"));
   // A tensor node names its dtype and shape and selects the tensor.
   const QModelIndex ms = m->index(int(top.indexOf("model_state")), 0);
   const QModelIndex first = m->index(0, int(MetadataModel::Column::Value), ms);
@@ -391,8 +415,12 @@ void TestInspector::opaqueObjectsByClass() {
   for (int r = 0; r < m->rowCount(); ++r)
     if (m->index(r, 0).data().toString() == "info") info = m->index(r, 0);
   QVERIFY(info.isValid());
-  QCOMPARE(m->index(info.row(), int(MetadataModel::Column::Type)).data().toString(), QString("object"));
-  QVERIFY(m->index(info.row(), int(MetadataModel::Column::Value)).data().toString().contains("RunInfo"));
+  QCOMPARE(m->index(info.row(), int(MetadataModel::Column::Type)).data().toString(),
+           QString("object"));
+  QVERIFY(m->index(info.row(), int(MetadataModel::Column::Value))
+              .data()
+              .toString()
+              .contains("RunInfo"));
   // Its state (the dataclass fields) as children.
   QStringList children;
   walk(m, info, [&](const QModelIndex& i) { children << i.data().toString(); });
@@ -472,7 +500,10 @@ void TestInspector::renderDark() {
   w.showSummary(m_summary);
   w.setCurrentTab(InspectorWidget::Tab::Tensor);
   QSignalSpy ready(w.tensorView(), &TensorView::statsReady);
-  w.inspectTensor(w.parameterModel()->find("blocks.0.ffn.gate.weight").data(int(ParameterModel::Role::TensorIndex)).toInt());
+  w.inspectTensor(w.parameterModel()
+                      ->find("blocks.0.ffn.gate.weight")
+                      .data(int(ParameterModel::Role::TensorIndex))
+                      .toInt());
   QVERIFY(ready.wait(kWaitMs));
   QSignalSpy loaded(w.tensorView()->valueModel(), &ValueTableModel::blockLoaded);
   QApplication::processEvents();
@@ -546,15 +577,19 @@ void TestInspector::largeTensorNoStall() {
   QVERIFY(opt.wait(120000));
   const qint64 optMs = clock.elapsed();
   timer.stop();
-  qInfo("summary %lld ms (pool thread), showSummary %lld ms (GUI), stats+histogram+heat map of %s: %lld ms, "
-        "optimizer statistics: %lld ms; worst GUI-thread gap: %lld ms (tensor, display included), %lld ms (optimizer)",
-        summaryMs, showMs, qPrintable(m_w->tensorView()->statsText().section('\n', 1, 1)), statsMs, optMs,
-        worstStats, worst);
+  qInfo(
+      "summary %lld ms (pool thread), showSummary %lld ms (GUI), stats+histogram+heat map of %s: "
+      "%lld ms, "
+      "optimizer statistics: %lld ms; worst GUI-thread gap: %lld ms (tensor, display included), "
+      "%lld ms (optimizer)",
+      summaryMs, showMs, qPrintable(m_w->tensorView()->statsText().section('\n', 1, 1)), statsMs,
+      optMs, worstStats, worst);
   // The goal is 50 ms. A shared, loaded machine can deschedule the GUI
   // thread for longer than that on its own, so the test fails only on what a
   // computation on the GUI thread would cost (the statistics take ~200 ms).
   if (std::max(worst, worstStats) > 50) qWarning("GUI-thread gap over 50 ms (machine load?)");
-  QVERIFY2(std::max(worst, worstStats) < 150, "GUI thread stalled");  // 5 ms ticks on a loaded 2-core machine: some slack
+  QVERIFY2(std::max(worst, worstStats) < 150,
+           "GUI thread stalled");  // 5 ms ticks on a loaded 2-core machine: some slack
 }
 
 QTEST_MAIN(TestInspector)

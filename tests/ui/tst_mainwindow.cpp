@@ -31,7 +31,9 @@ namespace {
 
 constexpr int kLoadTimeoutMs = 60'000;
 
-QString cleanAbsolute(const QString& p) { return QDir::cleanPath(QFileInfo(p).absoluteFilePath()); }
+QString cleanAbsolute(const QString& p) {
+  return QDir::cleanPath(QFileInfo(p).absoluteFilePath());
+}
 
 // Distinct colours over a grid of sample points: a blank or single-colour
 // image has one or two; a rendered window with text has dozens.
@@ -66,8 +68,8 @@ class TestMainWindow : public QObject {
   static bool openAndWait(MainWindow& w, const QStringList& paths);
   [[nodiscard]] QString fixture(const QString& rel) const { return m_root + "/" + rel; }
 
-  QString m_root;     // CKPT_FIXTURE_DIR
-  QString m_runsDir;  // CKPT_FIXTURE_DIR/runs
+  QString m_root;      // CKPT_FIXTURE_DIR
+  QString m_runsDir;   // CKPT_FIXTURE_DIR/runs
   QJsonObject m_runs;  // manifest "runs": relative path -> {run, step, kind, loss, error}
   std::map<QString, int> m_tensorCounts;  // manifest "fixtures": relative path -> number of tensors
 };
@@ -155,7 +157,8 @@ void TestMainWindow::listsRunsFromManifest() {
 
   // Something is selected and shown from the start.
   // The tree shows the filter proxy's rows.
-  const QModelIndex current = w.browserPanel()->proxy()->mapToSource(w.checkpointView()->currentIndex());
+  const QModelIndex current =
+      w.browserPanel()->proxy()->mapToSource(w.checkpointView()->currentIndex());
   QVERIFY(model->checkpoint(current));
   QCOMPARE(w.inspector()->shownPath(), current.data(int(Role::Path)).toString());
   QVERIFY(!w.inspector()->text().isEmpty());
@@ -185,7 +188,8 @@ void TestMainWindow::summaryShowsStepAndLoss() {
   const QString path = fixture(rel);
   QSignalSpy shown(&w, &MainWindow::summaryShown);
   QVERIFY(w.selectPath(path));
-  QTRY_VERIFY_WITH_TIMEOUT(cleanAbsolute(w.inspector()->shownPath()) == cleanAbsolute(path), kLoadTimeoutMs);
+  QTRY_VERIFY_WITH_TIMEOUT(cleanAbsolute(w.inspector()->shownPath()) == cleanAbsolute(path),
+                           kLoadTimeoutMs);
   QVERIFY(shown.count() >= 1);
 
   const QString text = w.inspector()->text();
@@ -197,7 +201,8 @@ void TestMainWindow::summaryShowsStepAndLoss() {
   QVERIFY2(text.contains(QRegularExpression("Loss\\s+" + QRegularExpression::escape(loss) + "\\b")),
            qPrintable(loss + " not in:\n" + text));
   QVERIFY(!text.contains("Cannot read"));
-  if (m_tensorCounts.count(rel)) QCOMPARE(w.inspector()->tensorModel()->rowCount(), m_tensorCounts[rel]);
+  if (m_tensorCounts.count(rel))
+    QCOMPARE(w.inspector()->tensorModel()->rowCount(), m_tensorCounts[rel]);
   QVERIFY(w.inspector()->tensorModel()->rowCount() > 0);
 }
 
@@ -225,9 +230,10 @@ void TestMainWindow::unreadableFileShowsError() {
 
 void TestMainWindow::filesGroupAndMissingPaths() {
   MainWindow w;
-  QAbstractItemModelTester tester(w.checkpointModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
-  const QStringList files = {fixture("runs/tiny/tiny_step100.pt"), fixture("runs/tiny/broken_step400.pt"),
-                             m_root + "/does/not/exist.pt"};
+  QAbstractItemModelTester tester(w.checkpointModel(),
+                                  QAbstractItemModelTester::FailureReportingMode::QtTest);
+  const QStringList files = {fixture("runs/tiny/tiny_step100.pt"),
+                             fixture("runs/tiny/broken_step400.pt"), m_root + "/does/not/exist.pt"};
   QVERIFY(openAndWait(w, files));
   CheckpointListModel* model = w.checkpointModel();
   QCOMPARE(model->rowCount(), 1);
@@ -297,7 +303,8 @@ void TestMainWindow::screenshotUnwritable() {
   blocker.close();
   const QString out = dir.filePath("a-file/shot.png");  // its "directory" is a file
   QProcess p;
-  p.start(QStringLiteral(CKPT_GUI_EXE), {"--screenshot", out, fixture("runs/tiny/tiny_step100.pt")});
+  p.start(QStringLiteral(CKPT_GUI_EXE),
+          {"--screenshot", out, fixture("runs/tiny/tiny_step100.pt")});
   QVERIFY(p.waitForFinished(2 * kLoadTimeoutMs));
   QCOMPARE(p.exitStatus(), QProcess::NormalExit);
   QCOMPARE(p.exitCode(), 1);

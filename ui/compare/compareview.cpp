@@ -1,5 +1,6 @@
 #include "compare/compareview.h"
 
+#include <qcustomplot.h>
 #include <QCheckBox>
 #include <QFileInfo>
 #include <QHBoxLayout>
@@ -17,7 +18,6 @@
 #include <cmath>
 #include <exception>
 #include <map>
-#include <qcustomplot.h>
 
 #include "compare/diffmodel.h"
 #include "plotstyle.h"
@@ -27,12 +27,15 @@ namespace ckpt {
 
 namespace {
 
-QString blockLabel(int block) { return block < 0 ? QObject::tr("emb/head") : QString::number(block); }
+QString blockLabel(int block) {
+  return block < 0 ? QObject::tr("emb/head") : QString::number(block);
+}
 
 }  // namespace
 
 CompareView::CompareView(QWidget* parent) : QWidget(parent) {
-  m_title = new QLabel(tr("Pick two checkpoints in the browser and choose Compare (Ctrl+D)."), this);
+  m_title =
+      new QLabel(tr("Pick two checkpoints in the browser and choose Compare (Ctrl+D)."), this);
   m_title->setWordWrap(true);
   m_title->setTextInteractionFlags(Qt::TextSelectableByMouse);
   m_status = new QLabel(this);
@@ -148,7 +151,8 @@ void CompareView::compare(QString a, QString b) {
   clearResults();
   m_title->setText(tr("<b>A</b> %1<br><b>B</b> %2").arg(m_a.toHtmlEscaped(), m_b.toHtmlEscaped()));
   m_status->setText(tr("Opening..."));
-  m_summary = tr("Comparing %1 with %2...").arg(QFileInfo(m_a).fileName(), QFileInfo(m_b).fileName());
+  m_summary =
+      tr("Comparing %1 with %2...").arg(QFileInfo(m_a).fileName(), QFileInfo(m_b).fileName());
   m_swap->setEnabled(true);
   m_progress->setRange(0, 1000);
   m_progress->setValue(0);
@@ -160,7 +164,9 @@ void CompareView::compare(QString a, QString b) {
         const auto fa = CheckpointFile::open(pathToStd(a));
         const auto fb = CheckpointFile::open(pathToStd(b));
         DiffOptions options;
-        options.progress = [&progress](size_t done, size_t total) { return progress.report(done, total); };
+        options.progress = [&progress](size_t done, size_t total) {
+          return progress.report(done, total);
+        };
         auto diff = std::make_shared<CheckpointDiff>(diffCheckpoints(*fa, *fb, options));
         return {std::move(diff), diffMetadata(*fa, *fb, /*everyKey=*/true), {}};
       },
@@ -170,7 +176,9 @@ void CompareView::compare(QString a, QString b) {
       [this](const JobProgress& progress) { showProgress(progress); });
 }
 
-void CompareView::cancel() { m_job.cancel(); }
+void CompareView::cancel() {
+  m_job.cancel();
+}
 
 void CompareView::showMessage(const QString& text) {
   m_job.drop();
@@ -182,21 +190,28 @@ void CompareView::showMessage(const QString& text) {
   emit finished(false);
 }
 
-void CompareView::setFilter(const QString& text) { m_filter->setText(text); }
+void CompareView::setFilter(const QString& text) {
+  m_filter->setText(text);
+}
 
-QString CompareView::statusText() const { return m_status->text(); }
+QString CompareView::statusText() const {
+  return m_status->text();
+}
 
 void CompareView::showProgress(const JobProgress& progress) {
   m_progress->setValue(int(1000.0 * progress.fraction()));
-  if (progress.total()) m_status->setText(tr("Comparing %1 of tensor bytes...").arg(sizeText(progress.total())));
+  if (progress.total())
+    m_status->setText(tr("Comparing %1 of tensor bytes...").arg(sizeText(progress.total())));
 }
 
-void CompareView::onFinished(JobOutcome outcome, std::optional<Result> result, const QString& error) {
+void CompareView::onFinished(JobOutcome outcome, std::optional<Result> result,
+                             const QString& error) {
   m_progress->hide();
   m_cancel->hide();
   if (outcome == JobOutcome::Failed || !result || !result->diff) {
     clearResults();
-    m_status->setText(tr("<span style='color:#c03030'>Cannot compare: %1</span>").arg(error.toHtmlEscaped()));
+    m_status->setText(
+        tr("<span style='color:#c03030'>Cannot compare: %1</span>").arg(error.toHtmlEscaped()));
     m_summary = tr("Cannot compare: %1").arg(error);
     emit finished(false);
     return;
@@ -225,7 +240,8 @@ void CompareView::onFinished(JobOutcome outcome, std::optional<Result> result, c
   const std::vector<size_t> top = d.topByRelL2(1);
   if (!top.empty())
     status += "<br>" + tr("Largest relative change: %1 (%2)")
-                           .arg(fromStd(d.tensors[top[0]].name).toHtmlEscaped(), metricText(d.tensors[top[0]].relL2));
+                           .arg(fromStd(d.tensors[top[0]].name).toHtmlEscaped(),
+                                metricText(d.tensors[top[0]].relL2));
   const bool cancelled = d.cancelled || outcome == JobOutcome::Cancelled;
   m_summary = (cancelled ? tr("Comparison cancelled: ") : QString()) + parts.join(", ");
   if (cancelled) status = tr("<b>Cancelled</b>: the tensors compared so far. ") + status;
@@ -283,7 +299,8 @@ void CompareView::showLayers(const CheckpointDiff& d) {
   m_heatMap = makeGridMap(m_heatPlot, columns, rows, tr("block"), tr("relative change"), -35);
   for (const LayerAggregate& m : d.modules) {
     const double v = m.relL2();
-    setGridCell(m_heatMap, colOf[int(m.module)], rowOf[m.block], std::isfinite(v) ? v : std::nan(""));
+    setGridCell(m_heatMap, colOf[int(m.module)], rowOf[m.block],
+                std::isfinite(v) ? v : std::nan(""));
   }
   m_heatMap->rescaleDataRange(true);
   restyle();

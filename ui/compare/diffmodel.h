@@ -17,7 +17,19 @@ class DiffModel : public QAbstractTableModel {
   Q_OBJECT
 
  public:
-  enum class Column { Name, Status, Layer, Shape, DType, RelL2, Cosine, MaxAbs, MeanAbs, Note, Count };
+  enum class Column {
+    Name,
+    Status,
+    Layer,
+    Shape,
+    DType,
+    RelL2,
+    Cosine,
+    MaxAbs,
+    MeanAbs,
+    Note,
+    Count
+  };
   enum class Role {
     SortKey = Qt::UserRole,
     Status,  // QString: "changed", "added", "removed", "shape", "error"
@@ -35,7 +47,8 @@ class DiffModel : public QAbstractTableModel {
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
-  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation,
+                      int role = Qt::DisplayRole) const override;
 
  private:
   struct Row {

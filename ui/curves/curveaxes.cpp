@@ -12,7 +12,9 @@ namespace {
 // and tokens are whole numbers: no tick between two of them.
 class SiTicker : public QCPAxisTicker {
  protected:
-  double getTickStep(const QCPRange& range) override { return std::max(1.0, QCPAxisTicker::getTickStep(range)); }
+  double getTickStep(const QCPRange& range) override {
+    return std::max(1.0, QCPAxisTicker::getTickStep(range));
+  }
   QString getTickLabel(double tick, const QLocale&, QChar, int) override { return siText(tick); }
 };
 

@@ -19,7 +19,9 @@
 namespace ckpt {
 namespace {
 
-QString keyText(const Value* k) { return k->isStr() ? fromStd(k->str()) : fromStd(shortRepr(k, 40)); }
+QString keyText(const Value* k) {
+  return k->isStr() ? fromStd(k->str()) : fromStd(shortRepr(k, 40));
+}
 
 QString optimizerSummary(const CheckpointView& view) {
   const Value* groups = view.optimizer()->get("param_groups");
@@ -38,7 +40,9 @@ QString optimizerSummary(const CheckpointView& view) {
   for (const OptimizerParam& p : view.optimizerParams())
     if (!p.name.empty() && p.problem.empty()) ++mapped;
   if (!view.optimizerParams().empty())
-    s += QObject::tr("; %1 of %2 mapped to parameters").arg(mapped).arg(view.optimizerParams().size());
+    s += QObject::tr("; %1 of %2 mapped to parameters")
+             .arg(mapped)
+             .arg(view.optimizerParams().size());
   return s;
 }
 
@@ -53,7 +57,8 @@ struct MetaBuilder {
   std::unordered_set<const Value*> onPath;
 
   static QString typeName(const Value* v) {
-    if (v->kind == Value::Kind::Dict && v->tag == Value::kOrderedDict) return QStringLiteral("OrderedDict");
+    if (v->kind == Value::Kind::Dict && v->tag == Value::kOrderedDict)
+      return QStringLiteral("OrderedDict");
     return fromStd(std::string(kindName(v->kind)));
   }
 
@@ -79,12 +84,20 @@ struct MetaBuilder {
         }
         return;
       }
-      case K::Object: n.value = fromStd(std::string(v->text)); break;
+      case K::Object:
+        n.value = fromStd(std::string(v->text));
+        break;
       case K::List:
       case K::Tuple:
-      case K::Set: n.value = QObject::tr("%1 items").arg(v->items.size()); break;
-      case K::Dict: n.value = QObject::tr("%1 keys").arg(v->entries.size()); break;
-      default: n.value = fromStd(shortRepr(v, 200)); return;
+      case K::Set:
+        n.value = QObject::tr("%1 items").arg(v->items.size());
+        break;
+      case K::Dict:
+        n.value = QObject::tr("%1 keys").arg(v->entries.size());
+        break;
+      default:
+        n.value = fromStd(shortRepr(v, 200));
+        return;
     }
     if (depth > 200 || !onPath.insert(v).second) {
       n.value += QObject::tr(" (repeats an enclosing value)");
@@ -118,10 +131,12 @@ struct MetaBuilder {
           }
         }
         if (v->state) add(QStringLiteral("state"), v->state);
-        for (size_t i = 0; i < v->listItems.size(); ++i) add(QStringLiteral("item %1").arg(i), v->listItems[i]);
+        for (size_t i = 0; i < v->listItems.size(); ++i)
+          add(QStringLiteral("item %1").arg(i), v->listItems[i]);
         for (const auto& [k, x] : v->entries) add(keyText(k), x);
         break;
-      default: break;
+      default:
+        break;
     }
     onPath.erase(v);
   }
@@ -137,7 +152,8 @@ void linkTree(Node& n) {
 }
 
 // Dotted state-dict names as a hierarchy; parents count each storage once.
-std::shared_ptr<const ParamNode> buildParamTree(const CheckpointFile& file, const CheckpointView& view) {
+std::shared_ptr<const ParamNode> buildParamTree(const CheckpointFile& file,
+                                                const CheckpointView& view) {
   auto root = std::make_shared<ParamNode>();
   root->name = QObject::tr("model");
   const auto& entries = view.entries();
@@ -145,7 +161,8 @@ std::shared_ptr<const ParamNode> buildParamTree(const CheckpointFile& file, cons
     ParamNode* n = root.get();
     const QStringList parts = fromStd(e.name).split('.');
     for (const QString& part : parts) {
-      auto it = std::find_if(n->children.begin(), n->children.end(), [&](const ParamNode& c) { return c.name == part; });
+      auto it = std::find_if(n->children.begin(), n->children.end(),
+                             [&](const ParamNode& c) { return c.name == part; });
       if (it == n->children.end()) {
         n->children.emplace_back();
         n->children.back().name = part;
@@ -183,16 +200,23 @@ std::shared_ptr<const ParamNode> buildParamTree(const CheckpointFile& file, cons
 
 void describe(const CheckpointFile& file, CheckpointSummary& out) {
   const CheckpointView view(file);
-  auto field = [&out](const QString& label, const QString& value) { out.fields.append({label, value, false}); };
-  auto wideField = [&out](const QString& label, const QString& value) { out.fields.append({label, value, true}); };
+  auto field = [&out](const QString& label, const QString& value) {
+    out.fields.append({label, value, false});
+  };
+  auto wideField = [&out](const QString& label, const QString& value) {
+    out.fields.append({label, value, true});
+  };
 
   QString format = fromStd(std::string(formatName(file.format())));
   if (file.bigEndian()) format += QObject::tr(", big-endian");
   field(QObject::tr("Format"), format);
-  field(QObject::tr("Size"), QObject::tr("%1 (%2 bytes)").arg(sizeText(file.fileSize()), groupedNumber(file.fileSize())));
+  field(
+      QObject::tr("Size"),
+      QObject::tr("%1 (%2 bytes)").arg(sizeText(file.fileSize()), groupedNumber(file.fileSize())));
   if (view.step()) {
     field(QObject::tr("Step"), QString::number(*view.step()));
-  } else if (const NameInfo name = parseCheckpointName(std::filesystem::path(file.path()).filename().string());
+  } else if (const NameInfo name =
+                 parseCheckpointName(std::filesystem::path(file.path()).filename().string());
              name.step) {
     // As the listing does: a hand-written loop's checkpoint_50.pt may not store its step.
     field(QObject::tr("Step"), QObject::tr("%1 (from the file name)").arg(*name.step));
@@ -202,32 +226,41 @@ void describe(const CheckpointFile& file, CheckpointSummary& out) {
   if (view.run()) field(QObject::tr("Run"), fromStd(*view.run()));
   if (view.stage()) field(QObject::tr("Stage"), fromStd(*view.stage()));
   if (file.mtime())
-    field(QObject::tr("Modified"), QDateTime::fromSecsSinceEpoch(file.mtime()).toString("yyyy-MM-dd hh:mm:ss"));
+    field(QObject::tr("Modified"),
+          QDateTime::fromSecsSinceEpoch(file.mtime()).toString("yyyy-MM-dd hh:mm:ss"));
   if (view.isFinal()) field(QObject::tr("Final"), QObject::tr("yes"));
 
   if (view.modelState()) {
-    QString p = QObject::tr("%1 in %2 tensors").arg(groupedNumber(view.parameterCount())).arg(view.entries().size());
-    if (!view.modelStateKey().empty()) p += QObject::tr(" (under \"%1\")").arg(fromStd(view.modelStateKey()));
+    QString p = QObject::tr("%1 in %2 tensors")
+                    .arg(groupedNumber(view.parameterCount()))
+                    .arg(view.entries().size());
+    if (!view.modelStateKey().empty())
+      p += QObject::tr(" (under \"%1\")").arg(fromStd(view.modelStateKey()));
     wideField(QObject::tr("Parameters"), p);
     if (view.ddpPrefix() || view.compiledPrefix()) {
       // The keys carried wrapper prefixes, stripped from every name shown.
-      const char* what = view.ddpPrefix() && view.compiledPrefix()
-                             ? QT_TR_NOOP("saved from a DDP-wrapped / compiled model (module. and _orig_mod. stripped)")
-                             : view.ddpPrefix() ? QT_TR_NOOP("saved from a DDP-wrapped model (module. stripped)")
-                                                : QT_TR_NOOP("saved from a compiled model (_orig_mod. stripped)");
+      const char* what =
+          view.ddpPrefix() && view.compiledPrefix()
+              ? QT_TR_NOOP(
+                    "saved from a DDP-wrapped / compiled model (module. and _orig_mod. stripped)")
+          : view.ddpPrefix() ? QT_TR_NOOP("saved from a DDP-wrapped model (module. stripped)")
+                             : QT_TR_NOOP("saved from a compiled model (_orig_mod. stripped)");
       wideField(QObject::tr("Wrapped"), QObject::tr(what));
     }
     QStringList tied;
     for (const StateEntry& e : view.entries())
-      if (e.tiedTo >= 0) tied << fromStd(e.name) + " = " + fromStd(view.entries()[size_t(e.tiedTo)].name);
+      if (e.tiedTo >= 0)
+        tied << fromStd(e.name) + " = " + fromStd(view.entries()[size_t(e.tiedTo)].name);
     wideField(QObject::tr("Tied weights"), tied.isEmpty() ? QObject::tr("none") : tied.join("; "));
   } else {
     wideField(QObject::tr("Parameters"), QObject::tr("no model state found"));
   }
-  wideField(QObject::tr("Optimizer"), view.optimizer() ? optimizerSummary(view) : QObject::tr("none"));
+  wideField(QObject::tr("Optimizer"),
+            view.optimizer() ? optimizerSummary(view) : QObject::tr("none"));
 
   if (const Value* config = view.config())
-    for (const auto& [k, v] : config->entries) out.config.append({keyText(k), fromStd(shortRepr(v, 80))});
+    for (const auto& [k, v] : config->entries)
+      out.config.append({keyText(k), fromStd(shortRepr(v, 80))});
 
   // Every metadata key: the `metadata` dict, or else the top level's plain values.
   QStringList keys;
@@ -256,7 +289,8 @@ void describe(const CheckpointFile& file, CheckpointSummary& out) {
   }
   for (const StateEntry& e : view.entries())
     if (e.tiedTo >= 0 && e.tensor >= 0)
-      owner[e.tensor] = QObject::tr("tied to %1").arg(fromStd(view.entries()[size_t(e.tiedTo)].name));
+      owner[e.tensor] =
+          QObject::tr("tied to %1").arg(fromStd(view.entries()[size_t(e.tiedTo)].name));
 
   const auto& tensors = file.tensors();
   const auto& storages = file.storages();
@@ -292,7 +326,8 @@ void describe(const CheckpointFile& file, CheckpointSummary& out) {
     OptimizerRow r;
     r.index = p.index;
     r.name = fromStd(p.name);
-    if (p.step) r.step = fromStd(formatPythonFloat(*p.step));
+    if (p.step)
+      r.step = fromStd(formatPythonFloat(*p.step));
     else if (p.stepTensor >= 0) {
       // A 0-dim tensor of 4 or 8 bytes: read here, off the GUI thread.
       try {
@@ -323,12 +358,16 @@ QString safetyText(const SafetyReport& r) {
     (isDangerous ? dangerous : suspicious) << fromStd(o);
   }
   switch (r.verdict) {
-    case Verdict::Safe: return QObject::tr("safe: only tensors and plain data");
+    case Verdict::Safe:
+      return QObject::tr("safe: only tensors and plain data");
     case Verdict::Suspicious:
-      return QObject::tr("suspicious: pickled objects that are not plain data: %1").arg(suspicious.join(", "));
+      return QObject::tr("suspicious: pickled objects that are not plain data: %1")
+          .arg(suspicious.join(", "));
     case Verdict::Dangerous:
-      return QObject::tr("DANGEROUS: would run code if loaded in Python (torch.load): %1").arg(dangerous.join(", "));
-    case Verdict::Unreadable: return QObject::tr("unknown: the scan stopped: %1").arg(fromStd(r.error));
+      return QObject::tr("DANGEROUS: would run code if loaded in Python (torch.load): %1")
+          .arg(dangerous.join(", "));
+    case Verdict::Unreadable:
+      return QObject::tr("unknown: the scan stopped: %1").arg(fromStd(r.error));
   }
   return {};
 }

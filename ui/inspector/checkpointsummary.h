@@ -15,9 +15,9 @@ class CheckpointFile;
 // value; containers and opaque objects have children. Built off the GUI
 // thread; `parent` and `row` are set once the tree is complete.
 struct MetaNode {
-  QString key;    // dict key, list position, or "args" / "state" of an object
-  QString type;   // "dict", "int", "tensor", "object", ...
-  QString value;  // short text; an object's class name; a tensor's dtype and shape
+  QString key;      // dict key, list position, or "args" / "state" of an object
+  QString type;     // "dict", "int", "tensor", "object", ...
+  QString value;    // short text; an object's class name; a tensor's dtype and shape
   int tensor = -1;  // a Tensor node: index into CheckpointFile::tensors()
   std::vector<MetaNode> children;
   const MetaNode* parent = nullptr;
@@ -46,7 +46,7 @@ struct OptimizerRow {
   QString name;  // "" when it could not be mapped
   QString step;  // "" when the state has none
   QString shape;
-  int expAvg = -1;    // tensor indices
+  int expAvg = -1;  // tensor indices
   int expAvgSq = -1;
   QString problem;
 };

@@ -15,10 +15,14 @@ int MetadataModel::columnCount(const QModelIndex& parent) const {
 QVariant MetadataModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
   switch (Column(section)) {
-    case Column::Key: return tr("Key");
-    case Column::Type: return tr("Type");
-    case Column::Value: return tr("Value");
-    case Column::Count: break;
+    case Column::Key:
+      return tr("Key");
+    case Column::Type:
+      return tr("Type");
+    case Column::Value:
+      return tr("Value");
+    case Column::Count:
+      break;
   }
   return {};
 }
@@ -29,10 +33,14 @@ QVariant MetadataModel::data(const QModelIndex& index, int role) const {
   switch (role) {
     case Qt::DisplayRole:
       switch (Column(index.column())) {
-        case Column::Key: return n->key;
-        case Column::Type: return n->type;
-        case Column::Value: return n->value;
-        case Column::Count: break;
+        case Column::Key:
+          return n->key;
+        case Column::Type:
+          return n->type;
+        case Column::Value:
+          return n->value;
+        case Column::Count:
+          break;
       }
       return {};
     case Qt::ToolTipRole:
@@ -40,10 +48,13 @@ QVariant MetadataModel::data(const QModelIndex& index, int role) const {
       return n->value;
     case Qt::ForegroundRole:
       // Types dimmed, as the summary dims its labels.
-      if (Column(index.column()) == Column::Type) return QBrush(QPalette().color(QPalette::PlaceholderText));
+      if (Column(index.column()) == Column::Type)
+        return QBrush(QPalette().color(QPalette::PlaceholderText));
       return {};
-    case int(Role::TensorIndex): return n->tensor;
-    default: return {};
+    case int(Role::TensorIndex):
+      return n->tensor;
+    default:
+      return {};
   }
 }
 

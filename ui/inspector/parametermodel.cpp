@@ -28,13 +28,20 @@ QVariant ParameterModel::headerData(int section, Qt::Orientation orientation, in
                                                           : Qt::AlignLeft | Qt::AlignVCenter);
   if (role != Qt::DisplayRole) return {};
   switch (Column(section)) {
-    case Column::Name: return tr("Name");
-    case Column::Parameters: return tr("Parameters");
-    case Column::Bytes: return tr("Bytes");
-    case Column::Shape: return tr("Shape");
-    case Column::DType: return tr("DType");
-    case Column::Tied: return tr("Tied to");
-    case Column::Count: break;
+    case Column::Name:
+      return tr("Name");
+    case Column::Parameters:
+      return tr("Parameters");
+    case Column::Bytes:
+      return tr("Bytes");
+    case Column::Shape:
+      return tr("Shape");
+    case Column::DType:
+      return tr("DType");
+    case Column::Tied:
+      return tr("Tied to");
+    case Column::Count:
+      break;
   }
   return {};
 }
@@ -46,18 +53,26 @@ QVariant ParameterModel::data(const QModelIndex& index, int role) const {
   switch (role) {
     case Qt::DisplayRole:
       switch (column) {
-        case Column::Name: return n->name;
-        case Column::Parameters: return groupedNumber(n->parameters);
-        case Column::Bytes: return sizeText(n->bytes);
-        case Column::Shape: return n->shape;
-        case Column::DType: return n->dtype;
-        case Column::Tied: return n->tiedTo;
-        case Column::Count: break;
+        case Column::Name:
+          return n->name;
+        case Column::Parameters:
+          return groupedNumber(n->parameters);
+        case Column::Bytes:
+          return sizeText(n->bytes);
+        case Column::Shape:
+          return n->shape;
+        case Column::DType:
+          return n->dtype;
+        case Column::Tied:
+          return n->tiedTo;
+        case Column::Count:
+          break;
       }
       return {};
     case Qt::ToolTipRole: {
       QString t = n->fullName;
-      if (!n->tiedTo.isEmpty()) t += "\n" + tr("shares its bytes with %1 (counted once)").arg(n->tiedTo);
+      if (!n->tiedTo.isEmpty())
+        t += "\n" + tr("shares its bytes with %1 (counted once)").arg(n->tiedTo);
       if (column == Column::Bytes) t += "\n" + tr("%1 bytes").arg(groupedNumber(n->bytes));
       return t;
     }
@@ -72,9 +87,12 @@ QVariant ParameterModel::data(const QModelIndex& index, int role) const {
       if (column == Column::Parameters) return QVariant(quint64(n->parameters));
       if (column == Column::Bytes) return QVariant(quint64(n->bytes));
       return data(index, Qt::DisplayRole);
-    case int(Role::FullName): return n->fullName;
-    case int(Role::TensorIndex): return n->tensor;
-    default: return {};
+    case int(Role::FullName):
+      return n->fullName;
+    case int(Role::TensorIndex):
+      return n->tensor;
+    default:
+      return {};
   }
 }
 

@@ -22,7 +22,8 @@ class ParameterModel : public TreeModel<ParamNode> {
 
   int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
-  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation,
+                      int role = Qt::DisplayRole) const override;
   // The node for a dotted name ("blocks.0.attn"); an invalid index when absent.
   [[nodiscard]] QModelIndex find(const QString& fullName) const;
 };

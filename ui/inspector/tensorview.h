@@ -70,8 +70,8 @@ class TensorView : public QWidget {
     std::shared_ptr<const TensorData> data;
     QString error;
   };
-  static Result compute(const std::shared_ptr<const CheckpointFile>& file, int tensor, const AnalysisOptions& options,
-                        JobProgress& progress);
+  static Result compute(const std::shared_ptr<const CheckpointFile>& file, int tensor,
+                        const AnalysisOptions& options, JobProgress& progress);
   [[nodiscard]] AnalysisOptions optionsFor(const TensorInfo& t) const;
   void onFinished(Result r);
   void onHeatFinished(const Result& r);

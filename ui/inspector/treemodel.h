@@ -32,7 +32,8 @@ class TreeModel : public QAbstractItemModel {
 
   QModelIndex index(int row, int column, const QModelIndex& parent = {}) const override {
     const Node* p = node(parent);
-    if (!p || row < 0 || column < 0 || column >= columnCount(parent) || size_t(row) >= p->children.size())
+    if (!p || row < 0 || column < 0 || column >= columnCount(parent) ||
+        size_t(row) >= p->children.size())
       return {};
     return createIndex(row, column, const_cast<Node*>(&p->children[size_t(row)]));
   }

@@ -86,7 +86,8 @@ std::vector<std::pair<std::string, const Value*>> flatten(const CheckpointFile& 
 
 }  // namespace
 
-std::vector<MetadataChange> diffMetadata(const CheckpointFile& a, const CheckpointFile& b, bool everyKey) {
+std::vector<MetadataChange> diffMetadata(const CheckpointFile& a, const CheckpointFile& b,
+                                         bool everyKey) {
   const auto fa = flatten(a);
   const auto fb = flatten(b);
   std::unordered_map<std::string, const Value*> inB;

@@ -42,7 +42,8 @@ struct Control {
 // Streams elements [begin, end) through fn(firstIndex, values, n) in chunks.
 // The reporting thread calls the progress callback about every 20 ms.
 template <typename Fn>
-void stream(const TensorData& data, uint64_t begin, uint64_t end, Control& ctl, bool reporter, Fn&& fn) {
+void stream(const TensorData& data, uint64_t begin, uint64_t end, Control& ctl, bool reporter,
+            Fn&& fn) {
   std::vector<double> buf(kChunk);
   auto last = std::chrono::steady_clock::now();
   uint64_t i = begin;
@@ -66,13 +67,16 @@ void stream(const TensorData& data, uint64_t begin, uint64_t end, Control& ctl, 
 // [0, numel); the calling thread takes the first. Exceptions from any
 // thread stop the others and are rethrown here.
 template <typename Partial, typename Fn>
-std::vector<Partial> parallel(const TensorData& data, int threads, Control& ctl, const Partial& init, Fn&& perRange) {
+std::vector<Partial> parallel(const TensorData& data, int threads, Control& ctl,
+                              const Partial& init, Fn&& perRange) {
   const uint64_t n = data.numel();
   std::vector<Partial> parts(static_cast<size_t>(threads), init);
   std::vector<std::exception_ptr> errors(static_cast<size_t>(threads));
   // Slices on chunk boundaries: results do not depend on where a slice starts.
   const uint64_t chunks = (n + kChunk - 1) / kChunk;
-  auto bound = [&](int t) { return std::min<uint64_t>(n, chunks * uint64_t(t) / uint64_t(threads) * kChunk); };
+  auto bound = [&](int t) {
+    return std::min<uint64_t>(n, chunks * uint64_t(t) / uint64_t(threads) * kChunk);
+  };
   auto run = [&](int t) {
     try {
       perRange(parts[size_t(t)], bound(t), bound(t + 1), t == 0);
@@ -106,7 +110,8 @@ struct StatsAcc {
     if (m == 0) return;
     double mn0 = v[0], mx0 = v[0];
     const double cm = s / double(m);
-    double q[4] = {0, 0, 0, 0}, sq[4] = {0, 0, 0, 0}, mn[4] = {mn0, mn0, mn0, mn0}, mx[4] = {mx0, mx0, mx0, mx0};
+    double q[4] = {0, 0, 0, 0}, sq[4] = {0, 0, 0, 0}, mn[4] = {mn0, mn0, mn0, mn0},
+           mx[4] = {mx0, mx0, mx0, mx0};
     size_t i = 0;
     for (; i + 4 <= m; i += 4) {
       for (int k = 0; k < 4; ++k) {
@@ -323,8 +328,8 @@ std::vector<int64_t> cellEdges(int64_t n, int cells) {
   return e;
 }
 
-std::optional<Histogram> histogramPass(const TensorData& data, int bins, double lo, double hi, Control& ctl,
-                                       int threads) {
+std::optional<Histogram> histogramPass(const TensorData& data, int bins, double lo, double hi,
+                                       Control& ctl, int threads) {
   Histogram h;
   if (!(lo <= hi) || !std::isfinite(lo) || !std::isfinite(hi) || bins <= 0) return h;
   if (lo == hi) {
@@ -335,9 +340,11 @@ std::optional<Histogram> histogramPass(const TensorData& data, int bins, double 
   h.hi = hi;
   HistogramAcc init;
   init.counts.assign(size_t(bins), 0);
-  auto parts = parallel(data, threads, ctl, init, [&](HistogramAcc& acc, uint64_t b, uint64_t e, bool reporter) {
-    stream(data, b, e, ctl, reporter, [&](uint64_t, const double* x, size_t n) { acc.add(x, n, lo, hi); });
-  });
+  auto parts = parallel(
+      data, threads, ctl, init, [&](HistogramAcc& acc, uint64_t b, uint64_t e, bool reporter) {
+        stream(data, b, e, ctl, reporter,
+               [&](uint64_t, const double* x, size_t n) { acc.add(x, n, lo, hi); });
+      });
   if (ctl.stop) return std::nullopt;
   h.counts = std::move(parts[0].counts);
   for (size_t t = 1; t < parts.size(); ++t)
@@ -347,7 +354,9 @@ std::optional<Histogram> histogramPass(const TensorData& data, int bins, double 
 
 }  // namespace
 
-double Histogram::edge(int i) const { return linspaceAt(lo, hi, int64_t(counts.size()) + 1, i); }
+double Histogram::edge(int i) const {
+  return linspaceAt(lo, hi, int64_t(counts.size()) + 1, i);
+}
 
 std::pair<int64_t, int64_t> matrixShape(const std::vector<int64_t>& shape) {
   if (shape.empty()) return {1, 1};
@@ -357,12 +366,15 @@ std::pair<int64_t, int64_t> matrixShape(const std::vector<int64_t>& shape) {
   return {shape[0], rest};
 }
 
-std::optional<TensorStats> computeStats(const TensorData& data, const StatsProgress& progress, int threads) {
+std::optional<TensorStats> computeStats(const TensorData& data, const StatsProgress& progress,
+                                        int threads) {
   Control ctl(progress, data.numel());
   const int nt = threadCount(data.numel(), threads);
-  auto parts = parallel(data, nt, ctl, StatsAcc{}, [&](StatsAcc& acc, uint64_t b, uint64_t e, bool reporter) {
-    stream(data, b, e, ctl, reporter, [&](uint64_t, const double* x, size_t n) { acc.addChunk(x, n); });
-  });
+  auto parts = parallel(data, nt, ctl, StatsAcc{},
+                        [&](StatsAcc& acc, uint64_t b, uint64_t e, bool reporter) {
+                          stream(data, b, e, ctl, reporter,
+                                 [&](uint64_t, const double* x, size_t n) { acc.addChunk(x, n); });
+                        });
   if (ctl.stop) return std::nullopt;
   for (size_t t = 1; t < parts.size(); ++t) parts[0].combine(parts[t]);
   return parts[0].result();
@@ -403,16 +415,17 @@ std::optional<TensorAnalysis> analyzeTensor(const TensorData& data, const Analys
     HeatAcc heat;
   };
   Pass1 init{StatsAcc{}, heatInit};
-  auto parts = parallel(data, nt, ctl, init, [&](Pass1& acc, uint64_t b, uint64_t e, bool reporter) {
-    if (heat) {
-      acc.heat.sums.assign(size_t(acc.heat.rows) * size_t(acc.heat.cols), 0.0);
-      acc.heat.counts.assign(acc.heat.sums.size(), 0);
-    }
-    stream(data, b, e, ctl, reporter, [&](uint64_t first, const double* x, size_t m) {
-      acc.stats.addChunk(x, m);
-      if (heat) acc.heat.add(first, x, m);
-    });
-  });
+  auto parts =
+      parallel(data, nt, ctl, init, [&](Pass1& acc, uint64_t b, uint64_t e, bool reporter) {
+        if (heat) {
+          acc.heat.sums.assign(size_t(acc.heat.rows) * size_t(acc.heat.cols), 0.0);
+          acc.heat.counts.assign(acc.heat.sums.size(), 0);
+        }
+        stream(data, b, e, ctl, reporter, [&](uint64_t first, const double* x, size_t m) {
+          acc.stats.addChunk(x, m);
+          if (heat) acc.heat.add(first, x, m);
+        });
+      });
   if (ctl.stop) return std::nullopt;
   for (size_t t = 1; t < parts.size(); ++t) parts[0].stats.combine(parts[t].stats);
   out.stats = parts[0].stats.result();

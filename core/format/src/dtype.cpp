@@ -42,12 +42,18 @@ constexpr std::array<DTypeRow, 25> kRows = {{
     {DType::UInt64, "uint64", 8, "", "U64"},
 }};
 
-const DTypeRow& row(DType t) { return kRows[static_cast<size_t>(t)]; }
+const DTypeRow& row(DType t) {
+  return kRows[static_cast<size_t>(t)];
+}
 
 }  // namespace
 
-std::string_view dtypeName(DType t) { return row(t).name; }
-int dtypeSize(DType t) { return row(t).size; }
+std::string_view dtypeName(DType t) {
+  return row(t).name;
+}
+int dtypeSize(DType t) {
+  return row(t).size;
+}
 
 int dtypeElementsPerByte(DType t) {
   if (t == DType::QUInt4x2) return 2;
@@ -72,8 +78,13 @@ bool dtypeIsQuantized(DType t) {
 }
 bool dtypeIsFloatingPoint(DType t) {
   switch (t) {
-    case DType::Float64: case DType::Float32: case DType::Float16: case DType::BFloat16:
-    case DType::Float8E4M3FN: case DType::Float8E5M2: case DType::Float8E4M3FNUZ:
+    case DType::Float64:
+    case DType::Float32:
+    case DType::Float16:
+    case DType::BFloat16:
+    case DType::Float8E4M3FN:
+    case DType::Float8E5M2:
+    case DType::Float8E4M3FNUZ:
     case DType::Float8E5M2FNUZ:
       return true;
     default:
@@ -95,10 +106,13 @@ std::optional<DType> dtypeFromTorchName(std::string_view name) {
   if (name.substr(0, 6) == "torch.") name.remove_prefix(6);
   for (const auto& r : kRows)
     if (r.name == name) return r.type;
-  struct Alias { std::string_view name; DType type; };
+  struct Alias {
+    std::string_view name;
+    DType type;
+  };
   static constexpr Alias aliases[] = {
-      {"double", DType::Float64}, {"float", DType::Float32},   {"half", DType::Float16},
-      {"long", DType::Int64},     {"int", DType::Int32},       {"short", DType::Int16},
+      {"double", DType::Float64},   {"float", DType::Float32},      {"half", DType::Float16},
+      {"long", DType::Int64},       {"int", DType::Int32},          {"short", DType::Int16},
       {"cfloat", DType::Complex64}, {"cdouble", DType::Complex128}, {"chalf", DType::Complex32},
   };
   for (const auto& a : aliases)

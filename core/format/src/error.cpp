@@ -4,9 +4,12 @@
 
 namespace ckpt {
 
-void fail(const std::string& message) { throw FormatError(message); }
-void failTruncated(const std::string& message) { throw TruncatedError(message); }
-
+void fail(const std::string& message) {
+  throw FormatError(message);
+}
+void failTruncated(const std::string& message) {
+  throw TruncatedError(message);
+}
 
 std::string humanBytes(uint64_t bytes) {
   static const char* units[] = {"B", "KB", "MB", "GB", "TB", "PB"};
@@ -20,7 +23,8 @@ std::string humanBytes(uint64_t bytes) {
   if (u == 0)
     std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
   else
-    std::snprintf(buf, sizeof buf, v < 10 ? "%.2f %s" : (v < 100 ? "%.1f %s" : "%.0f %s"), v, units[u]);
+    std::snprintf(buf, sizeof buf, v < 10 ? "%.2f %s" : (v < 100 ? "%.1f %s" : "%.0f %s"), v,
+                  units[u]);
   return buf;
 }
 

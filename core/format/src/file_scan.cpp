@@ -22,13 +22,15 @@ bool endsWith(std::string_view s, std::string_view tail) {
 
 // The pickle that `pickle.dumps(1001, 2)` writes: a legacy file's second slot.
 constexpr uint8_t kLegacyProtocolPickle[] = {0x80, 0x02, 'M', 0xE9, 0x03, '.'};
-constexpr const char* kLegacySlots[] = {"magic number", "protocol version", "sys_info", "main", "storage keys"};
+constexpr const char* kLegacySlots[] = {"magic number", "protocol version", "sys_info", "main",
+                                        "storage keys"};
 
 // A numpy .npy array (at `data`, `size` bytes, `base` into the file): its
 // object arrays are pickles after the header; other dtypes hold no code.
-void scanNpy(const uint8_t* data, uint64_t size, const std::string& record, uint64_t base, SafetyReport& report,
-             const ScanLimits& limits) {
-  if (size < 10 || std::memcmp(data, "\x93NUMPY", 6) != 0) fail(record + ": not a numpy .npy array");
+void scanNpy(const uint8_t* data, uint64_t size, const std::string& record, uint64_t base,
+             SafetyReport& report, const ScanLimits& limits) {
+  if (size < 10 || std::memcmp(data, "\x93NUMPY", 6) != 0)
+    fail(record + ": not a numpy .npy array");
   const uint8_t major = data[6];
   uint64_t headerLen = 0, start = 0;
   if (major == 1) {
@@ -36,18 +38,21 @@ void scanNpy(const uint8_t* data, uint64_t size, const std::string& record, uint
     start = 10;
   } else if (major == 2 || major == 3) {
     if (size < 12) fail(record + ": truncated .npy header");
-    headerLen = uint64_t(data[8]) | uint64_t(data[9]) << 8 | uint64_t(data[10]) << 16 | uint64_t(data[11]) << 24;
+    headerLen = uint64_t(data[8]) | uint64_t(data[9]) << 8 | uint64_t(data[10]) << 16 |
+                uint64_t(data[11]) << 24;
     start = 12;
   } else {
     fail(record + ": .npy format version " + std::to_string(major) + " is not known");
   }
-  if (headerLen > size - start) fail(record + ": .npy header of " + std::to_string(headerLen) + " bytes runs past the end");
+  if (headerLen > size - start)
+    fail(record + ": .npy header of " + std::to_string(headerLen) + " bytes runs past the end");
   const std::string_view header(reinterpret_cast<const char*>(data + start), size_t(headerLen));
   const size_t descr = header.find("'descr'");
   if (descr == std::string_view::npos) fail(record + ": .npy header has no 'descr'");
   // An object array's descr is '|O' (or 'O' inside a structured dtype's list).
   const size_t close = header.find(", 'fortran_order'");
-  const std::string_view d = header.substr(descr, close == std::string_view::npos ? std::string_view::npos : close - descr);
+  const std::string_view d = header.substr(
+      descr, close == std::string_view::npos ? std::string_view::npos : close - descr);
   if (d.find("'|O'") == std::string_view::npos && d.find("'O'") == std::string_view::npos) return;
   const uint64_t at = start + headerLen;
   scanPickle(data + at, size - at, record, base + at, report, limits);
@@ -64,7 +69,8 @@ void scanZip(const InputFile& file, SafetyReport& report, const ScanLimits& limi
     const bool pkl = endsWith(name, ".pkl") || endsWith(name, ".pickle");
     const bool npy = endsWith(name, ".npy");
     if (!pkl && !npy) continue;
-    if (++scanned > limits.maxRecords) fail("more than " + std::to_string(limits.maxRecords) + " pickle records");
+    if (++scanned > limits.maxRecords)
+      fail("more than " + std::to_string(limits.maxRecords) + " pickle records");
     const std::string record(name);
     ByteRegion bytes;
     try {
@@ -72,8 +78,10 @@ void scanZip(const InputFile& file, SafetyReport& report, const ScanLimits& limi
     } catch (const FormatError& err) {
       throw FormatError("record " + record + ": " + err.what());
     }
-    if (pkl) scanPickle(bytes.data, bytes.size, record, 0, report, limits);
-    else scanNpy(bytes.data, bytes.size, record, 0, report, limits);
+    if (pkl)
+      scanPickle(bytes.data, bytes.size, record, 0, report, limits);
+    else
+      scanNpy(bytes.data, bytes.size, record, 0, report, limits);
   }
 }
 
@@ -82,7 +90,8 @@ void scanZip(const InputFile& file, SafetyReport& report, const ScanLimits& limi
 // written back to back). A file whose first slot is not torch's magic number
 // (a reduce call, say) is still a legacy file when its second slot is the
 // protocol version: then it is named as one.
-void scanSequence(const InputFile& file, bool legacy, SafetyReport& report, const ScanLimits& limits) {
+void scanSequence(const InputFile& file, bool legacy, SafetyReport& report,
+                  const ScanLimits& limits) {
   const uint64_t size = file.size();
   const ByteRegion all = file.map(0, size);
   const uint8_t* data = all.data;
@@ -93,7 +102,9 @@ void scanSequence(const InputFile& file, bool legacy, SafetyReport& report, cons
     if (i > 0) {
       // Past the first pickle, another follows only if it starts as one.
       if (size - pos < 2 || data[pos] != 0x80 || data[pos + 1] > 5) {
-        if (legacy) fail("legacy file ends after " + std::to_string(i) + " pickles, at byte " + std::to_string(pos));
+        if (legacy)
+          fail("legacy file ends after " + std::to_string(i) + " pickles, at byte " +
+               std::to_string(pos));
         break;
       }
       if (i == 1 && !legacy && size - pos >= sizeof kLegacyProtocolPickle &&
@@ -102,7 +113,8 @@ void scanSequence(const InputFile& file, bool legacy, SafetyReport& report, cons
         for (GlobalUse& g : report.globals)
           if (g.record == name) g.record = "legacy magic number pickle";
       }
-      name = legacy ? std::string("legacy ") + kLegacySlots[i] + " pickle" : "pickle " + std::to_string(i + 1);
+      name = legacy ? std::string("legacy ") + kLegacySlots[i] + " pickle"
+                    : "pickle " + std::to_string(i + 1);
     }
     pos += scanPickle(data + pos, size - pos, name, pos, report, limits);
   }
@@ -112,10 +124,14 @@ void scanSequence(const InputFile& file, bool legacy, SafetyReport& report, cons
 
 std::string_view verdictName(Verdict v) {
   switch (v) {
-    case Verdict::Safe: return "safe";
-    case Verdict::Suspicious: return "suspicious";
-    case Verdict::Dangerous: return "dangerous";
-    case Verdict::Unreadable: return "unreadable";
+    case Verdict::Safe:
+      return "safe";
+    case Verdict::Suspicious:
+      return "suspicious";
+    case Verdict::Dangerous:
+      return "dangerous";
+    case Verdict::Unreadable:
+      return "unreadable";
   }
   return "?";
 }
@@ -155,7 +171,8 @@ std::string SafetyReport::summary() const {
     return out;
   };
   if (!dangerous.empty()) s += ": " + list(dangerous);
-  if (!suspicious.empty()) s += std::string(dangerous.empty() ? ": " : "; suspicious: ") + list(suspicious);
+  if (!suspicious.empty())
+    s += std::string(dangerous.empty() ? ": " : "; suspicious: ") + list(suspicious);
   if (!error.empty()) s += " (" + error + ")";
   return s;
 }
@@ -170,13 +187,20 @@ SafetyReport scanFile(const std::string& path, const ScanLimits& limits) {
     const Sniff sniff = sniffFile(file);
     if (file.size() >= 6 && std::memcmp(head, "\x93NUMPY", 6) == 0) {
       const ByteRegion all = file.map(0, file.size());
-      scanNpy(all.data, all.size, std::filesystem::path(path).filename().string(), 0, report, limits);
+      scanNpy(all.data, all.size, std::filesystem::path(path).filename().string(), 0, report,
+              limits);
     } else {
       switch (sniff) {
-        case Sniff::Zip: scanZip(file, report, limits); break;
-        case Sniff::TorchLegacy: scanSequence(file, /*legacy=*/true, report, limits); break;
-        case Sniff::Safetensors: break;  // a JSON header and raw bytes: nothing to run
-        case Sniff::Tar: fail("a tar-era PyTorch file (before 0.1.10) cannot be scanned");
+        case Sniff::Zip:
+          scanZip(file, report, limits);
+          break;
+        case Sniff::TorchLegacy:
+          scanSequence(file, /*legacy=*/true, report, limits);
+          break;
+        case Sniff::Safetensors:
+          break;  // a JSON header and raw bytes: nothing to run
+        case Sniff::Tar:
+          fail("a tar-era PyTorch file (before 0.1.10) cannot be scanned");
         case Sniff::Pickle:
         case Sniff::Unknown:  // protocol 0 and 1 pickles start with any opcode
           scanSequence(file, /*legacy=*/false, report, limits);
@@ -191,10 +215,14 @@ SafetyReport scanFile(const std::string& path, const ScanLimits& limits) {
     report.error = path + ": a size in the file is too large";
   }
   const SafetyLevel w = report.worst();
-  if (w == SafetyLevel::Dangerous) report.verdict = Verdict::Dangerous;
-  else if (!report.error.empty()) report.verdict = Verdict::Unreadable;
-  else if (w == SafetyLevel::Suspicious) report.verdict = Verdict::Suspicious;
-  else report.verdict = Verdict::Safe;
+  if (w == SafetyLevel::Dangerous)
+    report.verdict = Verdict::Dangerous;
+  else if (!report.error.empty())
+    report.verdict = Verdict::Unreadable;
+  else if (w == SafetyLevel::Suspicious)
+    report.verdict = Verdict::Suspicious;
+  else
+    report.verdict = Verdict::Safe;
   return report;
 }
 

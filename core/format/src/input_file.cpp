@@ -47,8 +47,9 @@ InputFile::~InputFile() {
 void InputFile::read(uint64_t offset, uint64_t length, void* out) const {
   uint64_t end = 0;
   if (addOverflows(offset, length, &end) || end > m_size)
-    failTruncated("truncated: " + std::to_string(length) + " bytes at offset " + std::to_string(offset) +
-                  " lie past the end of the file (" + std::to_string(m_size) + " bytes)");
+    failTruncated("truncated: " + std::to_string(length) + " bytes at offset " +
+                  std::to_string(offset) + " lie past the end of the file (" +
+                  std::to_string(m_size) + " bytes)");
   auto* dst = static_cast<uint8_t*>(out);
   while (length > 0) {
     ssize_t n = ::pread(m_fd, dst, length, static_cast<off_t>(m_base + offset));
@@ -56,7 +57,8 @@ void InputFile::read(uint64_t offset, uint64_t length, void* out) const {
       if (errno == EINTR) continue;
       fail("read error at offset " + std::to_string(offset) + ": " + std::strerror(errno));
     }
-    if (n == 0) failTruncated("truncated: file shrank while reading at offset " + std::to_string(offset));
+    if (n == 0)
+      failTruncated("truncated: file shrank while reading at offset " + std::to_string(offset));
     dst += n;
     offset += static_cast<uint64_t>(n);
     length -= static_cast<uint64_t>(n);
@@ -66,8 +68,9 @@ void InputFile::read(uint64_t offset, uint64_t length, void* out) const {
 std::vector<uint8_t> InputFile::read(uint64_t offset, uint64_t length) const {
   uint64_t end = 0;
   if (addOverflows(offset, length, &end) || end > m_size)
-    failTruncated("truncated: " + std::to_string(length) + " bytes at offset " + std::to_string(offset) +
-                  " lie past the end of the file (" + std::to_string(m_size) + " bytes)");
+    failTruncated("truncated: " + std::to_string(length) + " bytes at offset " +
+                  std::to_string(offset) + " lie past the end of the file (" +
+                  std::to_string(m_size) + " bytes)");
   std::vector<uint8_t> buf(length);
   read(offset, length, buf.data());
   return buf;
@@ -76,8 +79,9 @@ std::vector<uint8_t> InputFile::read(uint64_t offset, uint64_t length) const {
 ByteRegion InputFile::map(uint64_t offset, uint64_t length) const {
   uint64_t end = 0;
   if (addOverflows(offset, length, &end) || end > m_size)
-    failTruncated("truncated: " + std::to_string(length) + " bytes at offset " + std::to_string(offset) +
-                  " lie past the end of the file (" + std::to_string(m_size) + " bytes)");
+    failTruncated("truncated: " + std::to_string(length) + " bytes at offset " +
+                  std::to_string(offset) + " lie past the end of the file (" +
+                  std::to_string(m_size) + " bytes)");
   ByteRegion region;
   if (length == 0) {
     static const uint8_t empty = 0;
@@ -90,9 +94,10 @@ ByteRegion InputFile::map(uint64_t offset, uint64_t length) const {
   const uint64_t span = length + (offset - start);
   void* p = ::mmap(nullptr, span, PROT_READ, MAP_PRIVATE, m_fd, static_cast<off_t>(start));
   if (p == MAP_FAILED)
-    fail("cannot map " + std::to_string(length) + " bytes at offset " + std::to_string(offset) + ": " +
-         std::strerror(errno));
-  region.owner = std::shared_ptr<const void>(p, [span](const void* q) { ::munmap(const_cast<void*>(q), span); });
+    fail("cannot map " + std::to_string(length) + " bytes at offset " + std::to_string(offset) +
+         ": " + std::strerror(errno));
+  region.owner = std::shared_ptr<const void>(
+      p, [span](const void* q) { ::munmap(const_cast<void*>(q), span); });
   region.data = static_cast<const uint8_t*>(p) + (offset - start);
   region.size = length;
   return region;

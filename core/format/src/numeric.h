@@ -32,19 +32,23 @@ inline float halfToFloat(uint16_t h) {
   return bitsToFloat(sign | ((exp + 127 - 15) << 23) | (mant << 13));
 }
 
-inline float bf16ToFloat(uint16_t b) { return bitsToFloat(uint32_t(b) << 16); }
+inline float bf16ToFloat(uint16_t b) {
+  return bitsToFloat(uint32_t(b) << 16);
+}
 
 // float8 e4m3fn: no infinities, S.1111.111 is NaN.
 inline float fp8e4m3fnToFloat(uint8_t v) {
   const float sign = (v & 0x80) ? -1.0f : 1.0f;
   const int exp = (v >> 3) & 0xf, mant = v & 7;
   if (exp == 15 && mant == 7) return __builtin_nanf("");
-  if (exp == 0) return sign * float(mant) / 8.0f * 0.015625f;  // 2^-6
+  if (exp == 0) return sign * float(mant) / 8.0f * 0.015625f;            // 2^-6
   return sign * (1.0f + float(mant) / 8.0f) * float(1 << exp) / 128.0f;  // bias 7
 }
 
 // float8 e5m2: the top byte of a half.
-inline float fp8e5m2ToFloat(uint8_t v) { return halfToFloat(uint16_t(v) << 8); }
+inline float fp8e5m2ToFloat(uint8_t v) {
+  return halfToFloat(uint16_t(v) << 8);
+}
 
 // Two's complement little-endian bytes (any length) to decimal digits.
 std::string twosComplementToDecimal(const uint8_t* bytes, size_t n);

@@ -9,9 +9,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "pickle_opcodes.h"
 #include "ckpt/format/error.h"
 #include "ckpt/format/pickle_safety.h"
+#include "pickle_opcodes.h"
 
 namespace ckpt {
 namespace {
@@ -25,7 +25,9 @@ constexpr size_t kMaxName = 1024;  // a module or attribute name worth rememberi
 struct Item {
   enum Kind : uint8_t { Empty, Other, Str, Global, Module, Tuple };
   uint32_t at = 0;  // Str/Module: where the text starts in the pickle's bytes
-  uint32_t kindAndN = uint32_t(Other) << 29;  // kind (3 bits); Str/Module: length, Global: symbol, Tuple: m_tuples index
+  uint32_t kindAndN =
+      uint32_t(Other)
+      << 29;  // kind (3 bits); Str/Module: length, Global: symbol, Tuple: m_tuples index
   Item() = default;
   Item(Kind k, uint32_t n, uint32_t textAt = 0) : at(textAt), kindAndN(uint32_t(k) << 29 | n) {}
   [[nodiscard]] Kind kind() const { return Kind(kindAndN >> 29); }
@@ -80,9 +82,14 @@ class ItemArray {
 
 class Scanner {
  public:
-  Scanner(const uint8_t* data, uint64_t size, const std::string& record, uint64_t base, SafetyReport& report,
-          const ScanLimits& limits)
-      : m_data(data), m_size(size), m_record(record), m_base(base), m_report(report), m_limits(limits) {
+  Scanner(const uint8_t* data, uint64_t size, const std::string& record, uint64_t base,
+          SafetyReport& report, const ScanLimits& limits)
+      : m_data(data),
+        m_size(size),
+        m_record(record),
+        m_base(base),
+        m_report(report),
+        m_limits(limits) {
     // torch's pickles memoize about one value per 12 bytes: room for that
     // up front saves regrowing (and copying) the memo while walking.
     m_memo.reserve(size_t(std::min<uint64_t>(size / 12 + 64, 1u << 16)));
@@ -100,26 +107,56 @@ class Scanner {
         case PROTO:
           if (u8() > 5) error("unsupported pickle protocol " + std::to_string(m_data[m_pos - 1]));
           break;
-        case FRAME: skip(8); break;
+        case FRAME:
+          skip(8);
+          break;
         case MARK:
           if (m_stack.size() + m_marks.size() >= m_limits.maxStack) error("too many MARKs");
           m_marks.push_back(m_stack.size());
           break;
         case POP:
-          if (m_stack.size() > floor()) m_stack.pop_back();
-          else popMark();
+          if (m_stack.size() > floor())
+            m_stack.pop_back();
+          else
+            popMark();
           break;
-        case POP_MARK: m_stack.resize(popMark()); break;
-        case DUP: push(top()); break;
-        case NONE: case NEWTRUE: case NEWFALSE: case EMPTY_TUPLE: case EMPTY_LIST: case EMPTY_DICT:
+        case POP_MARK:
+          m_stack.resize(popMark());
+          break;
+        case DUP:
+          push(top());
+          break;
+        case NONE:
+        case NEWTRUE:
+        case NEWFALSE:
+        case EMPTY_TUPLE:
+        case EMPTY_LIST:
+        case EMPTY_DICT:
         case EMPTY_SET:
           pushOther();
           break;
-        case INT: case LONG: case FLOAT: line(); pushOther(); break;
-        case BININT: skip(4); pushOther(); break;
-        case BININT1: skip(1); pushOther(); break;
-        case BININT2: skip(2); pushOther(); break;
-        case LONG1: skip(u8()); pushOther(); break;
+        case INT:
+        case LONG:
+        case FLOAT:
+          line();
+          pushOther();
+          break;
+        case BININT:
+          skip(4);
+          pushOther();
+          break;
+        case BININT1:
+          skip(1);
+          pushOther();
+          break;
+        case BININT2:
+          skip(2);
+          pushOther();
+          break;
+        case LONG1:
+          skip(u8());
+          pushOther();
+          break;
         case LONG4: {
           const int32_t n = int32_t(uint32_t(uintLE(4)));
           if (n < 0) error("LONG4 with negative length");
@@ -127,10 +164,14 @@ class Scanner {
           pushOther();
           break;
         }
-        case BINFLOAT: skip(8); pushOther(); break;
+        case BINFLOAT:
+          skip(8);
+          pushOther();
+          break;
         case STRING: {  // 'text' or "text": the text between the quotes
           const auto [p, n] = line();
-          if (n < 2 || (p[0] != '\'' && p[0] != '"') || p[n - 1] != p[0]) error("bad STRING literal");
+          if (n < 2 || (p[0] != '\'' && p[0] != '"') || p[n - 1] != p[0])
+            error("bad STRING literal");
           pushStr(p + 1, n - 2);
           break;
         }
@@ -145,42 +186,66 @@ class Scanner {
           pushStr(take(uint64_t(n)), uint64_t(n));
           break;
         }
-        case SHORT_BINSTRING: case SHORT_BINUNICODE: {
+        case SHORT_BINSTRING:
+        case SHORT_BINUNICODE: {
           const uint64_t n = u8();
           pushStr(take(n), n);
           break;
         }
-        case BINUNICODE: case BINUNICODE8: {
+        case BINUNICODE:
+        case BINUNICODE8: {
           const uint64_t n = uintLE(op == BINUNICODE ? 4 : 8);
           pushStr(take(n), n);
           break;
         }
-        case BINBYTES: case BINBYTES8: case BYTEARRAY8:
+        case BINBYTES:
+        case BINBYTES8:
+        case BYTEARRAY8:
           skip(uintLE(op == BINBYTES ? 4 : 8));
           pushOther();
           break;
-        case SHORT_BINBYTES: skip(u8()); pushOther(); break;
-        case NEXT_BUFFER: pushOther(); break;
-        case READONLY_BUFFER: (void)top(); break;
+        case SHORT_BINBYTES:
+          skip(u8());
+          pushOther();
+          break;
+        case NEXT_BUFFER:
+          pushOther();
+          break;
+        case READONLY_BUFFER:
+          (void)top();
+          break;
         case TUPLE: {
           const size_t at = popMark();
           pushTuple(m_stack.data() + at, m_stack.size() - at, at);
           break;
         }
-        case TUPLE1: case TUPLE2: case TUPLE3: {
+        case TUPLE1:
+        case TUPLE2:
+        case TUPLE3: {
           const size_t n = size_t(op - TUPLE1 + 1);
           if (m_stack.size() < floor() + n) underflow();
           const size_t at = m_stack.size() - n;
           pushTuple(m_stack.data() + at, n, at);
           break;
         }
-        case LIST: case DICT: case FROZENSET:
+        case LIST:
+        case DICT:
+        case FROZENSET:
           m_stack.resize(popMark());
           pushOther();
           break;
-        case APPEND: pop(); (void)top(); break;
-        case SETITEM: pop(); pop(); (void)top(); break;
-        case APPENDS: case SETITEMS: case ADDITEMS:
+        case APPEND:
+          pop();
+          (void)top();
+          break;
+        case SETITEM:
+          pop();
+          pop();
+          (void)top();
+          break;
+        case APPENDS:
+        case SETITEMS:
+        case ADDITEMS:
           m_stack.resize(popMark());
           (void)top();
           break;
@@ -193,7 +258,8 @@ class Scanner {
         case STACK_GLOBAL: {
           const Item name = pop();
           const Item module = pop();
-          if (name.kind() != Item::Str || module.kind() != Item::Str) error("STACK_GLOBAL needs two strings");
+          if (name.kind() != Item::Str || module.kind() != Item::Str)
+            error("STACK_GLOBAL needs two strings");
           push(global(std::string(text(module)), std::string(text(name)), m_opStart));
           break;
         }
@@ -222,24 +288,58 @@ class Scanner {
           push(reduce(callable, args));
           break;
         }
-        case NEWOBJ: pop(); pop(); pushOther(); break;
-        case NEWOBJ_EX: pop(); pop(); pop(); pushOther(); break;
-        case BUILD: pop(); (void)top(); break;
-        case PERSID: line(); pushOther(); break;
-        case BINPERSID: pop(); pushOther(); break;
-        case EXT1: case EXT2: case EXT4: {
+        case NEWOBJ:
+          pop();
+          pop();
+          pushOther();
+          break;
+        case NEWOBJ_EX:
+          pop();
+          pop();
+          pop();
+          pushOther();
+          break;
+        case BUILD:
+          pop();
+          (void)top();
+          break;
+        case PERSID:
+          line();
+          pushOther();
+          break;
+        case BINPERSID:
+          pop();
+          pushOther();
+          break;
+        case EXT1:
+        case EXT2:
+        case EXT4: {
           // copyreg's extension registry: whatever the loading process registered.
           const uint64_t code = uintLE(op == EXT1 ? 1 : op == EXT2 ? 2 : 4);
           push(global("copyreg._extension_registry", std::to_string(code), m_opStart));
           break;
         }
-        case GET: memoGet(decimal()); break;
-        case BINGET: memoGet(u8()); break;
-        case LONG_BINGET: memoGet(uintLE(4)); break;
-        case PUT: memoPut(decimal()); break;
-        case BINPUT: memoPut(u8()); break;
-        case LONG_BINPUT: memoPut(uintLE(4)); break;
-        case MEMOIZE: memoPut(m_memoCount); break;
+        case GET:
+          memoGet(decimal());
+          break;
+        case BINGET:
+          memoGet(u8());
+          break;
+        case LONG_BINGET:
+          memoGet(uintLE(4));
+          break;
+        case PUT:
+          memoPut(decimal());
+          break;
+        case BINPUT:
+          memoPut(u8());
+          break;
+        case LONG_BINPUT:
+          memoPut(uintLE(4));
+          break;
+        case MEMOIZE:
+          memoPut(m_memoCount);
+          break;
         default: {
           char buf[8];
           std::snprintf(buf, sizeof buf, "0x%02x", op);
@@ -268,8 +368,9 @@ class Scanner {
     fail(m_record + ": byte " + std::to_string(m_base + m_opStart) + ": " + msg);
   }
   [[noreturn, gnu::noinline, gnu::cold]] void truncated(uint64_t n) const {
-    failTruncated(m_record + ": truncated: opcode at byte " + std::to_string(m_base + m_opStart) + " needs " +
-                  std::to_string(n) + " bytes, " + std::to_string(m_size - m_pos) + " left");
+    failTruncated(m_record + ": truncated: opcode at byte " + std::to_string(m_base + m_opStart) +
+                  " needs " + std::to_string(n) + " bytes, " + std::to_string(m_size - m_pos) +
+                  " left");
   }
   [[gnu::always_inline]] void need(uint64_t n) const {
     if (m_size - m_pos < n) [[unlikely]]
@@ -301,7 +402,8 @@ class Scanner {
     while (true) {
       need(1);
       if (m_data[m_pos] == '\n') break;
-      if (m_pos - start > kMaxLine) error("text line longer than " + std::to_string(kMaxLine) + " bytes");
+      if (m_pos - start > kMaxLine)
+        error("text line longer than " + std::to_string(kMaxLine) + " bytes");
       ++m_pos;
     }
     size_t n = size_t(m_pos - start);
@@ -367,7 +469,8 @@ class Scanner {
       // Past the bound nothing more is remembered: a getattr or __import__
       // given such a tuple is judged as unresolved (dangerous).
     } else if ((n == 1 && items[0].kind() == Item::Str) ||
-        (n == 2 && (items[0].kind() == Item::Global || items[0].kind() == Item::Module) && items[1].kind() == Item::Str)) {
+               (n == 2 && (items[0].kind() == Item::Global || items[0].kind() == Item::Module) &&
+                items[1].kind() == Item::Str)) {
       t = Item(Item::Tuple, uint32_t(m_tuples.size()));
       m_tuples.push_back({items[0], n == 2 ? items[1] : Item{}});
     }
@@ -383,7 +486,8 @@ class Scanner {
       return;
     }
     if (idx == m_memo.size()) {
-      if (idx >= m_limits.maxMemo) error("more than " + std::to_string(m_limits.maxMemo) + " memo entries");
+      if (idx >= m_limits.maxMemo)
+        error("more than " + std::to_string(m_limits.maxMemo) + " memo entries");
       m_memo.push_back(it);
       ++m_memoCount;
       return;
@@ -395,12 +499,14 @@ class Scanner {
     }
     ++m_memoCount;
     if (m_sparse.size() > m_limits.maxSparseMemo)
-      error("more than " + std::to_string(m_limits.maxSparseMemo) + " memo entries out of sequence");
+      error("more than " + std::to_string(m_limits.maxSparseMemo) +
+            " memo entries out of sequence");
   }
   [[gnu::always_inline]] void memoGet(uint64_t idx) {
     if (idx < m_memo.size() && m_memo[idx].kind() != Item::Empty) return push(m_memo[idx]);
     const auto it = m_sparse.find(idx);
-    if (it == m_sparse.end()) error("memo slot " + std::to_string(idx) + " read before it was written");
+    if (it == m_sparse.end())
+      error("memo slot " + std::to_string(idx) + " read before it was written");
     push(it->second);
   }
 
@@ -411,8 +517,12 @@ class Scanner {
     s.normal = normalName(module, name);
     s.isGetattr = s.normal == "builtins.getattr";
     s.isImport = s.normal == "builtins.__import__";
-    s.use = addUse(module, name, s.level.level, offset,
-                   s.level.known ? std::string(s.level.why) : std::string("not in the safety tables: an object of a class we do not know"), {});
+    s.use =
+        addUse(module, name, s.level.level, offset,
+               s.level.known
+                   ? std::string(s.level.why)
+                   : std::string("not in the safety tables: an object of a class we do not know"),
+               {});
     s.module = std::move(module);
     s.name = std::move(name);
     return addSymbol(std::move(s));
@@ -423,12 +533,13 @@ class Scanner {
     return std::string(module) + "." + std::string(name);
   }
   Item addSymbol(Symbol&& s) {
-    if (m_symbols.size() >= std::min<uint64_t>(m_limits.maxGlobals * 2, kMaxIndex)) error("more than " + std::to_string(m_limits.maxGlobals) + " globals");
+    if (m_symbols.size() >= std::min<uint64_t>(m_limits.maxGlobals * 2, kMaxIndex))
+      error("more than " + std::to_string(m_limits.maxGlobals) + " globals");
     m_symbols.push_back(std::move(s));
     return Item(Item::Global, uint32_t(m_symbols.size() - 1));
   }
-  long addUse(const std::string& module, const std::string& name, SafetyLevel level, uint64_t offset,
-              std::string why, std::string reaches) {
+  long addUse(const std::string& module, const std::string& name, SafetyLevel level,
+              uint64_t offset, std::string why, std::string reaches) {
     if (m_report.globals.size() >= m_limits.maxGlobals) {
       ++m_report.leftOut;
       if (level > m_report.leftOutWorst) m_report.leftOutWorst = level;
@@ -462,7 +573,8 @@ class Scanner {
   void called(const Item& callable, const char* how) {
     if (callable.kind() != Item::Global) return;
     Symbol& s = m_symbols[callable.n()];
-    if (!s.level.known) raise(s, SafetyLevel::Dangerous, std::string("unknown global called by ") + how);
+    if (!s.level.known)
+      raise(s, SafetyLevel::Dangerous, std::string("unknown global called by ") + how);
   }
 
   Item reduce(const Item& callable, const Item& args) {
@@ -519,10 +631,11 @@ class Scanner {
     s.normal = normalName(module, name);
     s.isGetattr = s.normal == "builtins.getattr";
     s.isImport = s.normal == "builtins.__import__";
-    s.use = addUse(module, name, reached.level, m_opStart,
-                   reached.known ? "reached by builtins.getattr: " + std::string(reached.why)
-                                 : std::string("reached by builtins.getattr; not in the safety tables"),
-                   {});
+    s.use =
+        addUse(module, name, reached.level, m_opStart,
+               reached.known ? "reached by builtins.getattr: " + std::string(reached.why)
+                             : std::string("reached by builtins.getattr; not in the safety tables"),
+               {});
     if (s.use >= 0) m_report.globals[size_t(s.use)].via = "getattr";
     s.module = std::move(module);
     s.name = std::move(name);
@@ -547,8 +660,8 @@ class Scanner {
 
 }  // namespace
 
-uint64_t scanPickle(const uint8_t* data, uint64_t size, const std::string& record, uint64_t baseOffset,
-                    SafetyReport& report, const ScanLimits& limits) {
+uint64_t scanPickle(const uint8_t* data, uint64_t size, const std::string& record,
+                    uint64_t baseOffset, SafetyReport& report, const ScanLimits& limits) {
   ++report.pickles;
   Scanner scanner(data, size, record, baseOffset, report, limits);
   return scanner.run();

@@ -14,11 +14,37 @@ namespace {
 using K = Value::Kind;
 
 enum Op : uint8_t {
-  MARK = '(', STOP = '.', BININT = 'J', BININT1 = 'K', BININT2 = 'M', NONE = 'N', BINPERSID = 'Q',
-  REDUCE = 'R', BINUNICODE = 'X', APPENDS = 'e', BUILD = 'b', GLOBAL = 'c', EMPTY_DICT = '}',
-  BINGET = 'h', LONG_BINGET = 'j', EMPTY_LIST = ']', BINPUT = 'q', LONG_BINPUT = 'r', SETITEMS = 'u',
-  TUPLE = 't', EMPTY_TUPLE = ')', BINFLOAT = 'G', PROTO = 0x80, NEWOBJ = 0x81, TUPLE1 = 0x85,
-  TUPLE2 = 0x86, TUPLE3 = 0x87, NEWTRUE = 0x88, NEWFALSE = 0x89, LONG1 = 0x8a, LONG4 = 0x8b,
+  MARK = '(',
+  STOP = '.',
+  BININT = 'J',
+  BININT1 = 'K',
+  BININT2 = 'M',
+  NONE = 'N',
+  BINPERSID = 'Q',
+  REDUCE = 'R',
+  BINUNICODE = 'X',
+  APPENDS = 'e',
+  BUILD = 'b',
+  GLOBAL = 'c',
+  EMPTY_DICT = '}',
+  BINGET = 'h',
+  LONG_BINGET = 'j',
+  EMPTY_LIST = ']',
+  BINPUT = 'q',
+  LONG_BINPUT = 'r',
+  SETITEMS = 'u',
+  TUPLE = 't',
+  EMPTY_TUPLE = ')',
+  BINFLOAT = 'G',
+  PROTO = 0x80,
+  NEWOBJ = 0x81,
+  TUPLE1 = 0x85,
+  TUPLE2 = 0x86,
+  TUPLE3 = 0x87,
+  NEWTRUE = 0x88,
+  NEWFALSE = 0x89,
+  LONG1 = 0x8a,
+  LONG4 = 0x8b,
 };
 
 constexpr size_t kBatch = 1000;  // items per APPENDS / SETITEMS, as Python
@@ -32,8 +58,10 @@ std::string encodeLong(int64_t v) {
   // Drop redundant sign bytes.
   while (out.size() > 1) {
     const uint8_t last = uint8_t(out.back()), prev = uint8_t(out[out.size() - 2]);
-    if ((last == 0x00 && !(prev & 0x80)) || (last == 0xFF && (prev & 0x80))) out.pop_back();
-    else break;
+    if ((last == 0x00 && !(prev & 0x80)) || (last == 0xFF && (prev & 0x80)))
+      out.pop_back();
+    else
+      break;
   }
   return out;
 }
@@ -45,10 +73,12 @@ std::string encodeDecimal(std::string_view text) {
     negative = text[0] == '-';
     text.remove_prefix(1);
   }
-  if (text.empty() || text.size() > 100000) fail("big integer '" + std::string(text.substr(0, 40)) + "' is not a decimal number");
+  if (text.empty() || text.size() > 100000)
+    fail("big integer '" + std::string(text.substr(0, 40)) + "' is not a decimal number");
   std::vector<uint8_t> mag;  // little-endian magnitude
   for (char c : text) {
-    if (c < '0' || c > '9') fail("big integer '" + std::string(text.substr(0, 40)) + "' is not a decimal number");
+    if (c < '0' || c > '9')
+      fail("big integer '" + std::string(text.substr(0, 40)) + "' is not a decimal number");
     unsigned carry = unsigned(c - '0');
     for (uint8_t& b : mag) {
       const unsigned x = unsigned(b) * 10 + carry;
@@ -63,7 +93,7 @@ std::string encodeDecimal(std::string_view text) {
   while (!mag.empty() && mag.back() == 0) mag.pop_back();
   if (mag.empty()) return std::string(1, '\0');
   mag.push_back(0);  // room for the sign bit
-  if (negative) {  // two's complement: ~x + 1
+  if (negative) {    // two's complement: ~x + 1
     unsigned carry = 1;
     for (uint8_t& b : mag) {
       const unsigned x = unsigned(uint8_t(~b)) + carry;
@@ -74,8 +104,10 @@ std::string encodeDecimal(std::string_view text) {
   std::string out(mag.begin(), mag.end());
   while (out.size() > 1) {
     const uint8_t last = uint8_t(out.back()), prev = uint8_t(out[out.size() - 2]);
-    if ((last == 0x00 && !(prev & 0x80)) || (last == 0xFF && (prev & 0x80))) out.pop_back();
-    else break;
+    if ((last == 0x00 && !(prev & 0x80)) || (last == 0xFF && (prev & 0x80)))
+      out.pop_back();
+    else
+      break;
   }
   return out;
 }
@@ -112,16 +144,25 @@ class Writer {
 
   static bool memoizable(const Value* v) {
     switch (v->kind) {
-      case K::List: case K::Set: case K::Dict: case K::Object: case K::Tensor: case K::Bytes: return true;
-      case K::Tuple: return !v->items.empty();
-      default: return false;
+      case K::List:
+      case K::Set:
+      case K::Dict:
+      case K::Object:
+      case K::Tensor:
+      case K::Bytes:
+        return true;
+      case K::Tuple:
+        return !v->items.empty();
+      default:
+        return false;
     }
   }
 
   // Pass 1: how often each container is referenced (shared ones get a memo slot).
   void count(const Value* v, int depth) {
     if (!v) fail("a null value in the tree");
-    if (depth > kMaxDepth) fail("the tree nests deeper than " + std::to_string(kMaxDepth) + " levels");
+    if (depth > kMaxDepth)
+      fail("the tree nests deeper than " + std::to_string(kMaxDepth) + " levels");
     if (!memoizable(v)) return;
     if (++m_nodes[v].refs > 1) return;
     forEachChild(v, [&](const Value* c) { count(c, depth + 1); });
@@ -130,7 +171,9 @@ class Writer {
   template <typename Fn>
   static void forEachChild(const Value* v, Fn&& fn) {
     switch (v->kind) {
-      case K::List: case K::Tuple: case K::Set:
+      case K::List:
+      case K::Tuple:
+      case K::Set:
         for (const Value* x : v->items) fn(x);
         break;
       case K::Dict:
@@ -150,7 +193,8 @@ class Writer {
         }
         if (v->state) fn(v->state);
         break;
-      default: break;
+      default:
+        break;
     }
   }
 
@@ -192,7 +236,9 @@ class Writer {
     for (int i = 7; i >= 0; --i) m_out += char((bits >> (8 * i)) & 0xFF);
   }
   void str(std::string_view s) {
-    if (s.size() > 0xFFFFFFFFull) fail("a string of " + std::to_string(s.size()) + " bytes (over 4 GiB) cannot be pickled at protocol 2");
+    if (s.size() > 0xFFFFFFFFull)
+      fail("a string of " + std::to_string(s.size()) +
+           " bytes (over 4 GiB) cannot be pickled at protocol 2");
     op(BINUNICODE);
     u32(s.size());
     m_out.append(s);
@@ -226,11 +272,21 @@ class Writer {
   }
   void tupleEnd(size_t n) {
     switch (n) {
-      case 0: op(EMPTY_TUPLE); break;
-      case 1: op(TUPLE1); break;
-      case 2: op(TUPLE2); break;
-      case 3: op(TUPLE3); break;
-      default: op(TUPLE); break;
+      case 0:
+        op(EMPTY_TUPLE);
+        break;
+      case 1:
+        op(TUPLE1);
+        break;
+      case 2:
+        op(TUPLE2);
+        break;
+      case 3:
+        op(TUPLE3);
+        break;
+      default:
+        op(TUPLE);
+        break;
     }
   }
   void memoPut(const Value* v) {
@@ -258,17 +314,35 @@ class Writer {
   // ---- values ---------------------------------------------------------------
   void write(const Value* v, int depth) {
     if (!v) fail("a null value in the tree");
-    if (depth > kMaxDepth) fail("the tree nests deeper than " + std::to_string(kMaxDepth) + " levels");
+    if (depth > kMaxDepth)
+      fail("the tree nests deeper than " + std::to_string(kMaxDepth) + " levels");
     switch (v->kind) {
-      case K::None: op(NONE); return;
-      case K::Bool: boolean(v->boolean); return;
-      case K::Int: integer(v->integer); return;
-      case K::BigInt: longBytes(encodeDecimal(v->text)); return;
-      case K::Float: real(v->real); return;
-      case K::Str: str(v->text); return;
-      case K::Global: global(v->text); return;
-      case K::Storage: storageRef(v->index, std::nullopt); return;
-      default: break;
+      case K::None:
+        op(NONE);
+        return;
+      case K::Bool:
+        boolean(v->boolean);
+        return;
+      case K::Int:
+        integer(v->integer);
+        return;
+      case K::BigInt:
+        longBytes(encodeDecimal(v->text));
+        return;
+      case K::Float:
+        real(v->real);
+        return;
+      case K::Str:
+        str(v->text);
+        return;
+      case K::Global:
+        global(v->text);
+        return;
+      case K::Storage:
+        storageRef(v->index, std::nullopt);
+        return;
+      default:
+        break;
     }
     if (!memoizable(v)) {  // the empty tuple
       op(EMPTY_TUPLE);
@@ -287,7 +361,9 @@ class Writer {
     }
     n.state = 1;
     switch (v->kind) {
-      case K::Bytes: bytes(v); break;
+      case K::Bytes:
+        bytes(v);
+        break;
       case K::List: {
         op(EMPTY_LIST);
         memoPut(v);
@@ -313,8 +389,10 @@ class Writer {
       }
       case K::Dict: {
         const bool ordered = v->tag == Value::kOrderedDict;
-        if (ordered) emptyOrderedDict();
-        else op(EMPTY_DICT);
+        if (ordered)
+          emptyOrderedDict();
+        else
+          op(EMPTY_DICT);
         memoPut(v);
         setitems(v->entries, depth);
         // Attributes (an OrderedDict's _metadata) via BUILD; a plain dict
@@ -325,9 +403,14 @@ class Writer {
         }
         break;
       }
-      case K::Object: object(v, depth); break;
-      case K::Tensor: tensor(v); break;
-      default: break;
+      case K::Object:
+        object(v, depth);
+        break;
+      case K::Tensor:
+        tensor(v);
+        break;
+      default:
+        break;
     }
     m_nodes[v].state = 2;
   }
@@ -378,8 +461,10 @@ class Writer {
   }
 
   void object(const Value* v, int depth) {
-    if (v->callee) write(v->callee, depth + 1);
-    else global(v->text);
+    if (v->callee)
+      write(v->callee, depth + 1);
+    else
+      global(v->text);
     if (v->items.size() > 3) op(MARK);
     for (const Value* x : v->items) write(x, depth + 1);
     tupleEnd(v->items.size());
@@ -396,24 +481,42 @@ class Writer {
   // ---- tensors and storages -------------------------------------------------
   static std::string_view storageClass(DType d) {
     switch (d) {
-      case DType::Float64: return "DoubleStorage";
-      case DType::Float32: return "FloatStorage";
-      case DType::Float16: return "HalfStorage";
-      case DType::BFloat16: return "BFloat16Storage";
-      case DType::Int64: return "LongStorage";
-      case DType::Int32: return "IntStorage";
-      case DType::Int16: return "ShortStorage";
-      case DType::Int8: return "CharStorage";
-      case DType::UInt8: return "ByteStorage";
-      case DType::Bool: return "BoolStorage";
-      case DType::Complex64: return "ComplexFloatStorage";
-      case DType::Complex128: return "ComplexDoubleStorage";
-      case DType::QInt8: return "QInt8Storage";
-      case DType::QUInt8: return "QUInt8Storage";
-      case DType::QInt32: return "QInt32Storage";
-      case DType::QUInt4x2: return "QUInt4x2Storage";
-      case DType::QUInt2x4: return "QUInt2x4Storage";
-      default: return {};  // complex32, float8, uint16/32/64: no typed storage in 1.13
+      case DType::Float64:
+        return "DoubleStorage";
+      case DType::Float32:
+        return "FloatStorage";
+      case DType::Float16:
+        return "HalfStorage";
+      case DType::BFloat16:
+        return "BFloat16Storage";
+      case DType::Int64:
+        return "LongStorage";
+      case DType::Int32:
+        return "IntStorage";
+      case DType::Int16:
+        return "ShortStorage";
+      case DType::Int8:
+        return "CharStorage";
+      case DType::UInt8:
+        return "ByteStorage";
+      case DType::Bool:
+        return "BoolStorage";
+      case DType::Complex64:
+        return "ComplexFloatStorage";
+      case DType::Complex128:
+        return "ComplexDoubleStorage";
+      case DType::QInt8:
+        return "QInt8Storage";
+      case DType::QUInt8:
+        return "QUInt8Storage";
+      case DType::QInt32:
+        return "QInt32Storage";
+      case DType::QUInt4x2:
+        return "QUInt4x2Storage";
+      case DType::QUInt2x4:
+        return "QUInt2x4Storage";
+      default:
+        return {};  // complex32, float8, uint16/32/64: no typed storage in 1.13
     }
   }
 
@@ -436,14 +539,17 @@ class Writer {
       if (u.nbytes == UINT64_MAX) fail("storage " + s.key + ": size overflows");
       if (storageClass(dtype).empty())
         fail("storage " + s.key + ": dtype " + std::string(dtypeName(dtype)) +
-             " has no storage class that PyTorch 1.13 loads (torch." + std::string(dtypeName(dtype)) +
-             " tensors cannot be written)");
+             " has no storage class that PyTorch 1.13 loads (torch." +
+             std::string(dtypeName(dtype)) + " tensors cannot be written)");
       const uint64_t elem = uint64_t(dtypeSize(dtype));
-      if (u.nbytes % elem) fail("storage " + s.key + ": " + std::to_string(u.nbytes) + " bytes are not a whole number of " + std::string(dtypeName(dtype)) + " elements");
+      if (u.nbytes % elem)
+        fail("storage " + s.key + ": " + std::to_string(u.nbytes) +
+             " bytes are not a whole number of " + std::string(dtypeName(dtype)) + " elements");
       u.numel = u.nbytes / elem;
       m_used.push_back(std::move(u));
     } else if (m_used[it->second].dtype != dtype) {
-      fail("storage " + s.key + " is viewed as both " + std::string(dtypeName(m_used[it->second].dtype)) + " and " +
+      fail("storage " + s.key + " is viewed as both " +
+           std::string(dtypeName(m_used[it->second].dtype)) + " and " +
            std::string(dtypeName(dtype)) + ": a typed storage has one dtype");
     }
     const PickledTree::UsedStorage& u = m_used[it->second];
@@ -462,21 +568,24 @@ class Writer {
   // The tensor's extent must lie inside its storage, or torch refuses it.
   void checkExtent(const TensorInfo& t, int64_t index) {
     if (t.shape.size() != t.stride.size())
-      fail(tensorWhere(t, index) + ": shape has " + std::to_string(t.shape.size()) + " dimensions, stride " +
-           std::to_string(t.stride.size()));
+      fail(tensorWhere(t, index) + ": shape has " + std::to_string(t.shape.size()) +
+           " dimensions, stride " + std::to_string(t.stride.size()));
     if (t.storageOffset < 0) fail(tensorWhere(t, index) + ": negative storage offset");
     for (size_t d = 0; d < t.shape.size(); ++d)
-      if (t.shape[d] < 0 || t.stride[d] < 0) fail(tensorWhere(t, index) + ": negative size or stride");
+      if (t.shape[d] < 0 || t.stride[d] < 0)
+        fail(tensorWhere(t, index) + ": negative size or stride");
     if (t.isMeta || t.numel() == 0) return;
     const StorageInfo& s = m_table.storages[size_t(t.storage)];
     uint64_t last = uint64_t(t.storageOffset), term = 0;
     bool overflow = false;
     for (size_t d = 0; d < t.shape.size(); ++d)
-      overflow |= mulOverflows(uint64_t(t.shape[d] - 1), uint64_t(t.stride[d]), &term) || addOverflows(last, term, &last);
+      overflow |= mulOverflows(uint64_t(t.shape[d] - 1), uint64_t(t.stride[d]), &term) ||
+                  addOverflows(last, term, &last);
     const uint64_t end = overflow ? UINT64_MAX : dtypeBytesFor(t.dtype, last + 1);
     if (end == UINT64_MAX || end > s.nbytes())
-      fail(tensorWhere(t, index) + ": its extent (offset " + std::to_string(t.storageOffset) + ", size " +
-           t.shapeString() + ") does not fit in storage " + s.key + " (" + std::to_string(s.nbytes()) + " bytes)");
+      fail(tensorWhere(t, index) + ": its extent (offset " + std::to_string(t.storageOffset) +
+           ", size " + t.shapeString() + ") does not fit in storage " + s.key + " (" +
+           std::to_string(s.nbytes()) + " bytes)");
   }
 
   // The rebuild function torch 1.13 uses for the tensor.
@@ -498,7 +607,8 @@ class Writer {
       return;
     }
     if (size_t(t.storage) >= m_table.storages.size())
-      fail(tensorWhere(t, index) + ": storage index " + std::to_string(t.storage) + " is not in the table");
+      fail(tensorWhere(t, index) + ": storage index " + std::to_string(t.storage) +
+           " is not in the table");
     checkExtent(t, index);
     const bool quantized = dtypeIsQuantized(t.dtype);
     if (quantized && t.qscheme != "per_tensor_affine")

@@ -19,8 +19,8 @@ void CheckpointFile::loadSafetensors(const ReadOptions& options) {
     fail("safetensors header claims " + std::to_string(headerLen) + " bytes, over the limit of " +
          std::to_string(options.maxHeaderBytes));
   if (headerLen > size - 8)
-    failTruncated("truncated: safetensors header claims " + std::to_string(headerLen) + " bytes, the file has " +
-                  std::to_string(size - 8) + " after the length");
+    failTruncated("truncated: safetensors header claims " + std::to_string(headerLen) +
+                  " bytes, the file has " + std::to_string(size - 8) + " after the length");
   const std::vector<uint8_t> header = m_file->read(8, headerLen);
   nlohmann::ordered_json doc;
   try {
@@ -43,7 +43,8 @@ void CheckpointFile::loadSafetensors(const ReadOptions& options) {
       if (!spec.is_object()) fail("safetensors __metadata__ is not an object");
       Value* meta = m_arena.make(K::Dict);
       for (const auto& [k, v] : spec.items())
-        m_arena.append(meta->entries, ValuePair{str(k), str(v.is_string() ? v.get<std::string>() : v.dump())});
+        m_arena.append(meta->entries,
+                       ValuePair{str(k), str(v.is_string() ? v.get<std::string>() : v.dump())});
       m_arena.append(root->entries, ValuePair{str(name), meta});
       continue;
     }
@@ -55,9 +56,10 @@ void CheckpointFile::loadSafetensors(const ReadOptions& options) {
     if (dt == spec.end() || !dt->is_string()) fail(where + ": missing dtype");
     const auto dtype = dtypeFromSafetensors(dt->get<std::string>());
     if (!dtype) fail(where + ": unknown dtype " + dt->get<std::string>());
-    if (shape == spec.end() || !shape->is_array() || shape->size() > 64) fail(where + ": missing or bad shape");
-    if (offsets == spec.end() || !offsets->is_array() || offsets->size() != 2 || !(*offsets)[0].is_number_unsigned() ||
-        !(*offsets)[1].is_number_unsigned())
+    if (shape == spec.end() || !shape->is_array() || shape->size() > 64)
+      fail(where + ": missing or bad shape");
+    if (offsets == spec.end() || !offsets->is_array() || offsets->size() != 2 ||
+        !(*offsets)[0].is_number_unsigned() || !(*offsets)[1].is_number_unsigned())
       fail(where + ": missing or bad data_offsets");
     TensorInfo info;
     info.dtype = *dtype;
@@ -65,18 +67,22 @@ void CheckpointFile::loadSafetensors(const ReadOptions& options) {
     for (const auto& d : *shape) {
       if (!d.is_number_unsigned()) fail(where + ": shape holds a non-integer or negative value");
       const uint64_t x = d.get<uint64_t>();
-      if (x > uint64_t(INT64_MAX) || mulOverflows(numel, x, &numel)) fail(where + ": shape overflows");
+      if (x > uint64_t(INT64_MAX) || mulOverflows(numel, x, &numel))
+        fail(where + ": shape overflows");
       info.shape.push_back(int64_t(x));
     }
     info.stride = contiguousStrides(info.shape);
     const uint64_t begin = (*offsets)[0].get<uint64_t>(), end = (*offsets)[1].get<uint64_t>();
     uint64_t nbytes = 0;
-    if (end < begin) fail(where + ": data_offsets end " + std::to_string(end) + " is before begin " + std::to_string(begin));
+    if (end < begin)
+      fail(where + ": data_offsets end " + std::to_string(end) + " is before begin " +
+           std::to_string(begin));
     if (end > dataSize)
       failTruncated("truncated: " + where + " data ends at " + std::to_string(end) + ", past the " +
                     std::to_string(dataSize) + " data bytes");
     if (mulOverflows(numel, uint64_t(dtypeSize(*dtype)), &nbytes) || nbytes != end - begin)
-      fail(where + ": shape needs " + std::to_string(nbytes) + " bytes, data_offsets give " + std::to_string(end - begin));
+      fail(where + ": shape needs " + std::to_string(nbytes) + " bytes, data_offsets give " +
+           std::to_string(end - begin));
     StorageInfo s;
     s.key = name;
     s.dtype = *dtype;
@@ -94,12 +100,13 @@ void CheckpointFile::loadSafetensors(const ReadOptions& options) {
   // Tensors may not share bytes (the safetensors format forbids it).
   std::vector<std::pair<uint64_t, const StorageInfo*>> spans;
   for (const StorageInfo& s : m_table.storages) spans.emplace_back(s.dataOffset, &s);
-  std::sort(spans.begin(), spans.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(spans.begin(), spans.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
   for (size_t i = 1; i < spans.size(); ++i) {
     const StorageInfo& prev = *spans[i - 1].second;
     if (prev.dataOffset + prev.nbytes() > spans[i].first)
-      fail("safetensors tensors '" + prev.key.substr(0, 100) + "' and '" + spans[i].second->key.substr(0, 100) +
-           "' overlap");
+      fail("safetensors tensors '" + prev.key.substr(0, 100) + "' and '" +
+           spans[i].second->key.substr(0, 100) + "' overlap");
   }
   m_root = root;
 }

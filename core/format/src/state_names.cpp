@@ -52,7 +52,8 @@ StateNames normaliseStateNames(const std::vector<std::string>& keys) {
 }
 
 std::string describeWrapping(bool ddp, bool compiled) {
-  if (ddp && compiled) return "saved from a DDP-wrapped / compiled model (module. and _orig_mod. stripped)";
+  if (ddp && compiled)
+    return "saved from a DDP-wrapped / compiled model (module. and _orig_mod. stripped)";
   if (ddp) return "saved from a DDP-wrapped model (module. stripped)";
   if (compiled) return "saved from a compiled model (_orig_mod. stripped)";
   return {};

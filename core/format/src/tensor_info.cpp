@@ -64,7 +64,9 @@ void TensorPath::copyFrom(const TensorPath& o) {
   if (o.m_textSize > (m_heapText ? m_textCapacity : kInlineText)) growText(o.m_textSize);
   if (o.m_size > (m_heapElements ? m_elementCapacity : kInlineElements)) growElements(o.m_size);
   if (o.m_textSize) std::memcpy(m_heapText ? m_heapText : m_inlineText, o.text(), o.m_textSize);
-  if (o.m_size) std::memcpy(m_heapElements ? m_heapElements : m_inlineElements, o.elements(), o.m_size * sizeof(Element));
+  if (o.m_size)
+    std::memcpy(m_heapElements ? m_heapElements : m_inlineElements, o.elements(),
+                o.m_size * sizeof(Element));
   m_textSize = o.m_textSize;
   m_size = o.m_size;
 }
@@ -131,7 +133,9 @@ uint64_t TensorInfo::numel() const {
   return n;
 }
 
-uint64_t TensorInfo::nbytes() const { return dtypeBytesFor(dtype, numel()); }
+uint64_t TensorInfo::nbytes() const {
+  return dtypeBytesFor(dtype, numel());
+}
 
 bool TensorInfo::isContiguous() const {
   int64_t expected = 1;

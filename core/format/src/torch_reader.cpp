@@ -49,10 +49,12 @@ class StorageRegistry {
     if (pid->kind != K::Tuple || pid->items.empty() || !pid->items[0]->isStr())
       fail("persistent id is not a tuple starting with a string: " + shortRepr(pid, 80));
     if (pid->items[0]->text != "storage")
-      fail("persistent id of type '" + std::string(pid->items[0]->text.substr(0, 40)) + "' is not supported (only 'storage')");
+      fail("persistent id of type '" + std::string(pid->items[0]->text.substr(0, 40)) +
+           "' is not supported (only 'storage')");
     const size_t want = m_legacy ? 6 : 5;
     if (pid->items.size() < want)
-      fail("storage persistent id has " + std::to_string(pid->items.size()) + " fields, expected " + std::to_string(want));
+      fail("storage persistent id has " + std::to_string(pid->items.size()) + " fields, expected " +
+           std::to_string(want));
     const Value* cls = pid->items[1];
     const Value* key = pid->items[2];
     const Value* location = pid->items[3];
@@ -68,7 +70,8 @@ class StorageRegistry {
     if (!key->isStr() || !validStorageKey(key->text))
       fail("invalid storage key " + shortRepr(key, 80) + " (expected a short alphanumeric name)");
     if (!location->isStr()) fail("storage location is not a string");
-    if (!numel->isInt() || numel->integer < 0) fail("storage " + key->str() + ": invalid element count " + shortRepr(numel, 40));
+    if (!numel->isInt() || numel->integer < 0)
+      fail("storage " + key->str() + ": invalid element count " + shortRepr(numel, 40));
 
     std::string_view storageKey = key->text;
     uint64_t viewOffset = 0;
@@ -76,15 +79,16 @@ class StorageRegistry {
     if (m_legacy && pid->items.size() > 5 && !pid->items[5]->isNone()) {
       // (view_key, offset, view_size): a view into storage `key`.
       const Value* vm = pid->items[5];
-      if (!vm->isSequence() || vm->items.size() != 3 || !vm->items[0]->isStr() || !vm->items[1]->isInt() ||
-          !vm->items[2]->isInt() || vm->items[1]->integer < 0 || vm->items[2]->integer < 0 ||
-          !validStorageKey(vm->items[0]->text))
+      if (!vm->isSequence() || vm->items.size() != 3 || !vm->items[0]->isStr() ||
+          !vm->items[1]->isInt() || !vm->items[2]->isInt() || vm->items[1]->integer < 0 ||
+          vm->items[2]->integer < 0 || !validStorageKey(vm->items[0]->text))
         fail("invalid storage view metadata " + shortRepr(vm, 80));
       viewOf = storageKey;
       storageKey = vm->items[0]->text;
       viewOffset = uint64_t(vm->items[1]->integer);
       ensure(viewOf, *dtype, uint64_t(numel->integer), location->text, "", 0);
-      return node(ensure(storageKey, *dtype, uint64_t(vm->items[2]->integer), location->text, viewOf, viewOffset));
+      return node(ensure(storageKey, *dtype, uint64_t(vm->items[2]->integer), location->text,
+                         viewOf, viewOffset));
     }
     return node(ensure(storageKey, *dtype, uint64_t(numel->integer), location->text, "", 0));
   }
@@ -112,15 +116,15 @@ class StorageRegistry {
 
  private:
   // Keys are views of arena strings, which live as long as the file.
-  int ensure(std::string_view key, DType dtype, uint64_t numel, std::string_view location, std::string_view viewOf,
-             uint64_t viewOffset) {
+  int ensure(std::string_view key, DType dtype, uint64_t numel, std::string_view location,
+             std::string_view viewOf, uint64_t viewOffset) {
     const auto n = decimal(key);
     if (const auto found = find(key, n)) {
       const StorageInfo& s = m_table.storages[size_t(*found)];
       if (s.dtype != dtype || s.numel != numel)
-        fail("storage " + std::string(key) + " is described twice, differently (" + std::string(dtypeName(s.dtype)) +
-             " x " + std::to_string(s.numel) + " vs " + std::string(dtypeName(dtype)) + " x " + std::to_string(numel) +
-             ")");
+        fail("storage " + std::string(key) + " is described twice, differently (" +
+             std::string(dtypeName(s.dtype)) + " x " + std::to_string(s.numel) + " vs " +
+             std::string(dtypeName(dtype)) + " x " + std::to_string(numel) + ")");
       return *found;
     }
     const int index = int(m_table.storages.size());
@@ -130,8 +134,10 @@ class StorageRegistry {
     s.numel = numel;
     s.location = location;
     // torch numbers storages "0", "1", ... in order: index those directly.
-    if (n && *n == m_dense.size()) m_dense.push_back(index);
-    else m_byKey.emplace(key, index);
+    if (n && *n == m_dense.size())
+      m_dense.push_back(index);
+    else
+      m_byKey.emplace(key, index);
     m_nodes.push_back(nullptr);
     if (!viewOf.empty()) m_views.push_back({index, std::string(viewOf), viewOffset});
     return index;
@@ -175,7 +181,8 @@ void CheckpointFile::loadTorchZip(const ReadOptions& options) {
   const std::string first(entries.front().name);
   const size_t slash = first.find('/');
   if (slash == std::string::npos)
-    fail("not a PyTorch archive: its first record '" + first.substr(0, 80) + "' is not inside a folder");
+    fail("not a PyTorch archive: its first record '" + first.substr(0, 80) +
+         "' is not inside a folder");
   m_zipRoot = first.substr(0, slash + 1);
 
   // One pass over the records finds the ones this reads by name and numbers
@@ -194,7 +201,8 @@ void CheckpointFile::loadTorchZip(const ReadOptions& options) {
       if (!slot) slot = &entries[i];
     };
     if (rest.size() > 5 && rest.compare(0, 5, "data/") == 0) {
-      if (const auto n = decimalKey(rest.substr(5)); n && *n < dataRecords.size() && dataRecords[*n] < 0)
+      if (const auto n = decimalKey(rest.substr(5));
+          n && *n < dataRecords.size() && dataRecords[*n] < 0)
         dataRecords[*n] = int32_t(i);
     } else if (rest == "data.pkl") {
       firstOf(pkl);
@@ -206,26 +214,33 @@ void CheckpointFile::loadTorchZip(const ReadOptions& options) {
   }
   lap(&OpenPhases::directory);
   if (constants)
-    fail("a TorchScript archive (torch.jit.save) is not supported: it holds a program, not a checkpoint; "
-         "save the model's state_dict with torch.save instead");
+    fail(
+        "a TorchScript archive (torch.jit.save) is not supported: it holds a program, not a "
+        "checkpoint; "
+        "save the model's state_dict with torch.save instead");
   if (!pkl) fail("not a PyTorch archive: no " + m_zipRoot + "data.pkl record");
 
   if (order) {
     const std::vector<uint8_t> b = m_zip->readAll(*order, 64);
     const std::string s(b.begin(), b.end());
-    if (s == "big") m_bigEndian = true;
-    else if (s != "little") fail("record " + std::string(order->name) + " says '" + s.substr(0, 20) + "', expected little or big");
+    if (s == "big")
+      m_bigEndian = true;
+    else if (s != "little")
+      fail("record " + std::string(order->name) + " says '" + s.substr(0, 20) +
+           "', expected little or big");
   }
 
   // The pickle goes into the arena: the strings decoded from it view it there.
   if (pkl->size > options.maxPickleBytes)
-    fail("zip record " + std::string(pkl->name) + " is " + std::to_string(pkl->size) + " bytes, over the limit of " +
-         std::to_string(options.maxPickleBytes));
+    fail("zip record " + std::string(pkl->name) + " is " + std::to_string(pkl->size) +
+         " bytes, over the limit of " + std::to_string(options.maxPickleBytes));
   const uint8_t* pickleData = nullptr;
-  if (pkl->method == 0 && !(pkl->flags & 1) && pkl->compressedSize == pkl->size && pkl->size <= m_file->size()) {
+  if (pkl->method == 0 && !(pkl->flags & 1) && pkl->compressedSize == pkl->size &&
+      pkl->size <= m_file->size()) {
     uint8_t* buf = m_arena.allocateBytes(size_t(pkl->size + ZipArchive::localHeaderRoom(*pkl)));
     pickleData = m_zip->readStored(*pkl, options.maxPickleBytes, buf);
-  } else {  // deflated (or broken): bytes() checks what it claims before anything is allocated for it
+  } else {  // deflated (or broken): bytes() checks what it claims before anything is allocated for
+            // it
     const ByteRegion r = m_zip->bytes(*pkl, options.maxPickleBytes);
     uint8_t* buf = m_arena.allocateBytes(size_t(r.size));
     if (r.size) std::memcpy(buf, r.data, size_t(r.size));
@@ -270,12 +285,13 @@ void CheckpointFile::loadTorchZip(const ReadOptions& options) {
       s.record = recordOf(s);
       s.error = "record " + s.record + " is missing";
     } else if (mulOverflows(s.numel, uint64_t(dtypeSize(s.dtype)), &need)) {
-      s.error = "storage " + s.key + " claims " + std::to_string(s.numel) + " elements: size overflows";
+      s.error =
+          "storage " + s.key + " claims " + std::to_string(s.numel) + " elements: size overflows";
     } else if (e->size < need) {
       s.record = recordOf(s);
-      s.error = "record " + s.record + " holds " + std::to_string(e->size) + " bytes, but storage " + s.key +
-                " claims " + std::to_string(s.numel) + " x " + std::to_string(dtypeSize(s.dtype)) + " = " +
-                std::to_string(need) + " bytes";
+      s.error = "record " + s.record + " holds " + std::to_string(e->size) +
+                " bytes, but storage " + s.key + " claims " + std::to_string(s.numel) + " x " +
+                std::to_string(dtypeSize(s.dtype)) + " = " + std::to_string(need) + " bytes";
     }
   }
   lap(&OpenPhases::records);
@@ -301,7 +317,8 @@ void CheckpointFile::loadTorchLegacy(const ReadOptions& options) {
   PickleLimits small;
   small.maxNodes = m_arena.size() + 100000;
   const Value* magic = next("magic number", small, {});
-  if (!(magic->kind == K::BigInt && magic->text == kLegacyMagic)) fail("legacy file: bad magic number");
+  if (!(magic->kind == K::BigInt && magic->text == kLegacyMagic))
+    fail("legacy file: bad magic number");
   const Value* protocol = next("protocol version", small, {});
   if (!protocol->isInt() || protocol->integer != kLegacyProtocolVersion)
     fail("legacy file: unsupported protocol version " + shortRepr(protocol, 40));
@@ -315,36 +332,44 @@ void CheckpointFile::loadTorchLegacy(const ReadOptions& options) {
     m_root = next("main", options.limits, [placeholder](const Value*) { return placeholder; });
     return;
   }
-  m_root = next("main", options.limits, [&registry](const Value* pid) { return registry.load(pid); });
+  m_root =
+      next("main", options.limits, [&registry](const Value* pid) { return registry.load(pid); });
   const Value* keys = next("storage keys", options.limits, {});
-  if (keys->kind != K::List) fail("legacy file: storage key list is a " + std::string(kindName(keys->kind)));
+  if (keys->kind != K::List)
+    fail("legacy file: storage key list is a " + std::string(kindName(keys->kind)));
 
   // Then, for each key in that order: int64 element count, then the bytes.
   std::string truncated;
   for (const Value* k : keys->items) {
     if (!k->isStr()) fail("legacy file: storage key is not a string");
     const auto idx = registry.find(k->text);
-    if (!idx) fail("legacy file lists storage '" + std::string(k->text.substr(0, 40)) + "' that no tensor uses");
+    if (!idx)
+      fail("legacy file lists storage '" + std::string(k->text.substr(0, 40)) +
+           "' that no tensor uses");
     StorageInfo& s = m_table.storages[size_t(*idx)];
     if (!truncated.empty()) {
       s.error = truncated;
       continue;
     }
     if (size - pos < 8) {
-      truncated = "truncated: storage " + s.key + " header at offset " + std::to_string(pos) + " lies past the end of the file";
+      truncated = "truncated: storage " + s.key + " header at offset " + std::to_string(pos) +
+                  " lies past the end of the file";
       s.error = truncated;
       continue;
     }
     const uint64_t count = le64(all.data + pos);
     uint64_t nbytes = 0, end = 0;
-    if (mulOverflows(count, uint64_t(dtypeSize(s.dtype)), &nbytes) || addOverflows(pos + 8, nbytes, &end) || end > size) {
-      truncated = "truncated: storage " + s.key + " claims " + std::to_string(count) + " elements at offset " +
-                  std::to_string(pos) + ", past the end of the file (" + std::to_string(size) + " bytes)";
+    if (mulOverflows(count, uint64_t(dtypeSize(s.dtype)), &nbytes) ||
+        addOverflows(pos + 8, nbytes, &end) || end > size) {
+      truncated = "truncated: storage " + s.key + " claims " + std::to_string(count) +
+                  " elements at offset " + std::to_string(pos) + ", past the end of the file (" +
+                  std::to_string(size) + " bytes)";
       s.error = truncated;
       continue;
     }
     if (count != s.numel)
-      s.error = "storage " + s.key + " holds " + std::to_string(count) + " elements, the pickle says " + std::to_string(s.numel);
+      s.error = "storage " + s.key + " holds " + std::to_string(count) +
+                " elements, the pickle says " + std::to_string(s.numel);
     s.dataOffset = pos + 8;
     s.dataOffsetKnown = true;
     pos = end;
@@ -363,7 +388,8 @@ void CheckpointFile::loadTorchLegacy(const ReadOptions& options) {
     v.dataOffsetKnown = true;
   }
   for (StorageInfo& s : m_table.storages)
-    if (!s.dataOffsetKnown && s.error.empty()) s.error = "storage " + s.key + " has no data in the file";
+    if (!s.dataOffsetKnown && s.error.empty())
+      s.error = "storage " + s.key + " has no data in the file";
 }
 
 // A plain pickle file: the whole file is one pickle. Torch's rebuild calls
@@ -373,13 +399,15 @@ void CheckpointFile::loadPlainPickle(const ReadOptions& options) {
   m_format = FileFormat::Pickle;
   const uint64_t size = m_file->size();
   if (size > options.maxPickleBytes)
-    fail("a pickle of " + std::to_string(size) + " bytes is over the limit of " + std::to_string(options.maxPickleBytes));
+    fail("a pickle of " + std::to_string(size) + " bytes is over the limit of " +
+         std::to_string(options.maxPickleBytes));
   uint8_t* buf = m_arena.allocateBytes(size_t(size));
   m_file->read(0, size, buf);
   PickleReader reader(m_arena, "pickle", options.limits);
   reader.setBytesOutliveArena(true);
   reader.setPersistentLoader([](const Value* pid) -> const Value* {
-    fail("persistent id " + shortRepr(pid, 60) + " in a plain pickle: it names data outside the file");
+    fail("persistent id " + shortRepr(pid, 60) +
+         " in a plain pickle: it names data outside the file");
   });
   m_root = reader.parse(buf, size).root;
 }

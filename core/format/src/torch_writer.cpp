@@ -37,13 +37,14 @@ std::string baseOf(const std::string& path) {
 // "archive" when that is empty or not plain printable ASCII.
 std::string archiveNameFor(const std::string& path, const std::string& requested) {
   auto plain = [](const std::string& s) {
-    return !s.empty() && s.size() <= 200 && s != "." && s != ".." && std::all_of(s.begin(), s.end(), [](char c) {
-      return c > 0x20 && c < 0x7F && c != '/' && c != '\\';
-    });
+    return !s.empty() && s.size() <= 200 && s != "." && s != ".." &&
+           std::all_of(s.begin(), s.end(),
+                       [](char c) { return c > 0x20 && c < 0x7F && c != '/' && c != '\\'; });
   };
   if (!requested.empty()) {
     if (!plain(requested))
-      fail("archive name '" + requested.substr(0, 80) + "' must be printable ASCII without '/', '\\' or spaces");
+      fail("archive name '" + requested.substr(0, 80) +
+           "' must be printable ASCII without '/', '\\' or spaces");
     return requested;
   }
   std::string stem = baseOf(path);
@@ -64,7 +65,8 @@ class OutputFile {
       char suffix[64];
       std::snprintf(suffix, sizeof suffix, ".tmp-%ld-%08x", long(::getpid()), unsigned(rd()));
       const size_t slash = path.rfind('/');
-      m_temp = (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) + "." + base + suffix;
+      m_temp = (slash == std::string::npos ? std::string() : path.substr(0, slash + 1)) + "." +
+               base + suffix;
       m_fd = ::open(m_temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
       if (m_fd >= 0) break;
       if (errno != EEXIST || attempt > 100) {
@@ -87,8 +89,10 @@ class OutputFile {
       m_buffer.insert(m_buffer.end(), p, p + n);
     } else {
       flush();
-      if (n >= kBufferSize) writeAll(p, n);
-      else m_buffer.insert(m_buffer.end(), p, p + n);
+      if (n >= kBufferSize)
+        writeAll(p, n);
+      else
+        m_buffer.insert(m_buffer.end(), p, p + n);
     }
     m_position += n;
   }
@@ -101,7 +105,8 @@ class OutputFile {
     const int fd = m_fd;
     m_fd = -1;
     if (::close(fd) != 0) sysFail("cannot close " + m_temp);
-    if (::rename(m_temp.c_str(), m_path.c_str()) != 0) sysFail("cannot rename " + m_temp + " to " + m_path);
+    if (::rename(m_temp.c_str(), m_path.c_str()) != 0)
+      sysFail("cannot rename " + m_temp + " to " + m_path);
     m_committed = true;
     // The rename is done: a failure to sync the directory is reported, but
     // the file is in place and stays.
@@ -202,7 +207,9 @@ class ZipOut {
     m_central += writer::zip::centralHeader(name, offset, size, uint32_t(crc));
     ++m_count;
   }
-  void record(const std::string& name, std::string_view text) { record(name, text.data(), text.size()); }
+  void record(const std::string& name, std::string_view text) {
+    record(name, text.data(), text.size());
+  }
 
   void finish() {
     const uint64_t cdOffset = m_out.position();
@@ -219,9 +226,10 @@ class ZipOut {
 
 // The whole file: pickle first (so every problem with the tree is found
 // before a file exists), then the records.
-void writeArchive(const std::string& path, const Value* root, const TensorTable& table,
-                  const std::function<RecordSource(const writer::PickledTree::UsedStorage&)>& sourceFor,
-                  const WriteOptions& options) {
+void writeArchive(
+    const std::string& path, const Value* root, const TensorTable& table,
+    const std::function<RecordSource(const writer::PickledTree::UsedStorage&)>& sourceFor,
+    const WriteOptions& options) {
   std::string archive;
   writer::PickledTree pickled;
   std::vector<RecordSource> sources;
@@ -233,9 +241,9 @@ void writeArchive(const std::string& path, const Value* root, const TensorTable&
       sources.push_back(sourceFor(u));
       const RecordSource& src = sources.back();
       if (!src.fetch && src.size != u.nbytes)
-        fail("storage " + table.storages[size_t(u.storage)].key + " has " + std::to_string(src.size) +
-             " bytes, but its " + std::to_string(u.numel) + " " + std::string(dtypeName(u.dtype)) + " elements need " +
-             std::to_string(u.nbytes));
+        fail("storage " + table.storages[size_t(u.storage)].key + " has " +
+             std::to_string(src.size) + " bytes, but its " + std::to_string(u.numel) + " " +
+             std::string(dtypeName(u.dtype)) + " elements need " + std::to_string(u.nbytes));
       if (!src.fetch && src.size > 0 && !src.data)
         fail("storage " + table.storages[size_t(u.storage)].key + " has no data pointer");
     }
@@ -262,8 +270,8 @@ void writeArchive(const std::string& path, const Value* root, const TensorTable&
       if (src.fetch) {
         region = src.fetch();
         if (region.size != u.nbytes)
-          fail("storage " + table.storages[size_t(u.storage)].key + ": read " + std::to_string(region.size) +
-               " bytes, expected " + std::to_string(u.nbytes));
+          fail("storage " + table.storages[size_t(u.storage)].key + ": read " +
+               std::to_string(region.size) + " bytes, expected " + std::to_string(u.nbytes));
         src.data = region.data;
         src.size = region.size;
       }
@@ -299,7 +307,8 @@ void writeTorchFile(const std::string& path, const Value* root, const TensorTabl
 }
 
 void writeTorchFileFetching(const std::string& path, const Value* root, const TensorTable& table,
-                            const std::function<ByteRegion(size_t storage)>& fetch, const WriteOptions& options) {
+                            const std::function<ByteRegion(size_t storage)>& fetch,
+                            const WriteOptions& options) {
   writeArchive(
       path, root, table,
       [&](const writer::PickledTree::UsedStorage& u) {
@@ -316,22 +325,38 @@ namespace {
 
 std::optional<std::string_view> safetensorsDtype(DType t) {
   switch (t) {
-    case DType::Float64: return "F64";
-    case DType::Float32: return "F32";
-    case DType::Float16: return "F16";
-    case DType::BFloat16: return "BF16";
-    case DType::Int64: return "I64";
-    case DType::Int32: return "I32";
-    case DType::Int16: return "I16";
-    case DType::Int8: return "I8";
-    case DType::UInt8: return "U8";
-    case DType::Bool: return "BOOL";
-    case DType::UInt16: return "U16";
-    case DType::UInt32: return "U32";
-    case DType::UInt64: return "U64";
-    case DType::Float8E4M3FN: return "F8_E4M3";
-    case DType::Float8E5M2: return "F8_E5M2";
-    default: return std::nullopt;
+    case DType::Float64:
+      return "F64";
+    case DType::Float32:
+      return "F32";
+    case DType::Float16:
+      return "F16";
+    case DType::BFloat16:
+      return "BF16";
+    case DType::Int64:
+      return "I64";
+    case DType::Int32:
+      return "I32";
+    case DType::Int16:
+      return "I16";
+    case DType::Int8:
+      return "I8";
+    case DType::UInt8:
+      return "U8";
+    case DType::Bool:
+      return "BOOL";
+    case DType::UInt16:
+      return "U16";
+    case DType::UInt32:
+      return "U32";
+    case DType::UInt64:
+      return "U64";
+    case DType::Float8E4M3FN:
+      return "F8_E4M3";
+    case DType::Float8E5M2:
+      return "F8_E5M2";
+    default:
+      return std::nullopt;
   }
 }
 
@@ -363,7 +388,8 @@ void writeSafetensorsFile(const std::string& path, const std::vector<Safetensors
   if (!metadata.empty()) {
     header += "\"__metadata__\":{";
     for (size_t i = 0; i < metadata.size(); ++i)
-      header += (i ? "," : "") + jsonString(metadata[i].first) + ":" + jsonString(metadata[i].second);
+      header +=
+          (i ? "," : "") + jsonString(metadata[i].first) + ":" + jsonString(metadata[i].second);
     header += "}";
     first = false;
   }
@@ -371,7 +397,9 @@ void writeSafetensorsFile(const std::string& path, const std::vector<Safetensors
   uint64_t offset = 0;
   for (const SafetensorsEntry& e : entries) {
     const auto name = safetensorsDtype(e.dtype);
-    if (!name) throw FormatError(path + ": tensor " + e.name + ": safetensors has no dtype for " + std::string(dtypeName(e.dtype)));
+    if (!name)
+      throw FormatError(path + ": tensor " + e.name + ": safetensors has no dtype for " +
+                        std::string(dtypeName(e.dtype)));
     uint64_t numel = 1;
     std::string shape = "[";
     for (size_t d = 0; d < e.shape.size(); ++d) {
@@ -380,9 +408,9 @@ void writeSafetensorsFile(const std::string& path, const std::vector<Safetensors
     }
     shape += "]";
     const uint64_t n = numel * uint64_t(dtypeSize(e.dtype));
-    header += std::string(first ? "" : ",") + jsonString(e.name) + ":{\"dtype\":\"" + std::string(*name) +
-              "\",\"shape\":" + shape + ",\"data_offsets\":[" + std::to_string(offset) + "," +
-              std::to_string(offset + n) + "]}";
+    header += std::string(first ? "" : ",") + jsonString(e.name) + ":{\"dtype\":\"" +
+              std::string(*name) + "\",\"shape\":" + shape + ",\"data_offsets\":[" +
+              std::to_string(offset) + "," + std::to_string(offset + n) + "]}";
     first = false;
     sizes.push_back(n);
     offset += n;
@@ -398,8 +426,8 @@ void writeSafetensorsFile(const std::string& path, const std::vector<Safetensors
     for (size_t i = 0; i < entries.size(); ++i) {
       const ByteRegion r = fetch(i);
       if (r.size != sizes[i])
-        fail("tensor " + entries[i].name + ": read " + std::to_string(r.size) + " bytes, expected " +
-             std::to_string(sizes[i]));
+        fail("tensor " + entries[i].name + ": read " + std::to_string(r.size) +
+             " bytes, expected " + std::to_string(sizes[i]));
       out.write(r.data, size_t(r.size));
     }
   } catch (const FormatError& e) {
@@ -410,7 +438,8 @@ void writeSafetensorsFile(const std::string& path, const std::vector<Safetensors
   out.commit();
 }
 
-void rewriteCheckpoint(const CheckpointFile& file, const std::string& path, const WriteOptions& options) {
+void rewriteCheckpoint(const CheckpointFile& file, const std::string& path,
+                       const WriteOptions& options) {
   TensorTable table;
   table.tensors = file.tensors();
   table.storages = file.storages();
@@ -418,7 +447,8 @@ void rewriteCheckpoint(const CheckpointFile& file, const std::string& path, cons
       path, file.root(), table,
       [&](const writer::PickledTree::UsedStorage& u) {
         const StorageInfo& s = table.storages[size_t(u.storage)];
-        if (!s.error.empty()) fail("cannot rewrite " + file.path() + ": storage " + s.key + ": " + s.error);
+        if (!s.error.empty())
+          fail("cannot rewrite " + file.path() + ": storage " + s.key + ": " + s.error);
         RecordSource src;
         src.size = u.nbytes;
         const size_t index = size_t(u.storage);
@@ -435,7 +465,9 @@ void rewriteCheckpoint(const CheckpointFile& file, const std::string& path, cons
 
 // ---- TreeBuilder -------------------------------------------------------------
 
-Value* TreeBuilder::none() { return m_arena.make(K::None); }
+Value* TreeBuilder::none() {
+  return m_arena.make(K::None);
+}
 
 Value* TreeBuilder::boolean(bool b) {
   Value* v = m_arena.make(K::Bool);
@@ -462,10 +494,16 @@ Value* TreeBuilder::textNode(Value::Kind kind, std::string_view text) {
   return v;
 }
 
-Value* TreeBuilder::str(std::string_view s) { return textNode(K::Str, s); }
-Value* TreeBuilder::bytes(std::string_view s) { return textNode(K::Bytes, s); }
+Value* TreeBuilder::str(std::string_view s) {
+  return textNode(K::Str, s);
+}
+Value* TreeBuilder::bytes(std::string_view s) {
+  return textNode(K::Bytes, s);
+}
 
-Value* TreeBuilder::list() { return m_arena.make(K::List); }
+Value* TreeBuilder::list() {
+  return m_arena.make(K::List);
+}
 
 Value* TreeBuilder::tuple(std::initializer_list<const Value*> items) {
   Value* v = m_arena.make(K::Tuple);
@@ -473,7 +511,9 @@ Value* TreeBuilder::tuple(std::initializer_list<const Value*> items) {
   return v;
 }
 
-Value* TreeBuilder::dict() { return m_arena.make(K::Dict); }
+Value* TreeBuilder::dict() {
+  return m_arena.make(K::Dict);
+}
 
 Value* TreeBuilder::orderedDict() {
   Value* v = m_arena.make(K::Dict);
@@ -522,10 +562,15 @@ void TreeBuilder::append(Value* list, const Value* v) {
   m_arena.append(list->items, v);
 }
 
-Value* TreeBuilder::bigInt(std::string_view decimal) { return textNode(K::BigInt, decimal); }
-Value* TreeBuilder::global(std::string_view qualifiedName) { return textNode(K::Global, qualifiedName); }
+Value* TreeBuilder::bigInt(std::string_view decimal) {
+  return textNode(K::BigInt, decimal);
+}
+Value* TreeBuilder::global(std::string_view qualifiedName) {
+  return textNode(K::Global, qualifiedName);
+}
 
-Value* TreeBuilder::object(std::string_view cls, std::initializer_list<const Value*> args, bool newObj) {
+Value* TreeBuilder::object(std::string_view cls, std::initializer_list<const Value*> args,
+                           bool newObj) {
   Value* v = m_arena.make(K::Object);
   v->text = m_arena.copy(cls);
   v->tag = newObj ? Value::kMadeByNewObj : 0;

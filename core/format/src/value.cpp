@@ -1,10 +1,10 @@
 #include "ckpt/format/value.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
-#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <unordered_set>
@@ -52,7 +52,8 @@ void* ValueArena::allocateSlow(size_t bytes, size_t align) {
   // first is small: a sharded checkpoint keeps one tiny archive open per
   // chunk (hundreds of them), each with an arena of its own.
   size_t size = std::max<size_t>(m_blocks.empty() ? 4 * 1024 : 64 * 1024, bytes + align);
-  if (!m_blocks.empty()) size = std::max(size, std::min<size_t>(m_blocks.back().size * 2, 16u << 20));
+  if (!m_blocks.empty())
+    size = std::max(size, std::min<size_t>(m_blocks.back().size * 2, 16u << 20));
   Block block{nullptr, 0};
   for (size_t i = 0; i < t_pool.blocks.size(); ++i) {
     if (t_pool.blocks[i].second >= bytes + align) {
@@ -78,21 +79,36 @@ std::string_view ValueArena::copy(std::string_view s) {
 
 std::string_view kindName(Value::Kind kind) {
   switch (kind) {
-    case Value::Kind::None: return "None";
-    case Value::Kind::Bool: return "bool";
-    case Value::Kind::Int: return "int";
-    case Value::Kind::BigInt: return "int";
-    case Value::Kind::Float: return "float";
-    case Value::Kind::Str: return "str";
-    case Value::Kind::Bytes: return "bytes";
-    case Value::Kind::List: return "list";
-    case Value::Kind::Tuple: return "tuple";
-    case Value::Kind::Set: return "set";
-    case Value::Kind::Dict: return "dict";
-    case Value::Kind::Tensor: return "tensor";
-    case Value::Kind::Storage: return "storage";
-    case Value::Kind::Global: return "global";
-    case Value::Kind::Object: return "object";
+    case Value::Kind::None:
+      return "None";
+    case Value::Kind::Bool:
+      return "bool";
+    case Value::Kind::Int:
+      return "int";
+    case Value::Kind::BigInt:
+      return "int";
+    case Value::Kind::Float:
+      return "float";
+    case Value::Kind::Str:
+      return "str";
+    case Value::Kind::Bytes:
+      return "bytes";
+    case Value::Kind::List:
+      return "list";
+    case Value::Kind::Tuple:
+      return "tuple";
+    case Value::Kind::Set:
+      return "set";
+    case Value::Kind::Dict:
+      return "dict";
+    case Value::Kind::Tensor:
+      return "tensor";
+    case Value::Kind::Storage:
+      return "storage";
+    case Value::Kind::Global:
+      return "global";
+    case Value::Kind::Object:
+      return "object";
   }
   return "?";
 }
@@ -181,12 +197,24 @@ struct Repr {
     }
     using K = Value::Kind;
     switch (v->kind) {
-      case K::None: out += "None"; return;
-      case K::Bool: out += v->boolean ? "True" : "False"; return;
-      case K::Int: out += std::to_string(v->integer); return;
-      case K::BigInt: out += v->text; return;
-      case K::Float: out += formatFloat(v->real); return;
-      case K::Str: quoted(v->text); return;
+      case K::None:
+        out += "None";
+        return;
+      case K::Bool:
+        out += v->boolean ? "True" : "False";
+        return;
+      case K::Int:
+        out += std::to_string(v->integer);
+        return;
+      case K::BigInt:
+        out += v->text;
+        return;
+      case K::Float:
+        out += formatFloat(v->real);
+        return;
+      case K::Str:
+        quoted(v->text);
+        return;
       case K::Bytes: {
         out += "b'";
         for (unsigned char c : v->text) {
@@ -202,19 +230,32 @@ struct Repr {
         out += "'";
         return;
       }
-      case K::Tensor: out += "tensor#" + std::to_string(v->index); return;
-      case K::Storage: out += "storage#" + std::to_string(v->index); return;
-      case K::Global: out += v->text; return;
-      default: break;
+      case K::Tensor:
+        out += "tensor#" + std::to_string(v->index);
+        return;
+      case K::Storage:
+        out += "storage#" + std::to_string(v->index);
+        return;
+      case K::Global:
+        out += v->text;
+        return;
+      default:
+        break;
     }
     if (!onPath.insert(v).second) {
       out += "<cycle>";
       return;
     }
     switch (v->kind) {
-      case K::List: seq(v->items, "[", "]"); break;
-      case K::Tuple: seq(v->items, "(", v->items.size() == 1 ? ",)" : ")"); break;
-      case K::Set: seq(v->items, "{", "}"); break;
+      case K::List:
+        seq(v->items, "[", "]");
+        break;
+      case K::Tuple:
+        seq(v->items, "(", v->items.size() == 1 ? ",)" : ")");
+        break;
+      case K::Set:
+        seq(v->items, "{", "}");
+        break;
       case K::Dict:
         out += "{";
         for (size_t i = 0; i < v->entries.size(); ++i) {
@@ -237,7 +278,8 @@ struct Repr {
           emit(v->state);
         }
         break;
-      default: break;
+      default:
+        break;
     }
     onPath.erase(v);
   }
@@ -255,6 +297,8 @@ std::string shortRepr(const Value* v, size_t maxChars) {
   return r.out;
 }
 
-std::string formatPythonFloat(double d) { return formatFloat(d); }
+std::string formatPythonFloat(double d) {
+  return formatFloat(d);
+}
 
 }  // namespace ckpt

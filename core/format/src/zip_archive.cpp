@@ -21,11 +21,15 @@ constexpr uint64_t kMaxComment = 0xFFFF;
 // more is a bomb.
 constexpr uint64_t kMaxDeflateRatio = 1100;
 
-uint16_t le16(const uint8_t* p) { return uint16_t(p[0] | (p[1] << 8)); }
+uint16_t le16(const uint8_t* p) {
+  return uint16_t(p[0] | (p[1] << 8));
+}
 uint32_t le32(const uint8_t* p) {
   return uint32_t(p[0]) | (uint32_t(p[1]) << 8) | (uint32_t(p[2]) << 16) | (uint32_t(p[3]) << 24);
 }
-uint64_t le64(const uint8_t* p) { return uint64_t(le32(p)) | (uint64_t(le32(p + 4)) << 32); }
+uint64_t le64(const uint8_t* p) {
+  return uint64_t(le32(p)) | (uint64_t(le32(p + 4)) << 32);
+}
 
 // Entry names are short paths ("archive/data/412"): a few multiply-xor
 // rounds over 8-byte words hash them well enough for the probe table, in a
@@ -59,7 +63,9 @@ std::string hex32(uint32_t v) {
 
 ZipArchive::ZipArchive(const InputFile& file) : m_file(file) {
   const uint64_t size = file.size();
-  if (size < kEocdSize) fail("truncated: zip end of central directory not found (file has " + std::to_string(size) + " bytes)");
+  if (size < kEocdSize)
+    fail("truncated: zip end of central directory not found (file has " + std::to_string(size) +
+         " bytes)");
 
   // The end record sits at the very end unless a comment follows it: it lies
   // in the largest tail a comment allows. Read that tail once; the zip64
@@ -79,8 +85,10 @@ ZipArchive::ZipArchive(const InputFile& file) : m_file(file) {
   if (eocd == UINT64_MAX) fail("truncated: zip central directory not found");
   // `n` bytes at `offset` (inside the file): from the tail when they lie in it.
   auto readAt = [&](uint64_t offset, uint64_t n, uint8_t* out) {
-    if (offset >= tailStart) std::memcpy(out, &tail[offset - tailStart], n);
-    else file.read(offset, n, out);
+    if (offset >= tailStart)
+      std::memcpy(out, &tail[offset - tailStart], n);
+    else
+      file.read(offset, n, out);
   };
   const uint8_t* e = &tail[eocd - tailStart];
   uint64_t count = le16(e + 10);
@@ -94,9 +102,11 @@ ZipArchive::ZipArchive(const InputFile& file) : m_file(file) {
     if (le32(loc) == kZip64LocatorSig) {
       const uint64_t rec = le64(loc + 8);
       uint8_t z[56];
-      if (rec > eocd || eocd - rec < 56) fail("zip64 end record offset " + std::to_string(rec) + " is invalid");
+      if (rec > eocd || eocd - rec < 56)
+        fail("zip64 end record offset " + std::to_string(rec) + " is invalid");
       readAt(rec, 56, z);
-      if (le32(z) != kZip64EocdSig) fail("zip64 end record not found at offset " + std::to_string(rec));
+      if (le32(z) != kZip64EocdSig)
+        fail("zip64 end record not found at offset " + std::to_string(rec));
       count = le64(z + 32);
       cdSize = le64(z + 40);
       cdOffset = le64(z + 48);
@@ -104,9 +114,11 @@ ZipArchive::ZipArchive(const InputFile& file) : m_file(file) {
   }
   uint64_t cdEnd = 0;
   if (addOverflows(cdOffset, cdSize, &cdEnd) || cdEnd > eocd)
-    fail("truncated: zip central directory (offset " + std::to_string(cdOffset) + ", " + std::to_string(cdSize) +
-         " bytes) lies past the end of the file");
-  if (count > cdSize / 46) fail("zip central directory claims " + std::to_string(count) + " entries in " + std::to_string(cdSize) + " bytes");
+    fail("truncated: zip central directory (offset " + std::to_string(cdOffset) + ", " +
+         std::to_string(cdSize) + " bytes) lies past the end of the file");
+  if (count > cdSize / 46)
+    fail("zip central directory claims " + std::to_string(count) + " entries in " +
+         std::to_string(cdSize) + " bytes");
 
   const uint8_t* cd = nullptr;
   if (cdOffset >= tailStart) {  // the usual case: keep the tail, which holds it
@@ -121,7 +133,10 @@ ZipArchive::ZipArchive(const InputFile& file) : m_file(file) {
   uint64_t pos = 0;
   for (uint64_t i = 0; i < count; ++i) {
     // Built only when something is wrong: this loop runs for every tensor.
-    auto where = [&] { return "zip central directory entry " + std::to_string(i) + " at offset " + std::to_string(cdOffset + pos); };
+    auto where = [&] {
+      return "zip central directory entry " + std::to_string(i) + " at offset " +
+             std::to_string(cdOffset + pos);
+    };
     if (cdSize - pos < 46 || le32(&cd[pos]) != kCentralSig) fail(where() + ": bad signature");
     const uint8_t* h = &cd[pos];
     ZipEntry entry;
@@ -132,7 +147,8 @@ ZipArchive::ZipArchive(const InputFile& file) : m_file(file) {
     entry.size = le32(h + 24);
     const uint64_t nameLen = le16(h + 28), extraLen = le16(h + 30), commentLen = le16(h + 32);
     entry.localHeaderOffset = le32(h + 42);
-    if (cdSize - pos < 46 + nameLen + extraLen + commentLen) fail(where() + ": runs past the directory");
+    if (cdSize - pos < 46 + nameLen + extraLen + commentLen)
+      fail(where() + ": runs past the directory");
     entry.name = std::string_view(reinterpret_cast<const char*>(h + 46), nameLen);
     // zip64 extra: the 64-bit values of the fields that hold 0xFFFFFFFF, in order.
     const uint8_t* x = h + 46 + nameLen;
@@ -156,7 +172,8 @@ ZipArchive::ZipArchive(const InputFile& file) : m_file(file) {
       off += 4 + len;
     }
     if (entry.localHeaderOffset > cdOffset)
-      fail(where() + " (" + std::string(entry.name) + "): local header offset " + std::to_string(entry.localHeaderOffset) + " lies past the data");
+      fail(where() + " (" + std::string(entry.name) + "): local header offset " +
+           std::to_string(entry.localHeaderOffset) + " lies past the data");
     pos += 46 + nameLen + extraLen + commentLen;
     m_entries.push_back(std::move(entry));
   }
@@ -169,7 +186,8 @@ void ZipArchive::buildSlots() const {
   for (size_t i = 0; i < m_entries.size(); ++i) {
     size_t at = nameHash(m_entries[i].name) & (slots - 1);
     while (m_slots[at] >= 0) {
-      if (m_entries[size_t(m_slots[at])].name == m_entries[i].name) break;  // duplicate name: first wins
+      if (m_entries[size_t(m_slots[at])].name == m_entries[i].name)
+        break;  // duplicate name: first wins
       at = (at + 1) & (slots - 1);
     }
     if (m_slots[at] < 0) m_slots[at] = int32_t(i);
@@ -191,24 +209,33 @@ uint64_t ZipArchive::dataOffset(const ZipEntry& e) const {
 }
 
 uint64_t ZipArchive::dataOffsetFrom(const ZipEntry& e, const uint8_t* h) const {
-  if (le32(h) != kLocalSig) fail("zip record " + std::string(e.name) + ": bad local header signature at offset " + std::to_string(e.localHeaderOffset));
+  if (le32(h) != kLocalSig)
+    fail("zip record " + std::string(e.name) + ": bad local header signature at offset " +
+         std::to_string(e.localHeaderOffset));
   const uint64_t off = e.localHeaderOffset + 30 + le16(h + 26) + le16(h + 28);
   uint64_t end = 0;
   if (addOverflows(off, e.compressedSize, &end) || end > m_file.size())
-    failTruncated("truncated: zip record " + std::string(e.name) + " (" + std::to_string(e.compressedSize) + " bytes at offset " +
-                  std::to_string(off) + ") runs past the end of the file");
+    failTruncated("truncated: zip record " + std::string(e.name) + " (" +
+                  std::to_string(e.compressedSize) + " bytes at offset " + std::to_string(off) +
+                  ") runs past the end of the file");
   return off;
 }
 
-uint64_t ZipArchive::localHeaderRoom(const ZipEntry& e) { return 30 + e.name.size() + 256; }
+uint64_t ZipArchive::localHeaderRoom(const ZipEntry& e) {
+  return 30 + e.name.size() + 256;
+}
 
 const uint8_t* ZipArchive::readStored(const ZipEntry& e, uint64_t maxSize, uint8_t* buf) const {
-  if (e.size > maxSize) fail("zip record " + std::string(e.name) + " is " + std::to_string(e.size) + " bytes, over the limit of " + std::to_string(maxSize));
-  if (e.method != 0 || (e.flags & 1) || e.compressedSize != e.size) fail("zip record " + std::string(e.name) + " is not a plain stored record");
+  if (e.size > maxSize)
+    fail("zip record " + std::string(e.name) + " is " + std::to_string(e.size) +
+         " bytes, over the limit of " + std::to_string(maxSize));
+  if (e.method != 0 || (e.flags & 1) || e.compressedSize != e.size)
+    fail("zip record " + std::string(e.name) + " is not a plain stored record");
   // The header, its name and extra field (which torch uses to align the data),
   // and the data, in one read when the header is no longer than expected.
   const uint64_t room = localHeaderRoom(e);
-  const uint64_t inFile = e.localHeaderOffset < m_file.size() ? m_file.size() - e.localHeaderOffset : 0;
+  const uint64_t inFile =
+      e.localHeaderOffset < m_file.size() ? m_file.size() - e.localHeaderOffset : 0;
   const uint64_t want = std::min(room + e.size, inFile);
   if (want < 30) {
     uint8_t h[30];
@@ -224,14 +251,20 @@ const uint8_t* ZipArchive::readStored(const ZipEntry& e, uint64_t maxSize, uint8
 ByteRegion ZipArchive::bytes(const ZipEntry& e, uint64_t maxSize) const {
   if (e.flags & 1) fail("zip record " + std::string(e.name) + " is encrypted");
   if (e.method == 0) {
-    if (e.compressedSize != e.size) fail("zip record " + std::string(e.name) + ": stored record with different sizes");
+    if (e.compressedSize != e.size)
+      fail("zip record " + std::string(e.name) + ": stored record with different sizes");
     return m_file.map(dataOffset(e), e.size);
   }
-  if (e.method != 8) fail("zip record " + std::string(e.name) + ": unsupported compression method " + std::to_string(e.method));
-  if (e.size > maxSize) fail("zip record " + std::string(e.name) + " claims " + std::to_string(e.size) + " bytes, over the limit of " + std::to_string(maxSize));
+  if (e.method != 8)
+    fail("zip record " + std::string(e.name) + ": unsupported compression method " +
+         std::to_string(e.method));
+  if (e.size > maxSize)
+    fail("zip record " + std::string(e.name) + " claims " + std::to_string(e.size) +
+         " bytes, over the limit of " + std::to_string(maxSize));
   uint64_t cap = 0;
   if (mulOverflows(e.compressedSize + 1, kMaxDeflateRatio, &cap) || e.size > cap)
-    fail("zip record " + std::string(e.name) + " claims " + std::to_string(e.size) + " bytes from " + std::to_string(e.compressedSize) + " compressed: not plausible");
+    fail("zip record " + std::string(e.name) + " claims " + std::to_string(e.size) +
+         " bytes from " + std::to_string(e.compressedSize) + " compressed: not plausible");
   const ByteRegion packed = m_file.map(dataOffset(e), e.compressedSize);
   // One spare byte: a stream that inflates to more than it claims fills it.
   auto out = std::make_shared<std::vector<uint8_t>>(e.size + 1);
@@ -251,11 +284,13 @@ ByteRegion ZipArchive::bytes(const ZipEntry& e, uint64_t maxSize) const {
     in += inChunk - zs.avail_in;
     inLeft -= inChunk - zs.avail_in;
     outDone += outChunk - zs.avail_out;
-    if (rc == Z_OK && zs.avail_out == outChunk && zs.avail_in == inChunk) rc = Z_BUF_ERROR;  // no progress
+    if (rc == Z_OK && zs.avail_out == outChunk && zs.avail_in == inChunk)
+      rc = Z_BUF_ERROR;  // no progress
   }
   inflateEnd(&zs);
   if (rc != Z_STREAM_END || outDone != e.size)
-    fail("zip record " + std::string(e.name) + ": deflate stream is corrupt or does not match its size (" + std::to_string(outDone) +
+    fail("zip record " + std::string(e.name) +
+         ": deflate stream is corrupt or does not match its size (" + std::to_string(outDone) +
          " of " + std::to_string(e.size) + " bytes)");
   ByteRegion region;
   out->pop_back();
@@ -266,9 +301,12 @@ ByteRegion ZipArchive::bytes(const ZipEntry& e, uint64_t maxSize) const {
 }
 
 std::vector<uint8_t> ZipArchive::readAll(const ZipEntry& e, uint64_t maxSize) const {
-  if (e.size > maxSize) fail("zip record " + std::string(e.name) + " is " + std::to_string(e.size) + " bytes, over the limit of " + std::to_string(maxSize));
+  if (e.size > maxSize)
+    fail("zip record " + std::string(e.name) + " is " + std::to_string(e.size) +
+         " bytes, over the limit of " + std::to_string(maxSize));
   if (e.method == 0 && !(e.flags & 1)) {
-    if (e.compressedSize != e.size) fail("zip record " + std::string(e.name) + ": stored record with different sizes");
+    if (e.compressedSize != e.size)
+      fail("zip record " + std::string(e.name) + ": stored record with different sizes");
     return m_file.read(dataOffset(e), e.size);
   }
   const ByteRegion r = bytes(e, maxSize);
@@ -276,14 +314,18 @@ std::vector<uint8_t> ZipArchive::readAll(const ZipEntry& e, uint64_t maxSize) co
 }
 
 void ZipArchive::readInto(const ZipEntry& e, uint64_t maxSize, uint8_t* out) const {
-  if (e.size > maxSize) fail("zip record " + std::string(e.name) + " is " + std::to_string(e.size) + " bytes, over the limit of " + std::to_string(maxSize));
+  if (e.size > maxSize)
+    fail("zip record " + std::string(e.name) + " is " + std::to_string(e.size) +
+         " bytes, over the limit of " + std::to_string(maxSize));
   if (e.method == 0 && !(e.flags & 1)) {
-    if (e.compressedSize != e.size) fail("zip record " + std::string(e.name) + ": stored record with different sizes");
+    if (e.compressedSize != e.size)
+      fail("zip record " + std::string(e.name) + ": stored record with different sizes");
     m_file.read(dataOffset(e), e.size, out);
     return;
   }
   const ByteRegion r = bytes(e, maxSize);
-  if (r.size != e.size) fail("zip record " + std::string(e.name) + ": inflated to an unexpected size");
+  if (r.size != e.size)
+    fail("zip record " + std::string(e.name) + ": inflated to an unexpected size");
   if (r.size) std::memcpy(out, r.data, r.size);
 }
 
@@ -297,7 +339,8 @@ std::string ZipArchive::checkCrc(const ZipEntry& e) const {
       off += chunk;
     }
     if (uint32_t(crc) != e.crc)
-      return "record " + std::string(e.name) + ": CRC mismatch (stored " + hex32(e.crc) + ", computed " + hex32(uint32_t(crc)) + ")";
+      return "record " + std::string(e.name) + ": CRC mismatch (stored " + hex32(e.crc) +
+             ", computed " + hex32(uint32_t(crc)) + ")";
   } catch (const FormatError& err) {
     return err.what();
   }

@@ -28,16 +28,23 @@ void put32(std::string& out, uint64_t v) {
 void put64(std::string& out, uint64_t v) {
   for (int i = 0; i < 8; ++i) out += char((v >> (8 * i)) & 0xFF);
 }
-uint32_t clamp32(uint64_t v) { return v >= kZip64Limit ? 0xFFFFFFFFu : uint32_t(v); }
+uint32_t clamp32(uint64_t v) {
+  return v >= kZip64Limit ? 0xFFFFFFFFu : uint32_t(v);
+}
 
 void checkName(std::string_view name) {
-  if (name.empty() || name.size() > 0xFFFF) fail("zip record name of " + std::to_string(name.size()) + " bytes");
+  if (name.empty() || name.size() > 0xFFFF)
+    fail("zip record name of " + std::to_string(name.size()) + " bytes");
 }
 
 }  // namespace
 
-bool needsZip64Sizes(uint64_t size) { return size >= kZip64Limit; }
-bool needsZip64Offset(uint64_t offset) { return offset >= kZip64Limit; }
+bool needsZip64Sizes(uint64_t size) {
+  return size >= kZip64Limit;
+}
+bool needsZip64Offset(uint64_t offset) {
+  return offset >= kZip64Limit;
+}
 
 std::string localHeader(std::string_view name, uint64_t offset, uint64_t size) {
   checkName(name);
@@ -59,10 +66,10 @@ std::string localHeader(std::string_view name, uint64_t offset, uint64_t size) {
   put32(h, kLocalSig);
   put16(h, big ? kZip64Version : 0);
   put16(h, kFlags);
-  put16(h, 0);  // stored
-  put16(h, 0);  // time
-  put16(h, 0);  // date
-  put32(h, 0);  // crc: in the descriptor
+  put16(h, 0);                      // stored
+  put16(h, 0);                      // time
+  put16(h, 0);                      // date
+  put32(h, 0);                      // crc: in the descriptor
   put32(h, big ? 0xFFFFFFFFu : 0);  // sizes: in the descriptor (or the zip64 extra)
   put32(h, big ? 0xFFFFFFFFu : 0);
   put16(h, name.size());

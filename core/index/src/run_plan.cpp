@@ -7,9 +7,9 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -31,11 +31,14 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-std::string absoluteNormal(const std::string& path) { return fs::absolute(path).lexically_normal().string(); }
+std::string absoluteNormal(const std::string& path) {
+  return fs::absolute(path).lexically_normal().string();
+}
 
 // A file given to the trash functions: a bare name is inside `dir`.
 fs::path inDir(const std::string& dir, const std::string& f) {
-  return fs::path(f).is_absolute() || fs::path(f).has_parent_path() ? fs::path(f) : fs::path(dir) / f;
+  return fs::path(f).is_absolute() || fs::path(f).has_parent_path() ? fs::path(f)
+                                                                    : fs::path(dir) / f;
 }
 
 std::string regexEscape(const std::string& s) {
@@ -46,8 +49,10 @@ std::string regexEscape(const std::string& s) {
 std::string utcStamp(const char* format, bool local = false) {
   const std::time_t t = std::time(nullptr);
   std::tm tm{};
-  if (local) localtime_r(&t, &tm);
-  else gmtime_r(&t, &tm);
+  if (local)
+    localtime_r(&t, &tm);
+  else
+    gmtime_r(&t, &tm);
   char buf[32];
   std::strftime(buf, sizeof buf, format, &tm);
   return buf;
@@ -60,7 +65,9 @@ std::string stripPath(const std::string& message, const std::string& path) {
 
 // Whether a listed checkpoint belongs to `runName`: its metadata says so, or
 // it says no run at all (an unreadable file, a hand-written loop's file).
-bool ofRun(const CheckpointEntry& e, const std::string& runName) { return !e.runName || *e.runName == runName; }
+bool ofRun(const CheckpointEntry& e, const std::string& runName) {
+  return !e.runName || *e.runName == runName;
+}
 
 // fsync a directory after a rename in it; failures are not fatal (the rename is done).
 void syncDirectory(const std::string& dir) {
@@ -92,7 +99,9 @@ void writeFileAtomically(const std::string& path, const std::string& text) {
   std::snprintf(suffix, sizeof suffix, ".tmp-%ld-%08x", long(::getpid()), unsigned(rd()));
   const std::string temp = (p.parent_path() / ("." + p.filename().string() + suffix)).string();
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0) throw std::runtime_error(path + ": cannot create temporary file " + temp + ": " + std::strerror(errno));
+  if (fd < 0)
+    throw std::runtime_error(path + ": cannot create temporary file " + temp + ": " +
+                             std::strerror(errno));
   if (const int err = writeAll(fd, text)) {
     ::close(fd);
     ::unlink(temp.c_str());
@@ -131,7 +140,8 @@ ResumePlan planResume(const std::string& checkpoint) {
   ResumePlan plan;
   plan.checkpoint = absoluteNormal(checkpoint);
   plan.runDir = fs::path(plan.checkpoint).parent_path().string();
-  const CheckpointEntry self = describeCheckpoint(plan.checkpoint, fs::path(plan.checkpoint).filename().string());
+  const CheckpointEntry self =
+      describeCheckpoint(plan.checkpoint, fs::path(plan.checkpoint).filename().string());
   if (!self.error.empty()) throw std::runtime_error(checkpoint + ": " + self.error);
   plan.step = self.step.value_or(0);
   plan.runName = self.runName ? *self.runName : fs::path(plan.runDir).filename().string();
@@ -145,7 +155,8 @@ ResumePlan planResume(const std::string& checkpoint) {
     if (absoluteNormal(e.path) == plan.checkpoint || !ofRun(e, plan.runName)) continue;
     const std::string name = fs::path(e.path).filename().string();
     const bool overwritten = std::find(written.begin(), written.end(), name) != written.end();
-    if (e.step ? *e.step > plan.step : overwritten) plan.laterFiles.push_back(absoluteNormal(e.path));
+    if (e.step ? *e.step > plan.step : overwritten)
+      plan.laterFiles.push_back(absoluteNormal(e.path));
   }
   // Newest first: the order a reader of the list wants.
   std::reverse(plan.laterFiles.begin(), plan.laterFiles.end());
@@ -157,7 +168,8 @@ ResumePlan planResume(const std::string& checkpoint) {
       const std::string name = n == 1 ? base : base + "-" + std::to_string(n);
       const std::string dir = (parent / name).string();
       std::error_code ec;
-      const bool empty = !fs::exists(dir, ec) || (fs::is_directory(dir, ec) && existingRunFiles(dir, name).empty());
+      const bool empty = !fs::exists(dir, ec) ||
+                         (fs::is_directory(dir, ec) && existingRunFiles(dir, name).empty());
       if (empty) {
         plan.branchRunName = name;
         plan.branchDir = dir;
@@ -173,8 +185,8 @@ std::vector<std::string> existingRunFiles(const std::string& dir, const std::str
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return files;
   const std::regex ours(regexEscape(runName) + R"(_(step\d+|final|final_step\d+)\.pt)");
-  static const std::set<std::string> shared{"best_checkpoint.pt", "metrics.jsonl", "metrics.superseded.jsonl",
-                                            "lineage.json"};
+  static const std::set<std::string> shared{"best_checkpoint.pt", "metrics.jsonl",
+                                            "metrics.superseded.jsonl", "lineage.json"};
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (!it->is_regular_file(ec)) continue;
@@ -185,12 +197,15 @@ std::vector<std::string> existingRunFiles(const std::string& dir, const std::str
   return files;
 }
 
-std::string clashMessage(const std::string& dir, const std::string& runName, const std::vector<std::string>& files) {
+std::string clashMessage(const std::string& dir, const std::string& runName,
+                         const std::vector<std::string>& files) {
   std::string list;
   for (size_t i = 0; i < files.size() && i < 3; ++i) list += (i ? ", " : "") + files[i];
   if (files.size() > 3) list += " and " + std::to_string(files.size() - 3) + " more";
-  return dir + " already holds run '" + runName + "' (" + list + "): continue it with `ckptscope-cli resume " + dir +
-         "`, train under another run_name or --out DIR, or pass --overwrite to move these files to " +
+  return dir + " already holds run '" + runName + "' (" + list +
+         "): continue it with `ckptscope-cli resume " + dir +
+         "`, train under another run_name or --out DIR, or pass --overwrite to move these files "
+         "to " +
          (fs::path(dir) / ".trash").string() + "/";
 }
 
@@ -198,14 +213,16 @@ IntactCheckpoint newestIntactCheckpoint(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw std::runtime_error(dir + ": not a directory");
   RunEntry run = scanRunDirectory(dir, dir);
-  if (run.checkpoints.empty()) throw std::runtime_error(dir + ": no checkpoint to resume in this directory");
+  if (run.checkpoints.empty())
+    throw std::runtime_error(dir + ": no checkpoint to resume in this directory");
   std::set<std::string> names;
   for (const CheckpointEntry& e : run.checkpoints)
     if (e.runName) names.insert(*e.runName);
   if (names.size() > 1) {
     std::string list;
     for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
-    throw std::runtime_error(dir + ": holds checkpoints of several runs (" + list + "): resume one file");
+    throw std::runtime_error(dir + ": holds checkpoints of several runs (" + list +
+                             "): resume one file");
   }
   // Newest first: an end-of-run or latest file whose step cannot be read
   // (damaged) is the newest by its nature; then by step, at one step the
@@ -216,19 +233,25 @@ IntactCheckpoint newestIntactCheckpoint(const std::string& dir) {
   };
   auto rank = [](CheckpointKind k) {
     switch (k) {
-      case CheckpointKind::Final: return 0;
-      case CheckpointKind::Step: return 1;
-      case CheckpointKind::Latest: return 2;
-      case CheckpointKind::Best: return 3;
-      default: return 4;
+      case CheckpointKind::Final:
+        return 0;
+      case CheckpointKind::Step:
+        return 1;
+      case CheckpointKind::Latest:
+        return 2;
+      case CheckpointKind::Best:
+        return 3;
+      default:
+        return 4;
     }
   };
-  std::stable_sort(run.checkpoints.begin(), run.checkpoints.end(), [&](const CheckpointEntry& a, const CheckpointEntry& b) {
-    if (newestByName(a) != newestByName(b)) return newestByName(a);
-    if (a.step.has_value() != b.step.has_value()) return a.step.has_value();
-    if (a.step && *a.step != *b.step) return *a.step > *b.step;
-    return rank(a.kind) < rank(b.kind);
-  });
+  std::stable_sort(run.checkpoints.begin(), run.checkpoints.end(),
+                   [&](const CheckpointEntry& a, const CheckpointEntry& b) {
+                     if (newestByName(a) != newestByName(b)) return newestByName(a);
+                     if (a.step.has_value() != b.step.has_value()) return a.step.has_value();
+                     if (a.step && *a.step != *b.step) return *a.step > *b.step;
+                     return rank(a.kind) < rank(b.kind);
+                   });
   IntactCheckpoint result;
   for (const CheckpointEntry& e : run.checkpoints) {
     const std::string name = fs::path(e.path).filename().string();
@@ -238,7 +261,8 @@ IntactCheckpoint newestIntactCheckpoint(const std::string& dir) {
       const std::vector<std::string> problems = file->verify();
       if (!problems.empty()) {
         reason = problems.front();
-        if (problems.size() > 1) reason += " (and " + std::to_string(problems.size() - 1) + " more problems)";
+        if (problems.size() > 1)
+          reason += " (and " + std::to_string(problems.size() - 1) + " more problems)";
       }
     } catch (const std::exception& err) {
       reason = stripPath(err.what(), e.path);
@@ -262,13 +286,15 @@ std::string moveToTrash(const std::string& dir, const std::vector<std::string>& 
   for (int n = 1;; ++n) {
     folder = trashRoot / (n == 1 ? stamp : stamp + "-" + std::to_string(n));
     if (::mkdir(folder.c_str(), 0777) == 0) break;
-    if (errno != EEXIST) throw std::runtime_error(folder.string() + ": cannot create: " + std::strerror(errno));
+    if (errno != EEXIST)
+      throw std::runtime_error(folder.string() + ": cannot create: " + std::strerror(errno));
   }
   for (const std::string& f : files) {
     const fs::path from = inDir(dir, f);
     const fs::path to = folder / from.filename();
     if (::rename(from.c_str(), to.c_str()) != 0)
-      throw std::runtime_error(from.string() + ": cannot move to " + folder.string() + ": " + std::strerror(errno));
+      throw std::runtime_error(from.string() + ": cannot move to " + folder.string() + ": " +
+                               std::strerror(errno));
   }
   syncDirectory(dir);
   return folder.string();
@@ -319,7 +345,8 @@ std::vector<TrashedFile> trashFiles(const std::string& dir, const std::vector<st
     moved.push_back({from.string(), "", ""});
     struct stat st {};
     if (::stat(from.c_str(), &st) != 0)
-      throw std::runtime_error(from.string() + ": cannot move to the trash: " + std::strerror(errno));
+      throw std::runtime_error(from.string() +
+                               ": cannot move to the trash: " + std::strerror(errno));
     if (!haveTrash) {
       // The home trash lives on the filesystem of its parent folder; it is
       // made only when a file can go there.
@@ -327,7 +354,8 @@ std::vector<TrashedFile> trashFiles(const std::string& dir, const std::vector<st
       const fs::path parent = trash.parent_path();
       fs::create_directories(parent, ec);
       if (ec || ::stat(parent.c_str(), &trashStat) != 0)
-        throw std::runtime_error(parent.string() + ": cannot create: " + (ec ? ec.message() : std::strerror(errno)));
+        throw std::runtime_error(parent.string() +
+                                 ": cannot create: " + (ec ? ec.message() : std::strerror(errno)));
       haveTrash = true;
     }
     if (st.st_dev != trashStat.st_dev) {
@@ -342,7 +370,8 @@ std::vector<TrashedFile> trashFiles(const std::string& dir, const std::vector<st
     // Reserve the name with its .trashinfo (O_EXCL), as the spec asks, then move.
     const std::string stem = from.stem().string(), ext = from.extension().string();
     for (int n = 1;; ++n) {
-      const std::string name = n == 1 ? from.filename().string() : stem + "." + std::to_string(n) + ext;
+      const std::string name =
+          n == 1 ? from.filename().string() : stem + "." + std::to_string(n) + ext;
       const fs::path info = trash / "info" / (name + ".trashinfo");
       const fs::path to = trash / "files" / name;
       const int fd = ::open(info.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -350,20 +379,23 @@ std::vector<TrashedFile> trashFiles(const std::string& dir, const std::vector<st
         if (errno == EEXIST) continue;
         throw std::runtime_error(info.string() + ": cannot create: " + std::strerror(errno));
       }
-      if (::access(to.c_str(), F_OK) == 0) {  // a file without its info: leave it, take the next name
+      if (::access(to.c_str(), F_OK) ==
+          0) {  // a file without its info: leave it, take the next name
         ::close(fd);
         ::unlink(info.c_str());  // the info reserved just now
         continue;
       }
       const std::string text = "[Trash Info]\nPath=" + percentEncode(from.string()) +
-                               "\nDeletionDate=" + utcStamp("%Y-%m-%dT%H:%M:%S", /*local=*/true) + "\n";
+                               "\nDeletionDate=" + utcStamp("%Y-%m-%dT%H:%M:%S", /*local=*/true) +
+                               "\n";
       int err = writeAll(fd, text);
       if (!err && ::fsync(fd) != 0) err = errno;
       ::close(fd);
       if (!err && ::rename(from.c_str(), to.c_str()) != 0) err = errno;
       if (err) {
         ::unlink(info.c_str());
-        throw std::runtime_error(from.string() + ": cannot move to " + to.string() + ": " + std::strerror(err));
+        throw std::runtime_error(from.string() + ": cannot move to " + to.string() + ": " +
+                                 std::strerror(err));
       }
       moved[i].to = to.string();
       moved[i].trashInfo = info.string();
@@ -420,7 +452,8 @@ MetricsTrim trimMetrics(const std::string& dir, int64_t step) {
   std::map<int64_t, size_t> lastOf;
   for (size_t i = 0; i < lines.size(); ++i) {
     const json j = json::parse(lines[i], nullptr, /*allow_exceptions=*/false);
-    if (j.is_object() && j.contains("step") && j["step"].is_number_integer()) steps[i] = j["step"].get<int64_t>();
+    if (j.is_object() && j.contains("step") && j["step"].is_number_integer())
+      steps[i] = j["step"].get<int64_t>();
     if (steps[i] && *steps[i] <= step) lastOf[*steps[i]] = i;
   }
   std::string kept, superseded;

@@ -37,8 +37,8 @@ struct CheckpointContent {
   NamedTensors modelState;  // MODEL.md keys; tied entries share their tensor
   std::optional<OptimizerSnapshot> optimizer;
   nlohmann::ordered_json metadata = nlohmann::ordered_json::object();  // repeated at the top level
-  nlohmann::ordered_json trainerState;  // exact-resume state (ours only); null otherwise
-  std::optional<at::Tensor> rngState;   // torch's CPU generator state (uint8)
+  nlohmann::ordered_json trainerState;    // exact-resume state (ours only); null otherwise
+  std::optional<at::Tensor> rngState;     // torch's CPU generator state (uint8)
   std::vector<at::Tensor> rankRngStates;  // data-parallel runs: every rank's, by rank
 };
 

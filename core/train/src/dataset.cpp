@@ -22,7 +22,9 @@ namespace fs = std::filesystem;
 
 namespace ckpt {
 
-const char* splitName(Split split) { return split == Split::Train ? "train" : "validation"; }
+const char* splitName(Split split) {
+  return split == Split::Train ? "train" : "validation";
+}
 
 namespace {
 
@@ -191,8 +193,8 @@ struct TokenDataset::Impl {
     if (bytes % uint64_t(width) != 0) {
       ::close(fd);
       throw DataError("token file " + path + ": size " + std::to_string(bytes) +
-                      " bytes is not a multiple of the " + std::to_string(width) + "-byte " +
-                      type + " token size");
+                      " bytes is not a multiple of the " + std::to_string(width) + "-byte " + type +
+                      " token size");
     }
     auto mapping = std::make_shared<Mapping>();
     void* addr = ::mmap(nullptr, size_t(bytes), PROT_READ, MAP_PRIVATE, fd, 0);
@@ -343,12 +345,24 @@ TokenDataset::~TokenDataset() = default;
 TokenDataset::TokenDataset(TokenDataset&&) noexcept = default;
 TokenDataset& TokenDataset::operator=(TokenDataset&&) noexcept = default;
 
-int64_t TokenDataset::size() const { return m_impl->total; }
-int64_t TokenDataset::vocabSize() const { return m_impl->vocabSize; }
-double TokenDataset::valFraction() const { return m_impl->valFraction; }
-const std::vector<std::string>& TokenDataset::files() const { return m_impl->files; }
-int64_t TokenDataset::documentCount() const { return m_impl->documents; }
-const std::string& TokenDataset::description() const { return m_impl->description; }
+int64_t TokenDataset::size() const {
+  return m_impl->total;
+}
+int64_t TokenDataset::vocabSize() const {
+  return m_impl->vocabSize;
+}
+double TokenDataset::valFraction() const {
+  return m_impl->valFraction;
+}
+const std::vector<std::string>& TokenDataset::files() const {
+  return m_impl->files;
+}
+int64_t TokenDataset::documentCount() const {
+  return m_impl->documents;
+}
+const std::string& TokenDataset::description() const {
+  return m_impl->description;
+}
 
 int64_t TokenDataset::splitBegin(Split split) const {
   return split == Split::Train ? 0 : m_impl->total - m_impl->valSize;
@@ -401,8 +415,7 @@ uint64_t splitmix64At(uint64_t seed, uint64_t index) {
   return mix64(seed + (index + 1) * kGamma);
 }
 
-WindowSampler::WindowSampler(const TokenDataset& data, Split split, int64_t seqLen,
-                             uint64_t seed)
+WindowSampler::WindowSampler(const TokenDataset& data, Split split, int64_t seqLen, uint64_t seed)
     : m_data(&data), m_split(split), m_seqLen(seqLen), m_seed(seed) {
   data.requireWindow(split, seqLen);
   m_startCount = data.splitSize(split) - seqLen + 1;

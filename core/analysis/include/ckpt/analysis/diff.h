@@ -184,7 +184,8 @@ struct DiffOptions {
 // With `everyKey`, keys equal on both sides are listed too (`same` set): a
 // side-by-side view of all metadata.
 [[nodiscard]] std::vector<MetadataChange> diffMetadata(const CheckpointFile& a,
-                                                       const CheckpointFile& b, bool everyKey = false);
+                                                       const CheckpointFile& b,
+                                                       bool everyKey = false);
 
 // The `ckptscope-cli diff --json` document:
 // {"a", "b", "added": [name], "removed": [name],

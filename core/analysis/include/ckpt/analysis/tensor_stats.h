@@ -65,11 +65,13 @@ struct Histogram {
 struct HeatMap {
   int64_t sourceRows = 0;  // the matrix view's shape
   int64_t sourceCols = 0;
-  int rows = 0;  // cells; cell (i, j) covers matrix rows [i*R/rows, (i+1)*R/rows)
-  int cols = 0;  // and columns [j*C/cols, (j+1)*C/cols)
+  int rows = 0;                // cells; cell (i, j) covers matrix rows [i*R/rows, (i+1)*R/rows)
+  int cols = 0;                // and columns [j*C/cols, (j+1)*C/cols)
   std::vector<double> values;  // rows x cols, row-major
 
-  [[nodiscard]] double at(int row, int col) const { return values[size_t(row) * size_t(cols) + size_t(col)]; }
+  [[nodiscard]] double at(int row, int col) const {
+    return values[size_t(row) * size_t(cols) + size_t(col)];
+  }
 };
 
 // The 2-D view a heat map and a value table use: [d0, d1*d2*...] for 2 or
@@ -77,10 +79,10 @@ struct HeatMap {
 [[nodiscard]] std::pair<int64_t, int64_t> matrixShape(const std::vector<int64_t>& shape);
 
 struct AnalysisOptions {
-  int bins = 100;      // 0: no histogram
-  int heatRows = 0;    // 0: no heat map; tensors with fewer than 2 dimensions get none
+  int bins = 100;    // 0: no histogram
+  int heatRows = 0;  // 0: no heat map; tensors with fewer than 2 dimensions get none
   int heatCols = 0;
-  int threads = 0;     // 0: up to 4 by the hardware; small tensors always use 1
+  int threads = 0;  // 0: up to 4 by the hardware; small tensors always use 1
 };
 
 struct TensorAnalysis {
@@ -90,14 +92,18 @@ struct TensorAnalysis {
 };
 
 // One pass: the statistics.
-[[nodiscard]] std::optional<TensorStats> computeStats(const TensorData& data, const StatsProgress& progress = {},
+[[nodiscard]] std::optional<TensorStats> computeStats(const TensorData& data,
+                                                      const StatsProgress& progress = {},
                                                       int threads = 0);
 // One pass: a histogram of `bins` bins over [lo, hi].
-[[nodiscard]] std::optional<Histogram> computeHistogram(const TensorData& data, int bins, double lo, double hi,
-                                                        const StatsProgress& progress = {}, int threads = 0);
+[[nodiscard]] std::optional<Histogram> computeHistogram(const TensorData& data, int bins, double lo,
+                                                        double hi,
+                                                        const StatsProgress& progress = {},
+                                                        int threads = 0);
 // Two passes (the histogram needs the range): statistics and heat map
 // first, then the histogram. What the inspector runs per selected tensor.
-[[nodiscard]] std::optional<TensorAnalysis> analyzeTensor(const TensorData& data, const AnalysisOptions& options,
+[[nodiscard]] std::optional<TensorAnalysis> analyzeTensor(const TensorData& data,
+                                                          const AnalysisOptions& options,
                                                           const StatsProgress& progress = {});
 
 }  // namespace ckpt

@@ -68,7 +68,8 @@ class CheckpointFile {
   // index file of a sharded checkpoint (probeSharded) opens as one logical
   // checkpoint: a state dict of its logical tensors, each read across its
   // chunks (format() Sharded, shards()).
-  static std::unique_ptr<CheckpointFile> open(const std::string& path, const ReadOptions& options = {});
+  static std::unique_ptr<CheckpointFile> open(const std::string& path,
+                                              const ReadOptions& options = {});
   ~CheckpointFile();
 
   [[nodiscard]] const std::string& path() const { return m_path; }

@@ -11,7 +11,7 @@ namespace ckpt {
 
 // One entry of a model state dict.
 struct StateEntry {
-  std::string name;    // key without wrapper prefixes (normaliseStateNames: "module.", "_orig_mod.")
+  std::string name;  // key without wrapper prefixes (normaliseStateNames: "module.", "_orig_mod.")
   std::string rawKey;  // key as stored
   int tensor = -1;     // index into CheckpointFile::tensors()
   int tiedTo = -1;     // index into StateView::entries of the first entry viewing the same bytes
@@ -21,13 +21,13 @@ struct StateEntry {
 // state indices 0..N-1 follow the model's de-duplicated parameter order.
 struct OptimizerParam {
   int64_t index = 0;
-  std::string name;  // "" when it could not be mapped
+  std::string name;            // "" when it could not be mapped
   std::optional<double> step;  // when stored as a number
-  int stepTensor = -1;          // when stored as a 0-dim tensor (torch >= 1.12)
-  int param = -1;               // index into CheckpointView::entries()
-  int expAvg = -1;    // tensor index
-  int expAvgSq = -1;  // tensor index
-  std::string problem;  // e.g. shape mismatch with the parameter it maps to
+  int stepTensor = -1;         // when stored as a 0-dim tensor (torch >= 1.12)
+  int param = -1;              // index into CheckpointView::entries()
+  int expAvg = -1;             // tensor index
+  int expAvgSq = -1;           // tensor index
+  std::string problem;         // e.g. shape mismatch with the parameter it maps to
 };
 
 // What a modern_llm-style checkpoint holds, found wherever it is: a dict with

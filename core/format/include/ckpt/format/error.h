@@ -25,8 +25,12 @@ class TruncatedError : public FormatError {
 [[noreturn]] void failTruncated(const std::string& message);
 
 // Overflow-checked arithmetic for sizes read from files.
-[[nodiscard]] inline bool mulOverflows(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_mul_overflow(a, b, out); }
-[[nodiscard]] inline bool addOverflows(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_add_overflow(a, b, out); }
+[[nodiscard]] inline bool mulOverflows(uint64_t a, uint64_t b, uint64_t* out) {
+  return __builtin_mul_overflow(a, b, out);
+}
+[[nodiscard]] inline bool addOverflows(uint64_t a, uint64_t b, uint64_t* out) {
+  return __builtin_add_overflow(a, b, out);
+}
 
 // "1.8 GB", "512 B": sizes as people read them.
 std::string humanBytes(uint64_t bytes);

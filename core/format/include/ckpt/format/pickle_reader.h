@@ -12,11 +12,11 @@ namespace ckpt {
 // Caps that turn hostile pickles into errors instead of crashes or giant
 // allocations. Defaults are far above what real checkpoints use.
 struct PickleLimits {
-  uint32_t maxDepth = 1000;            // container nesting
+  uint32_t maxDepth = 1000;              // container nesting
   uint64_t maxStringBytes = 1ull << 30;  // one str / bytes
-  uint64_t maxNodes = 10'000'000;      // values created (about 1.7 GB at most)
-  uint64_t maxMemo = 10'000'000;       // memo entries
-  uint64_t maxStack = 10'000'000;      // stack + marks
+  uint64_t maxNodes = 10'000'000;        // values created (about 1.7 GB at most)
+  uint64_t maxMemo = 10'000'000;         // memo entries
+  uint64_t maxStack = 10'000'000;        // stack + marks
 };
 
 // Called for PERSID / BINPERSID with the persistent id the pickle built; it

@@ -11,7 +11,8 @@ namespace ckpt {
 // (torch.load with weights_only=False). The tables behind classifyGlobal()
 // live in src/safety_tables.cpp.
 enum class SafetyLevel : uint8_t {
-  Innocuous,   // what torch's weights_only unpickler allows: rebuild functions, storages, dtypes, ...
+  Innocuous,   // what torch's weights_only unpickler allows: rebuild functions, storages, dtypes,
+               // ...
   Suspicious,  // plain data classes and builtins that are not code; classes we do not know
   Dangerous,   // can run code, touch the system or the network
 };
@@ -19,7 +20,7 @@ std::string_view safetyLevelName(SafetyLevel l);  // "innocuous", "suspicious", 
 
 struct GlobalLevel {
   SafetyLevel level = SafetyLevel::Suspicious;
-  bool known = false;   // named by a table row (an unknown global called by REDUCE is dangerous)
+  bool known = false;    // named by a table row (an unknown global called by REDUCE is dangerous)
   std::string_view why;  // the table row's reason; "" for an unknown global
 };
 // `module`, `name` as a pickle spells them (Python 2 names such as
@@ -33,7 +34,8 @@ struct GlobalUse {
   SafetyLevel level = SafetyLevel::Suspicious;
   std::string record;   // which pickle: "archive/data.pkl", "legacy main pickle", "file.pkl", ...
   uint64_t offset = 0;  // byte offset of the opcode within the file (zip: within the record)
-  std::string why;      // what made the level ("os.* runs commands", "unknown global called by REDUCE", ...)
+  std::string
+      why;  // what made the level ("os.* runs commands", "unknown global called by REDUCE", ...)
   std::string reaches;  // builtins.getattr followed: what it reaches ("os.system"); else ""
   // "getattr" for an entry no opcode names: what a getattr call reached
   // (`offset` is then the REDUCE's); "" for GLOBAL / STACK_GLOBAL / INST.
@@ -47,7 +49,8 @@ std::string_view verdictName(Verdict v);  // "safe", "suspicious", "dangerous", 
 // nothing is imported, called or built.
 struct SafetyReport {
   Verdict verdict = Verdict::Safe;
-  std::vector<GlobalUse> globals;  // every global named, in file order (a pickle's memo reuse is not repeated)
+  std::vector<GlobalUse>
+      globals;  // every global named, in file order (a pickle's memo reuse is not repeated)
   // Why the file (or one of its pickles) could not be scanned to its end;
   // what came before the break is in `globals` and counts for the verdict:
   // a dangerous global seen before the damage leaves the verdict dangerous.
@@ -69,8 +72,8 @@ struct ScanLimits {
   uint64_t maxStack = 1'000'000;         // stack entries + marks
   uint64_t maxMemo = 2'000'000;          // memo entries (picklers number them 0, 1, 2, ...)
   uint64_t maxSparseMemo = 65'536;       // memo entries out of that sequence (hand-made pickles)
-  uint64_t maxGlobals = 100'000;         // globals listed per file (the rest is summarised in `error`)
-  uint64_t maxRecords = 10'000;          // pickle records in one zip
+  uint64_t maxGlobals = 100'000;  // globals listed per file (the rest is summarised in `error`)
+  uint64_t maxRecords = 10'000;   // pickle records in one zip
 };
 
 // Walks one pickle's opcodes from `data` and adds what it names to `report`
@@ -78,8 +81,8 @@ struct ScanLimits {
 // (relative to data). A pickle that breaks off or is malformed throws
 // FormatError naming `record` and the byte offset; what was seen before
 // stays in `report`.
-uint64_t scanPickle(const uint8_t* data, uint64_t size, const std::string& record, uint64_t baseOffset,
-                    SafetyReport& report, const ScanLimits& limits = {});
+uint64_t scanPickle(const uint8_t* data, uint64_t size, const std::string& record,
+                    uint64_t baseOffset, SafetyReport& report, const ScanLimits& limits = {});
 
 // Every pickle of a file: a torch zip's .pkl records wherever they sit (and
 // .npy records' object arrays), a legacy file's pickles from the magic

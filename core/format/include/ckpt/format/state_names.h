@@ -18,8 +18,8 @@ namespace ckpt {
 
 struct StateNames {
   std::vector<std::string> names;  // one per key, in order
-  bool ddp = false;       // a "module." wrapper was stripped
-  bool compiled = false;  // an "_orig_mod." wrapper was stripped
+  bool ddp = false;                // a "module." wrapper was stripped
+  bool compiled = false;           // an "_orig_mod." wrapper was stripped
 };
 
 // The rules:

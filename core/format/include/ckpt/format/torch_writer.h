@@ -51,7 +51,8 @@ void writeTorchFile(const std::string& path, const Value* root, const TensorTabl
 // writeTorchFile with each storage's bytes fetched just before its record is
 // written (`fetch(storage index)`), so that one storage at a time is held.
 void writeTorchFileFetching(const std::string& path, const Value* root, const TensorTable& table,
-                            const std::function<ByteRegion(size_t storage)>& fetch, const WriteOptions& options = {});
+                            const std::function<ByteRegion(size_t storage)>& fetch,
+                            const WriteOptions& options = {});
 
 // One tensor of a safetensors file: contiguous little-endian bytes.
 struct SafetensorsEntry {
@@ -74,7 +75,8 @@ void writeSafetensorsFile(const std::string& path, const std::vector<Safetensors
 // tensor with "__metadata__" as an ordinary entry). Big-endian files are
 // byteswapped to little-endian while streaming. Storages are fetched one at a
 // time (a deflated record is inflated only while it is written).
-void rewriteCheckpoint(const CheckpointFile& file, const std::string& path, const WriteOptions& options = {});
+void rewriteCheckpoint(const CheckpointFile& file, const std::string& path,
+                       const WriteOptions& options = {});
 
 // Builds trees for writeTorchFile: values live in the builder's arena.
 class TreeBuilder {
@@ -89,7 +91,7 @@ class TreeBuilder {
   Value* list();
   Value* tuple(std::initializer_list<const Value*> items);
   Value* dict();
-  Value* orderedDict();  // with an empty `_metadata` attribute, as state_dict() has
+  Value* orderedDict();          // with an empty `_metadata` attribute, as state_dict() has
   Value* tensor(int64_t index);  // a Tensor node for table.tensors[index]
   // Sets `key` in a dict: replaces the value of an equal str / int key
   // (linear search), else appends the entry (dicts keep insertion order).
@@ -102,7 +104,8 @@ class TreeBuilder {
   Value* global(std::string_view qualifiedName);  // "module.name": pickled as GLOBAL module name
   // An opaque Python object: `cls(*args)` (REDUCE), or `cls.__new__(cls, *args)`
   // when newObj (NEWOBJ); set `state` on the result for a BUILD.
-  Value* object(std::string_view cls, std::initializer_list<const Value*> args, bool newObj = false);
+  Value* object(std::string_view cls, std::initializer_list<const Value*> args,
+                bool newObj = false);
 
  private:
   Value* textNode(Value::Kind kind, std::string_view text);  // Str, Bytes, BigInt, Global
@@ -120,11 +123,11 @@ namespace writer {
 struct PickledTree {
   std::string bytes;
   struct UsedStorage {
-    int storage = -1;         // index into table.storages
-    std::string key;          // the key written: "0", "1", ...
+    int storage = -1;            // index into table.storages
+    std::string key;             // the key written: "0", "1", ...
     DType dtype = DType::UInt8;  // the storage class written (the dtype its tensors have)
-    uint64_t numel = 0;       // elements of `dtype` written into the persistent id
-    uint64_t nbytes = 0;      // bytes of data/<key>
+    uint64_t numel = 0;          // elements of `dtype` written into the persistent id
+    uint64_t nbytes = 0;         // bytes of data/<key>
   };
   std::vector<UsedStorage> storages;  // in key order "0", "1", ...
 };
@@ -146,7 +149,8 @@ constexpr uint64_t kZip64Limit = 0xFFFFFFFFull;  // a 32-bit field at or above t
 // follows it directly, at a multiple of kAlignment.
 [[nodiscard]] std::string localHeader(std::string_view name, uint64_t offset, uint64_t size);
 [[nodiscard]] std::string dataDescriptor(uint32_t crc, uint64_t size);
-[[nodiscard]] std::string centralHeader(std::string_view name, uint64_t offset, uint64_t size, uint32_t crc);
+[[nodiscard]] std::string centralHeader(std::string_view name, uint64_t offset, uint64_t size,
+                                        uint32_t crc);
 // zip64 end record + locator + end record, for a central directory of
 // `entries` records, `cdSize` bytes at `cdOffset`.
 [[nodiscard]] std::string endRecords(uint64_t entries, uint64_t cdOffset, uint64_t cdSize);

@@ -4,9 +4,9 @@
 #include <memory>
 #include <new>
 #include <stdexcept>
-#include <type_traits>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -104,7 +104,9 @@ struct Value {
   [[nodiscard]] bool isDict() const { return kind == Kind::Dict; }
   [[nodiscard]] bool isTensor() const { return kind == Kind::Tensor; }
   [[nodiscard]] bool isSequence() const { return kind == Kind::List || kind == Kind::Tuple; }
-  [[nodiscard]] double number() const { return kind == Kind::Int ? double(integer) : kind == Kind::Float ? real : 0.0; }
+  [[nodiscard]] double number() const {
+    return kind == Kind::Int ? double(integer) : kind == Kind::Float ? real : 0.0;
+  }
   [[nodiscard]] std::string str() const { return std::string(text); }
 
   // Dict lookup by string key (first match, linear); nullptr when absent or
@@ -125,7 +127,8 @@ class ValueArena {
 
   Value* make(Value::Kind kind) {
     static_assert(std::is_trivially_destructible_v<Value>);
-    Value* v = new (allocate(sizeof(Value), alignof(Value))) Value;  // member initializers only: no memset
+    Value* v =
+        new (allocate(sizeof(Value), alignof(Value))) Value;  // member initializers only: no memset
     v->kind = kind;
     v->id = uint32_t(m_count++);
     return v;

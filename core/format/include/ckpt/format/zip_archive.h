@@ -14,7 +14,7 @@ namespace ckpt {
 
 struct ZipEntry {
   std::string_view name;  // points into the archive's copy of the central directory
-  uint16_t method = 0;  // 0 stored, 8 deflated
+  uint16_t method = 0;    // 0 stored, 8 deflated
   uint16_t flags = 0;
   uint32_t crc = 0;
   uint64_t compressedSize = 0;

@@ -49,7 +49,8 @@ std::vector<std::string> existingRunFiles(const std::string& dir, const std::str
 
 // The one-line refusal of a new run into `dir` that holds `files` (names
 // from existingRunFiles): the directory and the three ways on.
-std::string clashMessage(const std::string& dir, const std::string& runName, const std::vector<std::string>& files);
+std::string clashMessage(const std::string& dir, const std::string& runName,
+                         const std::vector<std::string>& files);
 
 // `resume DIR`: the newest checkpoint in `dir` (not below it) that verifies
 // (every zip CRC, every storage record, every tensor extent: CheckpointFile::
@@ -59,7 +60,7 @@ struct SkippedCheckpoint {
   std::string reason;  // "truncated: zip central directory not found", ...
 };
 struct IntactCheckpoint {
-  std::string checkpoint;  // "" when none is intact
+  std::string checkpoint;                  // "" when none is intact
   std::vector<SkippedCheckpoint> skipped;  // newest first
 };
 // Throws std::runtime_error when `dir` cannot be listed, holds no
@@ -117,7 +118,9 @@ struct Lineage {
   int64_t parentStep = 0;
   std::string created;  // ISO 8601 UTC
 };
-void writeLineage(const std::string& dir, const Lineage& lineage);  // atomically; throws naming the file
-std::optional<Lineage> readLineage(const std::string& dir);        // nullopt when absent; throws when malformed
+void writeLineage(const std::string& dir,
+                  const Lineage& lineage);  // atomically; throws naming the file
+std::optional<Lineage> readLineage(
+    const std::string& dir);  // nullopt when absent; throws when malformed
 
 }  // namespace ckpt

@@ -64,8 +64,8 @@ struct AddedToken {
 };
 
 struct BpeOptions {
-  bool addPrefixSpace = false;     // ByteLevel.add_prefix_space: " " before each text segment
-  bool ignoreMerges = false;       // BPE.ignore_merges: a piece found whole in the vocab is one token
+  bool addPrefixSpace = false;  // ByteLevel.add_prefix_space: " " before each text segment
+  bool ignoreMerges = false;    // BPE.ignore_merges: a piece found whole in the vocab is one token
   std::optional<std::string> unkToken;  // used for a byte that has no token (GPT-2 has none)
 };
 
@@ -122,10 +122,10 @@ class BpeTokenizer final : public Tokenizer {
   BpeOptions m_options;
   std::unordered_map<std::string, int32_t> m_vocab;
   std::vector<std::string> m_idToToken;
-  std::vector<uint8_t> m_idKind;             // 0: no token, 1: vocabulary, 2: added (verbatim)
+  std::vector<uint8_t> m_idKind;  // 0: no token, 1: vocabulary, 2: added (verbatim)
   std::unordered_map<uint64_t, MergeRule> m_merges;  // (left << 32 | right) -> rule
   int64_t m_mergeCount = 0;
-  int32_t m_byteIds[256];                    // -1: the byte has no token
+  int32_t m_byteIds[256];  // -1: the byte has no token
   std::optional<int32_t> m_unkId;
   std::vector<AddedToken> m_added;
   int64_t m_vocabSize = 0;
