@@ -35,7 +35,9 @@ class Dims {
 
   Dims() noexcept {}
   Dims(std::initializer_list<int64_t> v) { assign(v.begin(), v.size()); }
-  Dims(const std::vector<int64_t>& v) { assign(v.data(), v.size()); }  // NOLINT: implicit on purpose
+  Dims(const std::vector<int64_t>& v) {
+    assign(v.data(), v.size());
+  }  // NOLINT: implicit on purpose
   explicit Dims(size_t n, int64_t value = 0) { resize(n, value); }
   template <typename It, typename = typename std::iterator_traits<It>::iterator_category>
   Dims(It first, It last) {
@@ -110,7 +112,9 @@ class Dims {
   operator std::vector<int64_t>() const { return vec(); }  // NOLINT: implicit on purpose
 
   friend bool operator==(const Dims& a, const Dims& b) { return equal(a, b.data(), b.size()); }
-  friend bool operator==(const Dims& a, const std::vector<int64_t>& b) { return equal(a, b.data(), b.size()); }
+  friend bool operator==(const Dims& a, const std::vector<int64_t>& b) {
+    return equal(a, b.data(), b.size());
+  }
   friend bool operator<(const Dims& a, const Dims& b) {
     return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
   }
@@ -137,7 +141,12 @@ class Dims {
     m_size = o.m_size;
     m_capacity = o.m_capacity;
     // The whole inline block, used or not: a fixed-size copy is a few moves.
+    // (GCC sees the unused part as maybe uninitialized when `o` is a fresh
+    // Dims: that part is never read.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
     std::memcpy(m_inline, o.m_inline, sizeof m_inline);
+#pragma GCC diagnostic pop
     o.m_size = 0;
     o.m_capacity = 0;
   }
@@ -217,8 +226,10 @@ class TensorPath {
   void pushKey(std::string_view key) { append(key.data(), key.size(), false); }
   void pushIndex(int64_t index);
   void push_back(const PathElement& x) {
-    if (const auto* s = std::get_if<std::string>(&x)) pushKey(*s);
-    else pushIndex(std::get<int64_t>(x));
+    if (const auto* s = std::get_if<std::string>(&x))
+      pushKey(*s);
+    else
+      pushIndex(std::get<int64_t>(x));
   }
   void pop_back() {
     const Element& e = elements()[--m_size];
@@ -238,7 +249,9 @@ class TensorPath {
     uint32_t index : 1;  // an integer key / list index
   };
   [[nodiscard]] const char* text() const { return m_heapText ? m_heapText : m_inlineText; }
-  [[nodiscard]] const Element* elements() const { return m_heapElements ? m_heapElements : m_inlineElements; }
+  [[nodiscard]] const Element* elements() const {
+    return m_heapElements ? m_heapElements : m_inlineElements;
+  }
   void append(const char* p, size_t n, bool isIndex) {
     const size_t sep = m_textSize ? 1 : 0;
     const size_t need = size_t(m_textSize) + sep + n;
@@ -261,7 +274,7 @@ class TensorPath {
   void take(TensorPath& o) noexcept;
   void release() noexcept;
 
-  char* m_heapText = nullptr;  // null: the text is inline
+  char* m_heapText = nullptr;         // null: the text is inline
   Element* m_heapElements = nullptr;  // null: the elements are inline
   uint32_t m_textSize = 0;
   uint32_t m_textCapacity = 0;  // of the heap text
@@ -280,16 +293,16 @@ struct StorageInfo {
   // Provided, so that a new entry in a table (emplace_back()) gets its
   // member initializers only, not a memset of the whole struct first.
   StorageInfo() noexcept {}
-  std::string key;       // "0", "1", ... as in the file
+  std::string key;             // "0", "1", ... as in the file
   DType dtype = DType::UInt8;  // element type of the storage class
-  uint64_t numel = 0;    // elements of `dtype` the file claims
-  std::string location;  // "cpu", "cuda:0", ...
-  int64_t zipEntry = -1;  // index into the zip's entries once found
-  std::string record;     // the zip record name, set only when it is missing or short (for messages)
+  uint64_t numel = 0;          // elements of `dtype` the file claims
+  std::string location;        // "cpu", "cuda:0", ...
+  int64_t zipEntry = -1;       // index into the zip's entries once found
+  std::string record;  // the zip record name, set only when it is missing or short (for messages)
   uint64_t dataOffset = 0;  // absolute byte offset, when known (legacy, safetensors)
   bool dataOffsetKnown = false;
-  int useCount = 0;      // tensors viewing it
-  std::string error;     // why its bytes cannot be read, "" when fine
+  int useCount = 0;   // tensors viewing it
+  std::string error;  // why its bytes cannot be read, "" when fine
 
   [[nodiscard]] uint64_t nbytes() const;
 };
@@ -301,15 +314,15 @@ struct TensorInfo {
   TensorPath path;  // first place in the tree where it occurs
   DType dtype = DType::Float32;
   Dims shape;
-  Dims stride;  // in elements
-  int64_t storageOffset = 0;    // in elements of `dtype`
-  int storage = -1;             // index into storages(); -1 for meta tensors
+  Dims stride;                // in elements
+  int64_t storageOffset = 0;  // in elements of `dtype`
+  int storage = -1;           // index into storages(); -1 for meta tensors
   bool requiresGrad = false;
   bool isParameter = false;
   bool isMeta = false;
-  std::string subclass;          // tensor subclass named by _rebuild_from_type_v2
-  std::string qscheme;           // quantized tensors: "per_tensor_affine", ...
-  double qscale = 0.0;           // per-tensor quantisation
+  std::string subclass;  // tensor subclass named by _rebuild_from_type_v2
+  std::string qscheme;   // quantized tensors: "per_tensor_affine", ...
+  double qscale = 0.0;   // per-tensor quantisation
   int64_t qzeroPoint = 0;
   std::string error;  // why its bytes cannot be read ("" when the extent is fine)
 
