@@ -632,6 +632,23 @@ class TestSharded : public QObject {
                 .find("1 missing") != std::string::npos);
   }
 
+  // A checkpoint's folder opened on its own (ls DIR, File > Open Directory on
+  // it): one row named after the folder, in the run of the folder holding it,
+  // as when that parent is opened; it was "." in a run "..".
+  void lsFolderOnItsOwn() {
+    for (const char* folder : {"dcp_ws3", "fsdp_ws3"}) {
+      const Run r = cli({"ls", kDir + "/" + folder, "--json"});
+      QCOMPARE(r.exitCode, 0);
+      const json got = json::parse(r.out.toStdString());
+      QCOMPARE(got["runs"].size(), size_t(1));
+      const json& run = got["runs"][0];
+      QCOMPARE(run["name"].get<std::string>(), std::string("sharded"));
+      QCOMPARE(run["checkpoints"].size(), size_t(1));
+      QCOMPARE(run["checkpoints"][0]["file"].get<std::string>(), std::string(folder));
+      QCOMPARE(run["checkpoints"][0]["format"].get<std::string>(), std::string("sharded"));
+    }
+  }
+
   // Statistics of a logical tensor read across its chunks equal those of the
   // same tensor in the single file (both streamed from mapped bytes).
   void statsAcrossChunks_data() {

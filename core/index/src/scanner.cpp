@@ -276,6 +276,10 @@ std::string runNameFor(const std::string& root, const std::string& dir) {
   std::string name = fs::path(dir).lexically_relative(rootPath).string();
   if (name.empty() || name == ".")
     name = fs::absolute(rootPath).lexically_normal().filename().string();
+  // Above the root (the root is a sharded checkpoint's own folder, whose run
+  // is the folder holding it): that folder's name, not "..".
+  else if (name == ".." || name.starts_with("../"))
+    name = fs::absolute(fs::path(dir)).lexically_normal().filename().string();
   if (name.empty())
     name = fs::absolute(rootPath).lexically_normal().parent_path().filename().string();
   return name;
@@ -364,7 +368,10 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
   std::map<std::string, RunEntry> runs;
   for (size_t i = 0; i < files.size(); ++i) {
     const fs::path& f = files[i];
-    const std::string rel = f.lexically_relative(rootPath).string();
+    std::string rel = f.lexically_relative(rootPath).string();
+    // The root itself, a sharded checkpoint's folder opened on its own: its
+    // folder name, as when its parent is opened (it was listed as ".").
+    if (rel.empty() || rel == ".") rel = fs::absolute(f).lexically_normal().filename().string();
     CheckpointEntry entry = describeCheckpoint(f.string(), rel);
     const std::string runName = runNameFor(root, f.parent_path().string());
     RunEntry& run = runs[runName];
