@@ -1,6 +1,7 @@
 #pragma once
 // The pickle opcodes (Python's pickletools names), shared by the reader's
-// machine (pickle_reader.cpp) and the safety scan's walk (pickle_scan.cpp).
+// machine (pickle_reader.cpp), the safety scan's walk (pickle_scan.cpp) and
+// the writer (pickle_writer.cpp).
 // Internal to core/format.
 
 #include <cstdint>

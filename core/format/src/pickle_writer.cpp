@@ -7,45 +7,15 @@
 
 #include "ckpt/format/error.h"
 #include "ckpt/format/torch_writer.h"
+#include "pickle_opcodes.h"
 
 namespace ckpt::writer {
 namespace {
 
 using K = Value::Kind;
 
-enum Op : uint8_t {
-  MARK = '(',
-  STOP = '.',
-  BININT = 'J',
-  BININT1 = 'K',
-  BININT2 = 'M',
-  NONE = 'N',
-  BINPERSID = 'Q',
-  REDUCE = 'R',
-  BINUNICODE = 'X',
-  APPENDS = 'e',
-  BUILD = 'b',
-  GLOBAL = 'c',
-  EMPTY_DICT = '}',
-  BINGET = 'h',
-  LONG_BINGET = 'j',
-  EMPTY_LIST = ']',
-  BINPUT = 'q',
-  LONG_BINPUT = 'r',
-  SETITEMS = 'u',
-  TUPLE = 't',
-  EMPTY_TUPLE = ')',
-  BINFLOAT = 'G',
-  PROTO = 0x80,
-  NEWOBJ = 0x81,
-  TUPLE1 = 0x85,
-  TUPLE2 = 0x86,
-  TUPLE3 = 0x87,
-  NEWTRUE = 0x88,
-  NEWFALSE = 0x89,
-  LONG1 = 0x8a,
-  LONG4 = 0x8b,
-};
+// Opcodes: pickle_opcodes.h, shared with the reader and the scan.
+using namespace pickle_ops;
 
 constexpr size_t kBatch = 1000;  // items per APPENDS / SETITEMS, as Python
 constexpr int kMaxDepth = 2000;  // recursion (the reader caps nesting at 1000)
