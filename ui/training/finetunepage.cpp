@@ -17,18 +17,11 @@ using namespace trainui;
 
 FinetunePage::FinetunePage(QWidget* parent) : QWidget(parent) {
   auto* f = new QFormLayout(this);
-  auto* intro =
-      new QLabel(tr("Starts a new stage from the checkpoint's weights: a fresh optimizer, a cosine "
-                    "schedule without warmup, step 0, its own directory. The checkpoint is "
-                    "recorded as the parent of every checkpoint the stage writes."),
-                 this);
-  intro->setWordWrap(true);
-  f->addRow(intro);
-  m_checkpoint = new QLineEdit(this);
-  m_checkpoint->setObjectName(QStringLiteral("checkpoint"));
-  f->addRow(QStringLiteral("checkpoint"),
-            pathRow(this, m_checkpoint,
-                    chooser(this, m_checkpoint, tr("Checkpoint"), Pick::File, checkpointFilter())));
+  m_checkpoint = addCheckpointRows(
+      this, f,
+      tr("Starts a new stage from the checkpoint's weights: a fresh optimizer, a cosine "
+         "schedule without warmup, step 0, its own directory. The checkpoint is "
+         "recorded as the parent of every checkpoint the stage writes."));
   m_data = new QLineEdit(this);
   m_data->setObjectName(QStringLiteral("path"));
   m_data->setPlaceholderText(tr("fine-tuning text or .bin tokens"));
@@ -60,13 +53,8 @@ FinetunePage::FinetunePage(QWidget* parent) : QWidget(parent) {
 
 std::optional<Problem> FinetunePage::fill(TrainRequest& r, const std::string& device) const {
   const QString ckpt = m_checkpoint->text().trimmed();
-  const QStringList checkpointField{QStringLiteral("checkpoint")};
-  if (ckpt.isEmpty())
-    return Problem{tr("checkpoint: choose the checkpoint to fine-tune"), checkpointField};
-  if (!QFileInfo(ckpt).isFile())
-    return Problem{tr("checkpoint: %1 does not exist").arg(ckpt), checkpointField};
-  if (const QString danger = dangerReason(ckpt); !danger.isEmpty())
-    return Problem{danger, checkpointField};
+  if (auto problem = checkpointProblem(ckpt, tr("checkpoint: choose the checkpoint to fine-tune")))
+    return problem;
   const QString data = m_data->text().trimmed();
   if (data.isEmpty())
     return Problem{tr("data: choose the fine-tuning data"), {QStringLiteral("path")}};

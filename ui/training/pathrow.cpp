@@ -4,7 +4,9 @@
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFormLayout>
 #include <QHBoxLayout>
+#include <QLabel>
 #include <QLineEdit>
 #include <QScrollArea>
 #include <QToolButton>
@@ -64,11 +66,29 @@ QString checkpointFilter() {
   return tr("Checkpoints (*.pt *.pth *.bin);;All files (*)");
 }
 
-QString dangerReason(const QString& checkpoint) {
-  const SafetyReport report = scanFile(checkpoint.toStdString());
-  if (report.verdict != Verdict::Dangerous) return {};
-  return tr("checkpoint: refused, %1 would run code if Python loaded it (%2)")
-      .arg(QFileInfo(checkpoint).fileName(), QString::fromStdString(report.summary()));
+QLineEdit* addCheckpointRows(QWidget* page, QFormLayout* form, const QString& intro) {
+  auto* label = new QLabel(intro, page);
+  label->setWordWrap(true);
+  form->addRow(label);
+  auto* edit = new QLineEdit(page);
+  edit->setObjectName(QStringLiteral("checkpoint"));
+  form->addRow(
+      QStringLiteral("checkpoint"),
+      pathRow(page, edit, chooser(page, edit, tr("Checkpoint"), Pick::File, checkpointFilter())));
+  return edit;
+}
+
+std::optional<Problem> checkpointProblem(const QString& path, const QString& choose) {
+  const QStringList field{QStringLiteral("checkpoint")};
+  if (path.isEmpty()) return Problem{choose, field};
+  if (!QFileInfo(path).isFile())
+    return Problem{tr("checkpoint: %1 does not exist").arg(path), field};
+  const SafetyReport report = scanFile(path.toStdString());
+  if (report.verdict == Verdict::Dangerous)
+    return Problem{tr("checkpoint: refused, %1 would run code if Python loaded it (%2)")
+                       .arg(QFileInfo(path).fileName(), QString::fromStdString(report.summary())),
+                   field};
+  return std::nullopt;
 }
 
 QString defaultOutputDir(const QString& runName) {

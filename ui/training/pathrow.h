@@ -3,7 +3,9 @@
 #include <QString>
 #include <QStringList>
 #include <functional>
+#include <optional>
 
+class QFormLayout;
 class QLineEdit;
 class QScrollArea;
 class QWidget;
@@ -37,10 +39,15 @@ std::function<void()> chooser(QWidget* parent, QLineEdit* edit, const QString& t
 // The file dialogs' filter for checkpoints.
 QString checkpointFilter();
 
-// Why training must not start from `checkpoint`: its pickles name globals
-// that would run code if Python loaded them (the same scan as
-// `ckptscope-cli scan`); "" when they do not.
-QString dangerReason(const QString& checkpoint);
+// The Resume and Fine-tune pages' first rows: a wrapped `intro`, then the
+// "checkpoint" field with its file chooser (object name "checkpoint").
+QLineEdit* addCheckpointRows(QWidget* page, QFormLayout* form, const QString& intro);
+
+// What is wrong with a checkpoint field's `path`, if anything: `choose`
+// when it is empty, a missing file, or pickles that would run code if
+// Python loaded them (the same scan as `ckptscope-cli scan`). The problem
+// names the field "checkpoint".
+std::optional<Problem> checkpointProblem(const QString& path, const QString& choose);
 
 // ~/ckptscope-runs/<run name>: where a new run writes when no directory is given.
 QString defaultOutputDir(const QString& runName);

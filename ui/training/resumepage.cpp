@@ -17,20 +17,13 @@ using namespace trainui;
 
 ResumePage::ResumePage(QWidget* parent) : QWidget(parent) {
   auto* f = new QFormLayout(this);
-  auto* intro = new QLabel(
+  m_checkpoint = addCheckpointRows(
+      this, f,
       tr("Continues the run that wrote the checkpoint from its step: the same optimizer state, "
          "schedule, data position and random state, so the result is what an uninterrupted run "
          "gives. From the run's newest checkpoint it continues in the run's directory; from an "
          "older one it continues as a new run next to it, and the run's later checkpoints stay "
-         "as they are."),
-      this);
-  intro->setWordWrap(true);
-  f->addRow(intro);
-  m_checkpoint = new QLineEdit(this);
-  m_checkpoint->setObjectName(QStringLiteral("checkpoint"));
-  f->addRow(QStringLiteral("checkpoint"),
-            pathRow(this, m_checkpoint,
-                    chooser(this, m_checkpoint, tr("Checkpoint"), Pick::File, checkpointFilter())));
+         "as they are."));
   m_maxSteps = new QSpinBox(this);
   m_maxSteps->setRange(0, 1'000'000'000);
   m_maxSteps->setSpecialValueText(tr("as recorded"));
@@ -70,11 +63,8 @@ void ResumePage::reset(const QString& checkpoint) {
 
 std::optional<Problem> ResumePage::fill(TrainRequest& r, const std::string& device) const {
   const QString ckpt = m_checkpoint->text().trimmed();
-  const QStringList field{QStringLiteral("checkpoint")};
-  if (ckpt.isEmpty()) return Problem{tr("checkpoint: choose the checkpoint to resume"), field};
-  if (!QFileInfo(ckpt).isFile())
-    return Problem{tr("checkpoint: %1 does not exist").arg(ckpt), field};
-  if (const QString danger = dangerReason(ckpt); !danger.isEmpty()) return Problem{danger, field};
+  if (auto problem = checkpointProblem(ckpt, tr("checkpoint: choose the checkpoint to resume")))
+    return problem;
   r.resume.checkpoint = ckpt.toStdString();
   if (m_maxSteps->value() > 0) r.resume.maxSteps = m_maxSteps->value();
   const QString data = m_data->text().trimmed();
