@@ -18,6 +18,10 @@ namespace ckpt {
 // so charts follow a light or dark system palette like the other widgets.
 void applyPalette(QCustomPlot* plot, const QPalette& palette);
 
+// The n-th colour of a qualitative palette (matplotlib's tab10): distinct
+// hues that stay readable as thin lines on white; series take them in order.
+[[nodiscard]] QColor seriesColour(size_t index);
+
 // Viridis (matplotlib's default): ordered in lightness, readable on light
 // and dark backgrounds and for colour-blind eyes; NaN cells (nothing there)
 // get `empty`, not the lowest colour.

@@ -22,13 +22,6 @@ namespace ckpt {
 
 namespace {
 
-// A qualitative palette (matplotlib's tab10), as the curves use.
-const QColor kColours[] = {QColor(0x1f, 0x77, 0xb4), QColor(0xff, 0x7f, 0x0e),
-                           QColor(0x2c, 0xa0, 0x2c), QColor(0xd6, 0x27, 0x28),
-                           QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b),
-                           QColor(0xe3, 0x77, 0xc2), QColor(0x7f, 0x7f, 0x7f),
-                           QColor(0xbc, 0xbd, 0x22), QColor(0x17, 0xbe, 0xcf)};
-
 QString blockName(int block) {
   return block < 0 ? QObject::tr("emb/head") : QObject::tr("block %1").arg(block);
 }
@@ -250,7 +243,7 @@ void DriftView::plot() {
   for (const auto& [block, index] : colour) {
     QCPGraph* g = m_curves->addGraph();
     g->setName(blockName(block));
-    g->setPen(QPen(kColours[index % std::size(kColours)], 1.2));
+    g->setPen(QPen(seriesColour(index), 1.2));
     g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 4));
     for (size_t i = 0; i < m_steps.size(); ++i)
       for (size_t k = 0; k < m_steps[i].blocks.size(); ++k)

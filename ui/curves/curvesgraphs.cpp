@@ -18,19 +18,7 @@
 namespace ckpt {
 namespace {
 
-// A qualitative palette (matplotlib's tab10): distinct hues that stay
-// readable as thin lines on white. Runs take them in order.
-const QColor kPalette[] = {QColor(0x1f, 0x77, 0xb4), QColor(0xff, 0x7f, 0x0e),
-                           QColor(0x2c, 0xa0, 0x2c), QColor(0xd6, 0x27, 0x28),
-                           QColor(0x94, 0x67, 0xbd), QColor(0x8c, 0x56, 0x4b),
-                           QColor(0xe3, 0x77, 0xc2), QColor(0x7f, 0x7f, 0x7f),
-                           QColor(0xbc, 0xbd, 0x22), QColor(0x17, 0xbe, 0xcf)};
-constexpr int kPaletteSize = int(sizeof(kPalette) / sizeof(kPalette[0]));
 constexpr int kRawAlpha = 90;  // the raw curve, faint behind the smoothed one
-
-QColor runColour(size_t index) {
-  return kPalette[index % kPaletteSize];
-}
 
 QColor faint(QColor c) {
   c.setAlpha(kRawAlpha);
@@ -79,7 +67,7 @@ void CurvesView::fillRun(size_t index) {
   const MetricSeries* series = run.find(pathToStd(m_metric));
   if (!series || series->points.empty()) return;
   if (!rp.smoothed) {
-    const QColor colour = runColour(index);
+    const QColor colour = seriesColour(index);
     rp.raw = m_plot->addGraph();
     rp.raw->setName(run.name + tr(" (raw)"));
     rp.raw->setPen(QPen(faint(colour), 1));
