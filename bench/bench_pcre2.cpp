@@ -1,5 +1,5 @@
 // Could PCRE2 replace the hand-written Unicode tables and matcher of the
-// GPT-2 pre-tokenizer (core/train/src/pretokenize.cpp, unicode_classes.cpp)?
+// GPT-2 pre-tokenizer (core/tokenize/src/pretokenize.cpp, unicode_classes.cpp)?
 // Issue #13 asked; this program answers with two figures measured in one run:
 //   1. exactness: every code point, PCRE2's \p{L} / \p{N} / \s (UTF + UCP)
 //      against our tables (Unicode 17.0, the tables of Python's `regex`);
@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "ckpt/format/utf8.h"
-#include "ckpt/train/tokenizer.h"
+#include "ckpt/tokenize/tokenizer.h"
 
 namespace {
 

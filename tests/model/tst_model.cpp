@@ -11,9 +11,9 @@
 #include <fstream>
 #include <map>
 
+#include "ckpt/config/config_schema.h"
+#include "ckpt/config/model_config.h"
 #include "ckpt/format/value.h"
-#include "ckpt/model/config.h"
-#include "ckpt/model/config_schema.h"
 #include "ckpt/model/decoder.h"
 #include "ckpt/model/device.h"
 

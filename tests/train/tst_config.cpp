@@ -1,4 +1,4 @@
-// The config's field tables (ckpt/model/config_schema.h) without LibTorch:
+// The config's field tables (ckpt/config/config_schema.h) without LibTorch:
 // every field of every section reads back what toJson wrote, every bound
 // is enforced by a ConfigError naming its field, the rules across fields
 // name theirs, RUN.json is written byte for byte as before the tables
@@ -10,9 +10,9 @@
 #include <functional>
 #include <map>
 
-#include "ckpt/model/config.h"
-#include "ckpt/model/config_schema.h"
-#include "ckpt/train/run_config.h"
+#include "ckpt/config/config_schema.h"
+#include "ckpt/config/model_config.h"
+#include "ckpt/config/run_config.h"
 
 using namespace ckpt;
 using json = nlohmann::ordered_json;

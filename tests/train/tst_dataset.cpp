@@ -10,7 +10,7 @@
 
 #include <set>
 
-#include "ckpt/train/dataset.h"
+#include "ckpt/tokenize/dataset.h"
 
 using namespace ckpt;
 using Ids = std::vector<int32_t>;

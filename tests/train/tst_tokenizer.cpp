@@ -20,7 +20,7 @@
 #include <fstream>
 
 #include "ckpt/format/utf8.h"
-#include "ckpt/train/tokenizer.h"
+#include "ckpt/tokenize/tokenizer.h"
 
 using namespace ckpt;
 using Ids = std::vector<int32_t>;

@@ -8,8 +8,8 @@
 #include "../core/json_compare.h"
 #include "../core/run_outputs.h"
 #include "../core/run_process.h"
-#include "ckpt/model/config_schema.h"
-#include "ckpt/train/run_config.h"
+#include "ckpt/config/config_schema.h"
+#include "ckpt/config/run_config.h"
 #include "run_files.h"
 
 using ckpt::test::json;

@@ -25,8 +25,8 @@
 #include <climits>
 #include <stdexcept>
 
+#include "ckpt/trainapi/train_backend.h"
 #include "textformat.h"
-#include "training/trainbackend.h"
 #include "training/trainbackendloader.h"
 
 namespace ckpt {

@@ -21,7 +21,7 @@ namespace ckpt {
 // The Generate tab: text from the selected checkpoint's model, the
 // reference guide's "inference only" use of a checkpoint. A prompt, max new
 // tokens, temperature (0: greedy), top-k (0: all), seed and device; Generate
-// runs on a BackgroundJob through the training plugin (trainbackend.h's
+// runs on a BackgroundJob through the training plugin (ckpt/trainapi/train_backend.h's
 // generate(): the sampler of `ckptscope-cli generate`, so the same
 // checkpoint, prompt, settings and seed give the same text, token for
 // token), and the tokens appear as they come. Stop ends it after the token

@@ -11,8 +11,8 @@
 #include <QVBoxLayout>
 #include <algorithm>
 
-#include "ckpt/model/config.h"
-#include "ckpt/model/config_schema.h"
+#include "ckpt/config/config_schema.h"
+#include "ckpt/config/model_config.h"
 
 namespace ckpt {
 namespace {

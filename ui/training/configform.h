@@ -43,7 +43,7 @@ class ConfigForm : public QWidget {
 
   explicit ConfigForm(QWidget* parent = nullptr);
 
-  // The form's rows of a config section (ckpt/model/config_schema.h): the
+  // The form's rows of a config section (ckpt/config/config_schema.h): the
   // fields it marks for the form, in its order, with the form's defaults,
   // and the help and rule as tooltip.
   static QList<Field> fieldsOf(const ConfigSection& section);

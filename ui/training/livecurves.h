@@ -3,7 +3,7 @@
 #include <QList>
 #include <QWidget>
 
-#include "ckpt/train/trainer.h"
+#include "ckpt/trainapi/job_types.h"
 
 class QCPGraph;
 class QCustomPlot;

@@ -2,7 +2,7 @@
 
 #include <QScrollArea>
 
-#include "ckpt/train/run_config.h"
+#include "ckpt/config/run_config.h"
 
 class QComboBox;
 class QLineEdit;

@@ -14,8 +14,8 @@
 #include <climits>
 #include <nlohmann/json.hpp>
 
+#include "ckpt/trainapi/train_backend.h"
 #include "training/livecurves.h"
-#include "training/trainbackend.h"
 
 namespace ckpt {
 

@@ -6,7 +6,7 @@
 #include <QLibrary>
 #include <QMutex>
 
-#include "training/trainbackend.h"
+#include "ckpt/trainapi/train_backend.h"
 
 #ifndef CKPT_TRAIN_BACKEND_BUILT
 #define CKPT_TRAIN_BACKEND_BUILT 0

@@ -8,7 +8,7 @@ namespace ckpt {
 class TrainBackend;
 
 // Finding and loading ckptscope-train-backend, the LibTorch plugin
-// (trainbackend.h). Where it looks, in order:
+// (ckpt/trainapi/train_backend.h). Where it looks, in order:
 //   1. $CKPTSCOPE_TRAIN_BACKEND (a file; tests and odd installs),
 //   2. next to the executable (the build tree and a relocatable install),
 //   3. ../lib/ckptscope/ and ../lib/<multiarch>/ckptscope/ from the executable (an FHS install).

@@ -8,7 +8,7 @@
 #include <atomic>
 #include <memory>
 
-#include "training/trainbackend.h"
+#include "ckpt/trainapi/train_backend.h"
 
 namespace ckpt {
 

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "ckpt/config/model_config.h"
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/checkpoint_view.h"
-#include "ckpt/model/config.h"
 #include "ckpt/model/decoder.h"
 
 namespace ckpt {

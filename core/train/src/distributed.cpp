@@ -18,7 +18,7 @@
 #include <mutex>
 #include <thread>
 
-#include "ckpt/model/config.h"  // ConfigError
+#include "ckpt/config/model_config.h"  // ConfigError
 
 namespace ckpt {
 namespace {

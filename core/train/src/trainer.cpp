@@ -15,8 +15,8 @@
 #include "ckpt/index/scanner.h"
 #include "ckpt/model/decoder.h"
 #include "ckpt/model/device.h"
-#include "ckpt/train/dataset.h"
-#include "ckpt/train/tokenizer.h"
+#include "ckpt/tokenize/dataset.h"
+#include "ckpt/tokenize/tokenizer.h"
 #include "distributed.h"
 
 namespace fs = std::filesystem;

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "ckpt/model/config.h"
+#include "ckpt/config/model_config.h"
 
 namespace torch::nn {
 class Module;

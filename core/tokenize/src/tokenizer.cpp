@@ -1,7 +1,7 @@
 // The tokenizers: bytes, and byte-level BPE as GPT-2's encoder.py and
 // Hugging Face's ByteLevel BPE do it (merges by rank, a piece cache).
 // Pre-tokenizing: pretokenize.cpp; reading tokenizer files: tokenizer_files.cpp.
-#include "ckpt/train/tokenizer.h"
+#include "ckpt/tokenize/tokenizer.h"
 
 #include <algorithm>
 #include <climits>

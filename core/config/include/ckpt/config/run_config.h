@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "ckpt/model/config.h"
+#include "ckpt/config/model_config.h"
 
 namespace ckpt {
 

@@ -1,8 +1,8 @@
-#include "ckpt/train/run_config.h"
+#include "ckpt/config/run_config.h"
 
 #include <fstream>
 
-#include "ckpt/model/config_schema.h"
+#include "ckpt/config/config_schema.h"
 
 namespace ckpt {
 namespace {

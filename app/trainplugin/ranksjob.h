@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "training/trainbackend.h"
+#include "ckpt/trainapi/train_backend.h"
 
 namespace ckpt {
 

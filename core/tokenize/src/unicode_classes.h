@@ -1,5 +1,5 @@
 #pragma once
-// Internal to core/train: the code-point classes GPT-2's pre-tokenizer
+// Internal to core/tokenize: the code-point classes GPT-2's pre-tokenizer
 // pattern tests (pretokenize.cpp), looked up in constant time.
 
 #include <cstdint>

@@ -1,12 +1,13 @@
-// ckptscope-train-backend: TrainBackend (../trainbackend.h) on top of the
+// ckptscope-train-backend: TrainBackend (ckpt/trainapi/train_backend.h) on top of the
 // trainer (ckpt_train, LibTorch). The desktop app loads this module with
 // QLibrary the first time the Train panel is used; it exports one C symbol.
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
 
+#include "ckpt/train/trainer.h"
+#include "ckpt/trainapi/train_backend.h"
 #include "ranksjob.h"
-#include "training/trainbackend.h"
 
 namespace ckpt {
 namespace {

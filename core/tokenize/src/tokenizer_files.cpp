@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ckpt/train/tokenizer.h"
+#include "ckpt/tokenize/tokenizer.h"
 
 namespace fs = std::filesystem;
 

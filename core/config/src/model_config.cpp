@@ -1,10 +1,10 @@
-#include "ckpt/model/config.h"
+#include "ckpt/config/model_config.h"
 
 #include <string_view>
 #include <unordered_set>
 
+#include "ckpt/config/config_schema.h"
 #include "ckpt/format/value.h"
-#include "ckpt/model/config_schema.h"
 
 namespace ckpt {
 namespace {

@@ -1,12 +1,13 @@
 #pragma once
 // The seam between the desktop app and LibTorch. The app never links
 // LibTorch (0.4 s and 160 MB at start-up); training lives in a plugin,
-// ckptscope-train-backend (ui/training/backend), loaded on first use of the
-// Train panel (trainbackendloader.h). This header is all the two share: no
-// Qt, no LibTorch. The value types (StepReport, RunResult, TrainJobInfo,
-// FinetuneOptions, RunConfig, GenerateOptions, GeneratedToken) are the
-// trainer's own plain structs, so nothing is copied field by field on
-// either side.
+// ckptscope-train-backend (app/trainplugin), loaded on first use of the
+// Train panel (ui/training/trainbackendloader.h). This header and the two it
+// includes are all the two share: no Qt, no LibTorch, no code to link
+// (target ckpt_train_api). The value types (StepReport, RunResult,
+// TrainJobInfo, FinetuneOptions, GenerateOptions, GeneratedToken in
+// job_types.h; RunConfig in ckpt/config) are the trainer's own plain
+// structs, so nothing is copied field by field on either side.
 //
 // Errors: every call may throw a std::exception whose what() is a message
 // for the user (ConfigError names the field). Both sides are built by the
@@ -18,9 +19,8 @@
 #include <optional>
 #include <string>
 
-#include "ckpt/train/run_config.h"
-// StepReport, RunResult, TrainJobInfo, FinetuneOptions, GenerateOptions: declarations only
-#include "ckpt/train/trainer.h"
+#include "ckpt/config/run_config.h"
+#include "ckpt/trainapi/job_types.h"
 
 namespace ckpt {
 

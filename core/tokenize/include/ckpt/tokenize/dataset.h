@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "ckpt/train/tokenizer.h"
+#include "ckpt/tokenize/tokenizer.h"
 
 namespace ckpt {
 

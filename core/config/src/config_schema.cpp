@@ -1,11 +1,11 @@
-#include "ckpt/model/config_schema.h"
+#include "ckpt/config/config_schema.h"
 
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 
+#include "ckpt/config/model_config.h"
 #include "ckpt/format/value.h"
-#include "ckpt/model/config.h"
 
 namespace ckpt {
 namespace {

@@ -8,7 +8,7 @@
 #include <map>
 #include <vector>
 
-#include "ckpt/train/tokenizer.h"
+#include "ckpt/tokenize/tokenizer.h"
 
 namespace ckpt {
 

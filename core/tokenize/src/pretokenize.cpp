@@ -3,7 +3,7 @@
 // matched by hand over the Unicode classes of unicode_classes.cpp (one
 // table lookup per code point).
 #include "ckpt/format/utf8.h"
-#include "ckpt/train/tokenizer.h"
+#include "ckpt/tokenize/tokenizer.h"
 #include "unicode_classes.h"
 
 namespace ckpt {

@@ -1,4 +1,4 @@
-#include "ckpt/train/dataset.h"
+#include "ckpt/tokenize/dataset.h"
 
 #include "ckpt/format/utf8.h"
 
