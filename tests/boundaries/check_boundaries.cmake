@@ -1,0 +1,78 @@
+# cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DPROBES="probe_x|header|ok;..."
+#       -DTORCH_FREE_DIRS="core/format;..." -P check_boundaries.cmake
+# Builds each probe (tests/boundaries/CMakeLists.txt): an "ok" probe must
+# compile; a "fail" probe must fail because its header is not found (any
+# other failure is a broken probe, not a boundary that holds).
+set(failures 0)
+set(checked 0)
+# One build of every probe, going on after failures (-k 0): a probe that
+# fails shows as its compiler's "probe_<name>.cpp:1:10: fatal error: <header>:
+# No such file or directory".
+set(targets "")
+foreach(probe IN LISTS PROBES)
+  string(REPLACE "|" ";" parts "${probe}")
+  list(GET parts 0 target)
+  list(APPEND targets ${target})
+  file(REMOVE_RECURSE "${BUILD_DIR}/tests/boundaries/CMakeFiles/${target}.dir")
+endforeach()
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${BUILD_DIR} --target ${targets} -- -k 0
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+set(log "${out}${err}")
+foreach(probe IN LISTS PROBES)
+  string(REPLACE "|" ";" parts "${probe}")
+  list(GET parts 0 target)
+  list(GET parts 1 header)
+  list(GET parts 2 expect)
+  math(EXPR checked "${checked} + 1")
+  set(object "${BUILD_DIR}/tests/boundaries/CMakeFiles/${target}.dir/${target}.cpp.o")
+  string(FIND "${log}" "${target}.cpp:1:10: fatal error: ${header}: No such file or directory" notFound)
+  string(FIND "${log}" "FAILED: tests/boundaries/CMakeFiles/${target}.dir/" failed)
+  if(expect STREQUAL "ok")
+    if(EXISTS "${object}" AND failed EQUAL -1)
+      message(STATUS "ok    ${target}: ${header} is visible, as it should be")
+    else()
+      message(SEND_ERROR "${target}: ${header} should build and did not")
+      math(EXPR failures "${failures} + 1")
+    endif()
+  elseif(EXISTS "${object}")
+    message(SEND_ERROR "${target}: ${header} crosses a boundary but builds")
+    math(EXPR failures "${failures} + 1")
+  elseif(notFound EQUAL -1)
+    message(SEND_ERROR "${target}: did not build, but not because ${header} is not found")
+    math(EXPR failures "${failures} + 1")
+  else()
+    message(STATUS "ok    ${target}: ${header} is not visible")
+  endif()
+endforeach()
+if(failures GREATER 0)
+  message(STATUS "the build's output:\n${log}")
+endif()
+
+# Debian installs ATen's and c10's headers straight under /usr/include, where
+# every target sees them, so the include folders cannot keep LibTorch out:
+# the sources of the LibTorch-free layers are read for it instead.
+foreach(dir IN LISTS TORCH_FREE_DIRS)
+  file(GLOB_RECURSE sources "${SOURCE_DIR}/${dir}/*.h" "${SOURCE_DIR}/${dir}/*.cpp")
+  if(NOT sources)
+    message(SEND_ERROR "${dir}: no sources found (a folder was renamed? fix TORCH_FREE_DIRS)")
+    math(EXPR failures "${failures} + 1")
+  endif()
+  foreach(src IN LISTS sources)
+    file(STRINGS "${src}" hits REGEX "^[ \t]*#[ \t]*include[ \t]*[<\"](ATen|c10|torch|caffe2)/")
+    if(hits)
+      file(RELATIVE_PATH rel "${SOURCE_DIR}" "${src}")
+      message(SEND_ERROR "${rel} includes LibTorch: ${hits}")
+      math(EXPR failures "${failures} + 1")
+    endif()
+  endforeach()
+  math(EXPR checked "${checked} + 1")
+  message(STATUS "ok    ${dir}: no LibTorch include")
+endforeach()
+
+if(checked EQUAL 0)
+  message(FATAL_ERROR "no probes: the test's configuration is broken")
+endif()
+if(failures GREATER 0)
+  message(FATAL_ERROR "${failures} of ${checked} include boundaries do not hold")
+endif()
+message(STATUS "${checked} include boundaries hold")
