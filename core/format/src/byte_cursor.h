@@ -5,8 +5,9 @@
 //
 // A reader derives from ByteCursor<Reader> (CRTP) and says what running out
 // means: its truncated(n), which names the record and the opcode and does
-// not return (nor does its error(message), for a text line too long). The checks inline into the reader's opcode loop as its own
-// members did: no call, no virtual dispatch, one compare per read.
+// not return (nor does its error(message), for a text line too long). The
+// checks inline into the reader's opcode loop as its own members did: no
+// call, no virtual dispatch, one compare per read.
 #pragma once
 
 #include <bit>
