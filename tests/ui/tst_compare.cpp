@@ -3,6 +3,8 @@
 // diff_reference.py): never numbers typed in here.
 #include <qcustomplot.h>
 #include <QAbstractItemModelTester>
+#include <QBrush>
+#include <QColor>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -15,6 +17,7 @@
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTranslator>
 #include <QTreeView>
 #include <cmath>
 
@@ -48,6 +51,22 @@ bool same(double got, double want) {
   return std::fabs(got - want) <= 1e-9 * std::max(1.0, std::fabs(want));
 }
 
+// A translation into "German" for DiffModel's words: what an installed .qm
+// would do, without one (English stays the source text).
+class FakeGerman : public QTranslator {
+ public:
+  QString translate(const char* context, const char* source, const char* /*disambiguation*/,
+                    int /*n*/) const override {
+    if (QLatin1String(context) != QLatin1String("ckpt::DiffModel")) return {};
+    static const QMap<QString, QString> words{{"added", "hinzugefügt"}, {"removed", "entfernt"},
+                                              {"shape", "Form"},        {"dtype", "Datentyp"},
+                                              {"error", "Fehler"},      {"same", "gleich"},
+                                              {"changed", "geändert"},  {"Status", "Zustand"}};
+    return words.value(QString::fromUtf8(source));
+  }
+  [[nodiscard]] bool isEmpty() const override { return false; }
+};
+
 bool compareAndWait(CompareView& view, const QString& a, const QString& b) {
   QSignalSpy done(&view, &CompareView::finished);
   view.compare(a, b);
@@ -65,6 +84,7 @@ class TestCompare : public QObject {
   void tableMatchesTorch();
   void layersMatchTorch();
   void filterAndSort();
+  void statusWordsAreTranslated();
   void unreadableFileIsAnError();
   void windowComparesSelection();
   void driftThroughRun();
@@ -253,6 +273,44 @@ void TestCompare::filterAndSort() {
   QVERIFY(proxy->rowCount() > 0 && proxy->rowCount() < view.model()->rowCount());
   for (int r = 0; r < proxy->rowCount(); ++r)
     QVERIFY(proxy->index(r, int(Column::Name)).data().toString().contains("attn"));
+}
+
+// The Status column's words go through tr(): translated, they are shown in
+// the table (and sort as shown), while Role::Status, which code compares,
+// stays English, so the colours and the structure-first order still hold.
+void TestCompare::statusWordsAreTranslated() {
+  const QJsonObject p = pair("structure");
+  const QJsonObject want = p.value("expected").toObject();
+  FakeGerman german;
+  QVERIFY(QCoreApplication::installTranslator(&german));
+  CompareView view;
+  QVERIFY(compareAndWait(view, file(p.value("a").toString()), file(p.value("b").toString())));
+  DiffModel* model = view.model();
+  QCOMPARE(model->headerData(int(Column::Status), Qt::Horizontal).toString(),
+           QStringLiteral("Zustand"));
+  const QMap<QString, QString> shown{{"added", "hinzugefügt"}, {"removed", "entfernt"},
+                                     {"shape", "Form"},        {"dtype", "Datentyp"},
+                                     {"error", "Fehler"},      {"same", "gleich"},
+                                     {"changed", "geändert"}};
+  QMap<QString, int> counts;
+  for (int r = 0; r < model->rowCount(); ++r) {
+    const QString key = model->index(r, 0).data(int(DiffModel::Role::Status)).toString();
+    QVERIFY2(shown.contains(key), qPrintable(key));
+    ++counts[key];
+    QCOMPARE(model->index(r, int(Column::Status)).data().toString(), shown.value(key));
+    if (key == "removed")
+      QCOMPARE(model->index(r, int(Column::Name)).data(Qt::ForegroundRole).value<QBrush>().color(),
+               QColor(0xc0, 0x30, 0x30));
+  }
+  QCOMPARE(counts.value("added"), int(want.value("added").toArray().size()));
+  QCOMPARE(counts.value("removed"), int(want.value("removed").toArray().size()));
+  QCOMPARE(counts.value("shape"), int(want.value("changed_shape").toArray().size()));
+  QVERIFY(counts.value("added") > 0 && counts.value("removed") > 0);
+  QVERIFY(QCoreApplication::removeTranslator(&german));
+  // Untranslated again: the English words, as before.
+  for (int r = 0; r < model->rowCount(); ++r)
+    QCOMPARE(model->index(r, int(Column::Status)).data().toString(),
+             model->index(r, 0).data(int(DiffModel::Role::Status)).toString());
 }
 
 void TestCompare::unreadableFileIsAnError() {

@@ -30,10 +30,14 @@
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/checkpoint_view.h"
 #include "ckpt/format/tensor_data.h"
+#include "ckpt/index/metrics.h"
 #include "ckpt/index/run_plan.h"
+#include "ckpt/index/scanner.h"
+#include "curves/curvesview.h"
 #include "mainwindow.h"
 #include "training/configform.h"
 #include "training/livecurves.h"
+#include "training/runview.h"
 #include "training/trainbackendloader.h"
 #include "training/trainpanel.h"
 #include "trainpanel_driver.h"
@@ -238,7 +242,9 @@ class TestTrainPanel : public QObject {
       QCOMPARE(b[i]["loss"].get<double>(), a[i]["loss"].get<double>());
     QVERIFY(weightBytes(straight.lastCheckpoint.toStdString()) ==
             weightBytes(resumed.lastCheckpoint.toStdString()));
-    // The resumed run's curve starts with its history: one curve, every step once.
+    // The resumed run's curve starts with its history (read on the thread
+    // pool): one curve, every step once.
+    QTRY_VERIFY(!panel.runView()->isLoadingHistory());
     QCPGraph* loss = panel.curves()->lossGraph();
     QCOMPARE(loss->dataCount(), steps);
     for (int i = 0; i < steps; ++i) {
@@ -331,6 +337,184 @@ class TestTrainPanel : public QObject {
       QCOMPARE(QCryptographicHash::hash(moved.readAll(), QCryptographicHash::Sha256), before[f]);
     }
     QVERIFY(QFileInfo::exists(out + "/tiny_final.pt"));
+  }
+
+  // The chart of a resumed job starts with the run's history as the Curves
+  // tab draws it. The run's metrics.jsonl has a restart: a job restarted
+  // from step 2 logged steps 3 and 4 again, with other values. Resuming its
+  // step-4 checkpoint from the browser continues as the branch tiny@4 (step
+  // 6 exists): its chart is steps 1-2 of the first job, 3-4 of the
+  // restarted one (the last segment, addInFileOrder), then the job's own
+  // 5-6; loss, val loss and lr point for point what the Curves tab draws
+  // for tiny@4. (The app before this read only the branch's own
+  // metrics.jsonl, keeping the first job's steps: the chart began at 5.)
+  void resumedChartIsWhatCurvesDraws() {
+    const QString exp = dir("restarted");
+    QVERIFY(QDir().mkpath(exp));
+    MainWindow w;
+    w.resize(1280, 860);
+    w.show();
+    QSignalSpy loaded(&w, &MainWindow::loaded);
+    w.openPaths({exp});
+    QVERIFY(loaded.wait(60000));
+    TrainPanel& panel = *w.trainPanel();
+    w.showTrain();
+    QSignalSpy backend(&panel, &TrainPanel::backendLoaded);
+    QVERIFY(panel.backendReady() || backend.wait(60000));
+    const QString parent = exp + "/tiny";
+    Finished first;
+    QString failure;
+    QVERIFY2(runNew(panel, parent, 6, &first, &failure), qPrintable(failure));
+    const std::vector<json> firstJob = metricsLines(parent.toStdString());
+    QCOMPARE(firstJob.size(), size_t(6));
+    QVERIFY(firstJob[1].contains("val_loss") && firstJob[3].contains("val_loss"));
+    {
+      std::ofstream out((parent + "/metrics.jsonl").toStdString(), std::ios::app);
+      for (int step : {3, 4}) {
+        json line = firstJob[size_t(step - 1)];
+        line["loss"] = 10.0 + step;
+        line["lr"] = 1e-4 * step;
+        if (line.contains("val_loss")) line["val_loss"] = 20.0 + step;
+        out << line.dump() << '\n';
+      }
+    }
+
+    // The person selects tiny_step4.pt, Resume, Start.
+    const QString step4 = parent + "/tiny_step4.pt";
+    QTRY_VERIFY_WITH_TIMEOUT(w.selectPath(step4), 30000);
+    QVERIFY(w.resumeSelected());
+    QCOMPARE(panel.mode(), TrainPanel::Mode::Resume);
+    QCOMPARE(panel.resumeCheckpointEdit()->text(), step4);
+    QVERIFY2(panel.resumePlanText().contains("tiny@4"), qPrintable(panel.resumePlanText()));
+    QVERIFY2(panel.startButton()->isEnabled(), qPrintable(panel.validationError()));
+    QTest::mouseClick(panel.startButton(), Qt::LeftButton);
+    Finished branch;
+    QVERIFY2(waitForRun(panel, &branch, &failure), qPrintable(failure));
+    QCOMPARE(branch.outputDir, exp + "/tiny@4");
+    QCOMPARE(panel.jobInfo().startStep, int64_t(4));
+    const std::vector<json> ownSteps = metricsLines(branch.outputDir.toStdString());
+    QCOMPARE(ownSteps.size(), size_t(2));
+
+    // Hand-made truth: per metric, (step, value) as the chart must show it.
+    using Points = std::vector<std::pair<double, double>>;
+    const Points loss{{1, firstJob[0]["loss"].get<double>()},
+                      {2, firstJob[1]["loss"].get<double>()},
+                      {3, 13.0},
+                      {4, 14.0},
+                      {5, ownSteps[0]["loss"].get<double>()},
+                      {6, ownSteps[1]["loss"].get<double>()}};
+    const Points lr{{1, firstJob[0]["lr"].get<double>()},
+                    {2, firstJob[1]["lr"].get<double>()},
+                    {3, 1e-4 * 3},
+                    {4, 1e-4 * 4},
+                    {5, ownSteps[0]["lr"].get<double>()},
+                    {6, ownSteps[1]["lr"].get<double>()}};
+    const Points valLoss{{2, firstJob[1]["val_loss"].get<double>()},
+                         {4, 24.0},
+                         {6, ownSteps[1]["val_loss"].get<double>()}};
+    auto points = [](const QCPGraph* g) {
+      Points out;
+      for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it)
+        out.emplace_back(it->key, it->value);
+      return out;
+    };
+    auto text = [](const Points& ps) {
+      QStringList out;
+      for (const auto& [k, v] : ps) out << QStringLiteral("%1:%2").arg(k).arg(v, 0, 'g', 17);
+      return out.join(' ');
+    };
+    LiveCurves* chart = panel.curves();
+    QTRY_VERIFY2_WITH_TIMEOUT(chart->lossGraph()->dataCount() == int(loss.size()),
+                              qPrintable(text(points(chart->lossGraph()))), 30000);
+    QVERIFY(!panel.runView()->isLoadingHistory());
+    QCOMPARE(text(points(chart->lossGraph())), text(loss));
+    QCOMPARE(text(points(chart->lrGraph())), text(lr));
+    QCOMPARE(text(points(chart->valLossGraph())), text(valLoss));
+    // core/index reads the branch the same way (its lineage, the restart).
+    const RunMetrics core =
+        collectRunMetrics(scanRunDirectory(exp.toStdString(), branch.outputDir.toStdString()));
+    QVERIFY(core.find("loss") && core.find("loss")->points.size() == loss.size());
+    for (size_t i = 0; i < loss.size(); ++i)
+      QCOMPARE(core.find("loss")->points[i].value, loss[i].second);
+
+    // The Curves tab (after F5, so that it surely lists tiny@4): the same points.
+    QSignalSpy reloaded(&w, &MainWindow::loaded);
+    w.reload();
+    QVERIFY(reloaded.wait(60000));
+    w.setView(MainWindow::View::Curves);
+    CurvesView* curves = w.curvesView();
+    auto curveRun = [&]() -> QString {
+      for (const CurveRun& r : curves->runs())
+        if (QDir::cleanPath(r.path) == QDir::cleanPath(branch.outputDir)) return r.name;
+      return {};
+    };
+    for (const auto& [metric, truth] :
+         {std::pair{"loss", loss}, std::pair{"lr", lr}, std::pair{"val_loss", valLoss}}) {
+      QTRY_VERIFY_WITH_TIMEOUT(!curves->isLoading() && !curveRun().isEmpty(), 30000);
+      curves->setMetric(QString::fromLatin1(metric));
+      QTRY_VERIFY_WITH_TIMEOUT(curves->rawGraph(curveRun()) &&
+                                   curves->rawGraph(curveRun())->dataCount() == int(truth.size()),
+                               30000);
+      QCOMPARE(text(points(curves->rawGraph(curveRun()))), text(truth));
+    }
+    w.showTrain();
+    QVERIFY(w.grab().save(QStringLiteral(CKPT_BINARY_DIR "/trainpanel-resumed-branch.png")));
+  }
+
+  // The history is read on the thread pool: loadHistory() returns before
+  // the file is read, and of two requests the newer one is plotted alone.
+  void historyIsReadOffTheGuiThreadNewestWins() {
+    // A long run whose job restarted at step 150,000 and went on to 200,000.
+    const QString big = dir("history/big"), small = dir("history/small");
+    QVERIFY(QDir().mkpath(big) && QDir().mkpath(small));
+    {
+      std::ofstream out((big + "/metrics.jsonl").toStdString());
+      for (int s = 1; s <= 180000; ++s)
+        out << "{\"step\":" << s << ",\"loss\":" << 1000000 + s << ",\"lr\":0.001}\n";
+      for (int s = 150000; s <= 200000; ++s)
+        out << "{\"step\":" << s << ",\"loss\":" << 2000000 + s << ",\"lr\":0.002}\n";
+      std::ofstream two((small + "/metrics.jsonl").toStdString());
+      two << "{\"step\":1,\"loss\":5.0,\"lr\":0.1}\n{\"step\":2,\"loss\":4.0,\"lr\":0.1}\n";
+    }
+    RunView view;
+    view.resize(900, 600);
+    view.show();
+    view.setStepRange(190000, 210000);
+    QSignalSpy loaded(&view, &RunView::historyLoaded);
+    view.loadHistory(small, 2);
+    view.loadHistory(big, 190000);  // the newer request: small's answer is dropped
+    QVERIFY(view.isLoadingHistory());
+    QCOMPARE(view.curves()->lossGraph()->dataCount(), 0);
+    QTRY_COMPARE_WITH_TIMEOUT(loaded.size(), 1, 60000);
+    QCOMPARE(loaded.front().front().toLongLong(), 190000LL);
+    QTest::qWait(200);
+    QCOMPARE(loaded.size(), 1);
+    const QCPGraph* loss = view.curves()->lossGraph();
+    QCOMPARE(loss->dataCount(), 190000);
+    // The first job up to 149,999, the restarted one from 150,000: what
+    // collectRunMetrics gives (the Curves tab's rule).
+    QCOMPARE(loss->data()->at(0)->key, 1.0);
+    QCOMPARE(loss->data()->at(149998)->value, 1000000.0 + 149999);
+    QCOMPARE(loss->data()->at(149999)->key, 150000.0);
+    QCOMPARE(loss->data()->at(149999)->value, 2000000.0 + 150000);
+    QCOMPARE(loss->data()->at(189999)->key, 190000.0);
+    QCOMPARE(view.curves()->lrGraph()->data()->at(149999)->value, 0.002);
+    RunEntry run;
+    run.path = big.toStdString();
+    const RunMetrics metrics = collectRunMetrics(run);
+    const MetricSeries* core = metrics.find("loss");
+    QVERIFY(core);
+    for (int i : {0, 1000, 149998, 149999, 189999})
+      QCOMPARE(loss->data()->at(i)->value, core->points[size_t(i)].value);
+    // The chart's step axis now starts at 0 (the history), and clear() drops
+    // a request still running.
+    QCOMPARE(view.curves()->lossPlot()->xAxis->range().lower, 0.0);
+    view.loadHistory(big, 190000);
+    view.clear();
+    QVERIFY(!view.isLoadingHistory());
+    QTest::qWait(1500);
+    QCOMPARE(loaded.size(), 1);
+    QCOMPARE(view.curves()->lossGraph()->dataCount(), 0);
   }
 
   void finetuneStartsANewStage() {

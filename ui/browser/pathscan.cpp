@@ -1,5 +1,6 @@
 #include "browser/pathscan.h"
 
+#include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
 #include <exception>
@@ -51,7 +52,7 @@ std::vector<BrowseGroup> scanPaths(const QStringList& paths, const ScanProgress&
   if (!files.isEmpty()) {
     BrowseGroup g;
     g.kind = BrowseGroup::Kind::Files;
-    g.name = QStringLiteral("Files");
+    g.name = QCoreApplication::translate("ckpt::BrowseGroup", "Files");
     size_t done = 0;
     for (const QString& f : files) {
       // describeCheckpoint never throws: a missing or broken file comes back with `error`.

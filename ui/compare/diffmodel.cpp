@@ -22,6 +22,19 @@ QString layerText(const LayerKey& key) {
   return key.block < 0 ? module : QStringLiteral("%1 · %2").arg(key.block).arg(module);
 }
 
+// The Status column shows these words; Role::Status gives the English key
+// (what code and tests compare), the same in every language.
+QString statusWord(const QString& key) {
+  if (key == QLatin1String("added")) return DiffModel::tr("added");
+  if (key == QLatin1String("removed")) return DiffModel::tr("removed");
+  if (key == QLatin1String("shape")) return DiffModel::tr("shape");
+  if (key == QLatin1String("dtype")) return DiffModel::tr("dtype");
+  if (key == QLatin1String("error")) return DiffModel::tr("error");
+  if (key == QLatin1String("same")) return DiffModel::tr("same");
+  if (key == QLatin1String("changed")) return DiffModel::tr("changed");
+  return key;
+}
+
 // NaN does not order: it sorts as +inf (after every number ascending,
 // with the structure rows and errors, which have no number either).
 QVariant sortNumber(double v) {
@@ -150,7 +163,7 @@ QVariant DiffModel::data(const QModelIndex& index, int role) const {
   switch (role) {
     case Qt::DisplayRole:
       if (column == Column::Name) return name;
-      if (column == Column::Status) return status;
+      if (column == Column::Status) return statusWord(status);
       if (column == Column::Layer) return layerText(classifyTensorName(name.toStdString()));
       if (column == Column::Shape) return shape;
       if (column == Column::DType) return dtype;
@@ -196,10 +209,7 @@ QVariant DiffModel::tensorData(const TensorDiff& t, Column column, int role) con
         case Column::Name:
           return fromStd(t.name);
         case Column::Status:
-          if (broken) return QStringLiteral("error");
-          if (dtypeChanged) return QStringLiteral("dtype");
-          return t.normDiff == 0 && t.finitePairs == t.numel ? QStringLiteral("same")
-                                                             : QStringLiteral("changed");
+          return statusWord(tensorData(t, column, int(Role::Status)).toString());
         case Column::Layer:
           return layerText(t.layer);
         case Column::Shape:
@@ -230,7 +240,10 @@ QVariant DiffModel::tensorData(const TensorDiff& t, Column column, int role) con
           .arg(metricText(t.normA), metricText(t.normB), metricText(t.normDiff),
                groupedNumber(t.numel));
     case int(Role::Status):
-      return tensorData(t, Column::Status, Qt::DisplayRole);
+      if (broken) return QStringLiteral("error");
+      if (dtypeChanged) return QStringLiteral("dtype");
+      return t.normDiff == 0 && t.finitePairs == t.numel ? QStringLiteral("same")
+                                                         : QStringLiteral("changed");
     case int(Role::Value):
       return isMetric ? metric(column) : std::numeric_limits<double>::quiet_NaN();
     case int(Role::SortKey):

@@ -32,7 +32,8 @@ class DiffModel : public QAbstractTableModel {
   };
   enum class Role {
     SortKey = Qt::UserRole,
-    Status,  // QString: "changed", "added", "removed", "shape", "error"
+    Status,  // QString, the same in every language: "same", "changed", "added", "removed",
+             // "shape", "dtype", "error" (the Status column shows them translated)
     Value,   // double for the metric columns (NaN when not finite or absent)
   };
 

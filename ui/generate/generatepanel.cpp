@@ -58,7 +58,9 @@ QString key(const char* name) {
 // What `auto` means in the plugin: CUDA when LibTorch sees a GPU.
 std::string deviceText(const TrainBackend& backend, const std::string& asked) {
   if (asked != "auto") return asked;
-  return backend.devices().cudaAvailable ? "cuda (auto)" : "cpu (auto)";
+  return GeneratePanel::tr("%1 (auto)")
+      .arg(backend.devices().cudaAvailable ? QStringLiteral("cuda") : QStringLiteral("cpu"))
+      .toStdString();
 }
 
 }  // namespace
@@ -231,8 +233,9 @@ bool GeneratePanel::generate() {
       [checkpoint, options, stream = m_stream](JobProgress& progress) {
         const TrainBackendLoad& loaded = trainBackend();
         if (!loaded.backend)
-          throw std::runtime_error("Generating needs the training plugin. " +
-                                   loaded.error.toStdString());
+          throw std::runtime_error(GeneratePanel::tr("Generating needs the training plugin. %1")
+                                       .arg(loaded.error)
+                                       .toStdString());
         {
           const QMutexLocker lock(&stream->mutex);
           stream->device = deviceText(*loaded.backend, options.device);

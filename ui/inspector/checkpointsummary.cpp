@@ -132,7 +132,7 @@ struct MetaBuilder {
         }
         if (v->state) add(QStringLiteral("state"), v->state);
         for (size_t i = 0; i < v->listItems.size(); ++i)
-          add(QStringLiteral("item %1").arg(i), v->listItems[i]);
+          add(QObject::tr("item %1").arg(i), v->listItems[i]);
         for (const auto& [k, x] : v->entries) add(keyText(k), x);
         break;
       default:

@@ -247,9 +247,9 @@ void InspectorWidget::showSummary(const CheckpointSummary& s) {
   for (const OptimizerRow& r : s.optimizer) {
     const QString owner = r.name.isEmpty() ? tr("state %1").arg(r.index) : r.name;
     if (r.expAvg >= 0 && size_t(r.expAvg) < m_tensorNames.size())
-      m_tensorNames[size_t(r.expAvg)] = "exp_avg of " + owner;
+      m_tensorNames[size_t(r.expAvg)] = tr("exp_avg of %1").arg(owner);
     if (r.expAvgSq >= 0 && size_t(r.expAvgSq) < m_tensorNames.size())
-      m_tensorNames[size_t(r.expAvgSq)] = "exp_avg_sq of " + owner;
+      m_tensorNames[size_t(r.expAvgSq)] = tr("exp_avg_sq of %1").arg(owner);
   }
   m_optimizer->setRows(s.optimizer);
   m_optHeading->setText(s.optimizer.empty()

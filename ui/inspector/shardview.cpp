@@ -235,7 +235,8 @@ QVariant ShardChunkModel::data(const QModelIndex& index, int role) const {
         return r.missing ? missingShardColour() : shardColour(keyOf(*m_shards, r.chunk));
       return {};
     case Qt::ToolTipRole:
-      if (r.missing) return fromStd(p.error.empty() ? p.file + " cannot be read" : p.error);
+      if (r.missing)
+        return p.error.empty() ? tr("%1 cannot be read").arg(fromStd(p.file)) : fromStd(p.error);
       return fromStd(p.path);
     case Qt::ForegroundRole:
       return r.missing ? QVariant(QBrush(Qt::darkRed)) : QVariant();

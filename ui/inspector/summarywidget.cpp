@@ -168,8 +168,9 @@ void SummaryWidget::renderDetails() {
   const int width = m_details->viewport()->width();
   m_pairs = std::clamp(width / 240, 1, 3);
   const QString dim = palette().color(QPalette::PlaceholderText).name();
-  QString html = fieldTable(m_sections.fields, std::min(m_pairs, 2), dim,
-                            m_details->fontMetrics().horizontalAdvance("Metadata keys") + 12);
+  QString html =
+      fieldTable(m_sections.fields, std::min(m_pairs, 2), dim,
+                 m_details->fontMetrics().horizontalAdvance(QObject::tr("Metadata keys")) + 12);
   if (!m_sections.notes.isEmpty()) {
     html += "<p style='color:#8a5a00'>";
     for (const QString& n : m_sections.notes) html += "&#9888; " + esc(n) + "<br>";

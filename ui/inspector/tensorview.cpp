@@ -47,8 +47,8 @@ TensorView::TensorView(QWidget* parent) : QWidget(parent) {
   m_stats = new QLabel(this);
   m_stats->setTextInteractionFlags(Qt::TextSelectableByMouse);
   m_stats->setAlignment(Qt::AlignTop | Qt::AlignLeft);
-  m_stats->setMinimumWidth(
-      m_stats->fontMetrics().horizontalAdvance(QStringLiteral("L2 norm  -0.000123457e+99  ")));
+  m_stats->setMinimumWidth(m_stats->fontMetrics().horizontalAdvance(
+      tr("L2 norm") + QStringLiteral("  -0.000123457e+99  ")));
 
   m_histogram = makePlot(this);
   m_bars = new QCPBars(m_histogram->xAxis, m_histogram->yAxis);

@@ -167,7 +167,8 @@ json ConfigForm::sectionJson(const QString& section) const {
       case Kind::OptionalDouble: {
         const QString text = static_cast<QLineEdit*>(w)->text().trimmed();
         if (text.isEmpty() || text == QLatin1String("None")) {
-          if (f.kind == Kind::Double) throw ConfigError(k + ": a number is required", {k});
+          if (f.kind == Kind::Double)
+            throw ConfigError(tr("%1: a number is required").arg(key).toStdString(), {k});
           out[k] = nullptr;
           break;
         }
@@ -175,12 +176,14 @@ json ConfigForm::sectionJson(const QString& section) const {
         if (f.kind == Kind::OptionalInt) {
           const qlonglong v = QLocale::c().toLongLong(text, &ok);
           if (!ok)
-            throw ConfigError(k + ": expected an integer, got '" + text.toStdString() + "'", {k});
+            throw ConfigError(tr("%1: expected an integer, got '%2'").arg(key, text).toStdString(),
+                              {k});
           out[k] = int64_t(v);
         } else {
           const double v = QLocale::c().toDouble(text, &ok);
           if (!ok)
-            throw ConfigError(k + ": expected a number, got '" + text.toStdString() + "'", {k});
+            throw ConfigError(tr("%1: expected a number, got '%2'").arg(key, text).toStdString(),
+                              {k});
           out[k] = v;
         }
         break;

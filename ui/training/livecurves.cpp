@@ -126,6 +126,13 @@ void LiveCurves::append(const QList<StepReport>& steps) {
   if (!steps.isEmpty()) rescale();
 }
 
+void LiveCurves::addHistory(const History& h) {
+  m_loss->addData(h.lossSteps, h.loss, /*alreadySorted=*/true);
+  m_valLoss->addData(h.valLossSteps, h.valLoss, /*alreadySorted=*/true);
+  m_lr->addData(h.lrSteps, h.lr, /*alreadySorted=*/true);
+  rescale();
+}
+
 void LiveCurves::rescale() {
   // As many value ticks as the chart's height holds apart.
   // (The axis rect is the plot less about 60 pixels of legend, tick labels

@@ -24,6 +24,16 @@ class LiveCurves : public QWidget {
 
   void clear();
   void append(const QList<StepReport>& steps);
+  // Points read from the run's files (a resumed run's history, as the
+  // Curves tab reads them): per graph its steps and values in step order,
+  // merged with what the job reports, whichever comes first.
+  struct History {
+    QVector<double> lossSteps, loss;
+    QVector<double> valLossSteps, valLoss;
+    QVector<double> lrSteps, lr;
+    [[nodiscard]] qsizetype size() const { return lossSteps.size(); }
+  };
+  void addHistory(const History& history);
   // Fixes the step axis to [from, to] (the job's range) until clear().
   void setStepRange(double from, double to);
 

@@ -112,30 +112,40 @@ RunConfig NewRunPage::config(const QString& device) const {
   c.model.validate();
   if (c.model.useMoe)
     throw ConfigError(
-        "use_moe: MoE layers cannot be trained (the reference library cannot run them)",
+        tr("use_moe: MoE layers cannot be trained (the reference library cannot run them)")
+            .toStdString(),
         {"use_moe"});
   if (c.training.seqLen > c.model.maxSeqLen)
-    throw ConfigError("seq_len (" + std::to_string(c.training.seqLen) +
-                          ") must not exceed max_seq_len (" + std::to_string(c.model.maxSeqLen) +
-                          ")",
+    throw ConfigError(tr("seq_len (%1) must not exceed max_seq_len (%2)")
+                          .arg(c.training.seqLen)
+                          .arg(c.model.maxSeqLen)
+                          .toStdString(),
                       {"seq_len", "max_seq_len"});
   if (c.data.tokenizer == "bytes" && c.model.vocabSize < 256)
-    throw ConfigError("vocab_size (" + std::to_string(c.model.vocabSize) +
-                          ") must be at least 256 for the bytes tokenizer",
+    throw ConfigError(tr("vocab_size (%1) must be at least 256 for the bytes tokenizer")
+                          .arg(c.model.vocabSize)
+                          .toStdString(),
                       {"vocab_size", "tokenizer"});
   if (c.data.tokenizer.empty())
-    throw ConfigError("tokenizer: choose bytes, a tokenizer.json or a GPT-2 vocabulary directory",
-                      {"tokenizer"});
+    throw ConfigError(
+        tr("tokenizer: choose bytes, a tokenizer.json or a GPT-2 vocabulary directory")
+            .toStdString(),
+        {"tokenizer"});
   if (c.data.path.empty())
-    throw ConfigError("path: choose the training data (a text file, a directory or a .bin file)",
+    throw ConfigError(tr("path: choose the training data (a text file, a directory or a .bin file)")
+                          .toStdString(),
                       {"path"});
   if (!QFileInfo::exists(QString::fromStdString(c.data.path)))
-    throw ConfigError("path: " + c.data.path + " does not exist", {"path"});
+    throw ConfigError(
+        tr("path: %1 does not exist").arg(QString::fromStdString(c.data.path)).toStdString(),
+        {"path"});
   // Said before Start, as the trainer would refuse it: never a second history in one directory.
   if (const auto clash = existingRunFiles(c.training.outputDir, c.training.runName); !clash.empty())
-    throw ConfigError(
-        "output_dir: " + clashMessage(c.training.outputDir, c.training.runName, clash),
-        {"output_dir"});
+    throw ConfigError(tr("output_dir: %1")
+                          .arg(QString::fromStdString(
+                              clashMessage(c.training.outputDir, c.training.runName, clash)))
+                          .toStdString(),
+                      {"output_dir"});
   return c;
 }
 

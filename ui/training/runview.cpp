@@ -1,8 +1,6 @@
 #include "training/runview.h"
 
 #include <QDateTime>
-#include <QDir>
-#include <QFile>
 #include <QFontDatabase>
 #include <QGridLayout>
 #include <QLabel>
@@ -12,9 +10,11 @@
 #include <QSplitter>
 #include <QVBoxLayout>
 #include <climits>
-#include <nlohmann/json.hpp>
 
+#include "ckpt/index/metrics.h"
+#include "ckpt/index/scanner.h"
 #include "ckpt/trainapi/train_backend.h"
+#include "textformat.h"
 #include "training/livecurves.h"
 
 namespace ckpt {
@@ -98,6 +98,8 @@ void RunView::setTitle(const QString& title) {
 }
 
 void RunView::clear() {
+  m_history.drop();
+  m_maxSteps = 0;
   m_curves->clear();
   m_log->clear();
   m_progress->setRange(0, 1);
@@ -111,6 +113,8 @@ void RunView::setStepRange(int64_t startStep, int64_t maxSteps) {
   m_progress->setTextVisible(true);
   m_progress->setValue(int(startStep));
   m_step->setText(QStringLiteral("%1 / %2").arg(startStep).arg(maxSteps));
+  m_maxSteps = maxSteps;
+  m_curves->setStepRange(double(startStep), double(maxSteps));
 }
 
 void RunView::setProgress(int64_t step) {
@@ -135,29 +139,40 @@ void RunView::setDevices(const QString& text, bool severalRanks) {
   m_device->setText(text);
 }
 
-int64_t RunView::loadHistory(const QString& outputDir, int64_t upToStep) {
-  QFile file(QDir(outputDir).filePath(QStringLiteral("metrics.jsonl")));
-  if (!file.open(QIODevice::ReadOnly)) return 0;
-  QList<StepReport> history;
-  while (!file.atEnd()) {
-    const QByteArray line = file.readLine().trimmed();
-    if (line.isEmpty()) continue;
-    try {
-      const auto j = nlohmann::json::parse(line.constData(), line.constData() + line.size());
-      StepReport r;
-      r.step = j.at("step").get<int64_t>();
-      if (r.step > upToStep || (!history.isEmpty() && r.step <= history.back().step)) continue;
-      r.loss = j.at("loss").get<double>();
-      r.learningRate = j.value("lr", 0.0);
-      if (j.contains("val_loss") && j["val_loss"].is_number())
-        r.valLoss = j["val_loss"].get<double>();
-      history.append(r);
-    } catch (const std::exception&) {
-      // A line cut short by a crash: the history is only for show.
-    }
-  }
-  m_curves->append(history);
-  return history.size();
+void RunView::loadHistory(const QString& outputDir, int64_t upToStep) {
+  const std::string dir = pathToStd(outputDir);
+  m_history.start(
+      [dir, upToStep](JobProgress&) {
+        // The run as the Curves tab reads it: its checkpoints (for the
+        // names its log lines go by, and their recorded values), then
+        // collectRunMetrics.
+        const RunMetrics metrics = collectRunMetrics(scanRunDirectory(dir, dir));
+        LiveCurves::History h;
+        auto take = [&](const char* metric, QVector<double>& steps, QVector<double>& values) {
+          const MetricSeries* s = metrics.find(metric);
+          if (!s) return;
+          for (const MetricPoint& p : s->points) {
+            if (p.step > upToStep) break;  // sorted by step; later ones are this job's
+            steps.append(double(p.step));
+            values.append(p.value);
+          }
+        };
+        take("loss", h.lossSteps, h.loss);
+        take("val_loss", h.valLossSteps, h.valLoss);
+        take("lr", h.lrSteps, h.lr);
+        return h;
+      },
+      [this](JobOutcome outcome, std::optional<LiveCurves::History> history, const QString& error) {
+        if (outcome == JobOutcome::Failed)
+          appendLog(tr("the run's history is not shown: %1").arg(error));
+        if (!history || history->size() == 0) {
+          emit historyLoaded(0);
+          return;
+        }
+        m_curves->addHistory(*history);
+        if (m_maxSteps > 0) m_curves->setStepRange(0.0, double(m_maxSteps));
+        emit historyLoaded(history->size());
+      });
 }
 
 void RunView::showCharts() {

@@ -2,13 +2,15 @@
 
 #include <QWidget>
 
+#include "backgroundjob.h"
+#include "training/livecurves.h"
+
 class QLabel;
 class QPlainTextEdit;
 class QProgressBar;
 
 namespace ckpt {
 
-class LiveCurves;
 struct StepReport;
 
 // The Train panel's run view: the job's title, progress (step of max), the
@@ -31,7 +33,9 @@ class RunView : public QWidget {
   void setTitle(const QString& title);
   // A new job: chart, log, progress and values cleared.
   void clear();
-  // The job's steps are known: the progress bar goes from `startStep` to `maxSteps`.
+  // The job's steps are known: the progress bar and the chart's step axis
+  // go from `startStep` to `maxSteps` (the chart from 0 once a history is
+  // plotted).
   void setStepRange(int64_t startStep, int64_t maxSteps);
   void setProgress(int64_t step);
   // The newest step's values.
@@ -39,13 +43,23 @@ class RunView : public QWidget {
   void setEta(const QString& eta);
   // "cpu", or every rank's ("rank 0: cpu · rank 1: cpu", wrapped).
   void setDevices(const QString& text, bool severalRanks);
-  // Plots the steps up to `upToStep` from `outputDir`'s metrics.jsonl (a
-  // resumed run's history); how many.
-  int64_t loadHistory(const QString& outputDir, int64_t upToStep);
+  // A resumed run's history: the run in `outputDir` read on the thread pool
+  // as the Curves tab reads it (collectRunMetrics: its metrics.jsonl, logs,
+  // checkpoints and, for a branch, its parent's history; a restarted job's
+  // last segment), and its loss, val_loss and lr up to `upToStep` plotted
+  // with what the job reports. The newest request wins; clear() drops it.
+  // historyLoaded() follows.
+  void loadHistory(const QString& outputDir, int64_t upToStep);
+  [[nodiscard]] bool isLoadingHistory() const { return m_history.isRunning(); }
   // A job runs: the chart and the log are shown.
   void showCharts();
   void appendLog(const QString& line);
   void showStatus(const QString& text, bool error);
+
+ signals:
+  // The history loadHistory() asked for is plotted: its steps of loss (0
+  // when the run has none before the job, or it could not be read: the log says why).
+  void historyLoaded(qint64 steps);
 
  private:
   QLabel* m_title = nullptr;
@@ -60,6 +74,8 @@ class RunView : public QWidget {
   QWidget* m_charts = nullptr;  // the chart and the log
   LiveCurves* m_curves = nullptr;
   QPlainTextEdit* m_log = nullptr;
+  int64_t m_maxSteps = 0;
+  BackgroundJob<LiveCurves::History> m_history{this};
 };
 
 }  // namespace ckpt

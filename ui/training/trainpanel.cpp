@@ -466,6 +466,7 @@ bool TrainPanel::start() {
   saveSettings();
   m_info = {};
   m_lastStep = 0;
+  m_historyPending = false;
   m_lastCheckpoint.clear();
   m_rankDevices.clear();
   m_run->clear();
@@ -557,9 +558,11 @@ void TrainPanel::onPrepared(const TrainJobInfo& info) {
       QStringLiteral("%1 (%2) → %3")
           .arg(QString::fromStdString(info.runName), QString::fromStdString(info.stage), out));
   m_run->setStepRange(info.startStep, info.maxSteps);
-  // A resumed run's curves start with its history, so that they read as one run.
-  const int64_t before = info.startStep > 0 ? m_run->loadHistory(out, info.startStep) : 0;
-  m_run->curves()->setStepRange(before > 0 ? 0.0 : double(info.startStep), double(info.maxSteps));
+  // A resumed run's curves start with its history, so that they read as one
+  // run: read once the first steps are reported (onProgress), when what the
+  // trainer does to the directory as the job starts (metrics.jsonl cut back
+  // to the step, a branch's lineage.json) is done.
+  m_historyPending = info.startStep > 0;
   const QString where =
       info.worldSize > 1
           ? tr("%1 processes (%2)").arg(info.worldSize).arg(QString::fromStdString(info.backend))
@@ -594,6 +597,10 @@ void TrainPanel::showRankDevices() {
 
 void TrainPanel::onProgress(const QList<StepReport>& steps) {
   if (steps.isEmpty()) return;
+  if (m_historyPending) {
+    m_historyPending = false;
+    m_run->loadHistory(QString::fromStdString(m_info.outputDir), m_info.startStep);
+  }
   m_run->curves()->append(steps);
   // Several processes: the steps are rank 0's, and the merged log says so.
   const QString from = m_info.worldSize > 1 ? QStringLiteral("[rank0]: ") : QString();

@@ -98,6 +98,8 @@ class TrainPanel : public QWidget {
   [[nodiscard]] QPushButton* stopButton() const { return m_stop; }
   [[nodiscard]] QProgressBar* progressBar() const;
   [[nodiscard]] LiveCurves* curves() const;
+  // The job's title, values, chart and log (a resumed run's history loads there).
+  [[nodiscard]] RunView* runView() const { return m_run; }
   // The problem with the current page ("" when it can start), as shown.
   [[nodiscard]] QString validationError() const { return m_validationError; }
   // The status line under the progress bar (the outcome, or the error).
@@ -189,6 +191,9 @@ class TrainPanel : public QWidget {
   int64_t m_logEvery = 1;
   QMap<int, QString> m_rankDevices;  // rank -> device, as each rank prepared
   int64_t m_lastStep = 0;
+  // A resumed job's history is read once its first steps are reported (the
+  // trainer has then cut metrics.jsonl back, or written a branch's lineage).
+  bool m_historyPending = false;
   QString m_lastCheckpoint;
   QElapsedTimer m_wall;  // since the job was prepared
 };

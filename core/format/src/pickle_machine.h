@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "byte_cursor.h"
 #include "ckpt/format/pickle_reader.h"
 
 namespace ckpt::pickle_machine {
@@ -114,18 +115,17 @@ class PtrArray {
   size_t m_capacity = 0;
 };
 
-class Machine {
+class Machine : ByteCursor<Machine> {
  public:
   Machine(ValueArena& arena, const std::string& what, const PickleLimits& limits,
           const PersistentLoader& loader, TensorTable* table, const uint8_t* data, uint64_t size,
           uint64_t base, bool borrow)
-      : m_arena(arena),
+      : ByteCursor(data, size),
+        m_arena(arena),
         m_what(what),
         m_limits(limits),
         m_loader(loader),
         m_table(table),
-        m_data(data),
-        m_size(size),
         m_base(base),
         m_borrow(borrow) {}
 
@@ -137,54 +137,16 @@ class Machine {
   PickleResult run();
 
  private:
+  friend class ByteCursor<Machine>;  // need, u8, uintLE, textLine (byte_cursor.h)
+
   // ---- errors and input -------------------------------------------------
   [[noreturn, gnu::noinline, gnu::cold]] void error(const std::string& msg) const;
   [[noreturn, gnu::noinline, gnu::cold]] void truncated(uint64_t n) const;
-  [[gnu::always_inline]] void need(uint64_t n) const {
-    if (m_size - m_pos < n) [[unlikely]]
-      truncated(n);
-  }
-  [[gnu::always_inline]] uint8_t u8() {
-    need(1);
-    return m_data[m_pos++];
-  }
-  [[gnu::always_inline]] uint64_t uintLE(int n) {
-    need(uint64_t(n));
-    uint64_t v = 0;
-    if constexpr (std::endian::native == std::endian::little) {
-      switch (n) {
-        case 2: {
-          uint16_t x;
-          std::memcpy(&x, m_data + m_pos, 2);
-          v = x;
-          break;
-        }
-        case 4: {
-          uint32_t x;
-          std::memcpy(&x, m_data + m_pos, 4);
-          v = x;
-          break;
-        }
-        case 8:
-          std::memcpy(&v, m_data + m_pos, 8);
-          break;
-        default:
-          for (int i = 0; i < n; ++i) v |= uint64_t(m_data[m_pos + i]) << (8 * i);
-      }
-    } else {
-      for (int i = 0; i < n; ++i) v |= uint64_t(m_data[m_pos + i]) << (8 * i);
-    }
-    m_pos += uint64_t(n);
-    return v;
-  }
   const uint8_t* take(uint64_t n) {
     if (n > m_limits.maxStringBytes)
       error("a string of " + std::to_string(n) + " bytes is over the limit of " +
             std::to_string(m_limits.maxStringBytes));
-    need(n);
-    const uint8_t* p = m_data + m_pos;
-    m_pos += n;
-    return p;
+    return bytes(n);
   }
   std::string line();
 
@@ -374,11 +336,8 @@ class Machine {
   const PickleLimits& m_limits;
   const PersistentLoader& m_loader;
   TensorTable* m_table;
-  const uint8_t* m_data;
-  uint64_t m_size;
   uint64_t m_base;
   bool m_borrow;  // m_data outlives the arena: view it instead of copying
-  uint64_t m_pos = 0;
   uint64_t m_opStart = 0;
   PtrArray m_stack;
   std::vector<size_t> m_marks;

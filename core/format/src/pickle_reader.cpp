@@ -416,18 +416,8 @@ void Machine::truncated(uint64_t n) const {
 }
 
 std::string Machine::line() {
-  const uint64_t start = m_pos;
-  while (true) {
-    need(1);
-    if (m_data[m_pos] == '\n') break;
-    if (m_pos - start > kMaxLineBytes)
-      error("text line longer than " + std::to_string(kMaxLineBytes) + " bytes");
-    ++m_pos;
-  }
-  std::string s(reinterpret_cast<const char*>(m_data + start), m_pos - start);
-  ++m_pos;
-  if (!s.empty() && s.back() == '\r') s.pop_back();
-  return s;
+  const auto [p, n] = textLine(kMaxLineBytes);
+  return std::string(p, n);
 }
 
 void Machine::tooManyNodes() const {

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "byte_cursor.h"
 #include "ckpt/format/error.h"
 #include "ckpt/format/pickle_safety.h"
 #include "pickle_opcodes.h"
@@ -80,16 +81,11 @@ class ItemArray {
   size_t m_capacity = 0;
 };
 
-class Scanner {
+class Scanner : ByteCursor<Scanner> {
  public:
   Scanner(const uint8_t* data, uint64_t size, const std::string& record, uint64_t base,
           SafetyReport& report, const ScanLimits& limits)
-      : m_data(data),
-        m_size(size),
-        m_record(record),
-        m_base(base),
-        m_report(report),
-        m_limits(limits) {
+      : ByteCursor(data, size), m_record(record), m_base(base), m_report(report), m_limits(limits) {
     // torch's pickles memoize about one value per 12 bytes: room for that
     // up front saves regrowing (and copying) the memo while walking.
     m_memo.reserve(size_t(std::min<uint64_t>(size / 12 + 64, 1u << 16)));
@@ -364,6 +360,7 @@ class Scanner {
   };
 
   // ---- errors and input -------------------------------------------------
+  friend class ByteCursor<Scanner>;  // need, u8, uintLE, skip, textLine (byte_cursor.h)
   [[noreturn, gnu::noinline, gnu::cold]] void error(const std::string& msg) const {
     fail(m_record + ": byte " + std::to_string(m_base + m_opStart) + ": " + msg);
   }
@@ -372,46 +369,8 @@ class Scanner {
                   " needs " + std::to_string(n) + " bytes, " + std::to_string(m_size - m_pos) +
                   " left");
   }
-  [[gnu::always_inline]] void need(uint64_t n) const {
-    if (m_size - m_pos < n) [[unlikely]]
-      truncated(n);
-  }
-  [[gnu::always_inline]] uint8_t u8() {
-    need(1);
-    return m_data[m_pos++];
-  }
-  uint64_t uintLE(int n) {
-    need(uint64_t(n));
-    uint64_t v = 0;
-    for (int i = 0; i < n; ++i) v |= uint64_t(m_data[m_pos + i]) << (8 * i);
-    m_pos += uint64_t(n);
-    return v;
-  }
-  void skip(uint64_t n) {
-    need(n);
-    m_pos += n;
-  }
-  const char* take(uint64_t n) {
-    need(n);
-    const char* p = reinterpret_cast<const char*>(m_data + m_pos);
-    m_pos += n;
-    return p;
-  }
-  std::pair<const char*, size_t> line() {
-    const uint64_t start = m_pos;
-    while (true) {
-      need(1);
-      if (m_data[m_pos] == '\n') break;
-      if (m_pos - start > kMaxLine)
-        error("text line longer than " + std::to_string(kMaxLine) + " bytes");
-      ++m_pos;
-    }
-    size_t n = size_t(m_pos - start);
-    ++m_pos;
-    const char* p = reinterpret_cast<const char*>(m_data + start);
-    if (n && p[n - 1] == '\r') --n;
-    return {p, n};
-  }
+  const char* take(uint64_t n) { return reinterpret_cast<const char*>(bytes(n)); }
+  std::pair<const char*, size_t> line() { return textLine(kMaxLine); }
   uint64_t decimal() {
     const auto [p, n] = line();
     if (n == 0 || n > 19) error("bad memo index");
@@ -641,13 +600,10 @@ class Scanner {
     s.name = std::move(name);
     return addSymbol(std::move(s));
   }
-  const uint8_t* m_data;
-  uint64_t m_size;
   const std::string& m_record;
   uint64_t m_base;
   SafetyReport& m_report;
   const ScanLimits& m_limits;
-  uint64_t m_pos = 0;
   uint64_t m_opStart = 0;
   ItemArray m_stack;
   std::vector<size_t> m_marks;
