@@ -174,6 +174,42 @@ class TestRunPlan : public QObject {
     QCOMPARE(slurp(d / "metrics.jsonl"), std::string());
   }
 
+  // A job logged steps 1-6, was restarted from step 2 and died at 4: the
+  // checkpoint at step 6 is the first job's, so its history is 1-6 of the
+  // first job and the restart is superseded; step 4's is the second job's.
+  // What stays is what Curves reads (collectRunMetrics), in step order.
+  void metricsCutBackAfterARestart() {
+    const auto line = [](int step, double loss) {
+      return "{\"step\":" + std::to_string(step) + ",\"loss\":" + std::to_string(loss) + "}\n";
+    };
+    std::string first, second;
+    for (int s = 1; s <= 6; ++s) first += line(s, 10 - s);
+    for (int s = 3; s <= 4; ++s) second += line(s, 20 - s);
+    for (const auto& [step, kept, superseded] :
+         {std::tuple{6, first, second},
+          std::tuple{4, line(1, 9) + line(2, 8) + second,
+                     line(3, 7) + line(4, 6) + line(5, 5) + line(6, 4)},
+          std::tuple{5, first.substr(0, first.size() - line(6, 4).size()), line(6, 4) + second}}) {
+      const fs::path d = dir("metrics-restart-" + std::to_string(step));
+      spit(d / "metrics.jsonl", first + second);
+      const MetricsTrim t = trimMetrics(d.string(), step);
+      QCOMPARE(slurp(d / "metrics.jsonl"), kept);
+      QCOMPARE(slurp(d / "metrics.superseded.jsonl"), superseded);
+      QCOMPARE(t.kept + t.superseded, size_t(8));
+      // Curves draws the same points from the cut file.
+      RunEntry run;
+      run.name = "tiny";
+      run.path = d.string();
+      const RunMetrics metrics = collectRunMetrics(run);
+      const MetricSeries* loss = metrics.find("loss");
+      QVERIFY(loss);
+      QVERIFY(!loss->restarted());
+      std::string drawn;
+      for (const MetricPoint& p : loss->points) drawn += line(int(p.step), p.value);
+      QCOMPARE(drawn, kept);
+    }
+  }
+
   void lineageRoundTrip() {
     const fs::path d = dir("lineage");
     QVERIFY(!readLineage(d.string()));

@@ -447,18 +447,34 @@ MetricsTrim trimMetrics(const std::string& dir, int64_t step) {
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   in.close();
-  // The last line of each step at or before `step` stays.
+  // The history of the checkpoint at `step` ends at the last line logged
+  // for that step (else the last line before it); from there back, a line
+  // stays when its step is below every step kept after it: the restart rule
+  // of Curves (addInFileOrder), so what stays is what Curves drew up to it,
+  // and a restart logged after it (a job that went back and died before
+  // `step`) is superseded with the later steps.
   std::vector<std::optional<int64_t>> steps(lines.size());
-  std::map<int64_t, size_t> lastOf;
+  std::optional<size_t> lastAt, lastBefore;
   for (size_t i = 0; i < lines.size(); ++i) {
     const json j = json::parse(lines[i], nullptr, /*allow_exceptions=*/false);
     if (j.is_object() && j.contains("step") && j["step"].is_number_integer())
       steps[i] = j["step"].get<int64_t>();
-    if (steps[i] && *steps[i] <= step) lastOf[*steps[i]] = i;
+    if (steps[i] && *steps[i] == step) lastAt = i;
+    if (steps[i] && *steps[i] < step) lastBefore = i;
+  }
+  std::vector<bool> keeps(lines.size(), false);
+  if (const std::optional<size_t> end = lastAt ? lastAt : lastBefore) {
+    int64_t below = step + 1;
+    for (size_t i = *end + 1; i-- > 0;) {
+      if (steps[i] && *steps[i] < below) {
+        keeps[i] = true;
+        below = *steps[i];
+      }
+    }
   }
   std::string kept, superseded;
   for (size_t i = 0; i < lines.size(); ++i) {
-    const bool keep = steps[i] && *steps[i] <= step && lastOf[*steps[i]] == i;
+    const bool keep = keeps[i];
     (keep ? kept : superseded) += lines[i] + '\n';
     ++(keep ? trim.kept : trim.superseded);
   }

@@ -96,10 +96,13 @@ bool isTempFileName(std::string_view fileName);
 // returns their names. Never throws (a file it cannot remove stays).
 std::vector<std::string> removeStaleTempFiles(const std::string& dir);
 
-// A resume in place: metrics.jsonl keeps one line per step up to `step` (the
-// last line written for a step wins), in file order; every other line (later
-// steps, duplicates, a line torn by a kill) is appended to
-// metrics.superseded.jsonl first, then metrics.jsonl is replaced atomically.
+// A resume in place: metrics.jsonl keeps the history of the checkpoint at
+// `step`, one line per step in file order: what Curves draws up to the last
+// line logged for `step` (a restarted job's lines replace the ones it went
+// back over; a line logged twice, the last wins). Every other line (later
+// steps, lines a restart replaced, a restart logged after that line, a line
+// torn by a kill) is appended to metrics.superseded.jsonl first, then
+// metrics.jsonl is replaced atomically.
 struct MetricsTrim {
   size_t kept = 0;
   size_t superseded = 0;
