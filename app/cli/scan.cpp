@@ -213,7 +213,6 @@ int runScan(int argc, char** argv) {
         report(f, scanFile(f));
       else
         report(f, c.files[0].report);
-      covered.insert(key(f));
     }
   }
   const size_t nCheckpoints =
