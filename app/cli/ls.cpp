@@ -52,7 +52,8 @@ nlohmann::ordered_json toJson(const ScanResult& r) {
         j["sharded"] = json{{"layout", c.layout},
                             {"summary", c.sharded},
                             {"ranks", c.ranks},
-                            {"files", c.shardFiles}};
+                            {"files", c.shardFiles},
+                            {"missing", c.shardMissing}};
       cks.push_back(std::move(j));
     }
     const StageName place = splitStageName(run.name);

@@ -1,6 +1,9 @@
 // ckptscope-cli scan PATH... [--json] [--recursive]
 // Whether each file would run code if Python unpickled it: every global its
-// pickles name, with a level, and a verdict. Nothing in the files is run.
+// pickles name, with a level, and a verdict. A sharded checkpoint (a folder
+// or index named, or a folder met on the way down) is also judged as one:
+// its files, each a line, then the checkpoint's verdict, the worst of them,
+// naming the file that carries it. Nothing in the files is run.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -9,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "ckpt/format/checkpoint_safety.h"
 #include "ckpt/format/pickle_safety.h"
+#include "ckpt/format/sharded.h"
 #include "common.h"
 
 namespace fs = std::filesystem;
@@ -24,17 +29,19 @@ bool isScanCandidate(const fs::path& p) {
   std::string ext = p.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(),
                  [](unsigned char c) { return char(std::tolower(c)); });
-  // (.distcp shards are torch.save archives back to back: not read yet.)
+  // (.distcp parts are torch.save archives back to back: each is scanned
+  // where its folder's .metadata places it.)
   static const std::set<std::string> exts = {".pt",  ".pth",    ".bin", ".ckpt", ".safetensors",
-                                             ".pkl", ".pickle", ".npy", ".npz"};
+                                             ".pkl", ".pickle", ".npy", ".npz",  ".distcp"};
   return exts.count(ext) > 0 ||
          p.filename() == ".metadata";  // a distributed checkpoint's plain pickle
 }
 
 // Files named directly are scanned whatever their name; a directory gives
 // its candidates (all below it with --recursive), sorted.
+// Sharded checkpoints met below a directory go to `checkpoints`.
 bool collect(const std::string& arg, bool recursive, std::vector<std::string>& out,
-             std::string& problem) {
+             std::string& problem, std::vector<std::string>* checkpoints) {
   std::error_code ec;
   if (!fs::is_directory(arg, ec)) {
     out.push_back(arg);
@@ -44,9 +51,12 @@ bool collect(const std::string& arg, bool recursive, std::vector<std::string>& o
   if (recursive) {
     fs::recursive_directory_iterator it(arg, fs::directory_options::skip_permission_denied, ec),
         end;
-    for (; !ec && it != end; it.increment(ec))
+    for (; !ec && it != end; it.increment(ec)) {
       if (it->is_regular_file(ec) && isScanCandidate(it->path()))
         found.push_back(it->path().string());
+      else if (checkpoints && it->is_directory(ec) && probeSharded(it->path().string()))
+        checkpoints->push_back(it->path().string());
+    }
   } else {
     fs::directory_iterator it(arg, fs::directory_options::skip_permission_denied, ec), end;
     for (; !ec && it != end; it.increment(ec))
@@ -93,6 +103,33 @@ void printLine(const std::string& file, const SafetyReport& r) {
   std::printf("%s\n", line.c_str());
 }
 
+// "dangerous  DIR  [sharded: DCP] __2_0.distcp would run code: posix.system".
+void printCheckpointLine(const std::string& path, const CheckpointSafety& c) {
+  std::string line(verdictName(c.verdict));
+  line.resize(11, ' ');
+  std::string summary = c.summary();
+  const std::string verdict = std::string(verdictName(c.verdict)) + ": ";
+  if (summary.rfind(verdict, 0) == 0) summary.erase(0, verdict.size());
+  line += path + "  [sharded: " + c.layout + "] " + summary;
+  std::printf("%s\n", line.c_str());
+}
+
+nlohmann::ordered_json checkpointJson(const std::string& path, const CheckpointSafety& c) {
+  using json = nlohmann::ordered_json;
+  json files = json::array();
+  for (const FileSafety& f : c.files) files.push_back(f.file);
+  const FileSafety* worst = c.worstFile();
+  json j{{"path", path},
+         {"layout", c.layout},
+         {"verdict", std::string(verdictName(c.verdict))},
+         {"summary", c.summary()},
+         {"file", worst ? json(worst->file) : json(nullptr)},
+         {"files", std::move(files)},
+         {"missing", c.missing}};
+  if (!c.error.empty()) j["error"] = c.error;
+  return j;
+}
+
 nlohmann::ordered_json toJson(const std::string& file, const SafetyReport& r) {
   using json = nlohmann::ordered_json;
   json globals = json::array();
@@ -124,29 +161,77 @@ int runScan(int argc, char** argv) {
     return usageError(problem, "scan");
   if (args.positional.empty()) return usageError("scan needs at least one PATH", "scan");
   const bool recursive = args.has("--recursive") || args.has("-r");
-  std::vector<std::string> files;
-  for (const std::string& p : args.positional)
-    if (!collect(p, recursive, files, problem)) return failWith(problem);
+  const bool asJson = args.has("--json");
 
-  size_t counts[4] = {};
-  nlohmann::ordered_json out{{"files", nlohmann::ordered_json::array()}};
-  for (const std::string& f : files) {
-    const SafetyReport r = scanFile(f);
+  size_t counts[4] = {}, checkpointCounts[4] = {};
+  size_t scannedFiles = 0;
+  nlohmann::ordered_json out{{"files", nlohmann::ordered_json::array()},
+                             {"checkpoints", nlohmann::ordered_json::array()}};
+  // Files already scanned as part of a checkpoint, by where they really are.
+  std::set<std::string> covered;
+  auto key = [](const std::string& path) {
+    std::error_code ec;
+    const fs::path c = fs::weakly_canonical(path, ec);
+    return ec ? fs::path(path).lexically_normal().string() : c.string();
+  };
+  auto report = [&](const std::string& file, const SafetyReport& r) {
     ++counts[size_t(r.verdict)];
-    if (args.has("--json"))
-      out["files"].push_back(toJson(f, r));
+    ++scannedFiles;
+    if (asJson)
+      out["files"].push_back(toJson(file, r));
     else
-      printLine(f, r);
+      printLine(file, r);
+  };
+  // A sharded checkpoint: its files (those not scanned yet), then its verdict.
+  auto checkpoint = [&](const std::string& path) {
+    const CheckpointSafety c = scanCheckpoint(path);
+    bool fresh = c.files.empty();
+    for (const FileSafety& f : c.files) fresh |= !covered.count(key(f.path));
+    if (!fresh) return;  // met twice (DeepSpeed's `latest` and its tag folder)
+    for (const FileSafety& f : c.files)
+      if (covered.insert(key(f.path)).second) report(f.path, f.report);
+    ++checkpointCounts[size_t(c.verdict)];
+    if (asJson)
+      out["checkpoints"].push_back(checkpointJson(path, c));
+    else
+      printCheckpointLine(path, c);
+  };
+
+  for (const std::string& p : args.positional) {
+    std::vector<std::string> files, checkpoints;
+    if (probeSharded(p)) checkpoints.push_back(p);
+    if (!collect(p, recursive, files, problem, &checkpoints)) return failWith(problem);
+    // A sharded checkpoint's index or .metadata named on its own is the checkpoint.
+    std::error_code ec;
+    if (!fs::is_directory(p, ec) && !checkpoints.empty()) files.clear();
+    for (const std::string& c : checkpoints) checkpoint(c);
+    for (const std::string& f : files) {
+      if (covered.count(key(f))) continue;
+      // A .distcp file is scanned where its folder's .metadata places its archives.
+      const CheckpointSafety c = scanCheckpoint(f);
+      if (c.sharded() || c.files.size() != 1)
+        report(f, scanFile(f));
+      else
+        report(f, c.files[0].report);
+    }
   }
-  if (args.has("--json")) {
+  const size_t nCheckpoints =
+      checkpointCounts[0] + checkpointCounts[1] + checkpointCounts[2] + checkpointCounts[3];
+  if (asJson) {
     std::printf("%s\n", out.dump(1).c_str());
   } else {
     std::printf("%zu file%s: %zu safe, %zu suspicious, %zu dangerous, %zu unreadable\n",
-                files.size(), files.size() == 1 ? "" : "s", counts[0], counts[1], counts[2],
+                scannedFiles, scannedFiles == 1 ? "" : "s", counts[0], counts[1], counts[2],
                 counts[3]);
+    if (nCheckpoints)
+      std::printf(
+          "%zu sharded checkpoint%s: %zu safe, %zu suspicious, %zu dangerous, %zu unreadable\n",
+          nCheckpoints, nCheckpoints == 1 ? "" : "s", checkpointCounts[0], checkpointCounts[1],
+          checkpointCounts[2], checkpointCounts[3]);
   }
-  if (counts[size_t(Verdict::Dangerous)]) return kExitDangerous;
-  if (counts[size_t(Verdict::Unreadable)]) return kExitFailure;
+  const size_t dangerous = size_t(Verdict::Dangerous), unreadable = size_t(Verdict::Unreadable);
+  if (counts[dangerous] || checkpointCounts[dangerous]) return kExitDangerous;
+  if (counts[unreadable] || checkpointCounts[unreadable]) return kExitFailure;
   return kExitOk;
 }
 

@@ -1,7 +1,8 @@
 // libFuzzer target for checkpoints of many files (FORMAT.md section 7): the
 // input's first byte picks a layout, the rest replaces that layout's
 // description in a small sharded folder whose other files are valid, and the
-// folder is opened as one checkpoint (every logical tensor read, verify, JSON).
+// folder is opened as one checkpoint (every logical tensor read, verify, JSON)
+// and scanned for safety as one.
 //   0: a Hugging Face index (model.safetensors.index.json) over 2 safetensors shards
 //   1: DCP's .metadata over __0_0.distcp, __1_0.distcp
 //   2: FSDP's model_rank0.pt beside model_rank1.pt (ShardedTensor metadata)
@@ -26,6 +27,7 @@
 #include <string>
 
 #include "ckpt/format/checkpoint_file.h"
+#include "ckpt/format/checkpoint_safety.h"
 #include "ckpt/format/error.h"
 #include "ckpt/format/json_export.h"
 #include "ckpt/format/sharded.h"
@@ -70,6 +72,11 @@ void check(bool ok) {
 }
 
 void exercise(const std::string& folder) {
+  // The safety scan of the whole checkpoint never throws, whatever the
+  // description says (DCP: archives at any offset of the .distcp parts).
+  const CheckpointSafety safety = scanCheckpoint(folder);
+  check(safety.sharded());
+  (void)safety.summary();
   try {
     const auto f = CheckpointFile::open(folder);
     const ShardSet* s = f->shards();

@@ -189,6 +189,9 @@ def make(out, sd, manifest, describe):
         write_tag(folder, sd, 3, 2)
         os.remove(os.path.join(folder, f"zero_pp_rank_{rank}_mp_rank_00_optim_states.pt"))
         gone = set()
+        # Per master: how many of its elements each rank's file holds (the
+        # Shards tab lists the missing rank's share as missing chunks).
+        rank_elements = OrderedDict()
         for group in groups_of(sd):
             total = sum(t.numel() for _, t in group)
             per = (total + 5) // 6 * 6 // 3
@@ -196,6 +199,13 @@ def make(out, sd, manifest, describe):
             for k, t in group:
                 if offset < (rank + 1) * per and offset + t.numel() > rank * per:
                     gone.add(k)
+                share = OrderedDict()
+                for r in range(3):
+                    n = max(0, min(offset + t.numel(), (r + 1) * per) - max(offset, r * per))
+                    if n:
+                        share[f"zero_pp_rank_{r}_mp_rank_00_optim_states.pt"] = n
+                rank_elements["model." + k] = share
                 offset += t.numel()
         layouts[f"hostile/{name}/global_step1000"] = {"tensors": describe_ds(sd, describe, 2, gone),
-                                                      "missing": f"zero_pp_rank_{rank}_mp_rank_00_optim_states.pt"}
+                                                      "missing": f"zero_pp_rank_{rank}_mp_rank_00_optim_states.pt",
+                                                      "rank_elements": rank_elements}

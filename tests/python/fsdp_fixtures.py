@@ -199,7 +199,8 @@ def _split(t, world, rank_chunks):
             for r, (start, rows) in enumerate(rank_chunks(t.shape[0], world)) if rows > 0]
 
 
-def write_sharded(folder, sd, world, rank_chunks, mutate=None):
+def write_sharded(folder, sd, world, rank_chunks, mutate=None, extra=None):
+    """extra: {rank: {key: value}} added to that rank's state dict."""
     os.makedirs(folder, exist_ok=True)
     for rank in range(world):
         out = OrderedDict()
@@ -210,6 +211,7 @@ def write_sharded(folder, sd, world, rank_chunks, mutate=None):
             pieces = _split(t, world, rank_chunks)
             said = mutate(pieces) if mutate and k == "token_embed.weight" else None
             out[k] = sharded_tensor(t, pieces, rank, world, said)
+        out.update((extra or {}).get(rank, {}))
         torch.save(out, os.path.join(folder, f"model_rank{rank}.pt"))
 
 

@@ -16,6 +16,8 @@ says, per layout folder, which tensors it holds with torch's dtype and shape
   hostile/hf_nokey     a shard without the tensor the index says it holds
   fsdp_*/ and hostile/fsdp_*: FSDP per-rank torch.save files (fsdp_fixtures.py)
   ds_*/ and hostile/ds_missing: DeepSpeed tag folders (deepspeed_fixtures.py)
+  hostile/{dcp,fsdp,hf}_evil, hostile/dcp_evilmeta: one file would call os.system
+      if loaded (manifest "safety": which file, which global)
 `check` loads CONSOLIDATED (torch.load, or a safetensors file parsed here)
 and prints "OK n" when every tensor torch.equal's the reference (converted
 to the --dtype first), else the first difference, exiting 1.
@@ -252,7 +254,20 @@ def rank_chunks(n, world):
     return [(min(r * per, n), max(0, min(per, n - r * per))) for r in range(world)]
 
 
-def write_dcp(folder, state, world, lists_too=True, replicate=("scale", "position_ids")):
+class _Payload:
+    """Pickles as os.system(cmd) (REDUCE of the global posix.system): what a
+    hostile rank file carries. Never unpickled, here or by the tests."""
+
+    def __init__(self, cmd):
+        self.cmd = cmd
+
+    def __reduce__(self):
+        return os.system, (self.cmd,)
+
+
+def write_dcp(folder, state, world, lists_too=True, replicate=("scale", "position_ids"), first=()):
+    """first: (rank, fqn, object) bytes items written at the start of that
+    rank's file, before the state's items."""
     os.makedirs(folder, exist_ok=True)
     flat = flatten(state, lists_too)
     blobs = [io.BytesIO() for _ in range(world)]
@@ -269,6 +284,9 @@ def write_dcp(folder, state, world, lists_too=True, replicate=("scale", "positio
         torch.save(obj, b)
         return b.getvalue()
 
+    for rank, fqn, obj in first:
+        sdm[fqn] = BytesStorageMetadata()
+        put(rank, fqn, None, saved(obj))
     for fqn, (path, v) in flat.items():
         if not isinstance(v, torch.Tensor):
             sdm[fqn] = BytesStorageMetadata()
@@ -287,7 +305,10 @@ def write_dcp(folder, state, world, lists_too=True, replicate=("scale", "positio
                 chunks.append(ChunkStorageMetadata(offsets, sizes))
                 put(rank, fqn, offsets, saved(v[start:start + rows].clone()))
         sdm[fqn] = TensorStorageMetadata(TensorProperties(v.dtype), v.size(), chunks)
-    md = Metadata(sdm, OrderedDict((k, p) for k, (p, _) in flat.items()), storage)
+    planner = OrderedDict((k, p) for k, (p, _) in flat.items())
+    for _, fqn, _ in first:
+        planner[fqn] = (fqn,)
+    md = Metadata(sdm, planner, storage)
     with open(os.path.join(folder, ".metadata"), "wb") as f:
         import pickle
         pickle.dump(md, f, protocol=4)
@@ -404,6 +425,37 @@ def make(out):
     # FSDP's torch.save per rank (fsdp_fixtures.py).
     import fsdp_fixtures
     fsdp_fixtures.make(out, sd, manifest, describe, rank_chunks, TensorProperties)
+
+    # Would run code if loaded: one rank's file (or .metadata) holds a pickle
+    # that calls os.system; the others are the plain fixtures'. "file" is the
+    # file with the payload, "dangerous" the global the pickler wrote for it.
+    pwned = os.path.join(hostile, "PWNED")
+    payload = _Payload("touch " + pwned)
+    dangerous = f"{os.system.__module__}.{os.system.__name__}"
+    # DCP: rank 2's first archive is a bytes item that calls it (its last
+    # archive, a tensor chunk, is what a zip reader finds from the file's end).
+    folder = os.path.join(hostile, "dcp_evil")
+    write_dcp(folder, dcp_state, 3, first=((2, "extra_state", payload),))
+    manifest["safety"] = {"hostile/dcp_evil": {"file": "__2_0.distcp", "dangerous": dangerous, "ranks": 3}}
+    # DCP: .metadata itself is the payload (no Metadata at all).
+    folder = os.path.join(hostile, "dcp_evilmeta")
+    write_dcp(folder, dcp_state, 2)
+    import pickle
+    with open(os.path.join(folder, ".metadata"), "wb") as f:
+        pickle.dump(payload, f, protocol=4)
+    manifest["safety"]["hostile/dcp_evilmeta"] = {"file": ".metadata", "dangerous": dangerous, "ranks": 2}
+    # FSDP: rank 1's file carries it beside its shards.
+    folder = os.path.join(hostile, "fsdp_evil")
+    fsdp_fixtures.write_sharded(folder, sd, 3, rank_chunks, extra={1: {"_extra_state": payload}})
+    manifest["safety"]["hostile/fsdp_evil"] = {"file": "model_rank1.pt", "dangerous": dangerous, "ranks": 3}
+    # Hugging Face: the second of three torch.save shards.
+    folder = os.path.join(hostile, "hf_evil")
+    wm = hf_index(folder, sd, 3, "bin")
+    shard = sorted(set(wm.values()))[1]
+    evil = torch.load(os.path.join(folder, shard))
+    evil["_extra_state"] = payload
+    torch.save(evil, os.path.join(folder, shard))
+    manifest["safety"]["hostile/hf_evil"] = {"file": shard, "dangerous": dangerous, "ranks": 0}
     # DeepSpeed tag folders, ZeRO-2 and ZeRO-3 (deepspeed_fixtures.py).
     import deepspeed_fixtures
     deepspeed_fixtures.make(out, sd, manifest, describe)

@@ -9,6 +9,8 @@
 #include <QFileInfo>
 #include <QIcon>
 #include <QImage>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLineEdit>
 #include <QMimeData>
 #include <QPixmap>
@@ -93,6 +95,7 @@ class TestBrowser : public QObject {
   void dropOpensPaths();
   void safetyBadge();
   void shardedBadge();
+  void shardedSafety();
 
  private:
   // A temporary experiments directory holding a copy of runs/tiny.
@@ -465,6 +468,9 @@ void TestBrowser::shardedBadge() {
   const QString sharded = m_root + "/sharded";
   QVERIFY(copyTree(sharded + "/fsdp_ws2", dir.path() + "/run/fsdp_ws2"));
   QVERIFY(copyTree(sharded + "/ds_z3_ws3/global_step1000", dir.path() + "/run/global_step1000"));
+  // FSDP at 3 ranks with rank 1's file gone (make_sharded.py removed it).
+  QVERIFY(copyTree(sharded + "/hostile/fsdp_missing", dir.path() + "/run/fsdp_missing"));
+  QVERIFY(!QFileInfo::exists(dir.path() + "/run/fsdp_missing/model_rank1.pt"));
   MainWindow w;
   w.resize(1280, 800);
   w.show();
@@ -481,8 +487,17 @@ void TestBrowser::shardedBadge() {
            QStringLiteral("global_step1000  [sharded: DeepSpeed, 3 ranks, 6 files]"));
   // Its step from the folder's name (FSDP files say none) or DeepSpeed's global_steps.
   QCOMPARE(ds.data(int(Role::Step)).toLongLong(), 1000);
+  // A missing rank file is said on the badge, as ls says it.
+  const QModelIndex gone = model->indexOfPath(dir.path() + "/run/fsdp_missing");
+  QVERIFY(gone.isValid());
+  const QModelIndex goneShown = w.browserPanel()->proxy()->mapFromSource(gone);
+  QVERIFY(goneShown.isValid());
+  QCOMPARE(goneShown.data(Qt::DisplayRole).toString(),
+           QStringLiteral("fsdp_missing  [sharded: FSDP, 3 ranks, 3 files, 1 missing]"));
+  w.checkpointView()->scrollTo(goneShown);
+  QVERIFY(!w.checkpointView()->visualRect(goneShown).isEmpty());
   const QStringList rows = visiblePaths(w.browserPanel()->proxy());
-  QCOMPARE(rows.size(), 2);
+  QCOMPARE(rows.size(), 3);
   for (const QString& r : rows) QVERIFY2(!r.endsWith(".pt"), qPrintable(r));
   // The size a person sees is every file's together.
   qint64 total = 0;
@@ -503,6 +518,61 @@ void TestBrowser::shardedBadge() {
   QCOMPARE(view->currentIndex(), shown);
   QTRY_VERIFY(summary.count() >= 1);
   QTRY_VERIFY2(w.inspector()->text().contains("fsdp_ws2"), qPrintable(w.inspector()->text()));
+}
+
+// The safety of a sharded checkpoint is its worst file's: the row of a DCP
+// folder whose rank 2 file would call os.system carries the danger, and the
+// Summary's Safety row a click shows names that file (it said "unknown: the
+// scan stopped: ... is a directory"). Which file and which global come from
+// make_sharded.py's manifest.
+void TestBrowser::shardedSafety() {
+  QTemporaryDir dir;
+  const QString sharded = m_root + "/sharded";
+  QFile mf(sharded + "/manifest.json");
+  QVERIFY(mf.open(QIODevice::ReadOnly));
+  const QJsonObject evil = QJsonDocument::fromJson(mf.readAll())
+                               .object()["safety"]
+                               .toObject()["hostile/dcp_evil"]
+                               .toObject();
+  const QString file = evil["file"].toString();
+  const QString global = evil["dangerous"].toString();
+  QCOMPARE(file, QStringLiteral("__2_0.distcp"));
+  QVERIFY(copyTree(sharded + "/hostile/dcp_evil", dir.path() + "/run/dcp_evil"));
+  QVERIFY(copyTree(sharded + "/hf_st", dir.path() + "/run/hf_st"));
+  MainWindow w;
+  w.resize(1280, 800);
+  w.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&w));
+  QVERIFY(openAndWait(w, {dir.path()}));
+  CheckpointListModel* model = w.checkpointModel();
+  const QModelIndex bad = model->indexOfPath(dir.path() + "/run/dcp_evil");
+  QVERIFY(bad.isValid());
+  QCOMPARE(bad.data(int(Role::Verdict)).toString(), QStringLiteral("dangerous"));
+  QVERIFY2(bad.data(Qt::ToolTipRole).toString().contains(global),
+           qPrintable(bad.data(Qt::ToolTipRole).toString()));
+
+  QTreeView* view = w.checkpointView();
+  auto click = [&](const QModelIndex& source) {
+    const QModelIndex shown = w.browserPanel()->proxy()->mapFromSource(source);
+    view->scrollTo(shown);
+    QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, view->visualRect(shown).center());
+    return view->currentIndex() == shown;
+  };
+  QVERIFY(click(bad));
+  const QString want =
+      "Safety\nDANGEROUS: " + file + " would run code if loaded in Python (torch.load): " + global;
+  QTRY_VERIFY2(w.inspector()->text().contains(want), qPrintable(w.inspector()->text()));
+  QVERIFY(!w.inspector()->text().contains("is a directory"));
+
+  // Safetensors shards hold no pickle: safe, every shard scanned.
+  const QModelIndex good =
+      model->indexOfPath(dir.path() + "/run/hf_st/model.safetensors.index.json");
+  QVERIFY(good.isValid());
+  QVERIFY(click(good));
+  QTRY_VERIFY2(
+      w.inspector()->text().contains("Safety\nsafe: 2 shard files, only tensors and plain data"),
+      qPrintable(w.inspector()->text()));
+  QVERIFY(!QFileInfo::exists(sharded + "/hostile/PWNED"));
 }
 
 QTEST_MAIN(TestBrowser)

@@ -576,8 +576,12 @@ QString CheckpointListModel::shardedBadge(const CheckpointEntry& c) {
   const auto it = titles.find(c.layout);
   const QString title = it != titles.end() ? it->second : fromStd(c.layout);
   const QString files = countText(uint64_t(std::max(c.shardFiles, 0)), "file", "files");
-  if (c.ranks <= 0) return tr("sharded: %1, %2").arg(title, files);
-  return tr("sharded: %1, %2, %3").arg(title, countText(uint64_t(c.ranks), "rank", "ranks"), files);
+  const QString badge = c.ranks <= 0
+                            ? tr("sharded: %1, %2").arg(title, files)
+                            : tr("sharded: %1, %2, %3")
+                                  .arg(title, countText(uint64_t(c.ranks), "rank", "ranks"), files);
+  // Files the layout names that are not there (ls says the same).
+  return c.shardMissing > 0 ? tr("%1, %2 missing").arg(badge).arg(c.shardMissing) : badge;
 }
 
 QVariant CheckpointListModel::checkpointData(const CheckpointEntry& c, Column column,

@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "ckpt/format/checkpoint_file.h"
+#include "ckpt/format/checkpoint_safety.h"
 #include "ckpt/format/checkpoint_view.h"
 #include "ckpt/format/pickle_safety.h"
 #include "ckpt/format/tensor_data.h"
@@ -349,27 +350,61 @@ void describe(const CheckpointFile& file, CheckpointSummary& out) {
 namespace {
 
 // The Summary's first line: would this file run code if Python loaded it?
-QString safetyText(const SafetyReport& r) {
-  QStringList dangerous, suspicious;
-  for (const std::string& o : r.offenders()) {
-    bool isDangerous = false;
-    for (const GlobalUse& g : r.globals)
-      if (g.level == SafetyLevel::Dangerous && g.module + "." + g.name == o) isDangerous = true;
-    (isDangerous ? dangerous : suspicious) << fromStd(o);
+// A sharded checkpoint is as safe as its worst file, which is named.
+QString safetyText(const CheckpointSafety& c) {
+  const auto join = [](const std::vector<std::string>& names) {
+    QStringList out;
+    for (const std::string& n : names) out << fromStd(n);
+    return out.join(", ");
+  };
+  const QString dangerous = join(c.offenders(SafetyLevel::Dangerous));
+  const QString suspicious = join(c.offenders(SafetyLevel::Suspicious));
+  if (!c.sharded()) {
+    const QString error = c.files.empty() ? fromStd(c.error) : fromStd(c.files[0].report.error);
+    switch (c.verdict) {
+      case Verdict::Safe:
+        return QObject::tr("safe: only tensors and plain data");
+      case Verdict::Suspicious:
+        return QObject::tr("suspicious: pickled objects that are not plain data: %1")
+            .arg(suspicious);
+      case Verdict::Dangerous:
+        return QObject::tr("DANGEROUS: would run code if loaded in Python (torch.load): %1")
+            .arg(dangerous);
+      case Verdict::Unreadable:
+        return QObject::tr("unknown: the scan stopped: %1").arg(error);
+    }
+    return {};
   }
-  switch (r.verdict) {
+  // The file that carries the verdict ("__2_0.distcp and 1 more file").
+  const FileSafety* worst = c.worstFile();
+  QString who;
+  if (worst) {
+    who = fromStd(worst->file);
+    if (const size_t more = c.filesWithVerdict() - 1; more > 0)
+      who = QObject::tr("%1 and %2 more").arg(who).arg(more) + " " +
+            (more == 1 ? QObject::tr("file") : QObject::tr("files"));
+  }
+  QString text;
+  switch (c.verdict) {
     case Verdict::Safe:
-      return QObject::tr("safe: only tensors and plain data");
+      text = QObject::tr("safe: %1, only tensors and plain data").arg(fromStd(c.scope()));
+      break;
     case Verdict::Suspicious:
-      return QObject::tr("suspicious: pickled objects that are not plain data: %1")
-          .arg(suspicious.join(", "));
+      text = QObject::tr("suspicious: pickled objects that are not plain data in %1: %2")
+                 .arg(who, suspicious);
+      break;
     case Verdict::Dangerous:
-      return QObject::tr("DANGEROUS: would run code if loaded in Python (torch.load): %1")
-          .arg(dangerous.join(", "));
+      text = QObject::tr("DANGEROUS: %1 would run code if loaded in Python (torch.load): %2")
+                 .arg(who, dangerous);
+      break;
     case Verdict::Unreadable:
-      return QObject::tr("unknown: the scan stopped: %1").arg(fromStd(r.error));
+      text = worst ? QObject::tr("unknown: the scan of %1 stopped: %2")
+                         .arg(fromStd(worst->file), fromStd(worst->report.error))
+                   : QObject::tr("unknown: the scan stopped: %1").arg(fromStd(c.error));
+      break;
   }
-  return {};
+  if (c.missing > 0) text += QObject::tr(" (%1 missing, not scanned)").arg(c.missing);
+  return text;
 }
 
 }  // namespace
@@ -377,8 +412,9 @@ QString safetyText(const SafetyReport& r) {
 CheckpointSummary summarizeCheckpoint(const QString& path) {
   CheckpointSummary out;
   out.path = path;
-  // An opcode walk of the file's pickles; nothing in them is run.
-  const SafetyReport safety = scanFile(pathToStd(path));
+  // An opcode walk of the file's pickles (a sharded checkpoint: of every
+  // file its layout names); nothing in them is run.
+  const CheckpointSafety safety = scanCheckpoint(pathToStd(path));
   try {
     std::shared_ptr<const CheckpointFile> file = CheckpointFile::open(pathToStd(path));
     describe(*file, out);

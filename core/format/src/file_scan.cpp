@@ -177,10 +177,12 @@ std::string SafetyReport::summary() const {
   return s;
 }
 
-SafetyReport scanFile(const std::string& path, const ScanLimits& limits) {
-  SafetyReport report;
+namespace {
+
+// Every pickle of `file` (named `path` in errors) into `report`.
+void scanInput(const InputFile& file, const std::string& path, SafetyReport& report,
+               const ScanLimits& limits) {
   try {
-    const InputFile file(path);
     if (file.size() == 0) fail("empty file");
     uint8_t head[8] = {};
     file.read(0, std::min<uint64_t>(sizeof head, file.size()), head);
@@ -214,15 +216,42 @@ SafetyReport scanFile(const std::string& path, const ScanLimits& limits) {
   } catch (const std::length_error&) {
     report.error = path + ": a size in the file is too large";
   }
+}
+
+}  // namespace
+
+Verdict judgeSafety(const SafetyReport& report) {
   const SafetyLevel w = report.worst();
-  if (w == SafetyLevel::Dangerous)
-    report.verdict = Verdict::Dangerous;
-  else if (!report.error.empty())
-    report.verdict = Verdict::Unreadable;
-  else if (w == SafetyLevel::Suspicious)
-    report.verdict = Verdict::Suspicious;
-  else
-    report.verdict = Verdict::Safe;
+  if (w == SafetyLevel::Dangerous) return Verdict::Dangerous;
+  if (!report.error.empty()) return Verdict::Unreadable;
+  if (w == SafetyLevel::Suspicious) return Verdict::Suspicious;
+  return Verdict::Safe;
+}
+
+SafetyReport scanFile(const std::string& path, const ScanLimits& limits) {
+  SafetyReport report;
+  try {
+    const InputFile file(path);
+    scanInput(file, path, report, limits);
+  } catch (const FormatError& e) {
+    report.error = path + ": " + e.what();
+  }
+  report.verdict = judgeSafety(report);
+  return report;
+}
+
+SafetyReport scanFileSlice(const std::string& path, uint64_t offset, uint64_t length,
+                           const ScanLimits& limits) {
+  SafetyReport report;
+  const std::string name =
+      path + " (the " + std::to_string(length) + " bytes at offset " + std::to_string(offset) + ")";
+  try {
+    const InputFile file(path, offset, length);
+    scanInput(file, name, report, limits);
+  } catch (const FormatError& e) {
+    report.error = name + ": " + e.what();
+  }
+  report.verdict = judgeSafety(report);
   return report;
 }
 

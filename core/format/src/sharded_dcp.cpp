@@ -87,6 +87,7 @@ void ShardSet::openDcp(bool metadataOnly) {
         w.error = e.what();
       }
     }
+    m_storage.push_back(StorageSlice{key, w.part, w.offset, w.length, w.error});
     where[{key, offsets.value_or(Dims{})}] = std::move(w);
   }
   // Ranks whose files no storage entry names still count when present.

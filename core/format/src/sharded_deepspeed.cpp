@@ -300,6 +300,7 @@ void ShardSet::openDeepSpeed(bool metadataOnly) {
     std::string name;
     Dims shape;
     std::vector<ShardChunk> chunks;
+    std::vector<ShardChunk> missing;  // runs a missing or unreadable rank file would hold
     std::string error;
   };
   std::vector<Master> masters;
@@ -315,14 +316,21 @@ void ShardSet::openDeepSpeed(bool metadataOnly) {
   constexpr size_t kConcatenated = SIZE_MAX;
   auto place = [&](Master& m, int rank, uint64_t first, uint64_t last, uint64_t local,
                    size_t group) {
-    if (first >= last || !m.error.empty()) return;
+    if (first >= last) return;
     const int part = optimOfRank.at(rank);
     const std::string what = "elements [" + std::to_string(first) + ", " + std::to_string(last) +
                              ") of " + inQuotes(m.name);
     auto r = ranks.find(rank);
     if (r == ranks.end()) {
+      // Where the rank's run would be: listed as missing, like DCP's and
+      // FSDP's chunks of a missing rank (the other runs are still placed).
       const ShardPart& p = m_parts[size_t(part)];
-      m.error = (p.error.empty() ? p.file + " cannot be read" : p.error) + " (" + what + ")";
+      if (m.error.empty())
+        m.error = (p.error.empty() ? p.file + " cannot be read" : p.error) + " (" + what + ")";
+      std::vector<std::pair<Dims, Dims>> boxes;
+      flatRangeBoxes(m.shape, first, last, boxes);
+      for (auto& [offsets, sizes] : boxes)
+        m.missing.push_back(ShardChunk{part, -1, -1, std::move(offsets), std::move(sizes), 0});
       return;
     }
     // Which group tensor of the rank holds `local` (ZeRO-3 concatenates them).
@@ -452,6 +460,7 @@ void ShardSet::openDeepSpeed(bool metadataOnly) {
     lt.dtype = masterType;
     lt.shape = m.shape;
     lt.chunks = m.chunks;
+    lt.missing = m.missing;
     lt.error = m.error;
     checkChunks(lt);
     return lt;

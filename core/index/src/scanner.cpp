@@ -10,6 +10,7 @@
 
 #include "ascii.h"
 #include "ckpt/format/checkpoint_file.h"
+#include "ckpt/format/checkpoint_safety.h"
 #include "ckpt/format/checkpoint_view.h"
 #include "ckpt/format/error.h"
 #include "ckpt/format/pickle_safety.h"
@@ -93,44 +94,6 @@ bool isCandidateName(std::string_view fileName) {
 
 namespace {
 
-// The safety of a checkpoint of many files is that of its worst file (a
-// dangerous rank file makes the whole checkpoint dangerous).
-SafetyReport scanCheckpoint(const std::string& path) {
-  const std::optional<ShardProbe> probe = probeSharded(path);
-  if (!probe) return scanFile(path);
-  auto rank = [](Verdict v) {
-    switch (v) {
-      case Verdict::Safe:
-        return 0;
-      case Verdict::Suspicious:
-        return 1;
-      case Verdict::Unreadable:
-        return 2;
-      case Verdict::Dangerous:
-        return 3;
-    }
-    return 0;
-  };
-  SafetyReport worst;
-  try {
-    const auto shards = ShardSet::open(*probe, /*metadataOnly=*/true);
-    for (const ShardPart& p : shards->parts()) {
-      if (!p.present) continue;
-      SafetyReport r = scanFile(p.path);
-      if (rank(r.verdict) > rank(worst.verdict)) worst = std::move(r);
-    }
-  } catch (const std::exception& err) {
-    worst = SafetyReport{};
-    worst.verdict = Verdict::Unreadable;
-    worst.error = err.what();
-  }
-  return worst;
-}
-
-}  // namespace
-
-namespace {
-
 // Bytes of the storages the tensors under `v` view, each storage once.
 uint64_t storageBytes(const CheckpointFile& file, const Value* v) {
   std::vector<uint8_t> seen(file.storages().size());
@@ -165,7 +128,8 @@ CheckpointEntry describeCheckpoint(const std::string& path, const std::string& r
   // The safety verdict: a second walk over the same (now cached) pickle
   // bytes, opcodes only. Kept apart from the read so that an unreadable
   // file still says whether it would run code.
-  const SafetyReport safety = scanCheckpoint(path);
+  // A checkpoint of many files is as safe as its worst file.
+  const CheckpointSafety safety = scanCheckpoint(path);
   e.verdict = std::string(verdictName(safety.verdict));
   e.offenders = safety.offenders();
   e.safety = safety.summary();
@@ -193,6 +157,8 @@ CheckpointEntry describeCheckpoint(const std::string& path, const std::string& r
       e.layout = std::string(shardLayoutId(shards->layout()));
       e.ranks = shards->ranks();
       e.shardFiles = int(shards->parts().size() + (shards->entry().empty() ? 0 : 1));
+      e.shardMissing = int(std::count_if(shards->parts().begin(), shards->parts().end(),
+                                         [](const ShardPart& p) { return !p.present; }));
     }
     const CheckpointView view(*file);
     e.tensorBytes = storageBytes(*file, file->root());

@@ -91,5 +91,14 @@ uint64_t scanPickle(const uint8_t* data, uint64_t size, const std::string& recor
 // a file that cannot be read comes back `unreadable` with `error` (path,
 // record, byte offset), and the globals seen before the break.
 SafetyReport scanFile(const std::string& path, const ScanLimits& limits = {});
+// The same for the `length` bytes at `offset` of a file, read as a file of
+// their own (one torch.save archive of a DCP .distcp file); errors name the
+// path and the slice.
+SafetyReport scanFileSlice(const std::string& path, uint64_t offset, uint64_t length,
+                           const ScanLimits& limits = {});
+// The verdict of what a report holds: dangerous when any global is (even
+// in a file that breaks off later), else unreadable when the scan stopped,
+// else suspicious when any global is, else safe.
+[[nodiscard]] Verdict judgeSafety(const SafetyReport& report);
 
 }  // namespace ckpt

@@ -130,6 +130,17 @@ class ShardSet {
     const Value* value = nullptr;
   };
   [[nodiscard]] const std::vector<Item>& items() const { return m_items; }
+  // DCP: every storage_data entry of .metadata, in its order: where
+  // torch.distributed.checkpoint reads an item's torch.save archive (a
+  // slice of a .distcp part). Listed by a metadataOnly open too (what the
+  // safety scan walks); empty for the other layouts.
+  struct StorageSlice {
+    std::string key;  // the item's fqn, "model.token_embed.weight"
+    int part = -1;    // -1 when the entry names no place inside the folder
+    uint64_t offset = 0, length = 0;
+    std::string error;  // why it names no place that can be read ("" when fine)
+  };
+  [[nodiscard]] const std::vector<StorageSlice>& storageSlices() const { return m_storage; }
   // Metadata the description carries (the index's "metadata"), as JSON text
   // per key.
   [[nodiscard]] const std::vector<std::pair<std::string, std::string>>& metadata() const {
@@ -168,6 +179,7 @@ class ShardSet {
   std::vector<std::unique_ptr<CheckpointFile>> m_itemFiles;  // DCP bytes items
   std::unique_ptr<CheckpointFile> m_description;             // DCP's .metadata
   std::vector<Item> m_items;
+  std::vector<StorageSlice> m_storage;
   ValueArena m_arena;  // strings made for items
   std::vector<LogicalTensor> m_tensors;
   std::vector<std::pair<std::string, std::string>> m_metadata;

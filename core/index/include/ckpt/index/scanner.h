@@ -51,9 +51,10 @@ struct CheckpointEntry {
   // A checkpoint of many files (ckpt/format/sharded.h), listed once under its
   // folder or index file: "sharded: Hugging Face, 3 files"; "" for one file.
   std::string sharded;
-  std::string layout;  // "hf-index", ...
-  int ranks = 0;       // ranks that wrote it (0: the layout has none)
-  int shardFiles = 0;  // files it is made of, its description included
+  std::string layout;    // "hf-index", ...
+  int ranks = 0;         // ranks that wrote it (0: the layout has none)
+  int shardFiles = 0;    // files it is made of, its description included
+  int shardMissing = 0;  // of those, the ones that are not there
   [[nodiscard]] bool isDangerous() const { return verdict == "dangerous"; }
 };
 

@@ -1,0 +1,263 @@
+// The safety of a whole checkpoint: one file's scan, or the worst of the
+// scans of every file a sharded checkpoint's layout names. A DCP .distcp
+// part is a run of torch.save archives back to back; torch reads each at
+// the offset .metadata gives, so each is scanned there.
+#include "ckpt/format/checkpoint_safety.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <new>
+#include <optional>
+#include <set>
+#include <tuple>
+
+#include "ckpt/format/error.h"
+#include "ckpt/format/sharded.h"
+
+namespace fs = std::filesystem;
+
+namespace ckpt {
+namespace {
+
+// Archives of one .distcp part scanned at most: more is taken for a
+// hostile .metadata (the rest make the part unreadable, never safe).
+constexpr size_t kMaxSlicesPerPart = 100'000;
+
+int severity(Verdict v) {
+  switch (v) {
+    case Verdict::Safe:
+      return 0;
+    case Verdict::Suspicious:
+      return 1;
+    case Verdict::Unreadable:
+      return 2;
+    case Verdict::Dangerous:
+      return 3;
+  }
+  return 2;
+}
+
+std::string plural(size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+// Adds one archive's report to its part's: records named after the item
+// and where it lies, the first error kept (later ones counted).
+void addSlice(SafetyReport& into, SafetyReport&& slice, const ShardSet::StorageSlice& s,
+              size_t& brokenSlices, const ScanLimits& limits) {
+  const std::string where = "'" + s.key.substr(0, 200) + "' at byte " + std::to_string(s.offset);
+  for (GlobalUse& g : slice.globals) {
+    if (into.globals.size() >= limits.maxGlobals) {
+      ++into.leftOut;
+      into.leftOutWorst = std::max(into.leftOutWorst, g.level);
+      continue;
+    }
+    g.record = where + ": " + g.record;
+    into.globals.push_back(std::move(g));
+  }
+  into.leftOut += slice.leftOut;
+  into.leftOutWorst = std::max(into.leftOutWorst, slice.leftOutWorst);
+  into.pickles += slice.pickles;
+  if (!slice.error.empty()) {
+    if (++brokenSlices == 1) into.error = where + ": " + slice.error;
+  }
+}
+
+// A .distcp part: every archive .metadata places in it, each once.
+SafetyReport scanDistcp(const ShardSet& shards, int part, const ScanLimits& limits) {
+  SafetyReport report;
+  const ShardPart& p = shards.parts()[size_t(part)];
+  std::set<std::pair<uint64_t, uint64_t>> seen;
+  size_t broken = 0, scanned = 0;
+  for (const ShardSet::StorageSlice& s : shards.storageSlices()) {
+    if (s.part != part || !seen.emplace(s.offset, s.length).second) continue;
+    if (++scanned > kMaxSlicesPerPart) {
+      if (++broken == 1)
+        report.error = p.path + ": .metadata places more than " +
+                       std::to_string(kMaxSlicesPerPart) + " archives in it; the rest not scanned";
+      break;
+    }
+    addSlice(report, scanFileSlice(p.path, s.offset, s.length, limits), s, broken, limits);
+  }
+  if (broken > 1)
+    report.error += " (and " + plural(broken - 1, "more archive", "more archives") +
+                    " that could not be scanned)";
+  report.verdict = judgeSafety(report);
+  return report;
+}
+
+void judge(CheckpointSafety& out) {
+  Verdict v = out.error.empty() ? Verdict::Safe : Verdict::Unreadable;
+  for (const FileSafety& f : out.files)
+    if (severity(f.report.verdict) > severity(v)) v = f.report.verdict;
+  out.verdict = v;
+}
+
+// Storage entries of .metadata that name no place to scan (a path that
+// leaves the folder, a transformed item): what torch would read there is
+// unknown, so the checkpoint cannot be called safe.
+std::string unplacedStorage(const ShardSet& shards) {
+  size_t n = 0;
+  std::string first;
+  for (const ShardSet::StorageSlice& s : shards.storageSlices())
+    if (s.part < 0 && !s.error.empty() && n++ == 0) first = s.error;
+  if (n == 0) return {};
+  return first +
+         (n > 1 ? " (and " + plural(n - 1, "more entry", "more entries") + " like it)" : "") +
+         ": not scanned";
+}
+
+CheckpointSafety scanSharded(const ShardProbe& probe, const ScanLimits& limits) {
+  CheckpointSafety out;
+  out.layout = std::string(shardLayoutTitle(probe.layout));
+  // DCP's .metadata is a plain pickle torch unpickles first: scanned even
+  // when it is no Metadata at all (then the files it would name are unknown).
+  if (probe.layout == ShardLayout::Dcp)
+    out.files.push_back(FileSafety{".metadata", probe.entry, scanFile(probe.entry, limits)});
+  try {
+    const std::unique_ptr<ShardSet> shards = ShardSet::open(probe, /*metadataOnly=*/true);
+    for (size_t i = 0; i < shards->parts().size(); ++i) {
+      const ShardPart& p = shards->parts()[i];
+      if (!p.present) {
+        ++out.missing;
+        continue;
+      }
+      out.files.push_back(FileSafety{p.file, p.path,
+                                     probe.layout == ShardLayout::Dcp
+                                         ? scanDistcp(*shards, int(i), limits)
+                                         : scanFile(p.path, limits)});
+    }
+    if (probe.layout == ShardLayout::Dcp) out.error = unplacedStorage(*shards);
+  } catch (const FormatError& e) {
+    out.error = e.what();
+  } catch (const std::bad_alloc&) {
+    out.error = probe.folder + ": out of memory while reading the checkpoint's description";
+  } catch (const std::length_error&) {
+    out.error = probe.folder + ": a size in the checkpoint's description is too large";
+  } catch (const std::exception& e) {
+    out.error = probe.folder + ": " + e.what();
+  }
+  judge(out);
+  return out;
+}
+
+// A .distcp file named on its own: the archives its folder's .metadata
+// places in it (what torch reads), when there is one that names it.
+std::optional<CheckpointSafety> scanDistcpAlone(const std::string& path, const ScanLimits& limits) {
+  const fs::path p(path);
+  if (p.extension() != ".distcp") return std::nullopt;
+  const std::string folder = p.has_parent_path() ? p.parent_path().string() : ".";
+  const std::optional<ShardProbe> probe = probeSharded(folder);
+  if (!probe || probe->layout != ShardLayout::Dcp) return std::nullopt;
+  try {
+    const std::unique_ptr<ShardSet> shards = ShardSet::open(*probe, /*metadataOnly=*/true);
+    std::error_code ec;
+    for (size_t i = 0; i < shards->parts().size(); ++i) {
+      const ShardPart& part = shards->parts()[i];
+      if (!part.present || !fs::equivalent(part.path, path, ec)) continue;
+      CheckpointSafety out;
+      out.files.push_back(
+          FileSafety{p.filename().string(), path, scanDistcp(*shards, int(i), limits)});
+      judge(out);
+      return out;
+    }
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+const FileSafety* CheckpointSafety::worstFile() const {
+  if (verdict == Verdict::Safe) return nullptr;
+  for (const FileSafety& f : files)
+    if (f.report.verdict == verdict) return &f;
+  return nullptr;
+}
+
+size_t CheckpointSafety::filesWithVerdict() const {
+  size_t n = 0;
+  for (const FileSafety& f : files) n += f.report.verdict == verdict ? 1 : 0;
+  return n;
+}
+
+std::vector<std::string> CheckpointSafety::offenders(SafetyLevel level) const {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (const FileSafety& f : files)
+    for (const GlobalUse& g : f.report.globals)
+      if (g.level == level) {
+        std::string n = g.module + "." + g.name;
+        if (seen.insert(n).second) out.push_back(std::move(n));
+      }
+  return out;
+}
+
+std::vector<std::string> CheckpointSafety::offenders() const {
+  std::vector<std::string> out = offenders(SafetyLevel::Dangerous);
+  for (std::string& s : offenders(SafetyLevel::Suspicious)) out.push_back(std::move(s));
+  return out;
+}
+
+std::string CheckpointSafety::scope() const {
+  if (!sharded()) return plural(files.size(), "file", "files");
+  size_t parts = 0;
+  bool metadata = false;
+  for (const FileSafety& f : files) {
+    if (layout == "DCP" && f.file == ".metadata")
+      metadata = true;
+    else
+      ++parts;
+  }
+  std::string s = layout == "Hugging Face" ? plural(parts, "shard file", "shard files")
+                  : layout == "DeepSpeed"  ? plural(parts, "file", "files")
+                                           : plural(parts, "rank file", "rank files");
+  if (metadata) s += " and .metadata";
+  return s;
+}
+
+std::string CheckpointSafety::summary() const {
+  if (!sharded() && files.size() == 1 && error.empty()) return files[0].report.summary();
+  auto list = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (size_t i = 0; i < v.size() && i < 8; ++i) out += (i ? ", " : "") + v[i];
+    if (v.size() > 8) out += ", ... (" + std::to_string(v.size()) + " in all)";
+    return out;
+  };
+  std::string s(verdictName(verdict));
+  const FileSafety* worst = worstFile();
+  const size_t others = worst ? filesWithVerdict() - 1 : 0;
+  const std::string who =
+      worst ? worst->file + (others ? " and " + plural(others, "more file", "more files") : "")
+            : std::string();
+  switch (verdict) {
+    case Verdict::Safe:
+      s += ": " + scope() + ", only tensors and plain data";
+      break;
+    case Verdict::Dangerous:
+      s += ": " + who + " would run code: " + list(offenders(SafetyLevel::Dangerous));
+      break;
+    case Verdict::Suspicious:
+      s += ": pickled objects that are not plain data in " + who + ": " +
+           list(offenders(SafetyLevel::Suspicious));
+      break;
+    case Verdict::Unreadable:
+      s += ": " + (worst ? worst->report.error : error);
+      break;
+  }
+  if (missing) s += ", " + plural(missing, "missing file", "missing files") + " not scanned";
+  return s;
+}
+
+CheckpointSafety scanCheckpoint(const std::string& path, const ScanLimits& limits) {
+  if (const std::optional<ShardProbe> probe = probeSharded(path))
+    return scanSharded(*probe, limits);
+  if (std::optional<CheckpointSafety> alone = scanDistcpAlone(path, limits)) return *alone;
+  CheckpointSafety out;
+  out.files.push_back(FileSafety{fs::path(path).filename().string(), path, scanFile(path, limits)});
+  judge(out);
+  return out;
+}
+
+}  // namespace ckpt
