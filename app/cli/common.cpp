@@ -22,7 +22,8 @@ void printUsage(const std::string& command) {
       "  diff A B [--json] [--top N]   what changed between two checkpoints: structure,\n"
       "                         per-tensor and per-block change, metadata\n"
       "  scan PATH... [--json] [--recursive]   would a file run code if Python loaded it?\n"
-      "                         every global its pickles name, judged; exit 3 if any is dangerous\n"
+      "                         every global its pickles name, judged; a sharded checkpoint's\n"
+      "                         folder or index: every file it names; exit 3 if any is dangerous\n"
       "  metrics DIR|FILE... [--json|--csv] [--metric NAME] [--log FILE|DIR]\n"
       "                         every run's curves (metrics.jsonl, console logs,\n"
       "                         checkpoints) as the Curves tab draws them\n"
@@ -35,6 +36,9 @@ void printUsage(const std::string& command) {
       "                         a slim copy without optimizer state, a tensor at a time\n"
       "  train, resume, finetune, score, generate   training and inference (LibTorch;\n"
       "                         see ckptscope-cli train --help)\n"
+      "\n"
+      "A checkpoint (FILE, A, B, SRC) is a .pt, .bin or .safetensors file, or a sharded\n"
+      "checkpoint (DCP, FSDP, DeepSpeed, Hugging Face shards): its folder or index file.\n"
       "\n"
       "Exit status: 0 success, 1 a file cannot be read or is damaged, 2 usage error,\n"
       "3 scan found a file that would run code.\n";
@@ -64,7 +68,12 @@ void printUsage(const std::string& command) {
         "  OUT's extension (.safetensors, else pt); --dtype converts floating-point tensors.\n",
         stderr);
   else if (command == "scan")
-    std::fputs("usage: ckptscope-cli scan PATH... [--json] [--recursive]\n", stderr);
+    std::fputs(
+        "usage: ckptscope-cli scan PATH... [--json] [--recursive]\n"
+        "  PATH: a checkpoint file, a folder (its files; --recursive: and its subfolders), or a\n"
+        "  sharded checkpoint's folder or index (every file it names, then one verdict for the\n"
+        "  checkpoint: the worst, naming its file)\n",
+        stderr);
   else if (command == "prune")
     std::fputs(
         "usage: ckptscope-cli prune RUN_DIR [--keep-best METRIC] [--keep-last N] [--every K]\n"
