@@ -71,6 +71,20 @@ class TestTrainPanel : public QObject {
     ckpt::test::fillTiny(panel, m_data, out, steps);
   }
 
+  // The window on the folder `exp` (made here), showing the Train tab with
+  // its plugin loaded.
+  static bool openOnTrainTab(MainWindow& w, const QString& exp) {
+    if (!QDir().mkpath(exp)) return false;
+    w.resize(1280, 860);
+    w.show();
+    QSignalSpy loaded(&w, &MainWindow::loaded);
+    w.openPaths({exp});
+    if (!loaded.wait(60000)) return false;
+    w.showTrain();
+    QSignalSpy backend(w.trainPanel(), &TrainPanel::backendLoaded);
+    return w.trainPanel()->backendReady() || backend.wait(60000);
+  }
+
   bool runNew(TrainPanel& panel, const QString& out, int steps, Finished* r, QString* failure) {
     fillTiny(panel, out, steps);
     if (!panel.validationError().isEmpty()) {
@@ -350,17 +364,9 @@ class TestTrainPanel : public QObject {
   // metrics.jsonl, keeping the first job's steps: the chart began at 5.)
   void resumedChartIsWhatCurvesDraws() {
     const QString exp = dir("restarted");
-    QVERIFY(QDir().mkpath(exp));
     MainWindow w;
-    w.resize(1280, 860);
-    w.show();
-    QSignalSpy loaded(&w, &MainWindow::loaded);
-    w.openPaths({exp});
-    QVERIFY(loaded.wait(60000));
+    QVERIFY(openOnTrainTab(w, exp));
     TrainPanel& panel = *w.trainPanel();
-    w.showTrain();
-    QSignalSpy backend(&panel, &TrainPanel::backendLoaded);
-    QVERIFY(panel.backendReady() || backend.wait(60000));
     const QString parent = exp + "/tiny";
     Finished first;
     QString failure;
@@ -555,17 +561,9 @@ class TestTrainPanel : public QObject {
     // it writes checkpoints; its last one is selected when done; Fine-tune
     // on it makes a second stage, shown with the first as one family.
     const QString exp = dir("experiments");
-    QVERIFY(QDir().mkpath(exp));
     MainWindow w;
-    w.resize(1280, 860);
-    w.show();
-    QSignalSpy loaded(&w, &MainWindow::loaded);
-    w.openPaths({exp});
-    QVERIFY(loaded.wait(60000));
+    QVERIFY(openOnTrainTab(w, exp));
     TrainPanel& panel = *w.trainPanel();
-    w.showTrain();
-    QSignalSpy backend(&panel, &TrainPanel::backendLoaded);
-    QVERIFY(panel.backendReady() || backend.wait(60000));
     Finished r;
     QString failure;
     QVERIFY2(runNew(panel, exp + "/tiny", 6, &r, &failure), qPrintable(failure));
