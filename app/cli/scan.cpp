@@ -208,11 +208,10 @@ int runScan(int argc, char** argv) {
     for (const std::string& f : files) {
       if (covered.count(key(f))) continue;
       // A .distcp file is scanned where its folder's .metadata places its archives.
+      // (A file that is itself a sharded checkpoint's description, met
+      // here only when its folder was not recognised, gets the plain scan.)
       const CheckpointSafety c = scanCheckpoint(f);
-      if (c.sharded() || c.files.size() != 1)
-        report(f, scanFile(f));
-      else
-        report(f, c.files[0].report);
+      report(f, c.sharded() ? scanFile(f) : c.files.front().report);
     }
   }
   const size_t nCheckpoints =

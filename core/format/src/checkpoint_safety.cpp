@@ -202,17 +202,18 @@ std::vector<std::string> CheckpointSafety::offenders() const {
 
 std::string CheckpointSafety::scope() const {
   if (!sharded()) return plural(files.size(), "file", "files");
+  const auto is = [this](ShardLayout l) { return layout == shardLayoutTitle(l); };
   size_t parts = 0;
   bool metadata = false;
   for (const FileSafety& f : files) {
-    if (layout == "DCP" && f.file == ".metadata")
+    if (is(ShardLayout::Dcp) && f.file == ".metadata")
       metadata = true;
     else
       ++parts;
   }
-  std::string s = layout == "Hugging Face" ? plural(parts, "shard file", "shard files")
-                  : layout == "DeepSpeed"  ? plural(parts, "file", "files")
-                                           : plural(parts, "rank file", "rank files");
+  std::string s = is(ShardLayout::HuggingFace) ? plural(parts, "shard file", "shard files")
+                  : is(ShardLayout::DeepSpeed) ? plural(parts, "file", "files")
+                                               : plural(parts, "rank file", "rank files");
   if (metadata) s += " and .metadata";
   return s;
 }
