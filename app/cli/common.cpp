@@ -2,12 +2,21 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "ckpt/format/json_export.h"
 
 namespace ckpt::cli {
 
 int failWith(const std::string& message) {
   std::fprintf(stderr, "ckptscope-cli: %s\n", message.c_str());
   return kExitFailure;
+}
+
+void printJson(const nlohmann::ordered_json& doc, int indent) {
+  std::string out = dumpJson(doc, indent);
+  out += '\n';
+  std::fwrite(out.data(), 1, out.size(), stdout);
 }
 
 void printUsage(const std::string& command) {

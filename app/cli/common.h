@@ -1,5 +1,6 @@
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,9 @@ int failWith(const std::string& message);
 // The usage text of one subcommand (or all) on stderr; returns kExitUsage.
 int usageError(const std::string& problem, const std::string& command = {});
 void printUsage(const std::string& command = {});
+// `doc` and a newline on stdout, through dumpJson (json_export.h): names
+// from files are bytes, escaped the one documented way, never dropped.
+void printJson(const nlohmann::ordered_json& doc, int indent = 1);
 
 // Splits arguments into positionals and recognised --flags; anything else is
 // a usage error (reported through `problem`).

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "ckpt/analysis/diff.h"
 #include "ckpt/format/checkpoint_file.h"
@@ -270,20 +271,27 @@ int runDiff(int argc, char** argv) {
   if (showProgress) std::fprintf(stderr, "\r%20s\r", "");
 
   if (args.has("--json")) {
-    const std::string out =
-        diffToJson(diff, size_t(top))
-            .dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-    std::fwrite(out.data(), 1, out.size(), stdout);
-    std::fputc('\n', stdout);
+    printJson(diffToJson(diff, size_t(top)));
   } else {
     printText(diff, *a, *b);
   }
   std::fflush(stdout);
-  // The numbers of an unreadable tensor are missing: say so and fail.
-  int status = kExitOk;
+  // The numbers of an unreadable tensor are missing: say so and fail, in
+  // one line however many there are (the report above, and --json, give
+  // each tensor's own error).
+  std::vector<const TensorDiff*> unreadable;
   for (const TensorDiff& t : diff.tensors)
-    if (!t.error.empty()) status = failWith(t.error);
-  return status;
+    if (!t.error.empty()) unreadable.push_back(&t);
+  if (unreadable.empty()) return kExitOk;
+  if (unreadable.size() == 1) return failWith(unreadable.front()->error);
+  constexpr size_t kNamed = 3;
+  std::string names;
+  for (size_t i = 0; i < std::min(kNamed, unreadable.size()); ++i)
+    names += (i ? ", " : "") + unreadable[i]->name;
+  if (unreadable.size() > kNamed)
+    names += " (+" + std::to_string(unreadable.size() - kNamed) + " more)";
+  return failWith(std::to_string(unreadable.size()) + " tensors could not be read: " + names +
+                  "; the first: " + unreadable.front()->error);
 }
 
 }  // namespace ckpt::cli

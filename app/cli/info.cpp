@@ -185,10 +185,7 @@ int runInfo(int argc, char** argv) {
                             {"compiled", view.compiledPrefix()},
                             {"names", std::move(names)}};
     }
-    const std::string out =
-        doc.dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-    std::fwrite(out.data(), 1, out.size(), stdout);
-    std::fputc('\n', stdout);
+    printJson(doc);
   } else {
     printText(*file);
   }

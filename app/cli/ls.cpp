@@ -118,10 +118,7 @@ int runLs(int argc, char** argv) {
     return failWith(e.what());
   }
   if (args.has("--json")) {
-    const std::string out =
-        toJson(result).dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-    std::fwrite(out.data(), 1, out.size(), stdout);
-    std::fputc('\n', stdout);
+    printJson(toJson(result));
   } else {
     printText(result);
   }

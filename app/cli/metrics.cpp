@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "ckpt/format/utf8.h"
 #include "ckpt/index/metrics.h"
 #include "ckpt/index/number_text.h"
 #include "common.h"
@@ -78,23 +79,8 @@ class Out {
     *w++ = ']';
     out.append(b, size_t(w - b));
   }
-  void jsonString(std::string_view s) {
-    put('"');
-    for (const char c : s) {
-      const auto u = static_cast<unsigned char>(c);
-      if (c == '"' || c == '\\') {
-        put('\\');
-        put(c);
-      } else if (u < 0x20) {
-        char e[8];
-        std::snprintf(e, sizeof e, "\\u%04x", u);
-        put(e);
-      } else {
-        put(c);
-      }
-    }
-    put('"');
-  }
+  // Run names and paths are bytes from the filesystem and the files.
+  void jsonString(std::string_view s) { utf8::appendJsonString(m_buf, s); }
   void csvField(std::string_view s) {
     if (s.find_first_of(",\"\n\r") == std::string_view::npos) {
       put(s);

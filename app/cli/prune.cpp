@@ -104,7 +104,7 @@ int runPrune(int argc, char** argv) {
     for (const TrashedFile& t : trashed)
       moved.push_back({{"from", t.from}, {"to", t.to}, {"trashinfo", t.trashInfo}});
     o["moved"] = moved;
-    std::printf("%s\n", o.dump(2).c_str());
+    printJson(o, 2);
     return kExitOk;
   }
   std::fputs(describePlan(plan).c_str(), stdout);

@@ -217,7 +217,7 @@ int runScan(int argc, char** argv) {
   const size_t nCheckpoints =
       checkpointCounts[0] + checkpointCounts[1] + checkpointCounts[2] + checkpointCounts[3];
   if (asJson) {
-    std::printf("%s\n", out.dump(1).c_str());
+    printJson(out);
   } else {
     std::printf("%zu file%s: %zu safe, %zu suspicious, %zu dangerous, %zu unreadable\n",
                 scannedFiles, scannedFiles == 1 ? "" : "s", counts[0], counts[1], counts[2],

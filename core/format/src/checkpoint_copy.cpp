@@ -174,8 +174,10 @@ const Value* contentTree(const CheckpointFile& source, const CheckpointView& vie
   return out;
 }
 
+// A string as it is (the writer refuses one that is not UTF-8); anything
+// else as JSON text, where names from the file are escaped the one way.
 std::string metadataText(const Value* v) {
-  return v->isStr() ? std::string(v->text) : valueToJson(v, 100000).dump();
+  return v->isStr() ? std::string(v->text) : dumpJson(valueToJson(v, 100000));
 }
 
 }  // namespace

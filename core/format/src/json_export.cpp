@@ -1,8 +1,10 @@
 #include "ckpt/format/json_export.h"
 
 #include "ckpt/format/sharded.h"
+#include "ckpt/format/utf8.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <unordered_set>
 
@@ -110,7 +112,62 @@ struct Encoder {
   }
 };
 
+void newline(std::string& out, int indent, int level) {
+  if (indent < 0) return;
+  out += '\n';
+  out.append(size_t(indent) * size_t(level), ' ');
+}
+
+// Recursion is bounded: valueToJson cuts trees at kMaxJsonDepth.
+void dumpTo(std::string& out, const json& j, int indent, int level) {
+  switch (j.type()) {
+    case json::value_t::object:
+    case json::value_t::array: {
+      const bool object = j.is_object();
+      if (j.empty()) {
+        out += object ? "{}" : "[]";
+        return;
+      }
+      out += object ? '{' : '[';
+      bool first = true;
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        if (!first) out += ',';
+        first = false;
+        newline(out, indent, level + 1);
+        if (object) {
+          utf8::appendJsonString(out, it.key());
+          out += indent >= 0 ? ": " : ":";
+        }
+        dumpTo(out, it.value(), indent, level + 1);
+      }
+      newline(out, indent, level);
+      out += object ? '}' : ']';
+      return;
+    }
+    case json::value_t::string:
+      utf8::appendJsonString(out, j.get_ref<const std::string&>());
+      return;
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned: {
+      char b[24];
+      const auto r = j.is_number_unsigned() ? std::to_chars(b, b + sizeof b, j.get<uint64_t>())
+                                            : std::to_chars(b, b + sizeof b, j.get<int64_t>());
+      out.append(b, size_t(r.ptr - b));
+      return;
+    }
+    default:
+      // Floats (nlohmann's shortest round-trip form, null for NaN), booleans, null.
+      out += j.dump();
+  }
+}
+
 }  // namespace
+
+std::string dumpJson(const json& j, int indent) {
+  std::string out;
+  dumpTo(out, j, indent, 0);
+  return out;
+}
 
 json pathToJson(const TensorPath& path) {
   json a = json::array();

@@ -16,6 +16,7 @@
 
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/error.h"
+#include "ckpt/format/utf8.h"
 
 namespace ckpt {
 namespace {
@@ -368,34 +369,37 @@ void writeSafetensorsFile(const std::string& path, const std::vector<Safetensors
   // The header first, so that a tensor safetensors cannot hold is refused
   // before any file exists.
   std::string header = "{";
-  auto jsonString = [](std::string_view s) {
-    std::string out = "\"";
-    for (const char c : s) {
-      if (c == '"' || c == '\\') {
-        out += '\\';
-        out += c;
-      } else if (static_cast<unsigned char>(c) < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", unsigned(static_cast<unsigned char>(c)));
-        out += buf;
-      } else {
-        out += c;
-      }
+  // The header is UTF-8 JSON and its readers take names as text: a name
+  // from a file that is not UTF-8 has no faithful spelling there (escaping
+  // it would rename the tensor), so the file is refused, not written raw.
+  auto jsonString = [&path](std::string_view s, const std::string& what) {
+    if (const int64_t bad = utf8::firstInvalid(s); bad >= 0) {
+      char byte[8];
+      std::snprintf(byte, sizeof byte, "0x%02x", unsigned(static_cast<unsigned char>(s[bad])));
+      throw FormatError(path + ": " + what + " is not UTF-8 (byte " + byte + " at offset " +
+                        std::to_string(bad) +
+                        "), and a safetensors header is UTF-8 JSON: nothing written");
     }
-    return out + "\"";
+    std::string out;
+    utf8::appendJsonString(out, s);
+    return out;
   };
+  auto quoted = [](std::string_view s) { return "\"" + utf8::printable(s) + "\""; };
   bool first = true;
   if (!metadata.empty()) {
     header += "\"__metadata__\":{";
     for (size_t i = 0; i < metadata.size(); ++i)
       header +=
-          (i ? "," : "") + jsonString(metadata[i].first) + ":" + jsonString(metadata[i].second);
+          (i ? "," : "") +
+          jsonString(metadata[i].first, "metadata key " + quoted(metadata[i].first)) + ":" +
+          jsonString(metadata[i].second, "the value of metadata " + quoted(metadata[i].first));
     header += "}";
     first = false;
   }
   std::vector<uint64_t> sizes;
   uint64_t offset = 0;
   for (const SafetensorsEntry& e : entries) {
+    const std::string key = jsonString(e.name, "tensor name " + quoted(e.name));
     const auto name = safetensorsDtype(e.dtype);
     if (!name)
       throw FormatError(path + ": tensor " + e.name + ": safetensors has no dtype for " +
@@ -408,9 +412,9 @@ void writeSafetensorsFile(const std::string& path, const std::vector<Safetensors
     }
     shape += "]";
     const uint64_t n = numel * uint64_t(dtypeSize(e.dtype));
-    header += std::string(first ? "" : ",") + jsonString(e.name) + ":{\"dtype\":\"" +
-              std::string(*name) + "\",\"shape\":" + shape + ",\"data_offsets\":[" +
-              std::to_string(offset) + "," + std::to_string(offset + n) + "]}";
+    header += std::string(first ? "" : ",") + key + ":{\"dtype\":\"" + std::string(*name) +
+              "\",\"shape\":" + shape + ",\"data_offsets\":[" + std::to_string(offset) + "," +
+              std::to_string(offset + n) + "]}";
     first = false;
     sizes.push_back(n);
     offset += n;

@@ -54,4 +54,80 @@ int64_t firstInvalid(std::string_view s) {
   return -1;
 }
 
+namespace {
+constexpr char kHex[] = "0123456789abcdef";
+}  // namespace
+
+void appendJsonString(std::string& out, std::string_view s) {
+  out += '"';
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+      out += char(c);
+      ++i;
+      continue;
+    }
+    if (c < 0x80) {
+      switch (c) {
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\b':
+          out += "\\b";
+          break;
+        case '\f':
+          out += "\\f";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        default:
+          out += "\\u00";
+          out += kHex[c >> 4];
+          out += kHex[c & 15];
+      }
+      ++i;
+      continue;
+    }
+    const Decoded d = decode(s, i);
+    if (d.cp == kInvalid) {
+      out += "\\udc";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+      ++i;
+    } else {
+      out.append(s.substr(i, d.len));
+      i += d.len;
+    }
+  }
+  out += '"';
+}
+
+std::string printable(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const Decoded d = decode(s, i);
+    if (d.cp == kInvalid) {
+      const auto c = static_cast<unsigned char>(s[i]);
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out.append(s.substr(i, d.len));
+    }
+    i += d.len;
+  }
+  return out;
+}
+
 }  // namespace ckpt::utf8

@@ -22,4 +22,13 @@ nlohmann::ordered_json toJson(const CheckpointFile& file, size_t maxNodes = 0);
 nlohmann::ordered_json valueToJson(const Value* v, size_t maxNodes = 1'000'000);
 nlohmann::ordered_json pathToJson(const TensorPath& path);
 
+// The text of `j`, laid out as nlohmann's dump(indent) lays it out (-1:
+// compact), every string and key written by utf8::appendJsonString. Trees
+// built here hold the file's bytes as they are (names from files are bytes);
+// this is the one place they become JSON text, escaped one documented way
+// (docs/ARCHITECTURE.md, "JSON output"). nlohmann's own dump() would throw
+// on such a byte, or with a replace handler lose it silently: every JSON
+// document the app prints or writes goes through here instead.
+std::string dumpJson(const nlohmann::ordered_json& j, int indent = -1);
+
 }  // namespace ckpt
