@@ -9,21 +9,15 @@
 #include <QtTest>
 
 #include "ckpt/config/run_config.h"
+#include "config_test_util.h"
 
 using namespace ckpt;
 using json = nlohmann::ordered_json;
-using Fields = std::vector<std::string>;
+using ckpt::test::Fields;
+using ckpt::test::smallModel;
 using Strings = std::vector<std::string>;
-Q_DECLARE_METATYPE(std::string)
-Q_DECLARE_METATYPE(Fields)
 
 namespace {
-
-json smallModel() {
-  return json::parse(
-      R"({"vocab_size": 64, "d_model": 32, "n_layers": 2, "n_heads": 4, "ffn_hidden_size": 80,
-          "max_seq_len": 32})");
-}
 
 // RUN.json with this "training" section, then the key=value overrides.
 RunConfig configOf(const std::string& training, const Strings& overrides) {
