@@ -151,11 +151,8 @@ struct Trainer::Impl {
   void joinWorld() {
     const WorldEnv env = worldFromEnvironment();
     TrainingConfig& t = config.training;
-    // A given world_size that is not this run's changes a batch number (as
-    // world_adapts says): rank 0's log says which.
-    if (const std::string changed = t.adaptToWorld(env.worldSize);
-        !changed.empty() && env.rank == 0)
-      note(changed);
+    const std::string changed = t.adaptToWorld(env.worldSize);  // as world_adapts says: logged
+    if (!changed.empty() && env.rank == 0) note(changed);
     t.validate();
     device = pickDevice(t.device);
     if (device.is_cuda() && env.worldSize > 1)
