@@ -432,11 +432,8 @@ int main(int argc, char** argv) {
   } catch (const ConfigError& e) {
     // Batch numbers that contradict each other for this run's world: the
     // fix is in what was typed, as for a wrong command line.
-    if (e.kind() == ConfigError::Kind::BatchSplit) {
-      failWith(e.what());
-      return kExitUsage;
-    }
-    return failWith(e.what());
+    failWith(e.what());
+    return e.kind() == ConfigError::Kind::BatchSplit ? kExitUsage : kExitFailure;
   } catch (const std::exception& e) {
     return failWith(e.what());
   }
