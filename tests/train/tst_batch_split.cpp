@@ -137,6 +137,15 @@ class TestBatchSplit : public QObject {
     ok("micro alone, 2 ranks", R"({"micro_batch_size": 2})", {}, 2, 4, 2, 1);
     ok("accumulation alone, 2 ranks", R"({"gradient_accumulation_steps": 2})", {}, 2, 32, 8, 2);
     ok("nothing given, 3 ranks", "{}", {}, 3, 24, 8, 1);
+    // A product past int64 is refused, not wrapped round.
+    refused("too large",
+            R"({"micro_batch_size": 4611686018427387904, "gradient_accumulation_steps": 2})", {}, 1,
+            all,
+            "batch_size: the product of world_size, micro_batch_size and "
+            "gradient_accumulation_steps (4611686018427387904 x 2) is too large");
+    refused("too large for the world",
+            R"({"micro_batch_size": 2305843009213693952, "gradient_accumulation_steps": 2})", {}, 2,
+            all, "(2 x 4611686018427387904) is too large");
     // world_adapts is about a given world_size only: batch_size given, it stays.
     ok("world_adapts without world_size",
        R"({"batch_size": 8, "micro_batch_size": 4, "world_adapts": "batch_size"})", {}, 2, 8, 4, 1);
