@@ -273,12 +273,26 @@ int cmdTrain(int argc, char** argv) {
   if (a.has("--device")) config.training.device = a.get("--device");
   if (a.has("--max-steps")) config.training.maxSteps = toInt("--max-steps", a.get("--max-steps"));
   if (config.training.outputDir.empty()) config.training.outputDir = config.training.runName;
+  // The batch numbers meet the run's world size here (--nproc) or as the
+  // trainer joins its world (one process, torchrun, srun): numbers that
+  // contradict each other for it name the file they came from.
+  auto fromConfigFile = [&](auto f) {
+    try {
+      return f();
+    } catch (const ConfigError& e) {
+      if (e.kind() != ConfigError::Kind::BatchSplit) throw;
+      throw ConfigError(a.get("--config") + ": " + e.what(), e.fields(), e.kind());
+    }
+  };
   if (const int nproc = nprocOf(a); nproc > 1) {
-    config.training.adaptToWorld(nproc);  // an impossible split says so before any rank starts
+    // Said before any rank starts; the ranks split the batch again (and log
+    // what changed) from the same arguments.
+    RunConfig split = config;
+    fromConfigFile([&] { return split.training.adaptToWorld(nproc); });
     return launchRanks(argc, argv, nproc, config.training.distTimeoutSeconds);
   }
   installStopHandler();
-  Trainer trainer = Trainer::newRun(config, a.has("--overwrite"));
+  Trainer trainer = fromConfigFile([&] { return Trainer::newRun(config, a.has("--overwrite")); });
   return runTrainer(trainer, a.has("--progress-json"));
 }
 
@@ -415,6 +429,11 @@ int main(int argc, char** argv) {
       std::printf("LibTorch %s (%s)\n", TORCH_VERSION, devices.c_str());
       return kExitOk;
     }
+  } catch (const ConfigError& e) {
+    // Batch numbers that contradict each other for this run's world: the
+    // fix is in what was typed, as for a wrong command line.
+    failWith(e.what());
+    return e.kind() == ConfigError::Kind::BatchSplit ? kExitUsage : kExitFailure;
   } catch (const std::exception& e) {
     return failWith(e.what());
   }

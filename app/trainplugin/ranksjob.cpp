@@ -116,10 +116,12 @@ class RanksJob final : public TrainJob {
 }  // namespace
 
 std::unique_ptr<TrainJob> newRunRanks(const RunConfig& config, const Processes& processes) {
-  // An impossible split is said before any process starts.
+  // An impossible split is said before any process starts; the processes
+  // get the split made here (world_size given), so they train the batch
+  // this check passed, whatever world_adapts says.
   RunConfig adapted = config;
   adapted.training.adaptToWorld(processes.count);
-  auto file = std::make_unique<ConfigFile>(config);
+  auto file = std::make_unique<ConfigFile>(adapted);
   std::vector<std::string> args{"train", "--config", file->path()};
   return std::make_unique<RanksJob>(std::move(args), processes, config.training.distTimeoutSeconds,
                                     std::move(file));

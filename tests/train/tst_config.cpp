@@ -13,20 +13,14 @@
 #include "ckpt/config/config_schema.h"
 #include "ckpt/config/model_config.h"
 #include "ckpt/config/run_config.h"
+#include "config_test_util.h"
 
 using namespace ckpt;
 using json = nlohmann::ordered_json;
-using Fields = std::vector<std::string>;
-Q_DECLARE_METATYPE(std::string)
-Q_DECLARE_METATYPE(Fields)
+using ckpt::test::Fields;
+using ckpt::test::smallModel;
 
 namespace {
-
-json smallModel() {
-  return json::parse(
-      R"({"vocab_size": 64, "d_model": 32, "n_layers": 2, "n_heads": 4, "ffn_hidden_size": 80,
-          "max_seq_len": 32})");
-}
 
 struct Caught {
   bool thrown = false;

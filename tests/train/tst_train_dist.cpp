@@ -217,7 +217,7 @@ class TestTrainDist : public QObject {
                            "--nproc",
                            "2",
                            "micro_batch_size=1",
-                           "gradient_accumulation_steps=4",
+                           "gradient_accumulation_steps=2",
                            "max_steps=4",
                            "eval_every=0",
                            "save_every=2"};
@@ -405,11 +405,117 @@ class TestTrainDist : public QObject {
     compareRuns("one", "slurm", "dp_step3.pt", "0", true);
   }
 
+  // RUN.json with the three batch numbers given: batch_size 4, micro 2 and
+  // `accumulation`, the rest as run.json, a few steps.
+  void writeGivenBatch(const QString& name, int accumulation) {
+    std::ofstream(at(name).toStdString()) << R"({
+      "model": {"vocab_size": 256, "d_model": 32, "n_layers": 1, "n_heads": 4, "ffn_hidden_size": 80, "max_seq_len": 32},
+      "training": {"run_name": "dp", "batch_size": 4, "micro_batch_size": 2, "gradient_accumulation_steps": )"
+                                          << accumulation << R"(,
+                   "seq_len": 32, "learning_rate": 0.003, "warmup_steps": 2, "max_steps": 3, "eval_every": 0,
+                   "save_every": 3, "log_every": 1, "max_grad_norm": 0.5, "mixed_precision": "fp32",
+                   "device": "cpu", "dist_timeout_seconds": 10},
+      "data": {"path": "corpus.txt"}})";
+  }
+
+  // Refused as the issue asks: exit 2, one line that names the file and
+  // every field of the contradiction, and no rank started, no file written.
+  void checkContradiction(const Run& r, const QString& file, int world, int accumulation,
+                          const QString& out) {
+    QVERIFY2(r.exitCode == 2, (QByteArray::number(r.exitCode) + ": " + r.err).constData());
+    QCOMPARE(r.err.count('\n'), 1);
+    const QString want = QStringLiteral(
+                             "ckptscope-cli: %1: batch_size: (4) must equal world_size (%2) x "
+                             "micro_batch_size (2) x gradient_accumulation_steps (%3) = %4 in "
+                             "this run of %2 rank")
+                             .arg(file)
+                             .arg(world)
+                             .arg(accumulation)
+                             .arg(world * 2 * accumulation);
+    QVERIFY2(QString::fromUtf8(r.err).startsWith(want), r.err.constData());
+    QVERIFY(!r.err.contains("[rank"));
+    QVERIFY(r.out.isEmpty());
+    QVERIFY(!fs::exists(at(out).toStdString()));
+  }
+
+  // The issue's file: batch_size 4 = 2 ranks x micro-batch 2 x accumulation
+  // 1, a global batch as the README defines it, trains on 2 ranks (--nproc,
+  // torchrun's variables) and is refused on one process, where it used to
+  // train with a batch of 2 without a word; accumulation 2 the other way
+  // round. Where they train, they are one run, bit for bit (PyTorch compares
+  // the weights, the AdamW moments and every step's loss).
+  void givenBatchNumbersTrainOnlyWhereTheyFit() {
+    writeGivenBatch("global4.json", 1);
+    writeGivenBatch("accum2.json", 2);
+    const Run alone = cli({"train", "--config", "accum2.json", "--out", "accum2-1"}, m_dir.path());
+    QVERIFY2(alone.exitCode == 0, alone.err.constData());
+    QVERIFY(alone.out.contains("finished at step 3: accum2-1/dp_final.pt"));
+
+    const Run np = cli({"train", "--config", "global4.json", "--out", "global4-np", "--nproc", "2"},
+                       m_dir.path());
+    QVERIFY2(np.exitCode == 0, np.err.constData());
+    QVERIFY2(np.err.contains("[rank0]: rank 0 of 2 on cpu (gloo), micro-batch 2 x 1 "
+                             "accumulation of the batch of 4"),
+             np.err.constData());
+    compareRuns("accum2-1", "global4-np", "dp_final.pt", "0", true);
+
+    const int port = freePort();
+    QProcess r0, r1;
+    const QStringList args{"train", "--config", "global4.json", "--out", "global4-env"};
+    startRank(r0, 0, 2, port, args, m_dir.path());
+    startRank(r1, 1, 2, port, args, m_dir.path());
+    const Run a = finish(r0), b = finish(r1);
+    QVERIFY2(a.exitCode == 0, a.err.constData());
+    QVERIFY2(b.exitCode == 0, b.err.constData());
+    QVERIFY(a.out.contains("finished at step 3: global4-env/dp_final.pt"));
+    compareRuns("accum2-1", "global4-env", "dp_final.pt", "0", true);
+
+    checkContradiction(
+        cli({"train", "--config", "global4.json", "--out", "global4-1"}, m_dir.path()),
+        "global4.json", 1, 1, "global4-1");
+    checkContradiction(
+        cli({"train", "--config", "accum2.json", "--out", "accum2-np", "--nproc", "2"},
+            m_dir.path()),
+        "accum2.json", 2, 2, "accum2-np");
+    // Under torchrun each rank finds it before the rendezvous: no rank waits
+    // for the other.
+    QProcess c0, c1;
+    const QStringList contradicting{"train", "--config", "accum2.json", "--out", "accum2-env"};
+    const int port2 = freePort();
+    startRank(c0, 0, 2, port2, contradicting, m_dir.path());
+    startRank(c1, 1, 2, port2, contradicting, m_dir.path());
+    const Run e0 = finish(c0, 30000), e1 = finish(c1, 30000);
+    checkContradiction(e0, "accum2.json", 2, 2, "accum2-env");
+    checkContradiction(e1, "accum2.json", 2, 2, "accum2-env");
+
+    // The checkpoint records the numbers for its 2 ranks: 3 ranks cannot
+    // split its batch of 4, and every rank says so before any step; one
+    // process resumes it accumulating 2 (world_adapts' default) and says so.
+    const Run three =
+        cli({"resume", "global4-np/dp_final.pt", "--max-steps", "4", "--nproc", "3"}, m_dir.path());
+    QVERIFY2(three.exitCode == 2, three.err.constData());
+    for (int rank = 0; rank < 3; ++rank)
+      QVERIFY2(three.err.contains(
+                   QStringLiteral("[rank%1]: ckptscope-cli: batch_size: (4) cannot be split over 3 "
+                                  "ranks: it must be a multiple of world_size (3) x "
+                                  "micro_batch_size (2) = 6")
+                       .arg(rank)
+                       .toUtf8()),
+               three.err.constData());
+    QVERIFY(!three.out.contains("step="));
+    const Run one = cli({"resume", "global4-np/dp_final.pt", "--max-steps", "4"}, m_dir.path());
+    QVERIFY2(one.exitCode == 0, one.err.constData());
+    QVERIFY2(one.err.contains("world_size 2 in the config, 1 in this run: "
+                              "gradient_accumulation_steps 1 -> 2 (world_adapts), batch_size "
+                              "stays 4"),
+             one.err.constData());
+  }
+
   // A batch that cannot be split over the ranks says so before any starts.
   void impossibleSplitRefused() {
     const Run r =
         cli({"train", "--config", "run.json", "--out", "three", "--nproc", "3"}, m_dir.path());
-    QCOMPARE(r.exitCode, 1);
+    QCOMPARE(r.exitCode, 2);
     QVERIFY2(r.err.contains("batch_size: (4) cannot be split over 3 ranks: it must be a multiple "
                             "of world_size (3) x "
                             "micro_batch_size (2) = 6"),

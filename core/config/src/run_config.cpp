@@ -42,10 +42,11 @@ const FieldTable<TrainingConfig>& trainingTable() {
                   "batch_size / (world_size x micro_batch_size): two of the three give the third"),
           field("world_size", &T::worldSize)
               .above(0)
-              .help("Data-parallel ranks (set from the launch environment)"),
+              .help("Data-parallel ranks the batch numbers are for; not given: the run's "
+                    "(the launch environment, --nproc)"),
           field("world_adapts", &T::worldAdapts, {"gradient_accumulation_steps", "batch_size"})
-              .help("What follows a change of world size: the accumulation (batch_size "
-                    "stays) or batch_size (the accumulation stays)"),
+              .help("What follows when a given world_size is not the run's: the accumulation "
+                    "(batch_size stays) or batch_size (the accumulation stays)"),
           field("allreduce_bucket_mb", &T::allreduceBucketMb)
               .above(0)
               .help("Size of the flattened gradient all-reduce buckets, in MB"),
@@ -126,6 +127,120 @@ const FieldTable<DataConfig>& dataTable() {
   return table;
 }
 
+// ---- the batch split: batch_size = world_size x micro_batch_size x
+// gradient_accumulation_steps. What was given is never replaced; a number
+// not given follows from those given, and given ones that contradict each
+// other for the world at hand are a ConfigError naming them all.
+
+using Given = TrainingConfig::Given;
+
+// Reading a config without world_size (1 rank until the launch says) or
+// with it, or at the launch, for the run's world: the messages say which,
+// and name world_size where it counts.
+enum class SplitAt { Provisional, GivenWorld, Launch };
+
+[[noreturn]] void refuseSplit(const std::string& why, std::vector<std::string> fields) {
+  throw ConfigError("batch_size: " + why, std::move(fields), ConfigError::Kind::BatchSplit);
+}
+
+// a x b, or a ConfigError: JSON holds numbers whose product int64 does not.
+int64_t times(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r))
+    refuseSplit("the product of world_size, micro_batch_size and gradient_accumulation_steps (" +
+                    std::to_string(a) + " x " + std::to_string(b) + ") is too large",
+                {"batch_size", "micro_batch_size", "gradient_accumulation_steps", "world_size"});
+  return r;
+}
+
+std::string named(const char* field, int64_t v) {
+  return std::string(field) + " (" + std::to_string(v) + ")";
+}
+
+std::string ranks(int64_t n) {
+  return std::to_string(n) + (n == 1 ? " rank" : " ranks");
+}
+
+// The four numbers' own bounds (> 0) first: the split divides by them.
+void requirePositive(const TrainingConfig& t) {
+  const json j = trainingTable().write(t);
+  for (const char* key :
+       {"batch_size", "micro_batch_size", "gradient_accumulation_steps", "world_size"})
+    checkField(*trainingTable().section().find(key), j[key], FieldStyle::Run);
+}
+
+// batch_size is no multiple of world x `other` (`v`), or of the world alone
+// (other null).
+[[noreturn]] void refuseMultiple(const TrainingConfig& t, int64_t world, const char* other,
+                                 int64_t v, SplitAt at) {
+  const bool sayWorld = world != 1 || at != SplitAt::Provisional || !other;
+  std::string of = !other      ? named("world_size", world)
+                   : !sayWorld ? named(other, v)
+                               : named("world_size", world) + " x " + named(other, v) + " = " +
+                                     std::to_string(times(world, v));
+  std::vector<std::string> fields{"batch_size"};
+  if (other) fields.emplace_back(other);
+  if (sayWorld) fields.emplace_back("world_size");
+  const std::string b = "(" + std::to_string(t.batchSize) + ") ";
+  if (at != SplitAt::Launch) refuseSplit(b + "must be a multiple of " + of, std::move(fields));
+  refuseSplit(b + "cannot be split over " + ranks(world) + ": it must be a multiple of " + of +
+                  "; change batch_size" + (other ? std::string(" or ") + other : std::string()),
+              std::move(fields));
+}
+
+// All three given, and batch_size is not their product for `world`.
+[[noreturn]] void refuseProduct(const TrainingConfig& t, int64_t world, SplitAt at) {
+  const bool sayWorld = world != 1 || at != SplitAt::Provisional;
+  std::vector<std::string> fields{"batch_size", "micro_batch_size", "gradient_accumulation_steps"};
+  if (sayWorld) fields.emplace_back("world_size");
+  const int64_t perRank = times(t.microBatchSize, t.gradientAccumulationSteps);
+  std::string why = "(" + std::to_string(t.batchSize) + ") must equal " +
+                    (sayWorld ? named("world_size", world) + " x " : std::string()) +
+                    named("micro_batch_size", t.microBatchSize) + " x " +
+                    named("gradient_accumulation_steps", t.gradientAccumulationSteps) + " = " +
+                    std::to_string(times(world, perRank));
+  if (at == SplitAt::Launch) {
+    why += " in this run of " + ranks(world) + " (batch_size counts the sequences of all ranks";
+    if (t.batchSize % perRank == 0) why += "; the three fit " + ranks(t.batchSize / perRank);
+    why += "); give two of the three and the third follows";
+  }
+  refuseSplit(why, std::move(fields));
+}
+
+// All three given and no world size fits them.
+[[noreturn]] void refuseAnyWorld(const TrainingConfig& t) {
+  refuseSplit("(" + std::to_string(t.batchSize) + ") must be a multiple of " +
+                  named("micro_batch_size", t.microBatchSize) + " x " +
+                  named("gradient_accumulation_steps", t.gradientAccumulationSteps) + " = " +
+                  std::to_string(times(t.microBatchSize, t.gradientAccumulationSteps)) +
+                  " (world_size times it): no number of ranks fits the three",
+              {"batch_size", "micro_batch_size", "gradient_accumulation_steps"});
+}
+
+// The numbers not given, from those given, for `world` ranks.
+void splitBatch(TrainingConfig& t, const Given& g, int64_t world, SplitAt at) {
+  if (g.batchSize && g.microBatchSize && g.gradientAccumulationSteps) {
+    if (t.batchSize != times(world, times(t.microBatchSize, t.gradientAccumulationSteps)))
+      refuseProduct(t, world, at);
+  } else if (g.batchSize && g.microBatchSize) {
+    const int64_t per = times(world, t.microBatchSize);
+    if (t.batchSize % per != 0) refuseMultiple(t, world, "micro_batch_size", t.microBatchSize, at);
+    t.gradientAccumulationSteps = t.batchSize / per;
+  } else if (g.batchSize && g.gradientAccumulationSteps) {
+    const int64_t per = times(world, t.gradientAccumulationSteps);
+    if (t.batchSize % per != 0)
+      refuseMultiple(t, world, "gradient_accumulation_steps", t.gradientAccumulationSteps, at);
+    t.microBatchSize = t.batchSize / per;
+  } else if (g.batchSize) {
+    if (t.batchSize % world != 0) refuseMultiple(t, world, nullptr, 0, at);
+    t.microBatchSize = t.batchSize / world;
+    t.gradientAccumulationSteps = 1;
+  } else {
+    t.batchSize = times(world, times(t.microBatchSize, t.gradientAccumulationSteps));
+  }
+  t.worldSize = world;
+}
+
 // Keys that belong to the model in a flat config: everything MODEL.md lists.
 bool isModelKey(const std::string& k) {
   return isModelConfigKey(k);
@@ -164,79 +279,64 @@ void TrainingConfig::update(const json& j) {
     beta1 = j["betas"][0].get<double>();
     beta2 = j["betas"][1].get<double>();
   }
-  const bool hasBatch = j.contains("batch_size"), hasMicro = j.contains("micro_batch_size"),
-             hasAccum = j.contains("gradient_accumulation_steps");
+  // Null keeps a value (FieldStyle::Run), so it gives nothing either.
+  auto has = [&](const char* key) {
+    const auto it = j.find(key);
+    return it != j.end() && !it->is_null();
+  };
+  Given g = given.value_or(Given{});
+  g.batchSize = g.batchSize || has("batch_size");
+  g.microBatchSize = g.microBatchSize || has("micro_batch_size");
+  g.gradientAccumulationSteps = g.gradientAccumulationSteps || has("gradient_accumulation_steps");
+  g.worldSize = g.worldSize || has("world_size");
   trainingTable().read(*this, j);
-  if (microBatchSize <= 0) bad("micro_batch_size", "must be > 0");
-  if (worldSize <= 0) bad("world_size", "must be > 0");
-  const int64_t W = worldSize;
-  // "micro_batch_size (2)" alone, or "world_size (2) x micro_batch_size (2) = 4".
-  auto per = [&](const char* field, int64_t v) {
-    const std::string one = std::string(field) + " (" + std::to_string(v) + ")";
-    return W == 1
-               ? one
-               : "world_size (" + std::to_string(W) + ") x " + one + " = " + std::to_string(W * v);
-  };
-  // The fields a batch split names: batch_size, the other one, and world_size when it counts.
-  auto split = [&](const char* other) {
-    std::vector<std::string> f{"batch_size"};
-    if (other) f.emplace_back(other);
-    if (W != 1 || !other) f.emplace_back("world_size");
-    return f;
-  };
-  if (hasBatch && hasMicro && !hasAccum) {
-    if (batchSize % (W * microBatchSize) != 0)
-      bad("batch_size",
-          "(" + std::to_string(batchSize) + ") must be a multiple of " +
-              per("micro_batch_size", microBatchSize),
-          split("micro_batch_size"));
-    gradientAccumulationSteps = batchSize / (W * microBatchSize);
-  } else if (hasBatch && hasAccum && !hasMicro) {
-    if (gradientAccumulationSteps <= 0 || batchSize % (W * gradientAccumulationSteps) != 0)
-      bad("batch_size",
-          "(" + std::to_string(batchSize) + ") must be a multiple of " +
-              per("gradient_accumulation_steps", gradientAccumulationSteps),
-          split("gradient_accumulation_steps"));
-    microBatchSize = batchSize / (W * gradientAccumulationSteps);
-  } else if (hasBatch && !hasMicro && !hasAccum) {
-    if (batchSize % W != 0)
-      bad("batch_size",
-          "(" + std::to_string(batchSize) + ") must be a multiple of world_size (" +
-              std::to_string(W) + ")",
-          split(nullptr));
-    microBatchSize = batchSize / W;
-    gradientAccumulationSteps = 1;
+  given = g;
+  requirePositive(*this);
+  if (g.worldSize) {
+    splitBatch(*this, g, worldSize, SplitAt::GivenWorld);
+  } else if (g.batchSize && g.microBatchSize && g.gradientAccumulationSteps) {
+    // All three given, for a world not yet known: they must fit some number
+    // of ranks, which stands in world_size until the launch says how many.
+    const int64_t perRank = times(microBatchSize, gradientAccumulationSteps);
+    if (batchSize % perRank != 0) refuseAnyWorld(*this);
+    worldSize = batchSize / perRank;
   } else {
-    batchSize = W * microBatchSize * gradientAccumulationSteps;
+    splitBatch(*this, g, 1, SplitAt::Provisional);
   }
 }
 
 void TrainingConfig::validate() const {
   trainingTable().check(*this);  // batch_size > 0, beta1 in [0, 1), device auto|cpu|cuda, ...
-  if (batchSize != worldSize * microBatchSize * gradientAccumulationSteps) {
-    std::vector<std::string> fields{"batch_size", "micro_batch_size",
-                                    "gradient_accumulation_steps"};
-    if (worldSize != 1) fields.emplace_back("world_size");
-    bad("batch_size",
-        "(" + std::to_string(batchSize) + ") must equal " +
-            (worldSize == 1 ? std::string() : "world_size (" + std::to_string(worldSize) + ") x ") +
-            "micro_batch_size (" + std::to_string(microBatchSize) +
-            ") x gradient_accumulation_steps (" + std::to_string(gradientAccumulationSteps) + ")",
-        fields);
-  }
+  if (batchSize != times(times(worldSize, microBatchSize), gradientAccumulationSteps))
+    refuseProduct(*this, worldSize,
+                  given && given->worldSize ? SplitAt::GivenWorld : SplitAt::Provisional);
   if (runName.empty() || runName.find('/') != std::string::npos)
     bad("run_name", "must be a non-empty name without '/'");
 }
 
-void TrainingConfig::adaptToWorld(int64_t world) {
+std::string TrainingConfig::adaptToWorld(int64_t world) {
   if (world <= 0) bad("world_size", "must be > 0 (got " + std::to_string(world) + ")");
-  if (world == worldSize) return;
+  requirePositive(*this);
+  if (given && !given->worldSize) {
+    // No world_size given: the numbers given are for this run's world.
+    splitBatch(*this, *given, world, SplitAt::Launch);
+    given = Given{true, true, true, true};  // as a checkpoint of this run records them
+    return {};
+  }
+  if (world == worldSize) return {};
+  const std::string change = "world_size " + std::to_string(worldSize) + " in the config, " +
+                             std::to_string(world) + " in this run: ";
+  std::string note;
   if (worldAdapts == "batch_size") {
-    batchSize = world * microBatchSize * gradientAccumulationSteps;
+    const int64_t before = batchSize;
+    batchSize = times(times(world, microBatchSize), gradientAccumulationSteps);
+    note = change + "batch_size " + std::to_string(before) + " -> " + std::to_string(batchSize) +
+           " (world_adapts), gradient_accumulation_steps stays " +
+           std::to_string(gradientAccumulationSteps);
   } else {
-    const int64_t per = world * microBatchSize;
+    const int64_t per = times(world, microBatchSize);
     if (batchSize % per != 0)
-      bad("batch_size",
+      refuseSplit(
           "(" + std::to_string(batchSize) + ") cannot be split over " + std::to_string(world) +
               " ranks: it must be a multiple of world_size (" + std::to_string(world) +
               ") x micro_batch_size (" + std::to_string(microBatchSize) +
@@ -245,9 +345,14 @@ void TrainingConfig::adaptToWorld(int64_t world) {
               "gradient_accumulation_steps (" +
               std::to_string(gradientAccumulationSteps) + ") and scale the batch",
           {"batch_size", "micro_batch_size", "world_size"});
+    const int64_t before = gradientAccumulationSteps;
     gradientAccumulationSteps = batchSize / per;
+    note = change + "gradient_accumulation_steps " + std::to_string(before) + " -> " +
+           std::to_string(gradientAccumulationSteps) + " (world_adapts), batch_size stays " +
+           std::to_string(batchSize);
   }
   worldSize = world;
+  return note;
 }
 
 json DataConfig::toJson() const {
@@ -315,7 +420,7 @@ RunConfig RunConfig::fromFile(const std::string& path) {
   try {
     return fromJson(j);
   } catch (const ConfigError& e) {
-    throw ConfigError(path + ": " + e.what(), e.fields());
+    throw ConfigError(path + ": " + e.what(), e.fields(), e.kind());
   }
 }
 

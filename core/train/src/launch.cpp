@@ -251,9 +251,13 @@ LaunchResult runLocalRanks(const LaunchOptions& o, const LaunchIo& io) {
   LaunchResult result;
   if (firstFailure.empty()) return result;
   std::string all;
-  for (size_t r = 0; r < ranks.size(); ++r)
-    if (failed(ranks[r].status))
-      all += (all.empty() ? "" : "; ") + describe(int(r), ranks[r].status);
+  result.everyRankRefused = true;
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const int status = ranks[r].status;
+    if (failed(status)) all += (all.empty() ? "" : "; ") + describe(int(r), status);
+    result.everyRankRefused =
+        result.everyRankRefused && WIFEXITED(status) && WEXITSTATUS(status) == 2;
+  }
   result.ok = false;
   result.failure = firstFailure + " first (" + all + ")";
   return result;
@@ -310,7 +314,7 @@ int launchLocalRanks(const LaunchOptions& o) {
   sigaction(SIGTERM, &oldTerm, nullptr);
   if (r.ok) return 0;
   writeAll(STDERR_FILENO, "ckptscope-cli: " + r.failure + "\n");
-  return 1;
+  return r.everyRankRefused ? 2 : 1;
 }
 
 }  // namespace ckpt

@@ -151,7 +151,8 @@ struct Trainer::Impl {
   void joinWorld() {
     const WorldEnv env = worldFromEnvironment();
     TrainingConfig& t = config.training;
-    t.adaptToWorld(env.worldSize);
+    const std::string changed = t.adaptToWorld(env.worldSize);  // as world_adapts says: logged
+    if (!changed.empty() && env.rank == 0) note(changed);
     t.validate();
     device = pickDevice(t.device);
     if (device.is_cuda() && env.worldSize > 1)

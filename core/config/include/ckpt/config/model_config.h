@@ -22,14 +22,22 @@ struct ConfigSection;
 // field: "ffn_hidden_size (64) must exceed d_model (64)", and so does
 // fields(): {"ffn_hidden_size", "d_model"}, the one to fix first first
 // (empty when the error is about no field: a file, the whole config).
+// kind() tells the batch numbers that contradict each other (for the world
+// size at hand) from every other problem: the run cannot be what was asked,
+// and the fix is in what was typed, so the CLI exits 2 for it as for a wrong
+// command line.
 class ConfigError : public std::runtime_error {
  public:
-  explicit ConfigError(const std::string& message, std::vector<std::string> fields = {})
-      : std::runtime_error(message), m_fields(std::move(fields)) {}
+  enum class Kind { Invalid, BatchSplit };
+  explicit ConfigError(const std::string& message, std::vector<std::string> fields = {},
+                       Kind kind = Kind::Invalid)
+      : std::runtime_error(message), m_fields(std::move(fields)), m_kind(kind) {}
   [[nodiscard]] const std::vector<std::string>& fields() const { return m_fields; }
+  [[nodiscard]] Kind kind() const { return m_kind; }
 
  private:
   std::vector<std::string> m_fields;
+  Kind m_kind;
 };
 
 // The defaults below are the ones MODEL.md lists; the field table

@@ -25,9 +25,10 @@ struct TrainingConfig {
   int64_t batchSize = 8;                  // sequences per optimizer step, over all ranks
   int64_t microBatchSize = 8;             // sequences per forward/backward on one rank
   int64_t gradientAccumulationSteps = 1;  // batchSize / (worldSize x microBatchSize)
-  // Data-parallel training: the ranks of the run (set from the launch
-  // environment, recorded in checkpoints), which batch number follows a
-  // change of world size ("gradient_accumulation_steps": batch_size stays;
+  // Data-parallel training: the ranks the batch numbers are for (given, or
+  // the launch environment's once adaptToWorld knows it; recorded in
+  // checkpoints), which batch number follows when a given world_size is
+  // not the run's ("gradient_accumulation_steps": batch_size stays;
   // "batch_size": the accumulation stays and the global batch scales), the
   // flattened all-reduce buckets, whether they start during backward, and
   // the timeout of the rendezvous and of every collective.
@@ -55,15 +56,34 @@ struct TrainingConfig {
   std::string mixedPrecision = "bf16";  // bf16 | fp16 | fp32 (autocast on CUDA only)
   std::string device = "auto";          // auto | cpu | cuda
 
+  // Which batch numbers the config was given (RUN.json, key=value, a
+  // checkpoint's config), kept so that what was given is never replaced:
+  // the others follow from them once the run's world size is known. None
+  // recorded (a config built in code, never update()d): every number
+  // stands as it is, for worldSize ranks.
+  struct Given {
+    bool batchSize = false;
+    bool microBatchSize = false;
+    bool gradientAccumulationSteps = false;
+    bool worldSize = false;
+  };
+  std::optional<Given> given;
+
   [[nodiscard]] nlohmann::ordered_json toJson() const;
-  // Fills from snake_case keys; the three batch numbers must agree (two
-  // given: the third follows). Throws ConfigError naming the field.
+  // Fills from snake_case keys, adding them to `given`; the batch numbers
+  // not given follow from those given, for world_size when it is given, else
+  // provisionally (1 rank, or the ranks that all three given fit) until
+  // adaptToWorld. Throws a ConfigError naming the fields: a value out of
+  // bounds, or given batch numbers that no world size fits.
   void update(const nlohmann::ordered_json& j);
   // The table's bounds and choices, then the batch split and run_name.
   void validate() const;
-  // A run on `world` ranks: the batch numbers as worldAdapts says, or a
-  // ConfigError naming the fields when batch_size cannot be split.
-  void adaptToWorld(int64_t world);
+  // A run on `world` ranks, once the launch says how many. world_size not
+  // given: the given batch numbers must fit `world` as they are (the others
+  // follow). world_size given and different: worldAdapts says which number
+  // follows. A ConfigError (Kind::BatchSplit) naming the fields otherwise.
+  // Returns what changed from the given numbers, for the log ("" if none).
+  std::string adaptToWorld(int64_t world);
 };
 
 struct DataConfig {

@@ -37,6 +37,9 @@ struct LaunchIo {
 struct LaunchResult {
   bool ok = true;       // every rank exited 0
   std::string failure;  // else: "rank 1 exited with code 1 first (rank 1 exited with code 1; ...)"
+  // Every rank exited 2: each refused what it was asked (its arguments, or
+  // batch numbers that contradict each other for the world) before the run.
+  bool everyRankRefused = false;
 };
 
 // Starts `nproc` ranks as torchrun's agent does on one node: RANK,
@@ -53,7 +56,8 @@ LaunchResult runLocalRanks(const LaunchOptions& options, const LaunchIo& io);
 // runLocalRanks for a terminal: copies every line with "[rankN]: " in front
 // (stdout to stdout, stderr to stderr), forwards SIGINT / SIGTERM to every
 // rank, says which rank failed and how. Returns 0 when every rank exited 0,
-// else 1.
+// 2 when every rank exited 2 (refused what it was asked, as a lone process
+// would have), else 1.
 int launchLocalRanks(const LaunchOptions& options);
 
 }  // namespace ckpt
