@@ -3,7 +3,9 @@
 // pickles name, with a level, and a verdict. A sharded checkpoint (a folder
 // or index named, or a folder met on the way down) is also judged as one:
 // its files, each a line, then the checkpoint's verdict, the worst of them,
-// naming the file that carries it. Nothing in the files is run.
+// naming the file that carries it. A file a layout names (DCP's .metadata,
+// a rank file, a Trainer's training_args.bin) is judged under that layout's
+// profile, said on its line ("safe for ..."). Nothing in the files is run.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
