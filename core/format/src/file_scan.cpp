@@ -5,8 +5,10 @@
 #include <cctype>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <new>
 #include <set>
+#include <vector>
 
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/error.h"
@@ -96,10 +98,21 @@ bool isDottedIdentifier(std::string_view s) {
 // (miniz) does not look at it, so a record flagged "encrypted" but stored in
 // the clear is loaded as it is. Really encrypted bytes do not walk as a
 // pickle (and a stored record's sizes then differ: unreadable).
+// A small stored record (data.pkl of a small file, `version`, `byteorder`)
+// is read with its local header in one read: cheaper than mapping it, and
+// every torch file has several.
 ByteRegion recordBytes(const ZipArchive& zip, const ZipEntry& e, uint64_t maxSize) {
+  constexpr uint64_t kSmallRecord = 64 * 1024;
   ZipEntry clear = e;
   clear.flags &= uint16_t(~1u);
-  return zip.bytes(clear, maxSize);
+  if (clear.method != 0 || clear.size > kSmallRecord) return zip.bytes(clear, maxSize);
+  auto buf =
+      std::make_shared<std::vector<uint8_t>>(clear.size + ZipArchive::localHeaderRoom(clear));
+  ByteRegion region;
+  region.data = zip.readStored(clear, kSmallRecord, buf->data());
+  region.size = clear.size;
+  region.owner = std::move(buf);
+  return region;
 }
 
 // What a zip scan owes its verdict to, beside the globals: the records it
