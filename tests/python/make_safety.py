@@ -498,6 +498,13 @@ def hidden_samples(w):
     w.write("hidden_bzip2.pt", zip_bytes([("archive/data.pkl", benign), ("archive/extra.bin", pkl)],
                                          zipfile.ZIP_BZIP2), "unreadable", [], {},
             "bzip2-compressed records (method 12): not examined, so not safe", error=True)
+    # One record not examined does not hide the next one's payload.
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("archive/extra.bin", benign, compress_type=zipfile.ZIP_BZIP2)
+        z.writestr("archive/data.pkl", pkl)
+    w.write("hidden_after_bzip2.pt", buf.getvalue(), "dangerous", expected_globals(pkl, "archive/data.pkl"), level,
+            "a bzip2 record (not examined), then the payload: dangerous, and the record said", error=True)
     bomb = b"\x80\x02" + b"(" * 2_000_000 + pkl[2:]
     w.write("hidden_bound.pt", torch_zip([("data.pkl", benign), ("extra.bin", bomb)]), "unreadable",
             expected_globals(benign, "archive/data.pkl"), TENSOR_LEVELS,
