@@ -94,13 +94,13 @@ bool isDottedIdentifier(std::string_view s) {
   return !start;
 }
 
-// The bytes of a record, its encryption flag ignored: torch's reader
-// (miniz) does not look at it, so a record flagged "encrypted" but stored in
-// the clear is loaded as it is. Really encrypted bytes do not walk as a
-// pickle (and a stored record's sizes then differ: unreadable).
-// A small stored record (data.pkl of a small file, `version`, `byteorder`)
-// is read with its local header in one read: cheaper than mapping it, and
-// every torch file has several.
+// The bytes of a record, its encryption flag ignored: loaders that do not
+// look at it (PyTorch's miniz-based reader) load a record flagged
+// "encrypted" but stored in the clear as it is. Really encrypted bytes do
+// not walk as a pickle (and a stored record's sizes then differ:
+// unreadable). A small stored record (data.pkl of a small file, `version`,
+// `byteorder`) is read with its local header in one read: cheaper than
+// mapping it, and every torch file has several.
 ByteRegion recordBytes(const ZipArchive& zip, const ZipEntry& e, uint64_t maxSize) {
   constexpr uint64_t kSmallRecord = 64 * 1024;
   ZipEntry clear = e;
