@@ -3,7 +3,9 @@
 // pickles name, with a level, and a verdict. A sharded checkpoint (a folder
 // or index named, or a folder met on the way down) is also judged as one:
 // its files, each a line, then the checkpoint's verdict, the worst of them,
-// naming the file that carries it. Nothing in the files is run.
+// naming the file that carries it. A file a layout names (DCP's .metadata,
+// a rank file, a Trainer's training_args.bin) is judged under that layout's
+// profile, said on its line ("safe for ..."). Nothing in the files is run.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -81,6 +83,11 @@ void printLine(const std::string& file, const SafetyReport& r) {
   line += std::string(verdictName(r.verdict));
   line.resize(11, ' ');
   line += file;
+  // The layout profile the file was judged under: "safe for a DCP
+  // checkpoint's metadata" holds there only.
+  if (r.profile != SafetyProfile::None)
+    line += std::string(r.verdict == Verdict::Safe ? "  (safe for " : "  (judged as ") +
+            std::string(safetyProfileTitle(r.profile)) + ")";
   std::vector<std::string> parts[2];  // dangerous, suspicious
   std::set<std::string> seen;
   for (const GlobalUse& g : r.globals) {
@@ -144,9 +151,9 @@ nlohmann::ordered_json toJson(const std::string& file, const SafetyReport& r) {
     if (!g.via.empty()) j["via"] = g.via;
     globals.push_back(std::move(j));
   }
-  json j{{"file", file},
-         {"verdict", std::string(verdictName(r.verdict))},
-         {"globals", std::move(globals)}};
+  json j{{"file", file}, {"verdict", std::string(verdictName(r.verdict))}};
+  if (r.profile != SafetyProfile::None) j["profile"] = std::string(safetyProfileTitle(r.profile));
+  j["globals"] = std::move(globals);
   if (r.leftOut) j["globals_left_out"] = r.leftOut;
   if (!r.error.empty()) j["error"] = r.error;
   return j;

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "ckpt/format/checkpoint_file.h"
+#include "ckpt/format/checkpoint_safety.h"
 #include "ckpt/format/pickle_safety.h"
 #include "ckpt/format/torch_writer.h"
 #include "ckpt/format/value.h"
@@ -130,7 +131,8 @@ class TestScan : public QObject {
     QVERIFY2(!std::filesystem::exists(kSafety + "/PWNED"), "a payload ran");
   }
 
-  // getattr is judged by what it reaches, and what it reaches is listed.
+  // getattr is dangerous whatever it reaches (the gadget of attribute
+  // chains), and what it reaches is listed and judged too.
   void getattrChains() {
     const SafetyReport r = scanFile(kSafety + "/getattr_import_p2.pkl");
     bool reached = false;
@@ -147,9 +149,180 @@ class TestScan : public QObject {
     }
     QVERIFY(reached);
     const SafetyReport u = scanFile(kSafety + "/getattr_uncalled.pkl");
-    QCOMPARE(u.verdict, Verdict::Suspicious);
+    QCOMPARE(u.verdict, Verdict::Dangerous);
     for (const GlobalUse& g : u.globals)
-      if (g.name == "getattr") QCOMPARE(g.reaches, std::string("collections.OrderedDict.fromkeys"));
+      if (g.name == "getattr") {
+        QCOMPARE(g.reaches, std::string("collections.OrderedDict.fromkeys"));
+        QCOMPARE(g.level, SafetyLevel::Dangerous);
+      }
+  }
+
+  // builtins.getattr and __builtin__.getattr, alone or chained, at every
+  // protocol: dangerous, each named with its byte offset (pickletools'),
+  // in text and JSON, exit 3.
+  void getattrNamedWithOffset_data() {
+    QTest::addColumn<QString>("file");
+    for (const char* f :
+         {"getattr_builtin_p0.pkl", "getattr_builtin_p2.pkl", "getattr_chain_p0.pkl",
+          "getattr_chain_p2.pkl", "getattr_chain_p4.pkl", "getattr_chain_p5.pkl"})
+      QTest::newRow(f) << f;
+  }
+  void getattrNamedWithOffset() {
+    QFETCH(QString, file);
+    json want;
+    for (const json& e : readJson(kSafety + "/safety.json"))
+      if (e["file"] == file.toStdString()) want = e["globals"];
+    std::vector<json> getattrs;
+    for (const json& g : want)
+      if (g["name"] == "getattr") getattrs.push_back(g);
+    QVERIFY(!getattrs.empty());
+    const QString path = QString::fromStdString(kSafety) + "/" + file;
+    const auto text = ckpt::test::runProcess(CKPT_CLI, {"scan", path});
+    QCOMPARE(text.exitCode, 3);
+    // The dangerous part of the line: "dangerous: __builtin__.getattr ->
+    // collections.OrderedDict.fromkeys (pickle 1 @ 11)", up to "  suspicious: ".
+    const QString out = QString::fromUtf8(text.out);
+    QString dangerous = out.mid(out.indexOf("dangerous: "));
+    dangerous = dangerous.left(dangerous.indexOf("  suspicious: "));
+    for (const json& g : getattrs) {
+      const QRegularExpression named(QRegularExpression::escape(QString::fromStdString(
+                                         g["module"].get<std::string>() + ".getattr -> ")) +
+                                     "[^(]*\\(pickle 1 @ " +
+                                     QString::number(g["offset"].get<uint64_t>()) + "\\)");
+      QVERIFY2(named.match(dangerous).hasMatch(), text.out.constData());
+    }
+    const auto js = ckpt::test::runProcess(CKPT_CLI, {"scan", "--json", path});
+    QCOMPARE(js.exitCode, 3);
+    const json got = json::parse(js.out.toStdString())["files"][0];
+    QCOMPARE(got["verdict"].get<std::string>(), std::string("dangerous"));
+    for (const json& g : getattrs) {
+      bool found = false;
+      for (const json& h : got["globals"])
+        if (h["module"] == g["module"] && h["name"] == "getattr" && h["offset"] == g["offset"]) {
+          found = true;
+          QCOMPARE(h["level"].get<std::string>(), std::string("dangerous"));
+        }
+      QVERIFY2(found, g.dump().c_str());
+    }
+  }
+
+  // A pickle in a zip record of another name, or flagged encrypted but
+  // stored in the clear, is found and named with its record and offset;
+  // a record that cannot be examined makes the file unreadable, never safe;
+  // records that are no pickles (text, storages) leave it safe. Text and
+  // JSON, with their exit statuses.
+  void hiddenRecords_data() {
+    QTest::addColumn<QString>("file");
+    QTest::addColumn<int>("exitCode");
+    QTest::newRow("data.txt p0") << "hidden_txt_p0.pt" << 3;
+    QTest::newRow("data.txt p2") << "hidden_txt_p2.pt" << 3;
+    QTest::newRow("data.txt p4") << "hidden_txt_p4.pt" << 3;
+    QTest::newRow("beside data.pkl") << "hidden_beside.pt" << 3;
+    QTest::newRow("DATA.PKL") << "hidden_upper.pt" << 3;
+    QTest::newRow("encrypted flag, stored") << "encrypted_flag_stored.pt" << 3;
+    QTest::newRow("encrypted flag, deflated") << "encrypted_flag_deflated.pt" << 3;
+    QTest::newRow("encrypted flag, benign") << "encrypted_flag_benign.pt" << 0;
+    QTest::newRow("bzip2") << "hidden_bzip2.pt" << 1;
+    QTest::newRow("payload after a bzip2 record") << "hidden_after_bzip2.pt" << 3;
+    QTest::newRow("past a bound") << "hidden_bound.pt" << 1;
+    QTest::newRow("text records") << "text_records.pt" << 0;
+  }
+  void hiddenRecords() {
+    QFETCH(QString, file);
+    QFETCH(int, exitCode);
+    json want;
+    for (const json& e : readJson(kSafety + "/safety.json"))
+      if (e["file"] == file.toStdString()) want = e;
+    QVERIFY(!want.is_null());
+    const std::string verdict = want["verdict"];
+    const QString path = QString::fromStdString(kSafety) + "/" + file;
+    const auto text = ckpt::test::runProcess(CKPT_CLI, {"scan", path});
+    QCOMPARE(text.exitCode, exitCode);
+    QVERIFY2(text.out.startsWith(QByteArray::fromStdString(verdict)), text.out.constData());
+    for (const json& g : want["globals"])
+      if (g["module"] == "builtins" && g["name"] == "eval") {
+        const std::string named = "dangerous: builtins.eval (" + g["record"].get<std::string>() +
+                                  " @ " + std::to_string(g["offset"].get<uint64_t>()) + ")";
+        QVERIFY2(text.out.contains(QByteArray::fromStdString(named)), text.out.constData());
+      }
+    if (want.value("error", false))
+      QVERIFY2(text.out.contains("not examined") || text.out.contains("could not be examined"),
+               text.out.constData());
+    const auto js = ckpt::test::runProcess(CKPT_CLI, {"scan", "--json", path});
+    QCOMPARE(js.exitCode, exitCode);
+    const json got = json::parse(js.out.toStdString())["files"][0];
+    QCOMPARE(got["verdict"].get<std::string>(), verdict);
+    QCOMPARE(got["globals"].size(), want["globals"].size());
+    for (size_t i = 0; i < want["globals"].size(); ++i)
+      for (const char* k : {"module", "name", "record", "offset"})
+        QCOMPARE(got["globals"][i][k], want["globals"][i][k]);
+    QVERIFY(!std::filesystem::exists(kSafety + "/PWNED"));
+  }
+
+  // A Hugging Face Trainer's training_args.bin where the Trainer writes it
+  // is safe under the Trainer's profile, every global it names (CPython's
+  // list) innocuous there; the same bytes elsewhere are not safe; under the
+  // profile a payload is still dangerous, and TrainingArguments called
+  // (not built from its state) is not vouched for.
+  void trainerProfile() {
+    const json p = readJson(kSafety + "/profiles.json")["hf_trainer"];
+    const std::string file = kSafety + "/" + p["file"].get<std::string>();
+    const CheckpointSafety c = scanCheckpoint(file);
+    QVERIFY(!c.sharded());
+    QCOMPARE(c.files.size(), size_t(1));
+    const SafetyReport& r = c.files[0].report;
+    QCOMPARE(r.profile, SafetyProfile::HfTrainingArgs);
+    QCOMPARE(c.verdict, Verdict::Safe);
+    QCOMPARE(c.summary(), std::string("safe for a Hugging Face Trainer's training_args.bin"));
+    std::vector<const GlobalUse*> named;
+    for (const GlobalUse& g : r.globals)
+      if (g.via.empty()) named.push_back(&g);
+    QCOMPARE(named.size(), p["globals"].size());
+    for (size_t i = 0; i < named.size(); ++i) {
+      QCOMPARE(named[i]->module, p["globals"][i]["module"].get<std::string>());
+      QCOMPARE(named[i]->name, p["globals"][i]["name"].get<std::string>());
+      QCOMPARE(named[i]->offset, p["globals"][i]["offset"].get<uint64_t>());
+      QVERIFY2(named[i]->level == SafetyLevel::Innocuous, describe(*named[i]).c_str());
+    }
+    auto text = ckpt::test::runProcess(CKPT_CLI, {"scan", QString::fromStdString(file)});
+    QCOMPARE(text.exitCode, 0);
+    QVERIFY2(text.out.contains("(safe for a Hugging Face Trainer's training_args.bin)"),
+             text.out.constData());
+    auto js = ckpt::test::runProcess(CKPT_CLI, {"scan", "--json", QString::fromStdString(file)});
+    QCOMPARE(js.exitCode, 0);
+    json got = json::parse(js.out.toStdString())["files"][0];
+    QCOMPARE(got["verdict"].get<std::string>(), std::string("safe"));
+    QCOMPARE(got["profile"].get<std::string>(),
+             std::string("a Hugging Face Trainer's training_args.bin"));
+
+    // Elsewhere: the general tables (TrainingArguments not vouched for, the
+    // enum members' getattr dangerous).
+    const std::string plain = kSafety + "/" + p["plain"].get<std::string>();
+    const CheckpointSafety e = scanCheckpoint(plain);
+    QVERIFY2(e.verdict != Verdict::Safe, e.summary().c_str());
+    QCOMPARE(e.files[0].report.profile, SafetyProfile::None);
+    for (const GlobalUse& g : e.files[0].report.globals)
+      if (g.module == "transformers.training_args" && g.name == "TrainingArguments")
+        QVERIFY(g.level != SafetyLevel::Innocuous);
+    js = ckpt::test::runProcess(CKPT_CLI, {"scan", "--json", QString::fromStdString(plain)});
+    got = json::parse(js.out.toStdString())["files"][0];
+    QVERIFY(got["verdict"] != "safe");
+    QVERIFY(!got.contains("profile"));
+    QCOMPARE(js.exitCode, got["verdict"] == "dangerous" ? 3 : 0);
+
+    const std::string hostile = kSafety + "/" + p["hostile"].get<std::string>();
+    const CheckpointSafety h = scanCheckpoint(hostile);
+    QCOMPARE(h.files[0].report.profile, SafetyProfile::HfTrainingArgs);
+    QCOMPARE(h.verdict, Verdict::Dangerous);
+    QCOMPARE(h.offenders(SafetyLevel::Dangerous), std::vector<std::string>{"os.system"});
+    text = ckpt::test::runProcess(CKPT_CLI, {"scan", QString::fromStdString(hostile)});
+    QCOMPARE(text.exitCode, 3);
+
+    const std::string called = kSafety + "/" + p["called"].get<std::string>();
+    const CheckpointSafety k = scanCheckpoint(called);
+    QCOMPARE(k.files[0].report.profile, SafetyProfile::HfTrainingArgs);
+    QVERIFY2(k.verdict != Verdict::Safe, k.summary().c_str());
+    QVERIFY(!std::filesystem::exists(kSafety + "/PWNED"));
   }
 
   void tables() {
@@ -168,6 +341,32 @@ class TestScan : public QObject {
     QCOMPARE(classifyGlobal("mylab", "Thing").level, SafetyLevel::Suspicious);
     // "osx" is not "os".
     QVERIFY(!classifyGlobal("osx", "thing").known);
+    // getattr in every spelling the aliases map.
+    for (const char* m : {"builtins", "__builtin__", "exceptions"}) {
+      QCOMPARE(classifyGlobal(m, "getattr").level, SafetyLevel::Dangerous);
+      QCOMPARE(canonicalGlobal(m, "getattr"), std::string("builtins.getattr"));
+    }
+    // Layout profiles: their classes innocuous there only; an enum's
+    // members (one more name, no leading underscore) with them.
+    const char* dcp = "torch.distributed.checkpoint.metadata";
+    QCOMPARE(classifyGlobal(dcp, "Metadata").level, SafetyLevel::Suspicious);
+    const GlobalLevel md = classifyGlobal(dcp, "Metadata", SafetyProfile::DcpMetadata);
+    QCOMPARE(md.level, SafetyLevel::Innocuous);
+    QVERIFY(md.profiled && !md.callable);
+    QVERIFY(classifyGlobal(dcp, "_MEM_FORMAT_ENCODING", SafetyProfile::DcpMetadata).callable);
+    QVERIFY(
+        classifyGlobal(dcp, "_MEM_FORMAT_ENCODING.TORCH_CHANNELS_LAST", SafetyProfile::DcpMetadata)
+            .profiled);
+    QVERIFY(!classifyGlobal(dcp, "_MEM_FORMAT_ENCODING.__class__", SafetyProfile::DcpMetadata)
+                 .profiled);
+    QVERIFY(!classifyGlobal(dcp, "_MEM_FORMAT_ENCODING.A.B", SafetyProfile::DcpMetadata).profiled);
+    QVERIFY(!classifyGlobal(dcp, "Metadata", SafetyProfile::DeepSpeed).profiled);
+    QCOMPARE(classifyGlobal("os", "system", SafetyProfile::DcpMetadata).level,
+             SafetyLevel::Dangerous);
+    QCOMPARE(classifyGlobal("builtins", "getattr", SafetyProfile::Fsdp).level,
+             SafetyLevel::Dangerous);
+    QCOMPARE(classifyGlobal("__builtin__", "set", SafetyProfile::DeepSpeed).level,
+             SafetyLevel::Innocuous);
   }
 
   // The hostile fixtures that would run code are dangerous; their controls safe.

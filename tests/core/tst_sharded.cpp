@@ -10,7 +10,6 @@
 
 #include "ckpt/analysis/tensor_stats.h"
 #include "ckpt/format/checkpoint_file.h"
-#include "ckpt/format/checkpoint_safety.h"
 #include "ckpt/format/error.h"
 #include "ckpt/format/sharded.h"
 #include "ckpt/format/tensor_data.h"
@@ -24,6 +23,7 @@ namespace {
 using Run = ckpt::test::ProcessResult;
 
 const QString kDir = QStringLiteral(CKPT_FIXTURE_DIR "/sharded");
+
 const QString kScript = QStringLiteral(CKPT_SOURCE_DIR "/tests/python/make_sharded.py");
 
 Run cli(const QStringList& args) {
@@ -262,174 +262,6 @@ class TestSharded : public QObject {
     const json got = json::parse(r.out.toStdString());
     QCOMPARE(got["sharded"]["summary"].get<std::string>(),
              std::string("sharded: DeepSpeed, 3 ranks, 6 files"));
-  }
-
-  // The safety scan of an FSDP rank file: the sharded tensors' classes are
-  // data classes torch.load(weights_only=True) does not know: suspicious,
-  // never dangerous, and nothing but those classes is named.
-  void fsdpSafety_data() {
-    QTest::addColumn<QString>("file");
-    QTest::newRow("ShardedTensor") << "fsdp_ws2/model_rank1.pt";
-    QTest::newRow("DTensor") << "fsdp_dtensor_ws2/model_rank1.pt";
-    QTest::newRow("LOCAL_STATE_DICT") << "fsdp_local_ws2/model_rank0.pt";
-  }
-  void fsdpSafety() {
-    QFETCH(QString, file);
-    const Run r = cli({"scan", kDir + "/" + file, "--json"});
-    QCOMPARE(r.exitCode, 0);
-    const json got = json::parse(r.out.toStdString())["files"][0];
-    QCOMPARE(got["verdict"].get<std::string>(), std::string("suspicious"));
-    bool anySuspicious = false;
-    for (const json& g : got["globals"]) {
-      const std::string level = g["level"].get<std::string>();
-      QVERIFY2(level != "dangerous", g.dump().c_str());
-      if (level == "suspicious") {
-        anySuspicious = true;
-        // A nested class (ShardedTensor.ProcessGroupState) or an enum member
-        // is reached by getattr at protocol 2: what it reaches counts.
-        const std::string what =
-            g["name"] == "getattr" ? g.value("reaches", "") : g["module"].get<std::string>();
-        for (const QString& part : QString::fromStdString(what).split(", "))
-          QVERIFY2(part.startsWith("torch.distributed."), g.dump().c_str());
-      }
-    }
-    QVERIFY(anySuspicious);
-  }
-
-  // The safety of a whole sharded checkpoint: every file its layout names
-  // scanned (a .distcp part archive by archive, where .metadata places
-  // them), the verdict the worst file's, that file named. The fixtures plant
-  // one os.system call in one file (manifest "safety"); the other files are
-  // the plain fixtures' and say nothing dangerous.
-  void safetyWholeCheckpoint_data() {
-    QTest::addColumn<QString>("layout");
-    const json safety = manifest()["safety"];
-    for (const auto& [name, spec] : safety.items())
-      QTest::newRow(name.c_str()) << QString::fromStdString(name);
-  }
-  void safetyWholeCheckpoint() {
-    QFETCH(QString, layout);
-    const json want = manifest()["safety"][layout.toStdString()];
-    const std::string evil = want["file"].get<std::string>();
-    const std::string global = want["dangerous"].get<std::string>();
-    const ckpt::CheckpointSafety c = ckpt::scanCheckpoint((kDir + "/" + layout).toStdString());
-    QCOMPARE(c.verdict, ckpt::Verdict::Dangerous);
-    QVERIFY(c.sharded());
-    QVERIFY(c.worstFile());
-    QCOMPARE(c.worstFile()->file, evil);
-    QCOMPARE(c.filesWithVerdict(), size_t(1));
-    QCOMPARE(c.offenders(ckpt::SafetyLevel::Dangerous), std::vector<std::string>{global});
-    for (const ckpt::FileSafety& f : c.files)
-      if (f.file != evil) QVERIFY2(f.report.verdict != ckpt::Verdict::Dangerous, f.file.c_str());
-    QCOMPARE(QString::fromStdString(c.summary()),
-             QString::fromStdString("dangerous: " + evil + " would run code: " + global));
-    if (evil == ".metadata") {
-      // No Metadata at all: the files it would name are unknown.
-      QVERIFY(!c.error.empty());
-      QCOMPARE(c.files.size(), size_t(1));
-    } else {
-      QVERIFY2(c.error.empty(), c.error.c_str());
-      // Every rank file the layout names (DCP: and .metadata) was scanned.
-      const int ranks = want["ranks"].get<int>();
-      QCOMPARE(c.files.size(), size_t(ranks ? ranks : 3) + (c.layout == "DCP" ? 1 : 0));
-    }
-    // The distcp part's globals name the archive they are in.
-    if (evil.find(".distcp") != std::string::npos)
-      for (const ckpt::GlobalUse& g : c.worstFile()->report.globals)
-        if (g.level == ckpt::SafetyLevel::Dangerous)
-          QVERIFY2(g.record.rfind("'extra_state' at byte 0: ", 0) == 0, g.record.c_str());
-
-    // ckptscope-cli scan of the folder: each file a line, then the
-    // checkpoint's; exit 3 (dangerous).
-    const Run r = cli({"scan", kDir + "/" + layout});
-    QCOMPARE(r.exitCode, 3);
-    const QString out = QString::fromUtf8(r.out);
-    QVERIFY2(out.contains(QRegularExpression(
-                 "^dangerous\\s+\\S+/" + QRegularExpression::escape(QString::fromStdString(evil)) +
-                     "\\s",
-                 QRegularExpression::MultilineOption)),
-             r.out.constData());
-    QVERIFY2(out.contains(QString::fromStdString("[sharded: " + c.layout + "] " + evil +
-                                                 " would run code: " + global)),
-             r.out.constData());
-    QVERIFY2(out.contains("1 sharded checkpoint: 0 safe, 0 suspicious, 1 dangerous, 0 unreadable"),
-             r.out.constData());
-    const Run js = cli({"scan", "--json", kDir + "/" + layout});
-    QCOMPARE(js.exitCode, 3);
-    const json doc = json::parse(js.out.toStdString());
-    QCOMPARE(doc["checkpoints"].size(), size_t(1));
-    QCOMPARE(doc["checkpoints"][0]["verdict"].get<std::string>(), std::string("dangerous"));
-    QCOMPARE(doc["checkpoints"][0]["file"].get<std::string>(), evil);
-    QVERIFY(!QFileInfo::exists(kDir + "/hostile/PWNED"));
-  }
-
-  // The same checkpoints named by their index or a part: an index (or
-  // .metadata) is the checkpoint; a .distcp part alone is scanned where its
-  // folder's .metadata places its archives (a zip reader sees only the last).
-  void safetyIndexAndPart() {
-    const json s = manifest()["safety"];
-    const QString hf = kDir + "/hostile/hf_evil/pytorch_model.bin.index.json";
-    Run r = cli({"scan", hf});
-    QCOMPARE(r.exitCode, 3);
-    QVERIFY2(r.out.contains(QByteArray::fromStdString(
-                 "[sharded: Hugging Face] " + s["hostile/hf_evil"]["file"].get<std::string>() +
-                 " would run code")),
-             r.out.constData());
-    const QString part = kDir + "/hostile/dcp_evil/__2_0.distcp";
-    const ckpt::CheckpointSafety alone = ckpt::scanCheckpoint(part.toStdString());
-    QVERIFY(!alone.sharded());
-    QCOMPARE(alone.verdict, ckpt::Verdict::Dangerous);
-    r = cli({"scan", part});
-    QCOMPARE(r.exitCode, 3);
-    QVERIFY2(r.out.startsWith("dangerous"), r.out.constData());
-    // The other parts of that checkpoint hold tensors and an int: safe.
-    for (const char* clean : {"__0_0.distcp", "__1_0.distcp"}) {
-      r = cli({"scan", kDir + "/hostile/dcp_evil/" + clean});
-      QCOMPARE(r.exitCode, 0);
-      QVERIFY2(r.out.startsWith("safe"), r.out.constData());
-    }
-  }
-
-  // Checkpoints with no payload: safetensors shards and torch.save shards of
-  // tensors are safe; DCP's .metadata and FSDP's rank files name the
-  // writers' data classes (suspicious, as for one such file); a missing
-  // rank file is said, not scanned.
-  void safetyCleanCheckpoints() {
-    struct Case {
-      const char* layout;
-      ckpt::Verdict verdict;
-      size_t files;
-      const char* summary;
-    };
-    const Case cases[] = {
-        {"hf_st", ckpt::Verdict::Safe, 2, "safe: 2 shard files, only tensors and plain data"},
-        {"hf_bin", ckpt::Verdict::Safe, 3, "safe: 3 shard files, only tensors and plain data"},
-        {"dcp_ws3", ckpt::Verdict::Suspicious, 4,
-         "suspicious: pickled objects that are not plain data in .metadata: "
-         "torch.distributed.checkpoint.metadata."},
-        {"fsdp_ws3", ckpt::Verdict::Suspicious, 3,
-         "suspicious: pickled objects that are not plain data in model_rank0.pt and 2 more "
-         "files: torch.distributed."},
-        {"hostile/dcp_missing", ckpt::Verdict::Suspicious, 3,
-         "suspicious: pickled objects that are not plain data in .metadata: "},
-    };
-    for (const Case& k : cases) {
-      const ckpt::CheckpointSafety c = ckpt::scanCheckpoint((kDir + "/" + k.layout).toStdString());
-      QVERIFY2(c.verdict == k.verdict, (k.layout + (": " + c.summary())).c_str());
-      QCOMPARE(c.files.size(), k.files);
-      QVERIFY2(c.summary().rfind(k.summary, 0) == 0, c.summary().c_str());
-      // The rank files of DCP hold tensors and plain values only.
-      if (c.layout == "DCP")
-        for (const ckpt::FileSafety& f : c.files)
-          if (f.file != ".metadata")
-            QVERIFY2(f.report.verdict == ckpt::Verdict::Safe,
-                     (f.file + ": " + f.report.summary()).c_str());
-    }
-    const ckpt::CheckpointSafety gone =
-        ckpt::scanCheckpoint((kDir + "/hostile/dcp_missing").toStdString());
-    QCOMPARE(gone.missing, size_t(1));
-    QVERIFY2(QString::fromStdString(gone.summary()).endsWith(", 1 missing file not scanned"),
-             gone.summary().c_str());
   }
 
   // consolidate: one file torch loads, every tensor equal to the original.

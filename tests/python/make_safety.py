@@ -30,6 +30,7 @@ import pickletools
 import struct
 import sys
 import zipfile
+from typing import Any
 
 import numpy as np
 import torch
@@ -354,9 +355,23 @@ def other_samples(w):
                 "getattr(__import__('os'), 'system')(cmd)")
     fromkeys = Call(Ref("builtins", "getattr"), Ref("collections", "OrderedDict"), "fromkeys")
     pkl = dumps({"f": fromkeys}, 2)
-    w.write("getattr_uncalled.pkl", pkl, "suspicious", expected_globals(pkl, "pickle 1"),
-            {"builtins.getattr": "suspicious", "collections.OrderedDict": "innocuous"},
-            "getattr(collections.OrderedDict, 'fromkeys'), never called: judged by what it reaches (unknown)")
+    w.write("getattr_uncalled.pkl", pkl, "dangerous", expected_globals(pkl, "pickle 1"),
+            {"builtins.getattr": "dangerous", "collections.OrderedDict": "innocuous"},
+            "getattr(collections.OrderedDict, 'fromkeys'), never called: getattr is the gadget of "
+            "attribute chains, dangerous whatever it reaches")
+    # The Python 2 spelling, and attribute chains (each getattr named, each dangerous).
+    for proto in (0, 2):
+        pkl = dumps({"f": Call(Ref("__builtin__", "getattr"), Ref("collections", "OrderedDict"), "fromkeys")},
+                    proto)
+        w.write(f"getattr_builtin_p{proto}.pkl", pkl, "dangerous", expected_globals(pkl, "pickle 1"),
+                {"__builtin__.getattr": "dangerous"}, "__builtin__.getattr (Python 2's builtins), never called")
+    for proto in PROTOCOLS:
+        init = Call(Ref("builtins", "getattr"), Ref("collections", "OrderedDict"), "__init__")
+        chain = Call(Ref("builtins", "getattr"), init, "__globals__")
+        pkl = dumps({"g": chain, "step": 3}, proto)
+        w.write(f"getattr_chain_p{proto}.pkl", pkl, "dangerous", expected_globals(pkl, "pickle 1"),
+                {"builtins.getattr": "dangerous"},
+                "getattr(getattr(OrderedDict, '__init__'), '__globals__'): an attribute chain to a module's globals")
     pkl = dumps({"f": Call(fromkeys, ["a"])}, 2)
     w.write("getattr_called.pkl", pkl, "dangerous", expected_globals(pkl, "pickle 1"),
             {"collections.OrderedDict": "innocuous"},
@@ -423,6 +438,199 @@ def other_samples(w):
     w.write("plain.npy", buf.getvalue(), "safe", [], {}, "a numeric .npy: no pickle")
 
 
+def set_encrypted_flag(data, name):
+    """`data` (a zip) with bit 0 of record `name`'s flags (encrypted) set in
+    its local header and its central directory entry; no byte is encrypted.
+    Python's zipfile then calls it encrypted; torch's reader ignores the bit."""
+    b = bytearray(data)
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        info = z.getinfo(name)
+    at = info.header_offset
+    assert b[at:at + 4] == b"PK\x03\x04"
+    b[at + 6] |= 1
+    pos = b.find(b"PK\x05\x06")
+    (cd,) = struct.unpack("<I", b[pos + 16:pos + 20])
+    while b[cd:cd + 4] == b"PK\x01\x02":
+        n, x, c = struct.unpack("<HHH", b[cd + 28:cd + 34])
+        if bytes(b[cd + 46:cd + 46 + n]) == name.encode():
+            b[cd + 8] |= 1
+            break
+        cd += 46 + n + x + c
+    else:
+        raise AssertionError(f"{name} not in the central directory")
+    with zipfile.ZipFile(io.BytesIO(bytes(b))) as z:
+        assert z.getinfo(name).flag_bits & 1, "zipfile does not see the flag"
+    return bytes(b)
+
+
+def hidden_samples(w):
+    """Pickles a loader could unpickle from a zip record of another name, or
+    from a record flagged encrypted but stored in the clear; records the scan
+    cannot examine; and the records that are no pickles (controls)."""
+    cmd = f"touch {w.pwned}"
+    payload = {"payload": Call(Ref("builtins", "eval"), f"__import__('os').system({cmd!r})")}
+    level = {"builtins.eval": "dangerous"}
+    benign = dumps({"w": torch_ref_tensor(), "step": 3}, 2)
+    version = ("archive/version", b"3\n")
+    for proto in (0, 2, 4):
+        pkl = dumps(payload, proto)
+        # The only pickle of the archive, as data.txt.
+        w.write(f"hidden_txt_p{proto}.pt", zip_bytes([("archive/data.txt", pkl), version]), "dangerous",
+                expected_globals(pkl, "archive/data.txt"), level,
+                f"a protocol-{proto} pickle stored as data.txt: found by its bytes")
+    # Beside torch's own data.pkl, in a record named like a text file.
+    pkl = dumps(payload, 2)
+    w.write("hidden_beside.pt", torch_zip([("data.pkl", benign), ("extra/notes.txt", pkl)]), "dangerous",
+            expected_globals(benign, "archive/data.pkl") + expected_globals(pkl, "archive/extra/notes.txt"),
+            {**level, **TENSOR_LEVELS}, "torch's data.pkl and a payload pickle in extra/notes.txt")
+    # Upper case: torch's reader (miniz) finds data.pkl whatever the case.
+    w.write("hidden_upper.pt", zip_bytes([("archive/DATA.PKL", pkl), version]), "dangerous",
+            expected_globals(pkl, "archive/DATA.PKL"), level, "the pickle as DATA.PKL")
+    # Encrypted flag, bytes in the clear: stored (torch reads it as is) and deflated.
+    for label, method in (("stored", zipfile.ZIP_STORED), ("deflated", zipfile.ZIP_DEFLATED)):
+        data = set_encrypted_flag(zip_bytes([("archive/data.pkl", pkl), version], method), "archive/data.pkl")
+        w.write(f"encrypted_flag_{label}.pt", data, "dangerous", expected_globals(pkl, "archive/data.pkl"),
+                level, f"data.pkl {label}, flagged encrypted but in the clear: scanned")
+    data = set_encrypted_flag(torch_zip([("data.pkl", benign)]), "archive/data.pkl")
+    w.write("encrypted_flag_benign.pt", data, "safe", expected_globals(benign, "archive/data.pkl"), TENSOR_LEVELS,
+            "torch's data.pkl flagged encrypted, in the clear and benign: scanned, safe")
+    # Records that cannot be examined: never "safe".
+    w.write("hidden_bzip2.pt", zip_bytes([("archive/data.pkl", benign), ("archive/extra.bin", pkl)],
+                                         zipfile.ZIP_BZIP2), "unreadable", [], {},
+            "bzip2-compressed records (method 12): not examined, so not safe", error=True)
+    # One record not examined does not hide the next one's payload.
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("archive/extra.bin", benign, compress_type=zipfile.ZIP_BZIP2)
+        z.writestr("archive/data.pkl", pkl)
+    w.write("hidden_after_bzip2.pt", buf.getvalue(), "dangerous", expected_globals(pkl, "archive/data.pkl"), level,
+            "a bzip2 record (not examined), then the payload: dangerous, and the record said", error=True)
+    bomb = b"\x80\x02" + b"(" * 2_000_000 + pkl[2:]
+    w.write("hidden_bound.pt", torch_zip([("data.pkl", benign), ("extra.bin", bomb)]), "unreadable",
+            expected_globals(benign, "archive/data.pkl"), TENSOR_LEVELS,
+            "a record whose walk passes the scan's stack bound before its end: not examined", error=True)
+    # Controls: torch 2.x's text records, a README, a broken non-pickle, and a
+    # storage record (raw bytes torch maps, never unpickles) whose bytes
+    # happen to be the payload pickle.
+    records = [("data.pkl", benign), ("byteorder", b"little"), (".data/serialization_id", b"1203948571029384756"),
+               (".format_version", b"1"), (".storage_alignment", b"64"), ("README.md", b"config:\n  lr: 0.1\n"),
+               ("notes.txt", b"(hello, world"), ("data/0", pkl)]
+    w.write("text_records.pt", torch_zip(records), "safe", expected_globals(benign, "archive/data.pkl"),
+            TENSOR_LEVELS, "text records and a storage record are no pickles: safe")
+
+
+def trainer_samples(w):
+    """A Hugging Face Trainer's training_args.bin, torch.save'd as the Trainer
+    does, from stand-ins with transformers' module and class names (Debian
+    has no transformers) pickled by this Python (>= 3.11 pickles an enum
+    member as getattr(cls, name)). profiles.json says where it sits and what
+    it names; nothing is unpickled."""
+    import dataclasses
+    import enum
+    import types
+
+    def register(module, cls):
+        parts = module.split(".")
+        for i in range(1, len(parts) + 1):
+            sys.modules.setdefault(".".join(parts[:i]), types.ModuleType(".".join(parts[:i])))
+        cls.__module__ = module
+        cls.__qualname__ = cls.__name__
+        setattr(sys.modules[module], cls.__name__, cls)
+        return cls
+
+    class IntervalStrategy(str, enum.Enum):
+        NO = "no"
+        STEPS = "steps"
+        EPOCH = "epoch"
+
+    class SaveStrategy(str, enum.Enum):
+        NO = "no"
+        STEPS = "steps"
+        BEST = "best"
+
+    class HubStrategy(str, enum.Enum):
+        END = "end"
+        EVERY_SAVE = "every_save"
+
+    class SchedulerType(str, enum.Enum):
+        LINEAR = "linear"
+        COSINE = "cosine"
+
+    class OptimizerNames(str, enum.Enum):
+        ADAMW_TORCH = "adamw_torch"
+        ADAFACTOR = "adafactor"
+
+    @dataclasses.dataclass
+    class AcceleratorConfig:
+        split_batches: bool = False
+        dispatch_batches: Any = None
+        even_batches: bool = True
+        use_seedable_sampler: bool = True
+
+    @dataclasses.dataclass
+    class TrainingArguments:
+        output_dir: str = "out"
+        eval_strategy: Any = IntervalStrategy.STEPS
+        save_strategy: Any = SaveStrategy.STEPS
+        logging_strategy: Any = IntervalStrategy.STEPS
+        lr_scheduler_type: Any = SchedulerType.COSINE
+        optim: Any = OptimizerNames.ADAMW_TORCH
+        hub_strategy: Any = HubStrategy.EVERY_SAVE
+        learning_rate: float = 3e-4
+        per_device_train_batch_size: int = 8
+        report_to: Any = dataclasses.field(default_factory=lambda: ["tensorboard"])
+        accelerator_config: Any = dataclasses.field(default_factory=AcceleratorConfig)
+
+    for cls in (IntervalStrategy, SaveStrategy, HubStrategy, SchedulerType):
+        register("transformers.trainer_utils", cls)
+    register("transformers.training_args", OptimizerNames)
+    register("transformers.training_args", TrainingArguments)
+    register("transformers.trainer_pt_utils", AcceleratorConfig)
+
+    args = TrainingArguments()
+    args.__dict__["_n_gpu"] = 1
+    args.__dict__["_setup_devices"] = torch.device("cpu")  # functools.cached_property's slot
+    folder = os.path.join(w.outdir, "hf_trainer", "out", "checkpoint-10")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "training_args.bin")
+    torch.save(args, path)
+    with open(os.path.join(folder, "trainer_state.json"), "w") as f:
+        json.dump({"global_step": 10, "log_history": [{"step": 10, "loss": 2.5}]}, f)
+    with zipfile.ZipFile(path) as z:
+        record = [n for n in z.namelist() if n.endswith("/data.pkl")][0]
+        pkl = z.read(record)
+    # The same bytes where no Trainer wrote them: judged by the general tables.
+    plain = os.path.join(w.outdir, "hf_trainer", "plain")
+    os.makedirs(plain, exist_ok=True)
+    with open(path, "rb") as src, open(os.path.join(plain, "training_args.bin"), "wb") as dst:
+        dst.write(src.read())
+    # Under the profile, what it does not vouch for still counts: a payload,
+    # and TrainingArguments called (its __post_init__ runs) instead of built.
+    hostile = os.path.join(w.outdir, "hf_trainer", "hostile", "checkpoint-20")
+    os.makedirs(hostile, exist_ok=True)
+    with open(os.path.join(hostile, "trainer_state.json"), "w") as f:
+        json.dump({"global_step": 20}, f)
+    cmd = f"touch {w.pwned}"
+    evil = dumps({"args": NewObj(Ref("transformers.training_args", "TrainingArguments"), {"output_dir": "o"}),
+                  "x": Call(Ref("os", "system"), cmd)}, 2)
+    with open(os.path.join(hostile, "training_args.bin"), "wb") as f:
+        f.write(torch_zip([("data.pkl", evil)]))
+    called = dumps(Call(Ref("transformers.training_args", "TrainingArguments"), "out"), 2)
+    os.makedirs(os.path.join(w.outdir, "hf_trainer", "called"), exist_ok=True)
+    with open(os.path.join(w.outdir, "hf_trainer", "called", "config.json"), "w") as f:
+        json.dump({"model_type": "llama"}, f)
+    with open(os.path.join(w.outdir, "hf_trainer", "called", "training_args.bin"), "wb") as f:
+        f.write(torch_zip([("data.pkl", called)]))
+    return {"hf_trainer": {
+        "file": "hf_trainer/out/checkpoint-10/training_args.bin",
+        "plain": "hf_trainer/plain/training_args.bin",
+        "globals": expected_globals(pkl, record),
+        "hostile": "hf_trainer/hostile/checkpoint-20/training_args.bin",
+        "hostile_globals": expected_globals(evil, "archive/data.pkl"),
+        "called": "hf_trainer/called/training_args.bin",
+        "called_globals": expected_globals(called, "archive/data.pkl")}}
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: make_safety.py OUTDIR")
@@ -433,9 +641,13 @@ def main():
         os.remove(w.pwned)
     family_samples(w)
     other_samples(w)
+    hidden_samples(w)
+    profiles = trainer_samples(w)
     assert not os.path.exists(w.pwned), "something ran a payload while writing"
     with open(os.path.join(outdir, "safety.json"), "w") as f:
         json.dump(w.entries, f, indent=1)
+    with open(os.path.join(outdir, "profiles.json"), "w") as f:
+        json.dump(profiles, f, indent=1)
     print(f"make_safety: wrote {len(w.entries)} files to {outdir}")
 
 

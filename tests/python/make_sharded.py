@@ -219,13 +219,23 @@ class Metadata:
 
 
 @dataclasses.dataclass
+class StorageMeta:
+    """PyTorch >= 2.4: the writer's checkpoint id (the folder, a Path), ids of the save."""
+    checkpoint_id: Any = None
+    save_id: Optional[str] = None
+    load_id: Optional[str] = None
+    modules: Any = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
 class _StorageInfo:
     relative_path: str
     offset: int
     length: int
 
 
-for _c in (ChunkStorageMetadata, TensorProperties, TensorStorageMetadata, BytesStorageMetadata, MetadataIndex, Metadata):
+for _c in (ChunkStorageMetadata, TensorProperties, TensorStorageMetadata, BytesStorageMetadata, MetadataIndex, Metadata,
+           StorageMeta):
     _register(_META, _c)
 _register(_FS, _StorageInfo)
 
@@ -265,9 +275,12 @@ class _Payload:
         return os.system, (self.cmd,)
 
 
-def write_dcp(folder, state, world, lists_too=True, replicate=("scale", "position_ids"), first=()):
+def write_dcp(folder, state, world, lists_too=True, replicate=("scale", "position_ids"), first=(),
+              storage_meta=False):
     """first: (rank, fqn, object) bytes items written at the start of that
-    rank's file, before the state's items."""
+    rank's file, before the state's items. storage_meta: as PyTorch >= 2.4's
+    FileSystemWriter.finish, a StorageMeta whose checkpoint_id is the folder
+    as a pathlib.Path."""
     os.makedirs(folder, exist_ok=True)
     flat = flatten(state, lists_too)
     blobs = [io.BytesIO() for _ in range(world)]
@@ -309,6 +322,9 @@ def write_dcp(folder, state, world, lists_too=True, replicate=("scale", "positio
     for _, fqn, _ in first:
         planner[fqn] = (fqn,)
     md = Metadata(sdm, planner, storage)
+    if storage_meta:
+        import pathlib
+        md.storage_meta = StorageMeta(pathlib.Path(folder), "c0ffee00-0000-4000-8000-000000000000")
     with open(os.path.join(folder, ".metadata"), "wb") as f:
         import pickle
         pickle.dump(md, f, protocol=4)
@@ -381,6 +397,10 @@ def make(out):
         manifest["layouts"][f"dcp_ws{world}"] = {"tensors": describe(sd, prefix=("model",)), "files": world + 1,
                                                  "ranks": world, "step": 1000, "chunks": chunk_layout(md)}
     write_dcp(os.path.join(out, "dcp_ws2_old"), dcp_state, 2, lists_too=False)
+    # PyTorch >= 2.4's .metadata: a StorageMeta with the folder as a pathlib.Path.
+    write_dcp(os.path.join(out, "dcp_ws2_storage_meta"), dcp_state, 2, storage_meta=True)
+    manifest["layouts"]["dcp_ws2_storage_meta"] = {"tensors": describe(sd, prefix=("model",)), "files": 3,
+                                                   "ranks": 2, "step": 1000}
     manifest["layouts"]["dcp_ws2_old"] = {"tensors": describe(sd, prefix=("model",)), "files": 3, "ranks": 2,
                                           "step": 1000}
     # A rank's file is gone: the tensors with a chunk there are incomplete.

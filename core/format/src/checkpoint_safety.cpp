@@ -87,6 +87,32 @@ SafetyReport scanDistcp(const ShardSet& shards, int part, const ScanLimits& limi
   return report;
 }
 
+// The profile a layout's part files are judged under (DCP's parts are
+// torch.save archives of tensors: no profile; its .metadata has its own).
+SafetyProfile partProfile(ShardLayout layout) {
+  switch (layout) {
+    case ShardLayout::Fsdp:
+      return SafetyProfile::Fsdp;
+    case ShardLayout::DeepSpeed:
+      return SafetyProfile::DeepSpeed;
+    case ShardLayout::HuggingFace:
+    case ShardLayout::Dcp:
+      break;
+  }
+  return SafetyProfile::None;
+}
+
+// A Hugging Face Trainer's training_args.bin: the name, in a folder the
+// Trainer writes (a checkpoint-N/ folder with trainer_state.json, or the
+// output folder with the model's config.json).
+bool isTrainerArgs(const fs::path& p) {
+  if (p.filename() != "training_args.bin") return false;
+  const fs::path folder = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  std::error_code ec;
+  return fs::is_regular_file(folder / "trainer_state.json", ec) ||
+         fs::is_regular_file(folder / "config.json", ec);
+}
+
 void judge(CheckpointSafety& out) {
   Verdict v = out.error.empty() ? Verdict::Safe : Verdict::Unreadable;
   for (const FileSafety& f : out.files)
@@ -114,7 +140,8 @@ CheckpointSafety scanSharded(const ShardProbe& probe, const ScanLimits& limits) 
   // DCP's .metadata is a plain pickle torch unpickles first: scanned even
   // when it is no Metadata at all (then the files it would name are unknown).
   if (probe.layout == ShardLayout::Dcp)
-    out.files.push_back(FileSafety{".metadata", probe.entry, scanFile(probe.entry, limits)});
+    out.files.push_back(FileSafety{".metadata", probe.entry,
+                                   scanFile(probe.entry, limits, SafetyProfile::DcpMetadata)});
   try {
     const std::unique_ptr<ShardSet> shards = ShardSet::open(probe, /*metadataOnly=*/true);
     for (size_t i = 0; i < shards->parts().size(); ++i) {
@@ -126,7 +153,7 @@ CheckpointSafety scanSharded(const ShardProbe& probe, const ScanLimits& limits) 
       out.files.push_back(FileSafety{p.file, p.path,
                                      probe.layout == ShardLayout::Dcp
                                          ? scanDistcp(*shards, int(i), limits)
-                                         : scanFile(p.path, limits)});
+                                         : scanFile(p.path, limits, partProfile(probe.layout))});
     }
     if (probe.layout == ShardLayout::Dcp) out.error = unplacedStorage(*shards);
   } catch (const FormatError& e) {
@@ -142,25 +169,36 @@ CheckpointSafety scanSharded(const ShardProbe& probe, const ScanLimits& limits) 
   return out;
 }
 
-// A .distcp file named on its own: the archives its folder's .metadata
-// places in it (what torch reads), when there is one that names it.
-std::optional<CheckpointSafety> scanDistcpAlone(const std::string& path, const ScanLimits& limits) {
+// A file named on its own that is a part of its folder's layout, judged
+// where it sits: a .distcp part by the archives the folder's .metadata
+// places in it (what torch reads); a DeepSpeed or FSDP rank file under its
+// layout's profile; a Trainer's training_args.bin under the Trainer's.
+// Only names a layout gives its parts are looked at (a folder is listed
+// for no other file).
+std::optional<CheckpointSafety> scanPartAlone(const std::string& path, const ScanLimits& limits) {
   const fs::path p(path);
-  if (p.extension() != ".distcp") return std::nullopt;
+  const auto single = [&](SafetyReport&& report) {
+    CheckpointSafety out;
+    out.files.push_back(FileSafety{p.filename().string(), path, std::move(report)});
+    judge(out);
+    return out;
+  };
+  if (isTrainerArgs(p)) return single(scanFile(path, limits, SafetyProfile::HfTrainingArgs));
+  const bool distcp = p.extension() == ".distcp";
+  if (!distcp && p.filename().string().find("rank") == std::string::npos) return std::nullopt;
   const std::string folder = p.has_parent_path() ? p.parent_path().string() : ".";
   const std::optional<ShardProbe> probe = probeSharded(folder);
-  if (!probe || probe->layout != ShardLayout::Dcp) return std::nullopt;
+  if (!probe || (distcp ? probe->layout != ShardLayout::Dcp
+                        : partProfile(probe->layout) == SafetyProfile::None))
+    return std::nullopt;
   try {
     const std::unique_ptr<ShardSet> shards = ShardSet::open(*probe, /*metadataOnly=*/true);
     std::error_code ec;
     for (size_t i = 0; i < shards->parts().size(); ++i) {
       const ShardPart& part = shards->parts()[i];
       if (!part.present || !fs::equivalent(part.path, path, ec)) continue;
-      CheckpointSafety out;
-      out.files.push_back(
-          FileSafety{p.filename().string(), path, scanDistcp(*shards, int(i), limits)});
-      judge(out);
-      return out;
+      return single(distcp ? scanDistcp(*shards, int(i), limits)
+                           : scanFile(path, limits, partProfile(probe->layout)));
     }
   } catch (const std::exception&) {
   }
@@ -218,6 +256,24 @@ std::string CheckpointSafety::scope() const {
   return s;
 }
 
+std::string CheckpointSafety::profilesNote() const {
+  size_t profiled = 0;
+  const FileSafety* first = nullptr;
+  bool oneProfile = true;
+  for (const FileSafety& f : files) {
+    if (f.report.profile == SafetyProfile::None) continue;
+    ++profiled;
+    if (!first)
+      first = &f;
+    else
+      oneProfile &= f.report.profile == first->report.profile;
+  }
+  if (!first) return {};
+  const std::string title(safetyProfileTitle(first->report.profile));
+  if (oneProfile && profiled == files.size()) return " (safe for " + title + ")";
+  return " (" + first->file + ": safe for " + title + ")";
+}
+
 std::string CheckpointSafety::summary() const {
   if (!sharded() && files.size() == 1 && error.empty()) return files[0].report.summary();
   auto list = [](const std::vector<std::string>& v) {
@@ -234,7 +290,7 @@ std::string CheckpointSafety::summary() const {
             : std::string();
   switch (verdict) {
     case Verdict::Safe:
-      s += ": " + scope() + ", only tensors and plain data";
+      s += ": " + scope() + ", only tensors and plain data" + profilesNote();
       break;
     case Verdict::Dangerous:
       s += ": " + who + " would run code: " + list(offenders(SafetyLevel::Dangerous));
@@ -254,7 +310,7 @@ std::string CheckpointSafety::summary() const {
 CheckpointSafety scanCheckpoint(const std::string& path, const ScanLimits& limits) {
   if (const std::optional<ShardProbe> probe = probeSharded(path))
     return scanSharded(*probe, limits);
-  if (std::optional<CheckpointSafety> alone = scanDistcpAlone(path, limits)) return *alone;
+  if (std::optional<CheckpointSafety> alone = scanPartAlone(path, limits)) return *alone;
   CheckpointSafety out;
   out.files.push_back(FileSafety{fs::path(path).filename().string(), path, scanFile(path, limits)});
   judge(out);

@@ -2,10 +2,13 @@
 // unpickle (torch zip records, legacy pickles, plain pickles, numpy object
 // arrays) and walks each with scanPickle. Reads only the pickles' bytes.
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <new>
 #include <set>
+#include <vector>
 
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/error.h"
@@ -15,10 +18,6 @@
 
 namespace ckpt {
 namespace {
-
-bool endsWith(std::string_view s, std::string_view tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
 
 // The pickle that `pickle.dumps(1001, 2)` writes: a legacy file's second slot.
 constexpr uint8_t kLegacyProtocolPickle[] = {0x80, 0x02, 'M', 0xE9, 0x03, '.'};
@@ -58,31 +57,166 @@ void scanNpy(const uint8_t* data, uint64_t size, const std::string& record, uint
   scanPickle(data + at, size - at, record, base + at, report, limits);
 }
 
-// Every .pkl / .pickle record of a zip (torch's data.pkl wherever it sits,
-// constants.pkl, a sharded file's extra pickles) and every .npy record's
-// object array (numpy .npz archives). Offsets count from the record's start.
+bool endsWithNoCase(std::string_view s, std::string_view tail) {
+  if (s.size() < tail.size()) return false;
+  for (size_t i = 0; i < tail.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(s[s.size() - tail.size() + i])) != tail[i])
+      return false;
+  return true;
+}
+
+// A torch file's storage, `<root>/data/<key>`: raw bytes torch maps into a
+// tensor, never unpickled (torch reads the pickle from `<root>/data.pkl`,
+// the root being the first record's folder; a name with a second '/' is
+// never that one).
+bool isStorageRecord(std::string_view name) {
+  const size_t slash = name.find('/');
+  return slash != std::string_view::npos && slash > 0 && name.substr(slash + 1, 5) == "data/" &&
+         name.size() > slash + 6;
+}
+
+// A Python identifier path ("torch._utils", "OrderedDict.fromkeys"):
+// what an import or an attribute lookup could find.
+bool isDottedIdentifier(std::string_view s) {
+  if (s.empty()) return false;
+  bool start = true;
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '.') {
+      if (start) return false;
+      start = true;
+    } else if (std::isalpha(u) || c == '_' || (!start && std::isdigit(u)) || u >= 0x80) {
+      start = false;
+    } else {
+      return false;
+    }
+  }
+  return !start;
+}
+
+// The bytes of a record, its encryption flag ignored: loaders that do not
+// look at it (PyTorch's miniz-based reader) load a record flagged
+// "encrypted" but stored in the clear as it is. Really encrypted bytes do
+// not walk as a pickle (and a stored record's sizes then differ:
+// unreadable). A small stored record (data.pkl of a small file, `version`,
+// `byteorder`) is read with its local header in one read: cheaper than
+// mapping it, and every torch file has several.
+ByteRegion recordBytes(const ZipArchive& zip, const ZipEntry& e, uint64_t maxSize) {
+  constexpr uint64_t kSmallRecord = 64 * 1024;
+  ZipEntry clear = e;
+  clear.flags &= uint16_t(~1u);
+  if (clear.method != 0 || clear.size > kSmallRecord) return zip.bytes(clear, maxSize);
+  auto buf =
+      std::make_shared<std::vector<uint8_t>>(clear.size + ZipArchive::localHeaderRoom(clear));
+  ByteRegion region;
+  region.data = zip.readStored(clear, kSmallRecord, buf->data());
+  region.size = clear.size;
+  region.owner = std::move(buf);
+  return region;
+}
+
+// What a zip scan owes its verdict to, beside the globals: the records it
+// could not examine (the first named, the rest counted).
+struct ZipProblems {
+  std::string first;
+  size_t more = 0;
+  void add(const std::string& what) {
+    if (first.empty())
+      first = what;
+    else
+      ++more;
+  }
+};
+
+// Whether the walk since `globalsBefore` named a global Python could look
+// up (one whose names are no identifiers fails to import, and the
+// unpickler stops there).
+bool namedImportable(const SafetyReport& report, size_t globalsBefore, size_t leftOutBefore) {
+  if (report.leftOut > leftOutBefore) return true;
+  for (size_t i = globalsBefore; i < report.globals.size(); ++i)
+    if (isDottedIdentifier(report.globals[i].module) && isDottedIdentifier(report.globals[i].name))
+      return true;
+  return false;
+}
+
+// One record that is no storage and not named as a pickle: a pickle when a
+// walk from its first byte reaches STOP, or names a global (an importable
+// name) before Python's unpickler would stop at the same broken opcode;
+// otherwise other bytes (`version`, `byteorder`, a text file), whose
+// findings are dropped. A walk stopped by the scan's own bounds, or by the
+// end of the part read, did not examine the record.
+void scanUnnamedRecord(const ByteRegion& bytes, uint64_t size, const std::string& record,
+                       SafetyReport& report, const ScanLimits& limits, ZipProblems& problems) {
+  const size_t globalsBefore = report.globals.size(), leftOutBefore = report.leftOut,
+               picklesBefore = report.pickles;
+  const SafetyLevel leftOutWorstBefore = report.leftOutWorst;
+  const uint64_t walked = std::min(bytes.size, limits.maxPickleBytes);
+  try {
+    scanPickle(bytes.data, walked, record, 0, report, limits);
+    return;
+  } catch (const ScanLimitError& err) {
+    problems.add(err.what());
+    return;
+  } catch (const TruncatedError& err) {
+    if (walked < size) {
+      problems.add("record " + record + ": a pickle longer than the " +
+                   std::to_string(limits.maxPickleBytes) + " bytes the scan reads");
+      return;
+    }
+    // Python's unpickler stops at the same end.
+    if (namedImportable(report, globalsBefore, leftOutBefore)) return problems.add(err.what());
+  } catch (const FormatError& err) {
+    if (namedImportable(report, globalsBefore, leftOutBefore)) return problems.add(err.what());
+  }
+  report.globals.resize(globalsBefore);
+  report.leftOut = leftOutBefore;
+  report.leftOutWorst = leftOutWorstBefore;
+  report.pickles = picklesBefore;
+}
+
+// Every record of a zip that holds a pickle (see scanFile) and every .npy
+// record's object array (numpy .npz archives). Offsets count from the
+// record's start. A record that cannot be examined does not stop the scan
+// of the others: a payload after it is still found.
 void scanZip(const InputFile& file, SafetyReport& report, const ScanLimits& limits) {
   const ZipArchive zip(file);
-  size_t scanned = 0;
+  size_t walked = 0;
+  ZipProblems problems;
   for (const ZipEntry& e : zip.entries()) {
     const std::string_view name = e.name;
-    const bool pkl = endsWith(name, ".pkl") || endsWith(name, ".pickle");
-    const bool npy = endsWith(name, ".npy");
-    if (!pkl && !npy) continue;
-    if (++scanned > limits.maxRecords)
-      fail("more than " + std::to_string(limits.maxRecords) + " pickle records");
+    const bool pkl = endsWithNoCase(name, ".pkl") || endsWithNoCase(name, ".pickle");
+    const bool npy = endsWithNoCase(name, ".npy");
+    if (!pkl && !npy && isStorageRecord(name)) continue;
+    if (++walked > limits.maxRecords) {
+      problems.add("more than " + std::to_string(limits.maxRecords) +
+                   " records that may hold pickles; the rest not examined");
+      break;
+    }
     const std::string record(name);
+    // A record named as a pickle is read whole (up to the bound); any other
+    // one only as far as the bound: a walk stops long before in raw bytes.
     ByteRegion bytes;
     try {
-      bytes = zip.bytes(e, limits.maxPickleBytes);
+      bytes = recordBytes(zip, e, pkl || npy || e.method != 0 ? limits.maxPickleBytes : UINT64_MAX);
     } catch (const FormatError& err) {
-      throw FormatError("record " + record + ": " + err.what());
+      problems.add("record " + record + " could not be examined: " + err.what());
+      continue;
     }
-    if (pkl)
-      scanPickle(bytes.data, bytes.size, record, 0, report, limits);
-    else
-      scanNpy(bytes.data, bytes.size, record, 0, report, limits);
+    try {
+      if (npy)
+        scanNpy(bytes.data, bytes.size, record, 0, report, limits);
+      else if (pkl)
+        scanPickle(bytes.data, bytes.size, record, 0, report, limits);
+      else
+        scanUnnamedRecord(bytes, e.size, record, report, limits, problems);
+    } catch (const FormatError& err) {
+      problems.add(err.what());
+    }
   }
+  if (!problems.first.empty())
+    fail(problems.first + (problems.more ? " (and " + std::to_string(problems.more) +
+                                               " more records that could not be examined)"
+                                         : ""));
 }
 
 // Pickles one after another from the start of the file: a legacy torch file
@@ -156,6 +290,8 @@ std::vector<std::string> SafetyReport::offenders() const {
 
 std::string SafetyReport::summary() const {
   std::string s(verdictName(verdict));
+  if (verdict == Verdict::Safe && profile != SafetyProfile::None)
+    s += " for " + std::string(safetyProfileTitle(profile));
   std::vector<std::string> dangerous, suspicious;
   std::set<std::string> seen;
   for (const GlobalUse& g : globals) {
@@ -228,8 +364,9 @@ Verdict judgeSafety(const SafetyReport& report) {
   return Verdict::Safe;
 }
 
-SafetyReport scanFile(const std::string& path, const ScanLimits& limits) {
+SafetyReport scanFile(const std::string& path, const ScanLimits& limits, SafetyProfile profile) {
   SafetyReport report;
+  report.profile = profile;
   try {
     const InputFile file(path);
     scanInput(file, path, report, limits);

@@ -24,7 +24,9 @@ constexpr size_t kMaxName = 1024;  // a module or attribute name worth rememberi
 
 // A stack or memo slot, 8 bytes (a pickle's memo can hold millions).
 struct Item {
-  enum Kind : uint8_t { Empty, Other, Str, Global, Module, Tuple };
+  // LongStr: a string too long (or too far into the file) to be remembered,
+  // which Python would still take as a name.
+  enum Kind : uint8_t { Empty, Other, Str, Global, Module, Tuple, LongStr };
   uint32_t at = 0;  // Str/Module: where the text starts in the pickle's bytes
   uint32_t kindAndN =
       uint32_t(Other)
@@ -107,7 +109,7 @@ class Scanner : ByteCursor<Scanner> {
           skip(8);
           break;
         case MARK:
-          if (m_stack.size() + m_marks.size() >= m_limits.maxStack) error("too many MARKs");
+          if (m_stack.size() + m_marks.size() >= m_limits.maxStack) limit("too many MARKs");
           m_marks.push_back(m_stack.size());
           break;
         case POP:
@@ -254,6 +256,8 @@ class Scanner : ByteCursor<Scanner> {
         case STACK_GLOBAL: {
           const Item name = pop();
           const Item module = pop();
+          if (name.kind() == Item::LongStr || module.kind() == Item::LongStr)
+            limit("STACK_GLOBAL with a name longer than " + std::to_string(kMaxName) + " bytes");
           if (name.kind() != Item::Str || module.kind() != Item::Str)
             error("STACK_GLOBAL needs two strings");
           push(global(std::string(text(module)), std::string(text(name)), m_opStart));
@@ -353,8 +357,8 @@ class Scanner : ByteCursor<Scanner> {
     std::string normal;  // "module.name" after the Python 2 aliases: for getattr and __import__
     GlobalLevel level;
     long use = -1;
-    // builtins.getattr: 0 never called, 1 every call so far reached a named
-    // target (its level is the worst reached), 2 some call did not (dangerous).
+    // builtins.getattr: 0 never called, 1 every call so far reached a member
+    // the layout profile vouches for (innocuous), 2 some call did not (dangerous).
     uint8_t getattrState = 0;
     bool isGetattr = false, isImport = false;  // builtins.getattr / builtins.__import__
   };
@@ -364,19 +368,34 @@ class Scanner : ByteCursor<Scanner> {
   [[noreturn, gnu::noinline, gnu::cold]] void error(const std::string& msg) const {
     fail(m_record + ": byte " + std::to_string(m_base + m_opStart) + ": " + msg);
   }
+  // Past one of the scan's own bounds, where Python would read on.
+  [[noreturn, gnu::noinline, gnu::cold]] void limit(const std::string& msg) const {
+    throw ScanLimitError(m_record + ": byte " + std::to_string(m_base + m_opStart) + ": " + msg +
+                         "; the rest of this pickle was not examined");
+  }
   [[noreturn, gnu::noinline, gnu::cold]] void truncated(uint64_t n) const {
     failTruncated(m_record + ": truncated: opcode at byte " + std::to_string(m_base + m_opStart) +
                   " needs " + std::to_string(n) + " bytes, " + std::to_string(m_size - m_pos) +
                   " left");
   }
   const char* take(uint64_t n) { return reinterpret_cast<const char*>(bytes(n)); }
-  std::pair<const char*, size_t> line() { return textLine(kMaxLine); }
+  std::pair<const char*, size_t> line() {
+    // Python reads a line of any length: a longer one is past our bound,
+    // not a broken pickle (textLine would call it an error()).
+    const uint64_t left = m_size - m_pos;
+    if (left > kMaxLine + 1 && !std::memchr(m_data + m_pos, '\n', kMaxLine + 1))
+      limit("text line longer than " + std::to_string(kMaxLine) + " bytes");
+    return textLine(kMaxLine);
+  }
+  // A PUT / GET index. Python's int() takes more spellings than plain
+  // digits (signs, spaces, underscores) and any size: those are past what
+  // the scan follows.
   uint64_t decimal() {
     const auto [p, n] = line();
-    if (n == 0 || n > 19) error("bad memo index");
+    if (n == 0 || n > 19) limit("a memo index the scan does not follow");
     uint64_t v = 0;
     for (size_t i = 0; i < n; ++i) {
-      if (p[i] < '0' || p[i] > '9') error("bad memo index");
+      if (p[i] < '0' || p[i] > '9') limit("a memo index the scan does not follow");
       v = v * 10 + uint64_t(p[i] - '0');
     }
     return v;
@@ -390,7 +409,7 @@ class Scanner : ByteCursor<Scanner> {
   [[gnu::always_inline]] size_t floor() const { return m_marks.empty() ? 0 : m_marks.back(); }
   [[noreturn, gnu::noinline, gnu::cold]] void underflow() const { error("stack underflow"); }
   [[noreturn, gnu::noinline, gnu::cold]] void tooDeep() const {
-    error("stack deeper than " + std::to_string(m_limits.maxStack));
+    limit("stack deeper than " + std::to_string(m_limits.maxStack));
   }
   [[gnu::always_inline]] void push(Item it) {
     if (m_stack.size() + m_marks.size() >= m_limits.maxStack) [[unlikely]]
@@ -399,9 +418,9 @@ class Scanner : ByteCursor<Scanner> {
   }
   [[gnu::always_inline]] void pushOther() { push(Item{}); }
   [[gnu::always_inline]] void pushStr(const char* p, uint64_t n) {
-    if (n > kMaxName) return pushOther();  // too long to be a name: only its length matters
+    if (n > kMaxName) return push(Item(Item::LongStr, 0));  // too long to remember
     const uint64_t at = uint64_t(reinterpret_cast<const uint8_t*>(p) - m_data);
-    if (at > UINT32_MAX) return pushOther();  // past 4 GiB: names are not looked for there
+    if (at > UINT32_MAX) return push(Item(Item::LongStr, 0));  // past 4 GiB: not remembered
     push(Item(Item::Str, uint32_t(n), uint32_t(at)));
   }
   [[gnu::always_inline]] Item pop() {
@@ -446,7 +465,7 @@ class Scanner : ByteCursor<Scanner> {
     }
     if (idx == m_memo.size()) {
       if (idx >= m_limits.maxMemo)
-        error("more than " + std::to_string(m_limits.maxMemo) + " memo entries");
+        limit("more than " + std::to_string(m_limits.maxMemo) + " memo entries");
       m_memo.push_back(it);
       ++m_memoCount;
       return;
@@ -458,7 +477,7 @@ class Scanner : ByteCursor<Scanner> {
     }
     ++m_memoCount;
     if (m_sparse.size() > m_limits.maxSparseMemo)
-      error("more than " + std::to_string(m_limits.maxSparseMemo) +
+      limit("more than " + std::to_string(m_limits.maxSparseMemo) +
             " memo entries out of sequence");
   }
   [[gnu::always_inline]] void memoGet(uint64_t idx) {
@@ -472,8 +491,8 @@ class Scanner : ByteCursor<Scanner> {
   // ---- globals --------------------------------------------------------------
   Item global(std::string module, std::string name, uint64_t offset) {
     Symbol s;
-    s.level = classifyGlobal(module, name);
-    s.normal = normalName(module, name);
+    s.level = classifyGlobal(module, name, m_report.profile);
+    s.normal = canonicalGlobal(module, name);
     s.isGetattr = s.normal == "builtins.getattr";
     s.isImport = s.normal == "builtins.__import__";
     s.use =
@@ -486,14 +505,9 @@ class Scanner : ByteCursor<Scanner> {
     s.name = std::move(name);
     return addSymbol(std::move(s));
   }
-  static std::string normalName(std::string_view module, std::string_view name) {
-    // Only getattr and __import__ are looked up by this name.
-    if (module == "__builtin__") module = "builtins";
-    return std::string(module) + "." + std::string(name);
-  }
   Item addSymbol(Symbol&& s) {
     if (m_symbols.size() >= std::min<uint64_t>(m_limits.maxGlobals * 2, kMaxIndex))
-      error("more than " + std::to_string(m_limits.maxGlobals) + " globals");
+      limit("more than " + std::to_string(m_limits.maxGlobals) + " globals");
     m_symbols.push_back(std::move(s));
     return Item(Item::Global, uint32_t(m_symbols.size() - 1));
   }
@@ -528,10 +542,23 @@ class Scanner : ByteCursor<Scanner> {
   }
 
   // REDUCE, INST or OBJ calls `callable`: a global no table names may be
-  // anything, so calling one is dangerous.
+  // anything, so calling one is dangerous. A class a layout profile vouches
+  // for only as built from its state is judged by the general tables when
+  // called (its __init__ runs).
   void called(const Item& callable, const char* how) {
     if (callable.kind() != Item::Global) return;
     Symbol& s = m_symbols[callable.n()];
+    if (s.level.profiled && !s.level.callable) {
+      const GlobalLevel general = classifyGlobal(s.module, s.name);
+      if (!general.known)
+        raise(s, SafetyLevel::Dangerous,
+              std::string("called by ") + how + ": " +
+                  std::string(safetyProfileTitle(m_report.profile)) +
+                  " builds it from its state, never calls it; not in the general tables");
+      else
+        raise(s, general.level, std::string("called by ") + how + ": " + std::string(general.why));
+      return;
+    }
     if (!s.level.known)
       raise(s, SafetyLevel::Dangerous, std::string("unknown global called by ") + how);
   }
@@ -551,9 +578,11 @@ class Scanner : ByteCursor<Scanner> {
     return Item{};
   }
 
-  // getattr(target, "attr") with a known target: judged by what it reaches,
-  // and that is what the call leaves on the stack (a global, for the next
-  // REDUCE or getattr). Any other getattr call keeps getattr dangerous.
+  // getattr(target, "attr") with a known target: what it reaches is listed
+  // and judged, and is what the call leaves on the stack (a global, for the
+  // next REDUCE or getattr). getattr itself stays dangerous, unless every
+  // call of it reached a member the file's layout profile vouches for (an
+  // enum member, a nested class: how the writer's pickler spells them).
   Item getattrCall(uint32_t getattrSymbol, const Item& args) {
     if (args.kind() != Item::Tuple || m_tuples[args.n()].second.kind() != Item::Str) {
       Symbol& g = m_symbols[getattrSymbol];
@@ -571,23 +600,29 @@ class Scanner : ByteCursor<Scanner> {
       module = t.module;
       name = t.name + "." + std::string(text(attr));
     }
-    const GlobalLevel reached = classifyGlobal(module, name);
+    const GlobalLevel reached = classifyGlobal(module, name, m_report.profile);
     const std::string full = module + "." + name;
     Symbol& g = m_symbols[getattrSymbol];
-    // The getattr's own level becomes the worst it reaches (while every call
-    // so far reached a known target).
+    const bool vouched = reached.profiled && g.getattrState != 2;
+    if (!vouched) g.getattrState = 2;
     if (g.use >= 0) {
       GlobalUse& u = m_report.globals[size_t(g.use)];
-      if (g.getattrState == 0 || (g.getattrState == 1 && reached.level > u.level)) {
-        u.level = reached.level;
-        u.why = "getattr reaches " + full;
+      if (vouched && g.getattrState == 0) {
+        u.level = SafetyLevel::Innocuous;
+        u.why = "getattr reaches " + full + ": " + std::string(reached.why) + ", allowed for " +
+                std::string(safetyProfileTitle(m_report.profile));
+        g.getattrState = 1;
+      } else if (!vouched && u.level != SafetyLevel::Dangerous) {
+        u.level = SafetyLevel::Dangerous;
+        u.why = std::string(classifyGlobal("builtins", "getattr").why);
       }
-      if (g.getattrState == 0) g.getattrState = 1;
       u.reaches += (u.reaches.empty() ? "" : ", ") + full;
+    } else if (!vouched) {
+      m_report.leftOutWorst = SafetyLevel::Dangerous;
     }
     Symbol s;
     s.level = reached;
-    s.normal = normalName(module, name);
+    s.normal = canonicalGlobal(module, name);
     s.isGetattr = s.normal == "builtins.getattr";
     s.isImport = s.normal == "builtins.__import__";
     s.use =

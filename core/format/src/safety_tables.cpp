@@ -15,10 +15,26 @@
 //   reconstructors, BUILD) and `dangerous` when a REDUCE, INST or OBJ calls
 //   it: an unknown callable may be anything. A suspicious row's global stays
 //   suspicious when called (builtins.set([...]), pathlib.PosixPath('a')).
-// - builtins.getattr is dangerous unless its target is known: getattr(G, "x")
-//   with G a global (or getattr of an __import__ result) is judged as "G.x"
-//   (see pickle_scan.cpp).
+// - builtins.getattr (any spelling the aliases map) is dangerous: it is the
+//   gadget of attribute-chain exploits. What getattr(G, "x") reaches (G a
+//   global or an __import__ result) is listed and judged as "G.x" too (see
+//   pickle_scan.cpp). Only a layout profile (below) lets
+//   getattr(C, "MEMBER") through, where C is a class the profile names and
+//   C.MEMBER a member it vouches for: how Python >= 3.11 pickles an enum
+//   member and protocol 2 a nested class.
 // - Add a row with a one-line reason: the CLI shows it, the tests read it.
+//
+// Layout profiles (kProfiles): the classes one writer pickles into one file
+// of its layout, innocuous in that file only (checkpoint_safety.cpp decides
+// which file is which). A row ending ".*" covers the members of an enum: one
+// more name, no leading underscore (no dunder, no private attribute). Taken
+// from what PyTorch's own restricted loaders accept there (torch 2.6's
+// DTensor safe globals; the allow-list proposed for DCP's .metadata,
+// pytorch#191326) and the writers' add_safe_globals lists (DeepSpeed's
+// ZeroStageEnum, LossScaler, fragment_address; Trainer's enums). A row is
+// `callable` only when a call is harmless (an enum's value lookup, a path
+// built from strings); a data class is vouched for as NEWOBJ + BUILD build
+// it: called, its __init__ runs, and the general tables judge it.
 //
 // innocuous: what torch.load(weights_only=True) accepts (torch 1.13's
 //   _get_allowed_globals and 2.x's additions: _rebuild_* functions, storage
@@ -31,6 +47,7 @@
 //   sockets, imports modules or calls an arbitrary callable.
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "ckpt/format/pickle_safety.h"
 
@@ -228,6 +245,10 @@ constexpr Row kRows[] = {
     {"pathlib.PurePath", L::Suspicious, "a path (data)"},
     {"pathlib.PurePosixPath", L::Suspicious, "a path (data)"},
     {"pathlib.PureWindowsPath", L::Suspicious, "a path (data)"},
+    // Python 3.13 pickles paths from pathlib._local.
+    {"pathlib._local.PosixPath", L::Suspicious, "a path (data; never opened)"},
+    {"pathlib._local.WindowsPath", L::Suspicious, "a path (data; never opened)"},
+    {"pathlib._local.Path", L::Suspicious, "a path (data; never opened)"},
     {"argparse.Namespace", L::Suspicious, "command-line options (data)"},
     {"types.SimpleNamespace", L::Suspicious, "a namespace (data)"},
     {"re._compile", L::Suspicious, "a compiled regular expression"},
@@ -386,6 +407,168 @@ constexpr Row kRows[] = {
     {"builtins.__builtins__", L::Dangerous, "reaches every builtin"},
 };
 
+// ---- layout profiles ------------------------------------------------------
+struct ProfileRow {
+  std::string_view pattern;  // exact, or "Enum.*" for the enum's members
+  bool callable;
+  std::string_view why;
+};
+constexpr bool kCall = true, kBuild = false;
+
+constexpr ProfileRow kDcpMetadata[] = {
+    {"torch.distributed.checkpoint.metadata.Metadata", kBuild, "DCP's metadata (data)"},
+    {"torch.distributed.checkpoint.metadata.TensorStorageMetadata", kBuild,
+     "a DCP tensor's shape and chunks (data)"},
+    {"torch.distributed.checkpoint.metadata.ChunkStorageMetadata", kBuild,
+     "a DCP chunk's offsets and sizes (data)"},
+    {"torch.distributed.checkpoint.metadata.BytesStorageMetadata", kBuild,
+     "a DCP bytes item (data)"},
+    {"torch.distributed.checkpoint.metadata.MetadataIndex", kBuild, "a DCP item's key (data)"},
+    {"torch.distributed.checkpoint.metadata.TensorProperties", kBuild,
+     "a DCP tensor's dtype and layout (torch's own __setstate__)"},
+    {"torch.distributed.checkpoint.metadata.StorageMeta", kBuild, "DCP's checkpoint id (data)"},
+    {"torch.distributed.checkpoint.metadata._MEM_FORMAT_ENCODING", kCall,
+     "DCP's memory-format enum"},
+    {"torch.distributed.checkpoint.metadata._MEM_FORMAT_ENCODING.*", kBuild,
+     "a member of DCP's memory-format enum"},
+    {"torch.distributed.checkpoint.filesystem._StorageInfo", kBuild,
+     "where a DCP item's bytes lie (data)"},
+    // Older writers: the sharded tensor's classes.
+    {"torch.distributed._shard.sharded_tensor.metadata.TensorProperties", kBuild,
+     "a tensor's dtype and layout (older DCP)"},
+    {"torch.distributed._shard.sharded_tensor.metadata.MEM_FORMAT_ENCODING", kCall,
+     "the memory-format enum (older DCP)"},
+    {"torch.distributed._shard.sharded_tensor.metadata.MEM_FORMAT_ENCODING.*", kBuild,
+     "a member of the memory-format enum (older DCP)"},
+    // StorageMeta.checkpoint_id: the folder written to, a pathlib.Path.
+    {"pathlib.PosixPath", kCall, "the checkpoint's folder (a path; never opened)"},
+    {"pathlib.WindowsPath", kCall, "the checkpoint's folder (a path; never opened)"},
+    {"pathlib.Path", kCall, "the checkpoint's folder (a path; never opened)"},
+    {"pathlib._local.PosixPath", kCall, "the checkpoint's folder (a path; never opened)"},
+    {"pathlib._local.WindowsPath", kCall, "the checkpoint's folder (a path; never opened)"},
+};
+
+constexpr ProfileRow kFsdp[] = {
+    // ShardedTensor (SHARDED_STATE_DICT). Its __setstate__ is torch's own and
+    // needs an initialised process group; nothing of the file's is called.
+    {"torch.distributed._shard.sharded_tensor.api.ShardedTensor", kBuild,
+     "a sharded tensor (torch's own class)"},
+    {"torch.distributed._shard.sharded_tensor.api.ShardedTensor.ProcessGroupState", kBuild,
+     "a sharded tensor's ranks (data)"},
+    {"torch.distributed._shard.sharded_tensor.shard.Shard", kBuild, "a local shard (data)"},
+    {"torch.distributed._shard.metadata.ShardMetadata", kBuild, "a shard's place (data)"},
+    {"torch.distributed._shard.sharded_tensor.metadata.ShardedTensorMetadata", kBuild,
+     "a sharded tensor's shape (data)"},
+    {"torch.distributed._shard.sharded_tensor.metadata.TensorProperties", kBuild,
+     "a tensor's dtype and layout (data)"},
+    {"torch.distributed._shard.sharded_tensor.metadata.MEM_FORMAT_ENCODING", kCall,
+     "the memory-format enum"},
+    {"torch.distributed._shard.sharded_tensor.metadata.MEM_FORMAT_ENCODING.*", kBuild,
+     "a member of the memory-format enum"},
+    {"torch.distributed.checkpoint.metadata._MEM_FORMAT_ENCODING", kCall, "the memory-format enum"},
+    {"torch.distributed.checkpoint.metadata._MEM_FORMAT_ENCODING.*", kBuild,
+     "a member of the memory-format enum"},
+    {"torch.distributed._shard.sharding_spec.chunk_sharding_spec.ChunkShardingSpec", kBuild,
+     "a sharding spec (data)"},
+    {"torch.distributed.remote_device._remote_device", kBuild,
+     "a shard's placement, \"rank:0/cuda:0\" (data)"},
+    // DTensor: what torch >= 2.6's weights_only loader accepts for it.
+    {"torch.distributed.tensor.DTensor", kBuild, "a DTensor (torch's own class)"},
+    {"torch.distributed.tensor._api.DTensor", kBuild, "a DTensor (torch's own class)"},
+    {"torch.distributed._tensor.api.DTensor", kBuild, "a DTensor (torch's own class)"},
+    {"torch.distributed.tensor._dtensor_spec.DTensorSpec", kBuild, "a DTensor's spec (data)"},
+    {"torch.distributed.tensor._dtensor_spec.TensorMeta", kBuild, "a DTensor's shape (data)"},
+    {"torch.distributed._tensor.placement_types.DTensorSpec", kBuild, "a DTensor's spec (data)"},
+    {"torch.distributed._tensor.placement_types.TensorMeta", kBuild, "a DTensor's shape (data)"},
+    {"torch.distributed.tensor.placement_types.Shard", kBuild, "a DTensor placement (data)"},
+    {"torch.distributed.tensor.placement_types._StridedShard", kBuild,
+     "a DTensor placement (data)"},
+    {"torch.distributed.tensor.placement_types.Replicate", kBuild, "a DTensor placement (data)"},
+    {"torch.distributed.tensor.placement_types.Partial", kBuild, "a DTensor placement (data)"},
+    {"torch.distributed._tensor.placement_types.Shard", kBuild, "a DTensor placement (data)"},
+    {"torch.distributed._tensor.placement_types.Replicate", kBuild, "a DTensor placement (data)"},
+    {"torch.distributed._tensor.placement_types._Partial", kBuild, "a DTensor placement (data)"},
+    {"torch.distributed.device_mesh.DeviceMesh", kBuild, "a DTensor's device mesh (data)"},
+    {"torch.distributed._tensor.device_mesh.DeviceMesh", kBuild, "a DTensor's device mesh (data)"},
+};
+
+constexpr ProfileRow kDeepSpeed[] = {
+    {"deepspeed.runtime.zero.config.ZeroStageEnum", kCall, "DeepSpeed's ZeRO stage enum"},
+    {"deepspeed.runtime.zero.config.ZeroStageEnum.*", kBuild, "a ZeRO stage"},
+    {"deepspeed.runtime.fp16.loss_scaler.LossScaler", kBuild, "DeepSpeed's loss scaler (data)"},
+    {"deepspeed.runtime.fp16.loss_scaler.DynamicLossScaler", kBuild,
+     "DeepSpeed's loss scaler (data)"},
+    {"deepspeed.utils.tensor_fragment.fragment_address", kBuild,
+     "where a parameter lies in a flat partition (data)"},
+    // The engine saves sparse_tensor_module_names as a set.
+    {"builtins.set", kCall, "a set of module names"},
+};
+
+constexpr ProfileRow kHfTrainingArgs[] = {
+    {"transformers.training_args.TrainingArguments", kBuild, "the Trainer's arguments (data)"},
+    {"transformers.training_args_seq2seq.Seq2SeqTrainingArguments", kBuild,
+     "the Trainer's arguments (data)"},
+    {"transformers.training_args.OptimizerNames", kCall, "an optimizer name enum"},
+    {"transformers.training_args.OptimizerNames.*", kBuild, "an optimizer name"},
+    {"transformers.trainer_utils.IntervalStrategy", kCall, "a strategy enum"},
+    {"transformers.trainer_utils.IntervalStrategy.*", kBuild, "a strategy"},
+    {"transformers.trainer_utils.SaveStrategy", kCall, "a strategy enum"},
+    {"transformers.trainer_utils.SaveStrategy.*", kBuild, "a strategy"},
+    {"transformers.trainer_utils.HubStrategy", kCall, "a strategy enum"},
+    {"transformers.trainer_utils.HubStrategy.*", kBuild, "a strategy"},
+    {"transformers.trainer_utils.SchedulerType", kCall, "a scheduler name enum"},
+    {"transformers.trainer_utils.SchedulerType.*", kBuild, "a scheduler name"},
+    {"transformers.trainer_utils.FSDPOption", kCall, "an FSDP option enum"},
+    {"transformers.trainer_utils.FSDPOption.*", kBuild, "an FSDP option"},
+    {"transformers.debug_utils.DebugOption", kCall, "a debug option enum"},
+    {"transformers.debug_utils.DebugOption.*", kBuild, "a debug option"},
+    {"transformers.trainer_pt_utils.AcceleratorConfig", kBuild, "Accelerate settings (data)"},
+    {"accelerate.state.PartialState", kBuild, "Accelerate's process state (data)"},
+    {"accelerate.utils.dataclasses.DistributedType", kCall, "Accelerate's backend enum"},
+    {"accelerate.utils.dataclasses.DistributedType.*", kBuild, "an Accelerate backend"},
+};
+
+struct Profile {
+  SafetyProfile id;
+  std::string_view title;
+  const ProfileRow* rows;
+  size_t count;
+};
+template <size_t N>
+constexpr Profile profile(SafetyProfile id, std::string_view title, const ProfileRow (&rows)[N]) {
+  return {id, title, rows, N};
+}
+constexpr Profile kProfiles[] = {
+    profile(SafetyProfile::DcpMetadata, "a DCP checkpoint's metadata", kDcpMetadata),
+    profile(SafetyProfile::Fsdp, "an FSDP rank file", kFsdp),
+    profile(SafetyProfile::DeepSpeed, "a DeepSpeed checkpoint", kDeepSpeed),
+    profile(SafetyProfile::HfTrainingArgs, "a Hugging Face Trainer's training_args.bin",
+            kHfTrainingArgs),
+};
+
+const Profile* findProfile(SafetyProfile id) {
+  for (const Profile& p : kProfiles)
+    if (p.id == id) return &p;
+  return nullptr;
+}
+
+// The row of `profile` that vouches for `full`: exact, or "C.*" for a
+// member "C.NAME" (NAME one more part, not starting with '_').
+const ProfileRow* findProfileRow(const Profile& profile, std::string_view full) {
+  const size_t dot = full.rfind('.');
+  const bool member =
+      dot != std::string_view::npos && dot + 1 < full.size() && full[dot + 1] != '_';
+  for (size_t i = 0; i < profile.count; ++i) {
+    const std::string_view p = profile.rows[i].pattern;
+    if (p.ends_with(".*")) {
+      if (member && p.substr(0, p.size() - 2) == full.substr(0, dot)) return &profile.rows[i];
+    } else if (p == full) {
+      return &profile.rows[i];
+    }
+  }
+  return nullptr;
+}
+
 // Sorted once: the tables are small, but the scan asks for every GLOBAL.
 struct Index {
   std::vector<const Row*> exact;     // by pattern
@@ -439,20 +622,32 @@ std::string_view safetyLevelName(SafetyLevel l) {
   return "?";
 }
 
-GlobalLevel classifyGlobal(std::string_view module, std::string_view name) {
+std::string_view safetyProfileTitle(SafetyProfile p) {
+  const Profile* profile = findProfile(p);
+  return profile ? profile->title : std::string_view();
+}
+
+std::string canonicalGlobal(std::string_view module, std::string_view name) {
   // Python 2 aliases map the top-level package.
-  std::string mod(module);
+  std::string full(module);
   const size_t dot = module.find('.');
   const std::string_view top = module.substr(0, dot);
   for (const Alias& a : kAliases)
     if (a.from == top) {
-      mod =
+      full =
           std::string(a.to) + std::string(dot == std::string_view::npos ? "" : module.substr(dot));
       break;
     }
-  std::string full = mod;
   full += '.';
   full += name;
+  return full;
+}
+
+GlobalLevel classifyGlobal(std::string_view module, std::string_view name, SafetyProfile profile) {
+  const std::string full = canonicalGlobal(module, name);
+  if (const Profile* p = findProfile(profile))
+    if (const ProfileRow* r = findProfileRow(*p, full))
+      return {SafetyLevel::Innocuous, true, r->why, /*profiled=*/true, r->callable};
   if (const Row* r = findExact(full)) return {r->level, true, r->why};
   if (const Row* r = findWildcard(full)) return {r->level, true, r->why};
   return {SafetyLevel::Suspicious, false, {}};

@@ -53,17 +53,26 @@ struct CheckpointSafety {
   // What was scanned: "3 rank files and .metadata", "2 shard files", "6 files".
   [[nodiscard]] std::string scope() const;
   // One line. A single file: SafetyReport::summary(). Sharded:
-  //   "safe: 3 rank files and .metadata, only tensors and plain data"
+  //   "safe: 3 rank files and .metadata, only tensors and plain data
+  //    (.metadata: safe for a DCP checkpoint's metadata)"
   //   "dangerous: __2_0.distcp would run code: posix.system"
   //   "suspicious: pickled objects that are not plain data in model_rank0.pt
   //    and 1 more file: torch.distributed._shard..."
   //   "unreadable: <the scan's error>"
   // and ", 1 missing file not scanned" when parts are missing.
   [[nodiscard]] std::string summary() const;
+
+ private:
+  // " (safe for a DeepSpeed checkpoint)": the layout profiles files were judged under.
+  [[nodiscard]] std::string profilesNote() const;
 };
 
 // `path` a file, a sharded checkpoint's folder or its index / .metadata
-// file. Never throws.
+// file. Each file of a layout is judged under that layout's profile
+// (pickle_safety.h): DCP's .metadata, FSDP's and DeepSpeed's rank files,
+// also when named on their own where they sit; a Hugging Face Trainer's
+// training_args.bin beside its trainer_state.json or config.json. Never
+// throws.
 [[nodiscard]] CheckpointSafety scanCheckpoint(const std::string& path,
                                               const ScanLimits& limits = {});
 

@@ -5,6 +5,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ckpt/format/error.h"
+
 namespace ckpt {
 
 // How much a global named in a pickle could do if Python unpickled the file
@@ -18,14 +20,40 @@ enum class SafetyLevel : uint8_t {
 };
 std::string_view safetyLevelName(SafetyLevel l);  // "innocuous", "suspicious", "dangerous"
 
+// Who wrote a file and where it sits in that writer's layout: the file
+// that layout names may name the writer's own classes (an allow-list per
+// profile in safety_tables.cpp, what PyTorch's and the writers' restricted
+// loaders accept there). A profile applies to that file only: the same
+// classes anywhere else are judged by the general tables.
+enum class SafetyProfile : uint8_t {
+  None,
+  DcpMetadata,     // torch.distributed.checkpoint: the folder's .metadata
+  Fsdp,            // FSDP's torch.save per rank: a rank file of its folder
+  DeepSpeed,       // a DeepSpeed tag folder's model and optimizer states
+  HfTrainingArgs,  // Hugging Face Trainer: training_args.bin beside trainer_state.json /
+                   // config.json
+};
+// "a DCP checkpoint's metadata", "an FSDP rank file", ...: "safe for <title>".
+std::string_view safetyProfileTitle(SafetyProfile p);
+
 struct GlobalLevel {
   SafetyLevel level = SafetyLevel::Suspicious;
   bool known = false;    // named by a table row (an unknown global called by REDUCE is dangerous)
   std::string_view why;  // the table row's reason; "" for an unknown global
+  // Allowed by the file's layout profile (innocuous there only). `callable`:
+  // the profile vouches for a call too (an enum's value lookup); a class it
+  // vouches for only as built from its state (NEWOBJ + BUILD) is judged by
+  // the general tables when a REDUCE calls it (its __init__ runs).
+  bool profiled = false;
+  bool callable = true;
 };
 // `module`, `name` as a pickle spells them (Python 2 names such as
 // `__builtin__` are mapped first; `name` may be dotted: "OrderedDict.fromkeys").
-GlobalLevel classifyGlobal(std::string_view module, std::string_view name);
+GlobalLevel classifyGlobal(std::string_view module, std::string_view name,
+                           SafetyProfile profile = SafetyProfile::None);
+// "module.name" after the Python 2 aliases ("__builtin__.getattr" ->
+// "builtins.getattr"): the name the tables and the scan's special cases use.
+std::string canonicalGlobal(std::string_view module, std::string_view name);
 
 // One GLOBAL / STACK_GLOBAL / INST opcode (or a getattr it resolves).
 struct GlobalUse {
@@ -49,6 +77,8 @@ std::string_view verdictName(Verdict v);  // "safe", "suspicious", "dangerous", 
 // nothing is imported, called or built.
 struct SafetyReport {
   Verdict verdict = Verdict::Safe;
+  // The layout profile the file was judged under (set before scanning).
+  SafetyProfile profile = SafetyProfile::None;
   std::vector<GlobalUse>
       globals;  // every global named, in file order (a pickle's memo reuse is not repeated)
   // Why the file (or one of its pickles) could not be scanned to its end;
@@ -63,7 +93,8 @@ struct SafetyReport {
   [[nodiscard]] SafetyLevel worst() const;
   // The dangerous and suspicious globals as "module.name" (once each, worst first).
   [[nodiscard]] std::vector<std::string> offenders() const;
-  // "dangerous: posix.system, builtins.eval" / "suspicious: pathlib.PosixPath" / "safe".
+  // "dangerous: posix.system, builtins.eval" / "suspicious: pathlib.PosixPath" / "safe" /
+  // "safe for a DCP checkpoint's metadata" (judged under a layout profile).
   [[nodiscard]] std::string summary() const;
 };
 
@@ -76,21 +107,39 @@ struct ScanLimits {
   uint64_t maxRecords = 10'000;   // pickle records in one zip
 };
 
+// A pickle the scan stopped walking for a bound of its own (ScanLimits, a
+// text line or name longer than it follows) where Python's unpickler would
+// go on: what follows was not examined.
+class ScanLimitError : public FormatError {
+ public:
+  using FormatError::FormatError;
+};
+
 // Walks one pickle's opcodes from `data` and adds what it names to `report`
-// (`baseOffset` is added to offsets). Returns the offset just past STOP
-// (relative to data). A pickle that breaks off or is malformed throws
-// FormatError naming `record` and the byte offset; what was seen before
-// stays in `report`.
+// (`baseOffset` is added to offsets; globals are judged under
+// report.profile). Returns the offset just past STOP (relative to data). A
+// pickle that breaks off throws TruncatedError, one Python's unpickler
+// would refuse at the same opcode FormatError, one past the scan's own
+// bounds ScanLimitError, each naming `record` and the byte offset; what was
+// seen before stays in `report`.
 uint64_t scanPickle(const uint8_t* data, uint64_t size, const std::string& record,
                     uint64_t baseOffset, SafetyReport& report, const ScanLimits& limits = {});
 
-// Every pickle of a file: a torch zip's .pkl records wherever they sit (and
-// .npy records' object arrays), a legacy file's pickles from the magic
-// number on, a plain pickle (.pkl / .pickle, protocol 0-5), a numpy .npy
-// object array. safetensors files hold no pickle and are safe. Never throws:
+// Every pickle of a file: every zip record that holds one, recognised by
+// its bytes whatever its name (a walk from its first byte that reaches
+// STOP, or names a global before it breaks; a torch file's `data/<key>`
+// storages are raw bytes no loader unpickles), stored ones read whatever
+// their encryption flag says; .npy records' object arrays; a legacy file's
+// pickles from the magic number on; a plain pickle (protocol 0-5); a numpy
+// .npy object array. safetensors files hold no pickle and are safe. A
+// record that could not be examined (an unknown compression method, past
+// a bound, unreadable) leaves the verdict unreadable at best. Never throws:
 // a file that cannot be read comes back `unreadable` with `error` (path,
-// record, byte offset), and the globals seen before the break.
-SafetyReport scanFile(const std::string& path, const ScanLimits& limits = {});
+// record, byte offset), and the globals seen before the break. `profile`:
+// the layout profile the file is judged under (checkpoint_safety.h knows
+// which file of a layout is which).
+SafetyReport scanFile(const std::string& path, const ScanLimits& limits = {},
+                      SafetyProfile profile = SafetyProfile::None);
 // The same for the `length` bytes at `offset` of a file, read as a file of
 // their own (one torch.save archive of a DCP .distcp file); errors name the
 // path and the slice.
