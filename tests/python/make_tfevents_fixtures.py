@@ -36,6 +36,10 @@ OUTDIR/tb/
   keras/validation/events.out.tfevents.1700003001.node4.7.1.v2
       Keras' layout: two runs, float32 tensors with scalars metadata.
 
+OUTDIR/tb_live/events.out.tfevents.1700009000.node1.6000.0
+      A third file of the job, for a test to drop into a followed folder: the
+      job restarted again at step 60 (SessionLog.START), `train/lr` 60..64.
+
 OUTDIR/tb_damage.json: the byte offsets of the damaged records per file.
 The expected points come from tests/python/tfevents_reader.py, a reader
 written separately from the same documentation.
@@ -276,6 +280,16 @@ def job_second_file(path):
     write(path, recs)
 
 
+def live_restart_file(path):
+    t0 = 1700009000.5
+    recs = [record(event(t0, file_version="brain.Event:2")),
+            record(event(t0 + 0.01, 60, session_start=True))]
+    for step in range(60, 65):
+        recs.append(record(event(t0 + step - 59, step, values=[
+            value("train/lr", simple=1e-4 * (step - 59))])))
+    write(path, recs)
+
+
 def damaged_file(path, damage):
     t0 = 1700001000.0
     recs = [record(event(t0, file_version="brain.Event:2"))]
@@ -324,6 +338,7 @@ def main(argv):
     damage = {}
     job_first_file(os.path.join(tb, "job", "events.out.tfevents.1700000000.node1.4242.0"), damage)
     job_second_file(os.path.join(tb, "job", "events.out.tfevents.1700000500.node1.5151.0"))
+    live_restart_file(os.path.join(out, "tb_live", "events.out.tfevents.1700009000.node1.6000.0"))
     damaged_file(os.path.join(tb, "damaged", "events.out.tfevents.1700001000.node2.1.0"), damage)
     partial_file(os.path.join(tb, "partial", "events.out.tfevents.1700002000.node3.1.0"), damage)
     keras_run(os.path.join(tb, "keras", "train", "events.out.tfevents.1700003000.node4.7.0.v2"),
