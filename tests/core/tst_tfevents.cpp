@@ -243,6 +243,44 @@ class TestTfEvents : public QObject {
     QCOMPARE(points.front().second.step, int64_t(40));
   }
 
+  void everyFlippedByteCostsOneRecord() {
+    // Any one byte of a file changed: its record is skipped (a checksum
+    // fails; after a length's, the next header that checks out is found),
+    // every other record is read as before, and one problem names the byte.
+    const std::string file = tfEventFilesIn(kJob)[1];  // no damage of its own
+    const std::string whole = readAll(file);
+    const Points all = readTfEventsPoints(file);
+    QVERIFY(all.size() > 80);
+    QTemporaryDir tmp;
+    const std::string path = tmp.filePath("events.out.tfevents.3.flip").toStdString();
+    writeAll(path, whole);
+    std::mt19937 rng(11);
+    for (int i = 0; i < 3000; ++i) {
+      std::string bytes = whole;
+      const size_t at = i < int(whole.size()) ? size_t(i) : rng() % whole.size();
+      bytes[at] = char(bytes[at] ^ char(1 + rng() % 255));
+      {
+        // In place, the same size: a truncating rewrite makes ext4 flush every time.
+        std::fstream out(path, std::ios::binary | std::ios::in | std::ios::out);
+        out.write(bytes.data(), std::streamsize(bytes.size()));
+      }
+      std::vector<std::string> problems;
+      uint64_t end = 0;
+      const Points got = readTfEventsPoints(path, 0, &end, &problems);
+      const std::string where = "byte " + std::to_string(at);
+      QVERIFY2(problems.size() == 1, (where + ": " + std::to_string(problems.size())).c_str());
+      QVERIFY2(end == whole.size(), where.c_str());
+      // `got` is `all` with at most one record's points (here at most 1) left out.
+      size_t k = 0;
+      while (k < got.size() && samePoints({got[k]}, {all[k]})) ++k;
+      const size_t missing = all.size() - got.size();
+      QVERIFY2(missing <= 1, where.c_str());
+      QVERIFY2(samePoints(Points(got.begin() + long(k), got.end()),
+                          Points(all.begin() + long(k + missing), all.end())),
+               where.c_str());
+    }
+  }
+
   void hostileFraming() {
     QTemporaryDir tmp;
     const std::string path = tmp.filePath("events.out.tfevents.2.bad").toStdString();
