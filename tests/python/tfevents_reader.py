@@ -220,7 +220,7 @@ def read_run(folder, names, damage_out):
         damage = {}
         for _, data in records(blob, damage):
             ev = message(data)
-            wall = struct.unpack("<d", last(ev, 1, b"\0" * 8))[0]
+            wall = struct.unpack("<d", last(ev, 1))[0] if 1 in ev else None
             step = signed(last(ev, 2, 0), 64)
             log = message(last(ev, 7, b"")) if 7 in ev else None
             if log is not None and last(log, 1, 0) == 1:
