@@ -202,6 +202,38 @@ class TestTfEvents : public QObject {
     }
   }
 
+  void hfTrainerLoggingDirsBelongToTheRun() {
+    // <run>/runs/<date>_<host>/ (one folder per launch) are the run's curves,
+    // not runs of their own; the launches follow each other by the times in
+    // the files' names, not by the folders' names (Nov28 sorts after Dec03).
+    const std::string hf = kFixtures + "/hf";
+    const auto py = run(QStringLiteral(CKPT_TORCH_PYTHON),
+                        {QStringLiteral(CKPT_SOURCE_DIR "/tests/python/tfevents_reader.py"),
+                         QString::fromStdString(hf)});
+    QCOMPARE(py.exitCode, 0);
+    const json folders = json::parse(py.out.toStdString())["runs"];
+    QCOMPARE(folders.size(), size_t(2));
+    const json& first = folders["hfrun/runs/Nov28_10-00-00_node5"];
+    const json& second = folders["hfrun/runs/Dec03_08-00-00_node5"];
+    const auto r = run(QStringLiteral(CKPT_CLI), {"metrics", QString::fromStdString(hf), "--json"});
+    QCOMPARE(r.exitCode, 0);
+    const json got = json::parse(r.out.toStdString());
+    QCOMPARE(got["runs"].size(), size_t(1));
+    QCOMPARE(got["runs"][0]["name"].get<std::string>(), std::string("hfrun"));
+    QCOMPARE(got["runs"][0]["series"].size(), size_t(2));
+    for (const json& s : got["runs"][0]["series"]) {
+      const std::string tag = s["metric"].get<std::string>();
+      QCOMPARE(s["source"].get<std::string>(), std::string("tensorboard"));
+      json want = first[tag]["points"];
+      for (const json& p : second[tag]["points"]) want.push_back(p);
+      QCOMPARE(want.size(), size_t(60));
+      const std::string d = ckpt::test::compareJson(want, s["points"], tag);
+      QVERIFY2(d.empty(), d.c_str());
+      QCOMPARE(s["files"].size(), size_t(2));
+      QCOMPARE(s["restarts"], json::array());
+    }
+  }
+
   void followsAGrowingFile() {
     // A writer appends in pieces that cut records anywhere: each read stops
     // after the last whole record and the next goes on from there; together

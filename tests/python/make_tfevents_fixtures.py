@@ -40,6 +40,12 @@ OUTDIR/tb_live/events.out.tfevents.1700009000.node1.6000.0
       A third file of the job, for a test to drop into a followed folder: the
       job restarted again at step 60 (SessionLog.START), `train/lr` 60..64.
 
+OUTDIR/hf/hfrun/
+  A Hugging Face Trainer's output folder: a checkpoint (torch.save), and its
+  logging_dir runs/<date>_<host>/, one per launch: Nov28_... (steps 0..29)
+  and Dec03_... (resumed, 30..59). The folder names sort against the times
+  in the event files' names.
+
 OUTDIR/tb_damage.json: the byte offsets of the damaged records per file.
 The expected points come from tests/python/tfevents_reader.py, a reader
 written separately from the same documentation.
@@ -290,6 +296,23 @@ def live_restart_file(path):
     write(path, recs)
 
 
+def hf_run(folder):
+    import torch  # Debian's python3-torch: the checkpoint as the trainer saves one
+
+    os.makedirs(folder, exist_ok=True)
+    torch.save({"step": 30, "model_state": {"w": torch.ones(2, 2)}},
+               os.path.join(folder, "ckpt_step30.pt"))
+    for name, t0, steps in (("Nov28_10-00-00_node5", 1701165600.0, range(0, 30)),
+                            ("Dec03_08-00-00_node5", 1701590400.0, range(30, 60))):
+        recs = [record(event(t0, file_version="brain.Event:2"))]
+        for step in steps:
+            recs.append(record(event(t0 + step, step, values=[
+                value("train/loss", simple=loss_at(step)),
+                value("train/learning_rate", simple=5e-5 * (1 - step / 60))])))
+        write(os.path.join(folder, "runs", name,
+                           "events.out.tfevents.%d.node5.77.0" % int(t0)), recs)
+
+
 def damaged_file(path, damage):
     t0 = 1700001000.0
     recs = [record(event(t0, file_version="brain.Event:2"))]
@@ -346,6 +369,7 @@ def main(argv):
     keras_run(os.path.join(tb, "keras", "validation",
                            "events.out.tfevents.1700003001.node4.7.1.v2"), 1700003001.5,
               "validation", 0.1)
+    hf_run(os.path.join(out, "hf", "hfrun"))
     with open(os.path.join(out, "tb_damage.json"), "w") as f:
         json.dump(damage, f, indent=1, sort_keys=True)
     return 0

@@ -490,8 +490,12 @@ std::vector<MetricSourceFile> findMetricSources(const RunEntry& run,
       add(p, MetricSource::ConsoleLog, parent == dir || parent == dir / "logs" || namedAfterRun(p));
     }
   }
-  // Event files: after metrics.jsonl, in the order TensorBoard reads them.
+  // Event files: after metrics.jsonl, in the order TensorBoard reads them;
+  // then a Hugging Face Trainer's (its logging_dir is <run>/runs/<date>_<host>/,
+  // a new one each launch), folder by folder.
   for (const std::string& p : tfEventFilesIn(dir.string())) add(p, MetricSource::TensorBoard, true);
+  for (const std::string& p : tfEventFilesInSubfolders((dir / "runs").string()))
+    add(p, MetricSource::TensorBoard, true);
   // Later files win a step: by modification time (a restarted job's new
   // log is newer), then by path.
   std::vector<std::pair<fs::file_time_type, MetricSourceFile>> timed;
@@ -595,6 +599,18 @@ RunMetrics collectRunMetrics(const RunEntry& run, const std::vector<std::string>
   return collectOne(run, findMetricSources(run, extraLogs), cache);
 }
 
+namespace {
+
+RunEntry runOfFolder(const std::string& root, const std::string& dir) {
+  RunEntry r;
+  r.name = runNameFor(root, dir);
+  r.path = dir;
+  r.root = root;
+  return r;
+}
+
+}  // namespace
+
 std::vector<RunEntry> findMetricRuns(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
@@ -602,6 +618,7 @@ std::vector<RunEntry> findMetricRuns(const std::string& path) {
     std::vector<RunEntry> runs = std::move(scan.runs);
     std::set<std::string> dirs;
     for (const RunEntry& r : runs) dirs.insert(fileKey(r.path));
+    std::set<std::string> eventDirs;
     // Runs that log but have not saved a checkpoint yet.
     fs::recursive_directory_iterator it(path, fs::directory_options::skip_permission_denied, ec);
     for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
@@ -611,16 +628,27 @@ std::vector<RunEntry> findMetricRuns(const std::string& path) {
         continue;
       }
       const std::string name = it->path().filename().string();
-      if ((name != "metrics.jsonl" && !isTfEventsFileName(name)) || !it->is_regular_file(fec))
-        continue;
+      const bool events = isTfEventsFileName(name);
+      if ((name != "metrics.jsonl" && !events) || !it->is_regular_file(fec)) continue;
       const std::string dir = it->path().parent_path().string();
-      if (!dirs.insert(fileKey(dir)).second) continue;
-      RunEntry r;
-      r.name = runNameFor(path, dir);
-      r.path = dir;
-      r.root = path;
-      runs.push_back(std::move(r));
+      if (dirs.count(fileKey(dir))) continue;
+      if (events) {
+        eventDirs.insert(dir);
+        continue;
+      }
+      dirs.insert(fileKey(dir));
+      runs.push_back(runOfFolder(path, dir));
     }
+    // A folder of event files is a run of its own unless a run reads it
+    // (a Hugging Face Trainer's <run>/runs/<date>_<host>/).
+    std::set<std::string> claimed;
+    for (const RunEntry& r : runs)
+      for (const MetricSourceFile& s : findMetricSources(r))
+        if (s.kind == MetricSource::TensorBoard)
+          claimed.insert(fileKey(fs::path(s.path).parent_path()));
+    for (const std::string& dir : eventDirs)
+      if (!claimed.count(fileKey(dir)) && dirs.insert(fileKey(dir)).second)
+        runs.push_back(runOfFolder(path, dir));
     std::sort(runs.begin(), runs.end(),
               [](const RunEntry& a, const RunEntry& b) { return a.name < b.name; });
     return runs;

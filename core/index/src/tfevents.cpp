@@ -222,6 +222,25 @@ std::vector<std::string> tfEventFilesIn(const std::string& dir) {
   return out;
 }
 
+std::vector<std::string> tfEventFilesInSubfolders(const std::string& dir) {
+  std::vector<std::pair<std::pair<uint64_t, std::string>, std::vector<std::string>>> folders;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    if (folders.size() >= kMaxFilesPerFolder) break;
+    std::error_code fec;
+    if (!it->is_directory(fec)) continue;
+    std::vector<std::string> files = tfEventFilesIn(it->path().string());
+    if (files.empty()) continue;
+    const std::string first = fs::path(files.front()).filename().string();
+    folders.push_back({{nameSeconds(first), first}, std::move(files)});
+  }
+  std::sort(folders.begin(), folders.end());
+  std::vector<std::string> out;
+  for (auto& f : folders) out.insert(out.end(), f.second.begin(), f.second.end());
+  return out;
+}
+
 TfEventsRead readTfEvents(const std::string& path, TfEventsHandler& handler, uint64_t offset,
                           std::vector<std::string>* problems) {
   TfEventsRead result;

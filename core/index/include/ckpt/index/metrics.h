@@ -183,7 +183,9 @@ std::vector<std::string> runLogNames(const RunEntry& run);
 //    below it; a *.jsonl file is read as metrics.jsonl);
 //  * TensorBoard event files (events.out.tfevents.*) in the run's directory,
 //    in tfEventFilesIn's order (tfevents.h): the folder is one TensorBoard
-//    run, its files read as one stream (a tag is its series' name).
+//    run, its files read as one stream (a tag is its series' name); then
+//    those of its runs/*/ folders (a Hugging Face Trainer's logging_dir, one
+//    per launch), each folder a stream, merged as files are (above).
 // Lines that name no run are taken from a log in the run's directory (or its
 // `logs/` folder) or whose name starts with the run directory's name; from
 // any other log only lines whose logger names the run. Files that cannot be
@@ -220,8 +222,8 @@ std::vector<RunMetrics> collectMetrics(const std::vector<RunEntry>& runs,
 
 // The runs under `path` for curves: a directory's runs (scanDirectory) and
 // its directories that hold a metrics.jsonl or TensorBoard event files but no
-// checkpoint; a checkpoint, metrics.jsonl or event file: the run of its
-// directory. Throws
+// checkpoint (event files another run reads, in its runs/*/, are that run's);
+// a checkpoint, metrics.jsonl or event file: the run of its directory. Throws
 // std::runtime_error naming the path when it cannot be read.
 std::vector<RunEntry> findMetricRuns(const std::string& path);
 

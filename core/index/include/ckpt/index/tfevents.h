@@ -27,6 +27,11 @@ namespace ckpt {
 // Nothing when `dir` cannot be listed.
 [[nodiscard]] std::vector<std::string> tfEventFilesIn(const std::string& dir);
 
+// The event files of `dir`'s folders (not of `dir` itself), folder by folder
+// in the order of their first file, each folder's in tfEventFilesIn's order
+// (a Hugging Face Trainer's runs/<date>_<host>/, one per launch).
+[[nodiscard]] std::vector<std::string> tfEventFilesInSubfolders(const std::string& dir);
+
 // What an event file holds that a curve needs, in file order.
 class TfEventsHandler {
  public:
