@@ -1,6 +1,7 @@
 #pragma once
 // Training curves from everything a run leaves behind: checkpoint metadata,
-// our trainer's metrics.jsonl, and console logs (the reference library's
+// our trainer's metrics.jsonl, TensorBoard event files (tfevents.h), and
+// console logs (the reference library's
 // `2025-12-02 10:01:10 - trainer.<run> - INFO - step=100 loss=1.9034
 // lr=6.060e-05` in *.log / *.out / *.err files). The rules of where a run's
 // curves come from live here and nowhere else: the Curves tab and
