@@ -118,7 +118,6 @@ class Window {
   }
   [[nodiscard]] const uint8_t* data() const { return m_buf.data() + m_at; }
   [[nodiscard]] uint64_t offset() const { return m_base + m_at; }  // in the file
-  [[nodiscard]] size_t available() const { return m_have - m_at; }
   void advance(size_t n) { m_at += n; }
   // Past bytes never looked at: the window starts over there.
   void seek(uint64_t offset) {
