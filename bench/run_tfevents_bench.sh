@@ -79,21 +79,24 @@ summary = {"mode": "tfevents"}
 for label, path in (("mixed", mixed), ("scalars", scalars)):
     size = os.path.getsize(path)
     wall(["cat", path])  # page cache warm for both
-    cats, reads, clis = [], [], []
+    cats, reads, cpus, clis = [], [], [], []
     info = None
     for _ in range(repeat):  # interleaved: a busy stretch slows both
         cats.append(wall(["sh", "-c", 'cat "$0" > /dev/null', path]))
         info = read_seconds(path)
         reads.append(info["seconds"])
+        cpus.append(info["cpu_seconds"])
         clis.append(wall([cli, "metrics", os.path.dirname(path), "--json"]))
     mb = size / 1e6
     cat_s, read_s, cli_s = statistics.median(cats), statistics.median(reads), statistics.median(clis)
     print("%-8s %.0f MB, %d records, %d scalars" % (label, mb, info["records"], info["scalars"]))
     print("  cat              median %.3f s  %7.0f MB/s" % (cat_s, mb / cat_s))
-    print("  reader           median %.3f s  %7.0f MB/s  (%.2fx cat's time)" % (read_s, mb / read_s, read_s / cat_s))
+    print("  reader           median %.3f s  %7.0f MB/s  (%.2fx cat's time; cpu %.3f s)"
+          % (read_s, mb / read_s, read_s / cat_s, statistics.median(cpus)))
     print("  metrics --json   median %.3f s  %7.0f MB/s  (%.2fx cat's time)" % (cli_s, mb / cli_s, cli_s / cat_s))
     summary[label] = {"mb": round(mb, 1), "cat_s": round(cat_s, 4), "reader_s": round(read_s, 4),
                       "metrics_json_s": round(cli_s, 4), "reader_mb_s": round(mb / read_s),
+                      "reader_cpu_s": round(statistics.median(cpus), 4),
                       "cat_mb_s": round(mb / cat_s), "reader_over_cat": round(read_s / cat_s, 3)}
 
 # A folder of many runs: every run's files found, read and printed.
