@@ -96,10 +96,11 @@ void printUsage(const std::string& command) {
     std::fputs(
         "usage: ckptscope-cli metrics DIR|FILE... [--json|--csv] [--metric NAME]... [--log "
         "FILE|DIR]...\n"
-        "  DIR: an experiment directory (its runs); FILE: a checkpoint or metrics.jsonl (the run "
-        "of its\n"
-        "  directory) or a console log (*.log, *.out, *.err, *.txt: read for every run, like "
-        "--log)\n",
+        "  DIR: an experiment directory (its runs); FILE: a checkpoint, metrics.jsonl or "
+        "TensorBoard\n"
+        "  event file (the run of its directory) or a console log (*.log, *.out, *.err, *.txt: "
+        "read\n"
+        "  for every run, like --log)\n",
         stderr);
   else
     std::fputs(all, stderr);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <exception>
 
+#include "ckpt/index/tfevents.h"
 #include "textformat.h"
 
 namespace ckpt {
@@ -24,6 +25,23 @@ void addProblems(QStringList& into, const std::vector<std::string>& problems) {
   for (const std::string& p : problems) {
     if (into.size() >= kMaxProblems) return;
     into << fromStd(p);
+  }
+}
+
+// A SessionLog.START read live from `file`: the orphans of the earlier job
+// go from every series of that folder's event files, as readTfEventsFolder
+// drops them on a reload.
+void dropTfOrphans(CurveRun& run, const std::string& file, int64_t step,
+                   std::map<std::string, SeriesChange>& changes) {
+  const QString folder = QFileInfo(pathFromStd(file)).absolutePath();
+  for (auto& [metric, s] : run.series) {
+    if (s.source != MetricSource::TensorBoard) continue;
+    const bool ours = std::any_of(s.files.begin(), s.files.end(), [&](const std::string& f) {
+      return QFileInfo(pathFromStd(f)).absolutePath() == folder;
+    });
+    if (!ours || !dropFromStep(s.points, s.restarts, step)) continue;
+    changes[metric].rewritten = true;
+    run.restartNotes[metric] = restartNote(s);
   }
 }
 
@@ -147,6 +165,8 @@ MetricPoints readNewPoints(LiveSource& source, QStringList* problems, bool* rewr
     const std::string path = pathToStd(source.path);
     points = source.kind == MetricSource::MetricsJsonl
                  ? readMetricsJsonl(path, source.offset, &end, &bad)
+             : source.kind == MetricSource::TensorBoard
+                 ? readTfEventsPoints(path, source.offset, &end, &bad)
                  : readConsoleLog(path, source.filter, source.offset, &end);
   } catch (const std::exception& e) {
     bad.push_back(pathToStd(source.path) + ": " + e.what());
@@ -161,6 +181,10 @@ std::map<std::string, SeriesChange> mergeLivePoints(CurveRun& run, const LiveSou
   const std::string file = pathToStd(source.path);
   std::map<std::string, SeriesChange> changes;
   for (const auto& [metric, p] : points) {
+    if (source.kind == MetricSource::TensorBoard && metric == kTfSessionStart) {
+      dropTfOrphans(run, file, p.step, changes);
+      continue;
+    }
     auto it = run.series.find(metric);
     auto change = changes.find(metric);
     if (change == changes.end()) {

@@ -20,11 +20,12 @@ namespace ckpt {
 // What a curve is drawn against.
 enum class CurveAxis { Step, WallTime, Tokens };
 
-// A metrics.jsonl or console log of a run, and the byte just after the last
-// complete line read from it (where the next read starts).
+// A metrics.jsonl, event file or console log of a run, and the byte just
+// after the last complete line or record read from it (where the next read
+// starts).
 struct LiveSource {
   QString path;
-  MetricSource kind = MetricSource::MetricsJsonl;  // MetricsJsonl or ConsoleLog
+  MetricSource kind = MetricSource::MetricsJsonl;  // MetricsJsonl, TensorBoard or ConsoleLog
   uint64_t offset = 0;
   uint64_t size = 0;  // the file's size when last looked at (it may end in a partial line)
   LogFilter filter;   // console logs: the lines of this run (ckpt::findMetricSources)
@@ -92,7 +93,9 @@ struct SeriesChange {
 // would have merged them: a metric shown from a preferred source ignores
 // them, one from a less preferred source is replaced, and within a source
 // the points go through ckpt::addInFileOrder (a restarted job keeps its last
-// segment, and the series' tooltip note says so). `rewritten`: the file was
+// segment, and the series' tooltip note says so). An event file's
+// SessionLog.START (kTfSessionStart) drops the points at and after its step
+// from every series of its folder's event files (ckpt::dropFromStep). `rewritten`: the file was
 // read again from its start, so the series it alone fed start over. Returns
 // what changed per metric.
 std::map<std::string, SeriesChange> mergeLivePoints(CurveRun& run, const LiveSource& source,

@@ -2,6 +2,7 @@
 #include "ckpt/index/metrics.h"
 
 #include "ckpt/index/run_plan.h"
+#include "ckpt/index/tfevents.h"
 
 #include <algorithm>
 #include <cmath>
@@ -224,14 +225,15 @@ MetricSeries toSeries(const std::string& metric, MetricSource source, Accumulato
   return s;
 }
 
+// Per source kind (indexed by MetricSource, the order of preference).
+using BySource = SourcePoints[kMetricSourceCount];
+
 // One series per metric, from the most detailed source that has it.
-void finishSeries(RunMetrics& m, SourcePoints (&bySource)[3]) {
-  const MetricSource order[3] = {MetricSource::MetricsJsonl, MetricSource::ConsoleLog,
-                                 MetricSource::Checkpoint};
-  for (int s = 0; s < 3; ++s)
+void finishSeries(RunMetrics& m, BySource& bySource) {
+  for (int s = 0; s < kMetricSourceCount; ++s)
     for (auto& [metric, parts] : bySource[s].byMetric) {
       if (parts.empty() || m.find(metric)) continue;
-      m.series.push_back(toSeries(metric, order[s], mergeFiles(parts)));
+      m.series.push_back(toSeries(metric, MetricSource(s), mergeFiles(parts)));
     }
   std::sort(m.series.begin(), m.series.end(),
             [](const MetricSeries& a, const MetricSeries& b) { return a.metric < b.metric; });
@@ -301,20 +303,49 @@ void addLineage(SourcePoints& into, const std::string& runDir, std::vector<std::
   }
 }
 
+// A folder's event files, read as one stream (TensorBoard's restart rule
+// spans them): one part per tag.
+void addTfEvents(SourcePoints& into, const std::vector<std::string>& files, RunMetrics& m) {
+  for (TfSeries& t : readTfEventsFolder(files, &m.readEnds, &m.problems)) {
+    Accumulator a;
+    a.points = std::move(t.points);
+    a.restarts = std::move(t.restarts);
+    a.files = std::move(t.files);
+    a.order = into.files;
+    into.byMetric[t.tag].push_back(std::move(a));
+  }
+  ++into.files;
+}
+
 RunMetrics collectOne(const RunEntry& run, const std::vector<MetricSourceFile>& sources,
                       FileCache& cache) {
   RunMetrics m;
   m.run = run.name;
   m.path = run.path;
-  SourcePoints bySource[3];
-  addLineage(bySource[0], run.path, m.problems);
-  for (const MetricSourceFile& s : sources)
-    m.readEnds[s.path] = s.kind == MetricSource::MetricsJsonl
-                             ? addJsonl(bySource[0], s.path, m.problems)
-                             : addLog(bySource[1], s.path, cache, [&s](const LoggedPoint& p) {
-                                 return s.filter.accepts(p.run);
-                               });
-  addCheckpoints(m, run, bySource[2]);
+  BySource bySource;
+  auto& jsonl = bySource[int(MetricSource::MetricsJsonl)];
+  addLineage(jsonl, run.path, m.problems);
+  std::vector<std::string> tfFolder;  // consecutive event files of one folder
+  auto endTfFolder = [&] {
+    if (!tfFolder.empty()) addTfEvents(bySource[int(MetricSource::TensorBoard)], tfFolder, m);
+    tfFolder.clear();
+  };
+  for (const MetricSourceFile& s : sources) {
+    if (s.kind == MetricSource::TensorBoard) {
+      if (!tfFolder.empty() &&
+          fs::path(tfFolder.back()).parent_path() != fs::path(s.path).parent_path())
+        endTfFolder();
+      tfFolder.push_back(s.path);
+      continue;
+    }
+    m.readEnds[s.path] =
+        s.kind == MetricSource::MetricsJsonl
+            ? addJsonl(jsonl, s.path, m.problems)
+            : addLog(bySource[int(MetricSource::ConsoleLog)], s.path, cache,
+                     [&s](const LoggedPoint& p) { return s.filter.accepts(p.run); });
+  }
+  endTfFolder();
+  addCheckpoints(m, run, bySource[int(MetricSource::Checkpoint)]);
   finishSeries(m, bySource);
   return m;
 }
@@ -364,6 +395,8 @@ std::string_view metricSourceName(MetricSource s) {
   switch (s) {
     case MetricSource::MetricsJsonl:
       return "metrics.jsonl";
+    case MetricSource::TensorBoard:
+      return "tensorboard";
     case MetricSource::ConsoleLog:
       return "log";
     case MetricSource::Checkpoint:
@@ -419,7 +452,7 @@ std::vector<MetricSourceFile> findMetricSources(const RunEntry& run,
     f.kind = kind;
     f.filter.names = names;
     f.filter.unnamedLines = unnamed;
-    (kind == MetricSource::MetricsJsonl ? jsonl : logs).push_back(std::move(f));
+    (kind == MetricSource::ConsoleLog ? logs : jsonl).push_back(std::move(f));
   };
   auto namedAfterRun = [&base](const fs::path& p) {
     return startsWith(p.filename().string(), base);
@@ -457,6 +490,12 @@ std::vector<MetricSourceFile> findMetricSources(const RunEntry& run,
       add(p, MetricSource::ConsoleLog, parent == dir || parent == dir / "logs" || namedAfterRun(p));
     }
   }
+  // Event files: after metrics.jsonl, in the order TensorBoard reads them;
+  // then a Hugging Face Trainer's (its logging_dir is <run>/runs/<date>_<host>/,
+  // a new one each launch), folder by folder.
+  for (const std::string& p : tfEventFilesIn(dir.string())) add(p, MetricSource::TensorBoard, true);
+  for (const std::string& p : tfEventFilesInSubfolders((dir / "runs").string()))
+    add(p, MetricSource::TensorBoard, true);
   // Later files win a step: by modification time (a restarted job's new
   // log is newer), then by path.
   std::vector<std::pair<fs::file_time_type, MetricSourceFile>> timed;
@@ -494,7 +533,7 @@ std::vector<RunMetrics> collectMetrics(const std::vector<RunEntry>& runs,
   // Log-only runs, from the extra files in the order given.
   struct ExtraRun {
     RunMetrics first;
-    SourcePoints second[3];
+    BySource second;
   };
   std::map<std::string, size_t> logOnly;  // run name -> index into extraRuns
   std::vector<ExtraRun> extraRuns;
@@ -525,7 +564,7 @@ std::vector<RunMetrics> collectMetrics(const std::vector<RunEntry>& runs,
     if (isJsonlFile(p)) {
       if (!filters.empty()) continue;
       auto& r = runFor(p.parent_path().filename().string(), p);
-      addJsonl(r.second[0], p.string(), r.first.problems);
+      addJsonl(r.second[int(MetricSource::MetricsJsonl)], p.string(), r.first.problems);
       continue;
     }
     // Lines no run takes, by the run their logger names (or the log's own name).
@@ -539,12 +578,13 @@ std::vector<RunMetrics> collectMetrics(const std::vector<RunEntry>& runs,
     }
     for (const std::string& owner : owners) {
       auto& r = runFor(owner, p);
-      addLog(r.second[1], p.string(), cache, [&](const LoggedPoint& lp) {
-        if (std::any_of(filters.begin(), filters.end(),
-                        [&](const LogFilter& f) { return f.accepts(lp.run); }))
-          return false;
-        return (lp.run.empty() ? p.stem().string() : lp.run) == owner;
-      });
+      addLog(r.second[int(MetricSource::ConsoleLog)], p.string(), cache,
+             [&](const LoggedPoint& lp) {
+               if (std::any_of(filters.begin(), filters.end(),
+                               [&](const LogFilter& f) { return f.accepts(lp.run); }))
+                 return false;
+               return (lp.run.empty() ? p.stem().string() : lp.run) == owner;
+             });
     }
   }
   for (ExtraRun& r : extraRuns) {
@@ -559,6 +599,18 @@ RunMetrics collectRunMetrics(const RunEntry& run, const std::vector<std::string>
   return collectOne(run, findMetricSources(run, extraLogs), cache);
 }
 
+namespace {
+
+RunEntry runOfFolder(const std::string& root, const std::string& dir) {
+  RunEntry r;
+  r.name = runNameFor(root, dir);
+  r.path = dir;
+  r.root = root;
+  return r;
+}
+
+}  // namespace
+
 std::vector<RunEntry> findMetricRuns(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
@@ -566,6 +618,7 @@ std::vector<RunEntry> findMetricRuns(const std::string& path) {
     std::vector<RunEntry> runs = std::move(scan.runs);
     std::set<std::string> dirs;
     for (const RunEntry& r : runs) dirs.insert(fileKey(r.path));
+    std::set<std::string> eventDirs;
     // Runs that log but have not saved a checkpoint yet.
     fs::recursive_directory_iterator it(path, fs::directory_options::skip_permission_denied, ec);
     for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
@@ -574,15 +627,28 @@ std::vector<RunEntry> findMetricRuns(const std::string& path) {
         it.disable_recursion_pending();
         continue;
       }
-      if (it->path().filename() != "metrics.jsonl" || !it->is_regular_file(fec)) continue;
+      const std::string name = it->path().filename().string();
+      const bool events = isTfEventsFileName(name);
+      if ((name != "metrics.jsonl" && !events) || !it->is_regular_file(fec)) continue;
       const std::string dir = it->path().parent_path().string();
-      if (!dirs.insert(fileKey(dir)).second) continue;
-      RunEntry r;
-      r.name = runNameFor(path, dir);
-      r.path = dir;
-      r.root = path;
-      runs.push_back(std::move(r));
+      if (dirs.count(fileKey(dir))) continue;
+      if (events) {
+        eventDirs.insert(dir);
+        continue;
+      }
+      dirs.insert(fileKey(dir));
+      runs.push_back(runOfFolder(path, dir));
     }
+    // A folder of event files is a run of its own unless a run reads it
+    // (a Hugging Face Trainer's <run>/runs/<date>_<host>/).
+    std::set<std::string> claimed;
+    for (const RunEntry& r : runs)
+      for (const MetricSourceFile& s : findMetricSources(r))
+        if (s.kind == MetricSource::TensorBoard)
+          claimed.insert(fileKey(fs::path(s.path).parent_path()));
+    for (const std::string& dir : eventDirs)
+      if (!claimed.count(fileKey(dir)) && dirs.insert(fileKey(dir)).second)
+        runs.push_back(runOfFolder(path, dir));
     std::sort(runs.begin(), runs.end(),
               [](const RunEntry& a, const RunEntry& b) { return a.name < b.name; });
     return runs;
@@ -591,8 +657,11 @@ std::vector<RunEntry> findMetricRuns(const std::string& path) {
     throw std::runtime_error(
         path + ": " + (fs::exists(path, ec) ? "not a regular file" : "no such file or directory"));
   const fs::path p(path);
-  if (p.filename() != "metrics.jsonl" && !isCandidateName(p.filename().string()))
-    throw std::runtime_error(path + ": neither a checkpoint, a metrics.jsonl nor a directory");
+  if (p.filename() != "metrics.jsonl" && !isTfEventsFileName(p.filename().string()) &&
+      !isCandidateName(p.filename().string()))
+    throw std::runtime_error(path +
+                             ": neither a checkpoint, a metrics.jsonl nor a directory, nor a "
+                             "TensorBoard event file");
   const std::string dir = p.has_parent_path() ? p.parent_path().string() : std::string(".");
   return {scanRunDirectory(dir, dir)};
 }

@@ -1,6 +1,7 @@
 #pragma once
 // Training curves from everything a run leaves behind: checkpoint metadata,
-// our trainer's metrics.jsonl, and console logs (the reference library's
+// our trainer's metrics.jsonl, TensorBoard event files (tfevents.h), and
+// console logs (the reference library's
 // `2025-12-02 10:01:10 - trainer.<run> - INFO - step=100 loss=1.9034
 // lr=6.060e-05` in *.log / *.out / *.err files). The rules of where a run's
 // curves come from live here and nowhere else: the Curves tab and
@@ -28,9 +29,12 @@ struct MetricPoint {
 };
 
 // Where a series came from, in order of preference when several give the
-// same metric: metrics.jsonl, then console logs, then checkpoints.
-enum class MetricSource { MetricsJsonl, ConsoleLog, Checkpoint };
-std::string_view metricSourceName(MetricSource s);  // "metrics.jsonl", "log", "checkpoint"
+// same metric: metrics.jsonl, then TensorBoard event files (full precision,
+// tagged by the trainer), then console logs, then checkpoints.
+enum class MetricSource { MetricsJsonl, TensorBoard, ConsoleLog, Checkpoint };
+// "metrics.jsonl", "tensorboard", "log", "checkpoint"
+std::string_view metricSourceName(MetricSource s);
+inline constexpr int kMetricSourceCount = 4;
 
 struct MetricSeries {
   std::string metric;  // "loss", "val_loss", "lr", "tokens_per_sec", "accuracy", ...
@@ -157,7 +161,7 @@ std::vector<std::pair<std::string, MetricPoint>> readConsoleLog(const std::strin
 // A file a run's curves are read from.
 struct MetricSourceFile {
   std::string path;
-  MetricSource kind = MetricSource::ConsoleLog;  // MetricsJsonl or ConsoleLog
+  MetricSource kind = MetricSource::ConsoleLog;  // MetricsJsonl, TensorBoard or ConsoleLog
   LogFilter filter;                              // console logs: the lines this run takes
 };
 
@@ -177,7 +181,12 @@ std::vector<std::string> runLogNames(const RunEntry& run);
 //    `logs/<job-name>_<job-id>.out|.err`); with run.root empty, of the
 //    grandparent too (<experiment>/logs beside <experiment>/checkpoints/<run>);
 //  * `extraLogs`: files or folders the user added (a folder's log files, not
-//    below it; a *.jsonl file is read as metrics.jsonl).
+//    below it; a *.jsonl file is read as metrics.jsonl);
+//  * TensorBoard event files (events.out.tfevents.*) in the run's directory,
+//    in tfEventFilesIn's order (tfevents.h): the folder is one TensorBoard
+//    run, its files read as one stream (a tag is its series' name); then
+//    those of its runs/*/ folders (a Hugging Face Trainer's logging_dir, one
+//    per launch), each folder a stream, merged as files are (above).
 // Lines that name no run are taken from a log in the run's directory (or its
 // `logs/` folder) or whose name starts with the run directory's name; from
 // any other log only lines whose logger names the run. Files that cannot be
@@ -213,8 +222,9 @@ std::vector<RunMetrics> collectMetrics(const std::vector<RunEntry>& runs,
                                        const std::vector<std::string>& extraLogs = {});
 
 // The runs under `path` for curves: a directory's runs (scanDirectory) and
-// its directories that hold a metrics.jsonl but no checkpoint; a checkpoint
-// or metrics.jsonl file: the run of its directory. Throws
+// its directories that hold a metrics.jsonl or TensorBoard event files but no
+// checkpoint (event files another run reads, in its runs/*/, are that run's);
+// a checkpoint, metrics.jsonl or event file: the run of its directory. Throws
 // std::runtime_error naming the path when it cannot be read.
 std::vector<RunEntry> findMetricRuns(const std::string& path);
 
