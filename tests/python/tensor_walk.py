@@ -50,7 +50,13 @@ def tensor_bytes(t):
     return t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
 
 
+# Sub-byte quantized types: two or four elements a byte, no bytes per
+# element to compare; meta tensors have none (None on both sides).
+PACKED = (torch.quint4x2, torch.quint2x4) if hasattr(torch, "quint2x4") else (torch.quint4x2,)
+
+
 def describe(root):
     return [{"path": path, "dtype": str(t.dtype).replace("torch.", ""), "shape": list(t.shape),
-             "nbytes": t.numel() * t.element_size(), "crc32": zlib.crc32(tensor_bytes(t))}
+             "nbytes": t.numel() * t.element_size(),
+             "crc32": None if t.is_meta or t.dtype in PACKED else zlib.crc32(tensor_bytes(t))}
             for path, t in walk(root)]

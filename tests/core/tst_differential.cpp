@@ -1,0 +1,153 @@
+// Every checkpoint file the suite's fixture scripts write (hostile and
+// damaged ones included), read by ckptscope-cli info and by torch
+// (weights_only=True: tests/python/differential.py): where torch reads a file
+// and we exit 0, the same tensors with the same bytes; where we refuse, one
+// line on stderr; never exit 0 with fewer tensors than torch sees.
+#include <QtTest>
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <vector>
+
+#include "ckpt/format/checkpoint_file.h"
+#include "ckpt/format/error.h"
+#include "ckpt/format/tensor_data.h"
+#include "json_compare.h"
+#include "run_process.h"
+
+using namespace ckpt;
+using ckpt::test::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+using Run = ckpt::test::ProcessResult;
+
+// Files the fixture scripts write that are no checkpoint (expectations,
+// logs, metrics): neither side is asked about them.
+bool isCheckpointCandidate(const fs::path& p) {
+  static const std::set<std::string> text = {".json", ".jsonl", ".txt",  ".out", ".err", ".log",
+                                             ".csv",  ".md",    ".yaml", ".yml", ".py"};
+  const std::string ext = p.extension().string();
+  return !text.count(ext) && p.filename() != "latest" && p.filename() != "PWNED";
+}
+
+// Written by a fixture script from plain objects, so Python may unpickle
+// it in full where 1.13's restricted unpickler lacks an opcode: not the
+// hostile generators' files (make_hostile.py, make_safety.py), which are
+// built to run code, nor anything mutated here.
+bool isTrusted(const std::string& file) {
+  return file.find("/hostile/") == std::string::npos && file.find("/safety/") == std::string::npos;
+}
+
+// crc32 of tensor i's bytes, row-major and little-endian, as the app reads
+// them; nullopt with the reason when they cannot be read.
+std::optional<uint32_t> crcOf(const CheckpointFile& f, size_t i, std::string& why) {
+  try {
+    const TensorData d = f.tensorData(i);
+    const size_t es = size_t(dtypeSize(d.info().dtype));
+    std::vector<uint8_t> buf(size_t(d.numel()) * es);
+    uLong crc = crc32(0L, Z_NULL, 0);
+    if (!buf.empty() && d.readRaw(0, size_t(d.numel()), buf.data()) == size_t(d.numel()))
+      crc = crc32(crc, buf.data(), uInt(buf.size()));
+    return uint32_t(crc);
+  } catch (const FormatError& e) {
+    why = e.what();
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+class TestDifferential : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void againstTorch() {
+    std::vector<std::string> files;
+    for (const auto& e : fs::recursive_directory_iterator(CKPT_FIXTURE_DIR))
+      if (e.is_regular_file() && isCheckpointCandidate(e.path()))
+        files.push_back(e.path().string());
+    std::sort(files.begin(), files.end());
+    QVERIFY2(files.size() >= 300, std::to_string(files.size()).c_str());
+
+    json ours = json::array();
+    for (const std::string& file : files) {
+      const Run r = ckpt::test::runProcess(
+          QStringLiteral(CKPT_CLI), {"info", "--json", QString::fromStdString(file)}, {}, 60000);
+      QVERIFY2(r.exitCode >= 0, (file + ": crashed or hung").c_str());
+      json entry = {{"file", file},
+                    {"exit", r.exitCode},
+                    {"stderr", r.err.toStdString()},
+                    {"trusted", isTrusted(file)}};
+      if (r.exitCode == 0) {
+        const json doc = json::parse(r.out.toStdString());
+        const auto f = CheckpointFile::open(file);
+        QCOMPARE(f->tensors().size(), doc["tensors"].size());
+        json tensors = json::array();
+        for (size_t i = 0; i < doc["tensors"].size(); ++i) {
+          const json& t = doc["tensors"][i];
+          // Meta tensors have no bytes, sub-byte quantized types none per
+          // element to compare (tensor_walk.py leaves them out too).
+          if (f->tensors()[i].isMeta || dtypeElementsPerByte(f->tensors()[i].dtype) > 1) {
+            tensors.push_back({{"path", t["path"]},
+                               {"dtype", t["dtype"]},
+                               {"shape", t["shape"]},
+                               {"nbytes", t["nbytes"]},
+                               {"crc32", nullptr}});
+            continue;
+          }
+          std::string why;
+          const auto crc = crcOf(*f, i, why);
+          // info exits 0 only when every tensor's bytes are there.
+          QVERIFY2(crc, (file + ": info exits 0, but " + why).c_str());
+          tensors.push_back({{"path", t["path"]},
+                             {"dtype", t["dtype"]},
+                             {"shape", t["shape"]},
+                             {"nbytes", t["nbytes"]},
+                             {"crc32", *crc}});
+        }
+        entry["tensors"] = std::move(tensors);
+      }
+      ours.push_back(std::move(entry));
+    }
+
+    QTemporaryDir dir;
+    const std::string oursPath = dir.filePath("ours.json").toStdString();
+    const std::string reportPath = dir.filePath("report.json").toStdString();
+    std::ofstream(oursPath) << ours.dump();
+    const Run check = ckpt::test::runProcess(
+        QStringLiteral(CKPT_TORCH_PYTHON),
+        {QStringLiteral(CKPT_SOURCE_DIR "/tests/python/differential.py"),
+         QString::fromStdString(oursPath), QString::fromStdString(reportPath)},
+        {}, 600000);
+    QVERIFY2(check.exitCode == 0, (check.out + check.err).constData());
+    qInfo("%s", check.out.trimmed().constData());
+    const json report = ckpt::test::readJsonFile(reportPath);
+    for (const json& r : report["torch_refused"])
+      qInfo("read where torch (weights_only) refuses: %s (%d tensors; torch: %s)",
+            r[0].get<std::string>().c_str(), r[2].get<int>(), r[1].get<std::string>().c_str());
+    for (const json& r : report["we_refused"])
+      if (r[2] == "torch reads it")
+        qInfo("refused where torch reads it: %s", r[1].get<std::string>().c_str());
+    for (const json& p : report["problems"]) qWarning("%s", p.get<std::string>().c_str());
+    QCOMPARE(report["problems"].size(), size_t(0));
+    // Not vacuous: torch and we read the same tensors from many files (93
+    // when this was written), the legacy ones of every protocol among them.
+    QVERIFY2(report["agreed"].get<int>() >= 80,
+             std::to_string(report["agreed"].get<int>()).c_str());
+    const std::set<std::string> agreed = report["agreed_files"];
+    for (int p = 1; p <= 5; ++p) {
+      const std::string legacy =
+          std::string(CKPT_FIXTURE_DIR) + "/legacy/legacy_p" + std::to_string(p) + ".pt";
+      QVERIFY2(agreed.count(legacy), legacy.c_str());
+    }
+  }
+};
+
+QTEST_GUILESS_MAIN(TestDifferential)
+#include "tst_differential.moc"
