@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <set>
 #include <vector>
 
@@ -61,6 +62,75 @@ std::optional<uint32_t> crcOf(const CheckpointFile& f, size_t i, std::string& wh
   }
 }
 
+// What ckptscope-cli info says of `file`, as differential.py reads it:
+// exit status, stderr and, when it exits 0, every tensor with a crc32 of
+// its bytes (read in process: info prints no bytes). QVERIFY inside: check
+// QTest::currentTestFailed() after.
+json ourAnswer(const std::string& file, bool trusted) {
+  const Run r = ckpt::test::runProcess(QStringLiteral(CKPT_CLI),
+                                       {"info", "--json", QString::fromStdString(file)}, {}, 60000);
+  json entry = {
+      {"file", file}, {"exit", r.exitCode}, {"stderr", r.err.toStdString()}, {"trusted", trusted}};
+  [&] {
+    QVERIFY2(r.exitCode >= 0, (file + ": crashed or hung").c_str());
+    if (r.exitCode != 0) return;
+    const json doc = json::parse(r.out.toStdString());
+    const auto f = CheckpointFile::open(file);
+    QCOMPARE(f->tensors().size(), doc["tensors"].size());
+    json tensors = json::array();
+    for (size_t i = 0; i < doc["tensors"].size(); ++i) {
+      const json& t = doc["tensors"][i];
+      json mine = {{"path", t["path"]},
+                   {"dtype", t["dtype"]},
+                   {"shape", t["shape"]},
+                   {"nbytes", t["nbytes"]},
+                   {"crc32", nullptr}};
+      // Meta tensors have no bytes, sub-byte quantized types none per
+      // element to compare (tensor_walk.py leaves them out too).
+      if (!f->tensors()[i].isMeta && dtypeElementsPerByte(f->tensors()[i].dtype) == 1) {
+        std::string why;
+        const auto crc = crcOf(*f, i, why);
+        // info exits 0 only when every tensor's bytes are there.
+        QVERIFY2(crc, (file + ": info exits 0, but " + why).c_str());
+        mine["crc32"] = *crc;
+      }
+      tensors.push_back(std::move(mine));
+    }
+    entry["tensors"] = std::move(tensors);
+  }();
+  return entry;
+}
+
+// differential.py's report on `ours` (see its docstring); problems fail
+// the test, the rest is logged.
+json compareWithTorch(const json& ours) {
+  QTemporaryDir dir;
+  const std::string oursPath = dir.filePath("ours.json").toStdString();
+  const std::string reportPath = dir.filePath("report.json").toStdString();
+  std::ofstream(oursPath) << ours.dump();
+  const Run check =
+      ckpt::test::runProcess(QStringLiteral(CKPT_TORCH_PYTHON),
+                             {QStringLiteral(CKPT_SOURCE_DIR "/tests/python/differential.py"),
+                              QString::fromStdString(oursPath), QString::fromStdString(reportPath)},
+                             {}, 600000);
+  if (check.exitCode != 0) return {{"error", (check.out + check.err).toStdString()}};
+  qInfo("%s", check.out.trimmed().constData());
+  json report = ckpt::test::readJsonFile(reportPath);
+  for (const json& r : report["torch_refused"])
+    qInfo("read where torch (weights_only) refuses: %s (%d tensors; torch: %s)",
+          r[0].get<std::string>().c_str(), r[2].get<int>(), r[1].get<std::string>().c_str());
+  for (const json& r : report["we_refused"])
+    if (r[2] == "torch reads it")
+      qInfo("refused where torch reads it: %s", r[1].get<std::string>().c_str());
+  for (const json& p : report["problems"]) qWarning("%s", p.get<std::string>().c_str());
+  return report;
+}
+
+std::string readBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 }  // namespace
 
 class TestDifferential : public QObject {
@@ -77,64 +147,11 @@ class TestDifferential : public QObject {
 
     json ours = json::array();
     for (const std::string& file : files) {
-      const Run r = ckpt::test::runProcess(
-          QStringLiteral(CKPT_CLI), {"info", "--json", QString::fromStdString(file)}, {}, 60000);
-      QVERIFY2(r.exitCode >= 0, (file + ": crashed or hung").c_str());
-      json entry = {{"file", file},
-                    {"exit", r.exitCode},
-                    {"stderr", r.err.toStdString()},
-                    {"trusted", isTrusted(file)}};
-      if (r.exitCode == 0) {
-        const json doc = json::parse(r.out.toStdString());
-        const auto f = CheckpointFile::open(file);
-        QCOMPARE(f->tensors().size(), doc["tensors"].size());
-        json tensors = json::array();
-        for (size_t i = 0; i < doc["tensors"].size(); ++i) {
-          const json& t = doc["tensors"][i];
-          // Meta tensors have no bytes, sub-byte quantized types none per
-          // element to compare (tensor_walk.py leaves them out too).
-          if (f->tensors()[i].isMeta || dtypeElementsPerByte(f->tensors()[i].dtype) > 1) {
-            tensors.push_back({{"path", t["path"]},
-                               {"dtype", t["dtype"]},
-                               {"shape", t["shape"]},
-                               {"nbytes", t["nbytes"]},
-                               {"crc32", nullptr}});
-            continue;
-          }
-          std::string why;
-          const auto crc = crcOf(*f, i, why);
-          // info exits 0 only when every tensor's bytes are there.
-          QVERIFY2(crc, (file + ": info exits 0, but " + why).c_str());
-          tensors.push_back({{"path", t["path"]},
-                             {"dtype", t["dtype"]},
-                             {"shape", t["shape"]},
-                             {"nbytes", t["nbytes"]},
-                             {"crc32", *crc}});
-        }
-        entry["tensors"] = std::move(tensors);
-      }
-      ours.push_back(std::move(entry));
+      ours.push_back(ourAnswer(file, isTrusted(file)));
+      if (QTest::currentTestFailed()) return;
     }
-
-    QTemporaryDir dir;
-    const std::string oursPath = dir.filePath("ours.json").toStdString();
-    const std::string reportPath = dir.filePath("report.json").toStdString();
-    std::ofstream(oursPath) << ours.dump();
-    const Run check = ckpt::test::runProcess(
-        QStringLiteral(CKPT_TORCH_PYTHON),
-        {QStringLiteral(CKPT_SOURCE_DIR "/tests/python/differential.py"),
-         QString::fromStdString(oursPath), QString::fromStdString(reportPath)},
-        {}, 600000);
-    QVERIFY2(check.exitCode == 0, (check.out + check.err).constData());
-    qInfo("%s", check.out.trimmed().constData());
-    const json report = ckpt::test::readJsonFile(reportPath);
-    for (const json& r : report["torch_refused"])
-      qInfo("read where torch (weights_only) refuses: %s (%d tensors; torch: %s)",
-            r[0].get<std::string>().c_str(), r[2].get<int>(), r[1].get<std::string>().c_str());
-    for (const json& r : report["we_refused"])
-      if (r[2] == "torch reads it")
-        qInfo("refused where torch reads it: %s", r[1].get<std::string>().c_str());
-    for (const json& p : report["problems"]) qWarning("%s", p.get<std::string>().c_str());
+    const json report = compareWithTorch(ours);
+    QVERIFY2(!report.contains("error"), report.dump().c_str());
     QCOMPARE(report["problems"].size(), size_t(0));
     // Not vacuous: torch and we read the same tensors from many files (93
     // when this was written), the legacy ones of every protocol among them.
@@ -146,6 +163,36 @@ class TestDifferential : public QObject {
           std::string(CKPT_FIXTURE_DIR) + "/legacy/legacy_p" + std::to_string(p) + ".pt";
       QVERIFY2(agreed.count(legacy), legacy.c_str());
     }
+  }
+
+  // Cut and bit-flipped copies of files torch's restricted unpickler reads
+  // (a legacy file, two zips): wherever torch still reads a copy and we
+  // exit 0, the same tensors and bytes; never exit 0 with fewer.
+  void mutatedCopies() {
+    std::mt19937_64 rng(24);
+    QTemporaryDir dir;
+    json ours = json::array();
+    for (const char* name : {"legacy_state.pt", "runs/tiny/weights.bin", "views.pt"}) {
+      const std::string bytes = readBytes(std::string(CKPT_FIXTURE_DIR) + "/" + name);
+      QVERIFY(bytes.size() > 200);
+      std::vector<std::string> copies;
+      for (size_t i = 1; i < 16; ++i) copies.push_back(bytes.substr(0, bytes.size() * i / 16));
+      for (int i = 0; i < 24; ++i) {
+        std::string b = bytes;
+        const size_t at = size_t(rng() % b.size());
+        b[at] = char(uint8_t(b[at]) ^ uint8_t(1u << (rng() % 8)));
+        copies.push_back(std::move(b));
+      }
+      for (size_t i = 0; i < copies.size(); ++i) {
+        const std::string path = dir.filePath(QString::number(ours.size()) + ".pt").toStdString();
+        std::ofstream(path, std::ios::binary) << copies[i];
+        ours.push_back(ourAnswer(path, /*trusted=*/false));
+        if (QTest::currentTestFailed()) return;
+      }
+    }
+    const json report = compareWithTorch(ours);
+    QVERIFY2(!report.contains("error"), report.dump().c_str());
+    QCOMPARE(report["problems"].size(), size_t(0));
   }
 };
 

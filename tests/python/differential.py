@@ -38,7 +38,7 @@ from tensor_walk import describe
 # torch's restricted unpickler has no caps of its own: the suite's memo and
 # MARK bombs take it past 20 GB. Capped here, a bomb is a refusal.
 MEMORY_CAP = 6 << 30
-SECONDS_PER_FILE = 60
+SECONDS_PER_FILE = 120
 
 
 def on_alarm(signum, frame):
@@ -51,21 +51,22 @@ def torch_answer(path, trusted):
     is) that 1.13's restricted unpickler refuses for want of an opcode it
     lacks (BINFLOAT, FRAME, protocol 0/1 text opcodes) is then loaded in
     full; every other file only with weights_only=True."""
-    signal.alarm(SECONDS_PER_FILE)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                return describe(torch.load(path, weights_only=True, map_location="cpu")), None
-            except pickle.UnpicklingError as e:
-                if not (trusted and "Unsupported operand" in str(e)):
-                    raise
-            return describe(torch.load(path, map_location="cpu")), None
+        signal.alarm(SECONDS_PER_FILE)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    return describe(torch.load(path, weights_only=True, map_location="cpu")), None
+                except pickle.UnpicklingError as e:
+                    if not (trusted and "Unsupported operand" in str(e)):
+                        raise
+                return describe(torch.load(path, map_location="cpu")), None
+        finally:
+            signal.alarm(0)  # before the handler below: it must not be cut short
     except Exception as e:  # noqa: BLE001 - any refusal is the answer
         text = str(e).split("trusted source.")[-1].strip() or type(e).__name__
         return None, " ".join(f"{type(e).__name__}: {text}".split())[:200]
-    finally:
-        signal.alarm(0)
 
 
 def main():

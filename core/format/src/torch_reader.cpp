@@ -288,6 +288,12 @@ void CheckpointFile::loadTorchZip(const ReadOptions& options) {
     if (!e) {
       s.record = recordOf(s);
       s.error = "record " + s.record + " is missing";
+    } else if (e->method != 0 && e->method != 8) {
+      // Found now rather than when the bytes are first read: info and the
+      // browser must not show a tensor as fine that no one can read.
+      s.record = recordOf(s);
+      s.error = "record " + s.record + " uses compression method " + std::to_string(e->method) +
+                " (only stored and deflated records can be read)";
     } else if (mulOverflows(s.numel, uint64_t(dtypeSize(s.dtype)), &need)) {
       s.error =
           "storage " + s.key + " claims " + std::to_string(s.numel) + " elements: size overflows";
