@@ -34,8 +34,6 @@ std::string_view formatName(FileFormat f) {
 }
 
 Sniff sniffFile(const InputFile& file) {
-  static constexpr uint8_t kLegacy[] = {0x80, 0x02, 0x8A, 0x0A, 0x6C, 0xFC, 0x9C,
-                                        0x46, 0xF9, 0x20, 0x6A, 0xA8, 0x50, 0x19};
   uint8_t head[512] = {};
   const uint64_t n = std::min<uint64_t>(file.size(), sizeof head);
   if (n == 0) return Sniff::Unknown;
@@ -43,14 +41,18 @@ Sniff sniffFile(const InputFile& file) {
   if (n >= 4 && head[0] == 'P' && head[1] == 'K' &&
       ((head[2] == 3 && head[3] == 4) || (head[2] == 5 && head[3] == 6)))
     return Sniff::Zip;
-  if (n >= sizeof kLegacy && std::memcmp(head, kLegacy, sizeof kLegacy) == 0)
-    return Sniff::TorchLegacy;
   if (n >= 262 && std::memcmp(head + 257, "ustar", 5) == 0) return Sniff::Tar;
   if (n >= 9 && head[8] == '{') {
     uint64_t len = 0;
     for (int i = 0; i < 8; ++i) len |= uint64_t(head[i]) << (8 * i);
     if (len >= 2 && len <= file.size() - 8) return Sniff::Safetensors;
   }
+  // Every pickle protocol, damaged magic numbers included: what the first
+  // pickles hold decides, not a byte pattern (protocol 2's header bytes were
+  // once the only ones recognised, and every other protocol read as an
+  // empty plain pickle).
+  if (readLegacyHead(head, n, file.size()).verdict != LegacyHead::Verdict::NotLegacy)
+    return Sniff::TorchLegacy;
   if (head[0] == 0x80) return Sniff::Pickle;
   return Sniff::Unknown;
 }

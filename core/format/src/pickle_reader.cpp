@@ -477,9 +477,14 @@ Value* Machine::intFromBytes(const uint8_t* p, uint64_t n) {
 }
 
 Value* Machine::intFromDecimal(std::string s) {
-  while (!s.empty() && (s.back() == 'L' || s.back() == ' ')) s.pop_back();
+  // As Python's LONG and INT read it: one trailing 'L' dropped, then int(),
+  // which ignores whitespace around the digits (a flipped 'L' that became
+  // a form feed still loads in torch).
+  auto space = [](char c) { return c == ' ' || (c >= '\t' && c <= '\r'); };
+  if (!s.empty() && s.back() == 'L') s.pop_back();
+  while (!s.empty() && space(s.back())) s.pop_back();
   size_t i = 0;
-  while (i < s.size() && s[i] == ' ') ++i;
+  while (i < s.size() && space(s[i])) ++i;
   s = s.substr(i);
   const bool negative = !s.empty() && (s[0] == '-' || s[0] == '+');
   std::string digits = negative ? s.substr(1) : s;

@@ -13,9 +13,9 @@ namespace {
 
 using K = Value::Kind;
 
-// The legacy format's magic number, pickled first.
-constexpr std::string_view kLegacyMagic = "119547037146038801333356";
-constexpr int64_t kLegacyProtocolVersion = 1001;
+// torch's magic number, protocol version and sys_info pickles take about
+// 100 to 250 bytes; a header that needs more than this is not torch's.
+constexpr uint64_t kLegacyHeadBytes = 64 * 1024;
 constexpr size_t kMaxKeyLength = 64;
 
 bool validStorageKey(std::string_view key) {
@@ -46,6 +46,10 @@ class StorageRegistry {
       : m_arena(arena), m_table(table), m_prefix(std::move(recordPrefix)), m_legacy(legacy) {}
 
   const Value* load(const Value* pid) {
+    if (m_legacy && pid->isStr() && pid->text.substr(0, 11) == "('storage',")
+      fail("persistent id " + shortRepr(pid, 80) +
+           " is text: torch.save with pickle protocol 0 writes the repr of the tuple, which "
+           "torch.load cannot read back either");
     if (pid->kind != K::Tuple || pid->items.empty() || !pid->items[0]->isStr())
       fail("persistent id is not a tuple starting with a string: " + shortRepr(pid, 80));
     if (pid->items[0]->text != "storage")
@@ -284,6 +288,12 @@ void CheckpointFile::loadTorchZip(const ReadOptions& options) {
     if (!e) {
       s.record = recordOf(s);
       s.error = "record " + s.record + " is missing";
+    } else if (e->method != 0 && e->method != 8) {
+      // Found now rather than when the bytes are first read: info and the
+      // browser must not show a tensor as fine that no one can read.
+      s.record = recordOf(s);
+      s.error = "record " + s.record + " uses compression method " + std::to_string(e->method) +
+                " (only stored and deflated records can be read)";
     } else if (mulOverflows(s.numel, uint64_t(dtypeSize(s.dtype)), &need)) {
       s.error =
           "storage " + s.key + " claims " + std::to_string(s.numel) + " elements: size overflows";
@@ -314,17 +324,19 @@ void CheckpointFile::loadTorchLegacy(const ReadOptions& options) {
     pos += r.end;
     return r.root;
   };
-  PickleLimits small;
-  small.maxNodes = m_arena.size() + 100000;
-  const Value* magic = next("magic number", small, {});
-  if (!(magic->kind == K::BigInt && magic->text == kLegacyMagic))
-    fail("legacy file: bad magic number");
-  const Value* protocol = next("protocol version", small, {});
-  if (!protocol->isInt() || protocol->integer != kLegacyProtocolVersion)
-    fail("legacy file: unsupported protocol version " + shortRepr(protocol, 40));
-  const Value* sysInfo = next("sys_info", small, {});
-  if (const Value* le = sysInfo->get("little_endian"); le && le->kind == K::Bool && !le->boolean)
-    fail("legacy file written on a big-endian machine: not supported");
+  // The magic number, protocol version and sys_info, by the sniff's rule;
+  // the main pickle follows them.
+  const LegacyHead legacy =
+      readLegacyHead(all.data, std::min<uint64_t>(size, kLegacyHeadBytes), size);
+  if (legacy.verdict == LegacyHead::Verdict::Damaged)
+    fail("damaged torch legacy file: " + legacy.damage);
+  if (legacy.verdict != LegacyHead::Verdict::Legacy || legacy.mainOffset == 0)
+    fail(
+        "not a torch legacy file: no magic number, protocol version and sys_info pickles in its "
+        "first " +
+        std::to_string(kLegacyHeadBytes) + " bytes");
+  if (!legacy.littleEndian) fail("legacy file written on a big-endian machine: not supported");
+  pos = legacy.mainOffset;
 
   StorageRegistry registry(m_arena, m_table, "", /*legacy=*/true);
   if (options.metadataOnly) {

@@ -27,10 +27,38 @@ enum class FileFormat { TorchZip, TorchLegacy, Safetensors, Pickle, Sharded };
 // "torch-zip", "torch-legacy", "safetensors", "pickle", "sharded"
 std::string_view formatName(FileFormat f);
 
-// What the first bytes say a file is, without parsing it (a zip may be a
-// torch checkpoint or a TorchScript archive: only its records tell).
+// What the first bytes say a file is, reading at most 512 of them (a zip may
+// be a torch checkpoint or a TorchScript archive: only its records tell).
+// TorchLegacy: readLegacyHead says Legacy or Damaged (a damaged one is still
+// opened as legacy, to report the damage).
 enum class Sniff { Zip, TorchLegacy, Safetensors, Tar, Pickle, Unknown };
 Sniff sniffFile(const InputFile& file);
+
+// The one rule that tells a torch legacy file (torch.save with
+// _use_new_zipfile_serialization=False, pickle protocol 0-5) from a plain
+// pickle, by what its first pickles hold: the magic number, then the
+// protocol version 1001, then the sys_info dict, then the main object.
+// The magic number alone is proof; when it is damaged, the protocol version
+// and a sys_info dict right after it (within the first 64 bytes) still say
+// legacy. Reads only the small pickles, never the main one.
+struct LegacyHead {
+  enum class Verdict {
+    NotLegacy,
+    Legacy,   // the three pickles are what torch writes
+    Damaged,  // a legacy file, but one of them is not: `damage` says where
+  };
+  Verdict verdict = Verdict::NotLegacy;
+  // Where the main pickle starts (Legacy, once sys_info was read whole).
+  uint64_t mainOffset = 0;
+  bool littleEndian = true;  // sys_info's little_endian
+  // Damaged: "the magic number pickle (bytes 0-14) differs from torch's at
+  // byte 7: 0x47, torch writes 0x46" and the like, with byte offsets.
+  std::string damage;
+};
+// `data`: the first `size` bytes of a file of `fileSize` bytes. When they
+// end before sys_info does but the file goes on, the magic number decides
+// (mainOffset stays 0).
+LegacyHead readLegacyHead(const uint8_t* data, uint64_t size, uint64_t fileSize);
 
 // Where open() spends its time, in seconds per phase (for benchmarks: see
 // ReadOptions::phases). Zip files fill every phase, other formats `parse`
