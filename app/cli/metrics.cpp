@@ -249,7 +249,16 @@ void printJson(const std::vector<RunMetrics>& runs, const std::vector<std::strin
       }
       o.put("}}");
     }
-    o.put("], \"problems\": [");
+    o.put("], \"summary\": {");
+    bool firstKey = true;
+    for (const auto& [k, v] : r.summary) {
+      if (!firstKey) o.put(", ");
+      firstKey = false;
+      o.jsonString(k);
+      o.put(": ");
+      jsonValue(o, v);
+    }
+    o.put("}, \"problems\": [");
     for (size_t i = 0; i < r.problems.size(); ++i) {
       if (i) o.put(", ");
       o.jsonString(r.problems[i]);
@@ -306,6 +315,11 @@ void printText(const std::vector<RunMetrics>& runs, const std::vector<std::strin
     if (!r.markers.empty())
       std::printf("  %zu checkpoint%s, %zu with a recorded or logged loss\n", r.markers.size(),
                   r.markers.size() == 1 ? "" : "s", withValue);
+    if (!r.summary.empty()) {
+      std::printf("  summary (%s):", r.summaryFile.c_str());
+      for (const auto& [k, v] : r.summary) std::printf(" %s=%.6g", k.c_str(), v);
+      std::printf("\n");
+    }
     for (const std::string& p : r.problems) std::printf("  problem: %s\n", p.c_str());
   }
 }

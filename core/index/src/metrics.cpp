@@ -1,6 +1,7 @@
 // Where a run's curves come from and how its sources merge into series.
 #include "ckpt/index/metrics.h"
 
+#include "ckpt/index/hf_trainer.h"
 #include "ckpt/index/run_plan.h"
 
 #include <algorithm>
@@ -152,17 +153,41 @@ struct FileCache {
   }
 };
 
-// Returns where reading stopped.
-uint64_t addJsonl(SourcePoints& into, const std::string& path, std::vector<std::string>& problems) {
+// One file's series, read whole.
+void addFileSeries(SourcePoints& into, const std::string& path, std::vector<FileSeries> series) {
   auto& acc = into.begin();
-  uint64_t end = 0;
-  for (FileSeries& s : readMetricsJsonlSeries(path, &end, &problems)) {
+  for (FileSeries& s : series) {
     Accumulator& a = acc[s.metric];
     a.points = std::move(s.points);
     a.restarts = std::move(s.restarts);
   }
   into.end(path);
+}
+
+// Returns where reading stopped.
+uint64_t addJsonl(SourcePoints& into, const std::string& path, std::vector<std::string>& problems) {
+  uint64_t end = 0;
+  addFileSeries(into, path, readMetricsJsonlSeries(path, &end, &problems));
   return end;
+}
+
+// A Trainer's trainer_state.json (hf_trainer.h): its log_history, and the
+// row that ends a training as the run's summary. Returns the file's size:
+// it is rewritten whole, never appended to, so nothing is left to follow.
+uint64_t addTrainerState(SourcePoints& into, const std::string& path, RunMetrics& m) {
+  try {
+    TrainerStateLog state = readTrainerState(path, &m.problems);
+    addFileSeries(into, path, std::move(state.series));
+    if (!state.summary.empty()) {
+      m.summary = std::move(state.summary);
+      m.summaryFile = path;
+    }
+  } catch (const std::exception& e) {
+    m.problems.push_back(e.what());
+  }
+  std::error_code ec;
+  const uintmax_t size = fs::file_size(path, ec);
+  return ec ? 0 : uint64_t(size);
 }
 
 // Returns where reading stopped.
@@ -224,14 +249,20 @@ MetricSeries toSeries(const std::string& metric, MetricSource source, Accumulato
   return s;
 }
 
+// Sources in order of preference (MetricSource's order).
+constexpr MetricSource kSourceOrder[] = {MetricSource::MetricsJsonl, MetricSource::TrainerState,
+                                         MetricSource::ConsoleLog, MetricSource::Checkpoint};
+constexpr size_t kSources = std::size(kSourceOrder);
+using BySource = SourcePoints[kSources];
+static_assert(size_t(MetricSource::Checkpoint) + 1 == kSources,
+              "kSourceOrder is MetricSource's order");
+
 // One series per metric, from the most detailed source that has it.
-void finishSeries(RunMetrics& m, SourcePoints (&bySource)[3]) {
-  const MetricSource order[3] = {MetricSource::MetricsJsonl, MetricSource::ConsoleLog,
-                                 MetricSource::Checkpoint};
-  for (int s = 0; s < 3; ++s)
+void finishSeries(RunMetrics& m, BySource& bySource) {
+  for (size_t s = 0; s < kSources; ++s)
     for (auto& [metric, parts] : bySource[s].byMetric) {
       if (parts.empty() || m.find(metric)) continue;
-      m.series.push_back(toSeries(metric, order[s], mergeFiles(parts)));
+      m.series.push_back(toSeries(metric, kSourceOrder[s], mergeFiles(parts)));
     }
   std::sort(m.series.begin(), m.series.end(),
             [](const MetricSeries& a, const MetricSeries& b) { return a.metric < b.metric; });
@@ -306,15 +337,17 @@ RunMetrics collectOne(const RunEntry& run, const std::vector<MetricSourceFile>& 
   RunMetrics m;
   m.run = run.name;
   m.path = run.path;
-  SourcePoints bySource[3];
-  addLineage(bySource[0], run.path, m.problems);
+  BySource bySource;
+  auto of = [&bySource](MetricSource kind) -> SourcePoints& { return bySource[size_t(kind)]; };
+  addLineage(of(MetricSource::MetricsJsonl), run.path, m.problems);
   for (const MetricSourceFile& s : sources)
-    m.readEnds[s.path] = s.kind == MetricSource::MetricsJsonl
-                             ? addJsonl(bySource[0], s.path, m.problems)
-                             : addLog(bySource[1], s.path, cache, [&s](const LoggedPoint& p) {
-                                 return s.filter.accepts(p.run);
-                               });
-  addCheckpoints(m, run, bySource[2]);
+    m.readEnds[s.path] =
+        s.kind == MetricSource::MetricsJsonl ? addJsonl(of(s.kind), s.path, m.problems)
+        : s.kind == MetricSource::TrainerState
+            ? addTrainerState(of(s.kind), s.path, m)
+            : addLog(of(s.kind), s.path, cache,
+                     [&s](const LoggedPoint& p) { return s.filter.accepts(p.run); });
+  addCheckpoints(m, run, of(MetricSource::Checkpoint));
   finishSeries(m, bySource);
   return m;
 }
@@ -364,6 +397,8 @@ std::string_view metricSourceName(MetricSource s) {
   switch (s) {
     case MetricSource::MetricsJsonl:
       return "metrics.jsonl";
+    case MetricSource::TrainerState:
+      return "trainer_state.json";
     case MetricSource::ConsoleLog:
       return "log";
     case MetricSource::Checkpoint:
@@ -419,13 +454,23 @@ std::vector<MetricSourceFile> findMetricSources(const RunEntry& run,
     f.kind = kind;
     f.filter.names = names;
     f.filter.unnamedLines = unnamed;
-    (kind == MetricSource::MetricsJsonl ? jsonl : logs).push_back(std::move(f));
+    (kind == MetricSource::ConsoleLog ? logs : jsonl).push_back(std::move(f));
   };
   auto namedAfterRun = [&base](const fs::path& p) {
     return startsWith(p.filename().string(), base);
   };
 
   add(dir / "metrics.jsonl", MetricSource::MetricsJsonl, true);
+  // A Trainer's run: its checkpoint folders, or the state save_state() left
+  // (no listing of every other run's folder for it).
+  std::error_code stateEc;
+  const bool hfRun =
+      std::any_of(run.checkpoints.begin(), run.checkpoints.end(),
+                  [](const CheckpointEntry& c) { return c.trainer == kHfTrainerId; }) ||
+      fs::is_regular_file(dir / "trainer_state.json", stateEc);
+  if (const std::string state = hfRun ? newestTrainerState(dir.string()) : std::string();
+      !state.empty())
+    add(state, MetricSource::TrainerState, true);
   for (const fs::path& p : logFilesIn(dir, false)) add(p, MetricSource::ConsoleLog, true);
   const bool hasParent = dir.has_parent_path() && dir.parent_path() != dir;
   if (hasParent)
@@ -494,7 +539,7 @@ std::vector<RunMetrics> collectMetrics(const std::vector<RunEntry>& runs,
   // Log-only runs, from the extra files in the order given.
   struct ExtraRun {
     RunMetrics first;
-    SourcePoints second[3];
+    BySource second;
   };
   std::map<std::string, size_t> logOnly;  // run name -> index into extraRuns
   std::vector<ExtraRun> extraRuns;
@@ -525,7 +570,7 @@ std::vector<RunMetrics> collectMetrics(const std::vector<RunEntry>& runs,
     if (isJsonlFile(p)) {
       if (!filters.empty()) continue;
       auto& r = runFor(p.parent_path().filename().string(), p);
-      addJsonl(r.second[0], p.string(), r.first.problems);
+      addJsonl(r.second[size_t(MetricSource::MetricsJsonl)], p.string(), r.first.problems);
       continue;
     }
     // Lines no run takes, by the run their logger names (or the log's own name).
@@ -539,12 +584,13 @@ std::vector<RunMetrics> collectMetrics(const std::vector<RunEntry>& runs,
     }
     for (const std::string& owner : owners) {
       auto& r = runFor(owner, p);
-      addLog(r.second[1], p.string(), cache, [&](const LoggedPoint& lp) {
-        if (std::any_of(filters.begin(), filters.end(),
-                        [&](const LogFilter& f) { return f.accepts(lp.run); }))
-          return false;
-        return (lp.run.empty() ? p.stem().string() : lp.run) == owner;
-      });
+      addLog(r.second[size_t(MetricSource::ConsoleLog)], p.string(), cache,
+             [&](const LoggedPoint& lp) {
+               if (std::any_of(filters.begin(), filters.end(),
+                               [&](const LogFilter& f) { return f.accepts(lp.run); }))
+                 return false;
+               return (lp.run.empty() ? p.stem().string() : lp.run) == owner;
+             });
     }
   }
   for (ExtraRun& r : extraRuns) {
@@ -562,30 +608,8 @@ RunMetrics collectRunMetrics(const RunEntry& run, const std::vector<std::string>
 std::vector<RunEntry> findMetricRuns(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
-    ScanResult scan = scanDirectory(path);
-    std::vector<RunEntry> runs = std::move(scan.runs);
-    std::set<std::string> dirs;
-    for (const RunEntry& r : runs) dirs.insert(fileKey(r.path));
-    // Runs that log but have not saved a checkpoint yet.
-    fs::recursive_directory_iterator it(path, fs::directory_options::skip_permission_denied, ec);
-    for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      std::error_code fec;
-      if (it->is_directory(fec) && it->path().filename().string().rfind('.', 0) == 0) {
-        it.disable_recursion_pending();
-        continue;
-      }
-      if (it->path().filename() != "metrics.jsonl" || !it->is_regular_file(fec)) continue;
-      const std::string dir = it->path().parent_path().string();
-      if (!dirs.insert(fileKey(dir)).second) continue;
-      RunEntry r;
-      r.name = runNameFor(path, dir);
-      r.path = dir;
-      r.root = path;
-      runs.push_back(std::move(r));
-    }
-    std::sort(runs.begin(), runs.end(),
-              [](const RunEntry& a, const RunEntry& b) { return a.name < b.name; });
-    return runs;
+    // Runs that log but have not saved a checkpoint yet are among them.
+    return scanDirectory(path).runs;
   }
   if (!fs::is_regular_file(path, ec))
     throw std::runtime_error(

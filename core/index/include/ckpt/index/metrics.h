@@ -28,9 +28,11 @@ struct MetricPoint {
 };
 
 // Where a series came from, in order of preference when several give the
-// same metric: metrics.jsonl, then console logs, then checkpoints.
-enum class MetricSource { MetricsJsonl, ConsoleLog, Checkpoint };
-std::string_view metricSourceName(MetricSource s);  // "metrics.jsonl", "log", "checkpoint"
+// same metric: metrics.jsonl, then a Hugging Face Trainer's
+// trainer_state.json (hf_trainer.h), then console logs, then checkpoints.
+enum class MetricSource { MetricsJsonl, TrainerState, ConsoleLog, Checkpoint };
+// "metrics.jsonl", "trainer_state.json", "log", "checkpoint"
+std::string_view metricSourceName(MetricSource s);
 
 struct MetricSeries {
   std::string metric;  // "loss", "val_loss", "lr", "tokens_per_sec", "accuracy", ...
@@ -70,6 +72,10 @@ struct RunMetrics {
   // complete line read, where what the file gains later is read from (the
   // Curves tab follows a run from there: nothing is read twice).
   std::map<std::string, uint64_t> readEnds;
+  // What the run logged once when it ended, not per step (a Trainer's
+  // train_runtime, train_loss, total_flos, ...), and the file it came from.
+  std::map<std::string, double> summary;
+  std::string summaryFile;
   [[nodiscard]] const MetricSeries* find(const std::string& metric) const;
   // Where a marker sits on `metric`'s curve: the value its checkpoint
   // records (for "loss" also "train_loss"), else the point of that series
@@ -157,7 +163,7 @@ std::vector<std::pair<std::string, MetricPoint>> readConsoleLog(const std::strin
 // A file a run's curves are read from.
 struct MetricSourceFile {
   std::string path;
-  MetricSource kind = MetricSource::ConsoleLog;  // MetricsJsonl or ConsoleLog
+  MetricSource kind = MetricSource::ConsoleLog;  // MetricsJsonl, TrainerState or ConsoleLog
   LogFilter filter;                              // console logs: the lines this run takes
 };
 
@@ -171,6 +177,8 @@ std::vector<std::string> runLogNames(const RunEntry& run);
 // restarted into a new log), without calling it a restart when it repeats
 // those points exactly (one logger writing two files). The files:
 //  * <run>/metrics.jsonl;
+//  * a Hugging Face Trainer run's newest trainer_state.json (hf_trainer.h:
+//    its log_history; read whole, not followed as it grows);
 //  * *.log / *.out / *.err in the run's directory and in its parent;
 //  * the same in a `logs/` folder of the run's directory, of its parent,
 //    and of every ancestor up to run.root (the cluster layout
@@ -212,9 +220,9 @@ RunMetrics collectRunMetrics(const RunEntry& run, const std::vector<std::string>
 std::vector<RunMetrics> collectMetrics(const std::vector<RunEntry>& runs,
                                        const std::vector<std::string>& extraLogs = {});
 
-// The runs under `path` for curves: a directory's runs (scanDirectory) and
-// its directories that hold a metrics.jsonl but no checkpoint; a checkpoint
-// or metrics.jsonl file: the run of its directory. Throws
+// The runs under `path` for curves: a directory's runs (scanDirectory, runs
+// without checkpoints included); a checkpoint or metrics.jsonl file: the run
+// of its directory. Throws
 // std::runtime_error naming the path when it cannot be read.
 std::vector<RunEntry> findMetricRuns(const std::string& path);
 
