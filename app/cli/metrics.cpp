@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -192,6 +193,20 @@ void jsonValue(Out& o, double v) {
     o.put("null");
 }
 
+// {"name": number, ...}: a checkpoint's recorded values, a run's summary.
+void jsonObject(Out& o, const std::map<std::string, double>& values) {
+  o.put("{");
+  bool first = true;
+  for (const auto& [k, v] : values) {
+    if (!first) o.put(", ");
+    first = false;
+    o.jsonString(k);
+    o.put(": ");
+    jsonValue(o, v);
+  }
+  o.put("}");
+}
+
 void printJson(const std::vector<RunMetrics>& runs, const std::vector<std::string>& metrics) {
   Out o;
   o.put("{\"runs\": [");
@@ -238,27 +253,13 @@ void printJson(const std::vector<RunMetrics>& runs, const std::vector<std::strin
         jsonValue(o, *v);
       else
         o.put("null");
-      o.put(", \"recorded\": {");
-      bool first = true;
-      for (const auto& [k, v] : m.recorded) {
-        if (!first) o.put(", ");
-        first = false;
-        o.jsonString(k);
-        o.put(": ");
-        jsonValue(o, v);
-      }
-      o.put("}}");
+      o.put(", \"recorded\": ");
+      jsonObject(o, m.recorded);
+      o.put("}");
     }
-    o.put("], \"summary\": {");
-    bool firstKey = true;
-    for (const auto& [k, v] : r.summary) {
-      if (!firstKey) o.put(", ");
-      firstKey = false;
-      o.jsonString(k);
-      o.put(": ");
-      jsonValue(o, v);
-    }
-    o.put("}, \"problems\": [");
+    o.put("], \"summary\": ");
+    jsonObject(o, r.summary);
+    o.put(", \"problems\": [");
     for (size_t i = 0; i < r.problems.size(); ++i) {
       if (i) o.put(", ");
       o.jsonString(r.problems[i]);

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "ckpt/index/experiment.h"
+#include "ckpt/index/hf_trainer.h"
 #include "textformat.h"
 
 namespace ckpt {
@@ -599,8 +600,12 @@ QVariant CheckpointListModel::checkpointData(const CheckpointEntry& c, Column co
         }
         case Column::Step:
           return c.step ? QString::number(*c.step) : QString();
-        case Column::Kind:
-          return broken ? tr("unreadable") : fromStd(std::string(checkpointKindName(c.kind)));
+        case Column::Kind: {
+          if (broken) return tr("unreadable");
+          const QString kind = fromStd(std::string(checkpointKindName(c.kind)));
+          // The trainer's own record of its best (trainer_state.json); the kind stays.
+          return c.best ? tr("%1, best").arg(kind) : kind;
+        }
         case Column::Loss:
           return c.loss ? lossText(*c.loss) : QString();
         case Column::Size:
@@ -627,6 +632,14 @@ QVariant CheckpointListModel::checkpointData(const CheckpointEntry& c, Column co
       if (const QString share = optimizerShareText(c.optimizerBytes, c.size); !share.isEmpty())
         tip += "\n" + share;
       if (broken) tip += "\n" + fromStd(c.error);
+      if (!c.parts.empty()) {
+        QStringList files;
+        for (const CheckpointPart& p : c.parts) files << fromStd(p.file);
+        tip += "\n" + (c.trainer == kHfTrainerId ? tr("A Hugging Face Trainer checkpoint, with %1")
+                                                 : tr("With %1"))
+                          .arg(files.join(", "));
+      }
+      if (c.best) tip += "\n" + tr("The best checkpoint (trainer_state.json)");
       if (!c.sharded.empty())
         tip += "\n" + tr("One checkpoint of %1, %2 in all")
                           .arg(countText(uint64_t(std::max(c.shardFiles, 0)), "file", "files"),
