@@ -3,10 +3,14 @@
 // click opens the folder's weights in Inspect; runs in natural order; a run
 // with metrics and no checkpoint listed; the watcher adds a new checkpoint
 // folder and a new metrics-only run. Files from make_hf_trainer.py.
+#include <qcustomplot.h>
 #include <QAbstractItemModelTester>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
 #include <QTemporaryDir>
@@ -14,6 +18,8 @@
 #include <QTreeView>
 
 #include "browser/browserpanel.h"
+#include "curves/curvesview.h"
+
 #include "browser/checkpointlistmodel.h"
 #include "inspector/inspectorwidget.h"
 #include "inspector/tensortablemodel.h"
@@ -123,6 +129,46 @@ class TestHfBrowser : public QObject {
     jsonl.write("{\"step\": 1, \"loss\": 2.0}\n");
     jsonl.close();
     QTRY_VERIFY_WITH_TIMEOUT(topNames(proxy).contains("sweep/seed4"), kTimeoutMs);
+    // Where the scan would list it: natural order.
+    QCOMPARE(topNames(proxy), (QStringList{"out", "sweep/seed1", "sweep/seed2", "sweep/seed3",
+                                           "sweep/seed4", "sweep/seed10"}));
+  }
+
+  // The Curves tab draws the Trainer run's log_history: val_loss (eval_loss)
+  // at the steps and values the Python reader found; the metrics-only run
+  // has its curve too.
+  void curvesTab() {
+    QFile expectedFile(kFixtures + "/hf/expected_metrics.json");
+    QVERIFY(expectedFile.open(QIODevice::ReadOnly));
+    const QJsonArray want =
+        QJsonDocument::fromJson(expectedFile.readAll())["series"]["val_loss"].toArray();
+    QCOMPARE(want.size(), 6);
+    MainWindow w;
+    w.resize(1280, 800);
+    w.setView(MainWindow::View::Curves);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QSignalSpy ready(w.curvesView(), &CurvesView::curvesReady);
+    w.openPaths({kFixtures});
+    QVERIFY(ready.wait(kTimeoutMs));
+    QStringList names;
+    for (const CurveRun& r : w.curvesView()->runs()) names << r.name;
+    QCOMPARE(names,
+             (QStringList{"hf/out", "sweep/seed1", "sweep/seed2", "sweep/seed3", "sweep/seed10"}));
+    CurvesView* view = w.curvesView();
+    QVERIFY2(view->metrics().contains("val_loss"), qPrintable(view->metrics().join(',')));
+    view->setMetric("val_loss");
+    view->setSmoothing(0);
+    const QCPGraph* graph = view->rawGraph("hf/out");
+    QVERIFY(graph);
+    QCOMPARE(graph->data()->size(), int(want.size()));
+    for (int i = 0; i < want.size(); ++i) {
+      QCOMPARE(graph->data()->at(i)->key, want[i].toArray()[0].toDouble());
+      QCOMPARE(graph->data()->at(i)->value, want[i].toArray()[1].toDouble());
+    }
+    view->setMetric("loss");
+    QVERIFY(view->rawGraph("sweep/seed3"));
+    QCOMPARE(view->rawGraph("sweep/seed3")->data()->size(), 3);
   }
 };
 

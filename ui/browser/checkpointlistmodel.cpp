@@ -12,6 +12,7 @@
 
 #include "ckpt/index/experiment.h"
 #include "ckpt/index/hf_trainer.h"
+#include "ckpt/index/natural_order.h"
 #include "textformat.h"
 
 namespace ckpt {
@@ -227,11 +228,16 @@ void CheckpointListModel::updateRun(BrowseGroup run) {
         return;
       }
     }
-    // Runs before the "Files" group, which stays last.
-    size_t at = m_root->children.size();
-    if (at > 0 && m_root->children.back()->type == Node::Type::Group &&
-        m_root->children.back()->group.kind == BrowseGroup::Kind::Files)
-      --at;
+    // Where the scan would have listed it (natural order: seed4 before
+    // seed10), before the "Files" group, which stays last.
+    const std::string name = run.name.toStdString();
+    size_t at = 0;
+    for (; at < m_root->children.size(); ++at) {
+      const Node& top = *m_root->children[at];
+      if (top.type == Node::Type::Group && top.group.kind == BrowseGroup::Kind::Files) break;
+      const QString topName = top.type == Node::Type::Family ? top.family : top.group.name;
+      if (naturalLess(name, topName.toStdString())) break;
+    }
     beginInsertRows({}, int(at), int(at));
     m_root->add(groupNode(std::move(run)), at);
     endInsertRows();
