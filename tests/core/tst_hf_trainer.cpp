@@ -12,6 +12,8 @@
 #include "ckpt/index/hf_trainer.h"
 #include "ckpt/index/metrics.h"
 #include "ckpt/index/natural_order.h"
+#include "ckpt/index/prune.h"
+#include "ckpt/index/run_plan.h"
 #include "ckpt/index/scanner.h"
 #include "json_compare.h"
 #include "run_process.h"
@@ -31,6 +33,17 @@ json cliJson(const QStringList& args) {
     throw std::runtime_error("ckptscope-cli " + args.join(' ').toStdString() + " exited " +
                              std::to_string(r.exitCode) + ": " + r.err.toStdString());
   return json::parse(r.out.toStdString());
+}
+
+bool copyTree(const QString& from, const QString& to) {
+  if (!QDir().mkpath(to)) return false;
+  for (const QFileInfo& f :
+       QDir(from).entryInfoList(QDir::Files | QDir::Dirs | QDir::NoDotAndDotDot)) {
+    const QString target = to + "/" + f.fileName();
+    if (f.isDir() ? !copyTree(f.filePath(), target) : !QFile::copy(f.filePath(), target))
+      return false;
+  }
+  return true;
 }
 
 // Every regular file directly in `dir`, by size: what deleting it frees.
@@ -195,6 +208,36 @@ class TstHfTrainer : public QObject {
     const json& loss = m["runs"][2]["series"][0];
     QCOMPARE(loss["metric"].get<std::string>(), std::string("loss"));
     QCOMPARE(loss["points"].size(), size_t(3));
+  }
+
+  // Pruning keeps the trainer's best and moves a checkpoint folder to the
+  // trash whole (not only its weights: optimizer.pt is most of its bytes).
+  void pruneMovesWholeFolders() {
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    const QString run = tmp.path() + "/out";
+    QVERIFY(copyTree(kOut, run));
+    ckpt::PruneRules rules;
+    rules.keepLast = 1;
+    const ckpt::PrunePlan plan = ckpt::planPrune(run.toStdString(), rules);
+    QCOMPARE(plan.remove.size(), size_t(1));
+    QCOMPARE(plan.remove[0].name, std::string("checkpoint-500"));
+    QCOMPARE(plan.remove[0].size, folderBytes(run + "/checkpoint-500"));
+    std::vector<std::string> kept;
+    for (const ckpt::PruneFile& f : plan.keep) kept.push_back(f.name);
+    QCOMPARE(kept,
+             (std::vector<std::string>{"checkpoint-1000", "checkpoint-1500", "model.safetensors"}));
+    QVERIFY(std::find(plan.keep[0].reasons.begin(), plan.keep[0].reasons.end(),
+                      "best by trainer_state.json") != plan.keep[0].reasons.end());
+
+    const QByteArray xdg = qgetenv("XDG_DATA_HOME");
+    qputenv("XDG_DATA_HOME", (tmp.path() + "/xdg").toUtf8());
+    const auto trashed = ckpt::trashFiles(plan.runDir, {plan.remove[0].path});
+    qputenv("XDG_DATA_HOME", xdg);
+    QCOMPARE(trashed.size(), size_t(1));
+    QVERIFY(!QFileInfo::exists(run + "/checkpoint-500"));
+    QCOMPARE(QDir(QString::fromStdString(trashed[0].to)).entryList(QDir::Files).size(), 7);
+    QCOMPARE(ckpt::scanDirectory(run.toStdString()).runs[0].checkpoints.size(), size_t(3));
   }
 
   // A damaged trainer_state.json: the checkpoints are still listed, the

@@ -259,6 +259,7 @@ CheckpointEntry describeHfCheckpoint(const std::string& dir, const std::string& 
   } else {
     e.step = hfCheckpointFolderStep(folderName(d));
     e.kind = CheckpointKind::Step;
+    e.folder = dir;
   }
 
   // Every other file the Trainer wrote there; a resume torch.loads the

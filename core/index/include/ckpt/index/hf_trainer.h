@@ -60,7 +60,8 @@ inline constexpr std::string_view kHfTrainerId = "hf-trainer";
 // `file` names it ("checkpoint-500", or the final weights' file). A
 // checkpoint folder: kind step, step from its name; the output folder's own
 // weights (`finalModel`): kind final, step from its trainer_state.json
-// (applyTrainerState). Never throws: no weights at all is `error`.
+// (applyTrainerState). A checkpoint folder's `folder` is that folder (what
+// pruning moves to the trash). Never throws: no weights at all is `error`.
 [[nodiscard]] CheckpointEntry describeHfCheckpoint(const std::string& dir, const std::string& file,
                                                    bool finalModel);
 

@@ -71,6 +71,9 @@ struct CheckpointEntry {
   std::string trainer;
   // The other files of a checkpoint folder (`path` is its weights).
   std::vector<CheckpointPart> parts;
+  // The folder that is the checkpoint (a Trainer's checkpoint-<step>/): what
+  // removing the checkpoint removes. "" when the checkpoint is `path`.
+  std::string folder;
   // The run's best checkpoint by its trainer's own record
   // (trainer_state.json's best_model_checkpoint); its kind stays `step`.
   bool best = false;
