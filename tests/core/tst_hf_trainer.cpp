@@ -15,9 +15,11 @@
 #include "ckpt/index/prune.h"
 #include "ckpt/index/run_plan.h"
 #include "ckpt/index/scanner.h"
+#include "copy_tree.h"
 #include "json_compare.h"
 #include "run_process.h"
 
+using ckpt::test::copyTree;
 using ckpt::test::json;
 namespace fs = std::filesystem;
 
@@ -33,17 +35,6 @@ json cliJson(const QStringList& args) {
     throw std::runtime_error("ckptscope-cli " + args.join(' ').toStdString() + " exited " +
                              std::to_string(r.exitCode) + ": " + r.err.toStdString());
   return json::parse(r.out.toStdString());
-}
-
-bool copyTree(const QString& from, const QString& to) {
-  if (!QDir().mkpath(to)) return false;
-  for (const QFileInfo& f :
-       QDir(from).entryInfoList(QDir::Files | QDir::Dirs | QDir::NoDotAndDotDot)) {
-    const QString target = to + "/" + f.fileName();
-    if (f.isDir() ? !copyTree(f.filePath(), target) : !QFile::copy(f.filePath(), target))
-      return false;
-  }
-  return true;
 }
 
 // Every regular file directly in `dir`, by size: what deleting it frees.

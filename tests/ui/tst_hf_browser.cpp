@@ -17,6 +17,7 @@
 #include <QTest>
 #include <QTreeView>
 
+#include "../core/copy_tree.h"
 #include "browser/browserpanel.h"
 #include "curves/curvesview.h"
 
@@ -27,6 +28,7 @@
 
 using namespace ckpt;
 using Role = CheckpointListModel::Role;
+using ckpt::test::copyTree;
 
 namespace {
 
@@ -37,17 +39,6 @@ bool openAndWait(MainWindow& w, const QStringList& paths) {
   QSignalSpy loaded(&w, &MainWindow::loaded);
   w.openPaths(paths);
   return loaded.count() == 1 || loaded.wait(kTimeoutMs);
-}
-
-bool copyTree(const QString& from, const QString& to) {
-  if (!QDir().mkpath(to)) return false;
-  for (const QFileInfo& f :
-       QDir(from).entryInfoList(QDir::Files | QDir::Dirs | QDir::NoDotAndDotDot)) {
-    const QString target = to + "/" + f.fileName();
-    if (f.isDir() ? !copyTree(f.filePath(), target) : !QFile::copy(f.filePath(), target))
-      return false;
-  }
-  return true;
 }
 
 QStringList topNames(const QAbstractItemModel* m) {
