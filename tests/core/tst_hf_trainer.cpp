@@ -7,6 +7,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <cmath>
 #include <filesystem>
 
 #include "ckpt/index/hf_trainer.h"
@@ -199,6 +200,38 @@ class TstHfTrainer : public QObject {
     const json& loss = m["runs"][2]["series"][0];
     QCOMPARE(loss["metric"].get<std::string>(), std::string("loss"));
     QCOMPARE(loss["points"].size(), size_t(3));
+  }
+
+  // Rows that are not what the Trainer writes are skipped and said; Python's
+  // bare NaN / Infinity (json.dumps writes them) are read as those numbers.
+  void oddRows() {
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    const QString path = tmp.path() + "/trainer_state.json";
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(R"({"global_step": 3, "best_model_checkpoint": "/abs/out/checkpoint-2",
+      "log_history": [1, {"loss": NaN, "step": 1}, {"loss": 2.5}, {"loss": Infinity, "step": 2,
+      "note": "NaN", "nested": {"loss": 9}}, {"eval_loss": -Infinity, "step": 3}],
+      "trial_params": null})");
+    f.close();
+    std::vector<std::string> problems;
+    const ckpt::TrainerStateLog state = ckpt::readTrainerState(path.toStdString(), &problems);
+    QCOMPARE(state.globalStep, std::optional<int64_t>(3));
+    QCOMPARE(state.bestModelCheckpoint, std::optional<std::string>("/abs/out/checkpoint-2"));
+    QCOMPARE(problems.size(), size_t(2));
+    QVERIFY2(problems[0].find("log_history[0] is not an object") != std::string::npos,
+             problems[0].c_str());
+    QVERIFY2(problems[1].find("log_history[2] has no integer step") != std::string::npos,
+             problems[1].c_str());
+    QCOMPARE(state.series.size(), size_t(2));
+    const ckpt::FileSeries& loss = state.series[0];
+    QCOMPARE(loss.metric, std::string("loss"));
+    QCOMPARE(loss.points.size(), size_t(2));
+    QVERIFY(std::isnan(loss.points[0].value));
+    QVERIFY(std::isinf(loss.points[1].value) && loss.points[1].value > 0);
+    QCOMPARE(state.series[1].metric, std::string("val_loss"));
+    QVERIFY(std::isinf(state.series[1].points[0].value) && state.series[1].points[0].value < 0);
   }
 
   // Pruning keeps the trainer's best and moves a checkpoint folder to the

@@ -337,37 +337,19 @@ std::string hfMetricName(std::string_view key) {
 
 TrainerStateLog readTrainerState(const std::string& path, std::vector<std::string>* problems) {
   const std::string text = markNonFinite(readWhole(path));
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    // The byte is in the marked text; before the first mark it is the file's.
-    throw std::runtime_error(path + ": not JSON (byte " + std::to_string(e.byte) + ")");
-  }
-  if (!j.is_object()) throw std::runtime_error(path + ": not a JSON object");
   TrainerStateLog out;
-  if (const auto it = j.find("global_step"); it != j.end()) out.globalStep = integerOf(*it);
-  if (const auto it = j.find("best_model_checkpoint"); it != j.end() && it->is_string())
-    out.bestModelCheckpoint = it->get<std::string>();
-  if (const auto it = j.find("best_metric"); it != j.end()) out.bestMetric = numberOf(*it);
-  const auto history = j.find("log_history");
-  if (history == j.end() || history->is_null()) return out;
-  if (!history->is_array()) throw std::runtime_error(path + ": log_history is not a list");
-
   std::map<std::string, FileSeries> byMetric;
-  size_t row = 0;
-  for (const nlohmann::json& r : *history) {
-    const size_t index = row++;
+  auto takeRow = [&](const nlohmann::json& r, size_t index) {
     if (!r.is_object()) {
       if (problems)
         problems->push_back(path + ": log_history[" + std::to_string(index) +
                             "] is not an object, skipped");
-      continue;
+      return;
     }
     if (r.contains("train_runtime")) {
       for (const auto& [key, value] : r.items())
         if (const auto v = numberOf(value)) out.summary[key] = *v;
-      continue;
+      return;
     }
     const auto stepIt = r.find("step");
     const std::optional<int64_t> step = stepIt == r.end() ? std::nullopt : integerOf(*stepIt);
@@ -375,7 +357,7 @@ TrainerStateLog readTrainerState(const std::string& path, std::vector<std::strin
       if (problems)
         problems->push_back(path + ": log_history[" + std::to_string(index) +
                             "] has no integer step, skipped");
-      continue;
+      return;
     }
     std::optional<int64_t> tokens;
     if (const auto t = r.find("num_input_tokens_seen"); t != r.end()) tokens = integerOf(*t);
@@ -392,7 +374,42 @@ TrainerStateLog readTrainerState(const std::string& path, std::vector<std::strin
       s.metric = metric;
       addInFileOrder(s.points, s.restarts, p);
     }
+  };
+
+  // log_history's rows are taken as they are parsed and left out of the
+  // document: a long run's history (a million rows) never stands in memory
+  // as a JSON tree, one row at a time does.
+  using Event = nlohmann::json::parse_event_t;
+  std::string topKey;
+  bool inHistory = false;
+  size_t rows = 0;
+  const nlohmann::json::parser_callback_t onEvent = [&](int depth, Event event,
+                                                        nlohmann::json& parsed) {
+    if (depth == 1 && event == Event::key && parsed.is_string()) topKey = parsed.get<std::string>();
+    if (depth == 1 && event == Event::array_start) inHistory = topKey == "log_history";
+    if (depth == 1 && event == Event::array_end) inHistory = false;
+    if (inHistory && depth == 2 &&
+        (event == Event::object_end || event == Event::array_end || event == Event::value)) {
+      takeRow(parsed, rows++);
+      return false;
+    }
+    return true;
+  };
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text, onEvent);
+  } catch (const nlohmann::json::parse_error& e) {
+    // The byte is in the marked text; before the first mark it is the file's.
+    throw std::runtime_error(path + ": not JSON (byte " + std::to_string(e.byte) + ")");
   }
+  if (!j.is_object()) throw std::runtime_error(path + ": not a JSON object");
+  if (const auto it = j.find("global_step"); it != j.end()) out.globalStep = integerOf(*it);
+  if (const auto it = j.find("best_model_checkpoint"); it != j.end() && it->is_string())
+    out.bestModelCheckpoint = it->get<std::string>();
+  if (const auto it = j.find("best_metric"); it != j.end()) out.bestMetric = numberOf(*it);
+  if (const auto history = j.find("log_history");
+      history != j.end() && !history->is_null() && !history->is_array())
+    throw std::runtime_error(path + ": log_history is not a list");
   for (auto& [metric, s] : byMetric) out.series.push_back(std::move(s));
   return out;
 }
