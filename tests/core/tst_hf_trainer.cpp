@@ -277,9 +277,17 @@ class TstHfTrainer : public QObject {
     QVERIFY(state.open(QIODevice::WriteOnly));
     state.write("{\"global_step\": 5, \"log_history\": [{\"loss\": 1.0, \"step\": 5}, {\"loss\": ");
     state.close();
+    // A folder with an optimizer but no weights (a save that died): listed, with why.
+    QVERIFY(QDir().mkpath(run + "/checkpoint-7"));
+    QVERIFY(QFile::copy(kOut + "/checkpoint-500/optimizer.pt", run + "/checkpoint-7/optimizer.pt"));
     const json ls = cliJson({"ls", "--json", run});
     QCOMPARE(ls["runs"].size(), size_t(1));
+    QCOMPARE(ls["runs"][0]["checkpoints"].size(), size_t(2));
     QCOMPARE(ls["runs"][0]["checkpoints"][0]["step"].get<int64_t>(), int64_t(5));
+    const json& dead = ls["runs"][0]["checkpoints"][1];
+    QCOMPARE(dead["step"].get<int64_t>(), int64_t(7));
+    QVERIFY2(dead["error"].get<std::string>().starts_with("no weights in the folder"),
+             dead.dump().c_str());
     const json m = cliJson({"metrics", "--json", run});
     const json& problems = m["runs"][0]["problems"];
     QCOMPARE(problems.size(), size_t(1));

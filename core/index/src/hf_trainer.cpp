@@ -251,6 +251,9 @@ CheckpointEntry describeHfCheckpoint(const std::string& dir, const std::string& 
     e.error =
         "no weights in the folder (model.safetensors, pytorch_model.bin, their "
         "index, adapter_model.*)";
+    // As an unreadable file's: nothing was scanned that could say it is safe.
+    e.verdict = "unreadable";
+    e.safety = "unreadable: " + e.error;
   }
   e.trainer = std::string(kHfTrainerId);
   if (finalModel) {
