@@ -220,7 +220,10 @@ int curves(int64_t points) {
   QElapsedTimer clock;
   clock.start();
   QSignalSpy ready(&view, &ckpt::CurvesView::curvesReady);
-  view.setRuns({ckpt::RunEntry{"big", dir.filePath("big").toStdString(), {}, {}}});
+  ckpt::RunEntry big;
+  big.name = "big";
+  big.path = dir.filePath("big").toStdString();
+  view.setRuns({big});
   if (!waitFor(&view, "the curves", ready)) return 1;
   const double loadMs = clock.nsecsElapsed() / 1e6;
   QCPGraph* raw = view.rawGraph("big");

@@ -54,6 +54,17 @@ nlohmann::ordered_json toJson(const ScanResult& r) {
                             {"ranks", c.ranks},
                             {"files", c.shardFiles},
                             {"missing", c.shardMissing}};
+      j["trainer"] = c.trainer.empty() ? json(nullptr) : json(c.trainer);
+      j["best"] = c.best;
+      if (!c.parts.empty()) {
+        json parts = json::array();
+        for (const CheckpointPart& p : c.parts)
+          parts.push_back(json{{"role", p.role},
+                               {"file", p.file},
+                               {"size", p.size},
+                               {"verdict", p.verdict.empty() ? json(nullptr) : json(p.verdict)}});
+        j["parts"] = std::move(parts);
+      }
       cks.push_back(std::move(j));
     }
     const StageName place = splitStageName(run.name);
@@ -63,6 +74,8 @@ nlohmann::ordered_json toJson(const ScanResult& r) {
                         {"family", orNull(families[i])},
                         {"stage", families[i].empty() ? json(nullptr) : orNull(place.stage)},
                         {"branch", orNull(place.branch)},
+                        {"trainer", orNull(run.trainer)},
+                        {"metrics", run.metricFiles},
                         {"checkpoints", std::move(cks)}});
   }
   return json{{"root", r.root}, {"runs", std::move(runs)}};
@@ -79,8 +92,14 @@ void printText(const ScanResult& r) {
       place = "  [family " + families[i] + (s.stage.empty() ? "" : ", stage " + s.stage) +
               (s.branch.empty() ? "" : ", branch " + s.branch) + "]";
     }
-    std::printf("%s  (%zu checkpoint%s)%s\n", run.name.c_str(), run.checkpoints.size(),
-                run.checkpoints.size() == 1 ? "" : "s", place.c_str());
+    const std::string trainer = run.trainer.empty() ? "" : "  [" + run.trainer + "]";
+    std::printf("%s  (%zu checkpoint%s)%s%s\n", run.name.c_str(), run.checkpoints.size(),
+                run.checkpoints.size() == 1 ? "" : "s", place.c_str(), trainer.c_str());
+    if (run.checkpoints.empty()) {
+      // A run that logs but has not saved yet: what it is listed for.
+      for (const std::string& f : run.metricFiles) std::printf("  metrics: %s\n", f.c_str());
+      continue;
+    }
     std::printf("  %8s  %-6s  %-10s  %9s  %-16s  %s\n", "step", "kind", "loss", "size", "modified",
                 "file");
     for (const CheckpointEntry& c : run.checkpoints) {
@@ -96,6 +115,12 @@ void printText(const ScanResult& r) {
       std::printf("  %8s  %-6s  %-10s  %9s  %-16s  %s\n", step.c_str(), kind.c_str(), loss.c_str(),
                   humanBytes(c.size).c_str(), localTime(c.mtime).c_str(), c.file.c_str());
       if (!c.sharded.empty()) std::printf("  %8s  %s\n", "", c.sharded.c_str());
+      if (c.best) std::printf("  %8s  best (trainer_state.json)\n", "");
+      if (!c.parts.empty()) {
+        std::string parts;
+        for (const CheckpointPart& p : c.parts) parts += (parts.empty() ? "" : ", ") + p.file;
+        std::printf("  %8s  with %s\n", "", parts.c_str());
+      }
       if (!c.error.empty()) std::printf("  %8s  error: %s\n", "", c.error.c_str());
       ++total;
     }

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -178,6 +179,20 @@ void jsonValue(Out& o, double v) {
     o.put("null");
 }
 
+// {"name": number, ...}: a checkpoint's recorded values, a run's summary.
+void jsonObject(Out& o, const std::map<std::string, double>& values) {
+  o.put("{");
+  bool first = true;
+  for (const auto& [k, v] : values) {
+    if (!first) o.put(", ");
+    first = false;
+    o.jsonString(k);
+    o.put(": ");
+    jsonValue(o, v);
+  }
+  o.put("}");
+}
+
 void printJson(const std::vector<RunMetrics>& runs, const std::vector<std::string>& metrics) {
   Out o;
   o.put("{\"runs\": [");
@@ -224,18 +239,13 @@ void printJson(const std::vector<RunMetrics>& runs, const std::vector<std::strin
         jsonValue(o, *v);
       else
         o.put("null");
-      o.put(", \"recorded\": {");
-      bool first = true;
-      for (const auto& [k, v] : m.recorded) {
-        if (!first) o.put(", ");
-        first = false;
-        o.jsonString(k);
-        o.put(": ");
-        jsonValue(o, v);
-      }
-      o.put("}}");
+      o.put(", \"recorded\": ");
+      jsonObject(o, m.recorded);
+      o.put("}");
     }
-    o.put("], \"problems\": [");
+    o.put("], \"summary\": ");
+    jsonObject(o, r.summary);
+    o.put(", \"problems\": [");
     for (size_t i = 0; i < r.problems.size(); ++i) {
       if (i) o.put(", ");
       o.jsonString(r.problems[i]);
@@ -292,6 +302,11 @@ void printText(const std::vector<RunMetrics>& runs, const std::vector<std::strin
     if (!r.markers.empty())
       std::printf("  %zu checkpoint%s, %zu with a recorded or logged loss\n", r.markers.size(),
                   r.markers.size() == 1 ? "" : "s", withValue);
+    if (!r.summary.empty()) {
+      std::printf("  summary (%s):", r.summaryFile.c_str());
+      for (const auto& [k, v] : r.summary) std::printf(" %s=%.6g", k.c_str(), v);
+      std::printf("\n");
+    }
     for (const std::string& p : r.problems) std::printf("  problem: %s\n", p.c_str());
   }
 }

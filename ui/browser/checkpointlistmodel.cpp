@@ -11,6 +11,8 @@
 #include <map>
 
 #include "ckpt/index/experiment.h"
+#include "ckpt/index/hf_trainer.h"
+#include "ckpt/index/natural_order.h"
 #include "textformat.h"
 
 namespace ckpt {
@@ -226,11 +228,16 @@ void CheckpointListModel::updateRun(BrowseGroup run) {
         return;
       }
     }
-    // Runs before the "Files" group, which stays last.
-    size_t at = m_root->children.size();
-    if (at > 0 && m_root->children.back()->type == Node::Type::Group &&
-        m_root->children.back()->group.kind == BrowseGroup::Kind::Files)
-      --at;
+    // Where the scan would have listed it (natural order: seed4 before
+    // seed10), before the "Files" group, which stays last.
+    const std::string name = run.name.toStdString();
+    size_t at = 0;
+    for (; at < m_root->children.size(); ++at) {
+      const Node& top = *m_root->children[at];
+      if (top.type == Node::Type::Group && top.group.kind == BrowseGroup::Kind::Files) break;
+      const QString topName = top.type == Node::Type::Family ? top.family : top.group.name;
+      if (naturalLess(name, topName.toStdString())) break;
+    }
     beginInsertRows({}, int(at), int(at));
     m_root->add(groupNode(std::move(run)), at);
     endInsertRows();
@@ -599,8 +606,12 @@ QVariant CheckpointListModel::checkpointData(const CheckpointEntry& c, Column co
         }
         case Column::Step:
           return c.step ? QString::number(*c.step) : QString();
-        case Column::Kind:
-          return broken ? tr("unreadable") : fromStd(std::string(checkpointKindName(c.kind)));
+        case Column::Kind: {
+          if (broken) return tr("unreadable");
+          const QString kind = fromStd(std::string(checkpointKindName(c.kind)));
+          // The trainer's own record of its best (trainer_state.json); the kind stays.
+          return c.best ? tr("%1, best").arg(kind) : kind;
+        }
         case Column::Loss:
           return c.loss ? lossText(*c.loss) : QString();
         case Column::Size:
@@ -627,6 +638,14 @@ QVariant CheckpointListModel::checkpointData(const CheckpointEntry& c, Column co
       if (const QString share = optimizerShareText(c.optimizerBytes, c.size); !share.isEmpty())
         tip += "\n" + share;
       if (broken) tip += "\n" + fromStd(c.error);
+      if (!c.parts.empty()) {
+        QStringList files;
+        for (const CheckpointPart& p : c.parts) files << fromStd(p.file);
+        tip += "\n" + (c.trainer == kHfTrainerId ? tr("A Hugging Face Trainer checkpoint, with %1")
+                                                 : tr("With %1"))
+                          .arg(files.join(", "));
+      }
+      if (c.best) tip += "\n" + tr("The best checkpoint (trainer_state.json)");
       if (!c.sharded.empty())
         tip += "\n" + tr("One checkpoint of %1, %2 in all")
                           .arg(countText(uint64_t(std::max(c.shardFiles, 0)), "file", "files"),

@@ -7,6 +7,7 @@
 #include <QRegularExpression>
 #include <exception>
 
+#include "ckpt/index/hf_trainer.h"
 #include "textformat.h"
 
 namespace ckpt {
@@ -132,6 +133,7 @@ struct RunWatcher::Job {
             return true;
           });
       r.run.checkpoints = std::move(run.checkpoints);
+      r.hasMetrics = !run.metricFiles.empty();
     } catch (const std::exception& e) {
       r.run.error = fromStd(e.what());
     }
@@ -140,6 +142,11 @@ struct RunWatcher::Job {
 };
 
 void RunWatcher::rescanDirty() {
+  // A Trainer's checkpoint-<step>/ folder is a checkpoint of the run in its
+  // parent (hf_trainer.h): what is written into it changes that run.
+  for (const QString& dir : QSet<QString>(m_dirty))
+    if (hfCheckpointFolderStep(pathToStd(QFileInfo(dir).fileName())))
+      m_dirty.insert(QFileInfo(dir).absolutePath());
   const QSet<QString> dirty = m_dirty;
   for (const QString& dir : dirty) {
     if (m_jobs.isRunning(dir)) continue;  // rescanned again when that job is done
@@ -174,7 +181,7 @@ void RunWatcher::onJobDone(const Result& result) {
       m_pending.insert(result.dir, result.pending);
       m_recheck.start(std::max(100, m_settleMs / 4));
     }
-    if (result.run.checkpoints.empty() && result.run.error.isEmpty())
+    if (result.run.checkpoints.empty() && result.run.error.isEmpty() && !result.hasMetrics)
       emit runRemoved(result.dir);
     else
       emit runChanged(result.run);

@@ -53,7 +53,8 @@ class RunWatcher : public QObject {
     bool gone = false;
     BrowseGroup run;
     QStringList pending;
-    QStringList subdirs;  // directories below `dir`, to watch as well
+    QStringList subdirs;      // directories below `dir`, to watch as well
+    bool hasMetrics = false;  // metrics.jsonl / trainer_state.json: a run even without checkpoints
   };
 
   void onDirectoryChanged(const QString& dir);

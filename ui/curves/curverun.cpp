@@ -167,6 +167,10 @@ MetricPoints readNewPoints(LiveSource& source, QStringList* problems, bool* rewr
                  ? readMetricsJsonl(path, source.offset, &end, &bad)
              : source.kind == MetricSource::TensorBoard
                  ? readTfEventsPoints(path, source.offset, &end, &bad)
+             // trainer_state.json is rewritten whole at each save, not
+             // appended to: a reload reads it again (not followed live).
+             : source.kind == MetricSource::TrainerState
+                 ? MetricPoints{}
                  : readConsoleLog(path, source.filter, source.offset, &end);
   } catch (const std::exception& e) {
     bad.push_back(pathToStd(source.path) + ": " + e.what());

@@ -444,10 +444,11 @@ void CurvesView::updateStatus() {
     for (const auto& [source, n] : sources)
       from << tr("%1 from %2")
                   .arg(n)
-                  .arg(source == MetricSource::MetricsJsonl  ? tr("metrics.jsonl")
-                       : source == MetricSource::TensorBoard ? tr("TensorBoard event files")
-                       : source == MetricSource::ConsoleLog  ? tr("logs")
-                                                             : tr("checkpoints"));
+                  .arg(source == MetricSource::MetricsJsonl   ? tr("metrics.jsonl")
+                       : source == MetricSource::TrainerState ? tr("trainer_state.json")
+                       : source == MetricSource::TensorBoard  ? tr("TensorBoard event files")
+                       : source == MetricSource::ConsoleLog   ? tr("logs")
+                                                              : tr("checkpoints"));
     parts << tr("%1 of %2 with %3")
                      .arg(withMetric)
                      .arg(countText(m_runs.size(), "run", "runs"), m_metric) +

@@ -1,6 +1,8 @@
 // Where a run's curves come from and how its sources merge into series.
 #include "ckpt/index/metrics.h"
 
+#include "ckpt/index/hf_trainer.h"
+#include "ckpt/index/natural_order.h"
 #include "ckpt/index/run_plan.h"
 #include "ckpt/index/tfevents.h"
 
@@ -153,17 +155,41 @@ struct FileCache {
   }
 };
 
-// Returns where reading stopped.
-uint64_t addJsonl(SourcePoints& into, const std::string& path, std::vector<std::string>& problems) {
+// One file's series, read whole.
+void addFileSeries(SourcePoints& into, const std::string& path, std::vector<FileSeries> series) {
   auto& acc = into.begin();
-  uint64_t end = 0;
-  for (FileSeries& s : readMetricsJsonlSeries(path, &end, &problems)) {
+  for (FileSeries& s : series) {
     Accumulator& a = acc[s.metric];
     a.points = std::move(s.points);
     a.restarts = std::move(s.restarts);
   }
   into.end(path);
+}
+
+// Returns where reading stopped.
+uint64_t addJsonl(SourcePoints& into, const std::string& path, std::vector<std::string>& problems) {
+  uint64_t end = 0;
+  addFileSeries(into, path, readMetricsJsonlSeries(path, &end, &problems));
   return end;
+}
+
+// A Trainer's trainer_state.json (hf_trainer.h): its log_history, and the
+// row that ends a training as the run's summary. Returns the file's size:
+// it is rewritten whole, never appended to, so nothing is left to follow.
+uint64_t addTrainerState(SourcePoints& into, const std::string& path, RunMetrics& m) {
+  try {
+    TrainerStateLog state = readTrainerState(path, &m.problems);
+    addFileSeries(into, path, std::move(state.series));
+    if (!state.summary.empty()) {
+      m.summary = std::move(state.summary);
+      m.summaryFile = path;
+    }
+  } catch (const std::exception& e) {
+    m.problems.push_back(e.what());
+  }
+  std::error_code ec;
+  const uintmax_t size = fs::file_size(path, ec);
+  return ec ? 0 : uint64_t(size);
 }
 
 // Returns where reading stopped.
@@ -339,8 +365,9 @@ RunMetrics collectOne(const RunEntry& run, const std::vector<MetricSourceFile>& 
       continue;
     }
     m.readEnds[s.path] =
-        s.kind == MetricSource::MetricsJsonl
-            ? addJsonl(jsonl, s.path, m.problems)
+        s.kind == MetricSource::MetricsJsonl ? addJsonl(jsonl, s.path, m.problems)
+        : s.kind == MetricSource::TrainerState
+            ? addTrainerState(bySource[int(MetricSource::TrainerState)], s.path, m)
             : addLog(bySource[int(MetricSource::ConsoleLog)], s.path, cache,
                      [&s](const LoggedPoint& p) { return s.filter.accepts(p.run); });
   }
@@ -395,6 +422,8 @@ std::string_view metricSourceName(MetricSource s) {
   switch (s) {
     case MetricSource::MetricsJsonl:
       return "metrics.jsonl";
+    case MetricSource::TrainerState:
+      return "trainer_state.json";
     case MetricSource::TensorBoard:
       return "tensorboard";
     case MetricSource::ConsoleLog:
@@ -459,6 +488,16 @@ std::vector<MetricSourceFile> findMetricSources(const RunEntry& run,
   };
 
   add(dir / "metrics.jsonl", MetricSource::MetricsJsonl, true);
+  // A Trainer's run: its checkpoint folders, or the state save_state() left
+  // (no listing of every other run's folder for it).
+  std::error_code stateEc;
+  const bool hfRun =
+      std::any_of(run.checkpoints.begin(), run.checkpoints.end(),
+                  [](const CheckpointEntry& c) { return c.trainer == kHfTrainerId; }) ||
+      fs::is_regular_file(dir / "trainer_state.json", stateEc);
+  if (const std::string state = hfRun ? newestTrainerState(dir.string()) : std::string();
+      !state.empty())
+    add(state, MetricSource::TrainerState, true);
   for (const fs::path& p : logFilesIn(dir, false)) add(p, MetricSource::ConsoleLog, true);
   const bool hasParent = dir.has_parent_path() && dir.parent_path() != dir;
   if (hasParent)
@@ -614,12 +653,11 @@ RunEntry runOfFolder(const std::string& root, const std::string& dir) {
 std::vector<RunEntry> findMetricRuns(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
-    ScanResult scan = scanDirectory(path);
-    std::vector<RunEntry> runs = std::move(scan.runs);
+    // Runs that log but have not saved a checkpoint yet are among them.
+    std::vector<RunEntry> runs = scanDirectory(path).runs;
     std::set<std::string> dirs;
     for (const RunEntry& r : runs) dirs.insert(fileKey(r.path));
     std::set<std::string> eventDirs;
-    // Runs that log but have not saved a checkpoint yet.
     fs::recursive_directory_iterator it(path, fs::directory_options::skip_permission_denied, ec);
     for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
       std::error_code fec;
@@ -627,18 +665,12 @@ std::vector<RunEntry> findMetricRuns(const std::string& path) {
         it.disable_recursion_pending();
         continue;
       }
-      const std::string name = it->path().filename().string();
-      const bool events = isTfEventsFileName(name);
-      if ((name != "metrics.jsonl" && !events) || !it->is_regular_file(fec)) continue;
-      const std::string dir = it->path().parent_path().string();
-      if (dirs.count(fileKey(dir))) continue;
-      if (events) {
-        eventDirs.insert(dir);
+      if (!isTfEventsFileName(it->path().filename().string()) || !it->is_regular_file(fec))
         continue;
-      }
-      dirs.insert(fileKey(dir));
-      runs.push_back(runOfFolder(path, dir));
+      const std::string dir = it->path().parent_path().string();
+      if (!dirs.count(fileKey(dir))) eventDirs.insert(dir);
     }
+    if (eventDirs.empty()) return runs;
     // A folder of event files is a run of its own unless a run reads it
     // (a Hugging Face Trainer's <run>/runs/<date>_<host>/).
     std::set<std::string> claimed;
@@ -650,7 +682,7 @@ std::vector<RunEntry> findMetricRuns(const std::string& path) {
       if (!claimed.count(fileKey(dir)) && dirs.insert(fileKey(dir)).second)
         runs.push_back(runOfFolder(path, dir));
     std::sort(runs.begin(), runs.end(),
-              [](const RunEntry& a, const RunEntry& b) { return a.name < b.name; });
+              [](const RunEntry& a, const RunEntry& b) { return naturalLess(a.name, b.name); });
     return runs;
   }
   if (!fs::is_regular_file(path, ec))

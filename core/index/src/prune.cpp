@@ -101,11 +101,17 @@ PrunePlan planPrune(const RunEntry& run, const PruneRules& rules) {
                                          : "final of stage " + stage);
   // The newest: where a resume of the run starts.
   if (!steps.empty()) reasons[steps.back()].push_back("newest");
+  // The trainer's own best (trainer_state.json's best_model_checkpoint):
+  // what load_best_model_at_end and the Trainer's own rotation keep.
+  for (size_t i = 0; i < cps.size(); ++i)
+    if (cps[i].best) reasons[i].push_back("best by trainer_state.json");
 
   for (size_t i = 0; i < cps.size(); ++i) {
     PruneFile f;
-    f.path = fs::absolute(cps[i].path).lexically_normal().string();
-    f.name = fs::path(cps[i].path).filename().string();
+    // A checkpoint that is a folder (a Trainer's checkpoint-<step>/) goes whole.
+    const std::string& what = cps[i].folder.empty() ? cps[i].path : cps[i].folder;
+    f.path = fs::absolute(what).lexically_normal().string();
+    f.name = fs::path(f.path).filename().string();
     f.step = cps[i].step;
     f.size = cps[i].size;
     f.reasons = reasons[i];

@@ -15,6 +15,8 @@
 #include "ckpt/format/error.h"
 #include "ckpt/format/pickle_safety.h"
 #include "ckpt/format/sharded.h"
+#include "ckpt/index/hf_trainer.h"
+#include "ckpt/index/natural_order.h"
 #include "ckpt/index/run_plan.h"
 
 namespace fs = std::filesystem;
@@ -272,9 +274,115 @@ void sortCheckpoints(std::vector<CheckpointEntry>& checkpoints) {
                        }
                      };
                      if (rank(a.kind) != rank(b.kind)) return rank(a.kind) < rank(b.kind);
-                     return a.file < b.file;
+                     return naturalLess(a.file, b.file);
                    });
 }
+
+namespace {
+
+bool isMetricsFileName(const std::string& name) {
+  return name == "metrics.jsonl" || name == "trainer_state.json";
+}
+
+// What a walk finds, before any file is read.
+struct Found {
+  std::vector<fs::path> files;      // checkpoint files, listed one by one
+  std::set<fs::path> parts;         // files a sharded checkpoint is made of (not listed)
+  std::vector<fs::path> hfFolders;  // Hugging Face Trainer checkpoint-<step>/ folders
+  std::map<fs::path, std::vector<std::string>> metricFiles;  // by directory
+
+  // One entry of a directory: a folder that is a Trainer checkpoint is one
+  // item (its files are not walked: returns false); another folder may
+  // hold a sharded checkpoint.
+  bool addFolder(const fs::path& dir) {
+    if (isHfCheckpointFolder(dir.string())) {
+      hfFolders.push_back(dir);
+      return false;
+    }
+    collectSharded(dir, files, parts);
+    return true;
+  }
+  void addFile(const fs::path& file) {
+    if (isListedFile(file)) files.push_back(file);
+    if (isMetricsFileName(file.filename().string()))
+      metricFiles[file.parent_path()].push_back(file.string());
+  }
+};
+
+// One thing to read: a file, or a Trainer folder's checkpoint.
+struct Item {
+  fs::path path;
+  fs::path runDir;
+  enum class Kind { File, HfFolder, HfFinal } kind = Kind::File;
+};
+
+// The files a Trainer wrote into its output folder itself (the final
+// model, training_args.bin) are one final checkpoint, not one each.
+std::vector<Item> itemsOf(Found& found) {
+  dropParts(found.files, found.parts);
+  std::map<fs::path, bool> hfOutput;  // folder -> is a Trainer's output_dir
+  for (const fs::path& f : found.hfFolders) hfOutput[f.parent_path()] = true;
+  auto isHfOutput = [&](const fs::path& dir) {
+    auto [it, added] = hfOutput.try_emplace(dir, false);
+    if (added) it->second = isHfOutputFolder(dir.string());
+    return it->second;
+  };
+  std::vector<Item> items;
+  std::set<fs::path> finals;
+  for (const fs::path& f : found.files) {
+    const fs::path dir = f.parent_path();
+    const std::string_view role = hfPartRole(f.filename().string());
+    if (!role.empty() && isHfOutput(dir)) {
+      if (finals.insert(dir).second) items.push_back({dir, dir, Item::Kind::HfFinal});
+      continue;
+    }
+    items.push_back({f, dir, Item::Kind::File});
+  }
+  for (const fs::path& f : found.hfFolders)
+    items.push_back({f, f.parent_path(), Item::Kind::HfFolder});
+  return items;
+}
+
+CheckpointEntry describeItem(const Item& item, const fs::path& rootPath) {
+  auto relative = [&](const fs::path& p) {
+    std::string rel = p.lexically_relative(rootPath).string();
+    // The root itself, a checkpoint's folder opened on its own: its folder
+    // name, as when its parent is opened (it was listed as ".").
+    if (rel.empty() || rel == ".") rel = fs::absolute(p).lexically_normal().filename().string();
+    return rel;
+  };
+  switch (item.kind) {
+    case Item::Kind::HfFolder:
+      return describeHfCheckpoint(item.path.string(), relative(item.path), /*finalModel=*/false);
+    case Item::Kind::HfFinal: {
+      CheckpointEntry e =
+          describeHfCheckpoint(item.path.string(), relative(item.path), /*finalModel=*/true);
+      // Named by its weights' file: the folder is the run's own.
+      if (e.error.empty()) e.file = relative(fs::path(e.path));
+      return e;
+    }
+    case Item::Kind::File:
+      break;
+  }
+  return describeCheckpoint(item.path.string(), relative(item.path));
+}
+
+// Checkpoints sorted, a Trainer run's best and final marked, its metrics files named.
+void finishRun(RunEntry& run, const Found& found) {
+  sortCheckpoints(run.checkpoints);
+  if (std::any_of(run.checkpoints.begin(), run.checkpoints.end(),
+                  [](const CheckpointEntry& c) { return c.trainer == kHfTrainerId; })) {
+    run.trainer = std::string(kHfTrainerId);
+    applyTrainerState(run);
+    sortCheckpoints(run.checkpoints);  // the final model may have its step now
+  }
+  if (const auto it = found.metricFiles.find(fs::path(run.path)); it != found.metricFiles.end()) {
+    run.metricFiles = it->second;
+    std::sort(run.metricFiles.begin(), run.metricFiles.end());
+  }
+}
+
+}  // namespace
 
 RunEntry scanRunDirectory(const std::string& root, const std::string& dir,
                           const std::function<bool(const CheckpointEntry& entry)>& keep) {
@@ -282,23 +390,26 @@ RunEntry scanRunDirectory(const std::string& root, const std::string& dir,
   run.name = runNameFor(root, dir);
   run.path = dir;
   run.root = root;
+  // A Trainer checkpoint folder is a checkpoint of the run in its parent.
+  if (isHfCheckpointFolder(dir)) return run;
   std::error_code ec;
-  std::vector<fs::path> files;
+  Found found;
   for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
        !ec && it != end; it.increment(ec)) {
-    if (it->is_regular_file(ec) && isListedFile(it->path())) files.push_back(it->path());
+    std::error_code fec;
+    if (it->is_regular_file(fec))
+      found.addFile(it->path());
+    else if (it->is_directory(fec) && isHfCheckpointFolder(it->path().string()))
+      found.hfFolders.push_back(it->path());
   }
   if (ec) throw std::runtime_error(dir + ": " + ec.message());
-  std::set<fs::path> parts;
-  collectSharded(dir, files, parts);
-  dropParts(files, parts);
-  std::sort(files.begin(), files.end());
+  collectSharded(dir, found.files, found.parts);
   const fs::path rootPath(root);
-  for (const fs::path& f : files) {
-    CheckpointEntry entry = describeCheckpoint(f.string(), f.lexically_relative(rootPath).string());
+  for (const Item& item : itemsOf(found)) {
+    CheckpointEntry entry = describeItem(item, rootPath);
     if (!keep || keep(entry)) run.checkpoints.push_back(std::move(entry));
   }
-  sortCheckpoints(run.checkpoints);
+  finishRun(run, found);
   return run;
 }
 
@@ -308,49 +419,67 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
   std::error_code ec;
   if (!fs::is_directory(root, ec)) throw std::runtime_error(root + ": not a directory");
 
+  // A Trainer checkpoint folder opened on its own: that one checkpoint, in
+  // the run of the folder holding it (as a sharded checkpoint's folder is).
+  if (isHfCheckpointFolder(root)) {
+    const fs::path folder = fs::absolute(root).lexically_normal().parent_path() /
+                            fs::absolute(root).lexically_normal().filename();
+    RunEntry run;
+    run.path = folder.parent_path().string();
+    run.name = runNameFor(root, run.path);
+    run.root = root;
+    run.checkpoints.push_back(
+        describeItem({folder, folder.parent_path(), Item::Kind::HfFolder}, folder.parent_path()));
+    finishRun(run, Found{});
+    result.runs.push_back(std::move(run));
+    return result;
+  }
+
   // Collect first so that progress knows the total.
-  std::vector<fs::path> files;
-  std::set<fs::path> parts;
+  Found found;
   fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec);
   if (ec) throw std::runtime_error(root + ": " + ec.message());
-  collectSharded(root, files, parts);
-  for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) break;
-    const auto& entry = *it;
-    if (entry.is_directory(ec)) {
-      if (entry.path().filename().string().rfind('.', 0) == 0) {
-        it.disable_recursion_pending();  // .git, .cache, ...
+  if (found.addFolder(root)) {
+    for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (ec) break;
+      const auto& entry = *it;
+      if (entry.is_directory(ec)) {
+        // .git, .cache, ...; a Trainer checkpoint's files are read as one.
+        if (entry.path().filename().string().rfind('.', 0) == 0 || !found.addFolder(entry.path()))
+          it.disable_recursion_pending();
         continue;
       }
-      collectSharded(entry.path(), files, parts);
-      continue;
+      if (entry.is_regular_file(ec)) found.addFile(entry.path());
     }
-    if (entry.is_regular_file(ec) && isListedFile(entry.path())) files.push_back(entry.path());
   }
-  dropParts(files, parts);
-  std::sort(files.begin(), files.end());
+  std::vector<Item> items = itemsOf(found);
+  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+    return naturalLess(a.path.string(), b.path.string());
+  });
 
   const fs::path rootPath(root);
   std::map<std::string, RunEntry> runs;
-  for (size_t i = 0; i < files.size(); ++i) {
-    const fs::path& f = files[i];
-    std::string rel = f.lexically_relative(rootPath).string();
-    // The root itself, a sharded checkpoint's folder opened on its own: its
-    // folder name, as when its parent is opened (it was listed as ".").
-    if (rel.empty() || rel == ".") rel = fs::absolute(f).lexically_normal().filename().string();
-    CheckpointEntry entry = describeCheckpoint(f.string(), rel);
-    const std::string runName = runNameFor(root, f.parent_path().string());
+  auto runAt = [&](const fs::path& dir) -> RunEntry& {
+    const std::string runName = runNameFor(root, dir.string());
     RunEntry& run = runs[runName];
     run.name = runName;
-    run.path = f.parent_path().string();
+    run.path = dir.string();
     run.root = root;
-    run.checkpoints.push_back(std::move(entry));
-    if (options.progress && !options.progress(i + 1, files.size())) break;
+    return run;
+  };
+  for (size_t i = 0; i < items.size(); ++i) {
+    runAt(items[i].runDir).checkpoints.push_back(describeItem(items[i], rootPath));
+    if (options.progress && !options.progress(i + 1, items.size())) break;
   }
+  // Runs that log but have not saved a checkpoint yet.
+  for (const auto& [dir, files] : found.metricFiles) runAt(dir);
   for (auto& [name, run] : runs) {
-    sortCheckpoints(run.checkpoints);
+    finishRun(run, found);
     result.runs.push_back(std::move(run));
   }
+  std::stable_sort(
+      result.runs.begin(), result.runs.end(),
+      [](const RunEntry& a, const RunEntry& b) { return naturalLess(a.name, b.name); });
   return result;
 }
 

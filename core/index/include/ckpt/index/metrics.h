@@ -29,12 +29,13 @@ struct MetricPoint {
 };
 
 // Where a series came from, in order of preference when several give the
-// same metric: metrics.jsonl, then TensorBoard event files (full precision,
-// tagged by the trainer), then console logs, then checkpoints.
-enum class MetricSource { MetricsJsonl, TensorBoard, ConsoleLog, Checkpoint };
-// "metrics.jsonl", "tensorboard", "log", "checkpoint"
+// same metric: metrics.jsonl, then a Hugging Face Trainer's
+// trainer_state.json (hf_trainer.h), then TensorBoard event files (full
+// precision, tagged by the trainer), then console logs, then checkpoints.
+enum class MetricSource { MetricsJsonl, TrainerState, TensorBoard, ConsoleLog, Checkpoint };
+// "metrics.jsonl", "trainer_state.json", "tensorboard", "log", "checkpoint"
 std::string_view metricSourceName(MetricSource s);
-inline constexpr int kMetricSourceCount = 4;
+inline constexpr int kMetricSourceCount = 5;
 
 struct MetricSeries {
   std::string metric;  // "loss", "val_loss", "lr", "tokens_per_sec", "accuracy", ...
@@ -74,6 +75,10 @@ struct RunMetrics {
   // complete line read, where what the file gains later is read from (the
   // Curves tab follows a run from there: nothing is read twice).
   std::map<std::string, uint64_t> readEnds;
+  // What the run logged once when it ended, not per step (a Trainer's
+  // train_runtime, train_loss, total_flos, ...), and the file it came from.
+  std::map<std::string, double> summary;
+  std::string summaryFile;
   [[nodiscard]] const MetricSeries* find(const std::string& metric) const;
   // Where a marker sits on `metric`'s curve: the value its checkpoint
   // records (for "loss" also "train_loss"), else the point of that series
@@ -161,7 +166,7 @@ std::vector<std::pair<std::string, MetricPoint>> readConsoleLog(const std::strin
 // A file a run's curves are read from.
 struct MetricSourceFile {
   std::string path;
-  MetricSource kind = MetricSource::ConsoleLog;  // MetricsJsonl, TensorBoard or ConsoleLog
+  MetricSource kind = MetricSource::ConsoleLog;  // MetricsJsonl, TrainerState, TensorBoard or ConsoleLog
   LogFilter filter;                              // console logs: the lines this run takes
 };
 
@@ -175,6 +180,8 @@ std::vector<std::string> runLogNames(const RunEntry& run);
 // restarted into a new log), without calling it a restart when it repeats
 // those points exactly (one logger writing two files). The files:
 //  * <run>/metrics.jsonl;
+//  * a Hugging Face Trainer run's newest trainer_state.json (hf_trainer.h:
+//    its log_history; read whole, not followed as it grows);
 //  * *.log / *.out / *.err in the run's directory and in its parent;
 //  * the same in a `logs/` folder of the run's directory, of its parent,
 //    and of every ancestor up to run.root (the cluster layout
@@ -221,10 +228,11 @@ RunMetrics collectRunMetrics(const RunEntry& run, const std::vector<std::string>
 std::vector<RunMetrics> collectMetrics(const std::vector<RunEntry>& runs,
                                        const std::vector<std::string>& extraLogs = {});
 
-// The runs under `path` for curves: a directory's runs (scanDirectory) and
-// its directories that hold a metrics.jsonl or TensorBoard event files but no
-// checkpoint (event files another run reads, in its runs/*/, are that run's);
-// a checkpoint, metrics.jsonl or event file: the run of its directory. Throws
+// The runs under `path` for curves: a directory's runs (scanDirectory, runs
+// without checkpoints included) and its directories that hold TensorBoard
+// event files but no checkpoint (event files another run reads, in its
+// runs/*/, are that run's); a checkpoint, metrics.jsonl or event file: the
+// run of its directory. Throws
 // std::runtime_error naming the path when it cannot be read.
 std::vector<RunEntry> findMetricRuns(const std::string& path);
 

@@ -23,7 +23,9 @@ struct PruneRules {
   int64_t every = 0;  // keep steps that are multiples of K (0: no such rule)
   // Always kept: every stage's final (its highest step), the newest
   // checkpoint (where a resume starts), files that are not step checkpoints
-  // (final, best, latest) and files that cannot be read.
+  // (final, best, latest), files that cannot be read and the best by the
+  // trainer's own record (CheckpointEntry::best). A checkpoint that is a
+  // folder (CheckpointEntry::folder) is pruned whole.
 };
 
 struct PruneFile {

@@ -21,6 +21,17 @@ struct NameInfo {
 };
 NameInfo parseCheckpointName(std::string_view fileName);
 
+// A file of a checkpoint beside its weights: a Hugging Face Trainer
+// folder's optimizer.pt, scheduler.pt, rng_state.pth, ... (hf_trainer.h).
+struct CheckpointPart {
+  std::string role;  // "optimizer", "scheduler", "scaler", "rng", "trainer_state", ...
+  std::string file;  // its name in the checkpoint's folder
+  std::string path;  // as opened
+  uint64_t size = 0;
+  // A pickle (.pt, .pth, .bin): its safety verdict ("safe", ...); "" for JSON.
+  std::string verdict;
+};
+
 // One checkpoint file as a listing shows it.
 struct CheckpointEntry {
   std::string file;    // relative to the scanned root
@@ -55,10 +66,22 @@ struct CheckpointEntry {
   int ranks = 0;         // ranks that wrote it (0: the layout has none)
   int shardFiles = 0;    // files it is made of, its description included
   int shardMissing = 0;  // of those, the ones that are not there
+  // The trainer whose layout it was found by: "hf-trainer" (a Hugging Face
+  // Trainer's checkpoint-<step>/ folder, hf_trainer.h); "" for a file on its own.
+  std::string trainer;
+  // The other files of a checkpoint folder (`path` is its weights).
+  std::vector<CheckpointPart> parts;
+  // The folder that is the checkpoint (a Trainer's checkpoint-<step>/): what
+  // removing the checkpoint removes. "" when the checkpoint is `path`.
+  std::string folder;
+  // The run's best checkpoint by its trainer's own record
+  // (trainer_state.json's best_model_checkpoint); its kind stays `step`.
+  bool best = false;
   [[nodiscard]] bool isDangerous() const { return verdict == "dangerous"; }
 };
 
-// A run: the checkpoints of one directory, sorted by step.
+// A run: the checkpoints of one directory, sorted by step, or a directory
+// with metrics and no checkpoint yet.
 struct RunEntry {
   std::string name;  // directory relative to the root ("." style root -> its own name)
   std::string path;
@@ -67,6 +90,11 @@ struct RunEntry {
   // looked for in `logs/` folders of every ancestor up to it. "" when unknown
   // (then only the run's directory and its parent are searched).
   std::string root;
+  // "hf-trainer" for a Hugging Face Trainer's output folder; "" otherwise.
+  std::string trainer;
+  // The metrics files in its directory (metrics.jsonl, trainer_state.json):
+  // a run without checkpoints is listed for these.
+  std::vector<std::string> metricFiles;
 };
 
 struct ScanResult {
@@ -91,18 +119,25 @@ CheckpointEntry describeCheckpoint(const std::string& path, const std::string& r
 // A run's name: `dir` relative to `root`; the root's own name when they are one.
 std::string runNameFor(const std::string& root, const std::string& dir);
 
-// By step; at one step the step file, then best, latest, final; then by name.
+// By step; at one step the step file, then best, latest, final; then by
+// name in natural order (natural_order.h).
 void sortCheckpoints(std::vector<CheckpointEntry>& checkpoints);
 
-// The checkpoints directly in `dir` (not below it), named relative to `root`
-// as scanDirectory names them. `keep(entry)`, when given, is asked after each
-// file is read and may leave it out (the watcher: a file still being
-// written). Throws std::runtime_error when dir cannot be listed.
+// The checkpoints directly in `dir` (not below it; a Hugging Face Trainer's
+// checkpoint-<step>/ folders in it are its checkpoints), named relative to
+// `root` as scanDirectory names them; nothing for a checkpoint-<step>/
+// folder itself (its files are its parent run's checkpoint). `keep(entry)`, when given, is asked
+// after each file is read and may leave it out (the watcher: a file still being written). Throws
+// std::runtime_error when dir cannot be listed.
 RunEntry scanRunDirectory(const std::string& root, const std::string& dir,
                           const std::function<bool(const CheckpointEntry& entry)>& keep = {});
 
-// Every checkpoint under `root`, grouped into runs by directory. Throws
-// std::runtime_error when root itself cannot be read.
+// Every checkpoint under `root`, grouped into runs by directory (a Hugging
+// Face Trainer's checkpoint-<step>/ folders: one checkpoint each of the run
+// in their parent), and every directory with metrics.jsonl or
+// trainer_state.json but no checkpoint as a run without one; runs in
+// natural order of their names. Throws std::runtime_error when root itself
+// cannot be read.
 ScanResult scanDirectory(const std::string& root, const ScanOptions& options = {});
 
 }  // namespace ckpt

@@ -1,0 +1,302 @@
+// A Hugging Face Trainer output folder (make_hf_trainer.py writes it as the
+// Trainer does) is one run of checkpoint-<step> folders, its curves are what
+// a Python reader of the newest trainer_state.json finds, runs come in
+// natural order, and a run without checkpoints is listed.
+#include <QDir>
+#include <QFile>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+#include <filesystem>
+
+#include "ckpt/index/hf_trainer.h"
+#include "ckpt/index/metrics.h"
+#include "ckpt/index/natural_order.h"
+#include "ckpt/index/prune.h"
+#include "ckpt/index/run_plan.h"
+#include "ckpt/index/scanner.h"
+#include "copy_tree.h"
+#include "json_compare.h"
+#include "run_process.h"
+
+using ckpt::test::copyTree;
+using ckpt::test::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const QString kDir = QStringLiteral(CKPT_FIXTURE_DIR "/hf_trainer");
+const QString kOut = kDir + "/hf/out";
+
+json cliJson(const QStringList& args) {
+  const ckpt::test::ProcessResult r =
+      ckpt::test::runProcess(QStringLiteral(CKPT_CLI), args, {}, 60000);
+  if (r.exitCode != 0)
+    throw std::runtime_error("ckptscope-cli " + args.join(' ').toStdString() + " exited " +
+                             std::to_string(r.exitCode) + ": " + r.err.toStdString());
+  return json::parse(r.out.toStdString());
+}
+
+// Every regular file directly in `dir`, by size: what deleting it frees.
+uint64_t folderBytes(const QString& dir) {
+  uint64_t sum = 0;
+  for (const QFileInfo& f : QDir(dir).entryInfoList(QDir::Files)) sum += uint64_t(f.size());
+  return sum;
+}
+
+}  // namespace
+
+class TstHfTrainer : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void naturalOrder_data() {
+    QTest::addColumn<QString>("a");
+    QTest::addColumn<QString>("b");
+    QTest::newRow("seed") << "seed2"
+                          << "seed10";
+    QTest::newRow("checkpoint") << "checkpoint-500"
+                                << "checkpoint-1000";
+    QTest::newRow("inner") << "lr3e-4_seed9"
+                           << "lr3e-4_seed11";
+    QTest::newRow("text first") << "a10"
+                                << "b2";
+    QTest::newRow("prefix") << "run"
+                            << "run2";
+    QTest::newRow("zeros") << "a7"
+                           << "a07";
+    QTest::newRow("long") << "x99999999999999999999999"
+                          << "x100000000000000000000000";
+  }
+  void naturalOrder() {
+    QFETCH(QString, a);
+    QFETCH(QString, b);
+    QVERIFY(ckpt::naturalLess(a.toStdString(), b.toStdString()));
+    QVERIFY(!ckpt::naturalLess(b.toStdString(), a.toStdString()));
+    QCOMPARE(ckpt::naturalCompare(a.toStdString(), a.toStdString()), 0);
+  }
+
+  // One run, its checkpoint-<step> folders one checkpoint each, in step
+  // order, the best one marked, the final model last.
+  void lsListsOneRun() {
+    const json j = cliJson({"ls", "--json", kOut});
+    QCOMPARE(j["runs"].size(), size_t(1));
+    const json& run = j["runs"][0];
+    QCOMPARE(run["name"].get<std::string>(), std::string("out"));
+    QCOMPARE(run["trainer"].get<std::string>(), std::string("hf-trainer"));
+    const json& cks = run["checkpoints"];
+    QCOMPARE(cks.size(), size_t(4));
+    const std::vector<std::string> files{"checkpoint-500", "checkpoint-1000", "checkpoint-1500",
+                                         "model.safetensors"};
+    const std::vector<int64_t> steps{500, 1000, 1500, 1500};
+    const std::vector<std::string> kinds{"step", "step", "step", "final"};
+    const std::vector<bool> best{false, true, false, false};
+    for (size_t i = 0; i < cks.size(); ++i) {
+      QCOMPARE(cks[i]["file"].get<std::string>(), files[i]);
+      QCOMPARE(cks[i]["step"].get<int64_t>(), steps[i]);
+      QCOMPARE(cks[i]["kind"].get<std::string>(), kinds[i]);
+      QCOMPARE(cks[i]["best"].get<bool>(), bool(best[i]));
+      QVERIFY2(cks[i]["error"].is_null(), cks[i]["error"].dump().c_str());
+      QCOMPARE(cks[i]["trainer"].get<std::string>(), std::string("hf-trainer"));
+    }
+    // The files beside the weights, by role.
+    for (size_t i = 0; i < 3; ++i) {
+      std::map<std::string, std::string> roles;
+      for (const json& p : cks[i]["parts"])
+        roles[p["file"].get<std::string>()] = p["role"].get<std::string>();
+      const std::map<std::string, std::string> want{{"config.json", "config"},
+                                                    {"optimizer.pt", "optimizer"},
+                                                    {"rng_state.pth", "rng"},
+                                                    {"scheduler.pt", "scheduler"},
+                                                    {"trainer_state.json", "trainer_state"},
+                                                    {"training_args.bin", "training_args"}};
+      QVERIFY2(roles == want, cks[i]["parts"].dump().c_str());
+    }
+    QCOMPARE(cks[2]["sharded"]["layout"].get<std::string>(), std::string("hf-index"));
+  }
+
+  // What Inspect opens is the weights; the size is the whole folder's.
+  void scanOpensTheWeights() {
+    const ckpt::ScanResult scan = ckpt::scanDirectory(kOut.toStdString());
+    QCOMPARE(scan.runs.size(), size_t(1));
+    const auto& cks = scan.runs[0].checkpoints;
+    QCOMPARE(cks.size(), size_t(4));
+    const QStringList weights{"checkpoint-500/model.safetensors",
+                              "checkpoint-1000/pytorch_model.bin",
+                              "checkpoint-1500/model.safetensors.index.json", "model.safetensors"};
+    for (size_t i = 0; i < cks.size(); ++i) {
+      QCOMPARE(QDir::cleanPath(QString::fromStdString(cks[i].path)),
+               QDir::cleanPath(kOut + "/" + weights[int(i)]));
+      QCOMPARE(cks[i].verdict, std::string("suspicious"));  // training_args.bin: a class instance
+    }
+    for (int i = 0; i < 3; ++i)
+      QCOMPARE(cks[size_t(i)].size,
+               folderBytes(kOut + "/checkpoint-" + QString::number((i + 1) * 500)));
+    // The watcher's view of the folder is the same run; a checkpoint folder is no run.
+    const ckpt::RunEntry again = ckpt::scanRunDirectory(kOut.toStdString(), kOut.toStdString());
+    QCOMPARE(again.checkpoints.size(), size_t(4));
+    QVERIFY(again.checkpoints[1].best);
+    QVERIFY(ckpt::scanRunDirectory(kOut.toStdString(), (kOut + "/checkpoint-500").toStdString())
+                .checkpoints.empty());
+  }
+
+  // A checkpoint folder opened on its own: that checkpoint, in its run.
+  void checkpointFolderAlone() {
+    const json j = cliJson({"ls", "--json", kOut + "/checkpoint-1000"});
+    QCOMPARE(j["runs"].size(), size_t(1));
+    QCOMPARE(j["runs"][0]["name"].get<std::string>(), std::string("out"));
+    QCOMPARE(j["runs"][0]["checkpoints"].size(), size_t(1));
+    const json& c = j["runs"][0]["checkpoints"][0];
+    QCOMPARE(c["step"].get<int64_t>(), int64_t(1000));
+    QCOMPARE(c["file"].get<std::string>(), std::string("checkpoint-1000"));
+    QVERIFY(c["best"].get<bool>());
+  }
+
+  // Curves: exactly the points the Python reader finds in the newest state.
+  void metricsEqualPythonReader() {
+    const json expected =
+        ckpt::test::readJsonFile((kDir + "/hf/expected_metrics.json").toStdString());
+    const json j = cliJson({"metrics", "--json", kOut});
+    QCOMPARE(j["runs"].size(), size_t(1));
+    const json& run = j["runs"][0];
+    QVERIFY2(run["problems"].empty(), run["problems"].dump().c_str());
+    QCOMPARE(run["series"].size(), expected["series"].size());
+    const std::string file = (kDir + "/" + QString::fromStdString(expected["file"])).toStdString();
+    for (const json& s : run["series"]) {
+      const std::string metric = s["metric"];
+      QVERIFY2(expected["series"].contains(metric), metric.c_str());
+      QCOMPARE(s["source"].get<std::string>(), std::string("trainer_state.json"));
+      QCOMPARE(s["files"].size(), size_t(1));
+      QCOMPARE(fs::path(s["files"][0].get<std::string>()).lexically_normal(),
+               fs::path(file).lexically_normal());
+      const std::string diff =
+          ckpt::test::compareJson(expected["series"][metric], s["points"], metric);
+      QVERIFY2(diff.empty(), diff.c_str());
+    }
+    QVERIFY(expected["series"].contains("val_loss"));
+    const std::string diff =
+        ckpt::test::compareJson(expected["summary"], run["summary"], "summary");
+    QVERIFY2(diff.empty(), diff.c_str());
+    QVERIFY(!run["summary"].empty());
+  }
+
+  // seed2 before seed10; seed3 has only a metrics.jsonl and is a run.
+  void naturalOrderOfRunsAndMetricsOnlyRun() {
+    const json j = cliJson({"ls", "--json", kDir + "/sweep"});
+    std::vector<std::string> names;
+    for (const json& r : j["runs"]) names.push_back(r["name"]);
+    QCOMPARE(names, (std::vector<std::string>{"seed1", "seed2", "seed3", "seed10"}));
+    const json& seed3 = j["runs"][2];
+    QVERIFY(seed3["checkpoints"].empty());
+    QCOMPARE(seed3["metrics"].size(), size_t(1));
+    QCOMPARE(fs::path(seed3["metrics"][0].get<std::string>()).filename().string(),
+             std::string("metrics.jsonl"));
+
+    const json m = cliJson({"metrics", "--json", kDir + "/sweep"});
+    names.clear();
+    for (const json& r : m["runs"]) names.push_back(r["name"]);
+    QCOMPARE(names, (std::vector<std::string>{"seed1", "seed2", "seed3", "seed10"}));
+    const json& loss = m["runs"][2]["series"][0];
+    QCOMPARE(loss["metric"].get<std::string>(), std::string("loss"));
+    QCOMPARE(loss["points"].size(), size_t(3));
+  }
+
+  // Rows that are not what the Trainer writes are skipped and said; Python's
+  // bare NaN / Infinity (json.dumps writes them) are read as those numbers.
+  void oddRows() {
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    const QString path = tmp.path() + "/trainer_state.json";
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(R"({"global_step": 3, "best_model_checkpoint": "/abs/out/checkpoint-2",
+      "log_history": [1, {"loss": NaN, "step": 1}, {"loss": 2.5}, {"loss": Infinity, "step": 2,
+      "note": "NaN", "nested": {"loss": 9}}, {"eval_loss": -Infinity, "step": 3}],
+      "trial_params": null})");
+    f.close();
+    std::vector<std::string> problems;
+    const ckpt::TrainerStateLog state = ckpt::readTrainerState(path.toStdString(), &problems);
+    QCOMPARE(state.globalStep, std::optional<int64_t>(3));
+    QCOMPARE(state.bestModelCheckpoint, std::optional<std::string>("/abs/out/checkpoint-2"));
+    QCOMPARE(problems.size(), size_t(2));
+    QVERIFY2(problems[0].find("log_history[0] is not an object") != std::string::npos,
+             problems[0].c_str());
+    QVERIFY2(problems[1].find("log_history[2] has no integer step") != std::string::npos,
+             problems[1].c_str());
+    QCOMPARE(state.series.size(), size_t(2));
+    const ckpt::FileSeries& loss = state.series[0];
+    QCOMPARE(loss.metric, std::string("loss"));
+    QCOMPARE(loss.points.size(), size_t(2));
+    QVERIFY(std::isnan(loss.points[0].value));
+    QVERIFY(std::isinf(loss.points[1].value) && loss.points[1].value > 0);
+    QCOMPARE(state.series[1].metric, std::string("val_loss"));
+    QVERIFY(std::isinf(state.series[1].points[0].value) && state.series[1].points[0].value < 0);
+  }
+
+  // Pruning keeps the trainer's best and moves a checkpoint folder to the
+  // trash whole (not only its weights: optimizer.pt is most of its bytes).
+  void pruneMovesWholeFolders() {
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    const QString run = tmp.path() + "/out";
+    QVERIFY(copyTree(kOut, run));
+    ckpt::PruneRules rules;
+    rules.keepLast = 1;
+    const ckpt::PrunePlan plan = ckpt::planPrune(run.toStdString(), rules);
+    QCOMPARE(plan.remove.size(), size_t(1));
+    QCOMPARE(plan.remove[0].name, std::string("checkpoint-500"));
+    QCOMPARE(plan.remove[0].size, folderBytes(run + "/checkpoint-500"));
+    std::vector<std::string> kept;
+    for (const ckpt::PruneFile& f : plan.keep) kept.push_back(f.name);
+    QCOMPARE(kept,
+             (std::vector<std::string>{"checkpoint-1000", "checkpoint-1500", "model.safetensors"}));
+    QVERIFY(std::find(plan.keep[0].reasons.begin(), plan.keep[0].reasons.end(),
+                      "best by trainer_state.json") != plan.keep[0].reasons.end());
+
+    const QByteArray xdg = qgetenv("XDG_DATA_HOME");
+    qputenv("XDG_DATA_HOME", (tmp.path() + "/xdg").toUtf8());
+    const auto trashed = ckpt::trashFiles(plan.runDir, {plan.remove[0].path});
+    qputenv("XDG_DATA_HOME", xdg);
+    QCOMPARE(trashed.size(), size_t(1));
+    QVERIFY(!QFileInfo::exists(run + "/checkpoint-500"));
+    QCOMPARE(QDir(QString::fromStdString(trashed[0].to)).entryList(QDir::Files).size(), 7);
+    QCOMPARE(ckpt::scanDirectory(run.toStdString()).runs[0].checkpoints.size(), size_t(3));
+  }
+
+  // A damaged trainer_state.json: the checkpoints are still listed, the
+  // curves say which file and byte, nothing crashes.
+  void damagedTrainerState() {
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    const QString run = tmp.path() + "/out";
+    QVERIFY(QDir().mkpath(run + "/checkpoint-5"));
+    QVERIFY(QFile::copy(kOut + "/checkpoint-500/model.safetensors",
+                        run + "/checkpoint-5/model.safetensors"));
+    QFile state(run + "/checkpoint-5/trainer_state.json");
+    QVERIFY(state.open(QIODevice::WriteOnly));
+    state.write("{\"global_step\": 5, \"log_history\": [{\"loss\": 1.0, \"step\": 5}, {\"loss\": ");
+    state.close();
+    // A folder with an optimizer but no weights (a save that died): listed, with why.
+    QVERIFY(QDir().mkpath(run + "/checkpoint-7"));
+    QVERIFY(QFile::copy(kOut + "/checkpoint-500/optimizer.pt", run + "/checkpoint-7/optimizer.pt"));
+    const json ls = cliJson({"ls", "--json", run});
+    QCOMPARE(ls["runs"].size(), size_t(1));
+    QCOMPARE(ls["runs"][0]["checkpoints"].size(), size_t(2));
+    QCOMPARE(ls["runs"][0]["checkpoints"][0]["step"].get<int64_t>(), int64_t(5));
+    const json& dead = ls["runs"][0]["checkpoints"][1];
+    QCOMPARE(dead["step"].get<int64_t>(), int64_t(7));
+    QVERIFY2(dead["error"].get<std::string>().starts_with("no weights in the folder"),
+             dead.dump().c_str());
+    const json m = cliJson({"metrics", "--json", run});
+    const json& problems = m["runs"][0]["problems"];
+    QCOMPARE(problems.size(), size_t(1));
+    const std::string p = problems[0];
+    QVERIFY2(p.find("checkpoint-5/trainer_state.json: not JSON (byte ") != std::string::npos,
+             p.c_str());
+    QVERIFY(m["runs"][0]["series"].empty());
+  }
+};
+
+QTEST_GUILESS_MAIN(TstHfTrainer)
+#include "tst_hf_trainer.moc"

@@ -1,0 +1,167 @@
+// A Hugging Face Trainer output folder in the browser, as a person uses it:
+// one run whose rows are the checkpoint-<step> folders (best marked), a
+// click opens the folder's weights in Inspect; runs in natural order; a run
+// with metrics and no checkpoint listed; the watcher adds a new checkpoint
+// folder and a new metrics-only run. Files from make_hf_trainer.py.
+#include <qcustomplot.h>
+#include <QAbstractItemModelTester>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QSignalSpy>
+#include <QSortFilterProxyModel>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTreeView>
+
+#include "../core/copy_tree.h"
+#include "browser/browserpanel.h"
+#include "curves/curvesview.h"
+
+#include "browser/checkpointlistmodel.h"
+#include "inspector/inspectorwidget.h"
+#include "inspector/tensortablemodel.h"
+#include "mainwindow.h"
+
+using namespace ckpt;
+using Role = CheckpointListModel::Role;
+using ckpt::test::copyTree;
+
+namespace {
+
+constexpr int kTimeoutMs = 30'000;
+const QString kFixtures = QStringLiteral(CKPT_FIXTURE_DIR "/hf_trainer");
+
+bool openAndWait(MainWindow& w, const QStringList& paths) {
+  QSignalSpy loaded(&w, &MainWindow::loaded);
+  w.openPaths(paths);
+  return loaded.count() == 1 || loaded.wait(kTimeoutMs);
+}
+
+QStringList topNames(const QAbstractItemModel* m) {
+  QStringList out;
+  for (int r = 0; r < m->rowCount(); ++r) out << m->index(r, 0).data().toString();
+  return out;
+}
+
+}  // namespace
+
+class TestHfBrowser : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() {
+    QVERIFY2(QFileInfo::exists(kFixtures + "/hf/out/checkpoint-500/trainer_state.json"),
+             "no fixtures: run ctest (make_hf_trainer)");
+    QCoreApplication::setOrganizationName("CkptScopeTest");
+    QCoreApplication::setApplicationName("tst_hf_browser");
+  }
+
+  void oneRunClickOpensWeights() {
+    QTemporaryDir dir;
+    QVERIFY(copyTree(kFixtures + "/hf/out", dir.path() + "/out"));
+    QVERIFY(copyTree(kFixtures + "/sweep", dir.path() + "/sweep"));
+    MainWindow w;
+    w.resize(1280, 800);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QAbstractItemModelTester tester(w.checkpointModel(),
+                                    QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QVERIFY(openAndWait(w, {dir.path()}));
+    QSortFilterProxyModel* proxy = w.browserPanel()->proxy();
+
+    // What the tree shows at the top: one Trainer run, the sweep in natural
+    // order, seed3 (metrics only) among them.
+    QCOMPARE(topNames(proxy),
+             (QStringList{"out", "sweep/seed1", "sweep/seed2", "sweep/seed3", "sweep/seed10"}));
+    const QModelIndex seed3 = proxy->index(3, 0);
+    QCOMPARE(proxy->rowCount(seed3), 0);
+
+    const QModelIndex run = proxy->index(0, 0);
+    QCOMPARE(proxy->rowCount(run), 4);
+    const QStringList names{"checkpoint-500", "checkpoint-1000",
+                            "checkpoint-1500  [sharded: Hugging Face, 3 files]",
+                            "model.safetensors"};
+    const QStringList kinds{"step", "step, best", "step", "final"};
+    for (int r = 0; r < 4; ++r) {
+      QCOMPARE(proxy->index(r, 0, run).data().toString(), names[r]);
+      QCOMPARE(proxy->index(r, int(CheckpointListModel::Column::Kind), run).data().toString(),
+               kinds[r]);
+    }
+    QVERIFY(proxy->index(0, 0, run).data(Qt::ToolTipRole).toString().contains("optimizer.pt"));
+
+    // A click on checkpoint-1000 (where the view draws it) opens its weights.
+    QTreeView* view = w.checkpointView();
+    view->expandAll();
+    const QModelIndex shown = proxy->index(1, 0, run);
+    view->scrollTo(shown);
+    QSignalSpy summary(&w, &MainWindow::summaryShown);
+    QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, view->visualRect(shown).center());
+    QCOMPARE(view->currentIndex(), shown);
+    QTRY_VERIFY(summary.count() >= 1);
+    QTRY_VERIFY2(w.inspector()->text().contains("pytorch_model.bin"),
+                 qPrintable(w.inspector()->text()));
+    QTRY_COMPARE(w.inspector()->tensorModel()->rowCount(), 5);  // make_hf_trainer.py's model_state
+
+    // The watcher: a new checkpoint folder joins the run, a new run that
+    // only logs appears.
+    QVERIFY(copyTree(dir.path() + "/out/checkpoint-500", dir.path() + "/out/checkpoint-2000"));
+    QTRY_COMPARE_WITH_TIMEOUT(proxy->rowCount(proxy->index(0, 0)), 5, kTimeoutMs);
+    QCOMPARE(proxy->index(4, int(CheckpointListModel::Column::Step), proxy->index(0, 0))
+                 .data()
+                 .toString(),
+             QStringLiteral("2000"));
+    QVERIFY(QDir().mkpath(dir.path() + "/sweep/seed4"));
+    QFile jsonl(dir.path() + "/sweep/seed4/metrics.jsonl");
+    QVERIFY(jsonl.open(QIODevice::WriteOnly));
+    jsonl.write("{\"step\": 1, \"loss\": 2.0}\n");
+    jsonl.close();
+    QTRY_VERIFY_WITH_TIMEOUT(topNames(proxy).contains("sweep/seed4"), kTimeoutMs);
+    // Where the scan would list it: natural order.
+    QCOMPARE(topNames(proxy), (QStringList{"out", "sweep/seed1", "sweep/seed2", "sweep/seed3",
+                                           "sweep/seed4", "sweep/seed10"}));
+  }
+
+  // The Curves tab draws the Trainer run's log_history: val_loss (eval_loss)
+  // at the steps and values the Python reader found; the metrics-only run
+  // has its curve too.
+  void curvesTab() {
+    QFile expectedFile(kFixtures + "/hf/expected_metrics.json");
+    QVERIFY(expectedFile.open(QIODevice::ReadOnly));
+    const QJsonArray want =
+        QJsonDocument::fromJson(expectedFile.readAll())["series"]["val_loss"].toArray();
+    QCOMPARE(want.size(), 6);
+    MainWindow w;
+    w.resize(1280, 800);
+    w.setView(MainWindow::View::Curves);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QSignalSpy ready(w.curvesView(), &CurvesView::curvesReady);
+    w.openPaths({kFixtures});
+    QVERIFY(ready.wait(kTimeoutMs));
+    QStringList names;
+    for (const CurveRun& r : w.curvesView()->runs()) names << r.name;
+    QCOMPARE(names,
+             (QStringList{"hf/out", "sweep/seed1", "sweep/seed2", "sweep/seed3", "sweep/seed10"}));
+    CurvesView* view = w.curvesView();
+    QVERIFY2(view->metrics().contains("val_loss"), qPrintable(view->metrics().join(',')));
+    view->setMetric("val_loss");
+    view->setSmoothing(0);
+    const QCPGraph* graph = view->rawGraph("hf/out");
+    QVERIFY(graph);
+    QCOMPARE(graph->data()->size(), int(want.size()));
+    for (int i = 0; i < want.size(); ++i) {
+      QCOMPARE(graph->data()->at(i)->key, want[i].toArray()[0].toDouble());
+      QCOMPARE(graph->data()->at(i)->value, want[i].toArray()[1].toDouble());
+    }
+    view->setMetric("loss");
+    QVERIFY(view->rawGraph("sweep/seed3"));
+    QCOMPARE(view->rawGraph("sweep/seed3")->data()->size(), 3);
+  }
+};
+
+QTEST_MAIN(TestHfBrowser)
+#include "tst_hf_browser.moc"
