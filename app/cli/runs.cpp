@@ -1,0 +1,227 @@
+// ckptscope-cli runs DIR... [--json|--csv] [--metric NAME] [--group-by KEY]
+//                   [--filter EXPR] [--sort [-]COLUMN] [--goal min|max]
+//
+// The runs table (core/index runs_table.h) as the Curves tab shows it: one
+// row per run or group, the hyperparameters that differ as columns, and the
+// metric's last, best, step of the best and the checkpoint nearest it.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "ckpt/index/hparams.h"
+#include "ckpt/index/metrics.h"
+#include "ckpt/index/run_filter.h"
+#include "ckpt/index/runs_table.h"
+#include "common.h"
+
+namespace ckpt::cli {
+namespace {
+
+nlohmann::ordered_json jsonValue(const HparamValue& v) {
+  if (v.isNumber) return std::isfinite(v.number) ? nlohmann::ordered_json(v.number) : nullptr;
+  return v.text;
+}
+
+template <typename T>
+nlohmann::ordered_json optional(const std::optional<T>& v) {
+  if (!v) return nullptr;
+  if constexpr (std::is_floating_point_v<T>)
+    if (!std::isfinite(*v)) return nullptr;
+  return *v;
+}
+
+nlohmann::ordered_json tableJson(const RunsTable& t, const std::string& groupBy,
+                                 const std::vector<std::string>& problems) {
+  nlohmann::ordered_json j;
+  j["metric"] = t.metric;
+  j["goal"] = std::string(metricGoalName(t.goal));
+  j["group_by"] =
+      groupBy.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(groupBy);
+  j["runs_shown"] = t.runsShown;
+  j["runs_total"] = t.runsTotal;
+  j["columns"] = t.columns;
+  auto& rows = j["rows"] = nlohmann::ordered_json::array();
+  for (const RunsTableRow& r : t.rows) {
+    nlohmann::ordered_json row;
+    row["name"] = r.name;
+    if (!groupBy.empty())
+      row["runs"] = r.runs;
+    else
+      row["path"] = r.path;
+    auto& h = row["hparams"] = nlohmann::ordered_json::object();
+    for (const std::string& c : t.columns) {
+      const auto it = r.hparams.find(c);
+      h[c] = it == r.hparams.end() ? nlohmann::ordered_json(nullptr) : jsonValue(it->second);
+    }
+    row["points"] = r.points;
+    row["last"] = optional(r.last);
+    row["last_step"] = optional(r.lastStep);
+    row["best"] = optional(r.best);
+    row["best_step"] = optional(r.bestStep);
+    if (!groupBy.empty()) row["best_run"] = r.bestRun;
+    row["checkpoint"] = r.checkpoint.empty() ? nlohmann::ordered_json(nullptr)
+                                             : nlohmann::ordered_json(r.checkpoint);
+    row["checkpoint_step"] = optional(r.checkpointStep);
+    rows.push_back(std::move(row));
+  }
+  j["problems"] = problems;
+  return j;
+}
+
+std::string numberText(const std::optional<double>& v) {
+  if (!v) return "";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.6g", *v);
+  return b;
+}
+
+std::string integerText(const std::optional<int64_t>& v) {
+  return v ? std::to_string(*v) : "";
+}
+
+// The table's cells as text, header first.
+std::vector<std::vector<std::string>> cells(const RunsTable& t, bool grouped) {
+  std::vector<std::vector<std::string>> out;
+  std::vector<std::string> head = {grouped ? "group" : "run"};
+  if (grouped) head.push_back("runs");
+  head.insert(head.end(), t.columns.begin(), t.columns.end());
+  for (const char* c : {"points", "last", "best", "best_step", "checkpoint"}) head.push_back(c);
+  out.push_back(head);
+  for (const RunsTableRow& r : t.rows) {
+    std::vector<std::string> row = {r.name};
+    if (grouped) row.push_back(std::to_string(r.runs.size()));
+    for (const std::string& c : t.columns) {
+      const auto it = r.hparams.find(c);
+      row.push_back(it == r.hparams.end() ? "" : it->second.text);
+    }
+    row.push_back(std::to_string(r.points));
+    row.push_back(numberText(r.last));
+    row.push_back(numberText(r.best));
+    row.push_back(integerText(r.bestStep));
+    row.push_back(r.checkpoint);
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+std::string csvField(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string q = "\"";
+  for (const char c : s) {
+    if (c == '"') q += '"';
+    q += c;
+  }
+  return q + "\"";
+}
+
+void printCsv(const RunsTable& t, bool grouped) {
+  for (const auto& row : cells(t, grouped)) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) line += (i ? "," : "") + csvField(row[i]);
+    std::printf("%s\n", line.c_str());
+  }
+}
+
+void printText(const RunsTable& t, bool grouped, const std::vector<std::string>& problems) {
+  std::printf("%s (best: %s), %zu of %zu runs%s\n", t.metric.c_str(),
+              std::string(metricGoalName(t.goal)).c_str(), t.runsShown, t.runsTotal,
+              grouped ? (", " + std::to_string(t.rows.size()) + " groups").c_str() : "");
+  const auto table = cells(t, grouped);
+  std::vector<size_t> width(table.front().size(), 0);
+  for (const auto& row : table)
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  for (const auto& row : table) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    std::printf("%s\n", line.c_str());
+  }
+  for (const std::string& p : problems) std::printf("problem: %s\n", p.c_str());
+}
+
+}  // namespace
+
+int runRuns(int argc, char** argv) {
+  std::vector<std::string> paths;
+  std::string metric, groupBy, filter, sort, goal;
+  bool json = false, csv = false;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--json") {
+      json = true;
+    } else if (a == "--csv") {
+      csv = true;
+    } else if (a == "--metric" || a == "--group-by" || a == "--filter" || a == "--sort" ||
+               a == "--goal") {
+      if (i + 1 >= argc) return usageError(a + " needs a value", "runs");
+      std::string& target = a == "--metric"     ? metric
+                            : a == "--group-by" ? groupBy
+                            : a == "--filter"   ? filter
+                            : a == "--sort"     ? sort
+                                                : goal;
+      target = argv[++i];
+    } else if (a.size() > 1 && a[0] == '-') {
+      return usageError("unknown option " + a, "runs");
+    } else {
+      paths.push_back(a);
+    }
+  }
+  if (json && csv) return usageError("--json and --csv exclude each other", "runs");
+  if (paths.empty()) return usageError("runs takes at least one DIR", "runs");
+  RunsTableOptions options;
+  options.metric = metric;
+  options.filter = filter;
+  options.sort = sort;
+  if (!goal.empty()) {
+    if (goal != "min" && goal != "max") return usageError("--goal takes min or max", "runs");
+    options.goal = goal == "min" ? MetricGoal::Min : MetricGoal::Max;
+  }
+  try {
+    options.group = parseGroupSpec(groupBy);
+  } catch (const std::invalid_argument& e) {
+    return usageError(e.what(), "runs");
+  }
+
+  std::vector<RunEntry> runs;
+  try {
+    for (const std::string& p : paths)
+      for (RunEntry& r : findMetricRuns(p)) runs.push_back(std::move(r));
+  } catch (const std::exception& e) {
+    return failWith(e.what());
+  }
+  const std::vector<RunMetrics> metrics = collectMetrics(runs);
+  std::vector<std::string> problems;
+  std::vector<Hparams> hparams;
+  hparams.reserve(runs.size());
+  for (const RunEntry& r : runs) hparams.push_back(readHparams(r, &problems));
+  for (const RunMetrics& m : metrics)
+    for (const std::string& p : m.problems) problems.push_back(m.run + ": " + p);
+
+  RunsTable table;
+  try {
+    table = buildRunsTable(metrics, hparams, options);
+  } catch (const FilterError& e) {
+    // The expression with a caret under where it went wrong.
+    std::fprintf(stderr, "ckptscope-cli: %s\n  %s\n  %s^\n", e.what(), filter.c_str(),
+                 std::string(e.position() - 1, ' ').c_str());
+    return kExitUsage;
+  } catch (const std::invalid_argument& e) {
+    return usageError(e.what(), "runs");
+  }
+  const bool grouped = options.group.by != GroupSpec::By::None;
+  if (json)
+    std::printf("%s\n", tableJson(table, grouped ? groupBy : "", problems).dump(1).c_str());
+  else if (csv)
+    printCsv(table, grouped);
+  else
+    printText(table, grouped, problems);
+  std::fflush(stdout);
+  return kExitOk;
+}
+
+}  // namespace ckpt::cli

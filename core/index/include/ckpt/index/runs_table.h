@@ -1,0 +1,78 @@
+#pragma once
+// The runs table: one row per run (or per group of runs), the
+// hyperparameters that differ between the rows shown as columns, and for one
+// metric its last value, its best, the step of the best and the checkpoint
+// nearest that step. The Curves tab's table and `ckptscope-cli runs` both
+// build it here. No Qt.
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ckpt/index/hparams.h"
+#include "ckpt/index/metrics.h"
+#include "ckpt/index/run_groups.h"
+
+namespace ckpt {
+
+// Whether lower or higher is better. The rule, on the metric's name in lower
+// case: a name holding acc, reward, score, f1, bleu, rouge, auc, precision,
+// recall, win_rate, exact_match, throughput, tokens_per_sec or mfu is
+// better high; anything else (loss, perplexity / ppl, error, wer, cer, nll,
+// mse, and names the rule does not know) is better low. The table says which
+// it used.
+enum class MetricGoal { Min, Max };
+MetricGoal metricGoal(std::string_view metric);
+std::string_view metricGoalName(MetricGoal g);  // "min", "max"
+
+struct RunsTableOptions {
+  // "" : val_loss when any run has it, else loss, else the first metric
+  // (alphabetically) any run has.
+  std::string metric;
+  std::optional<MetricGoal> goal;  // overrides metricGoal(metric)
+  GroupSpec group;
+  std::string filter;  // RunFilter's syntax; applied to runs, before grouping
+  // A column ("name", "best", "learning_rate", ...); '-' first: descending.
+  // "" : by name (natural order). Rows without the value go last.
+  std::string sort;
+};
+
+struct RunsTableRow {
+  std::string name;               // the run, or the group's label
+  std::string path;               // the run's directory ("" for a group)
+  std::vector<std::string> runs;  // a group's runs (natural order); empty for a run
+  Hparams hparams;                // a group: the values its runs share, "(varies)" otherwise
+  size_t points = 0;              // points of the metric (a group: steps of its mean line)
+  std::optional<double> last;     // the metric's last finite value (a group: its mean line's)
+  std::optional<int64_t> lastStep;
+  std::optional<double> best;  // lowest or highest finite value, the earliest step on a tie
+  std::optional<int64_t> bestStep;
+  // The checkpoint nearest bestStep (a tie: the later one); a group: that of
+  // its run with the best best (bestRun).
+  std::string checkpoint;
+  std::optional<int64_t> checkpointStep;
+  std::string bestRun;
+};
+
+struct RunsTable {
+  std::string metric;
+  MetricGoal goal = MetricGoal::Min;
+  std::vector<std::string> columns;  // hyperparameters that differ between the rows, sorted
+  std::vector<RunsTableRow> rows;
+  size_t runsShown = 0, runsTotal = 0;  // after and before the filter
+};
+
+// `metrics[i]` and `hparams[i]` describe one run. Throws FilterError for a
+// bad filter (or one naming what no run has, "unknown name") and
+// std::invalid_argument for an unknown sort column or metric.
+RunsTable buildRunsTable(std::span<const RunMetrics> metrics, std::span<const Hparams> hparams,
+                         const RunsTableOptions& options);
+
+// The best of a series' finite points by `goal` (the earliest on a tie), as
+// an index into points; nothing when none is finite.
+std::optional<size_t> bestPoint(std::span<const MetricPoint> points, MetricGoal goal);
+
+}  // namespace ckpt
