@@ -329,6 +329,34 @@ class TestRunGroups : public QObject {
     QVERIFY2(check.exitCode == 0, (check.out + check.err).constData());
   }
 
+  // Grouped with the default metric neither val_loss nor loss: the CLI reads
+  // the points of the one it chose (acc) again. By hand: at step 1 (0.1 +
+  // 0.3) / 2, at 2 (0.5 + 0.25) / 2 (the second run between its steps 1 and
+  // 3), at 3 the second run alone.
+  void cliGroupOfAnotherMetric() {
+    QTemporaryDir tmp;
+    const std::pair<const char*, const char*> runs[] = {
+        {"a_seed1", "{\"step\": 1, \"acc\": 0.1}\n{\"step\": 2, \"acc\": 0.5}\n"},
+        {"a_seed2", "{\"step\": 1, \"acc\": 0.3}\n{\"step\": 3, \"acc\": 0.2}\n"}};
+    for (const auto& [name, text] : runs) {
+      QVERIFY(QDir(tmp.path()).mkpath(name));
+      QFile f(tmp.filePath(QString(name) + "/metrics.jsonl"));
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(text);
+    }
+    const auto r = test::runProcess(CKPT_CLI, {"runs", tmp.path(), "--group-by", "name", "--json"});
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    const auto j = nlohmann::json::parse(r.out.toStdString());
+    QCOMPARE(j["metric"].get<std::string>(), std::string("acc"));
+    QCOMPARE(j["goal"].get<std::string>(), std::string("max"));
+    const auto& row = j["rows"].at(0);
+    QCOMPARE(row["name"].get<std::string>(), std::string("a_seed*"));
+    QCOMPARE(row["best"].get<double>(), (0.5 + 0.25) / 2);
+    QCOMPARE(row["best_step"].get<int>(), 2);
+    QCOMPARE(row["last"].get<double>(), 0.2);
+    QCOMPARE(row["points"].get<int>(), 3);
+  }
+
   void cliBadInput() {
     const QString dir = QString::fromStdString((kFixtures / "sweep").string());
     auto r = test::runProcess(CKPT_CLI, {"runs", dir, "--filter", "lr == 3e-4 andd seed < 2"});

@@ -51,9 +51,10 @@ std::optional<size_t> lastFinite(std::span<const MetricPoint> points) {
 }
 
 // The marker nearest `step`; the later one on a tie.
-const CheckpointMarker* nearestCheckpoint(const RunMetrics& run, int64_t step) {
+const CheckpointMarker* nearestCheckpoint(const std::vector<CheckpointMarker>& markers,
+                                          int64_t step) {
   const CheckpointMarker* best = nullptr;
-  for (const CheckpointMarker& m : run.markers) {
+  for (const CheckpointMarker& m : markers) {
     const auto d = std::llabs(m.step - step);
     if (!best || d < std::llabs(best->step - step) ||
         (d == std::llabs(best->step - step) && m.step > best->step))
@@ -62,27 +63,25 @@ const CheckpointMarker* nearestCheckpoint(const RunMetrics& run, int64_t step) {
   return best;
 }
 
-RunsTableRow runRow(const RunMetrics& run, const Hparams& hparams, const std::string& metric,
-                    MetricGoal goal) {
+RunsTableRow runRow(const RunSummary& run, const std::string& metric, MetricGoal goal) {
   RunsTableRow row;
-  row.name = run.run;
+  row.name = run.name;
   row.path = run.path;
-  row.hparams = hparams;
-  const MetricSeries* s = run.find(metric);
-  if (!s) return row;
-  row.points = s->points.size();
-  if (const auto i = lastFinite(s->points)) {
-    row.last = s->points[*i].value;
-    row.lastStep = s->points[*i].step;
-  }
-  if (const auto i = bestPoint(s->points, goal)) {
-    row.best = s->points[*i].value;
-    row.bestStep = s->points[*i].step;
-    if (const CheckpointMarker* m = nearestCheckpoint(run, *row.bestStep)) {
-      row.checkpoint = m->path;
-      row.checkpointStep = m->step;
+  row.hparams = run.hparams;
+  const auto it = run.metrics.find(metric);
+  if (it == run.metrics.end()) return row;
+  const MetricSummary& m = it->second;
+  row.points = m.points;
+  row.last = m.last;
+  row.lastStep = m.lastStep;
+  row.best = goal == MetricGoal::Min ? m.min : m.max;
+  row.bestStep = goal == MetricGoal::Min ? m.minStep : m.maxStep;
+  if (row.bestStep) {
+    if (const CheckpointMarker* c = nearestCheckpoint(run.markers, *row.bestStep)) {
+      row.checkpoint = c->path;
+      row.checkpointStep = c->step;
     }
-    row.bestRun = run.run;
+    row.bestRun = run.name;
   }
   return row;
 }
@@ -92,7 +91,7 @@ bool better(double a, double b, MetricGoal goal) {
 }
 
 RunsTableRow groupRow(const RunGroup& group, std::span<const RunsTableRow> runRows,
-                      std::span<const RunMetrics> metrics, const std::vector<size_t>& shown,
+                      std::span<const RunSummary> runs, const std::vector<size_t>& shown,
                       const std::string& metric, MetricGoal goal) {
   RunsTableRow row;
   row.name = group.label;
@@ -102,7 +101,12 @@ RunsTableRow groupRow(const RunGroup& group, std::span<const RunsTableRow> runRo
     const RunsTableRow& r = runRows[k];
     row.runs.push_back(r.name);
     for (const auto& [key, v] : r.hparams) keys.insert(key);
-    if (const MetricSeries* s = metrics[shown[k]].find(metric)) series.emplace_back(s->points);
+    const RunSummary& run = runs[shown[k]];
+    if (const auto c = run.curves.find(metric); c != run.curves.end())
+      series.emplace_back(c->second);
+    else if (run.metrics.count(metric))
+      throw std::logic_error("runs table: the points of " + metric + " of " + run.name +
+                             " were not kept for its group");
     if (r.best && (!row.best || better(*r.best, *row.best, goal))) {
       row.best = r.best;  // replaced by the mean line's below; kept to pick bestRun
       row.bestRun = r.name;
@@ -181,24 +185,72 @@ std::optional<size_t> bestPoint(std::span<const MetricPoint> points, MetricGoal 
   return best;
 }
 
+MetricSummary summarizeMetric(std::span<const MetricPoint> points) {
+  MetricSummary m;
+  m.points = points.size();
+  if (const auto i = lastFinite(points)) {
+    m.last = points[*i].value;
+    m.lastStep = points[*i].step;
+  }
+  if (const auto i = bestPoint(points, MetricGoal::Min)) {
+    m.min = points[*i].value;
+    m.minStep = points[*i].step;
+  }
+  if (const auto i = bestPoint(points, MetricGoal::Max)) {
+    m.max = points[*i].value;
+    m.maxStep = points[*i].step;
+  }
+  return m;
+}
+
+RunSummary summarizeRun(const RunMetrics& run, Hparams hparams,
+                        const std::set<std::string>& keepCurves) {
+  RunSummary s;
+  s.name = run.run;
+  s.path = run.path;
+  s.hparams = std::move(hparams);
+  s.markers = run.markers;
+  for (const MetricSeries& series : run.series) {
+    s.metrics[series.metric] = summarizeMetric(series.points);
+    if (keepCurves.count(series.metric)) s.curves[series.metric] = series.points;
+  }
+  return s;
+}
+
+std::string defaultTableMetric(const std::set<std::string>& metrics) {
+  return metrics.count("val_loss") ? "val_loss"
+         : metrics.count("loss")   ? "loss"
+         : metrics.empty()         ? "loss"
+                                   : *metrics.begin();
+}
+
 RunsTable buildRunsTable(std::span<const RunMetrics> metrics, std::span<const Hparams> hparams,
                          const RunsTableOptions& options) {
   if (metrics.size() != hparams.size())
     throw std::invalid_argument("runs table: " + std::to_string(metrics.size()) + " runs but " +
                                 std::to_string(hparams.size()) + " sets of hyperparameters");
-  std::set<std::string> metricNames, hparamNames;
+  std::set<std::string> names;
   for (const RunMetrics& r : metrics)
-    for (const MetricSeries& s : r.series) metricNames.insert(s.metric);
-  for (const Hparams& h : hparams)
-    for (const auto& [k, v] : h) hparamNames.insert(k);
+    for (const MetricSeries& s : r.series) names.insert(s.metric);
+  const std::string metric = options.metric.empty() ? defaultTableMetric(names) : options.metric;
+  std::vector<RunSummary> runs;
+  runs.reserve(metrics.size());
+  for (size_t i = 0; i < metrics.size(); ++i)
+    runs.push_back(summarizeRun(metrics[i], hparams[i], {metric}));
+  return buildRunsTable(runs, options);
+}
+
+RunsTable buildRunsTable(std::span<const RunSummary> runs, const RunsTableOptions& options) {
+  std::set<std::string> metricNames, hparamNames;
+  for (const RunSummary& r : runs) {
+    for (const auto& [m, summary] : r.metrics) metricNames.insert(m);
+    for (const auto& [k, v] : r.hparams) hparamNames.insert(k);
+  }
 
   RunsTable table;
   table.metric = options.metric;
   if (table.metric.empty())
-    table.metric = metricNames.count("val_loss") ? "val_loss"
-                   : metricNames.count("loss")   ? "loss"
-                   : metricNames.empty()         ? "loss"
-                                                 : *metricNames.begin();
+    table.metric = defaultTableMetric(metricNames);
   else if (!metricNames.empty() && !metricNames.count(table.metric)) {
     std::string known;
     for (const std::string& m : metricNames) known += (known.empty() ? "" : ", ") + m;
@@ -206,7 +258,7 @@ RunsTable buildRunsTable(std::span<const RunMetrics> metrics, std::span<const Hp
                                 ")");
   }
   table.goal = options.goal.value_or(metricGoal(table.metric));
-  table.runsTotal = metrics.size();
+  table.runsTotal = runs.size();
 
   const RunFilter filter = RunFilter::parse(options.filter);
   for (const RunFilter::Name& n : filter.names()) {
@@ -220,14 +272,14 @@ RunsTable buildRunsTable(std::span<const RunMetrics> metrics, std::span<const Hp
 
   std::vector<size_t> shown;
   std::vector<RunsTableRow> runRows;
-  for (size_t i = 0; i < metrics.size(); ++i) {
-    RunsTableRow row = runRow(metrics[i], hparams[i], table.metric, table.goal);
-    const RunMetrics& run = metrics[i];
+  for (size_t i = 0; i < runs.size(); ++i) {
+    RunsTableRow row = runRow(runs[i], table.metric, table.goal);
+    const RunSummary& run = runs[i];
     const auto lookup = [&](std::string_view name) -> std::optional<HparamValue> {
       if (auto v = rowField(row, name)) return v;
       // Another metric: its last finite value.
-      if (const MetricSeries* s = run.find(std::string(name)))
-        if (const auto k = lastFinite(s->points)) return numberHparam(s->points[*k].value);
+      const auto m = run.metrics.find(std::string(name));
+      if (m != run.metrics.end() && m->second.last) return numberHparam(*m->second.last);
       return std::nullopt;
     };
     if (!filter.matches(lookup)) continue;
@@ -242,7 +294,7 @@ RunsTable buildRunsTable(std::span<const RunMetrics> metrics, std::span<const Hp
     std::vector<GroupableRun> groupable;
     for (const RunsTableRow& r : runRows) groupable.push_back({r.name, r.hparams});
     for (const RunGroup& g : groupRuns(groupable, options.group))
-      table.rows.push_back(groupRow(g, runRows, metrics, shown, table.metric, table.goal));
+      table.rows.push_back(groupRow(g, runRows, runs, shown, table.metric, table.goal));
   }
 
   if (!options.sort.empty()) {

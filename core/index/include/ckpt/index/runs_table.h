@@ -6,7 +6,9 @@
 // build it here. No Qt.
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -65,9 +67,42 @@ struct RunsTable {
   size_t runsShown = 0, runsTotal = 0;  // after and before the filter
 };
 
-// `metrics[i]` and `hparams[i]` describe one run. Throws FilterError for a
-// bad filter (or one naming what no run has, "unknown name") and
-// std::invalid_argument for an unknown sort column or metric.
+// What the table needs of one metric of a run: a few numbers, not its
+// points (a sweep of 1,000 runs x 20,000 points is summarized run by run).
+struct MetricSummary {
+  size_t points = 0;
+  std::optional<double> last;  // the last finite value
+  std::optional<int64_t> lastStep;
+  std::optional<double> min, max;  // finite; the earliest step on a tie
+  std::optional<int64_t> minStep, maxStep;
+};
+MetricSummary summarizeMetric(std::span<const MetricPoint> points);
+
+// One run as the table sees it.
+struct RunSummary {
+  std::string name, path;
+  Hparams hparams;
+  std::map<std::string, MetricSummary> metrics;  // every metric of the run
+  std::vector<CheckpointMarker> markers;         // its checkpoints (step, path)
+  // The points of the metrics a group's line is drawn from (summarizeRun's
+  // keepCurves); grouping by a metric whose points were not kept throws.
+  std::map<std::string, std::vector<MetricPoint>> curves;
+};
+RunSummary summarizeRun(const RunMetrics& run, Hparams hparams,
+                        const std::set<std::string>& keepCurves);
+
+// The metric a table shows when none is asked for: val_loss when a run has
+// it, else loss, else the first by name ("loss" when there is none).
+std::string defaultTableMetric(const std::set<std::string>& metrics);
+
+// Throws FilterError for a bad filter (or one naming what no run has,
+// "unknown name") and std::invalid_argument for an unknown sort column or
+// metric.
+RunsTable buildRunsTable(std::span<const RunSummary> runs, const RunsTableOptions& options);
+
+// The same from runs read whole: `metrics[i]` and `hparams[i]` describe one run. Throws FilterError
+// for a bad filter (or one naming what no run has, "unknown name") and std::invalid_argument for an
+// unknown sort column or metric.
 RunsTable buildRunsTable(std::span<const RunMetrics> metrics, std::span<const Hparams> hparams,
                          const RunsTableOptions& options);
 
