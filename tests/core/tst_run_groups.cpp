@@ -304,6 +304,43 @@ class TestRunGroups : public QObject {
     QCOMPARE(differingKeys({&a, &b}), std::vector<std::string>{"learning_rate"});
   }
 
+  // A config nested 100,000 deep or not JSON at all: a problem named, no
+  // crash (the deep one overflowed the stack before the parse kept it
+  // shallow); one 40 deep is read: 16 levels of dotted key, the rest text.
+  void hostileRunJson() {
+    QTemporaryDir tmp;
+    for (const auto& [name, text] : std::vector<std::pair<QString, QByteArray>>{
+             {"deep", "{\"training\": " + QByteArray(100000, '[') + QByteArray(100000, ']') + "}"},
+             {"nested", QByteArray(40, ' ').replace(" ", "{\"a\": ") + "1" + QByteArray(40, '}')},
+             {"broken", "{\"training\": {\"lr\": "}}) {
+      QVERIFY(QDir(tmp.path()).mkpath(name));
+      QFile f(tmp.filePath(name + "/RUN.json"));
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(text);
+      f.close();
+      RunEntry run;
+      run.name = name.toStdString();
+      run.path = tmp.filePath(name).toStdString();
+      std::vector<std::string> problems;
+      const Hparams h = readHparams(run, &problems);
+      if (name == "deep") {
+        QCOMPARE(problems.size(), size_t(1));
+        QVERIFY(problems[0].find("nested deeper than 64 levels") != std::string::npos);
+        QVERIFY(h.empty());
+      }
+      if (name == "broken") {
+        QCOMPARE(problems.size(), size_t(1));
+        QVERIFY(problems[0].find("RUN.json: not a JSON object") != std::string::npos);
+      }
+      if (name == "nested") {
+        QVERIFY(problems.empty());
+        QCOMPARE(h.size(), size_t(1));
+        QCOMPARE(h.begin()->first, QString("a.").repeated(15).append("a").toStdString());
+        QVERIFY(h.begin()->second.text.starts_with("{\"a\":{\"a\":"));
+      }
+    }
+  }
+
   // The CLI's JSON, checked by Python against numpy.
   void cliRunsJson_data() {
     QTest::addColumn<QStringList>("args");

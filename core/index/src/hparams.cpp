@@ -25,14 +25,25 @@ bool isSection(std::string_view key) {
   return key == "model" || key == "training" || key == "data";
 }
 
-void flatten(const nlohmann::json& j, const std::string& prefix, Hparams& into) {
+// Deeper than this, an object is one value (its JSON text): a hostile
+// config cannot make the walk recurse without end.
+constexpr int kMaxDepth = 16;
+// A RUN.json is a few kB; a bigger file is not one.
+constexpr uintmax_t kMaxRunJsonBytes = 16u << 20;
+constexpr int kMaxRunJsonDepth = 64;
+
+void flatten(const nlohmann::json& j, const std::string& prefix, Hparams& into, int depth = 0) {
   // {"$tuple": [...]} and the like (a pickle's value as JSON) are one value.
   const bool tagged = j.is_object() && j.size() == 1 && j.begin().key().starts_with("$");
-  if (j.is_object() && !tagged) {
+  if (j.is_object() && !tagged && depth < kMaxDepth) {
     for (auto it = j.begin(); it != j.end(); ++it) {
       const std::string& k = it.key();
       const bool dropSection = prefix.empty() && isSection(k) && it.value().is_object();
-      flatten(it.value(), dropSection ? "" : prefix.empty() ? k : prefix + "." + k, into);
+      flatten(it.value(),
+              dropSection      ? ""
+              : prefix.empty() ? k
+                               : prefix + "." + k,
+              into, depth + 1);
     }
     return;
   }
@@ -42,13 +53,19 @@ void flatten(const nlohmann::json& j, const std::string& prefix, Hparams& into) 
   else if (j.is_string())
     into.emplace(prefix, textHparam(j.get<std::string>()));
   else
-    into.emplace(prefix, textHparam(j.dump()));
+    into.emplace(prefix,
+                 textHparam(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
 }
 
 void readRunJson(const RunEntry& run, Hparams& into, std::vector<std::string>& problems) {
   const std::filesystem::path file = std::filesystem::path(run.path) / "RUN.json";
   std::error_code ec;
   if (!std::filesystem::is_regular_file(file, ec)) return;
+  if (const auto size = std::filesystem::file_size(file, ec); !ec && size > kMaxRunJsonBytes) {
+    problems.push_back(file.string() + ": " + std::to_string(size) +
+                       " bytes, too big for a run config (not read)");
+    return;
+  }
   std::ifstream in(file, std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();
@@ -56,7 +73,21 @@ void readRunJson(const RunEntry& run, Hparams& into, std::vector<std::string>& p
     problems.push_back(file.string() + ": cannot be read");
     return;
   }
-  const nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  // Values nested deeper than a config ever is are dropped while parsing
+  // (and the file reported): writing such a tree back as text would recurse
+  // once per level.
+  bool tooDeep = false;
+  const nlohmann::json::parser_callback_t limit =
+      [&tooDeep](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+        if (depth > kMaxRunJsonDepth) tooDeep = true;
+        return depth <= kMaxRunJsonDepth;
+      };
+  const nlohmann::json j = nlohmann::json::parse(text.str(), limit, /*allow_exceptions=*/false);
+  if (tooDeep) {
+    problems.push_back(file.string() + ": nested deeper than " + std::to_string(kMaxRunJsonDepth) +
+                       " levels (not read)");
+    return;
+  }
   if (j.is_discarded() || !j.is_object()) {
     problems.push_back(file.string() + ": not a JSON object");
     return;
