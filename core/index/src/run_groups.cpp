@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <stdexcept>
 
@@ -159,18 +160,25 @@ GroupStats groupStatistics(std::span<const std::span<const MetricPoint>> series,
                            double lowPercentile, double highPercentile) {
   // Each run's finite points (by index), and every step any of them logged.
   std::vector<std::vector<size_t>> finite(series.size());
-  std::vector<int64_t> steps;
-  for (size_t r = 0; r < series.size(); ++r)
+  // Each run's steps are ascending: the union is merged run by run (runs of
+  // a sweep mostly share their steps, so it stays one run long) rather than
+  // sorted whole.
+  std::vector<int64_t> steps, runSteps, merged;
+  for (size_t r = 0; r < series.size(); ++r) {
+    runSteps.clear();
     for (size_t i = 0; i < series[r].size(); ++i)
       if (std::isfinite(series[r][i].value)) {
         if (!finite[r].empty() && series[r][i].step <= series[r][finite[r].back()].step)
           throw std::invalid_argument("group statistics: run " + std::to_string(r) +
                                       " has its steps out of order at point " + std::to_string(i));
         finite[r].push_back(i);
-        steps.push_back(series[r][i].step);
+        runSteps.push_back(series[r][i].step);
       }
-  std::sort(steps.begin(), steps.end());
-  steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+    merged.clear();
+    std::set_union(steps.begin(), steps.end(), runSteps.begin(), runSteps.end(),
+                   std::back_inserter(merged));
+    steps.swap(merged);
+  }
 
   GroupStats g;
   const size_t n = steps.size();
