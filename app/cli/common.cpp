@@ -36,6 +36,9 @@ void printUsage(const std::string& command) {
       "  metrics DIR|FILE... [--json|--csv] [--metric NAME] [--log FILE|DIR]\n"
       "                         every run's curves (metrics.jsonl, console logs,\n"
       "                         checkpoints) as the Curves tab draws them\n"
+      "  runs DIR... [--json|--csv] [--metric NAME] [--group-by KEY] [--filter EXPR]\n"
+      "                         one row per run or group: the hyperparameters that differ,\n"
+      "                         the metric's last and best, the checkpoint nearest the best\n"
       "  prune RUN_DIR [--keep-best METRIC] [--keep-last N] [--every K] [--apply] [--json]\n"
       "                         which checkpoints the rules keep and which go (a dry run\n"
       "                         unless --apply: then to the desktop trash, never deleted)\n"
@@ -101,6 +104,20 @@ void printUsage(const std::string& command) {
         "  event file (the run of its directory) or a console log (*.log, *.out, *.err, *.txt: "
         "read\n"
         "  for every run, like --log)\n",
+        stderr);
+  else if (command == "runs")
+    std::fputs(
+        "usage: ckptscope-cli runs DIR... [--json|--csv] [--metric NAME] [--group-by KEY]\n"
+        "                         [--filter EXPR] [--sort [-]COLUMN] [--goal min|max]\n"
+        "  one row per run (or group): the hyperparameters that differ between the rows shown\n"
+        "  (RUN.json, the checkpoints' config), the metric's last value, its best (min for\n"
+        "  losses, max for accuracy / reward / score; --goal overrides), the step of the best\n"
+        "  and the checkpoint nearest it. --metric defaults to val_loss, else loss.\n"
+        "  --group-by KEY | all-but[:KEY] (seed by default) | name[:WORD] (the name with its\n"
+        "  last number, or the one after WORD, as *): one row per group, its mean line's last\n"
+        "  and best. --filter: NAME OP VALUE (OP: == != < <= > >= ~ !~) joined by and / or /\n"
+        "  not and parentheses: 'lr == 3e-4 and val_loss < 2.5', 'name ~ sft'. --sort: a\n"
+        "  column (name, best, last, best_step, a hyperparameter), '-' first: descending\n",
         stderr);
   else
     std::fputs(all, stderr);

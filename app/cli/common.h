@@ -35,6 +35,7 @@ int runVerify(int argc, char** argv);
 int runDiff(int argc, char** argv);
 int runScan(int argc, char** argv);
 int runMetrics(int argc, char** argv);
+int runRuns(int argc, char** argv);
 int runPrune(int argc, char** argv);
 int runConsolidate(int argc, char** argv);
 int runExport(int argc, char** argv);

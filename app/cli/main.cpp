@@ -84,6 +84,7 @@ int main(int argc, char** argv) {
     if (cmd == "diff") return runDiff(argc, argv);
     if (cmd == "scan") return runScan(argc, argv);
     if (cmd == "metrics") return runMetrics(argc, argv);
+    if (cmd == "runs") return runRuns(argc, argv);
     if (cmd == "prune") return runPrune(argc, argv);
     if (cmd == "consolidate") return runConsolidate(argc, argv);
     if (cmd == "export") return runExport(argc, argv);

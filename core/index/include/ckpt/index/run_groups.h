@@ -1,0 +1,82 @@
+#pragma once
+// Runs grouped into one line each: by a hyperparameter, by every
+// hyperparameter but one (the seeds of one setting), or by the run name with
+// a number taken out ("lr3e-4_seed*"); and a group's line: the mean or median
+// of its runs with a band (min-max, +-1 std, a percentile range) at every
+// step. For the Curves tab, the runs table and `ckptscope-cli runs`. No Qt.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ckpt/index/hparams.h"
+#include "ckpt/index/metrics.h"
+#include "ckpt/index/natural_order.h"
+
+namespace ckpt {
+
+// How runs are grouped, as a user types it (--group-by, the toolbar):
+//   KEY        runs with the same value of KEY ("lr" and "learning_rate" alike)
+//   all-but:KEY  runs that agree in every hyperparameter but KEY
+//   all-but    the same with KEY = seed
+//   name       runs whose names agree but for their last number
+//              ("lr3e-4_seed7" -> "lr3e-4_seed*")
+//   name:WORD  ... but for the number after WORD ("name:seed")
+struct GroupSpec {
+  enum class By { None, Key, AllBut, NamePattern };
+  By by = By::None;
+  std::string key;  // Key, AllBut: the hyperparameter; NamePattern: the WORD ("" = last number)
+};
+// Throws std::invalid_argument with a message naming what is wrong.
+GroupSpec parseGroupSpec(std::string_view text);
+
+// A run as grouping sees it.
+struct GroupableRun {
+  std::string name;
+  Hparams hparams;
+};
+
+struct RunGroup {
+  std::string label;         // "learning_rate=0.0003", "lr3e-4_seed*", ...
+  std::vector<size_t> runs;  // indices into the runs grouped, in their order
+};
+
+// The groups in natural order of their labels; a run lacking the key (or a
+// name without the number) is a group of its own value "(none)" or name.
+std::vector<RunGroup> groupRuns(std::span<const GroupableRun> runs, const GroupSpec& spec);
+
+// "lr3e-4_seed7" -> "lr3e-4_seed*" (the last number, or the one right after
+// `word`); the name itself when it has no such number.
+std::string namePattern(std::string_view name, std::string_view word = {});
+
+// Names are compared as people read them: naturalLess (natural_order.h),
+// the one order of runs everywhere.
+
+// ------------------------------------------------------------ statistics
+
+// A group's line at each step. Alignment: the steps are every step any run
+// of the group logged; at a step, a run contributes its value there, or,
+// between two of its logged steps, the straight line between them (runs
+// logged every 10 steps at different offsets still make one smooth band);
+// a run contributes nothing before its first or after its last logged step
+// (no invented values: `runs` drops when a run has ended). Non-finite values
+// (a diverged run's NaN) are left out like a step not logged.
+// std is the population std of the contributing values (numpy's default,
+// ddof=0: defined for one run); percentiles interpolate linearly between
+// the sorted values (numpy's default method).
+struct GroupStats {
+  std::vector<int64_t> steps;
+  std::vector<int> runs;  // how many runs contribute at each step
+  std::vector<double> mean, stdev, min, max, median;
+  std::vector<double> low, high;  // the percentiles asked for (default 25 and 75)
+};
+GroupStats groupStatistics(std::span<const std::span<const MetricPoint>> series,
+                           double lowPercentile = 25, double highPercentile = 75);
+
+// The q-th percentile (0..100) of sorted values, numpy's linear method.
+double percentileOfSorted(std::span<const double> sorted, double q);
+
+}  // namespace ckpt

@@ -1,0 +1,416 @@
+// Groups of runs and the runs table on a generated sweep (3 learning rates x
+// 5 seeds, runs of unequal length whose steps do not line up, a NaN, some
+// runs with checkpoints: tests/python/sweep_fixtures.py): a group's mean,
+// std, min, max, median and percentiles at each step against numpy; the
+// grouping modes; the table's columns (exactly the hyperparameters that
+// differ between the runs shown), best and step of the best against numpy;
+// filter expressions, bad ones with the position they name; hyperparameters
+// from a checkpoint's config; and `ckptscope-cli runs --json` checked by
+// Python.
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "ckpt/index/hparams.h"
+#include "ckpt/index/metrics.h"
+#include "ckpt/index/run_filter.h"
+#include "ckpt/index/run_groups.h"
+#include "ckpt/index/runs_table.h"
+#include "run_process.h"
+
+namespace fs = std::filesystem;
+using namespace ckpt;
+
+namespace {
+
+const fs::path kFixtures = fs::path(CKPT_FIXTURE_DIR) / "sweep";
+
+struct Sweep {
+  std::vector<RunEntry> runs;
+  std::vector<RunMetrics> metrics;
+  std::vector<Hparams> hparams;
+  nlohmann::json reference;
+};
+
+const Sweep& sweep() {
+  static const Sweep s = [] {
+    Sweep s;
+    s.runs = findMetricRuns((kFixtures / "sweep").string());
+    s.metrics = collectMetrics(s.runs);
+    for (const RunEntry& r : s.runs) s.hparams.push_back(readHparams(r));
+    std::ifstream in(kFixtures / "sweep_reference.json");
+    s.reference = nlohmann::json::parse(in);
+    return s;
+  }();
+  return s;
+}
+
+bool close(double a, double b) {
+  return std::abs(a - b) <= 1e-12 * std::max(1.0, std::abs(b));
+}
+
+std::set<std::string> shownRuns(const std::string& filter) {
+  RunsTableOptions o;
+  o.metric = "loss";
+  o.filter = filter;
+  std::set<std::string> out;
+  for (const RunsTableRow& r : buildRunsTable(sweep().metrics, sweep().hparams, o).rows)
+    out.insert(r.name);
+  return out;
+}
+
+// Runs whose hyperparameters / values satisfy `pred`, from the truth.
+template <typename Pred>
+std::set<std::string> truthRuns(Pred pred) {
+  std::set<std::string> out;
+  for (const auto& [name, hp] : sweep().reference["hparams"].items())
+    if (pred(name, hp, sweep().reference["runs"][name])) out.insert(name);
+  return out;
+}
+
+}  // namespace
+
+class TestRunGroups : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() {
+    QVERIFY2(fs::exists(kFixtures / "sweep_reference.json"), "run make_sweep_fixtures first");
+    QCOMPARE(sweep().runs.size(), size_t(15));
+  }
+
+  void groupStatisticsAgainstNumpy() {
+    const Sweep& s = sweep();
+    std::vector<GroupableRun> groupable;
+    for (size_t i = 0; i < s.runs.size(); ++i)
+      groupable.push_back({s.metrics[i].run, s.hparams[i]});
+    const auto groups = groupRuns(groupable, parseGroupSpec("lr"));
+    QCOMPARE(groups.size(), size_t(3));
+    size_t compared = 0;
+    for (const auto& [lrText, want] : s.reference["groups"].items()) {
+      const double lr = std::stod(lrText);
+      const RunGroup* group = nullptr;
+      for (const RunGroup& g : groups)
+        if (s.hparams[g.runs.front()].at("learning_rate").number == lr) group = &g;
+      QVERIFY2(group, qPrintable(QString::fromStdString("no group for lr " + lrText)));
+      QCOMPARE(group->runs.size(), size_t(5));
+      std::vector<std::span<const MetricPoint>> series;
+      for (size_t i : group->runs) series.emplace_back(s.metrics[i].find("loss")->points);
+      const GroupStats g = groupStatistics(series, 25, 75);
+      QCOMPARE(g.steps, want["steps"].get<std::vector<int64_t>>());
+      QCOMPARE(g.runs, want["runs"].get<std::vector<int>>());
+      const std::pair<const std::vector<double>*, const char*> columns[] = {
+          {&g.mean, "mean"},     {&g.stdev, "std"}, {&g.min, "min"}, {&g.max, "max"},
+          {&g.median, "median"}, {&g.low, "p25"},   {&g.high, "p75"}};
+      for (const auto& [got, key] : columns) {
+        const auto truth = want[key].get<std::vector<double>>();
+        QCOMPARE(got->size(), truth.size());
+        for (size_t i = 0; i < truth.size(); ++i)
+          QVERIFY2(close((*got)[i], truth[i]), qPrintable(QString("%1 at step %2: %3, numpy %4")
+                                                              .arg(key)
+                                                              .arg(g.steps[i])
+                                                              .arg((*got)[i], 0, 'g', 17)
+                                                              .arg(truth[i], 0, 'g', 17)));
+        ++compared;
+      }
+      // Runs of unequal length: the count drops where runs have ended.
+      QVERIFY(*std::min_element(g.runs.begin(), g.runs.end()) < 5);
+    }
+    QCOMPARE(compared, size_t(21));
+  }
+
+  void groupingModes() {
+    const Sweep& s = sweep();
+    std::vector<GroupableRun> groupable;
+    for (size_t i = 0; i < s.runs.size(); ++i)
+      groupable.push_back({s.metrics[i].run, s.hparams[i]});
+    std::vector<std::string> labels;
+    for (const RunGroup& g : groupRuns(groupable, parseGroupSpec("name"))) {
+      labels.push_back(g.label);
+      QCOMPARE(g.runs.size(), size_t(5));
+    }
+    QCOMPARE(labels, (std::vector<std::string>{"lr1e-3_seed*", "lr1e-4_seed*", "lr3e-4_seed*"}));
+    // Every hyperparameter but the seed: lr1e-3_seed4 alone has warmup_steps.
+    std::map<std::string, size_t> sizes;
+    for (const RunGroup& g : groupRuns(groupable, parseGroupSpec("all-but")))
+      sizes[g.label] = g.runs.size();
+    QCOMPARE(sizes, (std::map<std::string, size_t>{{"learning_rate=0.0001, warmup_steps=(none)", 5},
+                                                   {"learning_rate=0.0003, warmup_steps=(none)", 5},
+                                                   {"learning_rate=0.001, warmup_steps=(none)", 4},
+                                                   {"learning_rate=0.001, warmup_steps=100", 1}}));
+    QCOMPARE(namePattern("lr3e-4_seed7"), std::string("lr3e-4_seed*"));
+    QCOMPARE(namePattern("lr3e-4_seed7", "lr"), std::string("lr*_seed7"));
+    QCOMPARE(namePattern("baseline"), std::string("baseline"));
+    QCOMPARE(namePattern("run-0.5-x", "run-"), std::string("run-*-x"));
+    QVERIFY(naturalLess("seed2", "seed10"));
+    QVERIFY(!naturalLess("seed10", "seed2"));
+    QVERIFY(naturalLess("a", "a1"));
+    QVERIFY(naturalLess("seed02", "seed3") && naturalLess("seed2", "seed02"));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, parseGroupSpec("learning rate"));
+  }
+
+  void columnsAreTheDifferingHyperparameters() {
+    const Sweep& s = sweep();
+    RunsTableOptions o;
+    o.metric = "loss";
+    QCOMPARE(buildRunsTable(s.metrics, s.hparams, o).columns,
+             (std::vector<std::string>{"learning_rate", "seed", "warmup_steps"}));
+    o.filter = "lr == 3e-4";
+    QCOMPARE(buildRunsTable(s.metrics, s.hparams, o).columns, (std::vector<std::string>{"seed"}));
+    o.filter = "seed == 4";
+    QCOMPARE(buildRunsTable(s.metrics, s.hparams, o).columns,
+             (std::vector<std::string>{"learning_rate", "warmup_steps"}));
+    o.filter = "seed == 3 and learning_rate < 0.0005";
+    QCOMPARE(buildRunsTable(s.metrics, s.hparams, o).columns,
+             (std::vector<std::string>{"learning_rate"}));
+  }
+
+  void bestAndStepOfBestAgainstNumpy_data() {
+    QTest::addColumn<QString>("metric");
+    QTest::addColumn<QString>("goal");
+    QTest::newRow("loss") << "loss"
+                          << "min";
+    QTest::newRow("val_loss") << "val_loss"
+                              << "min";
+    QTest::newRow("val_acc") << "val_acc"
+                             << "max";
+  }
+  void bestAndStepOfBestAgainstNumpy() {
+    QFETCH(QString, metric);
+    QFETCH(QString, goal);
+    RunsTableOptions o;
+    o.metric = metric.toStdString();
+    const RunsTable t = buildRunsTable(sweep().metrics, sweep().hparams, o);
+    QCOMPARE(QString::fromStdString(std::string(metricGoalName(t.goal))), goal);
+    QCOMPARE(t.rows.size(), size_t(15));
+    for (const RunsTableRow& r : t.rows) {
+      const auto& want = sweep().reference["runs"][r.name][o.metric];
+      QVERIFY2(r.best && close(*r.best, want["best"].get<double>()), r.name.c_str());
+      QCOMPARE(*r.bestStep, want["best_step"].get<int64_t>());
+      QVERIFY(r.last && close(*r.last, want["last"].get<double>()));
+      QCOMPARE(*r.lastStep, want["last_step"].get<int64_t>());
+      const std::string ckpt =
+          r.checkpoint.empty() ? "" : fs::path(r.checkpoint).filename().string();
+      QCOMPARE(ckpt, want["checkpoint"].is_null() ? "" : want["checkpoint"].get<std::string>());
+    }
+    // Natural order: seed2 before seed10 would be; here lr1e-3 < lr1e-4 < lr3e-4.
+    QCOMPARE(t.rows.front().name, std::string("lr1e-3_seed0"));
+    QCOMPARE(t.rows.back().name, std::string("lr3e-4_seed4"));
+  }
+
+  // By hand: checkpoints at 300 and 600, the best at 450 (a tie: the later
+  // one, it has trained through the best step), a NaN that is not the best.
+  void checkpointNearestTheBest() {
+    RunMetrics m;
+    m.run = "r";
+    MetricSeries s;
+    s.metric = "val_acc";
+    for (const auto& [step, v] : std::vector<std::pair<int64_t, double>>{
+             {100, 0.1}, {450, 0.7}, {500, NAN}, {700, 0.7}, {800, 0.2}})
+      s.points.push_back({step, v, {}, {}});
+    m.series.push_back(s);
+    for (int64_t step : {300, 600}) {
+      CheckpointMarker c;
+      c.step = step;
+      c.path = "r_step" + std::to_string(step) + ".pt";
+      m.markers.push_back(c);
+    }
+    RunsTableOptions o;
+    const RunsTable t = buildRunsTable(std::span(&m, 1), std::vector<Hparams>(1), o);
+    QCOMPARE(t.metric, std::string("val_acc"));  // the only metric there is
+    QVERIFY(t.goal == MetricGoal::Max);
+    const RunsTableRow& r = t.rows.at(0);
+    QCOMPARE(*r.best, 0.7);
+    QCOMPARE(*r.bestStep, int64_t(450));  // the earliest of two equal bests
+    QCOMPARE(r.checkpoint, std::string("r_step600.pt"));
+    QCOMPARE(*r.last, 0.2);
+  }
+
+  void filterExpressions() {
+    using HP = const nlohmann::json&;
+    auto lr = [](HP hp) { return hp["learning_rate"].get<double>(); };
+    auto seed = [](HP hp) { return hp["seed"].get<int>(); };
+    QCOMPARE(shownRuns("seed < 2 and lr == 1e-3"),
+             truthRuns([&](auto&, HP hp, auto&) { return seed(hp) < 2 && lr(hp) == 1e-3; }));
+    QCOMPARE(shownRuns("name ~ ^lr1e-4 or seed == 4"),
+             truthRuns([&](const std::string& n, HP hp, auto&) {
+               return n.starts_with("lr1e-4") || seed(hp) == 4;
+             }));
+    QCOMPARE(shownRuns("not (seed >= 1)"),
+             truthRuns([&](auto&, HP hp, auto&) { return seed(hp) == 0; }));
+    QCOMPARE(shownRuns("warmup_steps == 100").size(), size_t(1));
+    QCOMPARE(shownRuns("not warmup_steps == 100").size(), size_t(14));
+    QCOMPARE(shownRuns("learning_rate = 0.0003 || seed=0 && lr=1e-4").size(), size_t(6));
+    // Another metric: its last value.
+    QCOMPARE(shownRuns("val_loss < 2.5"), truthRuns([](auto&, auto&, HP runs) {
+               return runs["val_loss"]["last"].template get<double>() < 2.5;
+             }));
+    QCOMPARE(shownRuns("best_step > 1200 and best < 3"), truthRuns([](auto&, auto&, HP runs) {
+               return runs["loss"]["best_step"].template get<int>() > 1200 &&
+                      runs["loss"]["best"].template get<double>() < 3;
+             }));
+    // Names in natural order: seed2 < seed10 would hold; here 3 and 4.
+    QCOMPARE(shownRuns("name > lr1e-3_seed2 and name < 'lr1e-4_seed0'"),
+             (std::set<std::string>{"lr1e-3_seed3", "lr1e-3_seed4"}));
+    QCOMPARE(shownRuns("name !~ seed").size(), size_t(0));
+    QCOMPARE(shownRuns("  ").size(), size_t(15));
+  }
+
+  void badFilters_data() {
+    QTest::addColumn<QString>("filter");
+    QTest::addColumn<int>("position");
+    QTest::newRow("no value") << "lr ==" << 6;
+    QTest::newRow("unclosed") << "(lr == 3" << 9;
+    QTest::newRow("unknown name") << "seed < 2 and foo > 2" << 14;
+    QTest::newRow("bad regex") << "name ~ '('" << 8;
+    QTest::newRow("dangling or") << "seed < 2 or" << 12;
+    QTest::newRow("no operator") << "seed 2" << 6;
+    QTest::newRow("bad number") << "seed < 3e-" << 8;
+    QTest::newRow("junk after") << "seed < 2 )" << 10;
+    QTest::newRow("unclosed quote") << "name == 'abc" << 9;
+    QTest::newRow("deep") << QString(1000, '(') << 101;
+  }
+  void badFilters() {
+    QFETCH(QString, filter);
+    QFETCH(int, position);
+    RunsTableOptions o;
+    o.filter = filter.toStdString();
+    try {
+      (void)buildRunsTable(sweep().metrics, sweep().hparams, o);
+      QFAIL("no error");
+    } catch (const FilterError& e) {
+      QCOMPARE(int(e.position()), position);
+      QVERIFY(std::string(e.what()).find("position " + std::to_string(position)) !=
+              std::string::npos);
+    }
+  }
+
+  void hparamsFromCheckpointConfig() {
+    const auto runs = findMetricRuns((kFixtures / "ckptcfg").string());
+    QCOMPARE(runs.size(), size_t(2));
+    std::vector<std::string> problems;
+    const Hparams a = readHparams(runs[0], &problems);
+    QVERIFY(problems.empty());
+    QCOMPARE(a.at("learning_rate").number, 1e-3);
+    QCOMPARE(a.at("d_model").number, 32.0);
+    QVERIFY(!a.count("run_name"));
+    const Hparams b = readHparams(runs[1]);
+    QCOMPARE(b.at("learning_rate").number, 2e-3);
+    QCOMPARE(differingKeys({&a, &b}), std::vector<std::string>{"learning_rate"});
+  }
+
+  // A config nested 100,000 deep or not JSON at all: a problem named, no
+  // crash (the deep one overflowed the stack before the parse kept it
+  // shallow); one 40 deep is read: 16 levels of dotted key, the rest text.
+  void hostileRunJson() {
+    QTemporaryDir tmp;
+    for (const auto& [name, text] : std::vector<std::pair<QString, QByteArray>>{
+             {"deep", "{\"training\": " + QByteArray(100000, '[') + QByteArray(100000, ']') + "}"},
+             {"nested", QByteArray(40, ' ').replace(" ", "{\"a\": ") + "1" + QByteArray(40, '}')},
+             {"broken", "{\"training\": {\"lr\": "}}) {
+      QVERIFY(QDir(tmp.path()).mkpath(name));
+      QFile f(tmp.filePath(name + "/RUN.json"));
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(text);
+      f.close();
+      RunEntry run;
+      run.name = name.toStdString();
+      run.path = tmp.filePath(name).toStdString();
+      std::vector<std::string> problems;
+      const Hparams h = readHparams(run, &problems);
+      if (name == "deep") {
+        QCOMPARE(problems.size(), size_t(1));
+        QVERIFY(problems[0].find("nested deeper than 64 levels") != std::string::npos);
+        QVERIFY(h.empty());
+      }
+      if (name == "broken") {
+        QCOMPARE(problems.size(), size_t(1));
+        QVERIFY(problems[0].find("RUN.json: not a JSON object") != std::string::npos);
+      }
+      if (name == "nested") {
+        QVERIFY(problems.empty());
+        QCOMPARE(h.size(), size_t(1));
+        QCOMPARE(h.begin()->first, QString("a.").repeated(15).append("a").toStdString());
+        QVERIFY(h.begin()->second.text.starts_with("{\"a\":{\"a\":"));
+      }
+    }
+  }
+
+  // The CLI's JSON, checked by Python against numpy.
+  void cliRunsJson_data() {
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("kind");
+    QTest::newRow("runs") << QStringList{"--metric", "loss"} << "runs";
+    QTest::newRow("grouped") << QStringList{"--metric", "loss", "--group-by", "lr"} << "grouped";
+    QTest::newRow("val_acc") << QStringList{"--metric", "val_acc"} << "val_acc";
+  }
+  void cliRunsJson() {
+    QFETCH(QStringList, args);
+    QFETCH(QString, kind);
+    QTemporaryDir tmp;
+    const QString dir = QString::fromStdString((kFixtures / "sweep").string());
+    const auto r = test::runProcess(CKPT_CLI, QStringList{"runs", dir, "--json"} + args);
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    QFile out(tmp.filePath("runs.json"));
+    QVERIFY(out.open(QIODevice::WriteOnly));
+    out.write(r.out);
+    out.close();
+    const auto check = test::runProcess(
+        CKPT_TORCH_PYTHON, {QString(CKPT_SOURCE_DIR) + "/tests/python/sweep_fixtures.py", "check",
+                            QString::fromStdString(kFixtures.string()), out.fileName(), kind});
+    QVERIFY2(check.exitCode == 0, (check.out + check.err).constData());
+  }
+
+  // Grouped with the default metric neither val_loss nor loss: the CLI reads
+  // the points of the one it chose (acc) again. By hand: at step 1 (0.1 +
+  // 0.3) / 2, at 2 (0.5 + 0.25) / 2 (the second run between its steps 1 and
+  // 3), at 3 the second run alone.
+  void cliGroupOfAnotherMetric() {
+    QTemporaryDir tmp;
+    const std::pair<const char*, const char*> runs[] = {
+        {"a_seed1", "{\"step\": 1, \"acc\": 0.1}\n{\"step\": 2, \"acc\": 0.5}\n"},
+        {"a_seed2", "{\"step\": 1, \"acc\": 0.3}\n{\"step\": 3, \"acc\": 0.2}\n"}};
+    for (const auto& [name, text] : runs) {
+      QVERIFY(QDir(tmp.path()).mkpath(name));
+      QFile f(tmp.filePath(QString(name) + "/metrics.jsonl"));
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(text);
+    }
+    const auto r = test::runProcess(CKPT_CLI, {"runs", tmp.path(), "--group-by", "name", "--json"});
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    const auto j = nlohmann::json::parse(r.out.toStdString());
+    QCOMPARE(j["metric"].get<std::string>(), std::string("acc"));
+    QCOMPARE(j["goal"].get<std::string>(), std::string("max"));
+    const auto& row = j["rows"].at(0);
+    QCOMPARE(row["name"].get<std::string>(), std::string("a_seed*"));
+    QCOMPARE(row["best"].get<double>(), (0.5 + 0.25) / 2);
+    QCOMPARE(row["best_step"].get<int>(), 2);
+    QCOMPARE(row["last"].get<double>(), 0.2);
+    QCOMPARE(row["points"].get<int>(), 3);
+  }
+
+  void cliBadInput() {
+    const QString dir = QString::fromStdString((kFixtures / "sweep").string());
+    auto r = test::runProcess(CKPT_CLI, {"runs", dir, "--filter", "lr == 3e-4 andd seed < 2"});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY2(r.err.contains("position 12"), r.err.constData());
+    QVERIFY(r.out.isEmpty());
+    r = test::runProcess(CKPT_CLI, {"runs", dir, "--group-by", "learning rate"});
+    QCOMPARE(r.exitCode, 2);
+    r = test::runProcess(CKPT_CLI, {"runs", dir, "--metric", "bleu"});
+    QCOMPARE(r.exitCode, 2);
+    QVERIFY(r.err.contains("no run has the metric 'bleu'"));
+    r = test::runProcess(CKPT_CLI, {"runs", dir, "--sort", "colour"});
+    QCOMPARE(r.exitCode, 2);
+    r = test::runProcess(CKPT_CLI, {"runs", dir + "/nothing-here"});
+    QCOMPARE(r.exitCode, 1);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestRunGroups)
+#include "tst_run_groups.moc"
