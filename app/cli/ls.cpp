@@ -56,6 +56,10 @@ nlohmann::ordered_json toJson(const ScanResult& r) {
                             {"missing", c.shardMissing}};
       j["trainer"] = c.trainer.empty() ? json(nullptr) : json(c.trainer);
       j["best"] = c.best;
+      // What the checkpoint would do if Python loaded it (its worst file:
+      // weights, parts, shards), as `scan` judges it.
+      j["verdict"] = c.verdict.empty() ? json(nullptr) : json(c.verdict);
+      j["safety"] = c.safety.empty() ? json(nullptr) : json(c.safety);
       if (!c.parts.empty()) {
         json parts = json::array();
         for (const CheckpointPart& p : c.parts)

@@ -128,7 +128,9 @@ class TstHfTrainer : public QObject {
     for (size_t i = 0; i < cks.size(); ++i) {
       QCOMPARE(QDir::cleanPath(QString::fromStdString(cks[i].path)),
                QDir::cleanPath(kOut + "/" + weights[int(i)]));
-      QCOMPARE(cks[i].verdict, std::string("suspicious"));  // training_args.bin: a class instance
+      // training_args.bin names TrainingArguments, which the HF Trainer
+      // profile allows where trainer_state.json sits beside it.
+      QCOMPARE(cks[i].verdict, std::string("safe"));
     }
     for (int i = 0; i < 3; ++i)
       QCOMPARE(cks[size_t(i)].size,

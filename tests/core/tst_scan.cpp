@@ -518,6 +518,26 @@ class TestScan : public QObject {
     QVERIFY(!f0.contains("error"));
     QVERIFY(j["files"][1]["error"].get<std::string>().find("byte ") != std::string::npos);
 
+    // ls --json carries each checkpoint's verdict, a legacy file of
+    // protocol 1 (no PROTO opcode before its later pickles) included.
+    {
+      const std::string lsDir = std::string(CKPT_BINARY_DIR) + "/tst_scan_ls";
+      std::filesystem::remove_all(lsDir);
+      std::filesystem::create_directories(lsDir + "/run");
+      std::filesystem::copy_file(kSafety + "/torch_saved.pt", lsDir + "/run/step_100.pt");
+      std::filesystem::copy_file(kSafety + "/os_system_legacy_p1.pt", lsDir + "/run/step_200.pt");
+      auto ls = run({"ls", "--json", QString::fromStdString(lsDir)});
+      QCOMPARE(ls.exitCode, 0);
+      const json l = json::parse(ls.out.toStdString());
+      QCOMPARE(l["runs"].size(), size_t(1));
+      const json& cks = l["runs"][0]["checkpoints"];
+      QCOMPARE(cks.size(), size_t(2));
+      QCOMPARE(cks[0]["verdict"].get<std::string>(), std::string("safe"));
+      QCOMPARE(cks[1]["verdict"].get<std::string>(), std::string("dangerous"));
+      QVERIFY2(cks[1]["safety"].get<std::string>().find("system") != std::string::npos,
+               cks[1]["safety"].dump().c_str());
+    }
+
     // A directory: its candidates; --recursive goes below.
     const std::string sub = std::string(CKPT_BINARY_DIR) + "/tst_scan_dir";
     std::filesystem::remove_all(sub);

@@ -254,10 +254,11 @@ SYS_INFO = {"protocol_version": 1001, "little_endian": True, "type_sizes": {"sho
 LEGACY_SLOTS = ("magic number", "protocol version", "sys_info", "main", "storage keys")
 
 
-def legacy_file(slots):
-    """Five pickles as torch's legacy writer lays them out; `slots` replaces
-    any of them (by index). Returns (bytes, expected globals)."""
-    pickles = [dumps(LEGACY_MAGIC, 2), dumps(1001, 2), dumps(SYS_INFO, 2), dumps({"note": "x"}, 2), dumps([], 2)]
+def legacy_file(slots, proto=2):
+    """Five pickles as torch's legacy writer lays them out (each in pickle
+    protocol `proto`, as torch.save(..., pickle_protocol=proto) writes them);
+    `slots` replaces any of them (by index). Returns (bytes, expected globals)."""
+    pickles = [dumps(x, proto) for x in (LEGACY_MAGIC, 1001, SYS_INFO, {"note": "x"}, [])]
     for i, p in slots.items():
         pickles[i] = p
     out, pos, exp = b"", 0, []
@@ -311,6 +312,12 @@ def family_samples(w):
         w.write(f"{label}_legacy.pt", data, "dangerous", exp, level, f"legacy main pickle: {why}")
         data, exp = legacy_file({0: dumps(payload, 2)})
         w.write(f"{label}_legacy_magic.pt", data, "dangerous", exp, level, f"legacy magic-number slot: {why}")
+        # Legacy files of the other protocols: protocol 0/1 pickles do not
+        # start with PROTO, and the scan must still walk every slot.
+        for proto in (0, 1, 3, 4, 5):
+            data, exp = legacy_file({3: dumps({"payload": payload}, proto)}, proto)
+            w.write(f"{label}_legacy_p{proto}.pt", data, "dangerous", exp, level,
+                    f"legacy main pickle, protocol {proto}: {why}")
         # numpy: an object array in a .npy, and in an .npz (a zip of .npy).
         header, _ = npy_bytes(b"")
         pkl = dumps(object_array(payload), 3)  # np.save pickles with protocol 3

@@ -234,8 +234,11 @@ void scanSequence(const InputFile& file, bool legacy, SafetyReport& report,
   std::string name = legacy ? "legacy magic number pickle" : "pickle 1";
   for (size_t i = 0; i < 5; ++i) {
     if (i > 0) {
-      // Past the first pickle, another follows only if it starts as one.
-      if (size - pos < 2 || data[pos] != 0x80 || data[pos + 1] > 5) {
+      // Past the first pickle, another follows only if it starts as one. A
+      // legacy file has five whatever their protocol (0 and 1 start with any
+      // opcode, not PROTO): each is walked, and one that is not there is damage.
+      const bool startsWithProto = size - pos >= 2 && data[pos] == 0x80 && data[pos + 1] <= 5;
+      if (!startsWithProto && !(legacy && pos < size)) {
         if (legacy)
           fail("legacy file ends after " + std::to_string(i) + " pickles, at byte " +
                std::to_string(pos));

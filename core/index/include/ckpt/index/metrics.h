@@ -166,8 +166,9 @@ std::vector<std::pair<std::string, MetricPoint>> readConsoleLog(const std::strin
 // A file a run's curves are read from.
 struct MetricSourceFile {
   std::string path;
-  MetricSource kind = MetricSource::ConsoleLog;  // MetricsJsonl, TrainerState, TensorBoard or ConsoleLog
-  LogFilter filter;                              // console logs: the lines this run takes
+  MetricSource kind =
+      MetricSource::ConsoleLog;  // MetricsJsonl, TrainerState, TensorBoard or ConsoleLog
+  LogFilter filter;              // console logs: the lines this run takes
 };
 
 // The names a run's lines are logged under: its directory's name and the
