@@ -151,8 +151,13 @@ class TestDifferential : public QObject {
  private slots:
   void againstTorch() {
     std::vector<std::string> files;
+    // json_names/ holds names that are not UTF-8 on purpose: our JSON gives
+    // them as \udcXY, which nlohmann's parser here refuses (tst_json_names
+    // checks them through Python's json.loads).
+    const std::string jsonNames = std::string(CKPT_FIXTURE_DIR) + "/json_names/";
     for (const auto& e : fs::recursive_directory_iterator(CKPT_FIXTURE_DIR))
-      if (e.is_regular_file() && isCheckpointCandidate(e.path()))
+      if (e.is_regular_file() && isCheckpointCandidate(e.path()) &&
+          e.path().string().compare(0, jsonNames.size(), jsonNames) != 0)
         files.push_back(e.path().string());
     std::sort(files.begin(), files.end());
     QVERIFY2(files.size() >= 300, std::to_string(files.size()).c_str());
