@@ -53,7 +53,7 @@ class TestTrainKill : public QObject {
     std::ofstream(path("run.json")) << R"({
       "model": {"vocab_size": 256, "d_model": 16, "n_layers": 1, "n_heads": 2, "ffn_hidden_size": 40, "max_seq_len": 16},
       "training": {"run_name": "k", "batch_size": 2, "micro_batch_size": 1, "seq_len": 16, "learning_rate": 0.003,
-                   "warmup_steps": 3, "max_steps": 80, "eval_every": 4, "eval_batches": 1, "save_every": 2,
+                   "warmup_steps": 3, "max_steps": 400, "eval_every": 4, "eval_batches": 1, "save_every": 2,
                    "log_every": 1, "seed": 5, "mixed_precision": "fp32", "device": "cpu"},
       "data": {"path": "corpus.txt", "tokenizer": "bytes", "val_fraction": 0.1}})";
   }
@@ -122,14 +122,14 @@ class TestTrainKill : public QObject {
     if (!fs::exists(run + "/k_final.pt")) {
       const auto last = ckpt::test::runProcess(cli, {"resume", "killed"}, m_dir.path());
       QVERIFY2(last.exitCode == 0, last.err.constData());
-      QVERIFY2(last.out.contains("finished at step 80"), last.out.constData());
+      QVERIFY2(last.out.contains("finished at step 400"), last.out.constData());
     }
     QVERIFY2(damagedFile(run).isEmpty(), qPrintable(damagedFile(run)));
     QVERIFY(ckpt::test::weightBytes(run + "/k_final.pt") ==
             ckpt::test::weightBytes(path("straight") + "/k_final.pt"));
     // One history, equal to the straight run's.
     const auto a = ckpt::test::metricsLines(path("straight")), b = ckpt::test::metricsLines(run);
-    QCOMPARE(b.size(), size_t(80));
+    QCOMPARE(b.size(), size_t(400));
     for (size_t i = 0; i < b.size(); ++i) {
       QCOMPARE(b[i]["step"].get<int64_t>(), int64_t(i + 1));
       QCOMPARE(b[i]["loss"].dump(), a[i]["loss"].dump());
