@@ -7,7 +7,7 @@
 #include <string>
 
 #include "ckpt/format/error.h"
-#include "numeric.h"
+#include "ckpt/format/numeric.h"
 #include "pickle_machine.h"
 
 namespace ckpt::pickle_machine {

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "ckpt/format/error.h"
-#include "numeric.h"
+#include "ckpt/format/numeric.h"
 
 namespace ckpt {
 

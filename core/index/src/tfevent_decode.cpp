@@ -4,15 +4,14 @@
 // types}.proto.
 #include "tfevent_decode.h"
 
-#include <cmath>
 #include <cstring>
-#include <limits>
 #include <optional>
 #include <string>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
+#include "ckpt/format/numeric.h"
 #include "protowire.h"
 
 namespace ckpt::detail {
@@ -62,38 +61,6 @@ enum DType : uint64_t {
   kUint64 = 23
 };
 
-uint64_t readLe64(const uint8_t* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
-uint32_t readLe32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
-double halfToDouble(uint16_t h) {
-  const int exponent = (h >> 10) & 0x1f;
-  const int mantissa = h & 0x3ff;
-  double v;
-  if (exponent == 0)
-    v = std::ldexp(double(mantissa), -24);
-  else if (exponent == 31)
-    v = mantissa ? std::numeric_limits<double>::quiet_NaN()
-                 : std::numeric_limits<double>::infinity();
-  else
-    v = std::ldexp(double(mantissa | 0x400), exponent - 25);
-  return (h & 0x8000) ? -v : v;
-}
-
-double bfloat16ToDouble(uint16_t b) {
-  const uint32_t bits = uint32_t(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
 // The bytes one element of `dtype` takes in tensor_content; 0 for a dtype
 // that is no number.
 size_t elementSize(uint64_t dtype) {
@@ -142,12 +109,12 @@ double fromContent(uint64_t dtype, const uint8_t* p) {
     case kHalf: {
       uint16_t v;
       std::memcpy(&v, p, 2);
-      return halfToDouble(v);
+      return halfToFloat(v);
     }
     case kBfloat16: {
       uint16_t v;
       std::memcpy(&v, p, 2);
-      return bfloat16ToDouble(v);
+      return bf16ToFloat(v);
     }
     case kFloat: {
       float v;
@@ -160,16 +127,16 @@ double fromContent(uint64_t dtype, const uint8_t* p) {
       return v;
     }
     case kUint32:
-      return readLe32(p);
+      return loadLe32(p);
     case kDouble: {
       double v;
       std::memcpy(&v, p, 8);
       return v;
     }
     case kInt64:
-      return double(int64_t(readLe64(p)));
+      return double(int64_t(loadLe64(p)));
     case kUint64:
-      return double(readLe64(p));
+      return double(loadLe64(p));
     default:
       return 0;
   }
@@ -283,8 +250,8 @@ Scalar tensorScalar(std::string_view bytes, double* out) {
     case kHalf:
     case kBfloat16:
       if (intBits && intField != kHalfVal) return Scalar::Bad;
-      *out = dtype == kHalf ? halfToDouble(uint16_t(intBits.value_or(0)))
-                            : bfloat16ToDouble(uint16_t(intBits.value_or(0)));
+      *out = dtype == kHalf ? halfToFloat(uint16_t(intBits.value_or(0)))
+                            : bf16ToFloat(uint16_t(intBits.value_or(0)));
       return Scalar::Yes;
     default:
       break;

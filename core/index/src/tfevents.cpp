@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ckpt/format/numeric.h"
 #include "crc32c.h"
 #include "tfevent_decode.h"
 
@@ -36,17 +37,6 @@ constexpr size_t kHeader = 12;  // u64 length + masked CRC of the length
 constexpr size_t kFooter = 4;   // masked CRC of the data
 // Event files looked at in one folder.
 constexpr size_t kMaxFilesPerFolder = 10000;
-
-uint64_t readLe64(const uint8_t* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
-uint32_t readLe32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 
 // One kind of damage in a file: the first case and how many.
 struct Damage {
@@ -133,7 +123,7 @@ class Window {
 };
 
 bool headerChecks(const uint8_t* p) {
-  return detail::maskCrc32c(detail::crc32c(p, 8)) == readLe32(p + 8);
+  return detail::maskCrc32c(detail::crc32c(p, 8)) == detail::loadLe32(p + 8);
 }
 
 std::string plural(uint64_t n, const char* one, const char* many) {
@@ -278,7 +268,7 @@ TfEventsRead readTfEvents(const std::string& path, TfEventsHandler& handler, uin
       if (!found) break;
       continue;
     }
-    const uint64_t length = readLe64(w.data());
+    const uint64_t length = detail::loadLe64(w.data());
     const uint64_t total = kHeader + length + kFooter;
     if (length > kMaxRecord) {
       if (length > size || start + total > size) break;  // not all there (yet)
@@ -291,7 +281,8 @@ TfEventsRead readTfEvents(const std::string& path, TfEventsHandler& handler, uin
     if (!w.need(size_t(total))) break;
     const uint8_t* data = w.data() + kHeader;
     ++result.records;
-    if (detail::maskCrc32c(detail::crc32c(data, size_t(length))) != readLe32(data + length)) {
+    if (detail::maskCrc32c(detail::crc32c(data, size_t(length))) !=
+        detail::loadLe32(data + length)) {
       badData.add(start, total);
       ++result.badRecords;
     } else {

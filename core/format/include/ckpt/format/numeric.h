@@ -1,5 +1,6 @@
 #pragma once
-// Bit-level conversions shared by the pickle reader and tensor access.
+// Bit-level conversions shared by the pickle reader, tensor access and the
+// TensorBoard event reader (core/index).
 
 #include <cstdint>
 #include <cstring>
@@ -11,6 +12,19 @@ inline float bitsToFloat(uint32_t bits) {
   float f;
   std::memcpy(&f, &bits, 4);
   return f;
+}
+
+// Little-endian loads (the hosts we build for are little-endian, as the
+// rest of the reader assumes).
+inline uint32_t loadLe32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+inline uint64_t loadLe64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
 }
 
 inline float halfToFloat(uint16_t h) {
