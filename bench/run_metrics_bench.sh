@@ -18,14 +18,8 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 POINTS="${POINTS:-1000000}"
 RUNS="${RUNS:-7}"
 DATA="${CKPT_BENCH_DATA:-$REPO/build/bench-data}/metrics-$POINTS"
-if [[ $# -ge 1 ]]; then
-  BUILD="$(cd "$1" && pwd)"
-else
-  BUILD="$REPO/build/bench-metrics"
-  cmake -S "$REPO" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCKPT_WITH_TORCH=OFF -DCKPT_BUILD_TESTS=OFF \
-    -DCKPT_BUILD_GUI=OFF >/dev/null
-fi
-cmake --build "$BUILD" --target ckptscope-cli -j "${JOBS:-2}" >/dev/null
+source "$REPO/bench/cli_build.sh"
+bench_cli_build "$REPO" ${1:+"$1"} -- ckptscope-cli
 CLI="$BUILD/app/ckptscope-cli"
 
 if [[ ! -s "$DATA/big/metrics.jsonl" ]]; then

@@ -21,14 +21,8 @@ RUNS_N="${RUNS_N:-300}"
 STEPS_PER_RUN="${STEPS_PER_RUN:-2000}"
 REPEAT="${REPEAT:-5}"
 DATA="${CKPT_BENCH_DATA:-$REPO/build/bench-data}/tfevents"
-if [[ $# -ge 1 ]]; then
-  BUILD="$(cd "$1" && pwd)"
-else
-  BUILD="$REPO/build/bench-metrics"
-  cmake -S "$REPO" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCKPT_WITH_TORCH=OFF -DCKPT_BUILD_TESTS=OFF \
-    -DCKPT_BUILD_GUI=OFF >/dev/null
-fi
-cmake --build "$BUILD" --target ckptscope-cli bench_tfevents -j "${JOBS:-2}" >/dev/null
+source "$REPO/bench/cli_build.sh"
+bench_cli_build "$REPO" ${1:+"$1"} -- ckptscope-cli bench_tfevents
 CLI="$BUILD/app/ckptscope-cli"
 BENCH="$BUILD/bench/bench_tfevents"
 
