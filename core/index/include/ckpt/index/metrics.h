@@ -30,12 +30,20 @@ struct MetricPoint {
 
 // Where a series came from, in order of preference when several give the
 // same metric: metrics.jsonl, then a Hugging Face Trainer's
-// trainer_state.json (hf_trainer.h), then TensorBoard event files (full
-// precision, tagged by the trainer), then console logs, then checkpoints.
-enum class MetricSource { MetricsJsonl, TrainerState, TensorBoard, ConsoleLog, Checkpoint };
-// "metrics.jsonl", "trainer_state.json", "tensorboard", "log", "checkpoint"
+// trainer_state.json (hf_trainer.h), then a Lightning CSVLogger's
+// metrics.csv (lightning.h), then TensorBoard event files (full precision,
+// tagged by the trainer), then console logs, then checkpoints.
+enum class MetricSource {
+  MetricsJsonl,
+  TrainerState,
+  LightningCsv,
+  TensorBoard,
+  ConsoleLog,
+  Checkpoint
+};
+// "metrics.jsonl", "trainer_state.json", "metrics.csv", "tensorboard", "log", "checkpoint"
 std::string_view metricSourceName(MetricSource s);
-inline constexpr int kMetricSourceCount = 5;
+inline constexpr int kMetricSourceCount = 6;
 
 struct MetricSeries {
   std::string metric;  // "loss", "val_loss", "lr", "tokens_per_sec", "accuracy", ...
@@ -166,8 +174,9 @@ std::vector<std::pair<std::string, MetricPoint>> readConsoleLog(const std::strin
 // A file a run's curves are read from.
 struct MetricSourceFile {
   std::string path;
-  MetricSource kind = MetricSource::ConsoleLog;  // MetricsJsonl, TrainerState, TensorBoard or ConsoleLog
-  LogFilter filter;                              // console logs: the lines this run takes
+  MetricSource kind =
+      MetricSource::ConsoleLog;  // MetricsJsonl, TrainerState, TensorBoard or ConsoleLog
+  LogFilter filter;              // console logs: the lines this run takes
 };
 
 // The names a run's lines are logged under: its directory's name and the
@@ -182,6 +191,8 @@ std::vector<std::string> runLogNames(const RunEntry& run);
 //  * <run>/metrics.jsonl;
 //  * a Hugging Face Trainer run's newest trainer_state.json (hf_trainer.h:
 //    its log_history; read whole, not followed as it grows);
+//  * <run>/metrics.csv, a Lightning CSVLogger's (lightning.h; read whole:
+//    the logger rewrites it when a new key appears);
 //  * *.log / *.out / *.err in the run's directory and in its parent;
 //  * the same in a `logs/` folder of the run's directory, of its parent,
 //    and of every ancestor up to run.root (the cluster layout

@@ -1,0 +1,164 @@
+// Runs as PyTorch Lightning leaves them (make_trainer_layouts.py writes them
+// as its CSVLogger, TensorBoardLogger and ModelCheckpoint do): a
+// <name>/version_N folder is one run, its checkpoints/ files its checkpoints,
+// its metrics.csv the curves an independent Python reader finds, its event
+// files attached to it.
+#include <QtTest>
+
+#include <string>
+
+#include "ckpt/index/lightning.h"
+#include "ckpt/index/metrics.h"
+#include "json_compare.h"
+#include "run_process.h"
+
+using ckpt::test::json;
+
+namespace {
+
+const QString kRoot = QStringLiteral(CKPT_FIXTURE_DIR "/trainer_layouts/lt");
+
+json runJson(const QString& program, const QStringList& args) {
+  const ckpt::test::ProcessResult r = ckpt::test::runProcess(program, args, {}, 120000);
+  if (r.exitCode != 0)
+    throw std::runtime_error(program.toStdString() + " " + args.join(' ').toStdString() +
+                             " exited " + std::to_string(r.exitCode) + ": " + r.err.toStdString());
+  return json::parse(r.out.toStdString());
+}
+
+json cliJson(const QStringList& args) {
+  return runJson(QStringLiteral(CKPT_CLI), args);
+}
+
+json pythonJson(const QString& script, const QString& root) {
+  return runJson(QStringLiteral(CKPT_TORCH_PYTHON),
+                 {QStringLiteral(CKPT_SOURCE_DIR "/tests/python/") + script, root});
+}
+
+const json* findRun(const json& runs, const std::string& name) {
+  for (const json& r : runs)
+    if (r["name"] == name) return &r;
+  return nullptr;
+}
+
+}  // namespace
+
+class TstTrainerLayouts : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void versionFolderNames_data() {
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<bool>("version");
+    QTest::newRow("version_0") << "version_0" << true;
+    QTest::newRow("version_12") << "version_12" << true;
+    QTest::newRow("bare") << "version_" << false;
+    QTest::newRow("letters") << "version_a" << false;
+    QTest::newRow("other") << "checkpoints" << false;
+  }
+  void versionFolderNames() {
+    QFETCH(QString, name);
+    QFETCH(bool, version);
+    QCOMPARE(ckpt::isLightningVersionName(name.toStdString()), version);
+  }
+
+  // ls --json: one run per version folder, named <name>/version_N, in
+  // natural order; the checkpoints/ files its checkpoints with the step
+  // their names and global_step say, last.ckpt the latest.
+  void runsAndCheckpoints() {
+    const json ls = cliJson({"ls", kRoot, "--json"});
+    std::vector<std::string> names;
+    for (const json& r : ls["runs"]) names.push_back(r["name"].get<std::string>());
+    QCOMPARE(names,
+             (std::vector<std::string>{"lightning_logs/version_0", "lightning_logs/version_1",
+                                       "my_exp/version_2", "my_exp/version_10"}));
+    struct Want {
+      std::string file;
+      int64_t step;
+      std::string kind;
+    };
+    const std::vector<Want> want{
+        {"lightning_logs/version_0/checkpoints/epoch=0-step=50.ckpt", 50, "step"},
+        {"lightning_logs/version_0/checkpoints/epoch=1-step=100-val_loss=0.81.ckpt", 100, "step"},
+        {"lightning_logs/version_0/checkpoints/last.ckpt", 100, "latest"}};
+    const json& v0 = *findRun(ls["runs"], "lightning_logs/version_0");
+    QCOMPARE(v0["trainer"].get<std::string>(), std::string("lightning"));
+    QCOMPARE(v0["checkpoints"].size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      const json& c = v0["checkpoints"][i];
+      QCOMPARE(c["file"].get<std::string>(), want[i].file);
+      QCOMPARE(c["step"].get<int64_t>(), want[i].step);
+      QCOMPARE(c["kind"].get<std::string>(), want[i].kind);
+      QVERIFY2(c["error"].is_null(), c.dump().c_str());
+      QCOMPARE(c["trainer"].get<std::string>(), std::string("lightning"));
+    }
+    // Before its first checkpoint: listed, with its metrics file.
+    const json& v1 = *findRun(ls["runs"], "lightning_logs/version_1");
+    QCOMPARE(v1["checkpoints"].size(), size_t(0));
+    QCOMPARE(v1["metrics"].size(), size_t(1));
+    QCOMPARE(v1["trainer"].get<std::string>(), std::string("lightning"));
+    const json& v10 = *findRun(ls["runs"], "my_exp/version_10");
+    QCOMPARE(v10["checkpoints"][0]["step"].get<int64_t>(), int64_t(40));
+  }
+
+  // metrics --json: every metrics.csv column exactly as the Python reader
+  // reads it, the event file's tags attached to the same run.
+  void metricsCsvCurves() {
+    const json want = pythonJson("trainer_layouts_reader.py", kRoot)["runs"];
+    const json got = cliJson({"metrics", kRoot, "--json"})["runs"];
+    QCOMPARE(got.size(), want.size());
+    for (const auto& [name, series] : want.items()) {
+      const json* run = findRun(got, name);
+      QVERIFY2(run, name.c_str());
+      QVERIFY2((*run)["problems"].empty(), (*run)["problems"].dump().c_str());
+      for (const auto& [metric, points] : series.items()) {
+        const json* s = nullptr;
+        for (const json& x : (*run)["series"])
+          if (x["metric"] == metric) s = &x;
+        QVERIFY2(s, (name + " " + metric).c_str());
+        QCOMPARE((*s)["source"].get<std::string>(), std::string("metrics.csv"));
+        const std::string d = ckpt::test::compareJson(points, (*s)["points"], name + "." + metric);
+        QVERIFY2(d.empty(), d.c_str());
+      }
+    }
+    // version_0's event file: hp_metric only there, train_loss from metrics.csv (preferred).
+    const json tb = pythonJson("tfevents_reader.py", kRoot)["runs"];
+    const json& v0 = *findRun(got, "lightning_logs/version_0");
+    bool hp = false;
+    for (const json& s : v0["series"])
+      if (s["metric"] == "hp_metric") {
+        hp = true;
+        QCOMPARE(s["source"].get<std::string>(), std::string("tensorboard"));
+        const std::string d = ckpt::test::compareJson(
+            tb["lightning_logs/version_0"]["hp_metric"]["points"], s["points"], "hp_metric");
+        QVERIFY2(d.empty(), d.c_str());
+      }
+    QVERIFY(hp);
+    QCOMPARE(v0["markers"].size(), size_t(2));
+  }
+
+  // A damaged metrics.csv: the bad row named by file and line, the rest read.
+  void badRows() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString path = dir.filePath("metrics.csv");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("loss,step\r\n1.5,10\r\n2.0,oops\r\n1.0,20\r\n");
+    f.close();
+    std::vector<std::string> problems;
+    const auto series = ckpt::readLightningMetricsCsv(path.toStdString(), &problems);
+    QCOMPARE(series.size(), size_t(1));
+    QCOMPARE(series[0].points.size(), size_t(2));
+    QCOMPARE(problems.size(), size_t(1));
+    QVERIFY2(problems[0].find("metrics.csv: line 3:") != std::string::npos, problems[0].c_str());
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("loss,epoch\r\n1.5,0\r\n");
+    f.close();
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error,
+                             (void)ckpt::readLightningMetricsCsv(path.toStdString()));
+  }
+};
+
+QTEST_GUILESS_MAIN(TstTrainerLayouts)
+#include "tst_trainer_layouts.moc"
