@@ -2,13 +2,17 @@
 // as its CSVLogger, TensorBoardLogger and ModelCheckpoint do): a
 // <name>/version_N folder is one run, its checkpoints/ files its checkpoints,
 // its metrics.csv the curves an independent Python reader finds, its event
-// files attached to it.
+// files attached to it. An MLflow file store (mlruns/) gives runs named as
+// MLflow names them, with the curves of their metrics/ files.
 #include <QtTest>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "ckpt/index/lightning.h"
 #include "ckpt/index/metrics.h"
+#include "ckpt/index/mlflow.h"
 #include "json_compare.h"
 #include "run_process.h"
 
@@ -17,6 +21,7 @@ using ckpt::test::json;
 namespace {
 
 const QString kRoot = QStringLiteral(CKPT_FIXTURE_DIR "/trainer_layouts/lt");
+const QString kMlflow = QStringLiteral(CKPT_FIXTURE_DIR "/trainer_layouts/ml");
 
 json runJson(const QString& program, const QStringList& args) {
   const ckpt::test::ProcessResult r = ckpt::test::runProcess(program, args, {}, 120000);
@@ -135,6 +140,71 @@ class TstTrainerLayouts : public QObject {
       }
     QVERIFY(hp);
     QCOMPARE(v0["markers"].size(), size_t(2));
+  }
+
+  // mlruns/: one run per run folder, named by run_name, else the
+  // mlflow.runName tag, else the run id; no checkpoints; .trash and the
+  // empty Default experiment give nothing.
+  void mlflowRuns() {
+    const json ls = cliJson({"ls", kMlflow, "--json"});
+    std::vector<std::string> names;
+    for (const json& r : ls["runs"]) {
+      names.push_back(r["name"].get<std::string>());
+      QCOMPARE(r["trainer"].get<std::string>(), std::string("mlflow"));
+      QCOMPARE(r["checkpoints"].size(), size_t(0));
+    }
+    std::sort(names.begin(), names.end());
+    QCOMPARE(names, (std::vector<std::string>{"2a1b2c3d4e5f60718293a4b5c6d7e8f9", "lr3e-4-seed2",
+                                              "tagged-run"}));
+    const std::string run = kMlflow.toStdString() + "/mlruns/1/0a1b2c3d4e5f60718293a4b5c6d7e8f9";
+    const auto params = ckpt::readMlflowParams(run);
+    QCOMPARE(params.size(), size_t(2));
+    QCOMPARE(params.at("lr"), std::string("0.0003"));
+    QCOMPARE(params.at("optimizer/name"), std::string("adamw"));
+  }
+
+  // metrics --json of mlruns/: every metrics/ file as the Python reader reads it.
+  void mlflowCurves() {
+    const json want = pythonJson("trainer_layouts_reader.py", kMlflow)["runs"];
+    const json got = cliJson({"metrics", kMlflow, "--json"})["runs"];
+    QCOMPARE(want.size(), size_t(3));
+    QCOMPARE(got.size(), want.size());
+    for (const auto& [name, series] : want.items()) {
+      const json* run = findRun(got, name);
+      QVERIFY2(run, name.c_str());
+      QVERIFY2((*run)["problems"].empty(), (*run)["problems"].dump().c_str());
+      QCOMPARE((*run)["series"].size(), series.size());
+      for (const auto& [metric, points] : series.items()) {
+        const json* s = nullptr;
+        for (const json& x : (*run)["series"])
+          if (x["metric"] == metric) s = &x;
+        QVERIFY2(s, (name + " " + metric).c_str());
+        QCOMPARE((*s)["source"].get<std::string>(), std::string("mlflow"));
+        const std::string d = ckpt::test::compareJson(points, (*s)["points"], name + "." + metric);
+        QVERIFY2(d.empty(), d.c_str());
+      }
+    }
+  }
+
+  // A metric file with a bad line: named by file and line, the rest read.
+  void mlflowBadLine() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString path = dir.filePath("loss");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("1700000000000 1.5 0\ngarbage\n1700000001000 nan 10\n1700000002000 2.0");
+    f.close();
+    std::vector<std::string> problems;
+    uint64_t end = 0;
+    const ckpt::FileSeries s = ckpt::readMlflowMetric(path.toStdString(), "loss", &end, &problems);
+    QCOMPARE(s.points.size(), size_t(2));
+    QVERIFY(std::isnan(s.points[1].value));
+    QCOMPARE(s.points[1].step, int64_t(10));
+    QCOMPARE(*s.points[0].wallTime, 1700000000.0);
+    QCOMPARE(problems.size(), size_t(1));
+    QVERIFY2(problems[0].find("loss: line 2:") != std::string::npos, problems[0].c_str());
+    QCOMPARE(end, uint64_t(f.size() - std::string("1700000002000 2.0").size()));
   }
 
   // A damaged metrics.csv: the bad row named by file and line, the rest read.

@@ -18,13 +18,22 @@ Writes OUT/lt/ with the bytes Lightning's own code writes:
     optimizer_states, lr_schedulers, hparams_name, hyper_parameters.
   * TensorBoardLogger: an event file in the version folder (written with
     make_tfevents_fixtures' record writer) with hp_metric and train_loss.
+
+and OUT/ml/mlruns/ as MLflow's FileStore (mlflow.store.tracking.file_store)
+writes it: <experiment_id>/meta.yaml and <experiment_id>/<run_id>/meta.yaml
+through yaml.dump(default_flow_style=False) of the persisted run info,
+metrics/<key> appended "%s %s %s\n" % (timestamp_ms, value, step) (a key
+with '/' a subfolder), params/<key> and tags/<key> the value as text;
+.trash/ holding a deleted run; experiment 0 with no runs.
 """
 import csv
 import math
 import os
+import shutil
 import sys
 
 import torch
+import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_tfevents_fixtures as tfw  # noqa: E402
@@ -140,7 +149,73 @@ def main(argv):
         v = os.path.join(root, "my_exp", version)
         write_metrics_csv(v, training_rows(steps, 1, 10, 2))
         lightning_checkpoint(os.path.join(v, "checkpoints", f"epoch=0-step={steps}.ckpt"), 0, steps, "", 1.0)
+    mlflow_store(os.path.join(argv[1], "ml", "mlruns"))
     return 0
+
+
+def mlflow_run_meta(exp_id, run_id, run_name, start, end, root):
+    return {"artifact_uri": f"file://{root}/{exp_id}/{run_id}/artifacts", "end_time": end,
+            "entry_point_name": "", "experiment_id": exp_id, "lifecycle_stage": "active",
+            "name": "", "run_id": run_id, "run_name": run_name, "run_uuid": run_id,
+            "source_name": "", "source_type": 4, "source_version": "", "start_time": start,
+            "status": 3, "tags": [], "user_id": "trainer"}
+
+
+def write_yaml(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        yaml.dump(data, f, default_flow_style=False, allow_unicode=True, Dumper=yaml.SafeDumper)
+
+
+def write_text(path, text, append=False):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "a" if append else "w") as f:
+        f.write(text)
+
+
+def log_metric(run_dir, key, value, timestamp, step):
+    write_text(os.path.join(run_dir, "metrics", *key.split("/")),
+               "%s %s %s\n" % (timestamp, value, step), append=True)
+
+
+def mlflow_store(root):
+    root = os.path.abspath(root)
+    shutil.rmtree(root, ignore_errors=True)  # metric files are appended to: start afresh
+    write_yaml(os.path.join(root, "0", "meta.yaml"),
+               {"artifact_location": f"file://{root}/0", "creation_time": 1700000000000,
+                "experiment_id": "0", "last_update_time": 1700000000000,
+                "lifecycle_stage": "active", "name": "Default"})
+    write_yaml(os.path.join(root, "1", "meta.yaml"),
+               {"artifact_location": f"file://{root}/1", "creation_time": 1700000000000,
+                "experiment_id": "1", "last_update_time": 1700000000000,
+                "lifecycle_stage": "active", "name": "sweep"})
+    runs = [("0a1b2c3d4e5f60718293a4b5c6d7e8f9", "lr3e-4-seed2", 3e-4),
+            ("1a1b2c3d4e5f60718293a4b5c6d7e8f9", "", 1e-3),      # named by its tag only
+            ("2a1b2c3d4e5f60718293a4b5c6d7e8f9", None, 1e-4)]    # neither: its id
+    t0 = 1700000100000
+    for n, (run_id, name, lr) in enumerate(runs):
+        run_dir = os.path.join(root, "1", run_id)
+        write_yaml(os.path.join(run_dir, "meta.yaml"),
+                   mlflow_run_meta("1", run_id, name or "", t0, t0 + 90000, root))
+        if name is not None:
+            write_text(os.path.join(run_dir, "tags", "mlflow.runName"), name or "tagged-run")
+        write_text(os.path.join(run_dir, "tags", "mlflow.user"), "trainer")
+        write_text(os.path.join(run_dir, "params", "lr"), str(lr))
+        write_text(os.path.join(run_dir, "params", "optimizer", "name"), "adamw")
+        for i, step in enumerate(range(0, 200, 20)):
+            loss = 3.0 * math.exp(-step / (60.0 + n)) + 0.001 * i
+            log_metric(run_dir, "train/loss", loss, t0 + 1000 * i + 7, step)
+            log_metric(run_dir, "lr", lr * (1 - step / 400), t0 + 1000 * i + 8, step)
+            if step % 100 == 80:
+                log_metric(run_dir, "val_loss", loss + 0.1 if n != 0 or step != 80 else float("nan"),
+                           t0 + 1000 * i + 9, step)
+        # logged again at the last step (mlflow allows it): the later value counts
+        log_metric(run_dir, "lr", 0.0, t0 + 20000, 180)
+        os.makedirs(os.path.join(run_dir, "artifacts"), exist_ok=True)
+    trash = os.path.join(root, ".trash", "9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f")
+    write_yaml(os.path.join(trash, "meta.yaml"),
+               mlflow_run_meta("1", "9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f", "deleted", t0, t0, root))
+    log_metric(trash, "loss", 1.0, t0, 0)
 
 
 if __name__ == "__main__":

@@ -163,17 +163,19 @@ MetricPoints readNewPoints(LiveSource& source, QStringList* problems, bool* rewr
   MetricPoints points;
   try {
     const std::string path = pathToStd(source.path);
-    points =
-        source.kind == MetricSource::MetricsJsonl
-            ? readMetricsJsonl(path, source.offset, &end, &bad)
-        : source.kind == MetricSource::TensorBoard
-            ? readTfEventsPoints(path, source.offset, &end, &bad)
-        // trainer_state.json is rewritten whole at each save, and
-        // Lightning's metrics.csv whenever a new key appears: a reload
-        // reads them again (not followed live).
-        : source.kind == MetricSource::TrainerState || source.kind == MetricSource::LightningCsv
-            ? MetricPoints{}
-            : readConsoleLog(path, source.filter, source.offset, &end);
+    points = source.kind == MetricSource::MetricsJsonl
+                 ? readMetricsJsonl(path, source.offset, &end, &bad)
+             : source.kind == MetricSource::TensorBoard
+                 ? readTfEventsPoints(path, source.offset, &end, &bad)
+             // trainer_state.json is rewritten whole at each save, and
+             // Lightning's metrics.csv whenever a new key appears: a reload
+             // reads them again (not followed live; MLflow's metric files,
+             // one per key, are not followed yet either).
+             : source.kind == MetricSource::TrainerState ||
+                     source.kind == MetricSource::LightningCsv ||
+                     source.kind == MetricSource::Mlflow
+                 ? MetricPoints{}
+                 : readConsoleLog(path, source.filter, source.offset, &end);
   } catch (const std::exception& e) {
     bad.push_back(pathToStd(source.path) + ": " + e.what());
   }

@@ -3,6 +3,7 @@
 
 #include "ckpt/index/hf_trainer.h"
 #include "ckpt/index/lightning.h"
+#include "ckpt/index/mlflow.h"
 #include "ckpt/index/natural_order.h"
 #include "ckpt/index/run_plan.h"
 #include "ckpt/index/tfevents.h"
@@ -207,6 +208,20 @@ uint64_t addLightningCsv(SourcePoints& into, const std::string& path, RunMetrics
   return ec ? 0 : uint64_t(size);
 }
 
+// An MLflow run's metrics/<key> file (mlflow.h). Returns where reading stopped.
+uint64_t addMlflow(SourcePoints& into, const std::string& path, const std::string& runDir,
+                   RunMetrics& m) {
+  uint64_t end = 0;
+  try {
+    std::vector<FileSeries> one;
+    one.push_back(readMlflowMetric(path, mlflowMetricName(runDir, path), &end, &m.problems));
+    addFileSeries(into, path, std::move(one));
+  } catch (const std::exception& e) {
+    m.problems.push_back(e.what());
+  }
+  return end;
+}
+
 // Returns where reading stopped.
 template <typename Accepts>
 uint64_t addLog(SourcePoints& into, const std::string& path, FileCache& cache, Accepts accepts) {
@@ -385,6 +400,8 @@ RunMetrics collectOne(const RunEntry& run, const std::vector<MetricSourceFile>& 
             ? addTrainerState(bySource[int(MetricSource::TrainerState)], s.path, m)
         : s.kind == MetricSource::LightningCsv
             ? addLightningCsv(bySource[int(MetricSource::LightningCsv)], s.path, m)
+        : s.kind == MetricSource::Mlflow
+            ? addMlflow(bySource[int(MetricSource::Mlflow)], s.path, run.path, m)
             : addLog(bySource[int(MetricSource::ConsoleLog)], s.path, cache,
                      [&s](const LoggedPoint& p) { return s.filter.accepts(p.run); });
   }
@@ -443,6 +460,8 @@ std::string_view metricSourceName(MetricSource s) {
       return "trainer_state.json";
     case MetricSource::LightningCsv:
       return "metrics.csv";
+    case MetricSource::Mlflow:
+      return "mlflow";
     case MetricSource::TensorBoard:
       return "tensorboard";
     case MetricSource::ConsoleLog:
@@ -518,6 +537,8 @@ std::vector<MetricSourceFile> findMetricSources(const RunEntry& run,
       !state.empty())
     add(state, MetricSource::TrainerState, true);
   add(dir / "metrics.csv", MetricSource::LightningCsv, true);
+  if (isMlflowRunFolder(dir.string()))
+    for (const std::string& p : mlflowMetricFiles(dir.string())) add(p, MetricSource::Mlflow, true);
   for (const fs::path& p : logFilesIn(dir, false)) add(p, MetricSource::ConsoleLog, true);
   const bool hasParent = dir.has_parent_path() && dir.parent_path() != dir;
   if (hasParent)

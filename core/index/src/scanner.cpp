@@ -17,6 +17,7 @@
 #include "ckpt/format/sharded.h"
 #include "ckpt/index/hf_trainer.h"
 #include "ckpt/index/lightning.h"
+#include "ckpt/index/mlflow.h"
 #include "ckpt/index/natural_order.h"
 #include "ckpt/index/run_plan.h"
 
@@ -292,11 +293,22 @@ struct Found {
   std::set<fs::path> parts;         // files a sharded checkpoint is made of (not listed)
   std::vector<fs::path> hfFolders;  // Hugging Face Trainer checkpoint-<step>/ folders
   std::map<fs::path, std::vector<std::string>> metricFiles;  // by directory
+  std::set<fs::path> mlflowRuns;                             // MLflow run folders
 
   // One entry of a directory: a folder that is a Trainer checkpoint is one
   // item (its files are not walked: returns false); another folder may
   // hold a sharded checkpoint.
   bool addFolder(const fs::path& dir) {
+    // An MLflow run: a run without checkpoints (mlflow.h); its metrics/,
+    // params/ and tags/ hold no checkpoint (a key may be any name).
+    if (mlflowRuns.count(dir.parent_path())) {
+      const fs::path name = dir.filename();
+      if (name == "metrics" || name == "params" || name == "tags") return false;
+    }
+    if (isMlflowRunFolder(dir.string())) {
+      mlflowRuns.insert(dir);
+      metricFiles[dir].push_back((dir / "metrics").string());
+    }
     if (isHfCheckpointFolder(dir.string())) {
       hfFolders.push_back(dir);
       return false;
@@ -395,6 +407,13 @@ void finishRun(RunEntry& run, const Found& found) {
        std::any_of(run.metricFiles.begin(), run.metricFiles.end(),
                    [](const std::string& f) { return fs::path(f).filename() == "metrics.csv"; })))
     run.trainer = std::string(kLightningId);
+  // An MLflow run is named as MLflow's UI names it.
+  if (run.checkpoints.empty() && isMlflowRunFolder(run.path)) {
+    run.trainer = std::string(kMlflowId);
+    run.name = mlflowRunName(run.path);
+    if (run.metricFiles.empty())
+      run.metricFiles.push_back((fs::path(run.path) / "metrics").string());
+  }
 }
 
 }  // namespace

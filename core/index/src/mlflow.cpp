@@ -1,0 +1,182 @@
+#include "ckpt/index/mlflow.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "ascii.h"
+#include "ckpt/index/natural_order.h"
+
+namespace fs = std::filesystem;
+
+namespace ckpt {
+namespace {
+
+bool isFile(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec);
+}
+
+bool isDir(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_directory(p, ec);
+}
+
+std::string readSmallFile(const fs::path& p, size_t limit = 1 << 20) {
+  std::ifstream in(p, std::ios::binary);
+  std::string s(limit, '\0');
+  in.read(s.data(), std::streamsize(limit));
+  s.resize(size_t(in.gcount()));
+  return s;
+}
+
+std::string trim(std::string_view s) {
+  const size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return {};
+  const size_t e = s.find_last_not_of(" \t\r\n");
+  return std::string(s.substr(b, e - b + 1));
+}
+
+// A YAML scalar as yaml.safe_dump writes a plain string: bare, or in single
+// quotes ('' for a quote), or in double quotes.
+std::string yamlScalar(std::string v) {
+  if (v.size() >= 2 && v.front() == '\'' && v.back() == '\'') {
+    std::string out;
+    for (size_t i = 1; i + 1 < v.size(); ++i) {
+      out += v[i];
+      if (v[i] == '\'' && i + 2 < v.size() && v[i + 1] == '\'') ++i;
+    }
+    return out;
+  }
+  if (v.size() >= 2 && v.front() == '"' && v.back() == '"') return v.substr(1, v.size() - 2);
+  return v;
+}
+
+// The top-level `key: value` lines of a meta.yaml (nested lists skipped).
+std::map<std::string, std::string> flatYaml(const fs::path& p) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(readSmallFile(p));
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == ' ' || line[0] == '-' || line[0] == '#') continue;
+    const size_t colon = line.find(": ");
+    if (colon == std::string::npos) continue;
+    out[line.substr(0, colon)] = yamlScalar(trim(std::string_view(line).substr(colon + 2)));
+  }
+  return out;
+}
+
+std::optional<double> pythonFloat(std::string_view s) {
+  const std::string lower = detail::asciiLower(s);
+  if (lower == "nan") return std::nan("");
+  if (lower == "inf" || lower == "infinity") return HUGE_VAL;
+  if (lower == "-inf" || lower == "-infinity") return -HUGE_VAL;
+  double v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<int64_t> integer(std::string_view s) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::vector<std::string> filesUnder(const fs::path& folder) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  if (!isDir(folder)) return out;
+  for (fs::recursive_directory_iterator
+           it(folder, fs::directory_options::skip_permission_denied, ec),
+       end;
+       !ec && it != end; it.increment(ec)) {
+    std::error_code fec;
+    if (it->is_regular_file(fec)) out.push_back(it->path().string());
+  }
+  std::sort(out.begin(), out.end(),
+            [](const std::string& a, const std::string& b) { return naturalLess(a, b); });
+  return out;
+}
+
+}  // namespace
+
+bool isMlflowRunFolder(const std::string& dir) {
+  const fs::path d = fs::path(dir);
+  if (!isFile(d / "meta.yaml")) return false;
+  if (!isDir(d / "metrics") && !isDir(d / "params") && !isDir(d / "tags")) return false;
+  const fs::path parent = fs::absolute(d).lexically_normal().parent_path();
+  return isFile(parent / "meta.yaml");
+}
+
+std::string mlflowRunName(const std::string& dir) {
+  const fs::path d(dir);
+  const std::map<std::string, std::string> meta = flatYaml(d / "meta.yaml");
+  if (const auto it = meta.find("run_name"); it != meta.end() && !it->second.empty())
+    return it->second;
+  if (const fs::path tag = d / "tags" / "mlflow.runName"; isFile(tag))
+    if (std::string name = trim(readSmallFile(tag, 4096)); !name.empty()) return name;
+  return fs::absolute(d).lexically_normal().filename().string();
+}
+
+std::vector<std::string> mlflowMetricFiles(const std::string& dir) {
+  return filesUnder(fs::path(dir) / "metrics");
+}
+
+std::string mlflowMetricName(const std::string& runDir, const std::string& file) {
+  return fs::path(file).lexically_relative(fs::path(runDir) / "metrics").generic_string();
+}
+
+FileSeries readMlflowMetric(const std::string& path, const std::string& metric, uint64_t* end,
+                            std::vector<std::string>* problems) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot be opened");
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  FileSeries s;
+  s.metric = metric;
+  size_t pos = 0;
+  for (int64_t lineNo = 1;; ++lineNo) {
+    const size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) break;  // a line still being written
+    const std::string line = trim(std::string_view(text).substr(pos, nl - pos));
+    pos = nl + 1;
+    if (line.empty()) continue;
+    std::vector<std::string_view> parts;
+    for (size_t b = 0; b <= line.size();) {
+      const size_t sp = std::min(line.find(' ', b), line.size());
+      parts.push_back(std::string_view(line).substr(b, sp - b));
+      b = sp + 1;
+    }
+    const std::optional<int64_t> ts = parts.size() >= 2 ? integer(parts[0]) : std::nullopt;
+    const std::optional<double> value = parts.size() >= 2 ? pythonFloat(parts[1]) : std::nullopt;
+    const std::optional<int64_t> step =
+        parts.size() == 3 ? integer(parts[2]) : std::optional<int64_t>(0);
+    if (parts.size() < 2 || parts.size() > 3 || !ts || !value || !step) {
+      if (problems)
+        problems->push_back(path + ": line " + std::to_string(lineNo) +
+                            ": not 'timestamp value step'");
+      continue;
+    }
+    MetricPoint p;
+    p.step = *step;
+    p.value = *value;
+    p.wallTime = double(*ts) / 1000.0;
+    addInFileOrder(s.points, s.restarts, p);
+  }
+  if (end) *end = pos;
+  return s;
+}
+
+std::map<std::string, std::string> readMlflowParams(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  const fs::path params = fs::path(dir) / "params";
+  for (const std::string& f : filesUnder(params))
+    out[fs::path(f).lexically_relative(params).generic_string()] = trim(readSmallFile(f));
+  return out;
+}
+
+}  // namespace ckpt
