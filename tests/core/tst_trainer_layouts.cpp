@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 
 #include "ckpt/index/lightning.h"
@@ -205,6 +206,25 @@ class TstTrainerLayouts : public QObject {
     QCOMPARE(problems.size(), size_t(1));
     QVERIFY2(problems[0].find("loss: line 2:") != std::string::npos, problems[0].c_str());
     QCOMPARE(end, uint64_t(f.size() - std::string("1700000002000 2.0").size()));
+  }
+
+  // Hyperparameters: hparams.yaml's flat lines and MLflow's params/ files,
+  // as the runs table shows them (numbers as numbers).
+  void hyperparameters() {
+    const json ml = cliJson({"runs", kMlflow, "--json"});
+    QCOMPARE(ml["columns"], json({"lr"}));
+    std::map<std::string, double> lr;
+    for (const json& r : ml["rows"]) lr[r["name"].get<std::string>()] = r["hparams"]["lr"];
+    QCOMPARE(lr, (std::map<std::string, double>{{"2a1b2c3d4e5f60718293a4b5c6d7e8f9", 1e-4},
+                                                {"lr3e-4-seed2", 3e-4},
+                                                {"tagged-run", 1e-3}}));
+    const json lt = cliJson({"runs", kRoot, "--json"});
+    const json* v0 = findRun(lt["rows"], "lightning_logs/version_0");
+    QVERIFY(v0);
+    QCOMPARE((*v0)["hparams"]["lr"].get<double>(), 1e-3);
+    QCOMPARE((*v0)["hparams"]["optimizer"].get<std::string>(), std::string("adam"));
+    const json* v1 = findRun(lt["rows"], "lightning_logs/version_1");
+    QCOMPARE((*v1)["hparams"]["lr"].get<double>(), 3e-4);
   }
 
   // A damaged metrics.csv: the bad row named by file and line, the rest read.

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "ascii.h"
+#include "flat_yaml.h"
 
 namespace fs = std::filesystem;
 
@@ -102,6 +103,12 @@ std::optional<std::string> lightningRunOf(const std::string& checkpointPath) {
   }
   if (!isLightningRunFolder(run.string())) return std::nullopt;
   return run.string();
+}
+
+std::map<std::string, std::string> readLightningHparams(const std::string& runDir) {
+  const fs::path file = fs::path(runDir) / "hparams.yaml";
+  if (!isFile(file)) return {};
+  return detail::flatYaml(file);
 }
 
 std::vector<FileSeries> readLightningMetricsCsv(const std::string& path,

@@ -10,6 +10,7 @@
 
 #include "ascii.h"
 #include "ckpt/index/natural_order.h"
+#include "flat_yaml.h"
 
 namespace fs = std::filesystem;
 
@@ -26,47 +27,12 @@ bool isDir(const fs::path& p) {
   return fs::is_directory(p, ec);
 }
 
-std::string readSmallFile(const fs::path& p, size_t limit = 1 << 20) {
+std::string readSmallFile(const fs::path& p, size_t limit = detail::kFlatYamlLimit) {
   std::ifstream in(p, std::ios::binary);
   std::string s(limit, '\0');
   in.read(s.data(), std::streamsize(limit));
   s.resize(size_t(in.gcount()));
   return s;
-}
-
-std::string trim(std::string_view s) {
-  const size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string_view::npos) return {};
-  const size_t e = s.find_last_not_of(" \t\r\n");
-  return std::string(s.substr(b, e - b + 1));
-}
-
-// A YAML scalar as yaml.safe_dump writes a plain string: bare, or in single
-// quotes ('' for a quote), or in double quotes.
-std::string yamlScalar(std::string v) {
-  if (v.size() >= 2 && v.front() == '\'' && v.back() == '\'') {
-    std::string out;
-    for (size_t i = 1; i + 1 < v.size(); ++i) {
-      out += v[i];
-      if (v[i] == '\'' && i + 2 < v.size() && v[i + 1] == '\'') ++i;
-    }
-    return out;
-  }
-  if (v.size() >= 2 && v.front() == '"' && v.back() == '"') return v.substr(1, v.size() - 2);
-  return v;
-}
-
-// The top-level `key: value` lines of a meta.yaml (nested lists skipped).
-std::map<std::string, std::string> flatYaml(const fs::path& p) {
-  std::map<std::string, std::string> out;
-  std::istringstream in(readSmallFile(p));
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == ' ' || line[0] == '-' || line[0] == '#') continue;
-    const size_t colon = line.find(": ");
-    if (colon == std::string::npos) continue;
-    out[line.substr(0, colon)] = yamlScalar(trim(std::string_view(line).substr(colon + 2)));
-  }
-  return out;
 }
 
 std::optional<double> pythonFloat(std::string_view s) {
@@ -115,11 +81,11 @@ bool isMlflowRunFolder(const std::string& dir) {
 
 std::string mlflowRunName(const std::string& dir) {
   const fs::path d(dir);
-  const std::map<std::string, std::string> meta = flatYaml(d / "meta.yaml");
+  const std::map<std::string, std::string> meta = detail::flatYaml(d / "meta.yaml");
   if (const auto it = meta.find("run_name"); it != meta.end() && !it->second.empty())
     return it->second;
   if (const fs::path tag = d / "tags" / "mlflow.runName"; isFile(tag))
-    if (std::string name = trim(readSmallFile(tag, 4096)); !name.empty()) return name;
+    if (std::string name = detail::trim(readSmallFile(tag, 4096)); !name.empty()) return name;
   return fs::absolute(d).lexically_normal().filename().string();
 }
 
@@ -142,7 +108,7 @@ FileSeries readMlflowMetric(const std::string& path, const std::string& metric, 
   for (int64_t lineNo = 1;; ++lineNo) {
     const size_t nl = text.find('\n', pos);
     if (nl == std::string::npos) break;  // a line still being written
-    const std::string line = trim(std::string_view(text).substr(pos, nl - pos));
+    const std::string line = detail::trim(std::string_view(text).substr(pos, nl - pos));
     pos = nl + 1;
     if (line.empty()) continue;
     std::vector<std::string_view> parts;
@@ -175,7 +141,7 @@ std::map<std::string, std::string> readMlflowParams(const std::string& dir) {
   std::map<std::string, std::string> out;
   const fs::path params = fs::path(dir) / "params";
   for (const std::string& f : filesUnder(params))
-    out[fs::path(f).lexically_relative(params).generic_string()] = trim(readSmallFile(f));
+    out[fs::path(f).lexically_relative(params).generic_string()] = detail::trim(readSmallFile(f));
   return out;
 }
 

@@ -10,6 +10,7 @@
 // checkpoints. The scanner asks these rules; the metrics read metrics.csv.
 // No Qt, no LibTorch.
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,6 +37,11 @@ inline constexpr std::string_view kLightningId = "lightning";
 // A folder named checkpoints inside a Lightning run folder: its files are
 // that run's checkpoints, it is no run of its own.
 [[nodiscard]] bool isLightningCheckpointFolder(const std::string& dir);
+
+// <runDir>/hparams.yaml (save_hparams_to_yaml: yaml.dump of the module's
+// hparams): its top-level `key: value` lines, quotes taken off; nested
+// blocks are skipped (no YAML library). Nothing when there is no such file.
+[[nodiscard]] std::map<std::string, std::string> readLightningHparams(const std::string& runDir);
 
 // metrics.csv as CSVLogger writes it (lightning.fabric.loggers.csv_logs
 // _ExperimentWriter: a header of every key logged, sorted, `step` among
