@@ -9,16 +9,12 @@
 
 #include "ascii.h"
 #include "flat_yaml.h"
+#include "text_cells.h"
 
 namespace fs = std::filesystem;
 
 namespace ckpt {
 namespace {
-
-bool isFile(const fs::path& p) {
-  std::error_code ec;
-  return fs::is_regular_file(p, ec);
-}
 
 // One line of Python's csv module (excel dialect): fields split at commas,
 // a quoted field's doubled quotes one quote. A line break inside quotes is
@@ -48,26 +44,6 @@ std::vector<std::string> splitCsvLine(std::string_view line) {
   return fields;
 }
 
-// A cell as Python's str() of a number writes it: 0.5, 3, 1e-05, nan, inf, -inf.
-std::optional<double> numberCell(std::string_view s) {
-  if (s.empty()) return std::nullopt;
-  const std::string lower = detail::asciiLower(s);
-  if (lower == "nan") return std::nan("");
-  if (lower == "inf" || lower == "infinity") return HUGE_VAL;
-  if (lower == "-inf" || lower == "-infinity") return -HUGE_VAL;
-  double v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
-std::optional<int64_t> integerCell(std::string_view s) {
-  int64_t v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
 }  // namespace
 
 bool isLightningVersionName(std::string_view name) {
@@ -81,7 +57,7 @@ bool isLightningVersionName(std::string_view name) {
 bool isLightningRunFolder(const std::string& dir) {
   const fs::path d(dir);
   if (isLightningVersionName(fs::path(dir).lexically_normal().filename().string())) return true;
-  return isFile(d / "metrics.csv") || isFile(d / "hparams.yaml");
+  return detail::isRegularFile(d / "metrics.csv") || detail::isRegularFile(d / "hparams.yaml");
 }
 
 bool isLightningCheckpointFolder(const std::string& dir) {
@@ -107,7 +83,7 @@ std::optional<std::string> lightningRunOf(const std::string& checkpointPath) {
 
 std::map<std::string, std::string> readLightningHparams(const std::string& runDir) {
   const fs::path file = fs::path(runDir) / "hparams.yaml";
-  if (!isFile(file)) return {};
+  if (!detail::isRegularFile(file)) return {};
   return detail::flatYaml(file);
 }
 
@@ -141,14 +117,14 @@ std::vector<FileSeries> readLightningMetricsCsv(const std::string& path,
               std::to_string(header.size()));
       if (cells.size() <= stepColumn) continue;
     }
-    const std::optional<int64_t> step = integerCell(cells[stepColumn]);
+    const std::optional<int64_t> step = detail::wholeInteger(cells[stepColumn]);
     if (!step) {
       problem("step '" + cells[stepColumn] + "' is not an integer");
       continue;
     }
     for (size_t i = 0; i < cells.size() && i < header.size(); ++i) {
       if (i == stepColumn) continue;
-      const std::optional<double> v = numberCell(cells[i]);
+      const std::optional<double> v = detail::pythonFloat(cells[i]);
       if (!v) continue;
       FileSeries& s = byMetric[header[i]];
       s.metric = header[i];

@@ -11,16 +11,12 @@
 #include "ascii.h"
 #include "ckpt/index/natural_order.h"
 #include "flat_yaml.h"
+#include "text_cells.h"
 
 namespace fs = std::filesystem;
 
 namespace ckpt {
 namespace {
-
-bool isFile(const fs::path& p) {
-  std::error_code ec;
-  return fs::is_regular_file(p, ec);
-}
 
 bool isDir(const fs::path& p) {
   std::error_code ec;
@@ -33,24 +29,6 @@ std::string readSmallFile(const fs::path& p, size_t limit = detail::kFlatYamlLim
   in.read(s.data(), std::streamsize(limit));
   s.resize(size_t(in.gcount()));
   return s;
-}
-
-std::optional<double> pythonFloat(std::string_view s) {
-  const std::string lower = detail::asciiLower(s);
-  if (lower == "nan") return std::nan("");
-  if (lower == "inf" || lower == "infinity") return HUGE_VAL;
-  if (lower == "-inf" || lower == "-infinity") return -HUGE_VAL;
-  double v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
-std::optional<int64_t> integer(std::string_view s) {
-  int64_t v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return v;
 }
 
 std::vector<std::string> filesUnder(const fs::path& folder) {
@@ -73,10 +51,10 @@ std::vector<std::string> filesUnder(const fs::path& folder) {
 
 bool isMlflowRunFolder(const std::string& dir) {
   const fs::path d = fs::path(dir);
-  if (!isFile(d / "meta.yaml")) return false;
+  if (!detail::isRegularFile(d / "meta.yaml")) return false;
   if (!isDir(d / "metrics") && !isDir(d / "params") && !isDir(d / "tags")) return false;
   const fs::path parent = fs::absolute(d).lexically_normal().parent_path();
-  return isFile(parent / "meta.yaml");
+  return detail::isRegularFile(parent / "meta.yaml");
 }
 
 std::string mlflowRunName(const std::string& dir) {
@@ -84,7 +62,7 @@ std::string mlflowRunName(const std::string& dir) {
   const std::map<std::string, std::string> meta = detail::flatYaml(d / "meta.yaml");
   if (const auto it = meta.find("run_name"); it != meta.end() && !it->second.empty())
     return it->second;
-  if (const fs::path tag = d / "tags" / "mlflow.runName"; isFile(tag))
+  if (const fs::path tag = d / "tags" / "mlflow.runName"; detail::isRegularFile(tag))
     if (std::string name = detail::trim(readSmallFile(tag, 4096)); !name.empty()) return name;
   return fs::absolute(d).lexically_normal().filename().string();
 }
@@ -117,10 +95,12 @@ FileSeries readMlflowMetric(const std::string& path, const std::string& metric, 
       parts.push_back(std::string_view(line).substr(b, sp - b));
       b = sp + 1;
     }
-    const std::optional<int64_t> ts = parts.size() >= 2 ? integer(parts[0]) : std::nullopt;
-    const std::optional<double> value = parts.size() >= 2 ? pythonFloat(parts[1]) : std::nullopt;
+    const std::optional<int64_t> ts =
+        parts.size() >= 2 ? detail::wholeInteger(parts[0]) : std::nullopt;
+    const std::optional<double> value =
+        parts.size() >= 2 ? detail::pythonFloat(parts[1]) : std::nullopt;
     const std::optional<int64_t> step =
-        parts.size() == 3 ? integer(parts[2]) : std::optional<int64_t>(0);
+        parts.size() == 3 ? detail::wholeInteger(parts[2]) : std::optional<int64_t>(0);
     if (parts.size() < 2 || parts.size() > 3 || !ts || !value || !step) {
       if (problems)
         problems->push_back(path + ": line " + std::to_string(lineNo) +
