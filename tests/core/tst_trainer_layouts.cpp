@@ -14,6 +14,7 @@
 #include "ckpt/index/lightning.h"
 #include "ckpt/index/metrics.h"
 #include "ckpt/index/mlflow.h"
+#include "ckpt/index/scanner.h"
 #include "json_compare.h"
 #include "run_process.h"
 
@@ -131,6 +132,19 @@ class TstTrainerLayouts : public QObject {
     QCOMPARE(v1["trainer"].get<std::string>(), std::string("lightning"));
     const json& v10 = *findRun(ls["runs"], "my_exp/version_10");
     QCOMPARE(v10["checkpoints"][0]["step"].get<int64_t>(), int64_t(40));
+  }
+
+  // The browser's watcher rescans one run folder: a version folder gives
+  // its checkpoints/ files, the checkpoints/ folder itself no run.
+  void watcherRescan() {
+    const std::string root = kRoot.toStdString();
+    const ckpt::RunEntry v0 = ckpt::scanRunDirectory(root, root + "/lightning_logs/version_0");
+    QCOMPARE(v0.name, std::string("lightning_logs/version_0"));
+    QCOMPARE(v0.trainer, std::string("lightning"));
+    QCOMPARE(v0.checkpoints.size(), size_t(3));
+    QCOMPARE(v0.checkpoints[2].kind, ckpt::CheckpointKind::Latest);
+    QVERIFY(ckpt::scanRunDirectory(root, root + "/lightning_logs/version_0/checkpoints")
+                .checkpoints.empty());
   }
 
   // metrics --json: every metrics.csv column exactly as the Python reader
