@@ -167,9 +167,13 @@ MetricPoints readNewPoints(LiveSource& source, QStringList* problems, bool* rewr
                  ? readMetricsJsonl(path, source.offset, &end, &bad)
              : source.kind == MetricSource::TensorBoard
                  ? readTfEventsPoints(path, source.offset, &end, &bad)
-             // trainer_state.json is rewritten whole at each save, not
-             // appended to: a reload reads it again (not followed live).
-             : source.kind == MetricSource::TrainerState
+             // trainer_state.json is rewritten whole at each save, and
+             // Lightning's metrics.csv whenever a new key appears: a reload
+             // reads them again (not followed live; MLflow's metric files,
+             // one per key, are not followed yet either).
+             : source.kind == MetricSource::TrainerState ||
+                     source.kind == MetricSource::LightningCsv ||
+                     source.kind == MetricSource::Mlflow
                  ? MetricPoints{}
                  : readConsoleLog(path, source.filter, source.offset, &end);
   } catch (const std::exception& e) {

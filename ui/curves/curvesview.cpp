@@ -446,6 +446,8 @@ void CurvesView::updateStatus() {
                   .arg(n)
                   .arg(source == MetricSource::MetricsJsonl   ? tr("metrics.jsonl")
                        : source == MetricSource::TrainerState ? tr("trainer_state.json")
+                       : source == MetricSource::LightningCsv ? tr("metrics.csv")
+                       : source == MetricSource::Mlflow       ? tr("MLflow")
                        : source == MetricSource::TensorBoard  ? tr("TensorBoard event files")
                        : source == MetricSource::ConsoleLog   ? tr("logs")
                                                               : tr("checkpoints"));

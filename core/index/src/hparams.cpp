@@ -1,5 +1,6 @@
 #include "ckpt/index/hparams.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +12,8 @@
 #include "ckpt/format/checkpoint_view.h"
 #include "ckpt/format/json_export.h"
 #include "ckpt/index/experiment.h"
+#include "ckpt/index/lightning.h"
+#include "ckpt/index/mlflow.h"
 
 namespace ckpt {
 namespace {
@@ -147,10 +150,37 @@ HparamValue textHparam(std::string text) {
   return h;
 }
 
+namespace {
+
+// Values written as text (hparams.yaml, MLflow's params/): a number when
+// the whole text is one, else the text.
+void addTextHparams(const std::map<std::string, std::string>& values, Hparams& into) {
+  for (const auto& [key, text] : values) {
+    if (into.count(key)) continue;
+    double v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    into[key] = !text.empty() && ec == std::errc() && end == text.data() + text.size()
+                    ? numberHparam(v)
+                    : textHparam(text);
+  }
+}
+
+void readLightningHparamsSource(const RunEntry& run, Hparams& into, std::vector<std::string>&) {
+  addTextHparams(readLightningHparams(run.path), into);
+}
+
+void readMlflowParamsSource(const RunEntry& run, Hparams& into, std::vector<std::string>&) {
+  if (isMlflowRunFolder(run.path)) addTextHparams(readMlflowParams(run.path), into);
+}
+
+}  // namespace
+
 std::vector<NamedHparamSource>& hparamSources() {
   static std::vector<NamedHparamSource> sources = {
       {"RUN.json", readRunJson},
       {"checkpoint config", readCheckpointConfig},
+      {"hparams.yaml", readLightningHparamsSource},
+      {"MLflow params", readMlflowParamsSource},
   };
   return sources;
 }

@@ -2,6 +2,8 @@
 #include "ckpt/index/metrics.h"
 
 #include "ckpt/index/hf_trainer.h"
+#include "ckpt/index/lightning.h"
+#include "ckpt/index/mlflow.h"
 #include "ckpt/index/natural_order.h"
 #include "ckpt/index/run_plan.h"
 #include "ckpt/index/tfevents.h"
@@ -192,6 +194,34 @@ uint64_t addTrainerState(SourcePoints& into, const std::string& path, RunMetrics
   return ec ? 0 : uint64_t(size);
 }
 
+// A Lightning CSVLogger's metrics.csv (lightning.h). Returns the file's
+// size: the logger rewrites it whole when a new key appears, so it is read
+// whole, not followed.
+uint64_t addLightningCsv(SourcePoints& into, const std::string& path, RunMetrics& m) {
+  try {
+    addFileSeries(into, path, readLightningMetricsCsv(path, &m.problems));
+  } catch (const std::exception& e) {
+    m.problems.push_back(e.what());
+  }
+  std::error_code ec;
+  const uintmax_t size = fs::file_size(path, ec);
+  return ec ? 0 : uint64_t(size);
+}
+
+// An MLflow run's metrics/<key> file (mlflow.h). Returns where reading stopped.
+uint64_t addMlflow(SourcePoints& into, const std::string& path, const std::string& runDir,
+                   RunMetrics& m) {
+  uint64_t end = 0;
+  try {
+    std::vector<FileSeries> one;
+    one.push_back(readMlflowMetric(path, mlflowMetricName(runDir, path), &end, &m.problems));
+    addFileSeries(into, path, std::move(one));
+  } catch (const std::exception& e) {
+    m.problems.push_back(e.what());
+  }
+  return end;
+}
+
 // Returns where reading stopped.
 template <typename Accepts>
 uint64_t addLog(SourcePoints& into, const std::string& path, FileCache& cache, Accepts accepts) {
@@ -368,6 +398,10 @@ RunMetrics collectOne(const RunEntry& run, const std::vector<MetricSourceFile>& 
         s.kind == MetricSource::MetricsJsonl ? addJsonl(jsonl, s.path, m.problems)
         : s.kind == MetricSource::TrainerState
             ? addTrainerState(bySource[int(MetricSource::TrainerState)], s.path, m)
+        : s.kind == MetricSource::LightningCsv
+            ? addLightningCsv(bySource[int(MetricSource::LightningCsv)], s.path, m)
+        : s.kind == MetricSource::Mlflow
+            ? addMlflow(bySource[int(MetricSource::Mlflow)], s.path, run.path, m)
             : addLog(bySource[int(MetricSource::ConsoleLog)], s.path, cache,
                      [&s](const LoggedPoint& p) { return s.filter.accepts(p.run); });
   }
@@ -424,6 +458,10 @@ std::string_view metricSourceName(MetricSource s) {
       return "metrics.jsonl";
     case MetricSource::TrainerState:
       return "trainer_state.json";
+    case MetricSource::LightningCsv:
+      return "metrics.csv";
+    case MetricSource::Mlflow:
+      return "mlflow";
     case MetricSource::TensorBoard:
       return "tensorboard";
     case MetricSource::ConsoleLog:
@@ -498,6 +536,9 @@ std::vector<MetricSourceFile> findMetricSources(const RunEntry& run,
   if (const std::string state = hfRun ? newestTrainerState(dir.string()) : std::string();
       !state.empty())
     add(state, MetricSource::TrainerState, true);
+  add(dir / "metrics.csv", MetricSource::LightningCsv, true);
+  if (isMlflowRunFolder(dir.string()))
+    for (const std::string& p : mlflowMetricFiles(dir.string())) add(p, MetricSource::Mlflow, true);
   for (const fs::path& p : logFilesIn(dir, false)) add(p, MetricSource::ConsoleLog, true);
   const bool hasParent = dir.has_parent_path() && dir.parent_path() != dir;
   if (hasParent)

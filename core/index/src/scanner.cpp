@@ -16,6 +16,8 @@
 #include "ckpt/format/pickle_safety.h"
 #include "ckpt/format/sharded.h"
 #include "ckpt/index/hf_trainer.h"
+#include "ckpt/index/lightning.h"
+#include "ckpt/index/mlflow.h"
 #include "ckpt/index/natural_order.h"
 #include "ckpt/index/run_plan.h"
 
@@ -28,13 +30,14 @@ bool boundaryBefore(const std::string& s, size_t pos) {
   return pos == 0 || !std::isalpha(static_cast<unsigned char>(s[pos - 1]));
 }
 
-// Digits after `word` (optionally after one '_' or '-') at a word boundary.
+// Digits after `word` (optionally after one '_', '-' or '=': Lightning's
+// `epoch=2-step=300`) at a word boundary.
 std::optional<int64_t> numberAfter(const std::string& s, std::string_view word,
                                    bool separatorRequired) {
   for (size_t pos = s.find(word); pos != std::string::npos; pos = s.find(word, pos + 1)) {
     if (!boundaryBefore(s, pos)) continue;
     size_t i = pos + word.size();
-    const bool sep = i < s.size() && (s[i] == '_' || s[i] == '-');
+    const bool sep = i < s.size() && (s[i] == '_' || s[i] == '-' || s[i] == '=');
     if (sep)
       ++i;
     else if (separatorRequired)
@@ -281,7 +284,7 @@ void sortCheckpoints(std::vector<CheckpointEntry>& checkpoints) {
 namespace {
 
 bool isMetricsFileName(const std::string& name) {
-  return name == "metrics.jsonl" || name == "trainer_state.json";
+  return name == "metrics.jsonl" || name == "trainer_state.json" || name == "metrics.csv";
 }
 
 // What a walk finds, before any file is read.
@@ -290,11 +293,22 @@ struct Found {
   std::set<fs::path> parts;         // files a sharded checkpoint is made of (not listed)
   std::vector<fs::path> hfFolders;  // Hugging Face Trainer checkpoint-<step>/ folders
   std::map<fs::path, std::vector<std::string>> metricFiles;  // by directory
+  std::set<fs::path> mlflowRuns;                             // MLflow run folders
 
   // One entry of a directory: a folder that is a Trainer checkpoint is one
   // item (its files are not walked: returns false); another folder may
   // hold a sharded checkpoint.
   bool addFolder(const fs::path& dir) {
+    // An MLflow run: a run without checkpoints (mlflow.h); its metrics/,
+    // params/ and tags/ hold no checkpoint (a key may be any name).
+    if (mlflowRuns.count(dir.parent_path())) {
+      const fs::path name = dir.filename();
+      if (name == "metrics" || name == "params" || name == "tags") return false;
+    }
+    if (isMlflowRunFolder(dir.string())) {
+      mlflowRuns.insert(dir);
+      metricFiles[dir].push_back((dir / "metrics").string());
+    }
     if (isHfCheckpointFolder(dir.string())) {
       hfFolders.push_back(dir);
       return false;
@@ -314,6 +328,7 @@ struct Item {
   fs::path path;
   fs::path runDir;
   enum class Kind { File, HfFolder, HfFinal } kind = Kind::File;
+  bool lightning = false;  // in a Lightning run's checkpoints/ folder (runDir: the run)
 };
 
 // The files a Trainer wrote into its output folder itself (the final
@@ -334,6 +349,10 @@ std::vector<Item> itemsOf(Found& found) {
     const std::string_view role = hfPartRole(f.filename().string());
     if (!role.empty() && isHfOutput(dir)) {
       if (finals.insert(dir).second) items.push_back({dir, dir, Item::Kind::HfFinal});
+      continue;
+    }
+    if (const std::optional<std::string> run = lightningRunOf(f.string())) {
+      items.push_back({f, fs::path(*run), Item::Kind::File, /*lightning=*/true});
       continue;
     }
     items.push_back({f, dir, Item::Kind::File});
@@ -364,7 +383,9 @@ CheckpointEntry describeItem(const Item& item, const fs::path& rootPath) {
     case Item::Kind::File:
       break;
   }
-  return describeCheckpoint(item.path.string(), relative(item.path));
+  CheckpointEntry e = describeCheckpoint(item.path.string(), relative(item.path));
+  if (item.lightning) e.trainer = std::string(kLightningId);
+  return e;
 }
 
 // Checkpoints sorted, a Trainer run's best and final marked, its metrics files named.
@@ -380,6 +401,19 @@ void finishRun(RunEntry& run, const Found& found) {
     run.metricFiles = it->second;
     std::sort(run.metricFiles.begin(), run.metricFiles.end());
   }
+  if (run.trainer.empty() &&
+      (std::any_of(run.checkpoints.begin(), run.checkpoints.end(),
+                   [](const CheckpointEntry& c) { return c.trainer == kLightningId; }) ||
+       std::any_of(run.metricFiles.begin(), run.metricFiles.end(),
+                   [](const std::string& f) { return fs::path(f).filename() == "metrics.csv"; })))
+    run.trainer = std::string(kLightningId);
+  // An MLflow run is named as MLflow's UI names it.
+  if (run.checkpoints.empty() && isMlflowRunFolder(run.path)) {
+    run.trainer = std::string(kMlflowId);
+    run.name = mlflowRunName(run.path);
+    if (run.metricFiles.empty())
+      run.metricFiles.push_back((fs::path(run.path) / "metrics").string());
+  }
 }
 
 }  // namespace
@@ -390,8 +424,9 @@ RunEntry scanRunDirectory(const std::string& root, const std::string& dir,
   run.name = runNameFor(root, dir);
   run.path = dir;
   run.root = root;
-  // A Trainer checkpoint folder is a checkpoint of the run in its parent.
-  if (isHfCheckpointFolder(dir)) return run;
+  // A Trainer checkpoint folder is a checkpoint of the run in its parent,
+  // a Lightning run's checkpoints/ folder holds checkpoints of its parent.
+  if (isHfCheckpointFolder(dir) || isLightningCheckpointFolder(dir)) return run;
   std::error_code ec;
   Found found;
   for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
@@ -403,6 +438,15 @@ RunEntry scanRunDirectory(const std::string& root, const std::string& dir,
       found.hfFolders.push_back(it->path());
   }
   if (ec) throw std::runtime_error(dir + ": " + ec.message());
+  if (const fs::path ckpts = fs::path(dir) / "checkpoints";
+      isLightningCheckpointFolder(ckpts.string())) {
+    std::error_code cec;
+    for (fs::directory_iterator it(ckpts, fs::directory_options::skip_permission_denied, cec), end;
+         !cec && it != end; it.increment(cec)) {
+      std::error_code fec;
+      if (it->is_regular_file(fec) && isListedFile(it->path())) found.files.push_back(it->path());
+    }
+  }
   collectSharded(dir, found.files, found.parts);
   const fs::path rootPath(root);
   for (const Item& item : itemsOf(found)) {

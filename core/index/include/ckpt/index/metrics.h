@@ -30,12 +30,23 @@ struct MetricPoint {
 
 // Where a series came from, in order of preference when several give the
 // same metric: metrics.jsonl, then a Hugging Face Trainer's
-// trainer_state.json (hf_trainer.h), then TensorBoard event files (full
-// precision, tagged by the trainer), then console logs, then checkpoints.
-enum class MetricSource { MetricsJsonl, TrainerState, TensorBoard, ConsoleLog, Checkpoint };
-// "metrics.jsonl", "trainer_state.json", "tensorboard", "log", "checkpoint"
+// trainer_state.json (hf_trainer.h), then a Lightning CSVLogger's
+// metrics.csv (lightning.h), then an MLflow run's metrics/ files
+// (mlflow.h), then TensorBoard event files (full precision,
+// tagged by the trainer), then console logs, then checkpoints.
+enum class MetricSource {
+  MetricsJsonl,
+  TrainerState,
+  LightningCsv,
+  Mlflow,
+  TensorBoard,
+  ConsoleLog,
+  Checkpoint
+};
+// "metrics.jsonl", "trainer_state.json", "metrics.csv", "mlflow", "tensorboard", "log",
+// "checkpoint"
 std::string_view metricSourceName(MetricSource s);
-inline constexpr int kMetricSourceCount = 5;
+inline constexpr int kMetricSourceCount = 7;
 
 struct MetricSeries {
   std::string metric;  // "loss", "val_loss", "lr", "tokens_per_sec", "accuracy", ...
@@ -183,6 +194,10 @@ std::vector<std::string> runLogNames(const RunEntry& run);
 //  * <run>/metrics.jsonl;
 //  * a Hugging Face Trainer run's newest trainer_state.json (hf_trainer.h:
 //    its log_history; read whole, not followed as it grows);
+//  * <run>/metrics.csv, a Lightning CSVLogger's (lightning.h; read whole:
+//    the logger rewrites it when a new key appears);
+//  * an MLflow run folder's metrics/<key> files (mlflow.h; one metric each,
+//    named by its path under metrics/);
 //  * *.log / *.out / *.err in the run's directory and in its parent;
 //  * the same in a `logs/` folder of the run's directory, of its parent,
 //    and of every ancestor up to run.root (the cluster layout

@@ -1,0 +1,128 @@
+#include "ckpt/index/mlflow.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "ascii.h"
+#include "ckpt/index/natural_order.h"
+#include "flat_yaml.h"
+#include "text_cells.h"
+
+namespace fs = std::filesystem;
+
+namespace ckpt {
+namespace {
+
+bool isDir(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_directory(p, ec);
+}
+
+std::string readSmallFile(const fs::path& p, size_t limit = detail::kFlatYamlLimit) {
+  std::ifstream in(p, std::ios::binary);
+  std::string s(limit, '\0');
+  in.read(s.data(), std::streamsize(limit));
+  s.resize(size_t(in.gcount()));
+  return s;
+}
+
+std::vector<std::string> filesUnder(const fs::path& folder) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  if (!isDir(folder)) return out;
+  for (fs::recursive_directory_iterator
+           it(folder, fs::directory_options::skip_permission_denied, ec),
+       end;
+       !ec && it != end; it.increment(ec)) {
+    std::error_code fec;
+    if (it->is_regular_file(fec)) out.push_back(it->path().string());
+  }
+  std::sort(out.begin(), out.end(),
+            [](const std::string& a, const std::string& b) { return naturalLess(a, b); });
+  return out;
+}
+
+}  // namespace
+
+bool isMlflowRunFolder(const std::string& dir) {
+  const fs::path d = fs::path(dir);
+  if (!detail::isRegularFile(d / "meta.yaml")) return false;
+  if (!isDir(d / "metrics") && !isDir(d / "params") && !isDir(d / "tags")) return false;
+  const fs::path parent = fs::absolute(d).lexically_normal().parent_path();
+  return detail::isRegularFile(parent / "meta.yaml");
+}
+
+std::string mlflowRunName(const std::string& dir) {
+  const fs::path d(dir);
+  const std::map<std::string, std::string> meta = detail::flatYaml(d / "meta.yaml");
+  if (const auto it = meta.find("run_name"); it != meta.end() && !it->second.empty())
+    return it->second;
+  if (const fs::path tag = d / "tags" / "mlflow.runName"; detail::isRegularFile(tag))
+    if (std::string name = detail::trim(readSmallFile(tag, 4096)); !name.empty()) return name;
+  return fs::absolute(d).lexically_normal().filename().string();
+}
+
+std::vector<std::string> mlflowMetricFiles(const std::string& dir) {
+  return filesUnder(fs::path(dir) / "metrics");
+}
+
+std::string mlflowMetricName(const std::string& runDir, const std::string& file) {
+  return fs::path(file).lexically_relative(fs::path(runDir) / "metrics").generic_string();
+}
+
+FileSeries readMlflowMetric(const std::string& path, const std::string& metric, uint64_t* end,
+                            std::vector<std::string>* problems) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot be opened");
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  FileSeries s;
+  s.metric = metric;
+  size_t pos = 0;
+  for (int64_t lineNo = 1;; ++lineNo) {
+    const size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) break;  // a line still being written
+    const std::string line = detail::trim(std::string_view(text).substr(pos, nl - pos));
+    pos = nl + 1;
+    if (line.empty()) continue;
+    std::vector<std::string_view> parts;
+    for (size_t b = 0; b <= line.size();) {
+      const size_t sp = std::min(line.find(' ', b), line.size());
+      parts.push_back(std::string_view(line).substr(b, sp - b));
+      b = sp + 1;
+    }
+    const std::optional<int64_t> ts =
+        parts.size() >= 2 ? detail::wholeInteger(parts[0]) : std::nullopt;
+    const std::optional<double> value =
+        parts.size() >= 2 ? detail::pythonFloat(parts[1]) : std::nullopt;
+    const std::optional<int64_t> step =
+        parts.size() == 3 ? detail::wholeInteger(parts[2]) : std::optional<int64_t>(0);
+    if (parts.size() < 2 || parts.size() > 3 || !ts || !value || !step) {
+      if (problems)
+        problems->push_back(path + ": line " + std::to_string(lineNo) +
+                            ": not 'timestamp value step'");
+      continue;
+    }
+    MetricPoint p;
+    p.step = *step;
+    p.value = *value;
+    p.wallTime = double(*ts) / 1000.0;
+    addInFileOrder(s.points, s.restarts, p);
+  }
+  if (end) *end = pos;
+  return s;
+}
+
+std::map<std::string, std::string> readMlflowParams(const std::string& dir) {
+  std::map<std::string, std::string> out;
+  const fs::path params = fs::path(dir) / "params";
+  for (const std::string& f : filesUnder(params))
+    out[fs::path(f).lexically_relative(params).generic_string()] = detail::trim(readSmallFile(f));
+  return out;
+}
+
+}  // namespace ckpt

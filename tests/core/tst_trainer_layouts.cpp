@@ -1,0 +1,269 @@
+// Runs as PyTorch Lightning leaves them (make_trainer_layouts.py writes them
+// as its CSVLogger, TensorBoardLogger and ModelCheckpoint do): a
+// <name>/version_N folder is one run, its checkpoints/ files its checkpoints,
+// its metrics.csv the curves an independent Python reader finds, its event
+// files attached to it. An MLflow file store (mlruns/) gives runs named as
+// MLflow names them, with the curves of their metrics/ files.
+#include <QtTest>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "ckpt/index/lightning.h"
+#include "ckpt/index/metrics.h"
+#include "ckpt/index/mlflow.h"
+#include "ckpt/index/scanner.h"
+#include "json_compare.h"
+#include "run_process.h"
+
+using ckpt::test::json;
+
+namespace {
+
+const QString kRoot = QStringLiteral(CKPT_FIXTURE_DIR "/trainer_layouts/lt");
+const QString kMlflow = QStringLiteral(CKPT_FIXTURE_DIR "/trainer_layouts/ml");
+
+json runJson(const QString& program, const QStringList& args) {
+  const ckpt::test::ProcessResult r = ckpt::test::runProcess(program, args, {}, 120000);
+  if (r.exitCode != 0)
+    throw std::runtime_error(program.toStdString() + " " + args.join(' ').toStdString() +
+                             " exited " + std::to_string(r.exitCode) + ": " + r.err.toStdString());
+  return json::parse(r.out.toStdString());
+}
+
+json cliJson(const QStringList& args) {
+  return runJson(QStringLiteral(CKPT_CLI), args);
+}
+
+json pythonJson(const QString& script, const QString& root) {
+  return runJson(QStringLiteral(CKPT_TORCH_PYTHON),
+                 {QStringLiteral(CKPT_SOURCE_DIR "/tests/python/") + script, root});
+}
+
+const json* findRun(const json& runs, const std::string& name) {
+  for (const json& r : runs)
+    if (r["name"] == name) return &r;
+  return nullptr;
+}
+
+// The reader's runs ({run: {metric: points}}) against metrics --json's:
+// each of its series from `source` with the same points, and (allSeries)
+// no other series. "" when they agree, else what differs.
+std::string compareRuns(const json& want, const json& got, const std::string& source,
+                        bool allSeries) {
+  for (const auto& [name, series] : want.items()) {
+    const json* run = findRun(got, name);
+    if (!run) return "no run " + name;
+    if (!(*run)["problems"].empty()) return name + ": " + (*run)["problems"].dump();
+    if (allSeries && (*run)["series"].size() != series.size())
+      return name + ": " + std::to_string((*run)["series"].size()) + " series";
+    for (const auto& [metric, points] : series.items()) {
+      const json* s = nullptr;
+      for (const json& x : (*run)["series"])
+        if (x["metric"] == metric) s = &x;
+      if (!s) return name + ": no series " + metric;
+      if ((*s)["source"] != source)
+        return name + "." + metric + ": source " + (*s)["source"].dump();
+      if (std::string d = ckpt::test::compareJson(points, (*s)["points"], name + "." + metric);
+          !d.empty())
+        return d;
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+class TstTrainerLayouts : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void versionFolderNames_data() {
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<bool>("version");
+    QTest::newRow("version_0") << "version_0" << true;
+    QTest::newRow("version_12") << "version_12" << true;
+    QTest::newRow("bare") << "version_" << false;
+    QTest::newRow("letters") << "version_a" << false;
+    QTest::newRow("other") << "checkpoints" << false;
+  }
+  void versionFolderNames() {
+    QFETCH(QString, name);
+    QFETCH(bool, version);
+    QCOMPARE(ckpt::isLightningVersionName(name.toStdString()), version);
+  }
+
+  // ls --json: one run per version folder, named <name>/version_N, in
+  // natural order; the checkpoints/ files its checkpoints with the step
+  // their names and global_step say, last.ckpt the latest.
+  void runsAndCheckpoints() {
+    const json ls = cliJson({"ls", kRoot, "--json"});
+    std::vector<std::string> names;
+    for (const json& r : ls["runs"]) names.push_back(r["name"].get<std::string>());
+    QCOMPARE(names,
+             (std::vector<std::string>{"lightning_logs/version_0", "lightning_logs/version_1",
+                                       "my_exp/version_2", "my_exp/version_10"}));
+    struct Want {
+      std::string file;
+      int64_t step;
+      std::string kind;
+    };
+    const std::vector<Want> want{
+        {"lightning_logs/version_0/checkpoints/epoch=0-step=50.ckpt", 50, "step"},
+        {"lightning_logs/version_0/checkpoints/epoch=1-step=100-val_loss=0.81.ckpt", 100, "step"},
+        {"lightning_logs/version_0/checkpoints/last.ckpt", 100, "latest"}};
+    const json& v0 = *findRun(ls["runs"], "lightning_logs/version_0");
+    QCOMPARE(v0["trainer"].get<std::string>(), std::string("lightning"));
+    QCOMPARE(v0["checkpoints"].size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      const json& c = v0["checkpoints"][i];
+      QCOMPARE(c["file"].get<std::string>(), want[i].file);
+      QCOMPARE(c["step"].get<int64_t>(), want[i].step);
+      QCOMPARE(c["kind"].get<std::string>(), want[i].kind);
+      QVERIFY2(c["error"].is_null(), c.dump().c_str());
+      QCOMPARE(c["trainer"].get<std::string>(), std::string("lightning"));
+    }
+    // Before its first checkpoint: listed, with its metrics file.
+    const json& v1 = *findRun(ls["runs"], "lightning_logs/version_1");
+    QCOMPARE(v1["checkpoints"].size(), size_t(0));
+    QCOMPARE(v1["metrics"].size(), size_t(1));
+    QCOMPARE(v1["trainer"].get<std::string>(), std::string("lightning"));
+    const json& v10 = *findRun(ls["runs"], "my_exp/version_10");
+    QCOMPARE(v10["checkpoints"][0]["step"].get<int64_t>(), int64_t(40));
+  }
+
+  // The browser's watcher rescans one run folder: a version folder gives
+  // its checkpoints/ files, the checkpoints/ folder itself no run.
+  void watcherRescan() {
+    const std::string root = kRoot.toStdString();
+    const ckpt::RunEntry v0 = ckpt::scanRunDirectory(root, root + "/lightning_logs/version_0");
+    QCOMPARE(v0.name, std::string("lightning_logs/version_0"));
+    QCOMPARE(v0.trainer, std::string("lightning"));
+    QCOMPARE(v0.checkpoints.size(), size_t(3));
+    QCOMPARE(v0.checkpoints[2].kind, ckpt::CheckpointKind::Latest);
+    QVERIFY(ckpt::scanRunDirectory(root, root + "/lightning_logs/version_0/checkpoints")
+                .checkpoints.empty());
+  }
+
+  // metrics --json: every metrics.csv column exactly as the Python reader
+  // reads it, the event file's tags attached to the same run.
+  void metricsCsvCurves() {
+    const json want = pythonJson("trainer_layouts_reader.py", kRoot)["runs"];
+    const json got = cliJson({"metrics", kRoot, "--json"})["runs"];
+    QCOMPARE(got.size(), want.size());
+    const std::string d = compareRuns(want, got, "metrics.csv", /*allSeries=*/false);
+    QVERIFY2(d.empty(), d.c_str());
+    // version_0's event file: hp_metric only there, train_loss from metrics.csv (preferred).
+    const json tb = pythonJson("tfevents_reader.py", kRoot)["runs"];
+    const json& v0 = *findRun(got, "lightning_logs/version_0");
+    bool hp = false;
+    for (const json& s : v0["series"])
+      if (s["metric"] == "hp_metric") {
+        hp = true;
+        QCOMPARE(s["source"].get<std::string>(), std::string("tensorboard"));
+        const std::string d = ckpt::test::compareJson(
+            tb["lightning_logs/version_0"]["hp_metric"]["points"], s["points"], "hp_metric");
+        QVERIFY2(d.empty(), d.c_str());
+      }
+    QVERIFY(hp);
+    QCOMPARE(v0["markers"].size(), size_t(2));
+  }
+
+  // mlruns/: one run per run folder, named by run_name, else the
+  // mlflow.runName tag, else the run id; no checkpoints; .trash and the
+  // empty Default experiment give nothing.
+  void mlflowRuns() {
+    const json ls = cliJson({"ls", kMlflow, "--json"});
+    std::vector<std::string> names;
+    for (const json& r : ls["runs"]) {
+      names.push_back(r["name"].get<std::string>());
+      QCOMPARE(r["trainer"].get<std::string>(), std::string("mlflow"));
+      QCOMPARE(r["checkpoints"].size(), size_t(0));
+    }
+    std::sort(names.begin(), names.end());
+    QCOMPARE(names, (std::vector<std::string>{"2a1b2c3d4e5f60718293a4b5c6d7e8f9", "lr3e-4-seed2",
+                                              "tagged-run"}));
+    const std::string run = kMlflow.toStdString() + "/mlruns/1/0a1b2c3d4e5f60718293a4b5c6d7e8f9";
+    const auto params = ckpt::readMlflowParams(run);
+    QCOMPARE(params.size(), size_t(2));
+    QCOMPARE(params.at("lr"), std::string("0.0003"));
+    QCOMPARE(params.at("optimizer/name"), std::string("adamw"));
+  }
+
+  // metrics --json of mlruns/: every metrics/ file as the Python reader reads it.
+  void mlflowCurves() {
+    const json want = pythonJson("trainer_layouts_reader.py", kMlflow)["runs"];
+    const json got = cliJson({"metrics", kMlflow, "--json"})["runs"];
+    QCOMPARE(want.size(), size_t(3));
+    QCOMPARE(got.size(), want.size());
+    const std::string d = compareRuns(want, got, "mlflow", /*allSeries=*/true);
+    QVERIFY2(d.empty(), d.c_str());
+  }
+
+  // A metric file with a bad line: named by file and line, the rest read.
+  void mlflowBadLine() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString path = dir.filePath("loss");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("1700000000000 1.5 0\ngarbage\n1700000001000 nan 10\n1700000002000 2.0");
+    f.close();
+    std::vector<std::string> problems;
+    uint64_t end = 0;
+    const ckpt::FileSeries s = ckpt::readMlflowMetric(path.toStdString(), "loss", &end, &problems);
+    QCOMPARE(s.points.size(), size_t(2));
+    QVERIFY(std::isnan(s.points[1].value));
+    QCOMPARE(s.points[1].step, int64_t(10));
+    QCOMPARE(*s.points[0].wallTime, 1700000000.0);
+    QCOMPARE(problems.size(), size_t(1));
+    QVERIFY2(problems[0].find("loss: line 2:") != std::string::npos, problems[0].c_str());
+    QCOMPARE(end, uint64_t(f.size() - std::string("1700000002000 2.0").size()));
+  }
+
+  // Hyperparameters: hparams.yaml's flat lines and MLflow's params/ files,
+  // as the runs table shows them (numbers as numbers).
+  void hyperparameters() {
+    const json ml = cliJson({"runs", kMlflow, "--json"});
+    QCOMPARE(ml["columns"], json({"lr"}));
+    std::map<std::string, double> lr;
+    for (const json& r : ml["rows"]) lr[r["name"].get<std::string>()] = r["hparams"]["lr"];
+    QCOMPARE(lr, (std::map<std::string, double>{{"2a1b2c3d4e5f60718293a4b5c6d7e8f9", 1e-4},
+                                                {"lr3e-4-seed2", 3e-4},
+                                                {"tagged-run", 1e-3}}));
+    const json lt = cliJson({"runs", kRoot, "--json"});
+    const json* v0 = findRun(lt["rows"], "lightning_logs/version_0");
+    QVERIFY(v0);
+    QCOMPARE((*v0)["hparams"]["lr"].get<double>(), 1e-3);
+    QCOMPARE((*v0)["hparams"]["optimizer"].get<std::string>(), std::string("adam"));
+    const json* v1 = findRun(lt["rows"], "lightning_logs/version_1");
+    QCOMPARE((*v1)["hparams"]["lr"].get<double>(), 3e-4);
+  }
+
+  // A damaged metrics.csv: the bad row named by file and line, the rest read.
+  void badRows() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString path = dir.filePath("metrics.csv");
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("loss,step\r\n1.5,10\r\n2.0,oops\r\n1.0,20\r\n");
+    f.close();
+    std::vector<std::string> problems;
+    const auto series = ckpt::readLightningMetricsCsv(path.toStdString(), &problems);
+    QCOMPARE(series.size(), size_t(1));
+    QCOMPARE(series[0].points.size(), size_t(2));
+    QCOMPARE(problems.size(), size_t(1));
+    QVERIFY2(problems[0].find("metrics.csv: line 3:") != std::string::npos, problems[0].c_str());
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("loss,epoch\r\n1.5,0\r\n");
+    f.close();
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error,
+                             (void)ckpt::readLightningMetricsCsv(path.toStdString()));
+  }
+};
+
+QTEST_GUILESS_MAIN(TstTrainerLayouts)
+#include "tst_trainer_layouts.moc"
