@@ -56,6 +56,7 @@ nlohmann::ordered_json toJson(const ScanResult& r) {
                             {"missing", c.shardMissing}};
       j["trainer"] = c.trainer.empty() ? json(nullptr) : json(c.trainer);
       j["best"] = c.best;
+      j["latest"] = c.latest;
       if (!c.parts.empty()) {
         json parts = json::array();
         for (const CheckpointPart& p : c.parts)
@@ -116,6 +117,7 @@ void printText(const ScanResult& r) {
                   humanBytes(c.size).c_str(), localTime(c.mtime).c_str(), c.file.c_str());
       if (!c.sharded.empty()) std::printf("  %8s  %s\n", "", c.sharded.c_str());
       if (c.best) std::printf("  %8s  best (trainer_state.json)\n", "");
+      if (c.latest) std::printf("  %8s  latest (DeepSpeed's latest file)\n", "");
       if (!c.parts.empty()) {
         std::string parts;
         for (const CheckpointPart& p : c.parts) parts += (parts.empty() ? "" : ", ") + p.file;
