@@ -9,6 +9,7 @@
 #include <set>
 
 #include "ckpt/index/scanner.h"
+#include "cli_json.h"
 #include "json_compare.h"
 #include "run_process.h"
 
@@ -20,12 +21,7 @@ const QString kDir = QStringLiteral(CKPT_FIXTURE_DIR "/nanogpt");
 const QString kDeepSpeed = QStringLiteral(CKPT_FIXTURE_DIR "/sharded/ds_run");
 
 json cliJson(const QStringList& args) {
-  const ckpt::test::ProcessResult r =
-      ckpt::test::runProcess(QStringLiteral(CKPT_CLI), args, {}, 60000);
-  if (r.exitCode != 0)
-    throw std::runtime_error("ckptscope-cli " + args.join(' ').toStdString() + " exited " +
-                             std::to_string(r.exitCode) + ": " + r.err.toStdString());
-  return json::parse(r.out.toStdString());
+  return ckpt::test::cliJson(QStringLiteral(CKPT_CLI), args);
 }
 
 json expected() {

@@ -55,16 +55,26 @@ bool parseNanoGptLine(std::string_view line, std::vector<LoggedPoint>& out) {
     if (space == std::string_view::npos) continue;
     const std::string_view name = field.substr(0, space);
     std::string_view text = field.substr(space + 1);
+    std::optional<double> value;
+    const char* metric = nullptr;
     if (iter && name == "loss") {
-      if (const auto v = numberOf(text)) add(points, "loss", *iter, *v), any = true;
+      metric = "loss";
     } else if (iter && name == "mfu" && text.ends_with('%')) {
+      metric = "mfu";
       text.remove_suffix(1);
-      const auto v = numberOf(text);
-      if (v && *v >= 0) add(points, "mfu", *iter, *v);
-    } else if (step && (name == "train loss" || name == "val loss")) {
-      if (const auto v = numberOf(text))
-        add(points, name == "train loss" ? "train_loss" : "val_loss", *step, *v), any = true;
+    } else if (step && name == "train loss") {
+      metric = "train_loss";
+    } else if (step && name == "val loss") {
+      metric = "val_loss";
     }
+    if (metric) value = numberOf(text);
+    if (!value) continue;
+    if (metric == std::string_view("mfu")) {
+      if (*value >= 0) add(points, metric, *iter, *value);
+      continue;
+    }
+    add(points, metric, iter ? *iter : *step, *value);
+    any = true;
   }
   // "iter 5: ..." or "step 5: ..." without nanoGPT's losses is someone else's line.
   if (!any) return false;
