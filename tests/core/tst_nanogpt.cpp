@@ -8,6 +8,7 @@
 
 #include <set>
 
+#include "ckpt/index/hparams.h"
 #include "ckpt/index/scanner.h"
 #include "cli_json.h"
 #include "json_compare.h"
@@ -59,6 +60,27 @@ class TstNanoGpt : public QObject {
     const ckpt::CheckpointEntry& c = scan.runs[0].checkpoints[0];
     QVERIFY(c.scalars.count("val_loss"));
     QCOMPARE(c.scalars.at("val_loss"), want["best_val_loss"].get<double>());
+  }
+
+  // config and model_args are the run's hyperparameters.
+  void hparamsFromConfigAndModelArgs() {
+    const json want = expected();
+    const ckpt::ScanResult scan = ckpt::scanDirectory(kDir.toStdString());
+    QCOMPARE(scan.runs.size(), size_t(1));
+    std::vector<std::string> problems;
+    const ckpt::Hparams h = ckpt::readHparams(scan.runs[0], &problems);
+    QVERIFY(problems.empty());
+    for (const auto& [key, value] : want["hparams"].items()) {
+      const auto it = h.find(key);
+      QVERIFY2(it != h.end(), key.c_str());
+      if (value.is_number())
+        QCOMPARE(it->second.number, value.get<double>());
+      else if (value.is_string())
+        QCOMPARE(it->second.text, value.get<std::string>());
+      else
+        QCOMPARE(it->second.text, std::string(value.get<bool>() ? "true" : "false"));
+    }
+    QVERIFY(h.count("vocab_size"));  // model_args alone has it
   }
 
   // The model under `model` shows its names without torch.compile's _orig_mod.

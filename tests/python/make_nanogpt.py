@@ -146,6 +146,10 @@ def main(outdir):
         "iter_num": ck["iter_num"],
         "best_val_loss": float(ck["best_val_loss"]),
         "names": names,
+        # train.py's config and model_args as a run's hyperparameters
+        # (out_dir names the run: not one).
+        "hparams": {k: v for k, v in {**ck["model_args"], **ck["config"]}.items()
+                    if k != "out_dir"},
         "series": read_log(os.path.join(out, "train.log")),
     }
     assert all(math.isfinite(p[1]) for s in expected["series"].values() for p in s)

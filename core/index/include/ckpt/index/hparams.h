@@ -3,8 +3,8 @@
 // columns. They come from sources tried in order (hparamSources()): a
 // source adds the keys no earlier one gave. Built in: the run directory's
 // RUN.json, then the newest checkpoint's `training_config` and `config`
-// (what our trainer records). Other trainers' files (trainer_state.json,
-// hparams.yaml, MLflow params) register a source of their own. No Qt.
+// (what our trainer records; nanoGPT's `model_args` too). Other trainers' files
+// (trainer_state.json, hparams.yaml, MLflow params) register a source of their own. No Qt.
 
 #include <functional>
 #include <map>
