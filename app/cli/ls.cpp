@@ -60,6 +60,7 @@ nlohmann::ordered_json toJson(const ScanResult& r) {
       // weights, parts, shards), as `scan` judges it.
       j["verdict"] = c.verdict.empty() ? json(nullptr) : json(c.verdict);
       j["safety"] = c.safety.empty() ? json(nullptr) : json(c.safety);
+      j["latest"] = c.latest;
       if (!c.parts.empty()) {
         json parts = json::array();
         for (const CheckpointPart& p : c.parts)
@@ -120,6 +121,7 @@ void printText(const ScanResult& r) {
                   humanBytes(c.size).c_str(), localTime(c.mtime).c_str(), c.file.c_str());
       if (!c.sharded.empty()) std::printf("  %8s  %s\n", "", c.sharded.c_str());
       if (c.best) std::printf("  %8s  best (trainer_state.json)\n", "");
+      if (c.latest) std::printf("  %8s  latest (DeepSpeed's latest file)\n", "");
       if (!c.parts.empty()) {
         std::string parts;
         for (const CheckpointPart& p : c.parts) parts += (parts.empty() ? "" : ", ") + p.file;

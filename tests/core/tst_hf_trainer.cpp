@@ -16,6 +16,7 @@
 #include "ckpt/index/prune.h"
 #include "ckpt/index/run_plan.h"
 #include "ckpt/index/scanner.h"
+#include "cli_json.h"
 #include "copy_tree.h"
 #include "json_compare.h"
 #include "run_process.h"
@@ -30,12 +31,7 @@ const QString kDir = QStringLiteral(CKPT_FIXTURE_DIR "/hf_trainer");
 const QString kOut = kDir + "/hf/out";
 
 json cliJson(const QStringList& args) {
-  const ckpt::test::ProcessResult r =
-      ckpt::test::runProcess(QStringLiteral(CKPT_CLI), args, {}, 60000);
-  if (r.exitCode != 0)
-    throw std::runtime_error("ckptscope-cli " + args.join(' ').toStdString() + " exited " +
-                             std::to_string(r.exitCode) + ": " + r.err.toStdString());
-  return json::parse(r.out.toStdString());
+  return ckpt::test::cliJson(QStringLiteral(CKPT_CLI), args);
 }
 
 // Every regular file directly in `dir`, by size: what deleting it frees.

@@ -610,6 +610,8 @@ QVariant CheckpointListModel::checkpointData(const CheckpointEntry& c, Column co
           if (broken) return tr("unreadable");
           const QString kind = fromStd(std::string(checkpointKindName(c.kind)));
           // The trainer's own record of its best (trainer_state.json); the kind stays.
+          // DeepSpeed's `latest` file names the newest tag folder; the kind stays too.
+          if (c.latest) return tr("%1, latest").arg(kind);
           return c.best ? tr("%1, best").arg(kind) : kind;
         }
         case Column::Loss:
@@ -646,6 +648,7 @@ QVariant CheckpointListModel::checkpointData(const CheckpointEntry& c, Column co
                           .arg(files.join(", "));
       }
       if (c.best) tip += "\n" + tr("The best checkpoint (trainer_state.json)");
+      if (c.latest) tip += "\n" + tr("The newest checkpoint (DeepSpeed's latest file)");
       if (!c.sharded.empty())
         tip += "\n" + tr("One checkpoint of %1, %2 in all")
                           .arg(countText(uint64_t(std::max(c.shardFiles, 0)), "file", "files"),

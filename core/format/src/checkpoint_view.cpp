@@ -82,8 +82,8 @@ void CheckpointView::findParts() {
       break;
     }
   }
-  // DeepSpeed's model states say global_steps.
-  for (const char* key : {"step", "global_step", "global_steps"}) {
+  // DeepSpeed's model states say global_steps, nanoGPT's ckpt.pt iter_num.
+  for (const char* key : {"step", "global_step", "global_steps", "iter_num"}) {
     if (const auto n = asNumber(lookup(key)); n && *n >= 0 && *n == double(int64_t(*n))) {
       m_step = int64_t(*n);
       break;

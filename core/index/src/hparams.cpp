@@ -116,6 +116,9 @@ void readCheckpointConfig(const RunEntry& run, Hparams& into, std::vector<std::s
       sections["training"] = valueToJson(training, 10'000);
     if (const Value* model = view.config(); model && model->isDict())
       sections["model"] = valueToJson(model, 10'000);
+    // nanoGPT's ckpt.pt: the model's model_args beside train.py's config.
+    if (const Value* args = view.lookup("model_args"); args && args->isDict())
+      sections["data"] = valueToJson(args, 10'000);  // a dropped section name, as model's
     addJsonHparams(sections, into);
   } catch (const std::exception& e) {
     problems.push_back(e.what());

@@ -1,6 +1,6 @@
 // Reading metric files: metrics.jsonl (a fast path for flat objects of
 // numbers, nlohmann for anything else) and console logs (logger names, eval
-// lines, tqdm noise).
+// lines, tqdm noise; nanoGPT's lines: nanogpt_log.cpp; LogFilter: console_log.cpp).
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -17,6 +17,7 @@
 
 #include "ckpt/format/input_file.h"
 #include "ckpt/index/metrics.h"
+#include "nanogpt_log.h"
 
 namespace ckpt {
 namespace {
@@ -844,6 +845,7 @@ std::vector<LoggedPoint> readConsoleLogLines(const std::string& path, uint64_t o
     const size_t nl = text.find('\n', lineStart);
     const std::string_view line(text.data() + lineStart, nl - lineStart);
     lineStart = nl + 1;
+    if (detail::parseNanoGptLine(line, out)) continue;
     if (line.find("step=") == std::string_view::npos) continue;
     // tqdm redraws with '\r': each piece is a bar or a record.
     size_t pieceStart = 0;
@@ -854,26 +856,6 @@ std::vector<LoggedPoint> readConsoleLogLines(const std::string& path, uint64_t o
       pieceStart = cr + 1;
     }
   }
-  return out;
-}
-
-bool LogFilter::accepts(const std::string& loggedRun) const {
-  if (loggedRun.empty()) return unnamedLines;
-  return std::find(names.begin(), names.end(), loggedRun) != names.end();
-}
-
-Points readConsoleLog(const std::string& path, const LogFilter& filter, uint64_t offset,
-                      uint64_t* end) {
-  Points out;
-  for (LoggedPoint& p : readConsoleLogLines(path, offset, end))
-    if (filter.accepts(p.run)) out.emplace_back(std::move(p.metric), p.point);
-  return out;
-}
-
-Points readConsoleLog(const std::string& path, uint64_t offset, uint64_t* end) {
-  Points out;
-  for (LoggedPoint& p : readConsoleLogLines(path, offset, end))
-    out.emplace_back(std::move(p.metric), p.point);
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include "ckpt/format/error.h"
 #include "ckpt/format/pickle_safety.h"
 #include "ckpt/format/sharded.h"
+#include "ckpt/format/tensor_data.h"
 #include "ckpt/index/hf_trainer.h"
 #include "ckpt/index/lightning.h"
 #include "ckpt/index/mlflow.h"
@@ -114,6 +115,21 @@ uint64_t storageBytes(const CheckpointFile& file, const Value* v) {
   return sum;
 }
 
+// A number, or the value of a one-element tensor (nanoGPT's best_val_loss is
+// losses['val'], a 0-dim tensor: its few bytes are the one tensor read here).
+std::optional<double> numberOrScalar(const CheckpointFile& file, const Value* v) {
+  if (!v) return std::nullopt;
+  if (v->isNumber()) return v->number();
+  if (v->kind != Value::Kind::Tensor || v->index < 0 || size_t(v->index) >= file.tensors().size() ||
+      file.tensors()[size_t(v->index)].numel() != 1)
+    return std::nullopt;
+  try {
+    return file.tensorData(size_t(v->index)).at(0);
+  } catch (const std::exception&) {
+    return std::nullopt;  // metadata only, or bytes not there
+  }
+}
+
 }  // namespace
 
 CheckpointEntry describeCheckpoint(const std::string& path, const std::string& relative) {
@@ -177,6 +193,11 @@ CheckpointEntry describeCheckpoint(const std::string& path, const std::string& r
       const Value* v = view.lookup(key);
       if (v && v->isNumber()) e.scalars[key] = v->number();
     }
+    // nanoGPT saves ckpt.pt when the val loss improves (or always): its
+    // best_val_loss is the val loss recorded at iter_num.
+    if (view.lookup("iter_num") && !e.scalars.count("val_loss"))
+      if (const auto v = numberOrScalar(*file, view.lookup("best_val_loss")))
+        e.scalars["val_loss"] = *v;
     e.kind = name.kind;
     if (view.isFinal())
       e.kind = CheckpointKind::Final;
@@ -388,9 +409,21 @@ CheckpointEntry describeItem(const Item& item, const fs::path& rootPath) {
   return e;
 }
 
-// Checkpoints sorted, a Trainer run's best and final marked, its metrics files named.
+// DeepSpeed's `latest` file in the run's folder names the newest tag folder.
+void markDeepSpeedLatest(RunEntry& run) {
+  const std::optional<ShardProbe> probe = probeSharded(run.path);
+  if (!probe || probe->layout != ShardLayout::DeepSpeed || fs::path(probe->folder) == run.path)
+    return;
+  const fs::path tag = fs::path(probe->folder).lexically_normal();
+  for (CheckpointEntry& c : run.checkpoints)
+    if (c.layout == "deepspeed" && fs::path(c.path).lexically_normal() == tag) c.latest = true;
+}
+
+// Checkpoints sorted, a Trainer run's best and final marked, DeepSpeed's
+// latest marked, its metrics files named.
 void finishRun(RunEntry& run, const Found& found) {
   sortCheckpoints(run.checkpoints);
+  markDeepSpeedLatest(run);
   if (std::any_of(run.checkpoints.begin(), run.checkpoints.end(),
                   [](const CheckpointEntry& c) { return c.trainer == kHfTrainerId; })) {
     run.trainer = std::string(kHfTrainerId);

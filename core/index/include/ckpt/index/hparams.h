@@ -3,9 +3,10 @@
 // columns. They come from sources tried in order (hparamSources()): a
 // source adds the keys no earlier one gave. Built in: the run directory's
 // RUN.json, then the newest checkpoint's `training_config` and `config`
-// (what our trainer records), then a Lightning run's hparams.yaml and an
-// MLflow run's params/ (lightning.h, mlflow.h; a number when the text is
-// one). Other trainers' files register a source of their own. No Qt.
+// (what our trainer records; nanoGPT's `model_args` too), then a Lightning
+// run's hparams.yaml and an MLflow run's params/ (lightning.h, mlflow.h; a
+// number when the text is one). Other trainers' files register a source of
+// their own. No Qt.
 
 #include <functional>
 #include <map>

@@ -77,6 +77,9 @@ struct CheckpointEntry {
   // The run's best checkpoint by its trainer's own record
   // (trainer_state.json's best_model_checkpoint); its kind stays `step`.
   bool best = false;
+  // The tag folder DeepSpeed's `latest` file names (the newest it saved);
+  // its kind stays `step`.
+  bool latest = false;
   [[nodiscard]] bool isDangerous() const { return verdict == "dangerous"; }
 };
 
