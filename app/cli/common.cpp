@@ -103,7 +103,10 @@ void printUsage(const std::string& command) {
         "TensorBoard\n"
         "  event file (the run of its directory) or a console log (*.log, *.out, *.err, *.txt: "
         "read\n"
-        "  for every run, like --log)\n",
+        "  for every run, like --log)\n"
+        "  --no-cache: read every metrics.jsonl whole, without the metrics cache in\n"
+        "  $XDG_CACHE_HOME/ckptscope (also CKPTSCOPE_NO_CACHE=1); --stats: points held, the\n"
+        "  bytes they take and what the cache did, as JSON on stderr\n",
         stderr);
   else if (command == "runs")
     std::fputs(
@@ -117,7 +120,8 @@ void printUsage(const std::string& command) {
         "  last number, or the one after WORD, as *): one row per group, its mean line's last\n"
         "  and best. --filter: NAME OP VALUE (OP: == != < <= > >= ~ !~) joined by and / or /\n"
         "  not and parentheses: 'lr == 3e-4 and val_loss < 2.5', 'name ~ sft'. --sort: a\n"
-        "  column (name, best, last, best_step, a hyperparameter), '-' first: descending\n",
+        "  column (name, best, last, best_step, a hyperparameter), '-' first: descending.\n"
+        "  --no-cache: as for metrics\n",
         stderr);
   else
     std::fputs(all, stderr);

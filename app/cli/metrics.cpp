@@ -1,4 +1,5 @@
-// ckptscope-cli metrics DIR|FILE... [--json|--csv] [--metric NAME] [--log FILE|DIR]
+// ckptscope-cli metrics DIR|FILE... [--json|--csv] [--metric NAME] [--log FILE|DIR] [--no-cache]
+// [--stats]
 //
 // Every run's series as the Curves tab draws them (core/index
 // collectMetrics): directories are scanned for runs, checkpoint and
@@ -19,6 +20,7 @@
 
 #include "ckpt/format/utf8.h"
 #include "ckpt/index/metrics.h"
+#include "ckpt/index/metrics_cache.h"
 #include "ckpt/index/number_text.h"
 #include "common.h"
 
@@ -48,7 +50,7 @@ class Out {
   }
   // `[step, value, wall_time|null, tokens|null]`, one append per point (a
   // million of them).
-  static void point(std::string& out, const MetricPoint& p, bool comma) {
+  static void point(std::string& out, const SeriesPoints& s, size_t i, bool comma) {
     char b[160];
     char* w = b;
     auto text = [&w](std::string_view t) {
@@ -64,17 +66,17 @@ class Out {
     };
     if (comma) text(", ");
     *w++ = '[';
-    w = writeInteger(w, p.step);
+    w = writeInteger(w, s.step(i));
     text(", ");
-    real(p.value);
+    real(s.value(i));
     text(", ");
-    if (p.wallTime)
-      real(*p.wallTime);
+    if (const auto wall = s.wallTime(i))
+      real(*wall);
     else
       text("null");
     text(", ");
-    if (p.tokens)
-      w = writeInteger(w, *p.tokens);
+    if (const auto tokens = s.tokens(i))
+      w = writeInteger(w, *tokens);
     else
       text("null");
     *w++ = ']';
@@ -95,8 +97,9 @@ class Out {
     put('"');
   }
   // `head` step,value,wall_time,tokens `tail` in one append.
-  static void csvRow(std::string& out, std::string_view head, const MetricPoint& p,
+  static void csvRow(std::string& out, std::string_view head, const SeriesPoints& s, size_t i,
                      std::string_view tail) {
+    const MetricPoint p = s[i];
     out.append(head);
     char b[128];
     char* w = b;
@@ -224,7 +227,7 @@ void printJson(const std::vector<RunMetrics>& runs, const std::vector<std::strin
       }
       o.put("], \"points\": [");
       o.rows(s.points.size(),
-             [&s](std::string& out, size_t i) { Out::point(out, s.points[i], i > 0); });
+             [&s](std::string& out, size_t i) { Out::point(out, s.points, i, i > 0); });
       o.put("]}");
     }
     o.put(firstSeries ? "], \"markers\": [" : "\n  ], \"markers\": [");
@@ -274,7 +277,7 @@ void printCsv(const std::vector<RunMetrics>& runs, const std::vector<std::string
       suffix.put('\n');
       const std::string head = prefix.take(), tail = suffix.take();
       o.rows(s.points.size(),
-             [&](std::string& out, size_t i) { Out::csvRow(out, head, s.points[i], tail); });
+             [&](std::string& out, size_t i) { Out::csvRow(out, head, s.points, i, tail); });
     }
 }
 
@@ -285,8 +288,8 @@ void printText(const std::vector<RunMetrics>& runs, const std::vector<std::strin
     for (const MetricSeries& s : r.series) {
       if (!wanted(s, metrics)) continue;
       ++shown;
-      const MetricPoint& first = s.points.front();
-      const MetricPoint& last = s.points.back();
+      const MetricPoint first = s.points.front();
+      const MetricPoint last = s.points.back();
       std::printf("  %-16s %8zu points  steps %lld..%lld  last %.6g  from %s", s.metric.c_str(),
                   s.points.size(), static_cast<long long>(first.step),
                   static_cast<long long>(last.step), last.value,
@@ -311,6 +314,27 @@ void printText(const std::vector<RunMetrics>& runs, const std::vector<std::strin
   }
 }
 
+// --stats, on stderr as one JSON line: the points held and the bytes their
+// columns take, and what the metrics cache did (for the benchmark).
+void printStats(const std::vector<RunMetrics>& runs) {
+  size_t points = 0, bytes = 0;
+  for (const RunMetrics& r : runs)
+    for (const MetricSeries& s : r.series) {
+      points += s.points.size();
+      bytes += s.points.bytes();
+    }
+  const MetricsCacheStats c = metricsCacheStats();
+  std::fprintf(stderr,
+               "{\"points\": %zu, \"column_bytes\": %zu, \"files\": %llu, \"cache_hits\": %llu, "
+               "\"cache_appended\": %llu, \"cache_misses\": %llu, \"cache_rejected\": %llu, "
+               "\"bytes_parsed\": %llu}\n",
+               points, bytes, static_cast<unsigned long long>(c.hits + c.appended + c.misses),
+               static_cast<unsigned long long>(c.hits), static_cast<unsigned long long>(c.appended),
+               static_cast<unsigned long long>(c.misses),
+               static_cast<unsigned long long>(c.rejected),
+               static_cast<unsigned long long>(c.bytesParsed));
+}
+
 bool isLogArgument(const std::filesystem::path& p) {
   const std::string ext = p.extension().string();
   return ext == ".log" || ext == ".out" || ext == ".err" || ext == ".txt";
@@ -320,13 +344,17 @@ bool isLogArgument(const std::filesystem::path& p) {
 
 int runMetrics(int argc, char** argv) {
   std::vector<std::string> paths, logs, metrics;
-  bool json = false, csv = false;
+  bool json = false, csv = false, stats = false;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--json") {
       json = true;
     } else if (a == "--csv") {
       csv = true;
+    } else if (a == "--no-cache") {
+      setMetricsCacheEnabled(false);
+    } else if (a == "--stats") {
+      stats = true;
     } else if (a == "--metric" || a == "--log") {
       if (i + 1 >= argc) return usageError(a + " needs a value", "metrics");
       (a == "--metric" ? metrics : logs).push_back(argv[++i]);
@@ -361,6 +389,7 @@ int runMetrics(int argc, char** argv) {
   else
     printText(result, metrics);
   std::fflush(stdout);
+  if (stats) printStats(result);
   return kExitOk;
 }
 

@@ -14,6 +14,7 @@
 
 #include "ckpt/index/hparams.h"
 #include "ckpt/index/metrics.h"
+#include "ckpt/index/metrics_cache.h"
 #include "ckpt/index/run_filter.h"
 #include "ckpt/index/runs_table.h"
 #include "common.h"
@@ -157,6 +158,8 @@ int runRuns(int argc, char** argv) {
       json = true;
     } else if (a == "--csv") {
       csv = true;
+    } else if (a == "--no-cache") {
+      setMetricsCacheEnabled(false);
     } else if (a == "--metric" || a == "--group-by" || a == "--filter" || a == "--sort" ||
                a == "--goal") {
       if (i + 1 >= argc) return usageError(a + " needs a value", "runs");

@@ -99,8 +99,8 @@ class TestRunGroups : public QObject {
         if (s.hparams[g.runs.front()].at("learning_rate").number == lr) group = &g;
       QVERIFY2(group, qPrintable(QString::fromStdString("no group for lr " + lrText)));
       QCOMPARE(group->runs.size(), size_t(5));
-      std::vector<std::span<const MetricPoint>> series;
-      for (size_t i : group->runs) series.emplace_back(s.metrics[i].find("loss")->points);
+      std::vector<const SeriesPoints*> series;
+      for (size_t i : group->runs) series.push_back(&s.metrics[i].find("loss")->points);
       const GroupStats g = groupStatistics(series, 25, 75);
       QCOMPARE(g.steps, want["steps"].get<std::vector<int64_t>>());
       QCOMPARE(g.runs, want["runs"].get<std::vector<int>>());

@@ -84,8 +84,9 @@ bool samePoint(const MetricPoint& a, const MetricPoint& b) {
 }
 
 // Points (steps and values; a MetricPoint's wall time and tokens too) equal, bit for bit.
-template <typename P>
-bool sameSeries(const std::vector<P>& a, const std::vector<P>& b, QString* why) {
+// `Points`: a std::vector of points, or a series' SeriesPoints.
+template <typename Points>
+bool sameSeries(const Points& a, const Points& b, QString* why) {
   if (a.size() != b.size()) {
     *why = QString("%1 points, expected %2").arg(a.size()).arg(b.size());
     return false;
@@ -737,7 +738,7 @@ void TestCurves::liveMergeEqualsReloadAtEveryLine() {
   // What the files hold in the end, by hand: the last segment of each restart.
   const RunMetrics m = collectRunMetrics(pretrain);
   QCOMPARE(m.find("loss")->restarts, (std::vector<int64_t>{40, 70}));
-  const std::vector<MetricPoint>& loss = m.find("loss")->points;
+  const SeriesPoints& loss = m.find("loss")->points;
   QCOMPARE(loss.size(),
            size_t(3 + 3 + 11));  // 10..30 of the first job, 40..60 of the second, 70..120
   QCOMPARE(loss.front().step, int64_t(10));

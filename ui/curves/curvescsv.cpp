@@ -42,7 +42,7 @@ bool writeCurvesCsv(const QString& fileName, const std::vector<CurveRun>& runs,
     const std::vector<double> smoothed = smoothEma(values, smoothing);
     const QString prefix = csvField(run.name) + ',' + csvField(fromStd(metric)) + ',';
     for (size_t j = 0; j < values.size(); ++j)
-      out += (prefix + QString::number(series->points[j].step) + ',' + csvNumber(values[j]) + ',' +
+      out += (prefix + QString::number(series->points.step(j)) + ',' + csvNumber(values[j]) + ',' +
               csvNumber(smoothed[j]) + '\n')
                  .toUtf8();
   }

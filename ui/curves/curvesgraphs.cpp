@@ -131,9 +131,9 @@ void CurvesView::fillRun(size_t index) {
   rp.steps.reserve(order.size());
   for (size_t j : order) {
     keys << xs[j];
-    raw << points[j].value;
+    raw << points.value(j);
     smooth << smoothed[j];
-    rp.steps.push_back(points[j].step);
+    rp.steps.push_back(points.step(j));
   }
   rp.raw->setData(keys, raw, /*alreadySorted=*/true);
   rp.smoothed->setData(keys, smooth, /*alreadySorted=*/true);
@@ -164,21 +164,19 @@ void CurvesView::fillMarkers(size_t index) {
   };
   std::vector<Marker> markers, bare;
   for (int64_t step : run.checkpointSteps) {
-    const auto pos = std::lower_bound(points.begin(), points.end(), step,
-                                      [](const MetricPoint& p, int64_t s) { return p.step < s; });
-    const size_t j = size_t(pos - points.begin());
-    const bool logged = pos != points.end() && pos->step == step;
+    const size_t j = points.lowerBound(step);
+    const bool logged = j < points.size() && points.step(j) == step;
     // Where the step sits on the x axis: a logged point's own coordinate,
     // between two logged points on the line joining them, or the step itself.
     std::optional<double> x;
     if (logged) {
-      x = run.x(*pos, m_axis);
+      x = run.x(points[j], m_axis);
     } else if (m_axis == CurveAxis::Step) {
       x = double(step);
-    } else if (pos != points.begin() && pos != points.end()) {
+    } else if (j > 0 && j < points.size()) {
       const auto xa = run.x(points[j - 1], m_axis), xb = run.x(points[j], m_axis);
       const double t =
-          double(step - points[j - 1].step) / double(points[j].step - points[j - 1].step);
+          double(step - points.step(j - 1)) / double(points.step(j) - points.step(j - 1));
       if (xa && xb) x = *xa + t * (*xb - *xa);
     }
     if (!x) continue;
@@ -186,7 +184,7 @@ void CurvesView::fillMarkers(size_t index) {
     const QString file = fileIt == run.checkpointFiles.end() ? QString() : fileIt->second;
     const std::optional<double> recorded = run.recordedValue(step, metric);
     std::optional<double> y = recorded;
-    if (!y && logged && std::isfinite(pos->value)) y = pos->value;
+    if (!y && logged && std::isfinite(points.value(j))) y = points.value(j);
     if (y && std::isfinite(*y) && (!m_logY || *y > 0))
       markers.push_back({*x, *y, file, step, recorded.has_value()});
     else
@@ -248,7 +246,7 @@ void CurvesView::appendPoints(size_t index, size_t firstNew) {
     return;
   }
   for (size_t j = firstNew; j < points.size(); ++j)
-    rp.smoothedValues.push_back(rp.ema.next(points[j].value));
+    rp.smoothedValues.push_back(rp.ema.next(points.value(j)));
   const std::vector<double>& smoothed = rp.smoothedValues;
   QVector<double> keys, raw, smooth;
   std::vector<int64_t> steps;
@@ -267,9 +265,9 @@ void CurvesView::appendPoints(size_t index, size_t firstNew) {
     }
     last = *x;
     keys << *x;
-    raw << points[j].value;
+    raw << points.value(j);
     smooth << smoothed[j];
-    steps.push_back(points[j].step);
+    steps.push_back(points.step(j));
   }
   rp.skipped += skipped;
   rp.raw->addData(keys, raw, /*alreadySorted=*/true);

@@ -1,5 +1,6 @@
 // Where a run's curves come from and how its sources merge into series.
 #include "ckpt/index/metrics.h"
+#include "ckpt/index/metrics_cache.h"
 
 #include "ckpt/index/hf_trainer.h"
 #include "ckpt/index/lightning.h"
@@ -7,11 +8,16 @@
 #include "ckpt/index/natural_order.h"
 #include "ckpt/index/run_plan.h"
 #include "ckpt/index/tfevents.h"
+#include "metric_text.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <exception>
 #include <filesystem>
+#include <mutex>
 #include <set>
+#include <thread>
 #include <unordered_map>
 
 namespace fs = std::filesystem;
@@ -94,14 +100,12 @@ int kindRank(CheckpointKind k) {
   return 5;
 }
 
-std::string canonicalMetric(const std::string& key) {
-  return key == "learning_rate" ? "lr" : key;
-}
+using detail::canonicalMetric;
 
 // One metric of one file while it is read: points sorted by step, the last
 // segment of a restarted job kept.
 struct Accumulator {
-  std::vector<MetricPoint> points;
+  SeriesPoints points;
   std::vector<std::string> files;
   std::vector<int64_t> restarts;
   fs::file_time_type mtime{};
@@ -139,14 +143,18 @@ struct SourcePoints {
   std::map<std::string, Accumulator> m_current;
 };
 
-// Files read once for all runs (one log feeds many runs).
+// Files read once for all runs (one log feeds many runs). Runs are
+// collected on several threads: the first to ask reads the log, the others
+// wait for it (an unordered_map's elements stay where they are).
 struct FileCache {
   struct Log {
     std::vector<LoggedPoint> lines;
     uint64_t end = 0;  // where reading stopped
   };
   std::unordered_map<std::string, Log> logs;
+  std::mutex mutex;
   const Log& log(const std::string& path) {
+    const std::lock_guard lock(mutex);
     auto it = logs.find(path);
     if (it == logs.end()) {
       Log l;
@@ -171,7 +179,7 @@ void addFileSeries(SourcePoints& into, const std::string& path, std::vector<File
 // Returns where reading stopped.
 uint64_t addJsonl(SourcePoints& into, const std::string& path, std::vector<std::string>& problems) {
   uint64_t end = 0;
-  addFileSeries(into, path, readMetricsJsonlSeries(path, &end, &problems));
+  addFileSeries(into, path, readMetricsJsonlCached(path, &end, &problems));
   return end;
 }
 
@@ -253,20 +261,18 @@ Accumulator mergeFiles(std::vector<Accumulator>& parts) {
         out.files.push_back(std::move(f));
     const int64_t first = part.points.front().step;
     if (!out.points.empty() && first <= out.points.back().step) {
-      const auto from =
-          std::lower_bound(out.points.begin(), out.points.end(), first,
-                           [](const MetricPoint& a, int64_t step) { return a.step < step; });
-      const bool repeated = std::all_of(from, out.points.end(), [&part](const MetricPoint& p) {
-        const auto q =
-            std::lower_bound(part.points.begin(), part.points.end(), p.step,
-                             [](const MetricPoint& a, int64_t step) { return a.step < step; });
-        return q != part.points.end() && q->step == p.step &&
-               (q->value == p.value || (std::isnan(q->value) && std::isnan(p.value)));
-      });
-      out.points.erase(from, out.points.end());
+      const size_t from = out.points.lowerBound(first);
+      bool repeated = true;
+      for (size_t i = from; i < out.points.size() && repeated; ++i) {
+        const size_t q = part.points.lowerBound(out.points.step(i));
+        repeated = q != part.points.size() && part.points.step(q) == out.points.step(i) &&
+                   (part.points.value(q) == out.points.value(i) ||
+                    (std::isnan(part.points.value(q)) && std::isnan(out.points.value(i))));
+      }
+      out.points.truncate(from);
       if (!repeated) out.restarts.push_back(first);
     }
-    out.points.insert(out.points.end(), part.points.begin(), part.points.end());
+    out.points.append(part.points);
   }
   return out;
 }
@@ -430,23 +436,21 @@ std::vector<fs::path> expandExtra(const std::vector<std::string>& extraLogs) {
 
 }  // namespace
 
-size_t addInFileOrder(std::vector<MetricPoint>& points, std::vector<int64_t>& restarts,
-                      const MetricPoint& p) {
-  if (points.empty() || p.step > points.back().step) {
+size_t addInFileOrder(SeriesPoints& points, std::vector<int64_t>& restarts, const MetricPoint& p) {
+  const size_t n = points.size();
+  if (n == 0 || p.step > points.step(n - 1)) {
     points.push_back(p);
-    return points.size() - 1;
+    return n;
   }
-  if (p.step == points.back().step) {
-    points.back() = p;  // logged twice: the last one read wins
-    return points.size() - 1;
+  if (p.step == points.step(n - 1)) {
+    points.pop_back();  // logged twice: the last one read wins
+    points.push_back(p);
+    return n - 1;
   }
   // The job restarted from an earlier step: what it logged before from
   // there on is replaced by what it logs now.
-  const auto from =
-      std::lower_bound(points.begin(), points.end(), p.step,
-                       [](const MetricPoint& a, int64_t step) { return a.step < step; });
-  const size_t index = size_t(from - points.begin());
-  points.erase(from, points.end());
+  const size_t index = points.lowerBound(p.step);
+  points.truncate(index);
   points.push_back(p);
   restarts.push_back(p.step);
   return index;
@@ -485,10 +489,8 @@ std::optional<double> RunMetrics::markerValue(const CheckpointMarker& marker,
     if (const auto it = marker.recorded.find("train_loss"); it != marker.recorded.end())
       return it->second;
   if (const MetricSeries* s = find(metric)) {
-    const auto it =
-        std::lower_bound(s->points.begin(), s->points.end(), marker.step,
-                         [](const MetricPoint& p, int64_t step) { return p.step < step; });
-    if (it != s->points.end() && it->step == marker.step) return it->value;
+    const size_t i = s->points.lowerBound(marker.step);
+    if (i < s->points.size() && s->points.step(i) == marker.step) return s->points.value(i);
   }
   return std::nullopt;
 }
@@ -590,6 +592,44 @@ std::vector<MetricSourceFile> findMetricSources(const RunEntry& run,
   return jsonl;
 }
 
+namespace {
+
+// work(i) for i in [0, n) on metricThreads() threads, each taking the next
+// index (a sweep's runs: a thousand small files parse no faster one at a
+// time on two cores than one big one on two). Inside, metricThreads() is 1:
+// a file is not split again among threads already busy. The first
+// exception is rethrown once all have stopped.
+template <typename Work>
+void forEachOnThreads(size_t n, const Work& work) {
+  const unsigned threads = unsigned(std::min<size_t>(n, metricThreads()));
+  if (threads <= 1) {
+    for (size_t i = 0; i < n; ++i) work(i);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failureMutex;
+  auto loop = [&] {
+    const SingleThreadedMetrics single;
+    for (size_t i = next++; i < n; i = next++) {
+      try {
+        work(i);
+      } catch (...) {
+        const std::lock_guard lock(failureMutex);
+        if (!failure) failure = std::current_exception();
+        next = n;
+      }
+    }
+  };
+  std::vector<std::thread> workers;
+  for (unsigned t = 1; t < threads; ++t) workers.emplace_back(loop);
+  loop();
+  for (std::thread& w : workers) w.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace
+
 std::vector<RunMetrics> collectMetrics(const std::vector<RunEntry>& runs,
                                        const std::vector<std::string>& extraLogs) {
   FileCache cache;
@@ -599,16 +639,18 @@ std::vector<RunMetrics> collectMetrics(const std::vector<RunEntry>& runs,
   std::map<std::string, std::vector<LogFilter>> claimed;
   std::set<std::string> extraKeys;
   for (const fs::path& p : expandExtra(extraLogs)) extraKeys.insert(fileKey(p));
+  std::vector<std::vector<MetricSourceFile>> sources;
   for (const RunEntry& run : runs) {
-    const std::vector<MetricSourceFile> sources = findMetricSources(run, extraLogs);
-    for (const MetricSourceFile& s : sources) {
+    sources.push_back(findMetricSources(run, extraLogs));
+    for (const MetricSourceFile& s : sources.back()) {
       const std::string key = fileKey(s.path);
       if (extraKeys.count(key))
         claimed[key].push_back(s.kind == MetricSource::MetricsJsonl ? LogFilter{{}, true}
                                                                     : s.filter);
     }
-    out.push_back(collectOne(run, sources, cache));
   }
+  out.resize(runs.size());
+  forEachOnThreads(runs.size(), [&](size_t i) { out[i] = collectOne(runs[i], sources[i], cache); });
 
   // Log-only runs, from the extra files in the order given.
   struct ExtraRun {

@@ -129,8 +129,8 @@ double percentileOfSorted(std::span<const double> sorted, double q) {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * t;
 }
 
-GroupStats groupStatistics(std::span<const std::span<const MetricPoint>> series,
-                           double lowPercentile, double highPercentile) {
+GroupStats groupStatistics(std::span<const SeriesPoints* const> series, double lowPercentile,
+                           double highPercentile) {
   // Each run's finite points (by index), and every step any of them logged.
   std::vector<std::vector<size_t>> finite(series.size());
   // Each run's steps are ascending: the union is merged run by run (runs of
@@ -139,13 +139,14 @@ GroupStats groupStatistics(std::span<const std::span<const MetricPoint>> series,
   std::vector<int64_t> steps, runSteps, merged;
   for (size_t r = 0; r < series.size(); ++r) {
     runSteps.clear();
-    for (size_t i = 0; i < series[r].size(); ++i)
-      if (std::isfinite(series[r][i].value)) {
-        if (!finite[r].empty() && series[r][i].step <= series[r][finite[r].back()].step)
+    const SeriesPoints& pts = *series[r];
+    for (size_t i = 0; i < pts.size(); ++i)
+      if (std::isfinite(pts.value(i))) {
+        if (!finite[r].empty() && pts.step(i) <= pts.step(finite[r].back()))
           throw std::invalid_argument("group statistics: run " + std::to_string(r) +
                                       " has its steps out of order at point " + std::to_string(i));
         finite[r].push_back(i);
-        runSteps.push_back(series[r][i].step);
+        runSteps.push_back(pts.step(i));
       }
     merged.clear();
     std::set_union(steps.begin(), steps.end(), runSteps.begin(), runSteps.end(),
@@ -168,17 +169,19 @@ GroupStats groupStatistics(std::span<const std::span<const MetricPoint>> series,
     for (size_t r = 0; r < series.size(); ++r) {
       const auto& idx = finite[r];
       if (idx.empty()) continue;
-      const auto& pts = series[r];
+      const SeriesPoints& pts = *series[r];
       size_t& c = cursor[r];
-      while (c < idx.size() && pts[idx[c]].step < step) ++c;
+      while (c < idx.size() && pts.step(idx[c]) < step) ++c;
       if (c == idx.size()) continue;  // the run has ended
-      const MetricPoint& next = pts[idx[c]];
-      if (next.step == step) {
-        values.push_back(next.value);
+      const int64_t nextStep = pts.step(idx[c]);
+      const double nextValue = pts.value(idx[c]);
+      if (nextStep == step) {
+        values.push_back(nextValue);
       } else if (c > 0) {
-        const MetricPoint& prev = pts[idx[c - 1]];
-        const double t = double(step - prev.step) / double(next.step - prev.step);
-        values.push_back(prev.value + (next.value - prev.value) * t);
+        const int64_t prevStep = pts.step(idx[c - 1]);
+        const double prevValue = pts.value(idx[c - 1]);
+        const double t = double(step - prevStep) / double(nextStep - prevStep);
+        values.push_back(prevValue + (nextValue - prevValue) * t);
       }  // else: before the run's first step
     }
     if (values.empty()) continue;

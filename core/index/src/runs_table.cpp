@@ -44,9 +44,9 @@ std::optional<HparamValue> rowField(const RunsTableRow& row, std::string_view na
   return std::nullopt;
 }
 
-std::optional<size_t> lastFinite(std::span<const MetricPoint> points) {
+std::optional<size_t> lastFinite(const SeriesPoints& points) {
   for (size_t i = points.size(); i-- > 0;)
-    if (std::isfinite(points[i].value)) return i;
+    if (std::isfinite(points.value(i))) return i;
   return std::nullopt;
 }
 
@@ -95,7 +95,7 @@ RunsTableRow groupRow(const RunGroup& group, std::span<const RunsTableRow> runRo
                       const std::string& metric, MetricGoal goal) {
   RunsTableRow row;
   row.name = group.label;
-  std::vector<std::span<const MetricPoint>> series;
+  std::vector<const SeriesPoints*> series;
   std::set<std::string> keys;
   for (size_t k : group.runs) {
     const RunsTableRow& r = runRows[k];
@@ -103,7 +103,7 @@ RunsTableRow groupRow(const RunGroup& group, std::span<const RunsTableRow> runRo
     for (const auto& [key, v] : r.hparams) keys.insert(key);
     const RunSummary& run = runs[shown[k]];
     if (const auto c = run.curves.find(metric); c != run.curves.end())
-      series.emplace_back(c->second);
+      series.push_back(&c->second);
     else if (run.metrics.count(metric))
       throw std::logic_error("runs table: the points of " + metric + " of " + run.name +
                              " were not kept for its group");
@@ -128,16 +128,16 @@ RunsTableRow groupRow(const RunGroup& group, std::span<const RunsTableRow> runRo
   row.best.reset();
   const GroupStats g = groupStatistics(series);
   row.points = g.steps.size();
-  std::vector<MetricPoint> line;
+  SeriesPoints line;
   for (size_t i = 0; i < g.steps.size(); ++i)
-    if (g.runs[i] > 0) line.push_back(MetricPoint{g.steps[i], g.mean[i], {}, {}});
+    if (g.runs[i] > 0) line.push(g.steps[i], g.mean[i]);
   if (const auto i = lastFinite(line)) {
-    row.last = line[*i].value;
-    row.lastStep = line[*i].step;
+    row.last = line.value(*i);
+    row.lastStep = line.step(*i);
   }
   if (const auto i = bestPoint(line, goal)) {
-    row.best = line[*i].value;
-    row.bestStep = line[*i].step;
+    row.best = line.value(*i);
+    row.bestStep = line.step(*i);
   }
   return row;
 }
@@ -176,16 +176,16 @@ std::string_view metricGoalName(MetricGoal g) {
   return g == MetricGoal::Min ? "min" : "max";
 }
 
-std::optional<size_t> bestPoint(std::span<const MetricPoint> points, MetricGoal goal) {
+std::optional<size_t> bestPoint(const SeriesPoints& points, MetricGoal goal) {
   std::optional<size_t> best;
   for (size_t i = 0; i < points.size(); ++i) {
-    if (!std::isfinite(points[i].value)) continue;
-    if (!best || better(points[i].value, points[*best].value, goal)) best = i;
+    if (!std::isfinite(points.value(i))) continue;
+    if (!best || better(points.value(i), points.value(*best), goal)) best = i;
   }
   return best;
 }
 
-MetricSummary summarizeMetric(std::span<const MetricPoint> points) {
+MetricSummary summarizeMetric(const SeriesPoints& points) {
   MetricSummary m;
   m.points = points.size();
   if (const auto i = lastFinite(points)) {

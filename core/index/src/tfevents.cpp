@@ -165,7 +165,7 @@ class PointList : public TfEventsHandler {
 class FolderSeries : public TfEventsHandler {
  public:
   struct Tag {
-    std::vector<MetricPoint> points;
+    SeriesPoints points;
     std::vector<int64_t> restarts;
     std::vector<size_t> files;
   };
@@ -317,11 +317,10 @@ std::vector<std::pair<std::string, MetricPoint>> readTfEventsPoints(
   return std::move(list.points);
 }
 
-bool dropFromStep(std::vector<MetricPoint>& points, std::vector<int64_t>& restarts, int64_t step) {
-  const auto from = std::lower_bound(points.begin(), points.end(), step,
-                                     [](const MetricPoint& a, int64_t s) { return a.step < s; });
-  if (from == points.end()) return false;
-  points.erase(from, points.end());
+bool dropFromStep(SeriesPoints& points, std::vector<int64_t>& restarts, int64_t step) {
+  const size_t from = points.lowerBound(step);
+  if (from == points.size()) return false;
+  points.truncate(from);
   restarts.push_back(step);
   return true;
 }

@@ -17,16 +17,9 @@
 #include <vector>
 
 #include "ckpt/index/scanner.h"
+#include "ckpt/index/series_points.h"
 
 namespace ckpt {
-
-struct MetricPoint {
-  int64_t step = 0;
-  double value = 0;
-  std::optional<double> wallTime;  // seconds since the run started, or a Unix time (logs,
-                                   // metrics.jsonl's time.time())
-  std::optional<int64_t> tokens;   // tokens seen
-};
 
 // Where a series came from, in order of preference when several give the
 // same metric: metrics.jsonl, then a Hugging Face Trainer's
@@ -51,7 +44,7 @@ inline constexpr int kMetricSourceCount = 7;
 struct MetricSeries {
   std::string metric;  // "loss", "val_loss", "lr", "tokens_per_sec", "accuracy", ...
   MetricSource source = MetricSource::MetricsJsonl;
-  std::vector<MetricPoint> points;  // sorted by step, one point per step
+  SeriesPoints points;  // sorted by step, one point per step (columns: series_points.h)
   // The files the points were read from (empty for checkpoint metadata).
   std::vector<std::string> files;
   // A restarted job logs steps again (in the same file, or in a new log
@@ -125,15 +118,26 @@ void readMetricsJsonl(const std::string& path, const MetricSink& sink, uint64_t 
 // gives nothing.
 struct FileSeries {
   std::string metric;
-  std::vector<MetricPoint> points;
+  SeriesPoints points;
   std::vector<int64_t> restarts;
 };
 std::vector<FileSeries> readMetricsJsonlSeries(const std::string& path, uint64_t* end = nullptr,
                                                std::vector<std::string>* problems = nullptr);
 
 // Threads that reading or writing a million points is split among: the
-// cores, 1 to 8.
+// cores, 1 to 8; 1 on a thread that a SingleThreadedMetrics marks (one of
+// collectMetrics' threads, each reading its own runs).
 unsigned metricThreads();
+class SingleThreadedMetrics {
+ public:
+  SingleThreadedMetrics();
+  ~SingleThreadedMetrics();
+  SingleThreadedMetrics(const SingleThreadedMetrics&) = delete;
+  SingleThreadedMetrics& operator=(const SingleThreadedMetrics&) = delete;
+
+ private:
+  bool m_was = false;
+};
 
 // One console-log line's metric, with the run its logger names.
 struct LoggedPoint {
@@ -227,8 +231,7 @@ std::vector<MetricSourceFile> findMetricSources(const RunEntry& run,
 // every file through this, and the Curves tab adds what a followed file
 // appends through it, so a live curve is what a reload draws. Returns the
 // index of the first point that changed (points before it are as they were).
-size_t addInFileOrder(std::vector<MetricPoint>& points, std::vector<int64_t>& restarts,
-                      const MetricPoint& p);
+size_t addInFileOrder(SeriesPoints& points, std::vector<int64_t>& restarts, const MetricPoint& p);
 
 // All series of one run from findMetricSources(run, extraLogs) and its
 // checkpoints' loss / train_loss / val_loss / learning_rate. A branch run

@@ -73,8 +73,8 @@ struct GroupStats {
   std::vector<double> mean, stdev, min, max, median;
   std::vector<double> low, high;  // the percentiles asked for (default 25 and 75)
 };
-GroupStats groupStatistics(std::span<const std::span<const MetricPoint>> series,
-                           double lowPercentile = 25, double highPercentile = 75);
+GroupStats groupStatistics(std::span<const SeriesPoints* const> series, double lowPercentile = 25,
+                           double highPercentile = 75);
 
 // The q-th percentile (0..100) of sorted values, numpy's linear method.
 double percentileOfSorted(std::span<const double> sorted, double q);

@@ -76,7 +76,7 @@ struct MetricSummary {
   std::optional<double> min, max;  // finite; the earliest step on a tie
   std::optional<int64_t> minStep, maxStep;
 };
-MetricSummary summarizeMetric(std::span<const MetricPoint> points);
+MetricSummary summarizeMetric(const SeriesPoints& points);
 
 // One run as the table sees it.
 struct RunSummary {
@@ -86,7 +86,7 @@ struct RunSummary {
   std::vector<CheckpointMarker> markers;         // its checkpoints (step, path)
   // The points of the metrics a group's line is drawn from (summarizeRun's
   // keepCurves); grouping by a metric whose points were not kept throws.
-  std::map<std::string, std::vector<MetricPoint>> curves;
+  std::map<std::string, SeriesPoints> curves;
 };
 RunSummary summarizeRun(const RunMetrics& run, Hparams hparams,
                         const std::set<std::string>& keepCurves);
@@ -108,6 +108,6 @@ RunsTable buildRunsTable(std::span<const RunMetrics> metrics, std::span<const Hp
 
 // The best of a series' finite points by `goal` (the earliest on a tie), as
 // an index into points; nothing when none is finite.
-std::optional<size_t> bestPoint(std::span<const MetricPoint> points, MetricGoal goal);
+std::optional<size_t> bestPoint(const SeriesPoints& points, MetricGoal goal);
 
 }  // namespace ckpt

@@ -75,12 +75,12 @@ std::vector<std::pair<std::string, MetricPoint>> readTfEventsPoints(
 // TensorBoard's rule for a SessionLog.START at `step`: the earlier job's
 // points at or after `step` are orphans and go. Returns whether any went
 // (then `step` is noted in `restarts`).
-bool dropFromStep(std::vector<MetricPoint>& points, std::vector<int64_t>& restarts, int64_t step);
+bool dropFromStep(SeriesPoints& points, std::vector<int64_t>& restarts, int64_t step);
 
 // One tag of a folder's event files.
 struct TfSeries {
   std::string tag;
-  std::vector<MetricPoint> points;  // sorted by step, one per step
+  SeriesPoints points;  // sorted by step, one per step
   std::vector<int64_t> restarts;
   std::vector<std::string> files;  // the files its points came from
 };

@@ -1,0 +1,342 @@
+#include "ckpt/index/metrics_cache.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "crc32c.h"
+#include "raw_bytes.h"
+
+namespace ckpt {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr char kMagic[8] = {'C', 'K', 'S', 'C', 'M', 'C', '\0', '\1'};
+constexpr uint32_t kVersion = 1;
+constexpr uint32_t kByteOrder = 0x01020304;  // read back otherwise on a foreign host
+// The bytes checksummed at the start of the file and before the byte reached.
+constexpr uint64_t kProbe = 4096;
+// A file changed this soon before it was read might change again without
+// its size or time changing (timestamps are coarse): such an entry is
+// never trusted on its stat alone.
+constexpr int64_t kRacyNs = 2'000'000'000;
+
+std::atomic<bool> g_disabled{false};
+std::atomic<uint64_t> g_hits{0}, g_appended{0}, g_misses{0}, g_rejected{0}, g_bytes{0}, g_writes{0};
+
+struct SourceStat {
+  uint64_t size = 0;
+  int64_t mtimeNs = 0;
+  uint64_t inode = 0;
+  uint64_t device = 0;
+};
+
+bool statSource(const std::string& path, SourceStat& s) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  s.size = uint64_t(st.st_size);
+  s.mtimeNs = int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+  s.inode = uint64_t(st.st_ino);
+  s.device = uint64_t(st.st_dev);
+  return true;
+}
+
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// CRC-32C of the file's bytes [from, to); nothing when they cannot be read.
+std::optional<uint32_t> probeCrc(const std::string& path, uint64_t from, uint64_t to) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string buf(size_t(to - from), '\0');
+  const ssize_t got = ::pread(fd, buf.data(), buf.size(), off_t(from));
+  ::close(fd);
+  if (got != ssize_t(buf.size())) return std::nullopt;
+  return detail::crc32c(reinterpret_cast<const uint8_t*>(buf.data()), buf.size());
+}
+
+struct Probes {
+  uint32_t head = 0, tail = 0;
+};
+
+std::optional<Probes> probes(const std::string& path, uint64_t end) {
+  const auto head = probeCrc(path, 0, std::min(end, kProbe));
+  const auto tail = probeCrc(path, end - std::min(end, kProbe), end);
+  if (!head || !tail) return std::nullopt;
+  return Probes{*head, *tail};
+}
+
+// What a cache file holds.
+struct Entry {
+  std::string path;
+  SourceStat stat;
+  int64_t readAtNs = 0;  // when the read that filled it began
+  uint64_t end = 0;
+  Probes probe;
+  std::vector<std::string> problems;
+  std::vector<FileSeries> series;
+};
+
+template <typename T>
+void put(std::string& out, const T& v) {
+  detail::putRaw(out, v);
+}
+void putText(std::string& out, const std::string& s) {
+  put(out, uint64_t(s.size()));
+  out.append(s);
+}
+template <typename T>
+bool get(std::string_view& in, T& v) {
+  return detail::getRaw(in, v);
+}
+bool getText(std::string_view& in, std::string& s) {
+  uint64_t n = 0;
+  if (!get(in, n) || n > in.size()) return false;
+  s.assign(in.data(), size_t(n));
+  in.remove_prefix(size_t(n));
+  return true;
+}
+
+std::string encode(const Entry& e) {
+  std::string payload;
+  putText(payload, e.path);
+  put(payload, e.stat.size);
+  put(payload, e.stat.mtimeNs);
+  put(payload, e.stat.inode);
+  put(payload, e.stat.device);
+  put(payload, e.readAtNs);
+  put(payload, e.end);
+  put(payload, e.probe.head);
+  put(payload, e.probe.tail);
+  put(payload, uint64_t(e.problems.size()));
+  for (const std::string& p : e.problems) putText(payload, p);
+  put(payload, uint64_t(e.series.size()));
+  for (const FileSeries& s : e.series) {
+    putText(payload, s.metric);
+    put(payload, uint64_t(s.restarts.size()));
+    for (int64_t r : s.restarts) put(payload, r);
+    s.points.save(payload);
+  }
+  std::string out(kMagic, sizeof kMagic);
+  put(out, kVersion);
+  put(out, kByteOrder);
+  put(out, uint64_t(payload.size()));
+  out += payload;
+  put(out, detail::crc32c(reinterpret_cast<const uint8_t*>(payload.data()), payload.size()));
+  return out;
+}
+
+// Nothing unless every byte checks out.
+std::optional<Entry> decode(std::string_view in) {
+  uint32_t version = 0, order = 0, crc = 0;
+  uint64_t size = 0;
+  if (in.size() < sizeof kMagic || std::memcmp(in.data(), kMagic, sizeof kMagic) != 0)
+    return std::nullopt;
+  in.remove_prefix(sizeof kMagic);
+  if (!get(in, version) || version != kVersion || !get(in, order) || order != kByteOrder ||
+      !get(in, size) || in.size() != size + sizeof crc)
+    return std::nullopt;
+  std::string_view payload = in.substr(0, size_t(size));
+  in.remove_prefix(size_t(size));
+  if (!get(in, crc) ||
+      crc != detail::crc32c(reinterpret_cast<const uint8_t*>(payload.data()), payload.size()))
+    return std::nullopt;
+  Entry e;
+  uint64_t problems = 0, series = 0;
+  if (!getText(payload, e.path) || !get(payload, e.stat.size) || !get(payload, e.stat.mtimeNs) ||
+      !get(payload, e.stat.inode) || !get(payload, e.stat.device) || !get(payload, e.readAtNs) ||
+      !get(payload, e.end) || e.end > e.stat.size || !get(payload, e.probe.head) ||
+      !get(payload, e.probe.tail) || !get(payload, problems) || problems > payload.size())
+    return std::nullopt;
+  for (uint64_t i = 0; i < problems; ++i)
+    if (!getText(payload, e.problems.emplace_back())) return std::nullopt;
+  if (!get(payload, series) || series > payload.size()) return std::nullopt;
+  // A point is at least a few bytes of its file: more than `end` is no
+  // series of it (and would make a progression column claim billions).
+  const size_t maxPoints = size_t(e.end);
+  for (uint64_t i = 0; i < series; ++i) {
+    FileSeries& s = e.series.emplace_back();
+    uint64_t restarts = 0;
+    if (!getText(payload, s.metric) || !get(payload, restarts) ||
+        restarts > payload.size() / sizeof(int64_t))
+      return std::nullopt;
+    s.restarts.resize(size_t(restarts));
+    for (int64_t& r : s.restarts)
+      if (!get(payload, r)) return std::nullopt;
+    if (!s.points.load(payload, maxPoints)) return std::nullopt;
+  }
+  if (!payload.empty()) return std::nullopt;
+  return e;
+}
+
+std::optional<std::string> slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return s;
+}
+
+// Written beside, then renamed over: a reader never sees half a file.
+void store(const std::string& file, const Entry& e) {
+  std::error_code ec;
+  fs::create_directories(fs::path(file).parent_path(), ec);
+  // Unique per process and call: runs are read on several threads.
+  static std::atomic<uint64_t> serial{0};
+  const std::string tmp =
+      file + ".tmp" + std::to_string(::getpid()) + "-" + std::to_string(serial++);
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return;
+    const std::string bytes = encode(e);
+    out.write(bytes.data(), std::streamsize(bytes.size()));
+    if (!out) {
+      out.close();
+      fs::remove(tmp, ec);
+      return;
+    }
+  }
+  fs::rename(tmp, file, ec);
+  if (ec)
+    fs::remove(tmp, ec);
+  else
+    ++g_writes;
+}
+
+std::string absolute(const std::string& path) {
+  std::error_code ec;
+  const fs::path a = fs::absolute(path, ec);
+  return ec ? path : a.lexically_normal().string();
+}
+
+}  // namespace
+
+MetricsCacheStats metricsCacheStats() {
+  return {g_hits, g_appended, g_misses, g_rejected, g_bytes, g_writes};
+}
+
+void resetMetricsCacheStats() {
+  for (auto* c : {&g_hits, &g_appended, &g_misses, &g_rejected, &g_bytes, &g_writes}) *c = 0;
+}
+
+std::string metricsCacheDir() {
+  if (const char* d = std::getenv("CKPTSCOPE_CACHE_DIR"); d && *d) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    return (fs::path(x) / "ckptscope" / "metrics").string();
+  if (const char* h = std::getenv("HOME"); h && *h)
+    return (fs::path(h) / ".cache" / "ckptscope" / "metrics").string();
+  return {};
+}
+
+bool metricsCacheEnabled() {
+  if (g_disabled) return false;
+  const char* off = std::getenv("CKPTSCOPE_NO_CACHE");
+  return !off || !*off || std::string_view(off) == "0";
+}
+
+void setMetricsCacheEnabled(bool enabled) {
+  g_disabled = !enabled;
+}
+
+std::string metricsCacheFile(const std::string& sourcePath) {
+  const std::string dir = metricsCacheDir();
+  if (dir.empty()) return {};
+  // FNV-1a of the absolute path: stable across builds (std::hash is not
+  // promised to be); a collision is caught by the path kept inside.
+  uint64_t h = 14695981039346656037ull;
+  for (const char c : absolute(sourcePath)) h = (h ^ uint8_t(c)) * 1099511628211ull;
+  char name[32];
+  std::snprintf(name, sizeof name, "%016llx.bin", static_cast<unsigned long long>(h));
+  return (fs::path(dir) / name).string();
+}
+
+std::vector<FileSeries> readMetricsJsonlCached(const std::string& path, uint64_t* end,
+                                               std::vector<std::string>* problems) {
+  const std::string cacheFile = metricsCacheEnabled() ? metricsCacheFile(path) : std::string();
+  SourceStat now;
+  if (cacheFile.empty() || !statSource(path, now)) {
+    uint64_t e = 0;
+    auto series = readMetricsJsonlSeries(path, &e, problems);
+    g_bytes += e;
+    if (end) *end = e;
+    return series;
+  }
+  const std::string key = absolute(path);
+  const int64_t readAt = nowNs();
+  std::optional<Entry> cached;
+  if (const auto bytes = slurp(cacheFile)) {
+    cached = decode(*bytes);
+    if (cached && cached->path != key) cached.reset();  // another file's (a hash collision)
+    if (!cached) ++g_rejected;
+  }
+
+  auto finish = [&](Entry& e) {
+    if (problems) problems->insert(problems->end(), e.problems.begin(), e.problems.end());
+    if (end) *end = e.end;
+    return std::move(e.series);
+  };
+
+  if (cached && cached->stat.inode == now.inode && cached->stat.device == now.device) {
+    Entry& e = *cached;
+    const bool racy = e.stat.mtimeNs + kRacyNs > e.readAtNs;
+    if (!racy && e.stat.size == now.size && e.stat.mtimeNs == now.mtimeNs) {
+      ++g_hits;
+      return finish(e);
+    }
+    // Grown: the bytes read before must still be there (checked where a
+    // rewrite would most likely show: the first line and the last ones).
+    const auto p = now.size > e.stat.size ? probes(path, e.end) : std::nullopt;
+    if (p && p->head == e.probe.head && p->tail == e.probe.tail) {
+      ++g_appended;
+      uint64_t newEnd = e.end;
+      readMetricsJsonl(
+          path,
+          [&e](std::string_view metric, const MetricPoint& point) {
+            auto it = std::find_if(e.series.begin(), e.series.end(),
+                                   [&](const FileSeries& s) { return s.metric == metric; });
+            if (it == e.series.end())
+              it = e.series.insert(e.series.end(), FileSeries{std::string(metric), {}, {}});
+            addInFileOrder(it->points, it->restarts, point);
+          },
+          e.end, &newEnd, &e.problems);
+      g_bytes += newEnd - e.end;
+      e.end = newEnd;
+      e.stat = now;
+      e.readAtNs = readAt;
+      if (const auto q = probes(path, e.end)) {
+        e.probe = *q;
+        store(cacheFile, e);
+      }
+      return finish(e);
+    }
+  }
+
+  ++g_misses;
+  Entry e;
+  e.path = key;
+  e.stat = now;
+  e.readAtNs = readAt;
+  e.series = readMetricsJsonlSeries(path, &e.end, &e.problems);
+  g_bytes += e.end;
+  // The file may have changed while it was read: stat again, and cache
+  // only what was read from the file as it still is.
+  SourceStat after;
+  if (statSource(path, after) && after.size == now.size && after.mtimeNs == now.mtimeNs)
+    if (const auto p = probes(path, e.end)) {
+      e.probe = *p;
+      store(cacheFile, e);
+    }
+  return finish(e);
+}
+
+}  // namespace ckpt

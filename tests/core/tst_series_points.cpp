@@ -1,0 +1,195 @@
+// A series' points as columns (series_points.h): whatever is pushed, popped,
+// cut and appended reads back exactly as the same operations on a plain
+// std::vector<MetricPoint> (bit for bit: -0.0, NaN, huge and wrapping
+// steps), and a column that is an arithmetic progression costs nothing
+// while one that is not costs 8 bytes a point.
+#include <QtTest>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "ckpt/index/series_points.h"
+
+using namespace ckpt;
+
+namespace {
+
+bool sameDouble(double a, double b) {
+  return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b);
+}
+
+// Every point, field by field, against the plain list; "" when equal.
+QString compare(const SeriesPoints& got, const std::vector<MetricPoint>& want) {
+  if (got.size() != want.size())
+    return QString("%1 points, want %2").arg(got.size()).arg(want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    const MetricPoint& w = want[i];
+    const MetricPoint g = got[i];
+    const bool wallSame = g.wallTime.has_value() == w.wallTime.has_value() &&
+                          (!w.wallTime || sameDouble(*g.wallTime, *w.wallTime));
+    if (g.step != w.step || got.step(i) != w.step || !sameDouble(g.value, w.value) ||
+        !sameDouble(got.value(i), w.value) || !wallSame || g.tokens != w.tokens)
+      return QString("point %1: step %2 value %3, want step %4 value %5")
+          .arg(i)
+          .arg(g.step)
+          .arg(g.value)
+          .arg(w.step)
+          .arg(w.value);
+  }
+  // Iteration gives the same points.
+  size_t i = 0;
+  for (const MetricPoint& p : got)
+    if (p.step != want[i++].step) return QString("iteration differs at %1").arg(i - 1);
+  return {};
+}
+
+}  // namespace
+
+class TestSeriesPoints : public QObject {
+  Q_OBJECT
+ private slots:
+  // Random runs of pushes (regular stretches, irregular ones, special
+  // values), pops, cuts and appends, against a plain vector.
+  void randomOperations_data() {
+    QTest::addColumn<int>("seed");
+    for (int seed = 0; seed < 40; ++seed) QTest::newRow(qPrintable(QString::number(seed))) << seed;
+  }
+  void randomOperations() {
+    QFETCH(int, seed);
+    std::mt19937_64 rng(uint64_t(seed));
+    auto pick = [&rng](int n) { return int(rng() % uint64_t(n)); };
+    const double specials[] = {0.0,
+                               -0.0,
+                               std::nan(""),
+                               -std::nan(""),
+                               std::numeric_limits<double>::infinity(),
+                               -std::numeric_limits<double>::infinity(),
+                               1e308,
+                               5e-324,
+                               0.1,
+                               0.30000000000000004};
+    SeriesPoints got;
+    std::vector<MetricPoint> want;
+    auto make = [&](int64_t step) {
+      MetricPoint p;
+      p.step = step;
+      switch (pick(4)) {
+        case 0:
+          p.value = specials[pick(10)];
+          break;
+        case 1:
+          p.value = 0.25 * double(step);
+          break;  // a progression
+        case 2:
+          p.value = 3e-4;
+          break;  // constant
+        default:
+          p.value = std::ldexp(double(rng() >> 11), -40);
+          break;
+      }
+      if (pick(3) != 0) p.wallTime = pick(2) ? 1.7e9 + 0.5 * double(step) : specials[pick(10)];
+      if (std::isnan(p.wallTime.value_or(0))) p.wallTime.reset();  // NaN reads as "none"
+      if (pick(3) != 0) p.tokens = pick(2) ? step * 4096 : int64_t(rng() >> 1);
+      return p;
+    };
+    int64_t step = pick(2) ? 0 : std::numeric_limits<int64_t>::max() - 5000;
+    const int64_t stride = 1 + pick(10);
+    for (int op = 0; op < 3000; ++op) {
+      const int what = pick(20);
+      if (what < 14) {
+        // Steps in a progression most of the time, now and then a jump (and
+        // past INT64_MAX the wrap, which the column must still read back).
+        step = int64_t(uint64_t(step) + uint64_t(pick(8) ? stride : 1 + pick(1000)));
+        const MetricPoint p = make(step);
+        if (pick(2))
+          got.push_back(p);
+        else
+          got.push(p.step, p.value, p.wallTime, p.tokens);
+        want.push_back(p);
+      } else if (what < 16 && !want.empty()) {
+        got.pop_back();
+        want.pop_back();
+      } else if (what < 18 && !want.empty()) {
+        const size_t n = size_t(pick(int(want.size()) + 1));
+        got.truncate(n);
+        want.resize(n);
+      } else {
+        SeriesPoints more;
+        std::vector<MetricPoint> moreWant;
+        for (int k = pick(50); k > 0; --k) {
+          step = int64_t(uint64_t(step) + uint64_t(stride));
+          const MetricPoint p = make(step);
+          more.push_back(p);
+          moreWant.push_back(p);
+        }
+        got.append(more);
+        want.insert(want.end(), moreWant.begin(), moreWant.end());
+      }
+    }
+    const QString why = compare(got, want);
+    QVERIFY2(why.isEmpty(), qPrintable(why));
+    SeriesPoints copy;
+    for (const MetricPoint& p : want) copy.push_back(p);
+    QVERIFY(copy == got);
+  }
+
+  // The bytes a point costs: nothing for progressions (steps every 10, a
+  // constant, tokens = step x 4096, wall time every 0.5 s), 8 for each
+  // irregular column, 16 for irregular steps and values, nothing for wall
+  // time / tokens a series never has.
+  void bytesPerPoint() {
+    constexpr size_t n = 100000;
+    SeriesPoints regular, values, irregular;
+    std::mt19937_64 rng(1);
+    int64_t step = 0;
+    for (size_t i = 0; i < n; ++i) {
+      regular.push(int64_t(i) * 10, 3e-4, 100.0 + 0.5 * double(i), int64_t(i) * 40960);
+      values.push(int64_t(i) * 10, double(rng() >> 11));
+      step += 1 + int64_t(rng() % 3);
+      irregular.push(step, double(rng() >> 11));
+    }
+    QCOMPARE(regular.bytes(), size_t(0));
+    QCOMPARE(regular.size(), n);
+    QCOMPARE(regular.back().tokens, std::optional<int64_t>(int64_t(n - 1) * 40960));
+    QVERIFY(regular.hasWallTimes() && regular.hasTokens());
+    QVERIFY(!values.hasWallTimes() && !values.hasTokens());
+    // A vector grows by half again: at most 1.5x what the points need.
+    QVERIFY2(values.bytes() >= 8 * n && values.bytes() <= 12 * n,
+             qPrintable(QString::number(values.bytes())));
+    QVERIFY2(irregular.bytes() >= 16 * n && irregular.bytes() <= 24 * n,
+             qPrintable(QString::number(irregular.bytes())));
+    // With the room asked for first, exactly 16 bytes a point.
+    SeriesPoints exact;
+    exact.reserve(n);
+    rng.seed(1);
+    step = 0;
+    for (size_t i = 0; i < n; ++i) {
+      step += 1 + int64_t(rng() % 3);
+      exact.push(step, double(rng() >> 11));
+    }
+    QCOMPARE(exact.bytes(), 16 * n);
+  }
+
+  // A field that only later points have: the earlier ones read as none.
+  void fieldStartedLater() {
+    SeriesPoints s;
+    s.push(1, 1.0);
+    s.push(2, 2.0);
+    s.push(3, 3.0, 12.5, 99);
+    s.push(4, 4.0);
+    QCOMPARE(s.wallTime(0), std::optional<double>());
+    QCOMPARE(s.tokens(1), std::optional<int64_t>());
+    QCOMPARE(s.wallTime(2), std::optional<double>(12.5));
+    QCOMPARE(s.tokens(2), std::optional<int64_t>(99));
+    QCOMPARE(s.wallTime(3), std::optional<double>());
+    QCOMPARE(s.lowerBound(3), size_t(2));
+    QCOMPARE(s.lowerBound(0), size_t(0));
+    QCOMPARE(s.lowerBound(5), size_t(4));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestSeriesPoints)
+#include "tst_series_points.moc"
