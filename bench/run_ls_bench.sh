@@ -80,21 +80,28 @@ PY
 }
 read -r py_files _ <<<"$(anchor_once)"
 [[ "$py_files" == "$LS_FILES" ]] || { echo "run_ls_bench: the anchor read $py_files files" >&2; exit 1; }
-cli_times=() py_times=() py_walk=()
+cli_times=() cli_cpu=() py_times=() py_walk=()
+cpu_file="$(mktemp)"
+trap 'rm -f "$cpu_file"' EXIT
 for _ in $(seq 1 "$RUNS"); do
-  t0=$(now); "$CLI" ls "$DIR" >/dev/null; t1=$(now)
+  # The process's CPU time too (user + system, 10 ms resolution): what other
+  # load on a shared machine inflates less than the wall time.
+  t0=$(now); /usr/bin/time -f '%U %S' -o "$cpu_file" "$CLI" ls "$DIR" >/dev/null; t1=$(now)
   cli_times+=("$(echo "($t1 - $t0) * 1000" | bc -l)")
+  cli_cpu+=("$(awk '{print ($1 + $2) * 1000}' "$cpu_file")")
   t0=$(now); out=$(anchor_once); t1=$(now)
   py_times+=("$(echo "($t1 - $t0) * 1000" | bc -l)")
   py_walk+=("$(echo "$(echo "$out" | cut -d' ' -f2) * 1000" | bc -l)")
 done
 cli=$(printf '%s\n' "${cli_times[@]}" | median)
 cli_min=$(printf '%s\n' "${cli_times[@]}" | sort -g | head -1)
+cpu=$(printf '%s\n' "${cli_cpu[@]}" | median)
 py=$(printf '%s\n' "${py_times[@]}" | median)
 walk=$(printf '%s\n' "${py_walk[@]}" | median)
 echo
 echo "== ls of $LS_FILES checkpoints, median of $RUNS fresh processes (load average now: $(cut -d' ' -f1-3 /proc/loadavg))"
-printf '  ckptscope-cli ls DIR (process)       %8.1f ms  (min %.1f; %d verdicts, %d safe)\n' "$cli" "$cli_min" "$n_listed" "$n_safe"
+printf '  ckptscope-cli ls DIR (process)       %8.1f ms  (min %.1f; CPU %.0f ms; %d verdicts, %d safe)\n' \
+  "$cli" "$cli_min" "$cpu" "$n_listed" "$n_safe"
 printf '  python lazy loading (process)        %8.1f ms  (its reads alone, in-process: %.1f ms)\n' "$py" "$walk"
 printf '  ratio python / ours: %.1fx (processes), %.1fx (against its reads alone)\n' \
   "$(echo "$py / $cli" | bc -l)" "$(echo "$walk / $cli" | bc -l)"

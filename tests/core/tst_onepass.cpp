@@ -191,12 +191,18 @@ class TestOnePass : public QObject {
     size_t checked = 0;
     for (const std::string& path : fixtureFiles()) {
       if (probeSharded(path) || !isCandidateName(fs::path(path).filename().string())) continue;
+      // A file whose tensor table cannot be built is read twice by `ls`
+      // (the table, then the metadata) whatever the verdict: only files the
+      // reader opens whole count.
+      try {
+        (void)CheckpointFile::open(path);
+      } catch (const std::exception&) {
+        continue;
+      }
       WalkCount walks;
       detail::setPickleWalkHook(&WalkCount::note, &walks);
       const CheckpointEntry e = describeCheckpoint(path, fs::path(path).filename().string());
       detail::setPickleWalkHook(nullptr, nullptr);
-      // A damaged file is read twice (the tensor table, then the metadata)
-      // and scanned on its own: only intact ones count.
       if (!e.error.empty() || e.format == "safetensors" || e.format.empty()) continue;
       int main = 0;
       std::string seen;

@@ -516,7 +516,7 @@ void Machine::underflow() const {
 
 void Machine::pushMark() {
   if (m_stack.size() + m_marks.size() >= m_stackCap) {
-    stackTooDeep();  // an error past the reader's limit
+    if (m_stackCap < m_limits.maxStack) stackTooDeep();  // the scan's bound: noted
     if (m_stack.size() + m_marks.size() >= m_limits.maxStack) error("too many MARKs");
   }
   m_marks.push_back(m_stack.size());
