@@ -14,6 +14,7 @@
 #include "ckpt/format/sharded.h"
 #include "ckpt/format/tensor_data.h"
 #include "ckpt/format/zip_archive.h"
+#include "safety_walk.h"
 
 namespace ckpt {
 
@@ -90,6 +91,17 @@ CheckpointFile::~CheckpointFile() {
 
 std::unique_ptr<CheckpointFile> CheckpointFile::open(const std::string& path,
                                                      const ReadOptions& options) {
+  return openFrom(path, nullptr, options);
+}
+
+std::unique_ptr<CheckpointFile> CheckpointFile::openBytes(const std::string& name, ByteRegion bytes,
+                                                          const ReadOptions& options) {
+  return openFrom(name, &bytes, options);
+}
+
+std::unique_ptr<CheckpointFile> CheckpointFile::openFrom(const std::string& path,
+                                                         const ByteRegion* bytes,
+                                                         const ReadOptions& options) {
   std::unique_ptr<CheckpointFile> f(new CheckpointFile);
   f->m_metadataOnly = options.metadataOnly;
   if (options.phases) {
@@ -100,7 +112,9 @@ std::unique_ptr<CheckpointFile> CheckpointFile::open(const std::string& path,
   if (!options.metadataOnly) f->m_table = std::exchange(spareTables(), TensorTable{});
   f->m_path = path;
   try {
-    if (options.sliceLength) {
+    if (bytes) {
+      f->m_file = std::make_unique<InputFile>(path, *bytes);
+    } else if (options.sliceLength) {
       f->m_file = std::make_unique<InputFile>(path, options.sliceOffset, *options.sliceLength);
     } else if (const std::optional<ShardProbe> probe = probeSharded(path)) {
       f->loadSharded(*probe, options);
@@ -112,6 +126,11 @@ std::unique_ptr<CheckpointFile> CheckpointFile::open(const std::string& path,
       f->m_file = std::make_unique<InputFile>(path);
     }
     if (f->m_file->size() == 0) fail("empty file");
+    if (options.safety && !options.sliceLength) {
+      f->m_safety = std::make_unique<SafetyWalk>();
+      f->m_safety->report.profile = options.safetyProfile;
+      f->m_safety->path = path;
+    }
     const Sniff sniff = sniffFile(*f->m_file);
     f->lap(&OpenPhases::sniff);
     switch (sniff) {
@@ -140,6 +159,12 @@ std::unique_ptr<CheckpointFile> CheckpointFile::open(const std::string& path,
     f->lap(&OpenPhases::parse);  // the rest of a legacy or safetensors read
     f->finish();
     f->lap(&OpenPhases::finish);
+    if (f->m_safety) {
+      if (f->m_safety->overBound())
+        f->m_safety.reset();
+      else
+        f->m_safety->report.verdict = judgeSafety(f->m_safety->report);
+    }
   } catch (const FormatError& e) {
     throw FormatError(path + ": " + e.what());
   } catch (const std::bad_alloc&) {
@@ -148,6 +173,10 @@ std::unique_ptr<CheckpointFile> CheckpointFile::open(const std::string& path,
     throw FormatError(path + ": a size in the file is too large");
   }
   return f;
+}
+
+const SafetyReport* CheckpointFile::safety() const {
+  return m_safety ? &m_safety->report : nullptr;
 }
 
 void CheckpointFile::lap(double OpenPhases::*field) {

@@ -175,34 +175,52 @@ CheckpointSafety scanSharded(const ShardProbe& probe, const ScanLimits& limits) 
 // layout's profile; a Trainer's training_args.bin under the Trainer's.
 // Only names a layout gives its parts are looked at (a folder is listed
 // for no other file).
-std::optional<CheckpointSafety> scanPartAlone(const std::string& path, const ScanLimits& limits) {
+// Where a file named on its own sits: the profile it is judged under, or
+// (a DCP .distcp part) the archives its folder's .metadata places in it.
+struct Place {
+  SafetyProfile profile = SafetyProfile::None;
+  std::unique_ptr<ShardSet> shards;  // a .distcp part's
+  int distcpPart = -1;
+};
+
+Place placeOf(const std::string& path) {
+  Place place;
   const fs::path p(path);
-  const auto single = [&](SafetyReport&& report) {
-    CheckpointSafety out;
-    out.files.push_back(FileSafety{p.filename().string(), path, std::move(report)});
-    judge(out);
-    return out;
-  };
-  if (isTrainerArgs(p)) return single(scanFile(path, limits, SafetyProfile::HfTrainingArgs));
+  if (isTrainerArgs(p)) {
+    place.profile = SafetyProfile::HfTrainingArgs;
+    return place;
+  }
   const bool distcp = p.extension() == ".distcp";
-  if (!distcp && p.filename().string().find("rank") == std::string::npos) return std::nullopt;
+  if (!distcp && p.filename().string().find("rank") == std::string::npos) return place;
   const std::string folder = p.has_parent_path() ? p.parent_path().string() : ".";
   const std::optional<ShardProbe> probe = probeSharded(folder);
   if (!probe || (distcp ? probe->layout != ShardLayout::Dcp
                         : partProfile(probe->layout) == SafetyProfile::None))
-    return std::nullopt;
+    return place;
   try {
-    const std::unique_ptr<ShardSet> shards = ShardSet::open(*probe, /*metadataOnly=*/true);
+    std::unique_ptr<ShardSet> shards = ShardSet::open(*probe, /*metadataOnly=*/true);
     std::error_code ec;
     for (size_t i = 0; i < shards->parts().size(); ++i) {
       const ShardPart& part = shards->parts()[i];
       if (!part.present || !fs::equivalent(part.path, path, ec)) continue;
-      return single(distcp ? scanDistcp(*shards, int(i), limits)
-                           : scanFile(path, limits, partProfile(probe->layout)));
+      if (distcp) {
+        place.distcpPart = int(i);
+        place.shards = std::move(shards);
+      } else {
+        place.profile = partProfile(probe->layout);
+      }
+      return place;
     }
   } catch (const std::exception&) {
   }
-  return std::nullopt;
+  return place;
+}
+
+CheckpointSafety single(const std::string& path, SafetyReport&& report) {
+  CheckpointSafety out;
+  out.files.push_back(FileSafety{fs::path(path).filename().string(), path, std::move(report)});
+  judge(out);
+  return out;
 }
 
 }  // namespace
@@ -310,11 +328,20 @@ std::string CheckpointSafety::summary() const {
 CheckpointSafety scanCheckpoint(const std::string& path, const ScanLimits& limits) {
   if (const std::optional<ShardProbe> probe = probeSharded(path))
     return scanSharded(*probe, limits);
-  if (std::optional<CheckpointSafety> alone = scanPartAlone(path, limits)) return *alone;
-  CheckpointSafety out;
-  out.files.push_back(FileSafety{fs::path(path).filename().string(), path, scanFile(path, limits)});
-  judge(out);
-  return out;
+  const Place place = placeOf(path);
+  if (place.distcpPart >= 0)
+    return single(path, scanDistcp(*place.shards, place.distcpPart, limits));
+  return single(path, scanFile(path, limits, place.profile));
+}
+
+std::optional<SafetyProfile> singleFileProfile(const std::string& path) {
+  const Place place = placeOf(path);
+  if (place.distcpPart >= 0) return std::nullopt;
+  return place.profile;
+}
+
+CheckpointSafety singleFileSafety(const std::string& path, SafetyReport report) {
+  return single(path, std::move(report));
 }
 
 }  // namespace ckpt

@@ -15,6 +15,7 @@
 #include "ckpt/format/input_file.h"
 #include "ckpt/format/pickle_safety.h"
 #include "ckpt/format/zip_archive.h"
+#include "safety_walk.h"
 
 namespace ckpt {
 namespace {
@@ -178,8 +179,9 @@ void scanUnnamedRecord(const ByteRegion& bytes, uint64_t size, const std::string
 // record's object array (numpy .npz archives). Offsets count from the
 // record's start. A record that cannot be examined does not stop the scan
 // of the others: a payload after it is still found.
-void scanZip(const InputFile& file, SafetyReport& report, const ScanLimits& limits) {
-  const ZipArchive zip(file);
+// `skip`: a record the reader walked (judged on its walk), not walked again.
+void scanZip(const ZipArchive& zip, SafetyReport& report, const ScanLimits& limits,
+             const ZipEntry* skip = nullptr) {
   size_t walked = 0;
   ZipProblems problems;
   for (const ZipEntry& e : zip.entries()) {
@@ -192,6 +194,7 @@ void scanZip(const InputFile& file, SafetyReport& report, const ScanLimits& limi
                    " records that may hold pickles; the rest not examined");
       break;
     }
+    if (&e == skip) continue;
     const std::string record(name);
     // A record named as a pickle is read whole (up to the bound); any other
     // one only as far as the bound: a walk stops long before in raw bytes.
@@ -224,15 +227,16 @@ void scanZip(const InputFile& file, SafetyReport& report, const ScanLimits& limi
 // written back to back). A file whose first slot is not torch's magic number
 // (a reduce call, say) is still a legacy file when its second slot is the
 // protocol version: then it is named as one.
-void scanSequence(const InputFile& file, bool legacy, SafetyReport& report,
-                  const ScanLimits& limits) {
+// `slot`, `pos`, `endSlot`: only the pickles from `slot` (at `pos`) to
+// before `endSlot` (the reader walked the others). Returns where it stopped.
+uint64_t scanSequence(const InputFile& file, bool legacy, SafetyReport& report,
+                      const ScanLimits& limits, size_t slot = 0, uint64_t pos = 0,
+                      size_t endSlot = 5) {
   const uint64_t size = file.size();
   const ByteRegion all = file.map(0, size);
   const uint8_t* data = all.data;
-  std::vector<uint64_t> starts;
-  uint64_t pos = 0;
   std::string name = legacy ? "legacy magic number pickle" : "pickle 1";
-  for (size_t i = 0; i < 5; ++i) {
+  for (size_t i = slot; i < endSlot; ++i) {
     if (i > 0) {
       // Past the first pickle, another follows only if it starts as one. A
       // legacy file has five whatever their protocol (0 and 1 start with any
@@ -255,6 +259,7 @@ void scanSequence(const InputFile& file, bool legacy, SafetyReport& report,
     }
     pos += scanPickle(data + pos, size - pos, name, pos, report, limits);
   }
+  return pos;
 }
 
 }  // namespace
@@ -318,10 +323,24 @@ std::string SafetyReport::summary() const {
 
 namespace {
 
+// Runs `scan`; what stops it goes to report.error, named after `path`.
+template <typename Scan>
+void guarded(const std::string& path, SafetyReport& report, Scan&& scan) {
+  try {
+    scan();
+  } catch (const FormatError& e) {
+    report.error = path + ": " + e.what();
+  } catch (const std::bad_alloc&) {
+    report.error = path + ": out of memory while scanning";
+  } catch (const std::length_error&) {
+    report.error = path + ": a size in the file is too large";
+  }
+}
+
 // Every pickle of `file` (named `path` in errors) into `report`.
 void scanInput(const InputFile& file, const std::string& path, SafetyReport& report,
                const ScanLimits& limits) {
-  try {
+  guarded(path, report, [&] {
     if (file.size() == 0) fail("empty file");
     uint8_t head[8] = {};
     file.read(0, std::min<uint64_t>(sizeof head, file.size()), head);
@@ -333,7 +352,7 @@ void scanInput(const InputFile& file, const std::string& path, SafetyReport& rep
     } else {
       switch (sniff) {
         case Sniff::Zip:
-          scanZip(file, report, limits);
+          scanZip(ZipArchive(file), report, limits);
           break;
         case Sniff::TorchLegacy:
           scanSequence(file, /*legacy=*/true, report, limits);
@@ -348,16 +367,21 @@ void scanInput(const InputFile& file, const std::string& path, SafetyReport& rep
           break;
       }
     }
-  } catch (const FormatError& e) {
-    report.error = path + ": " + e.what();
-  } catch (const std::bad_alloc&) {
-    report.error = path + ": out of memory while scanning";
-  } catch (const std::length_error&) {
-    report.error = path + ": a size in the file is too large";
-  }
+  });
 }
 
 }  // namespace
+
+void scanZipRest(const ZipArchive& zip, const ZipEntry* walked, SafetyWalk& walk) {
+  guarded(walk.path, walk.report, [&] { scanZip(zip, walk.report, walk.limits, walked); });
+}
+
+uint64_t scanSequenceRest(const InputFile& file, bool legacy, size_t slot, uint64_t pos,
+                          size_t endSlot, SafetyWalk& walk) {
+  guarded(walk.path, walk.report,
+          [&] { pos = scanSequence(file, legacy, walk.report, walk.limits, slot, pos, endSlot); });
+  return pos;
+}
 
 Verdict judgeSafety(const SafetyReport& report) {
   const SafetyLevel w = report.worst();
@@ -376,6 +400,19 @@ SafetyReport scanFile(const std::string& path, const ScanLimits& limits, SafetyP
   } catch (const FormatError& e) {
     report.error = path + ": " + e.what();
   }
+  report.verdict = judgeSafety(report);
+  return report;
+}
+
+SafetyReport scanBytes(const std::string& name, const uint8_t* data, uint64_t size,
+                       const ScanLimits& limits, SafetyProfile profile) {
+  SafetyReport report;
+  report.profile = profile;
+  ByteRegion bytes;
+  bytes.data = data;
+  bytes.size = size;
+  const InputFile file(name, bytes);
+  scanInput(file, name, report, limits);
   report.verdict = judgeSafety(report);
   return report;
 }

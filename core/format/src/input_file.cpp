@@ -40,6 +40,11 @@ InputFile::InputFile(const std::string& path, uint64_t base, uint64_t length) : 
   m_size = length;
 }
 
+InputFile::InputFile(const std::string& name, ByteRegion bytes)
+    : m_path(name), m_memory(std::move(bytes)) {
+  m_size = m_memory.size;
+}
+
 InputFile::~InputFile() {
   if (m_fd >= 0) ::close(m_fd);
 }
@@ -51,6 +56,10 @@ void InputFile::read(uint64_t offset, uint64_t length, void* out) const {
                   std::to_string(offset) + " lie past the end of the file (" +
                   std::to_string(m_size) + " bytes)");
   auto* dst = static_cast<uint8_t*>(out);
+  if (m_memory.data) {
+    if (length) std::memcpy(dst, m_memory.data + m_base + offset, length);
+    return;
+  }
   while (length > 0) {
     ssize_t n = ::pread(m_fd, dst, length, static_cast<off_t>(m_base + offset));
     if (n < 0) {
@@ -86,6 +95,12 @@ ByteRegion InputFile::map(uint64_t offset, uint64_t length) const {
   if (length == 0) {
     static const uint8_t empty = 0;
     region.data = &empty;
+    return region;
+  }
+  if (m_memory.data) {
+    region.owner = m_memory.owner;
+    region.data = m_memory.data + m_base + offset;
+    region.size = length;
     return region;
   }
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));

@@ -14,10 +14,12 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "byte_cursor.h"
 #include "ckpt/format/pickle_reader.h"
+#include "safety_judge.h"
 
 namespace ckpt::pickle_machine {
 
@@ -136,6 +138,10 @@ class Machine : ByteCursor<Machine> {
   // Every opcode in CKPT_PICKLE_OPS has a label L_<name>; the rest are unknown.
   PickleResult run();
 
+  // Judge the walk's globals and calls as the safety scan does
+  // (safety_judge.h): one walk gives the tree and the verdict.
+  void setJudge(SafetyJudge* judge, const ScanLimits& bounds);
+
  private:
   friend class ByteCursor<Machine>;  // need, u8, uintLE, textLine (byte_cursor.h)
 
@@ -152,7 +158,9 @@ class Machine : ByteCursor<Machine> {
 
   // ---- values -----------------------------------------------------------
   [[noreturn, gnu::noinline, gnu::cold]] void tooManyNodes() const;
-  [[noreturn, gnu::noinline, gnu::cold]] void stackTooDeep() const;
+  // Past m_stackCap: the reader's limit (an error), or first the safety
+  // scan's bound (the judge notes it and the walk goes on).
+  [[gnu::noinline, gnu::cold]] void stackTooDeep();
   [[noreturn, gnu::noinline, gnu::cold]] void underflow() const;
   [[gnu::always_inline]] Value* make(K kind) {
     if (m_arena.size() >= m_limits.maxNodes) [[unlikely]]
@@ -160,7 +168,7 @@ class Machine : ByteCursor<Machine> {
     return m_arena.make(kind);
   }
   [[gnu::always_inline]] void push(Value* v) {
-    if (m_stack.size() + m_marks.size() >= m_limits.maxStack) [[unlikely]]
+    if (m_stack.size() + m_marks.size() >= m_stackCap) [[unlikely]]
       stackTooDeep();
     m_stack.push_back(v);
   }
@@ -286,6 +294,15 @@ class Machine : ByteCursor<Machine> {
 
   Value* global(std::string_view module, std::string_view name);
 
+  // ---- the safety judge's view (only with one: m_judge) -----------------
+  // What the scan's walk would hold for `v`: a symbol (a global, or what a
+  // getattr reached), or the module an __import__ returned.
+  [[nodiscard]] SafetyJudge::Target judged(const Value* v) const;
+  // REDUCE / INST / OBJ of `callable` with `args`, which made `result`.
+  void judgeCall(const Value* callable, const Value* args, const Value* result, const char* how);
+  // After the walk: bounds of the scan's own the tree went past.
+  void judgeBounds();
+
   // ---- calls: REDUCE, NEWOBJ, INST, OBJ ----------------------------------
   const Value* arg(const Value* args, size_t i) const {
     return i < args->items.size() ? args->items[i] : nullptr;
@@ -345,6 +362,14 @@ class Machine : ByteCursor<Machine> {
   PtrArray m_memoDense;
   std::unordered_map<uint64_t, Value*> m_memoSparse;
   uint64_t m_memoCount = 0;
+  uint64_t m_stackCap = m_limits.maxStack;  // see stackTooDeep()
+  SafetyJudge* m_judge = nullptr;
+  ScanLimits m_bounds;
+  uint64_t m_nodesBefore = 0;  // values in the arena when the walk began
+  // getattr results and imported modules, by the value the call made.
+  std::unordered_map<const Value*, SafetyJudge::Target> m_judgedValues;
+  // Tuples a call made (torch.Size): the scan's walk sees no tuple there.
+  std::unordered_set<const Value*> m_madeByCall;
   Value* m_none = nullptr;
   Value* m_true = nullptr;
   Value* m_false = nullptr;

@@ -116,6 +116,7 @@ X(PUT) X(BINPUT) X(LONG_BINPUT) X(MEMOIZE)
   NEXT();
 L_STOP : {
   if (m_stack.empty()) error("STOP with an empty stack");
+  if (m_judge) judgeBounds();
   return {m_stack.back(), m_pos};
 }
 L_PROTO : {
@@ -316,7 +317,9 @@ L_STACK_GLOBAL : {
 L_REDUCE : {
   Value* args = pop();
   Value* callable = pop();
-  push(construct(callable, args));
+  Value* made = construct(callable, args);
+  if (m_judge) judgeCall(callable, args, made, "REDUCE");
+  push(made);
   NEXT();
 }
 L_NEWOBJ : {
@@ -342,7 +345,9 @@ L_NEWOBJ_EX : {
 }
 L_INST : {
   Value* cls = globalLines();
-  push(construct(cls, seqFromMark(K::Tuple)));
+  Value* made = construct(cls, seqFromMark(K::Tuple));
+  if (m_judge) judgeCall(cls, nullptr, made, "INST");
+  push(made);
   NEXT();
 }
 L_OBJ : {
@@ -351,7 +356,9 @@ L_OBJ : {
   Value* cls = m_stack[at];
   Value* args = makeSeq(K::Tuple, m_stack.data() + at + 1, m_stack.size() - at - 1);
   m_stack.shrinkTo(at);
-  push(construct(cls, args));
+  Value* made = construct(cls, args);
+  if (m_judge) judgeCall(cls, nullptr, made, "OBJ");
+  push(made);
   NEXT();
 }
 L_BUILD : {
@@ -424,8 +431,83 @@ void Machine::tooManyNodes() const {
   error("more than " + std::to_string(m_limits.maxNodes) + " values");
 }
 
-void Machine::stackTooDeep() const {
+void Machine::stackTooDeep() {
+  if (m_stackCap < m_limits.maxStack) {
+    // The scan's walk stops here; the reader goes on to its own limit.
+    m_judge->bound(m_opStart, "stack deeper than " + std::to_string(m_bounds.maxStack));
+    m_stackCap = m_limits.maxStack;
+    if (m_stack.size() + m_marks.size() < m_stackCap) return;
+  }
   error("stack deeper than " + std::to_string(m_limits.maxStack));
+}
+
+void Machine::setJudge(SafetyJudge* judge, const ScanLimits& bounds) {
+  m_judge = judge;
+  m_bounds = bounds;
+  m_nodesBefore = m_arena.size();
+  if (judge) m_stackCap = std::min<uint64_t>(m_limits.maxStack, bounds.maxStack);
+}
+
+// A Global's index holds its symbol + 1 (global(), pickle_torch.cpp).
+SafetyJudge::Target Machine::judged(const Value* v) const {
+  if (v->kind == K::Global) {
+    SafetyJudge::Target t;
+    if (v->index > 0) t.symbol = uint32_t(v->index - 1);
+    return t;
+  }
+  if (m_judgedValues.empty()) return {};
+  const auto it = m_judgedValues.find(v);
+  return it == m_judgedValues.end() ? SafetyJudge::Target{} : it->second;
+}
+
+// What the scan's walk does at a call (pickle_scan.cpp, reduce() and
+// called()), on the values the reader built: its shadow stack knows a
+// tuple only as an opcode built it (not torch.Size's), a string only up to
+// SafetyJudge::kMaxName bytes.
+void Machine::judgeCall(const Value* callable, const Value* args, const Value* result,
+                        const char* how) {
+  const SafetyJudge::Target fn = judged(callable);
+  if (fn.symbol == SafetyJudge::kNoSymbol) return;
+  const bool tuple = args && args->kind == K::Tuple && !m_madeByCall.count(args);
+  auto shortStr = [](const Value* v) {
+    return v->isStr() && v->text.size() <= SafetyJudge::kMaxName;
+  };
+  if (args && m_judge->isImport(fn.symbol) && tuple && args->items.size() == 1 &&
+      shortStr(args->items[0])) {
+    // The module object it returns, for a getattr to follow (__import__
+    // itself stays dangerous: importing runs the module).
+    SafetyJudge::Target module;
+    module.module = args->items[0]->text;
+    m_judgedValues[result] = module;
+    return;
+  }
+  if (args && m_judge->isGetattr(fn.symbol)) {
+    SafetyJudge::Target target;
+    const bool known = tuple && args->items.size() == 2 && shortStr(args->items[1]) &&
+                       ((target = judged(args->items[0])).symbol != SafetyJudge::kNoSymbol ||
+                        !target.module.empty());
+    const uint32_t reached = m_judge->getattr(fn.symbol, known ? &target : nullptr,
+                                              known ? args->items[1]->text : "", m_opStart);
+    if (reached != SafetyJudge::kNoSymbol) {
+      SafetyJudge::Target t;
+      t.symbol = reached;
+      m_judgedValues[result] = t;
+    }
+    return;
+  }
+  m_judge->called(fn.symbol, how);
+}
+
+void Machine::judgeBounds() {
+  // The scan's walk would have stopped at these (pickle_scan.cpp): its
+  // memo, and the tuples it remembers (fewer than the values made).
+  if (m_memoDense.size() > m_bounds.maxMemo)
+    m_judge->bound(m_opStart, "more than " + std::to_string(m_bounds.maxMemo) + " memo entries");
+  if (m_memoSparse.size() > m_bounds.maxSparseMemo)
+    m_judge->bound(m_opStart, "more than " + std::to_string(m_bounds.maxSparseMemo) +
+                                  " memo entries out of sequence");
+  if (m_arena.size() - m_nodesBefore > m_bounds.maxMemo + m_bounds.maxStack)
+    m_judge->bound(m_opStart, "more tuples than the scan remembers");
 }
 
 void Machine::underflow() const {
@@ -433,7 +515,10 @@ void Machine::underflow() const {
 }
 
 void Machine::pushMark() {
-  if (m_stack.size() + m_marks.size() >= m_limits.maxStack) error("too many MARKs");
+  if (m_stack.size() + m_marks.size() >= m_stackCap) {
+    if (m_stackCap < m_limits.maxStack) stackTooDeep();  // the scan's bound: noted
+    if (m_stack.size() + m_marks.size() >= m_limits.maxStack) error("too many MARKs");
+  }
   m_marks.push_back(m_stack.size());
   m_floor = m_stack.size();
 }
@@ -532,6 +617,7 @@ Value* Machine::memoGetSlow(uint64_t key) {
 
 uint64_t Machine::decimalLine() {
   const std::string s = line();
+  if (m_judge && s.size() > 19) m_judge->bound(m_opStart, "a memo index the scan does not follow");
   if (s.empty() || s.size() > 20 ||
       !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
     error("bad memo key '" + s.substr(0, 40) + "'");
@@ -654,12 +740,34 @@ std::string Machine::rawUnicodeEscape(const std::string& s) {
 
 }  // namespace pickle_machine
 
+namespace detail {
+namespace {
+thread_local PickleWalkHook t_walkHook = nullptr;
+thread_local void* t_walkContext = nullptr;
+}  // namespace
+void setPickleWalkHook(PickleWalkHook hook, void* context) {
+  t_walkHook = hook;
+  t_walkContext = context;
+}
+void notePickleWalk(const std::string& record, uint64_t offset) {
+  if (t_walkHook) [[unlikely]]
+    t_walkHook(record, offset, t_walkContext);
+}
+}  // namespace detail
+
+void PickleReader::setSafetyJudge(SafetyJudge* judge, const ScanLimits& bounds) {
+  m_judge = judge;
+  m_judgeBounds = &bounds;
+}
+
 PickleReader::PickleReader(ValueArena& arena, std::string what, PickleLimits limits)
     : m_arena(arena), m_what(std::move(what)), m_limits(limits) {}
 
 PickleResult PickleReader::parse(const uint8_t* data, uint64_t size, uint64_t baseOffset) {
+  detail::notePickleWalk(m_judge ? m_judge->record() : m_what, baseOffset);
   pickle_machine::Machine machine(m_arena, m_what, m_limits, m_loader, m_table, data, size,
                                   baseOffset, m_borrow);
+  if (m_judge) machine.setJudge(m_judge, *m_judgeBounds);
   return machine.run();
 }
 

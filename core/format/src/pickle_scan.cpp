@@ -2,7 +2,8 @@
 // remembers only what a verdict needs (strings, for STACK_GLOBAL and
 // __import__; globals, for REDUCE and getattr; short tuples of those) and
 // calls everything else "a value". Nothing is decoded into a tree, nothing
-// imported or called. The levels come from safety_tables.cpp.
+// imported or called. What a global or a call counts for is the judge's
+// (safety_judge.h), which the reader's walk shares.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -11,8 +12,10 @@
 
 #include "byte_cursor.h"
 #include "ckpt/format/error.h"
+#include "ckpt/format/pickle_reader.h"
 #include "ckpt/format/pickle_safety.h"
 #include "pickle_opcodes.h"
+#include "safety_judge.h"
 
 namespace ckpt {
 namespace {
@@ -20,7 +23,7 @@ namespace {
 using namespace pickle_ops;  // the opcodes: pickle_opcodes.h
 
 constexpr size_t kMaxLine = 4096;
-constexpr size_t kMaxName = 1024;  // a module or attribute name worth remembering
+constexpr size_t kMaxName = SafetyJudge::kMaxName;
 
 // A stack or memo slot, 8 bytes (a pickle's memo can hold millions).
 struct Item {
@@ -87,7 +90,11 @@ class Scanner : ByteCursor<Scanner> {
  public:
   Scanner(const uint8_t* data, uint64_t size, const std::string& record, uint64_t base,
           SafetyReport& report, const ScanLimits& limits)
-      : ByteCursor(data, size), m_record(record), m_base(base), m_report(report), m_limits(limits) {
+      : ByteCursor(data, size),
+        m_record(record),
+        m_base(base),
+        m_limits(limits),
+        m_judge(report, limits, record, base, /*throwAtBound=*/true) {
     // torch's pickles memoize about one value per 12 bytes: room for that
     // up front saves regrowing (and copying) the memo while walking.
     m_memo.reserve(size_t(std::min<uint64_t>(size / 12 + 64, 1u << 16)));
@@ -350,19 +357,6 @@ class Scanner : ByteCursor<Scanner> {
   }
 
  private:
-  // What the walk knows of a global: its (dotted) name and its entry in the
-  // report (-1 past ScanLimits::maxGlobals).
-  struct Symbol {
-    std::string module, name;
-    std::string normal;  // "module.name" after the Python 2 aliases: for getattr and __import__
-    GlobalLevel level;
-    long use = -1;
-    // builtins.getattr: 0 never called, 1 every call so far reached a member
-    // the layout profile vouches for (innocuous), 2 some call did not (dangerous).
-    uint8_t getattrState = 0;
-    bool isGetattr = false, isImport = false;  // builtins.getattr / builtins.__import__
-  };
-
   // ---- errors and input -------------------------------------------------
   friend class ByteCursor<Scanner>;  // need, u8, uintLE, skip, textLine (byte_cursor.h)
   [[noreturn, gnu::noinline, gnu::cold]] void error(const std::string& msg) const {
@@ -488,157 +482,45 @@ class Scanner : ByteCursor<Scanner> {
     push(it->second);
   }
 
-  // ---- globals --------------------------------------------------------------
+  // ---- globals: judged by the rules both walks share (safety_judge.h) ----
   Item global(std::string module, std::string name, uint64_t offset) {
-    Symbol s;
-    s.level = classifyGlobal(module, name, m_report.profile);
-    s.normal = canonicalGlobal(module, name);
-    s.isGetattr = s.normal == "builtins.getattr";
-    s.isImport = s.normal == "builtins.__import__";
-    s.use =
-        addUse(module, name, s.level.level, offset,
-               s.level.known
-                   ? std::string(s.level.why)
-                   : std::string("not in the safety tables: an object of a class we do not know"),
-               {});
-    s.module = std::move(module);
-    s.name = std::move(name);
-    return addSymbol(std::move(s));
+    return Item(Item::Global, m_judge.global(std::move(module), std::move(name), offset));
   }
-  Item addSymbol(Symbol&& s) {
-    if (m_symbols.size() >= std::min<uint64_t>(m_limits.maxGlobals * 2, kMaxIndex))
-      limit("more than " + std::to_string(m_limits.maxGlobals) + " globals");
-    m_symbols.push_back(std::move(s));
-    return Item(Item::Global, uint32_t(m_symbols.size() - 1));
-  }
-  long addUse(const std::string& module, const std::string& name, SafetyLevel level,
-              uint64_t offset, std::string why, std::string reaches) {
-    if (m_report.globals.size() >= m_limits.maxGlobals) {
-      ++m_report.leftOut;
-      if (level > m_report.leftOutWorst) m_report.leftOutWorst = level;
-      return -1;
-    }
-    GlobalUse u;
-    u.module = module;
-    u.name = name;
-    u.level = level;
-    u.record = m_record;
-    u.offset = m_base + offset;
-    u.why = std::move(why);
-    u.reaches = std::move(reaches);
-    m_report.globals.push_back(std::move(u));
-    return long(m_report.globals.size() - 1);
-  }
-  void raise(Symbol& s, SafetyLevel level, const std::string& why) {
-    if (s.use < 0) {
-      if (level > m_report.leftOutWorst) m_report.leftOutWorst = level;
-      return;
-    }
-    GlobalUse& u = m_report.globals[size_t(s.use)];
-    if (level > u.level) {
-      u.level = level;
-      u.why = why;
-    }
-  }
-
-  // REDUCE, INST or OBJ calls `callable`: a global no table names may be
-  // anything, so calling one is dangerous. A class a layout profile vouches
-  // for only as built from its state is judged by the general tables when
-  // called (its __init__ runs).
   void called(const Item& callable, const char* how) {
-    if (callable.kind() != Item::Global) return;
-    Symbol& s = m_symbols[callable.n()];
-    if (s.level.profiled && !s.level.callable) {
-      const GlobalLevel general = classifyGlobal(s.module, s.name);
-      if (!general.known)
-        raise(s, SafetyLevel::Dangerous,
-              std::string("called by ") + how + ": " +
-                  std::string(safetyProfileTitle(m_report.profile)) +
-                  " builds it from its state, never calls it; not in the general tables");
-      else
-        raise(s, general.level, std::string("called by ") + how + ": " + std::string(general.why));
-      return;
-    }
-    if (!s.level.known)
-      raise(s, SafetyLevel::Dangerous, std::string("unknown global called by ") + how);
+    if (callable.kind() == Item::Global) m_judge.called(callable.n(), how);
   }
-
   Item reduce(const Item& callable, const Item& args) {
     if (callable.kind() != Item::Global) return Item{};
     const uint32_t symbol = callable.n();
-    const Symbol& fn = m_symbols[symbol];
-    if (fn.isImport && args.kind() == Item::Tuple) {
+    if (m_judge.isImport(symbol) && args.kind() == Item::Tuple) {
       // The module object it returns, for a getattr to follow (__import__
       // itself stays dangerous: importing runs the module).
       const Item& modName = m_tuples[args.n()].first;
       if (modName.kind() == Item::Str) return Item(Item::Module, modName.n(), modName.at);
     }
-    if (fn.isGetattr) return getattrCall(symbol, args);
+    if (m_judge.isGetattr(symbol)) {
+      SafetyJudge::Target target;
+      const bool known =
+          args.kind() == Item::Tuple && m_tuples[args.n()].second.kind() == Item::Str;
+      if (known) {
+        const Item& t = m_tuples[args.n()].first;
+        if (t.kind() == Item::Module)
+          target.module = text(t);
+        else
+          target.symbol = t.n();
+      }
+      const uint32_t reached =
+          m_judge.getattr(symbol, known ? &target : nullptr,
+                          known ? text(m_tuples[args.n()].second) : "", m_opStart);
+      return reached == SafetyJudge::kNoSymbol ? Item{} : Item(Item::Global, reached);
+    }
     called(callable, "REDUCE");
     return Item{};
   }
-
-  // getattr(target, "attr") with a known target: what it reaches is listed
-  // and judged, and is what the call leaves on the stack (a global, for the
-  // next REDUCE or getattr). getattr itself stays dangerous, unless every
-  // call of it reached a member the file's layout profile vouches for (an
-  // enum member, a nested class: how the writer's pickler spells them).
-  Item getattrCall(uint32_t getattrSymbol, const Item& args) {
-    if (args.kind() != Item::Tuple || m_tuples[args.n()].second.kind() != Item::Str) {
-      Symbol& g = m_symbols[getattrSymbol];
-      g.getattrState = 2;
-      raise(g, SafetyLevel::Dangerous, "getattr of an object computed at load time");
-      return Item{};
-    }
-    const auto& [target, attr] = m_tuples[args.n()];
-    std::string module, name;
-    if (target.kind() == Item::Module) {
-      module.assign(text(target));
-      name.assign(text(attr));
-    } else {
-      const Symbol& t = m_symbols[target.n()];
-      module = t.module;
-      name = t.name + "." + std::string(text(attr));
-    }
-    const GlobalLevel reached = classifyGlobal(module, name, m_report.profile);
-    const std::string full = module + "." + name;
-    Symbol& g = m_symbols[getattrSymbol];
-    const bool vouched = reached.profiled && g.getattrState != 2;
-    if (!vouched) g.getattrState = 2;
-    if (g.use >= 0) {
-      GlobalUse& u = m_report.globals[size_t(g.use)];
-      if (vouched && g.getattrState == 0) {
-        u.level = SafetyLevel::Innocuous;
-        u.why = "getattr reaches " + full + ": " + std::string(reached.why) + ", allowed for " +
-                std::string(safetyProfileTitle(m_report.profile));
-        g.getattrState = 1;
-      } else if (!vouched && u.level != SafetyLevel::Dangerous) {
-        u.level = SafetyLevel::Dangerous;
-        u.why = std::string(classifyGlobal("builtins", "getattr").why);
-      }
-      u.reaches += (u.reaches.empty() ? "" : ", ") + full;
-    } else if (!vouched) {
-      m_report.leftOutWorst = SafetyLevel::Dangerous;
-    }
-    Symbol s;
-    s.level = reached;
-    s.normal = canonicalGlobal(module, name);
-    s.isGetattr = s.normal == "builtins.getattr";
-    s.isImport = s.normal == "builtins.__import__";
-    s.use =
-        addUse(module, name, reached.level, m_opStart,
-               reached.known ? "reached by builtins.getattr: " + std::string(reached.why)
-                             : std::string("reached by builtins.getattr; not in the safety tables"),
-               {});
-    if (s.use >= 0) m_report.globals[size_t(s.use)].via = "getattr";
-    s.module = std::move(module);
-    s.name = std::move(name);
-    return addSymbol(std::move(s));
-  }
   const std::string& m_record;
   uint64_t m_base;
-  SafetyReport& m_report;
   const ScanLimits& m_limits;
+  SafetyJudge m_judge;
   uint64_t m_opStart = 0;
   ItemArray m_stack;
   std::vector<size_t> m_marks;
@@ -646,7 +528,6 @@ class Scanner : ByteCursor<Scanner> {
   std::unordered_map<uint64_t, Item> m_sparse;
   uint64_t m_memoCount = 0;
   std::vector<std::pair<Item, Item>> m_tuples;
-  std::vector<Symbol> m_symbols;
 };
 
 }  // namespace
@@ -654,6 +535,7 @@ class Scanner : ByteCursor<Scanner> {
 uint64_t scanPickle(const uint8_t* data, uint64_t size, const std::string& record,
                     uint64_t baseOffset, SafetyReport& report, const ScanLimits& limits) {
   ++report.pickles;
+  detail::notePickleWalk(record, baseOffset);
   Scanner scanner(data, size, record, baseOffset, report, limits);
   return scanner.run();
 }

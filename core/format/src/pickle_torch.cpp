@@ -90,6 +90,9 @@ Value* Machine::global(std::string_view module, std::string_view name) {
   Value* g = make(K::Global);
   g->tag = uint8_t(classify(full));
   g->text = m_arena.copy(full);
+  // The judge's symbol + 1 in the Global's (otherwise unused) index.
+  if (m_judge)
+    g->index = int64_t(m_judge->global(std::string(module), std::string(name), m_opStart)) + 1;
   return g;
 }
 
@@ -128,9 +131,12 @@ Value* Machine::construct(Value* callable, Value* args) {
       return d;
     }
     case Known::TorchSize:
-      if (n == 1 && args->items[0]->isSequence())
-        return makeSeq(K::Tuple, const_cast<Value* const*>(args->items[0]->items.begin()),
-                       args->items[0]->items.size());
+      if (n == 1 && args->items[0]->isSequence()) {
+        Value* t = makeSeq(K::Tuple, const_cast<Value* const*>(args->items[0]->items.begin()),
+                           args->items[0]->items.size());
+        if (m_judge) m_madeByCall.insert(t);  // not a tuple to the scan's walk
+        return t;
+      }
       break;
     case Known::CodecsEncode:
       if (n == 2 && args->items[0]->isStr() && args->items[1]->isStr()) {

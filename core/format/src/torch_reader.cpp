@@ -7,6 +7,7 @@
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/error.h"
 #include "ckpt/format/zip_archive.h"
+#include "safety_walk.h"
 
 namespace ckpt {
 namespace {
@@ -255,11 +256,18 @@ void CheckpointFile::loadTorchZip(const ReadOptions& options) {
   StorageRegistry registry(m_arena, m_table, m_zipRoot + "data/", /*legacy=*/false);
   PickleReader reader(m_arena, std::string(pkl->name), options.limits);
   reader.setBytesOutliveArena(true);
+  if (m_safety) reader.setSafetyJudge(m_safety->judge(std::string(pkl->name), 0), m_safety->limits);
+  // The safety verdict's other records: whatever else in the zip may hold
+  // a pickle (this one was judged as it was read).
+  auto scanOtherRecords = [&] {
+    if (m_safety) scanZipRest(*m_zip, pkl, *m_safety);
+  };
   if (options.metadataOnly) {
     Value* placeholder = m_arena.make(K::Storage);
     reader.setPersistentLoader([placeholder](const Value*) { return placeholder; });
     m_root = reader.parse(pickleData, pickle.size()).root;
     lap(&OpenPhases::parse);
+    scanOtherRecords();
     return;
   }
   // A zip holds one record per storage, and a tensor takes at least a few
@@ -273,6 +281,7 @@ void CheckpointFile::loadTorchZip(const ReadOptions& options) {
   reader.setPersistentLoader([&registry](const Value* pid) { return registry.load(pid); });
   m_root = reader.parse(pickleData, pickle.size()).root;
   lap(&OpenPhases::parse);
+  scanOtherRecords();
 
   // A storage whose record is missing or short leaves the rest readable:
   // its tensors carry the error, and `verify` reports it.
@@ -316,6 +325,9 @@ void CheckpointFile::loadTorchLegacy(const ReadOptions& options) {
   uint64_t pos = 0;
   auto next = [&](const char* what, PickleLimits limits, const PersistentLoader& loader) {
     PickleReader reader(m_arena, std::string("legacy ") + what + " pickle", limits);
+    if (m_safety)
+      reader.setSafetyJudge(m_safety->judge(std::string("legacy ") + what + " pickle", pos),
+                            m_safety->limits);
     if (loader) {
       reader.setPersistentLoader(loader);
       if (!options.metadataOnly) reader.setTensorTable(&m_table);
@@ -337,11 +349,19 @@ void CheckpointFile::loadTorchLegacy(const ReadOptions& options) {
         std::to_string(kLegacyHeadBytes) + " bytes");
   if (!legacy.littleEndian) fail("legacy file written on a big-endian machine: not supported");
   pos = legacy.mainOffset;
+  // The safety verdict: the magic number, protocol and sys_info pickles
+  // were read by the sniff's rule (readLegacyHead, no judge): scanned here.
+  // Where the scan does not end them where the sniff did, it would judge
+  // the rest from another place: the walk leaves the verdict to it.
+  if (m_safety && scanSequenceRest(*m_file, /*legacy=*/true, 0, 0, 3, *m_safety) != pos)
+    m_safety->deferred = true;
 
   StorageRegistry registry(m_arena, m_table, "", /*legacy=*/true);
   if (options.metadataOnly) {
     Value* placeholder = m_arena.make(K::Storage);
     m_root = next("main", options.limits, [placeholder](const Value*) { return placeholder; });
+    // The storage keys pickle, not read here: scanned.
+    if (m_safety) scanSequenceRest(*m_file, /*legacy=*/true, 4, pos, 5, *m_safety);
     return;
   }
   m_root =
@@ -421,7 +441,12 @@ void CheckpointFile::loadPlainPickle(const ReadOptions& options) {
     fail("persistent id " + shortRepr(pid, 60) +
          " in a plain pickle: it names data outside the file");
   });
-  m_root = reader.parse(buf, size).root;
+  if (m_safety) reader.setSafetyJudge(m_safety->judge("pickle 1", 0), m_safety->limits);
+  const PickleResult r = reader.parse(buf, size);
+  m_root = r.root;
+  // Python's pickle.load stops after the first; a scan looks at up to four
+  // more written back to back (a legacy file's protocol pickle among them).
+  if (m_safety) scanSequenceRest(*m_file, /*legacy=*/false, 1, r.end, 5, *m_safety);
 }
 
 }  // namespace ckpt

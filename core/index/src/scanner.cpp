@@ -146,30 +146,33 @@ CheckpointEntry describeCheckpoint(const std::string& path, const std::string& r
       if (name.kind == CheckpointKind::Unknown) name.kind = CheckpointKind::Step;
     }
   }
-  // The safety verdict: a second walk over the same (now cached) pickle
-  // bytes, opcodes only. Kept apart from the read so that an unreadable
-  // file still says whether it would run code.
-  // A checkpoint of many files is as safe as its worst file.
-  const CheckpointSafety safety = scanCheckpoint(path);
-  e.verdict = std::string(verdictName(safety.verdict));
-  e.offenders = safety.offenders();
-  e.safety = safety.summary();
+  // The safety verdict of one file comes from the reader's own walk as it
+  // opens the file (one pass: CheckpointFile::safety()). A sharded
+  // checkpoint (as safe as its worst file), or a file the reader cannot
+  // open or judge, is scanned on its own: an unreadable file still says
+  // whether it would run code.
+  std::optional<CheckpointSafety> safety;
   try {
     // One file: its tensor table too (what the optimizer's share of the
     // bytes needs; still no tensor bytes read). A sharded checkpoint, or a
     // file whose tensor table cannot be built, is listed from its metadata.
     std::unique_ptr<CheckpointFile> file;
+    ReadOptions options;
     if (!probeSharded(path)) {
+      if (const std::optional<SafetyProfile> profile = singleFileProfile(path)) {
+        options.safety = true;
+        options.safetyProfile = *profile;
+      }
       try {
-        file = CheckpointFile::open(path);
+        file = CheckpointFile::open(path, options);
       } catch (const std::exception&) {
       }
     }
     if (!file) {
-      ReadOptions options;
       options.metadataOnly = true;
       file = CheckpointFile::open(path, options);
     }
+    if (file->safety()) safety = singleFileSafety(path, *file->safety());
     e.size = file->fileSize();
     e.mtime = file->mtime();
     e.format = std::string(formatName(file->format()));
@@ -213,6 +216,10 @@ CheckpointEntry describeCheckpoint(const std::string& path, const std::string& r
       e.mtime = int64_t(st.st_mtime);
     }
   }
+  if (!safety) safety = scanCheckpoint(path);
+  e.verdict = std::string(verdictName(safety->verdict));
+  e.offenders = safety->offenders();
+  e.safety = safety->summary();
   return e;
 }
 

@@ -9,6 +9,7 @@
 
 #include "ckpt/format/input_file.h"
 #include "ckpt/format/pickle_reader.h"
+#include "ckpt/format/pickle_safety.h"
 #include "ckpt/format/sharded.h"
 #include "ckpt/format/tensor_info.h"
 #include "ckpt/format/value.h"
@@ -18,6 +19,7 @@ namespace ckpt {
 class ZipArchive;
 class TensorData;
 class ShardSet;
+struct SafetyWalk;
 
 // Pickle: a plain pickle file (pickle.dump, protocol 0-5; .pkl / .pickle):
 // its value tree, opaque objects as ever, no tensors.
@@ -86,6 +88,11 @@ struct ReadOptions {
   // own (DCP keeps one torch.save archive per chunk inside a .distcp file).
   uint64_t sliceOffset = 0;
   std::optional<uint64_t> sliceLength;
+  // Also judge whether the file would run code if Python loaded it, on the
+  // reader's own walk of its pickles (see CheckpointFile::safety()), under
+  // this layout profile (checkpoint_safety.h says which a file gets).
+  bool safety = false;
+  SafetyProfile safetyProfile = SafetyProfile::None;
 };
 
 // One checkpoint file, opened lazily: the value tree and the tensor and
@@ -98,6 +105,11 @@ class CheckpointFile {
   // chunks (format() Sharded, shards()).
   static std::unique_ptr<CheckpointFile> open(const std::string& path,
                                               const ReadOptions& options = {});
+  // The same for a file's bytes already in memory (one file, never a
+  // sharded folder), named `name`: read through the same code as a file
+  // on disk (InputFile over memory), so a fuzzer needs no file per input.
+  static std::unique_ptr<CheckpointFile> openBytes(const std::string& name, ByteRegion bytes,
+                                                   const ReadOptions& options = {});
   ~CheckpointFile();
 
   [[nodiscard]] const std::string& path() const { return m_path; }
@@ -127,12 +139,24 @@ class CheckpointFile {
   // storage i: its chunks are assembled into a heap buffer (one tensor).
   [[nodiscard]] ByteRegion storageBytes(size_t storage) const;
 
+  // With ReadOptions::safety: what scanFile(path(), {}, profile) reports
+  // (pickle_safety.h), from the same walk that built the tree; only
+  // pickles the reader does not walk (a zip's other records, a legacy
+  // file's first three, more pickles after a plain pickle's first) are
+  // walked by the scan. Null without ReadOptions::safety, for a sharded
+  // checkpoint or a slice, and where the walk went past a bound of the
+  // scan's own (ScanLimits): ask scanFile then.
+  [[nodiscard]] const SafetyReport* safety() const;
+
   // Every integrity problem: zip CRCs, storage records, tensor extents.
   // Empty when the file is intact. Reads every byte.
   [[nodiscard]] std::vector<std::string> verify() const;
 
  private:
   CheckpointFile() = default;
+  // open() and openBytes() (`bytes` non-null).
+  static std::unique_ptr<CheckpointFile> openFrom(const std::string& path, const ByteRegion* bytes,
+                                                  const ReadOptions& options);
   void loadTorchZip(const ReadOptions& options);
   void loadTorchLegacy(const ReadOptions& options);
   void loadSafetensors(const ReadOptions& options);
@@ -155,6 +179,7 @@ class CheckpointFile {
   ValueArena m_arena;
   const Value* m_root = nullptr;
   TensorTable m_table;
+  std::unique_ptr<SafetyWalk> m_safety;  // with ReadOptions::safety
 };
 
 // Walks the tree depth first in file order, visiting each container once

@@ -5,6 +5,7 @@
 // the files is run; only their pickles' opcodes are walked.
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,5 +76,15 @@ struct CheckpointSafety {
 // throws.
 [[nodiscard]] CheckpointSafety scanCheckpoint(const std::string& path,
                                               const ScanLimits& limits = {});
+
+// One pass (a file the reader opens anyway): the layout profile
+// scanCheckpoint(path) judges `path` under, for ReadOptions::safetyProfile,
+// when `path` is not a sharded checkpoint (probeSharded: the caller asks
+// that first); nullopt for a DCP .distcp part (scanCheckpoint walks the
+// archives its .metadata places in it).
+[[nodiscard]] std::optional<SafetyProfile> singleFileProfile(const std::string& path);
+// scanCheckpoint's answer for such a file from the report the reader's walk
+// gave (CheckpointFile::safety(), opened with that profile).
+[[nodiscard]] CheckpointSafety singleFileSafety(const std::string& path, SafetyReport report);
 
 }  // namespace ckpt

@@ -16,7 +16,9 @@ struct ByteRegion {
 };
 
 // An open file. Small reads (zip directory, pickle) copy with pread; tensor
-// bytes are memory-mapped only when asked for, and only their extent.
+// bytes are memory-mapped only when asked for, and only their extent. Or
+// bytes already in memory, read through the same calls (the fuzzer's
+// inputs: CheckpointFile::openBytes, scanBytes).
 class InputFile {
  public:
   explicit InputFile(const std::string& path);  // throws FormatError
@@ -24,6 +26,9 @@ class InputFile {
   // whole file (a torch.save archive inside a DCP .distcp file). A slice
   // that runs past the file's end is a FormatError naming both.
   InputFile(const std::string& path, uint64_t base, uint64_t length);
+  // `bytes` as the whole file, named `name` in errors; map() views them
+  // (sharing their owner), read() copies them. mtime() is 0.
+  InputFile(const std::string& name, ByteRegion bytes);
   ~InputFile();
   InputFile(const InputFile&) = delete;
   InputFile& operator=(const InputFile&) = delete;
@@ -42,6 +47,7 @@ class InputFile {
  private:
   std::string m_path;
   int m_fd = -1;
+  ByteRegion m_memory;  // the bytes, for a file in memory (m_fd stays -1)
   uint64_t m_base = 0;  // of a slice
   uint64_t m_size = 0;
   int64_t m_mtime = 0;

@@ -9,6 +9,18 @@
 
 namespace ckpt {
 
+class SafetyJudge;
+struct ScanLimits;
+
+namespace detail {
+// Test hook: called as every pickle walk starts (the reader's parse and the
+// safety scan's), with the record it walks and where. Per thread; null
+// (the default) for none.
+using PickleWalkHook = void (*)(const std::string& record, uint64_t offset, void* context);
+void setPickleWalkHook(PickleWalkHook hook, void* context);
+void notePickleWalk(const std::string& record, uint64_t offset);
+}  // namespace detail
+
 // Caps that turn hostile pickles into errors instead of crashes or giant
 // allocations. Defaults are far above what real checkpoints use.
 struct PickleLimits {
@@ -47,6 +59,10 @@ class PickleReader {
   // allocated from it): str and bytes values then view them where they are
   // instead of being copied.
   void setBytesOutliveArena(bool yes) { m_borrow = yes; }
+  // Judge the walk for the safety verdict as the scan does (the judge
+  // names the record; pickle_safety.h): no second walk over the bytes.
+  // `bounds`: the scan's own, past which the judge gives up (overBound()).
+  void setSafetyJudge(SafetyJudge* judge, const ScanLimits& bounds);
 
   PickleResult parse(const uint8_t* data, uint64_t size, uint64_t baseOffset = 0);
 
@@ -57,6 +73,8 @@ class PickleReader {
   PersistentLoader m_loader;
   TensorTable* m_table = nullptr;
   bool m_borrow = false;
+  SafetyJudge* m_judge = nullptr;
+  const ScanLimits* m_judgeBounds = nullptr;
 };
 
 }  // namespace ckpt

@@ -145,6 +145,10 @@ SafetyReport scanFile(const std::string& path, const ScanLimits& limits = {},
 // path and the slice.
 SafetyReport scanFileSlice(const std::string& path, uint64_t offset, uint64_t length,
                            const ScanLimits& limits = {});
+// The same for a file's bytes already in memory, named `name` (the
+// fuzzer's inputs): the same code as scanFile over an InputFile in memory.
+SafetyReport scanBytes(const std::string& name, const uint8_t* data, uint64_t size,
+                       const ScanLimits& limits = {}, SafetyProfile profile = SafetyProfile::None);
 // The verdict of what a report holds: dangerous when any global is (even
 // in a file that breaks off later), else unreadable when the scan stopped,
 // else suspicious when any global is, else safe.
