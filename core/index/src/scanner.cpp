@@ -21,6 +21,7 @@
 #include "ckpt/index/mlflow.h"
 #include "ckpt/index/natural_order.h"
 #include "ckpt/index/run_plan.h"
+#include "ckpt/index/tfevents.h"
 
 namespace fs = std::filesystem;
 
@@ -56,6 +57,20 @@ std::string stripError(const std::string& message, const std::string& path) {
 }
 
 }  // namespace
+
+std::string_view trainerTitle(std::string_view id) {
+  // Proper nouns: the same in every language.
+  static const std::map<std::string_view, std::string_view> titles = {
+      {kHfTrainerId, "Hugging Face Trainer"},
+      {kLightningId, "PyTorch Lightning"},
+      {kMlflowId, "MLflow"},
+      {kTensorBoardId, "TensorBoard"},
+      {kNanoGptId, "nanoGPT"},
+      {kDeepSpeedId, "DeepSpeed"},
+      {kCkptScopeId, "CkptScope (metrics.jsonl)"}};
+  const auto it = titles.find(id);
+  return it == titles.end() ? id : it->second;
+}
 
 std::string_view checkpointKindName(CheckpointKind k) {
   switch (k) {
@@ -198,6 +213,8 @@ CheckpointEntry describeCheckpoint(const std::string& path, const std::string& r
     if (view.lookup("iter_num") && !e.scalars.count("val_loss"))
       if (const auto v = numberOrScalar(*file, view.lookup("best_val_loss")))
         e.scalars["val_loss"] = *v;
+    if (view.lookup("iter_num") && view.lookup("model_args")) e.trainer = std::string(kNanoGptId);
+    if (e.layout == "deepspeed") e.trainer = std::string(kDeepSpeedId);
     e.kind = name.kind;
     if (view.isFinal())
       e.kind = CheckpointKind::Final;
@@ -314,6 +331,7 @@ struct Found {
   std::set<fs::path> parts;         // files a sharded checkpoint is made of (not listed)
   std::vector<fs::path> hfFolders;  // Hugging Face Trainer checkpoint-<step>/ folders
   std::map<fs::path, std::vector<std::string>> metricFiles;  // by directory
+  std::map<fs::path, std::vector<std::string>> eventFiles;   // TensorBoard's, by directory
   std::set<fs::path> mlflowRuns;                             // MLflow run folders
 
   // One entry of a directory: a folder that is a Trainer checkpoint is one
@@ -341,8 +359,40 @@ struct Found {
     if (isListedFile(file)) files.push_back(file);
     if (isMetricsFileName(file.filename().string()))
       metricFiles[file.parent_path()].push_back(file.string());
+    else if (isTfEventsFileName(file.filename().string()))
+      eventFiles[file.parent_path()].push_back(file.string());
   }
 };
+
+// Whether `dir` is a run by what it holds itself (one listing, nothing
+// read): a checkpoint file, a metrics or event file, a checkpoint folder.
+// What scanRunDirectory (the watcher, one folder at a time) asks of a
+// runs/<launch>/ folder's grandparent; scanDirectory knows its runs.
+bool looksLikeRun(const fs::path& dir) {
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::error_code fec;
+    if (it->is_regular_file(fec)) {
+      if (isCandidateName(name) || isMetricsFileName(name) || isTfEventsFileName(name)) return true;
+    } else if (it->is_directory(fec) && (name == "checkpoints" || name == "checkpoint" ||
+                                         isHfCheckpointFolder(it->path().string()))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// A folder of event files whose parent is one of kRunEventFolders (runs/,
+// tb/): the run it belongs to is the grandparent, when that is a run.
+std::optional<fs::path> eventFolderOwner(const fs::path& dir) {
+  if (!dir.has_parent_path() || !dir.parent_path().has_parent_path()) return std::nullopt;
+  const std::string parent = dir.parent_path().filename().string();
+  if (std::find(kRunEventFolders.begin(), kRunEventFolders.end(), parent) == kRunEventFolders.end())
+    return std::nullopt;
+  return dir.parent_path().parent_path();
+}
 
 // One thing to read: a file, or a Trainer folder's checkpoint.
 struct Item {
@@ -430,10 +480,20 @@ void finishRun(RunEntry& run, const Found& found) {
     applyTrainerState(run);
     sortCheckpoints(run.checkpoints);  // the final model may have its step now
   }
-  if (const auto it = found.metricFiles.find(fs::path(run.path)); it != found.metricFiles.end()) {
+  const fs::path runDir = fs::path(run.path).lexically_normal();
+  if (const auto it = found.metricFiles.find(fs::path(run.path)); it != found.metricFiles.end())
     run.metricFiles = it->second;
-    std::sort(run.metricFiles.begin(), run.metricFiles.end());
+  // Event files: the run's own, and those of its runs/*/ and tb/*/ folders
+  // (findMetricSources reads the same ones).
+  bool events = false;
+  for (const auto& [dir, files] : found.eventFiles) {
+    const std::optional<fs::path> owner = eventFolderOwner(dir);
+    if (dir.lexically_normal() != runDir && (!owner || owner->lexically_normal() != runDir))
+      continue;
+    run.metricFiles.insert(run.metricFiles.end(), files.begin(), files.end());
+    events = true;
   }
+  std::sort(run.metricFiles.begin(), run.metricFiles.end());
   if (run.trainer.empty() &&
       (std::any_of(run.checkpoints.begin(), run.checkpoints.end(),
                    [](const CheckpointEntry& c) { return c.trainer == kLightningId; }) ||
@@ -447,6 +507,22 @@ void finishRun(RunEntry& run, const Found& found) {
     if (run.metricFiles.empty())
       run.metricFiles.push_back((fs::path(run.path) / "metrics").string());
   }
+  if (!run.trainer.empty()) return;
+  // The trainer its checkpoints say wrote them (nanoGPT's iter_num, a
+  // DeepSpeed tag folder), else what its metrics files say.
+  for (const CheckpointEntry& c : run.checkpoints)
+    if (!c.trainer.empty()) {
+      run.trainer = c.trainer;
+      return;
+    }
+  const bool jsonl =
+      std::any_of(run.metricFiles.begin(), run.metricFiles.end(),
+                  [](const std::string& f) { return fs::path(f).filename() == "metrics.jsonl"; });
+  if (jsonl)
+    run.trainer = std::string(kCkptScopeId);
+  else if (events && run.checkpoints.empty())
+    // Lightning's TensorBoardLogger writes version_N/ with hparams.yaml.
+    run.trainer = std::string(isLightningRunFolder(run.path) ? kLightningId : kTensorBoardId);
 }
 
 }  // namespace
@@ -481,6 +557,14 @@ RunEntry scanRunDirectory(const std::string& root, const std::string& dir,
     }
   }
   collectSharded(dir, found.files, found.parts);
+  // Its runs/*/ and tb/*/ event files are its own; a folder that is such
+  // a folder of a run has none of its own.
+  for (const std::string_view folder : kRunEventFolders)
+    for (const std::string& f : tfEventFilesInSubfolders((fs::path(dir) / folder).string()))
+      found.eventFiles[fs::path(f).parent_path()].push_back(f);
+  if (const std::optional<fs::path> owner = eventFolderOwner(fs::path(dir));
+      owner && looksLikeRun(*owner))
+    found.eventFiles.erase(fs::path(dir));
   const fs::path rootPath(root);
   for (const Item& item : itemsOf(found)) {
     CheckpointEntry entry = describeItem(item, rootPath);
@@ -550,6 +634,16 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
   }
   // Runs that log but have not saved a checkpoint yet.
   for (const auto& [dir, files] : found.metricFiles) runAt(dir);
+  // A folder of event files is a run of its own unless it is a run's
+  // runs/<launch>/ or tb/<launch>/ folder (finishRun gives that run its files).
+  std::set<fs::path> runDirs;
+  for (const auto& [name, run] : runs) runDirs.insert(fs::path(run.path).lexically_normal());
+  for (const auto& [dir, files] : found.eventFiles) {
+    const std::optional<fs::path> owner = eventFolderOwner(dir);
+    if (owner && runDirs.count(owner->lexically_normal())) continue;
+    runAt(dir);
+    runDirs.insert(dir.lexically_normal());
+  }
   for (auto& [name, run] : runs) {
     finishRun(run, found);
     result.runs.push_back(std::move(run));
