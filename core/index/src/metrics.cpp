@@ -7,6 +7,7 @@
 #include "ckpt/index/natural_order.h"
 #include "ckpt/index/run_plan.h"
 #include "ckpt/index/tfevents.h"
+#include "ckpt/index/trainers.h"
 
 #include <algorithm>
 #include <cmath>

@@ -244,9 +244,11 @@ RunMetrics collectRunMetrics(const RunEntry& run, const std::vector<std::string>
 std::vector<RunMetrics> collectMetrics(const std::vector<RunEntry>& runs,
                                        const std::vector<std::string>& extraLogs = {});
 
-// The runs under `path` for curves: a directory's runs (scanDirectory: runs
-// without checkpoints included, event-file folders among them); a
-// checkpoint, metrics.jsonl or event file: the run of its directory. Throws
+// The runs under `path` for curves: a directory's runs (scanDirectory, runs
+// without checkpoints included) and its directories that hold TensorBoard
+// event files but no checkpoint (event files another run reads, in its
+// runs/*/, are that run's); a checkpoint, metrics.jsonl or event file: the
+// run of its directory. Throws
 // std::runtime_error naming the path when it cannot be read.
 std::vector<RunEntry> findMetricRuns(const std::string& path);
 

@@ -13,17 +13,6 @@ namespace ckpt {
 enum class CheckpointKind { Unknown, Step, Final, Best, Latest };
 std::string_view checkpointKindName(CheckpointKind k);  // "step", "final", ...; "" for Unknown
 
-// RunEntry::trainer / CheckpointEntry::trainer: which trainer's layout a
-// run or checkpoint was found by. Others live beside their rules:
-// kHfTrainerId (hf_trainer.h), kLightningId (lightning.h), kMlflowId (mlflow.h).
-inline constexpr std::string_view kTensorBoardId = "tensorboard";  // event files only
-inline constexpr std::string_view kNanoGptId = "nanogpt";          // ckpt.pt with iter_num
-inline constexpr std::string_view kDeepSpeedId = "deepspeed";      // tag folders, `latest`
-inline constexpr std::string_view kCkptScopeId = "ckptscope";      // our metrics.jsonl
-// What a person calls it: "Hugging Face Trainer", "TensorBoard", ...; an
-// unknown id as it is.
-std::string_view trainerTitle(std::string_view id);
-
 // What a file name says: "tiny_step200.pt" -> step 200; "checkpoint_50.pt"
 // -> 50; "tiny_final.pt" -> final; "best_checkpoint.pt" -> best.
 struct NameInfo {
@@ -78,9 +67,7 @@ struct CheckpointEntry {
   int shardFiles = 0;    // files it is made of, its description included
   int shardMissing = 0;  // of those, the ones that are not there
   // The trainer whose layout it was found by: "hf-trainer" (a Hugging Face
-  // Trainer's checkpoint-<step>/ folder, hf_trainer.h), "lightning",
-  // "nanogpt", "deepspeed" (kTensorBoardId and the others above); "" for a
-  // file on its own.
+  // Trainer's checkpoint-<step>/ folder, hf_trainer.h); "" for a file on its own.
   std::string trainer;
   // The other files of a checkpoint folder (`path` is its weights).
   std::vector<CheckpointPart> parts;
@@ -106,13 +93,10 @@ struct RunEntry {
   // looked for in `logs/` folders of every ancestor up to it. "" when unknown
   // (then only the run's directory and its parent are searched).
   std::string root;
-  // Which trainer's layout it was found by (kHfTrainerId, kLightningId,
-  // kMlflowId, kTensorBoardId, kNanoGptId, kDeepSpeedId, kCkptScopeId); ""
-  // when nothing says (checkpoint files on their own).
+  // "hf-trainer" for a Hugging Face Trainer's output folder; "" otherwise.
   std::string trainer;
-  // The metrics files in its directory (metrics.jsonl, trainer_state.json,
-  // metrics.csv) and its TensorBoard event files (its own, those of its
-  // runs/*/ and tb/*/ folders): a run without checkpoints is listed for these.
+  // The metrics files in its directory (metrics.jsonl, trainer_state.json):
+  // a run without checkpoints is listed for these.
   std::vector<std::string> metricFiles;
 };
 
@@ -153,11 +137,9 @@ RunEntry scanRunDirectory(const std::string& root, const std::string& dir,
 
 // Every checkpoint under `root`, grouped into runs by directory (a Hugging
 // Face Trainer's checkpoint-<step>/ folders: one checkpoint each of the run
-// in their parent), and every directory with metrics files (metrics.jsonl,
-// trainer_state.json, metrics.csv, an MLflow run) or TensorBoard event files
-// but no checkpoint as a run without one, all in one walk; event files in a
-// run's runs/<launch>/ or tb/<launch>/ folder (tfevents.h kRunEventFolders)
-// are that run's. Runs in natural order of their names. Throws std::runtime_error when root itself
+// in their parent), and every directory with metrics.jsonl or
+// trainer_state.json but no checkpoint as a run without one; runs in
+// natural order of their names. Throws std::runtime_error when root itself
 // cannot be read.
 ScanResult scanDirectory(const std::string& root, const ScanOptions& options = {});
 

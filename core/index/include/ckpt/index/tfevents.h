@@ -8,7 +8,6 @@
 // file of images and histograms streams through at the speed of the disk.
 // No Qt, no LibTorch, no libprotobuf (core/index/src/protowire.h).
 
-#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -32,12 +31,6 @@ namespace ckpt {
 // in the order of their first file, each folder's in tfEventFilesIn's order
 // (a Hugging Face Trainer's runs/<date>_<host>/, one per launch).
 [[nodiscard]] std::vector<std::string> tfEventFilesInSubfolders(const std::string& dir);
-
-// A run's folders whose subfolders hold event files of that run, one
-// subfolder per launch: a Hugging Face Trainer's logging_dir
-// runs/<date>_<host>/, torchtitan's tb/<timestamp>/. The scanner and
-// findMetricSources both follow this list.
-inline constexpr std::array<std::string_view, 2> kRunEventFolders{"runs", "tb"};
 
 // What an event file holds that a curve needs, in file order.
 class TfEventsHandler {
