@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "ckpt/index/hparams.h"
 #include "ckpt/index/metrics.h"
 
 namespace ckpt {
@@ -46,6 +47,7 @@ struct CurveRun {
   // metric -> what a tooltip says of a job that restarted ("restarted at step 200: ...")
   std::map<std::string, QString> restartNotes;
   std::vector<LiveSource> sources;
+  Hparams hparams;  // ckpt::readHparams: for grouping (read with the metrics)
   QStringList problems;
   // Subtracted from wall times that are Unix times (metrics.jsonl writes
   // time.time()), so every run starts at 0 on the wall-time axis.

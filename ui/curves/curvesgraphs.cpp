@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "curves/curveaxes.h"
+#include "curves/curvedrawing.h"
 #include "curves/curvesview.h"
 #include "plotstyle.h"
 #include "textformat.h"
@@ -48,6 +49,7 @@ void CurvesView::rebuildGraphs() {
   // A schedule is drawn as it is: the slider says so rather than doing nothing.
   const bool schedule = isScheduleMetric(pathToStd(m_metric));
   m_smoothSlider->setEnabled(!schedule);
+  m_smoothMethodBox->setEnabled(!schedule);
   m_smoothLabel->setText(schedule ? tr("off for %1").arg(m_metric)
                                   : QString::number(m_smoothing, 'f', 2));
   m_plot->clearGraphs();
@@ -56,7 +58,14 @@ void CurvesView::rebuildGraphs() {
     rp = RunPlot{};
     rp.visible = visible;
   }
+  updateSpacing();
+  computeGroups();
   for (size_t i = 0; i < m_runs.size(); ++i) fillRun(i);
+  fillGroups();
+  applyVisibility();
+  rebuildLegend();
+  m_highlight = {};
+  m_highlightCurve->setVisible(false);
   applyAxisTypes();
   updateStatus();
 }
@@ -67,7 +76,7 @@ void CurvesView::fillRun(size_t index) {
   const MetricSeries* series = run.find(pathToStd(m_metric));
   if (!series || series->points.empty()) return;
   if (!rp.smoothed) {
-    const QColor colour = seriesColour(index);
+    const QColor colour = runColour(index);
     rp.raw = m_plot->addGraph();
     rp.raw->setName(run.name + tr(" (raw)"));
     rp.raw->setPen(QPen(faint(colour), 1));
@@ -92,21 +101,19 @@ void CurvesView::fillRun(size_t index) {
     rp.bare->setSelectable(QCP::stNone);
     rp.bare->setVisible(rp.visible);
     for (QCPGraph* g : {rp.raw, rp.smoothed}) {
-      g->setAdaptiveSampling(true);
+      g->setAdaptiveSampling(false);  // M4 decimation (showDecimated) instead
       g->setSelectable(QCP::stNone);  // clicks go to the markers above
     }
     rp.markers->setSelectable(QCP::stNone);  // clicks: markerFileAt
-    for (QCPGraph* g : {rp.raw, rp.smoothed, rp.markers}) g->setVisible(rp.visible);
+    for (QCPGraph* g : {rp.raw, rp.smoothed, rp.markers}) {
+      g->removeFromLegend();  // the legend is CurvesLegend
+      g->setVisible(rp.visible);
+    }
     if (effectiveSmoothing() == 0)
       rp.raw->setVisible(false);  // it would coincide with the smoothed one
-    if (!rp.visible)
-      if (QCPPlottableLegendItem* item = m_plot->legend->itemWithPlottable(rp.smoothed))
-        item->setTextColor(paletteMix(palette(), 0.4));
   }
-  rp.raw->setVisible(rp.visible && effectiveSmoothing() > 0);
+  rp.raw->setVisible(rp.smoothed->visible() && effectiveSmoothing() > 0);
 
-  smoothAll(rp, *series);
-  const std::vector<double>& smoothed = rp.smoothedValues;
   const auto& points = series->points;
   std::vector<size_t> order;
   std::vector<double> xs(points.size());
@@ -123,28 +130,21 @@ void CurvesView::fillRun(size_t index) {
   if (!std::is_sorted(order.begin(), order.end(),
                       [&](size_t a, size_t b) { return xs[a] < xs[b]; }))
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return xs[a] < xs[b]; });
-  QVector<double> keys, raw, smooth;
-  keys.reserve(qsizetype(order.size()));
-  raw.reserve(qsizetype(order.size()));
-  smooth.reserve(qsizetype(order.size()));
+  rp.xs.clear();
+  rp.rawYs.clear();
   rp.steps.clear();
+  rp.xs.reserve(order.size());
+  rp.rawYs.reserve(order.size());
   rp.steps.reserve(order.size());
   for (size_t j : order) {
-    keys << xs[j];
-    raw << points.value(j);
-    smooth << smoothed[j];
+    rp.xs.push_back(xs[j]);
+    rp.rawYs.push_back(points.value(j));
     rp.steps.push_back(points.step(j));
   }
-  rp.raw->setData(keys, raw, /*alreadySorted=*/true);
-  rp.smoothed->setData(keys, smooth, /*alreadySorted=*/true);
-  // A run with nothing on this axis leaves the legend (the status line says why).
-  if (keys.isEmpty())
-    rp.smoothed->removeFromLegend();
-  else if (!m_plot->legend->hasItemWithPlottable(rp.smoothed))
-    rp.smoothed->addToLegend();
+  smoothRun(rp, *series, order);
+  drawRun(rp);
   fillMarkers(index);
 }
-
 double CurvesView::effectiveSmoothing() const {
   return isScheduleMetric(pathToStd(m_metric)) ? 0.0 : m_smoothing;
 }
@@ -240,19 +240,19 @@ void CurvesView::appendPoints(size_t index, size_t firstNew) {
   const auto& points = series->points;
   // The EMA of a new point depends on the ones before it only: the old
   // smoothed values stand and only the new points are smoothed (a million
-  // points again per update would stall the window).
-  if (rp.smoothedValues.size() != firstNew) {
+  // points again per update would stall the window). The distance-based
+  // methods look at neighbours on both sides or at a span: smoothed whole.
+  if (rp.smoothedValues.size() != firstNew ||
+      (m_smoothMethod != SmoothingMethod::DebiasedEma && effectiveSmoothing() > 0)) {
     fillRun(index);
     return;
   }
   for (size_t j = firstNew; j < points.size(); ++j)
     rp.smoothedValues.push_back(rp.ema.next(points.value(j)));
   const std::vector<double>& smoothed = rp.smoothedValues;
-  QVector<double> keys, raw, smooth;
-  std::vector<int64_t> steps;
+  const size_t before = rp.xs.size();
   size_t skipped = 0;
-  double last =
-      rp.smoothed->data()->isEmpty() ? -qInf() : (rp.smoothed->data()->constEnd() - 1)->key;
+  double last = rp.xs.empty() ? -qInf() : rp.xs.back();
   for (size_t j = firstNew; j < points.size(); ++j) {
     const auto x = run.x(points[j], m_axis);
     if (!x) {
@@ -264,40 +264,55 @@ void CurvesView::appendPoints(size_t index, size_t firstNew) {
       return;
     }
     last = *x;
-    keys << *x;
-    raw << points.value(j);
-    smooth << smoothed[j];
-    steps.push_back(points.step(j));
+    rp.xs.push_back(*x);
+    rp.rawYs.push_back(points.value(j));
+    rp.smoothYs.push_back(smoothed[j]);
+    rp.steps.push_back(points.step(j));
   }
   rp.skipped += skipped;
-  rp.raw->addData(keys, raw, /*alreadySorted=*/true);
-  rp.smoothed->addData(keys, smooth, /*alreadySorted=*/true);
-  rp.steps.insert(rp.steps.end(), steps.begin(), steps.end());
+  if (rp.xs.size() != before) drawRun(rp);
   fillMarkers(index);  // markers of steps just logged get their values
 }
 
 void CurvesView::fitToData() {
   m_followData = true;
-  bool any = false;
-  for (const RunPlot& rp : m_plots)
-    if (rp.visible && rp.smoothed && !rp.smoothed->data()->isEmpty()) any = true;
-  if (!any) {
+  // From the full curves, not the graphs (they hold what the last view kept).
+  // (QCPRange would swap an empty range's bounds: plain numbers until found.)
+  double x0 = qInf(), x1 = -qInf(), y0 = qInf(), y1 = -qInf();
+  auto addY = [&](double v) {
+    if (!std::isfinite(v) || (m_logY && v <= 0)) return;
+    y0 = std::min(y0, v);
+    y1 = std::max(y1, v);
+  };
+  for (const RunPlot& rp : m_plots) {
+    if (!rp.smoothed || !rp.smoothed->visible() || rp.xs.empty()) continue;
+    x0 = std::min(x0, rp.xs.front());
+    x1 = std::max(x1, rp.xs.back());
+    if (rp.raw->visible())
+      for (double v : rp.rawYs) addY(v);
+    for (double v : rp.smoothYs) addY(v);
+    // The valued markers (the hollow ones on the x axis follow the range; they do not set it).
+    if (rp.markers && rp.markers->visible())
+      for (auto it = rp.markers->data()->constBegin(); it != rp.markers->data()->constEnd(); ++it)
+        addY(it->value);
+  }
+  for (const GroupPlot& gp : m_groups) {
+    if (!gp.line || !gp.line->visible() || gp.xs.empty()) continue;
+    x0 = std::min(x0, gp.xs.front());
+    x1 = std::max(x1, gp.xs.back());
+    for (const auto* ys : {&gp.lowYs, &gp.highYs, &gp.lineYs})
+      for (double v : *ys) addY(v);
+  }
+  if (!(x0 <= x1) || !(y0 <= y1)) {
     m_plot->xAxis->setRange(0, 1);
     m_plot->yAxis->setRange(m_logY ? QCPRange(0.1, 10) : QCPRange(0, 1));
     return;
   }
-  // The hollow markers on the x axis follow the range; they do not set it.
-  std::vector<QCPGraph*> hidden;
-  for (const RunPlot& rp : m_plots)
-    if (rp.bare && rp.bare->visible()) {
-      rp.bare->setVisible(false);
-      hidden.push_back(rp.bare);
-    }
-  m_plot->rescaleAxes(/*onlyVisiblePlottables=*/true);
-  for (QCPGraph* g : hidden) g->setVisible(true);
+  const QCPRange x(x0, x1);
+  m_plot->xAxis->setRange(x);
+  m_plot->yAxis->setRange(y0, y1);
   // One point (or one step): a range around it, not QCustomPlot's unit
   // width that put ticks at 99.6 .. 100.4 around step 100.
-  const QCPRange x = m_plot->xAxis->range();
   if (x.size() <= 1 && m_axis != CurveAxis::WallTime) {
     const double half = std::max(1.0, std::abs(x.center()) * 0.05);
     m_plot->xAxis->setRange(std::max(0.0, x.center() - half), x.center() + half);
@@ -306,31 +321,58 @@ void CurvesView::fitToData() {
   placeBareMarkers();
 }
 
-QString CurvesView::valuesAt(double key) const {
-  QStringList lines;
-  bool header = false;
+QString CurvesView::valuesAt(double key, std::optional<double> y) const {
+  struct Line {
+    double distance;
+    QString text;
+  };
+  std::vector<Line> lines;
   for (size_t i = 0; i < m_runs.size(); ++i) {
     const RunPlot& rp = m_plots[i];
-    if (!rp.visible || !rp.smoothed || rp.smoothed->data()->isEmpty()) continue;
-    const auto data = rp.smoothed->data();
-    auto it = data->findBegin(key, /*expandedRange=*/false);
-    if (it == data->constEnd() || (it != data->constBegin() && key - (it - 1)->key < it->key - key))
-      --it;
-    const int j = int(it - data->constBegin());
-    if (!header) {
-      lines << tr("%1 %2").arg(axisLabel(m_axis), axisValueText(m_axis, key));
-      header = true;
-    }
-    QString line = tr("%1: %2").arg(m_runs[i].name, valueText(it->value));
+    if (!rp.visible || !rp.smoothed || !rp.smoothed->visible() || rp.xs.empty()) continue;
+    auto it = std::lower_bound(rp.xs.begin(), rp.xs.end(), key);
+    if (it == rp.xs.end() || (it != rp.xs.begin() && key - *(it - 1) < *it - key)) --it;
+    const size_t j = size_t(it - rp.xs.begin());
+    QString line = tr("%1: %2").arg(m_runs[i].name, valueText(rp.smoothYs[j]));
     if (const auto note = m_runs[i].restartNotes.find(pathToStd(m_metric));
         note != m_runs[i].restartNotes.end())
       line += QStringLiteral(" (%1)").arg(note->second);
-    if (effectiveSmoothing() > 0)
-      line += tr(" (raw %1)").arg(valueText(rp.raw->data()->at(j)->value));
-    line += tr(" at step %1").arg(rp.steps[size_t(j)]);
-    lines << line;
+    if (effectiveSmoothing() > 0) line += tr(" (raw %1)").arg(valueText(rp.rawYs[j]));
+    line += tr(" at step %1").arg(rp.steps[j]);
+    const double d = y && std::isfinite(rp.smoothYs[j]) ? std::abs(rp.smoothYs[j] - *y) : 0.0;
+    lines.push_back({std::isnan(d) ? qInf() : d, line});
   }
-  return lines.join('\n');
+  for (const GroupPlot& gp : m_groups) {
+    if (!gp.line || !gp.line->visible() || gp.xs.empty()) continue;
+    auto it = std::lower_bound(gp.xs.begin(), gp.xs.end(), key);
+    if (it == gp.xs.end() || (it != gp.xs.begin() && key - *(it - 1) < *it - key)) --it;
+    const size_t j = size_t(it - gp.xs.begin());
+    QString line = tr("%1: %2 %3")
+                       .arg(gp.label, m_groupLine == GroupLine::Mean ? tr("mean") : tr("median"),
+                            valueText(gp.lineYs[j]));
+    if (effectiveSmoothing() > 0) line += tr(" (raw %1)").arg(valueText(gp.rawLine[j]));
+    line += tr(", band %1 to %2, %3 of %4 at step %5")
+                .arg(valueText(gp.lowYs[j]), valueText(gp.highYs[j]))
+                .arg(countText(size_t(gp.counts[j]), "run", "runs"))
+                .arg(gp.runs.size())
+                .arg(gp.steps[j]);
+    const double d = y && std::isfinite(gp.lineYs[j]) ? std::abs(gp.lineYs[j] - *y) : 0.0;
+    lines.push_back({std::isnan(d) ? qInf() : d, line});
+  }
+  if (lines.empty()) return {};
+  // Hundreds of runs: the ones nearest the mouse, then how many more.
+  size_t more = 0;
+  if (lines.size() > size_t(kTooltipLines) && y) {
+    std::stable_sort(lines.begin(), lines.end(),
+                     [](const Line& a, const Line& b) { return a.distance < b.distance; });
+    more = lines.size() - size_t(kTooltipLines);
+    lines.resize(size_t(kTooltipLines));
+  }
+  QStringList out{tr("%1 %2").arg(axisLabel(m_axis), axisValueText(m_axis, key))};
+  for (const Line& l : lines) out << l.text;
+  if (more)
+    out << tr("... and %1 more (nearest the mouse shown)").arg(countText(more, "run", "runs"));
+  return out.join('\n');
 }
 
 void CurvesView::onMouseMove(QMouseEvent* event) {
@@ -341,7 +383,9 @@ void CurvesView::onMouseMove(QMouseEvent* event) {
   if (inside) (void)markerFileAt(pos, &marker);
   const QString text = !inside             ? QString()
                        : !marker.isEmpty() ? marker
-                                           : valuesAt(m_plot->xAxis->pixelToCoord(pos.x()));
+                                           : valuesAt(m_plot->xAxis->pixelToCoord(pos.x()),
+                                                      m_plot->yAxis->pixelToCoord(pos.y()));
+  setHighlight(inside ? curveAt(pos) : LegendKey{});
   if (text.isEmpty()) {
     QToolTip::hideText();
     if (m_cursor->visible()) {

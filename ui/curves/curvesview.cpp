@@ -15,15 +15,19 @@
 #include <QSet>
 #include <QSignalBlocker>
 #include <QSlider>
+#include <QSplitter>
 #include <QToolButton>
 #include <QToolTip>
+#include <QTreeWidget>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
 #include <algorithm>
 #include <cmath>
 #include <map>
 
+#include "ckpt/index/hparams.h"
 #include "curves/curveaxes.h"
+#include "curves/curvedrawing.h"
 #include "curves/curvescsv.h"
 #include "curves/runfollower.h"
 #include "plotstyle.h"
@@ -80,6 +84,27 @@ void CurvesView::buildControls() {
   m_smoothLabel = new QLabel(this);
   m_smoothLabel->setMinimumWidth(m_smoothLabel->fontMetrics().horizontalAdvance("0.00  "));
   connect(m_smoothSlider, &QSlider::valueChanged, this, [this](int v) { setSmoothing(v / 100.0); });
+  m_smoothMethodBox = new QComboBox(this);
+  m_smoothMethodBox->setObjectName("smoothingMethod");
+  m_smoothMethodBox->addItem(tr("EMA"), int(SmoothingMethod::DebiasedEma));
+  m_smoothMethodBox->addItem(tr("Time-weighted EMA"), int(SmoothingMethod::TimeWeightedEma));
+  m_smoothMethodBox->addItem(tr("Moving average"), int(SmoothingMethod::CentredMovingAverage));
+  m_smoothMethodBox->setItemData(
+      0,
+      tr("Debiased exponential moving average, as TensorBoard's: the slider is the weight of "
+         "the past per logged point"),
+      Qt::ToolTipRole);
+  m_smoothMethodBox->setItemData(
+      1,
+      tr("Exponential moving average over the x distance: runs logged every step and every "
+         "10 steps are smoothed alike"),
+      Qt::ToolTipRole);
+  m_smoothMethodBox->setItemData(
+      2, tr("Mean of the curve over a window centred on each point (it looks ahead)"),
+      Qt::ToolTipRole);
+  connect(m_smoothMethodBox, &QComboBox::activated, this, [this](int i) {
+    setSmoothingMethod(SmoothingMethod(m_smoothMethodBox->itemData(i).toInt()));
+  });
 
   m_axisBox = new QComboBox(this);
   m_axisBox->setObjectName("xaxis");
@@ -127,15 +152,60 @@ void CurvesView::buildControls() {
   controls->addStretch(1);
   auto* smoothing = new QHBoxLayout;
   smoothing->addWidget(new QLabel(tr("Smoothing"), this));
+  smoothing->addWidget(m_smoothMethodBox);
   smoothing->addWidget(m_smoothSlider, 1);
   smoothing->addWidget(m_smoothLabel);
   smoothing->addSpacing(8);
   smoothing->addWidget(fit);
   smoothing->addWidget(exportButton);
 
+  m_groupBox = new QComboBox(this);
+  m_groupBox->setObjectName("groupBy");
+  m_groupBox->setToolTip(
+      tr("Draw runs that share a setting as one line with a band: by a hyperparameter, by all "
+         "hyperparameters but the seed, or by the name without its number"));
+  m_groupBox->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  m_groupBox->addItem(tr("None"), QStringLiteral("none"));
+  connect(m_groupBox, &QComboBox::activated, this,
+          [this](int i) { setGroupBy(m_groupBox->itemData(i).toString()); });
+  m_groupLineBox = new QComboBox(this);
+  m_groupLineBox->setObjectName("groupLine");
+  m_groupLineBox->addItems({tr("Mean"), tr("Median")});
+  connect(m_groupLineBox, &QComboBox::activated, this,
+          [this](int i) { setGroupLine(GroupLine(i)); });
+  m_groupBandBox = new QComboBox(this);
+  m_groupBandBox->setObjectName("groupBand");
+  m_groupBandBox->addItems(
+      {tr("Min to max"), tr("Mean \u00b1 1 std"), tr("25th to 75th percentile")});
+  connect(m_groupBandBox, &QComboBox::activated, this,
+          [this](int i) { setGroupBand(GroupBand(i)); });
+  auto* groups = new QHBoxLayout;
+  groups->addWidget(new QLabel(tr("Group by"), this));
+  groups->addWidget(m_groupBox);
+  groups->addSpacing(8);
+  groups->addWidget(new QLabel(tr("Line"), this));
+  groups->addWidget(m_groupLineBox);
+  groups->addSpacing(8);
+  groups->addWidget(new QLabel(tr("Band"), this));
+  groups->addWidget(m_groupBandBox);
+  groups->addStretch(1);
+
   m_plot = new QCustomPlot(this);
   m_plot->setObjectName("curves");
   m_plot->setMinimumSize(320, 200);
+  m_legend = new CurvesLegend(this);
+  m_legend->setMinimumWidth(120);
+  connect(m_legend, &CurvesLegend::visibilityToggled, this, &CurvesView::onLegendToggled);
+  connect(m_legend, &CurvesLegend::expandedChanged, this, &CurvesView::onLegendExpanded);
+  connect(m_legend, &CurvesLegend::hovered, this, &CurvesView::setHighlight);
+  m_splitter = new QSplitter(Qt::Horizontal, this);
+  m_splitter->setObjectName("curvesSplitter");
+  m_splitter->setChildrenCollapsible(false);
+  m_splitter->addWidget(m_plot);
+  m_splitter->addWidget(m_legend);
+  m_splitter->setStretchFactor(0, 1);
+  m_splitter->setStretchFactor(1, 0);
+  m_splitter->setSizes({700, 200});
   m_status = new QLabel(this);
   m_status->setObjectName("status");
   m_status->setWordWrap(true);
@@ -145,7 +215,8 @@ void CurvesView::buildControls() {
   layout->setContentsMargins(6, 6, 6, 6);
   layout->addLayout(controls);
   layout->addLayout(smoothing);
-  layout->addWidget(m_plot, 1);
+  layout->addLayout(groups);
+  layout->addWidget(m_splitter, 1);
   layout->addWidget(m_status);
   m_smoothLabel->setText(QString::number(m_smoothing, 'f', 2));
 }
@@ -156,21 +227,13 @@ void CurvesView::setUpPlot() {
   m_plot->setAntialiasedElements(QCP::aePlottables | QCP::aeScatters);
   m_plot->addLayer(kMarkerLayer, m_plot->layer("main"), QCustomPlot::limAbove);
 
-  // The legend to the right of the chart, so it never hides a curve.
-  QCPLegend* legend = m_plot->legend;
-  legend->setVisible(true);
-  m_plot->axisRect()->insetLayout()->take(legend);
-  auto* side = new QCPLayoutGrid;
-  m_plot->plotLayout()->addElement(0, 1, side);
-  m_plot->plotLayout()->setColumnStretchFactor(1, 0.001);
-  side->addElement(0, 0, legend);
-  side->addElement(1, 0, new QCPLayoutElement(m_plot));  // takes the height below the legend
-  side->setRowStretchFactor(0, 0.001);
-  side->setMargins(QMargins(0, 10, 8, 0));
-  legend->setBorderPen(Qt::NoPen);
-  legend->setBrush(Qt::NoBrush);
-  legend->setIconSize(22, 10);
-  legend->setLayer("legend");
+  // The legend is a list beside the chart (CurvesLegend): it scrolls.
+  m_plot->legend->setVisible(false);
+  m_highlightCurve = new QCPCurve(m_plot->xAxis, m_plot->yAxis);
+  m_highlightCurve->setLayer("overlay");
+  m_highlightCurve->setSelectable(QCP::stNone);
+  m_highlightCurve->removeFromLegend();
+  m_highlightCurve->setVisible(false);
 
   m_cursor = new QCPItemStraightLine(m_plot);
   m_cursor->setLayer("overlay");
@@ -198,7 +261,11 @@ void CurvesView::setUpPlot() {
   connect(m_plot, &QCustomPlot::mouseRelease, this, &CurvesView::onPlotRelease);
   connect(m_plot->yAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
           [this] { placeBareMarkers(); });
-  connect(m_plot, &QCustomPlot::legendClick, this, &CurvesView::onLegendClick);
+  // Curves are decimated for the view: again whenever the x range or the
+  // width changes (afterLayout: the width is known, nothing painted yet).
+  connect(m_plot, &QCustomPlot::afterLayout, this, &CurvesView::redrawIfViewChanged);
+  connect(m_plot->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
+          &CurvesView::redrawIfViewChanged);
   connect(m_plot, &QCustomPlot::mouseMove, this, &CurvesView::onMouseMove);
   // Once the user zooms or pans, new points no longer move the axes (Fit restores it).
   connect(m_plot, &QCustomPlot::mouseWheel, this, [this] { m_followData = false; });
@@ -213,7 +280,12 @@ void CurvesView::clear(const QString& message) {
   m_follower->stop();
   m_runs.clear();
   m_plots.clear();
+  m_groups.clear();
+  m_groupOf.clear();
   m_plot->clearGraphs();
+  m_highlight = {};
+  m_highlightCurve->setVisible(false);
+  m_legend->setEntries({});
   updateMetricChoices();
   showPlotMessage(message);
   updateStatus();
@@ -231,7 +303,11 @@ void CurvesView::setRuns(std::vector<RunEntry> runs, std::vector<std::string> ex
                                            QPromise<std::shared_ptr<CurveRun>>& promise) {
     for (const RunEntry& run : runs) {
       if (promise.isCanceled()) return;
-      promise.addResult(std::make_shared<CurveRun>(loadCurveRun(run, logs)));
+      auto loaded = std::make_shared<CurveRun>(loadCurveRun(run, logs));
+      std::vector<std::string> problems;
+      loaded->hparams = readHparams(run, &problems);
+      for (const std::string& p : problems) loaded->problems << fromStd(p);
+      promise.addResult(std::move(loaded));
     }
   }));
   updateStatus();
@@ -251,6 +327,8 @@ void CurvesView::takeLoadedRuns() {
     rebuildGraphs();
   } else {
     for (size_t i = before; i < m_runs.size(); ++i) fillRun(i);
+    computeGroups();
+    rebuildLegend();
   }
   updateStatus();
   scheduleReplot();
@@ -260,12 +338,21 @@ void CurvesView::onLoadFinished() {
   if (!m_loadPending || !m_loader.future().isFinished() || m_loader.future().isCanceled()) return;
   takeLoadedRuns();
   m_loadPending = false;
+  // Grouped once every run is there (their hyperparameters decide the choices).
+  updateGroupChoices();
+  if (groupingActive()) rebuildGraphs();
   showPlotMessage(
       m_runs.empty() ? tr("No runs")
       : metrics().empty()
           ? tr("No metrics found: no metrics.jsonl, training log or checkpoint with a loss")
           : QString());
   m_follower->follow(m_runs);
+  // The spacing of all runs, now that all are read: the span of the
+  // distance-based methods (runs read earlier were smoothed with a partial one).
+  if (updateSpacing() && m_smoothMethod != SmoothingMethod::DebiasedEma) {
+    for (size_t i = 0; i < m_runs.size(); ++i) fillRun(i);
+    refillGroups();
+  }
   updateStatus();
   m_replotTimer.stop();
   fitToData();
@@ -329,6 +416,21 @@ void CurvesView::setSmoothing(double weight) {
   m_smoothing = weight;
   // Only the smoothed lines and the markers on them change; the axes stay.
   for (size_t i = 0; i < m_runs.size(); ++i) fillRun(i);
+  refillGroups();
+  m_plot->replot();
+}
+
+void CurvesView::setSmoothingMethod(SmoothingMethod method) {
+  if (method == SmoothingMethod::None) method = SmoothingMethod::DebiasedEma;  // the slider's 0
+  {
+    const QSignalBlocker block(m_smoothMethodBox);
+    m_smoothMethodBox->setCurrentIndex(m_smoothMethodBox->findData(int(method)));
+  }
+  if (method == m_smoothMethod) return;
+  m_smoothMethod = method;
+  for (size_t i = 0; i < m_runs.size(); ++i) fillRun(i);
+  refillGroups();
+  updateStatus();
   m_plot->replot();
 }
 
@@ -368,15 +470,12 @@ void CurvesView::applyAxisTypes() {
 void CurvesView::setRunVisible(const QString& run, bool visible) {
   const int i = runIndex(run);
   if (i < 0) return;
-  RunPlot& rp = m_plots[size_t(i)];
-  rp.visible = visible;
-  for (QCPGraph* g : {rp.raw, rp.smoothed, rp.markers})
-    if (g) g->setVisible(visible);
-  if (rp.raw && effectiveSmoothing() == 0) rp.raw->setVisible(false);
-  if (rp.bare) rp.bare->setVisible(visible);
-  if (rp.smoothed)
-    if (QCPPlottableLegendItem* item = m_plot->legend->itemWithPlottable(rp.smoothed))
-      item->setTextColor(visible ? palette().color(QPalette::Text) : paletteMix(palette(), 0.4));
+  m_plots[size_t(i)].visible = visible;
+  applyVisibility();
+  if (QTreeWidgetItem* row = m_legend->item({false, i})) {
+    const QSignalBlocker block(m_legend->tree());
+    row->setCheckState(0, visible ? Qt::Checked : Qt::Unchecked);
+  }
   m_plot->replot();
 }
 
@@ -461,6 +560,19 @@ void CurvesView::updateStatus() {
     parts << tr("%1 without a %2 not drawn").arg(countText(skipped, "point", "points"), what);
     if (undrawn) parts << tr("%1 with none not drawn").arg(countText(undrawn, "run", "runs"));
   }
+  if (!m_runs.empty() && effectiveSmoothing() > 0 &&
+      m_smoothMethod != SmoothingMethod::DebiasedEma) {
+    const Smoothing sm = smoothingParameters();
+    parts << (m_smoothMethod == SmoothingMethod::TimeWeightedEma
+                  ? tr("time-weighted EMA, half-life %1")
+                  : tr("centred moving average over %1"))
+                 .arg(axisValueText(m_axis, sm.span) + (m_axis == CurveAxis::Step ? tr(" steps")
+                                                        : m_axis == CurveAxis::Tokens
+                                                            ? tr(" tokens")
+                                                            : QString()));
+  }
+  if (m_groupBy != QLatin1String("none") && m_axis != CurveAxis::Step && !m_runs.empty())
+    parts << tr("groups are aligned by step: drawn on the Step axis only");
   if (nonPositive)
     parts
         << tr("%1 at or below 0 off the log scale").arg(countText(nonPositive, "value", "values"));
@@ -493,9 +605,6 @@ void CurvesView::applyColours() {
       style.setBrush(pal.brush(QPalette::Base));
       rp.markers->setScatterStyle(style);
     }
-    if (rp.smoothed && !rp.visible)
-      if (QCPPlottableLegendItem* item = m_plot->legend->itemWithPlottable(rp.smoothed))
-        item->setTextColor(paletteMix(pal, 0.4));
   }
 }
 
@@ -522,14 +631,6 @@ void CurvesView::onPlotRelease(QMouseEvent* event) {
   if (!file.isEmpty()) emit checkpointActivated(file);
 }
 
-void CurvesView::onLegendClick(QCPLegend*, QCPAbstractLegendItem* item, QMouseEvent*) {
-  auto* entry = qobject_cast<QCPPlottableLegendItem*>(item);
-  if (!entry) return;
-  for (size_t i = 0; i < m_plots.size(); ++i)
-    if (m_plots[i].smoothed == entry->plottable())
-      setRunVisible(m_runs[i].name, !m_plots[i].visible);
-}
-
 void CurvesView::readLiveUpdates() {
   if (m_loadPending) return;
   const auto changes = m_follower->readNew(m_runs);
@@ -545,7 +646,10 @@ void CurvesView::readLiveUpdates() {
     }
   }
   if (!any) return;
-  if (updateMetricChoices()) rebuildGraphs();  // the first metric of a run that had none
+  if (updateMetricChoices())
+    rebuildGraphs();  // the first metric of a run that had none
+  else if (groupingActive())
+    refillGroups();  // the groups' statistics with the new points
   if (!metrics().isEmpty()) showPlotMessage({});
   updateStatus();
   scheduleReplot();

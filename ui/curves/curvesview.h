@@ -5,12 +5,17 @@
 #include <QWidget>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
+#include "ckpt/index/run_groups.h"
+#include "ckpt/index/smoothing.h"
 #include "curves/curverun.h"
+#include "curves/curveslegend.h"
 
 class QCPAbstractLegendItem;
 class QCPAbstractPlottable;
+class QCPCurve;
 class QCPGraph;
 class QCPItemStraightLine;
 class QCPItemText;
@@ -21,6 +26,7 @@ class QCustomPlot;
 class QLabel;
 class QMouseEvent;
 class QSlider;
+class QSplitter;
 
 namespace ckpt {
 
@@ -52,12 +58,46 @@ class CurvesView : public QWidget {
   void setMetric(const QString& metric);
   [[nodiscard]] double smoothing() const { return m_smoothing; }
   void setSmoothing(double weight);  // 0 .. 0.99, the slider's steps
+  // Debiased EMA (the slider's weight per point), time-weighted EMA or a
+  // centred moving average; the latter two on x distances: see smoothingSpan().
+  [[nodiscard]] SmoothingMethod smoothingMethod() const { return m_smoothMethod; }
+  void setSmoothingMethod(SmoothingMethod method);
+  // What the curves are smoothed with: the time-weighted EMA's half-life is
+  // the one that behaves as the slider's EMA weight does on points the
+  // shown runs' median spacing apart (halfLifeForWeight); the moving
+  // average's window is twice that. One span for every run, so a run
+  // logged every step and one logged every 10 steps are smoothed alike.
+  [[nodiscard]] Smoothing smoothingParameters() const;
   [[nodiscard]] CurveAxis xAxis() const { return m_axis; }
   void setXAxis(CurveAxis axis);
   [[nodiscard]] bool logScale() const { return m_logY; }
   void setLogScale(bool on);
   // Hides or shows a run (as clicking its legend entry does).
   void setRunVisible(const QString& run, bool visible);
+
+  // Groups (curvegroups.cpp). How runs are grouped, as parseGroupSpec reads
+  // it: "none", "all-but" (every hyperparameter but seed: the default when
+  // a run has a seed), "name" (the name with its last number removed) or a
+  // hyperparameter key. Groups are aligned by step: on another x axis the
+  // runs are drawn one by one.
+  [[nodiscard]] QString groupBy() const { return m_groupBy; }
+  void setGroupBy(const QString& spec);
+  enum class GroupLine { Mean, Median };
+  enum class GroupBand { MinMax, Std, Percentiles };  // percentiles: 25th..75th
+  void setGroupLine(GroupLine line);
+  void setGroupBand(GroupBand band);
+  // The groups drawn as one line with a band (two runs or more), by label.
+  [[nodiscard]] QStringList groupLabels() const;
+  [[nodiscard]] QCPGraph* groupLine(const QString& label) const;
+  // The band's lower and upper edge (the upper one fills down to the lower).
+  [[nodiscard]] std::pair<QCPGraph*, QCPGraph*> groupBandGraphs(const QString& label) const;
+  // How many runs contribute at each step of a group's line.
+  [[nodiscard]] std::vector<int> groupRunCounts(const QString& label) const;
+  // A group shows its runs (as expanding its legend row does), or its line alone.
+  void setGroupExpanded(const QString& label, bool expanded);
+  [[nodiscard]] CurvesLegend* legend() const { return m_legend; }
+  // The run or group whose line is highlighted (hovered here or in the legend).
+  [[nodiscard]] LegendKey highlighted() const { return m_highlight; }
   // Fits the axes to the data and follows new points again after a zoom or pan.
   void fitToData();
 
@@ -75,8 +115,10 @@ class CurvesView : public QWidget {
   [[nodiscard]] QCustomPlot* plot() const { return m_plot; }
   [[nodiscard]] QString statusText() const;
   // What the tooltip says with the mouse at `key` on the x axis (plain text:
-  // the x position, then one line per visible run with its nearest point).
-  [[nodiscard]] QString valuesAt(double key) const;
+  // the x position, then one line per visible run with its nearest point;
+  // past kTooltipLines runs, those nearest `y` when given, then how many more).
+  [[nodiscard]] QString valuesAt(double key, std::optional<double> y = {}) const;
+  static constexpr int kTooltipLines = 12;
   // The checkpoint file behind a marker; empty when `index` is not one.
   [[nodiscard]] QString markerFile(const QString& run, int index) const;
 
@@ -106,6 +148,7 @@ class CurvesView : public QWidget {
     QCPGraph* markers = nullptr;  // checkpoints at the value they record (or logged at their step)
     QCPGraph* bare = nullptr;     // checkpoints without a value: hollow, on the x axis
     std::vector<int64_t> steps;
+    std::vector<double> xs, rawYs, smoothYs;
     std::vector<QString> markerFiles;  // parallel to the marker graph's data
     std::vector<int64_t> markerSteps;  // parallel to the marker graph's data
     std::vector<bool> markerRecorded;  // the checkpoint's own value (else the logged one)
@@ -132,6 +175,17 @@ class CurvesView : public QWidget {
   void fillMarkers(size_t index);
   void placeBareMarkers();
   void appendPoints(size_t index, size_t firstNew);
+  // The smoothed line of a run's sorted points (xs, rawYs -> smoothYs).
+  void smoothRun(RunPlot& rp, const MetricSeries& series, const std::vector<size_t>& order);
+  // Decimates a run's curves for the view now shown (curvedrawing.h).
+  void drawRun(RunPlot& rp);
+  // Redraws every curve when the x range or the plot's width changed since
+  // the last time (on zoom, pan, resize; before the replot paints).
+  void redrawIfViewChanged();
+  // The pixel columns curves are decimated for: the axis rect's width.
+  [[nodiscard]] int drawnPixels() const;
+  // The median x spacing of the shown runs' points; true when it changed.
+  bool updateSpacing();
   // Refills the metric box; true when the metric shown changed.
   bool updateMetricChoices();
   void applyAxisTypes();
@@ -140,7 +194,40 @@ class CurvesView : public QWidget {
   void scheduleReplot();
   void readLiveUpdates();
   void onPlotRelease(QMouseEvent* event);
-  void onLegendClick(QCPLegend* legend, QCPAbstractLegendItem* item, QMouseEvent* event);
+  // Groups (curvegroups.cpp).
+  struct GroupPlot {
+    QString label;
+    std::vector<size_t> runs;  // indices into m_runs, in natural order of their names
+    bool expanded = false;
+    bool visible = true;
+    QCPGraph* line = nullptr;
+    QCPGraph* low = nullptr;
+    QCPGraph* high = nullptr;
+    std::vector<int64_t> steps;
+    std::vector<int> counts;
+    std::vector<double> xs, lineYs, lowYs, highYs;  // smoothed as the runs are
+    std::vector<double> rawLine;                    // before smoothing (the tooltip's raw)
+  };
+  [[nodiscard]] bool groupingActive() const;
+  // The groups of the runs loaded (m_groups, m_groupOf); graphs not yet made.
+  void computeGroups();
+  // The line and band of each group of two runs or more, for the metric shown.
+  void fillGroups();
+  void drawGroup(GroupPlot& gp);
+  // The groups' lines again (smoothing changed, points arrived); runs stay.
+  void refillGroups();
+  // Which graphs show: hidden runs and groups, a group's runs only when expanded.
+  void applyVisibility();
+  void updateGroupChoices();
+  void rebuildLegend();
+  [[nodiscard]] QColor runColour(size_t index) const;
+  [[nodiscard]] int groupIndex(const QString& label) const;
+  void setHighlight(const LegendKey& key);
+  void refreshHighlight();  // its data again after a redraw
+  // The visible run or group line nearest `pos` within a few pixels.
+  [[nodiscard]] LegendKey curveAt(const QPointF& pos) const;
+  void onLegendToggled(const LegendKey& key, bool visible);
+  void onLegendExpanded(const LegendKey& key, bool expanded);
   void onMouseMove(QMouseEvent* event);
   void chooseExport(const QString& format);
   [[nodiscard]] int runIndex(const QString& run) const;
@@ -154,23 +241,42 @@ class CurvesView : public QWidget {
   QComboBox* m_metricBox = nullptr;
   QSlider* m_smoothSlider = nullptr;
   QLabel* m_smoothLabel = nullptr;
+  QComboBox* m_smoothMethodBox = nullptr;
   QComboBox* m_axisBox = nullptr;
   QCheckBox* m_logBox = nullptr;
   QCustomPlot* m_plot = nullptr;
   QLabel* m_status = nullptr;
   QCPItemStraightLine* m_cursor = nullptr;
   QCPItemText* m_message = nullptr;
+  QComboBox* m_groupBox = nullptr;
+  QComboBox* m_groupLineBox = nullptr;
+  QComboBox* m_groupBandBox = nullptr;
+  CurvesLegend* m_legend = nullptr;
+  QSplitter* m_splitter = nullptr;
+  QCPCurve* m_highlightCurve = nullptr;  // the hovered curve drawn again, wide, on top
+                                         // (not a graph: clearGraphs() leaves it)
+  LegendKey m_highlight;
 
   std::vector<CurveRun> m_runs;  // in the order setRuns() gave them (colours follow it)
   std::vector<RunPlot> m_plots;  // parallel to m_runs
   QString m_metric;
   bool m_metricChosen = false;  // by the user (setMetric); until then "loss" is preferred
   double m_smoothing = 0.6;     // TensorBoard's default
+  SmoothingMethod m_smoothMethod = SmoothingMethod::DebiasedEma;
+  double m_spacing = 1;                       // updateSpacing()
+  double m_drawnLower = 0, m_drawnUpper = 0;  // the x range the curves were decimated for
+  int m_drawnPixels = 0;
   CurveAxis m_axis = CurveAxis::Step;
   bool m_logY = false;
   bool m_followData = true;  // fit the axes to new points until the user zooms or pans
   QPointF m_pressPos;        // where the last button press was (a click, or a drag)
   QString m_exportDir;
+  QString m_groupBy = QStringLiteral("none");
+  bool m_groupChosen = false;  // by the user; until then all-but-seed when runs have a seed
+  GroupLine m_groupLine = GroupLine::Mean;
+  GroupBand m_groupBand = GroupBand::MinMax;
+  std::vector<GroupPlot> m_groups;
+  std::vector<size_t> m_groupOf;  // run index -> its group
 
   // Shared pointers: a result is moved out, not copied (a copy of a
   // million-point series on the GUI thread would also lose its spare capacity).

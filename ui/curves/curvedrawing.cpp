@@ -1,0 +1,127 @@
+#include "curves/curvedrawing.h"
+
+#include <qcustomplot.h>
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <stdexcept>
+#include <vector>
+
+#include "ckpt/index/decimate.h"
+#include "curves/curvesview.h"
+#include "textformat.h"
+
+namespace ckpt {
+
+void showDecimated(QCPGraph* graph, std::span<const double> x, std::span<const double> y,
+                   double lower, double upper, int pixels) {
+  QVector<QCPGraphData> data;
+  std::vector<size_t> keep;
+  if (!x.empty()) {
+    const bool usable =
+        std::isfinite(lower) && std::isfinite(upper) && upper > lower && pixels >= 1;
+    try {
+      if (usable) keep = decimateM4(x, y, lower, upper, pixels);
+    } catch (const std::invalid_argument&) {
+      keep.clear();  // x out of order cannot happen (the caller sorts); show the ends
+    }
+    if (keep.empty()) {
+      keep.push_back(0);
+      if (x.size() > 1) keep.push_back(x.size() - 1);
+    }
+  }
+  data.reserve(qsizetype(keep.size()));
+  for (size_t i : keep) data.append(QCPGraphData(x[i], y[i]));
+  graph->data()->set(data, /*alreadySorted=*/true);
+}
+
+// ------------------------------------------------ CurvesView: drawing, smoothing
+
+Smoothing CurvesView::smoothingParameters() const {
+  const double weight = effectiveSmoothing();
+  if (weight <= 0) return {};
+  if (m_smoothMethod == SmoothingMethod::DebiasedEma)
+    return {SmoothingMethod::DebiasedEma, weight, 0};
+  const double halfLife = halfLifeForWeight(weight, m_spacing);
+  return {m_smoothMethod, weight,
+          m_smoothMethod == SmoothingMethod::TimeWeightedEma ? halfLife : 2 * halfLife};
+}
+
+void CurvesView::smoothRun(RunPlot& rp, const MetricSeries& series,
+                           const std::vector<size_t>& order) {
+  const Smoothing smoothing = smoothingParameters();
+  if (smoothing.method == SmoothingMethod::None ||
+      smoothing.method == SmoothingMethod::DebiasedEma) {
+    // In logging order, and kept with the EMA's state: live points are
+    // smoothed alone (appendPoints).
+    smoothAll(rp, series);
+    rp.smoothYs.clear();
+    rp.smoothYs.reserve(order.size());
+    for (size_t j : order) rp.smoothYs.push_back(rp.smoothedValues[j]);
+    return;
+  }
+  rp.smoothedValues.clear();  // appendPoints smooths the whole curve again
+  try {
+    rp.smoothYs = smoothCurve(rp.xs, rp.rawYs, smoothing);
+  } catch (const std::invalid_argument&) {
+    rp.smoothYs = rp.rawYs;  // a span of 0 (one point per run): nothing to smooth over
+  }
+}
+
+int CurvesView::drawnPixels() const {
+  // Before its first layout (a window not shown yet) the axis rect has no
+  // size: the widget's width stands in until the layout redraws.
+  const int width = m_plot->axisRect()->width();
+  return width > 0 ? width : std::max(1, m_plot->width());
+}
+
+void CurvesView::drawRun(RunPlot& rp) {
+  if (!rp.raw) return;
+  const QCPRange range = m_plot->xAxis->range();
+  const int pixels = drawnPixels();
+  showDecimated(rp.raw, rp.xs, rp.rawYs, range.lower, range.upper, pixels);
+  showDecimated(rp.smoothed, rp.xs, rp.smoothYs, range.lower, range.upper, pixels);
+}
+
+void CurvesView::redrawIfViewChanged() {
+  const QCPRange range = m_plot->xAxis->range();
+  const int pixels = drawnPixels();
+  if (range.lower == m_drawnLower && range.upper == m_drawnUpper && pixels == m_drawnPixels) return;
+  m_drawnLower = range.lower;
+  m_drawnUpper = range.upper;
+  m_drawnPixels = pixels;
+  for (RunPlot& rp : m_plots)
+    if (rp.raw && (rp.raw->visible() || rp.smoothed->visible())) drawRun(rp);
+  for (GroupPlot& gp : m_groups)
+    if (gp.line && gp.line->visible()) drawGroup(gp);
+  refreshHighlight();
+}
+
+bool CurvesView::updateSpacing() {
+  std::vector<double> spacings;
+  const std::string metric = pathToStd(m_metric);
+  for (const CurveRun& run : m_runs) {
+    const MetricSeries* s = run.find(metric);
+    if (!s) continue;
+    std::optional<double> first, last;
+    size_t n = 0;
+    for (const MetricPoint& p : s->points)
+      if (const auto x = run.x(p, m_axis)) {
+        if (!first) first = x;
+        last = x;
+        ++n;
+      }
+    if (n >= 2 && *last > *first) spacings.push_back((*last - *first) / double(n - 1));
+  }
+  double spacing = 1;
+  if (!spacings.empty()) {
+    std::nth_element(spacings.begin(), spacings.begin() + std::ptrdiff_t(spacings.size() / 2),
+                     spacings.end());
+    spacing = spacings[spacings.size() / 2];
+  }
+  if (spacing == m_spacing) return false;
+  m_spacing = spacing;
+  return true;
+}
+
+}  // namespace ckpt
