@@ -120,6 +120,7 @@ class TestRemote : public QObject {
   void badRequestsKeepServing();
   void rootConfinement();
   void cancelLongRequest();
+  void statsAndSlice();
   void metricsSinceOffset();
   void watchReportsNewCheckpoint();
   void clientGoneEndsAgent();
@@ -311,6 +312,48 @@ void TestRemote::cancelLongRequest() {
   m = a.call(4, "cancel", {{"id", "long"}});
   QVERIFY2(m["id"] == 4 && m["result"]["cancelled"] == false, m.dump().c_str());
   QCOMPARE(a.call(5, "hello")["result"]["protocol"], 1);
+}
+
+void TestRemote::statsAndSlice() {
+  // Four float32 values whose statistics are worked out by hand.
+  const QString dir = m_tmp.path() + "/small";
+  QVERIFY(QDir().mkpath(dir));
+  QByteArray header = QByteArray::fromStdString(
+      json{{"w", {{"dtype", "F32"}, {"shape", {2, 2}}, {"data_offsets", {0, 16}}}}}.dump());
+  while (header.size() % 8) header += ' ';
+  QByteArray file(8, '\0');
+  file[0] = char(header.size());
+  file += header;
+  for (const float v : {1.0f, -2.0f, 3.0f, 4.0f})
+    file += QByteArray(reinterpret_cast<const char*>(&v), 4);
+  writeFile(dir + "/w.safetensors", file);
+  Agent a;
+  a.call(1, "hello");
+  a.call(2, "open", {{"path", dir.toStdString()}});
+  const std::string path = (dir + "/w.safetensors").toStdString();
+  json r = a.call(3, "stats", {{"path", path}, {"tensor", "w"}});
+  QVERIFY2(r.contains("result"), r.dump().c_str());
+  const json& s = r["result"]["stats"];
+  QCOMPARE(s["count"].get<int>(), 4);
+  QCOMPARE(s["min"].get<double>(), -2.0);
+  QCOMPARE(s["max"].get<double>(), 4.0);
+  QCOMPARE(s["mean"].get<double>(), 1.5);
+  // sample std: sum (x - 1.5)^2 = 0.25 + 12.25 + 2.25 + 6.25 = 21, / 3 = 7
+  QVERIFY(std::abs(s["std"].get<double>() - std::sqrt(7.0)) < 1e-12);
+  QVERIFY(std::abs(s["l2norm"].get<double>() - std::sqrt(30.0)) < 1e-12);
+  r = a.call(4, "slice", {{"path", path}, {"tensor", 0}, {"first", 1}, {"count", 2}});
+  QCOMPARE(QByteArray::fromStdString(r["result"].dump()),
+           QByteArray(R"({"first":1,"numel":4,"tensor":0,"values":[-2.0,3.0]})"));
+  // Past the end: what there is; over the limit: refused, naming the field.
+  r = a.call(5, "slice", {{"path", path}, {"tensor", "w"}, {"first", 3}, {"count", 10}});
+  QCOMPARE(r["result"]["values"].size(), size_t(1));
+  r = a.call(6, "slice", {{"path", path}, {"tensor", "w"}, {"count", 65537}});
+  QCOMPARE(r["error"]["code"], "bad_field");
+  QVERIFY(r["error"]["message"].get<std::string>().rfind("count", 0) == 0);
+  r = a.call(7, "stats", {{"path", path}, {"tensor", "nope"}});
+  QCOMPARE(r["error"]["code"], "not_found");
+  r = a.call(8, "stats", {{"path", path}, {"tensor", 1}});
+  QCOMPARE(r["error"]["code"], "bad_field");
 }
 
 void TestRemote::metricsSinceOffset() {
