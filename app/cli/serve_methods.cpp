@@ -108,9 +108,10 @@ Json metricsSince(const Call& call) {
       for (auto& [metric, p] : readMetricsJsonl(file, uint64_t(from), &end, &problems))
         points.push_back(Json{{"metric", metric}, {"point", remote::pointToWire(p)}});
     } else {
-      throw ProtocolError("bad_field", "since: " + it.key() +
-                                           " is not followed line by line (a metrics.jsonl or a "
-                                           "console log): ask for its runs without since");
+      // Read whole (trainer_state.json, metrics.csv, event files): whether
+      // it changed; the client reads its run again then.
+      f["reread"] = size != uint64_t(from);
+      end = size;
     }
     f["to"] = end;
     f["points"] = std::move(points);
