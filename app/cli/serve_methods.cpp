@@ -30,9 +30,7 @@ Json orNull(const std::string& s) {
 
 // JSON has no NaN: as on the metrics wire, "nan", "inf", "-inf".
 Json real(double d) {
-  if (std::isnan(d)) return "nan";
-  if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
-  return d;
+  return remote::numberToWire(d);
 }
 
 std::unique_ptr<CheckpointFile> openCheckpoint(const std::string& path) {

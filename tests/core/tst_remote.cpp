@@ -128,6 +128,7 @@ class TestRemote : public QObject {
   // ---- through a real sshd
   void remoteEqualsLocal_data();
   void remoteEqualsLocal();
+  void scpFormAndLocalNamesWithAColon();
   void oddPathRunsNothing();
   void missingAgentSaysHowToInstall();
   void tooOldAgentNamesBothVersions();
@@ -483,6 +484,31 @@ void TestRemote::remoteEqualsLocal() {
   if (l.exitCode == 1 && QString(QTest::currentDataTag()) == "unreadable") QCOMPARE(r.err, l.err);
   if (QString(QTest::currentDataTag()) == "missing")
     QVERIFY2(r.err.contains("no-such-folder"), r.err.constData());
+}
+
+void TestRemote::scpFormAndLocalNamesWithAColon() {
+  if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+  const QString dir = kFixtures + "/experiment/checkpoints";
+  const ProcessResult l = cli({"ls", "--json", dir});
+  // host:/path (the port from the ssh config) is remote ...
+  const ProcessResult r = cli({"ls", "--json", "127.0.0.1:" + dir}, sshEnv());
+  QCOMPARE(r.exitCode, 0);
+  QCOMPARE(r.out, l.out);
+  // ... unless a local path of that name exists: then it is read here (ssh
+  // is not even started: it is `false` in this run).
+  const QString cwd = m_tmp.path() + "/colon";
+  QVERIFY(QDir().mkpath(cwd + "/127.0.0.1:run"));
+  QVERIFY(QFile::copy(kFixtures + "/experiment/checkpoints/tiny-dpo/tiny-dpo_step20.pt",
+                      cwd + "/127.0.0.1:run/tiny_step20.pt"));
+  QProcessEnvironment env = sshEnv();
+  env.insert("CKPTSCOPE_SSH", "false");
+  QProcess p;
+  p.setProcessEnvironment(env);
+  p.setWorkingDirectory(cwd);
+  p.start(kCli, {"ls", "--json", "127.0.0.1:run"});
+  const ProcessResult local = ckpt::test::finishProcess(p, 60000);
+  QVERIFY2(local.exitCode == 0, local.err.constData());
+  QVERIFY(local.out.contains("tiny_step20.pt"));
 }
 
 void TestRemote::oddPathRunsNothing() {

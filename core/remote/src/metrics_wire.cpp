@@ -9,12 +9,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-Json real(double d) {
-  if (std::isnan(d)) return "nan";
-  if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
-  return d;
-}
-
 double realFrom(const Json& j, const char* field) {
   if (j.is_number()) return j.get<double>();
   if (j.is_string()) {
@@ -34,7 +28,7 @@ const Json& field(const Json& j, const char* name) {
 
 Json numbers(const std::map<std::string, double>& m) {
   Json o = Json::object();
-  for (const auto& [k, v] : m) o[k] = real(v);
+  for (const auto& [k, v] : m) o[k] = numberToWire(v);
   return o;
 }
 
@@ -61,8 +55,15 @@ CheckpointKind kindFrom(const Json& j) {
 
 }  // namespace
 
+Json numberToWire(double d) {
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+  return d;
+}
+
 Json pointToWire(const MetricPoint& p) {
-  return Json::array({p.step, real(p.value), p.wallTime ? real(*p.wallTime) : Json(nullptr),
+  return Json::array({p.step, numberToWire(p.value),
+                      p.wallTime ? numberToWire(*p.wallTime) : Json(nullptr),
                       p.tokens ? Json(*p.tokens) : Json(nullptr)});
 }
 

@@ -15,6 +15,9 @@ nlohmann::ordered_json runMetricsToWire(const RunMetrics& run);
 // Throws std::runtime_error naming the field that is missing or wrong.
 RunMetrics runMetricsFromWire(const nlohmann::ordered_json& j);
 
+// A number on the wire: itself, or "nan", "inf", "-inf" (JSON has none of them).
+nlohmann::ordered_json numberToWire(double d);
+
 // A point as [step, value, wall_time|null, tokens|null].
 nlohmann::ordered_json pointToWire(const MetricPoint& p);
 MetricPoint pointFromWire(const nlohmann::ordered_json& j);
