@@ -7,6 +7,7 @@
 //   build/fuzz/tests/fuzz/fuzz_reader -max_len=65536 -timeout=5 CORPUS_DIR
 // Seed the corpus with the test fixtures (build/dev/tests/fixtures).
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -20,9 +21,16 @@
 
 using namespace ckpt;
 
-static std::set<std::string> offenders(const SafetyReport& r) {
+// The offenders' names, when all are ASCII. A protocol 0 text name
+// (UNICODE, STRING) with other bytes is spelt as Python decodes it by the
+// reader and as its raw bytes by the scan: same verdict, other spelling
+// (a known difference, see README), not compared.
+static std::optional<std::set<std::string>> offenders(const SafetyReport& r) {
   const std::vector<std::string> v = r.offenders();
-  return {v.begin(), v.end()};
+  for (const std::string& name : v)
+    for (const char c : name)
+      if (static_cast<unsigned char>(c) >= 0x80) return std::nullopt;
+  return std::set<std::string>(v.begin(), v.end());
 }
 
 static void exerciseFile(const uint8_t* data, size_t size) {
@@ -44,7 +52,10 @@ static void exerciseFile(const uint8_t* data, size_t size) {
     const auto f = CheckpointFile::openBytes(name, bytes, options);
     // One pass: the verdict of the reader's own walk is the scan's.
     if (const SafetyReport* walked = f->safety())
-      if (walked->verdict != r.verdict || offenders(*walked) != offenders(r)) __builtin_trap();
+      if (walked->verdict != r.verdict)
+        __builtin_trap();
+      else if (const auto a = offenders(*walked), b = offenders(r); a && b && *a != *b)
+        __builtin_trap();
     (void)toJson(*f, 100000);
     const CheckpointView view(*f);
     (void)view.optimizerParams();
