@@ -59,7 +59,7 @@ class TestSeriesPoints : public QObject {
   }
   void randomOperations() {
     QFETCH(int, seed);
-    std::mt19937_64 rng(uint64_t(seed));
+    std::mt19937_64 rng{uint64_t(seed)};
     auto pick = [&rng](int n) { return int(rng() % uint64_t(n)); };
     const double specials[] = {0.0,
                                -0.0,
