@@ -66,6 +66,9 @@ bool PointColumn<T>::load(std::string_view& in, size_t maxSize) {
 
 template <typename T>
 T PointColumn<T>::progression(size_t i) const {
+  // The first value as it came: first + stride * 0 is not it when the
+  // stride is infinite or NaN (inf * 0 is NaN) or the first is -0.0.
+  if (i == 0) return m_first;
   if constexpr (std::is_same_v<T, double>) {
     return m_first + m_stride * double(i);
   } else {
@@ -85,6 +88,10 @@ void PointColumn<T>::makeDense() {
 template <typename T>
 void PointColumn<T>::push(T v) {
   if (m_dense) {
+    // Grow by half again, not libstdc++'s doubling: a sweep's columns stay
+    // within 1.5x the 8 bytes a point they need.
+    if (m_values.size() == m_values.capacity())
+      m_values.reserve(m_values.capacity() + m_values.capacity() / 2 + 16);
     m_values.push_back(v);
   } else if (m_size == 0) {
     m_first = v;
