@@ -174,9 +174,10 @@ class TestOnePass : public QObject {
           if (c["verdict"].is_null()) continue;
           const std::string path = canonical(root + "/" + std::string(c["file"]));
           const auto it = scanVerdict.find(path);
-          // A Trainer's checkpoint-N folder is listed by `ls` as one
-          // checkpoint (its worst file); `scan` lists the files in it.
-          if (it == scanVerdict.end() && fs::is_directory(path)) continue;
+          // A Trainer's checkpoint-N folder and a shard index are listed by
+          // `ls` as one checkpoint (its worst file); `scan` lists the files.
+          if (it == scanVerdict.end() && (fs::is_directory(path) || path.ends_with(".json")))
+            continue;
           QVERIFY2(it != scanVerdict.end(), ("scan --json does not list " + path).c_str());
           QVERIFY2(
               it->second == c["verdict"],
@@ -215,7 +216,7 @@ class TestOnePass : public QObject {
             record == "pickle 1")
           main += n;
       }
-      if (fs::path(path).filename() == "_pickle_legacy_magic.pt")
+      if (fs::path(path).filename().string().ends_with("_legacy_magic.pt"))
         QEXPECT_FAIL("",
                      "a plain pickle holding the legacy magic number: the reader reads it as a "
                      "plain pickle, the scan walks it again as a legacy file (issue #24, open)",
