@@ -121,7 +121,10 @@ void printText(const ScanResult& r) {
                   humanBytes(c.size).c_str(), localTime(c.mtime).c_str(), c.file.c_str());
       if (!c.sharded.empty()) std::printf("  %8s  %s\n", "", c.sharded.c_str());
       if (c.best) std::printf("  %8s  best (trainer_state.json)\n", "");
-      if (c.latest) std::printf("  %8s  latest (DeepSpeed's latest file)\n", "");
+      if (c.latest)
+        std::printf("  %8s  latest (%s)\n", "",
+                    c.trainer == "megatron" ? "latest_checkpointed_iteration.txt"
+                                            : "DeepSpeed's latest file");
       if (!c.parts.empty()) {
         std::string parts;
         for (const CheckpointPart& p : c.parts) parts += (parts.empty() ? "" : ", ") + p.file;

@@ -234,6 +234,46 @@ class TestTfEvents : public QObject {
     }
   }
 
+  void lsListsEventFoldersAsRuns() {
+    // A folder of event files and nothing else is a run (0 checkpoints,
+    // written by TensorBoard's writers), the folders the Python reader reads
+    // as runs; a Trainer's runs/<launch>/ folders are its run's, not runs.
+    const auto r =
+        run(QStringLiteral(CKPT_CLI), {"ls", QString::fromStdString(kFixtures), "--json"});
+    QCOMPARE(r.exitCode, 0);
+    const json got = json::parse(r.out.toStdString());
+    std::set<std::string> want{"hf/hfrun", "tb_live"};
+    for (const auto& [name, series] : expected()["runs"].items()) want.insert("tb/" + name);
+    std::set<std::string> names;
+    for (const json& run : got["runs"]) {
+      const std::string name = run["name"].get<std::string>();
+      names.insert(name);
+      // The files it is listed for: the event files its folders hold.
+      std::set<std::string> events;
+      for (const std::string& folder : {std::string(), std::string("/runs")}) {
+        std::error_code ec;
+        for (fs::recursive_directory_iterator it(kFixtures + "/" + name + folder, ec), end;
+             !ec && it != end; it.increment(ec))
+          if (it->path().filename().string().starts_with("events.out.tfevents.") &&
+              (folder.empty() ? it->path().parent_path() == fs::path(kFixtures + "/" + name)
+                              : true))
+            events.insert(fs::canonical(it->path()).string());
+      }
+      std::set<std::string> listed;
+      for (const json& f : run["metrics"])
+        listed.insert(fs::canonical(f.get<std::string>()).string());
+      QVERIFY2(listed == events, name.c_str());
+      if (name == "hf/hfrun") {
+        QCOMPARE(run["checkpoints"].size(), size_t(1));
+        QCOMPARE(events.size(), size_t(2));
+        continue;
+      }
+      QCOMPARE(run["checkpoints"].size(), size_t(0));
+      QCOMPARE(run["trainer"].get<std::string>(), std::string("tensorboard"));
+    }
+    QCOMPARE(names, want);
+  }
+
   void followsAGrowingFile() {
     // A writer appends in pieces that cut records anywhere: each read stops
     // after the last whole record and the next goes on from there; together

@@ -13,6 +13,7 @@
 #include "ckpt/format/input_file.h"
 #include "ckpt/format/sharded.h"
 #include "ckpt/index/natural_order.h"
+#include "ckpt/index/trainers.h"
 
 namespace fs = std::filesystem;
 
@@ -60,18 +61,6 @@ bool isShardName(std::string_view name) {
 bool isFile(const fs::path& p) {
   std::error_code ec;
   return fs::is_regular_file(p, ec);
-}
-
-int verdictRank(std::string_view v) {
-  if (v == "dangerous") return 3;
-  if (v == "unreadable") return 2;
-  if (v == "suspicious") return 1;
-  return 0;
-}
-
-bool isPickleName(const fs::path& p) {
-  const std::string ext = p.extension().string();
-  return ext == ".pt" || ext == ".pth" || ext == ".bin";
 }
 
 // Python's json.dump writes NaN, Infinity and -Infinity bare (a loss that
@@ -280,28 +269,9 @@ CheckpointEntry describeHfCheckpoint(const std::string& dir, const std::string& 
   std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) {
     return naturalLess(a.filename().string(), b.filename().string());
   });
-  for (const fs::path& f : files) {
-    CheckpointPart part;
-    part.file = f.filename().string();
-    part.role = std::string(hfPartRole(part.file));
-    part.path = f.string();
-    std::error_code sec;
-    part.size = uint64_t(fs::file_size(f, sec));
-    if (sec) part.size = 0;
-    e.size += part.size;
-    if (isPickleName(f)) {
-      const CheckpointSafety safety = scanCheckpoint(part.path);
-      part.verdict = std::string(verdictName(safety.verdict));
-      if (verdictRank(part.verdict) > verdictRank(e.verdict)) {
-        e.verdict = part.verdict;
-        e.safety = part.file + ": " + safety.summary();
-      }
-      for (const std::string& o : safety.offenders())
-        if (std::find(e.offenders.begin(), e.offenders.end(), o) == e.offenders.end())
-          e.offenders.push_back(o);
-    }
-    e.parts.push_back(std::move(part));
-  }
+  for (const fs::path& f : files)
+    addCheckpointPart(e, f.string(), f.filename().string(),
+                      std::string(hfPartRole(f.filename().string())));
   return e;
 }
 

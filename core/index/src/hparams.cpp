@@ -120,6 +120,11 @@ void readCheckpointConfig(const RunEntry& run, Hparams& into, std::vector<std::s
     if (const Value* args = view.lookup("model_args"); args && args->isDict())
       sections["data"] = valueToJson(args, 10'000);  // a dropped section name, as model's
     addJsonHparams(sections, into);
+    // Megatron-LM saves its parsed command line, an argparse.Namespace: its
+    // attributes are the BUILD state the reader kept (the class is never run).
+    if (const Value* args = view.lookup("args");
+        args && args->kind == Value::Kind::Object && args->state && args->state->isDict())
+      addJsonHparams(valueToJson(args->state, 10'000), into);
   } catch (const std::exception& e) {
     problems.push_back(e.what());
   }

@@ -7,6 +7,7 @@
 #include "ckpt/index/natural_order.h"
 #include "ckpt/index/run_plan.h"
 #include "ckpt/index/tfevents.h"
+#include "ckpt/index/trainers.h"
 
 #include <algorithm>
 #include <cmath>
@@ -572,10 +573,11 @@ std::vector<MetricSourceFile> findMetricSources(const RunEntry& run,
   }
   // Event files: after metrics.jsonl, in the order TensorBoard reads them;
   // then a Hugging Face Trainer's (its logging_dir is <run>/runs/<date>_<host>/,
-  // a new one each launch), folder by folder.
+  // a new one each launch) and torchtitan's (tb/<timestamp>/), folder by folder.
   for (const std::string& p : tfEventFilesIn(dir.string())) add(p, MetricSource::TensorBoard, true);
-  for (const std::string& p : tfEventFilesInSubfolders((dir / "runs").string()))
-    add(p, MetricSource::TensorBoard, true);
+  for (const std::string_view folder : kRunEventFolders)
+    for (const std::string& p : tfEventFilesInSubfolders((dir / folder).string()))
+      add(p, MetricSource::TensorBoard, true);
   // Later files win a step: by modification time (a restarted job's new
   // log is newer), then by path.
   std::vector<std::pair<fs::file_time_type, MetricSourceFile>> timed;
@@ -679,53 +681,11 @@ RunMetrics collectRunMetrics(const RunEntry& run, const std::vector<std::string>
   return collectOne(run, findMetricSources(run, extraLogs), cache);
 }
 
-namespace {
-
-RunEntry runOfFolder(const std::string& root, const std::string& dir) {
-  RunEntry r;
-  r.name = runNameFor(root, dir);
-  r.path = dir;
-  r.root = root;
-  return r;
-}
-
-}  // namespace
-
 std::vector<RunEntry> findMetricRuns(const std::string& path) {
   std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    // Runs that log but have not saved a checkpoint yet are among them.
-    std::vector<RunEntry> runs = scanDirectory(path).runs;
-    std::set<std::string> dirs;
-    for (const RunEntry& r : runs) dirs.insert(fileKey(r.path));
-    std::set<std::string> eventDirs;
-    fs::recursive_directory_iterator it(path, fs::directory_options::skip_permission_denied, ec);
-    for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      std::error_code fec;
-      if (it->is_directory(fec) && it->path().filename().string().rfind('.', 0) == 0) {
-        it.disable_recursion_pending();
-        continue;
-      }
-      if (!isTfEventsFileName(it->path().filename().string()) || !it->is_regular_file(fec))
-        continue;
-      const std::string dir = it->path().parent_path().string();
-      if (!dirs.count(fileKey(dir))) eventDirs.insert(dir);
-    }
-    if (eventDirs.empty()) return runs;
-    // A folder of event files is a run of its own unless a run reads it
-    // (a Hugging Face Trainer's <run>/runs/<date>_<host>/).
-    std::set<std::string> claimed;
-    for (const RunEntry& r : runs)
-      for (const MetricSourceFile& s : findMetricSources(r))
-        if (s.kind == MetricSource::TensorBoard)
-          claimed.insert(fileKey(fs::path(s.path).parent_path()));
-    for (const std::string& dir : eventDirs)
-      if (!claimed.count(fileKey(dir)) && dirs.insert(fileKey(dir)).second)
-        runs.push_back(runOfFolder(path, dir));
-    std::sort(runs.begin(), runs.end(),
-              [](const RunEntry& a, const RunEntry& b) { return naturalLess(a.name, b.name); });
-    return runs;
-  }
+  // The scanner's runs are those without checkpoints too: metrics files,
+  // event-file folders (scanner.h).
+  if (fs::is_directory(path, ec)) return scanDirectory(path).runs;
   if (!fs::is_regular_file(path, ec))
     throw std::runtime_error(
         path + ": " + (fs::exists(path, ec) ? "not a regular file" : "no such file or directory"));

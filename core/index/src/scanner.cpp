@@ -18,9 +18,13 @@
 #include "ckpt/format/tensor_data.h"
 #include "ckpt/index/hf_trainer.h"
 #include "ckpt/index/lightning.h"
+#include "ckpt/index/megatron.h"
 #include "ckpt/index/mlflow.h"
 #include "ckpt/index/natural_order.h"
 #include "ckpt/index/run_plan.h"
+#include "ckpt/index/tfevents.h"
+#include "ckpt/index/torchtitan.h"
+#include "ckpt/index/trainers.h"
 
 namespace fs = std::filesystem;
 
@@ -56,6 +60,22 @@ std::string stripError(const std::string& message, const std::string& path) {
 }
 
 }  // namespace
+
+std::string_view trainerTitle(std::string_view id) {
+  // Proper nouns: the same in every language.
+  static const std::map<std::string_view, std::string_view> titles = {
+      {kHfTrainerId, "Hugging Face Trainer"},
+      {kLightningId, "PyTorch Lightning"},
+      {kMlflowId, "MLflow"},
+      {kTensorBoardId, "TensorBoard"},
+      {kNanoGptId, "nanoGPT"},
+      {kDeepSpeedId, "DeepSpeed"},
+      {kMegatronId, "Megatron-LM"},
+      {kTorchtitanId, "torchtitan"},
+      {kCkptScopeId, "CkptScope (metrics.jsonl)"}};
+  const auto it = titles.find(id);
+  return it == titles.end() ? id : it->second;
+}
 
 std::string_view checkpointKindName(CheckpointKind k) {
   switch (k) {
@@ -198,6 +218,8 @@ CheckpointEntry describeCheckpoint(const std::string& path, const std::string& r
     if (view.lookup("iter_num") && !e.scalars.count("val_loss"))
       if (const auto v = numberOrScalar(*file, view.lookup("best_val_loss")))
         e.scalars["val_loss"] = *v;
+    if (view.lookup("iter_num") && view.lookup("model_args")) e.trainer = std::string(kNanoGptId);
+    if (e.layout == "deepspeed") e.trainer = std::string(kDeepSpeedId);
     e.kind = name.kind;
     if (view.isFinal())
       e.kind = CheckpointKind::Final;
@@ -214,6 +236,42 @@ CheckpointEntry describeCheckpoint(const std::string& path, const std::string& r
     }
   }
   return e;
+}
+
+namespace {
+
+int verdictRank(std::string_view v) {
+  if (v == "dangerous") return 3;
+  if (v == "unreadable") return 2;
+  if (v == "suspicious") return 1;
+  return 0;
+}
+
+}  // namespace
+
+void addCheckpointPart(CheckpointEntry& e, const std::string& path, std::string file,
+                       std::string role) {
+  CheckpointPart part;
+  part.file = std::move(file);
+  part.role = std::move(role);
+  part.path = path;
+  std::error_code sec;
+  part.size = uint64_t(fs::file_size(path, sec));
+  if (sec) part.size = 0;
+  e.size += part.size;
+  const std::string ext = fs::path(path).extension().string();
+  if (ext == ".pt" || ext == ".pth" || ext == ".bin") {
+    const CheckpointSafety safety = scanCheckpoint(part.path);
+    part.verdict = std::string(verdictName(safety.verdict));
+    if (verdictRank(part.verdict) > verdictRank(e.verdict)) {
+      e.verdict = part.verdict;
+      e.safety = part.file + ": " + safety.summary();
+    }
+    for (const std::string& o : safety.offenders())
+      if (std::find(e.offenders.begin(), e.offenders.end(), o) == e.offenders.end())
+        e.offenders.push_back(o);
+  }
+  e.parts.push_back(std::move(part));
 }
 
 namespace {
@@ -310,10 +368,12 @@ bool isMetricsFileName(const std::string& name) {
 
 // What a walk finds, before any file is read.
 struct Found {
-  std::vector<fs::path> files;      // checkpoint files, listed one by one
-  std::set<fs::path> parts;         // files a sharded checkpoint is made of (not listed)
-  std::vector<fs::path> hfFolders;  // Hugging Face Trainer checkpoint-<step>/ folders
+  std::vector<fs::path> files;            // checkpoint files, listed one by one
+  std::set<fs::path> parts;               // files a sharded checkpoint is made of (not listed)
+  std::vector<fs::path> hfFolders;        // Hugging Face Trainer checkpoint-<step>/ folders
+  std::vector<fs::path> megatronFolders;  // Megatron-LM iter_<N>/ and release/ folders
   std::map<fs::path, std::vector<std::string>> metricFiles;  // by directory
+  std::map<fs::path, std::vector<std::string>> eventFiles;   // TensorBoard's, by directory
   std::set<fs::path> mlflowRuns;                             // MLflow run folders
 
   // One entry of a directory: a folder that is a Trainer checkpoint is one
@@ -334,6 +394,10 @@ struct Found {
       hfFolders.push_back(dir);
       return false;
     }
+    if (isMegatronCheckpointFolder(dir.string())) {
+      megatronFolders.push_back(dir);
+      return false;
+    }
     collectSharded(dir, files, parts);
     return true;
   }
@@ -341,15 +405,70 @@ struct Found {
     if (isListedFile(file)) files.push_back(file);
     if (isMetricsFileName(file.filename().string()))
       metricFiles[file.parent_path()].push_back(file.string());
+    else if (isTfEventsFileName(file.filename().string()))
+      eventFiles[file.parent_path()].push_back(file.string());
   }
 };
+
+// Whether `dir` is a run by what it holds itself (one listing, nothing
+// read): a checkpoint file, a metrics or event file, a checkpoint folder.
+// What scanRunDirectory (the watcher, one folder at a time) asks of a
+// runs/<launch>/ folder's grandparent; scanDirectory knows its runs.
+bool looksLikeRun(const fs::path& dir) {
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::error_code fec;
+    if (it->is_regular_file(fec)) {
+      if (isCandidateName(name) || isMetricsFileName(name) || isTfEventsFileName(name)) return true;
+    } else if (it->is_directory(fec) && (name == "checkpoints" || name == "checkpoint" ||
+                                         isHfCheckpointFolder(it->path().string()))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// torchtitan's <dump>/checkpoint/step-<N>/ folders of a dump folder.
+std::vector<fs::path> torchtitanCheckpoints(const std::string& dump) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  const fs::path folder = fs::path(dump) / "checkpoint";
+  for (fs::directory_iterator it(folder, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec))
+    if (torchtitanRunOf(it->path().string())) out.push_back(it->path());
+  return out;
+}
+
+bool hasTorchtitanCheckpoint(const std::string& checkpointFolder) {
+  std::error_code ec;
+  for (fs::directory_iterator
+           it(checkpointFolder, fs::directory_options::skip_permission_denied, ec),
+       end;
+       !ec && it != end; it.increment(ec))
+    if (torchtitanRunOf(it->path().string())) return true;
+  return false;
+}
+
+// A folder of event files whose parent is one of kRunEventFolders (runs/,
+// tb/): the run it belongs to is the grandparent, when that is a run.
+std::optional<fs::path> eventFolderOwner(const fs::path& dir) {
+  if (!dir.has_parent_path() || !dir.parent_path().has_parent_path()) return std::nullopt;
+  const std::string parent = dir.parent_path().filename().string();
+  if (std::find(kRunEventFolders.begin(), kRunEventFolders.end(), parent) == kRunEventFolders.end())
+    return std::nullopt;
+  return dir.parent_path().parent_path();
+}
 
 // One thing to read: a file, or a Trainer folder's checkpoint.
 struct Item {
   fs::path path;
   fs::path runDir;
-  enum class Kind { File, HfFolder, HfFinal } kind = Kind::File;
-  bool lightning = false;  // in a Lightning run's checkpoints/ folder (runDir: the run)
+  enum class Kind { File, HfFolder, HfFinal, MegatronFolder } kind = Kind::File;
+  // The trainer whose layout put it in runDir rather than its own folder:
+  // a Lightning run's checkpoints/ file, torchtitan's checkpoint/step-<N>/.
+  std::string_view trainer;
 };
 
 // The files a Trainer wrote into its output folder itself (the final
@@ -369,17 +488,23 @@ std::vector<Item> itemsOf(Found& found) {
     const fs::path dir = f.parent_path();
     const std::string_view role = hfPartRole(f.filename().string());
     if (!role.empty() && isHfOutput(dir)) {
-      if (finals.insert(dir).second) items.push_back({dir, dir, Item::Kind::HfFinal});
+      if (finals.insert(dir).second) items.push_back({dir, dir, Item::Kind::HfFinal, {}});
       continue;
     }
     if (const std::optional<std::string> run = lightningRunOf(f.string())) {
-      items.push_back({f, fs::path(*run), Item::Kind::File, /*lightning=*/true});
+      items.push_back({f, fs::path(*run), Item::Kind::File, kLightningId});
       continue;
     }
-    items.push_back({f, dir, Item::Kind::File});
+    if (const std::optional<std::string> run = torchtitanRunOf(f.string())) {
+      items.push_back({f, fs::path(*run), Item::Kind::File, kTorchtitanId});
+      continue;
+    }
+    items.push_back({f, dir, Item::Kind::File, {}});
   }
   for (const fs::path& f : found.hfFolders)
-    items.push_back({f, f.parent_path(), Item::Kind::HfFolder});
+    items.push_back({f, f.parent_path(), Item::Kind::HfFolder, {}});
+  for (const fs::path& f : found.megatronFolders)
+    items.push_back({f, f.parent_path(), Item::Kind::MegatronFolder, {}});
   return items;
 }
 
@@ -401,11 +526,13 @@ CheckpointEntry describeItem(const Item& item, const fs::path& rootPath) {
       if (e.error.empty()) e.file = relative(fs::path(e.path));
       return e;
     }
+    case Item::Kind::MegatronFolder:
+      return describeMegatronCheckpoint(item.path.string(), relative(item.path));
     case Item::Kind::File:
       break;
   }
   CheckpointEntry e = describeCheckpoint(item.path.string(), relative(item.path));
-  if (item.lightning) e.trainer = std::string(kLightningId);
+  if (!item.trainer.empty()) e.trainer = std::string(item.trainer);
   return e;
 }
 
@@ -424,16 +551,27 @@ void markDeepSpeedLatest(RunEntry& run) {
 void finishRun(RunEntry& run, const Found& found) {
   sortCheckpoints(run.checkpoints);
   markDeepSpeedLatest(run);
+  markMegatronLatest(run);
   if (std::any_of(run.checkpoints.begin(), run.checkpoints.end(),
                   [](const CheckpointEntry& c) { return c.trainer == kHfTrainerId; })) {
     run.trainer = std::string(kHfTrainerId);
     applyTrainerState(run);
     sortCheckpoints(run.checkpoints);  // the final model may have its step now
   }
-  if (const auto it = found.metricFiles.find(fs::path(run.path)); it != found.metricFiles.end()) {
+  const fs::path runDir = fs::path(run.path).lexically_normal();
+  if (const auto it = found.metricFiles.find(fs::path(run.path)); it != found.metricFiles.end())
     run.metricFiles = it->second;
-    std::sort(run.metricFiles.begin(), run.metricFiles.end());
+  // Event files: the run's own, and those of its runs/*/ and tb/*/ folders
+  // (findMetricSources reads the same ones).
+  bool events = false;
+  for (const auto& [dir, files] : found.eventFiles) {
+    const std::optional<fs::path> owner = eventFolderOwner(dir);
+    if (dir.lexically_normal() != runDir && (!owner || owner->lexically_normal() != runDir))
+      continue;
+    run.metricFiles.insert(run.metricFiles.end(), files.begin(), files.end());
+    events = true;
   }
+  std::sort(run.metricFiles.begin(), run.metricFiles.end());
   if (run.trainer.empty() &&
       (std::any_of(run.checkpoints.begin(), run.checkpoints.end(),
                    [](const CheckpointEntry& c) { return c.trainer == kLightningId; }) ||
@@ -447,6 +585,22 @@ void finishRun(RunEntry& run, const Found& found) {
     if (run.metricFiles.empty())
       run.metricFiles.push_back((fs::path(run.path) / "metrics").string());
   }
+  if (!run.trainer.empty()) return;
+  // The trainer its checkpoints say wrote them (nanoGPT's iter_num, a
+  // DeepSpeed tag folder), else what its metrics files say.
+  for (const CheckpointEntry& c : run.checkpoints)
+    if (!c.trainer.empty()) {
+      run.trainer = c.trainer;
+      return;
+    }
+  const bool jsonl =
+      std::any_of(run.metricFiles.begin(), run.metricFiles.end(),
+                  [](const std::string& f) { return fs::path(f).filename() == "metrics.jsonl"; });
+  if (jsonl)
+    run.trainer = std::string(kCkptScopeId);
+  else if (events && run.checkpoints.empty())
+    // Lightning's TensorBoardLogger writes version_N/ with hparams.yaml.
+    run.trainer = std::string(isLightningRunFolder(run.path) ? kLightningId : kTensorBoardId);
 }
 
 }  // namespace
@@ -459,7 +613,15 @@ RunEntry scanRunDirectory(const std::string& root, const std::string& dir,
   run.root = root;
   // A Trainer checkpoint folder is a checkpoint of the run in its parent,
   // a Lightning run's checkpoints/ folder holds checkpoints of its parent.
-  if (isHfCheckpointFolder(dir) || isLightningCheckpointFolder(dir)) return run;
+  // So is a Megatron iter_<N>/ folder (and its rank folders), and torchtitan's
+  // checkpoint/ folder holds checkpoints of the dump folder.
+  const fs::path parent = fs::path(dir).lexically_normal().parent_path();
+  if (isHfCheckpointFolder(dir) || isLightningCheckpointFolder(dir) ||
+      isMegatronCheckpointFolder(dir) ||
+      (isMegatronRankName(fs::path(dir).lexically_normal().filename().string()) &&
+       isMegatronCheckpointFolder(parent.string())) ||
+      (fs::path(dir).lexically_normal().filename() == "checkpoint" && hasTorchtitanCheckpoint(dir)))
+    return run;
   std::error_code ec;
   Found found;
   for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
@@ -469,6 +631,8 @@ RunEntry scanRunDirectory(const std::string& root, const std::string& dir,
       found.addFile(it->path());
     else if (it->is_directory(fec) && isHfCheckpointFolder(it->path().string()))
       found.hfFolders.push_back(it->path());
+    else if (it->is_directory(fec) && isMegatronCheckpointFolder(it->path().string()))
+      found.megatronFolders.push_back(it->path());
   }
   if (ec) throw std::runtime_error(dir + ": " + ec.message());
   if (const fs::path ckpts = fs::path(dir) / "checkpoints";
@@ -481,6 +645,17 @@ RunEntry scanRunDirectory(const std::string& root, const std::string& dir,
     }
   }
   collectSharded(dir, found.files, found.parts);
+  // torchtitan's checkpoint/step-<N>/ folders are its checkpoints.
+  for (const fs::path& step : torchtitanCheckpoints(dir))
+    collectSharded(step, found.files, found.parts);
+  // Its runs/*/ and tb/*/ event files are its own; a folder that is such
+  // a folder of a run has none of its own.
+  for (const std::string_view folder : kRunEventFolders)
+    for (const std::string& f : tfEventFilesInSubfolders((fs::path(dir) / folder).string()))
+      found.eventFiles[fs::path(f).parent_path()].push_back(f);
+  if (const std::optional<fs::path> owner = eventFolderOwner(fs::path(dir));
+      owner && looksLikeRun(*owner))
+    found.eventFiles.erase(fs::path(dir));
   const fs::path rootPath(root);
   for (const Item& item : itemsOf(found)) {
     CheckpointEntry entry = describeItem(item, rootPath);
@@ -498,15 +673,17 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
 
   // A Trainer checkpoint folder opened on its own: that one checkpoint, in
   // the run of the folder holding it (as a sharded checkpoint's folder is).
-  if (isHfCheckpointFolder(root)) {
+  // So is a Megatron iter_<N>/ folder.
+  if (const bool hf = isHfCheckpointFolder(root); hf || isMegatronCheckpointFolder(root)) {
     const fs::path folder = fs::absolute(root).lexically_normal().parent_path() /
                             fs::absolute(root).lexically_normal().filename();
     RunEntry run;
     run.path = folder.parent_path().string();
     run.name = runNameFor(root, run.path);
     run.root = root;
-    run.checkpoints.push_back(
-        describeItem({folder, folder.parent_path(), Item::Kind::HfFolder}, folder.parent_path()));
+    run.checkpoints.push_back(describeItem(
+        {folder, folder.parent_path(), hf ? Item::Kind::HfFolder : Item::Kind::MegatronFolder, {}},
+        folder.parent_path()));
     finishRun(run, Found{});
     result.runs.push_back(std::move(run));
     return result;
@@ -550,6 +727,16 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
   }
   // Runs that log but have not saved a checkpoint yet.
   for (const auto& [dir, files] : found.metricFiles) runAt(dir);
+  // A folder of event files is a run of its own unless it is a run's
+  // runs/<launch>/ or tb/<launch>/ folder (finishRun gives that run its files).
+  std::set<fs::path> runDirs;
+  for (const auto& [name, run] : runs) runDirs.insert(fs::path(run.path).lexically_normal());
+  for (const auto& [dir, files] : found.eventFiles) {
+    const std::optional<fs::path> owner = eventFolderOwner(dir);
+    if (owner && runDirs.count(owner->lexically_normal())) continue;
+    runAt(dir);
+    runDirs.insert(dir.lexically_normal());
+  }
   for (auto& [name, run] : runs) {
     finishRun(run, found);
     result.runs.push_back(std::move(run));

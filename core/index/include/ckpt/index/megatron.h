@@ -1,0 +1,54 @@
+#pragma once
+// Megatron-LM's checkpoints as megatron/training/checkpointing.py saves them
+// (ckpt_format "torch"): a save folder holding one folder per save,
+// `iter_<iteration, 7 digits>/` (`release/` for a released model), with one
+// folder per model-parallel rank, `mp_rank_<tensor rank, 2 digits>` plus
+// `_<pipeline rank, 3 digits>` under pipeline parallelism (and
+// `_<expert rank, 3 digits>` under expert parallelism), each holding
+// `model_optim_rng.pt` (a torch.save of args, checkpoint_version,
+// iteration, model, optimizer, opt_param_scheduler, rng_state) and, with
+// the distributed optimizer, `distrib_optim.pt`; and
+// `latest_checkpointed_iteration.txt`, the newest iteration or `release`.
+// One save folder is one checkpoint of the run in the save folder, its
+// ranks' files its parts. No Qt, no LibTorch.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "ckpt/index/scanner.h"
+
+namespace ckpt {
+
+inline constexpr std::string_view kMegatronId = "megatron";
+
+// "iter_0000100" -> 100; anything else (release/ too) -> nothing.
+[[nodiscard]] std::optional<int64_t> megatronIterationOf(std::string_view folderName);
+
+// "mp_rank_00", "mp_rank_01_002", "mp_rank_00_000_001": a rank's folder.
+[[nodiscard]] bool isMegatronRankName(std::string_view folderName);
+
+// An iter_<N>/ or release/ folder with a rank folder holding model_optim_rng.pt.
+[[nodiscard]] bool isMegatronCheckpointFolder(const std::string& dir);
+
+// The checkpoint an iter_<N>/ or release/ folder is: `path` the first
+// rank's model_optim_rng.pt (read as any checkpoint file: its `iteration`
+// is the step, else the folder's number), every other rank's
+// model_optim_rng.pt and each distrib_optim.pt its parts (`file`
+// relative to the folder: "mp_rank_01/model_optim_rng.pt"), `ranks` the
+// rank folders; release/ is the run's final. `relative`: the folder as the
+// listing names it. Never throws: a folder without a readable rank file
+// comes back with `error` set.
+[[nodiscard]] CheckpointEntry describeMegatronCheckpoint(const std::string& dir,
+                                                         const std::string& relative);
+
+// latest_checkpointed_iteration.txt in `saveDir`: the iteration it names,
+// or -1 for `release`; nothing when there is no such file or it holds
+// neither (Megatron then refuses to load: so does this, quietly).
+[[nodiscard]] std::optional<int64_t> readMegatronTracker(const std::string& saveDir);
+
+// Marks the checkpoint the tracker names `latest` (and the run's trainer).
+void markMegatronLatest(RunEntry& run);
+
+}  // namespace ckpt

@@ -1,0 +1,177 @@
+#include "ckpt/index/megatron.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "ckpt/format/checkpoint_file.h"
+#include "ckpt/format/checkpoint_view.h"
+#include "ckpt/index/natural_order.h"
+#include "ckpt/index/trainers.h"
+
+namespace fs = std::filesystem;
+
+namespace ckpt {
+namespace {
+
+constexpr std::string_view kRankFile = "model_optim_rng.pt";
+constexpr std::string_view kDistribOptim = "distrib_optim.pt";
+constexpr std::string_view kTracker = "latest_checkpointed_iteration.txt";
+
+bool allDigits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c));
+  });
+}
+
+bool isFile(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec);
+}
+
+// The rank folders of a save folder that hold a rank file, in natural order
+// (mp_rank_00 before mp_rank_01; mp_rank_00_000 before mp_rank_00_001).
+std::vector<fs::path> rankFolders(const fs::path& dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    std::error_code dec;
+    if (it->is_directory(dec) && isMegatronRankName(it->path().filename().string()) &&
+        isFile(it->path() / kRankFile))
+      out.push_back(it->path());
+  }
+  std::sort(out.begin(), out.end(), [](const fs::path& a, const fs::path& b) {
+    return naturalLess(a.filename().string(), b.filename().string());
+  });
+  return out;
+}
+
+std::string folderName(const std::string& dir) {
+  fs::path p = fs::path(dir).lexically_normal();
+  if (p.filename().empty() && p.has_parent_path()) p = p.parent_path();
+  return p.filename().string();
+}
+
+}  // namespace
+
+std::optional<int64_t> megatronIterationOf(std::string_view name) {
+  constexpr std::string_view prefix = "iter_";
+  if (!name.starts_with(prefix)) return std::nullopt;
+  const std::string_view digits = name.substr(prefix.size());
+  // The writer pads to 7 digits; an iteration past 9,999,999 has more.
+  if (digits.size() < 7 || digits.size() > 18 || !allDigits(digits)) return std::nullopt;
+  int64_t v = 0;
+  std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  return v;
+}
+
+bool isMegatronRankName(std::string_view name) {
+  constexpr std::string_view prefix = "mp_rank_";
+  if (!name.starts_with(prefix)) return false;
+  std::string_view rest = name.substr(prefix.size());
+  // Tensor rank (2 digits), then up to two _<3 digits> (pipeline, expert).
+  if (rest.size() < 2 || !allDigits(rest.substr(0, 2))) return false;
+  rest.remove_prefix(2);
+  for (int extra = 0; extra < 2 && !rest.empty(); ++extra) {
+    if (rest.size() < 4 || rest[0] != '_' || !allDigits(rest.substr(1, 3))) return false;
+    rest.remove_prefix(4);
+  }
+  return rest.empty();
+}
+
+bool isMegatronCheckpointFolder(const std::string& dir) {
+  const std::string name = folderName(dir);
+  if (!megatronIterationOf(name) && name != "release") return false;
+  return !rankFolders(fs::path(dir)).empty();
+}
+
+CheckpointEntry describeMegatronCheckpoint(const std::string& dir, const std::string& relative) {
+  const fs::path d(dir);
+  const std::vector<fs::path> ranks = rankFolders(d);
+  const std::string name = folderName(dir);
+  CheckpointEntry e;
+  if (ranks.empty()) {
+    e.path = dir;
+    e.file = relative;
+    e.error = "no mp_rank_*/model_optim_rng.pt in the folder";
+    e.verdict = "unreadable";
+    e.safety = "unreadable: " + e.error;
+  } else {
+    // The first rank's file is the checkpoint as one file shows it (its
+    // metadata, its part of the weights); the rest are parts.
+    const std::string first = (ranks.front() / kRankFile).string();
+    e = describeCheckpoint(first, relative);
+    // generate_state_dict's `iteration` is the step (its pickle only, cached);
+    // a release has none that means one.
+    if (e.error.empty() && name != "release") {
+      try {
+        ReadOptions options;
+        options.metadataOnly = true;
+        const auto file = CheckpointFile::open(first, options);
+        const Value* iteration = CheckpointView(*file).lookup("iteration");
+        if (iteration && iteration->isNumber()) e.step = int64_t(iteration->number());
+      } catch (const std::exception&) {
+        // describeCheckpoint read it: a second read fails only if it changed meanwhile.
+      }
+    }
+  }
+  e.file = relative;
+  e.folder = dir;
+  e.trainer = std::string(kMegatronId);
+  e.layout = std::string(kMegatronId);
+  e.ranks = int(ranks.size());
+  if (name == "release") {
+    e.kind = CheckpointKind::Final;
+    e.step.reset();
+  } else {
+    // What the pickle says wins (describeCheckpoint read `iteration`); else the folder's number.
+    if (!e.step) e.step = megatronIterationOf(name);
+    if (e.kind == CheckpointKind::Unknown) e.kind = CheckpointKind::Step;
+  }
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const std::string rank = ranks[i].filename().string();
+    if (i > 0)
+      addCheckpointPart(e, (ranks[i] / kRankFile).string(), rank + "/" + std::string(kRankFile),
+                        "rank " + rank);
+    if (isFile(ranks[i] / kDistribOptim))
+      addCheckpointPart(e, (ranks[i] / kDistribOptim).string(),
+                        rank + "/" + std::string(kDistribOptim), "optimizer " + rank);
+  }
+  e.shardFiles = int(e.parts.size()) + (ranks.empty() ? 0 : 1);
+  return e;
+}
+
+std::optional<int64_t> readMegatronTracker(const std::string& saveDir) {
+  std::ifstream in(fs::path(saveDir) / kTracker);
+  if (!in) return std::nullopt;
+  std::string text(64, '\0');
+  in.read(text.data(), std::streamsize(text.size()));
+  text.resize(size_t(in.gcount()));
+  // read_metadata: f.read().strip(), then int() or "release".
+  const auto notSpace = [](char c) { return !std::isspace(static_cast<unsigned char>(c)); };
+  text.erase(text.begin(), std::find_if(text.begin(), text.end(), notSpace));
+  text.erase(std::find_if(text.rbegin(), text.rend(), notSpace).base(), text.end());
+  if (text == "release") return -1;
+  if (!allDigits(text) || text.size() > 18) return std::nullopt;
+  return std::stoll(text);
+}
+
+void markMegatronLatest(RunEntry& run) {
+  if (std::none_of(run.checkpoints.begin(), run.checkpoints.end(),
+                   [](const CheckpointEntry& c) { return c.trainer == kMegatronId; }))
+    return;
+  run.trainer = std::string(kMegatronId);
+  const std::optional<int64_t> latest = readMegatronTracker(run.path);
+  if (!latest) return;
+  for (CheckpointEntry& c : run.checkpoints) {
+    if (c.trainer != kMegatronId) continue;
+    const std::string name = folderName(c.folder);
+    c.latest = *latest < 0 ? name == "release" : megatronIterationOf(name) == *latest;
+  }
+}
+
+}  // namespace ckpt

@@ -1,0 +1,191 @@
+// Runs as Megatron-LM and torchtitan leave them (make_megatron_titan.py
+// writes them with the names, folder shapes and dict keys of those
+// trainers' checkpointing code): a Megatron save folder is one run, each
+// iter_<N>/ one checkpoint at step N made of its ranks' files, the tracker
+// file marking the newest, its argparse `args` the run's hyperparameters;
+// a torchtitan dump folder is one run, its checkpoint/step-<N>/ DCP folders
+// its checkpoints, its tb/<time>/ event files its curves as the independent
+// Python reader (tfevents_reader.py) reads them.
+#include <QtTest>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "ckpt/index/megatron.h"
+#include "json_compare.h"
+#include "run_process.h"
+
+using ckpt::test::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kRoot = CKPT_FIXTURE_DIR "/megatron_titan";
+
+json runJson(const QString& program, const QStringList& args) {
+  const ckpt::test::ProcessResult r = ckpt::test::runProcess(program, args, {}, 120000);
+  if (r.exitCode != 0)
+    throw std::runtime_error(program.toStdString() + " " + args.join(' ').toStdString() +
+                             " exited " + std::to_string(r.exitCode) + ": " + r.err.toStdString());
+  return json::parse(r.out.toStdString());
+}
+
+json cli(const QStringList& args) {
+  return runJson(QStringLiteral(CKPT_CLI), args);
+}
+
+const json& expected() {
+  static const json doc = [] {
+    std::ifstream in(kRoot + "/expected.json");
+    return json::parse(in);
+  }();
+  return doc;
+}
+
+const json* findRun(const json& runs, const std::string& name) {
+  for (const json& r : runs)
+    if (r["name"] == name) return &r;
+  return nullptr;
+}
+
+}  // namespace
+
+class TestMegatronTitan : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() {
+    QVERIFY2(fs::exists(kRoot + "/expected.json"), "no fixtures: run ctest (make_megatron_titan)");
+  }
+
+  void names() {
+    QCOMPARE(ckpt::megatronIterationOf("iter_0000100"), std::optional<int64_t>(100));
+    QCOMPARE(ckpt::megatronIterationOf("iter_12345678"), std::optional<int64_t>(12345678));
+    QVERIFY(!ckpt::megatronIterationOf("iter_100"));
+    QVERIFY(!ckpt::megatronIterationOf("iter_00001x0"));
+    QVERIFY(ckpt::isMegatronRankName("mp_rank_00"));
+    QVERIFY(ckpt::isMegatronRankName("mp_rank_01_003"));
+    QVERIFY(ckpt::isMegatronRankName("mp_rank_01_003_002"));
+    QVERIFY(!ckpt::isMegatronRankName("mp_rank_0"));
+    QVERIFY(!ckpt::isMegatronRankName("mp_rank_00_03"));
+    QVERIFY(!ckpt::isMegatronRankName("mp_rank_00_000_000_000"));
+  }
+
+  void megatronSaveFolderIsOneRun() {
+    const json got = cli({"ls", QString::fromStdString(kRoot + "/mg"), "--json"});
+    const json& want = expected()["megatron"];
+    QCOMPARE(got["runs"].size(), want.size());
+    for (const auto& [name, w] : want.items()) {
+      const json* run = findRun(got["runs"], name);
+      QVERIFY2(run, name.c_str());
+      QCOMPARE((*run)["trainer"].get<std::string>(), std::string("megatron"));
+      const json& cks = (*run)["checkpoints"];
+      const bool release = w["latest"] == "release";
+      QCOMPARE(cks.size(), release ? size_t(1) : w["iterations"].size());
+      for (size_t i = 0; i < cks.size(); ++i) {
+        const json& c = cks[i];
+        QVERIFY2(c["error"].is_null(), c.dump().c_str());
+        QCOMPARE(c["trainer"].get<std::string>(), std::string("megatron"));
+        std::string folder, key;
+        if (release) {
+          folder = "release";
+          key = "release";
+          QVERIFY(c["step"].is_null());
+          QCOMPARE(c["kind"].get<std::string>(), std::string("final"));
+          QVERIFY(c["latest"].get<bool>());
+        } else {
+          const int64_t it = w["iterations"][i].get<int64_t>();
+          char b[32];
+          std::snprintf(b, sizeof b, "iter_%07lld", static_cast<long long>(it));
+          folder = b;
+          key = std::to_string(it);
+          QCOMPARE(c["step"].get<int64_t>(), it);
+          QCOMPARE(c["kind"].get<std::string>(), std::string("step"));
+          QCOMPARE(c["latest"].get<bool>(), it == w["latest"].get<int64_t>());
+        }
+        QCOMPARE(c["file"].get<std::string>(), name + "/" + folder);
+        // The other ranks' files and every distributed-optimizer file are its parts.
+        std::vector<std::string> parts, wantParts;
+        // ls --json leaves `parts` out when there are none (a one-rank release).
+        for (const json& p : c.value("parts", json::array()))
+          parts.push_back(p["file"].get<std::string>());
+        const json& ranks = w["ranks"][key];
+        for (size_t r = 0; r < ranks.size(); ++r) {
+          const std::string rank = ranks[r].get<std::string>();
+          if (r > 0) wantParts.push_back(rank + "/model_optim_rng.pt");
+          for (const json& d : w["distrib_optim"])
+            if (d == rank) wantParts.push_back(rank + "/distrib_optim.pt");
+        }
+        QCOMPARE(parts, wantParts);
+        // Its size: every file it is made of.
+        uint64_t size = 0;
+        for (const auto& f : fs::recursive_directory_iterator(kRoot + "/mg/" + name + "/" + folder))
+          if (f.is_regular_file()) size += f.file_size();
+        QCOMPARE(c["size"].get<uint64_t>(), size);
+      }
+    }
+  }
+
+  void megatronArgsAreHyperparameters() {
+    // The argparse.Namespace in the pickle, its attributes as saved.
+    const json got = cli({"runs", QString::fromStdString(kRoot + "/mg"), "--json"});
+    const json& want = expected()["megatron"];
+    QVERIFY(!got["columns"].empty());
+    for (const json& row : got["rows"]) {
+      const std::string name = row["name"].get<std::string>();
+      QVERIFY2(want.contains(name), name.c_str());
+      const json& args = want[name]["args"];
+      for (const auto& [key, value] : row["hparams"].items()) {
+        QVERIFY2(args.contains(key), key.c_str());
+        // A hyperparameter that is no number is shown as text: True as "true".
+        const json& a = args[key];
+        const bool same =
+            value == a || (a.is_boolean() && value == json(a.get<bool>() ? "true" : "false"));
+        QVERIFY2(same, (name + " " + key + ": " + value.dump() + " != " + a.dump()).c_str());
+      }
+      for (const char* key : {"lr", "tensor_model_parallel_size"})
+        QVERIFY2(row["hparams"].contains(key), (name + " lacks " + key).c_str());
+    }
+    QCOMPARE(got["rows"].size(), want.size());
+  }
+
+  void torchtitanDumpFolderIsOneRun() {
+    const std::string titan = kRoot + "/titan";
+    const json got = cli({"ls", QString::fromStdString(titan), "--json"});
+    const json& want = expected()["torchtitan"];
+    QCOMPARE(got["runs"].size(), size_t(1));
+    const json& run = got["runs"][0];
+    QCOMPARE(run["name"].get<std::string>(), want["run"].get<std::string>());
+    QCOMPARE(run["trainer"].get<std::string>(), std::string("torchtitan"));
+    QCOMPARE(run["checkpoints"].size(), want["steps"].size());
+    for (size_t i = 0; i < want["steps"].size(); ++i) {
+      const json& c = run["checkpoints"][i];
+      QVERIFY2(c["error"].is_null(), c.dump().c_str());
+      QCOMPARE(c["step"].get<int64_t>(), want["steps"][i].get<int64_t>());
+      QCOMPARE(c["kind"].get<std::string>(), std::string("step"));
+      QCOMPARE(c["sharded"]["layout"].get<std::string>(), std::string("dcp"));
+      QCOMPARE(c["trainer"].get<std::string>(), std::string("torchtitan"));
+    }
+    // Its tb/<time>/ event files: the run's curves, as the Python reader reads them.
+    const json py = runJson(QStringLiteral(CKPT_TORCH_PYTHON),
+                            {QStringLiteral(CKPT_SOURCE_DIR "/tests/python/tfevents_reader.py"),
+                             QString::fromStdString(titan + "/outputs/tb")});
+    const json& tags = py["runs"]["20250101-1200"];
+    QVERIFY(!tags.empty());
+    const json m = cli({"metrics", QString::fromStdString(titan), "--json"});
+    QCOMPARE(m["runs"].size(), size_t(1));
+    QCOMPARE(m["runs"][0]["series"].size(), tags.size());
+    for (const json& s : m["runs"][0]["series"]) {
+      const std::string tag = s["metric"].get<std::string>();
+      QVERIFY2(tags.contains(tag), tag.c_str());
+      QCOMPARE(s["source"].get<std::string>(), std::string("tensorboard"));
+      const std::string d = ckpt::test::compareJson(tags[tag]["points"], s["points"], tag);
+      QVERIFY2(d.empty(), d.c_str());
+    }
+  }
+};
+
+QTEST_GUILESS_MAIN(TestMegatronTitan)
+#include "tst_megatron_titan.moc"

@@ -1,0 +1,187 @@
+#!/usr/bin/python3
+"""Megatron-LM and torchtitan runs as those trainers leave them.
+
+    /usr/bin/python3 make_megatron_titan.py OUTDIR
+
+Megatron-LM (megatron/training/checkpointing.py, ckpt_format "torch"):
+get_checkpoint_name gives <save>/iter_{iteration:07d}/mp_rank_{tp:02d}/ and,
+under pipeline parallelism, mp_rank_{tp:02d}_{pp:03d}/, each holding
+model_optim_rng.pt, a torch.save of generate_state_dict's dict: args (the
+argparse.Namespace itself), checkpoint_version 3.0, iteration, model,
+optimizer, opt_param_scheduler, rng_state; with the distributed optimizer
+distrib_optim.pt beside it (get_distributed_optimizer_checkpoint_name);
+release/ instead of iter_ for a release; latest_checkpointed_iteration.txt
+in <save> holds the newest iteration or "release" (read_metadata strips it).
+Debian has no Megatron: these dicts are written with the same keys.
+  OUTDIR/mg/tp/     2 saves (100, 200) of 2 tensor-parallel ranks; tracker "200"
+  OUTDIR/mg/pp/     1 save (50) of 2 pipeline stages with distrib_optim.pt; tracker "50\\n"
+  OUTDIR/mg/rel/    release/ of 1 rank; tracker "release"
+
+torchtitan (torchtitan/components/checkpoint.py, metrics.py): the job's
+dump_folder holds checkpoint/step-{step}/ (DCP folders, dcp.save of model,
+optimizer, lr_scheduler, dataloader, train_state with step as an int32
+tensor) and tb/<%Y%m%d-%H%M>/ event files (loss_metrics/global_avg_loss,
+lr, ...). python3-torch 1.13 has no torch.distributed.checkpoint: the DCP
+folders are written as FORMAT.md section 7 says (make_sharded.write_dcp).
+  OUTDIR/titan/outputs/   checkpoint/step-10, step-20; tb/20250101-1200/
+
+OUTDIR/expected.json: what a person expects, from what was written here:
+{"megatron": {run: {"iterations": [...], "latest": N|"release", "ranks":
+{iteration: [rank folder, ...]}, "distrib_optim": [...], "args": {...}}},
+"torchtitan": {"run": "outputs", "steps": [...]}}.
+"""
+import argparse
+import json
+import os
+import random
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import make_sharded  # noqa: E402  write_dcp: DCP folders without torch.distributed.checkpoint
+import make_tfevents_fixtures as tfw  # noqa: E402  event files as TensorBoard writes them
+
+torch.manual_seed(0)
+
+
+def megatron_args(tp, pp, lr):
+    # megatron/training/arguments.py parse_args: an argparse.Namespace, saved as is.
+    return argparse.Namespace(num_layers=2, hidden_size=8, num_attention_heads=2,
+                              seq_length=16, max_position_embeddings=16, lr=lr,
+                              min_lr=lr / 10, lr_decay_style="cosine", train_iters=200,
+                              micro_batch_size=2, global_batch_size=8,
+                              tensor_model_parallel_size=tp, pipeline_model_parallel_size=pp,
+                              use_distributed_optimizer=pp > 1, bf16=False, fp16=False,
+                              tokenizer_type="GPT2BPETokenizer", save="/scratch/ckpt",
+                              ckpt_format="torch", seed=1234)
+
+
+def rank_model(tp_rank, tp, layers):
+    # mcore GPTModel state_dict_for_save_checkpoint: dotted names, each rank
+    # its slice of the column/row-parallel weights.
+    sd = {}
+    if layers[0] == 0:
+        sd["embedding.word_embeddings.weight"] = torch.randn(32 // tp, 8)
+    for i, layer in enumerate(layers):
+        p = f"decoder.layers.{i}."
+        sd[p + "self_attention.linear_qkv.weight"] = torch.randn(24 // tp, 8)
+        sd[p + "self_attention.linear_proj.weight"] = torch.randn(8, 8 // tp)
+        sd[p + "mlp.linear_fc1.weight"] = torch.randn(32 // tp, 8)
+        sd[p + "mlp.linear_fc2.weight"] = torch.randn(8, 32 // tp)
+    return sd
+
+
+def rng_state():
+    # get_rng_state: a list (one per data-parallel rank gathered) of dicts.
+    return [{"random_rng_state": random.getstate(), "torch_rng_state": torch.get_rng_state(),
+             "rng_tracker_states": {"model-parallel-rng": torch.get_rng_state()}}]
+
+
+def save_rank(path, args, iteration, model, distrib):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    params = list(model.values())
+    if distrib:
+        # DistributedOptimizer.state_dict: param groups only; the state is in distrib_optim.pt.
+        optimizer = {"optimizer": {"param_groups": [{"lr": args.lr, "params": list(range(len(params)))}]},
+                     "param_state_sharding_type": "dp_zero_gather_scatter"}
+    else:
+        optimizer = {"optimizer": {"state": {i: {"exp_avg": torch.zeros_like(p), "exp_avg_sq": torch.zeros_like(p)}
+                                             for i, p in enumerate(params)},
+                                   "param_groups": [{"lr": args.lr, "betas": (0.9, 0.95),
+                                                     "params": list(range(len(params)))}]},
+                     "fp32_from_fp16_params": [[p.float() for p in params]]}
+    state = {"args": args, "checkpoint_version": 3.0, "iteration": iteration, "model": model,
+             "optimizer": optimizer,
+             "opt_param_scheduler": {"max_lr": args.lr, "min_lr": args.min_lr, "num_steps": iteration * 8,
+                                     "decay_style": args.lr_decay_style},
+             "rng_state": rng_state(), "num_floating_point_operations_so_far": 1.5e12 * iteration}
+    torch.save(state, path)
+    if distrib:
+        # save_parameter_state: per model chunk, per dtype, the flat fp32 params and moments.
+        flat = torch.cat([p.flatten() for p in params])
+        torch.save({0: {(torch.float32, torch.float32): {"param": flat.clone(), "exp_avg": torch.zeros_like(flat),
+                                                         "exp_avg_sq": torch.zeros_like(flat),
+                                                         "numel_unpadded": flat.numel()}},
+                    "per_bucket_numel": {0: {(torch.float32, torch.float32): [flat.numel()]}}},
+                   os.path.join(os.path.dirname(path), "distrib_optim.pt"))
+
+
+def megatron_save(save, iteration, tp, pp, lr, tracker=None, release=False):
+    args = megatron_args(tp, pp, lr)
+    folder = os.path.join(save, "release" if release else "iter_{:07d}".format(iteration))
+    ranks = []
+    for pp_rank in range(pp):
+        for tp_rank in range(tp):
+            rank = f"mp_rank_{tp_rank:02d}" if pp == 1 else f"mp_rank_{tp_rank:02d}_{pp_rank:03d}"
+            ranks.append(rank)
+            layers = [pp_rank] if pp > 1 else [0, 1]
+            save_rank(os.path.join(folder, rank, "model_optim_rng.pt"), args, iteration,
+                      rank_model(tp_rank, tp, layers), distrib=pp > 1)
+    if tracker is not None:
+        with open(os.path.join(save, "latest_checkpointed_iteration.txt"), "w") as f:
+            f.write(tracker)
+    return sorted(ranks), vars(args)
+
+
+def megatron(out):
+    runs = {}
+    tp = {"iterations": [], "ranks": {}, "latest": 200, "distrib_optim": []}
+    for it in (100, 200):
+        ranks, args = megatron_save(os.path.join(out, "tp"), it, 2, 1, 3e-4,
+                                    tracker=str(it))
+        tp["iterations"].append(it)
+        tp["ranks"][str(it)] = ranks
+    tp["args"] = args
+    runs["tp"] = tp
+    ranks, args = megatron_save(os.path.join(out, "pp"), 50, 1, 2, 1e-4, tracker="50\n")
+    runs["pp"] = {"iterations": [50], "ranks": {"50": ranks}, "latest": 50,
+                  "distrib_optim": ranks, "args": args}
+    ranks, args = megatron_save(os.path.join(out, "rel"), 0, 1, 1, 2e-4, tracker="release",
+                                release=True)
+    runs["rel"] = {"iterations": [], "ranks": {"release": ranks}, "latest": "release",
+                   "distrib_optim": [], "args": args}
+    return runs
+
+
+def titan_state(step):
+    model = {"tok_embeddings.weight": torch.randn(16, 4), "layers.0.attention.wq.weight": torch.randn(4, 4),
+             "norm.weight": torch.ones(4), "output.weight": torch.randn(16, 4)}
+    optimizer = {"state": {k: {"step": torch.tensor(float(step)), "exp_avg": torch.zeros_like(v),
+                               "exp_avg_sq": torch.zeros_like(v)} for k, v in model.items()},
+                 "param_groups": [{"lr": 8e-4, "betas": [0.9, 0.95], "params": list(model)}]}
+    return {"model": model, "optimizer": optimizer,
+            "lr_scheduler": {"base_lrs": [8e-4], "last_epoch": step, "_step_count": step + 1},
+            "train_state": {"step": torch.tensor(step, dtype=torch.int32)}}
+
+
+def titan(out):
+    dump = os.path.join(out, "outputs")
+    steps = [10, 20]
+    for step in steps:
+        make_sharded.write_dcp(os.path.join(dump, "checkpoint", f"step-{step}"), titan_state(step), 2)
+    # MetricsProcessor's TensorBoard logger: log_dir = dump_folder/save_tb_folder/<datetime>.
+    t0 = 1735732800.0
+    recs = [tfw.record(tfw.event(t0, file_version="brain.Event:2"))]
+    for step in range(1, 21):
+        recs.append(tfw.record(tfw.event(t0 + step, step, values=[
+            tfw.value("loss_metrics/global_avg_loss", simple=4.0 / step),
+            tfw.value("lr", simple=8e-4 * step / 20)])))
+    tfw.write(os.path.join(dump, "tb", "20250101-1200", "events.out.tfevents.1735732800.node0.99.0"), recs)
+    return {"run": "outputs", "steps": steps}
+
+
+def main(argv):
+    if len(argv) != 2:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    out = argv[1]
+    os.makedirs(out, exist_ok=True)
+    expected = {"megatron": megatron(os.path.join(out, "mg")), "torchtitan": titan(os.path.join(out, "titan"))}
+    with open(os.path.join(out, "expected.json"), "w") as f:
+        json.dump(expected, f, indent=1, sort_keys=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
