@@ -29,6 +29,8 @@ packages=(
   # tests and demo data: Debian's PyTorch, a virtual display, fonts for
   # offscreen rendering
   python3-torch python3-numpy xvfb xauth fonts-dejavu-core
+  # remote runs (docs/REMOTE.md): the tests start a real sshd on loopback
+  openssh-server openssh-client
   # the Debian package: Depends (dpkg-shlibdeps), the icon's PNGs, and the
   # package test's validators
   dpkg-dev file librsvg2-bin desktop-file-utils appstream shared-mime-info

@@ -48,6 +48,13 @@ void printUsage(const std::string& command) {
       "                         a slim copy without optimizer state, a tensor at a time\n"
       "  train, resume, finetune, score, generate   training and inference (LibTorch;\n"
       "                         see ckptscope-cli train --help)\n"
+      "  serve --stdio          the agent another machine's ckptscope-cli talks to over ssh\n"
+      "                         (docs/REMOTE.md)\n"
+      "\n"
+      "ls, info, diff, scan (--json) and metrics also read another machine's files through\n"
+      "ssh: ssh://[user@]host[:port]/path, or host:/path where no local path has that name.\n"
+      "The host needs ckptscope-cli on its PATH (or --remote-cli PATH, CKPTSCOPE_REMOTE_CLI);\n"
+      "CKPTSCOPE_SSH names the ssh program and its options (\"ssh -F config\").\n"
       "\n"
       "A checkpoint (FILE, A, B, SRC) is a .pt, .bin or .safetensors file, or a sharded\n"
       "checkpoint (DCP, FSDP, DeepSpeed, Hugging Face shards): its folder or index file.\n"
@@ -58,6 +65,11 @@ void printUsage(const std::string& command) {
     std::fputs("usage: ckptscope-cli info FILE [--json]\n", stderr);
   else if (command == "ls")
     std::fputs("usage: ckptscope-cli ls DIR [--json]\n", stderr);
+  else if (command == "serve")
+    std::fputs(
+        "usage: ckptscope-cli serve --stdio\n"
+        "  JSON lines on stdin and stdout (docs/REMOTE.md): what ssh starts on a host\n",
+        stderr);
   else if (command == "verify")
     std::fputs("usage: ckptscope-cli verify FILE\n", stderr);
   else if (command == "diff")

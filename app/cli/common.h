@@ -39,5 +39,6 @@ int runRuns(int argc, char** argv);
 int runPrune(int argc, char** argv);
 int runConsolidate(int argc, char** argv);
 int runExport(int argc, char** argv);
+int runServe(int argc, char** argv);
 
 }  // namespace ckpt::cli

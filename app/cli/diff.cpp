@@ -16,6 +16,8 @@
 #include "ckpt/format/checkpoint_view.h"
 #include "ckpt/format/error.h"
 #include "common.h"
+#include "documents.h"
+#include "remote_commands.h"
 
 namespace ckpt::cli {
 namespace {
@@ -239,6 +241,9 @@ int runDiff(int argc, char** argv) {
   if (!parseArgs(int(rest.size()), rest.data(), 2, {"--json"}, args, problem))
     return usageError(problem, "diff");
   if (args.positional.size() != 2) return usageError("diff takes two files, A and B", "diff");
+  if (const auto remote = remotePaths(args.positional, problem))
+    return runRemoteDiff((*remote)[0], (*remote)[1], size_t(top), args.has("--json"));
+  if (!problem.empty()) return usageError(problem, "diff");
   std::unique_ptr<CheckpointFile> a, b;
   try {
     a = CheckpointFile::open(args.positional[0]);
@@ -247,8 +252,7 @@ int runDiff(int argc, char** argv) {
     return failWith(e.what());
   }
 
-  DiffOptions options;
-  options.topN = top > 0 ? size_t(top) : kDefaultTop;
+  DiffOptions options = diffOptions(size_t(top));
   // A progress line on a terminal: big checkpoints take seconds.
   const bool showProgress = ::isatty(STDERR_FILENO) == 1;
   auto last = std::chrono::steady_clock::now();
@@ -276,22 +280,33 @@ int runDiff(int argc, char** argv) {
     printText(diff, *a, *b);
   }
   std::fflush(stdout);
+  const std::string failure = diffFailure(diff);
+  return failure.empty() ? kExitOk : failWith(failure);
+}
+
+DiffOptions diffOptions(size_t top) {
+  DiffOptions options;
+  options.topN = top > 0 ? top : kDefaultTop;
+  return options;
+}
+
+std::string diffFailure(const CheckpointDiff& diff) {
   // The numbers of an unreadable tensor are missing: say so and fail, in
   // one line however many there are (the report above, and --json, give
   // each tensor's own error).
   std::vector<const TensorDiff*> unreadable;
   for (const TensorDiff& t : diff.tensors)
     if (!t.error.empty()) unreadable.push_back(&t);
-  if (unreadable.empty()) return kExitOk;
-  if (unreadable.size() == 1) return failWith(unreadable.front()->error);
+  if (unreadable.empty()) return {};
+  if (unreadable.size() == 1) return unreadable.front()->error;
   constexpr size_t kNamed = 3;
   std::string names;
   for (size_t i = 0; i < std::min(kNamed, unreadable.size()); ++i)
     names += (i ? ", " : "") + unreadable[i]->name;
   if (unreadable.size() > kNamed)
     names += " (+" + std::to_string(unreadable.size() - kNamed) + " more)";
-  return failWith(std::to_string(unreadable.size()) + " tensors could not be read: " + names +
-                  "; the first: " + unreadable.front()->error);
+  return std::to_string(unreadable.size()) + " tensors could not be read: " + names +
+         "; the first: " + unreadable.front()->error;
 }
 
 }  // namespace ckpt::cli

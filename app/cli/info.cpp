@@ -9,6 +9,8 @@
 #include "ckpt/format/json_export.h"
 #include "ckpt/format/state_names.h"
 #include "common.h"
+#include "documents.h"
+#include "remote_commands.h"
 
 namespace ckpt::cli {
 namespace {
@@ -162,42 +164,52 @@ int runInfo(int argc, char** argv) {
   std::string problem;
   if (!parseArgs(argc, argv, 2, {"--json"}, args, problem)) return usageError(problem, "info");
   if (args.positional.size() != 1) return usageError("info takes exactly one FILE", "info");
+  if (const auto remote = remotePaths(args.positional, problem))
+    return runRemoteInfo(remote->front(), args.has("--json"));
+  if (!problem.empty()) return usageError(problem, "info");
   std::unique_ptr<CheckpointFile> file;
   try {
     file = CheckpointFile::open(args.positional[0]);
   } catch (const FormatError& e) {
     return failWith(e.what());
   }
-  if (args.has("--json")) {
-    nlohmann::ordered_json doc = toJson(*file);
-    // The state dict as the rest of the app names it: wrapper prefixes
-    // ("module.", "_orig_mod.") stripped, and whether there were any.
-    const CheckpointView view(*file);
-    if (view.modelState()) {
-      nlohmann::ordered_json names = nlohmann::ordered_json::array();
-      for (const StateEntry& e : view.entries()) {
-        names.push_back(e.name);
-        if (e.tensor >= 0 && size_t(e.tensor) < doc["tensors"].size())
-          doc["tensors"][size_t(e.tensor)]["name"] = e.name;
-      }
-      doc["model_state"] = {{"key", view.modelStateKey()},
-                            {"ddp_wrapped", view.ddpPrefix()},
-                            {"compiled", view.compiledPrefix()},
-                            {"names", std::move(names)}};
-    }
-    printJson(doc);
-  } else {
+  if (args.has("--json"))
+    printJson(infoDocument(*file));
+  else
     printText(*file);
+  const std::string failure = infoFailure(*file);
+  return failure.empty() ? kExitOk : failWith(failure);
+}
+
+nlohmann::ordered_json infoDocument(const CheckpointFile& file) {
+  nlohmann::ordered_json doc = toJson(file);
+  // The state dict as the rest of the app names it: wrapper prefixes
+  // ("module.", "_orig_mod.") stripped, and whether there were any.
+  const CheckpointView view(file);
+  if (view.modelState()) {
+    nlohmann::ordered_json names = nlohmann::ordered_json::array();
+    for (const StateEntry& e : view.entries()) {
+      names.push_back(e.name);
+      if (e.tensor >= 0 && size_t(e.tensor) < doc["tensors"].size())
+        doc["tensors"][size_t(e.tensor)]["name"] = e.name;
+    }
+    doc["model_state"] = {{"key", view.modelStateKey()},
+                          {"ddp_wrapped", view.ddpPrefix()},
+                          {"compiled", view.compiledPrefix()},
+                          {"names", std::move(names)}};
   }
+  return doc;
+}
+
+std::string infoFailure(const CheckpointFile& file) {
   // Everything readable is printed; a tensor whose bytes are not there (a
   // missing storage record, an extent past its storage) still fails the
   // command, as diff and verify do.
-  for (const StorageInfo& s : file->storages())
-    if (!s.error.empty()) return failWith(file->path() + ": storage " + s.key + ": " + s.error);
-  for (const TensorInfo& t : file->tensors())
-    if (!t.error.empty())
-      return failWith(file->path() + ": tensor " + joinPath(t.path) + ": " + t.error);
-  return kExitOk;
+  for (const StorageInfo& s : file.storages())
+    if (!s.error.empty()) return file.path() + ": storage " + s.key + ": " + s.error;
+  for (const TensorInfo& t : file.tensors())
+    if (!t.error.empty()) return file.path() + ": tensor " + joinPath(t.path) + ": " + t.error;
+  return {};
 }
 
 }  // namespace ckpt::cli

@@ -9,6 +9,8 @@
 #include "ckpt/index/experiment.h"
 #include "ckpt/index/scanner.h"
 #include "common.h"
+#include "documents.h"
+#include "remote_commands.h"
 
 namespace ckpt::cli {
 namespace {
@@ -140,11 +142,18 @@ void printText(const ScanResult& r) {
 
 }  // namespace
 
+nlohmann::ordered_json lsDocument(const ScanResult& result) {
+  return toJson(result);
+}
+
 int runLs(int argc, char** argv) {
   Args args;
   std::string problem;
   if (!parseArgs(argc, argv, 2, {"--json"}, args, problem)) return usageError(problem, "ls");
   if (args.positional.size() != 1) return usageError("ls takes exactly one DIR", "ls");
+  if (const auto remote = remotePaths(args.positional, problem))
+    return runRemoteLs(remote->front(), args.has("--json"));
+  if (!problem.empty()) return usageError(problem, "ls");
   ScanResult result;
   try {
     result = scanDirectory(args.positional[0]);
@@ -152,7 +161,7 @@ int runLs(int argc, char** argv) {
     return failWith(e.what());
   }
   if (args.has("--json")) {
-    printJson(toJson(result));
+    printJson(lsDocument(result));
   } else {
     printText(result);
   }

@@ -12,6 +12,7 @@
 
 #include "ckpt/version.h"
 #include "common.h"
+#include "remote_commands.h"
 
 namespace {
 
@@ -77,7 +78,27 @@ int main(int argc, char** argv) {
     return failWith("'" + cmd + "' needs " + trainer +
                     " (built with LibTorch): " + std::strerror(errno));
   }
+  // --remote-cli PATH: the program on the host for every remote path.
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    int take = 0;
+    if (a == "--remote-cli") {
+      if (i + 1 >= argc) return usageError("--remote-cli needs a PATH");
+      setRemoteCli(argv[i + 1]);
+      take = 2;
+    } else if (a.rfind("--remote-cli=", 0) == 0) {
+      setRemoteCli(a.substr(13));
+      take = 1;
+    } else if (a == "--") {
+      break;
+    }
+    if (!take) continue;
+    for (int j = i; j + take <= argc; ++j) argv[j] = argv[j + take];
+    argc -= take;
+    --i;
+  }
   try {
+    if (cmd == "serve") return runServe(argc, argv);
     if (cmd == "info") return runInfo(argc, argv);
     if (cmd == "ls") return runLs(argc, argv);
     if (cmd == "verify") return runVerify(argc, argv);

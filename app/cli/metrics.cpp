@@ -21,6 +21,8 @@
 #include "ckpt/index/metrics.h"
 #include "ckpt/index/number_text.h"
 #include "common.h"
+#include "documents.h"
+#include "remote_commands.h"
 
 namespace ckpt::cli {
 namespace {
@@ -340,28 +342,48 @@ int runMetrics(int argc, char** argv) {
   if (paths.empty() && logs.empty())
     return usageError("metrics takes at least one DIR or FILE", "metrics");
 
-  std::vector<RunEntry> runs;
+  const MetricsFormat format =
+      json ? MetricsFormat::Json : (csv ? MetricsFormat::Csv : MetricsFormat::Text);
+  std::vector<std::string> named = paths;
+  named.insert(named.end(), logs.begin(), logs.end());
+  std::string problem;
+  if (const auto remote = remotePaths(named, problem))
+    return runRemoteMetrics({remote->begin(), remote->begin() + long(paths.size())},
+                            {remote->begin() + long(paths.size()), remote->end()}, metrics, format);
+  if (!problem.empty()) return usageError(problem, "metrics");
+  std::vector<RunMetrics> result;
   try {
-    for (const std::string& p : paths) {
-      std::error_code ec;
-      if (std::filesystem::is_regular_file(p, ec) && isLogArgument(p)) {
-        logs.push_back(p);
-        continue;
-      }
-      for (RunEntry& r : findMetricRuns(p)) runs.push_back(std::move(r));
-    }
+    result = metricsOf(paths, logs);
   } catch (const std::exception& e) {
     return failWith(e.what());
   }
-  const std::vector<RunMetrics> result = collectMetrics(runs, logs);
-  if (json)
-    printJson(result, metrics);
-  else if (csv)
-    printCsv(result, metrics);
-  else
-    printText(result, metrics);
-  std::fflush(stdout);
+  printMetrics(result, metrics, format);
   return kExitOk;
+}
+
+std::vector<RunMetrics> metricsOf(const std::vector<std::string>& paths,
+                                  std::vector<std::string> logs) {
+  std::vector<RunEntry> runs;
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(p, ec) && isLogArgument(p)) {
+      logs.push_back(p);
+      continue;
+    }
+    for (RunEntry& r : findMetricRuns(p)) runs.push_back(std::move(r));
+  }
+  return collectMetrics(runs, logs);
+}
+
+void printMetrics(const std::vector<RunMetrics>& runs, const std::vector<std::string>& metrics,
+                  MetricsFormat format) {
+  if (format == MetricsFormat::Json)
+    printJson(runs, metrics);
+  else if (format == MetricsFormat::Csv)
+    printCsv(runs, metrics);
+  else
+    printText(runs, metrics);
+  std::fflush(stdout);
 }
 
 }  // namespace ckpt::cli

@@ -18,6 +18,8 @@
 #include "ckpt/format/pickle_safety.h"
 #include "ckpt/format/sharded.h"
 #include "common.h"
+#include "documents.h"
+#include "remote_commands.h"
 
 namespace fs = std::filesystem;
 
@@ -167,9 +169,21 @@ int runScan(int argc, char** argv) {
   if (!parseArgs(argc, argv, 2, {"--json", "--recursive", "-r"}, args, problem))
     return usageError(problem, "scan");
   if (args.positional.empty()) return usageError("scan needs at least one PATH", "scan");
-  const bool recursive = args.has("--recursive") || args.has("-r");
   const bool asJson = args.has("--json");
+  if (const auto remote = remotePaths(args.positional, problem))
+    return runRemoteScan(*remote, args.has("--recursive") || args.has("-r"), asJson);
+  if (!problem.empty()) return usageError(problem, "scan");
+  const SafetyScan scan =
+      scanSafety(args.positional, args.has("--recursive") || args.has("-r"), !asJson);
+  if (!scan.problem.empty()) return failWith(scan.problem);
+  if (asJson) printJson(scan.document);
+  return scan.exit;
+}
 
+SafetyScan scanSafety(const std::vector<std::string>& paths, bool recursive, bool printText) {
+  const bool asJson = !printText;
+  SafetyScan result;
+  std::string problem;
   size_t counts[4] = {}, checkpointCounts[4] = {};
   size_t scannedFiles = 0;
   nlohmann::ordered_json out{{"files", nlohmann::ordered_json::array()},
@@ -204,10 +218,14 @@ int runScan(int argc, char** argv) {
       printCheckpointLine(path, c);
   };
 
-  for (const std::string& p : args.positional) {
+  for (const std::string& p : paths) {
     std::vector<std::string> files, checkpoints;
     if (probeSharded(p)) checkpoints.push_back(p);
-    if (!collect(p, recursive, files, problem, &checkpoints)) return failWith(problem);
+    if (!collect(p, recursive, files, problem, &checkpoints)) {
+      result.problem = problem;
+      result.exit = kExitFailure;
+      return result;
+    }
     // A sharded checkpoint's index or .metadata named on its own is the checkpoint.
     std::error_code ec;
     if (!fs::is_directory(p, ec) && !checkpoints.empty()) files.clear();
@@ -223,9 +241,7 @@ int runScan(int argc, char** argv) {
   }
   const size_t nCheckpoints =
       checkpointCounts[0] + checkpointCounts[1] + checkpointCounts[2] + checkpointCounts[3];
-  if (asJson) {
-    printJson(out);
-  } else {
+  if (!asJson) {
     std::printf("%zu file%s: %zu safe, %zu suspicious, %zu dangerous, %zu unreadable\n",
                 scannedFiles, scannedFiles == 1 ? "" : "s", counts[0], counts[1], counts[2],
                 counts[3]);
@@ -236,9 +252,12 @@ int runScan(int argc, char** argv) {
           checkpointCounts[2], checkpointCounts[3]);
   }
   const size_t dangerous = size_t(Verdict::Dangerous), unreadable = size_t(Verdict::Unreadable);
-  if (counts[dangerous] || checkpointCounts[dangerous]) return kExitDangerous;
-  if (counts[unreadable] || checkpointCounts[unreadable]) return kExitFailure;
-  return kExitOk;
+  result.document = std::move(out);
+  if (counts[dangerous] || checkpointCounts[dangerous])
+    result.exit = kExitDangerous;
+  else if (counts[unreadable] || checkpointCounts[unreadable])
+    result.exit = kExitFailure;
+  return result;
 }
 
 }  // namespace ckpt::cli

@@ -1,0 +1,51 @@
+#pragma once
+// What the read commands compute, apart from how they print it: the
+// command (ls.cpp, info.cpp, ...) and the agent (serve.cpp) call the same
+// functions, so a remote answer is the local one (docs/REMOTE.md).
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "ckpt/analysis/diff.h"
+#include "ckpt/format/checkpoint_file.h"
+#include "ckpt/index/metrics.h"
+#include "ckpt/index/scanner.h"
+
+namespace ckpt::cli {
+
+// `ls --json`.
+nlohmann::ordered_json lsDocument(const ScanResult& result);
+
+// `info --json`, and why the command fails after printing it (a storage or
+// tensor whose bytes are not there; "" when none).
+nlohmann::ordered_json infoDocument(const CheckpointFile& file);
+std::string infoFailure(const CheckpointFile& file);
+
+// `diff --top N`'s options (0: the default ranking length); the report is
+// diffToJson(diff, top).
+DiffOptions diffOptions(size_t top);
+// Why `diff` fails after printing its report: the tensors it could not read.
+std::string diffFailure(const CheckpointDiff& diff);
+
+// `scan`: the files' and sharded checkpoints' verdicts. With `printText`
+// each verdict is printed as it is found, then the counts (the text
+// output); `document` is the `--json` document either way. `exit` is the
+// command's status (3 dangerous, 1 unreadable); `problem` a folder that
+// cannot be listed (then exit is 1 and nothing else is set).
+struct SafetyScan {
+  nlohmann::ordered_json document;
+  int exit = 0;
+  std::string problem;
+};
+SafetyScan scanSafety(const std::vector<std::string>& paths, bool recursive, bool printText);
+
+// `metrics`: the runs under `paths` (console logs among them are read as
+// `logs`); throws std::runtime_error naming a path that cannot be read.
+std::vector<RunMetrics> metricsOf(const std::vector<std::string>& paths,
+                                  std::vector<std::string> logs);
+enum class MetricsFormat { Text, Json, Csv };
+void printMetrics(const std::vector<RunMetrics>& runs, const std::vector<std::string>& metrics,
+                  MetricsFormat format);
+
+}  // namespace ckpt::cli

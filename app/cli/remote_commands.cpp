@@ -1,0 +1,177 @@
+#include "remote_commands.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <stdexcept>
+
+#include "ckpt/remote/agent_client.h"
+#include "ckpt/remote/metrics_wire.h"
+#include "ckpt/version.h"
+#include "common.h"
+
+namespace ckpt::cli {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using remote::AgentClient;
+using remote::RemotePath;
+
+std::string g_remoteCli;  // --remote-cli
+
+// The agent on `where`'s host, with `opened` opened as roots (the paths the
+// command names, nothing else is readable through it).
+std::unique_ptr<AgentClient> connect(const RemotePath& where,
+                                     const std::vector<const RemotePath*>& opened) {
+  auto agent = std::make_unique<AgentClient>(remote::sshAgentArgv(where, g_remoteCli),
+                                             "host " + where.endpoint(),
+                                             std::string("ckptscope-cli ") + CKPT_VERSION);
+  for (const RemotePath* p : opened) agent->call("open", Json{{"path", p->path}});
+  return agent;
+}
+
+// Needs --json: the text reports are printed from the host's open files.
+int needsJson(const char* command) {
+  return usageError(std::string(command) +
+                        " of a remote path prints --json only (the text report: run it on the "
+                        "host)",
+                    command);
+}
+
+// "comparing: 42%" on a terminal, as the local diff shows it.
+AgentClient::ProgressFn terminalProgress(const char* what) {
+  if (::isatty(STDERR_FILENO) != 1) return {};
+  return [what](const Json& p) {
+    const double done = p.value("done", 0.0), total = p.value("total", 0.0);
+    std::fprintf(stderr, "\r%s: %3d%%", what, total > 0 ? int(100.0 * done / total) : 100);
+  };
+}
+
+// The document, then the failure the host's command would have ended with.
+int printDocument(const Json& result) {
+  printJson(result["document"]);
+  std::fflush(stdout);
+  if (result.contains("failure") && result["failure"].is_string())
+    return failWith(result["failure"].get<std::string>());
+  return kExitOk;
+}
+
+template <typename Fn>
+int guarded(const Fn& fn) {
+  try {
+    return fn();
+  } catch (const remote::RemoteError& e) {
+    return failWith(e.what());
+  } catch (const std::exception& e) {
+    return failWith(e.what());
+  }
+}
+
+}  // namespace
+
+void setRemoteCli(std::string program) {
+  g_remoteCli = std::move(program);
+}
+
+std::optional<std::vector<RemotePath>> remotePaths(const std::vector<std::string>& paths,
+                                                   std::string& problem) {
+  std::vector<RemotePath> out;
+  size_t local = 0;
+  try {
+    for (const std::string& p : paths) {
+      if (auto r = remote::parseRemotePath(p))
+        out.push_back(std::move(*r));
+      else
+        ++local;
+    }
+  } catch (const std::invalid_argument& e) {
+    problem = e.what();
+    return std::nullopt;
+  }
+  if (out.empty()) return std::nullopt;
+  if (local) {
+    problem =
+        "local and remote paths in one command: not supported yet (copy the file, or run "
+        "the command on the host)";
+    return std::nullopt;
+  }
+  for (const RemotePath& r : out)
+    if (r.endpoint() != out.front().endpoint()) {
+      problem = "paths on two hosts (" + out.front().endpoint() + ", " + r.endpoint() +
+                ") in one command: not supported yet";
+      return std::nullopt;
+    }
+  return out;
+}
+
+int runRemoteLs(const RemotePath& dir, bool json) {
+  if (!json) return needsJson("ls");
+  return guarded([&] {
+    auto agent = connect(dir, {&dir});
+    return printDocument(agent->call("scan", Json{{"path", dir.path}}));
+  });
+}
+
+int runRemoteInfo(const RemotePath& file, bool json) {
+  if (!json) return needsJson("info");
+  return guarded([&] {
+    auto agent = connect(file, {&file});
+    return printDocument(agent->call("info", Json{{"path", file.path}}));
+  });
+}
+
+int runRemoteDiff(const RemotePath& a, const RemotePath& b, size_t top, bool json) {
+  if (!json) return needsJson("diff");
+  return guarded([&] {
+    // Both files are on one host: compared there, only the report travels.
+    auto agent = connect(a, {&a, &b});
+    const Json result = agent->call("diff", Json{{"a", a.path}, {"b", b.path}, {"top", top}},
+                                    terminalProgress("comparing"));
+    if (::isatty(STDERR_FILENO) == 1) std::fprintf(stderr, "\r%20s\r", "");
+    return printDocument(result);
+  });
+}
+
+int runRemoteScan(const std::vector<RemotePath>& paths, bool recursive, bool json) {
+  if (!json) return needsJson("scan");
+  return guarded([&] {
+    std::vector<const RemotePath*> opened;
+    Json names = Json::array();
+    for (const RemotePath& p : paths) {
+      opened.push_back(&p);
+      names.push_back(p.path);
+    }
+    auto agent = connect(paths.front(), opened);
+    const Json r = agent->call("scanSafety", Json{{"paths", names}, {"recursive", recursive}});
+    if (r["failure"].is_string()) return failWith(r["failure"].get<std::string>());
+    printJson(r["document"]);
+    std::fflush(stdout);
+    return r["exit"].get<int>();
+  });
+}
+
+int runRemoteMetrics(const std::vector<RemotePath>& paths, const std::vector<RemotePath>& logs,
+                     const std::vector<std::string>& metrics, MetricsFormat format) {
+  return guarded([&] {
+    std::vector<const RemotePath*> opened;
+    Json names = Json::array(), logNames = Json::array();
+    for (const RemotePath& p : paths) {
+      opened.push_back(&p);
+      names.push_back(p.path);
+    }
+    for (const RemotePath& p : logs) {
+      opened.push_back(&p);
+      logNames.push_back(p.path);
+    }
+    auto agent = connect(paths.empty() ? logs.front() : paths.front(), opened);
+    Json params{{"paths", names}};
+    if (!logNames.empty()) params["logs"] = logNames;
+    const Json r = agent->call("metrics", params);
+    std::vector<RunMetrics> runs;
+    for (const Json& run : r["runs"]) runs.push_back(remote::runMetricsFromWire(run));
+    printMetrics(runs, metrics, format);
+    return kExitOk;
+  });
+}
+
+}  // namespace ckpt::cli

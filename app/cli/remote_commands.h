@@ -1,0 +1,32 @@
+#pragma once
+// The read commands on paths of another machine (ssh://host/path,
+// host:/path): the same work, done by `ckptscope-cli serve --stdio` there
+// through ssh (docs/REMOTE.md), printed here by the same printers.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ckpt/remote/remote_path.h"
+#include "documents.h"
+
+namespace ckpt::cli {
+
+// --remote-cli PATH (main.cpp takes it out of argv for every command).
+void setRemoteCli(std::string program);
+
+// Which of `paths` are remote: nothing when none is; an error message in
+// `problem` when some are and some not, they name different hosts, or an
+// ssh:// URL is malformed.
+std::optional<std::vector<remote::RemotePath>> remotePaths(const std::vector<std::string>& paths,
+                                                           std::string& problem);
+
+int runRemoteLs(const remote::RemotePath& dir, bool json);
+int runRemoteInfo(const remote::RemotePath& file, bool json);
+int runRemoteDiff(const remote::RemotePath& a, const remote::RemotePath& b, size_t top, bool json);
+int runRemoteScan(const std::vector<remote::RemotePath>& paths, bool recursive, bool json);
+int runRemoteMetrics(const std::vector<remote::RemotePath>& paths,
+                     const std::vector<remote::RemotePath>& logs,
+                     const std::vector<std::string>& metrics, MetricsFormat format);
+
+}  // namespace ckpt::cli

@@ -1,0 +1,70 @@
+#pragma once
+// The agent (`ckptscope-cli serve --stdio`, docs/REMOTE.md): what its
+// methods (serve_methods.cpp) see of the transport (serve.cpp).
+
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ckpt::cli::serve {
+
+using Json = nlohmann::ordered_json;
+
+// A request the agent refuses, with the protocol's error code
+// ("bad_field", "outside_roots", "not_found", ...).
+class ProtocolError : public std::runtime_error {
+ public:
+  ProtocolError(std::string code, const std::string& message)
+      : std::runtime_error(message), m_code(std::move(code)) {}
+  [[nodiscard]] const std::string& code() const { return m_code; }
+
+ private:
+  std::string m_code;
+};
+
+// The folders (or files) the client opened. Every path a request names must
+// resolve (realpath: `..` and symlinks followed) to one of them or below.
+class Roots {
+ public:
+  // Adds `path` (which must exist); returns its real path.
+  std::string open(const std::string& path);
+  // `path` when it exists and resolves inside a root; else ProtocolError
+  // naming `field` and the path.
+  [[nodiscard]] std::string check(const std::string& path, const std::string& field) const;
+
+ private:
+  mutable std::mutex m_mutex;
+  std::vector<std::string> m_roots;  // real paths
+};
+
+// One request as a method sees it.
+struct Call {
+  const Json& params;
+  const std::atomic<bool>& cancelled;
+  Roots& roots;
+  // {done, total}: throttled here, sent as the request's progress message.
+  std::function<void(uint64_t done, uint64_t total)> progress;
+  // An unsolicited message with the request's id (a watch's changes).
+  std::function<void(Json event)> event;
+
+  // params[field] as a string / an array of strings / a number, else
+  // ProtocolError("bad_field") naming it.
+  [[nodiscard]] std::string text(const char* field) const;
+  [[nodiscard]] std::vector<std::string> texts(const char* field, bool required) const;
+  [[nodiscard]] int64_t integer(const char* field, int64_t fallback, int64_t lo, int64_t hi) const;
+  // params[field]: a path, checked against the roots.
+  [[nodiscard]] std::string path(const char* field) const;
+};
+
+// Throws ProtocolError("cancelled") when the request was cancelled.
+void throwIfCancelled(const Call& call);
+
+// The methods other than hello / cancel (answered by the transport itself):
+// the result, or ProtocolError("unknown_method").
+Json runMethod(const std::string& method, Call& call);
+
+}  // namespace ckpt::cli::serve

@@ -1,0 +1,245 @@
+// The agent's methods (docs/REMOTE.md): each calls what the matching
+// command computes (documents.h), so a remote answer is the local one.
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <thread>
+
+#include "ckpt/analysis/diff.h"
+#include "ckpt/analysis/tensor_stats.h"
+#include "ckpt/format/checkpoint_file.h"
+#include "ckpt/format/value.h"
+#include "ckpt/index/metrics.h"
+#include "ckpt/index/scanner.h"
+#include "ckpt/remote/metrics_wire.h"
+#include "ckpt/remote/protocol.h"
+#include "documents.h"
+#include "serve.h"
+
+namespace fs = std::filesystem;
+
+namespace ckpt::cli::serve {
+namespace {
+
+Json orNull(const std::string& s) {
+  return s.empty() ? Json(nullptr) : Json(s);
+}
+
+// JSON has no NaN: as on the metrics wire, "nan", "inf", "-inf".
+Json real(double d) {
+  return remote::numberToWire(d);
+}
+
+std::unique_ptr<CheckpointFile> openCheckpoint(const std::string& path) {
+  return CheckpointFile::open(path);  // FormatError names the file and byte
+}
+
+// params.tensor: an index into the file's tensors, or a tensor's name (its
+// path in the file, "model_state.wte.weight", or its state-dict name).
+size_t tensorIndex(const CheckpointFile& file, const Call& call) {
+  const Json& t = call.params.contains("tensor") ? call.params["tensor"] : Json();
+  const auto& tensors = file.tensors();
+  if (t.is_number_unsigned() || t.is_number_integer()) {
+    const int64_t i = t.get<int64_t>();
+    if (i < 0 || size_t(i) >= tensors.size())
+      throw ProtocolError("bad_field", "tensor: " + std::to_string(i) + " is not one of the " +
+                                           std::to_string(tensors.size()) + " tensors of " +
+                                           file.path());
+    return size_t(i);
+  }
+  if (!t.is_string()) throw ProtocolError("bad_field", "tensor: an index or a name is needed");
+  const std::string name = t.get<std::string>();
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (tensors[i].name() == name || joinPath(tensors[i].path) == name) return i;
+  const Json names = infoDocument(file)["tensors"];
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i].contains("name") && names[i]["name"] == name) return i;
+  throw ProtocolError("not_found", "tensor: " + file.path() + " has no tensor '" + name + "'");
+}
+
+Json statsJson(const TensorStats& s) {
+  return Json{{"count", s.count},   {"finite", s.finite},      {"zeros", s.zeros},
+              {"nans", s.nans},     {"pos_inf", s.posInf},     {"neg_inf", s.negInf},
+              {"min", real(s.min)}, {"max", real(s.max)},      {"mean", real(s.mean)},
+              {"std", real(s.std)}, {"l2norm", real(s.l2norm)}};
+}
+
+bool isLog(const std::string& path) {
+  const std::string ext = fs::path(path).extension().string();
+  return ext == ".log" || ext == ".out" || ext == ".err" || ext == ".txt";
+}
+
+// `metrics` with `since`: what each followed file gained after its offset,
+// read from there (nothing before it is read again).
+Json metricsSince(const Call& call) {
+  const Json& since = call.params["since"];
+  if (!since.is_object())
+    throw ProtocolError("bad_field", "since: an object {file: byte offset} is needed");
+  Json files = Json::array();
+  for (auto it = since.begin(); it != since.end(); ++it) {
+    throwIfCancelled(call);
+    const std::string file = call.roots.check(it.key(), "since");
+    if (!it.value().is_number_unsigned() && !it.value().is_number_integer())
+      throw ProtocolError("bad_field", "since: the offset of " + it.key() + " is not a number");
+    const int64_t from = it.value().get<int64_t>();
+    std::error_code ec;
+    const auto size = fs::file_size(file, ec);
+    Json f{{"file", it.key()}, {"from", from}};
+    if (ec || from < 0 || uint64_t(from) > size) {
+      // Rewritten or cut short: the client reads the run again.
+      f["truncated"] = true;
+      files.push_back(std::move(f));
+      continue;
+    }
+    uint64_t end = uint64_t(from);
+    Json points = Json::array();
+    std::vector<std::string> problems;
+    if (isLog(file)) {
+      for (const LoggedPoint& p : readConsoleLogLines(file, uint64_t(from), &end)) {
+        Json w = remote::pointToWire(p.point);
+        points.push_back(Json{{"run", p.run}, {"metric", p.metric}, {"point", std::move(w)}});
+      }
+    } else if (fs::path(file).extension() == ".jsonl") {
+      for (auto& [metric, p] : readMetricsJsonl(file, uint64_t(from), &end, &problems))
+        points.push_back(Json{{"metric", metric}, {"point", remote::pointToWire(p)}});
+    } else {
+      // Read whole (trainer_state.json, metrics.csv, event files): whether
+      // it changed; the client reads its run again then.
+      f["reread"] = size != uint64_t(from);
+      end = size;
+    }
+    f["to"] = end;
+    f["points"] = std::move(points);
+    f["problems"] = problems;
+    files.push_back(std::move(f));
+  }
+  return Json{{"files", std::move(files)}};
+}
+
+// A folder's files (path -> size, mtime in ns), for watch.
+using Snapshot = std::map<std::string, std::pair<uint64_t, int64_t>>;
+constexpr size_t kMaxWatchedFiles = 200000;
+
+Snapshot snapshot(const std::string& root) {
+  Snapshot s;
+  std::error_code ec;
+  struct stat st {};
+  if (::stat(root.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    s[root] = {uint64_t(st.st_size), int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+    return s;
+  }
+  fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec), end;
+  for (; !ec && it != end && s.size() < kMaxWatchedFiles; it.increment(ec)) {
+    const std::string p = it->path().string();
+    if (::stat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    s[p] = {uint64_t(st.st_size), int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+  }
+  return s;
+}
+
+Json watch(Call& call) {
+  const std::string path = call.path("path");
+  const int64_t intervalMs = call.integer("interval_ms", 1000, 100, 3600 * 1000);
+  Snapshot before = snapshot(path);
+  call.event(Json{{"watching", path}, {"files", before.size()}, {"interval_ms", intervalMs}});
+  for (;;) {
+    // Sleep in short steps: cancel (or the client leaving) ends the watch at once.
+    const auto due = std::chrono::steady_clock::now() + std::chrono::milliseconds(intervalMs);
+    while (std::chrono::steady_clock::now() < due) {
+      if (call.cancelled) return Json{{"stopped", true}};
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    Snapshot now = snapshot(path);
+    Json added = Json::array(), changed = Json::array(), removed = Json::array();
+    for (const auto& [p, st] : now) {
+      const auto it = before.find(p);
+      if (it == before.end())
+        added.push_back(p);
+      else if (it->second != st)
+        changed.push_back(p);
+    }
+    for (const auto& [p, st] : before)
+      if (!now.count(p)) removed.push_back(p);
+    if (!added.empty() || !changed.empty() || !removed.empty())
+      call.event(Json{{"added", std::move(added)},
+                      {"changed", std::move(changed)},
+                      {"removed", std::move(removed)}});
+    before = std::move(now);
+  }
+}
+
+}  // namespace
+
+Json runMethod(const std::string& method, Call& call) {
+  if (method == "open") return Json{{"root", call.roots.open(call.text("path"))}};
+  if (method == "scan") return Json{{"document", lsDocument(scanDirectory(call.path("path")))}};
+  if (method == "info") {
+    const auto file = openCheckpoint(call.path("path"));
+    return Json{{"document", infoDocument(*file)}, {"failure", orNull(infoFailure(*file))}};
+  }
+  if (method == "stats") {
+    const auto file = openCheckpoint(call.path("path"));
+    const size_t i = tensorIndex(*file, call);
+    const auto stats = computeStats(file->tensorData(i), [&call](uint64_t done, uint64_t total) {
+      call.progress(done, total);
+      return !call.cancelled;
+    });
+    throwIfCancelled(call);
+    if (!stats) throw ProtocolError("cancelled", "cancelled");
+    return Json{{"tensor", i}, {"stats", statsJson(*stats)}};
+  }
+  if (method == "slice") {
+    const auto file = openCheckpoint(call.path("path"));
+    const size_t i = tensorIndex(*file, call);
+    const TensorData data = file->tensorData(i);
+    const int64_t first = call.integer("first", 0, 0, INT64_MAX);
+    const int64_t count = call.integer("count", 1000, 0, int64_t(remote::kMaxSliceElements));
+    std::vector<double> values(static_cast<size_t>(count), 0.0);
+    const size_t n = uint64_t(first) < data.numel()
+                         ? data.read(uint64_t(first), values.size(), values.data())
+                         : 0;
+    Json out = Json::array();
+    for (size_t k = 0; k < n; ++k) out.push_back(real(values[k]));
+    return Json{
+        {"tensor", i}, {"numel", data.numel()}, {"first", first}, {"values", std::move(out)}};
+  }
+  if (method == "metrics") {
+    if (call.params.contains("since")) return metricsSince(call);
+    std::vector<std::string> paths = call.texts("paths", false), logs = call.texts("logs", false);
+    if (paths.empty() && logs.empty())
+      throw ProtocolError("missing_field",
+                          "paths: at least one folder or file (or logs) is needed");
+    for (std::string& p : paths) p = call.roots.check(p, "paths");
+    for (std::string& p : logs) p = call.roots.check(p, "logs");
+    Json runs = Json::array();
+    for (const RunMetrics& r : metricsOf(paths, logs)) runs.push_back(remote::runMetricsToWire(r));
+    return Json{{"runs", std::move(runs)}};
+  }
+  if (method == "diff") {
+    const auto a = openCheckpoint(call.path("a"));
+    const auto b = openCheckpoint(call.path("b"));
+    const int64_t top = call.integer("top", 0, 0, 1 << 20);
+    DiffOptions options = diffOptions(size_t(top));
+    options.progress = [&call](size_t done, size_t total) {
+      call.progress(done, total);
+      return !call.cancelled;
+    };
+    const CheckpointDiff d = diffCheckpoints(*a, *b, options);
+    throwIfCancelled(call);
+    return Json{{"document", diffToJson(d, size_t(top))}, {"failure", orNull(diffFailure(d))}};
+  }
+  if (method == "scanSafety") {
+    std::vector<std::string> paths = call.texts("paths", true);
+    for (std::string& p : paths) p = call.roots.check(p, "paths");
+    const bool recursive = call.params.value("recursive", false);
+    const SafetyScan s = scanSafety(paths, recursive, /*printText=*/false);
+    return Json{{"document", s.document}, {"exit", s.exit}, {"failure", orNull(s.problem)}};
+  }
+  if (method == "watch") return watch(call);
+  throw ProtocolError("unknown_method", "unknown method '" + method + "'");
+}
+
+}  // namespace ckpt::cli::serve

@@ -1,0 +1,89 @@
+#pragma once
+// The client end of the agent protocol (docs/REMOTE.md): starts
+// `ckptscope-cli serve --stdio` (through ssh, or any program: the tests
+// start it directly), says hello, and sends one request at a time.
+// Everything a person must do to make it work (install the agent, accept a
+// host key, load a key) comes back as a RemoteError that says so. No Qt:
+// the app's Open Remote will drive the same class from a worker thread.
+
+#include <sys/types.h>
+
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ckpt/remote/remote_path.h"
+
+namespace ckpt::remote {
+
+// An error the agent answered with ({code, message}), or why there is no
+// agent to ask (code "connection").
+class RemoteError : public std::runtime_error {
+ public:
+  RemoteError(std::string code, const std::string& message)
+      : std::runtime_error(message), m_code(std::move(code)) {}
+  [[nodiscard]] const std::string& code() const { return m_code; }
+
+ private:
+  std::string m_code;
+};
+
+// The install hint every "not installed / too old" message ends with.
+std::string installHint();
+
+// How to reach a host's agent: the ssh program (CKPTSCOPE_SSH, split on
+// spaces: "ssh -F /path/config"; "ssh" when unset) and the program on the
+// host (`remoteCli`, else CKPTSCOPE_REMOTE_CLI, else "ckptscope-cli").
+// The result is an argv: nothing here goes through a local shell. The
+// remote program's name is quoted for the host's login shell (ssh hands
+// its command to it); file paths never appear here, they travel inside
+// the protocol.
+std::vector<std::string> sshAgentArgv(const RemotePath& where, const std::string& remoteCli = {});
+
+class AgentClient {
+ public:
+  using Json = nlohmann::ordered_json;
+  using ProgressFn = std::function<void(const Json& progress)>;
+
+  // Starts `argv` (execvp) with pipes on its stdin, stdout and stderr and
+  // exchanges hello; `what` names the other end in messages ("host
+  // 127.0.0.1"). Throws RemoteError: the program cannot start, is missing
+  // on the host, is too old, or ssh cannot log in.
+  AgentClient(std::vector<std::string> argv, std::string what, std::string clientVersion);
+  ~AgentClient();
+  AgentClient(const AgentClient&) = delete;
+  AgentClient& operator=(const AgentClient&) = delete;
+
+  // What the agent said to hello: {protocol, version, program}.
+  [[nodiscard]] const Json& hello() const { return m_hello; }
+
+  // Sends {id, method, params} and waits for its result; progress
+  // messages go to `progress`. Throws RemoteError with the agent's error,
+  // or code "connection" when the connection drops first.
+  Json call(const std::string& method, Json params, const ProgressFn& progress = {});
+
+ private:
+  void send(const Json& message);
+  // The next complete line from the agent's stdout; false at end of file.
+  bool readLine(std::string& line);
+  // Why the agent went away: its exit status and what it wrote to stderr,
+  // turned into what a person should do.
+  [[noreturn]] void connectionLost(const std::string& when);
+  void stop();
+
+  std::string m_what;
+  pid_t m_pid = -1;
+  int m_in = -1, m_out = -1;  // the agent's stdin (we write), stdout (we read)
+  std::string m_buf;          // read but not yet a whole line
+  struct ErrorText;           // what the agent (or ssh) wrote to stderr, collected by m_errThread
+  std::shared_ptr<ErrorText> m_stderr;
+  std::thread m_errThread;
+  int64_t m_nextId = 1;
+  Json m_hello;
+};
+
+}  // namespace ckpt::remote

@@ -1,0 +1,284 @@
+#include "ckpt/remote/agent_client.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <sstream>
+
+#include "ckpt/format/json_export.h"
+#include "ckpt/remote/json_line.h"
+#include "ckpt/remote/protocol.h"
+
+namespace ckpt::remote {
+
+struct AgentClient::ErrorText {
+  std::mutex mutex;
+  std::string text;
+  [[nodiscard]] std::string get() {
+    std::lock_guard lock(mutex);
+    return text;
+  }
+};
+
+std::string installHint() {
+  return "install ckptscope-cli there: copy the package and run `sudo apt install "
+         "./ckptscope_<version>_amd64.deb` (made by `packaging/bootstrap.sh package`), or build "
+         "it from source there with `packaging/bootstrap.sh` in a checkout; or name the program "
+         "with --remote-cli PATH or CKPTSCOPE_REMOTE_CLI";
+}
+
+namespace {
+
+std::vector<std::string> splitSpaces(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+// One word for a POSIX shell: the host's login shell reads ssh's command.
+std::string shellQuote(const std::string& s) {
+  std::string out = "'";
+  for (const char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+bool contains(const std::string& text, const char* what) {
+  return text.find(what) != std::string::npos;
+}
+
+// The last few lines of stderr, for a message.
+std::string tail(const std::string& text) {
+  std::string t = text;
+  while (!t.empty() && (t.back() == '\n' || t.back() == '\r')) t.pop_back();
+  size_t start = t.size();
+  for (int lines = 0; start > 0 && lines < 4; --start)
+    if (t[start - 1] == '\n') ++lines;
+  return t.substr(start == 0 ? 0 : start + 1);
+}
+
+}  // namespace
+
+std::vector<std::string> sshAgentArgv(const RemotePath& where, const std::string& remoteCli) {
+  const char* sshEnv = std::getenv("CKPTSCOPE_SSH");
+  std::vector<std::string> argv = splitSpaces(sshEnv && *sshEnv ? sshEnv : "ssh");
+  if (argv.empty()) argv.push_back("ssh");
+  // -T: no terminal (the protocol is bytes); BatchMode: a password or
+  // host-key question fails at once instead of hanging on a prompt no one sees.
+  for (const char* a : {"-T", "-o", "BatchMode=yes"}) argv.emplace_back(a);
+  if (where.port) {
+    argv.emplace_back("-p");
+    argv.push_back(std::to_string(where.port));
+  }
+  argv.emplace_back("--");  // a host named "-o..." is a host, not an option
+  argv.push_back(where.user.empty() ? where.host : where.user + "@" + where.host);
+  std::string program = remoteCli;
+  if (program.empty()) {
+    const char* env = std::getenv("CKPTSCOPE_REMOTE_CLI");
+    program = env && *env ? env : "ckptscope-cli";
+  }
+  argv.push_back(shellQuote(program) + " serve --stdio");
+  return argv;
+}
+
+AgentClient::AgentClient(std::vector<std::string> argv, std::string what, std::string clientVersion)
+    : m_what(std::move(what)), m_stderr(std::make_shared<ErrorText>()) {
+  // A write to an agent that went away must be an error we report, not a
+  // signal that ends this program.
+  ::signal(SIGPIPE, SIG_IGN);
+  int in[2], out[2], err[2];
+  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
+    throw RemoteError("connection", "cannot make pipes: " + std::string(std::strerror(errno)));
+  std::vector<char*> args;
+  for (std::string& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  m_pid = ::fork();
+  if (m_pid == 0) {
+    ::dup2(in[0], 0);
+    ::dup2(out[1], 1);
+    ::dup2(err[1], 2);
+    ::execvp(args[0], args.data());
+    const std::string msg = std::string(args[0]) + ": " + std::strerror(errno) + "\n";
+    (void)!::write(2, msg.data(), msg.size());
+    ::_exit(127);
+  }
+  ::close(in[0]);
+  ::close(out[1]);
+  ::close(err[1]);
+  if (m_pid < 0) {
+    ::close(in[1]);
+    ::close(out[0]);
+    ::close(err[0]);
+    throw RemoteError("connection", "cannot start " + argv.front() + ": " + std::strerror(errno));
+  }
+  m_in = in[1];
+  m_out = out[0];
+  m_errThread = std::thread([fd = err[0], text = m_stderr] {
+    char b[4096];
+    for (ssize_t n; (n = ::read(fd, b, sizeof b)) != 0;) {
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        break;
+      }
+      std::lock_guard lock(text->mutex);
+      // Enough to explain a failure; a chatty agent cannot fill memory.
+      if (text->text.size() < 65536) text->text.append(b, size_t(n));
+    }
+    ::close(fd);
+  });
+
+  try {
+    m_hello = call("hello", Json{{"protocol", kProtocolVersion}, {"client", clientVersion}});
+  } catch (const RemoteError& e) {
+    stop();
+    throw;
+  }
+  const Json& p = m_hello.contains("protocol") ? m_hello["protocol"] : Json();
+  const int theirs = p.is_number_integer() ? p.get<int>() : 0;
+  const std::string version = m_hello.contains("version") && m_hello["version"].is_string()
+                                  ? m_hello["version"].get<std::string>()
+                                  : "?";
+  if (theirs < kProtocolVersion) {
+    stop();
+    throw RemoteError("version", m_what + " runs ckptscope-cli " + version + " (agent protocol " +
+                                     std::to_string(theirs) + "); this ckptscope-cli (" +
+                                     clientVersion + ") needs protocol " +
+                                     std::to_string(kProtocolVersion) +
+                                     " or newer: " + installHint());
+  }
+}
+
+AgentClient::~AgentClient() {
+  stop();
+}
+
+void AgentClient::stop() {
+  if (m_in >= 0) ::close(m_in);  // end of input: the agent ends
+  m_in = -1;
+  if (m_pid > 0) {
+    // Give it a moment to leave on its own, then make sure it does.
+    int status = 0;
+    for (int i = 0; i < 200; ++i) {
+      if (::waitpid(m_pid, &status, WNOHANG) == m_pid) {
+        m_pid = -1;
+        break;
+      }
+      ::usleep(10000);
+    }
+    if (m_pid > 0) {
+      ::kill(m_pid, SIGTERM);
+      ::waitpid(m_pid, &status, 0);
+      m_pid = -1;
+    }
+  }
+  if (m_out >= 0) ::close(m_out);
+  m_out = -1;
+  if (m_errThread.joinable()) m_errThread.join();
+}
+
+void AgentClient::send(const Json& message) {
+  std::string line = dumpJson(message);
+  line += '\n';
+  size_t done = 0;
+  while (done < line.size()) {
+    const ssize_t n = ::write(m_in, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) connectionLost("sending a request");
+    done += size_t(n);
+  }
+}
+
+bool AgentClient::readLine(std::string& line) {
+  for (;;) {
+    const size_t nl = m_buf.find('\n');
+    if (nl != std::string::npos) {
+      line.assign(m_buf, 0, nl);
+      m_buf.erase(0, nl + 1);
+      return true;
+    }
+    if (m_buf.size() > kMaxResponseBytes)
+      throw RemoteError("connection", m_what + ": a reply longer than " +
+                                          std::to_string(kMaxResponseBytes) + " bytes");
+    char b[65536];
+    const ssize_t n = ::read(m_out, b, sizeof b);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    m_buf.append(b, size_t(n));
+  }
+}
+
+void AgentClient::connectionLost(const std::string& when) {
+  if (m_in >= 0) ::close(m_in);
+  m_in = -1;
+  int status = 0, code = -1;
+  if (m_pid > 0 && ::waitpid(m_pid, &status, 0) == m_pid) {
+    m_pid = -1;
+    code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  if (m_errThread.joinable()) m_errThread.join();
+  const std::string err = m_stderr->get();
+  if (contains(err, "Host key verification failed") ||
+      contains(err, "REMOTE HOST IDENTIFICATION HAS CHANGED"))
+    throw RemoteError("connection",
+                      m_what +
+                          ": ssh cannot check the host's key without asking (BatchMode): "
+                          "connect once with `ssh HOST` in a terminal to accept it into "
+                          "~/.ssh/known_hosts (or fix the changed entry there)");
+  if (contains(err, "Permission denied") || contains(err, "Too many authentication failures"))
+    throw RemoteError("connection",
+                      m_what +
+                          ": ssh cannot log in without a password (BatchMode): load your "
+                          "key with `ssh-add`, or set one up with `ssh-copy-id HOST` (ssh: " +
+                          tail(err) + ")");
+  if (code == 127 || contains(err, "command not found") || contains(err, "No such file"))
+    throw RemoteError("not_installed", m_what + ": ckptscope-cli was not found there (" +
+                                           tail(err) + "): " + installHint());
+  if (contains(err, "unknown command 'serve'"))
+    throw RemoteError("version", m_what +
+                                     ": its ckptscope-cli has no agent mode (too old for "
+                                     "protocol " +
+                                     std::to_string(kProtocolVersion) + "): " + installHint());
+  throw RemoteError("connection", m_what + ": the connection closed while " + when +
+                                      (code >= 0 ? " (exit status " + std::to_string(code) + ")"
+                                                 : std::string()) +
+                                      (err.empty() ? std::string() : ": " + tail(err)));
+}
+
+AgentClient::Json AgentClient::call(const std::string& method, Json params,
+                                    const ProgressFn& progress) {
+  if (m_in < 0) throw RemoteError("connection", m_what + ": the connection is closed");
+  const int64_t id = m_nextId++;
+  send(Json{{"id", id}, {"method", method}, {"params", std::move(params)}});
+  std::string line;
+  for (;;) {
+    if (!readLine(line)) connectionLost("waiting for the answer to " + method);
+    Json msg;
+    try {
+      msg = parseJsonText(line);
+    } catch (const std::exception& e) {
+      throw RemoteError("connection",
+                        m_what + ": the agent sent a line that is not JSON (" + e.what() + ")");
+    }
+    if (!msg.is_object() || !msg.contains("id") || msg["id"] != id) continue;  // a watch's event
+    if (msg.contains("progress")) {
+      if (progress) progress(msg["progress"]);
+      continue;
+    }
+    if (msg.contains("error")) {
+      const Json& e = msg["error"];
+      const std::string code = e.value("code", std::string("error"));
+      throw RemoteError(code, e.value("message", std::string("(no message)")));
+    }
+    if (msg.contains("result")) return std::move(msg["result"]);
+  }
+}
+
+}  // namespace ckpt::remote

@@ -1,0 +1,604 @@
+// The agent (`ckptscope-cli serve --stdio`, docs/REMOTE.md) spoken to over a
+// pipe, and the read commands on ssh:// paths through a real OpenSSH server
+// this test starts on loopback with its own keys and configs: the remote
+// output must be the local output, byte for byte.
+#include <signal.h>
+#include <unistd.h>
+
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <nlohmann/json.hpp>
+
+#include "run_process.h"
+
+using json = nlohmann::json;
+using ckpt::test::ProcessResult;
+
+namespace {
+
+const QString kCli = QStringLiteral(CKPT_CLI);
+const QString kFixtures = QStringLiteral(CKPT_FIXTURE_DIR);
+
+void writeFile(const QString& path, const QByteArray& bytes, bool append = false) {
+  QFile f(path);
+  QVERIFY2(f.open(append ? QIODevice::Append : QIODevice::WriteOnly), qPrintable(path));
+  f.write(bytes);
+}
+
+// One agent on a pipe.
+class Agent {
+ public:
+  Agent() {
+    m_p.start(kCli, {"serve", "--stdio"});
+    m_p.waitForStarted();
+  }
+  ~Agent() {
+    m_p.closeWriteChannel();
+    if (!m_p.waitForFinished(5000)) m_p.kill();
+    m_p.waitForFinished();
+  }
+  void sendLine(const QByteArray& line) {
+    m_p.write(line + "\n");
+    m_p.waitForBytesWritten();
+  }
+  void send(const json& j) { sendLine(QByteArray::fromStdString(j.dump())); }
+  json call(int id, const std::string& method, const json& params = json::object()) {
+    send(json{{"id", id}, {"method", method}, {"params", params}});
+    return next();
+  }
+  // The next message (null after `timeoutMs` without one).
+  json next(int timeoutMs = 20000) {
+    QElapsedTimer t;
+    t.start();
+    while (!m_p.canReadLine() && t.elapsed() < timeoutMs)
+      m_p.waitForReadyRead(int(std::max<qint64>(1, timeoutMs - t.elapsed())));
+    if (!m_p.canReadLine()) return json();
+    return json::parse(m_p.readLine().toStdString());
+  }
+  QProcess& process() { return m_p; }
+
+ private:
+  QProcess m_p;
+};
+
+// A safetensors file (8-byte little-endian header length, JSON header,
+// data) holding one float32 tensor of `n` elements, its bytes a hole: big
+// enough that statistics take seconds, taking no disk.
+void writeSparseSafetensors(const QString& path, qint64 n) {
+  QByteArray header = QByteArray::fromStdString(
+      json{{"big", {{"dtype", "F32"}, {"shape", {n}}, {"data_offsets", {0, n * 4}}}}}.dump());
+  while (header.size() % 8) header += ' ';
+  QByteArray len(8, '\0');
+  for (int i = 0; i < 8; ++i) len[i] = char((quint64(header.size()) >> (8 * i)) & 0xFF);
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  f.write(len + header);
+  QVERIFY(f.resize(8 + header.size() + n * 4));
+}
+
+}  // namespace
+
+class TestRemote : public QObject {
+  Q_OBJECT
+
+ private:
+  QTemporaryDir m_tmp;
+  QProcess m_sshd;
+  QString m_sshdHome;  // keys, configs
+  int m_port = 0;
+  QString m_skip;  // why the ssh tests cannot run
+
+  QProcessEnvironment sshEnv(const QString& config = {}, const QString& remoteCli = kCli) const {
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("CKPTSCOPE_SSH",
+               "ssh -F " + (config.isEmpty() ? m_sshdHome + "/ssh_config" : config));
+    env.insert("CKPTSCOPE_REMOTE_CLI", remoteCli);
+    return env;
+  }
+  ProcessResult cli(const QStringList& args,
+                    const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment()) {
+    QProcess p;
+    p.setProcessEnvironment(env);
+    p.start(kCli, args);
+    return ckpt::test::finishProcess(p, 120000);
+  }
+  QString remote(const QString& path) const {
+    return QString("ssh://127.0.0.1:%1%2").arg(m_port).arg(path);
+  }
+  bool startSshd();
+
+ private slots:
+  void initTestCase();
+  void cleanupTestCase();
+
+  // ---- the protocol over a pipe
+  void helloAndVersion();
+  void badRequestsKeepServing();
+  void rootConfinement();
+  void cancelLongRequest();
+  void statsAndSlice();
+  void metricsSinceOffset();
+  void watchReportsNewCheckpoint();
+  void clientGoneEndsAgent();
+
+  // ---- through a real sshd
+  void remoteEqualsLocal_data();
+  void remoteEqualsLocal();
+  void scpFormAndLocalNamesWithAColon();
+  void oddPathRunsNothing();
+  void missingAgentSaysHowToInstall();
+  void tooOldAgentNamesBothVersions();
+  void unknownHostKeySaysWhatToDo();
+  void droppedConnectionFails();
+};
+
+bool TestRemote::startSshd() {
+  // A port of our own: tried from one that depends on the pid, as sshd
+  // says when it cannot listen.
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    m_port = 20000 + int((::getpid() * 7 + attempt * 131) % 30000);
+    QFile cfg(m_sshdHome + "/sshd_config");
+    if (!cfg.open(QIODevice::WriteOnly)) return false;
+    cfg.write(QString("Port %1\nListenAddress 127.0.0.1\nHostKey %2/host_key\n"
+                      "AuthorizedKeysFile %2/authorized_keys\nStrictModes no\nUsePAM no\n"
+                      "PidFile none\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n")
+                  .arg(m_port)
+                  .arg(m_sshdHome)
+                  .toUtf8());
+    cfg.close();
+    QFile client(m_sshdHome + "/ssh_config");
+    if (!client.open(QIODevice::WriteOnly)) return false;
+    client.write(QString("Host *\n  Port %1\n  IdentityFile %2/user_key\n  IdentitiesOnly yes\n"
+                         "  UserKnownHostsFile %2/known_hosts\n  StrictHostKeyChecking accept-new\n"
+                         "  LogLevel ERROR\n")
+                     .arg(m_port)
+                     .arg(m_sshdHome)
+                     .toUtf8());
+    client.close();
+    m_sshd.setProcessChannelMode(QProcess::MergedChannels);
+    m_sshd.start("/usr/sbin/sshd", {"-D", "-e", "-f", m_sshdHome + "/sshd_config"});
+    m_sshd.waitForStarted();
+    QByteArray log;
+    QElapsedTimer t;
+    t.start();
+    while (t.elapsed() < 10000 && m_sshd.state() == QProcess::Running &&
+           !log.contains("Server listening")) {
+      m_sshd.waitForReadyRead(200);
+      log += m_sshd.readAll();
+    }
+    if (log.contains("Server listening")) return true;
+    m_sshd.waitForFinished(1000);
+    log += m_sshd.readAll();
+    m_sshd.kill();
+    m_sshd.waitForFinished();
+    qWarning("sshd did not start on port %d (exit %d): %s", m_port, m_sshd.exitCode(),
+             log.toPercentEncoding(" :/.").constData());
+  }
+  return false;
+}
+
+void TestRemote::initTestCase() {
+  QVERIFY(m_tmp.isValid());
+  if (!QFile::exists("/usr/sbin/sshd")) {
+    m_skip =
+        "/usr/sbin/sshd is not installed (Debian: openssh-server; packaging/bootstrap.sh "
+        "installs it)";
+    return;
+  }
+  // sshd wants its privilege-separation folder, as root CI does.
+  QDir().mkpath("/run/sshd");
+  m_sshdHome = m_tmp.path() + "/sshd";
+  QVERIFY(QDir().mkpath(m_sshdHome));
+  for (const char* key : {"host_key", "user_key"}) {
+    const ProcessResult r = ckpt::test::runProcess(
+        "ssh-keygen", {"-q", "-t", "ed25519", "-N", "", "-f", m_sshdHome + "/" + key});
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+  }
+  QVERIFY(QFile::copy(m_sshdHome + "/user_key.pub", m_sshdHome + "/authorized_keys"));
+  QVERIFY2(startSshd(), "sshd did not start (see the warnings above)");
+}
+
+void TestRemote::cleanupTestCase() {
+  if (m_sshd.state() != QProcess::NotRunning) {
+    m_sshd.terminate();
+    if (!m_sshd.waitForFinished(5000)) m_sshd.kill();
+  }
+}
+
+// ---------------------------------------------------------------- protocol
+
+void TestRemote::helloAndVersion() {
+  const ProcessResult v = ckpt::test::runProcess(kCli, {"--version"});
+  const QByteArray firstLine = v.out.split('\n').front();  // "ckptscope-cli X.Y.Z"
+  Agent a;
+  const json r = a.call(1, "hello", {{"protocol", 1}, {"client", "test"}});
+  QCOMPARE(r["id"].get<int>(), 1);
+  QCOMPARE(r["result"]["protocol"].get<int>(), 1);
+  QCOMPARE(QByteArray("ckptscope-cli ") + QByteArray::fromStdString(r["result"]["version"]),
+           firstLine);
+}
+
+void TestRemote::badRequestsKeepServing() {
+  Agent a;
+  // Before hello: refused, and the agent keeps going.
+  QCOMPARE(a.call(1, "scan", {{"path", "/"}})["error"]["code"], "no_hello");
+  QCOMPARE(a.call(2, "hello")["result"]["protocol"], 1);
+  a.sendLine("this is not json");
+  json r = a.next();
+  QVERIFY(r["id"].is_null());
+  QCOMPARE(r["error"]["code"], "parse_error");
+  QVERIFY(r["error"]["message"].get<std::string>().find("line 3") != std::string::npos);
+  QCOMPARE(a.call(3, "frobnicate")["error"]["code"], "unknown_method");
+  r = a.call(4, "info");
+  QCOMPARE(r["error"]["code"], "missing_field");
+  QVERIFY(r["error"]["message"].get<std::string>().rfind("path", 0) == 0);
+  QCOMPARE(a.call(5, "info", {{"path", 42}})["error"]["code"], "bad_field");
+  a.sendLine(R"({"method": "hello"})");
+  QCOMPARE(a.next()["error"]["code"], "invalid_request");
+  // A line past the limit (1 MiB) is dropped, with one error.
+  a.sendLine(R"({"id": 6, "method": "open", "params": {"path": ")" + QByteArray(3 << 20, 'x') +
+             R"("}})");
+  r = a.next();
+  QCOMPARE(r["error"]["code"], "line_too_long");
+  QVERIFY(r["id"].is_null());
+  // And the agent still answers.
+  r = a.call(7, "open", {{"path", m_tmp.path().toStdString()}});
+  QCOMPARE(r["id"].get<int>(), 7);
+  QCOMPARE(r["result"]["root"].get<std::string>(),
+           QFileInfo(m_tmp.path()).canonicalFilePath().toStdString());
+}
+
+void TestRemote::rootConfinement() {
+  const QString root = m_tmp.path() + "/confined", outside = m_tmp.path() + "/outside";
+  QVERIFY(QDir().mkpath(root + "/run"));
+  QVERIFY(QDir().mkpath(outside));
+  QVERIFY(QFile::copy(kFixtures + "/experiment/checkpoints/tiny-dpo/tiny-dpo_step20.pt",
+                      outside + "/secret.pt"));
+  QVERIFY(QFile::link(outside, root + "/escape"));
+  QVERIFY(QFile::link(outside + "/secret.pt", root + "/run/secret.pt"));
+  Agent a;
+  a.call(1, "hello");
+  // Nothing is open yet: nothing is readable.
+  QCOMPARE(a.call(2, "scan", {{"path", root.toStdString()}})["error"]["code"], "outside_roots");
+  QVERIFY(a.call(3, "open", {{"path", root.toStdString()}}).contains("result"));
+  QVERIFY(a.call(4, "scan", {{"path", (root + "/run").toStdString()}}).contains("result"));
+  for (const QString& p : {root + "/../outside", root + "/run/../../outside/secret.pt",
+                           root + "/escape", root + "/escape/secret.pt", root + "/run/secret.pt"}) {
+    const json r = a.call(5, "info", {{"path", p.toStdString()}});
+    QVERIFY2(r["error"]["code"] == "outside_roots", qPrintable(p));
+    QVERIFY(r["error"]["message"].get<std::string>().find(p.toStdString()) != std::string::npos);
+  }
+  // A path that does not exist is named.
+  const json r = a.call(6, "info", {{"path", (root + "/nope.pt").toStdString()}});
+  QCOMPARE(r["error"]["code"], "not_found");
+  QVERIFY(r["error"]["message"].get<std::string>().find("nope.pt") != std::string::npos);
+}
+
+void TestRemote::cancelLongRequest() {
+  const QString dir = m_tmp.path() + "/big";
+  QVERIFY(QDir().mkpath(dir));
+  writeSparseSafetensors(dir + "/big.safetensors", qint64(1) << 30);  // 4 GiB of floats
+  Agent a;
+  a.call(1, "hello");
+  a.call(2, "open", {{"path", dir.toStdString()}});
+  a.send(json{{"id", "long"},
+              {"method", "stats"},
+              {"params", {{"path", (dir + "/big.safetensors").toStdString()}, {"tensor", "big"}}}});
+  // It is running once it reports progress.
+  json m = a.next();
+  QCOMPARE(m["id"], "long");
+  QVERIFY2(m.contains("progress"), m.dump().c_str());
+  QVERIFY(m["progress"]["total"].get<uint64_t>() >= (uint64_t(1) << 30));
+  QElapsedTimer t;
+  t.start();
+  a.send(json{{"id", 3}, {"method", "cancel"}, {"params", {{"id", "long"}}}});
+  bool cancelAnswered = false, longAnswered = false;
+  while (!(cancelAnswered && longAnswered)) {
+    m = a.next(10000);
+    QVERIFY2(!m.is_null(), "no answer to the cancel");
+    if (m["id"] == 3) {
+      QCOMPARE(m["result"]["cancelled"], true);
+      cancelAnswered = true;
+    } else if (m["id"] == "long" && !m.contains("progress")) {
+      QCOMPARE(m["error"]["code"], "cancelled");
+      longAnswered = true;
+    }
+  }
+  QVERIFY2(t.elapsed() < 3000, qPrintable(QString("cancel took %1 ms").arg(t.elapsed())));
+  // Serving goes on; cancelling what is not running says so.
+  m = a.call(4, "cancel", {{"id", "long"}});
+  QVERIFY2(m["id"] == 4 && m["result"]["cancelled"] == false, m.dump().c_str());
+  QCOMPARE(a.call(5, "hello")["result"]["protocol"], 1);
+}
+
+void TestRemote::statsAndSlice() {
+  // Four float32 values whose statistics are worked out by hand.
+  const QString dir = m_tmp.path() + "/small";
+  QVERIFY(QDir().mkpath(dir));
+  QByteArray header = QByteArray::fromStdString(
+      json{{"w", {{"dtype", "F32"}, {"shape", {2, 2}}, {"data_offsets", {0, 16}}}}}.dump());
+  while (header.size() % 8) header += ' ';
+  QByteArray file(8, '\0');
+  file[0] = char(header.size());
+  file += header;
+  for (const float v : {1.0f, -2.0f, 3.0f, 4.0f})
+    file += QByteArray(reinterpret_cast<const char*>(&v), 4);
+  writeFile(dir + "/w.safetensors", file);
+  Agent a;
+  a.call(1, "hello");
+  a.call(2, "open", {{"path", dir.toStdString()}});
+  const std::string path = (dir + "/w.safetensors").toStdString();
+  json r = a.call(3, "stats", {{"path", path}, {"tensor", "w"}});
+  QVERIFY2(r.contains("result"), r.dump().c_str());
+  const json& s = r["result"]["stats"];
+  QCOMPARE(s["count"].get<int>(), 4);
+  QCOMPARE(s["min"].get<double>(), -2.0);
+  QCOMPARE(s["max"].get<double>(), 4.0);
+  QCOMPARE(s["mean"].get<double>(), 1.5);
+  // sample std: sum (x - 1.5)^2 = 0.25 + 12.25 + 2.25 + 6.25 = 21, / 3 = 7
+  QVERIFY(std::abs(s["std"].get<double>() - std::sqrt(7.0)) < 1e-12);
+  QVERIFY(std::abs(s["l2norm"].get<double>() - std::sqrt(30.0)) < 1e-12);
+  r = a.call(4, "slice", {{"path", path}, {"tensor", 0}, {"first", 1}, {"count", 2}});
+  QCOMPARE(QByteArray::fromStdString(r["result"].dump()),
+           QByteArray(R"({"first":1,"numel":4,"tensor":0,"values":[-2.0,3.0]})"));
+  // Past the end: what there is; over the limit: refused, naming the field.
+  r = a.call(5, "slice", {{"path", path}, {"tensor", "w"}, {"first", 3}, {"count", 10}});
+  QCOMPARE(r["result"]["values"].size(), size_t(1));
+  r = a.call(6, "slice", {{"path", path}, {"tensor", "w"}, {"count", 65537}});
+  QCOMPARE(r["error"]["code"], "bad_field");
+  QVERIFY(r["error"]["message"].get<std::string>().rfind("count", 0) == 0);
+  r = a.call(7, "stats", {{"path", path}, {"tensor", "nope"}});
+  QCOMPARE(r["error"]["code"], "not_found");
+  r = a.call(8, "stats", {{"path", path}, {"tensor", 1}});
+  QCOMPARE(r["error"]["code"], "bad_field");
+}
+
+void TestRemote::metricsSinceOffset() {
+  const QString run = m_tmp.path() + "/follow/run-a";
+  QVERIFY(QDir().mkpath(run));
+  const QString file = run + "/metrics.jsonl";
+  writeFile(file, "{\"step\": 1, \"loss\": 4.0}\n{\"step\": 2, \"loss\": 3.5}\n");
+  Agent a;
+  a.call(1, "hello");
+  a.call(2, "open", {{"path", (m_tmp.path() + "/follow").toStdString()}});
+  json r = a.call(3, "metrics", {{"paths", {file.toStdString()}}});
+  QVERIFY2(r.contains("result"), r.dump().c_str());
+  const json& runJ = r["result"]["runs"][0];
+  const uint64_t end = runJ["read_ends"][file.toStdString()];
+  QCOMPARE(end, uint64_t(QFileInfo(file).size()));
+  QCOMPARE(runJ["series"][0]["points"].size(), size_t(2));
+  // The run goes on: three lines appended, one of them not finished yet.
+  writeFile(
+      file,
+      "{\"step\": 3, \"loss\": 3.25}\n{\"step\": 4, \"loss\": 3.0, \"lr\": 0.5}\n{\"step\": 5,",
+      /*append=*/true);
+  r = a.call(4, "metrics", {{"since", {{file.toStdString(), end}}}});
+  QVERIFY2(r.contains("result"), r.dump().c_str());
+  const json& f = r["result"]["files"][0];
+  QCOMPARE(f["from"].get<uint64_t>(), end);
+  // Only the two whole new lines, read up to the end of the second.
+  const QByteArray all = [&] {
+    QFile in(file);
+    in.open(QIODevice::ReadOnly);
+    return in.readAll();
+  }();
+  QCOMPARE(f["to"].get<uint64_t>(), uint64_t(all.lastIndexOf('\n') + 1));
+  const json expected = json::array({{{"metric", "loss"}, {"point", {3, 3.25, nullptr, nullptr}}},
+                                     {{"metric", "loss"}, {"point", {4, 3.0, nullptr, nullptr}}},
+                                     {{"metric", "lr"}, {"point", {4, 0.5, nullptr, nullptr}}}});
+  QCOMPARE(QByteArray::fromStdString(f["points"].dump()),
+           QByteArray::fromStdString(expected.dump()));
+  // Nothing new: nothing sent.
+  r = a.call(5, "metrics", {{"since", {{file.toStdString(), f["to"]}}}});
+  QVERIFY(r["result"]["files"][0]["points"].empty());
+}
+
+void TestRemote::watchReportsNewCheckpoint() {
+  const QString dir = m_tmp.path() + "/watched/run";
+  QVERIFY(QDir().mkpath(dir));
+  Agent a;
+  a.call(1, "hello");
+  a.call(2, "open", {{"path", (m_tmp.path() + "/watched").toStdString()}});
+  a.send(json{
+      {"id", "w"},
+      {"method", "watch"},
+      {"params", {{"path", (m_tmp.path() + "/watched").toStdString()}, {"interval_ms", 100}}}});
+  json m = a.next();
+  QCOMPARE(m["id"], "w");
+  QCOMPARE(m["event"]["files"], 0);
+  // Requests are still answered while the watch runs.
+  QCOMPARE(a.call(3, "hello")["id"], 3);
+  QVERIFY(QFile::copy(kFixtures + "/experiment/checkpoints/tiny-dpo/tiny-dpo_step20.pt",
+                      dir + "/run_step20.pt"));
+  m = a.next(5000);
+  QCOMPARE(m["id"], "w");
+  QCOMPARE(QByteArray::fromStdString(m["event"]["added"].dump()),
+           QByteArray::fromStdString(json::array({(dir + "/run_step20.pt").toStdString()}).dump()));
+  a.send(json{{"id", 4}, {"method", "cancel"}, {"params", {{"id", "w"}}}});
+  bool stopped = false;
+  for (int i = 0; i < 2; ++i) {
+    m = a.next(5000);
+    if (m["id"] == "w") stopped = m["result"]["stopped"] == true;
+  }
+  QVERIFY(stopped);
+}
+
+void TestRemote::clientGoneEndsAgent() {
+  Agent a;
+  a.call(1, "hello");
+  a.call(2, "open", {{"path", m_tmp.path().toStdString()}});
+  a.send(json{{"id", 3},
+              {"method", "watch"},
+              {"params", {{"path", m_tmp.path().toStdString()}, {"interval_ms", 60000}}}});
+  QCOMPARE(a.next()["id"], 3);
+  a.process().closeWriteChannel();
+  QVERIFY2(a.process().waitForFinished(5000), "the agent outlived its client");
+  QCOMPARE(a.process().exitCode(), 0);
+}
+
+// ---------------------------------------------------------------- over ssh
+
+void TestRemote::remoteEqualsLocal_data() {
+  QTest::addColumn<QStringList>("args");  // "@" before a path: given remote as ssh://
+  const QString e = kFixtures + "/experiment", d = kFixtures + "/diff";
+  QTest::newRow("ls") << QStringList{"ls", "--json", "@" + e + "/checkpoints"};
+  QTest::newRow("info") << QStringList{"info", "--json",
+                                       "@" + e + "/checkpoints/tiny-sft/tiny-sft_step30.pt"};
+  QTest::newRow("metrics json") << QStringList{"metrics", "--json", "@" + e};
+  QTest::newRow("metrics csv") << QStringList{"metrics", "--csv", "@" + e};
+  QTest::newRow("metrics text") << QStringList{"metrics", "@" + e + "/checkpoints"};
+  QTest::newRow("scan") << QStringList{"scan", "--json", "@" + kFixtures + "/safety"};
+  QTest::newRow("scan recursive") << QStringList{"scan", "--json", "--recursive", "@" + e};
+  QTest::newRow("diff") << QStringList{"diff", "--json", "@" + d + "/perturbed/a.pt",
+                                       "@" + d + "/perturbed/b.pt"};
+  QTest::newRow("diff top") << QStringList{
+      "diff", "--json", "--top", "3", "@" + d + "/plain/a.pt", "@" + d + "/plain/b.pt"};
+  // Names that are not UTF-8 come back as the same bytes.
+  QTest::newRow("names ls") << QStringList{"ls", "--json", "@" + kFixtures + "/json_names/exp"};
+  QTest::newRow("names info") << QStringList{"info", "--json",
+                                             "@" + kFixtures + "/json_names/names.pt"};
+  // A command that fails fails the same way (its message on stderr too).
+  QTest::newRow("unreadable") << QStringList{"info", "--json",
+                                             "@" + kFixtures + "/json_names/unreadable.pt"};
+  QTest::newRow("missing") << QStringList{"ls", "--json", "@" + e + "/no-such-folder"};
+}
+
+void TestRemote::remoteEqualsLocal() {
+  if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+  QFETCH(QStringList, args);
+  QStringList local, remoteArgs;
+  for (const QString& a : args) {
+    local << (a.startsWith('@') ? a.mid(1) : a);
+    remoteArgs << (a.startsWith('@') ? remote(a.mid(1)) : a);
+  }
+  const ProcessResult l = cli(local);
+  const ProcessResult r = cli(remoteArgs, sshEnv());
+  QVERIFY2(l.exitCode >= 0, l.err.constData());
+  QCOMPARE(r.exitCode, l.exitCode);
+  QVERIFY(!l.out.isEmpty() || l.exitCode != 0);
+  QCOMPARE(r.out, l.out);
+  if (l.exitCode == 1 && QString(QTest::currentDataTag()) == "unreadable") QCOMPARE(r.err, l.err);
+  if (QString(QTest::currentDataTag()) == "missing")
+    QVERIFY2(r.err.contains("no-such-folder"), r.err.constData());
+}
+
+void TestRemote::scpFormAndLocalNamesWithAColon() {
+  if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+  const QString dir = kFixtures + "/experiment/checkpoints";
+  const ProcessResult l = cli({"ls", "--json", dir});
+  // host:/path (the port from the ssh config) is remote ...
+  const ProcessResult r = cli({"ls", "--json", "127.0.0.1:" + dir}, sshEnv());
+  QCOMPARE(r.exitCode, 0);
+  QCOMPARE(r.out, l.out);
+  // ... unless a local path of that name exists: then it is read here (ssh
+  // is not even started: it is `false` in this run).
+  const QString cwd = m_tmp.path() + "/colon";
+  QVERIFY(QDir().mkpath(cwd + "/127.0.0.1:run"));
+  QVERIFY(QFile::copy(kFixtures + "/experiment/checkpoints/tiny-dpo/tiny-dpo_step20.pt",
+                      cwd + "/127.0.0.1:run/tiny_step20.pt"));
+  QProcessEnvironment env = sshEnv();
+  env.insert("CKPTSCOPE_SSH", "false");
+  QProcess p;
+  p.setProcessEnvironment(env);
+  p.setWorkingDirectory(cwd);
+  p.start(kCli, {"ls", "--json", "127.0.0.1:run"});
+  const ProcessResult local = ckpt::test::finishProcess(p, 60000);
+  QVERIFY2(local.exitCode == 0, local.err.constData());
+  QVERIFY(local.out.contains("tiny_step20.pt"));
+}
+
+void TestRemote::oddPathRunsNothing() {
+  if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+  const QString dir = m_tmp.path() + "/odd/run 'one' \"two\"; touch PWNED; $(touch PWNED2)";
+  QVERIFY(QDir().mkpath(dir));
+  QVERIFY(QFile::copy(kFixtures + "/experiment/checkpoints/tiny-dpo/tiny-dpo_step20.pt",
+                      dir + "/tiny_step20.pt"));
+  const ProcessResult l = cli({"ls", "--json", m_tmp.path() + "/odd"});
+  const ProcessResult r = cli({"ls", "--json", remote(m_tmp.path() + "/odd")}, sshEnv());
+  QCOMPARE(r.exitCode, 0);
+  QCOMPARE(r.out, l.out);
+  QVERIFY(r.out.contains("PWNED"));  // the name is listed ...
+  const ProcessResult info = cli({"info", "--json", remote(dir + "/tiny_step20.pt")}, sshEnv());
+  QCOMPARE(info.exitCode, 0);
+  // ... and nothing ran: not here, not in the home folder where ssh starts.
+  for (const QString& where : {QDir::currentPath(), QDir::homePath(), m_tmp.path() + "/odd"}) {
+    QVERIFY2(!QFile::exists(where + "/PWNED"), qPrintable(where));
+    QVERIFY2(!QFile::exists(where + "/PWNED2"), qPrintable(where));
+  }
+}
+
+void TestRemote::missingAgentSaysHowToInstall() {
+  if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+  const ProcessResult r = cli({"ls", "--json", remote(kFixtures + "/experiment")},
+                              sshEnv({}, m_tmp.path() + "/not-installed/ckptscope-cli"));
+  QCOMPARE(r.exitCode, 1);
+  QVERIFY(r.out.isEmpty());
+  QVERIFY2(r.err.contains("ckptscope-cli was not found there"), r.err.constData());
+  QVERIFY2(r.err.contains("sudo apt install ./ckptscope_"), r.err.constData());
+  QVERIFY2(r.err.contains("--remote-cli"), r.err.constData());
+}
+
+// A stand-in agent on the host: answers hello as `mode` says, then leaves.
+static QString fakeAgent(const QString& dir, const QString& mode) {
+  const QString path = dir + "/fake-agent-" + mode;
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly)) return {};
+  f.write(QString("#!" CKPT_TORCH_PYTHON "\n"
+                  "import json, sys\n"
+                  "for line in sys.stdin:\n"
+                  "    req = json.loads(line)\n"
+                  "    if req['method'] != 'hello' or '%1' == 'drop-at-once':\n"
+                  "        sys.exit(0)  # the connection drops before the answer\n"
+                  "    proto = 0 if '%1' == 'old' else 1\n"
+                  "    print(json.dumps({'id': req['id'], 'result': {'protocol': proto,\n"
+                  "          'version': '0.0.9', 'program': 'ckptscope-cli'}}), flush=True)\n")
+              .arg(mode)
+              .toUtf8());
+  f.close();
+  f.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
+  return path;
+}
+
+void TestRemote::tooOldAgentNamesBothVersions() {
+  if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+  const ProcessResult r = cli({"ls", "--json", remote(kFixtures + "/experiment")},
+                              sshEnv({}, fakeAgent(m_tmp.path(), "old")));
+  QCOMPARE(r.exitCode, 1);
+  QVERIFY(r.out.isEmpty());
+  QVERIFY2(r.err.contains("ckptscope-cli 0.0.9 (agent protocol 0)"), r.err.constData());
+  QVERIFY2(r.err.contains("needs protocol 1"), r.err.constData());
+}
+
+void TestRemote::unknownHostKeySaysWhatToDo() {
+  if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+  // A client that has never seen the host and may not ask.
+  const QString config = m_sshdHome + "/ssh_config_strict";
+  writeFile(config, QString("Host *\n  Port %1\n  IdentityFile %2/user_key\n  IdentitiesOnly yes\n"
+                            "  UserKnownHostsFile %2/empty_known_hosts\n"
+                            "  StrictHostKeyChecking yes\n")
+                        .arg(m_port)
+                        .arg(m_sshdHome)
+                        .toUtf8());
+  const ProcessResult r = cli({"ls", "--json", remote(kFixtures + "/experiment")}, sshEnv(config));
+  QCOMPARE(r.exitCode, 1);
+  QVERIFY2(r.err.contains("known_hosts"), r.err.constData());
+  QVERIFY2(r.err.contains("ssh HOST"), r.err.constData());
+}
+
+void TestRemote::droppedConnectionFails() {
+  if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+  for (const char* mode : {"drop", "drop-at-once"}) {
+    const ProcessResult r = cli({"metrics", "--json", remote(kFixtures + "/experiment")},
+                                sshEnv({}, fakeAgent(m_tmp.path(), mode)));
+    QVERIFY2(r.exitCode == 1, mode);
+    QVERIFY2(r.out.isEmpty(), mode);  // never a partial answer
+    QVERIFY2(r.err.contains("the connection closed while"), r.err.constData());
+  }
+}
+
+QTEST_GUILESS_MAIN(TestRemote)
+#include "tst_remote.moc"
