@@ -1,5 +1,6 @@
 #pragma once
-// What `ckptscope-cli ... --json` prints, parsed; a nonzero exit throws with its stderr.
+// What `ckptscope-cli ... --json` (or a Python reader) prints, parsed; a nonzero exit throws
+// with its stderr.
 
 #include <stdexcept>
 #include <string>
@@ -9,12 +10,17 @@
 
 namespace ckpt::test {
 
-inline json cliJson(const QString& cli, const QStringList& args) {
-  const ProcessResult r = runProcess(cli, args, {}, 60000);
+// What `program args` prints as JSON (ckptscope-cli, or a Python reader).
+inline json runJson(const QString& program, const QStringList& args, int timeoutMs = 120000) {
+  const ProcessResult r = runProcess(program, args, {}, timeoutMs);
   if (r.exitCode != 0)
-    throw std::runtime_error("ckptscope-cli " + args.join(' ').toStdString() + " exited " +
-                             std::to_string(r.exitCode) + ": " + r.err.toStdString());
+    throw std::runtime_error(program.toStdString() + " " + args.join(' ').toStdString() +
+                             " exited " + std::to_string(r.exitCode) + ": " + r.err.toStdString());
   return json::parse(r.out.toStdString());
+}
+
+inline json cliJson(const QString& cli, const QStringList& args) {
+  return runJson(cli, args, 60000);
 }
 
 }  // namespace ckpt::test

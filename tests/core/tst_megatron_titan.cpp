@@ -14,23 +14,17 @@
 #include <string>
 
 #include "ckpt/index/megatron.h"
+#include "cli_json.h"
 #include "json_compare.h"
 #include "run_process.h"
 
 using ckpt::test::json;
+using ckpt::test::runJson;
 namespace fs = std::filesystem;
 
 namespace {
 
 const std::string kRoot = CKPT_FIXTURE_DIR "/megatron_titan";
-
-json runJson(const QString& program, const QStringList& args) {
-  const ckpt::test::ProcessResult r = ckpt::test::runProcess(program, args, {}, 120000);
-  if (r.exitCode != 0)
-    throw std::runtime_error(program.toStdString() + " " + args.join(' ').toStdString() +
-                             " exited " + std::to_string(r.exitCode) + ": " + r.err.toStdString());
-  return json::parse(r.out.toStdString());
-}
 
 json cli(const QStringList& args) {
   return runJson(QStringLiteral(CKPT_CLI), args);

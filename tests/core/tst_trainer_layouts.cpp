@@ -15,23 +15,17 @@
 #include "ckpt/index/metrics.h"
 #include "ckpt/index/mlflow.h"
 #include "ckpt/index/scanner.h"
+#include "cli_json.h"
 #include "json_compare.h"
 #include "run_process.h"
 
 using ckpt::test::json;
+using ckpt::test::runJson;
 
 namespace {
 
 const QString kRoot = QStringLiteral(CKPT_FIXTURE_DIR "/trainer_layouts/lt");
 const QString kMlflow = QStringLiteral(CKPT_FIXTURE_DIR "/trainer_layouts/ml");
-
-json runJson(const QString& program, const QStringList& args) {
-  const ckpt::test::ProcessResult r = ckpt::test::runProcess(program, args, {}, 120000);
-  if (r.exitCode != 0)
-    throw std::runtime_error(program.toStdString() + " " + args.join(' ').toStdString() +
-                             " exited " + std::to_string(r.exitCode) + ": " + r.err.toStdString());
-  return json::parse(r.out.toStdString());
-}
 
 json cliJson(const QStringList& args) {
   return runJson(QStringLiteral(CKPT_CLI), args);

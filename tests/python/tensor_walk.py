@@ -16,7 +16,9 @@ def walk(root):
 
     def children(v):
         if isinstance(v, dict):
-            return iter(list(v.items()))
+            # A tuple key (Megatron's distributed optimizer keys its state by
+            # (dtype, dtype)) is named by its repr, as CkptScope names it.
+            return iter([(str(k) if isinstance(k, tuple) else k, c) for k, c in v.items()])
         if isinstance(v, (list, tuple)):
             return iter(list(enumerate(v)))
         return iter(())
