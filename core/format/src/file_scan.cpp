@@ -181,7 +181,7 @@ void scanUnnamedRecord(const ByteRegion& bytes, uint64_t size, const std::string
 // of the others: a payload after it is still found.
 // `skip`: a record the reader walked (judged on its walk), not walked again.
 void scanZip(const ZipArchive& zip, SafetyReport& report, const ScanLimits& limits,
-             const ZipEntry* skip = nullptr) {
+             const ZipEntry* skip = nullptr, const std::string& skipProblem = {}) {
   size_t walked = 0;
   ZipProblems problems;
   for (const ZipEntry& e : zip.entries()) {
@@ -194,7 +194,10 @@ void scanZip(const ZipArchive& zip, SafetyReport& report, const ScanLimits& limi
                    " records that may hold pickles; the rest not examined");
       break;
     }
-    if (&e == skip) continue;
+    if (&e == skip) {
+      if (!skipProblem.empty()) problems.add(skipProblem);
+      continue;
+    }
     const std::string record(name);
     // A record named as a pickle is read whole (up to the bound); any other
     // one only as far as the bound: a walk stops long before in raw bytes.
@@ -373,7 +376,8 @@ void scanInput(const InputFile& file, const std::string& path, SafetyReport& rep
 }  // namespace
 
 void scanZipRest(const ZipArchive& zip, const ZipEntry* walked, SafetyWalk& walk) {
-  guarded(walk.path, walk.report, [&] { scanZip(zip, walk.report, walk.limits, walked); });
+  guarded(walk.path, walk.report,
+          [&] { scanZip(zip, walk.report, walk.limits, walked, walk.stopMessage()); });
 }
 
 uint64_t scanSequenceRest(const InputFile& file, bool legacy, size_t slot, uint64_t pos,

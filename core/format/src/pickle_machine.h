@@ -269,7 +269,7 @@ class Machine : ByteCursor<Machine> {
   // and nothing is ever sized from a key read from the file.
   [[gnu::always_inline]] void memoPut(uint64_t key) {
     Value* v = top();
-    if (key == m_memoDense.size() && m_memoSparse.empty() && m_memoCount < m_limits.maxMemo)
+    if (key == m_memoDense.size() && m_memoSparse.empty() && m_memoCount < m_memoFastCap)
         [[likely]] {
       // The usual case: keys 0, 1, 2, ... in order.
       ++m_memoCount;
@@ -363,6 +363,10 @@ class Machine : ByteCursor<Machine> {
   std::unordered_map<uint64_t, Value*> m_memoSparse;
   uint64_t m_memoCount = 0;
   uint64_t m_stackCap = m_limits.maxStack;  // see stackTooDeep()
+  // Memo entries in order that take memoPut's fast path: the reader's limit,
+  // or with a judge the scan's bound (memoPutSlow notes it where the scan
+  // stops).
+  uint64_t m_memoFastCap = m_limits.maxMemo;
   SafetyJudge* m_judge = nullptr;
   ScanLimits m_bounds;
   uint64_t m_nodesBefore = 0;  // values in the arena when the walk began

@@ -445,7 +445,10 @@ void Machine::setJudge(SafetyJudge* judge, const ScanLimits& bounds) {
   m_judge = judge;
   m_bounds = bounds;
   m_nodesBefore = m_arena.size();
-  if (judge) m_stackCap = std::min<uint64_t>(m_limits.maxStack, bounds.maxStack);
+  if (judge) {
+    m_stackCap = std::min<uint64_t>(m_limits.maxStack, bounds.maxStack);
+    m_memoFastCap = std::min<uint64_t>(m_limits.maxMemo, bounds.maxMemo);
+  }
 }
 
 // A Global's index holds its symbol + 1 (global(), pickle_torch.cpp).
@@ -499,15 +502,12 @@ void Machine::judgeCall(const Value* callable, const Value* args, const Value* r
 }
 
 void Machine::judgeBounds() {
-  // The scan's walk would have stopped at these (pickle_scan.cpp): its
-  // memo, and the tuples it remembers (fewer than the values made).
-  if (m_memoDense.size() > m_bounds.maxMemo)
-    m_judge->bound(m_opStart, "more than " + std::to_string(m_bounds.maxMemo) + " memo entries");
-  if (m_memoSparse.size() > m_bounds.maxSparseMemo)
-    m_judge->bound(m_opStart, "more than " + std::to_string(m_bounds.maxSparseMemo) +
-                                  " memo entries out of sequence");
+  // The scan's walk would have stopped somewhere before here
+  // (pickle_scan.cpp): the tuples it remembers are fewer than the values
+  // made. Where is not known: not exact. (Its memo bounds are noted where
+  // the scan checks them: memoPutSlow.)
   if (m_arena.size() - m_nodesBefore > m_bounds.maxMemo + m_bounds.maxStack)
-    m_judge->bound(m_opStart, "more tuples than the scan remembers");
+    m_judge->bound(m_opStart, "more tuples than the scan remembers", /*exact=*/false);
 }
 
 void Machine::underflow() const {
@@ -602,10 +602,18 @@ void Machine::memoPutSlow(uint64_t key, Value* v) {
   if (m_memoCount >= m_limits.maxMemo)
     error("memo larger than " + std::to_string(m_limits.maxMemo) + " entries");
   ++m_memoCount;
-  if (key == m_memoDense.size())
+  if (key == m_memoDense.size()) {
+    // The scan's bounds, checked where and as it checks them (memoPut in
+    // pickle_scan.cpp): before an entry in order, after one out of it.
+    if (m_judge && key >= m_bounds.maxMemo)
+      m_judge->bound(m_opStart, "more than " + std::to_string(m_bounds.maxMemo) + " memo entries");
     m_memoDense.push_back(v);
-  else
+  } else {
     m_memoSparse.emplace(key, v);
+    if (m_judge && m_memoSparse.size() > m_bounds.maxSparseMemo)
+      m_judge->bound(m_opStart, "more than " + std::to_string(m_bounds.maxSparseMemo) +
+                                    " memo entries out of sequence");
+  }
 }
 
 Value* Machine::memoGetSlow(uint64_t key) {

@@ -17,11 +17,13 @@ SafetyJudge::SafetyJudge(SafetyReport& report, const ScanLimits& limits, std::st
       m_base(base),
       m_throwAtBound(throwAtBound) {}
 
-void SafetyJudge::bound(uint64_t offset, const std::string& what) {
-  if (m_throwAtBound)
-    throw ScanLimitError(m_record + ": byte " + std::to_string(m_base + offset) + ": " + what +
-                         "; the rest of this pickle was not examined");
+void SafetyJudge::bound(uint64_t offset, const std::string& what, bool exact) {
+  std::string message = m_record + ": byte " + std::to_string(m_base + offset) + ": " + what +
+                        "; the rest of this pickle was not examined";
+  if (m_throwAtBound) throw ScanLimitError(std::move(message));
+  if (m_overBound) return;  // the scan stops at the first
   m_overBound = true;
+  if (exact) m_stopMessage = std::move(message);
 }
 
 SafetyJudge::Symbol SafetyJudge::symbolOf(std::string module, std::string name,

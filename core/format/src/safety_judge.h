@@ -61,8 +61,13 @@ class SafetyJudge {
   // there on nothing was judged.
   [[nodiscard]] bool overBound() const { return m_overBound; }
   // The reader's walk calls this where the scan's walk would stop at its
-  // own bound (`what` as the scan words it).
-  void bound(uint64_t offset, const std::string& what);
+  // own bound (`what` as the scan words it). `exact`: at the very opcode
+  // where the scan stops, with what the scan had judged until then; not
+  // exact: found later (at STOP), the judge has gone past that place.
+  void bound(uint64_t offset, const std::string& what, bool exact = true);
+  // The first bound: the scan's error there (as its ScanLimitError words
+  // it), when that bound was exact; empty otherwise.
+  [[nodiscard]] const std::string& stopMessage() const { return m_stopMessage; }
   [[nodiscard]] const std::string& record() const { return m_record; }
 
  private:
@@ -87,6 +92,7 @@ class SafetyJudge {
   uint64_t m_base;
   bool m_throwAtBound;
   bool m_overBound = false;
+  std::string m_stopMessage;
   std::vector<Symbol> m_symbols;
 };
 

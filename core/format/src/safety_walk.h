@@ -36,17 +36,35 @@ struct SafetyWalk {
                                                    /*throwAtBound=*/false));
     return judges.back().get();
   }
-  // A walk went past a bound of the scan's: the report is not the scan's.
+  // A walk went past a bound of the scan's somewhere the scan would not
+  // have stopped: the report is not the scan's. (A walk stopped exactly
+  // where the scan stops is the scan's: see stopMessage().)
   [[nodiscard]] bool overBound() const {
     if (deferred) return true;
     for (const auto& j : judges)
-      if (j->overBound()) return true;
+      if (j->overBound() && j->stopMessage().empty()) return true;
     return false;
+  }
+  // The last walk stopped at a bound exactly where the scan's walk stops:
+  // the scan's error there (empty when it did not). The scan stops there
+  // too: what follows in the same sequence of pickles is not examined.
+  [[nodiscard]] const std::string& stopMessage() const {
+    static const std::string none;
+    return judges.empty() ? none : judges.back()->stopMessage();
+  }
+  // For a sequence of pickles (legacy, plain): after the last walk, its
+  // stop is the scan's error, as scanFile reports it. True when it stopped.
+  bool stoppedInSequence() {
+    if (stopMessage().empty()) return false;
+    if (report.error.empty()) report.error = path + ": " + stopMessage();
+    return true;
   }
 };
 
 // The zip's records that may hold pickles, as scanFile examines them, but
-// `walked` (the record the reader walked). Errors go to walk.report.error.
+// `walked` (the record the reader walked; where its walk stopped at a
+// bound, walk.stopMessage(), is that record's problem, in the zip's order).
+// Errors go to walk.report.error.
 void scanZipRest(const ZipArchive& zip, const ZipEntry* walked, SafetyWalk& walk);
 // Pickles back to back as scanFile walks them (a legacy file's five, a
 // plain pickle file's up to five), from pickle `slot` (0-based) at byte

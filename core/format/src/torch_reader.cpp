@@ -325,7 +325,9 @@ void CheckpointFile::loadTorchLegacy(const ReadOptions& options) {
   uint64_t pos = 0;
   auto next = [&](const char* what, PickleLimits limits, const PersistentLoader& loader) {
     PickleReader reader(m_arena, std::string("legacy ") + what + " pickle", limits);
-    if (m_safety)
+    // After a walk that stopped where the scan stops, the scan examines
+    // nothing more: neither does the reader's judge.
+    if (m_safety && m_safety->stopMessage().empty())
       reader.setSafetyJudge(m_safety->judge(std::string("legacy ") + what + " pickle", pos),
                             m_safety->limits);
     if (loader) {
@@ -333,6 +335,7 @@ void CheckpointFile::loadTorchLegacy(const ReadOptions& options) {
       if (!options.metadataOnly) reader.setTensorTable(&m_table);
     }
     const PickleResult r = reader.parse(all.data + pos, size - pos, pos);
+    if (m_safety) m_safety->stoppedInSequence();
     pos += r.end;
     return r.root;
   };
@@ -361,7 +364,8 @@ void CheckpointFile::loadTorchLegacy(const ReadOptions& options) {
     Value* placeholder = m_arena.make(K::Storage);
     m_root = next("main", options.limits, [placeholder](const Value*) { return placeholder; });
     // The storage keys pickle, not read here: scanned.
-    if (m_safety) scanSequenceRest(*m_file, /*legacy=*/true, 4, pos, 5, *m_safety);
+    if (m_safety && m_safety->stopMessage().empty())
+      scanSequenceRest(*m_file, /*legacy=*/true, 4, pos, 5, *m_safety);
     return;
   }
   m_root =
@@ -446,7 +450,8 @@ void CheckpointFile::loadPlainPickle(const ReadOptions& options) {
   m_root = r.root;
   // Python's pickle.load stops after the first; a scan looks at up to four
   // more written back to back (a legacy file's protocol pickle among them).
-  if (m_safety) scanSequenceRest(*m_file, /*legacy=*/false, 1, r.end, 5, *m_safety);
+  if (m_safety && !m_safety->stoppedInSequence())
+    scanSequenceRest(*m_file, /*legacy=*/false, 1, r.end, 5, *m_safety);
 }
 
 }  // namespace ckpt
