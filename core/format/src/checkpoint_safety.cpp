@@ -13,7 +13,9 @@
 #include <tuple>
 
 #include "ckpt/format/error.h"
+#include "ckpt/format/megatron_names.h"
 #include "ckpt/format/sharded.h"
+#include "sharded_util.h"
 
 namespace fs = std::filesystem;
 
@@ -190,6 +192,10 @@ Place placeOf(const std::string& path) {
     place.profile = SafetyProfile::HfTrainingArgs;
     return place;
   }
+  if (isMegatronRankFile(path)) {
+    place.profile = SafetyProfile::Megatron;
+    return place;
+  }
   const bool distcp = p.extension() == ".distcp";
   if (!distcp && p.filename().string().find("rank") == std::string::npos) return place;
   const std::string folder = p.has_parent_path() ? p.parent_path().string() : ".";
@@ -197,18 +203,30 @@ Place placeOf(const std::string& path) {
   if (!probe || (distcp ? probe->layout != ShardLayout::Dcp
                         : partProfile(probe->layout) == SafetyProfile::None))
     return place;
+  if (!distcp) {
+    // A DeepSpeed or FSDP part by its name, as ShardSet lists them (by the
+    // names in the folder, no file opened: the reader opens this one next,
+    // and judges it on that walk).
+    const std::string name = p.filename().string();
+    bool part = false;
+    if (probe->layout == ShardLayout::DeepSpeed) {
+      const std::optional<sharded::DeepSpeedName> d = sharded::parseDeepSpeedName(name);
+      part =
+          d && d->rank < sharded::kMaxRanks && d->mpRank == 0;  // openDeepSpeed reads mp_rank_00's
+    } else {
+      for (const sharded::RankName& r : sharded::rankFilesIn(folder)) part = part || r.file == name;
+    }
+    if (part) place.profile = partProfile(probe->layout);
+    return place;
+  }
   try {
     std::unique_ptr<ShardSet> shards = ShardSet::open(*probe, /*metadataOnly=*/true);
     std::error_code ec;
     for (size_t i = 0; i < shards->parts().size(); ++i) {
       const ShardPart& part = shards->parts()[i];
       if (!part.present || !fs::equivalent(part.path, path, ec)) continue;
-      if (distcp) {
-        place.distcpPart = int(i);
-        place.shards = std::move(shards);
-      } else {
-        place.profile = partProfile(probe->layout);
-      }
+      place.distcpPart = int(i);
+      place.shards = std::move(shards);
       return place;
     }
   } catch (const std::exception&) {
