@@ -11,6 +11,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
+#include <stdexcept>
 #include <string>
 
 #include "ckpt/index/megatron.h"
@@ -143,6 +146,54 @@ class TestMegatronTitan : public QObject {
         QVERIFY2(row["hparams"].contains(key), (name + " lacks " + key).c_str());
     }
     QCOMPARE(got["rows"].size(), want.size());
+  }
+
+  // A rank file names argparse.Namespace, Megatron's enums (by getattr, as
+  // Python 3.11 pickles enum members), _io.BytesIO: safe where Megatron
+  // writes it (its profile), not safe as a loose file; a call to os.system
+  // in args is dangerous in the folder as anywhere.
+  void megatronRankFilesAreJudgedUnderTheirProfile() {
+    const json& want = expected()["megatron_safety"];
+    auto scan = [](const std::string& path) {
+      const ckpt::test::ProcessResult r =
+          ckpt::test::runProcess(CKPT_CLI, {"scan", "--json", QString::fromStdString(path)});
+      // 0 safe, 1 suspicious / unreadable, 3 dangerous: the verdict says which.
+      if (r.exitCode < 0) throw std::runtime_error(r.err.toStdString());
+      return json::parse(r.out.toStdString())["files"][0];
+    };
+    const json good = scan(want["safe"]);
+    QCOMPARE(good["verdict"].get<std::string>(), std::string("safe"));
+    QCOMPARE(good["profile"].get<std::string>(), std::string("a Megatron-LM rank file"));
+    std::set<std::string> named;
+    for (const json& g : good["globals"])
+      named.insert(g["module"].get<std::string>() + "." + g["name"].get<std::string>());
+    for (const char* g : {"argparse.Namespace", "megatron.core.enums.ModelType",
+                          "megatron.core.transformer.enums.AttnBackend",
+                          "megatron.core.rerun_state_machine.RerunState", "_io.BytesIO"})
+      QVERIFY2(named.count(g), (std::string("the scan does not list ") + g).c_str());
+
+    const json loose = scan(want["loose"]);
+    QVERIFY2(loose["verdict"] != "safe", loose.dump().c_str());
+    QVERIFY(!loose.contains("profile"));
+
+    const json bad = scan(want["dangerous"]);
+    QCOMPARE(bad["verdict"].get<std::string>(), std::string("dangerous"));
+    bool system = false;
+    for (const json& g : bad["globals"])
+      system |= g["name"] == "system" && g["level"] == "dangerous";
+    QVERIFY2(system, bad.dump().c_str());
+
+    // ls shows the same verdicts for the two saves (one pass: the reader's walk).
+    const fs::path save =
+        fs::path(want["safe"].get<std::string>()).parent_path().parent_path().parent_path();
+    const json ls = cli({"ls", "--json", QString::fromStdString(save.string())});
+    QCOMPARE(ls["runs"].size(), size_t(1));
+    std::map<std::string, std::string> verdicts;
+    for (const json& c : ls["runs"][0]["checkpoints"])
+      for (const fs::path& part : fs::path(c["file"].get<std::string>()))
+        if (part.string().starts_with("iter_")) verdicts[part.string()] = c["verdict"];
+    QCOMPARE(verdicts["iter_0000010"], std::string("safe"));
+    QCOMPARE(verdicts["iter_0000020"], std::string("dangerous"));
   }
 
   void torchtitanDumpFolderIsOneRun() {

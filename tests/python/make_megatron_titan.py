@@ -31,10 +31,14 @@ OUTDIR/expected.json: what a person expects, from what was written here:
 "torchtitan": {"run": "outputs", "steps": [...]}}.
 """
 import argparse
+import enum
+import io
 import json
 import os
 import random
+import shutil
 import sys
+import types
 
 import torch
 
@@ -171,13 +175,67 @@ def titan(out):
     return {"run": "outputs", "steps": steps}
 
 
+def fake_megatron_modules():
+    # The classes Megatron's pickles name, under Megatron's module names, so
+    # that pickle writes the same GLOBAL opcodes Megatron's own save does
+    # (megatron/core/enums.py ModelType, megatron/core/transformer/enums.py
+    # AttnBackend, megatron/core/rerun_state_machine.py RerunState). Nothing
+    # of Megatron runs; nothing is ever unpickled here.
+    classes = {}
+    for module, name, members in (("megatron.core.enums", "ModelType", ("encoder_or_decoder", "retro_encoder")),
+                                  ("megatron.core.transformer.enums", "AttnBackend", ("flash", "fused", "auto")),
+                                  ("megatron.core.rerun_state_machine", "RerunState",
+                                   ("NOT_RUNNING_YET", "INITIAL_RUN"))):
+        parts = module.split(".")
+        for i in range(1, len(parts) + 1):
+            sys.modules.setdefault(".".join(parts[:i]), types.ModuleType(".".join(parts[:i])))
+        cls = enum.Enum(name, [(m, i + 1) for i, m in enumerate(members)], module=module)
+        setattr(sys.modules[module], name, cls)
+        classes[name] = cls
+    return classes
+
+
+class Payload:
+    # A pickle that would run a shell command when loaded (never loaded here).
+    def __reduce__(self):
+        return (os.system, ("echo megatron-args",))
+
+
+def megatron_safety(out):
+    # Rank files as Megatron writes them with its enums in args, the rerun
+    # state machine's state and a Transformer Engine extra state: safe in a
+    # Megatron save folder (its profile), suspicious anywhere else; one with
+    # a call to os.system in args is dangerous in the folder too.
+    c = fake_megatron_modules()
+    args = megatron_args(1, 1, 1e-4)
+    args.model_type = c["ModelType"].encoder_or_decoder
+    args.attention_backend = c["AttnBackend"].auto
+    model = rank_model(0, 1, [0, 1])
+    model["decoder.layers.0.self_attention.linear_qkv._extra_state"] = io.BytesIO(b"te-fp8-meta")
+    state = {"args": args, "checkpoint_version": 3.0, "iteration": 10, "model": model,
+             "rerun_state_machine": {"mode": "disabled", "state": c["RerunState"].NOT_RUNNING_YET},
+             "rng_state": rng_state()}
+    good = os.path.join(out, "save", "iter_0000010", "mp_rank_00", "model_optim_rng.pt")
+    os.makedirs(os.path.dirname(good), exist_ok=True)
+    torch.save(state, good)
+    loose = os.path.join(out, "loose", "model_optim_rng.pt")
+    os.makedirs(os.path.dirname(loose), exist_ok=True)
+    shutil.copyfile(good, loose)
+    args.extra = Payload()
+    bad = os.path.join(out, "save", "iter_0000020", "mp_rank_00", "model_optim_rng.pt")
+    os.makedirs(os.path.dirname(bad), exist_ok=True)
+    torch.save(state, bad)
+    return {"safe": good, "loose": loose, "dangerous": bad}
+
+
 def main(argv):
     if len(argv) != 2:
         print(__doc__.strip(), file=sys.stderr)
         return 2
     out = argv[1]
     os.makedirs(out, exist_ok=True)
-    expected = {"megatron": megatron(os.path.join(out, "mg")), "torchtitan": titan(os.path.join(out, "titan"))}
+    expected = {"megatron": megatron(os.path.join(out, "mg")), "torchtitan": titan(os.path.join(out, "titan")),
+                "megatron_safety": megatron_safety(os.path.join(out, "mg_safety"))}
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1, sort_keys=True)
     return 0

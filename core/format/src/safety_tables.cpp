@@ -528,6 +528,32 @@ constexpr ProfileRow kHfTrainingArgs[] = {
     {"accelerate.utils.dataclasses.DistributedType.*", kBuild, "an Accelerate backend"},
 };
 
+// Megatron-LM's model_optim_rng.pt: `args` is the argparse.Namespace the
+// run parsed (megatron/training/checkpointing.py saves it as is), with the
+// enums arguments.py and training.py put in it (attention backend, model
+// type); the rerun state machine's state (mcore >= 0.10) names its enums;
+// Transformer Engine layers keep their _extra_state as io.BytesIO. These
+// are what Megatron's own loading scripts pass to add_safe_globals
+// (examples/inference/gpt/*: io.BytesIO, RerunState, RerunDiagnostic; the
+// Llama and Transformer Engine converters add io.BytesIO the same way) plus
+// the Namespace weights_only needs for args.
+constexpr ProfileRow kMegatron[] = {
+    {"argparse.Namespace", kBuild, "the run's parsed arguments (data)"},
+    // io.BytesIO pickles as _io.BytesIO (its __module__), its bytes by _codecs.encode.
+    {"_io.BytesIO", kBuild, "a Transformer Engine layer's extra state (bytes)"},
+    {"io.BytesIO", kBuild, "a Transformer Engine layer's extra state (bytes)"},
+    {"megatron.core.enums.ModelType", kCall, "Megatron's model type enum"},
+    {"megatron.core.enums.ModelType.*", kBuild, "a model type"},
+    {"megatron.core.transformer.enums.AttnBackend", kCall, "Megatron's attention backend enum"},
+    {"megatron.core.transformer.enums.AttnBackend.*", kBuild, "an attention backend"},
+    {"megatron.core.rerun_state_machine.RerunState", kCall, "the rerun state machine's enum"},
+    {"megatron.core.rerun_state_machine.RerunState.*", kBuild, "a rerun state"},
+    {"megatron.core.rerun_state_machine.RerunDiagnostic", kCall, "the rerun state machine's enum"},
+    {"megatron.core.rerun_state_machine.RerunDiagnostic.*", kBuild, "a rerun diagnostic"},
+    {"megatron.core.rerun_state_machine.RerunMode", kCall, "the rerun state machine's enum"},
+    {"megatron.core.rerun_state_machine.RerunMode.*", kBuild, "a rerun mode"},
+};
+
 struct Profile {
   SafetyProfile id;
   std::string_view title;
@@ -544,6 +570,7 @@ constexpr Profile kProfiles[] = {
     profile(SafetyProfile::DeepSpeed, "a DeepSpeed checkpoint", kDeepSpeed),
     profile(SafetyProfile::HfTrainingArgs, "a Hugging Face Trainer's training_args.bin",
             kHfTrainingArgs),
+    profile(SafetyProfile::Megatron, "a Megatron-LM rank file", kMegatron),
 };
 
 const Profile* findProfile(SafetyProfile id) {

@@ -58,31 +58,6 @@ std::string folderName(const std::string& dir) {
 
 }  // namespace
 
-std::optional<int64_t> megatronIterationOf(std::string_view name) {
-  constexpr std::string_view prefix = "iter_";
-  if (!name.starts_with(prefix)) return std::nullopt;
-  const std::string_view digits = name.substr(prefix.size());
-  // The writer pads to 7 digits; an iteration past 9,999,999 has more.
-  if (digits.size() < 7 || digits.size() > 18 || !allDigits(digits)) return std::nullopt;
-  int64_t v = 0;
-  std::from_chars(digits.data(), digits.data() + digits.size(), v);
-  return v;
-}
-
-bool isMegatronRankName(std::string_view name) {
-  constexpr std::string_view prefix = "mp_rank_";
-  if (!name.starts_with(prefix)) return false;
-  std::string_view rest = name.substr(prefix.size());
-  // Tensor rank (2 digits), then up to two _<3 digits> (pipeline, expert).
-  if (rest.size() < 2 || !allDigits(rest.substr(0, 2))) return false;
-  rest.remove_prefix(2);
-  for (int extra = 0; extra < 2 && !rest.empty(); ++extra) {
-    if (rest.size() < 4 || rest[0] != '_' || !allDigits(rest.substr(1, 3))) return false;
-    rest.remove_prefix(4);
-  }
-  return rest.empty();
-}
-
 bool isMegatronCheckpointFolder(const std::string& dir) {
   const std::string name = folderName(dir);
   if (!megatronIterationOf(name) && name != "release") return false;

@@ -17,17 +17,15 @@
 #include <string>
 #include <string_view>
 
+#include "ckpt/format/megatron_names.h"
 #include "ckpt/index/scanner.h"
 
 namespace ckpt {
 
 inline constexpr std::string_view kMegatronId = "megatron";
 
-// "iter_0000100" -> 100; anything else (release/ too) -> nothing.
-[[nodiscard]] std::optional<int64_t> megatronIterationOf(std::string_view folderName);
-
-// "mp_rank_00", "mp_rank_01_002", "mp_rank_00_000_001": a rank's folder.
-[[nodiscard]] bool isMegatronRankName(std::string_view folderName);
+// megatronIterationOf and isMegatronRankName (the folders' names) are in
+// ckpt/format/megatron_names.h: the safety verdict reads them too.
 
 // An iter_<N>/ or release/ folder with a rank folder holding model_optim_rng.pt.
 [[nodiscard]] bool isMegatronCheckpointFolder(const std::string& dir);

@@ -1,0 +1,28 @@
+#pragma once
+// The names Megatron-LM gives its save folders (megatron/training/
+// checkpointing.py, ckpt_format "torch"): `iter_<iteration, 7 digits>/` or
+// `release/`, holding `mp_rank_<tensor rank, 2 digits>[_<pipeline rank, 3
+// digits>[_<expert rank, 3 digits>]]/` folders with `model_optim_rng.pt`
+// and, with the distributed optimizer, `distrib_optim.pt`. Here so that the
+// index (runs, parts) and the safety verdict (the Megatron profile) read a
+// layout by one rule.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ckpt {
+
+// "iter_0000100" -> 100; anything else (release/ too) -> nothing.
+[[nodiscard]] std::optional<int64_t> megatronIterationOf(std::string_view folderName);
+
+// "mp_rank_00", "mp_rank_01_002", "mp_rank_00_000_001": a rank's folder.
+[[nodiscard]] bool isMegatronRankName(std::string_view folderName);
+
+// A rank's file where Megatron writes it: model_optim_rng.pt or
+// distrib_optim.pt in a rank folder of an iter_<N>/ or release/ folder.
+// By the names alone (no file is opened).
+[[nodiscard]] bool isMegatronRankFile(const std::string& path);
+
+}  // namespace ckpt
