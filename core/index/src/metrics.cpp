@@ -8,8 +8,8 @@
 #include "ckpt/index/natural_order.h"
 #include "ckpt/index/run_plan.h"
 #include "ckpt/index/tfevents.h"
-#include "metric_text.h"
 #include "ckpt/index/trainers.h"
+#include "metric_text.h"
 
 #include <algorithm>
 #include <atomic>
