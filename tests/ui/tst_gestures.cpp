@@ -785,6 +785,18 @@ void TestGestures::everyTabFits() {
     for (int t = 0; t < w.tabs()->count(); ++t)
       qWarning() << w.tabs()->tabText(t) << "minimum" << w.tabs()->widget(t)->minimumSizeHint();
     qWarning() << "dock" << w.browserPanel()->minimumSizeHint();
+    // CKPT_DEBUG_LAYOUT: each row of each tab's own layout, and wide children.
+    if (qEnvironmentVariableIsSet("CKPT_DEBUG_LAYOUT"))
+      for (int t = 0; t < w.tabs()->count(); ++t) {
+        QWidget* page = w.tabs()->widget(t);
+        if (QLayout* l = page->layout())
+          for (int i = 0; i < l->count(); ++i)
+            qWarning() << w.tabs()->tabText(t) << "row" << i << l->itemAt(i)->minimumSize();
+        for (QWidget* c : page->findChildren<QWidget*>())
+          if (c->minimumSizeHint().width() > 150)
+            qWarning() << "  " << c->metaObject()->className() << c->objectName()
+                       << c->minimumSizeHint();
+      }
   }
   QCOMPARE(w.size(), size);
   const QString shots = qEnvironmentVariable("CKPT_KEEP_SCREENSHOTS");

@@ -86,6 +86,10 @@ void CurvesView::buildControls() {
   connect(m_smoothSlider, &QSlider::valueChanged, this, [this](int v) { setSmoothing(v / 100.0); });
   m_smoothMethodBox = new QComboBox(this);
   m_smoothMethodBox->setObjectName("smoothingMethod");
+  // Narrower than "Time-weighted EMA": the row leaves the browser its width
+  // at 1000x700; the list that opens shows every choice whole.
+  m_smoothMethodBox->setMinimumContentsLength(8);
+  m_smoothMethodBox->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
   m_smoothMethodBox->addItem(tr("EMA"), int(SmoothingMethod::DebiasedEma));
   m_smoothMethodBox->addItem(tr("Time-weighted EMA"), int(SmoothingMethod::TimeWeightedEma));
   m_smoothMethodBox->addItem(tr("Moving average"), int(SmoothingMethod::CentredMovingAverage));
@@ -164,7 +168,11 @@ void CurvesView::buildControls() {
   m_groupBox->setToolTip(
       tr("Draw runs that share a setting as one line with a band: by a hyperparameter, by all "
          "hyperparameters but the seed, or by the name without its number"));
-  m_groupBox->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  // As wide as 10 characters, not as its longest choice ("Name without its
+  // number", a long hyperparameter): the row must leave the browser its
+  // width at 1000x700. The list that opens is as wide as its longest choice.
+  m_groupBox->setMinimumContentsLength(10);
+  m_groupBox->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
   m_groupBox->addItem(tr("None"), QStringLiteral("none"));
   connect(m_groupBox, &QComboBox::activated, this,
           [this](int i) { setGroupBy(m_groupBox->itemData(i).toString()); });
@@ -177,6 +185,8 @@ void CurvesView::buildControls() {
   m_groupBandBox->setObjectName("groupBand");
   m_groupBandBox->addItems(
       {tr("Min to max"), tr("Mean \u00b1 1 std"), tr("25th to 75th percentile")});
+  m_groupBandBox->setMinimumContentsLength(12);
+  m_groupBandBox->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
   connect(m_groupBandBox, &QComboBox::activated, this,
           [this](int i) { setGroupBand(GroupBand(i)); });
   auto* groups = new QHBoxLayout;
