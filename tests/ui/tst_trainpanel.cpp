@@ -458,15 +458,14 @@ class TestTrainPanel : public QObject {
          {std::pair{"loss", loss}, std::pair{"lr", lr}, std::pair{"val_loss", valLoss}}) {
       QTRY_VERIFY_WITH_TIMEOUT(!curves->isLoading() && !curveRun().isEmpty(), 30000);
       curves->setMetric(QString::fromLatin1(metric));
-      QTRY_VERIFY2_WITH_TIMEOUT(
-          curves->rawGraph(curveRun()) &&
-              curves->rawGraph(curveRun())->dataCount() == int(truth.size()),
-          qPrintable(QStringLiteral("%1 of run '%2': %3")
-                         .arg(QString::fromLatin1(metric), curveRun(),
-                              curves->rawGraph(curveRun())
-                                  ? text(points(curves->rawGraph(curveRun())))
-                                  : QStringLiteral("no graph"))),
-          30000);
+      QTRY_VERIFY2_WITH_TIMEOUT(curves->rawGraph(curveRun()) &&
+                                    curves->rawGraph(curveRun())->dataCount() == int(truth.size()),
+                                qPrintable(QStringLiteral("%1 of run '%2': %3")
+                                               .arg(QString::fromLatin1(metric), curveRun(),
+                                                    curves->rawGraph(curveRun())
+                                                        ? text(points(curves->rawGraph(curveRun())))
+                                                        : QStringLiteral("no graph"))),
+                                30000);
       QCOMPARE(text(points(curves->rawGraph(curveRun()))), text(truth));
     }
     w.showTrain();
