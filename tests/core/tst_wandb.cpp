@@ -110,6 +110,12 @@ class TstWandb : public QObject {
     QCOMPARE(offline["metrics"],
              json({kOffline + "/files/output.log", kOffline + "/files/wandb-summary.json",
                    kOffline + "/run-def456.wandb"}));
+    // metrics on the .wandb file itself: the run of its folder.
+    const json one = cliJson(
+        {"metrics", QString::fromStdString(kOffline + "/run-def456.wandb"), "--json"})["runs"];
+    QCOMPARE(one.size(), size_t(1));
+    QCOMPARE(one[0]["name"].get<std::string>(), std::string("offline-run-20240102_090000-def456"));
+    QVERIFY(findSeries(one[0], "val.loss"));
     // Opened through the link, the run is the one it links to.
     const json latest =
         cliJson({"ls", QString::fromStdString(kWandbDir + "/latest-run"), "--json"});
@@ -303,6 +309,15 @@ class TstWandb : public QObject {
     QCOMPARE(run["problems"].size(), size_t(1));
     QVERIFY(run["problems"][0].get<std::string>().find("wandb sync") != std::string::npos);
     QCOMPARE(run["summary"], json({{"loss", 1.0}}));
+    // Followed live: said once, not again on every later read.
+    const std::string store = kFuture + "/run-ghi789.wandb";
+    std::vector<std::string> problems;
+    uint64_t end = 0;
+    QVERIFY(ckpt::readWandbPoints(store, 0, &end, &problems).empty());
+    QCOMPARE(problems.size(), size_t(1));
+    QCOMPARE(end, uint64_t(std::filesystem::file_size(store)));
+    QVERIFY(ckpt::readWandbPoints(store, end, &end, &problems).empty());
+    QCOMPARE(problems.size(), size_t(1));
   }
 
   // files/output.log is the run's console: a metric only it logs is a

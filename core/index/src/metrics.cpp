@@ -759,10 +759,10 @@ std::vector<RunEntry> findMetricRuns(const std::string& path) {
         path + ": " + (fs::exists(path, ec) ? "not a regular file" : "no such file or directory"));
   const fs::path p(path);
   if (p.filename() != "metrics.jsonl" && !isTfEventsFileName(p.filename().string()) &&
-      !isCandidateName(p.filename().string()))
+      p.extension() != ".wandb" && !isCandidateName(p.filename().string()))
     throw std::runtime_error(path +
                              ": neither a checkpoint, a metrics.jsonl nor a directory, nor a "
-                             "TensorBoard event file");
+                             "TensorBoard event file or a W&B .wandb file");
   const std::string dir = p.has_parent_path() ? p.parent_path().string() : std::string(".");
   return {scanRunDirectory(dir, dir)};
 }

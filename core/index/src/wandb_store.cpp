@@ -81,16 +81,26 @@ WandbStoreRead readWandbStore(const std::string& path, uint64_t offset,
   in.seekg(0, std::ios::end);
   const uint64_t size = uint64_t(std::max<std::streamoff>(0, in.tellg()));
   if (offset > size) offset = 0;  // rewritten: read again from the start
-  if (offset == 0) {
-    r.end = 0;
-    if (size < kFileHeader) return r;  // nothing written yet
-    uint8_t h[kFileHeader];
+  uint8_t h[kFileHeader] = {};
+  if (size >= kFileHeader) {
     in.seekg(0);
     in.read(reinterpret_cast<char*>(h), kFileHeader);
-    const uint16_t magic = uint16_t(h[4] | h[5] << 8);
-    if (std::memcmp(h, kIdent.data(), kIdent.size()) != 0 || magic != kMagic) {
+  }
+  const bool ours = size >= kFileHeader && std::memcmp(h, kIdent.data(), kIdent.size()) == 0 &&
+                    uint16_t(h[4] | h[5] << 8) == kMagic;
+  if (offset > 0) {
+    // A later read of a file the first read found unreadable (it said so
+    // then): nothing, silently, so that following it repeats nothing.
+    if (!ours || h[6] != kVersion) {
+      r.unreadable = true;
+      return r;
+    }
+  } else {
+    if (size < kFileHeader) return r;  // nothing written yet
+    if (!ours) {
       problem("not a W&B transaction log (no \":W&B\" header with magic 0xBEE1)");
       r.unreadable = true;
+      r.end = size;
       return r;
     }
     if (h[6] != kVersion) {
@@ -98,6 +108,7 @@ WandbStoreRead readWandbStore(const std::string& path, uint64_t offset,
               " is not one this reader knows: the history needs `wandb sync` (the run's "
               "config, summary and console output are shown)");
       r.unreadable = true;
+      r.end = size;
       return r;
     }
     offset = kFileHeader;

@@ -255,9 +255,9 @@ std::vector<RunMetrics> collectMetrics(const std::vector<RunEntry>& runs,
 // The runs under `path` for curves: a directory's runs (scanDirectory, runs
 // without checkpoints included) and its directories that hold TensorBoard
 // event files but no checkpoint (event files another run reads, in its
-// runs/*/, are that run's); a checkpoint, metrics.jsonl or event file: the
-// run of its directory. Throws
-// std::runtime_error naming the path when it cannot be read.
+// runs/*/, are that run's); a checkpoint, metrics.jsonl, event file or W&B
+// .wandb file: the run of its directory. Throws std::runtime_error naming
+// the path when it cannot be read.
 std::vector<RunEntry> findMetricRuns(const std::string& path);
 
 // ------------------------------------------------------------- smoothing
