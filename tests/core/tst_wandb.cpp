@@ -339,6 +339,29 @@ class TstWandb : public QObject {
     QCOMPARE((*tps)["points"], json::parse("[[0, 5000.0, null, null], [100, 5100.0, null, null]]"));
   }
 
+  // A config.yaml nested deeper than any config: named, read up to there,
+  // never a crash; a line that is no `key: value` is named by its number.
+  void hostileConfig() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const std::string run = dir.filePath("run-20240101_000000-x1").toStdString();
+    std::filesystem::create_directories(run + "/files");
+    std::string deep = "lr:\n  value: 0.1\nnest:\n";
+    for (int i = 1; i < 200; ++i) deep += std::string(size_t(2 * i), ' ') + "a:\n";
+    std::ofstream(run + "/files/config.yaml") << deep;
+    std::vector<std::string> problems;
+    nlohmann::json got = ckpt::readWandbConfig(run, &problems);
+    QCOMPARE(problems.size(), size_t(1));
+    QVERIFY2(problems[0].find("nested deeper than") != std::string::npos, problems[0].c_str());
+    QCOMPARE(got["lr"].get<double>(), 0.1);
+    std::ofstream(run + "/files/config.yaml") << "lr:\n  value: 0.1\njust some words\n";
+    problems.clear();
+    got = ckpt::readWandbConfig(run, &problems);
+    QCOMPARE(problems.size(), size_t(1));
+    QVERIFY2(problems[0].find("line 3:") != std::string::npos, problems[0].c_str());
+    QCOMPARE(got["lr"].get<double>(), 0.1);
+  }
+
   // Bytes that are not records after a good header: counted as damage,
   // never a crash or a hang.
   void garbageAfterHeader() {

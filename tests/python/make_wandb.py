@@ -289,6 +289,10 @@ def yaml_v3(value, indent):
             if isinstance(v, (dict, list)) and v:
                 lines.append("%s%s:" % (pad, key))
                 lines.extend(yaml_v3(v, indent + 4))
+            elif isinstance(v, str) and "\n" in v:
+                # A literal block: |- without a final newline, | with one.
+                lines.append("%s%s: %s" % (pad, key, "|" if v.endswith("\n") else "|-"))
+                lines.extend(pad + "    " + t for t in v.rstrip("\n").split("\n"))
             else:
                 lines.append("%s%s: %s" % (pad, key, scalar_v3(v)))
     else:
@@ -355,6 +359,8 @@ def main():
         "notes": "a long note about this run that PyYAML will fold over more than one line "
                  "because it is longer than eighty characters",
         "dropout": None,
+        "prompt": "Answer briefly.\nQuestion: {q}\n",
+        "quoted": "it's a \"test\"\twith a tab",
     }
     run.record(5, items_message(1, [(k, dumps(v)) for k, v in config.items()]))
     run.record(11, b"")  # TelemetryRecord
@@ -429,7 +435,8 @@ def main():
     run.record(17, run_record("def456", "", "gpt-small", start2))
     config2 = {"_wandb": {"cli_version": "0.19.1", "t": {"1": [1, 55]}}, "lr": 0.001,
                "batch_size": 64, "schedule": {"warmup": 100, "kind": "cosine"},
-               "layers": [{"d": 64}, {"d": 128}], "tag": "123", "eps": 1e-08}
+               "layers": [{"d": 64}, {"d": 128}], "tag": "123", "eps": 1e-08,
+               "template": "System: be brief.\nUser: {q}", "footer": "end\n"}
     run.record(5, items_message(1, [(k, dumps(v)) for k, v in config2.items()]))
     for i in range(60):
         if i == 25:

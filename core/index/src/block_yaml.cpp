@@ -297,9 +297,11 @@ class Parser {
         else
           out[key] = nullptr;
       } else if (rest.front() == '|' || rest.front() == '>') {
-        out[key] = blockScalar(i, indent, rest.front() == '>');
+        out[key] = blockScalar(i, indent, rest);
+      } else if ((rest.front() == '\'' || rest.front() == '"') && !closedQuote(rest)) {
+        out[key] = scalar(quotedLines(i, rest));
       } else {
-        // A long scalar folded onto more-indented lines.
+        // A long plain scalar folded onto more-indented lines.
         for (; i < m_lines.size() && !m_lines[i].blank && m_lines[i].indent > indent; ++i)
           rest += " " + m_lines[i].text;
         out[key] = scalar(rest);
@@ -308,9 +310,57 @@ class Parser {
     return out;
   }
 
-  // `|` keeps the line breaks, `>` folds them into spaces; the text is the
-  // lines indented deeper than the key, less their common indentation.
-  std::string blockScalar(size_t& i, int indent, bool folded) {
+  // Whether a quoted scalar's text (from its opening quote) holds its
+  // closing quote.
+  static bool closedQuote(std::string_view t) {
+    const char q = t.front();
+    for (size_t k = 1; k < t.size(); ++k) {
+      if (q == '"' && t[k] == '\\') {
+        ++k;
+      } else if (t[k] == q) {
+        if (q == '\'' && k + 1 < t.size() && t[k + 1] == '\'') {
+          ++k;
+          continue;
+        }
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // A quoted scalar over several lines, as PyYAML folds a long or multi-line
+  // string: a line break is a space, each empty line a newline; in double
+  // quotes a line ending in '\' joins the next without a space.
+  std::string quotedLines(size_t& i, std::string text) {
+    size_t newlines = 0;
+    for (; i < m_lines.size() && !closedQuote(text); ++i) {
+      const Line& l = m_lines[i];
+      if (l.text.empty()) {
+        ++newlines;
+        continue;
+      }
+      if (newlines) {
+        text += std::string(newlines, '\n');
+      } else if (text.front() == '"' && text.back() == '\\') {
+        text.pop_back();
+      } else {
+        text += ' ';
+      }
+      newlines = 0;
+      text += l.text;
+    }
+    return text;
+  }
+
+  // `|` keeps the line breaks, `>` folds them into spaces (an empty line a
+  // newline); the text is the lines indented deeper than the key, less their
+  // common indentation. Its end as the indicator says: one newline (clip),
+  // none (`-`, yaml.v3's `|-`), or every trailing one (`+`).
+  std::string blockScalar(size_t& i, int indent, std::string_view header) {
+    const bool folded = header.front() == '>';
+    const char chomp = header.find('-') != std::string_view::npos   ? '-'
+                       : header.find('+') != std::string_view::npos ? '+'
+                                                                    : ' ';
     std::vector<const Line*> lines;
     int common = -1;
     for (; i < m_lines.size() && (m_lines[i].text.empty() || m_lines[i].indent > indent); ++i) {
@@ -318,14 +368,22 @@ class Parser {
       if (!m_lines[i].text.empty() && (common < 0 || m_lines[i].indent < common))
         common = m_lines[i].indent;
     }
-    while (!lines.empty() && lines.back()->text.empty()) lines.pop_back();
+    size_t trailing = 0;
+    while (!lines.empty() && lines.back()->text.empty()) {
+      lines.pop_back();
+      ++trailing;
+    }
     std::string out;
     for (size_t k = 0; k < lines.size(); ++k) {
-      if (k) out += folded ? ' ' : '\n';
-      if (!lines[k]->text.empty())
-        out += std::string(size_t(lines[k]->indent - common), ' ') + lines[k]->text;
+      const bool empty = lines[k]->text.empty();
+      if (k && (!folded || empty))
+        out += '\n';
+      else if (k && !lines[k - 1]->text.empty())
+        out += ' ';  // folded: a break between two lines of text is a space
+      if (!empty) out += std::string(size_t(lines[k]->indent - common), ' ') + lines[k]->text;
     }
-    return out + "\n";
+    if (lines.empty() || chomp == '-') return out;
+    return out + "\n" + (chomp == '+' ? std::string(trailing, '\n') : std::string());
   }
 
   // "key: value" / "key:" (plain, or in quotes as yaml.v3 writes "1":).
