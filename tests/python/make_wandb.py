@@ -88,7 +88,8 @@ def varint(n):
 
 
 def field_varint(number, value):
-    return varint(number << 3 | 0) + varint(value)
+    # proto3: a singular scalar at its default (0) is not written at all.
+    return varint(number << 3 | 0) + varint(value) if value else b""
 
 
 def field_bytes(number, data):

@@ -364,6 +364,7 @@ Decoded decodeRecord(std::string_view bytes, const PointSink& sink, std::string*
       }
       items.push_back(std::move(item));
     } else if (h.field() == kHistoryStep && h.wire() == detail::WireType::Bytes) {
+      stepNum = 0;  // proto3 leaves num 0 out: an empty HistoryStep is step 0
       detail::ProtoReader s(h.bytes());
       while (s.next())
         if (s.field() == kHistoryStepNum && s.wire() == detail::WireType::Varint)
