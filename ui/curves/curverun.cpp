@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "ckpt/index/tfevents.h"
+#include "ckpt/index/wandb.h"
 #include "textformat.h"
 
 namespace ckpt {
@@ -167,6 +168,8 @@ MetricPoints readNewPoints(LiveSource& source, QStringList* problems, bool* rewr
                  ? readMetricsJsonl(path, source.offset, &end, &bad)
              : source.kind == MetricSource::TensorBoard
                  ? readTfEventsPoints(path, source.offset, &end, &bad)
+             // A W&B run's .wandb log is appended to record by record.
+             : source.kind == MetricSource::Wandb ? readWandbPoints(path, source.offset, &end, &bad)
              // trainer_state.json is rewritten whole at each save, and
              // Lightning's metrics.csv whenever a new key appears: a reload
              // reads them again (not followed live; MLflow's metric files,

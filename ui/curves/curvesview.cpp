@@ -557,6 +557,7 @@ void CurvesView::updateStatus() {
                        : source == MetricSource::TrainerState ? tr("trainer_state.json")
                        : source == MetricSource::LightningCsv ? tr("metrics.csv")
                        : source == MetricSource::Mlflow       ? tr("MLflow")
+                       : source == MetricSource::Wandb        ? tr("W&B history")
                        : source == MetricSource::TensorBoard  ? tr("TensorBoard event files")
                        : source == MetricSource::ConsoleLog   ? tr("logs")
                                                               : tr("checkpoints"));

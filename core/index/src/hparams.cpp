@@ -14,6 +14,7 @@
 #include "ckpt/index/experiment.h"
 #include "ckpt/index/lightning.h"
 #include "ckpt/index/mlflow.h"
+#include "ckpt/index/wandb.h"
 
 namespace ckpt {
 namespace {
@@ -181,6 +182,12 @@ void readMlflowParamsSource(const RunEntry& run, Hparams& into, std::vector<std:
   if (isMlflowRunFolder(run.path)) addTextHparams(readMlflowParams(run.path), into);
 }
 
+// A W&B run's files/config.yaml: each key's value (wandb.h), flattened as
+// RUN.json's are.
+void readWandbConfigSource(const RunEntry& run, Hparams& into, std::vector<std::string>& problems) {
+  if (isWandbRunFolder(run.path)) addJsonHparams(readWandbConfig(run.path, &problems), into);
+}
+
 }  // namespace
 
 std::vector<NamedHparamSource>& hparamSources() {
@@ -189,6 +196,7 @@ std::vector<NamedHparamSource>& hparamSources() {
       {"checkpoint config", readCheckpointConfig},
       {"hparams.yaml", readLightningHparamsSource},
       {"MLflow params", readMlflowParamsSource},
+      {"W&B config", readWandbConfigSource},
   };
   return sources;
 }

@@ -9,6 +9,7 @@
 #include "ckpt/index/run_plan.h"
 #include "ckpt/index/tfevents.h"
 #include "ckpt/index/trainers.h"
+#include "ckpt/index/wandb.h"
 #include "metric_text.h"
 
 #include <algorithm>
@@ -231,6 +232,13 @@ uint64_t addMlflow(SourcePoints& into, const std::string& path, const std::strin
   return end;
 }
 
+// A W&B run's .wandb history (wandb.h). Returns where reading stopped.
+uint64_t addWandb(SourcePoints& into, const std::string& path, RunMetrics& m) {
+  uint64_t end = 0;
+  addFileSeries(into, path, readWandbHistory(path, &end, &m.problems));
+  return end;
+}
+
 // Returns where reading stopped.
 template <typename Accepts>
 uint64_t addLog(SourcePoints& into, const std::string& path, FileCache& cache, Accepts accepts) {
@@ -409,10 +417,19 @@ RunMetrics collectOne(const RunEntry& run, const std::vector<MetricSourceFile>& 
             ? addLightningCsv(bySource[int(MetricSource::LightningCsv)], s.path, m)
         : s.kind == MetricSource::Mlflow
             ? addMlflow(bySource[int(MetricSource::Mlflow)], s.path, run.path, m)
+        : s.kind == MetricSource::Wandb
+            ? addWandb(bySource[int(MetricSource::Wandb)], s.path, m)
             : addLog(bySource[int(MetricSource::ConsoleLog)], s.path, cache,
                      [&s](const LoggedPoint& p) { return s.filter.accepts(p.run); });
   }
   endTfFolder();
+  // A W&B run's summary: what wandb-summary.json holds when no trainer gave one.
+  if (m.summary.empty() && isWandbRunFolder(run.path))
+    if (const fs::path f = fs::path(run.path) / "files" / "wandb-summary.json";
+        fs::is_regular_file(f)) {
+      m.summary = readWandbSummary(f.string(), &m.problems);
+      if (!m.summary.empty()) m.summaryFile = f.string();
+    }
   addCheckpoints(m, run, bySource[int(MetricSource::Checkpoint)]);
   finishSeries(m, bySource);
   return m;
@@ -467,6 +484,8 @@ std::string_view metricSourceName(MetricSource s) {
       return "metrics.csv";
     case MetricSource::Mlflow:
       return "mlflow";
+    case MetricSource::Wandb:
+      return "wandb";
     case MetricSource::TensorBoard:
       return "tensorboard";
     case MetricSource::ConsoleLog:
@@ -542,6 +561,12 @@ std::vector<MetricSourceFile> findMetricSources(const RunEntry& run,
   add(dir / "metrics.csv", MetricSource::LightningCsv, true);
   if (isMlflowRunFolder(dir.string()))
     for (const std::string& p : mlflowMetricFiles(dir.string())) add(p, MetricSource::Mlflow, true);
+  const bool wandbRun = isWandbRunFolder(dir.string());
+  if (wandbRun) {
+    if (const std::string store = wandbStoreFile(dir.string()); !store.empty())
+      add(store, MetricSource::Wandb, true);
+    add(dir / "files" / "output.log", MetricSource::ConsoleLog, true);
+  }
   for (const fs::path& p : logFilesIn(dir, false)) add(p, MetricSource::ConsoleLog, true);
   const bool hasParent = dir.has_parent_path() && dir.parent_path() != dir;
   if (hasParent)
@@ -563,7 +588,8 @@ std::vector<MetricSourceFile> findMetricSources(const RunEntry& run,
     folders.push_back(dir.parent_path().parent_path());
   }
   for (const fs::path& a : folders)
-    for (const fs::path& p : logFilesIn(a / "logs", false))
+    for (const fs::path& p :
+         (wandbRun && a == dir) ? std::vector<fs::path>{} : logFilesIn(a / "logs", false))
       add(p, MetricSource::ConsoleLog, a == dir || namedAfterRun(p));
   for (const fs::path& p : expandExtra(extraLogs)) {
     const fs::path parent = p.parent_path();
@@ -733,10 +759,10 @@ std::vector<RunEntry> findMetricRuns(const std::string& path) {
         path + ": " + (fs::exists(path, ec) ? "not a regular file" : "no such file or directory"));
   const fs::path p(path);
   if (p.filename() != "metrics.jsonl" && !isTfEventsFileName(p.filename().string()) &&
-      !isCandidateName(p.filename().string()))
+      p.extension() != ".wandb" && !isCandidateName(p.filename().string()))
     throw std::runtime_error(path +
                              ": neither a checkpoint, a metrics.jsonl nor a directory, nor a "
-                             "TensorBoard event file");
+                             "TensorBoard event file or a W&B .wandb file");
   const std::string dir = p.has_parent_path() ? p.parent_path().string() : std::string(".");
   return {scanRunDirectory(dir, dir)};
 }

@@ -25,6 +25,7 @@
 #include "ckpt/index/tfevents.h"
 #include "ckpt/index/torchtitan.h"
 #include "ckpt/index/trainers.h"
+#include "ckpt/index/wandb.h"
 
 namespace fs = std::filesystem;
 
@@ -67,6 +68,7 @@ std::string_view trainerTitle(std::string_view id) {
       {kHfTrainerId, "Hugging Face Trainer"},
       {kLightningId, "PyTorch Lightning"},
       {kMlflowId, "MLflow"},
+      {kWandbId, "W&B"},
       {kTensorBoardId, "TensorBoard"},
       {kNanoGptId, "nanoGPT"},
       {kDeepSpeedId, "DeepSpeed"},
@@ -382,6 +384,7 @@ struct Found {
   std::map<fs::path, std::vector<std::string>> metricFiles;  // by directory
   std::map<fs::path, std::vector<std::string>> eventFiles;   // TensorBoard's, by directory
   std::set<fs::path> mlflowRuns;                             // MLflow run folders
+  fs::path root;                                             // the folder the walk began at
 
   // One entry of a directory: a folder that is a Trainer checkpoint is one
   // item (its files are not walked: returns false); another folder may
@@ -396,6 +399,14 @@ struct Found {
     if (isMlflowRunFolder(dir.string())) {
       mlflowRuns.insert(dir);
       metricFiles[dir].push_back((dir / "metrics").string());
+    }
+    // A W&B run: a run without checkpoints of its own (wandb.h). Its
+    // wandb/latest-run link is the same run, listed under its own name.
+    if (isWandbRunFolder(dir.string())) {
+      if (dir != root && isWandbLatestLink(dir.string())) return false;
+      for (std::string& f : wandbMetricFiles(dir.string()))
+        metricFiles[dir].push_back(std::move(f));
+      metricFiles.try_emplace(dir);
     }
     if (isHfCheckpointFolder(dir.string())) {
       hfFolders.push_back(dir);
@@ -506,6 +517,11 @@ std::vector<Item> itemsOf(Found& found) {
       items.push_back({f, fs::path(*run), Item::Kind::File, kTorchtitanId});
       continue;
     }
+    // A checkpoint the script saved with wandb.save: in its run's files/.
+    if (const std::optional<std::string> run = wandbRunOf(f.string())) {
+      items.push_back({f, fs::path(*run), Item::Kind::File, kWandbId});
+      continue;
+    }
     items.push_back({f, dir, Item::Kind::File, {}});
   }
   for (const fs::path& f : found.hfFolders)
@@ -591,6 +607,15 @@ void finishRun(RunEntry& run, const Found& found) {
     run.name = mlflowRunName(run.path);
     if (run.metricFiles.empty())
       run.metricFiles.push_back((fs::path(run.path) / "metrics").string());
+  }
+  // A W&B run is named as W&B's UI names it; its files are the .wandb
+  // history, the console output and the summary.
+  if (isWandbRunFolder(run.path)) {
+    run.trainer = std::string(kWandbId);
+    run.name = wandbRunName(run.path);
+    for (std::string& f : wandbMetricFiles(run.path))
+      if (std::find(run.metricFiles.begin(), run.metricFiles.end(), f) == run.metricFiles.end())
+        run.metricFiles.push_back(std::move(f));
   }
   if (!run.trainer.empty()) return;
   // The trainer its checkpoints say wrote them (nanoGPT's iter_num, a
@@ -698,6 +723,7 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
 
   // Collect first so that progress knows the total.
   Found found;
+  found.root = fs::path(root);
   fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec);
   if (ec) throw std::runtime_error(root + ": " + ec.message());
   if (found.addFolder(root)) {

@@ -5,8 +5,8 @@
 // RUN.json, then the newest checkpoint's `training_config` and `config`
 // (what our trainer records; nanoGPT's `model_args` too), then a Lightning
 // run's hparams.yaml and an MLflow run's params/ (lightning.h, mlflow.h; a
-// number when the text is one). Other trainers' files register a source of
-// their own. No Qt.
+// number when the text is one), then a W&B run's config.yaml (wandb.h).
+// Other trainers' files register a source of their own. No Qt.
 
 #include <functional>
 #include <map>

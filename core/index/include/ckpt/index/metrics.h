@@ -25,21 +25,23 @@ namespace ckpt {
 // same metric: metrics.jsonl, then a Hugging Face Trainer's
 // trainer_state.json (hf_trainer.h), then a Lightning CSVLogger's
 // metrics.csv (lightning.h), then an MLflow run's metrics/ files
-// (mlflow.h), then TensorBoard event files (full precision,
-// tagged by the trainer), then console logs, then checkpoints.
+// (mlflow.h), then a W&B run's .wandb history (wandb.h), then TensorBoard
+// event files (full precision, tagged by the trainer), then console logs,
+// then checkpoints.
 enum class MetricSource {
   MetricsJsonl,
   TrainerState,
   LightningCsv,
   Mlflow,
+  Wandb,
   TensorBoard,
   ConsoleLog,
   Checkpoint
 };
-// "metrics.jsonl", "trainer_state.json", "metrics.csv", "mlflow", "tensorboard", "log",
-// "checkpoint"
+// "metrics.jsonl", "trainer_state.json", "metrics.csv", "mlflow", "wandb", "tensorboard",
+// "log", "checkpoint"
 std::string_view metricSourceName(MetricSource s);
-inline constexpr int kMetricSourceCount = 7;
+inline constexpr int kMetricSourceCount = 8;
 
 struct MetricSeries {
   std::string metric;  // "loss", "val_loss", "lr", "tokens_per_sec", "accuracy", ...
@@ -202,6 +204,9 @@ std::vector<std::string> runLogNames(const RunEntry& run);
 //    the logger rewrites it when a new key appears);
 //  * an MLflow run folder's metrics/<key> files (mlflow.h; one metric each,
 //    named by its path under metrics/);
+//  * a W&B run folder's run-<id>.wandb history and files/output.log (its
+//    console output, read as a log of the run; wandb.h). Its logs/ folder
+//    holds the SDK's own logs and is not read;
 //  * *.log / *.out / *.err in the run's directory and in its parent;
 //  * the same in a `logs/` folder of the run's directory, of its parent,
 //    and of every ancestor up to run.root (the cluster layout
@@ -250,9 +255,9 @@ std::vector<RunMetrics> collectMetrics(const std::vector<RunEntry>& runs,
 // The runs under `path` for curves: a directory's runs (scanDirectory, runs
 // without checkpoints included) and its directories that hold TensorBoard
 // event files but no checkpoint (event files another run reads, in its
-// runs/*/, are that run's); a checkpoint, metrics.jsonl or event file: the
-// run of its directory. Throws
-// std::runtime_error naming the path when it cannot be read.
+// runs/*/, are that run's); a checkpoint, metrics.jsonl, event file or W&B
+// .wandb file: the run of its directory. Throws std::runtime_error naming
+// the path when it cannot be read.
 std::vector<RunEntry> findMetricRuns(const std::string& path);
 
 // ------------------------------------------------------------- smoothing

@@ -3,7 +3,8 @@
 // (RunEntry::trainer, CheckpointEntry::trainer), and the rules the layouts
 // share. The ids of the other layouts live beside their rules:
 // kHfTrainerId (hf_trainer.h), kLightningId (lightning.h), kMlflowId
-// (mlflow.h), kMegatronId (megatron.h), kTorchtitanId (torchtitan.h).
+// (mlflow.h), kMegatronId (megatron.h), kTorchtitanId (torchtitan.h),
+// kWandbId (wandb.h).
 // No Qt.
 
 #include <array>

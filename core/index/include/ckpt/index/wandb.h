@@ -1,0 +1,131 @@
+#pragma once
+// Weights & Biases run folders, as the wandb SDK leaves them on disk (online
+// or offline):
+//
+//   wandb/run-<YYYYMMDD_HHMMSS>-<id>/          (offline-run-... offline)
+//     run-<id>.wandb              the run's transaction log: every record the
+//                                 SDK sent or would send (wandb sync uploads it)
+//     files/config.yaml           the config: `<key>: {desc: ..., value: ...}`
+//                                 (newer SDKs: `{value: ...}`), `_wandb` internal
+//     files/wandb-summary.json    the run summary (last value of each key)
+//     files/output.log            the console output
+//     logs/debug.log, debug-internal.log   the SDK's own logs (not read)
+//   wandb/latest-run -> run-...   a link to the newest run (not a run of its own)
+//
+// The .wandb file (wandb/sdk/internal/datastore.py, core/pkg/leveldb in
+// wandb/wandb) is a 7-byte header (":W&B", u16 LE 0xBEE1, version u8 0)
+// then LevelDB's log format: 32 KiB blocks of chunks, each a 7-byte header
+// (u32 LE CRC-32 (IEEE, zlib's, unmasked) of the type byte and the data, u16
+// LE length, u8 type FULL 1 / FIRST 2 / MIDDLE 3 / LAST 4) and the data; a
+// block's last < 7 bytes are zeros. A record is one serialized `Record`
+// protobuf (wandb/proto/wandb_internal.proto): history = 2 (HistoryRecord:
+// item = 1 {key = 1, nested_key = 2, value_json = 16}, step = 2 {num = 1}),
+// run = 17 (RunRecord: run_id = 1, entity = 2, project = 3,
+// display_name = 8, start_time = 17). A history row's `_step` item is its
+// step and `_timestamp` its wall time; a key is `nested_key` joined with
+// '.', a JSON object value is flattened the same way (as wandb-core's
+// runhistory does); media objects (`_type`) and non-numbers are no curves.
+// No Qt, no LibTorch, no libprotobuf (protowire.h).
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ckpt/index/metrics.h"
+
+namespace ckpt {
+
+// RunEntry::trainer (and CheckpointEntry::trainer) of what these rules find.
+inline constexpr std::string_view kWandbId = "wandb";
+
+// "run-20240101_120000-abc123" or "offline-run-...": the folder name
+// wandb.init gives a run.
+[[nodiscard]] bool isWandbRunFolderName(std::string_view name);
+
+// A run folder (by its name, or the name of the folder it links to:
+// latest-run) holding a files/ folder or a .wandb file.
+[[nodiscard]] bool isWandbRunFolder(const std::string& dir);
+
+// wandb/latest-run: a link to a run folder listed under its own name.
+[[nodiscard]] bool isWandbLatestLink(const std::string& dir);
+
+// The run a file belongs to when it lies under a run folder's files/ (a
+// checkpoint the script saved with wandb.save): that run folder.
+[[nodiscard]] std::optional<std::string> wandbRunOf(const std::string& path);
+
+// The run's .wandb file ("" when there is none).
+[[nodiscard]] std::string wandbStoreFile(const std::string& dir);
+
+// The files a run's curves and summary come from, those that are there:
+// the .wandb file, files/output.log, files/wandb-summary.json.
+[[nodiscard]] std::vector<std::string> wandbMetricFiles(const std::string& dir);
+
+// What the run's RunRecord says (the first one in the .wandb file).
+struct WandbRunInfo {
+  std::string runId, entity, project, displayName;
+  std::optional<double> startTime;  // Unix seconds
+};
+
+// The run's name as the W&B UI shows it: its display name, else the run
+// folder's name.
+[[nodiscard]] std::string wandbRunName(const std::string& dir);
+
+// ------------------------------------------------------------ .wandb file
+
+struct WandbStoreRead {
+  uint64_t end = 0;      // just after the last whole record: where a live run is read on from
+  uint64_t records = 0;  // whole records read
+  // Records lost to damage: a chunk whose CRC does not match, framing that
+  // makes no sense (the rest of its block is skipped), a record whose
+  // protobuf does not decode. Each kind is one line in `problems` naming
+  // the file and the byte of its first case.
+  uint64_t damaged = 0;
+  // The header is not W&B's, or a store version this reader does not know:
+  // nothing was read (problems says so: the history needs `wandb sync`).
+  bool unreadable = false;
+};
+
+// Each whole record of `path` from `offset` (0: the start, its header
+// checked; else an earlier call's `end`) to the last whole one, handed to
+// `record(bytes, byteOffset)`, at most `maxRecords` of them. A record still
+// being written (a live run, a truncated tail) is left for the next call.
+// Never throws for a file's contents; a file that cannot be opened is a
+// line in `problems`.
+WandbStoreRead readWandbStore(const std::string& path, uint64_t offset,
+                              const std::function<void(std::string_view, uint64_t)>& record,
+                              std::vector<std::string>* problems = nullptr,
+                              uint64_t maxRecords = UINT64_MAX);
+
+// The first RunRecord of a .wandb file (read until it is found).
+[[nodiscard]] WandbRunInfo readWandbRunInfo(const std::string& storePath);
+
+// The history rows of a .wandb file from `offset` as (metric, point) in file
+// order; `*end` gets where to continue, `*damaged` adds the records lost.
+std::vector<std::pair<std::string, MetricPoint>> readWandbPoints(
+    const std::string& path, uint64_t offset = 0, uint64_t* end = nullptr,
+    std::vector<std::string>* problems = nullptr, uint64_t* damaged = nullptr);
+
+// The whole history per metric, each through addInFileOrder; sorted by metric.
+std::vector<FileSeries> readWandbHistory(const std::string& path, uint64_t* end = nullptr,
+                                         std::vector<std::string>* problems = nullptr,
+                                         uint64_t* damaged = nullptr);
+
+// ------------------------------------------------------ files/ of the run
+
+// files/config.yaml: each key's `value` (the `_wandb` key and
+// `wandb_version` left out), as JSON. Empty when there is no such file; a
+// file that cannot be read is a line in `problems`.
+[[nodiscard]] nlohmann::json readWandbConfig(const std::string& dir,
+                                             std::vector<std::string>* problems = nullptr);
+
+// files/wandb-summary.json: every number, nested keys joined with '.'
+// (`_wandb` and media objects left out). Python's NaN / Infinity accepted.
+[[nodiscard]] std::map<std::string, double> readWandbSummary(
+    const std::string& path, std::vector<std::string>* problems = nullptr);
+
+}  // namespace ckpt

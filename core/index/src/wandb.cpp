@@ -1,0 +1,140 @@
+// W&B run folders: which folder is a run, its name, its config.yaml
+// (wandb.h). The .wandb file and the summary: wandb_store.cpp.
+#include "ckpt/index/wandb.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "block_yaml.h"
+#include "text_cells.h"
+
+namespace fs = std::filesystem;
+
+namespace ckpt {
+namespace {
+
+// A config.yaml is a few kB; a bigger file is not one.
+constexpr uint64_t kMaxConfigBytes = 16ull << 20;
+// files/ folders a checkpoint saved with wandb.save may sit in, at most this deep.
+constexpr int kMaxFilesDepth = 16;
+
+bool isDigits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+bool isDir(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_directory(p, ec);
+}
+
+// The folder's own name; for wandb/latest-run, the name of the run folder
+// it links to (the only link read: one lstat for it, none for any other).
+std::string folderName(const std::string& dir) {
+  fs::path d = fs::path(dir).lexically_normal();
+  if (d.filename().empty()) d = d.parent_path();
+  if (d.filename() != "latest-run") return d.filename().string();
+  std::error_code ec;
+  const fs::path target = fs::weakly_canonical(d, ec);
+  return ec ? d.filename().string() : target.filename().string();
+}
+
+}  // namespace
+
+bool isWandbRunFolderName(std::string_view name) {
+  // wandb/sdk/wandb_settings.py: f"{'offline-run' if offline else 'run'}-{timespec}-{run_id}",
+  // timespec = start time as "%Y%m%d_%H%M%S".
+  if (name.starts_with("offline-")) name.remove_prefix(8);
+  if (!name.starts_with("run-")) return false;
+  name.remove_prefix(4);
+  if (name.size() < 17 || !isDigits(name.substr(0, 8)) || name[8] != '_' ||
+      !isDigits(name.substr(9, 6)) || name[15] != '-')
+    return false;
+  return name.size() > 16;  // a run id
+}
+
+bool isWandbRunFolder(const std::string& dir) {
+  if (!isWandbRunFolderName(folderName(dir))) return false;
+  return isDir(fs::path(dir) / "files") || !wandbStoreFile(dir).empty();
+}
+
+bool isWandbLatestLink(const std::string& dir) {
+  const fs::path d = fs::path(dir).lexically_normal();
+  std::error_code ec;
+  return d.filename() == "latest-run" && fs::is_symlink(d, ec);
+}
+
+std::optional<std::string> wandbRunOf(const std::string& path) {
+  fs::path p = fs::path(path).lexically_normal().parent_path();
+  for (int depth = 0; depth < kMaxFilesDepth && p.has_parent_path() && p != p.parent_path();
+       ++depth, p = p.parent_path())
+    if (p.filename() == "files" && isWandbRunFolder(p.parent_path().string()))
+      return p.parent_path().string();
+  return std::nullopt;
+}
+
+std::string wandbStoreFile(const std::string& dir) {
+  // wandb_settings.py: sync_file = "run-{run_id}.wandb" in the run folder.
+  std::error_code ec;
+  std::string found;
+  for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::error_code fec;
+    if (name.starts_with("run-") && name.ends_with(".wandb") && it->is_regular_file(fec) &&
+        (found.empty() || it->path().string() < found))
+      found = it->path().string();
+  }
+  return found;
+}
+
+std::vector<std::string> wandbMetricFiles(const std::string& dir) {
+  std::vector<std::string> out;
+  if (std::string store = wandbStoreFile(dir); !store.empty()) out.push_back(std::move(store));
+  for (const char* f : {"output.log", "wandb-summary.json"})
+    if (const fs::path p = fs::path(dir) / "files" / f; detail::isRegularFile(p))
+      out.push_back(p.string());
+  return out;
+}
+
+std::string wandbRunName(const std::string& dir) {
+  if (const std::string store = wandbStoreFile(dir); !store.empty())
+    if (WandbRunInfo info = readWandbRunInfo(store); !info.displayName.empty())
+      return info.displayName;
+  return folderName(dir);
+}
+
+nlohmann::json readWandbConfig(const std::string& dir, std::vector<std::string>* problems) {
+  nlohmann::json out = nlohmann::json::object();
+  const fs::path file = fs::path(dir) / "files" / "config.yaml";
+  if (!detail::isRegularFile(file)) return out;
+  auto problem = [&](const std::string& why) {
+    if (problems) problems->push_back(file.string() + ": " + why);
+  };
+  std::error_code ec;
+  if (const auto size = fs::file_size(file, ec); !ec && size > kMaxConfigBytes) {
+    problem(std::to_string(size) + " bytes, too big for a run config (not read)");
+    return out;
+  }
+  std::ifstream in(file, std::ios::binary);
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  std::string error;
+  const nlohmann::json doc = detail::parseBlockYaml(text, &error);
+  if (!error.empty()) problem(error);
+  if (!doc.is_object()) {
+    if (error.empty()) problem("not a YAML mapping");
+    return out;
+  }
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    // wandb_version: the file's format; _wandb: the SDK's own (its version,
+    // the run's start time, telemetry), not the run's config.
+    if (it.key() == "wandb_version" || it.key() == "_wandb") continue;
+    // {desc: ..., value: ...} (config_util.dict_add_value_dict), or
+    // {value: ...} (wandb-core's runconfig); a bare value from elsewhere as it is.
+    const nlohmann::json& v = it.value();
+    out[it.key()] = v.is_object() && v.contains("value") ? v["value"] : v;
+  }
+  return out;
+}
+
+}  // namespace ckpt

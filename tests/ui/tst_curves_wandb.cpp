@@ -1,0 +1,150 @@
+// A W&B run folder in the app, as a person uses it: a still-running offline
+// run (its .wandb file ends in a record being written) opened in the window,
+// the Curves tab shows a key's curve point for point as an independent Python
+// reader (tests/python/wandb_reader.py) reads the file; what the run appends
+// next is followed live, without a reload.
+#include <qcustomplot.h>
+#include <QApplication>
+#include <QComboBox>
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QSignalSpy>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QTest>
+#include <filesystem>
+#include <vector>
+
+#include "curves/curvesview.h"
+#include "mainwindow.h"
+
+using namespace ckpt;
+
+namespace {
+
+constexpr int kLoadTimeoutMs = 60'000;
+const QString kFixtures = QStringLiteral(CKPT_FIXTURE_DIR "/wandb");
+const QString kRun = QStringLiteral("offline-run-20240102_090000-def456");
+
+struct Point {
+  qint64 step;
+  double value;
+  bool operator==(const Point& o) const { return step == o.step && value == o.value; }
+};
+using Series = std::vector<Point>;
+
+Series graphPoints(const QCPGraph* g) {
+  Series out;
+  if (!g) return out;
+  for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it)
+    out.push_back({qint64(it->key), it->value});
+  return out;
+}
+
+// The Python reader's points of `run`'s `metric` under `root`.
+Series pythonSeries(const QString& root, const QString& run, const QString& metric) {
+  QProcess p;
+  p.start(QStringLiteral(CKPT_TORCH_PYTHON),
+          {QStringLiteral(CKPT_SOURCE_DIR "/tests/python/wandb_reader.py"), root});
+  Series out;
+  if (!p.waitForFinished(60'000) || p.exitCode() != 0) return out;
+  const QJsonObject doc = QJsonDocument::fromJson(p.readAllStandardOutput()).object();
+  const QJsonArray points =
+      doc["runs"].toObject()[run].toObject()["series"].toObject()[metric].toArray();
+  for (const QJsonValue& v : points)
+    out.push_back({qint64(v.toArray().at(0).toDouble()), v.toArray().at(1).toDouble()});
+  return out;
+}
+
+QString describe(const Series& s) {
+  QStringList parts;
+  for (const Point& p : s) parts << QString("%1:%2").arg(p.step).arg(p.value, 0, 'g', 17);
+  return QString("%1 points [%2]").arg(s.size()).arg(parts.join(' '));
+}
+
+bool copyTree(const QString& from, const QString& to) {
+  std::error_code ec;
+  std::filesystem::copy(from.toStdString(), to.toStdString(),
+                        std::filesystem::copy_options::recursive, ec);
+  return !ec;
+}
+
+}  // namespace
+
+class TestCurvesWandb : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() {
+    QVERIFY2(QFile::exists(kFixtures + "/live_rest.bin"),
+             "no fixtures: run ctest (make_wandb sets them up)");
+  }
+
+  void historyInTheCurvesTab() {
+    QTemporaryDir tmp;
+    const QDir root(tmp.path());
+    QVERIFY(root.mkpath("wandb"));
+    QVERIFY(copyTree(kFixtures + "/proj/wandb/" + kRun, root.filePath("wandb/" + kRun)));
+
+    MainWindow w;
+    w.resize(1200, 800);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    w.activateWindow();
+    QSignalSpy loaded(&w, &MainWindow::loaded);
+    w.openPaths({tmp.path()});
+    QVERIFY(loaded.wait(kLoadTimeoutMs));
+    CurvesView* view = w.curvesView();
+    QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key_2));  // the Curves tab
+    QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(view));
+    if (view->isLoading()) {
+      QSignalSpy ready(view, &CurvesView::curvesReady);
+      QVERIFY(ready.wait(kLoadTimeoutMs));
+    }
+    view->setPollInterval(200);
+
+    // The key chosen in the metric box with the keyboard, as a person would.
+    const QString metric = "train/loss";
+    auto* box = view->findChild<QComboBox*>("metric");
+    QVERIFY(box);
+    QTRY_VERIFY_WITH_TIMEOUT(!view->isLoading() && box->findText(metric) >= 0, kLoadTimeoutMs);
+    box->setFocus();
+    for (int i = 0; i < box->count() && box->currentText() != metric; ++i)
+      QTest::keyClick(box, box->currentIndex() < box->findText(metric) ? Qt::Key_Down : Qt::Key_Up);
+    QCOMPARE(box->currentText(), metric);
+    QCOMPARE(view->plot()->yAxis->label(), metric);
+
+    const Series want = pythonSeries(tmp.path(), kRun, metric);
+    QCOMPARE(want.size(), size_t(60));  // the record being written is not one yet
+    QCOMPARE(graphPoints(view->rawGraph(kRun)), want);
+
+    // The run writes on: the rest of that record and the next one are
+    // followed from where the read stopped, not read again from scratch.
+    QSignalSpy reloads(view, &CurvesView::curvesReady);
+    {
+      QFile rest(kFixtures + "/live_rest.bin");
+      QVERIFY(rest.open(QIODevice::ReadOnly));
+      QFile store(root.filePath("wandb/" + kRun + "/run-def456.wandb"));
+      QVERIFY(store.open(QIODevice::Append));
+      QCOMPARE(store.write(rest.readAll()), rest.size());
+    }
+    const Series after = pythonSeries(tmp.path(), kRun, metric);
+    QCOMPARE(after.size(), size_t(62));
+    QTRY_VERIFY2_WITH_TIMEOUT(graphPoints(view->rawGraph(kRun)) == after,
+                              qPrintable(describe(graphPoints(view->rawGraph(kRun)))), 10'000);
+    QCOMPARE(reloads.count(), 0);
+
+    // File > Reload (F5) draws the same.
+    QSignalSpy reloaded(view, &CurvesView::curvesReady);
+    QTest::keyClick(&w, Qt::Key_F5);
+    QVERIFY(reloaded.wait(kLoadTimeoutMs));
+    QCOMPARE(graphPoints(view->rawGraph(kRun)), after);
+  }
+};
+
+QTEST_MAIN(TestCurvesWandb)
+#include "tst_curves_wandb.moc"
