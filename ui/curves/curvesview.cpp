@@ -211,7 +211,9 @@ void CurvesView::buildControls() {
   m_splitter->setStretchFactor(1, 0);
   m_splitter->setSizes({700, 200});
   m_runsTable = new RunsTablePanel(this);
-  connect(m_runsTable, &RunsTablePanel::optionsChanged, this, &CurvesView::updateRunsTable);
+  connect(m_runsTable, &RunsTablePanel::filterChanged, this, &CurvesView::updateRunsTable);
+  connect(m_runsTable, &RunsTablePanel::sorted, this,
+          [this] { m_runsTable->setHighlightedRow(tableRowOf(m_highlight)); });
   connect(m_runsTable, &RunsTablePanel::checkpointClicked, this, &CurvesView::checkpointActivated);
   connect(m_runsTable, &RunsTablePanel::rowHovered, this,
           [this](int row) { setHighlight(keyOfTableRow(row)); });

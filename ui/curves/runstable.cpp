@@ -41,6 +41,12 @@ void RunsTableModel::setTable(RunsTable table, bool grouped) {
   endResetModel();
 }
 
+void RunsTableModel::sortRows(const QString& sort) {
+  beginResetModel();
+  sortRunsTable(m_table, pathToStd(sort));
+  endResetModel();
+}
+
 RunsTableModel::Column RunsTableModel::kind(int column) const {
   if (column == 0) return Column::Name;
   if (m_grouped && column == 1) return Column::Runs;
@@ -294,7 +300,7 @@ void RunsTablePanel::applyFilter() {
   if (text == m_applied) return;
   m_applied = text;
   QSettings().setValue(kFilterKey, m_applied);
-  emit optionsChanged();
+  emit filterChanged();
 }
 
 void RunsTablePanel::onSortIndicatorChanged(int section, Qt::SortOrder order) {
@@ -304,7 +310,9 @@ void RunsTablePanel::onSortIndicatorChanged(int section, Qt::SortOrder order) {
   if (sort == m_sort) return;
   m_sort = sort;
   QSettings().setValue(kSortKey, m_sort);
-  emit optionsChanged();
+  m_model->sortRows(m_sort);
+  m_hoveredRow = -1;
+  emit sorted();
 }
 
 void RunsTablePanel::showSortIndicator() {

@@ -38,6 +38,8 @@ class RunsTableModel : public QAbstractTableModel {
 
   // Replaces the rows (a reset: the columns change with the runs shown).
   void setTable(RunsTable table, bool grouped);
+  // The same rows in another order (ckpt::sortRunsTable's `sort`).
+  void sortRows(const QString& sort);
   [[nodiscard]] const RunsTable& table() const { return m_table; }
   [[nodiscard]] bool grouped() const { return m_grouped; }
   [[nodiscard]] const RunsTableRow& row(int r) const { return m_table.rows[size_t(r)]; }
@@ -82,8 +84,10 @@ class RunsTablePanel : public QWidget {
   [[nodiscard]] QLabel* errorLabel() const { return m_error; }
 
  signals:
-  // The filter or the sort changed: the table is to be built again.
-  void optionsChanged();
+  // The filter changed: the table is to be built again.
+  void filterChanged();
+  // The rows were sorted again (by a header click): their order changed.
+  void sorted();
   // A row's checkpoint cell was clicked; `path` is the checkpoint file.
   void checkpointClicked(const QString& path);
   // The mouse is over a row; -1: over none.

@@ -176,6 +176,10 @@ std::string_view metricGoalName(MetricGoal g) {
   return g == MetricGoal::Min ? "min" : "max";
 }
 
+void sortRunsTable(RunsTable& table, const std::string& sort) {
+  sortRows(table.rows, sort);
+}
+
 std::optional<size_t> bestPoint(const SeriesPoints& points, MetricGoal goal) {
   std::optional<size_t> best;
   for (size_t i = 0; i < points.size(); ++i) {

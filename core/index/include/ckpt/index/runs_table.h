@@ -106,6 +106,11 @@ RunsTable buildRunsTable(std::span<const RunSummary> runs, const RunsTableOption
 RunsTable buildRunsTable(std::span<const RunMetrics> metrics, std::span<const Hparams> hparams,
                          const RunsTableOptions& options);
 
+// Sorts the rows as RunsTableOptions::sort says, as buildRunsTable does (a
+// column no row has: by name). The Curves tab sorts a table it has built
+// without building it again (a group's row costs its runs' points).
+void sortRunsTable(RunsTable& table, const std::string& sort);
+
 // The best of a series' finite points by `goal` (the earliest on a tie), as
 // an index into points; nothing when none is finite.
 std::optional<size_t> bestPoint(const SeriesPoints& points, MetricGoal goal);
