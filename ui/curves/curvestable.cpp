@@ -128,6 +128,7 @@ void CurvesView::updateRunsTable() {
       rebuildLegend();
       refreshHighlight();
     }
+    updateStatus();
     fitToData();
     m_plot->replot();
   }

@@ -584,6 +584,10 @@ void CurvesView::updateStatus() {
                      .arg(countText(m_runs.size(), "run", "runs"), m_metric) +
                  (from.isEmpty() ? QString() : " (" + from.join(", ") + ")");
   }
+  if (!m_kept.empty())
+    parts << tr("%1 kept by the table's filter")
+                 .arg(countText(size_t(std::count(m_kept.begin(), m_kept.end(), true)), "run",
+                                "runs"));
   if (skipped) {
     const QString what = m_axis == CurveAxis::WallTime ? tr("wall time") : tr("token count");
     parts << tr("%1 without a %2 not drawn").arg(countText(skipped, "point", "points"), what);

@@ -23,7 +23,7 @@ constexpr int kFilterPauseMs = 400;  // typing: the table follows once the keys 
 constexpr const char* kFilterKey = "curves/runsTableFilter";
 constexpr const char* kSortKey = "curves/runsTableSort";
 constexpr int kMaxColumnWidth =
-    260;  // a long run name or path elides rather than push the rest off
+    200;  // a long run name or path elides rather than push the rest off
 
 // Six significant digits, as `ckptscope-cli runs` prints them.
 QString numberText(double v) {
@@ -47,15 +47,19 @@ void RunsTableModel::sortRows(const QString& sort) {
   endResetModel();
 }
 
+// The metric's columns before the hyperparameters: the best stays in view
+// at 1000x700 however many hyperparameters differ.
+int RunsTableModel::firstHparamColumn() const {
+  return (m_grouped ? 2 : 1) + 5;
+}
+
 RunsTableModel::Column RunsTableModel::kind(int column) const {
   if (column == 0) return Column::Name;
   if (m_grouped && column == 1) return Column::Runs;
-  const int hparams = int(m_table.columns.size());
-  const int first = m_grouped ? 2 : 1;
-  if (column < first + hparams) return Column::Hparam;
-  static constexpr Column kTail[] = {Column::Points, Column::Last, Column::Best, Column::BestStep,
-                                     Column::Checkpoint};
-  return kTail[std::min(column - first - hparams, 4)];
+  if (column >= firstHparamColumn()) return Column::Hparam;
+  static constexpr Column kMetric[] = {Column::Best, Column::BestStep, Column::Last, Column::Points,
+                                       Column::Checkpoint};
+  return kMetric[column - (m_grouped ? 2 : 1)];
 }
 
 QString RunsTableModel::sortKey(int column) const {
@@ -65,7 +69,7 @@ QString RunsTableModel::sortKey(int column) const {
     case Column::Runs:
       return QStringLiteral("runs");
     case Column::Hparam:
-      return fromStd(m_table.columns[size_t(column - (m_grouped ? 2 : 1))]);
+      return fromStd(m_table.columns[size_t(column - firstHparamColumn())]);
     case Column::Points:
       return QStringLiteral("points");
     case Column::Last:
@@ -92,7 +96,7 @@ int RunsTableModel::rowCount(const QModelIndex& parent) const {
 
 int RunsTableModel::columnCount(const QModelIndex& parent) const {
   if (parent.isValid()) return 0;
-  return (m_grouped ? 2 : 1) + int(m_table.columns.size()) + 5;
+  return firstHparamColumn() + int(m_table.columns.size());
 }
 
 QVariant RunsTableModel::data(const QModelIndex& index, int role) const {
@@ -328,8 +332,11 @@ void RunsTablePanel::setTable(RunsTable table, bool grouped, const QString& filt
   const size_t shown = table.runsShown, total = table.runsTotal, rows = table.rows.size();
   m_model->setTable(std::move(table), grouped);
   m_hoveredRow = -1;
+  // A run's name differs at both ends (lr3e-4_...seed7); a group's label
+  // starts with what tells groups apart.
+  m_view->setTextElideMode(grouped ? Qt::ElideRight : Qt::ElideMiddle);
   showSortIndicator();
-  m_error->setText(filterError.isEmpty() ? QString() : tr("Filter: %1").arg(filterError));
+  m_error->setText(filterError);  // run_filter says "filter: ..." itself
   m_error->setVisible(!filterError.isEmpty());
   QString count = tr("%1 of %2").arg(shown).arg(countText(total, "run", "runs"));
   if (grouped) count += tr(", %1").arg(countText(rows, "group", "groups"));

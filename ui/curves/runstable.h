@@ -1,8 +1,8 @@
 #pragma once
 // The Curves tab's runs table: one row per run (or per group when the chart
-// is grouped), the hyperparameters that differ as columns, and for the
-// metric the chart shows its points, last, best (min or max by the metric's
-// kind), step of the best and the checkpoint nearest the best. The table
+// is grouped); for the metric the chart shows its best (min or max by the
+// metric's kind), step of the best, last value, points and the checkpoint
+// nearest the best; then the hyperparameters that differ, as columns. The table
 // itself is built by the core (ckpt::buildRunsTable, as `ckptscope-cli runs`
 // builds it); this file shows it, with a filter box above it taking
 // RunFilter's expressions. CurvesView builds the table and draws only the
@@ -49,6 +49,7 @@ class RunsTableModel : public QAbstractTableModel {
   [[nodiscard]] QString sortKey(int column) const;
   // The column sorted by `key` (without its '-'); -1 when there is none.
   [[nodiscard]] int columnOf(const QString& key) const;
+  [[nodiscard]] int firstHparamColumn() const;
 
   [[nodiscard]] int rowCount(const QModelIndex& parent = {}) const override;
   [[nodiscard]] int columnCount(const QModelIndex& parent = {}) const override;
