@@ -29,9 +29,9 @@
 
 #include "browser/checkpointlistmodel.h"
 #include "ckpt/index/natural_order.h"
-#include "ckpt/index/scanner.h"
 #include "curves/curvesview.h"
 #include "curves/runstable.h"
+#include "curves_fixture.h"
 #include "inspector/inspectorwidget.h"
 #include "mainwindow.h"
 #include "textformat.h"
@@ -40,20 +40,13 @@ using namespace ckpt;
 
 namespace {
 
-constexpr int kLoadTimeoutMs = 120'000;
+using curves_fixture::kLoadTimeoutMs;
+using curves_fixture::load;
 const QString kFixtures = QStringLiteral(CKPT_FIXTURE_DIR);
 const QString kSweep = kFixtures + "/sweep/sweep";
 
 QJsonObject reference() {
-  QFile f(kFixtures + "/sweep/sweep_reference.json");
-  if (!f.open(QIODevice::ReadOnly)) return {};
-  return QJsonDocument::fromJson(f.readAll()).object();
-}
-
-bool load(CurvesView& view, const QString& dir) {
-  QSignalSpy ready(&view, &CurvesView::curvesReady);
-  view.setRuns(scanDirectory(pathToStd(dir)).runs);
-  return ready.wait(kLoadTimeoutMs) && !view.isLoading();
+  return curves_fixture::readJson(kFixtures + "/sweep/sweep_reference.json");
 }
 
 // The hyperparameters that differ between the runs, as sweep_fixtures.py's
