@@ -82,7 +82,9 @@ void CurvesView::buildControls() {
   m_smoothSlider->setObjectName("smoothing");
   m_smoothSlider->setRange(0, kSliderSteps);
   m_smoothSlider->setValue(int(std::lround(m_smoothing * 100)));
-  m_smoothSlider->setMinimumWidth(90);
+  // The smoothing row is the tab's widest: at 90 px the tab asked for 550
+  // and, beside the browser, pushed a 1000 px window wider (it stretches).
+  m_smoothSlider->setMinimumWidth(60);
   m_smoothSlider->setToolTip(
       tr("Exponential moving average weight, debiased as TensorBoard does (0: raw values)"));
   m_smoothLabel = new QLabel(this);
