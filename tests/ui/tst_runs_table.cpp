@@ -19,6 +19,7 @@
 #include <QSplitter>
 #include <QTabWidget>
 #include <QTableView>
+#include <QTemporaryDir>
 #include <QTest>
 #include <QTreeView>
 #include <QTreeWidget>
@@ -132,6 +133,7 @@ class TestRunsTable : public QObject {
   void filterExpressions();
   void groupsFollowTheChart();
   void hoverBothWays();
+  void followsALiveRun();
   void remembersFilterAndSort();
   void checkpointOpensInInspector();
 
@@ -397,6 +399,49 @@ void TestRunsTable::groupsFollowTheChart() {
     const std::vector<int> counts = view.groupRunCounts(label);
     QCOMPARE(*std::max_element(counts.begin(), counts.end()), 3);
   }
+  // A group's row hovered: its line is highlighted, and its legend row.
+  const QString label = cell(panel, 1, 0);
+  QTest::mouseMove(panel->view()->viewport(), cellCentre(panel, 1, 0));
+  QTRY_VERIFY(view.highlighted().group);
+  QCOMPARE(view.groupLabels().at(view.highlighted().index), label);
+  QVERIFY2(tree->currentItem() && tree->currentItem()->text(0).startsWith(label),
+           qPrintable(tree->currentItem() ? tree->currentItem()->text(0) : QString()));
+}
+
+void TestRunsTable::followsALiveRun() {
+  // One run of the sweep, copied: lines appended to its metrics.jsonl reach the table.
+  QTemporaryDir dir;
+  const QString run = dir.filePath("lr1e-4_seed0");
+  QVERIFY(QDir().mkpath(run));
+  for (const char* f : {"metrics.jsonl", "RUN.json"})
+    QVERIFY(QFile::copy(kSweep + "/lr1e-4_seed0/" + f, run + "/" + f));
+  CurvesView view;
+  view.setPollInterval(50);
+  view.resize(1000, 700);
+  view.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&view));
+  QVERIFY(load(view, dir.path()));
+  // A run's row (a group's is computed from the points themselves).
+  auto* box = view.findChild<QComboBox*>("groupBy");
+  box->setFocus();
+  QTest::keyClick(box, Qt::Key_Home);
+  RunsTablePanel* panel = view.runsTable();
+  QCOMPARE(header(panel, 0), QStringLiteral("Run"));
+  QCOMPARE(panel->model()->rowCount(), 1);
+  const QJsonObject loss = m_ref["runs"].toObject()["lr1e-4_seed0"].toObject()["loss"].toObject();
+  const int points = column(panel, "Points"), best = column(panel, "Best (min)"),
+            bestStep = column(panel, "Best step"), last = column(panel, "Last");
+  QCOMPARE(cell(panel, 0, points).toInt(), loss["points"].toInt());
+  QVERIFY(loss["best"].toDouble() > 0.25);
+  {
+    QFile f(run + "/metrics.jsonl");
+    QVERIFY(f.open(QIODevice::Append));
+    f.write("{\"step\": 5000, \"loss\": 0.25}\n");
+  }
+  QTRY_COMPARE(cell(panel, 0, points).toInt(), loss["points"].toInt() + 1);
+  QCOMPARE(cell(panel, 0, best), QStringLiteral("0.25"));
+  QCOMPARE(cell(panel, 0, bestStep), QStringLiteral("5000"));
+  QCOMPARE(cell(panel, 0, last), QStringLiteral("0.25"));
 }
 
 void TestRunsTable::hoverBothWays() {
