@@ -93,6 +93,7 @@ void CurvesView::fillGroups() {
     gp.counts = st.runs;
     gp.xs.assign(st.steps.begin(), st.steps.end());
     gp.rawLine = m_groupLine == GroupLine::Mean ? st.mean : st.median;
+    gp.mean = st.mean;
     std::vector<double> low, high;
     if (m_groupBand == GroupBand::MinMax) {
       low = st.min;

@@ -57,14 +57,23 @@ void CurvesView::updateRunsTable() {
   options.filter = pathToStd(m_runsTable->filterText());
   options.sort = pathToStd(m_runsTable->sortKey());
 
-  RunsTable table;
   QString filterError;
-  {
-    // A group's row is computed from its runs' points: they are lent to the
-    // summaries for the build and given back, not copied (a sweep's metric
-    // is 160 MB of values). All on this thread: nothing reads them meanwhile.
+  const auto build = [&] {
+    // A group's row is the chart's group line (its mean, computed once for
+    // both); a group the chart draws as its run alone is computed from that
+    // run's points, lent to the summaries for the build and given back,
+    // not copied (a sweep's metric is 160 MB of values). All on this
+    // thread: nothing reads them meanwhile.
+    options.groupStats.clear();
     const std::string& metric = options.metric;
     if (options.group.by != GroupSpec::By::None) {
+      for (const GroupPlot& gp : m_groups) {
+        if (!gp.line) continue;
+        GroupStats& st = options.groupStats[pathToStd(gp.label)];
+        st.steps = gp.steps;
+        st.runs = gp.counts;
+        st.mean = gp.mean;
+      }
       for (size_t i = 0; i < m_runs.size(); ++i)
         if (const auto it = m_runs[i].series.find(metric); it != m_runs[i].series.end())
           m_summaries[i].curves[metric] = std::move(it->second.points);
@@ -77,14 +86,13 @@ void CurvesView::updateRunsTable() {
         m_summaries[i].curves.erase(lent);
       }
     });
-
     // A filter that does not apply (a typo, a name these runs lack) filters
     // nothing: every run is shown with the error above them. A remembered
     // sort by a hyperparameter these runs lack sorts by name.
+    filterError.clear();
     for (int attempt = 0; attempt < 3; ++attempt) {
       try {
-        table = buildRunsTable(m_summaries, options);
-        break;
+        return buildRunsTable(m_summaries, options);
       } catch (const FilterError& e) {
         filterError = fromStd(e.what());
         options.filter.clear();
@@ -99,7 +107,11 @@ void CurvesView::updateRunsTable() {
         break;
       }
     }
-  }
+    return RunsTable{};
+  };
+  const std::string filter = options.filter, sort = options.sort;
+  RunsTable table = build();
+
   // The runs the filter keeps, by name (a group's row lists its runs).
   std::vector<bool> kept;
   if (table.runsShown < table.runsTotal) {
@@ -115,11 +127,14 @@ void CurvesView::updateRunsTable() {
         if (const auto it = index.constFind(fromStd(run)); it != index.cend()) kept[*it] = true;
     }
   }
-  m_runsTable->setTable(std::move(table), options.group.by != GroupSpec::By::None, filterError);
   if (kept != m_kept) {
     m_kept = std::move(kept);
     if (groupingActive()) {
       rebuildGraphs();  // other groups: their lines, and their runs' colours
+      // The groups' rows again, from the chart's new group lines.
+      options.filter = filter;
+      options.sort = sort;
+      table = build();
     } else {
       // The runs' graphs stay; those the filter drops are hidden (drawing
       // every run again took seconds for 1,000 runs).
@@ -132,6 +147,7 @@ void CurvesView::updateRunsTable() {
     fitToData();
     m_plot->replot();
   }
+  m_runsTable->setTable(std::move(table), options.group.by != GroupSpec::By::None, filterError);
   m_runsTable->setHighlightedRow(tableRowOf(m_highlight));
 }
 

@@ -213,6 +213,7 @@ class CurvesView : public QWidget {
     std::vector<int> counts;
     std::vector<double> xs, lineYs, lowYs, highYs;  // smoothed as the runs are
     std::vector<double> rawLine;                    // before smoothing (the tooltip's raw)
+    std::vector<double> mean;  // the mean line before smoothing (the runs table's)
   };
   [[nodiscard]] bool groupingActive() const;
   // The groups of the runs loaded (m_groups, m_groupOf); graphs not yet made.

@@ -40,6 +40,11 @@ struct RunsTableOptions {
   // A column ("name", "best", "learning_rate", ...); '-' first: descending.
   // "" : by name (natural order). Rows without the value go last.
   std::string sort;
+  // A group's statistics already computed from the same runs (the Curves
+  // tab's chart has them), by group label: its row is taken from their
+  // steps, runs and mean instead of its runs' points being read again (for
+  // 1,000 runs x 20,000 points that took 2 s).
+  std::map<std::string, GroupStats> groupStats;
 };
 
 struct RunsTableRow {
