@@ -8,6 +8,13 @@
 //       A run whose metrics.jsonl holds POINTS steps (loss and lr): time to
 //       read and plot it, the time of one replot, and the longest GUI-thread
 //       stall while 20,000 more lines arrive (the live view follows them).
+//   bench_gui runstable DIR
+//       The Curves tab's runs table on the runs of DIR (a sweep from
+//       make_sweep_bench.py): the time to summarize every run, to sort the
+//       table by clicking a header (grouped by all but the seed, and one
+//       row per run), and to apply a filter typed into its box (the chart
+//       drawing only the runs kept), each against the time to read and plot
+//       the runs and against one replot, measured in the same run.
 //   bench_gui stall DIR FILE TENSOR
 //       In one window: scan DIR, select FILE, then compute TENSOR's
 //       statistics, histogram and heat map in the Tensor tab. A 2 ms
@@ -18,7 +25,12 @@
 #include <unistd.h>
 #include <QApplication>
 #include <QElapsedTimer>
+#include <QHeaderView>
+#include <QLineEdit>
+#include <QSettings>
 #include <QSignalSpy>
+#include <QTableView>
+#include <QTest>
 #include <QTimer>
 #include <cstdio>
 #include <ctime>
@@ -33,7 +45,9 @@
 #include "browser/checkpointlistmodel.h"
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/tensor_info.h"
+#include "ckpt/index/scanner.h"
 #include "curves/curvesview.h"
+#include "curves/runstable.h"
 #include "inspector/inspectorwidget.h"
 #include "inspector/tensorview.h"
 #include "mainwindow.h"
@@ -265,6 +279,83 @@ int curves(int64_t points) {
   return raw->dataCount() == points + more ? 0 : 1;
 }
 
+// A click on the header section titled `title`; the milliseconds it took
+// (the table is built again before the click returns).
+double clickHeader(ckpt::RunsTablePanel* panel, const QString& title) {
+  QHeaderView* h = panel->view()->horizontalHeader();
+  for (int c = 0; c < panel->model()->columnCount(); ++c) {
+    if (panel->model()->headerData(c, Qt::Horizontal, Qt::DisplayRole).toString() != title)
+      continue;
+    panel->view()->scrollTo(panel->model()->index(0, c));
+    const QPoint at(h->sectionViewportPosition(c) + h->sectionSize(c) / 2, h->height() / 2);
+    QElapsedTimer clock;
+    clock.start();
+    QTest::mouseClick(h->viewport(), Qt::LeftButton, {}, at);
+    return clock.nsecsElapsed() / 1e6;
+  }
+  std::fprintf(stderr, "bench_gui: no column %s\n", qPrintable(title));
+  return -1;
+}
+
+int runsTable(const QString& dir) {
+  QSettings().clear();  // no filter or sort remembered from an earlier run
+  ckpt::CurvesView view;
+  view.resize(1000, 700);
+  view.show();
+  QElapsedTimer clock;
+  clock.start();
+  QSignalSpy ready(&view, &ckpt::CurvesView::curvesReady);
+  view.setRuns(ckpt::scanDirectory(dir.toStdString()).runs);
+  if (!waitFor(&view, "the curves", ready, 600'000)) return 1;
+  const double loadMs = clock.nsecsElapsed() / 1e6;
+  double replot = 0;
+  for (int i = 0; i < 3; ++i) {
+    view.plot()->replot(QCustomPlot::rpImmediateRefresh);
+    replot += view.plot()->replotTime(false);
+  }
+  replot /= 3;
+  clock.start();
+  size_t points = 0;
+  for (const ckpt::CurveRun& run : view.runs()) {
+    const ckpt::RunSummary s = ckpt::summarizeCurveRun(run);
+    for (const auto& [metric, m] : s.metrics) points += m.points;
+  }
+  const double summarizeMs = clock.nsecsElapsed() / 1e6;
+  ckpt::RunsTablePanel* panel = view.runsTable();
+  const int groupRows = panel->model()->rowCount();
+  const double groupedSortMs = clickHeader(panel, "Best (min)");
+  // The grouped table built again (a filter that keeps every run: the chart stays).
+  QLineEdit* box = panel->filterBox();
+  box->setFocus();
+  QTest::keyClicks(box, "seed >= 0");
+  clock.start();
+  QTest::keyClick(box, Qt::Key_Return);
+  const double groupedBuildMs = clock.nsecsElapsed() / 1e6;
+  box->clear();
+  // One row per run (the chart drawn again too), then sorted, then filtered.
+  clock.start();
+  view.setGroupBy("none");
+  const double ungroupMs = clock.nsecsElapsed() / 1e6;
+  const double sortMs = clickHeader(panel, "Best (min)");
+  box->setFocus();
+  QTest::keyClicks(box, "seed < 100");
+  clock.start();
+  QTest::keyClick(box, Qt::Key_Return);
+  const double filterMs = clock.nsecsElapsed() / 1e6;
+  const int kept = panel->model()->rowCount();
+  std::printf(
+      "{\"mode\": \"runstable\", \"runs\": %zu, \"points\": %zu, \"load_ms\": %.1f, "
+      "\"replot_ms\": %.1f, \"summarize_ms\": %.1f, \"group_rows\": %d, "
+      "\"grouped_sort_ms\": %.1f, \"grouped_build_ms\": %.1f, \"ungroup_ms\": %.1f, \"sort_ms\": "
+      "%.1f, \"filter_ms\": %.1f, "
+      "\"filter_rows\": %d, \"summarize_vs_load\": %.4f, \"grouped_sort_vs_replot\": %.2f, "
+      "\"sort_vs_replot\": %.2f, \"filter_vs_load\": %.4f}\n",
+      view.runs().size(), points, loadMs, replot, summarizeMs, groupRows, groupedSortMs,
+      groupedBuildMs, ungroupMs, sortMs, filterMs, kept, summarizeMs / loadMs,
+      groupedSortMs / replot, sortMs / replot, filterMs / loadMs);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -275,8 +366,10 @@ int main(int argc, char** argv) {
   if (args.size() == 3 && args[1] == "cold") return cold(args[2]);
   if (args.size() == 5 && args[1] == "stall") return stall(args[2], args[3], args[4]);
   if (args.size() == 3 && args[1] == "curves") return curves(args[2].toLongLong());
+  if (args.size() == 3 && args[1] == "runstable") return runsTable(args[2]);
   std::fprintf(
       stderr,
-      "usage: bench_gui cold DIR | bench_gui stall DIR FILE TENSOR | bench_gui curves POINTS\n");
+      "usage: bench_gui cold DIR | bench_gui stall DIR FILE TENSOR | bench_gui curves POINTS | "
+      "bench_gui runstable DIR\n");
   return 2;
 }

@@ -166,8 +166,9 @@ def nearest_checkpoint(run_dir, name, step):
 
 
 def reference(root):
-    ref = {"runs": {}, "groups": {}, "hparams": {}}
+    ref = {"runs": {}, "groups": {}, "groups_seed_lt3": {}, "hparams": {}}
     by_lr = {}
+    by_lr_lt3 = {}  # the runs table's filter "seed < 3" (tst_runs_table)
     for name in sorted(os.listdir(root)):
         d = os.path.join(root, name)
         series = read_series(os.path.join(d, "metrics.jsonl"))
@@ -182,8 +183,12 @@ def reference(root):
                              "points": int(len(steps)), "checkpoint": nearest_checkpoint(d, name, best_step)}
         ref["runs"][name] = entry
         by_lr.setdefault(hp["learning_rate"], []).append(series["loss"])
+        if hp["seed"] < 3 and "warmup_steps" not in hp:
+            by_lr_lt3.setdefault(hp["learning_rate"], []).append(series["loss"])
     for lr, members in by_lr.items():
         ref["groups"][repr(lr)] = group_stats(members)
+    for lr, members in by_lr_lt3.items():
+        ref["groups_seed_lt3"][repr(lr)] = group_stats(members)
     return ref
 
 

@@ -21,28 +21,17 @@
 #include <map>
 #include <vector>
 
-#include "ckpt/index/scanner.h"
 #include "curves/curvesview.h"
+#include "curves_fixture.h"
 #include "textformat.h"
 
 using namespace ckpt;
 
 namespace {
 
-constexpr int kLoadTimeoutMs = 120'000;
+using curves_fixture::load;
+using curves_fixture::readJson;
 const QString kFixtures = QStringLiteral(CKPT_FIXTURE_DIR);
-
-QJsonObject readJson(const QString& path) {
-  QFile f(path);
-  if (!f.open(QIODevice::ReadOnly)) return {};
-  return QJsonDocument::fromJson(f.readAll()).object();
-}
-
-bool load(CurvesView& view, const QString& dir) {
-  QSignalSpy ready(&view, &CurvesView::curvesReady);
-  view.setRuns(scanDirectory(pathToStd(dir)).runs);
-  return ready.wait(kLoadTimeoutMs) && !view.isLoading();
-}
 
 // The graph's points by key.
 std::map<double, double> graphMap(const QCPGraph* g) {

@@ -18,6 +18,7 @@
 #include "ckpt/index/hparams.h"
 #include "curves/curvedrawing.h"
 #include "curves/curvesview.h"
+#include "curves/runstable.h"
 #include "plotstyle.h"
 #include "textformat.h"
 
@@ -34,9 +35,15 @@ bool CurvesView::groupingActive() const {
 }
 
 void CurvesView::computeGroups() {
+  // The runs the table's filter keeps: a group's statistics are of those.
   std::vector<GroupableRun> runs;
+  std::vector<size_t> members;
   runs.reserve(m_runs.size());
-  for (const CurveRun& r : m_runs) runs.push_back({pathToStd(r.name), r.hparams});
+  for (size_t i = 0; i < m_runs.size(); ++i) {
+    if (!keptByFilter(i)) continue;
+    runs.push_back({pathToStd(m_runs[i].name), m_runs[i].hparams});
+    members.push_back(i);
+  }
   GroupSpec spec;
   if (groupingActive()) {
     try {
@@ -49,21 +56,24 @@ void CurvesView::computeGroups() {
   std::map<QString, std::pair<bool, bool>> kept;
   for (const GroupPlot& gp : m_groups) kept[gp.label] = {gp.visible, gp.expanded};
   m_groups.clear();
-  m_groupOf.assign(m_runs.size(), 0);
+  m_groupOf.assign(m_runs.size(), kNoGroup);
   for (const RunGroup& g : groupRuns(runs, spec)) {
     GroupPlot gp;
     gp.label = fromStd(g.label);
     if (const auto it = kept.find(gp.label); it != kept.end())
       std::tie(gp.visible, gp.expanded) = it->second;
-    gp.runs = g.runs;
-    for (size_t r : g.runs) m_groupOf[r] = m_groups.size();
+    for (size_t r : g.runs) {
+      gp.runs.push_back(members[r]);
+      m_groupOf[members[r]] = m_groups.size();
+    }
     m_groups.push_back(std::move(gp));
   }
 }
 
 QColor CurvesView::runColour(size_t index) const {
   // By group when grouped (a group's runs share its colour), else by run.
-  if (groupingActive() && index < m_groupOf.size()) return seriesColour(m_groupOf[index]);
+  if (groupingActive() && index < m_groupOf.size() && m_groupOf[index] != kNoGroup)
+    return seriesColour(m_groupOf[index]);
   return seriesColour(index);
 }
 
@@ -83,6 +93,7 @@ void CurvesView::fillGroups() {
     gp.counts = st.runs;
     gp.xs.assign(st.steps.begin(), st.steps.end());
     gp.rawLine = m_groupLine == GroupLine::Mean ? st.mean : st.median;
+    gp.mean = st.mean;
     std::vector<double> low, high;
     if (m_groupBand == GroupBand::MinMax) {
       low = st.min;
@@ -159,9 +170,11 @@ void CurvesView::applyVisibility() {
   for (size_t i = 0; i < m_plots.size(); ++i) {
     RunPlot& rp = m_plots[i];
     if (!rp.smoothed) continue;
-    const GroupPlot* gp = i < m_groupOf.size() ? &m_groups[m_groupOf[i]] : nullptr;
+    const GroupPlot* gp =
+        i < m_groupOf.size() && m_groupOf[i] != kNoGroup ? &m_groups[m_groupOf[i]] : nullptr;
     const bool inLine = grouped && gp && gp->line;  // drawn as its group's line
-    const bool shown = rp.visible && (!gp || gp->visible) && (!inLine || gp->expanded);
+    const bool shown =
+        keptByFilter(i) && rp.visible && (!gp || gp->visible) && (!inLine || gp->expanded);
     const bool was = rp.smoothed->visible();
     rp.smoothed->setVisible(shown);
     rp.raw->setVisible(shown && effectiveSmoothing() > 0);
@@ -325,6 +338,7 @@ void CurvesView::setHighlight(const LegendKey& key) {
   if (key == m_highlight) return;
   m_highlight = key;
   m_legend->setHighlighted(key);
+  m_runsTable->setHighlightedRow(tableRowOf(key));
   refreshHighlight();
   m_plot->layer("overlay")->replot();
 }

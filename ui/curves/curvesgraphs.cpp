@@ -68,6 +68,7 @@ void CurvesView::rebuildGraphs() {
   m_highlightCurve->setVisible(false);
   applyAxisTypes();
   updateStatus();
+  updateRunsTable();  // the metric or the grouping may have changed
 }
 
 void CurvesView::fillRun(size_t index) {

@@ -30,6 +30,7 @@
 #include "curves/curvedrawing.h"
 #include "curves/curvescsv.h"
 #include "curves/runfollower.h"
+#include "curves/runstable.h"
 #include "plotstyle.h"
 #include "textformat.h"
 
@@ -50,6 +51,9 @@ CurvesView::CurvesView(QWidget* parent) : QWidget(parent) {
   connect(&m_loader, &QFutureWatcherBase::finished, this, &CurvesView::onLoadFinished);
   m_follower = new RunFollower(this);
   connect(m_follower, &RunFollower::changed, this, &CurvesView::readLiveUpdates);
+  m_tableTimer.setSingleShot(true);
+  m_tableTimer.setInterval(1000);
+  connect(&m_tableTimer, &QTimer::timeout, this, &CurvesView::updateRunsTable);
   m_replotTimer.setSingleShot(true);
   m_replotTimer.setInterval(kReplotMs);
   connect(&m_replotTimer, &QTimer::timeout, this, [this] {
@@ -78,7 +82,9 @@ void CurvesView::buildControls() {
   m_smoothSlider->setObjectName("smoothing");
   m_smoothSlider->setRange(0, kSliderSteps);
   m_smoothSlider->setValue(int(std::lround(m_smoothing * 100)));
-  m_smoothSlider->setMinimumWidth(90);
+  // The smoothing row is the tab's widest: at 90 px the tab asked for 550
+  // and, beside the browser, pushed a 1000 px window wider (it stretches).
+  m_smoothSlider->setMinimumWidth(60);
   m_smoothSlider->setToolTip(
       tr("Exponential moving average weight, debiased as TensorBoard does (0: raw values)"));
   m_smoothLabel = new QLabel(this);
@@ -216,6 +222,23 @@ void CurvesView::buildControls() {
   m_splitter->setStretchFactor(0, 1);
   m_splitter->setStretchFactor(1, 0);
   m_splitter->setSizes({700, 200});
+  m_runsTable = new RunsTablePanel(this);
+  connect(m_runsTable, &RunsTablePanel::filterChanged, this, &CurvesView::updateRunsTable);
+  connect(m_runsTable, &RunsTablePanel::sorted, this,
+          [this] { m_runsTable->setHighlightedRow(tableRowOf(m_highlight)); });
+  connect(m_runsTable, &RunsTablePanel::checkpointClicked, this, &CurvesView::checkpointActivated);
+  connect(m_runsTable, &RunsTablePanel::rowHovered, this,
+          [this](int row) { setHighlight(keyOfTableRow(row)); });
+  // The table below the chart, in a splitter the person can drag: the chart
+  // keeps most of the height (at 1000x700 the table shows about six rows).
+  m_tableSplitter = new QSplitter(Qt::Vertical, this);
+  m_tableSplitter->setObjectName("runsTableSplitter");
+  m_tableSplitter->setChildrenCollapsible(false);
+  m_tableSplitter->addWidget(m_splitter);
+  m_tableSplitter->addWidget(m_runsTable);
+  m_tableSplitter->setStretchFactor(0, 3);
+  m_tableSplitter->setStretchFactor(1, 1);
+  m_tableSplitter->setSizes({420, 180});
   m_status = new QLabel(this);
   m_status->setObjectName("status");
   m_status->setWordWrap(true);
@@ -226,7 +249,7 @@ void CurvesView::buildControls() {
   layout->addLayout(controls);
   layout->addLayout(smoothing);
   layout->addLayout(groups);
-  layout->addWidget(m_splitter, 1);
+  layout->addWidget(m_tableSplitter, 1);
   layout->addWidget(m_status);
   m_smoothLabel->setText(QString::number(m_smoothing, 'f', 2));
 }
@@ -292,6 +315,10 @@ void CurvesView::clear(const QString& message) {
   m_plots.clear();
   m_groups.clear();
   m_groupOf.clear();
+  m_summaries.clear();
+  m_kept.clear();
+  m_tableTimer.stop();
+  m_runsTable->setTable({}, false);
   m_plot->clearGraphs();
   m_highlight = {};
   m_highlightCurve->setVisible(false);
@@ -331,6 +358,7 @@ void CurvesView::takeLoadedRuns() {
   while (m_runs.size() < m_expectedRuns && future.isResultReadyAt(int(m_runs.size()))) {
     m_runs.push_back(std::move(*future.resultAt(int(m_runs.size()))));
     m_plots.emplace_back();
+    m_summaries.push_back(summarizeCurveRun(m_runs.back()));
   }
   if (m_runs.size() == before) return;
   if (updateMetricChoices()) {
@@ -350,7 +378,10 @@ void CurvesView::onLoadFinished() {
   m_loadPending = false;
   // Grouped once every run is there (their hyperparameters decide the choices).
   updateGroupChoices();
-  if (groupingActive()) rebuildGraphs();
+  if (groupingActive())
+    rebuildGraphs();  // and the runs table
+  else
+    updateRunsTable();
   showPlotMessage(
       m_runs.empty() ? tr("No runs")
       : metrics().empty()
@@ -566,6 +597,10 @@ void CurvesView::updateStatus() {
                      .arg(countText(m_runs.size(), "run", "runs"), m_metric) +
                  (from.isEmpty() ? QString() : " (" + from.join(", ") + ")");
   }
+  if (!m_kept.empty())
+    parts << tr("%1 kept by the table's filter")
+                 .arg(countText(size_t(std::count(m_kept.begin(), m_kept.end(), true)), "run",
+                                "runs"));
   if (skipped) {
     const QString what = m_axis == CurveAxis::WallTime ? tr("wall time") : tr("token count");
     parts << tr("%1 without a %2 not drawn").arg(countText(skipped, "point", "points"), what);
@@ -647,6 +682,7 @@ void CurvesView::readLiveUpdates() {
   const auto changes = m_follower->readNew(m_runs);
   bool any = false;
   for (size_t i = 0; i < changes.size(); ++i) {
+    if (!changes[i].empty()) m_summaries[i] = summarizeCurveRun(m_runs[i]);
     for (const auto& [metric, change] : changes[i]) {
       any = true;
       if (fromStd(metric) != m_metric) continue;
@@ -662,6 +698,7 @@ void CurvesView::readLiveUpdates() {
   else if (groupingActive())
     refillGroups();  // the groups' statistics with the new points
   if (!metrics().isEmpty()) showPlotMessage({});
+  if (!m_tableTimer.isActive()) m_tableTimer.start();
   updateStatus();
   scheduleReplot();
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ckpt/index/run_groups.h"
+#include "ckpt/index/runs_table.h"
 #include "ckpt/index/smoothing.h"
 #include "curves/curverun.h"
 #include "curves/curveslegend.h"
@@ -31,6 +32,7 @@ class QSplitter;
 namespace ckpt {
 
 class RunFollower;
+class RunsTablePanel;
 
 // Training curves of every run, overlaid as TensorBoard draws scalars: one
 // metric at a time, a debiased-EMA smoothed line over the faint raw one,
@@ -96,6 +98,10 @@ class CurvesView : public QWidget {
   // A group shows its runs (as expanding its legend row does), or its line alone.
   void setGroupExpanded(const QString& label, bool expanded);
   [[nodiscard]] CurvesLegend* legend() const { return m_legend; }
+  // The runs table below the chart (curvestable.cpp): a row per run, or per
+  // group as the chart groups them, for the metric shown. The chart draws
+  // the runs its filter keeps.
+  [[nodiscard]] RunsTablePanel* runsTable() const { return m_runsTable; }
   // The run or group whose line is highlighted (hovered here or in the legend).
   [[nodiscard]] LegendKey highlighted() const { return m_highlight; }
   // Fits the axes to the data and follows new points again after a zoom or pan.
@@ -207,6 +213,7 @@ class CurvesView : public QWidget {
     std::vector<int> counts;
     std::vector<double> xs, lineYs, lowYs, highYs;  // smoothed as the runs are
     std::vector<double> rawLine;                    // before smoothing (the tooltip's raw)
+    std::vector<double> mean;  // the mean line before smoothing (the runs table's)
   };
   [[nodiscard]] bool groupingActive() const;
   // The groups of the runs loaded (m_groups, m_groupOf); graphs not yet made.
@@ -230,6 +237,13 @@ class CurvesView : public QWidget {
   void onLegendExpanded(const LegendKey& key, bool expanded);
   void onMouseMove(QMouseEvent* event);
   void chooseExport(const QString& format);
+  // The runs table (curvestable.cpp). Built again from the runs' summaries
+  // when the metric, the grouping, the filter or the sort changes, and at
+  // most once a second while runs train.
+  void updateRunsTable();
+  [[nodiscard]] bool keptByFilter(size_t run) const;
+  [[nodiscard]] LegendKey keyOfTableRow(int row) const;
+  [[nodiscard]] int tableRowOf(const LegendKey& key) const;
   [[nodiscard]] int runIndex(const QString& run) const;
   // Smooths the series into rp.smoothedValues from scratch.
   void smoothAll(RunPlot& rp, const MetricSeries& series) const;
@@ -276,7 +290,15 @@ class CurvesView : public QWidget {
   GroupLine m_groupLine = GroupLine::Mean;
   GroupBand m_groupBand = GroupBand::MinMax;
   std::vector<GroupPlot> m_groups;
-  std::vector<size_t> m_groupOf;  // run index -> its group
+  std::vector<size_t> m_groupOf;  // run index -> its group (kNoGroup: filtered out)
+  static constexpr size_t kNoGroup = size_t(-1);
+
+  RunsTablePanel* m_runsTable = nullptr;
+  QSplitter* m_tableSplitter = nullptr;  // the chart and legend above, the table below
+  std::vector<RunSummary> m_summaries;   // parallel to m_runs: what the table needs of each
+  std::vector<bool> m_kept;  // parallel to m_runs: kept by the table's filter; empty: all
+  bool m_updatingTable = false;
+  QTimer m_tableTimer;  // live points: the table again, at most once a second
 
   // Shared pointers: a result is moved out, not copied (a copy of a
   // million-point series on the GUI thread would also lose its spare capacity).

@@ -92,7 +92,7 @@ bool better(double a, double b, MetricGoal goal) {
 
 RunsTableRow groupRow(const RunGroup& group, std::span<const RunsTableRow> runRows,
                       std::span<const RunSummary> runs, const std::vector<size_t>& shown,
-                      const std::string& metric, MetricGoal goal) {
+                      const std::string& metric, MetricGoal goal, const GroupStats* known) {
   RunsTableRow row;
   row.name = group.label;
   std::vector<const SeriesPoints*> series;
@@ -126,7 +126,9 @@ RunsTableRow groupRow(const RunGroup& group, std::span<const RunsTableRow> runRo
     row.hparams[key] = shared ? first->second : textHparam("(varies)");
   }
   row.best.reset();
-  const GroupStats g = groupStatistics(series);
+  GroupStats computed;
+  if (!known) computed = groupStatistics(series);
+  const GroupStats& g = known ? *known : computed;
   row.points = g.steps.size();
   SeriesPoints line;
   for (size_t i = 0; i < g.steps.size(); ++i)
@@ -174,6 +176,10 @@ MetricGoal metricGoal(std::string_view metric) {
 
 std::string_view metricGoalName(MetricGoal g) {
   return g == MetricGoal::Min ? "min" : "max";
+}
+
+void sortRunsTable(RunsTable& table, const std::string& sort) {
+  sortRows(table.rows, sort);
 }
 
 std::optional<size_t> bestPoint(const SeriesPoints& points, MetricGoal goal) {
@@ -293,8 +299,11 @@ RunsTable buildRunsTable(std::span<const RunSummary> runs, const RunsTableOption
   } else {
     std::vector<GroupableRun> groupable;
     for (const RunsTableRow& r : runRows) groupable.push_back({r.name, r.hparams});
-    for (const RunGroup& g : groupRuns(groupable, options.group))
-      table.rows.push_back(groupRow(g, runRows, runs, shown, table.metric, table.goal));
+    for (const RunGroup& g : groupRuns(groupable, options.group)) {
+      const auto known = options.groupStats.find(g.label);
+      table.rows.push_back(groupRow(g, runRows, runs, shown, table.metric, table.goal,
+                                    known == options.groupStats.end() ? nullptr : &known->second));
+    }
   }
 
   if (!options.sort.empty()) {

@@ -40,6 +40,11 @@ struct RunsTableOptions {
   // A column ("name", "best", "learning_rate", ...); '-' first: descending.
   // "" : by name (natural order). Rows without the value go last.
   std::string sort;
+  // A group's statistics already computed from the same runs (the Curves
+  // tab's chart has them), by group label: its row is taken from their
+  // steps, runs and mean instead of its runs' points being read again (for
+  // 1,000 runs x 20,000 points that took 2 s).
+  std::map<std::string, GroupStats> groupStats;
 };
 
 struct RunsTableRow {
@@ -105,6 +110,11 @@ RunsTable buildRunsTable(std::span<const RunSummary> runs, const RunsTableOption
 // unknown sort column or metric.
 RunsTable buildRunsTable(std::span<const RunMetrics> metrics, std::span<const Hparams> hparams,
                          const RunsTableOptions& options);
+
+// Sorts the rows as RunsTableOptions::sort says, as buildRunsTable does (a
+// column no row has: by name). The Curves tab sorts a table it has built
+// without building it again (a group's row costs its runs' points).
+void sortRunsTable(RunsTable& table, const std::string& sort);
 
 // The best of a series' finite points by `goal` (the earliest on a tie), as
 // an index into points; nothing when none is finite.
