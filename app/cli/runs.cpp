@@ -249,7 +249,7 @@ int runRuns(int argc, char** argv) {
     return usageError(e.what(), "runs");
   }
   if (json)
-    std::printf("%s\n", tableJson(table, grouped ? groupBy : "", problems).dump(1).c_str());
+    printJson(tableJson(table, grouped ? groupBy : "", problems));
   else if (csv)
     printCsv(table, grouped);
   else

@@ -58,6 +58,7 @@ class TestJsonNames : public QObject {
     QTest::newRow("scan, recursive")
         << QStringList{"scan", "exp", "--recursive", "--json"} << 0 << "exp_scan";
     QTest::newRow("metrics") << QStringList{"metrics", "exp", "--json"} << 0 << "exp_metrics";
+    QTest::newRow("runs") << QStringList{"runs", "exp", "--json"} << 0 << "exp_runs";
     // A file whose name is not UTF-8, kept as "not a step checkpoint".
     QTest::newRow("prune") << QStringList{"prune", "prune", "--keep-last", "1", "--json"} << 0
                            << "prune";

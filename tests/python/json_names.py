@@ -191,6 +191,7 @@ def make(outdir):
         "exp_ls": [RUN_DIR],
         "exp_scan": [RUN_DIR],
         "exp_metrics": [RUN_DIR],
+        "exp_runs": [RUN_DIR],
         "prune": [PRUNE_FILE],
         "nested_safetensors": [NESTED_KEY],
     }
