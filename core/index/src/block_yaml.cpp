@@ -6,6 +6,8 @@
 #include <limits>
 #include <vector>
 
+#include "ckpt/format/utf8.h"
+
 namespace ckpt::detail {
 namespace {
 
@@ -31,24 +33,6 @@ std::string_view trimmed(std::string_view s) {
   return s.substr(b, e - b + 1);
 }
 
-void appendUtf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xC0 | (cp >> 6));
-    out += char(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += char(0xE0 | (cp >> 12));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  } else {
-    out += char(0xF0 | (cp >> 18));
-    out += char(0x80 | ((cp >> 12) & 0x3F));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  }
-}
-
 // A double-quoted scalar's text (without its quotes), escapes resolved.
 std::string unescapeDouble(std::string_view s) {
   std::string out;
@@ -63,7 +47,7 @@ std::string unescapeDouble(std::string_view s) {
       if (i + digits >= s.size()) return;  // too few digits: left out
       const auto [p, ec] = std::from_chars(s.data() + i + 1, s.data() + i + 1 + digits, v, 16);
       if (ec == std::errc() && p == s.data() + i + 1 + digits) {
-        appendUtf8(out, v);
+        utf8::append(out, char32_t(v));
         i += digits;
       }
     };
