@@ -16,34 +16,25 @@
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
-#include <filesystem>
 #include <vector>
 
+#include "../core/copy_tree.h"
 #include "curves/curvesview.h"
+#include "curves_fixture.h"
 #include "mainwindow.h"
 
 using namespace ckpt;
+using ckpt::test::copyTree;
+using curves_fixture::describe;
+using curves_fixture::graphPoints;
+using curves_fixture::Point;
+using curves_fixture::Series;
 
 namespace {
 
 constexpr int kLoadTimeoutMs = 60'000;
 const QString kFixtures = QStringLiteral(CKPT_FIXTURE_DIR "/wandb");
 const QString kRun = QStringLiteral("offline-run-20240102_090000-def456");
-
-struct Point {
-  qint64 step;
-  double value;
-  bool operator==(const Point& o) const { return step == o.step && value == o.value; }
-};
-using Series = std::vector<Point>;
-
-Series graphPoints(const QCPGraph* g) {
-  Series out;
-  if (!g) return out;
-  for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it)
-    out.push_back({qint64(it->key), it->value});
-  return out;
-}
 
 // The Python reader's points of `run`'s `metric` under `root`.
 Series pythonSeries(const QString& root, const QString& run, const QString& metric) {
@@ -58,19 +49,6 @@ Series pythonSeries(const QString& root, const QString& run, const QString& metr
   for (const QJsonValue& v : points)
     out.push_back({qint64(v.toArray().at(0).toDouble()), v.toArray().at(1).toDouble()});
   return out;
-}
-
-QString describe(const Series& s) {
-  QStringList parts;
-  for (const Point& p : s) parts << QString("%1:%2").arg(p.step).arg(p.value, 0, 'g', 17);
-  return QString("%1 points [%2]").arg(s.size()).arg(parts.join(' '));
-}
-
-bool copyTree(const QString& from, const QString& to) {
-  std::error_code ec;
-  std::filesystem::copy(from.toStdString(), to.toStdString(),
-                        std::filesystem::copy_options::recursive, ec);
-  return !ec;
 }
 
 }  // namespace
