@@ -7,7 +7,9 @@
 #include <QLineEdit>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <fstream>
 
+#include "../core/run_outputs.h"
 #include "training/configform.h"
 #include "training/trainpanel.h"
 
@@ -39,6 +41,12 @@ inline bool waitForRun(TrainPanel& panel, Finished* result, QString* failure) {
   result->lastCheckpoint = done.front().at(1).toString();
   result->stopped = done.front().at(2).toBool();
   return true;
+}
+
+// The tiny corpus the Train tests train on: twelve chapters of kText.
+inline void writeTinyCorpus(const QString& path) {
+  std::ofstream out(path.toStdString());
+  for (int i = 0; i < 12; ++i) out << "Chapter " << i << ". " << kText;
 }
 
 // tst_trainer's tiny config, typed into the form: on the CPU, two threads.
