@@ -1,7 +1,6 @@
-// The curves view: what it plots is exactly what the runs hold. Each test
-// builds an experiment directory with a metrics.jsonl and a console log
-// written here (their numbers known) and copies of fixture checkpoints
-// (their steps and losses from the fixtures' manifest.json).
+// The curves view: what it plots is exactly what the runs hold, on the
+// experiment curves_sample.h writes; its exports and its place in the main
+// window. Following live runs is in tst_curves_live.cpp.
 #include <qcustomplot.h>
 #include <QApplication>
 #include <QCheckBox>
@@ -28,6 +27,7 @@
 
 #include "browser/checkpointlistmodel.h"
 #include "curves/curvesview.h"
+#include "curves_sample.h"
 #include "inspector/inspectorwidget.h"
 #include "mainwindow.h"
 #include "screenshot.h"
@@ -35,129 +35,9 @@
 
 using namespace ckpt;
 
-namespace {
+using namespace curves_sample;
 
-constexpr int kLoadTimeoutMs = 60'000;
-constexpr double kUnixStart = 1718000000.0;  // the jsonl's wall_time of step 0
-
-struct Point {
-  qint64 step;
-  double value;
-};
-using Series = std::vector<Point>;
-
-// TensorBoard's smoothing, written out independently of ckpt::smoothEma:
-// ema_t = w * ema_{t-1} + (1 - w) * x_t with ema_0 = 0, shown debiased as
-// ema_t / (1 - w^t).
-std::vector<double> debiasedEma(const Series& s, double w) {
-  std::vector<double> out;
-  double ema = 0;
-  int t = 0;
-  for (const Point& p : s) {
-    ema = w * ema + (1 - w) * p.value;
-    ++t;
-    out.push_back(w == 0 ? p.value : ema / (1 - std::pow(w, t)));
-  }
-  return out;
-}
-
-// The points of a graph, in order.
-Series graphPoints(const QCPGraph* g) {
-  Series out;
-  for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it)
-    out.push_back({qint64(it->key), it->value});
-  return out;
-}
-
-std::vector<double> graphKeys(const QCPGraph* g) {
-  std::vector<double> out;
-  for (auto it = g->data()->constBegin(); it != g->data()->constEnd(); ++it) out.push_back(it->key);
-  return out;
-}
-
-bool samePoint(const Point& a, const Point& b) {
-  return a.step == b.step && a.value == b.value;
-}
-
-bool samePoint(const MetricPoint& a, const MetricPoint& b) {
-  const bool value = a.value == b.value || (std::isnan(a.value) && std::isnan(b.value));
-  return a.step == b.step && value && a.wallTime == b.wallTime && a.tokens == b.tokens;
-}
-
-// Points (steps and values; a MetricPoint's wall time and tokens too) equal, bit for bit.
-// `Points`: a std::vector of points, or a series' SeriesPoints.
-template <typename Points>
-bool sameSeries(const Points& a, const Points& b, QString* why) {
-  if (a.size() != b.size()) {
-    *why = QString("%1 points, expected %2").arg(a.size()).arg(b.size());
-    return false;
-  }
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!samePoint(a[i], b[i])) {
-      *why = QString("point %1: (%2, %3), expected (%4, %5)")
-                 .arg(i)
-                 .arg(a[i].step)
-                 .arg(a[i].value, 0, 'g', 17)
-                 .arg(b[i].step)
-                 .arg(b[i].value, 0, 'g', 17);
-      return false;
-    }
-  }
-  return true;
-}
-
-bool appendText(const QString& file, const QByteArray& text) {
-  QFile f(file);
-  if (!f.open(QIODevice::Append)) return false;
-  const bool ok = f.write(text) == text.size();
-  f.close();
-  return ok;
-}
-
-// `ckptscope-cli metrics DIR --json`: run -> metric -> the points as (step, value).
-std::map<QString, std::map<QString, Series>> cliSeries(
-    const QString& dir, std::map<QString, std::map<QString, QJsonArray>>* restarts) {
-  QProcess cli;
-  cli.start(QStringLiteral(CKPT_CLI), {"metrics", dir, "--json"});
-  std::map<QString, std::map<QString, Series>> out;
-  if (!cli.waitForFinished(60'000) || cli.exitCode() != 0) return out;
-  for (const QJsonValue& run :
-       QJsonDocument::fromJson(cli.readAllStandardOutput()).object().value("runs").toArray())
-    for (const QJsonValue& series : run.toObject().value("series").toArray()) {
-      const QString name = run.toObject().value("name").toString();
-      const QString metric = series.toObject().value("metric").toString();
-      Series& points = out[name][metric];
-      for (const QJsonValue& p : series.toObject().value("points").toArray())
-        points.push_back({qint64(p.toArray().at(0).toDouble()), p.toArray().at(1).toDouble()});
-      if (restarts) (*restarts)[name][metric] = series.toObject().value("restarts").toArray();
-    }
-  return out;
-}
-
-int distinctColours(const QImage& image) {
-  QSet<QRgb> colours;
-  for (int y = 0; y < image.height(); y += 3)
-    for (int x = 0; x < image.width(); x += 3) colours.insert(image.pixel(x, y));
-  return int(colours.size());
-}
-
-// Pixels within a small distance of `c` (antialiasing blends line edges).
-int pixelsNear(const QImage& image, QColor c) {
-  int n = 0;
-  for (int y = 0; y < image.height(); ++y)
-    for (int x = 0; x < image.width(); ++x) {
-      const QColor p = image.pixelColor(x, y);
-      if (std::abs(p.red() - c.red()) + std::abs(p.green() - c.green()) +
-              std::abs(p.blue() - c.blue()) <
-          40)
-        ++n;
-    }
-  return n;
-}
-
-}  // namespace
-
-class TestCurves : public QObject {
+class TestCurves : public QObject, private CurvesSample {
   Q_OBJECT
 
  private slots:
@@ -172,117 +52,22 @@ class TestCurves : public QObject {
   void logScale();
   void followsPalette();
   void hiddenRunsAndTooltip();
-  void liveAppend();
-  void liveNewFileAndRewrite();
-  void liveMergeEqualsReloadAtEveryLine();
-  void liveRestartDrawsWhatAReloadDraws();
   void csvExport();
   void imageExports();
   void mainWindowCurvesTab();
   void mainWindowViews();
   void screenshotCommand();
   void unknownViewIsAnError();
-
- private:
-  // Reads the runs of m_dir into `view` and waits for curvesReady().
-  bool load(CurvesView& view);
-
-  QJsonObject m_manifestRuns;  // manifest "runs": relative path -> {run, step, kind, loss, error}
-  std::unique_ptr<QTemporaryDir> m_dir;
-  // What the files written by init() hold.
-  Series m_alphaLoss, m_alphaLr, m_betaLoss, m_betaLr, m_betaAccuracy, m_gammaLoss;
-  std::vector<double> m_alphaWall;  // wall_time of alpha's loss points; NaN where the line has none
-  std::vector<qint64> m_alphaTokens;  // tokens of alpha's loss points
 };
 
 void TestCurves::initTestCase() {
-  QFile manifest(QStringLiteral(CKPT_FIXTURE_DIR) + "/manifest.json");
-  QVERIFY2(manifest.open(QIODevice::ReadOnly),
-           "no fixtures: run ctest (make_fixtures sets them up)");
-  m_manifestRuns = QJsonDocument::fromJson(manifest.readAll()).object().value("runs").toObject();
-  QVERIFY(m_manifestRuns.contains("runs/tiny/tiny_step100.pt"));
+  const QString missing = readManifest();
+  QVERIFY2(missing.isEmpty(), qPrintable(missing));
 }
 
-// root/alpha: metrics.jsonl (steps 50..300, one line without wall_time, one
-//             bad line) + tiny_step100/200/final.pt
-// root/beta:  train.log (console lines, steps 30..360) + tiny_step100/200.pt
-// root/gamma: tiny_step100/200/final.pt only (curves from checkpoint metadata)
 void TestCurves::init() {
-  m_dir = std::make_unique<QTemporaryDir>();
-  QVERIFY(m_dir->isValid());
-  const QDir root(m_dir->path());
-  const QString fixtures = QStringLiteral(CKPT_FIXTURE_DIR) + "/runs/tiny/";
-  const QStringList alphaFiles = {"tiny_step100.pt", "tiny_step200.pt", "tiny_final.pt"};
-  for (const char* run : {"alpha", "beta", "gamma"}) QVERIFY(root.mkpath(run));
-  for (const QString& f : alphaFiles) {
-    QVERIFY(QFile::copy(fixtures + f, root.filePath("alpha/" + f)));
-    QVERIFY(QFile::copy(fixtures + f, root.filePath("gamma/" + f)));
-  }
-  for (const char* f : {"tiny_step100.pt", "tiny_step200.pt"})
-    QVERIFY(QFile::copy(fixtures + f, root.filePath(QStringLiteral("beta/") + f)));
-
-  m_alphaLoss.clear();
-  m_alphaLr.clear();
-  m_alphaWall.clear();
-  m_alphaTokens.clear();
-  QByteArray jsonl;
-  const char* losses[] = {"4.0", "3.5", "3.125", "2.9", "2.6", "2.4375"};
-  for (int i = 0; i < 6; ++i) {
-    const qint64 step = 50 * (i + 1);
-    const QByteArray lr = QByteArray::number(1e-4 * (i + 1), 'g', 17);
-    const qint64 tokens = step * 512;
-    const double wall = kUnixStart + 0.75 * double(step);
-    QByteArray line = "{\"step\": " + QByteArray::number(step) + ", \"loss\": " + losses[i] +
-                      ", \"lr\": " + lr + ", \"tokens\": " + QByteArray::number(tokens);
-    if (i != 2)
-      line += ", \"wall_time\": " + QByteArray::number(wall, 'f', 2);  // step 150 has none
-    jsonl += line + "}\n";
-    if (i == 3) jsonl += "{this is not json\n";
-    m_alphaLoss.push_back({step, QByteArray(losses[i]).toDouble()});
-    m_alphaLr.push_back({step, lr.toDouble()});
-    m_alphaWall.push_back(i != 2 ? QByteArray::number(wall, 'f', 2).toDouble() : std::nan(""));
-    m_alphaTokens.push_back(tokens);
-  }
-  QFile alpha(root.filePath("alpha/metrics.jsonl"));
-  QVERIFY(alpha.open(QIODevice::WriteOnly));
-  QVERIFY(alpha.write(jsonl) == jsonl.size());
-  alpha.close();
-
-  m_betaLoss.clear();
-  m_betaLr.clear();
-  m_betaAccuracy.clear();
-  QByteArray log = "Loading data...\nEpoch 1 starting\n";
-  for (int i = 1; i <= 12; ++i) {
-    const qint64 step = 30 * i;
-    const QByteArray loss = QByteArray::number(5.0 * std::exp(-double(step) / 150.0), 'f', 4);
-    const QByteArray lr = QByteArray::number(6e-5 * i, 'e', 3);
-    const QByteArray acc = QByteArray::number(40 + i * 1.5, 'f', 1);
-    log += "step=" + QByteArray::number(step) + " loss=" + loss + " lr=" + lr + " accuracy=" + acc +
-           "%\n";
-    m_betaLoss.push_back({step, loss.toDouble()});
-    m_betaLr.push_back({step, lr.toDouble()});
-    m_betaAccuracy.push_back({step, acc.toDouble()});
-  }
-  log += "Training done\n";
-  QFile beta(root.filePath("beta/train.log"));
-  QVERIFY(beta.open(QIODevice::WriteOnly));
-  QVERIFY(beta.write(log) == log.size());
-  beta.close();
-
-  m_gammaLoss.clear();
-  for (const QString& f : alphaFiles) {
-    const QJsonObject e = m_manifestRuns.value("runs/tiny/" + f).toObject();
-    m_gammaLoss.push_back({qint64(e.value("step").toDouble()), e.value("loss").toDouble()});
-  }
-  std::sort(m_gammaLoss.begin(), m_gammaLoss.end(),
-            [](const Point& a, const Point& b) { return a.step < b.step; });
-}
-
-bool TestCurves::load(CurvesView& view) {
-  QSignalSpy ready(&view, &CurvesView::curvesReady);
-  view.setRuns(scanDirectory(pathToStd(m_dir->path())).runs);
-  if (!ready.wait(kLoadTimeoutMs)) return false;
-  return ready.count() == 1 && !view.isLoading();
+  const QString failed = writeSample();
+  QVERIFY2(failed.isEmpty(), qPrintable(failed));
 }
 
 void TestCurves::plotsEveryRunsPoints() {
@@ -584,269 +369,6 @@ void TestCurves::hiddenRunsAndTooltip() {
   QVERIFY(!view.valuesAt(205).contains("beta"));
   view.setRunVisible("beta", true);
   QVERIFY(view.valuesAt(205).contains("beta"));
-}
-
-void TestCurves::liveAppend() {
-  CurvesView view;
-  QVERIFY(load(view));
-  const QString jsonl = QDir(m_dir->path()).filePath("alpha/metrics.jsonl");
-  const QString log = QDir(m_dir->path()).filePath("beta/train.log");
-  const Series before = graphPoints(view.rawGraph("alpha"));
-
-  // A line being written (no newline yet) is not read.
-  QVERIFY(appendText(jsonl, "{\"step\": 350, \"loss\": 2.25, \"lr\": 0.0007, \"tok"));
-  QTest::qWait(1500);  // longer than the poll
-  QCOMPARE(view.rawGraph("alpha")->data()->size(), int(before.size()));
-
-  QVERIFY(appendText(jsonl, "ens\": 179200}\n"));
-  QTRY_COMPARE_WITH_TIMEOUT(view.rawGraph("alpha")->data()->size(), int(before.size()) + 1, 10'000);
-  Series expected = m_alphaLoss;
-  expected.push_back({350, 2.25});
-  QString why;
-  QVERIFY2(sameSeries(graphPoints(view.rawGraph("alpha")), expected, &why), qPrintable(why));
-  const std::vector<double> ema = debiasedEma(expected, view.smoothing());
-  QVERIFY(std::abs(graphPoints(view.smoothedGraph("alpha")).back().value - ema.back()) < 1e-12);
-  QCOMPARE(graphPoints(view.smoothedGraph("alpha")).size(), expected.size());
-
-  // Two more lines at once, in the log of another run.
-  QVERIFY(
-      appendText(log, "step=390 loss=0.0625 lr=7.800e-04\nstep=420 loss=0.03125 lr=8.400e-04\n"));
-  QTRY_COMPARE_WITH_TIMEOUT(view.rawGraph("beta")->data()->size(), int(m_betaLoss.size()) + 2,
-                            10'000);
-  Series betaExpected = m_betaLoss;
-  betaExpected.push_back({390, 0.0625});
-  betaExpected.push_back({420, 0.03125});
-  QVERIFY2(sameSeries(graphPoints(view.rawGraph("beta")), betaExpected, &why), qPrintable(why));
-  // alpha did not change meanwhile: nothing read twice.
-  QVERIFY2(sameSeries(graphPoints(view.rawGraph("alpha")), expected, &why), qPrintable(why));
-  // beta's markers at 100 and 200 stay where they were.
-  QCOMPARE(graphKeys(view.markerGraph("beta")), (std::vector<double>{100, 200}));
-
-  // A new metric appears in the choices.
-  QVERIFY(!view.metrics().contains("grad_norm"));
-  QVERIFY(appendText(jsonl, "{\"step\": 400, \"loss\": 2.0, \"grad_norm\": 0.5}\n"));
-  QTRY_VERIFY_WITH_TIMEOUT(view.metrics().contains("grad_norm"), 10'000);
-  QCOMPARE(view.rawGraph("alpha")->data()->size(), int(expected.size()) + 1);
-  QCOMPARE(view.metric(), QStringLiteral("loss"));
-}
-
-void TestCurves::liveNewFileAndRewrite() {
-  CurvesView view;
-  view.setPollInterval(200);
-  QVERIFY(load(view));
-  // gamma starts writing a metrics.jsonl: it is preferred over checkpoint metadata,
-  // so it replaces gamma's loss curve, as a fresh load would show it.
-  const QString jsonl = QDir(m_dir->path()).filePath("gamma/metrics.jsonl");
-  QVERIFY(appendText(jsonl, "{\"step\": 10, \"loss\": 6.5}\n{\"step\": 20, \"loss\": 6.0}\n"));
-  QTRY_COMPARE_WITH_TIMEOUT(view.rawGraph("gamma")->data()->size(), 2, 10'000);
-  QString why;
-  QVERIFY2(sameSeries(graphPoints(view.rawGraph("gamma")), {{10, 6.5}, {20, 6.0}}, &why),
-           qPrintable(why));
-  // A resumed run rewrites a step: the last value read wins.
-  QVERIFY(appendText(jsonl, "{\"step\": 20, \"loss\": 5.75}\n{\"step\": 30, \"loss\": 5.5}\n"));
-  QTRY_COMPARE_WITH_TIMEOUT(view.rawGraph("gamma")->data()->size(), 3, 10'000);
-  QVERIFY2(
-      sameSeries(graphPoints(view.rawGraph("gamma")), {{10, 6.5}, {20, 5.75}, {30, 5.5}}, &why),
-      qPrintable(why));
-  QCOMPARE(graphPoints(view.smoothedGraph("gamma")).back().value,
-           debiasedEma({{10, 6.5}, {20, 5.75}, {30, 5.5}}, view.smoothing()).back());
-}
-
-void TestCurves::liveMergeEqualsReloadAtEveryLine() {
-  // A job that restarts twice into its metrics.jsonl (and logs one step
-  // twice), and a pipeline log in which two stages restart, with tqdm
-  // noise. Whatever line a reload happened to stop at, following the files
-  // from there on gives the series a reload of the whole file gives: the
-  // same points, the same restarts, the same tooltip note.
-  const QDir root(m_dir->path());
-  QVERIFY(root.mkpath("job/run-pretrain") && root.mkpath("job/run-sft"));
-  QByteArrayList jsonl;
-  auto jline = [&](int step, double loss) {
-    jsonl
-        << QStringLiteral(
-               "{\"step\": %1, \"loss\": %2, \"lr\": 0.0003, \"tokens\": %3, \"wall_time\": %4}\n")
-               .arg(step)
-               .arg(loss, 0, 'g', 17)
-               .arg(step * 64)
-               .arg(1718000000.0 + jsonl.size(), 0, 'f', 1)
-               .toUtf8();
-  };
-  for (int step = 10; step <= 80; step += 10) jline(step, 5.0 - step / 40.0);
-  for (int step = 40; step <= 100; step += 10) jline(step, 4.0 - step / 50.0);  // restarted at 40
-  jline(100, 1.75);  // step 100 again: replaced
-  for (int step = 70; step <= 120; step += 5) jline(step, 3.0 - step / 100.0);  // restarted at 70
-  QByteArrayList log;
-  auto lline = [&](const char* stage, int step, double loss) {
-    log << QStringLiteral(
-               "2025-12-02 10:%1:00 - trainer.run-%2 - INFO - step=%3 loss=%4 lr=3.000e-04\n")
-               .arg(log.size() % 60, 2, 10, QChar('0'))
-               .arg(stage)
-               .arg(step)
-               .arg(loss, 0, 'g', 17)
-               .toUtf8();
-  };
-  for (int step = 1; step <= 6; ++step) lline("pretrain", step, 9 - step);
-  log << "Loading dataset shards...\n";
-  for (int step = 1; step <= 3; ++step) lline("sft", step, 4 - step * 0.5);
-  log << "train:  40%|####      | 4/10 [00:01<00:02, step=9 loss=0.5]\r";  // a bar's postfix: not a
-                                                                           // point
-  for (int step = 3; step <= 8; ++step)
-    lline("pretrain", step, 7.5 - step);  // pretrain restarted at 3
-  for (int step = 2; step <= 5; ++step)
-    lline("sft", step, 3.25 - step * 0.25);  // sft restarted at 2
-
-  const QString jsonlPath = root.filePath("job/run-pretrain/metrics.jsonl");
-  const QString logPath = root.filePath("job/pipeline_4711.log");
-  auto write = [](const QString& path, const QByteArrayList& lines, qsizetype n) {
-    QFile f(path);
-    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate)) return false;
-    for (qsizetype i = 0; i < n; ++i) f.write(lines[i]);
-    return true;
-  };
-  RunEntry pretrain, sft;
-  pretrain.name = "run-pretrain";
-  pretrain.path = pathToStd(root.filePath("job/run-pretrain"));
-  sft.name = "run-sft";
-  sft.path = pathToStd(root.filePath("job/run-sft"));
-
-  for (const RunEntry& entry : {pretrain, sft})
-    for (qsizetype cut = 0; cut <= std::max(jsonl.size(), log.size()); ++cut) {
-      QVERIFY(write(jsonlPath, jsonl, std::min(cut, jsonl.size())));
-      QVERIFY(write(logPath, log, std::min(cut, log.size())));
-      CurveRun live = loadCurveRun(entry);
-      // The rest arrives one line at a time, each read as the follower reads it.
-      for (qsizetype n = cut + 1; n <= std::max(jsonl.size(), log.size()); ++n) {
-        QVERIFY(write(jsonlPath, jsonl, std::min(n, jsonl.size())));
-        QVERIFY(write(logPath, log, std::min(n, log.size())));
-        for (LiveSource& source : live.sources)
-          (void)mergeLivePoints(live, source, readNewPoints(source, nullptr));
-      }
-      const RunMetrics reload = collectRunMetrics(entry);
-      const CurveRun reloaded = loadCurveRun(entry);
-      const std::string context = entry.name + ", reloaded after " + std::to_string(cut) + " lines";
-      QVERIFY2(!reload.series.empty(), context.c_str());
-      QCOMPARE(live.series.size(), reload.series.size());
-      for (const MetricSeries& want : reload.series) {
-        const MetricSeries* got = live.find(want.metric);
-        QVERIFY2(got, (context + ": no " + want.metric).c_str());
-        QString why;
-        QVERIFY2(sameSeries(got->points, want.points, &why),
-                 qPrintable(fromStd(context) + ": " + why));
-        QCOMPARE(got->restarts, want.restarts);
-      }
-      QCOMPARE(live.restartNotes, reloaded.restartNotes);
-    }
-  // What the files hold in the end, by hand: the last segment of each restart.
-  const RunMetrics m = collectRunMetrics(pretrain);
-  QCOMPARE(m.find("loss")->restarts, (std::vector<int64_t>{40, 70}));
-  const SeriesPoints& loss = m.find("loss")->points;
-  QCOMPARE(loss.size(),
-           size_t(3 + 3 + 11));  // 10..30 of the first job, 40..60 of the second, 70..120
-  QCOMPARE(loss.front().step, int64_t(10));
-  QCOMPARE(loss[2].value, 5.0 - 30 / 40.0);
-  QCOMPARE(loss[3].value, 4.0 - 40 / 50.0);
-  QCOMPARE(loss[5].step, int64_t(60));
-  QCOMPARE(loss[6].step, int64_t(70));
-  QCOMPARE(loss[6].value, 3.0 - 70 / 100.0);
-  QCOMPARE(loss.back().step, int64_t(120));
-  const RunMetrics s = collectRunMetrics(sft);
-  QCOMPARE(s.find("loss")->restarts, (std::vector<int64_t>{2}));
-  QCOMPARE(s.find("loss")->points.size(), size_t(5));
-  QCOMPARE(s.find("loss")->points.back().value, 3.25 - 5 * 0.25);
-  QCOMPARE(loadCurveRun(sft).restartNotes.at("loss"),
-           QStringLiteral("restarted at step 2: the later job's points are shown"));
-}
-
-void TestCurves::liveRestartDrawsWhatAReloadDraws() {
-  const QDir root(m_dir->path());
-  MainWindow w;
-  w.resize(kScreenshotSize);
-  w.show();
-  QVERIFY(QTest::qWaitForWindowExposed(&w));
-  w.activateWindow();
-  QSignalSpy loaded(&w, &MainWindow::loaded);
-  w.openPaths({m_dir->path()});
-  QVERIFY(loaded.wait(kLoadTimeoutMs));
-  CurvesView* view = w.curvesView();
-  QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key_2));  // the Curves tab
-  QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(view));
-  if (view->isLoading()) {
-    QSignalSpy ready(view, &CurvesView::curvesReady);
-    QVERIFY(ready.wait(kLoadTimeoutMs));
-  }
-  view->setPollInterval(200);
-  QString why;
-  QVERIFY2(sameSeries(graphPoints(view->rawGraph("alpha")), m_alphaLoss, &why), qPrintable(why));
-  QVERIFY2(sameSeries(graphPoints(view->rawGraph("beta")), m_betaLoss, &why), qPrintable(why));
-
-  // alpha's job (it logged 50..300) restarts from its checkpoint at 150 and
-  // logs into the same metrics.jsonl; beta's (30..360) from 210 into its
-  // console log, behind a progress bar's redraws.
-  QSignalSpy reloads(view, &CurvesView::curvesReady);
-  QVERIFY(appendText(root.filePath("alpha/metrics.jsonl"),
-                     "{\"step\": 150, \"loss\": 3.0, \"lr\": 0.0003, \"tokens\": 76800}\n"
-                     "{\"step\": 200, \"loss\": 2.75, \"lr\": 0.0003, \"tokens\": 102400}\n"
-                     "{\"step\": 250, \"loss\": 2.5, \"lr\": 0.0003, \"tokens\": 128000}\n"));
-  QVERIFY(appendText(root.filePath("beta/train.log"),
-                     "Resuming from step 210\n"
-                     "train:  50%|#####     | 5/10 [00:01<00:01, step=250 loss=9.5]\r"
-                     "step=240 loss=1.25 lr=1.000e-04\n"
-                     "step=270 loss=1.125 lr=1.000e-04\n"));
-  // By hand: the points before the restart, then the later job's.
-  const Series alphaWant{{50, 4.0}, {100, 3.5}, {150, 3.0}, {200, 2.75}, {250, 2.5}};
-  Series betaWant(m_betaLoss.begin(), m_betaLoss.begin() + 7);  // 30..210
-  QCOMPARE(betaWant.back().step, qint64(210));
-  betaWant.push_back({240, 1.25});
-  betaWant.push_back({270, 1.125});
-  QTRY_VERIFY_WITH_TIMEOUT(sameSeries(graphPoints(view->rawGraph("alpha")), alphaWant, &why) &&
-                               sameSeries(graphPoints(view->rawGraph("beta")), betaWant, &why),
-                           10'000);
-  QCOMPARE(reloads.count(), 0);  // drawn by following the files, not by reading them again
-
-  // The same as `ckptscope-cli metrics --json` reads from the files.
-  std::map<QString, std::map<QString, QJsonArray>> restarts;
-  const auto cli = cliSeries(m_dir->path(), &restarts);
-  QVERIFY2(sameSeries(graphPoints(view->rawGraph("alpha")), cli.at("alpha").at("loss"), &why),
-           qPrintable(why));
-  QVERIFY2(sameSeries(graphPoints(view->rawGraph("beta")), cli.at("beta").at("loss"), &why),
-           qPrintable(why));
-  QCOMPARE(restarts.at("alpha").at("loss"), QJsonArray{150});
-  QCOMPARE(restarts.at("beta").at("loss"), QJsonArray{240});
-  QCOMPARE(restarts.at("gamma").at("loss"), QJsonArray{});
-
-  // The mouse over the chart at step 210: the tooltip says which runs restarted.
-  auto hoverText = [&]() -> QString {
-    view->plot()->replot();
-    const QRect area = view->plot()->axisRect()->rect();
-    const QPoint at(int(std::lround(view->plot()->xAxis->coordToPixel(210))), area.top() + 2);
-    QToolTip::hideText();
-    QTest::mouseMove(view->plot(), at + QPoint(12, 0));
-    QTest::mouseMove(view->plot(), at);
-    if (!QTest::qWaitFor([] { return QToolTip::isVisible(); }, 5000)) return {};
-    return QToolTip::text();
-  };
-  const QString live = hoverText();
-  const QStringList lines = live.split('\n');
-  auto lineOf = [&lines](const QString& run) {
-    for (const QString& l : lines)
-      if (l.startsWith(run + ": ")) return l;
-    return QString();
-  };
-  QVERIFY2(lineOf("alpha").contains("(restarted at step 150: the later job's points are shown)") &&
-               lineOf("alpha").endsWith("at step 200"),
-           qPrintable(live));
-  QVERIFY2(lineOf("beta").contains("(restarted at step 240: the later job's points are shown)") &&
-               lineOf("beta").endsWith("at step 210"),
-           qPrintable(live));
-  QVERIFY2(!lineOf("gamma").isEmpty() && !lineOf("gamma").contains("restarted"), qPrintable(live));
-
-  // File > Reload (F5) reads the files afresh: the same curves, the same tooltip.
-  QSignalSpy reloaded(view, &CurvesView::curvesReady);
-  QTest::keyClick(&w, Qt::Key_F5);
-  QVERIFY(reloaded.wait(kLoadTimeoutMs));
-  QVERIFY2(sameSeries(graphPoints(view->rawGraph("alpha")), alphaWant, &why), qPrintable(why));
-  QVERIFY2(sameSeries(graphPoints(view->rawGraph("beta")), betaWant, &why), qPrintable(why));
-  QCOMPARE(hoverText(), live);
 }
 
 void TestCurves::csvExport() {
