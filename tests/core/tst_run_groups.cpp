@@ -13,7 +13,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "ckpt/index/hparams.h"
@@ -152,6 +154,31 @@ class TestRunGroups : public QObject {
     QVERIFY(naturalLess("a", "a1"));
     QVERIFY(naturalLess("seed02", "seed3") && naturalLess("seed2", "seed02"));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, parseGroupSpec("learning rate"));
+  }
+
+  // The default grouping's question: are there seeds of one setting? The
+  // sweep's 15 runs are; a run and the branch resumed from it (same config,
+  // same seed) are not, nor runs without a seed, nor one seed per setting.
+  void replicatesAreSeedsOfOneSetting() {
+    const Sweep& s = sweep();
+    std::vector<GroupableRun> sweepRuns;
+    for (size_t i = 0; i < s.runs.size(); ++i)
+      sweepRuns.push_back({s.metrics[i].run, s.hparams[i]});
+    QVERIFY(hasReplicates(sweepRuns));
+    auto run = [](std::string name, double lr, std::optional<double> seed) {
+      GroupableRun r{std::move(name), {{"learning_rate", numberHparam(lr)}}};
+      if (seed) r.hparams["seed"] = numberHparam(*seed);
+      return r;
+    };
+    const std::vector<GroupableRun> branch{run("tiny", 3e-4, 1337), run("tiny@4", 3e-4, 1337)};
+    QVERIFY(!hasReplicates(branch));
+    const std::vector<GroupableRun> settings{run("a", 3e-4, 1), run("b", 1e-3, 2)};
+    QVERIFY(!hasReplicates(settings));  // a seed each, but other learning rates
+    const std::vector<GroupableRun> noSeed{run("a", 3e-4, {}), run("b", 3e-4, {})};
+    QVERIFY(!hasReplicates(noSeed));
+    const std::vector<GroupableRun> two{run("a", 3e-4, 1), run("a@4", 3e-4, 1), run("b", 3e-4, 2)};
+    QVERIFY(hasReplicates(two));
+    QVERIFY(!hasReplicates(two, "learning_rate"));
   }
 
   void columnsAreTheDifferingHyperparameters() {

@@ -464,6 +464,10 @@ class TestTrainPanel : public QObject {
                                                         : QStringLiteral("no graph"))),
                                 30000);
       QCOMPARE(text(points(curves->rawGraph(curveRun()))), text(truth));
+      // Its own line: a branch is not a seed of its parent's setting (the
+      // two were grouped into one mean line, the branch's hidden).
+      QCOMPARE(curves->groupBy(), QStringLiteral("none"));
+      QVERIFY(curves->smoothedGraph(curveRun())->visible());
     }
     w.showTrain();
     QVERIFY(w.grab().save(QStringLiteral(CKPT_BINARY_DIR "/trainpanel-resumed-branch.png")));

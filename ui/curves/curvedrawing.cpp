@@ -75,26 +75,32 @@ int CurvesView::drawnPixels() const {
   return width > 0 ? width : std::max(1, m_plot->width());
 }
 
+CurvesView::DrawnView CurvesView::viewNow() const {
+  const QCPRange range = m_plot->xAxis->range();
+  return {range.lower, range.upper, drawnPixels()};
+}
+
 void CurvesView::drawRun(RunPlot& rp) {
   if (!rp.raw) return;
-  const QCPRange range = m_plot->xAxis->range();
-  const int pixels = drawnPixels();
-  showDecimated(rp.raw, rp.xs, rp.rawYs, range.lower, range.upper, pixels);
-  showDecimated(rp.smoothed, rp.xs, rp.smoothYs, range.lower, range.upper, pixels);
+  rp.drawn = viewNow();
+  showDecimated(rp.raw, rp.xs, rp.rawYs, rp.drawn.lower, rp.drawn.upper, rp.drawn.pixels);
+  showDecimated(rp.smoothed, rp.xs, rp.smoothYs, rp.drawn.lower, rp.drawn.upper, rp.drawn.pixels);
 }
 
 void CurvesView::redrawIfViewChanged() {
-  const QCPRange range = m_plot->xAxis->range();
-  const int pixels = drawnPixels();
-  if (range.lower == m_drawnLower && range.upper == m_drawnUpper && pixels == m_drawnPixels) return;
-  m_drawnLower = range.lower;
-  m_drawnUpper = range.upper;
-  m_drawnPixels = pixels;
+  const DrawnView now = viewNow();
+  bool redrawn = false;
   for (RunPlot& rp : m_plots)
-    if (rp.raw && (rp.raw->visible() || rp.smoothed->visible())) drawRun(rp);
+    if (rp.raw && (rp.raw->visible() || rp.smoothed->visible()) && !(rp.drawn == now)) {
+      drawRun(rp);
+      redrawn = true;
+    }
   for (GroupPlot& gp : m_groups)
-    if (gp.line && gp.line->visible()) drawGroup(gp);
-  refreshHighlight();
+    if (gp.line && gp.line->visible() && !(gp.drawn == now)) {
+      drawGroup(gp);
+      redrawn = true;
+    }
+  if (redrawn) refreshHighlight();
 }
 
 bool CurvesView::updateSpacing() {

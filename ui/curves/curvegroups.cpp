@@ -158,11 +158,11 @@ void CurvesView::refillGroups() {
 
 void CurvesView::drawGroup(GroupPlot& gp) {
   if (!gp.line) return;
-  const QCPRange range = m_plot->xAxis->range();
-  const int pixels = drawnPixels();
-  showDecimated(gp.line, gp.xs, gp.lineYs, range.lower, range.upper, pixels);
-  showDecimated(gp.low, gp.xs, gp.lowYs, range.lower, range.upper, pixels);
-  showDecimated(gp.high, gp.xs, gp.highYs, range.lower, range.upper, pixels);
+  gp.drawn = viewNow();
+  const auto [lower, upper, pixels] = gp.drawn;
+  showDecimated(gp.line, gp.xs, gp.lineYs, lower, upper, pixels);
+  showDecimated(gp.low, gp.xs, gp.lowYs, lower, upper, pixels);
+  showDecimated(gp.high, gp.xs, gp.highYs, lower, upper, pixels);
 }
 
 void CurvesView::applyVisibility() {
@@ -175,16 +175,15 @@ void CurvesView::applyVisibility() {
     const bool inLine = grouped && gp && gp->line;  // drawn as its group's line
     const bool shown =
         keptByFilter(i) && rp.visible && (!gp || gp->visible) && (!inLine || gp->expanded);
-    const bool was = rp.smoothed->visible();
     rp.smoothed->setVisible(shown);
     rp.raw->setVisible(shown && effectiveSmoothing() > 0);
     rp.markers->setVisible(shown);
     rp.bare->setVisible(shown);
-    if (shown && !was) drawRun(rp);  // hidden curves are not decimated on zoom
   }
   for (GroupPlot& gp : m_groups)
     for (QCPGraph* g : {gp.line, gp.low, gp.high})
       if (g) g->setVisible(gp.visible);
+  redrawIfViewChanged();  // hidden curves are not decimated on zoom
 }
 
 void CurvesView::updateGroupChoices() {
@@ -201,7 +200,15 @@ void CurvesView::updateGroupChoices() {
   if (seed) m_groupBox->addItem(tr("All but seed"), QStringLiteral("all-but"));
   m_groupBox->addItem(tr("Name without its number"), QStringLiteral("name"));
   for (const std::string& k : keys) m_groupBox->addItem(fromStd(k), fromStd(k));
-  if (!m_groupChosen) m_groupBy = seed ? QStringLiteral("all-but") : QStringLiteral("none");
+  if (!m_groupChosen) {
+    // Seeds of one setting are grouped; a run and its resumed branches
+    // (one config, one seed) are each their own line.
+    std::vector<GroupableRun> groupable;
+    if (seed)
+      for (const CurveRun& r : m_runs) groupable.push_back({pathToStd(r.name), r.hparams});
+    m_groupBy =
+        seed && hasReplicates(groupable) ? QStringLiteral("all-but") : QStringLiteral("none");
+  }
   int at = m_groupBox->findData(m_groupBy);
   if (at < 0) {  // a key these runs lack: kept, shown as typed
     m_groupBox->addItem(m_groupBy, m_groupBy);

@@ -146,9 +146,17 @@ class CurvesView : public QWidget {
  private:
   // The QCustomPlot layer the checkpoint markers are drawn on, above the curves.
   static constexpr const char* kMarkerLayer = "markers";
+  // The x range and width a curve's graphs were decimated for (M4 keeps
+  // what those pixels show): drawn again when the view differs.
+  struct DrawnView {
+    double lower = 0, upper = 0;
+    int pixels = 0;  // 0: never drawn
+    bool operator==(const DrawnView&) const = default;
+  };
   // The graphs of one run for the metric shown. Graph data and `steps` are
   // parallel: the graph's i-th point is the series point at steps[i].
   struct RunPlot {
+    DrawnView drawn;
     QCPGraph* raw = nullptr;
     QCPGraph* smoothed = nullptr;
     QCPGraph* markers = nullptr;  // checkpoints at the value they record (or logged at their step)
@@ -185,11 +193,13 @@ class CurvesView : public QWidget {
   void smoothRun(RunPlot& rp, const MetricSeries& series, const std::vector<size_t>& order);
   // Decimates a run's curves for the view now shown (curvedrawing.h).
   void drawRun(RunPlot& rp);
-  // Redraws every curve when the x range or the plot's width changed since
-  // the last time (on zoom, pan, resize; before the replot paints).
+  // Redraws each shown curve decimated for another x range or width than
+  // the view's now (on zoom, pan, resize, before the replot paints; a run or
+  // group shown again after a zoom while it was hidden).
   void redrawIfViewChanged();
   // The pixel columns curves are decimated for: the axis rect's width.
   [[nodiscard]] int drawnPixels() const;
+  [[nodiscard]] DrawnView viewNow() const;
   // The median x spacing of the shown runs' points; true when it changed.
   bool updateSpacing();
   // Refills the metric box; true when the metric shown changed.
@@ -202,6 +212,7 @@ class CurvesView : public QWidget {
   void onPlotRelease(QMouseEvent* event);
   // Groups (curvegroups.cpp).
   struct GroupPlot {
+    DrawnView drawn;
     QString label;
     std::vector<size_t> runs;  // indices into m_runs, in natural order of their names
     bool expanded = false;
@@ -277,9 +288,7 @@ class CurvesView : public QWidget {
   bool m_metricChosen = false;  // by the user (setMetric); until then "loss" is preferred
   double m_smoothing = 0.6;     // TensorBoard's default
   SmoothingMethod m_smoothMethod = SmoothingMethod::DebiasedEma;
-  double m_spacing = 1;                       // updateSpacing()
-  double m_drawnLower = 0, m_drawnUpper = 0;  // the x range the curves were decimated for
-  int m_drawnPixels = 0;
+  double m_spacing = 1;  // updateSpacing()
   CurveAxis m_axis = CurveAxis::Step;
   bool m_logY = false;
   bool m_followData = true;  // fit the axes to new points until the user zooms or pans

@@ -120,6 +120,22 @@ std::vector<RunGroup> groupRuns(std::span<const GroupableRun> runs, const GroupS
   return groups;
 }
 
+bool hasReplicates(std::span<const GroupableRun> runs, const std::string& key) {
+  const std::string canonical = canonicalHparamKey(key);
+  for (const RunGroup& g : groupRuns(runs, GroupSpec{GroupSpec::By::AllBut, canonical})) {
+    const HparamValue* first = nullptr;
+    for (size_t i : g.runs) {
+      const auto it = runs[i].hparams.find(canonical);
+      if (it == runs[i].hparams.end()) continue;
+      if (!first)
+        first = &it->second;
+      else if (!(it->second == *first))
+        return true;
+    }
+  }
+  return false;
+}
+
 double percentileOfSorted(std::span<const double> sorted, double q) {
   if (sorted.empty()) return std::nan("");
   const double pos = std::clamp(q, 0.0, 100.0) / 100.0 * double(sorted.size() - 1);

@@ -48,6 +48,12 @@ struct RunGroup {
 // name without the number) is a group of its own value "(none)" or name.
 std::vector<RunGroup> groupRuns(std::span<const GroupableRun> runs, const GroupSpec& spec);
 
+// True when grouping by every hyperparameter but `key` puts runs with two
+// different values of `key` together: the seeds of one setting, which the
+// Curves tab groups by default. A run and a branch resumed from it (one
+// config, one seed) are not replicates, nor are runs without the key.
+bool hasReplicates(std::span<const GroupableRun> runs, const std::string& key = "seed");
+
 // "lr3e-4_seed7" -> "lr3e-4_seed*" (the last number, or the one right after
 // `word`); the name itself when it has no such number.
 std::string namePattern(std::string_view name, std::string_view word = {});
