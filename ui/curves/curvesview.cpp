@@ -12,6 +12,7 @@
 #include <QMenu>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSet>
 #include <QSignalBlocker>
 #include <QSlider>
@@ -39,6 +40,40 @@ namespace {
 
 constexpr int kReplotMs = 100;    // live updates redraw at most this often
 constexpr int kSliderSteps = 99;  // smoothing 0 .. 0.99 in steps of 0.01
+
+// The metric the chart opens on: the training loss under the name its
+// writer gives it ("loss"; Lightning's "train_loss", TensorBoard's and
+// W&B's "train/loss", "loss/train", ...), then any other loss that is not a
+// validation one, then any loss, then the first name. The alphabetical first
+// of another trainer's names is usually "epoch".
+QString defaultMetric(const QStringList& names) {
+  static const QRegularExpression separators(QStringLiteral("[/._\\-]"));
+  int best = 4;
+  QString chosen = names.isEmpty() ? QString() : names.first();
+  for (const QString& name : names) {
+    const QString lower = name.toLower();
+    const QStringList parts = lower.split(separators, Qt::SkipEmptyParts);
+    auto has = [&parts](std::initializer_list<const char*> words) {
+      for (const char* w : words)
+        if (parts.contains(QLatin1String(w))) return true;
+      return false;
+    };
+    int rank = 4;
+    if (lower == QLatin1String("loss"))
+      rank = 0;
+    else if (has({"loss"}) && has({"train", "training"}))
+      rank = 1;
+    else if (has({"loss"}) && !has({"val", "valid", "validation", "eval", "test"}))
+      rank = 2;
+    else if (has({"loss"}))
+      rank = 3;
+    if (rank < best) {
+      best = rank;
+      chosen = name;
+    }
+  }
+  return chosen;
+}
 
 }  // namespace
 
@@ -420,12 +455,13 @@ bool CurvesView::updateMetricChoices() {
     m_metricBox->clear();
     m_metricBox->addItems(names);
   }
-  // "loss" unless the user chose another metric that is still there.
+  // The training loss (defaultMetric) unless the user chose another metric
+  // that is still there.
   QString wanted = m_metric;
   if (names.isEmpty())
     wanted = m_metricChosen ? m_metric : QString();
   else if (!m_metricChosen || !names.contains(wanted))
-    wanted = names.contains("loss") ? QStringLiteral("loss") : names.first();
+    wanted = defaultMetric(names);
   {
     const QSignalBlocker block(m_metricBox);
     m_metricBox->setCurrentIndex(names.indexOf(wanted));
