@@ -20,8 +20,12 @@ QString tr(const char* text) {
 constexpr qsizetype kFilesShown = 6;
 
 QString relativeToRun(const BrowseGroup& run, const std::string& file) {
-  const QString path = pathFromStd(file);
-  return run.path.isEmpty() ? QFileInfo(path).fileName() : QDir(run.path).relativeFilePath(path);
+  // Both absolute: a directory opened as a relative path gives the run's
+  // path and its files' paths in different forms.
+  const QFileInfo info(pathFromStd(file));
+  return run.path.isEmpty() ? info.fileName()
+                            : QDir(QFileInfo(run.path).absoluteFilePath())
+                                  .relativeFilePath(info.absoluteFilePath());
 }
 
 void add(std::vector<ThingSource>& out, const QString& thing, const QString& file) {
