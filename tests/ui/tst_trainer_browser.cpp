@@ -234,48 +234,58 @@ class TestTrainerBrowser : public QObject {
     QTest::addColumn<QString>("folder");
     QTest::addColumn<QString>("title");
     QTest::addColumn<QStringList>("runs");
+    // The file the trainer keeps a run's hyperparameters in, relative to
+    // the run (its docs, the script's docstring); "" for none of its own.
+    QTest::addColumn<QString>("hparams");
 
     QStringList tb = pythonRuns(kFixtures + "/tfevents/tb").keys();
     QTest::newRow("TensorBoard") << "tfevents/tb"
-                                 << "TensorBoard" << tb;
-    QTest::newRow("Hugging Face Trainer") << "hf_trainer/hf"
-                                          << "Hugging Face Trainer" << QStringList{"out"};
+                                 << "TensorBoard" << tb << QString("");
+    QTest::newRow("Hugging Face Trainer")
+        << "hf_trainer/hf"
+        << "Hugging Face Trainer" << QStringList{"out"} << QString("config.json");
     // make_trainer_layouts.py: lightning_logs/version_0 and _1, my_exp/version_2 and _10.
     QTest::newRow("Lightning") << "trainer_layouts/lt"
                                << "PyTorch Lightning"
                                << QStringList{"lightning_logs/version_0",
                                               "lightning_logs/version_1", "my_exp/version_2",
-                                              "my_exp/version_10"};
+                                              "my_exp/version_10"}
+                               << QString("hparams.yaml");
     // Its three runs of experiment 1 as MLflow's UI names them: run_name,
     // else the mlflow.runName tag, else the run id (.trash/ is not listed).
     QTest::newRow("MLflow") << "trainer_layouts/ml/mlruns"
                             << "MLflow"
                             << QStringList{"lr3e-4-seed2", "tagged-run",
-                                           "2a1b2c3d4e5f60718293a4b5c6d7e8f9"};
+                                           "2a1b2c3d4e5f60718293a4b5c6d7e8f9"}
+                            << QString("params");
     QTest::newRow("nanoGPT")
         << "nanogpt"
         << "nanoGPT"
-        << QStringList{readJson(kFixtures + "/nanogpt/expected.json")["run"].toString()};
+        << QStringList{readJson(kFixtures + "/nanogpt/expected.json")["run"].toString()}
+        << QString("");
     const QJsonObject mt = readJson(kFixtures + "/megatron_titan/expected.json");
     QTest::newRow("Megatron-LM") << "megatron_titan/mg"
-                                 << "Megatron-LM" << mt["megatron"].toObject().keys();
+                                 << "Megatron-LM" << mt["megatron"].toObject().keys()
+                                 << QString("");
     QTest::newRow("torchtitan") << "megatron_titan/titan"
                                 << "torchtitan"
-                                << QStringList{mt["torchtitan"].toObject()["run"].toString()};
+                                << QStringList{mt["torchtitan"].toObject()["run"].toString()}
+                                << QString("");
     QStringList wandb;
     for (const QJsonValue& r : readJson(kFixtures + "/wandb/expected.json")["runs"].toObject())
       wandb << r.toObject()["name"].toString();
     QTest::newRow("W&B") << "wandb/proj"
-                         << "W&B" << wandb;
+                         << "W&B" << wandb << QString("files/config.yaml");
     // deepspeed_fixtures.py: ds_run/ with its tag folders and `latest`.
     QTest::newRow("DeepSpeed") << "sharded/ds_run"
-                               << "DeepSpeed" << QStringList{"ds_run"};
+                               << "DeepSpeed" << QStringList{"ds_run"} << QString("");
   }
 
   void everyTrainerIsNamed() {
     QFETCH(QString, folder);
     QFETCH(QString, title);
     QFETCH(QStringList, runs);
+    QFETCH(QString, hparams);
     QVERIFY2(!runs.isEmpty() && !runs.contains(QString()), qPrintable(folder));
 
     MainWindow w;
@@ -300,6 +310,7 @@ class TestTrainerBrowser : public QObject {
     QTreeView* view = w.checkpointView();
     view->expandAll();
     bool sawCheckpoint = false;
+    int withHparams = 0;
     for (const QString& name : runs) {
       const QModelIndex run = rowNamed(proxy, name);
       const QString tip = run.data(Qt::ToolTipRole).toString();
@@ -318,6 +329,10 @@ class TestTrainerBrowser : public QObject {
       QTRY_VERIFY2(w.inspector()->text().contains(path), qPrintable(w.inspector()->text()));
       QVERIFY2(w.inspector()->text().contains("Trainer\n" + title + "\n"),
                qPrintable(w.inspector()->text()));
+      // Where its hyperparameters come from, when the trainer wrote them.
+      if (!hparams.isEmpty() && QFileInfo::exists(path + "/" + hparams) && ++withHparams)
+        QVERIFY2(w.inspector()->text().contains("hyperparameters from\n" + hparams),
+                 qPrintable(w.inspector()->text()));
 
       // Its first checkpoint's Summary: the Trainer line begins with the
       // trainer, then where its weights came from.
@@ -332,6 +347,7 @@ class TestTrainerBrowser : public QObject {
     }
     // Every layout but the event-file and MLflow ones has checkpoints.
     QCOMPARE(sawCheckpoint, title != "TensorBoard" && title != "MLflow");
+    QCOMPARE(withHparams > 0, !hparams.isEmpty());
   }
 
   void trainerCheckpointSaysWhereEachThingCameFrom() {
@@ -340,7 +356,14 @@ class TestTrainerBrowser : public QObject {
     w.resize(1280, 800);
     w.show();
     QVERIFY(QTest::qWaitForWindowExposed(&w));
-    QVERIFY(openAndWait(w, {out}));
+    // Opened by a relative path, as `ckptscope out` from a shell: the files
+    // are still named relative to the run's folder.
+    struct InFolder {  // the working directory for this test only, as a shell's
+      QString before = QDir::currentPath();
+      ~InFolder() { QDir::setCurrent(before); }
+    } inFolder;
+    QVERIFY(QDir::setCurrent(kFixtures + "/hf_trainer/hf"));
+    QVERIFY(openAndWait(w, {"out"}));
     QSortFilterProxyModel* proxy = w.browserPanel()->proxy();
     const QModelIndex run = proxy->index(0, 0);
     QVERIFY(run.isValid());
