@@ -6,6 +6,7 @@
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDateTime>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -482,10 +483,21 @@ void TestCurves::otherMetricsAndAxes() {
   QVERIFY2(view.statusText().contains("1 of 3 runs with accuracy"), qPrintable(view.statusText()));
   view.setMetric("loss");
 
-  // Wall time: seconds since the run's first wall_time; the line without one is skipped and
+  // Wall time: the Unix times as logged, on a clock; the line without one is skipped and
   // counted.
   view.setXAxis(CurveAxis::WallTime);
   QCOMPARE(view.findChild<QComboBox*>("xaxis")->currentText(), QStringLiteral("Wall time"));
+  std::vector<double> clockKeys;
+  for (double w : m_alphaWall)
+    if (!std::isnan(w)) clockKeys.push_back(w);
+  QCOMPARE(graphKeys(view.rawGraph("alpha")), clockKeys);
+  QVERIFY2(view.valuesAt(clockKeys[0])
+               .startsWith("wall time " +
+                           QDateTime::fromMSecsSinceEpoch(qint64(std::llround(clockKeys[0] * 1000)))
+                               .toString("yyyy-MM-dd hh:mm:ss")),
+           qPrintable(view.valuesAt(clockKeys[0])));
+  // Relative time: seconds since the run's first wall_time.
+  view.setXAxis(CurveAxis::RelativeTime);
   std::vector<double> expectedKeys;
   for (double w : m_alphaWall)
     if (!std::isnan(w)) expectedKeys.push_back(w - m_alphaWall[0]);

@@ -60,6 +60,9 @@ void CurvesView::smoothRun(RunPlot& rp, const MetricSeries& series,
     for (size_t j : order) rp.smoothYs.push_back(rp.smoothedValues[j]);
     return;
   }
+  // On the x the chart shows: the time-weighted EMA decays over token or
+  // second distances on those axes. A relative axis shifts a run's x by a
+  // constant, so its curve is smoothed exactly as on Step or Wall time.
   rp.smoothedValues.clear();  // appendPoints smooths the whole curve again
   try {
     rp.smoothYs = smoothCurve(rp.xs, rp.rawYs, smoothing);

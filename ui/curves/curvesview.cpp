@@ -118,9 +118,21 @@ void CurvesView::buildControls() {
 
   m_axisBox = new QComboBox(this);
   m_axisBox->setObjectName("xaxis");
+  // "Rel. step", not "Relative step": the box stays as wide as "Wall time"
+  // made it, so the tab still fits beside the browser at 1000x700.
   m_axisBox->addItem(tr("Step"), int(CurveAxis::Step));
-  m_axisBox->addItem(tr("Wall time"), int(CurveAxis::WallTime));
+  m_axisBox->addItem(tr("Rel. step"), int(CurveAxis::RelativeStep));
   m_axisBox->addItem(tr("Tokens"), int(CurveAxis::Tokens));
+  m_axisBox->addItem(tr("Wall time"), int(CurveAxis::WallTime));
+  m_axisBox->addItem(tr("Rel. time"), int(CurveAxis::RelativeTime));
+  m_axisBox->setItemData(
+      1,
+      tr("Relative step: each run's step minus its first step (a fine-tune that starts at "
+         "step 5,000 is drawn from 0)"),
+      Qt::ToolTipRole);
+  m_axisBox->setItemData(3, tr("The time of day each point was logged at"), Qt::ToolTipRole);
+  m_axisBox->setItemData(4, tr("Relative time: time since each run's first logged point"),
+                         Qt::ToolTipRole);
   connect(m_axisBox, &QComboBox::activated, this,
           [this](int i) { setXAxis(CurveAxis(m_axisBox->itemData(i).toInt())); });
 
@@ -562,14 +574,15 @@ void CurvesView::updateStatus() {
   else if (m_runs.empty())
     parts << tr("No runs");
   const std::string metric = pathToStd(m_metric);
-  size_t withMetric = 0, skipped = 0, nonPositive = 0, undrawn = 0;
+  size_t withMetric = 0, skipped = 0, nonPositive = 0;
+  QStringList undrawn;  // runs with the metric but no point on this x axis
   std::map<MetricSource, size_t> sources;
   for (size_t i = 0; i < m_runs.size(); ++i) {
     const MetricSeries* s = m_runs[i].find(metric);
     if (!s || s->points.empty()) continue;
     skipped += m_plots[i].skipped;
     if (!m_plots[i].smoothed || m_plots[i].smoothed->data()->isEmpty()) {
-      ++undrawn;  // none of its points has the x axis' coordinate
+      undrawn << m_runs[i].name;  // none of its points has the x axis' coordinate
       continue;
     }
     ++withMetric;
@@ -602,9 +615,18 @@ void CurvesView::updateStatus() {
                  .arg(countText(size_t(std::count(m_kept.begin(), m_kept.end(), true)), "run",
                                 "runs"));
   if (skipped) {
-    const QString what = m_axis == CurveAxis::WallTime ? tr("wall time") : tr("token count");
+    const QString what = isTimeAxis(m_axis) ? tr("wall time") : tr("token count");
     parts << tr("%1 without a %2 not drawn").arg(countText(skipped, "point", "points"), what);
-    if (undrawn) parts << tr("%1 with none not drawn").arg(countText(undrawn, "run", "runs"));
+    if (!undrawn.isEmpty()) {
+      // Named (the first few): a run missing from the chart is otherwise a mystery.
+      constexpr qsizetype kNamed = 3;
+      QString names = QStringList(undrawn.mid(0, kNamed)).join(", ");
+      if (undrawn.size() > kNamed) names += tr(", ... %1 more").arg(undrawn.size() - kNamed);
+      parts << tr("%1 no %2: not drawn (%3)")
+                   .arg(undrawn.size() == 1 ? tr("1 run has")
+                                            : tr("%1 runs have").arg(undrawn.size()),
+                        what, names);
+    }
   }
   if (!m_runs.empty() && effectiveSmoothing() > 0 &&
       m_smoothMethod != SmoothingMethod::DebiasedEma) {
@@ -612,13 +634,10 @@ void CurvesView::updateStatus() {
     parts << (m_smoothMethod == SmoothingMethod::TimeWeightedEma
                   ? tr("time-weighted EMA, half-life %1")
                   : tr("centred moving average over %1"))
-                 .arg(axisValueText(m_axis, sm.span) + (m_axis == CurveAxis::Step ? tr(" steps")
-                                                        : m_axis == CurveAxis::Tokens
-                                                            ? tr(" tokens")
-                                                            : QString()));
+                 .arg(axisSpanText(m_axis, sm.span));
   }
-  if (m_groupBy != QLatin1String("none") && m_axis != CurveAxis::Step && !m_runs.empty())
-    parts << tr("groups are aligned by step: drawn on the Step axis only");
+  if (m_groupBy != QLatin1String("none") && !stepAxis() && !m_runs.empty())
+    parts << tr("groups are aligned by step: drawn on the Step and Rel. step axes only");
   if (nonPositive)
     parts
         << tr("%1 at or below 0 off the log scale").arg(countText(nonPositive, "value", "values"));
