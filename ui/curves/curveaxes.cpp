@@ -112,9 +112,10 @@ double durationStep(const QCPRange& range, int ticks) {
   return 86400 * niceDays(raw / 86400);  // days: 1, 2, 5 times a power of ten of them
 }
 
-// Wall time as logged: Unix times on a clock (local time; the date shown
-// when the range spans more than a day), elapsed seconds as h:mm:ss on
-// whole seconds, minutes or hours.
+// Wall time as logged: Unix times on a clock in local time, the date on
+// the first tick and wherever the day changes ("3 Dec 12:00", "18:00",
+// "4 Dec", "06:00": "d MMM hh:mm" on every tick overlapped on a narrow
+// chart); elapsed seconds as h:mm:ss on whole seconds, minutes or hours.
 class ClockTicker : public QCPAxisTickerDateTime {
  protected:
   double getTickStep(const QCPRange& range) override {
@@ -124,7 +125,7 @@ class ClockTicker : public QCPAxisTickerDateTime {
       return step > 0 ? step : 1;
     }
     const double step = QCPAxisTickerDateTime::getTickStep(range);
-    setDateTimeFormat(range.size() > 86400 ? "d MMM hh:mm" : step < 60 ? "hh:mm:ss" : "hh:mm");
+    m_seconds = step < 60;
     return step;
   }
   int getSubTickCount(double tickStep) override {
@@ -135,14 +136,32 @@ class ClockTicker : public QCPAxisTickerDateTime {
     return m_clock ? QCPAxisTickerDateTime::createTickVector(tickStep, range)
                    : QCPAxisTicker::createTickVector(tickStep, range);
   }
-  QString getTickLabel(double tick, const QLocale& locale, QChar formatChar,
-                       int precision) override {
-    if (!m_clock) return elapsedText(tick);
-    return QCPAxisTickerDateTime::getTickLabel(tick, locale, formatChar, precision);
+  QVector<QString> createLabelVector(const QVector<double>& ticks, const QLocale& locale, QChar,
+                                     int) override {
+    QVector<QString> labels;
+    labels.reserve(ticks.size());
+    QDate previous;
+    for (double tick : ticks) {
+      if (!m_clock) {
+        labels << elapsedText(tick);
+        continue;
+      }
+      const QDateTime t = keyToDateTime(tick);
+      const QString time = t.toString(m_seconds ? "hh:mm:ss" : "hh:mm");
+      if (t.date() == previous)
+        labels << time;
+      else if (t.time() == QTime(0, 0))
+        labels << locale.toString(t.date(), "d MMM");
+      else
+        labels << locale.toString(t.date(), "d MMM") + ' ' + time;
+      previous = t.date();
+    }
+    return labels;
   }
 
  private:
   bool m_clock = true;
+  bool m_seconds = false;
 };
 
 // Relative time: ticks on whole seconds, minutes, hours or days, labelled

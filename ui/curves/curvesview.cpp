@@ -580,11 +580,12 @@ void CurvesView::updateStatus() {
   for (size_t i = 0; i < m_runs.size(); ++i) {
     const MetricSeries* s = m_runs[i].find(metric);
     if (!s || s->points.empty()) continue;
-    skipped += m_plots[i].skipped;
     if (!m_plots[i].smoothed || m_plots[i].smoothed->data()->isEmpty()) {
       undrawn << m_runs[i].name;  // none of its points has the x axis' coordinate
       continue;
     }
+    // Points missing from runs that are drawn (a run with none is named below).
+    skipped += m_plots[i].skipped;
     ++withMetric;
     ++sources[s->source];
     if (m_logY)
@@ -614,9 +615,10 @@ void CurvesView::updateStatus() {
     parts << tr("%1 kept by the table's filter")
                  .arg(countText(size_t(std::count(m_kept.begin(), m_kept.end(), true)), "run",
                                 "runs"));
-  if (skipped) {
+  {
     const QString what = isTimeAxis(m_axis) ? tr("wall time") : tr("token count");
-    parts << tr("%1 without a %2 not drawn").arg(countText(skipped, "point", "points"), what);
+    if (skipped)
+      parts << tr("%1 without a %2 not drawn").arg(countText(skipped, "point", "points"), what);
     if (!undrawn.isEmpty()) {
       // Named (the first few): a run missing from the chart is otherwise a mystery.
       constexpr qsizetype kNamed = 3;
