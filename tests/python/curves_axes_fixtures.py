@@ -13,6 +13,7 @@ object per line: step, wall_time = time.time(), tokens, the metrics):
   notime    steps 0..500 every 50, no wall_time (nor tokens)
   ft_seed0, ft_seed1  fine-tunes of 500 steps from step 5,000 and from 7,000
             (grouped by name they align on the relative step axis only)
+OUTDIR/curves_axes_single/one/metrics.jsonl: one line, step 700 at T0 + 42 s.
 OUTDIR/curves_axes_truth.json:
   relative_step[run][metric], relative_time[run][metric], wall_time[run][metric]:
     [[x, value], ...] as each axis must place the points: the step minus the
@@ -68,6 +69,11 @@ def main(out):
                          "wall_time": T0 + 7200 + (s - 7000)} for s in range(7000, 7501, 50)]
     for name, rows in runs.items():
         write_jsonl(os.path.join(root, name, "metrics.jsonl"), rows)
+    # A run of one logged point, in a folder of its own.
+    single = os.path.join(out, "curves_axes_single")
+    shutil.rmtree(single, ignore_errors=True)
+    write_jsonl(os.path.join(single, "one", "metrics.jsonl"),
+                [{"step": 700, "loss": 3.0, "wall_time": T0 + 42.0}])
 
     truth = {"relative_step": {}, "relative_time": {}, "wall_time": {}, "no_wall_time": []}
     for name, rows in runs.items():
@@ -97,6 +103,7 @@ def main(out):
         "mean": [float(np.mean([d[s] for d in (a, b) if s in d])) for s in steps],
         "runs": [sum(s in d for d in (a, b)) for s in steps],
     }
+    truth["single"] = {"step": 700, "wall_time": T0 + 42.0}
     with open(os.path.join(out, "curves_axes_truth.json"), "w") as f:
         json.dump(truth, f)
 

@@ -89,6 +89,7 @@ class TestCurvesAxes : public QObject {
   void initTestCase();
   void relativeStepAndTime();
   void groupsAlignByRelativeStep();
+  void onePointOnEveryAxis();
   void durationLabels();
 
  private:
@@ -226,6 +227,30 @@ void TestCurvesAxes::groupsAlignByRelativeStep() {
   QVERIFY(view.groupLabels().isEmpty());
   QVERIFY(view.smoothedGraph("ft_seed0")->visible());
   QVERIFY2(view.statusText().contains("groups are aligned by step"), qPrintable(view.statusText()));
+}
+
+void TestCurvesAxes::onePointOnEveryAxis() {
+  // A run of one point: on every axis the chart shows a small range around
+  // it (a Unix time once got a range of years around it).
+  const QJsonObject single = m_truth["single"].toObject();
+  CurvesView view;
+  view.resize(1000, 700);
+  view.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&view));
+  QVERIFY(load(view, kFixtures + "/curves_axes_single"));
+  auto* box = view.findChild<QComboBox*>("xaxis");
+  const std::pair<const char*, double> axes[] = {{"Step", single["step"].toDouble()},
+                                                 {"Rel. step", 0},
+                                                 {"Wall time", single["wall_time"].toDouble()},
+                                                 {"Rel. time", 0}};
+  for (const auto& [item, x] : axes) {
+    if (box->currentText() != item) chooseWithMouse(box, item);
+    QCOMPARE(view.rawGraph("one")->data()->size(), 1);
+    QCOMPARE(view.rawGraph("one")->data()->at(0)->key, x);
+    const QCPRange range = view.plot()->xAxis->range();
+    QVERIFY2(range.contains(x) && range.size() > 0 && range.size() <= 200,
+             qPrintable(QString("%1: %2 .. %3").arg(item).arg(range.lower).arg(range.upper)));
+  }
 }
 
 void TestCurvesAxes::durationLabels() {

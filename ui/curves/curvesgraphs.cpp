@@ -324,6 +324,10 @@ void CurvesView::fitToData() {
   if (x.size() <= 1 && !isTimeAxis(m_axis)) {
     const double half = std::max(1.0, std::abs(x.center()) * 0.05);
     m_plot->xAxis->setRange(std::max(0.0, x.center() - half), x.center() + half);
+  } else if (x.size() <= 1) {
+    // A minute around it: padRanges' width for a single point scales with
+    // the value, which for a Unix time is years.
+    m_plot->xAxis->setRange(x.center() - 30, x.center() + 30);
   }
   padRanges(m_plot->xAxis, m_plot->yAxis, m_logY);
   placeBareMarkers();
