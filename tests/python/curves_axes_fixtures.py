@@ -11,6 +11,7 @@ object per line: step, wall_time = time.time(), tokens, the metrics):
             every 250 (logged later than loss: it starts at 250 on the
             relative step axis, not at 0)
   notime    steps 0..500 every 50, no wall_time (nor tokens)
+  elapsed   steps 0..300 every 50, wall_time in seconds since its start (12.5 s on)
   ft_seed0, ft_seed1  fine-tunes of 500 steps from step 5,000 and from 7,000
             (grouped by name they align on the relative step axis only)
 OUTDIR/curves_axes_single/one/metrics.jsonl: one line, step 700 at T0 + 42 s.
@@ -20,6 +21,7 @@ OUTDIR/curves_axes_truth.json:
     run's first step over all its lines; the wall time minus the run's first
     wall time over all its lines (runs without wall times absent)
   no_wall_time: the runs that log none
+  elapsed_wall_time: the runs whose wall times are not Unix times
   group_relative: {"steps": [...], "mean": [...], "runs": [...]} of the
     ft_seed runs' loss aligned by relative step (numpy)
 """
@@ -63,6 +65,9 @@ def main(out):
                        "wall_time": row["wall_time"] + 3.5})
     runs["finetune"] = ft
     runs["notime"] = [{"step": s, "loss": loss(s, 1.1)} for s in range(0, 501, 50)]
+    # Seconds since its start, not Unix times: no place on a clock.
+    runs["elapsed"] = [{"step": s, "loss": loss(s, 1.05), "wall_time": 12.5 + 0.5 * s}
+                       for s in range(0, 301, 50)]
     runs["ft_seed0"] = [{"step": s, "loss": loss(s - 5000, 0.7),
                          "wall_time": T0 + 3600 + (s - 5000)} for s in range(5000, 5501, 50)]
     runs["ft_seed1"] = [{"step": s, "loss": loss(s - 7000, 0.75),
@@ -104,6 +109,7 @@ def main(out):
         "runs": [sum(s in d for d in (a, b)) for s in steps],
     }
     truth["single"] = {"step": 700, "wall_time": T0 + 42.0}
+    truth["elapsed_wall_time"] = ["elapsed"]
     with open(os.path.join(out, "curves_axes_truth.json"), "w") as f:
         json.dump(truth, f)
 

@@ -177,6 +177,16 @@ void TestCurvesAxes::relativeStepAndTime() {
   QVERIFY2(
       view.statusText().contains(QString("1 run has no wall time: not drawn (%1)").arg(notime)),
       qPrintable(view.statusText()));
+  // A run that logs seconds since its start has no place on the clock: not
+  // drawn at 1970, named; on Rel. time it was drawn (above, from 0).
+  const QString elapsed = m_truth["elapsed_wall_time"].toArray()[0].toString();
+  QCOMPARE(view.rawGraph(elapsed)->data()->size(), 0);
+  QVERIFY2(view.statusText().contains(
+               QString("1 run logs seconds since a start, not clock times: not drawn on Wall "
+                       "time, see Rel. time (%1)")
+                   .arg(elapsed)),
+           qPrintable(view.statusText()));
+  QVERIFY(view.plot()->xAxis->range().lower > 1e9);
 
   // Back to Step: every run drawn, nothing named.
   chooseWithMouse(box, "Step");

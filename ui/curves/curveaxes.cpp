@@ -80,10 +80,6 @@ class LogTicker : public QCPAxisTicker {
 
 constexpr double kPad = 0.04;  // of the range, on each side
 
-// Wall times from here on are Unix times (September 2001), not seconds
-// since a start: drawn on a clock.
-constexpr double kUnixTimeFloor = 1e9;
-
 QString elapsedText(double x) {
   const qint64 s = qint64(std::llround(std::abs(x)));
   return QString("%1%2:%3:%4")

@@ -109,7 +109,7 @@ bool CurvesView::updateSpacing() {
     std::optional<double> first, last;
     size_t n = 0;
     for (const MetricPoint& p : s->points)
-      if (const auto x = run.x(p, m_axis)) {
+      if (const auto x = xOf(run, p)) {
         if (!first) first = x;
         last = x;
         ++n;

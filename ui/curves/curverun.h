@@ -18,6 +18,10 @@
 
 namespace ckpt {
 
+// Wall times from here on are Unix times (September 2001), not seconds
+// since a start: the Wall time axis draws them on a clock.
+inline constexpr double kUnixTimeFloor = 1e9;
+
 // What a curve is drawn against. The relative axes start every run at 0: a
 // fine-tune or a resumed branch that starts at step 5,000 (or hours after
 // another run) is drawn from the origin, beside the run it is compared with.
@@ -65,6 +69,8 @@ struct CurveRun {
   [[nodiscard]] std::optional<double> x(const MetricPoint& p, CurveAxis axis) const;
   // Where `step` sits on a step axis (Step, RelativeStep); nothing on the others.
   [[nodiscard]] std::optional<double> stepX(int64_t step, CurveAxis axis) const;
+  // Its wall times are Unix times (else seconds since some start).
+  [[nodiscard]] bool clockTimes() const { return wallStart && *wallStart >= kUnixTimeFloor; }
   // Notes a point's step and wall time in the origins (firstStep, wallStart).
   void noteOrigin(const MetricPoint& p);
 };

@@ -58,6 +58,7 @@ void CurvesView::rebuildGraphs() {
     rp = RunPlot{};
     rp.visible = visible;
   }
+  updateClockAxis();
   updateSpacing();
   computeGroups();
   for (size_t i = 0; i < m_runs.size(); ++i) fillRun(i);
@@ -121,7 +122,7 @@ void CurvesView::fillRun(size_t index) {
   rp.skipped = 0;
   rp.origin = axisOrigin(run);
   for (size_t j = 0; j < points.size(); ++j) {
-    if (const auto x = run.x(points[j], m_axis)) {
+    if (const auto x = xOf(run, points[j])) {
       xs[j] = *x;
       order.push_back(j);
     } else {
@@ -153,6 +154,19 @@ std::optional<double> CurvesView::axisOrigin(const CurveRun& run) const {
   return std::nullopt;
 }
 
+std::optional<double> CurvesView::xOf(const CurveRun& run, const MetricPoint& p) const {
+  if (m_axis == CurveAxis::WallTime && m_clockAxis && !run.clockTimes()) return std::nullopt;
+  return run.x(p, m_axis);
+}
+
+bool CurvesView::updateClockAxis() {
+  const bool clock =
+      std::any_of(m_runs.begin(), m_runs.end(), [](const CurveRun& r) { return r.clockTimes(); });
+  if (clock == m_clockAxis) return false;
+  m_clockAxis = clock;
+  return true;
+}
+
 double CurvesView::effectiveSmoothing() const {
   return isScheduleMetric(pathToStd(m_metric)) ? 0.0 : m_smoothing;
 }
@@ -178,11 +192,11 @@ void CurvesView::fillMarkers(size_t index) {
     // between two logged points on the line joining them, or the step itself.
     std::optional<double> x;
     if (logged) {
-      x = run.x(points[j], m_axis);
+      x = xOf(run, points[j]);
     } else if (stepAxis()) {
       x = run.stepX(step, m_axis);
     } else if (j > 0 && j < points.size()) {
-      const auto xa = run.x(points[j - 1], m_axis), xb = run.x(points[j], m_axis);
+      const auto xa = xOf(run, points[j - 1]), xb = xOf(run, points[j]);
       const double t =
           double(step - points.step(j - 1)) / double(points.step(j) - points.step(j - 1));
       if (xa && xb) x = *xa + t * (*xb - *xa);
@@ -262,7 +276,7 @@ void CurvesView::appendPoints(size_t index, size_t firstNew) {
   size_t skipped = 0;
   double last = rp.xs.empty() ? -qInf() : rp.xs.back();
   for (size_t j = firstNew; j < points.size(); ++j) {
-    const auto x = run.x(points[j], m_axis);
+    const auto x = xOf(run, points[j]);
     if (!x) {
       ++skipped;
       continue;

@@ -373,7 +373,9 @@ void CurvesView::takeLoadedRuns() {
     m_summaries.push_back(summarizeCurveRun(m_runs.back()));
   }
   if (m_runs.size() == before) return;
-  if (updateMetricChoices()) {
+  // The first run with Unix times turns Wall time into a clock: the runs
+  // drawn before it on elapsed seconds are drawn again (or not at all).
+  if (updateMetricChoices() || (updateClockAxis() && m_axis == CurveAxis::WallTime)) {
     rebuildGraphs();
   } else {
     for (size_t i = before; i < m_runs.size(); ++i) fillRun(i);
@@ -576,12 +578,18 @@ void CurvesView::updateStatus() {
   const std::string metric = pathToStd(m_metric);
   size_t withMetric = 0, skipped = 0, nonPositive = 0;
   QStringList undrawn;  // runs with the metric but no point on this x axis
+  QStringList elapsed;  // of those, runs whose wall times the clock axis cannot place
   std::map<MetricSource, size_t> sources;
   for (size_t i = 0; i < m_runs.size(); ++i) {
     const MetricSeries* s = m_runs[i].find(metric);
     if (!s || s->points.empty()) continue;
     if (!m_plots[i].smoothed || m_plots[i].smoothed->data()->isEmpty()) {
-      undrawn << m_runs[i].name;  // none of its points has the x axis' coordinate
+      // None of its points has the x axis' coordinate.
+      (m_axis == CurveAxis::WallTime && m_clockAxis && m_runs[i].wallStart &&
+               !m_runs[i].clockTimes()
+           ? elapsed
+           : undrawn)
+          << m_runs[i].name;
       continue;
     }
     // Points missing from runs that are drawn (a run with none is named below).
@@ -615,20 +623,28 @@ void CurvesView::updateStatus() {
     parts << tr("%1 kept by the table's filter")
                  .arg(countText(size_t(std::count(m_kept.begin(), m_kept.end(), true)), "run",
                                 "runs"));
+  auto named = [](const QStringList& runs) {
+    // The first few: a run missing from the chart is otherwise a mystery.
+    constexpr qsizetype kNamed = 3;
+    QString names = QStringList(runs.mid(0, kNamed)).join(", ");
+    if (runs.size() > kNamed) names += tr(", ... %1 more").arg(runs.size() - kNamed);
+    return names;
+  };
+  if (!elapsed.isEmpty())
+    parts << tr("%1 seconds since a start, not clock times: not drawn on Wall time, see Rel. "
+                "time (%2)")
+                 .arg(
+                     elapsed.size() == 1 ? tr("1 run logs") : tr("%1 runs log").arg(elapsed.size()),
+                     named(elapsed));
   {
     const QString what = isTimeAxis(m_axis) ? tr("wall time") : tr("token count");
     if (skipped)
       parts << tr("%1 without a %2 not drawn").arg(countText(skipped, "point", "points"), what);
-    if (!undrawn.isEmpty()) {
-      // Named (the first few): a run missing from the chart is otherwise a mystery.
-      constexpr qsizetype kNamed = 3;
-      QString names = QStringList(undrawn.mid(0, kNamed)).join(", ");
-      if (undrawn.size() > kNamed) names += tr(", ... %1 more").arg(undrawn.size() - kNamed);
+    if (!undrawn.isEmpty())
       parts << tr("%1 no %2: not drawn (%3)")
                    .arg(undrawn.size() == 1 ? tr("1 run has")
                                             : tr("%1 runs have").arg(undrawn.size()),
-                        what, names);
-    }
+                        what, named(undrawn));
   }
   if (!m_runs.empty() && effectiveSmoothing() > 0 &&
       m_smoothMethod != SmoothingMethod::DebiasedEma) {
@@ -714,8 +730,8 @@ void CurvesView::readLiveUpdates() {
     }
   }
   if (!any) return;
-  if (updateMetricChoices())
-    rebuildGraphs();  // the first metric of a run that had none
+  if (updateMetricChoices() || (updateClockAxis() && m_axis == CurveAxis::WallTime))
+    rebuildGraphs();  // the first metric of a run that had none, or the first Unix time
   else if (groupingActive())
     refillGroups();  // the groups' statistics with the new points
   if (!metrics().isEmpty()) showPlotMessage({});

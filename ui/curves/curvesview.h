@@ -230,6 +230,12 @@ class CurvesView : public QWidget {
   // Where run's x = 0 is on the axis shown: its first step or wall time on
   // a relative axis, nothing on the others.
   [[nodiscard]] std::optional<double> axisOrigin(const CurveRun& run) const;
+  // Where `p` of `run` sits on the axis shown (CurveRun::x), except that on
+  // a Wall time axis that is a clock (some run logs Unix times) a run that
+  // logs seconds since its start has no place: it is not drawn at 1970.
+  [[nodiscard]] std::optional<double> xOf(const CurveRun& run, const MetricPoint& p) const;
+  // Whether some run logs Unix times (m_clockAxis); true when that changed.
+  bool updateClockAxis();
   // The groups of the runs loaded (m_groups, m_groupOf); graphs not yet made.
   void computeGroups();
   // The line and band of each group of two runs or more, for the metric shown.
@@ -295,6 +301,7 @@ class CurvesView : public QWidget {
   double m_drawnLower = 0, m_drawnUpper = 0;  // the x range the curves were decimated for
   int m_drawnPixels = 0;
   CurveAxis m_axis = CurveAxis::Step;
+  bool m_clockAxis = false;  // updateClockAxis()
   bool m_logY = false;
   bool m_followData = true;  // fit the axes to new points until the user zooms or pans
   QPointF m_pressPos;        // where the last button press was (a click, or a drag)
