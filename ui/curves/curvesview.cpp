@@ -153,9 +153,21 @@ void CurvesView::buildControls() {
 
   m_axisBox = new QComboBox(this);
   m_axisBox->setObjectName("xaxis");
+  // "Rel. step", not "Relative step": the box stays as wide as "Wall time"
+  // made it, so the tab still fits beside the browser at 1000x700.
   m_axisBox->addItem(tr("Step"), int(CurveAxis::Step));
-  m_axisBox->addItem(tr("Wall time"), int(CurveAxis::WallTime));
+  m_axisBox->addItem(tr("Rel. step"), int(CurveAxis::RelativeStep));
   m_axisBox->addItem(tr("Tokens"), int(CurveAxis::Tokens));
+  m_axisBox->addItem(tr("Wall time"), int(CurveAxis::WallTime));
+  m_axisBox->addItem(tr("Rel. time"), int(CurveAxis::RelativeTime));
+  m_axisBox->setItemData(
+      1,
+      tr("Relative step: each run's step minus its first step (a fine-tune that starts at "
+         "step 5,000 is drawn from 0)"),
+      Qt::ToolTipRole);
+  m_axisBox->setItemData(3, tr("The time of day each point was logged at"), Qt::ToolTipRole);
+  m_axisBox->setItemData(4, tr("Relative time: time since each run's first logged point"),
+                         Qt::ToolTipRole);
   connect(m_axisBox, &QComboBox::activated, this,
           [this](int i) { setXAxis(CurveAxis(m_axisBox->itemData(i).toInt())); });
 
@@ -396,7 +408,9 @@ void CurvesView::takeLoadedRuns() {
     m_summaries.push_back(summarizeCurveRun(m_runs.back()));
   }
   if (m_runs.size() == before) return;
-  if (updateMetricChoices()) {
+  // The first run with Unix times turns Wall time into a clock: the runs
+  // drawn before it on elapsed seconds are drawn again (or not at all).
+  if (updateMetricChoices() || (updateClockAxis() && m_axis == CurveAxis::WallTime)) {
     rebuildGraphs();
   } else {
     for (size_t i = before; i < m_runs.size(); ++i) fillRun(i);
@@ -598,16 +612,24 @@ void CurvesView::updateStatus() {
   else if (m_runs.empty())
     parts << tr("No runs");
   const std::string metric = pathToStd(m_metric);
-  size_t withMetric = 0, skipped = 0, nonPositive = 0, undrawn = 0;
+  size_t withMetric = 0, skipped = 0, nonPositive = 0;
+  QStringList undrawn;  // runs with the metric but no point on this x axis
+  QStringList elapsed;  // of those, runs whose wall times the clock axis cannot place
   std::map<MetricSource, size_t> sources;
   for (size_t i = 0; i < m_runs.size(); ++i) {
     const MetricSeries* s = m_runs[i].find(metric);
     if (!s || s->points.empty()) continue;
-    skipped += m_plots[i].skipped;
     if (!m_plots[i].smoothed || m_plots[i].smoothed->data()->isEmpty()) {
-      ++undrawn;  // none of its points has the x axis' coordinate
+      // None of its points has the x axis' coordinate.
+      (m_axis == CurveAxis::WallTime && m_clockAxis && m_runs[i].wallStart &&
+               !m_runs[i].clockTimes()
+           ? elapsed
+           : undrawn)
+          << m_runs[i].name;
       continue;
     }
+    // Points missing from runs that are drawn (a run with none is named below).
+    skipped += m_plots[i].skipped;
     ++withMetric;
     ++sources[s->source];
     if (m_logY)
@@ -637,10 +659,28 @@ void CurvesView::updateStatus() {
     parts << tr("%1 kept by the table's filter")
                  .arg(countText(size_t(std::count(m_kept.begin(), m_kept.end(), true)), "run",
                                 "runs"));
-  if (skipped) {
-    const QString what = m_axis == CurveAxis::WallTime ? tr("wall time") : tr("token count");
-    parts << tr("%1 without a %2 not drawn").arg(countText(skipped, "point", "points"), what);
-    if (undrawn) parts << tr("%1 with none not drawn").arg(countText(undrawn, "run", "runs"));
+  auto named = [](const QStringList& runs) {
+    // The first few: a run missing from the chart is otherwise a mystery.
+    constexpr qsizetype kNamed = 3;
+    QString names = QStringList(runs.mid(0, kNamed)).join(", ");
+    if (runs.size() > kNamed) names += tr(", ... %1 more").arg(runs.size() - kNamed);
+    return names;
+  };
+  if (!elapsed.isEmpty())
+    parts << tr("%1 seconds since a start, not clock times: not drawn on Wall time, see Rel. "
+                "time (%2)")
+                 .arg(
+                     elapsed.size() == 1 ? tr("1 run logs") : tr("%1 runs log").arg(elapsed.size()),
+                     named(elapsed));
+  {
+    const QString what = isTimeAxis(m_axis) ? tr("wall time") : tr("token count");
+    if (skipped)
+      parts << tr("%1 without a %2 not drawn").arg(countText(skipped, "point", "points"), what);
+    if (!undrawn.isEmpty())
+      parts << tr("%1 no %2: not drawn (%3)")
+                   .arg(undrawn.size() == 1 ? tr("1 run has")
+                                            : tr("%1 runs have").arg(undrawn.size()),
+                        what, named(undrawn));
   }
   if (!m_runs.empty() && effectiveSmoothing() > 0 &&
       m_smoothMethod != SmoothingMethod::DebiasedEma) {
@@ -648,13 +688,10 @@ void CurvesView::updateStatus() {
     parts << (m_smoothMethod == SmoothingMethod::TimeWeightedEma
                   ? tr("time-weighted EMA, half-life %1")
                   : tr("centred moving average over %1"))
-                 .arg(axisValueText(m_axis, sm.span) + (m_axis == CurveAxis::Step ? tr(" steps")
-                                                        : m_axis == CurveAxis::Tokens
-                                                            ? tr(" tokens")
-                                                            : QString()));
+                 .arg(axisSpanText(m_axis, sm.span));
   }
-  if (m_groupBy != QLatin1String("none") && m_axis != CurveAxis::Step && !m_runs.empty())
-    parts << tr("groups are aligned by step: drawn on the Step axis only");
+  if (m_groupBy != QLatin1String("none") && !stepAxis() && !m_runs.empty())
+    parts << tr("groups are aligned by step: drawn on the Step and Rel. step axes only");
   if (nonPositive)
     parts
         << tr("%1 at or below 0 off the log scale").arg(countText(nonPositive, "value", "values"));
@@ -729,8 +766,8 @@ void CurvesView::readLiveUpdates() {
     }
   }
   if (!any) return;
-  if (updateMetricChoices())
-    rebuildGraphs();  // the first metric of a run that had none
+  if (updateMetricChoices() || (updateClockAxis() && m_axis == CurveAxis::WallTime))
+    rebuildGraphs();  // the first metric of a run that had none, or the first Unix time
   else if (groupingActive())
     refillGroups();  // the groups' statistics with the new points
   if (!metrics().isEmpty()) showPlotMessage({});
