@@ -148,6 +148,7 @@ class CurvesView : public QWidget {
   void checkpointActivated(const QString& path);
 
  private:
+  static constexpr int kSliderSteps = 99;  // smoothing 0 .. 0.99 in steps of 0.01
   // The QCustomPlot layer the checkpoint markers are drawn on, above the curves.
   static constexpr const char* kMarkerLayer = "markers";
   // The graphs of one run for the metric shown. Graph data and `steps` are
