@@ -32,6 +32,7 @@
 #include "browser/browserpanel.h"
 #include "browser/checkpointlistmodel.h"
 #include "browser/prunedialog.h"
+#include "browser/runsummary.h"
 #include "browser/runwatcher.h"
 #include "ckpt/index/experiment.h"
 #include "ckpt/index/run_plan.h"
@@ -865,8 +866,15 @@ void MainWindow::onCurrentChanged(const QModelIndex& proxyIndex) {
     m_train->setSelectedCheckpoint(m_summaryPath);  // the Resume / Fine-tune pages start from it
     m_generate->setCheckpoint(m_summaryPath);
     statusBar()->showMessage(tr("Reading %1...").arg(m_summaryPath));
+    // The trainer the browser found it by and where its things came from:
+    // the Summary names them.
+    const std::optional<BrowseGroup> run = m_model->group(current.parent());
     m_summary.start(
-        [path = m_summaryPath](JobProgress&) { return summarizeCheckpoint(path); },
+        [path = m_summaryPath, trainer = run ? trainerLine(*run, c) : QString()](JobProgress&) {
+          CheckpointSummary s = summarizeCheckpoint(path);
+          addTrainerField(s, trainer);
+          return s;
+        },
         [this](JobOutcome, std::optional<CheckpointSummary> summary, const QString& error) {
           if (summary)
             onSummaryReady(*summary);
@@ -913,33 +921,7 @@ void MainWindow::onSummaryReady(const CheckpointSummary& summary) {
 }
 
 void MainWindow::showGroupSummary(const BrowseGroup& group) {
-  if (!group.error.isEmpty()) {
-    m_inspector->showMessage(group.name, QString("<p style='color:#a00000'><b>%1</b></p><p>%2</p>")
-                                             .arg(tr("Cannot scan this directory").toHtmlEscaped(),
-                                                  group.error.toHtmlEscaped()));
-    return;
-  }
-  QString rows;
-  for (const CheckpointEntry& c : group.checkpoints) {
-    rows += QString(
-                "<tr><td>%1</td><td align='right'>%2</td><td>%3</td><td align='right'>%4</td><td "
-                "align='right'>%5</td></tr>")
-                .arg(QFileInfo(pathFromStd(c.file)).fileName().toHtmlEscaped(),
-                     c.step ? QString::number(*c.step) : QString(),
-                     c.error.empty() ? fromStd(std::string(checkpointKindName(c.kind)))
-                                     : tr("unreadable"),
-                     c.loss ? lossText(*c.loss) : QString(), sizeText(c.size));
-  }
-  const QString html =
-      QString(
-          "<p>%1</p><table cellspacing='0' cellpadding='3'><tr><th align='left'>%2</th><th>%3</th>"
-          "<th align='left'>%4</th><th>%5</th><th>%6</th></tr>%7</table>")
-          .arg(tr("%1 in %2")
-                   .arg(countText(group.checkpoints.size(), "checkpoint", "checkpoints"),
-                        group.path.isEmpty() ? tr("files opened directly") : group.path)
-                   .toHtmlEscaped(),
-               tr("File"), tr("Step"), tr("Kind"), tr("Loss"), tr("Size"), rows);
-  m_inspector->showMessage(group.name, html);
+  m_inspector->showMessage(group.name, groupSummaryHtml(group));
 }
 
 }  // namespace ckpt

@@ -126,6 +126,31 @@ class TestRunGroups : public QObject {
     QCOMPARE(compared, size_t(21));
   }
 
+  // Runs aligned on their first step (the Curves tab's relative step axis):
+  // a fine-tune from step 5,000 and one from 7,000, logged every 10 and every
+  // 20 steps. Hand-computed: at relative step 10 the second run lies halfway
+  // between its points at 0 (4.0) and 20 (2.0).
+  void groupStatisticsWithOrigins() {
+    SeriesPoints a, b;
+    for (int64_t s : {5000, 5010, 5020}) a.push(s, double(s - 5000) / 10);  // 0, 1, 2
+    b.push(7000, 4.0);
+    b.push(7020, 2.0);
+    const std::vector<const SeriesPoints*> series{&a, &b};
+    const std::vector<int64_t> origins{5000, 7000};
+    const GroupStats g = groupStatistics(series, 25, 75, origins);
+    QCOMPARE(g.steps, (std::vector<int64_t>{0, 10, 20}));
+    QCOMPARE(g.runs, (std::vector<int>{2, 2, 2}));
+    QCOMPARE(g.mean, (std::vector<double>{2.0, 2.0, 2.0}));  // (0+4)/2, (1+3)/2, (2+2)/2
+    QCOMPARE(g.min, (std::vector<double>{0.0, 1.0, 2.0}));
+    // Without origins nothing overlaps: one run at each of the five steps.
+    const GroupStats apart = groupStatistics(series, 25, 75);
+    QCOMPARE(apart.steps, (std::vector<int64_t>{5000, 5010, 5020, 7000, 7020}));
+    QCOMPARE(apart.runs, (std::vector<int>{1, 1, 1, 1, 1}));
+    // One origin for two runs: a clear error, not a read past the end.
+    const std::vector<int64_t> one{5000};
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, groupStatistics(series, 25, 75, one));
+  }
+
   void groupingModes() {
     const Sweep& s = sweep();
     std::vector<GroupableRun> groupable;

@@ -5,6 +5,7 @@
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDateTime>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -267,18 +268,30 @@ void TestCurves::otherMetricsAndAxes() {
   QVERIFY2(view.statusText().contains("1 of 3 runs with accuracy"), qPrintable(view.statusText()));
   view.setMetric("loss");
 
-  // Wall time: seconds since the run's first wall_time; the line without one is skipped and
+  // Wall time: the Unix times as logged, on a clock; the line without one is skipped and
   // counted.
   view.setXAxis(CurveAxis::WallTime);
   QCOMPARE(view.findChild<QComboBox*>("xaxis")->currentText(), QStringLiteral("Wall time"));
+  std::vector<double> clockKeys;
+  for (double w : m_alphaWall)
+    if (!std::isnan(w)) clockKeys.push_back(w);
+  QCOMPARE(graphKeys(view.rawGraph("alpha")), clockKeys);
+  QVERIFY2(view.valuesAt(clockKeys[0])
+               .startsWith("wall time " +
+                           QDateTime::fromMSecsSinceEpoch(qint64(std::llround(clockKeys[0] * 1000)))
+                               .toString("yyyy-MM-dd hh:mm:ss")),
+           qPrintable(view.valuesAt(clockKeys[0])));
+  // Relative time: seconds since the run's first wall_time.
+  view.setXAxis(CurveAxis::RelativeTime);
   std::vector<double> expectedKeys;
   for (double w : m_alphaWall)
     if (!std::isnan(w)) expectedKeys.push_back(w - m_alphaWall[0]);
   QCOMPARE(graphKeys(view.rawGraph("alpha")), expectedKeys);
   QCOMPARE(graphKeys(view.smoothedGraph("alpha")), expectedKeys);
   QCOMPARE(view.rawGraph("beta")->data()->size(), 0);  // logs carry no wall time
-  QVERIFY2(view.statusText().contains(QString("%1 points without a wall time not drawn")
-                                          .arg(1 + m_betaLoss.size() + m_gammaLoss.size())),
+  // alpha's one line without a wall time; beta and gamma (logs) have none: named.
+  QVERIFY2(view.statusText().contains("1 point without a wall time not drawn") &&
+               view.statusText().contains("2 runs have no wall time: not drawn (beta, gamma)"),
            qPrintable(view.statusText()));
   QVERIFY(view.valuesAt(expectedKeys[1]).contains("at step 100"));
 
@@ -286,7 +299,8 @@ void TestCurves::otherMetricsAndAxes() {
   view.setXAxis(CurveAxis::Tokens);
   std::vector<double> tokenKeys(m_alphaTokens.begin(), m_alphaTokens.end());
   QCOMPARE(graphKeys(view.rawGraph("alpha")), tokenKeys);
-  QVERIFY2(view.statusText().contains("without a token count not drawn"),
+  QVERIFY2(view.statusText().contains("2 runs have no token count: not drawn (beta, gamma)") &&
+               !view.statusText().contains("points without"),
            qPrintable(view.statusText()));
 
   view.setXAxis(CurveAxis::Step);

@@ -401,7 +401,7 @@ void TestEveryButton::slidersBoxesFiltersAndTheDock() {
   QVERIFY(axis && axis->isVisible());
   axis->setFocus();
   QTest::keyClick(axis, Qt::Key_Down);
-  QCOMPARE(curves->xAxis(), CurveAxis::WallTime);
+  QCOMPARE(curves->xAxis(), CurveAxis::RelativeStep);
   QTest::keyClick(axis, Qt::Key_Up);
   QCOMPARE(curves->xAxis(), CurveAxis::Step);
   QCOMPARE(curves->smoothedGraph("big")->data()->at(0)->key, 100.0);

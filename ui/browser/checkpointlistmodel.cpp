@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <map>
 
+#include "browser/runsummary.h"
 #include "ckpt/index/experiment.h"
-#include "ckpt/index/hf_trainer.h"
 #include "ckpt/index/natural_order.h"
 #include "textformat.h"
 
@@ -247,9 +247,13 @@ void CheckpointListModel::updateRun(BrowseGroup run) {
   const QModelIndex parent = indexOf(g);
   std::vector<CheckpointEntry> wanted = std::move(run.checkpoints);
   run.checkpoints.clear();
-  if (g->group.error != run.error || g->group.name != run.name) {
+  if (g->group.error != run.error || g->group.name != run.name || g->group.trainer != run.trainer ||
+      g->group.metricFiles != run.metricFiles || g->group.hparamFiles != run.hparamFiles) {
     g->group.error = run.error;
     g->group.name = run.name;
+    g->group.trainer = run.trainer;
+    g->group.metricFiles = run.metricFiles;
+    g->group.hparamFiles = run.hparamFiles;
     emit dataChanged(parent, indexOf(g, int(Column::Count) - 1));
   }
   // Removed files first (from the end, so rows stay valid).
@@ -526,6 +530,10 @@ QVariant CheckpointListModel::groupData(const Node& n, Column column, int role) 
     case Qt::DisplayRole:
       if (column == Column::Name)
         return n.stage.isEmpty() ? g.name : QStringLiteral("%1  (%2)").arg(g.name, n.stage);
+      // A run that logs and has not saved yet is listed for its curves.
+      if (column == Column::Kind && g.error.isEmpty() && n.children.empty() &&
+          !g.metricFiles.empty())
+        return tr("metrics only");
       if (column == Column::Kind && g.error.isEmpty())
         return countText(n.children.size(), "file", "files");
       if (column == Column::Kind) return tr("error");
@@ -542,6 +550,11 @@ QVariant CheckpointListModel::groupData(const Node& n, Column column, int role) 
     }
     case Qt::ToolTipRole: {
       QString tip = g.error.isEmpty() ? g.path : g.error;
+      if (const QString trainer = trainerText(g.trainer); !trainer.isEmpty())
+        tip += "\n" + tr("Written by: %1").arg(trainer);
+      if (n.children.empty() && !g.metricFiles.empty())
+        tip += "\n" + tr("No checkpoint yet; curves from %1")
+                          .arg(countText(g.metricFiles.size(), "file", "files"));
       if (!n.children.empty())
         tip +=
             "\n" + tr("%1 in %2").arg(n.diskText(), countText(n.children.size(), "file", "files"));
@@ -640,12 +653,12 @@ QVariant CheckpointListModel::checkpointData(const CheckpointEntry& c, Column co
       if (const QString share = optimizerShareText(c.optimizerBytes, c.size); !share.isEmpty())
         tip += "\n" + share;
       if (broken) tip += "\n" + fromStd(c.error);
+      if (const QString trainer = trainerText(c.trainer); !trainer.isEmpty())
+        tip += "\n" + tr("Written by: %1").arg(trainer);
       if (!c.parts.empty()) {
         QStringList files;
         for (const CheckpointPart& p : c.parts) files << fromStd(p.file);
-        tip += "\n" + (c.trainer == kHfTrainerId ? tr("A Hugging Face Trainer checkpoint, with %1")
-                                                 : tr("With %1"))
-                          .arg(files.join(", "));
+        tip += "\n" + tr("With %1").arg(files.join(", "));
       }
       if (c.best) tip += "\n" + tr("The best checkpoint (trainer_state.json)");
       if (c.latest) tip += "\n" + tr("The newest checkpoint (DeepSpeed's latest file)");

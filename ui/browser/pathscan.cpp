@@ -5,6 +5,7 @@
 #include <QFileInfo>
 #include <exception>
 
+#include "ckpt/index/hparams.h"
 #include "textformat.h"
 
 namespace ckpt {
@@ -36,7 +37,7 @@ std::vector<BrowseGroup> scanPaths(const QStringList& paths, const ScanProgress&
         g.kind = BrowseGroup::Kind::Run;
         g.name = prefix + pathFromStd(run.name);
         g.path = pathFromStd(run.path);
-        g.checkpoints = std::move(run.checkpoints);
+        takeRun(g, std::move(run));
         groups.push_back(std::move(g));
       }
     } catch (const std::exception& e) {
@@ -62,6 +63,13 @@ std::vector<BrowseGroup> scanPaths(const QStringList& paths, const ScanProgress&
     groups.push_back(std::move(g));
   }
   return groups;
+}
+
+void takeRun(BrowseGroup& group, RunEntry&& run) {
+  group.hparamFiles = hparamFiles(run);
+  group.checkpoints = std::move(run.checkpoints);
+  group.trainer = std::move(run.trainer);
+  group.metricFiles = std::move(run.metricFiles);
 }
 
 bool scanPathsCover(const QStringList& paths, const QString& file) {

@@ -19,7 +19,18 @@ struct BrowseGroup {
   QString path;  // the run's directory; empty for Files
   QString error;
   std::vector<CheckpointEntry> checkpoints;
+  // Which trainer's layout the run was found by (RunEntry::trainer, ids as
+  // scanner.h; trainerTitle names it), and the metrics and event files it
+  // is listed for (a run without checkpoints has only these).
+  std::string trainer;
+  std::vector<std::string> metricFiles;
+  std::vector<std::string> hparamFiles;  // hparams.h: RUN.json, hparams.yaml, params/, ...
 };
+
+// Fills `group` from a scanned run: its checkpoints, trainer and metrics
+// files (moved out of `run`) and the files its hyperparameters come from
+// (hparamFiles: a look at the run's folder). Worker-thread work.
+void takeRun(BrowseGroup& group, RunEntry&& run);
 
 // Scans every path: directories with ckpt::scanDirectory (each run becomes a
 // group), anything else with ckpt::describeCheckpoint into one "Files"

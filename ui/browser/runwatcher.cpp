@@ -8,6 +8,7 @@
 #include <exception>
 
 #include "ckpt/index/hf_trainer.h"
+#include "ckpt/index/megatron.h"
 #include "textformat.h"
 
 namespace ckpt {
@@ -132,8 +133,7 @@ struct RunWatcher::Job {
             }
             return true;
           });
-      r.run.checkpoints = std::move(run.checkpoints);
-      r.hasMetrics = !run.metricFiles.empty();
+      takeRun(r.run, std::move(run));
     } catch (const std::exception& e) {
       r.run.error = fromStd(e.what());
     }
@@ -144,9 +144,21 @@ struct RunWatcher::Job {
 void RunWatcher::rescanDirty() {
   // A Trainer's checkpoint-<step>/ folder is a checkpoint of the run in its
   // parent (hf_trainer.h): what is written into it changes that run.
-  for (const QString& dir : QSet<QString>(m_dirty))
-    if (hfCheckpointFolderStep(pathToStd(QFileInfo(dir).fileName())))
-      m_dirty.insert(QFileInfo(dir).absolutePath());
+  // So are Megatron's iter_<N>/ (and their mp_rank_*/) and release/
+  // folders, torchtitan's checkpoint/step-<N>/ (of the dump folder) and a
+  // Lightning run's checkpoints/ folder. By name, so that a removed folder
+  // still rescans its run (scanRunDirectory's list of the same folders).
+  for (const QString& dir : QSet<QString>(m_dirty)) {
+    const QFileInfo info(dir);
+    const std::string name = pathToStd(info.fileName());
+    const QString parent = info.absolutePath();
+    const std::string parentName = pathToStd(QFileInfo(parent).fileName());
+    if (hfCheckpointFolderStep(name) || megatronIterationOf(name) || name == "release" ||
+        name == "checkpoint" || name == "checkpoints")
+      m_dirty.insert(parent);
+    else if (isMegatronRankName(name) || parentName == "checkpoint")
+      m_dirty.insert(QFileInfo(parent).absolutePath());
+  }
   const QSet<QString> dirty = m_dirty;
   for (const QString& dir : dirty) {
     if (m_jobs.isRunning(dir)) continue;  // rescanned again when that job is done
@@ -181,7 +193,8 @@ void RunWatcher::onJobDone(const Result& result) {
       m_pending.insert(result.dir, result.pending);
       m_recheck.start(std::max(100, m_settleMs / 4));
     }
-    if (result.run.checkpoints.empty() && result.run.error.isEmpty() && !result.hasMetrics)
+    if (result.run.checkpoints.empty() && result.run.error.isEmpty() &&
+        result.run.metricFiles.empty())
       emit runRemoved(result.dir);
     else
       emit runChanged(result.run);

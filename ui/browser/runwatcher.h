@@ -53,8 +53,7 @@ class RunWatcher : public QObject {
     bool gone = false;
     BrowseGroup run;
     QStringList pending;
-    QStringList subdirs;      // directories below `dir`, to watch as well
-    bool hasMetrics = false;  // metrics.jsonl / trainer_state.json: a run even without checkpoints
+    QStringList subdirs;  // directories below `dir`, to watch as well
   };
 
   void onDirectoryChanged(const QString& dir);

@@ -60,6 +60,9 @@ void CurvesView::smoothRun(RunPlot& rp, const MetricSeries& series,
     for (size_t j : order) rp.smoothYs.push_back(rp.smoothedValues[j]);
     return;
   }
+  // On the x the chart shows: the time-weighted EMA decays over token or
+  // second distances on those axes. A relative axis shifts a run's x by a
+  // constant, so its curve is smoothed exactly as on Step or Wall time.
   rp.smoothedValues.clear();  // appendPoints smooths the whole curve again
   try {
     rp.smoothYs = smoothCurve(rp.xs, rp.rawYs, smoothing);
@@ -112,7 +115,7 @@ bool CurvesView::updateSpacing() {
     std::optional<double> first, last;
     size_t n = 0;
     for (const MetricPoint& p : s->points)
-      if (const auto x = run.x(p, m_axis)) {
+      if (const auto x = xOf(run, p)) {
         if (!first) first = x;
         last = x;
         ++n;

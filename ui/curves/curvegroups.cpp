@@ -1,7 +1,8 @@
 // CurvesView's groups: runs grouped by a hyperparameter, by all but the
 // seed, or by their name without its number (ckpt::groupRuns); a group of
 // two runs or more drawn as one line (mean or median) with a band
-// (ckpt::groupStatistics on the raw points aligned by step), coloured by
+// (ckpt::groupStatistics on the raw points aligned by step, or by relative
+// step on that axis), coloured by
 // group, its runs drawn when its legend row is expanded. And the legend
 // beside the chart, with hover highlighting both ways.
 #include <qcustomplot.h>
@@ -31,7 +32,7 @@ constexpr int kBandAlpha = 45;
 
 bool CurvesView::groupingActive() const {
   // Not while runs are still read: the groups form once all are there.
-  return m_groupBy != QLatin1String("none") && m_axis == CurveAxis::Step && !m_loadPending;
+  return m_groupBy != QLatin1String("none") && stepAxis() && !m_loadPending;
 }
 
 void CurvesView::computeGroups() {
@@ -84,11 +85,14 @@ void CurvesView::fillGroups() {
     GroupPlot& gp = m_groups[g];
     if (!groupingActive() || gp.runs.size() < 2) continue;
     std::vector<const SeriesPoints*> series;
+    std::vector<int64_t> origins;  // relative step: each run aligned on its first step
     for (size_t r : gp.runs)
-      if (const MetricSeries* s = m_runs[r].find(metric); s && !s->points.empty())
+      if (const MetricSeries* s = m_runs[r].find(metric); s && !s->points.empty()) {
         series.push_back(&s->points);
+        origins.push_back(m_axis == CurveAxis::RelativeStep ? m_runs[r].firstStep.value_or(0) : 0);
+      }
     if (series.empty()) continue;
-    const GroupStats st = groupStatistics(series, 25, 75);
+    const GroupStats st = groupStatistics(series, 25, 75, origins);
     gp.steps = st.steps;
     gp.counts = st.runs;
     gp.xs.assign(st.steps.begin(), st.steps.end());

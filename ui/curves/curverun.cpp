@@ -12,15 +12,8 @@
 namespace ckpt {
 namespace {
 
-// Wall times from here on are Unix times (September 2001), not seconds since a start.
-constexpr double kUnixTimeFloor = 1e9;
 // Problems kept per run: a log full of bad lines should not fill memory.
 constexpr qsizetype kMaxProblems = 200;
-
-void noteWallTime(CurveRun& run, const MetricPoint& p) {
-  if (!p.wallTime || *p.wallTime < kUnixTimeFloor) return;
-  if (!run.wallStart || *p.wallTime < *run.wallStart) run.wallStart = *p.wallTime;
-}
 
 void addProblems(QStringList& into, const std::vector<std::string>& problems) {
   for (const std::string& p : problems) {
@@ -79,16 +72,34 @@ bool isScheduleMetric(const std::string& metric) {
          metric.find("learning_rate") != std::string::npos;
 }
 
+void CurveRun::noteOrigin(const MetricPoint& p) {
+  if (!firstStep || p.step < *firstStep) firstStep = p.step;
+  if (p.wallTime && std::isfinite(*p.wallTime) && (!wallStart || *p.wallTime < *wallStart))
+    wallStart = *p.wallTime;
+}
+
+std::optional<double> CurveRun::stepX(int64_t step, CurveAxis axis) const {
+  if (axis == CurveAxis::Step) return double(step);
+  if (axis == CurveAxis::RelativeStep) return double(step - firstStep.value_or(0));
+  return std::nullopt;
+}
+
 std::optional<double> CurveRun::x(const MetricPoint& p, CurveAxis axis) const {
   switch (axis) {
     case CurveAxis::Step:
-      return double(p.step);
-    case CurveAxis::WallTime:
-      if (!p.wallTime) return std::nullopt;
-      return *p.wallTime >= kUnixTimeFloor && wallStart ? *p.wallTime - *wallStart : *p.wallTime;
+    case CurveAxis::RelativeStep:
+      return stepX(p.step, axis);
     case CurveAxis::Tokens:
       if (!p.tokens) return std::nullopt;
       return double(*p.tokens);
+    case CurveAxis::WallTime:
+      // As logged: Unix times (time.time(), TensorBoard, W&B, MLflow) are
+      // drawn on a clock (curveaxes.cpp).
+      if (!p.wallTime || !std::isfinite(*p.wallTime)) return std::nullopt;
+      return *p.wallTime;
+    case CurveAxis::RelativeTime:
+      if (!p.wallTime || !std::isfinite(*p.wallTime) || !wallStart) return std::nullopt;
+      return *p.wallTime - *wallStart;
   }
   return std::nullopt;
 }
@@ -135,7 +146,7 @@ CurveRun loadCurveRun(const RunEntry& entry, const std::vector<std::string>& ext
     s.offset = s.size = end == metrics.readEnds.end() ? 0 : end->second;
   }
   for (MetricSeries& s : metrics.series) {
-    for (const MetricPoint& p : s.points) noteWallTime(run, p);
+    for (const MetricPoint& p : s.points) run.noteOrigin(p);
     // Room to grow, reserved here on the loading thread: a live run's
     // points are appended on the GUI thread, where moving a million of them
     // into a bigger vector stalled the window (72 ms measured).
@@ -144,6 +155,11 @@ CurveRun loadCurveRun(const RunEntry& entry, const std::vector<std::string>& ext
     run.series.emplace(name, std::move(s));
   }
   run.checkpointSteps = std::move(metrics.checkpointSteps);
+  // A checkpoint saved before the first logged step (an initial one) is
+  // where the run starts on the relative step axis.
+  if (!run.checkpointSteps.empty() &&
+      (!run.firstStep || run.checkpointSteps.front() < *run.firstStep))
+    run.firstStep = run.checkpointSteps.front();
   addProblems(run.problems, metrics.problems);
 
   // The index picks each step's file and says what it records (one home:
@@ -227,7 +243,7 @@ std::map<std::string, SeriesChange> mergeLivePoints(CurveRun& run, const LiveSou
       continue;
     }
 
-    noteWallTime(run, p);
+    run.noteOrigin(p);
     MetricSeries& s = it->second;
     const size_t restartsBefore = s.restarts.size();
     const size_t changed = addInFileOrder(s.points, s.restarts, p);

@@ -18,8 +18,14 @@
 
 namespace ckpt {
 
-// What a curve is drawn against.
-enum class CurveAxis { Step, WallTime, Tokens };
+// Wall times from here on are Unix times (September 2001), not seconds
+// since a start: the Wall time axis draws them on a clock.
+inline constexpr double kUnixTimeFloor = 1e9;
+
+// What a curve is drawn against. The relative axes start every run at 0: a
+// fine-tune or a resumed branch that starts at step 5,000 (or hours after
+// another run) is drawn from the origin, beside the run it is compared with.
+enum class CurveAxis { Step, RelativeStep, Tokens, WallTime, RelativeTime };
 
 // A metrics.jsonl, event file or console log of a run, and the byte just
 // after the last complete line or record read from it (where the next read
@@ -49,9 +55,11 @@ struct CurveRun {
   std::vector<LiveSource> sources;
   Hparams hparams;  // ckpt::readHparams: for grouping (read with the metrics)
   QStringList problems;
-  // Subtracted from wall times that are Unix times (metrics.jsonl writes
-  // time.time()), so every run starts at 0 on the wall-time axis.
+  // The run's first wall time and first step, over all its metrics (and,
+  // for the step, its checkpoints): the origins of the relative axes, so a
+  // metric logged later than another starts where it did in the run.
   std::optional<double> wallStart;
+  std::optional<int64_t> firstStep;
 
   [[nodiscard]] const MetricSeries* find(const std::string& metric) const;
   // What the checkpoint at `step` records for `metric` ("lr" is stored as
@@ -59,6 +67,12 @@ struct CurveRun {
   [[nodiscard]] std::optional<double> recordedValue(int64_t step, const std::string& metric) const;
   // Where `p` sits on `axis`; nothing when the point lacks that coordinate.
   [[nodiscard]] std::optional<double> x(const MetricPoint& p, CurveAxis axis) const;
+  // Where `step` sits on a step axis (Step, RelativeStep); nothing on the others.
+  [[nodiscard]] std::optional<double> stepX(int64_t step, CurveAxis axis) const;
+  // Its wall times are Unix times (else seconds since some start).
+  [[nodiscard]] bool clockTimes() const { return wallStart && *wallStart >= kUnixTimeFloor; }
+  // Notes a point's step and wall time in the origins (firstStep, wallStart).
+  void noteOrigin(const MetricPoint& p);
 };
 
 // Learning rates and other schedules: drawn as they are, never smoothed

@@ -58,6 +58,7 @@ void CurvesView::rebuildGraphs() {
     rp = RunPlot{};
     rp.visible = visible;
   }
+  updateClockAxis();
   updateSpacing();
   computeGroups();
   for (size_t i = 0; i < m_runs.size(); ++i) fillRun(i);
@@ -119,8 +120,9 @@ void CurvesView::fillRun(size_t index) {
   std::vector<size_t> order;
   std::vector<double> xs(points.size());
   rp.skipped = 0;
+  rp.origin = axisOrigin(run);
   for (size_t j = 0; j < points.size(); ++j) {
-    if (const auto x = run.x(points[j], m_axis)) {
+    if (const auto x = xOf(run, points[j])) {
       xs[j] = *x;
       order.push_back(j);
     } else {
@@ -146,6 +148,25 @@ void CurvesView::fillRun(size_t index) {
   drawRun(rp);
   fillMarkers(index);
 }
+std::optional<double> CurvesView::axisOrigin(const CurveRun& run) const {
+  if (m_axis == CurveAxis::RelativeStep && run.firstStep) return double(*run.firstStep);
+  if (m_axis == CurveAxis::RelativeTime) return run.wallStart;
+  return std::nullopt;
+}
+
+std::optional<double> CurvesView::xOf(const CurveRun& run, const MetricPoint& p) const {
+  if (m_axis == CurveAxis::WallTime && m_clockAxis && !run.clockTimes()) return std::nullopt;
+  return run.x(p, m_axis);
+}
+
+bool CurvesView::updateClockAxis() {
+  const bool clock =
+      std::any_of(m_runs.begin(), m_runs.end(), [](const CurveRun& r) { return r.clockTimes(); });
+  if (clock == m_clockAxis) return false;
+  m_clockAxis = clock;
+  return true;
+}
+
 double CurvesView::effectiveSmoothing() const {
   return isScheduleMetric(pathToStd(m_metric)) ? 0.0 : m_smoothing;
 }
@@ -171,11 +192,11 @@ void CurvesView::fillMarkers(size_t index) {
     // between two logged points on the line joining them, or the step itself.
     std::optional<double> x;
     if (logged) {
-      x = run.x(points[j], m_axis);
-    } else if (m_axis == CurveAxis::Step) {
-      x = double(step);
+      x = xOf(run, points[j]);
+    } else if (stepAxis()) {
+      x = run.stepX(step, m_axis);
     } else if (j > 0 && j < points.size()) {
-      const auto xa = run.x(points[j - 1], m_axis), xb = run.x(points[j], m_axis);
+      const auto xa = xOf(run, points[j - 1]), xb = xOf(run, points[j]);
       const double t =
           double(step - points.step(j - 1)) / double(points.step(j) - points.step(j - 1));
       if (xa && xb) x = *xa + t * (*xb - *xa);
@@ -243,7 +264,7 @@ void CurvesView::appendPoints(size_t index, size_t firstNew) {
   // smoothed values stand and only the new points are smoothed (a million
   // points again per update would stall the window). The distance-based
   // methods look at neighbours on both sides or at a span: smoothed whole.
-  if (rp.smoothedValues.size() != firstNew ||
+  if (rp.smoothedValues.size() != firstNew || rp.origin != axisOrigin(run) ||
       (m_smoothMethod != SmoothingMethod::DebiasedEma && effectiveSmoothing() > 0)) {
     fillRun(index);
     return;
@@ -255,7 +276,7 @@ void CurvesView::appendPoints(size_t index, size_t firstNew) {
   size_t skipped = 0;
   double last = rp.xs.empty() ? -qInf() : rp.xs.back();
   for (size_t j = firstNew; j < points.size(); ++j) {
-    const auto x = run.x(points[j], m_axis);
+    const auto x = xOf(run, points[j]);
     if (!x) {
       ++skipped;
       continue;
@@ -314,9 +335,13 @@ void CurvesView::fitToData() {
   m_plot->yAxis->setRange(y0, y1);
   // One point (or one step): a range around it, not QCustomPlot's unit
   // width that put ticks at 99.6 .. 100.4 around step 100.
-  if (x.size() <= 1 && m_axis != CurveAxis::WallTime) {
+  if (x.size() <= 1 && !isTimeAxis(m_axis)) {
     const double half = std::max(1.0, std::abs(x.center()) * 0.05);
     m_plot->xAxis->setRange(std::max(0.0, x.center() - half), x.center() + half);
+  } else if (x.size() <= 1) {
+    // A minute around it: padRanges' width for a single point scales with
+    // the value, which for a Unix time is years.
+    m_plot->xAxis->setRange(x.center() - 30, x.center() + 30);
   }
   padRanges(m_plot->xAxis, m_plot->yAxis, m_logY);
   placeBareMarkers();
@@ -352,10 +377,11 @@ QString CurvesView::valuesAt(double key, std::optional<double> y) const {
                        .arg(gp.label, m_groupLine == GroupLine::Mean ? tr("mean") : tr("median"),
                             valueText(gp.lineYs[j]));
     if (effectiveSmoothing() > 0) line += tr(" (raw %1)").arg(valueText(gp.rawLine[j]));
-    line += tr(", band %1 to %2, %3 of %4 at step %5")
+    line += tr(", band %1 to %2, %3 of %4 at %5 %6")
                 .arg(valueText(gp.lowYs[j]), valueText(gp.highYs[j]))
                 .arg(countText(size_t(gp.counts[j]), "run", "runs"))
                 .arg(gp.runs.size())
+                .arg(axisLabel(m_axis))
                 .arg(gp.steps[j]);
     const double d = y && std::isfinite(gp.lineYs[j]) ? std::abs(gp.lineYs[j] - *y) : 0.0;
     lines.push_back({std::isnan(d) ? qInf() : d, line});

@@ -67,8 +67,10 @@ void CurvesView::updateRunsTable() {
     options.groupStats.clear();
     const std::string& metric = options.metric;
     if (options.group.by != GroupSpec::By::None) {
+      // Not on the relative step axis: the chart's lines are aligned by
+      // relative step there, and the table's step of the best is a step.
       for (const GroupPlot& gp : m_groups) {
-        if (!gp.line) continue;
+        if (!gp.line || m_axis != CurveAxis::Step) continue;
         GroupStats& st = options.groupStats[pathToStd(gp.label)];
         st.steps = gp.steps;
         st.runs = gp.counts;

@@ -12,6 +12,7 @@
 #include <QMenu>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSet>
 #include <QSignalBlocker>
 #include <QSlider>
@@ -37,8 +38,41 @@
 namespace ckpt {
 namespace {
 
-constexpr int kReplotMs = 100;    // live updates redraw at most this often
-constexpr int kSliderSteps = 99;  // smoothing 0 .. 0.99 in steps of 0.01
+constexpr int kReplotMs = 100;  // live updates redraw at most this often
+
+// The metric the chart opens on: the training loss under the name its
+// writer gives it ("loss"; Lightning's "train_loss", TensorBoard's and
+// W&B's "train/loss", "loss/train", ...), then any other loss that is not a
+// validation one, then any loss, then the first name. The alphabetical first
+// of another trainer's names is usually "epoch".
+QString defaultMetric(const QStringList& names) {
+  static const QRegularExpression separators(QStringLiteral("[/._\\-]"));
+  int best = 4;
+  QString chosen = names.isEmpty() ? QString() : names.first();
+  for (const QString& name : names) {
+    const QString lower = name.toLower();
+    const QStringList parts = lower.split(separators, Qt::SkipEmptyParts);
+    auto has = [&parts](std::initializer_list<const char*> words) {
+      for (const char* w : words)
+        if (parts.contains(QLatin1String(w))) return true;
+      return false;
+    };
+    int rank = 4;
+    if (lower == QLatin1String("loss"))
+      rank = 0;
+    else if (has({"loss"}) && has({"train", "training"}))
+      rank = 1;
+    else if (has({"loss"}) && !has({"val", "valid", "validation", "eval", "test"}))
+      rank = 2;
+    else if (has({"loss"}))
+      rank = 3;
+    if (rank < best) {
+      best = rank;
+      chosen = name;
+    }
+  }
+  return chosen;
+}
 
 }  // namespace
 
@@ -68,190 +102,6 @@ CurvesView::~CurvesView() {
   // ones after it are never started.
   m_loader.cancel();
   m_loader.waitForFinished();
-}
-
-void CurvesView::buildControls() {
-  m_metricBox = new QComboBox(this);
-  m_metricBox->setObjectName("metric");
-  m_metricBox->setMinimumContentsLength(10);
-  m_metricBox->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-  connect(m_metricBox, &QComboBox::activated, this,
-          [this](int i) { setMetric(m_metricBox->itemText(i)); });
-
-  m_smoothSlider = new QSlider(Qt::Horizontal, this);
-  m_smoothSlider->setObjectName("smoothing");
-  m_smoothSlider->setRange(0, kSliderSteps);
-  m_smoothSlider->setValue(int(std::lround(m_smoothing * 100)));
-  // The smoothing row is the tab's widest: at 90 px the tab asked for 550
-  // and, beside the browser, pushed a 1000 px window wider (it stretches).
-  m_smoothSlider->setMinimumWidth(60);
-  m_smoothSlider->setToolTip(
-      tr("Exponential moving average weight, debiased as TensorBoard does (0: raw values)"));
-  m_smoothLabel = new QLabel(this);
-  m_smoothLabel->setMinimumWidth(m_smoothLabel->fontMetrics().horizontalAdvance("0.00  "));
-  connect(m_smoothSlider, &QSlider::valueChanged, this, [this](int v) { setSmoothing(v / 100.0); });
-  m_smoothMethodBox = new QComboBox(this);
-  m_smoothMethodBox->setObjectName("smoothingMethod");
-  // Narrower than "Time-weighted EMA": the row leaves the browser its width
-  // at 1000x700; the list that opens shows every choice whole.
-  m_smoothMethodBox->setMinimumContentsLength(8);
-  m_smoothMethodBox->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-  m_smoothMethodBox->addItem(tr("EMA"), int(SmoothingMethod::DebiasedEma));
-  m_smoothMethodBox->addItem(tr("Time-weighted EMA"), int(SmoothingMethod::TimeWeightedEma));
-  m_smoothMethodBox->addItem(tr("Moving average"), int(SmoothingMethod::CentredMovingAverage));
-  m_smoothMethodBox->setItemData(
-      0,
-      tr("Debiased exponential moving average, as TensorBoard's: the slider is the weight of "
-         "the past per logged point"),
-      Qt::ToolTipRole);
-  m_smoothMethodBox->setItemData(
-      1,
-      tr("Exponential moving average over the x distance: runs logged every step and every "
-         "10 steps are smoothed alike"),
-      Qt::ToolTipRole);
-  m_smoothMethodBox->setItemData(
-      2, tr("Mean of the curve over a window centred on each point (it looks ahead)"),
-      Qt::ToolTipRole);
-  connect(m_smoothMethodBox, &QComboBox::activated, this, [this](int i) {
-    setSmoothingMethod(SmoothingMethod(m_smoothMethodBox->itemData(i).toInt()));
-  });
-
-  m_axisBox = new QComboBox(this);
-  m_axisBox->setObjectName("xaxis");
-  m_axisBox->addItem(tr("Step"), int(CurveAxis::Step));
-  m_axisBox->addItem(tr("Wall time"), int(CurveAxis::WallTime));
-  m_axisBox->addItem(tr("Tokens"), int(CurveAxis::Tokens));
-  connect(m_axisBox, &QComboBox::activated, this,
-          [this](int i) { setXAxis(CurveAxis(m_axisBox->itemData(i).toInt())); });
-
-  m_logBox = new QCheckBox(tr("Log scale"), this);
-  m_logBox->setObjectName("logscale");
-  connect(m_logBox, &QCheckBox::toggled, this, &CurvesView::setLogScale);
-
-  auto* fit = new QPushButton(tr("Fit"), this);
-  fit->setToolTip(tr("Fit the axes to the data and follow new points (after zooming or panning)"));
-  connect(fit, &QPushButton::clicked, this, [this] {
-    fitToData();
-    m_plot->replot();
-  });
-  // One button for the three formats keeps the row narrow enough to leave
-  // the checkpoint list its width.
-  // A push button with a menu: it makes room for its arrow (a tool button's
-  // arrow was drawn over its text).
-  auto* exportButton = new QPushButton(tr("Export"), this);
-  exportButton->setObjectName("export");
-  auto* exportMenu = new QMenu(exportButton);
-  auto addExport = [this, exportMenu](const QString& label, const QString& format) {
-    QAction* a = exportMenu->addAction(label);
-    connect(a, &QAction::triggered, this, [this, format] { chooseExport(format); });
-  };
-  addExport(tr("Chart as PNG image..."), "png");
-  addExport(tr("Chart as PDF (vector)..."), "pdf");
-  addExport(tr("Shown metric as CSV..."), "csv");
-  exportButton->setMenu(exportMenu);
-
-  // Two rows: narrow enough to leave the experiments browser its width.
-  auto* controls = new QHBoxLayout;
-  controls->addWidget(new QLabel(tr("Metric"), this));
-  controls->addWidget(m_metricBox);
-  controls->addSpacing(8);
-  controls->addWidget(new QLabel(tr("X axis"), this));
-  controls->addWidget(m_axisBox);
-  controls->addSpacing(8);
-  controls->addWidget(m_logBox);
-  controls->addStretch(1);
-  auto* smoothing = new QHBoxLayout;
-  smoothing->addWidget(new QLabel(tr("Smoothing"), this));
-  smoothing->addWidget(m_smoothMethodBox);
-  smoothing->addWidget(m_smoothSlider, 1);
-  smoothing->addWidget(m_smoothLabel);
-  smoothing->addSpacing(8);
-  smoothing->addWidget(fit);
-  smoothing->addWidget(exportButton);
-
-  m_groupBox = new QComboBox(this);
-  m_groupBox->setObjectName("groupBy");
-  m_groupBox->setToolTip(
-      tr("Draw runs that share a setting as one line with a band: by a hyperparameter, by all "
-         "hyperparameters but the seed, or by the name without its number"));
-  // As wide as 10 characters, not as its longest choice ("Name without its
-  // number", a long hyperparameter): the row must leave the browser its
-  // width at 1000x700. The list that opens is as wide as its longest choice.
-  m_groupBox->setMinimumContentsLength(10);
-  m_groupBox->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-  m_groupBox->addItem(tr("None"), QStringLiteral("none"));
-  connect(m_groupBox, &QComboBox::activated, this,
-          [this](int i) { setGroupBy(m_groupBox->itemData(i).toString()); });
-  m_groupLineBox = new QComboBox(this);
-  m_groupLineBox->setObjectName("groupLine");
-  m_groupLineBox->addItems({tr("Mean"), tr("Median")});
-  connect(m_groupLineBox, &QComboBox::activated, this,
-          [this](int i) { setGroupLine(GroupLine(i)); });
-  m_groupBandBox = new QComboBox(this);
-  m_groupBandBox->setObjectName("groupBand");
-  m_groupBandBox->addItems(
-      {tr("Min to max"), tr("Mean \u00b1 1 std"), tr("25th to 75th percentile")});
-  m_groupBandBox->setMinimumContentsLength(12);
-  m_groupBandBox->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-  connect(m_groupBandBox, &QComboBox::activated, this,
-          [this](int i) { setGroupBand(GroupBand(i)); });
-  auto* groups = new QHBoxLayout;
-  groups->addWidget(new QLabel(tr("Group by"), this));
-  groups->addWidget(m_groupBox);
-  groups->addSpacing(8);
-  groups->addWidget(new QLabel(tr("Line"), this));
-  groups->addWidget(m_groupLineBox);
-  groups->addSpacing(8);
-  groups->addWidget(new QLabel(tr("Band"), this));
-  groups->addWidget(m_groupBandBox);
-  groups->addStretch(1);
-
-  m_plot = new QCustomPlot(this);
-  m_plot->setObjectName("curves");
-  m_plot->setMinimumSize(320, 200);
-  m_legend = new CurvesLegend(this);
-  m_legend->setMinimumWidth(120);
-  connect(m_legend, &CurvesLegend::visibilityToggled, this, &CurvesView::onLegendToggled);
-  connect(m_legend, &CurvesLegend::expandedChanged, this, &CurvesView::onLegendExpanded);
-  connect(m_legend, &CurvesLegend::hovered, this, &CurvesView::setHighlight);
-  m_splitter = new QSplitter(Qt::Horizontal, this);
-  m_splitter->setObjectName("curvesSplitter");
-  m_splitter->setChildrenCollapsible(false);
-  m_splitter->addWidget(m_plot);
-  m_splitter->addWidget(m_legend);
-  m_splitter->setStretchFactor(0, 1);
-  m_splitter->setStretchFactor(1, 0);
-  m_splitter->setSizes({700, 200});
-  m_runsTable = new RunsTablePanel(this);
-  connect(m_runsTable, &RunsTablePanel::filterChanged, this, &CurvesView::updateRunsTable);
-  connect(m_runsTable, &RunsTablePanel::sorted, this,
-          [this] { m_runsTable->setHighlightedRow(tableRowOf(m_highlight)); });
-  connect(m_runsTable, &RunsTablePanel::checkpointClicked, this, &CurvesView::checkpointActivated);
-  connect(m_runsTable, &RunsTablePanel::rowHovered, this,
-          [this](int row) { setHighlight(keyOfTableRow(row)); });
-  // The table below the chart, in a splitter the person can drag: the chart
-  // keeps most of the height (at 1000x700 the table shows about six rows).
-  m_tableSplitter = new QSplitter(Qt::Vertical, this);
-  m_tableSplitter->setObjectName("runsTableSplitter");
-  m_tableSplitter->setChildrenCollapsible(false);
-  m_tableSplitter->addWidget(m_splitter);
-  m_tableSplitter->addWidget(m_runsTable);
-  m_tableSplitter->setStretchFactor(0, 3);
-  m_tableSplitter->setStretchFactor(1, 1);
-  m_tableSplitter->setSizes({420, 180});
-  m_status = new QLabel(this);
-  m_status->setObjectName("status");
-  m_status->setWordWrap(true);
-  m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
-
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(6, 6, 6, 6);
-  layout->addLayout(controls);
-  layout->addLayout(smoothing);
-  layout->addLayout(groups);
-  layout->addWidget(m_tableSplitter, 1);
-  layout->addWidget(m_status);
-  m_smoothLabel->setText(QString::number(m_smoothing, 'f', 2));
 }
 
 void CurvesView::setUpPlot() {
@@ -361,7 +211,9 @@ void CurvesView::takeLoadedRuns() {
     m_summaries.push_back(summarizeCurveRun(m_runs.back()));
   }
   if (m_runs.size() == before) return;
-  if (updateMetricChoices()) {
+  // The first run with Unix times turns Wall time into a clock: the runs
+  // drawn before it on elapsed seconds are drawn again (or not at all).
+  if (updateMetricChoices() || (updateClockAxis() && m_axis == CurveAxis::WallTime)) {
     rebuildGraphs();
   } else {
     for (size_t i = before; i < m_runs.size(); ++i) fillRun(i);
@@ -420,12 +272,13 @@ bool CurvesView::updateMetricChoices() {
     m_metricBox->clear();
     m_metricBox->addItems(names);
   }
-  // "loss" unless the user chose another metric that is still there.
+  // The training loss (defaultMetric) unless the user chose another metric
+  // that is still there.
   QString wanted = m_metric;
   if (names.isEmpty())
     wanted = m_metricChosen ? m_metric : QString();
   else if (!m_metricChosen || !names.contains(wanted))
-    wanted = names.contains("loss") ? QStringLiteral("loss") : names.first();
+    wanted = defaultMetric(names);
   {
     const QSignalBlocker block(m_metricBox);
     m_metricBox->setCurrentIndex(names.indexOf(wanted));
@@ -562,16 +415,24 @@ void CurvesView::updateStatus() {
   else if (m_runs.empty())
     parts << tr("No runs");
   const std::string metric = pathToStd(m_metric);
-  size_t withMetric = 0, skipped = 0, nonPositive = 0, undrawn = 0;
+  size_t withMetric = 0, skipped = 0, nonPositive = 0;
+  QStringList undrawn;  // runs with the metric but no point on this x axis
+  QStringList elapsed;  // of those, runs whose wall times the clock axis cannot place
   std::map<MetricSource, size_t> sources;
   for (size_t i = 0; i < m_runs.size(); ++i) {
     const MetricSeries* s = m_runs[i].find(metric);
     if (!s || s->points.empty()) continue;
-    skipped += m_plots[i].skipped;
     if (!m_plots[i].smoothed || m_plots[i].smoothed->data()->isEmpty()) {
-      ++undrawn;  // none of its points has the x axis' coordinate
+      // None of its points has the x axis' coordinate.
+      (m_axis == CurveAxis::WallTime && m_clockAxis && m_runs[i].wallStart &&
+               !m_runs[i].clockTimes()
+           ? elapsed
+           : undrawn)
+          << m_runs[i].name;
       continue;
     }
+    // Points missing from runs that are drawn (a run with none is named below).
+    skipped += m_plots[i].skipped;
     ++withMetric;
     ++sources[s->source];
     if (m_logY)
@@ -601,10 +462,28 @@ void CurvesView::updateStatus() {
     parts << tr("%1 kept by the table's filter")
                  .arg(countText(size_t(std::count(m_kept.begin(), m_kept.end(), true)), "run",
                                 "runs"));
-  if (skipped) {
-    const QString what = m_axis == CurveAxis::WallTime ? tr("wall time") : tr("token count");
-    parts << tr("%1 without a %2 not drawn").arg(countText(skipped, "point", "points"), what);
-    if (undrawn) parts << tr("%1 with none not drawn").arg(countText(undrawn, "run", "runs"));
+  auto named = [](const QStringList& runs) {
+    // The first few: a run missing from the chart is otherwise a mystery.
+    constexpr qsizetype kNamed = 3;
+    QString names = QStringList(runs.mid(0, kNamed)).join(", ");
+    if (runs.size() > kNamed) names += tr(", ... %1 more").arg(runs.size() - kNamed);
+    return names;
+  };
+  if (!elapsed.isEmpty())
+    parts << tr("%1 seconds since a start, not clock times: not drawn on Wall time, see Rel. "
+                "time (%2)")
+                 .arg(
+                     elapsed.size() == 1 ? tr("1 run logs") : tr("%1 runs log").arg(elapsed.size()),
+                     named(elapsed));
+  {
+    const QString what = isTimeAxis(m_axis) ? tr("wall time") : tr("token count");
+    if (skipped)
+      parts << tr("%1 without a %2 not drawn").arg(countText(skipped, "point", "points"), what);
+    if (!undrawn.isEmpty())
+      parts << tr("%1 no %2: not drawn (%3)")
+                   .arg(undrawn.size() == 1 ? tr("1 run has")
+                                            : tr("%1 runs have").arg(undrawn.size()),
+                        what, named(undrawn));
   }
   if (!m_runs.empty() && effectiveSmoothing() > 0 &&
       m_smoothMethod != SmoothingMethod::DebiasedEma) {
@@ -612,13 +491,10 @@ void CurvesView::updateStatus() {
     parts << (m_smoothMethod == SmoothingMethod::TimeWeightedEma
                   ? tr("time-weighted EMA, half-life %1")
                   : tr("centred moving average over %1"))
-                 .arg(axisValueText(m_axis, sm.span) + (m_axis == CurveAxis::Step ? tr(" steps")
-                                                        : m_axis == CurveAxis::Tokens
-                                                            ? tr(" tokens")
-                                                            : QString()));
+                 .arg(axisSpanText(m_axis, sm.span));
   }
-  if (m_groupBy != QLatin1String("none") && m_axis != CurveAxis::Step && !m_runs.empty())
-    parts << tr("groups are aligned by step: drawn on the Step axis only");
+  if (m_groupBy != QLatin1String("none") && !stepAxis() && !m_runs.empty())
+    parts << tr("groups are aligned by step: drawn on the Step and Rel. step axes only");
   if (nonPositive)
     parts
         << tr("%1 at or below 0 off the log scale").arg(countText(nonPositive, "value", "values"));
@@ -693,8 +569,8 @@ void CurvesView::readLiveUpdates() {
     }
   }
   if (!any) return;
-  if (updateMetricChoices())
-    rebuildGraphs();  // the first metric of a run that had none
+  if (updateMetricChoices() || (updateClockAxis() && m_axis == CurveAxis::WallTime))
+    rebuildGraphs();  // the first metric of a run that had none, or the first Unix time
   else if (groupingActive())
     refillGroups();  // the groups' statistics with the new points
   if (!metrics().isEmpty()) showPlotMessage({});

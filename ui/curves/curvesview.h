@@ -70,6 +70,9 @@ class CurvesView : public QWidget {
   // average's window is twice that. One span for every run, so a run
   // logged every step and one logged every 10 steps are smoothed alike.
   [[nodiscard]] Smoothing smoothingParameters() const;
+  // Step, relative step (each run from its first step), tokens, wall time
+  // (a clock) or relative time (each run from its first wall time). Runs
+  // that lack the axis' coordinate are not drawn; the status line names them.
   [[nodiscard]] CurveAxis xAxis() const { return m_axis; }
   void setXAxis(CurveAxis axis);
   [[nodiscard]] bool logScale() const { return m_logY; }
@@ -80,8 +83,9 @@ class CurvesView : public QWidget {
   // Groups (curvegroups.cpp). How runs are grouped, as parseGroupSpec reads
   // it: "none", "all-but" (every hyperparameter but seed: the default when
   // a run has a seed), "name" (the name with its last number removed) or a
-  // hyperparameter key. Groups are aligned by step: on another x axis the
-  // runs are drawn one by one.
+  // hyperparameter key. Groups are aligned by step (on the relative step
+  // axis by relative step): on a token or time axis the runs are drawn one
+  // by one.
   [[nodiscard]] QString groupBy() const { return m_groupBy; }
   void setGroupBy(const QString& spec);
   enum class GroupLine { Mean, Median };
@@ -144,6 +148,7 @@ class CurvesView : public QWidget {
   void checkpointActivated(const QString& path);
 
  private:
+  static constexpr int kSliderSteps = 99;  // smoothing 0 .. 0.99 in steps of 0.01
   // The QCustomPlot layer the checkpoint markers are drawn on, above the curves.
   static constexpr const char* kMarkerLayer = "markers";
   // The x range and width a curve's graphs were decimated for (M4 keeps
@@ -169,6 +174,9 @@ class CurvesView : public QWidget {
     std::vector<QString> bareFiles;    // parallel to the bare graph's data
     std::vector<int64_t> bareSteps;
     size_t skipped = 0;  // points without the x axis' coordinate
+    // The run's origin on a relative axis when it was filled: points
+    // appended live after it moved (an earlier step, a rewritten file) refill it.
+    std::optional<double> origin;
     bool visible = true;
     // The smoothed series, parallel to the metric's points, and the EMA's
     // state after its last value: new points are smoothed alone.
@@ -227,6 +235,19 @@ class CurvesView : public QWidget {
     std::vector<double> mean;  // the mean line before smoothing (the runs table's)
   };
   [[nodiscard]] bool groupingActive() const;
+  // Step or relative step: the axes groups align on and unlogged checkpoints sit on.
+  [[nodiscard]] bool stepAxis() const {
+    return m_axis == CurveAxis::Step || m_axis == CurveAxis::RelativeStep;
+  }
+  // Where run's x = 0 is on the axis shown: its first step or wall time on
+  // a relative axis, nothing on the others.
+  [[nodiscard]] std::optional<double> axisOrigin(const CurveRun& run) const;
+  // Where `p` of `run` sits on the axis shown (CurveRun::x), except that on
+  // a Wall time axis that is a clock (some run logs Unix times) a run that
+  // logs seconds since its start has no place: it is not drawn at 1970.
+  [[nodiscard]] std::optional<double> xOf(const CurveRun& run, const MetricPoint& p) const;
+  // Whether some run logs Unix times (m_clockAxis); true when that changed.
+  bool updateClockAxis();
   // The groups of the runs loaded (m_groups, m_groupOf); graphs not yet made.
   void computeGroups();
   // The line and band of each group of two runs or more, for the metric shown.
@@ -290,6 +311,7 @@ class CurvesView : public QWidget {
   SmoothingMethod m_smoothMethod = SmoothingMethod::DebiasedEma;
   double m_spacing = 1;  // updateSpacing()
   CurveAxis m_axis = CurveAxis::Step;
+  bool m_clockAxis = false;  // updateClockAxis()
   bool m_logY = false;
   bool m_followData = true;  // fit the axes to new points until the user zooms or pans
   QPointF m_pressPos;        // where the last button press was (a click, or a drag)

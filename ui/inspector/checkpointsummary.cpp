@@ -433,4 +433,11 @@ CheckpointSummary summarizeCheckpoint(const QString& path) {
   return out;
 }
 
+void addTrainerField(CheckpointSummary& summary, const QString& line) {
+  if (!summary.ok() || line.isEmpty()) return;
+  // After the format: which program wrote it comes before what is in it.
+  summary.fields.insert(std::min<qsizetype>(1, summary.fields.size()),
+                        {QObject::tr("Trainer"), line, true});
+}
+
 }  // namespace ckpt

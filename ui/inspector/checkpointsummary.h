@@ -97,4 +97,9 @@ struct CheckpointSummary {
 // CheckpointView. Never throws.
 [[nodiscard]] CheckpointSummary summarizeCheckpoint(const QString& path);
 
+// Adds the "Trainer" line after the format: which trainer's layout the
+// browser found the checkpoint by and where each of its things came from
+// (runsummary.h's trainerLine). Nothing for an unreadable file or an empty line.
+void addTrainerField(CheckpointSummary& summary, const QString& line);
+
 }  // namespace ckpt

@@ -188,17 +188,38 @@ void readWandbConfigSource(const RunEntry& run, Hparams& into, std::vector<std::
   if (isWandbRunFolder(run.path)) addJsonHparams(readWandbConfig(run.path, &problems), into);
 }
 
+// `name` in the run's folder, when it is there.
+std::function<std::vector<std::string>(const RunEntry&)> fileInRun(
+    std::string name, std::function<bool(const std::string& dir)> applies = {}) {
+  return [name = std::move(name), applies = std::move(applies)](const RunEntry& run) {
+    std::vector<std::string> out;
+    const std::filesystem::path file = std::filesystem::path(run.path) / name;
+    std::error_code ec;
+    if ((!applies || applies(run.path)) && std::filesystem::exists(file, ec))
+      out.push_back(file.string());
+    return out;
+  };
+}
+
 }  // namespace
 
 std::vector<NamedHparamSource>& hparamSources() {
   static std::vector<NamedHparamSource> sources = {
-      {"RUN.json", readRunJson},
-      {"checkpoint config", readCheckpointConfig},
-      {"hparams.yaml", readLightningHparamsSource},
-      {"MLflow params", readMlflowParamsSource},
-      {"W&B config", readWandbConfigSource},
+      {"RUN.json", readRunJson, fileInRun("RUN.json")},
+      {"checkpoint config", readCheckpointConfig, {}},
+      {"hparams.yaml", readLightningHparamsSource, fileInRun("hparams.yaml")},
+      {"MLflow params", readMlflowParamsSource, fileInRun("params", isMlflowRunFolder)},
+      {"W&B config", readWandbConfigSource, fileInRun("files/config.yaml", isWandbRunFolder)},
   };
   return sources;
+}
+
+std::vector<std::string> hparamFiles(const RunEntry& run) {
+  std::vector<std::string> out;
+  for (const NamedHparamSource& s : hparamSources())
+    if (s.files)
+      for (std::string& f : s.files(run)) out.push_back(std::move(f));
+  return out;
 }
 
 Hparams readHparams(const RunEntry& run, std::vector<std::string>* problems) {

@@ -146,7 +146,14 @@ double percentileOfSorted(std::span<const double> sorted, double q) {
 }
 
 GroupStats groupStatistics(std::span<const SeriesPoints* const> series, double lowPercentile,
-                           double highPercentile) {
+                           double highPercentile, std::span<const int64_t> origins) {
+  if (!origins.empty() && origins.size() != series.size())
+    throw std::invalid_argument("group statistics: " + std::to_string(origins.size()) +
+                                " origins for " + std::to_string(series.size()) + " runs");
+  // Run r's i-th step, relative to its origin when one is given.
+  const auto stepOf = [&](size_t r, size_t i) {
+    return series[r]->step(i) - (origins.empty() ? 0 : origins[r]);
+  };
   // Each run's finite points (by index), and every step any of them logged.
   std::vector<std::vector<size_t>> finite(series.size());
   // Each run's steps are ascending: the union is merged run by run (runs of
@@ -162,7 +169,7 @@ GroupStats groupStatistics(std::span<const SeriesPoints* const> series, double l
           throw std::invalid_argument("group statistics: run " + std::to_string(r) +
                                       " has its steps out of order at point " + std::to_string(i));
         finite[r].push_back(i);
-        runSteps.push_back(pts.step(i));
+        runSteps.push_back(stepOf(r, i));
       }
     merged.clear();
     std::set_union(steps.begin(), steps.end(), runSteps.begin(), runSteps.end(),
@@ -187,14 +194,14 @@ GroupStats groupStatistics(std::span<const SeriesPoints* const> series, double l
       if (idx.empty()) continue;
       const SeriesPoints& pts = *series[r];
       size_t& c = cursor[r];
-      while (c < idx.size() && pts.step(idx[c]) < step) ++c;
+      while (c < idx.size() && stepOf(r, idx[c]) < step) ++c;
       if (c == idx.size()) continue;  // the run has ended
-      const int64_t nextStep = pts.step(idx[c]);
+      const int64_t nextStep = stepOf(r, idx[c]);
       const double nextValue = pts.value(idx[c]);
       if (nextStep == step) {
         values.push_back(nextValue);
       } else if (c > 0) {
-        const int64_t prevStep = pts.step(idx[c - 1]);
+        const int64_t prevStep = stepOf(r, idx[c - 1]);
         const double prevValue = pts.value(idx[c - 1]);
         const double t = double(step - prevStep) / double(nextStep - prevStep);
         values.push_back(prevValue + (nextValue - prevValue) * t);

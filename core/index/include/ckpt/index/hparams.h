@@ -40,12 +40,19 @@ using HparamSource =
 struct NamedHparamSource {
   std::string name;  // "RUN.json", "checkpoint config", ...
   HparamSource read;
+  // The files `read` reads for a run, those that exist: the Summary names
+  // them. Unset for a source that reads the run's checkpoints.
+  std::function<std::vector<std::string>(const RunEntry& run)> files = {};
 };
 // The sources in the order they are asked; register another by appending.
 std::vector<NamedHparamSource>& hparamSources();
 
 // Every source's keys for one run.
 Hparams readHparams(const RunEntry& run, std::vector<std::string>* problems = nullptr);
+
+// Every source's files for one run (RUN.json, hparams.yaml, MLflow's
+// params/ folder, W&B's files/config.yaml), in the sources' order.
+std::vector<std::string> hparamFiles(const RunEntry& run);
 
 // A config object as hyperparameters: nested objects flatten to dotted keys
 // ("optimizer.betas"), arrays to their JSON text; a RUN.json section name

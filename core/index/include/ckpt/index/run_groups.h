@@ -79,8 +79,11 @@ struct GroupStats {
   std::vector<double> mean, stdev, min, max, median;
   std::vector<double> low, high;  // the percentiles asked for (default 25 and 75)
 };
+// `origins` (empty, or one per series) is subtracted from each series'
+// steps before aligning: runs that start at different steps (a fine-tune
+// from step 5,000) aligned on their first step; `steps` are then relative.
 GroupStats groupStatistics(std::span<const SeriesPoints* const> series, double lowPercentile = 25,
-                           double highPercentile = 75);
+                           double highPercentile = 75, std::span<const int64_t> origins = {});
 
 // The q-th percentile (0..100) of sorted values, numpy's linear method.
 double percentileOfSorted(std::span<const double> sorted, double q);

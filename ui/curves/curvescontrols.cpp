@@ -1,0 +1,220 @@
+// The Curves tab's controls: the metric, axis, smoothing and group rows
+// above the chart, the chart and its legend in a splitter, the runs table
+// and the status line (CurvesView::buildControls; split from curvesview.cpp
+// by concern).
+#include <qcustomplot.h>
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QMenu>
+#include <QPushButton>
+#include <QSlider>
+#include <QSplitter>
+#include <QVBoxLayout>
+#include <cmath>
+
+#include "curves/curveslegend.h"
+#include "curves/curvesview.h"
+#include "curves/runstable.h"
+
+namespace ckpt {
+
+void CurvesView::buildControls() {
+  m_metricBox = new QComboBox(this);
+  m_metricBox->setObjectName("metric");
+  m_metricBox->setMinimumContentsLength(10);
+  m_metricBox->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  connect(m_metricBox, &QComboBox::activated, this,
+          [this](int i) { setMetric(m_metricBox->itemText(i)); });
+
+  m_smoothSlider = new QSlider(Qt::Horizontal, this);
+  m_smoothSlider->setObjectName("smoothing");
+  m_smoothSlider->setRange(0, kSliderSteps);
+  m_smoothSlider->setValue(int(std::lround(m_smoothing * 100)));
+  // The smoothing row is the tab's widest: at 90 px the tab asked for 550
+  // and, beside the browser, pushed a 1000 px window wider (it stretches).
+  m_smoothSlider->setMinimumWidth(60);
+  m_smoothSlider->setToolTip(
+      tr("Exponential moving average weight, debiased as TensorBoard does (0: raw values)"));
+  m_smoothLabel = new QLabel(this);
+  m_smoothLabel->setMinimumWidth(m_smoothLabel->fontMetrics().horizontalAdvance("0.00  "));
+  connect(m_smoothSlider, &QSlider::valueChanged, this, [this](int v) { setSmoothing(v / 100.0); });
+  m_smoothMethodBox = new QComboBox(this);
+  m_smoothMethodBox->setObjectName("smoothingMethod");
+  // Narrower than "Time-weighted EMA": the row leaves the browser its width
+  // at 1000x700; the list that opens shows every choice whole.
+  m_smoothMethodBox->setMinimumContentsLength(8);
+  m_smoothMethodBox->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  m_smoothMethodBox->addItem(tr("EMA"), int(SmoothingMethod::DebiasedEma));
+  m_smoothMethodBox->addItem(tr("Time-weighted EMA"), int(SmoothingMethod::TimeWeightedEma));
+  m_smoothMethodBox->addItem(tr("Moving average"), int(SmoothingMethod::CentredMovingAverage));
+  m_smoothMethodBox->setItemData(
+      0,
+      tr("Debiased exponential moving average, as TensorBoard's: the slider is the weight of "
+         "the past per logged point"),
+      Qt::ToolTipRole);
+  m_smoothMethodBox->setItemData(
+      1,
+      tr("Exponential moving average over the x distance: runs logged every step and every "
+         "10 steps are smoothed alike"),
+      Qt::ToolTipRole);
+  m_smoothMethodBox->setItemData(
+      2, tr("Mean of the curve over a window centred on each point (it looks ahead)"),
+      Qt::ToolTipRole);
+  connect(m_smoothMethodBox, &QComboBox::activated, this, [this](int i) {
+    setSmoothingMethod(SmoothingMethod(m_smoothMethodBox->itemData(i).toInt()));
+  });
+
+  m_axisBox = new QComboBox(this);
+  m_axisBox->setObjectName("xaxis");
+  // "Rel. step", not "Relative step": the box stays as wide as "Wall time"
+  // made it, so the tab still fits beside the browser at 1000x700.
+  m_axisBox->addItem(tr("Step"), int(CurveAxis::Step));
+  m_axisBox->addItem(tr("Rel. step"), int(CurveAxis::RelativeStep));
+  m_axisBox->addItem(tr("Tokens"), int(CurveAxis::Tokens));
+  m_axisBox->addItem(tr("Wall time"), int(CurveAxis::WallTime));
+  m_axisBox->addItem(tr("Rel. time"), int(CurveAxis::RelativeTime));
+  m_axisBox->setItemData(
+      1,
+      tr("Relative step: each run's step minus its first step (a fine-tune that starts at "
+         "step 5,000 is drawn from 0)"),
+      Qt::ToolTipRole);
+  m_axisBox->setItemData(3, tr("The time of day each point was logged at"), Qt::ToolTipRole);
+  m_axisBox->setItemData(4, tr("Relative time: time since each run's first logged point"),
+                         Qt::ToolTipRole);
+  connect(m_axisBox, &QComboBox::activated, this,
+          [this](int i) { setXAxis(CurveAxis(m_axisBox->itemData(i).toInt())); });
+
+  m_logBox = new QCheckBox(tr("Log scale"), this);
+  m_logBox->setObjectName("logscale");
+  connect(m_logBox, &QCheckBox::toggled, this, &CurvesView::setLogScale);
+
+  auto* fit = new QPushButton(tr("Fit"), this);
+  fit->setToolTip(tr("Fit the axes to the data and follow new points (after zooming or panning)"));
+  connect(fit, &QPushButton::clicked, this, [this] {
+    fitToData();
+    m_plot->replot();
+  });
+  // One button for the three formats keeps the row narrow enough to leave
+  // the checkpoint list its width.
+  // A push button with a menu: it makes room for its arrow (a tool button's
+  // arrow was drawn over its text).
+  auto* exportButton = new QPushButton(tr("Export"), this);
+  exportButton->setObjectName("export");
+  auto* exportMenu = new QMenu(exportButton);
+  auto addExport = [this, exportMenu](const QString& label, const QString& format) {
+    QAction* a = exportMenu->addAction(label);
+    connect(a, &QAction::triggered, this, [this, format] { chooseExport(format); });
+  };
+  addExport(tr("Chart as PNG image..."), "png");
+  addExport(tr("Chart as PDF (vector)..."), "pdf");
+  addExport(tr("Shown metric as CSV..."), "csv");
+  exportButton->setMenu(exportMenu);
+
+  // Two rows: narrow enough to leave the experiments browser its width.
+  auto* controls = new QHBoxLayout;
+  controls->addWidget(new QLabel(tr("Metric"), this));
+  controls->addWidget(m_metricBox);
+  controls->addSpacing(8);
+  controls->addWidget(new QLabel(tr("X axis"), this));
+  controls->addWidget(m_axisBox);
+  controls->addSpacing(8);
+  controls->addWidget(m_logBox);
+  controls->addStretch(1);
+  auto* smoothing = new QHBoxLayout;
+  smoothing->addWidget(new QLabel(tr("Smoothing"), this));
+  smoothing->addWidget(m_smoothMethodBox);
+  smoothing->addWidget(m_smoothSlider, 1);
+  smoothing->addWidget(m_smoothLabel);
+  smoothing->addSpacing(8);
+  smoothing->addWidget(fit);
+  smoothing->addWidget(exportButton);
+
+  m_groupBox = new QComboBox(this);
+  m_groupBox->setObjectName("groupBy");
+  m_groupBox->setToolTip(
+      tr("Draw runs that share a setting as one line with a band: by a hyperparameter, by all "
+         "hyperparameters but the seed, or by the name without its number"));
+  // As wide as 10 characters, not as its longest choice ("Name without its
+  // number", a long hyperparameter): the row must leave the browser its
+  // width at 1000x700. The list that opens is as wide as its longest choice.
+  m_groupBox->setMinimumContentsLength(10);
+  m_groupBox->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  m_groupBox->addItem(tr("None"), QStringLiteral("none"));
+  connect(m_groupBox, &QComboBox::activated, this,
+          [this](int i) { setGroupBy(m_groupBox->itemData(i).toString()); });
+  m_groupLineBox = new QComboBox(this);
+  m_groupLineBox->setObjectName("groupLine");
+  m_groupLineBox->addItems({tr("Mean"), tr("Median")});
+  connect(m_groupLineBox, &QComboBox::activated, this,
+          [this](int i) { setGroupLine(GroupLine(i)); });
+  m_groupBandBox = new QComboBox(this);
+  m_groupBandBox->setObjectName("groupBand");
+  m_groupBandBox->addItems(
+      {tr("Min to max"), tr("Mean \u00b1 1 std"), tr("25th to 75th percentile")});
+  m_groupBandBox->setMinimumContentsLength(12);
+  m_groupBandBox->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  connect(m_groupBandBox, &QComboBox::activated, this,
+          [this](int i) { setGroupBand(GroupBand(i)); });
+  auto* groups = new QHBoxLayout;
+  groups->addWidget(new QLabel(tr("Group by"), this));
+  groups->addWidget(m_groupBox);
+  groups->addSpacing(8);
+  groups->addWidget(new QLabel(tr("Line"), this));
+  groups->addWidget(m_groupLineBox);
+  groups->addSpacing(8);
+  groups->addWidget(new QLabel(tr("Band"), this));
+  groups->addWidget(m_groupBandBox);
+  groups->addStretch(1);
+
+  m_plot = new QCustomPlot(this);
+  m_plot->setObjectName("curves");
+  m_plot->setMinimumSize(320, 200);
+  m_legend = new CurvesLegend(this);
+  m_legend->setMinimumWidth(120);
+  connect(m_legend, &CurvesLegend::visibilityToggled, this, &CurvesView::onLegendToggled);
+  connect(m_legend, &CurvesLegend::expandedChanged, this, &CurvesView::onLegendExpanded);
+  connect(m_legend, &CurvesLegend::hovered, this, &CurvesView::setHighlight);
+  m_splitter = new QSplitter(Qt::Horizontal, this);
+  m_splitter->setObjectName("curvesSplitter");
+  m_splitter->setChildrenCollapsible(false);
+  m_splitter->addWidget(m_plot);
+  m_splitter->addWidget(m_legend);
+  m_splitter->setStretchFactor(0, 1);
+  m_splitter->setStretchFactor(1, 0);
+  m_splitter->setSizes({700, 200});
+  m_runsTable = new RunsTablePanel(this);
+  connect(m_runsTable, &RunsTablePanel::filterChanged, this, &CurvesView::updateRunsTable);
+  connect(m_runsTable, &RunsTablePanel::sorted, this,
+          [this] { m_runsTable->setHighlightedRow(tableRowOf(m_highlight)); });
+  connect(m_runsTable, &RunsTablePanel::checkpointClicked, this, &CurvesView::checkpointActivated);
+  connect(m_runsTable, &RunsTablePanel::rowHovered, this,
+          [this](int row) { setHighlight(keyOfTableRow(row)); });
+  // The table below the chart, in a splitter the person can drag: the chart
+  // keeps most of the height (at 1000x700 the table shows about six rows).
+  m_tableSplitter = new QSplitter(Qt::Vertical, this);
+  m_tableSplitter->setObjectName("runsTableSplitter");
+  m_tableSplitter->setChildrenCollapsible(false);
+  m_tableSplitter->addWidget(m_splitter);
+  m_tableSplitter->addWidget(m_runsTable);
+  m_tableSplitter->setStretchFactor(0, 3);
+  m_tableSplitter->setStretchFactor(1, 1);
+  m_tableSplitter->setSizes({420, 180});
+  m_status = new QLabel(this);
+  m_status->setObjectName("status");
+  m_status->setWordWrap(true);
+  m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(6, 6, 6, 6);
+  layout->addLayout(controls);
+  layout->addLayout(smoothing);
+  layout->addLayout(groups);
+  layout->addWidget(m_tableSplitter, 1);
+  layout->addWidget(m_status);
+  m_smoothLabel->setText(QString::number(m_smoothing, 'f', 2));
+}
+
+}  // namespace ckpt
