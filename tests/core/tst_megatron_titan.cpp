@@ -16,7 +16,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "ckpt/index/hparams.h"
 #include "ckpt/index/megatron.h"
+#include "ckpt/index/scanner.h"
 #include "cli_json.h"
 #include "json_compare.h"
 #include "run_process.h"
@@ -163,7 +165,7 @@ class TestMegatronTitan : public QObject {
     };
     const json good = scan(want["safe"]);
     QCOMPARE(good["verdict"].get<std::string>(), std::string("safe"));
-    QCOMPARE(good["profile"].get<std::string>(), std::string("a Megatron-LM rank file"));
+    QCOMPARE(good["profile"].get<std::string>(), std::string("a Megatron-LM checkpoint file"));
     std::set<std::string> named;
     for (const json& g : good["globals"])
       named.insert(g["module"].get<std::string>() + "." + g["name"].get<std::string>());
@@ -194,6 +196,86 @@ class TestMegatronTitan : public QObject {
         if (part.string().starts_with("iter_")) verdicts[part.string()] = c["verdict"];
     QCOMPARE(verdicts["iter_0000010"], std::string("safe"));
     QCOMPARE(verdicts["iter_0000020"], std::string("dangerous"));
+  }
+
+  // A save folder in the torch_dist format: one run, each iter_N/ ONE
+  // checkpoint at common.pt's iteration (its DCP tensors; common.pt and
+  // metadata.json its parts, common.pt never a checkpoint of its own), the
+  // tracker's newest marked, args the hyperparameters, common.pt safe there.
+  void megatronTorchDistSaveIsOneRun() {
+    const std::string root = kRoot + "/mg_dist";
+    const json& want = expected()["megatron_dist"]["gpt"];
+    const json got = cli({"ls", QString::fromStdString(root), "--json"});
+    QVERIFY2(got["runs"].size() == 1, got.dump().c_str());
+    const json& run = got["runs"][0];
+    QCOMPARE(run["name"].get<std::string>(), std::string("gpt"));
+    QCOMPARE(run["trainer"].get<std::string>(), std::string("megatron"));
+    QCOMPARE(run["checkpoints"].size(), want["iterations"].size());
+    for (size_t i = 0; i < want["iterations"].size(); ++i) {
+      const json& c = run["checkpoints"][i];
+      const int64_t it = want["iterations"][i].get<int64_t>();
+      char folder[32];
+      std::snprintf(folder, sizeof folder, "iter_%07lld", static_cast<long long>(it));
+      QVERIFY2(c["error"].is_null(), c.dump().c_str());
+      QCOMPARE(c["file"].get<std::string>(), "gpt/" + std::string(folder));
+      QCOMPARE(c["step"].get<int64_t>(), it);
+      QCOMPARE(c["kind"].get<std::string>(), std::string("step"));
+      QCOMPARE(c["trainer"].get<std::string>(), std::string("megatron"));
+      QCOMPARE(c["latest"].get<bool>(), it == want["latest"].get<int64_t>());
+      QCOMPARE(c["sharded"]["layout"].get<std::string>(), std::string("dcp"));
+      QCOMPARE(c["verdict"].get<std::string>(), std::string("safe"));
+      std::set<std::string> parts;
+      for (const json& p : c.value("parts", json::array())) parts.insert(p["file"]);
+      QCOMPARE(parts, (std::set<std::string>{"common.pt", "metadata.json"}));
+      uint64_t size = 0;
+      for (const auto& f : fs::directory_iterator(root + "/gpt/" + folder))
+        if (f.is_regular_file()) size += f.file_size();
+      QCOMPARE(c["size"].get<uint64_t>(), size);
+    }
+    // Its tensors: the sharded keys with their global shapes.
+    const json info = cli({"info", QString::fromStdString(root + "/gpt/iter_0000200"), "--json"});
+    std::map<std::string, std::vector<int64_t>> shapes, wantShapes;
+    for (const json& t : info["tensors"]) {
+      std::string name;  // a DCP key is one component: "decoder.layers.mlp.linear_fc1.weight"
+      for (const json& part : t["path"])
+        name += (name.empty() ? "" : ".") + part.get<std::string>();
+      shapes[name] = t["shape"].get<std::vector<int64_t>>();
+    }
+    for (const auto& [name, shape] : want["tensors"].items())
+      wantShapes[name] = shape.get<std::vector<int64_t>>();
+    QCOMPARE(shapes, wantShapes);
+    // common.pt's args: the hyperparameters (`runs` shows those that differ
+    // between runs; here the run's own, as the index reads them).
+    const ckpt::ScanResult scanned = ckpt::scanDirectory(root);
+    QCOMPARE(scanned.runs.size(), size_t(1));
+    std::vector<std::string> problems;
+    const ckpt::Hparams hp = ckpt::readHparams(scanned.runs[0], &problems);
+    QVERIFY2(problems.empty(), problems.empty() ? "" : problems.front().c_str());
+    size_t compared = 0;
+    for (const auto& [key, a] : want["args"].items()) {
+      if (!a.is_number() && !a.is_string()) continue;
+      const auto it = hp.find(key);
+      QVERIFY2(it != hp.end(), (key + " is not a hyperparameter").c_str());
+      const bool same = a.is_number() ? it->second.isNumber && it->second.number == a.get<double>()
+                                      : it->second.text == a.get<std::string>();
+      QVERIFY2(same, (key + ": " + it->second.text + " != " + a.dump()).c_str());
+      ++compared;
+    }
+    QVERIFY(compared > 10);
+    QCOMPARE(hp.at("ckpt_format").text, std::string("torch_dist"));
+    // common.pt names argparse.Namespace: safe where Megatron writes it only.
+    const fs::path loose = fs::path(CKPT_BINARY_DIR) / "mg_dist_loose_common.pt";
+    fs::copy_file(root + "/gpt/iter_0000200/common.pt", loose,
+                  fs::copy_options::overwrite_existing);
+    const json inPlace =
+        cli({"scan", "--json", QString::fromStdString(root + "/gpt/iter_0000200/common.pt")});
+    QCOMPARE(inPlace["files"][0]["verdict"].get<std::string>(), std::string("safe"));
+    QCOMPARE(inPlace["files"][0]["profile"].get<std::string>(),
+             std::string("a Megatron-LM checkpoint file"));
+    const ckpt::test::ProcessResult r = ckpt::test::runProcess(
+        CKPT_CLI, {"scan", "--json", QString::fromStdString(loose.string())});
+    const json away = json::parse(r.out.toStdString());
+    QVERIFY2(away["files"][0]["verdict"] != "safe", away.dump().c_str());
   }
 
   void torchtitanDumpFolderIsOneRun() {

@@ -17,6 +17,18 @@ Debian has no Megatron: these dicts are written with the same keys.
   OUTDIR/mg/pp/     1 save (50) of 2 pipeline stages with distrib_optim.pt; tracker "50\\n"
   OUTDIR/mg/rel/    release/ of 1 rank; tracker "release"
 
+Megatron-LM, ckpt_format "torch_dist" (megatron/core/dist_checkpointing:
+serialization.py save, strategies/common.py, core.py): iter_{iteration:07d}/
+holds metadata.json (CheckpointingConfig: {"sharded_backend": "torch_dist",
+"sharded_backend_version": 1, "common_backend": "torch",
+"common_backend_version": 1}), common.pt (rank 0's torch.save of what is
+not sharded: args, checkpoint_version, iteration, opt_param_scheduler,
+num_floating_point_operations_so_far) and a DCP folder (.metadata and
+__<rank>_0.distcp) of the ShardedTensors by their keys (the layers stacked
+along a leading axis, the optimizer's moments as optimizer.state.<moment>.
+<key>) and ShardedObjects (rng_state/shard_<offset>_<shape>, bytes).
+  OUTDIR/mg_dist/gpt/  2 saves (100, 200) of 2 ranks; tracker "200"
+
 torchtitan (torchtitan/components/checkpoint.py, metrics.py): the job's
 dump_folder holds checkpoint/step-{step}/ (DCP folders, dcp.save of model,
 optimizer, lr_scheduler, dataloader, train_state with step as an int32
@@ -148,6 +160,49 @@ def megatron(out):
     return runs
 
 
+def dist_state(iteration, lr):
+    # mcore's sharded_state_dict under torch_dist: by ShardedTensor key,
+    # the two layers stacked along axis 0 (TransformerLayer prepends it).
+    model = {"embedding.word_embeddings.weight": torch.randn(32, 8),
+             "decoder.layers.self_attention.linear_qkv.weight": torch.randn(2, 24, 8),
+             "decoder.layers.self_attention.linear_proj.weight": torch.randn(2, 8, 8),
+             "decoder.layers.mlp.linear_fc1.weight": torch.randn(2, 32, 8),
+             "decoder.layers.mlp.linear_fc2.weight": torch.randn(2, 8, 32),
+             "decoder.final_layernorm.weight": torch.ones(8),
+             "output_layer.weight": torch.randn(32, 8)}
+    state = dict(model)
+    for moment in ("exp_avg", "exp_avg_sq"):
+        for k, v in model.items():
+            state[f"optimizer.state.{moment}.{k}"] = torch.zeros_like(v) + lr
+    return state
+
+
+def megatron_dist(save):
+    iterations = [100, 200]
+    args = megatron_args(1, 1, 6e-4)
+    args.ckpt_format = "torch_dist"
+    tensors = {}
+    for it in iterations:
+        folder = os.path.join(save, "iter_{:07d}".format(it))
+        state = dist_state(it, args.lr)
+        tensors = {k: list(v.shape) for k, v in state.items()}
+        rng = [(r, "rng_state/shard_0.0.{}_1.1.2".format(r),
+                {"random_rng_state": random.getstate(), "torch_rng_state": torch.get_rng_state()})
+               for r in range(2)]
+        make_sharded.write_dcp(folder, state, 2, replicate=(), first=rng)
+        common = {"args": args, "checkpoint_version": 3.0, "iteration": it,
+                  "opt_param_scheduler": {"max_lr": args.lr, "min_lr": args.min_lr, "num_steps": it * 8,
+                                          "decay_style": args.lr_decay_style},
+                  "num_floating_point_operations_so_far": 1.5e12 * it}
+        torch.save(common, os.path.join(folder, "common.pt"))
+        with open(os.path.join(folder, "metadata.json"), "w") as f:
+            json.dump({"sharded_backend": "torch_dist", "sharded_backend_version": 1,
+                       "common_backend": "torch", "common_backend_version": 1}, f)
+    with open(os.path.join(save, "latest_checkpointed_iteration.txt"), "w") as f:
+        f.write("200")
+    return {"gpt": {"iterations": iterations, "latest": 200, "args": vars(args), "tensors": tensors}}
+
+
 def titan_state(step):
     model = {"tok_embeddings.weight": torch.randn(16, 4), "layers.0.attention.wq.weight": torch.randn(4, 4),
              "norm.weight": torch.ones(4), "output.weight": torch.randn(16, 4)}
@@ -234,7 +289,8 @@ def main(argv):
         return 2
     out = argv[1]
     os.makedirs(out, exist_ok=True)
-    expected = {"megatron": megatron(os.path.join(out, "mg")), "torchtitan": titan(os.path.join(out, "titan")),
+    expected = {"megatron": megatron(os.path.join(out, "mg")),
+                "megatron_dist": megatron_dist(os.path.join(out, "mg_dist", "gpt")), "torchtitan": titan(os.path.join(out, "titan")),
                 "megatron_safety": megatron_safety(os.path.join(out, "mg_safety"))}
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1, sort_keys=True)

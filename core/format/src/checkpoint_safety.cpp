@@ -192,7 +192,7 @@ Place placeOf(const std::string& path) {
     place.profile = SafetyProfile::HfTrainingArgs;
     return place;
   }
-  if (isMegatronRankFile(path)) {
+  if (isMegatronRankFile(path) || isMegatronCommonFile(path)) {
     place.profile = SafetyProfile::Megatron;
     return place;
   }

@@ -53,4 +53,11 @@ bool isMegatronRankFile(const std::string& path) {
   return save == "release" || megatronIterationOf(save).has_value();
 }
 
+bool isMegatronCommonFile(const std::string& path) {
+  const fs::path p = fs::absolute(fs::path(path)).lexically_normal();
+  if (p.filename() != "common.pt") return false;
+  const std::string save = p.parent_path().filename().string();
+  return save == "release" || megatronIterationOf(save).has_value();
+}
+
 }  // namespace ckpt

@@ -570,7 +570,7 @@ constexpr Profile kProfiles[] = {
     profile(SafetyProfile::DeepSpeed, "a DeepSpeed checkpoint", kDeepSpeed),
     profile(SafetyProfile::HfTrainingArgs, "a Hugging Face Trainer's training_args.bin",
             kHfTrainingArgs),
-    profile(SafetyProfile::Megatron, "a Megatron-LM rank file", kMegatron),
+    profile(SafetyProfile::Megatron, "a Megatron-LM checkpoint file", kMegatron),
 };
 
 const Profile* findProfile(SafetyProfile id) {

@@ -13,6 +13,7 @@
 #include "ckpt/format/json_export.h"
 #include "ckpt/index/experiment.h"
 #include "ckpt/index/lightning.h"
+#include "ckpt/index/megatron.h"
 #include "ckpt/index/mlflow.h"
 #include "ckpt/index/wandb.h"
 
@@ -106,11 +107,14 @@ void readCheckpointConfig(const RunEntry& run, Hparams& into, std::vector<std::s
   const auto chain = checkpointChain(run.checkpoints);
   if (chain.empty()) return;
   const CheckpointEntry& newest = *chain.back();
-  if (!newest.sharded.empty()) return;
+  // A sharded checkpoint's pickles hold tensors; a Megatron torch_dist
+  // save's args are in its common.pt.
+  const std::string path = newest.sharded.empty() ? newest.path : megatronCommonFile(newest);
+  if (path.empty()) return;
   try {
     ReadOptions options;
     options.metadataOnly = true;
-    const auto file = CheckpointFile::open(newest.path, options);
+    const auto file = CheckpointFile::open(path, options);
     const CheckpointView view(*file);
     nlohmann::json sections = nlohmann::json::object();
     if (const Value* training = view.lookup("training_config"); training && training->isDict())

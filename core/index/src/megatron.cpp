@@ -7,6 +7,8 @@
 #include <fstream>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/checkpoint_view.h"
 #include "ckpt/index/natural_order.h"
@@ -20,6 +22,10 @@ namespace {
 constexpr std::string_view kRankFile = "model_optim_rng.pt";
 constexpr std::string_view kDistribOptim = "distrib_optim.pt";
 constexpr std::string_view kTracker = "latest_checkpointed_iteration.txt";
+// torch_dist (megatron/core/dist_checkpointing): the checkpointing config
+// and the common (not sharded) state beside the DCP files.
+constexpr std::string_view kDistConfig = "metadata.json";
+constexpr std::string_view kCommon = "common.pt";
 
 bool allDigits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
@@ -50,6 +56,35 @@ std::vector<fs::path> rankFolders(const fs::path& dir) {
   return out;
 }
 
+// A torch_dist save: metadata.json is a CheckpointingConfig (an object
+// with a string sharded_backend: "torch_dist", "zarr", ...) and common.pt
+// is there. The config is a few dozen bytes; more is not Megatron's.
+bool isDistSave(const fs::path& dir) {
+  if (!isFile(dir / kCommon)) return false;
+  std::ifstream in(dir / kDistConfig, std::ios::binary);
+  if (!in) return false;
+  std::string text(4096, '\0');
+  in.read(text.data(), std::streamsize(text.size()));
+  if (in.gcount() <= 0 || size_t(in.gcount()) == text.size()) return false;
+  text.resize(size_t(in.gcount()));
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() && j.contains("sharded_backend") && j["sharded_backend"].is_string();
+}
+
+// `iteration` of a file's pickle (generate_state_dict's; common.pt's too).
+std::optional<int64_t> iterationIn(const std::string& path) {
+  try {
+    ReadOptions options;
+    options.metadataOnly = true;
+    const auto file = CheckpointFile::open(path, options);
+    const Value* iteration = CheckpointView(*file).lookup("iteration");
+    if (iteration && iteration->isNumber()) return int64_t(iteration->number());
+  } catch (const std::exception&) {
+    // Its description says what is wrong with it.
+  }
+  return std::nullopt;
+}
+
 std::string folderName(const std::string& dir) {
   fs::path p = fs::path(dir).lexically_normal();
   if (p.filename().empty() && p.has_parent_path()) p = p.parent_path();
@@ -61,15 +96,42 @@ std::string folderName(const std::string& dir) {
 bool isMegatronCheckpointFolder(const std::string& dir) {
   const std::string name = folderName(dir);
   if (!megatronIterationOf(name) && name != "release") return false;
-  return !rankFolders(fs::path(dir)).empty();
+  return !rankFolders(fs::path(dir)).empty() || isDistSave(fs::path(dir));
 }
+
+std::string megatronCommonFile(const CheckpointEntry& e) {
+  if (e.trainer != kMegatronId || e.sharded.empty()) return {};
+  for (const CheckpointPart& p : e.parts)
+    if (p.file == kCommon) return p.path;
+  return {};
+}
+
+namespace {
+
+// A torch_dist save: the DCP folder is the checkpoint (its tensors by
+// ShardedTensor key), common.pt and metadata.json its parts.
+CheckpointEntry describeDistSave(const std::string& dir, const std::string& relative) {
+  const fs::path d(dir);
+  CheckpointEntry e = describeCheckpoint(dir, relative);
+  addCheckpointPart(e, (d / kCommon).string(), std::string(kCommon), "common state");
+  addCheckpointPart(e, (d / kDistConfig).string(), std::string(kDistConfig), "format");
+  e.shardFiles += 2;
+  if (folderName(dir) != "release")
+    if (const std::optional<int64_t> it = iterationIn((d / kCommon).string())) e.step = it;
+  return e;
+}
+
+}  // namespace
 
 CheckpointEntry describeMegatronCheckpoint(const std::string& dir, const std::string& relative) {
   const fs::path d(dir);
   const std::vector<fs::path> ranks = rankFolders(d);
   const std::string name = folderName(dir);
   CheckpointEntry e;
-  if (ranks.empty()) {
+  const bool dist = ranks.empty() && isDistSave(d);
+  if (dist) {
+    e = describeDistSave(dir, relative);
+  } else if (ranks.empty()) {
     e.path = dir;
     e.file = relative;
     e.error = "no mp_rank_*/model_optim_rng.pt in the folder";
@@ -82,23 +144,16 @@ CheckpointEntry describeMegatronCheckpoint(const std::string& dir, const std::st
     e = describeCheckpoint(first, relative);
     // generate_state_dict's `iteration` is the step (its pickle only, cached);
     // a release has none that means one.
-    if (e.error.empty() && name != "release") {
-      try {
-        ReadOptions options;
-        options.metadataOnly = true;
-        const auto file = CheckpointFile::open(first, options);
-        const Value* iteration = CheckpointView(*file).lookup("iteration");
-        if (iteration && iteration->isNumber()) e.step = int64_t(iteration->number());
-      } catch (const std::exception&) {
-        // describeCheckpoint read it: a second read fails only if it changed meanwhile.
-      }
-    }
+    if (e.error.empty() && name != "release")
+      if (const std::optional<int64_t> it = iterationIn(first)) e.step = it;
   }
   e.file = relative;
   e.folder = dir;
   e.trainer = std::string(kMegatronId);
-  e.layout = std::string(kMegatronId);
-  e.ranks = int(ranks.size());
+  if (!dist) {  // a torch_dist save keeps its DCP layout and ranks
+    e.layout = std::string(kMegatronId);
+    e.ranks = int(ranks.size());
+  }
   if (name == "release") {
     e.kind = CheckpointKind::Final;
     e.step.reset();
@@ -116,7 +171,7 @@ CheckpointEntry describeMegatronCheckpoint(const std::string& dir, const std::st
       addCheckpointPart(e, (ranks[i] / kDistribOptim).string(),
                         rank + "/" + std::string(kDistribOptim), "optimizer " + rank);
   }
-  e.shardFiles = int(e.parts.size()) + (ranks.empty() ? 0 : 1);
+  if (!ranks.empty()) e.shardFiles = int(e.parts.size()) + 1;
   return e;
 }
 

@@ -5,7 +5,8 @@
 // digits>[_<expert rank, 3 digits>]]/` folders with `model_optim_rng.pt`
 // and, with the distributed optimizer, `distrib_optim.pt`. Here so that the
 // index (runs, parts) and the safety verdict (the Megatron profile) read a
-// layout by one rule.
+// layout by one rule. In the torch_dist format a save folder holds a DCP
+// checkpoint, metadata.json and common.pt instead of rank folders.
 
 #include <cstdint>
 #include <optional>
@@ -24,5 +25,10 @@ namespace ckpt {
 // distrib_optim.pt in a rank folder of an iter_<N>/ or release/ folder.
 // By the names alone (no file is opened).
 [[nodiscard]] bool isMegatronRankFile(const std::string& path);
+
+// The common state of a save in the torch_dist format (megatron/core/
+// dist_checkpointing, ckpt_format "torch_dist"): common.pt in an iter_<N>/
+// or release/ folder, beside the DCP files. By the names alone.
+[[nodiscard]] bool isMegatronCommonFile(const std::string& path);
 
 }  // namespace ckpt

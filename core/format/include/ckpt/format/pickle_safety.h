@@ -33,7 +33,8 @@ enum class SafetyProfile : uint8_t {
   HfTrainingArgs,  // Hugging Face Trainer: training_args.bin beside trainer_state.json /
                    // config.json
   Megatron,        // Megatron-LM: a rank's model_optim_rng.pt / distrib_optim.pt in
-                   // iter_N/mp_rank_*/ or release/mp_rank_*/ (megatron_names.h)
+                   // iter_N/mp_rank_*/ or release/mp_rank_*/, a torch_dist save's
+                   // iter_N/common.pt (megatron_names.h)
 };
 // "a DCP checkpoint's metadata", "an FSDP rank file", ...: "safe for <title>".
 std::string_view safetyProfileTitle(SafetyProfile p);
