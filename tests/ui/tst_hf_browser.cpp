@@ -25,6 +25,7 @@
 #include "inspector/inspectorwidget.h"
 #include "inspector/tensortablemodel.h"
 #include "mainwindow.h"
+#include "window_driver.h"
 
 using namespace ckpt;
 using Role = CheckpointListModel::Role;
@@ -36,16 +37,10 @@ constexpr int kTimeoutMs = 30'000;
 const QString kFixtures = QStringLiteral(CKPT_FIXTURE_DIR "/hf_trainer");
 
 bool openAndWait(MainWindow& w, const QStringList& paths) {
-  QSignalSpy loaded(&w, &MainWindow::loaded);
-  w.openPaths(paths);
-  return loaded.count() == 1 || loaded.wait(kTimeoutMs);
+  return ckpt::test::openAndWait(w, paths, kTimeoutMs);
 }
 
-QStringList topNames(const QAbstractItemModel* m) {
-  QStringList out;
-  for (int r = 0; r < m->rowCount(); ++r) out << m->index(r, 0).data().toString();
-  return out;
-}
+using ckpt::test::topNames;
 
 }  // namespace
 

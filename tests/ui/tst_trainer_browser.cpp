@@ -36,6 +36,7 @@
 #include "curves/curvesview.h"
 #include "inspector/inspectorwidget.h"
 #include "mainwindow.h"
+#include "window_driver.h"
 
 using namespace ckpt;
 using ckpt::test::copyTree;
@@ -46,16 +47,10 @@ constexpr int kTimeoutMs = 60'000;
 const QString kFixtures = QStringLiteral(CKPT_FIXTURE_DIR);
 
 bool openAndWait(MainWindow& w, const QStringList& paths) {
-  QSignalSpy loaded(&w, &MainWindow::loaded);
-  w.openPaths(paths);
-  return loaded.count() == 1 || loaded.wait(kTimeoutMs);
+  return ckpt::test::openAndWait(w, paths, kTimeoutMs);
 }
 
-QStringList topNames(const QAbstractItemModel* m) {
-  QStringList out;
-  for (int r = 0; r < m->rowCount(); ++r) out << m->index(r, 0).data().toString();
-  return out;
-}
+using ckpt::test::topNames;
 
 QModelIndex rowNamed(const QAbstractItemModel* m, const QString& name) {
   for (int r = 0; r < m->rowCount(); ++r)
