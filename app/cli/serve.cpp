@@ -20,7 +20,7 @@
 
 #include "ckpt/format/error.h"
 #include "ckpt/format/json_export.h"
-#include "ckpt/remote/json_line.h"
+#include "ckpt/format/json_text.h"
 #include "ckpt/remote/protocol.h"
 #include "ckpt/version.h"
 #include "common.h"
@@ -175,7 +175,7 @@ void Agent::send(const Json& message) {
 void Agent::handleLine(const std::string& line, size_t lineNo) {
   Json msg;
   try {
-    msg = remote::parseJsonText(line);
+    msg = parseJsonText(line);
   } catch (const std::exception& e) {
     error(nullptr, "parse_error", "line " + std::to_string(lineNo) + ": " + e.what());
     return;

@@ -14,6 +14,7 @@
 #include "ckpt/index/metrics.h"
 #include "ckpt/index/run_plan.h"
 #include "ckpt/index/scanner.h"
+#include "run_process.h"
 
 using namespace ckpt;
 namespace fs = std::filesystem;
@@ -230,6 +231,53 @@ class TestRunPlan : public QObject {
     } catch (const std::runtime_error& e) {
       QVERIFY2(std::string(e.what()).find((d / "lineage.json").string()) == 0, e.what());
     }
+  }
+
+  // Folder and run names are bytes. A branch of a run in a folder whose
+  // name is not UTF-8 (Latin-1 "exp\xe9", a stray 0xff): lineage.json is
+  // written (nlohmann's dump() threw), each byte as \udcXY; Python's
+  // json.load + surrogateescape gives the bytes back, so does readLineage,
+  // and the branch's curve starts with the parent's history there.
+  void lineageOfNamesThatAreNotUtf8() {
+    const fs::path root = dir(std::string("latin\xe9"));
+    const fs::path a = root / "tiny\xff", b = root / "tiny\xff@2";
+    fs::create_directories(a);
+    fs::create_directories(b);
+    spit(a / "metrics.jsonl", "{\"step\":1,\"loss\":4.0}\n{\"step\":2,\"loss\":3.5}\n");
+    spit(b / "metrics.jsonl", "{\"step\":3,\"loss\":2.75}\n");
+    const Lineage written{
+        "tiny\xff@2",          "tiny\xff", a.string(), (a / "tiny\xff_step2.pt").string(), 2,
+        "2026-01-02T03:04:05Z"};
+    writeLineage(b.string(), written);
+    const auto l = readLineage(b.string());
+    QVERIFY(l);
+    QCOMPARE(l->run, written.run);
+    QCOMPARE(l->parentRun, written.parentRun);
+    QCOMPARE(l->parentDir, written.parentDir);
+    QCOMPARE(l->parentCheckpoint, written.parentCheckpoint);
+    // Python reads the file: every string's bytes, by surrogateescape.
+    const ckpt::test::ProcessResult py = ckpt::test::runProcess(
+        QStringLiteral(CKPT_TORCH_PYTHON),
+        {"-c",
+         "import json,sys\n"
+         "d = json.load(open(bytes.fromhex(sys.argv[1]), encoding='utf-8'))\n"
+         "for k in ('run', 'parent_run', 'parent_dir', 'parent_checkpoint'):\n"
+         "    sys.stdout.buffer.write(d[k].encode('utf-8', 'surrogateescape') + b'\\n')\n",
+         // The path's bytes as hex: a QString argument would not carry 0xe9, 0xff.
+         QByteArray::fromStdString((b / "lineage.json").string()).toHex()});
+    QVERIFY2(py.exitCode == 0, py.err.constData());
+    QCOMPARE(py.out.toStdString(), written.run + "\n" + written.parentRun + "\n" +
+                                       written.parentDir + "\n" + written.parentCheckpoint + "\n");
+    RunEntry run;
+    run.name = b.filename().string();
+    run.path = b.string();
+    const RunMetrics m = collectRunMetrics(run);
+    const MetricSeries* loss = m.find("loss");
+    QVERIFY(loss);
+    std::vector<std::pair<int64_t, double>> got;
+    for (const MetricPoint& p : loss->points) got.emplace_back(p.step, p.value);
+    QCOMPARE(got, (std::vector<std::pair<int64_t, double>>{{1, 4.0}, {2, 3.5}, {3, 2.75}}));
+    fs::remove_all(root);  // QTemporaryDir names files by QString: it cannot remove these
   }
 
   // A branch's curve: the parent's history up to the branch step, then its own.

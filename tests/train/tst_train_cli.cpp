@@ -3,6 +3,7 @@
 #include <QtTest>
 #include <map>
 
+#include <filesystem>
 #include <fstream>
 
 #include "../core/json_compare.h"
@@ -108,6 +109,59 @@ class TestTrainCli : public QObject {
     QVERIFY2(g1.exitCode == 0, g1.err.constData());
     QVERIFY(g1.out.startsWith("Sing"));
     QCOMPARE(g1.out, g2.out);  // seeded
+  }
+
+  // A run in a folder whose name is not UTF-8 (Latin-1 "exp\xe9"), as
+  // a user's shell names it: train, then resume an earlier checkpoint, which
+  // branches. The branch is made (its lineage.json: nlohmann's dump() threw,
+  // exit 1 after the folder was made) and its curve, as `metrics --json`
+  // gives it and Python reads it, starts with the parent's history.
+  void branchInAFolderNamedInLatin1() {
+    const QString script = QStringLiteral(
+        "set -e; cd \"$1\"; cli=\"$2\"; dir=$(printf 'exp\\351')\n"
+        "\"$cli\" train --config run.json --out \"$dir/cli\" max_steps=4 log_every=1 >/dev/null\n"
+        "\"$cli\" resume \"$dir/cli/cli_step3.pt\" --max-steps 5 >/dev/null\n"
+        "test -f \"$dir/cli@3/lineage.json\"\n"
+        "\"$cli\" metrics \"$dir/cli@3\" --json | \"$3\" -c '\n"
+        "import json, sys\n"
+        "for s in json.load(sys.stdin)[\"runs\"][0][\"series\"]:\n"
+        "    if s[\"metric\"] == \"loss\":\n"
+        "        print(\" \".join(\"%d:%r\" % (p[0], p[1]) for p in s[\"points\"]))'\n");
+    const Run r = ckpt::test::runProcess(
+        QStringLiteral("/bin/sh"), {"-c", script, "sh", m_dir.path(), QStringLiteral(CKPT_CLI),
+                                    QStringLiteral(CKPT_TORCH_PYTHON)});
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    // The truth: the parent's steps 1-3 from its metrics.jsonl, then the branch's 4-5.
+    const std::string root = m_dir.path().toStdString() + "/exp\xe9/";
+    auto losses = [](const std::string& file) {
+      std::vector<std::pair<int64_t, double>> out;
+      std::ifstream in(file);
+      for (std::string line; std::getline(in, line);) {
+        const json j = json::parse(line);
+        if (j.contains("loss")) out.emplace_back(j["step"].get<int64_t>(), j["loss"].get<double>());
+      }
+      return out;
+    };
+    const auto parent = losses(root + "cli/metrics.jsonl");
+    const auto own = losses(root + "cli@3/metrics.jsonl");
+    QCOMPARE(parent.size(), size_t(4));
+    QCOMPARE(own.size(), size_t(2));
+    QString want;
+    for (const auto& [step, loss] : {parent[0], parent[1], parent[2], own[0], own[1]}) {
+      char b[64];
+      std::snprintf(b, sizeof b, "%lld:%.17g ", static_cast<long long>(step), loss);
+      want += QString::fromLatin1(b);
+    }
+    // Python's repr is the shortest text that reads back; compare as numbers.
+    const QStringList got = QString::fromUtf8(r.out).trimmed().split(' ');
+    const QStringList wanted = want.trimmed().split(' ');
+    QCOMPARE(got.size(), wanted.size());
+    for (qsizetype i = 0; i < got.size(); ++i) {
+      const QStringList g = got[i].split(':'), w = wanted[i].split(':');
+      QCOMPARE(g[0], w[0]);
+      QCOMPARE(g[1].toDouble(), w[1].toDouble());
+    }
+    std::filesystem::remove_all(root);  // QTemporaryDir names files by QString: not these
   }
 
   // A run named with an underscore stage ("cli_pretrain") fine-tuned to sft

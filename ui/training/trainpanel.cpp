@@ -19,6 +19,7 @@
 #include <QtConcurrent/QtConcurrentRun>
 #include <cmath>
 
+#include "ckpt/format/json_text.h"
 #include "ckpt/index/run_plan.h"
 #include "training/configform.h"
 #include "training/finetunepage.h"
@@ -549,7 +550,7 @@ void TrainPanel::onPrepared(const TrainJobInfo& info) {
   m_lastStep = info.startStep;
   m_logEvery = 1;
   try {
-    const json c = json::parse(info.configJson);
+    const json c = parseJsonText(info.configJson);
     m_logEvery = std::max<int64_t>(1, c.at("training").value("log_every", int64_t(1)));
   } catch (const std::exception&) {
   }

@@ -22,6 +22,8 @@
 #include <stdexcept>
 
 #include "ckpt/format/checkpoint_file.h"
+#include "ckpt/format/json_export.h"
+#include "ckpt/format/json_text.h"
 #include "ckpt/index/scanner.h"
 
 namespace fs = std::filesystem;
@@ -493,16 +495,25 @@ void writeLineage(const std::string& dir, const Lineage& l) {
                {"parent_checkpoint", l.parentCheckpoint},
                {"parent_step", l.parentStep},
                {"created", l.created.empty() ? utcStamp("%Y-%m-%dT%H:%M:%SZ") : l.created}};
-  writeFileAtomically((fs::path(dir) / "lineage.json").string(), j.dump(2) + "\n");
+  // Folder and run names are bytes: dumpJson writes one that is not UTF-8
+  // as \udcXY (nlohmann's dump() threw: no branch in such a folder).
+  writeFileAtomically((fs::path(dir) / "lineage.json").string(), dumpJson(j, 2) + "\n");
 }
 
 std::optional<Lineage> readLineage(const std::string& dir) {
   const std::string path = (fs::path(dir) / "lineage.json").string();
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
+  // A few hundred bytes as written; a file far larger is not a lineage.
+  constexpr size_t kMaxBytes = 1 << 20;
+  std::string text(kMaxBytes + 1, '\0');
+  in.read(text.data(), std::streamsize(text.size()));
+  text.resize(size_t(in.gcount()));
+  if (text.size() > kMaxBytes)
+    throw std::runtime_error(path + ": larger than " + std::to_string(kMaxBytes) + " bytes");
   json j;
   try {
-    j = json::parse(in);
+    j = parseJsonText(text);
   } catch (const std::exception& e) {
     throw std::runtime_error(path + ": not JSON: " + e.what());
   }

@@ -14,7 +14,7 @@
 #include <sstream>
 
 #include "ckpt/format/json_export.h"
-#include "ckpt/remote/json_line.h"
+#include "ckpt/format/json_text.h"
 #include "ckpt/remote/protocol.h"
 
 namespace ckpt::remote {

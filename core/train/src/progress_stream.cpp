@@ -3,6 +3,9 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "ckpt/format/json_export.h"
+#include "ckpt/format/json_text.h"
+
 namespace ckpt {
 namespace {
 
@@ -10,8 +13,11 @@ using json = nlohmann::ordered_json;
 
 constexpr std::string_view kPrefix = "ckptscope-progress ";
 
+// Paths are bytes: dumpJson writes a byte that is not UTF-8 as \udcXY
+// (nlohmann's dump() threw, ending the run mid-step), parseJsonText reads
+// it back as that byte.
 std::string line(const json& j) {
-  return std::string(kPrefix) + j.dump();
+  return std::string(kPrefix) + dumpJson(j);
 }
 
 }  // namespace
@@ -65,7 +71,7 @@ std::string progressLine(const RunResult& r) {
 std::optional<ProgressEvent> parseProgressLine(const std::string& text) {
   if (text.compare(0, kPrefix.size(), kPrefix) != 0) return std::nullopt;
   try {
-    const json j = json::parse(text.begin() + std::ptrdiff_t(kPrefix.size()), text.end());
+    const json j = parseJsonText(std::string_view(text).substr(kPrefix.size()));
     const std::string event = j.at("event").get<std::string>();
     ProgressEvent e;
     if (event == "prepared") {

@@ -2,6 +2,8 @@
 
 #include "trainer_impl.h"
 
+#include "ckpt/format/json_export.h"
+
 namespace ckpt {
 
 Trainer::Trainer(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
@@ -232,7 +234,7 @@ TrainJobInfo Trainer::jobInfo() const {
   const int64_t seqLen = c.training.seqLen > 0 ? c.training.seqLen : c.model.maxSeqLen;
   i.tokensPerStep = c.training.batchSize * seqLen;
   i.notes = notes();
-  i.configJson = c.toJson().dump(2);
+  i.configJson = dumpJson(c.toJson(), 2);  // a data path may be any bytes
   i.rank = rank();
   i.worldSize = worldSize();
   i.backend = backend();

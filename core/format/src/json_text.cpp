@@ -1,4 +1,4 @@
-#include "ckpt/remote/json_line.h"
+#include "ckpt/format/json_text.h"
 
 #include <charconv>
 #include <cstdint>
@@ -7,7 +7,7 @@
 
 #include "ckpt/format/utf8.h"
 
-namespace ckpt::remote {
+namespace ckpt {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -240,4 +240,4 @@ nlohmann::ordered_json parseJsonText(std::string_view text) {
   return Parser(text).document();
 }
 
-}  // namespace ckpt::remote
+}  // namespace ckpt
