@@ -234,6 +234,23 @@ void TestCurvesSweep::groupsAgainstNumpy() {
   QCOMPARE(view.groupBy(), QStringLiteral("all-but"));
   QCOMPARE(view.groupLabels().size(), 3);
   QCOMPARE(view.legend()->tree()->topLevelItemCount(), 4);
+  // A group row leaves out the keys its runs lack, and the first key is
+  // the legend's heading: "0.001 (4 runs)" under "learning_rate", not
+  // "learning_rate=0.001, warmup_steps=(none) (4 runs)"; that is its tooltip.
+  QTreeWidget* legendTree = view.legend()->tree();
+  QVERIFY(!legendTree->isHeaderHidden());
+  QCOMPARE(legendTree->headerItem()->text(0), QStringLiteral("learning_rate"));
+  int groupRows = 0;
+  for (int i = 0; i < 4; ++i) {
+    const QTreeWidgetItem* row = legendTree->topLevelItem(i);
+    if (row->childCount() == 0) continue;  // lr1e-3_seed4, a group of one: its run
+    ++groupRows;
+    const QString lr = row->toolTip(0).section('=', 1).section(',', 0, 0);
+    QCOMPARE(row->text(0), lr + QString(" (%1 runs)").arg(row->childCount()));
+    QVERIFY2(row->toolTip(0).startsWith("learning_rate=" + lr + ", warmup_steps=(none) ("),
+             qPrintable(row->toolTip(0)));
+  }
+  QCOMPARE(groupRows, 3);
 
   // Group by the learning rate, chosen with the keyboard.
   auto* box = view.findChild<QComboBox*>("groupBy");
@@ -254,8 +271,14 @@ void TestCurvesSweep::groupsAgainstNumpy() {
   QTreeWidget* tree = view.legend()->tree();
   QCOMPARE(tree->topLevelItemCount(), 3);
   for (int i = 0; i < 3; ++i) QCOMPARE(tree->topLevelItem(i)->childCount(), 5);
-  QVERIFY2(tree->topLevelItem(0)->text(0).contains("5 runs"),
-           qPrintable(tree->topLevelItem(0)->text(0)));
+  // Each row says its value (the heading names the key) and its runs; the
+  // whole label is its tooltip.
+  QCOMPARE(tree->headerItem()->text(0), QStringLiteral("learning_rate"));
+  for (int i = 0; i < 3; ++i) {
+    const QTreeWidgetItem* row = tree->topLevelItem(i);
+    QCOMPARE(row->text(0), labels[i].section('=', 1) + " (5 runs)");
+    QCOMPARE(row->toolTip(0), labels[i] + " (5 runs)");
+  }
 
   // Raw values: smoothing to 0 with the keyboard.
   auto* slider = view.findChild<QSlider*>("smoothing");
@@ -341,6 +364,7 @@ void TestCurvesSweep::groupsAgainstNumpy() {
   QCOMPARE(view.groupBy(), QStringLiteral("none"));
   QVERIFY(view.groupLabels().isEmpty());
   QCOMPARE(tree->topLevelItemCount(), 15);
+  QVERIFY(tree->isHeaderHidden());  // rows name their runs
   for (const CurveRun& run : view.runs()) QVERIFY(view.smoothedGraph(run.name)->visible());
   QCOMPARE(tree->topLevelItem(0)->text(0), QStringLiteral("lr1e-3_seed0"));
 }
@@ -358,7 +382,7 @@ void TestCurvesSweep::expandAndHover() {
   QTreeWidget* tree = view.legend()->tree();
   QTreeWidgetItem* row = tree->topLevelItem(1);
   const QString label = view.groupLabels().at(1);
-  QVERIFY2(row->text(0).startsWith(label), qPrintable(row->text(0)));
+  QVERIFY2(row->toolTip(0).startsWith(label + " ("), qPrintable(row->toolTip(0)));
 
   // Expand the group's row with the keyboard: its five runs are drawn, in its colour.
   QTest::mouseClick(tree->viewport(), Qt::LeftButton, {}, tree->visualItemRect(row).center());

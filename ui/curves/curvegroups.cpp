@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "ckpt/index/hparams.h"
+#include "ckpt/index/run_groups.h"
 #include "curves/curvedrawing.h"
 #include "curves/curvesview.h"
 #include "curves/runstable.h"
@@ -27,6 +28,43 @@ namespace ckpt {
 namespace {
 
 constexpr int kBandAlpha = 45;
+
+// What a group's legend row says. The legend is narrow: "learning_rate=
+// 0.001, warmup_steps=(none) (4 runs)" showed as "learning_r...(4 runs)".
+// The keys the group lacks ("warmup_steps=(none)") are left out, and the
+// first key, the same in every label (groupRuns writes the keys in one
+// order), is the legend's heading: the row starts with its value
+// ("0.001"). Labels of two groups stay apart: their key=value lists
+// differ. The whole label is the row's tooltip.
+struct LegendText {
+  QString heading;  // the first key, or empty (name patterns, no grouping)
+  QString row(const QString& label) const {
+    QStringList kept;
+    for (const QString& part : label.split(QStringLiteral(", ")))
+      if (!part.endsWith(QStringLiteral("=(none)"))) kept << part;
+    QString text = kept.isEmpty() ? label : kept.join(QStringLiteral(", "));
+    const QString prefix = heading + QLatin1Char('=');
+    if (!heading.isEmpty() && text.startsWith(prefix)) text.remove(0, prefix.size());
+    return text;
+  }
+};
+
+LegendText legendText(const QString& groupBy, const QStringList& labels) {
+  LegendText t;
+  GroupSpec spec;
+  try {
+    spec = parseGroupSpec(pathToStd(groupBy));
+  } catch (const std::invalid_argument&) {
+    return t;
+  }
+  if (spec.by != GroupSpec::By::Key && spec.by != GroupSpec::By::AllBut) return t;
+  for (const QString& label : labels) {
+    const QString key = label.section(QLatin1Char('='), 0, 0);
+    if (key == label || (!t.heading.isEmpty() && key != t.heading)) return {};
+    t.heading = key;
+  }
+  return t;
+}
 
 }  // namespace
 
@@ -309,6 +347,10 @@ void CurvesView::rebuildLegend() {
     e.visible = m_plots[r].visible;
     return e;
   };
+  QStringList labels;
+  for (const GroupPlot& gp : m_groups)
+    if (gp.line) labels << gp.label;
+  const LegendText text = legendText(m_groupBy, labels);
   for (size_t g = 0; g < m_groups.size(); ++g) {
     const GroupPlot& gp = m_groups[g];
     if (!gp.line) {
@@ -319,14 +361,16 @@ void CurvesView::rebuildLegend() {
     }
     LegendEntry e;
     e.key = {true, int(g)};
-    e.label = tr("%1 (%2)").arg(gp.label, countText(gp.runs.size(), "run", "runs"));
+    const QString runs = countText(gp.runs.size(), "run", "runs");
+    e.label = tr("%1 (%2)").arg(text.row(gp.label), runs);
+    e.toolTip = tr("%1 (%2)").arg(gp.label, runs);
     e.colour = seriesColour(g);
     e.visible = gp.visible;
     e.expanded = gp.expanded;
     for (size_t r : gp.runs) e.children.push_back(runEntry(r));
     entries.push_back(std::move(e));
   }
-  m_legend->setEntries(entries);
+  m_legend->setEntries(entries, text.heading);
 }
 
 void CurvesView::onLegendToggled(const LegendKey& key, bool visible) {

@@ -31,7 +31,7 @@ QIcon swatch(const QColor& colour) {
 QTreeWidgetItem* makeItem(const LegendEntry& e) {
   auto* item = new QTreeWidgetItem;
   item->setText(0, e.label);
-  item->setToolTip(0, e.label);
+  item->setToolTip(0, e.toolTip.isEmpty() ? e.label : e.toolTip);
   item->setIcon(0, swatch(e.colour));
   item->setData(0, kGroupRole, e.key.group);
   item->setData(0, kIndexRole, e.key.index);
@@ -76,7 +76,9 @@ CurvesLegend::CurvesLegend(QWidget* parent) : QWidget(parent) {
           [this](QTreeWidgetItem* item, int) { emit hovered(keyOf(item)); });
 }
 
-void CurvesLegend::setEntries(const std::vector<LegendEntry>& entries) {
+void CurvesLegend::setEntries(const std::vector<LegendEntry>& entries, const QString& heading) {
+  m_tree->setHeaderLabel(heading);
+  m_tree->setHeaderHidden(heading.isEmpty());
   m_filling = true;
   m_tree->setUpdatesEnabled(false);
   m_tree->clear();
@@ -131,7 +133,9 @@ void CurvesLegend::applySearch() {
   const QString text = m_search->text().trimmed();
   for (int i = 0; i < m_tree->topLevelItemCount(); ++i) {
     QTreeWidgetItem* top = m_tree->topLevelItem(i);
-    const bool topMatches = text.isEmpty() || top->text(0).contains(text, Qt::CaseInsensitive);
+    // A group row by its whole label too (the row shows it shortened).
+    const bool topMatches = text.isEmpty() || top->text(0).contains(text, Qt::CaseInsensitive) ||
+                            top->toolTip(0).contains(text, Qt::CaseInsensitive);
     bool childMatches = false;
     for (int j = 0; j < top->childCount(); ++j) {
       QTreeWidgetItem* c = top->child(j);

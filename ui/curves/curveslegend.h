@@ -27,6 +27,7 @@ struct LegendKey {
 struct LegendEntry {
   LegendKey key;
   QString label;
+  QString toolTip;  // empty: the label
   QColor colour;
   bool visible = true;
   bool expanded = false;
@@ -39,8 +40,10 @@ class CurvesLegend : public QWidget {
  public:
   explicit CurvesLegend(QWidget* parent = nullptr);
 
-  // Replaces the rows (the search text stays and applies).
-  void setEntries(const std::vector<LegendEntry>& entries);
+  // Replaces the rows (the search text stays and applies). `heading`: the
+  // key the group rows give the value of ("learning_rate"), shown above
+  // them; empty: no heading.
+  void setEntries(const std::vector<LegendEntry>& entries, const QString& heading = {});
   // Highlights (selects and scrolls to) the row of `key`; nothing for index -1.
   void setHighlighted(const LegendKey& key);
   [[nodiscard]] QTreeWidget* tree() const { return m_tree; }
