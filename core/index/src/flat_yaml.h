@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "small_file.h"
+
 namespace ckpt::detail {
 
 // At most this much of a file is read (a meta.yaml is a few hundred bytes).
@@ -40,11 +42,8 @@ inline std::string yamlScalar(std::string v) {
 // The top-level `key: value` lines of a meta.yaml (nested lists skipped).
 inline std::map<std::string, std::string> flatYaml(const std::filesystem::path& p) {
   std::map<std::string, std::string> out;
-  std::ifstream file(p, std::ios::binary);
-  std::string text(kFlatYamlLimit, '\0');
-  file.read(text.data(), std::streamsize(text.size()));
-  text.resize(size_t(file.gcount()));
-  std::istringstream in(text);
+  const std::optional<SmallFile> file = readSmallFile(p, kFlatYamlLimit);
+  std::istringstream in(file ? file->text : std::string());
   for (std::string line; std::getline(in, line);) {
     if (line.empty() || line[0] == ' ' || line[0] == '-' || line[0] == '#') continue;
     const size_t colon = line.find(": ");

@@ -13,6 +13,7 @@
 #include "ckpt/format/checkpoint_view.h"
 #include "ckpt/index/natural_order.h"
 #include "ckpt/index/trainers.h"
+#include "small_file.h"
 
 namespace fs = std::filesystem;
 
@@ -61,13 +62,9 @@ std::vector<fs::path> rankFolders(const fs::path& dir) {
 // is there. The config is a few dozen bytes; more is not Megatron's.
 bool isDistSave(const fs::path& dir) {
   if (!isFile(dir / kCommon)) return false;
-  std::ifstream in(dir / kDistConfig, std::ios::binary);
-  if (!in) return false;
-  std::string text(4096, '\0');
-  in.read(text.data(), std::streamsize(text.size()));
-  if (in.gcount() <= 0 || size_t(in.gcount()) == text.size()) return false;
-  text.resize(size_t(in.gcount()));
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const std::optional<detail::SmallFile> config = detail::readSmallFile(dir / kDistConfig, 4095);
+  if (!config || config->larger || config->text.empty()) return false;
+  const nlohmann::json j = nlohmann::json::parse(config->text, nullptr, /*allow_exceptions=*/false);
   return j.is_object() && j.contains("sharded_backend") && j["sharded_backend"].is_string();
 }
 
@@ -176,11 +173,10 @@ CheckpointEntry describeMegatronCheckpoint(const std::string& dir, const std::st
 }
 
 std::optional<int64_t> readMegatronTracker(const std::string& saveDir) {
-  std::ifstream in(fs::path(saveDir) / kTracker);
-  if (!in) return std::nullopt;
-  std::string text(64, '\0');
-  in.read(text.data(), std::streamsize(text.size()));
-  text.resize(size_t(in.gcount()));
+  const std::optional<detail::SmallFile> tracker =
+      detail::readSmallFile(fs::path(saveDir) / kTracker, 64);
+  if (!tracker) return std::nullopt;
+  std::string text = tracker->text;
   // read_metadata: f.read().strip(), then int() or "release".
   const auto notSpace = [](char c) { return !std::isspace(static_cast<unsigned char>(c)); };
   text.erase(text.begin(), std::find_if(text.begin(), text.end(), notSpace));

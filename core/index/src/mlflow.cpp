@@ -11,6 +11,7 @@
 #include "ascii.h"
 #include "ckpt/index/natural_order.h"
 #include "flat_yaml.h"
+#include "small_file.h"
 #include "text_cells.h"
 
 namespace fs = std::filesystem;
@@ -23,12 +24,10 @@ bool isDir(const fs::path& p) {
   return fs::is_directory(p, ec);
 }
 
-std::string readSmallFile(const fs::path& p, size_t limit = detail::kFlatYamlLimit) {
-  std::ifstream in(p, std::ios::binary);
-  std::string s(limit, '\0');
-  in.read(s.data(), std::streamsize(limit));
-  s.resize(size_t(in.gcount()));
-  return s;
+// Its first `limit` bytes ("" when it cannot be read).
+std::string fileText(const fs::path& p, size_t limit = detail::kFlatYamlLimit) {
+  const std::optional<detail::SmallFile> f = detail::readSmallFile(p, limit);
+  return f ? f->text : std::string();
 }
 
 std::vector<std::string> filesUnder(const fs::path& folder) {
@@ -63,7 +62,7 @@ std::string mlflowRunName(const std::string& dir) {
   if (const auto it = meta.find("run_name"); it != meta.end() && !it->second.empty())
     return it->second;
   if (const fs::path tag = d / "tags" / "mlflow.runName"; detail::isRegularFile(tag))
-    if (std::string name = detail::trim(readSmallFile(tag, 4096)); !name.empty()) return name;
+    if (std::string name = detail::trim(fileText(tag, 4096)); !name.empty()) return name;
   return fs::absolute(d).lexically_normal().filename().string();
 }
 
@@ -121,7 +120,7 @@ std::map<std::string, std::string> readMlflowParams(const std::string& dir) {
   std::map<std::string, std::string> out;
   const fs::path params = fs::path(dir) / "params";
   for (const std::string& f : filesUnder(params))
-    out[fs::path(f).lexically_relative(params).generic_string()] = detail::trim(readSmallFile(f));
+    out[fs::path(f).lexically_relative(params).generic_string()] = detail::trim(fileText(f));
   return out;
 }
 

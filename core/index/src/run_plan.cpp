@@ -25,6 +25,7 @@
 #include "ckpt/format/json_export.h"
 #include "ckpt/format/json_text.h"
 #include "ckpt/index/scanner.h"
+#include "small_file.h"
 
 namespace fs = std::filesystem;
 
@@ -502,18 +503,15 @@ void writeLineage(const std::string& dir, const Lineage& l) {
 
 std::optional<Lineage> readLineage(const std::string& dir) {
   const std::string path = (fs::path(dir) / "lineage.json").string();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
   // A few hundred bytes as written; a file far larger is not a lineage.
   constexpr size_t kMaxBytes = 1 << 20;
-  std::string text(kMaxBytes + 1, '\0');
-  in.read(text.data(), std::streamsize(text.size()));
-  text.resize(size_t(in.gcount()));
-  if (text.size() > kMaxBytes)
+  const std::optional<detail::SmallFile> file = detail::readSmallFile(path, kMaxBytes);
+  if (!file) return std::nullopt;
+  if (file->larger)
     throw std::runtime_error(path + ": larger than " + std::to_string(kMaxBytes) + " bytes");
   json j;
   try {
-    j = parseJsonText(text);
+    j = parseJsonText(file->text);
   } catch (const std::exception& e) {
     throw std::runtime_error(path + ": not JSON: " + e.what());
   }
