@@ -5,6 +5,7 @@
 
 #include <QComboBox>
 #include <QLineEdit>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <fstream>
@@ -41,6 +42,17 @@ inline bool waitForRun(TrainPanel& panel, Finished* result, QString* failure) {
   result->lastCheckpoint = done.front().at(1).toString();
   result->stopped = done.front().at(2).toBool();
   return true;
+}
+
+// A Train test's start: its own settings, cleared (the form remembers what
+// it was given), and the training backend this build made, unless the
+// environment names another.
+inline void startTrainTest(const char* name) {
+  QCoreApplication::setOrganizationName("CkptScopeTest");
+  QCoreApplication::setApplicationName(name);
+  QSettings().clear();
+  if (qEnvironmentVariableIsEmpty("CKPTSCOPE_TRAIN_BACKEND"))
+    qputenv("CKPTSCOPE_TRAIN_BACKEND", CKPT_TRAIN_BACKEND_PATH);
 }
 
 // The tiny corpus the Train tests train on: twelve chapters of kText.

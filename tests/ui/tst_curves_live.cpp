@@ -33,6 +33,7 @@
 #include "mainwindow.h"
 #include "screenshot.h"
 #include "textformat.h"
+#include "window_driver.h"
 
 using namespace ckpt;
 using namespace curves_sample;
@@ -233,20 +234,10 @@ void TestCurvesLive::liveMergeEqualsReloadAtEveryLine() {
 void TestCurvesLive::liveRestartDrawsWhatAReloadDraws() {
   const QDir root(m_dir->path());
   MainWindow w;
-  w.resize(kScreenshotSize);
-  w.show();
-  QVERIFY(QTest::qWaitForWindowExposed(&w));
-  w.activateWindow();
-  QSignalSpy loaded(&w, &MainWindow::loaded);
-  w.openPaths({m_dir->path()});
-  QVERIFY(loaded.wait(kLoadTimeoutMs));
-  CurvesView* view = w.curvesView();
-  QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key_2));  // the Curves tab
-  QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(view));
-  if (view->isLoading()) {
-    QSignalSpy ready(view, &CurvesView::curvesReady);
-    QVERIFY(ready.wait(kLoadTimeoutMs));
-  }
+  QString opened;
+  CurvesView* view =
+      ckpt::test::openOnCurvesTab(w, {m_dir->path()}, kScreenshotSize, kLoadTimeoutMs, &opened);
+  QVERIFY2(view, qPrintable(opened));
   view->setPollInterval(200);
   QString why;
   QVERIFY2(sameSeries(graphPoints(view->rawGraph("alpha")), m_alphaLoss, &why), qPrintable(why));

@@ -22,6 +22,7 @@
 #include "curves/curvesview.h"
 #include "curves_fixture.h"
 #include "mainwindow.h"
+#include "window_driver.h"
 
 using namespace ckpt;
 using curves_fixture::describe;
@@ -73,20 +74,10 @@ class TestCurvesTfEvents : public QObject {
       QVERIFY(QFile::copy(job.filePath(f), root.filePath("tbrun/" + f)));
 
     MainWindow w;
-    w.resize(1200, 800);
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    w.activateWindow();
-    QSignalSpy loaded(&w, &MainWindow::loaded);
-    w.openPaths({tmp.path()});
-    QVERIFY(loaded.wait(kLoadTimeoutMs));
-    CurvesView* view = w.curvesView();
-    QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key_2));  // the Curves tab
-    QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(view));
-    if (view->isLoading()) {
-      QSignalSpy ready(view, &CurvesView::curvesReady);
-      QVERIFY(ready.wait(kLoadTimeoutMs));
-    }
+    QString opened;
+    CurvesView* view =
+        ckpt::test::openOnCurvesTab(w, {tmp.path()}, QSize(1200, 800), kLoadTimeoutMs, &opened);
+    QVERIFY2(view, qPrintable(opened));
     view->setPollInterval(200);
 
     // The tag chosen in the metric box with the keyboard, as a person would.

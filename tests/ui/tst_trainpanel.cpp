@@ -99,11 +99,7 @@ class TestTrainPanel : public QObject {
 
  private slots:
   void initTestCase() {
-    QCoreApplication::setOrganizationName("CkptScopeTest");
-    QCoreApplication::setApplicationName("tst_trainpanel");
-    QSettings().clear();
-    if (qEnvironmentVariableIsEmpty("CKPTSCOPE_TRAIN_BACKEND"))
-      qputenv("CKPTSCOPE_TRAIN_BACKEND", CKPT_TRAIN_BACKEND_PATH);
+    ckpt::test::startTrainTest("tst_trainpanel");
     QVERIFY(m_tmp.isValid());
     m_data = dir("corpus.txt");
     ckpt::test::writeTinyCorpus(m_data);

@@ -65,17 +65,12 @@ class TestTrainPanelDist : public QObject {
 
  private slots:
   void initTestCase() {
-    QCoreApplication::setOrganizationName("CkptScopeTest");
-    QCoreApplication::setApplicationName("tst_trainpanel_dist");
-    QSettings().clear();
-    if (qEnvironmentVariableIsEmpty("CKPTSCOPE_TRAIN_BACKEND"))
-      qputenv("CKPTSCOPE_TRAIN_BACKEND", CKPT_TRAIN_BACKEND_PATH);
+    ckpt::test::startTrainTest("tst_trainpanel_dist");
     if (qEnvironmentVariableIsEmpty("CKPTSCOPE_TRAIN_PROGRAM"))
       qputenv("CKPTSCOPE_TRAIN_PROGRAM", CKPT_TRAIN_PROGRAM);
     QVERIFY(m_tmp.isValid());
     m_data = dir("corpus.txt");
-    std::ofstream out(m_data.toStdString());
-    for (int i = 0; i < 12; ++i) out << "Chapter " << i << ". " << ckpt::test::kText;
+    ckpt::test::writeTinyCorpus(m_data);
   }
 
   // Two CPU processes from the Processes field: each rank's device in the
