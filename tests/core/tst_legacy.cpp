@@ -198,6 +198,50 @@ class TestLegacy : public QObject {
     }
   }
 
+  // Another pickle in the magic number's slot (an int; a 700-byte string,
+  // longer than the sniff reads), torch's protocol version and sys_info
+  // after it: torch.load refuses it, and so do we, as a damaged legacy
+  // file, never as a plain pickle of one int or string.
+  void otherPickleInMagicSlot_data() {
+    QTest::addColumn<QByteArray>("slot");
+    QTest::addRow("int") << QByteArray("\x80\x02K\x05.", 5);
+    QByteArray text(700, 'a');
+    QByteArray str("\x80\x02X", 3);
+    for (int i = 0; i < 4; ++i) str += char((text.size() >> (8 * i)) & 0xff);
+    QTest::addRow("700-byte string") << str + text + ".";
+  }
+  void otherPickleInMagicSlot() {
+    QFETCH(QByteArray, slot);
+    const std::string bytes = readBytes(kDir + "/legacy_p2.pt");
+    const size_t magicEnd = manifest()["files"]["legacy_p2.pt"]["magic_pickle_end"];
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("slot.pt").toStdString();
+    writeBytes(path, slot.toStdString() + bytes.substr(magicEnd));
+
+    std::string error;
+    try {
+      (void)CheckpointFile::open(path);
+    } catch (const FormatError& e) {
+      error = e.what();
+    }
+    QVERIFY2(error.find("damaged torch legacy file") != std::string::npos &&
+                 error.find("not torch's magic number") != std::string::npos,
+             (error.empty() ? std::string("opened") : error).c_str());
+    for (const char* command : {"info", "verify"}) {
+      const Run r = cli(args({command, path}));
+      QCOMPARE(r.exitCode, 1);
+      const std::string line = oneLine(r);
+      QVERIFY2(line.find("damaged torch legacy file") != std::string::npos, line.c_str());
+    }
+    // The independent truth: torch.load says the same.
+    const Run torch = ckpt::test::runProcess(
+        QStringLiteral(CKPT_TORCH_PYTHON),
+        {QStringLiteral("-c"), QStringLiteral("import sys, torch; torch.load(sys.argv[1])"),
+         QString::fromStdString(path)});
+    QVERIFY(torch.exitCode != 0);
+    QVERIFY2(torch.err.contains("magic number"), torch.err.constData());
+  }
+
   // The rule sees a legacy file by its three small pickles, and nothing
   // else: without the magic number pickle it is still a (damaged) legacy
   // file; from its main pickle on it is none.

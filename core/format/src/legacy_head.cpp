@@ -149,7 +149,28 @@ std::string magicDamage(const uint8_t* data, uint64_t end, const Small& magic) {
   return where + " does not parse: " + magic.error;
 }
 
+// Whether torch's protocol version pickle and a sys_info dict start at byte
+// `at`: what follows the magic number in every legacy file.
+bool protocolAndSysInfoAt(ValueArena& arena, const uint8_t* data, uint64_t size, uint64_t at) {
+  if (at >= size) return false;
+  const Small protocol = parseSmall(arena, "legacy protocol version pickle", data, size, at);
+  if (!isProtocolVersion(protocol)) return false;
+  return isSysInfo(parseSmall(arena, "legacy sys_info pickle", data, size, protocol.end));
+}
+
 }  // namespace
+
+std::string legacyMagicReplaced(const uint8_t* data, uint64_t size, uint64_t firstEnd,
+                                const Value* first) {
+  if (!first || firstEnd == 0 || firstEnd >= size) return {};
+  if (first->kind == K::BigInt && first->text == kMagicDecimal) return {};
+  ValueArena arena;
+  if (!protocolAndSysInfoAt(arena, data, size, firstEnd)) return {};
+  Small magic;
+  magic.root = first;
+  magic.end = firstEnd;
+  return magicDamage(data, firstEnd, magic);
+}
 
 LegacyHead readLegacyHead(const uint8_t* data, uint64_t size, uint64_t fileSize) {
   LegacyHead head;
@@ -178,6 +199,15 @@ LegacyHead readLegacyHead(const uint8_t* data, uint64_t size, uint64_t fileSize)
     if (const Value* le = sysInfo.root->get("little_endian"); le && le->kind == K::Bool)
       head.littleEndian = le->boolean;
     head.mainOffset = sysInfo.end;
+    return head;
+  }
+
+  // Another pickle in the magic number's slot, of any length, and torch's
+  // protocol version and sys_info right after it: a legacy file whose magic
+  // number was replaced (torch.load refuses it: "Invalid magic number").
+  if (magic.root && protocolAndSysInfoAt(arena, data, size, magic.end)) {
+    head.verdict = LegacyHead::Verdict::Damaged;
+    head.damage = magicDamage(data, magic.end, magic);
     return head;
   }
 

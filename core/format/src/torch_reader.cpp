@@ -447,6 +447,9 @@ void CheckpointFile::loadPlainPickle(const ReadOptions& options) {
   });
   if (m_safety) reader.setSafetyJudge(m_safety->judge("pickle 1", 0), m_safety->limits);
   const PickleResult r = reader.parse(buf, size);
+  // A legacy file whose magic number pickle is longer than the sniff reads.
+  if (const std::string damage = legacyMagicReplaced(buf, size, r.end, r.root); !damage.empty())
+    fail("damaged torch legacy file: " + damage);
   m_root = r.root;
   // Python's pickle.load stops after the first; a scan looks at up to four
   // more written back to back (a legacy file's protocol pickle among them).

@@ -40,9 +40,9 @@ Sniff sniffFile(const InputFile& file);
 // _use_new_zipfile_serialization=False, pickle protocol 0-5) from a plain
 // pickle, by what its first pickles hold: the magic number, then the
 // protocol version 1001, then the sys_info dict, then the main object.
-// The magic number alone is proof; when it is damaged, the protocol version
-// and a sys_info dict right after it (within the first 64 bytes) still say
-// legacy. Reads only the small pickles, never the main one.
+// The magic number alone is proof; when it is damaged or replaced by
+// another pickle, the protocol version and a sys_info dict right after it
+// (after the first pickle, or within the first 64 bytes) still say legacy. Reads only the small pickles, never the main one.
 struct LegacyHead {
   enum class Verdict {
     NotLegacy,
@@ -61,6 +61,13 @@ struct LegacyHead {
 // end before sys_info does but the file goes on, the magic number decides
 // (mainOffset stays 0).
 LegacyHead readLegacyHead(const uint8_t* data, uint64_t size, uint64_t fileSize);
+// A file whose first pickle (data[0, firstEnd), decoded to `first`) is not
+// torch's magic number but is followed by torch's protocol version and
+// sys_info pickles: a torch legacy file with its magic number replaced, of
+// any length (the sniff sees only its first bytes). Returns what is wrong,
+// as readLegacyHead's `damage` says it, or "" when the file is no such thing.
+std::string legacyMagicReplaced(const uint8_t* data, uint64_t size, uint64_t firstEnd,
+                                const Value* first);
 
 // Where open() spends its time, in seconds per phase (for benchmarks: see
 // ReadOptions::phases). Zip files fill every phase, other formats `parse`
