@@ -8,6 +8,7 @@
 // record and followed from there.
 #include <QtTest>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -360,6 +361,73 @@ class TstWandb : public QObject {
     QCOMPARE(problems.size(), size_t(1));
     QVERIFY2(problems[0].find("line 3:") != std::string::npos, problems[0].c_str());
     QCOMPARE(got["lr"].get<double>(), 0.1);
+  }
+
+  // A run resumed twice (three folders of one run id, the last offline and
+  // rewound to step 80): one run, at its newest folder, named as W&B names
+  // it; its curves the folders' histories joined as the Python reader joins
+  // them (the rewound attempt replaces steps 80-95: a restart at 80); its
+  // summary and config the newest attempt's.
+  void resumedRunIsOne() {
+    const QString root = QStringLiteral(CKPT_FIXTURE_DIR "/wandb_resumed");
+    std::ifstream in(CKPT_FIXTURE_DIR "/wandb_resumed/expected.json");
+    const json exp = json::parse(in);
+    QCOMPARE(exp["folders"].size(), size_t(3));
+    const std::string newest = exp["folders"].back().get<std::string>();
+
+    const json ls = cliJson({"ls", root, "--json"})["runs"];
+    QCOMPARE(ls.size(), size_t(1));
+    QCOMPARE(ls[0]["name"], exp["name"]);
+    QCOMPARE(ls[0]["path"].get<std::string>(), newest);
+    QCOMPARE(ls[0]["trainer"].get<std::string>(), std::string("wandb"));
+    std::vector<std::string> stores;
+    for (const json& f : ls[0]["metrics"])
+      if (f.get<std::string>().ends_with(".wandb")) stores.push_back(f.get<std::string>());
+    QCOMPARE(stores.size(), size_t(3));
+    for (const json& folder : exp["folders"])
+      QVERIFY2(std::any_of(stores.begin(), stores.end(),
+                           [&](const std::string& f) {
+                             return f.starts_with(folder.get<std::string>() + "/");
+                           }),
+               folder.dump().c_str());
+
+    const json got = cliJson({"metrics", root, "--json"})["runs"];
+    QCOMPARE(got.size(), size_t(1));
+    const json want =
+        runJson(QStringLiteral(CKPT_TORCH_PYTHON),
+                {QStringLiteral(CKPT_SOURCE_DIR "/tests/python/wandb_reader.py"), root})["runs"];
+    QCOMPARE(want.size(), size_t(1));
+    const json& w = want[exp["name"].get<std::string>()];
+    QCOMPARE(got[0]["name"], exp["name"]);
+    for (const auto& [metric, points] : w["series"].items()) {
+      const json* s = findSeries(got[0], metric);
+      QVERIFY2(s, metric.c_str());
+      const std::string d = ckpt::test::compareJson(points, (*s)["points"], metric);
+      QVERIFY2(d.empty(), d.c_str());
+      const json restarts = w["restarts"].contains(metric) ? w["restarts"][metric] : json::array();
+      QVERIFY2((*s)["restarts"] == restarts,
+               ((*s)["restarts"].dump() + " vs " + restarts.dump()).c_str());
+    }
+    // Against what was logged: 10 + 6 + 9 rows of loss, the rewind at 80.
+    const json* loss = findSeries(got[0], "loss");
+    QVERIFY(loss);
+    QCOMPARE((*loss)["points"].size(), exp["rows"].size());
+    for (size_t i = 0; i < exp["rows"].size(); ++i) {
+      QCOMPARE((*loss)["points"][i][0], exp["rows"][i]["step"]);
+      QCOMPARE((*loss)["points"][i][1].get<double>(),
+               exp["rows"][i]["values"]["loss"].get<double>());
+    }
+    QCOMPARE((*loss)["points"].back()[0].get<int64_t>(), int64_t(120));
+    QCOMPARE((*loss)["restarts"], exp["restarts"]);
+    QCOMPARE(exp["restarts"], json({80}));
+    const std::string d = ckpt::test::compareJson(exp["summary"], got[0]["summary"], "summary");
+    QVERIFY2(d.empty(), d.c_str());
+
+    ckpt::RunEntry run;
+    run.path = newest;
+    const ckpt::Hparams h = ckpt::readHparams(run);
+    QCOMPARE(h.at("attempt").number, exp["config"]["attempt"].get<double>());
+    QCOMPARE(h.at("attempt").number, 3.0);
   }
 
   // Bytes that are not records after a good header: counted as damage,

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """W&B run folders as the wandb SDK leaves them, for tst_wandb.
 
-    python3 make_wandb.py OUT
+    python3 make_wandb.py OUT [RESUMED]
 
 Writes OUT/proj/wandb/ (wandb.init's run folders under <dir>/wandb) with
 the files and bytes wandb writes (sources in github.com/wandb/wandb):
@@ -50,7 +50,8 @@ one after a zero-padded block tail. A third run's .wandb has store version 1
 (unknown): its history is not readable.
 
 OUT/live_rest.bin holds the bytes the offline run appends next (the rest of
-its truncated record and one more). OUT/expected.json records what was written: per run folder its display name,
+its truncated record and one more). RESUMED (when given) gets a run resumed twice: write_resumed.
+OUT/expected.json records what was written: per run folder its display name,
 the history rows logged that a reader must find (the damaged and the
 truncated ones left out), the chunk types written, the config and summary,
 the byte where the truncated record starts.
@@ -525,6 +526,61 @@ def main():
                os.path.join(wandb_dir, "debug.log"))
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump(strict(expected), f, indent=1, allow_nan=False)
+    if len(sys.argv) > 2:
+        write_resumed(sys.argv[2], start)
+
+
+def write_resumed(out, start):
+    """One run resumed twice (wandb.init(id="jkl012", resume="allow") after a
+    crash, twice): three folders of one run id in one wandb/ folder, each
+    named by its attempt's start time (wandb_settings.py: sync_dir). Steps
+    0-45, then 50-95, then (offline, wandb-core) 80-120: the last attempt
+    resumed from a checkpoint at step 80, and its history replaces the
+    second's from there. W&B shows one run: the newest folder's display
+    name, config and summary. OUT/expected.json: {"folders": oldest first,
+    "name", "rows": the joined history of `loss` and `lr`, "restarts": the
+    steps where a later attempt rewound `loss`, "config", "summary": the newest
+    wandb-summary.json's numbers as doubles, keys in byte order}."""
+    shutil.rmtree(out, ignore_errors=True)
+    wandb_dir = os.path.join(out, "proj", "wandb")
+    os.makedirs(wandb_dir)
+    attempts = [("run-20240105_100000-jkl012", range(0, 50, 5), False),
+                ("run-20240105_110000-jkl012", range(50, 100, 5), False),
+                ("offline-run-20240105_120000-jkl012", range(80, 125, 5), True)]
+    folders, rows, restarts = [], [], []
+    config = summary = None
+    for k, (name, steps, core) in enumerate(attempts):
+        t0 = start + 4 * 86400 + 3600 * k
+        run = Run(os.path.join(wandb_dir, name), "jkl012")
+        run.record(21, b"")
+        run.record(17, run_record("jkl012", "lr1e-3-resumed", "gpt-small", t0))
+        config = {"_wandb": {"cli_version": "0.16.6" if not core else "0.19.1"}, "lr": 0.001,
+                  "attempt": k + 1}
+        run.record(5, items_message(1, [(key, dumps(v)) for key, v in config.items()]))
+        for step in steps:
+            # Each attempt's loss differs from the one before at the same step.
+            row = {"loss": 3.0 - 0.01 * step + 0.1 * k, "lr": 0.001, "_timestamp": t0 + step,
+                   "_runtime": float(step), "_step": step}
+            run.history(row, core_style=core)
+        run.store.close()
+        (write_config_core if core else write_config_python)(
+            os.path.join(run.files, "config.yaml"), config)
+        summary = {"loss": run.rows[-1]["values"]["loss"], "lr": 0.001, "_step": steps[-1],
+                   "_wandb": {"runtime": steps[-1]}}
+        with open(os.path.join(run.files, "wandb-summary.json"), "w") as f:
+            f.write(json.dumps(summary))
+        with open(os.path.join(run.files, "output.log"), "w") as f:
+            f.write("wandb: Resuming run lr1e-3-resumed (attempt %d)\n" % (k + 1))
+        first = run.rows[0]["step"]
+        if rows and first <= rows[-1]["step"]:
+            restarts.append(first)
+        rows = [r for r in rows if r["step"] < first] + run.rows
+        folders.append(os.path.join(wandb_dir, name))
+    with open(os.path.join(out, "expected.json"), "w") as f:
+        json.dump({"folders": folders, "name": "lr1e-3-resumed", "rows": rows, "restarts": restarts,
+                   "config": python_config_value(config),
+                   "summary": {k: float(v) for k, v in sorted(summary_numbers(summary).items())}},
+                  f, indent=1, allow_nan=False)
 
 
 def strict(v):

@@ -8,6 +8,8 @@ wall_time, null], ...]}, "summary": {KEY: value|null}, "damaged": N,
 "end": BYTE, "records": N}}} for every folder under ROOT named
 run-<date>_<time>-<id> or offline-run-... (wandb/latest-run, a link, is not
 followed). RUN is the RunRecord's display_name, else the folder's name.
+Folders of one run id in one folder (a resumed run) are one run (merge),
+with "restarts": {METRIC: [step, ...]}.
 
 Written from wandb's sources: wandb/sdk/internal/datastore.py (the header
 ":W&B" 0xBEE1 0; DataStore.scan_data: 32 KiB blocks, fewer than 7 bytes
@@ -178,15 +180,44 @@ def read_run(folder):
     return name, result
 
 
+def merge(parts):
+    """A resumed run's folders (oldest first) as W&B shows the run: each
+    later folder's history replaces what the earlier ones logged from its
+    first step on (resuming from a checkpoint rewinds it), a rewind with
+    other values is a restart; the name and summary are the newest's."""
+    name, result = parts[-1]
+    series, restarts = {}, {}
+    for _, part in parts:
+        for metric, points in part["series"].items():
+            out = series.setdefault(metric, [])
+            if out and points and points[0][0] <= out[-1][0]:
+                first = points[0][0]
+                dropped = [p for p in out if p[0] >= first]
+                later = {p[0]: p[1] for p in points}
+                if any(later.get(p[0], object()) != p[1] for p in dropped):
+                    restarts.setdefault(metric, []).append(first)
+                out[:] = [p for p in out if p[0] < first]
+            out.extend(points)
+    merged = dict(result, series=series, restarts=restarts)
+    merged["damaged"] = sum(p["damaged"] for _, p in parts)
+    return name, merged
+
+
 def main():
     root = sys.argv[1]
     runs = {}
-    pattern = re.compile(r"^(offline-)?run-\d{8}_\d{6}-\w+$")
+    # wandb_settings.py: f"{'offline-run' if offline else 'run'}-{timespec}-{run_id}".
+    pattern = re.compile(r"^(offline-)?run-(\d{8}_\d{6})-(\w+)$")
     for dirpath, dirnames, _ in os.walk(root):
+        attempts = {}  # run id -> [(timespec, online, folder)]
         for d in sorted(dirnames):
-            if pattern.match(d) and not os.path.islink(os.path.join(dirpath, d)):
-                name, result = read_run(os.path.join(dirpath, d))
-                runs[name] = result
+            m = pattern.match(d)
+            if m and not os.path.islink(os.path.join(dirpath, d)):
+                attempts.setdefault(m.group(3), []).append((m.group(2), m.group(1) is None, d))
+        for run_id, folders in sorted(attempts.items()):
+            parts = [read_run(os.path.join(dirpath, d)) for _, _, d in sorted(folders)]
+            name, result = merge(parts) if len(parts) > 1 else parts[0]
+            runs[name] = result
     print(json.dumps({"runs": runs}))
 
 

@@ -561,11 +561,14 @@ std::vector<MetricSourceFile> findMetricSources(const RunEntry& run,
   add(dir / "metrics.csv", MetricSource::LightningCsv, true);
   if (isMlflowRunFolder(dir.string()))
     for (const std::string& p : mlflowMetricFiles(dir.string())) add(p, MetricSource::Mlflow, true);
-  const bool wandbRun = isWandbRunFolder(dir.string());
-  if (wandbRun) {
-    if (const std::string store = wandbStoreFile(dir.string()); !store.empty())
+  const std::vector<std::string> wandbFolders =
+      isWandbRunFolder(dir.string()) ? wandbRunFolders(dir.string()) : std::vector<std::string>{};
+  const bool wandbRun = !wandbFolders.empty();
+  // A resumed run's folders, oldest first: a later one wins from its first step.
+  for (const std::string& folder : wandbFolders) {
+    if (const std::string store = wandbStoreFile(folder); !store.empty())
       add(store, MetricSource::Wandb, true);
-    add(dir / "files" / "output.log", MetricSource::ConsoleLog, true);
+    add(fs::path(folder) / "files" / "output.log", MetricSource::ConsoleLog, true);
   }
   for (const fs::path& p : logFilesIn(dir, false)) add(p, MetricSource::ConsoleLog, true);
   const bool hasParent = dir.has_parent_path() && dir.parent_path() != dir;

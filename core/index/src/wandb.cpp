@@ -39,6 +39,22 @@ std::string folderName(const std::string& dir) {
   return ec ? d.filename().string() : target.filename().string();
 }
 
+// A run folder's name split: start time ("%Y%m%d_%H%M%S"), run id, offline.
+struct FolderName {
+  std::string_view timespec, id;
+  bool offline = false;
+};
+std::optional<FolderName> splitFolderName(std::string_view name) {
+  if (!isWandbRunFolderName(name)) return std::nullopt;
+  FolderName out;
+  out.offline = name.starts_with("offline-");
+  if (out.offline) name.remove_prefix(8);
+  name.remove_prefix(4);  // "run-"
+  out.timespec = name.substr(0, 15);
+  out.id = name.substr(16);
+  return out;
+}
+
 }  // namespace
 
 bool isWandbRunFolderName(std::string_view name) {
@@ -69,8 +85,47 @@ std::optional<std::string> wandbRunOf(const std::string& path) {
   for (int depth = 0; depth < kMaxFilesDepth && p.has_parent_path() && p != p.parent_path();
        ++depth, p = p.parent_path())
     if (p.filename() == "files" && isWandbRunFolder(p.parent_path().string()))
-      return p.parent_path().string();
+      return wandbRunFolders(p.parent_path().string()).back();
   return std::nullopt;
+}
+
+std::vector<std::string> wandbRunFolders(const std::string& dir) {
+  const std::string own = folderName(dir);
+  const std::optional<FolderName> mine = splitFolderName(own);
+  fs::path parent = fs::path(dir).lexically_normal();
+  if (parent.filename().empty()) parent = parent.parent_path();
+  parent = parent.parent_path();
+  if (!mine) return {dir};
+  struct Attempt {
+    std::string timespec;
+    bool offline;
+    std::string path;
+  };
+  std::vector<Attempt> attempts;
+  std::error_code ec;
+  for (fs::directory_iterator it(parent.empty() ? fs::path(".") : parent,
+                                 fs::directory_options::skip_permission_denied, ec),
+       end;
+       !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const std::optional<FolderName> other = splitFolderName(name);
+    if (!other || other->id != mine->id) continue;
+    // The folder asked about is in the list as it was named (a link stays a link).
+    const std::string path = name == own ? dir : (parent / name).string();
+    if (name != own && !isWandbRunFolder(path)) continue;
+    attempts.push_back({std::string(other->timespec), other->offline, path});
+  }
+  if (std::none_of(attempts.begin(), attempts.end(),
+                   [&](const Attempt& a) { return a.path == dir; }))
+    attempts.push_back({std::string(mine->timespec), mine->offline, dir});
+  std::sort(attempts.begin(), attempts.end(), [](const Attempt& a, const Attempt& b) {
+    if (a.timespec != b.timespec) return a.timespec < b.timespec;
+    if (a.offline != b.offline) return a.offline;
+    return a.path < b.path;
+  });
+  std::vector<std::string> out;
+  for (Attempt& a : attempts) out.push_back(std::move(a.path));
+  return out;
 }
 
 std::string wandbStoreFile(const std::string& dir) {

@@ -11,6 +11,8 @@
 //     files/output.log            the console output
 //     logs/debug.log, debug-internal.log   the SDK's own logs (not read)
 //   wandb/latest-run -> run-...   a link to the newest run (not a run of its own)
+//   wandb/run-<later>-<id>/       a resumed run's next attempt (same id): one
+//                                 run with the others (wandbRunFolders)
 //
 // The .wandb file (wandb/sdk/internal/datastore.py, core/pkg/leveldb in
 // wandb/wandb) is a 7-byte header (":W&B", u16 LE 0xBEE1, version u8 0)
@@ -55,8 +57,16 @@ inline constexpr std::string_view kWandbId = "wandb";
 [[nodiscard]] bool isWandbLatestLink(const std::string& dir);
 
 // The run a file belongs to when it lies under a run folder's files/ (a
-// checkpoint the script saved with wandb.save): that run folder.
+// checkpoint the script saved with wandb.save): that run's newest folder.
 [[nodiscard]] std::optional<std::string> wandbRunOf(const std::string& path);
+
+// Every folder of the run `dir` belongs to, oldest first: wandb.init(id=...,
+// resume=...) starts a new folder for each attempt, named by its start
+// time, with the same run id, in the same wandb/ folder. At one start time
+// an offline folder comes first. The last is the newest: the run's own
+// folder (its name, summary and config are the newest attempt's). A folder
+// that is no run folder: itself alone.
+[[nodiscard]] std::vector<std::string> wandbRunFolders(const std::string& dir);
 
 // The run's .wandb file ("" when there is none).
 [[nodiscard]] std::string wandbStoreFile(const std::string& dir);
