@@ -42,7 +42,8 @@ Sniff sniffFile(const InputFile& file);
 // protocol version 1001, then the sys_info dict, then the main object.
 // The magic number alone is proof; when it is damaged or replaced by
 // another pickle, the protocol version and a sys_info dict right after it
-// (after the first pickle, or within the first 64 bytes) still say legacy. Reads only the small pickles, never the main one.
+// (after the first pickle, or within the first 64 bytes) still say
+// legacy. Reads only the small pickles, never the main one.
 struct LegacyHead {
   enum class Verdict {
     NotLegacy,
