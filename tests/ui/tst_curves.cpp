@@ -15,6 +15,7 @@
 #include <QJsonObject>
 #include <QProcess>
 #include <QSet>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QSlider>
 #include <QTabWidget>
@@ -51,6 +52,8 @@ class TestCurves : public QObject, private CurvesSample {
   void checkpointMarkers();
   void otherMetricsAndAxes();
   void logScale();
+  void chartSettingsRemembered();
+  void chartSettingsIgnoreInvalid();
   void followsPalette();
   void hiddenRunsAndTooltip();
   void csvExport();
@@ -64,11 +67,16 @@ class TestCurves : public QObject, private CurvesSample {
 void TestCurves::initTestCase() {
   const QString missing = readManifest();
   QVERIFY2(missing.isEmpty(), qPrintable(missing));
+  // ctest points XDG_CONFIG_HOME into the build tree (emptied before the run).
+  QCoreApplication::setOrganizationName("CkptScopeTest");
+  QCoreApplication::setApplicationName("tst_curves");
 }
 
 void TestCurves::init() {
   const QString failed = writeSample();
   QVERIFY2(failed.isEmpty(), qPrintable(failed));
+  // Each test starts from the defaults, not from what the last one chose.
+  QSettings().remove("curves");
 }
 
 void TestCurves::plotsEveryRunsPoints() {
@@ -326,6 +334,136 @@ void TestCurves::logScale() {
   for (const QString& label : view.plot()->yAxis->tickVectorLabels()) QVERIFY(!label.isEmpty());
   view.setLogScale(false);
   QCOMPARE(view.plot()->yAxis->scaleType(), QCPAxis::stLinear);
+}
+
+void TestCurves::chartSettingsRemembered() {
+  // Chosen as a person chooses: keys on the slider and the boxes, a click on
+  // the log scale box.
+  {
+    CurvesView view;
+    view.resize(1000, 640);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY(load(view));
+    auto* slider = view.findChild<QSlider*>("smoothing");
+    auto* method = view.findChild<QComboBox*>("smoothingMethod");
+    auto* axis = view.findChild<QComboBox*>("xaxis");
+    auto* logBox = view.findChild<QCheckBox*>("logscale");
+    auto* line = view.findChild<QComboBox*>("groupLine");
+    auto* band = view.findChild<QComboBox*>("groupBand");
+    QWidget* const controls[] = {slider, method, axis, logBox, line, band};
+    for (QWidget* c : controls) QVERIFY(c && c->isVisible() && c->isEnabled());
+    QCOMPARE(slider->maximum(), 99);
+    slider->setFocus();
+    QTest::keyClick(slider, Qt::Key_End);
+    QCOMPARE(view.smoothing(), 0.99);
+    method->setFocus();
+    QTest::keyClick(method, Qt::Key_Down);
+    QCOMPARE(method->currentText(), QStringLiteral("Time-weighted EMA"));
+    QCOMPARE(view.smoothingMethod(), SmoothingMethod::TimeWeightedEma);
+    axis->setFocus();
+    QTest::keyClick(axis, Qt::Key_Down);
+    QCOMPARE(axis->currentText(), QStringLiteral("Rel. step"));
+    QCOMPARE(view.xAxis(), CurveAxis::RelativeStep);
+    QTest::mouseClick(logBox, Qt::LeftButton, {}, QPoint(6, logBox->height() / 2));
+    QVERIFY(logBox->isChecked());
+    QVERIFY(view.logScale());
+    line->setFocus();
+    QTest::keyClick(line, Qt::Key_Down);
+    QCOMPARE(line->currentText(), QStringLiteral("Median"));
+    band->setFocus();
+    QTest::keyClick(band, Qt::Key_Down);
+    QCOMPARE(band->currentIndex(), 1);  // mean +- 1 std
+  }
+
+  // On disk, where the next start of the app reads them (a copy, read as a
+  // new file: not this process's cache of the settings).
+  {
+    QSettings settings;
+    settings.sync();
+    QVERIFY(settings.status() == QSettings::NoError);
+    const QString copy = QDir(m_dir->path()).filePath("settings-copy.conf");
+    QVERIFY2(QFile::copy(settings.fileName(), copy), qPrintable(settings.fileName()));
+    const QSettings onDisk(copy, QSettings::IniFormat);
+    QCOMPARE(onDisk.value("curves/smoothing").toDouble(), 0.99);
+    QCOMPARE(onDisk.value("curves/smoothingMethod").toString(), QStringLiteral("time-ema"));
+    QCOMPARE(onDisk.value("curves/xAxis").toString(), QStringLiteral("relative-step"));
+    QCOMPARE(onDisk.value("curves/logScale").toString(), QStringLiteral("true"));
+    QCOMPARE(onDisk.value("curves/groupLine").toString(), QStringLiteral("median"));
+    QCOMPARE(onDisk.value("curves/groupBand").toString(), QStringLiteral("std"));
+  }
+
+  // A new view, as the next start of the app makes: the choices shown and used.
+  CurvesView view;
+  view.resize(1000, 640);
+  view.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&view));
+  QVERIFY(load(view));
+  QCOMPARE(view.findChild<QSlider*>("smoothing")->value(), 99);
+  QCOMPARE(view.smoothing(), 0.99);
+  QCOMPARE(view.findChild<QComboBox*>("smoothingMethod")->currentText(),
+           QStringLiteral("Time-weighted EMA"));
+  QCOMPARE(view.smoothingMethod(), SmoothingMethod::TimeWeightedEma);
+  QVERIFY2(view.statusText().contains("time-weighted EMA, half-life"),
+           qPrintable(view.statusText()));
+  QCOMPARE(view.findChild<QComboBox*>("xaxis")->currentText(), QStringLiteral("Rel. step"));
+  QCOMPARE(view.xAxis(), CurveAxis::RelativeStep);
+  QCOMPARE(view.plot()->xAxis->label(), QStringLiteral("relative step"));
+  QCOMPARE(view.rawGraph("alpha")->data()->at(0)->key, 0.0);  // logged from step 50
+  QVERIFY(view.findChild<QCheckBox*>("logscale")->isChecked());
+  QVERIFY(view.logScale());
+  QCOMPARE(view.plot()->yAxis->scaleType(), QCPAxis::stLogarithmic);
+  QCOMPARE(view.findChild<QComboBox*>("groupLine")->currentText(), QStringLiteral("Median"));
+  QCOMPARE(view.findChild<QComboBox*>("groupBand")->currentIndex(), 1);
+
+  // Set from code (a test, another part of the app), nothing is remembered:
+  // not through the view's setters, nor the slider's value set directly.
+  view.setSmoothing(0.3);
+  view.setSmoothingMethod(SmoothingMethod::CentredMovingAverage);
+  view.setXAxis(CurveAxis::Tokens);
+  view.setLogScale(false);
+  view.setGroupLine(CurvesView::GroupLine::Mean);
+  view.setGroupBand(CurvesView::GroupBand::Percentiles);
+  QVERIFY(!view.findChild<QCheckBox*>("logscale")->isChecked());
+  view.findChild<QSlider*>("smoothing")->setValue(10);
+  QCOMPARE(view.smoothing(), 0.1);
+  const CurvesView next;
+  QCOMPARE(next.smoothing(), 0.99);
+  QCOMPARE(next.smoothingMethod(), SmoothingMethod::TimeWeightedEma);
+  QCOMPARE(next.xAxis(), CurveAxis::RelativeStep);
+  QVERIFY(next.logScale());
+  QCOMPARE(next.plot()->yAxis->scaleType(), QCPAxis::stLogarithmic);
+  QCOMPARE(next.findChild<QComboBox*>("groupLine")->currentText(), QStringLiteral("Median"));
+  QCOMPARE(next.findChild<QComboBox*>("groupBand")->currentIndex(), 1);
+}
+
+void TestCurves::chartSettingsIgnoreInvalid() {
+  // A file edited by hand or written by another version: what is not
+  // understood keeps its default.
+  QSettings settings;
+  settings.setValue("curves/smoothing", "lots");
+  settings.setValue("curves/smoothingMethod", "gaussian");
+  settings.setValue("curves/xAxis", "sideways");
+  settings.setValue("curves/logScale", "maybe");
+  settings.setValue("curves/groupLine", 1);  // a row of the box, not a name
+  settings.setValue("curves/groupBand", "");
+  {
+    const CurvesView view;
+    QCOMPARE(view.smoothing(), 0.6);
+    QCOMPARE(view.smoothingMethod(), SmoothingMethod::DebiasedEma);
+    QCOMPARE(view.xAxis(), CurveAxis::Step);
+    QVERIFY(!view.logScale());
+    QCOMPARE(view.plot()->yAxis->scaleType(), QCPAxis::stLinear);
+    QCOMPARE(view.findChild<QComboBox*>("groupLine")->currentIndex(), 0);
+    QCOMPARE(view.findChild<QComboBox*>("groupBand")->currentIndex(), 0);
+  }
+  // Past the slider's range, or "none" (the slider's 0 is the EMA's): ignored too.
+  settings.setValue("curves/smoothing", 1.5);
+  settings.setValue("curves/smoothingMethod", "none");
+  const CurvesView view;
+  QCOMPARE(view.smoothing(), 0.6);
+  QCOMPARE(view.findChild<QSlider*>("smoothing")->value(), 60);
+  QCOMPARE(view.smoothingMethod(), SmoothingMethod::DebiasedEma);
 }
 
 void TestCurves::followsPalette() {

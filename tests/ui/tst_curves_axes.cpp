@@ -12,6 +12,7 @@
 #include <QJsonArray>
 #include <QJsonObject>
 #include <QRegularExpression>
+#include <QSettings>
 #include <QTest>
 #include <cmath>
 #include <map>
@@ -87,6 +88,7 @@ class TestCurvesAxes : public QObject {
 
  private slots:
   void initTestCase();
+  void init();
   void relativeStepAndTime();
   void groupsAlignByRelativeStep();
   void onePointOnEveryAxis();
@@ -99,6 +101,12 @@ class TestCurvesAxes : public QObject {
 void TestCurvesAxes::initTestCase() {
   m_truth = readJson(kFixtures + "/curves_axes_truth.json");
   QVERIFY2(!m_truth.isEmpty(), "run tests/python/curves_axes_fixtures.py first");
+}
+
+void TestCurvesAxes::init() {
+  // Each test starts from the Curves tab's defaults, not from what the last
+  // one chose with the keys or the mouse (remembered in QSettings).
+  QSettings().remove("curves");
 }
 
 void TestCurvesAxes::relativeStepAndTime() {

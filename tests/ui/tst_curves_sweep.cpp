@@ -11,6 +11,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLineEdit>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QSlider>
 #include <QTest>
@@ -53,11 +54,18 @@ class TestCurvesSweep : public QObject {
   Q_OBJECT
 
  private slots:
+  void init();
   void spikeDrawnAtEveryZoom();
   void timeWeightedEmaMatchesPython();
   void groupsAgainstNumpy();
   void expandAndHover();
 };
+
+void TestCurvesSweep::init() {
+  // Each test starts from the Curves tab's defaults, not from what the last
+  // one chose with the keys or the mouse (remembered in QSettings).
+  QSettings().remove("curves");
+}
 
 void TestCurvesSweep::spikeDrawnAtEveryZoom() {
   const QJsonObject truth = readJson(kFixtures + "/curves_drawing_truth.json")["spike"].toObject();

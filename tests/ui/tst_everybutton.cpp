@@ -46,6 +46,7 @@ class TestEveryButton : public QObject {
 
  private slots:
   void initTestCase();
+  void init();
   void compareCancelStopsAndSaysSo();
   void driftCancelStopsAndSaysSo();
   void compareDifferencesOnly();
@@ -77,6 +78,12 @@ void TestEveryButton::initTestCase() {
   QVERIFY(f.open(QIODevice::ReadOnly));
   m_expected = QJsonDocument::fromJson(f.readAll()).object();
   QVERIFY(!m_expected.value("rows").toObject().isEmpty());
+}
+
+void TestEveryButton::init() {
+  // Each test starts from the Curves tab's defaults, not from what the last
+  // one chose with the keys or the mouse (remembered in QSettings).
+  QSettings().remove("curves");
 }
 
 bool TestEveryButton::open(MainWindow& w, const QStringList& paths, QSize size) {

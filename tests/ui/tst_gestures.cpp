@@ -28,6 +28,7 @@
 #include <QMenuBar>
 #include <QProcess>
 #include <QPushButton>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
 #include <QStatusBar>
@@ -116,6 +117,9 @@ void TestGestures::init() {
   // Each test on its own copies: what a gesture writes or spares is checked on disk.
   m_dir = std::make_unique<QTemporaryDir>();
   QVERIFY(m_dir->isValid());
+  // Each test starts from the Curves tab's defaults, not from what the last
+  // one chose with the keys or the mouse (remembered in QSettings).
+  QSettings().remove("curves");
 }
 
 bool TestGestures::open(MainWindow& w, const QStringList& paths, QSize size) {

@@ -10,16 +10,71 @@
 #include <QLabel>
 #include <QMenu>
 #include <QPushButton>
+#include <QSettings>
 #include <QSlider>
 #include <QSplitter>
 #include <QVBoxLayout>
 #include <cmath>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
 
 #include "curves/curveslegend.h"
 #include "curves/curvesview.h"
 #include "curves/runstable.h"
 
 namespace ckpt {
+namespace {
+
+// The person's choices on the tab, remembered (QSettings) when they make
+// them with the controls, and shown again by the next view: the next start
+// of the app (restoreChartSettings). Set from code (a test, another view)
+// they are not remembered. Choices are saved by name, not by their row in a
+// box, so that a box reordered or grown later reads an old file alike.
+constexpr const char* kSmoothingKey = "curves/smoothing";              // 0 .. 0.99
+constexpr const char* kSmoothingMethodKey = "curves/smoothingMethod";  // smoothingMethodName()
+constexpr const char* kXAxisKey = "curves/xAxis";                      // kAxisNames
+constexpr const char* kLogScaleKey = "curves/logScale";                // true, false
+constexpr const char* kGroupLineKey = "curves/groupLine";              // kGroupLineNames
+constexpr const char* kGroupBandKey = "curves/groupBand";              // kGroupBandNames
+
+constexpr std::pair<CurveAxis, const char*> kAxisNames[] = {
+    {CurveAxis::Step, "step"},
+    {CurveAxis::RelativeStep, "relative-step"},
+    {CurveAxis::Tokens, "tokens"},
+    {CurveAxis::WallTime, "wall-time"},
+    {CurveAxis::RelativeTime, "relative-time"}};
+constexpr std::pair<CurvesView::GroupLine, const char*> kGroupLineNames[] = {
+    {CurvesView::GroupLine::Mean, "mean"}, {CurvesView::GroupLine::Median, "median"}};
+constexpr std::pair<CurvesView::GroupBand, const char*> kGroupBandNames[] = {
+    {CurvesView::GroupBand::MinMax, "min-max"},
+    {CurvesView::GroupBand::Std, "std"},
+    {CurvesView::GroupBand::Percentiles, "percentiles"}};
+
+template <typename E, size_t N>
+QString nameOf(const std::pair<E, const char*> (&names)[N], E value) {
+  for (const auto& [v, name] : names)
+    if (v == value) return QString::fromLatin1(name);
+  return {};
+}
+
+// The choice saved under `key`; nothing when it is missing or not one of `names`.
+template <typename E, size_t N>
+std::optional<E> savedChoice(const QSettings& settings, const char* key,
+                             const std::pair<E, const char*> (&names)[N]) {
+  const QString saved = settings.value(key).toString();
+  for (const auto& [v, name] : names)
+    if (saved == QLatin1String(name)) return v;
+  return std::nullopt;
+}
+
+QString methodName(SmoothingMethod method) {
+  const std::string_view name = smoothingMethodName(method);
+  return QString::fromLatin1(name.data(), qsizetype(name.size()));
+}
+
+}  // namespace
 
 void CurvesView::buildControls() {
   m_metricBox = new QComboBox(this);
@@ -41,6 +96,13 @@ void CurvesView::buildControls() {
   m_smoothLabel = new QLabel(this);
   m_smoothLabel->setMinimumWidth(m_smoothLabel->fontMetrics().horizontalAdvance("0.00  "));
   connect(m_smoothSlider, &QSlider::valueChanged, this, [this](int v) { setSmoothing(v / 100.0); });
+  // Remembered when the person moves it (a key, the wheel, a drag, a click
+  // beside the handle): actionTriggered, not valueChanged, which setValue()
+  // from code emits too. The position is already the new one; the value
+  // (and valueChanged) follows it.
+  connect(m_smoothSlider, &QSlider::actionTriggered, this, [this](int) {
+    QSettings().setValue(kSmoothingKey, m_smoothSlider->sliderPosition() / 100.0);
+  });
   m_smoothMethodBox = new QComboBox(this);
   m_smoothMethodBox->setObjectName("smoothingMethod");
   // Narrower than "Time-weighted EMA": the row leaves the browser its width
@@ -63,8 +125,11 @@ void CurvesView::buildControls() {
   m_smoothMethodBox->setItemData(
       2, tr("Mean of the curve over a window centred on each point (it looks ahead)"),
       Qt::ToolTipRole);
+  // activated: the person's choice (setCurrentIndex from code does not emit it).
   connect(m_smoothMethodBox, &QComboBox::activated, this, [this](int i) {
-    setSmoothingMethod(SmoothingMethod(m_smoothMethodBox->itemData(i).toInt()));
+    const auto method = SmoothingMethod(m_smoothMethodBox->itemData(i).toInt());
+    setSmoothingMethod(method);
+    QSettings().setValue(kSmoothingMethodKey, methodName(method));
   });
 
   m_axisBox = new QComboBox(this);
@@ -84,12 +149,19 @@ void CurvesView::buildControls() {
   m_axisBox->setItemData(3, tr("The time of day each point was logged at"), Qt::ToolTipRole);
   m_axisBox->setItemData(4, tr("Relative time: time since each run's first logged point"),
                          Qt::ToolTipRole);
-  connect(m_axisBox, &QComboBox::activated, this,
-          [this](int i) { setXAxis(CurveAxis(m_axisBox->itemData(i).toInt())); });
+  connect(m_axisBox, &QComboBox::activated, this, [this](int i) {
+    const auto axis = CurveAxis(m_axisBox->itemData(i).toInt());
+    setXAxis(axis);
+    QSettings().setValue(kXAxisKey, nameOf(kAxisNames, axis));
+  });
 
   m_logBox = new QCheckBox(tr("Log scale"), this);
   m_logBox->setObjectName("logscale");
+  // toggled applies the scale whoever checks the box; clicked (a click, the
+  // space bar) is the person's choice, the one remembered.
   connect(m_logBox, &QCheckBox::toggled, this, &CurvesView::setLogScale);
+  connect(m_logBox, &QCheckBox::clicked, this,
+          [](bool on) { QSettings().setValue(kLogScaleKey, on); });
 
   auto* fit = new QPushButton(tr("Fit"), this);
   fit->setToolTip(tr("Fit the axes to the data and follow new points (after zooming or panning)"));
@@ -148,16 +220,20 @@ void CurvesView::buildControls() {
   m_groupLineBox = new QComboBox(this);
   m_groupLineBox->setObjectName("groupLine");
   m_groupLineBox->addItems({tr("Mean"), tr("Median")});
-  connect(m_groupLineBox, &QComboBox::activated, this,
-          [this](int i) { setGroupLine(GroupLine(i)); });
+  connect(m_groupLineBox, &QComboBox::activated, this, [this](int i) {
+    setGroupLine(GroupLine(i));
+    QSettings().setValue(kGroupLineKey, nameOf(kGroupLineNames, GroupLine(i)));
+  });
   m_groupBandBox = new QComboBox(this);
   m_groupBandBox->setObjectName("groupBand");
   m_groupBandBox->addItems(
       {tr("Min to max"), tr("Mean \u00b1 1 std"), tr("25th to 75th percentile")});
   m_groupBandBox->setMinimumContentsLength(12);
   m_groupBandBox->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-  connect(m_groupBandBox, &QComboBox::activated, this,
-          [this](int i) { setGroupBand(GroupBand(i)); });
+  connect(m_groupBandBox, &QComboBox::activated, this, [this](int i) {
+    setGroupBand(GroupBand(i));
+    QSettings().setValue(kGroupBandKey, nameOf(kGroupBandNames, GroupBand(i)));
+  });
   auto* groups = new QHBoxLayout;
   groups->addWidget(new QLabel(tr("Group by"), this));
   groups->addWidget(m_groupBox);
@@ -217,6 +293,26 @@ void CurvesView::buildControls() {
   layout->addWidget(m_tableSplitter, 1);
   layout->addWidget(m_status);
   m_smoothLabel->setText(QString::number(m_smoothing, 'f', 2));
+}
+
+void CurvesView::restoreChartSettings() {
+  // Through the setters, as a person's change: the widgets show the choice
+  // and the chart applies it. Nothing is drawn yet (no runs), so each is cheap.
+  const QSettings settings;
+  bool ok = false;
+  const double weight = settings.value(kSmoothingKey).toDouble(&ok);
+  if (ok && weight >= 0 && weight <= kSliderSteps / 100.0)
+    setSmoothing(double(std::lround(weight * 100)) / 100.0);  // on one of the slider's steps
+  SmoothingMethod method = SmoothingMethod::None;
+  if (parseSmoothingMethod(settings.value(kSmoothingMethodKey).toString().toStdString(), method) &&
+      method != SmoothingMethod::None)
+    setSmoothingMethod(method);
+  if (const auto axis = savedChoice(settings, kXAxisKey, kAxisNames)) setXAxis(*axis);
+  const QString logY = settings.value(kLogScaleKey).toString();
+  if (logY == QLatin1String("true") || logY == QLatin1String("false"))
+    setLogScale(logY == QLatin1String("true"));
+  if (const auto line = savedChoice(settings, kGroupLineKey, kGroupLineNames)) setGroupLine(*line);
+  if (const auto band = savedChoice(settings, kGroupBandKey, kGroupBandNames)) setGroupBand(*band);
 }
 
 }  // namespace ckpt

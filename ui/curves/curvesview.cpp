@@ -79,6 +79,7 @@ QString defaultMetric(const QStringList& names) {
 CurvesView::CurvesView(QWidget* parent) : QWidget(parent) {
   buildControls();
   setUpPlot();
+  restoreChartSettings();
 
   connect(&m_loader, &QFutureWatcherBase::resultsReadyAt, this,
           [this](int, int) { takeLoadedRuns(); });

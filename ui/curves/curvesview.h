@@ -186,6 +186,11 @@ class CurvesView : public QWidget {
 
   void buildControls();
   void setUpPlot();
+  // The choices the person made on the tab before (smoothing and its method,
+  // the x axis, log scale, the group line and band), which the controls
+  // remember as they are changed (curvescontrols.cpp). A missing or
+  // unreadable one keeps its default.
+  void restoreChartSettings();
   // Takes the runs read so far, in order, and plots them.
   void takeLoadedRuns();
   void onLoadFinished();
