@@ -201,11 +201,17 @@ void printText(const CheckpointDiff& d, const CheckpointFile& a, const Checkpoin
   }
 }
 
-// `--top N` / `--top=N` out of argv; everything else goes to parseArgs.
+// `--top N` / `--top=N` out of argv (up to "--"); everything else goes to parseArgs.
 bool takeTop(int argc, char** argv, std::vector<char*>& rest, long& top, std::string& problem) {
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
     std::string value;
+    if (a == "--") {
+      // Every word after "--" is a path, even one named "--top" (the
+      // agent's `report` runs diff with its paths there).
+      rest.insert(rest.end(), argv + i, argv + argc);
+      break;
+    }
     if (a == "--top") {
       if (i + 1 >= argc) {
         problem = "--top needs a number";

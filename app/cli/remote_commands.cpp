@@ -30,14 +30,6 @@ std::unique_ptr<AgentClient> connect(const RemotePath& where,
   return agent;
 }
 
-// Needs --json: the text reports are printed from the host's open files.
-int needsJson(const char* command) {
-  return usageError(std::string(command) +
-                        " of a remote path prints --json only (the text report: run it on the "
-                        "host)",
-                    command);
-}
-
 // "comparing: 42%" on a terminal, as the local diff shows it.
 AgentClient::ProgressFn terminalProgress(const char* what) {
   if (::isatty(STDERR_FILENO) != 1) return {};
@@ -65,6 +57,40 @@ int guarded(const Fn& fn) {
   } catch (const std::exception& e) {
     return failWith(e.what());
   }
+}
+
+// The text report: the host runs the command itself (the agent's `report`)
+// and what it printed is printed here, on the same streams, with its exit
+// status, so `info host:/p/x.pt` is exactly `info /p/x.pt` on the host.
+int textReport(const char* command, const std::vector<const RemotePath*>& paths,
+               Json params = Json::object()) {
+  return guarded([&] {
+    auto agent = connect(*paths.front(), paths);
+    Json names = Json::array();
+    for (const RemotePath* p : paths) names.push_back(p->path);
+    params["command"] = command;
+    params["paths"] = std::move(names);
+    Json r;
+    try {
+      r = agent->call("report", params);
+    } catch (const remote::RemoteError& e) {
+      if (e.code() != "unknown_method") throw;
+      // An agent from before `report`: its JSON answers still work (verify
+      // has none).
+      const bool hasJson = std::string(command) != "verify";
+      return failWith("the ckptscope-cli on " + paths.front()->endpoint() + " (" +
+                      agent->hello().value("version", std::string("?")) + ") cannot print " +
+                      command + "'s text report: " + (hasJson ? "add --json, or " : "") +
+                      "update ckptscope-cli on the host");
+    }
+    const std::string out = r.value("stdout", std::string()),
+                      err = r.value("stderr", std::string());
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    std::fflush(stdout);
+    std::fwrite(err.data(), 1, err.size(), stderr);
+    std::fflush(stderr);
+    return r.value("exit", int(kExitFailure));
+  });
 }
 
 }  // namespace
@@ -105,7 +131,7 @@ std::optional<std::vector<RemotePath>> remotePaths(const std::vector<std::string
 }
 
 int runRemoteLs(const RemotePath& dir, bool json) {
-  if (!json) return needsJson("ls");
+  if (!json) return textReport("ls", {&dir});
   return guarded([&] {
     auto agent = connect(dir, {&dir});
     return printDocument(agent->call("scan", Json{{"path", dir.path}}));
@@ -113,7 +139,7 @@ int runRemoteLs(const RemotePath& dir, bool json) {
 }
 
 int runRemoteInfo(const RemotePath& file, bool json) {
-  if (!json) return needsJson("info");
+  if (!json) return textReport("info", {&file});
   return guarded([&] {
     auto agent = connect(file, {&file});
     return printDocument(agent->call("info", Json{{"path", file.path}}));
@@ -121,7 +147,7 @@ int runRemoteInfo(const RemotePath& file, bool json) {
 }
 
 int runRemoteDiff(const RemotePath& a, const RemotePath& b, size_t top, bool json) {
-  if (!json) return needsJson("diff");
+  if (!json) return textReport("diff", {&a, &b}, top > 0 ? Json{{"top", top}} : Json::object());
   return guarded([&] {
     // Both files are on one host: compared there, only the report travels.
     auto agent = connect(a, {&a, &b});
@@ -133,14 +159,12 @@ int runRemoteDiff(const RemotePath& a, const RemotePath& b, size_t top, bool jso
 }
 
 int runRemoteScan(const std::vector<RemotePath>& paths, bool recursive, bool json) {
-  if (!json) return needsJson("scan");
+  std::vector<const RemotePath*> opened;
+  for (const RemotePath& p : paths) opened.push_back(&p);
+  if (!json) return textReport("scan", opened, Json{{"recursive", recursive}});
   return guarded([&] {
-    std::vector<const RemotePath*> opened;
     Json names = Json::array();
-    for (const RemotePath& p : paths) {
-      opened.push_back(&p);
-      names.push_back(p.path);
-    }
+    for (const RemotePath& p : paths) names.push_back(p.path);
     auto agent = connect(paths.front(), opened);
     const Json r = agent->call("scanSafety", Json{{"paths", names}, {"recursive", recursive}});
     if (r["failure"].is_string()) return failWith(r["failure"].get<std::string>());
@@ -148,6 +172,10 @@ int runRemoteScan(const std::vector<RemotePath>& paths, bool recursive, bool jso
     std::fflush(stdout);
     return r["exit"].get<int>();
   });
+}
+
+int runRemoteVerify(const RemotePath& file) {
+  return textReport("verify", {&file});
 }
 
 int runRemoteMetrics(const std::vector<RemotePath>& paths, const std::vector<RemotePath>& logs,

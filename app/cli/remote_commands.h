@@ -1,7 +1,9 @@
 #pragma once
 // The read commands on paths of another machine (ssh://host/path,
 // host:/path): the same work, done by `ckptscope-cli serve --stdio` there
-// through ssh (docs/REMOTE.md), printed here by the same printers.
+// through ssh (docs/REMOTE.md). --json documents are printed here by the
+// same printers; a text report is printed there (the agent's `report`) and
+// copied here as it is.
 
 #include <optional>
 #include <string>
@@ -25,6 +27,8 @@ int runRemoteLs(const remote::RemotePath& dir, bool json);
 int runRemoteInfo(const remote::RemotePath& file, bool json);
 int runRemoteDiff(const remote::RemotePath& a, const remote::RemotePath& b, size_t top, bool json);
 int runRemoteScan(const std::vector<remote::RemotePath>& paths, bool recursive, bool json);
+// verify has only a text report: the host runs it (the agent's `report`).
+int runRemoteVerify(const remote::RemotePath& file);
 int runRemoteMetrics(const std::vector<remote::RemotePath>& paths,
                      const std::vector<remote::RemotePath>& logs,
                      const std::vector<std::string>& metrics, MetricsFormat format);

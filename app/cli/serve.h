@@ -63,6 +63,11 @@ struct Call {
 // Throws ProtocolError("cancelled") when the request was cancelled.
 void throwIfCancelled(const Call& call);
 
+// `report` (serve_report.cpp): the text output of ls, info, verify, diff or
+// scan, from this program run with that command on the host; {stdout,
+// stderr, exit}. Cancellable; ProtocolError("too_large") past 64 MiB.
+Json report(Call& call);
+
 // The methods other than hello / cancel (answered by the transport itself):
 // the result, or ProtocolError("unknown_method").
 Json runMethod(const std::string& method, Call& call);

@@ -239,6 +239,7 @@ Json runMethod(const std::string& method, Call& call) {
     return Json{{"document", s.document}, {"exit", s.exit}, {"failure", orNull(s.problem)}};
   }
   if (method == "watch") return watch(call);
+  if (method == "report") return report(call);
   throw ProtocolError("unknown_method", "unknown method '" + method + "'");
 }
 

@@ -6,6 +6,7 @@
 #include "ckpt/format/error.h"
 #include "ckpt/format/zip_archive.h"
 #include "common.h"
+#include "remote_commands.h"
 
 namespace ckpt::cli {
 
@@ -14,6 +15,9 @@ int runVerify(int argc, char** argv) {
   std::string problem;
   if (!parseArgs(argc, argv, 2, {}, args, problem)) return usageError(problem, "verify");
   if (args.positional.size() != 1) return usageError("verify takes exactly one FILE", "verify");
+  if (const auto remote = remotePaths(args.positional, problem))
+    return runRemoteVerify(remote->front());
+  if (!problem.empty()) return usageError(problem, "verify");
   std::unique_ptr<CheckpointFile> file;
   try {
     file = CheckpointFile::open(args.positional[0]);

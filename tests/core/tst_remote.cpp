@@ -29,10 +29,11 @@ void writeFile(const QString& path, const QByteArray& bytes, bool append = false
   f.write(bytes);
 }
 
-// One agent on a pipe.
+// One agent on a pipe (in `cwd`, where relative paths are read from).
 class Agent {
  public:
-  Agent() {
+  explicit Agent(const QString& cwd = {}) {
+    if (!cwd.isEmpty()) m_p.setWorkingDirectory(cwd);
     m_p.start(kCli, {"serve", "--stdio"});
     m_p.waitForStarted();
   }
@@ -80,6 +81,22 @@ void writeSparseSafetensors(const QString& path, qint64 n) {
   QVERIFY(f.resize(8 + header.size() + n * 4));
 }
 
+// The processes whose parent is `pid` and that have not been reaped yet.
+QStringList childrenOf(qint64 pid) {
+  QStringList out;
+  for (const QString& p : QDir("/proc").entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
+    bool numeric = false;
+    if (p.toLongLong(&numeric) <= 0 || !numeric) continue;
+    QFile f(QStringLiteral("/proc/") + p + "/stat");
+    if (!f.open(QIODevice::ReadOnly)) continue;
+    // "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses.
+    const QByteArray stat = f.readAll();
+    const QList<QByteArray> fields = stat.mid(stat.lastIndexOf(')') + 2).split(' ');
+    if (fields.size() > 1 && fields[1].toLongLong() == pid) out << p;
+  }
+  return out;
+}
+
 }  // namespace
 
 class TestRemote : public QObject {
@@ -120,6 +137,8 @@ class TestRemote : public QObject {
   void badRequestsKeepServing();
   void rootConfinement();
   void cancelLongRequest();
+  void cancelReportStopsItsCommand();
+  void reportPathsThatLookLikeOptions();
   void statsAndSlice();
   void metricsSinceOffset();
   void watchReportsNewCheckpoint();
@@ -132,6 +151,7 @@ class TestRemote : public QObject {
   void oddPathRunsNothing();
   void missingAgentSaysHowToInstall();
   void tooOldAgentNamesBothVersions();
+  void agentWithoutReportSaysAddJson();
   void unknownHostKeySaysWhatToDo();
   void droppedConnectionFails();
 };
@@ -276,6 +296,27 @@ void TestRemote::rootConfinement() {
   const json r = a.call(6, "info", {{"path", (root + "/nope.pt").toStdString()}});
   QCOMPARE(r["error"]["code"], "not_found");
   QVERIFY(r["error"]["message"].get<std::string>().find("nope.pt") != std::string::npos);
+
+  // A text report reads under the same roots, and runs only the read commands.
+  auto report = [&](int id, const std::string& command, const json& paths) {
+    return a.call(id, "report", {{"command", command}, {"paths", paths}});
+  };
+  json rep = report(7, "info", json::array({(root + "/run/secret.pt").toStdString()}));
+  QCOMPARE(rep["error"]["code"], "outside_roots");
+  rep = report(8, "prune", json::array({root.toStdString()}));
+  QCOMPARE(rep["error"]["code"], "bad_field");
+  QVERIFY2(rep["error"]["message"].get<std::string>().rfind("command", 0) == 0, rep.dump().c_str());
+  rep = report(9, "diff", json::array({(root + "/run").toStdString()}));
+  QCOMPARE(rep["error"]["code"], "bad_field");
+  QVERIFY2(rep["error"]["message"].get<std::string>().rfind("paths", 0) == 0, rep.dump().c_str());
+  // What it sends back is what the command prints here.
+  rep = report(10, "ls", json::array({root.toStdString()}));
+  QVERIFY2(rep.contains("result"), rep.dump().c_str());
+  const ProcessResult local = ckpt::test::runProcess(kCli, {"ls", root});
+  QCOMPARE(rep["result"]["exit"].get<int>(), local.exitCode);
+  QCOMPARE(QByteArray::fromStdString(rep["result"]["stdout"].get<std::string>()), local.out);
+  QCOMPARE(QByteArray::fromStdString(rep["result"]["stderr"].get<std::string>()), local.err);
+  QVERIFY(local.out.contains(" in "));  // "N checkpoints in M runs"
 }
 
 void TestRemote::cancelLongRequest() {
@@ -313,6 +354,77 @@ void TestRemote::cancelLongRequest() {
   m = a.call(4, "cancel", {{"id", "long"}});
   QVERIFY2(m["id"] == 4 && m["result"]["cancelled"] == false, m.dump().c_str());
   QCOMPARE(a.call(5, "hello")["result"]["protocol"], 1);
+}
+
+void TestRemote::cancelReportStopsItsCommand() {
+  const QString dir = m_tmp.path() + "/bigreport";
+  QVERIFY(QDir().mkpath(dir));
+  writeSparseSafetensors(dir + "/a.safetensors", qint64(1) << 30);  // 4 GiB of floats each
+  writeSparseSafetensors(dir + "/b.safetensors", qint64(1) << 30);
+  Agent a;
+  a.call(1, "hello");
+  a.call(2, "open", {{"path", dir.toStdString()}});
+  const json paths =
+      json::array({(dir + "/a.safetensors").toStdString(), (dir + "/b.safetensors").toStdString()});
+  a.send(json{
+      {"id", "long"}, {"method", "report"}, {"params", {{"command", "diff"}, {"paths", paths}}}});
+  // The diff runs as the agent's child.
+  const qint64 pid = a.process().processId();
+  QElapsedTimer t;
+  t.start();
+  while (childrenOf(pid).isEmpty() && t.elapsed() < 10000) QTest::qWait(10);
+  QVERIFY2(!childrenOf(pid).isEmpty(), "the report started no command");
+  t.restart();
+  a.send(json{{"id", 3}, {"method", "cancel"}, {"params", {{"id", "long"}}}});
+  bool cancelAnswered = false, longAnswered = false;
+  while (!(cancelAnswered && longAnswered)) {
+    const json m = a.next(10000);
+    QVERIFY2(!m.is_null(), "no answer to the cancel");
+    if (m["id"] == 3) {
+      QCOMPARE(m["result"]["cancelled"], true);
+      cancelAnswered = true;
+    } else if (m["id"] == "long") {
+      QCOMPARE(m["error"]["code"], "cancelled");
+      longAnswered = true;
+    }
+  }
+  QVERIFY2(t.elapsed() < 3000, qPrintable(QString("cancel took %1 ms").arg(t.elapsed())));
+  // The command is gone (killed and reaped) by the time the answer leaves.
+  QVERIFY2(childrenOf(pid).isEmpty(), qPrintable(childrenOf(pid).join(' ')));
+  QCOMPARE(a.call(4, "hello")["result"]["protocol"], 1);
+}
+
+void TestRemote::reportPathsThatLookLikeOptions() {
+  // Files named as the commands' options: the agent gives the paths after
+  // "--", so each is read as a file (relative names from the agent's
+  // working folder, where they were checked against the roots).
+  const QString dir = m_tmp.path() + "/dashes";
+  QVERIFY(QDir().mkpath(dir));
+  const QString src = kFixtures + "/experiment/checkpoints/tiny-dpo/tiny-dpo_step20.pt";
+  for (const char* name : {"--top", "--json", "-r"}) QVERIFY(QFile::copy(src, dir + "/" + name));
+  Agent a(dir);
+  a.call(1, "hello");
+  QVERIFY(a.call(2, "open", {{"path", "."}}).contains("result"));
+  struct Case {
+    std::string command;
+    std::vector<std::string> paths;
+  };
+  const std::vector<Case> cases = {{"info", {"--json"}},
+                                   {"verify", {"--top"}},
+                                   {"diff", {"--top", "--json"}},
+                                   {"scan", {"-r", "--json"}}};
+  int id = 3;
+  for (const Case& c : cases) {
+    QStringList local{QString::fromStdString(c.command), "--"};
+    for (const std::string& p : c.paths) local << QString::fromStdString(p);
+    const ProcessResult l = ckpt::test::runProcess(kCli, local, dir);
+    const json r = a.call(id++, "report", {{"command", c.command}, {"paths", c.paths}});
+    QVERIFY2(r.contains("result"), r.dump().c_str());
+    QCOMPARE(r["result"]["exit"].get<int>(), l.exitCode);
+    QCOMPARE(QByteArray::fromStdString(r["result"]["stdout"].get<std::string>()), l.out);
+    QCOMPARE(QByteArray::fromStdString(r["result"]["stderr"].get<std::string>()), l.err);
+    QVERIFY2(l.out.contains(QByteArray::fromStdString(c.paths.back())), l.out.constData());
+  }
 }
 
 void TestRemote::statsAndSlice() {
@@ -465,6 +577,24 @@ void TestRemote::remoteEqualsLocal_data() {
   QTest::newRow("unreadable") << QStringList{"info", "--json",
                                              "@" + kFixtures + "/json_names/unreadable.pt"};
   QTest::newRow("missing") << QStringList{"ls", "--json", "@" + e + "/no-such-folder"};
+  // Text reports (a tag ending in " text"): the host's own output, its
+  // stderr and exit status too.
+  const QString step30 = e + "/checkpoints/tiny-sft/tiny-sft_step30.pt";
+  QTest::newRow("ls text") << QStringList{"ls", "@" + e + "/checkpoints"};
+  QTest::newRow("info text") << QStringList{"info", "@" + step30};
+  QTest::newRow("verify text") << QStringList{"verify", "@" + step30};
+  QTest::newRow("diff text") << QStringList{"diff", "@" + d + "/perturbed/a.pt",
+                                            "@" + d + "/perturbed/b.pt"};
+  QTest::newRow("diff top text") << QStringList{"diff", "--top", "3", "@" + d + "/plain/a.pt",
+                                                "@" + d + "/plain/b.pt"};
+  QTest::newRow("scan text") << QStringList{"scan", "@" + kFixtures + "/safety"};
+  QTest::newRow("scan recursive text") << QStringList{"scan", "--recursive", "@" + e};
+  QTest::newRow("names ls text") << QStringList{"ls", "@" + kFixtures + "/json_names/exp"};
+  QTest::newRow("names info text") << QStringList{"info", "@" + kFixtures + "/json_names/names.pt"};
+  QTest::newRow("unreadable text")
+      << QStringList{"info", "@" + kFixtures + "/json_names/unreadable.pt"};
+  QTest::newRow("unreadable verify text")
+      << QStringList{"verify", "@" + kFixtures + "/json_names/unreadable.pt"};
 }
 
 void TestRemote::remoteEqualsLocal() {
@@ -481,7 +611,12 @@ void TestRemote::remoteEqualsLocal() {
   QCOMPARE(r.exitCode, l.exitCode);
   QVERIFY(!l.out.isEmpty() || l.exitCode != 0);
   QCOMPARE(r.out, l.out);
-  if (l.exitCode == 1 && QString(QTest::currentDataTag()) == "unreadable") QCOMPARE(r.err, l.err);
+  const QString tag(QTest::currentDataTag());
+  if (l.exitCode == 1 && tag == "unreadable") QCOMPARE(r.err, l.err);
+  // The host is given the path the local command is given (ssh://...'s
+  // path part), so even messages that name it are the same.
+  if (tag.endsWith(" text")) QCOMPARE(r.err, l.err);
+  if (tag.startsWith("unreadable")) QCOMPARE(l.exitCode, 1);
   if (QString(QTest::currentDataTag()) == "missing")
     QVERIFY2(r.err.contains("no-such-folder"), r.err.constData());
 }
@@ -524,6 +659,16 @@ void TestRemote::oddPathRunsNothing() {
   QVERIFY(r.out.contains("PWNED"));  // the name is listed ...
   const ProcessResult info = cli({"info", "--json", remote(dir + "/tiny_step20.pt")}, sshEnv());
   QCOMPARE(info.exitCode, 0);
+  // The text reports: the host runs the command with the name as one word.
+  for (const QStringList& args :
+       {QStringList{"info", dir + "/tiny_step20.pt"}, QStringList{"ls", m_tmp.path() + "/odd"}}) {
+    const ProcessResult lt = cli(args);
+    const ProcessResult rt = cli({args[0], remote(args[1])}, sshEnv());
+    QCOMPARE(rt.exitCode, 0);
+    QCOMPARE(rt.out, lt.out);
+    QCOMPARE(rt.err, lt.err);
+    QVERIFY(rt.out.contains("PWNED"));
+  }
   // ... and nothing ran: not here, not in the home folder where ssh starts.
   for (const QString& where : {QDir::currentPath(), QDir::homePath(), m_tmp.path() + "/odd"}) {
     QVERIFY2(!QFile::exists(where + "/PWNED"), qPrintable(where));
@@ -551,6 +696,14 @@ static QString fakeAgent(const QString& dir, const QString& mode) {
                   "import json, sys\n"
                   "for line in sys.stdin:\n"
                   "    req = json.loads(line)\n"
+                  "    if '%1' == 'no-report' and req['method'] == 'open':\n"
+                  "        print(json.dumps({'id': req['id'], 'result': {'root': "
+                  "req['params']['path']}}), flush=True)\n"
+                  "        continue\n"
+                  "    if '%1' == 'no-report' and req['method'] != 'hello':\n"
+                  "        print(json.dumps({'id': req['id'], 'error': {'code': "
+                  "'unknown_method', 'message': 'unknown method'}}), flush=True)\n"
+                  "        continue\n"
                   "    if req['method'] != 'hello' or '%1' == 'drop-at-once':\n"
                   "        sys.exit(0)  # the connection drops before the answer\n"
                   "    proto = 0 if '%1' == 'old' else 1\n"
@@ -571,6 +724,24 @@ void TestRemote::tooOldAgentNamesBothVersions() {
   QVERIFY(r.out.isEmpty());
   QVERIFY2(r.err.contains("ckptscope-cli 0.0.9 (agent protocol 0)"), r.err.constData());
   QVERIFY2(r.err.contains("needs protocol 1"), r.err.constData());
+}
+
+void TestRemote::agentWithoutReportSaysAddJson() {
+  if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+  // An agent of protocol 1 from before `report`: text reports say what to
+  // do instead, in one line.
+  const QString file = kFixtures + "/experiment/checkpoints/tiny-dpo/tiny-dpo_step20.pt";
+  const QProcessEnvironment env = sshEnv({}, fakeAgent(m_tmp.path(), "no-report"));
+  ProcessResult r = cli({"info", remote(file)}, env);
+  QCOMPARE(r.exitCode, 1);
+  QVERIFY(r.out.isEmpty());
+  QVERIFY2(r.err.contains("add --json, or update ckptscope-cli on the host"), r.err.constData());
+  QCOMPARE(r.err.count('\n'), qsizetype(1));
+  // verify has no --json: only the update is suggested.
+  r = cli({"verify", remote(file)}, env);
+  QCOMPARE(r.exitCode, 1);
+  QVERIFY2(r.err.contains("update ckptscope-cli on the host"), r.err.constData());
+  QVERIFY2(!r.err.contains("--json"), r.err.constData());
 }
 
 void TestRemote::unknownHostKeySaysWhatToDo() {
