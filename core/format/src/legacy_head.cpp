@@ -149,10 +149,25 @@ std::string magicDamage(const uint8_t* data, uint64_t end, const Small& magic) {
   return where + " does not parse: " + magic.error;
 }
 
+bool holds(const uint8_t* data, uint64_t size, std::string_view bytes) {
+  return std::search(data, data + size, bytes.begin(), bytes.end(),
+                     [](uint8_t a, char b) { return a == uint8_t(b); }) != data + size;
+}
+
+// Whether data[at, size) can hold the protocol version 1001 at all. The
+// reader makes an int only from its decimal digits (INT, LONG: leading
+// zeros, sign and spaces around them) or its little-endian bytes (BININT,
+// BININT2, LONG1, LONG4), so every spelling holds "1001" or 0xe9 0x03.
+// Exact, and it spares a parse per candidate offset.
+bool mayHoldProtocolVersion(const uint8_t* data, uint64_t size, uint64_t at) {
+  if (at >= size) return false;
+  return holds(data + at, size - at, "1001") || holds(data + at, size - at, "\xe9\x03");
+}
+
 // Whether torch's protocol version pickle and a sys_info dict start at byte
 // `at`: what follows the magic number in every legacy file.
 bool protocolAndSysInfoAt(ValueArena& arena, const uint8_t* data, uint64_t size, uint64_t at) {
-  if (at >= size) return false;
+  if (!mayHoldProtocolVersion(data, size, at)) return false;
   const Small protocol = parseSmall(arena, "legacy protocol version pickle", data, size, at);
   if (!isProtocolVersion(protocol)) return false;
   return isSysInfo(parseSmall(arena, "legacy sys_info pickle", data, size, protocol.end));
@@ -174,6 +189,14 @@ std::string legacyMagicReplaced(const uint8_t* data, uint64_t size, uint64_t fir
 
 LegacyHead readLegacyHead(const uint8_t* data, uint64_t size, uint64_t fileSize) {
   LegacyHead head;
+  // Neither the magic number (its digits, or its little-endian bytes as
+  // LONG1 and LONG4 write them) nor the protocol version anywhere in the
+  // head: no legacy file, intact or damaged, whatever the parses below
+  // would find. Most files that are not legacy ones stop here unparsed.
+  const std::string_view magicLE(reinterpret_cast<const char*>(kMagicLE), sizeof kMagicLE);
+  if (!mayHoldProtocolVersion(data, size, 0) && !holds(data, size, kMagicDecimal) &&
+      !holds(data, size, magicLE))
+    return head;
   const bool whole = size >= fileSize;  // a parse that runs out has reached the file's end
   ValueArena arena;
   const Small magic = parseSmall(arena, "legacy magic number pickle", data, size, 0);
@@ -225,6 +248,7 @@ LegacyHead readLegacyHead(const uint8_t* data, uint64_t size, uint64_t fileSize)
   for (uint64_t at = 0; at < last; ++at) {
     const uint8_t op = data[at];
     if (!(op == 0x80 || op == 'M' || op == 'I' || op == 'J')) continue;
+    if (!mayHoldProtocolVersion(data, size, at)) break;  // nor at any later offset
     const Small protocol = parseSmall(arena, "legacy protocol version pickle", data, size, at);
     if (!isProtocolVersion(protocol)) continue;
     const Small sysInfo = parseSmall(arena, "legacy sys_info pickle", data, size, protocol.end);
