@@ -469,11 +469,10 @@ class TstWandb : public QObject {
     const json& resumed = *findRun(ls, "resumed-legacy");
     const json& folders = exp["runs"]["resumed"]["folders"];
     QCOMPARE(resumed["path"], folders.back());
-    QCOMPARE(resumed["metrics"],
-             json({folders[0].get<std::string>() + "/wandb-history.jsonl",
-                   folders[0].get<std::string>() + "/wandb-summary.json",
-                   folders[1].get<std::string>() + "/wandb-history.jsonl",
-                   folders[1].get<std::string>() + "/wandb-summary.json"}));
+    QCOMPARE(resumed["metrics"], json({folders[0].get<std::string>() + "/wandb-history.jsonl",
+                                       folders[0].get<std::string>() + "/wandb-summary.json",
+                                       folders[1].get<std::string>() + "/wandb-history.jsonl",
+                                       folders[1].get<std::string>() + "/wandb-summary.json"}));
     // A folder with a .wandb file and a wandb-history.jsonl: the .wandb
     // file is its history, the other not read.
     QCOMPARE((*findRun(ls, "store-and-jsonl"))["metrics"], json({kBoth + "/run-both33.wandb"}));
@@ -489,9 +488,9 @@ class TstWandb : public QObject {
   // wandb-history.jsonl files, point for point, source "wandb", and no
   // other wandb series; the summary the reader's.
   void legacyHistoryMatchesReader() {
-    const json want =
-        runJson(QStringLiteral(CKPT_TORCH_PYTHON),
-                {QStringLiteral(CKPT_SOURCE_DIR "/tests/python/wandb_reader.py"), kLegacyRoot})["runs"];
+    const json want = runJson(
+        QStringLiteral(CKPT_TORCH_PYTHON),
+        {QStringLiteral(CKPT_SOURCE_DIR "/tests/python/wandb_reader.py"), kLegacyRoot})["runs"];
     const json got = cliJson({"metrics", kLegacyRoot, "--json"})["runs"];
     QCOMPARE(got.size(), size_t(4));
     QCOMPARE(want.size(), size_t(4));
@@ -507,9 +506,9 @@ class TstWandb : public QObject {
         QCOMPARE((*s)["source"].get<std::string>(), std::string("wandb"));
         const std::string d = ckpt::test::compareJson(points, (*s)["points"], name + "." + metric);
         QVERIFY2(d.empty(), d.c_str());
-        const json restarts =
-            run.contains("restarts") && run["restarts"].contains(metric) ? run["restarts"][metric]
-                                                                         : json::array();
+        const json restarts = run.contains("restarts") && run["restarts"].contains(metric)
+                                  ? run["restarts"][metric]
+                                  : json::array();
         QCOMPARE((*s)["restarts"], restarts);
       }
       const std::string d = ckpt::test::compareJson(run["summary"], (*g)["summary"], name);
@@ -528,9 +527,8 @@ class TstWandb : public QObject {
     const json exp = legacyExpected();
     const std::vector<ckpt::RunMetrics> metrics =
         ckpt::collectMetrics(ckpt::findMetricRuns(kLegacyRoot.toStdString()));
-    for (const std::string key :
-         {"run-20200301_101500-old111", "dryrun-20200302_090000-old222", "resumed",
-          "run-20210104_080000-both33"}) {
+    for (const std::string key : {"run-20200301_101500-old111", "dryrun-20200302_090000-old222",
+                                  "resumed", "run-20210104_080000-both33"}) {
       const json& e = exp["runs"][key];
       const ckpt::RunMetrics* m = nullptr;
       for (const ckpt::RunMetrics& r : metrics)

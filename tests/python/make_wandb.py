@@ -739,7 +739,8 @@ def write_legacy(out):
                 "step=3 sdk_metric=99.0\n")
     expected["runs"][name] = {
         "name": "legacy-baseline", "rows": rows, "config": python_config_value(config),
-        "summary": {k: float(v) for k, v in sorted(summary_numbers(summary).items())}, "bad_line": bad_line, "bad_byte": bad_byte,
+        "summary": {k: float(v) for k, v in sorted(summary_numbers(summary).items())},
+        "bad_line": bad_line, "bad_byte": bad_byte,
         "cut": cut_at, "damaged": 2, "rest_row": expected_row(last),
     }
 
@@ -786,7 +787,8 @@ def write_legacy(out):
             f.write(json.dumps({"loss": parsed[-1]["loss"], "lr": 0.01, "_step": parsed[-1]["_step"]}))
         write_metadata_legacy(folder, "resumed-legacy", "mnist-old", "2020-03-05T10:00:00")
     expected["runs"]["resumed"] = {
-        "name": "resumed-legacy", "folders": [os.path.join(wandb_dir, first), os.path.join(wandb_dir, second)],
+        "name": "resumed-legacy",
+        "folders": [os.path.join(wandb_dir, first), os.path.join(wandb_dir, second)],
         "rows": joined, "config": {"lr": 0.01, "resumed": True},
         "summary": {"_step": 34.0, "loss": parsed[-1]["loss"], "lr": 0.01}}
 

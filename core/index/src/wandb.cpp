@@ -82,8 +82,8 @@ bool isWandbRunFolder(const std::string& dir) {
   if (!isWandbRunFolderName(folderName(dir))) return false;
   if (isDir(fs::path(dir) / "files") || !wandbStoreFile(dir).empty()) return true;
   // wandb before 0.10: the run's files in the folder itself.
-  for (const char* f : {"wandb-history.jsonl", "wandb-summary.json", "config.yaml",
-                        "wandb-metadata.json"})
+  for (const char* f :
+       {"wandb-history.jsonl", "wandb-summary.json", "config.yaml", "wandb-metadata.json"})
     if (detail::isRegularFile(fs::path(dir) / f)) return true;
   return false;
 }
@@ -100,8 +100,7 @@ std::optional<std::string> wandbRunOf(const std::string& path) {
   fs::path p = fs::path(path).lexically_normal().parent_path();
   for (int depth = 0; depth < kMaxFilesDepth && p.has_parent_path() && p != p.parent_path();
        ++depth, p = p.parent_path())
-    if (isWandbRunFolder(p.string()))
-      return wandbRunFolders(p.string()).back();
+    if (isWandbRunFolder(p.string())) return wandbRunFolders(p.string()).back();
   return std::nullopt;
 }
 

@@ -57,8 +57,8 @@ Points readWandbHistoryJsonl(const std::string& path, uint64_t offset, uint64_t*
     ++bad;
     if (problems)
       problems->push_back(path + ": byte " + std::to_string(at) + " (line " +
-                          std::to_string(lineNumber) + (offset ? " from there" : "") +
-                          "): " + why + ", skipped");
+                          std::to_string(lineNumber) + (offset ? " from there" : "") + "): " + why +
+                          ", skipped");
   };
   detail::forEachLineBlock(
       path, offset, &readEnd,
