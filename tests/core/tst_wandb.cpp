@@ -32,6 +32,12 @@ const std::string kWandbDir = CKPT_FIXTURE_DIR "/wandb/proj/wandb";
 const std::string kOnline = kWandbDir + "/run-20240101_120000-abc123";
 const std::string kOffline = kWandbDir + "/offline-run-20240102_090000-def456";
 const std::string kFuture = kWandbDir + "/run-20240103_080000-ghi789";
+// Run folders as wandb before 0.10 wrote them (make_wandb.py write_legacy).
+const QString kLegacyRoot = QStringLiteral(CKPT_FIXTURE_DIR "/wandb_legacy");
+const std::string kLegacyDir = CKPT_FIXTURE_DIR "/wandb_legacy/proj/wandb";
+const std::string kLegacy = kLegacyDir + "/run-20200301_101500-old111";
+const std::string kDryrun = kLegacyDir + "/dryrun-20200302_090000-old222";
+const std::string kBoth = kLegacyDir + "/run-20210104_080000-both33";
 
 json cliJson(const QStringList& args) {
   return runJson(QStringLiteral(CKPT_CLI), args);
@@ -39,6 +45,11 @@ json cliJson(const QStringList& args) {
 
 json expected() {
   std::ifstream in(CKPT_FIXTURE_DIR "/wandb/expected.json");
+  return json::parse(in);
+}
+
+json legacyExpected() {
+  std::ifstream in(CKPT_FIXTURE_DIR "/wandb_legacy/expected.json");
   return json::parse(in);
 }
 
@@ -75,6 +86,8 @@ class TstWandb : public QObject {
     QTest::addColumn<bool>("run");
     QTest::newRow("online") << "run-20240101_120000-abc123" << true;
     QTest::newRow("offline") << "offline-run-20240102_090000-def456" << true;
+    QTest::newRow("dryrun (before 0.10)") << "dryrun-20200302_090000-old222" << true;
+    QTest::newRow("dryrun no id") << "dryrun-20200302_090000-" << false;
     QTest::newRow("no id") << "run-20240101_120000-" << false;
     QTest::newRow("short date") << "run-2024010_120000-abc" << false;
     QTest::newRow("latest") << "latest-run" << false;
@@ -428,6 +441,251 @@ class TstWandb : public QObject {
     const ckpt::Hparams h = ckpt::readHparams(run);
     QCOMPARE(h.at("attempt").number, exp["config"]["attempt"].get<double>());
     QCOMPARE(h.at("attempt").number, 3.0);
+  }
+
+  // wandb before 0.10: no .wandb file, no files/; the run's files in its
+  // folder. ls --json: one run per folder (a resumed run once, at its newest
+  // folder), named by wandb-metadata.json's `name`, else the folder (a
+  // dryrun); its history, console and summary its metrics files; a
+  // checkpoint saved into the run folder is the run's, at its step.
+  void legacyRunsListed() {
+    const json exp = legacyExpected();
+    const json ls = cliJson({"ls", kLegacyRoot, "--json"})["runs"];
+    std::vector<std::string> names;
+    for (const json& r : ls) {
+      names.push_back(r["name"].get<std::string>());
+      QCOMPARE(r["trainer"].get<std::string>(), std::string("wandb"));
+    }
+    QCOMPARE(names, (std::vector<std::string>{"dryrun-20200302_090000-old222", "legacy-baseline",
+                                              "resumed-legacy", "store-and-jsonl"}));
+    const json& base = *findRun(ls, "legacy-baseline");
+    QCOMPARE(base["path"].get<std::string>(), kLegacy);
+    QCOMPARE(base["metrics"], json({kLegacy + "/output.log", kLegacy + "/wandb-history.jsonl",
+                                    kLegacy + "/wandb-summary.json"}));
+    QCOMPARE(base["checkpoints"].size(), size_t(1));
+    QCOMPARE(base["checkpoints"][0]["step"].get<int64_t>(), int64_t(20));
+    QCOMPARE(base["checkpoints"][0]["trainer"].get<std::string>(), std::string("wandb"));
+    QVERIFY(base["checkpoints"][0]["error"].is_null());
+    const json& resumed = *findRun(ls, "resumed-legacy");
+    const json& folders = exp["runs"]["resumed"]["folders"];
+    QCOMPARE(resumed["path"], folders.back());
+    QCOMPARE(resumed["metrics"], json({folders[0].get<std::string>() + "/wandb-history.jsonl",
+                                       folders[0].get<std::string>() + "/wandb-summary.json",
+                                       folders[1].get<std::string>() + "/wandb-history.jsonl",
+                                       folders[1].get<std::string>() + "/wandb-summary.json"}));
+    // A folder with a .wandb file and a wandb-history.jsonl: the .wandb
+    // file is its history, the other not read.
+    QCOMPARE((*findRun(ls, "store-and-jsonl"))["metrics"], json({kBoth + "/run-both33.wandb"}));
+    // metrics on the history file itself: the run of its folder.
+    const json one = cliJson(
+        {"metrics", QString::fromStdString(kLegacy + "/wandb-history.jsonl"), "--json"})["runs"];
+    QCOMPARE(one.size(), size_t(1));
+    QCOMPARE(one[0]["name"].get<std::string>(), std::string("legacy-baseline"));
+    QVERIFY(findSeries(one[0], "eval.ppl.wiki"));
+  }
+
+  // metrics --json: every series the Python reader finds in the
+  // wandb-history.jsonl files, point for point, source "wandb", and no
+  // other wandb series; the summary the reader's.
+  void legacyHistoryMatchesReader() {
+    const json want = runJson(
+        QStringLiteral(CKPT_TORCH_PYTHON),
+        {QStringLiteral(CKPT_SOURCE_DIR "/tests/python/wandb_reader.py"), kLegacyRoot})["runs"];
+    const json got = cliJson({"metrics", kLegacyRoot, "--json"})["runs"];
+    QCOMPARE(got.size(), size_t(4));
+    QCOMPARE(want.size(), size_t(4));
+    for (const auto& [name, run] : want.items()) {
+      const json* g = findRun(got, name);
+      QVERIFY2(g, name.c_str());
+      size_t wandbSeries = 0;
+      for (const json& s : (*g)["series"]) wandbSeries += s["source"] == "wandb" ? 1 : 0;
+      QCOMPARE(wandbSeries, run["series"].size());
+      for (const auto& [metric, points] : run["series"].items()) {
+        const json* s = findSeries(*g, metric);
+        QVERIFY2(s, (name + ": no series " + metric).c_str());
+        QCOMPARE((*s)["source"].get<std::string>(), std::string("wandb"));
+        const std::string d = ckpt::test::compareJson(points, (*s)["points"], name + "." + metric);
+        QVERIFY2(d.empty(), d.c_str());
+        const json restarts = run.contains("restarts") && run["restarts"].contains(metric)
+                                  ? run["restarts"][metric]
+                                  : json::array();
+        QCOMPARE((*s)["restarts"], restarts);
+      }
+      const std::string d = ckpt::test::compareJson(run["summary"], (*g)["summary"], name);
+      QVERIFY2(d.empty(), d.c_str());
+    }
+    QCOMPARE(want["legacy-baseline"]["damaged"].get<int>(), 2);
+  }
+
+  // The same curves against what the fixture logged: each row's numbers
+  // (a nested dict's parts joined with '.'; the image-file media dict, the
+  // string and the boolean left out; NaN and Infinity kept) at its `_step`,
+  // wall time its `_timestamp`; the rows lost to the bad line, the stream
+  // row and the cut last row not there. A resumed run's second folder
+  // repeats the first's tail: one point a step, no restart.
+  void legacyHistoryMatchesWhatWasLogged() {
+    const json exp = legacyExpected();
+    const std::vector<ckpt::RunMetrics> metrics =
+        ckpt::collectMetrics(ckpt::findMetricRuns(kLegacyRoot.toStdString()));
+    for (const std::string key : {"run-20200301_101500-old111", "dryrun-20200302_090000-old222",
+                                  "resumed", "run-20210104_080000-both33"}) {
+      const json& e = exp["runs"][key];
+      const ckpt::RunMetrics* m = nullptr;
+      for (const ckpt::RunMetrics& r : metrics)
+        if (r.run == e["name"].get<std::string>()) m = &r;
+      QVERIFY2(m, key.c_str());
+      std::map<std::string, std::vector<std::pair<int64_t, double>>> want;
+      std::map<int64_t, double> wall;
+      for (const json& row : e["rows"]) {
+        wall[row["step"].get<int64_t>()] = row["wall_time"].get<double>();
+        for (const auto& [k, v] : row["values"].items())
+          want[k].emplace_back(row["step"].get<int64_t>(), number(v));
+      }
+      size_t wandbSeries = 0;
+      for (const ckpt::MetricSeries& s : m->series)
+        wandbSeries += s.source == ckpt::MetricSource::Wandb ? 1 : 0;
+      QCOMPARE(wandbSeries, want.size());
+      for (const auto& [metric, points] : want) {
+        const ckpt::MetricSeries* s = m->find(metric);
+        QVERIFY2(s, (key + ": " + metric).c_str());
+        QVERIFY2(s->restarts.empty(), metric.c_str());
+        QCOMPARE(s->points.size(), points.size());
+        for (size_t i = 0; i < points.size(); ++i) {
+          QCOMPARE(s->points.step(i), points[i].first);
+          const double v = s->points.value(i);
+          QVERIFY2(v == points[i].second || (std::isnan(v) && std::isnan(points[i].second)),
+                   (metric + " at " + std::to_string(points[i].first)).c_str());
+          QCOMPARE(*s->points.wallTime(i), wall[points[i].first]);
+        }
+      }
+    }
+    const json& base = exp["runs"]["run-20200301_101500-old111"];
+    QCOMPARE(base["rows"].size(), size_t(28));  // 30 logged, 2 lost on one bad line
+    for (const ckpt::RunMetrics& r : metrics) {
+      if (r.run != "legacy-baseline") continue;
+      // The NaN row is a point; media, strings, booleans, the stream row and
+      // the system metrics of wandb-events.jsonl are no series.
+      QVERIFY(std::isnan(r.find("loss")->points.value(6)));
+      for (const char* none : {"examples", "examples.width", "phase", "is_best", "gradients",
+                               "system.cpu", "sdk_metric", "_runtime"})
+        QVERIFY2(!r.find(none), none);
+      // output.log in the run folder is its console.
+      const ckpt::MetricSeries* mfu = r.find("mfu");
+      QVERIFY(mfu);
+      QCOMPARE(int(mfu->source), int(ckpt::MetricSource::ConsoleLog));
+      QCOMPARE(mfu->files, std::vector<std::string>{kLegacy + "/output.log"});
+      QCOMPARE(r.summaryFile, kLegacy + "/wandb-summary.json");
+    }
+  }
+
+  // A line that is no JSON (a row cut by a crash, the next appended to it)
+  // and a last line without a newline: each skipped, counted and named by
+  // its line and byte, never fatal; the run followed from the byte before
+  // the cut line takes that row once it is whole, nothing twice.
+  void legacyDamagedLines() {
+    const json e = legacyExpected()["runs"]["run-20200301_101500-old111"];
+    std::vector<std::string> problems;
+    uint64_t end = 0, damaged = 0;
+    const auto points =
+        ckpt::readWandbHistoryJsonl(kLegacy + "/wandb-history.jsonl", 0, &end, &problems, &damaged);
+    QCOMPARE(damaged, e["damaged"].get<uint64_t>());
+    QCOMPARE(end, e["cut"].get<uint64_t>());
+    QCOMPARE(problems.size(), size_t(2));
+    const std::string bad = kLegacy + "/wandb-history.jsonl: byte " +
+                            std::to_string(e["bad_byte"].get<uint64_t>()) + " (line " +
+                            std::to_string(e["bad_line"].get<int>()) + "): not JSON";
+    QVERIFY2(problems[0].starts_with(bad), problems[0].c_str());
+    QVERIFY2(problems[1].find("byte " + std::to_string(end) + " ") != std::string::npos &&
+                 problems[1].find("without a newline") != std::string::npos,
+             problems[1].c_str());
+    // The run's problems say the same (metrics --json).
+    const json got = cliJson({"metrics", kLegacyRoot, "--json"})["runs"];
+    const json& run = *findRun(got, "legacy-baseline");
+    QCOMPARE(run["problems"].size(), size_t(2));
+    QVERIFY2(run["problems"][0].get<std::string>().starts_with(bad), run.dump().c_str());
+
+    // Followed: nothing new before the line is finished, then that row alone.
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const std::string copy = dir.filePath("wandb-history.jsonl").toStdString();
+    std::filesystem::copy_file(kLegacy + "/wandb-history.jsonl", copy);
+    uint64_t again = 0, more = 0;
+    std::vector<std::string> later;
+    QVERIFY(ckpt::readWandbHistoryJsonl(copy, end, &again, &later, &more).empty());
+    QCOMPARE(again, end);
+    QCOMPARE(more, uint64_t(0));
+    QVERIFY(later.empty());
+    {
+      std::ifstream rest(CKPT_FIXTURE_DIR "/wandb_legacy/legacy_rest.txt", std::ios::binary);
+      std::ofstream out(copy, std::ios::binary | std::ios::app);
+      out << rest.rdbuf();
+    }
+    uint64_t end2 = 0;
+    const auto next = ckpt::readWandbPoints(copy, end, &end2, &later, &more);
+    QCOMPARE(end2, uint64_t(std::filesystem::file_size(copy)));
+    QCOMPARE(more, uint64_t(0));
+    QVERIFY(later.empty());
+    const json& row = e["rest_row"];
+    QCOMPARE(next.size(), row["values"].size());
+    for (const auto& [metric, p] : next) {
+      QCOMPARE(p.step, row["step"].get<int64_t>());
+      QCOMPARE(p.value, row["values"][metric].get<double>());
+      QCOMPARE(*p.wallTime, row["wall_time"].get<double>());
+    }
+  }
+
+  // config.yaml in the run folder (0.9's {desc, value} per key, sorted by
+  // PyYAML): each key's value, `_wandb` and `wandb_version` left out; the
+  // runs table's hyperparameters; the summary the run folder's
+  // wandb-summary.json's numbers.
+  void legacyConfigAndSummary() {
+    const json exp = legacyExpected();
+    for (const std::string& folder : {kLegacy, kDryrun}) {
+      std::vector<std::string> problems;
+      const nlohmann::json got = ckpt::readWandbConfig(folder, &problems);
+      QVERIFY2(problems.empty(), problems.empty() ? "" : problems[0].c_str());
+      const nlohmann::json want = nlohmann::json::parse(
+          exp["runs"][std::filesystem::path(folder).filename().string()]["config"].dump());
+      QVERIFY2(got == want, (got.dump() + " vs " + want.dump()).c_str());
+    }
+    ckpt::RunEntry run;
+    run.path = kLegacy;
+    const ckpt::Hparams h = ckpt::readHparams(run);
+    QCOMPARE(h.at("lr").number, 0.001);
+    QCOMPARE(h.at("batch_size").number, 64.0);
+    QCOMPARE(h.at("optimizer.name").text, std::string("sgd"));
+    QCOMPARE(h.at("arch").text, std::string("lenet"));
+    QVERIFY(h.find("cli_version") == h.end() && h.find("_wandb.cli_version") == h.end());
+    QCOMPARE(ckpt::hparamFiles(run), std::vector<std::string>{kLegacy + "/config.yaml"});
+    // The resumed run: the newest folder's config.
+    run.path = exp["runs"]["resumed"]["folders"].back().get<std::string>();
+    QCOMPARE(ckpt::readHparams(run).at("resumed").text, std::string("true"));
+
+    const json got = cliJson({"metrics", kLegacyRoot, "--json"})["runs"];
+    for (const auto& [key, name] :
+         {std::pair<std::string, std::string>{"run-20200301_101500-old111", "legacy-baseline"},
+          {"dryrun-20200302_090000-old222", "dryrun-20200302_090000-old222"},
+          {"resumed", "resumed-legacy"}}) {
+      json want = exp["runs"][key]["summary"];
+      for (auto& [k, v] : want.items())
+        if (v.is_string()) v = nullptr;  // Infinity: null in JSON
+      const std::string d = ckpt::test::compareJson(want, (*findRun(got, name))["summary"], name);
+      QVERIFY2(d.empty(), d.c_str());
+    }
+  }
+
+  // A .wandb file and a wandb-history.jsonl in one folder: the .wandb
+  // file's rows, once; the other file's own key and later rows not read.
+  void legacyStoreWins() {
+    const json e = legacyExpected()["runs"]["run-20210104_080000-both33"];
+    QCOMPARE(ckpt::wandbHistoryFile(kBoth), kBoth + "/run-both33.wandb");
+    const json got = cliJson({"metrics", kLegacyRoot, "--json"})["runs"];
+    const json& run = *findRun(got, "store-and-jsonl");
+    QCOMPARE(run["series"].size(), size_t(1));
+    const json& loss = *findSeries(run, "loss");
+    QCOMPARE(loss["points"].size(), e["rows"].size());
+    QCOMPARE(loss["points"].back()[0].get<int64_t>(), int64_t(9));
+    QCOMPARE(loss["files"], json({kBoth + "/run-both33.wandb"}));
   }
 
   // Bytes that are not records after a good header: counted as damage,

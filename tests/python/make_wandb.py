@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """W&B run folders as the wandb SDK leaves them, for tst_wandb.
 
-    python3 make_wandb.py OUT [RESUMED]
+    python3 make_wandb.py OUT [RESUMED [LEGACY]]
 
 Writes OUT/proj/wandb/ (wandb.init's run folders under <dir>/wandb) with
 the files and bytes wandb writes (sources in github.com/wandb/wandb):
@@ -51,6 +51,7 @@ one after a zero-padded block tail. A third run's .wandb has store version 1
 
 OUT/live_rest.bin holds the bytes the offline run appends next (the rest of
 its truncated record and one more). RESUMED (when given) gets a run resumed twice: write_resumed.
+LEGACY (when given) gets run folders as wandb before 0.10 wrote them: write_legacy.
 OUT/expected.json records what was written: per run folder its display name,
 the history rows logged that a reader must find (the damaged and the
 truncated ones left out), the chunk types written, the config and summary,
@@ -528,6 +529,8 @@ def main():
         json.dump(strict(expected), f, indent=1, allow_nan=False)
     if len(sys.argv) > 2:
         write_resumed(sys.argv[2], start)
+    if len(sys.argv) > 3:
+        write_legacy(sys.argv[3])
 
 
 def write_resumed(out, start):
@@ -581,6 +584,232 @@ def write_resumed(out, start):
                    "config": python_config_value(config),
                    "summary": {k: float(v) for k, v in sorted(summary_numbers(summary).items())}},
                   f, indent=1, allow_nan=False)
+
+
+# ------------------------------------------------- wandb before 0.10
+
+
+def legacy_line(user, step, start, runtime):
+    """wandb/history.py History._write (0.8 / 0.9): the row's logged keys,
+    then row['_runtime'], row['_timestamp'], row['_step'] set in that order,
+    written with util.json_dumps_safer_history (json.dumps: NaN, Infinity
+    bare; default separators) and a newline, flushed."""
+    row = dict(user)
+    row["_runtime"] = runtime
+    row["_timestamp"] = start + runtime
+    row["_step"] = step
+    return row, json.dumps(row) + "\n"
+
+
+def write_config_legacy(path, config):
+    """wandb_config.py Config.__str__ (0.9): "wandb_version: 1\n\n" +
+    yaml.dump(as_dict(), Dumper=SafeDumper, default_flow_style=False,
+    allow_unicode=True, encoding='utf-8'); as_dict() is {key: {'value': v,
+    'desc': None}}, `_wandb` among the keys; PyYAML sorts keys."""
+    d = {k: {"value": v, "desc": None} for k, v in config.items()}
+    s = b"wandb_version: 1" + b"\n\n" + yaml.dump(d, Dumper=yaml.SafeDumper, default_flow_style=False,
+                                                 allow_unicode=True, encoding="utf-8")
+    with open(path, "w") as f:
+        f.write(s.decode("utf-8"))
+
+
+def write_metadata_legacy(folder, name, project, started):
+    """meta.py Meta.write: json_dumps_safer(data, indent=4) and a newline;
+    run_manager.py puts the display name in `name` when the run has one."""
+    data = {"root": "/home/user/mnist", "program": "train.py", "jobType": None, "mode": "run",
+            "startedAt": started, "host": "node1", "username": "user", "executable": "/usr/bin/python3",
+            "os": "Linux-5.4.0-x86_64-with-glibc2.29", "python": "3.7.6", "cpu_count": 8,
+            "args": ["--lr", "0.001"], "state": "finished", "heartbeatAt": started}
+    if name:
+        data["name"] = name
+    data["project"] = project
+    with open(os.path.join(folder, "wandb-metadata.json"), "w") as f:
+        f.write(json.dumps(data, indent=4) + "\n")
+
+
+def write_legacy(out):
+    """Run folders as wandb 0.8 / 0.9 left them (wandb_run.py run_dir_path:
+    wandb/{run|dryrun}-<UTC %Y%m%d_%H%M%S>-<id>/, every file in the folder
+    itself, no .wandb file, no files/):
+
+      * run-20200301_101500-old111: wandb-history.jsonl (legacy_line) with
+        nested dicts, an image-file media dict, a string, a boolean, NaN and
+        Infinity, a History.stream("batch") row (`_stream`, its own steps),
+        a row cut short by a crash with the next run's row appended to the
+        same line (one line that is no JSON: both rows lost), and a last row
+        cut in half (no newline: the rest in OUT/legacy_rest.txt);
+        wandb-summary.json, config.yaml, wandb-metadata.json (name
+        "legacy-baseline"), wandb-events.jsonl (system metrics), output.log,
+        checkpoint_step20.pt (saved into wandb.run.dir); wandb/debug.log.
+      * dryrun-20200302_090000-old222: an offline (dryrun) run, no name.
+      * run-20200305_100000-res444 and run-20200305_120000-res444: one run
+        resumed; the second folder's history starts with the tail of the
+        first's, as run_manager.py _setup_resume writes the server's
+        historyTail, and History.load continues at the next step.
+      * run-20210104_080000-both33: a .wandb file and files/wandb-history.jsonl
+        (a copy with another key and more rows): the .wandb file is the history.
+
+    OUT/expected.json: per folder its name, the rows a reader must find,
+    config and summary (numbers as doubles, keys in byte order, as the CLI
+    prints them); the baseline's bad line (line number, byte), where
+    its cut last line starts, the damaged count."""
+    shutil.rmtree(out, ignore_errors=True)
+    wandb_dir = os.path.join(out, "proj", "wandb")
+    os.makedirs(wandb_dir)
+    expected = {"runs": {}}
+    start = 1583057700.5  # 2020-03-01 10:15:00.5 UTC
+
+    # ---- online run, wandb 0.9.7 ---------------------------------------------
+    name = "run-20200301_101500-old111"
+    folder = os.path.join(wandb_dir, name)
+    os.makedirs(folder)
+    rows, lines = [], []
+    bad_line = bad_byte = None
+    size = 0
+    for i in range(30):
+        user = {"loss": 2.5 * math.exp(-i / 10.0), "lr": 0.001, "acc": 0.1 + 0.02 * i}
+        if i == 6:
+            user["loss"] = float("nan")
+        if i == 7:
+            user["grad_norm"] = float("inf")
+        if i % 5 == 0:
+            user["eval"] = {"loss": 2.6 - 0.05 * i, "acc": 0.2 + 0.01 * i, "ppl": {"wiki": 30.0 - i}}
+            user["examples"] = {"_type": "image-file", "path": "media/images/examples_%d_9f86d0.png" % i,
+                                "sha256": "9f86d081884c7d65", "size": 2048, "width": 28, "height": 28,
+                                "format": "png"}
+            user["phase"] = "eval"
+            user["is_best"] = i == 10
+        row, line = legacy_line(user, i, start, 2.0 * i)
+        if i == 12:
+            # The row of step 12 cut short by a crash; the restarted script
+            # (same folder, WANDB_RUN_DIR) appended its next row to the same
+            # line: one line that is no JSON, both rows lost.
+            bad_line, bad_byte = len(lines) + 1, size
+            row13, line13 = legacy_line({"loss": 0.7, "lr": 0.001, "acc": 0.36}, 13, start, 26.0)
+            line = line[:len(line) // 2] + line13
+            lines.append(line)
+            size += len(line.encode())
+            continue
+        if i == 13:
+            continue  # lost in the line above
+        rows.append(expected_row(row))
+        lines.append(line)
+        size += len(line.encode())
+        if i == 3:
+            # History.stream("batch").add(...): a row of another stream, with
+            # its own step counter, in the same file.
+            srow, sline = legacy_line({"gradients": 0.5}, 0, start, 6.5)
+            srow["_stream"] = "batch"
+            sline = json.dumps(srow) + "\n"
+            lines.append(sline)
+            size += len(sline.encode())
+    # The last row, being written when the folder was copied: half of it.
+    last, last_line = legacy_line({"loss": 0.12, "lr": 0.001, "acc": 0.7}, 30, start, 60.0)
+    cut_at = size
+    half = len(last_line) // 2
+    with open(os.path.join(folder, "wandb-history.jsonl"), "w") as f:
+        f.write("".join(lines) + last_line[:half])
+    with open(os.path.join(out, "legacy_rest.txt"), "w") as f:
+        f.write(last_line[half:])
+    config = {"_wandb": {"cli_version": "0.9.7", "python_version": "3.7.6", "is_jupyter_run": False,
+                         "is_kaggle_kernel": False, "framework": "torch"},
+              "lr": 0.001, "batch_size": 64, "epochs": 3, "optimizer": {"name": "sgd", "momentum": 0.9},
+              "arch": "lenet"}
+    write_config_legacy(os.path.join(folder, "config.yaml"), config)
+    # summary.py: the last value of every key history added (overwrite=False
+    # after each row), written as JSON.
+    summary = {"loss": rows[-1]["values"]["loss"], "lr": 0.001, "acc": rows[-1]["values"]["acc"],
+               "eval": {"loss": 1.35, "acc": 0.45, "ppl": {"wiki": 5.0}}, "phase": "eval",
+               "examples": {"_type": "image-file", "path": "media/images/examples_25_9f86d0.png"},
+               "grad_norm": float("inf"), "_runtime": 58.0, "_timestamp": start + 58.0, "_step": 29}
+    with open(os.path.join(folder, "wandb-summary.json"), "w") as f:
+        f.write(json.dumps(summary))
+    write_metadata_legacy(folder, "legacy-baseline", "mnist-old", "2020-03-01T10:15:00.500000")
+    with open(os.path.join(folder, "wandb-events.jsonl"), "w") as f:
+        for k in range(3):
+            f.write(json.dumps({"system.cpu": 20.0 + k, "system.memory": 41.5, "system.gpu.0.gpu": 90 + k,
+                                "_wandb": True, "_timestamp": start + 30 * k, "_runtime": 30 * k}) + "\n")
+    with open(os.path.join(folder, "output.log"), "w") as f:
+        f.write("Downloading MNIST...\n")
+        for k in range(3):
+            f.write("epoch %d step=%d mfu=%.2f%%\n" % (k, 10 * k, 30.0 + k))
+    torch.save({"model": {"w": torch.ones(2, 2)}, "step": 20}, os.path.join(folder, "checkpoint_step20.pt"))
+    with open(os.path.join(wandb_dir, "debug.log"), "w") as f:
+        f.write("2020-03-01 10:15:00,500 INFO    MainThread:1 [old111:wandb_run.py:init():100] "
+                "step=3 sdk_metric=99.0\n")
+    expected["runs"][name] = {
+        "name": "legacy-baseline", "rows": rows, "config": python_config_value(config),
+        "summary": {k: float(v) for k, v in sorted(summary_numbers(summary).items())},
+        "bad_line": bad_line, "bad_byte": bad_byte,
+        "cut": cut_at, "damaged": 2, "rest_row": expected_row(last),
+    }
+
+    # ---- dryrun (offline), no display name ----------------------------------
+    name = "dryrun-20200302_090000-old222"
+    folder = os.path.join(wandb_dir, name)
+    os.makedirs(folder)
+    rows = []
+    with open(os.path.join(folder, "wandb-history.jsonl"), "w") as f:
+        for i in range(12):
+            row, line = legacy_line({"train": {"loss": 1.0 / (1 + i)}, "epoch": i // 4}, i, start + 86400,
+                                    1.5 * i)
+            rows.append(expected_row(row))
+            f.write(line)
+    write_config_legacy(os.path.join(folder, "config.yaml"), {"_wandb": {"cli_version": "0.8.36"},
+                                                              "lr": 0.01})
+    with open(os.path.join(folder, "wandb-summary.json"), "w") as f:
+        f.write(json.dumps({"train": {"loss": 1.0 / 12}, "epoch": 2, "_step": 11}))
+    write_metadata_legacy(folder, None, "mnist-old", "2020-03-02T09:00:00")
+    expected["runs"][name] = {"name": name, "rows": rows, "config": {"lr": 0.01},
+                              "summary": {"_step": 11.0, "epoch": 2.0, "train.loss": 1.0 / 12}}
+
+    # ---- one run, resumed -----------------------------------------------------
+    first, second = "run-20200305_100000-res444", "run-20200305_120000-res444"
+    t0 = start + 4 * 86400
+    joined = []
+    parsed = []
+    for name, steps in ((first, range(0, 20)), (second, range(20, 35))):
+        folder = os.path.join(wandb_dir, name)
+        os.makedirs(folder)
+        with open(os.path.join(folder, "wandb-history.jsonl"), "w") as f:
+            if parsed:
+                # _setup_resume: the tail of the history the server holds.
+                for row in parsed[-3:]:
+                    f.write(json.dumps(row) + "\n")
+            for step in steps:
+                row, line = legacy_line({"loss": 3.0 - 0.05 * step, "lr": 0.01}, step, t0, 2.0 * step)
+                parsed.append(row)
+                joined.append(expected_row(row))
+                f.write(line)
+        write_config_legacy(os.path.join(folder, "config.yaml"),
+                            {"_wandb": {"cli_version": "0.9.7"}, "lr": 0.01, "resumed": name == second})
+        with open(os.path.join(folder, "wandb-summary.json"), "w") as f:
+            f.write(json.dumps({"loss": parsed[-1]["loss"], "lr": 0.01, "_step": parsed[-1]["_step"]}))
+        write_metadata_legacy(folder, "resumed-legacy", "mnist-old", "2020-03-05T10:00:00")
+    expected["runs"]["resumed"] = {
+        "name": "resumed-legacy",
+        "folders": [os.path.join(wandb_dir, first), os.path.join(wandb_dir, second)],
+        "rows": joined, "config": {"lr": 0.01, "resumed": True},
+        "summary": {"_step": 34.0, "loss": parsed[-1]["loss"], "lr": 0.01}}
+
+    # ---- a .wandb file and a wandb-history.jsonl in one folder ---------------
+    name = "run-20210104_080000-both33"
+    run = Run(os.path.join(wandb_dir, name), "both33")
+    t1 = start + 300 * 86400
+    run.record(21, b"")
+    run.record(17, run_record("both33", "store-and-jsonl", "mnist-old", t1))
+    with open(os.path.join(run.files, "wandb-history.jsonl"), "w") as f:
+        for step in range(15):
+            user = {"loss": 1.0 - 0.01 * step}
+            if step < 10:
+                row = dict(user, _timestamp=t1 + step, _runtime=float(step), _step=step)
+                run.history(row)
+            f.write(legacy_line(dict(user, only_in_jsonl=step), step, t1, float(step))[1])
+    run.store.close()
+    expected["runs"][name] = {"name": "store-and-jsonl", "rows": run.rows}
+
+    with open(os.path.join(out, "expected.json"), "w") as f:
+        json.dump(strict(expected), f, indent=1, allow_nan=False)
 
 
 def strict(v):

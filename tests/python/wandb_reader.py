@@ -6,8 +6,9 @@
 Prints JSON: {"runs": {RUN: {"series": {METRIC: [[step, value|null,
 wall_time, null], ...]}, "summary": {KEY: value|null}, "damaged": N,
 "end": BYTE, "records": N}}} for every folder under ROOT named
-run-<date>_<time>-<id> or offline-run-... (wandb/latest-run, a link, is not
-followed). RUN is the RunRecord's display_name, else the folder's name.
+run-<date>_<time>-<id>, offline-run-... or dryrun-... (wandb/latest-run, a
+link, is not followed). RUN is the RunRecord's display_name (without a
+.wandb file: wandb-metadata.json's "name"), else the folder's name.
 Folders of one run id in one folder (a resumed run) are one run (merge),
 with "restarts": {METRIC: [step, ...]}.
 
@@ -25,6 +26,15 @@ reader skips the chunk and counts it; a chunk not all there ends the reading
 time; `_runtime` and `_wandb` are not metrics; media objects (`_type`),
 strings and booleans are no points. Non-finite values print as null, as in
 JSON.
+
+A folder without a .wandb file (wandb before 0.10: wandb/wandb_run.py,
+history.py) keeps its history in wandb-history.jsonl (files/ first, then the
+folder itself): one json.dumps'd row a line, read with json.loads (NaN,
+Infinity); a line that does not load, is no object or has no integer
+`_step` is counted in "damaged", as is a last line without a newline
+(not read; "end" is just past the last newline); a row with `_stream`
+(History.stream) is another series of steps and left out. Its summary is
+wandb-summary.json, in files/ or in the folder.
 """
 import json
 import math
@@ -129,10 +139,66 @@ def finite(v):
     return v if math.isfinite(v) else None
 
 
+def add_row(row, result):
+    step, wall = row.pop("_step"), row.pop("_timestamp", None)
+    row.pop("_runtime", None)
+    flat = {}
+    for k, v in row.items():
+        if k != "_wandb":
+            flatten(k, v, flat)
+    for k, v in flat.items():
+        series = result["series"].setdefault(k, [])
+        if series and series[-1][0] == step:
+            series.pop()
+        series.append([step, finite(v), wall, None])
+
+
+def in_run(folder, name):
+    for p in (os.path.join(folder, "files", name), os.path.join(folder, name)):
+        if os.path.isfile(p):
+            return p
+    return None
+
+
+def read_history_jsonl(path, result):
+    with open(path, "rb") as f:
+        data = f.read()
+    lines = data.split(b"\n")
+    if lines[-1]:
+        result["damaged"] += 1  # no newline after it
+    result["end"] = len(data) - len(lines[-1])
+    for line in lines[:-1]:
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            result["damaged"] += 1
+            continue
+        step = row.get("_step") if isinstance(row, dict) else None
+        if not isinstance(step, int) or isinstance(step, bool):
+            result["damaged"] += 1
+            continue
+        if "_stream" in row:
+            continue
+        result["records"] += 1
+        add_row(row, result)
+
+
 def read_run(folder):
     store = [f for f in os.listdir(folder) if f.startswith("run-") and f.endswith(".wandb")]
     name = os.path.basename(folder)
     result = {"series": {}, "summary": {}, "damaged": 0, "end": 0, "records": 0}
+    if not store:
+        history = in_run(folder, "wandb-history.jsonl")
+        if history:
+            read_history_jsonl(history, result)
+        meta = in_run(folder, "wandb-metadata.json")
+        if meta:
+            with open(meta) as f:
+                n = json.load(f).get("name")
+            if isinstance(n, str) and n:
+                name = n
     if store:
         recs, damaged, end = records(os.path.join(folder, store[0]))
         result.update(damaged=damaged, end=end, records=len(recs or []))
@@ -157,19 +223,9 @@ def read_run(folder):
                     elif fn == 16:
                         value = fv.decode()
                 row[".".join(nested) if nested else key] = json.loads(value)
-            step, wall = row.pop("_step"), row.pop("_timestamp", None)
-            row.pop("_runtime", None)
-            flat = {}
-            for k, v in row.items():
-                if k != "_wandb":
-                    flatten(k, v, flat)
-            for k, v in flat.items():
-                series = result["series"].setdefault(k, [])
-                if series and series[-1][0] == step:
-                    series.pop()
-                series.append([step, finite(v), wall, None])
-    summary_path = os.path.join(folder, "files", "wandb-summary.json")
-    if os.path.exists(summary_path):
+            add_row(row, result)
+    summary_path = in_run(folder, "wandb-summary.json")
+    if summary_path:
         with open(summary_path) as f:
             summary = json.load(f)
         flat = {}
@@ -207,13 +263,14 @@ def main():
     root = sys.argv[1]
     runs = {}
     # wandb_settings.py: f"{'offline-run' if offline else 'run'}-{timespec}-{run_id}".
-    pattern = re.compile(r"^(offline-)?run-(\d{8}_\d{6})-(\w+)$")
+    # Before 0.10 (wandb_run.py run_dir_path): f"{'dryrun' if dry else 'run'}-{time_str}-{run_id}".
+    pattern = re.compile(r"^(offline-run|run|dryrun)-(\d{8}_\d{6})-(\w+)$")
     for dirpath, dirnames, _ in os.walk(root):
         attempts = {}  # run id -> [(timespec, online, folder)]
         for d in sorted(dirnames):
             m = pattern.match(d)
             if m and not os.path.islink(os.path.join(dirpath, d)):
-                attempts.setdefault(m.group(3), []).append((m.group(2), m.group(1) is None, d))
+                attempts.setdefault(m.group(3), []).append((m.group(2), m.group(1) == "run", d))
         for run_id, folders in sorted(attempts.items()):
             parts = [read_run(os.path.join(dirpath, d)) for _, _, d in sorted(folders)]
             name, result = merge(parts) if len(parts) > 1 else parts[0]

@@ -2,7 +2,8 @@
 // run (its .wandb file ends in a record being written) opened in the window,
 // the Curves tab shows a key's curve point for point as an independent Python
 // reader (tests/python/wandb_reader.py) reads the file; what the run appends
-// next is followed live, without a reload.
+// next is followed live, without a reload. The same for a run folder written
+// by wandb before 0.10 (its wandb-history.jsonl ends in a line being written).
 #include <qcustomplot.h>
 #include <QApplication>
 #include <QComboBox>
@@ -61,6 +62,60 @@ class TestCurvesWandb : public QObject {
   void initTestCase() {
     QVERIFY2(QFile::exists(kFixtures + "/live_rest.bin"),
              "no fixtures: run ctest (make_wandb sets them up)");
+  }
+
+  void legacyHistoryInTheCurvesTab() {
+    const QString fixtures = QStringLiteral(CKPT_FIXTURE_DIR "/wandb_legacy");
+    const QString folder = QStringLiteral("run-20200301_101500-old111");
+    const QString name = QStringLiteral("legacy-baseline");  // wandb-metadata.json's name
+    QTemporaryDir tmp;
+    const QDir root(tmp.path());
+    QVERIFY(root.mkpath("wandb"));
+    QVERIFY(copyTree(fixtures + "/proj/wandb/" + folder, root.filePath("wandb/" + folder)));
+
+    MainWindow w;
+    QString opened;
+    CurvesView* view =
+        ckpt::test::openOnCurvesTab(w, {tmp.path()}, QSize(1200, 800), kLoadTimeoutMs, &opened);
+    QVERIFY2(view, qPrintable(opened));
+    view->setPollInterval(200);
+
+    const QString metric = "eval.acc";  // a dict logged under "eval"
+    auto* box = view->findChild<QComboBox*>("metric");
+    QVERIFY(box);
+    QTRY_VERIFY_WITH_TIMEOUT(!view->isLoading() && box->findText(metric) >= 0, kLoadTimeoutMs);
+    for (const QString none : {"examples", "phase", "is_best", "gradients", "system.cpu"})
+      QVERIFY2(box->findText(none) < 0, qPrintable(none));
+    box->setFocus();
+    for (int i = 0; i < box->count() && box->currentText() != metric; ++i)
+      QTest::keyClick(box, box->currentIndex() < box->findText(metric) ? Qt::Key_Down : Qt::Key_Up);
+    QCOMPARE(box->currentText(), metric);
+    const Series evalAcc = pythonSeries(tmp.path(), name, metric);
+    QCOMPARE(evalAcc.size(), size_t(6));
+    QCOMPARE(graphPoints(view->rawGraph(name)), evalAcc);
+
+    const QString acc = "acc";
+    for (int i = 0; i < box->count() && box->currentText() != acc; ++i)
+      QTest::keyClick(box, box->currentIndex() < box->findText(acc) ? Qt::Key_Down : Qt::Key_Up);
+    QCOMPARE(box->currentText(), acc);
+    const Series want = pythonSeries(tmp.path(), name, acc);
+    QCOMPARE(want.size(), size_t(28));  // the line being written is not a row yet
+    QCOMPARE(graphPoints(view->rawGraph(name)), want);
+
+    // The script finishes the line: that row is followed, nothing reloaded.
+    QSignalSpy reloads(view, &CurvesView::curvesReady);
+    {
+      QFile rest(fixtures + "/legacy_rest.txt");
+      QVERIFY(rest.open(QIODevice::ReadOnly));
+      QFile history(root.filePath("wandb/" + folder + "/wandb-history.jsonl"));
+      QVERIFY(history.open(QIODevice::Append));
+      QCOMPARE(history.write(rest.readAll()), rest.size());
+    }
+    const Series after = pythonSeries(tmp.path(), name, acc);
+    QCOMPARE(after.size(), size_t(29));
+    QTRY_VERIFY2_WITH_TIMEOUT(graphPoints(view->rawGraph(name)) == after,
+                              qPrintable(describe(graphPoints(view->rawGraph(name)))), 10'000);
+    QCOMPARE(reloads.count(), 0);
   }
 
   void historyInTheCurvesTab() {

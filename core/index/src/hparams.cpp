@@ -186,10 +186,16 @@ void readMlflowParamsSource(const RunEntry& run, Hparams& into, std::vector<std:
   if (isMlflowRunFolder(run.path)) addTextHparams(readMlflowParams(run.path), into);
 }
 
-// A W&B run's files/config.yaml: each key's value (wandb.h), flattened as
-// RUN.json's are.
+// A W&B run's config.yaml (in files/, before wandb 0.10 in the run folder):
+// each key's value (wandb.h), flattened as RUN.json's are.
 void readWandbConfigSource(const RunEntry& run, Hparams& into, std::vector<std::string>& problems) {
   if (isWandbRunFolder(run.path)) addJsonHparams(readWandbConfig(run.path, &problems), into);
+}
+
+std::vector<std::string> wandbConfigFile(const RunEntry& run) {
+  if (!isWandbRunFolder(run.path)) return {};
+  std::string file = wandbRunFile(run.path, "config.yaml");
+  return file.empty() ? std::vector<std::string>{} : std::vector<std::string>{std::move(file)};
 }
 
 // `name` in the run's folder, when it is there.
@@ -213,7 +219,7 @@ std::vector<NamedHparamSource>& hparamSources() {
       {"checkpoint config", readCheckpointConfig, {}},
       {"hparams.yaml", readLightningHparamsSource, fileInRun("hparams.yaml")},
       {"MLflow params", readMlflowParamsSource, fileInRun("params", isMlflowRunFolder)},
-      {"W&B config", readWandbConfigSource, fileInRun("files/config.yaml", isWandbRunFolder)},
+      {"W&B config", readWandbConfigSource, wandbConfigFile},
   };
   return sources;
 }

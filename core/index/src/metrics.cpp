@@ -425,10 +425,9 @@ RunMetrics collectOne(const RunEntry& run, const std::vector<MetricSourceFile>& 
   endTfFolder();
   // A W&B run's summary: what wandb-summary.json holds when no trainer gave one.
   if (m.summary.empty() && isWandbRunFolder(run.path))
-    if (const fs::path f = fs::path(run.path) / "files" / "wandb-summary.json";
-        fs::is_regular_file(f)) {
-      m.summary = readWandbSummary(f.string(), &m.problems);
-      if (!m.summary.empty()) m.summaryFile = f.string();
+    if (const std::string f = wandbRunFile(run.path, "wandb-summary.json"); !f.empty()) {
+      m.summary = readWandbSummary(f, &m.problems);
+      if (!m.summary.empty()) m.summaryFile = f;
     }
   addCheckpoints(m, run, bySource[int(MetricSource::Checkpoint)]);
   finishSeries(m, bySource);
@@ -566,9 +565,9 @@ std::vector<MetricSourceFile> findMetricSources(const RunEntry& run,
   const bool wandbRun = !wandbFolders.empty();
   // A resumed run's folders, oldest first: a later one wins from its first step.
   for (const std::string& folder : wandbFolders) {
-    if (const std::string store = wandbStoreFile(folder); !store.empty())
-      add(store, MetricSource::Wandb, true);
-    add(fs::path(folder) / "files" / "output.log", MetricSource::ConsoleLog, true);
+    if (const std::string history = wandbHistoryFile(folder); !history.empty())
+      add(history, MetricSource::Wandb, true);
+    add(wandbRunFile(folder, "output.log"), MetricSource::ConsoleLog, true);
   }
   for (const fs::path& p : logFilesIn(dir, false)) add(p, MetricSource::ConsoleLog, true);
   const bool hasParent = dir.has_parent_path() && dir.parent_path() != dir;
@@ -761,40 +760,15 @@ std::vector<RunEntry> findMetricRuns(const std::string& path) {
     throw std::runtime_error(
         path + ": " + (fs::exists(path, ec) ? "not a regular file" : "no such file or directory"));
   const fs::path p(path);
-  if (p.filename() != "metrics.jsonl" && !isTfEventsFileName(p.filename().string()) &&
-      p.extension() != ".wandb" && !isCandidateName(p.filename().string()))
+  const std::string name = p.filename().string();
+  if (name != "metrics.jsonl" && !isTfEventsFileName(name) && p.extension() != ".wandb" &&
+      !isWandbHistoryJsonl(path) && !isCandidateName(name))
     throw std::runtime_error(path +
                              ": neither a checkpoint, a metrics.jsonl nor a directory, nor a "
-                             "TensorBoard event file or a W&B .wandb file");
-  const std::string dir = p.has_parent_path() ? p.parent_path().string() : std::string(".");
+                             "TensorBoard event file or a W&B .wandb or wandb-history.jsonl");
+  std::string dir = p.has_parent_path() ? p.parent_path().string() : std::string(".");
+  if (const std::optional<std::string> run = wandbRunOf(path)) dir = *run;  // in its files/
   return {scanRunDirectory(dir, dir)};
-}
-
-EmaSmoother::EmaSmoother(double smoothing)
-    : m_w(std::clamp(smoothing, 0.0, 0.999999)), m_debiasing(m_w > 0) {}
-
-double EmaSmoother::next(double x) {
-  if (!std::isfinite(x)) return x;
-  m_last = m_last * m_w + (1 - m_w) * x;
-  ++m_count;
-  double debias = 1.0;
-  // Once w^count is below half an ulp of 1, 1 - w^count is exactly 1: stop
-  // calling pow (deep in its underflow path it is slow: most of a live
-  // update of a million-point curve was spent there).
-  if (m_debiasing) {
-    const double wn = std::pow(m_w, double(m_count));
-    debias = 1.0 - wn;
-    if (wn < 1e-17) m_debiasing = false;
-  }
-  return m_last / debias;
-}
-
-std::vector<double> smoothEma(const std::vector<double>& values, double smoothing) {
-  std::vector<double> out;
-  out.reserve(values.size());
-  EmaSmoother ema(smoothing);
-  for (double x : values) out.push_back(ema.next(x));
-  return out;
 }
 
 }  // namespace ckpt

@@ -134,4 +134,32 @@ std::vector<double> smoothCurve(std::span<const double> x, std::span<const doubl
   return {y.begin(), y.end()};
 }
 
+// TensorBoard's EMA (metrics.h), one value at a time and over a list.
+EmaSmoother::EmaSmoother(double smoothing)
+    : m_w(std::clamp(smoothing, 0.0, 0.999999)), m_debiasing(m_w > 0) {}
+
+double EmaSmoother::next(double x) {
+  if (!std::isfinite(x)) return x;
+  m_last = m_last * m_w + (1 - m_w) * x;
+  ++m_count;
+  double debias = 1.0;
+  // Once w^count is below half an ulp of 1, 1 - w^count is exactly 1: stop
+  // calling pow (deep in its underflow path it is slow: most of a live
+  // update of a million-point curve was spent there).
+  if (m_debiasing) {
+    const double wn = std::pow(m_w, double(m_count));
+    debias = 1.0 - wn;
+    if (wn < 1e-17) m_debiasing = false;
+  }
+  return m_last / debias;
+}
+
+std::vector<double> smoothEma(const std::vector<double>& values, double smoothing) {
+  std::vector<double> out;
+  out.reserve(values.size());
+  EmaSmoother ema(smoothing);
+  for (double x : values) out.push_back(ema.next(x));
+  return out;
+}
+
 }  // namespace ckpt

@@ -1,5 +1,6 @@
 // W&B run folders: which folder is a run, its name, its config.yaml
-// (wandb.h). The .wandb file and the summary: wandb_store.cpp.
+// (wandb.h). The .wandb file and the summary: wandb_store.cpp; an older
+// SDK's wandb-history.jsonl: wandb_history.cpp.
 #include "ckpt/index/wandb.h"
 
 #include <algorithm>
@@ -14,9 +15,9 @@ namespace fs = std::filesystem;
 namespace ckpt {
 namespace {
 
-// A config.yaml is a few kB; a bigger file is not one.
+// A config.yaml (or a wandb-metadata.json) is a few kB; a bigger file is not one.
 constexpr uint64_t kMaxConfigBytes = 16ull << 20;
-// files/ folders a checkpoint saved with wandb.save may sit in, at most this deep.
+// A checkpoint saved with wandb.save sits at most this deep in its run folder.
 constexpr int kMaxFilesDepth = 16;
 
 bool isDigits(std::string_view s) {
@@ -39,6 +40,15 @@ std::string folderName(const std::string& dir) {
   return ec ? d.filename().string() : target.filename().string();
 }
 
+// The prefix of an offline run's folder: "offline-run-" (0.10 and later)
+// or "dryrun-" (wandb_run.py's run_dir_path before 0.10); "run-" online.
+size_t prefixLength(std::string_view name) {
+  if (name.starts_with("offline-run-")) return 12;
+  if (name.starts_with("dryrun-")) return 7;
+  if (name.starts_with("run-")) return 4;
+  return 0;
+}
+
 // A run folder's name split: start time ("%Y%m%d_%H%M%S"), run id, offline.
 struct FolderName {
   std::string_view timespec, id;
@@ -47,9 +57,8 @@ struct FolderName {
 std::optional<FolderName> splitFolderName(std::string_view name) {
   if (!isWandbRunFolderName(name)) return std::nullopt;
   FolderName out;
-  out.offline = name.starts_with("offline-");
-  if (out.offline) name.remove_prefix(8);
-  name.remove_prefix(4);  // "run-"
+  out.offline = !name.starts_with("run-");
+  name.remove_prefix(prefixLength(name));
   out.timespec = name.substr(0, 15);
   out.id = name.substr(16);
   return out;
@@ -59,10 +68,10 @@ std::optional<FolderName> splitFolderName(std::string_view name) {
 
 bool isWandbRunFolderName(std::string_view name) {
   // wandb/sdk/wandb_settings.py: f"{'offline-run' if offline else 'run'}-{timespec}-{run_id}",
-  // timespec = start time as "%Y%m%d_%H%M%S".
-  if (name.starts_with("offline-")) name.remove_prefix(8);
-  if (!name.starts_with("run-")) return false;
-  name.remove_prefix(4);
+  // timespec = start time as "%Y%m%d_%H%M%S"; before 0.10 'dryrun' offline.
+  const size_t prefix = prefixLength(name);
+  if (prefix == 0) return false;
+  name.remove_prefix(prefix);
   if (name.size() < 17 || !isDigits(name.substr(0, 8)) || name[8] != '_' ||
       !isDigits(name.substr(9, 6)) || name[15] != '-')
     return false;
@@ -71,7 +80,12 @@ bool isWandbRunFolderName(std::string_view name) {
 
 bool isWandbRunFolder(const std::string& dir) {
   if (!isWandbRunFolderName(folderName(dir))) return false;
-  return isDir(fs::path(dir) / "files") || !wandbStoreFile(dir).empty();
+  if (isDir(fs::path(dir) / "files") || !wandbStoreFile(dir).empty()) return true;
+  // wandb before 0.10: the run's files in the folder itself.
+  for (const char* f :
+       {"wandb-history.jsonl", "wandb-summary.json", "config.yaml", "wandb-metadata.json"})
+    if (detail::isRegularFile(fs::path(dir) / f)) return true;
+  return false;
 }
 
 bool isWandbLatestLink(const std::string& dir) {
@@ -81,11 +95,12 @@ bool isWandbLatestLink(const std::string& dir) {
 }
 
 std::optional<std::string> wandbRunOf(const std::string& path) {
+  // The nearest folder up that is a run folder (its files/, or before 0.10
+  // the folder itself, or below).
   fs::path p = fs::path(path).lexically_normal().parent_path();
   for (int depth = 0; depth < kMaxFilesDepth && p.has_parent_path() && p != p.parent_path();
        ++depth, p = p.parent_path())
-    if (p.filename() == "files" && isWandbRunFolder(p.parent_path().string()))
-      return wandbRunFolders(p.parent_path().string()).back();
+    if (isWandbRunFolder(p.string())) return wandbRunFolders(p.string()).back();
   return std::nullopt;
 }
 
@@ -143,26 +158,57 @@ std::string wandbStoreFile(const std::string& dir) {
   return found;
 }
 
+std::string wandbRunFile(const std::string& dir, std::string_view name) {
+  for (const fs::path& p : {fs::path(dir) / "files" / name, fs::path(dir) / name})
+    if (detail::isRegularFile(p)) return p.string();
+  return {};
+}
+
+std::string wandbHistoryFile(const std::string& dir) {
+  if (std::string store = wandbStoreFile(dir); !store.empty()) return store;
+  return wandbRunFile(dir, "wandb-history.jsonl");
+}
+
 std::vector<std::string> wandbMetricFiles(const std::string& dir) {
   std::vector<std::string> out;
-  if (std::string store = wandbStoreFile(dir); !store.empty()) out.push_back(std::move(store));
-  for (const char* f : {"output.log", "wandb-summary.json"})
-    if (const fs::path p = fs::path(dir) / "files" / f; detail::isRegularFile(p))
-      out.push_back(p.string());
+  for (std::string f : {wandbHistoryFile(dir), wandbRunFile(dir, "output.log"),
+                        wandbRunFile(dir, "wandb-summary.json")})
+    if (!f.empty()) out.push_back(std::move(f));
   return out;
 }
 
+namespace {
+
+// wandb-metadata.json's `name` (before 0.10 run_manager.py put the run's
+// display name there, when it had one); "" when there is none.
+std::string metadataName(const std::string& dir) {
+  const std::string file = wandbRunFile(dir, "wandb-metadata.json");
+  std::error_code ec;
+  if (file.empty() || fs::file_size(file, ec) > kMaxConfigBytes || ec) return {};
+  std::ifstream in(file, std::ios::binary);
+  const nlohmann::json meta = nlohmann::json::parse(in, nullptr, false);
+  if (meta.is_discarded() || !meta.is_object()) return {};
+  const auto name = meta.find("name");
+  return name != meta.end() && name->is_string() ? name->get<std::string>() : std::string();
+}
+
+}  // namespace
+
 std::string wandbRunName(const std::string& dir) {
-  if (const std::string store = wandbStoreFile(dir); !store.empty())
+  if (const std::string store = wandbStoreFile(dir); !store.empty()) {
     if (WandbRunInfo info = readWandbRunInfo(store); !info.displayName.empty())
       return info.displayName;
+  } else if (std::string name = metadataName(dir); !name.empty()) {
+    return name;
+  }
   return folderName(dir);
 }
 
 nlohmann::json readWandbConfig(const std::string& dir, std::vector<std::string>* problems) {
   nlohmann::json out = nlohmann::json::object();
-  const fs::path file = fs::path(dir) / "files" / "config.yaml";
-  if (!detail::isRegularFile(file)) return out;
+  const std::string found = wandbRunFile(dir, "config.yaml");
+  if (found.empty()) return out;
+  const fs::path file = found;
   auto problem = [&](const std::string& why) {
     if (problems) problems->push_back(file.string() + ": " + why);
   };

@@ -14,6 +14,7 @@
 #include "ckpt/index/wandb.h"
 #include "protowire.h"
 #include "python_json.h"
+#include "wandb_values.h"
 
 namespace ckpt {
 namespace {
@@ -255,22 +256,8 @@ std::string_view trimmedJson(std::string_view s) {
   return s;
 }
 
-using NumberSink = std::function<void(const std::string& name, double value)>;
-
-// Every number under `v`, named `prefix.key.key`; a media object (W&B's
-// Image, Histogram, Table: a `_type` member) is no number.
-void flattenNumbers(const nlohmann::json& v, const std::string& prefix, const NumberSink& emit,
-                    int depth = 0) {
-  if (v.is_object()) {
-    if (v.contains("_type") || depth >= kMaxValueDepth) return;
-    for (auto it = v.begin(); it != v.end(); ++it)
-      flattenNumbers(it.value(), prefix.empty() ? it.key() : prefix + "." + it.key(), emit,
-                     depth + 1);
-    return;
-  }
-  if (v.is_boolean()) return;  // a flag, not a curve
-  if (const std::optional<double> d = detail::numberOf(v)) emit(prefix, *d);
-}
+using NumberSink = detail::WandbNumberSink;
+using detail::isWandbInternalKey;
 
 // One item's value_json: a number, or an object of numbers (a nested dict
 // logged under one key); anything else gives nothing.
@@ -283,7 +270,7 @@ void itemNumbers(std::string_view valueJson, const std::string& name, const Numb
   }
   if (s.front() != '{') return;
   const nlohmann::json j = nlohmann::json::parse(detail::markNonFinite(s), nullptr, false);
-  if (!j.is_discarded()) flattenNumbers(j, name, emit);
+  if (!j.is_discarded()) detail::flattenWandbNumbers(j, name, emit);
 }
 
 std::optional<int64_t> jsonInteger(std::string_view s) {
@@ -394,9 +381,7 @@ Decoded decodeRecord(std::string_view bytes, const PointSink& sink, std::string*
     return Decoded::Bad;
   }
   for (const HistoryItem& item : items) {
-    if (item.name.empty() || item.name == "_step" || item.name == "_timestamp" ||
-        item.name == "_runtime" || item.name == "_wandb" || item.name.starts_with("_wandb."))
-      continue;
+    if (item.name.empty() || isWandbInternalKey(item.name)) continue;
     itemNumbers(item.valueJson, item.name, [&](const std::string& metric, double v) {
       MetricPoint p = base;
       p.value = v;
@@ -436,6 +421,7 @@ std::vector<std::pair<std::string, MetricPoint>> readWandbPoints(const std::stri
                                                                  uint64_t offset, uint64_t* end,
                                                                  std::vector<std::string>* problems,
                                                                  uint64_t* damaged) {
+  if (isWandbHistoryJsonl(path)) return readWandbHistoryJsonl(path, offset, end, problems, damaged);
   std::vector<std::pair<std::string, MetricPoint>> out;
   const WandbStoreRead r = forEachPoint(
       path, offset, problems,
@@ -448,17 +434,22 @@ std::vector<std::pair<std::string, MetricPoint>> readWandbPoints(const std::stri
 std::vector<FileSeries> readWandbHistory(const std::string& path, uint64_t* end,
                                          std::vector<std::string>* problems, uint64_t* damaged) {
   std::map<std::string, FileSeries, std::less<>> byMetric;
-  const WandbStoreRead r =
-      forEachPoint(path, 0, problems, [&](const std::string& metric, const MetricPoint& p) {
-        auto it = byMetric.find(metric);
-        if (it == byMetric.end()) {
-          it = byMetric.emplace(metric, FileSeries{}).first;
-          it->second.metric = metric;
-        }
-        addInFileOrder(it->second.points, it->second.restarts, p);
-      });
-  if (end) *end = r.end;
-  if (damaged) *damaged += r.damaged;
+  auto add = [&](const std::string& metric, const MetricPoint& p) {
+    auto it = byMetric.find(metric);
+    if (it == byMetric.end()) {
+      it = byMetric.emplace(metric, FileSeries{}).first;
+      it->second.metric = metric;
+    }
+    addInFileOrder(it->second.points, it->second.restarts, p);
+  };
+  if (isWandbHistoryJsonl(path)) {
+    for (const auto& [metric, p] : readWandbHistoryJsonl(path, 0, end, problems, damaged))
+      add(metric, p);
+  } else {
+    const WandbStoreRead r = forEachPoint(path, 0, problems, add);
+    if (end) *end = r.end;
+    if (damaged) *damaged += r.damaged;
+  }
   std::vector<FileSeries> out;
   out.reserve(byMetric.size());
   for (auto& [metric, s] : byMetric) out.push_back(std::move(s));
@@ -535,9 +526,32 @@ std::map<std::string, double> readWandbSummary(const std::string& path,
   }
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (it.key() == "_wandb") continue;  // the SDK's own (runtime): not the run's
-    flattenNumbers(it.value(), it.key(), [&](const std::string& k, double v) { out[k] = v; });
+    detail::flattenWandbNumbers(it.value(), it.key(),
+                                [&](const std::string& k, double v) { out[k] = v; });
   }
   return out;
 }
+
+namespace detail {
+
+void flattenWandbNumbers(const nlohmann::json& v, const std::string& prefix,
+                         const WandbNumberSink& emit, int depth) {
+  if (v.is_object()) {
+    if (v.contains("_type") || depth >= kMaxValueDepth) return;
+    for (auto it = v.begin(); it != v.end(); ++it)
+      flattenWandbNumbers(it.value(), prefix.empty() ? it.key() : prefix + "." + it.key(), emit,
+                          depth + 1);
+    return;
+  }
+  if (v.is_boolean()) return;  // a flag, not a curve
+  if (const std::optional<double> d = numberOf(v)) emit(prefix, *d);
+}
+
+bool isWandbInternalKey(const std::string& key) {
+  return key == "_step" || key == "_timestamp" || key == "_runtime" || key == "_wandb" ||
+         key.starts_with("_wandb.");
+}
+
+}  // namespace detail
 
 }  // namespace ckpt
