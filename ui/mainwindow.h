@@ -13,6 +13,7 @@
 
 class QDockWidget;
 class QMenu;
+class QPushButton;
 class QScrollArea;
 class QTabWidget;
 class QTreeView;
@@ -28,6 +29,7 @@ class CheckpointListModel;
 class CurvesView;
 class RunWatcher;
 class InspectorWidget;
+struct RemoteSession;
 
 // The CkptScope window: the experiments browser (a dock: runs, stage
 // families and checkpoints under the opened paths, with a filter box); in
@@ -54,8 +56,20 @@ class MainWindow : public QMainWindow {
   // what the window shows; emits loaded() when the first checkpoint is shown.
   // The paths go to the top of the recent list.
   void openPaths(const QStringList& paths);
-  // Scans the opened paths again (F5).
+  // Scans the opened paths again (F5). A remote location is scanned again
+  // and its curves get what their files gained since (`metrics since`).
   void reload();
+  // File > Open Remote...: the dialog, then openPaths() with its location.
+  // A location on another machine ("ssh://[user@]host[:port]/path",
+  // "host:/path"; mainwindow_remote.cpp) is read there by ckptscope-cli's
+  // agent through ssh: its runs are listed as "host:run", its curves drawn.
+  // A connection that fails says so (a message naming the host and what to
+  // do) and leaves what was shown; F5 connects again.
+  void chooseRemote();
+  // What is shown is a remote location.
+  [[nodiscard]] bool isRemote() const;
+  // Cancel under the browser while a remote location is read (hidden otherwise).
+  [[nodiscard]] QPushButton* remoteCancelButton() const { return m_remoteCancel; }
   // Console logs (or folders of them) read for the curves of every run
   // (File > Add Logs...); remembered for the paths opened now.
   void addLogs(const QStringList& logs);
@@ -154,6 +168,15 @@ class MainWindow : public QMainWindow {
   void chooseLogs();
   void refreshCurves();
   void onCheckpointActivated(const QString& path);
+  // mainwindow_remote.cpp
+  bool openRemote(const QString& location);
+  void onRemoteFinished(JobOutcome outcome, std::optional<struct RemoteRefresh> result,
+                        const QString& error);
+  void showRemoteFailure(const QString& message);
+  void showRemoteProgress(const JobProgress& progress);
+  void cancelRemote();
+  bool applyRemoteCurves();
+  void showRemoteCheckpoint(const CheckpointEntry& checkpoint, const BrowseGroup& run);
 
   CheckpointListModel* m_model = nullptr;
   BrowserPanel* m_browser = nullptr;
@@ -180,6 +203,8 @@ class MainWindow : public QMainWindow {
   QString m_summaryPath;  // the file whose summary is being read
   bool m_summaryPending = false;
   bool m_loadPending = false;
+  std::unique_ptr<RemoteSession> m_remote;
+  QPushButton* m_remoteCancel = nullptr;
 };
 
 }  // namespace ckpt

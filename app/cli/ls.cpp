@@ -8,6 +8,7 @@
 #include "ckpt/format/value.h"
 #include "ckpt/index/experiment.h"
 #include "ckpt/index/scanner.h"
+#include "ckpt/remote/scan_wire.h"
 #include "common.h"
 #include "documents.h"
 #include "remote_commands.h"
@@ -29,63 +30,6 @@ std::vector<std::string> runFamilies(const ScanResult& r) {
   std::vector<std::string> names;
   for (const RunEntry& run : r.runs) names.push_back(run.name);
   return familiesOf(names);
-}
-
-nlohmann::ordered_json toJson(const ScanResult& r) {
-  using json = nlohmann::ordered_json;
-  json runs = json::array();
-  const std::vector<std::string> families = runFamilies(r);
-  for (size_t i = 0; i < r.runs.size(); ++i) {
-    const RunEntry& run = r.runs[i];
-    json cks = json::array();
-    for (const CheckpointEntry& c : run.checkpoints) {
-      json j;
-      j["file"] = c.file;
-      j["step"] = c.step ? json(*c.step) : json(nullptr);
-      j["kind"] = c.kind == CheckpointKind::Unknown ? json(nullptr)
-                                                    : json(std::string(checkpointKindName(c.kind)));
-      j["loss"] = c.loss ? json(*c.loss) : json(nullptr);
-      j["size"] = c.size;
-      j["mtime"] = c.mtime;
-      j["error"] = c.error.empty() ? json(nullptr) : json(c.error);
-      j["format"] = c.format.empty() ? json(nullptr) : json(c.format);
-      j["stage"] = c.stage ? json(*c.stage) : json(nullptr);
-      if (!c.sharded.empty())
-        j["sharded"] = json{{"layout", c.layout},
-                            {"summary", c.sharded},
-                            {"ranks", c.ranks},
-                            {"files", c.shardFiles},
-                            {"missing", c.shardMissing}};
-      j["trainer"] = c.trainer.empty() ? json(nullptr) : json(c.trainer);
-      j["best"] = c.best;
-      // What the checkpoint would do if Python loaded it (its worst file:
-      // weights, parts, shards), as `scan` judges it.
-      j["verdict"] = c.verdict.empty() ? json(nullptr) : json(c.verdict);
-      j["safety"] = c.safety.empty() ? json(nullptr) : json(c.safety);
-      j["latest"] = c.latest;
-      if (!c.parts.empty()) {
-        json parts = json::array();
-        for (const CheckpointPart& p : c.parts)
-          parts.push_back(json{{"role", p.role},
-                               {"file", p.file},
-                               {"size", p.size},
-                               {"verdict", p.verdict.empty() ? json(nullptr) : json(p.verdict)}});
-        j["parts"] = std::move(parts);
-      }
-      cks.push_back(std::move(j));
-    }
-    const StageName place = splitStageName(run.name);
-    auto orNull = [](const std::string& v) { return v.empty() ? json(nullptr) : json(v); };
-    runs.push_back(json{{"name", run.name},
-                        {"path", run.path},
-                        {"family", orNull(families[i])},
-                        {"stage", families[i].empty() ? json(nullptr) : orNull(place.stage)},
-                        {"branch", orNull(place.branch)},
-                        {"trainer", orNull(run.trainer)},
-                        {"metrics", run.metricFiles},
-                        {"checkpoints", std::move(cks)}});
-  }
-  return json{{"root", r.root}, {"runs", std::move(runs)}};
 }
 
 void printText(const ScanResult& r) {
@@ -143,7 +87,8 @@ void printText(const ScanResult& r) {
 }  // namespace
 
 nlohmann::ordered_json lsDocument(const ScanResult& result) {
-  return toJson(result);
+  // One writer for the command and the agent's `scan` (ckpt/remote/scan_wire.h).
+  return remote::scanToWire(result, /*full=*/false);
 }
 
 int runLs(int argc, char** argv) {

@@ -16,6 +16,7 @@
 #include "ckpt/index/scanner.h"
 #include "ckpt/remote/metrics_wire.h"
 #include "ckpt/remote/protocol.h"
+#include "ckpt/remote/scan_wire.h"
 #include "documents.h"
 #include "serve.h"
 
@@ -175,7 +176,14 @@ Json watch(Call& call) {
 
 Json runMethod(const std::string& method, Call& call) {
   if (method == "open") return Json{{"root", call.roots.open(call.text("path"))}};
-  if (method == "scan") return Json{{"document", lsDocument(scanDirectory(call.path("path")))}};
+  if (method == "scan") {
+    // `full`: every field of the scan (the app lists remote runs with it), not only ls --json's.
+    const Json full = call.params.contains("full") ? call.params["full"] : Json(false);
+    if (!full.is_boolean()) throw ProtocolError("bad_field", "full: must be true or false");
+    const ScanResult scanned = scanDirectory(call.path("path"));
+    return full.get<bool>() ? Json{{"scan", remote::scanToWire(scanned, /*full=*/true)}}
+                : Json{{"document", lsDocument(scanned)}};
+  }
   if (method == "info") {
     const auto file = openCheckpoint(call.path("path"));
     return Json{{"document", infoDocument(*file)}, {"failure", orNull(infoFailure(*file))}};

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "run_process.h"
+#include "ssh_server.h"
 
 using json = nlohmann::json;
 using ckpt::test::ProcessResult;
@@ -104,8 +105,8 @@ class TestRemote : public QObject {
 
  private:
   QTemporaryDir m_tmp;
-  QProcess m_sshd;
-  QString m_sshdHome;  // keys, configs
+  ckpt::test::SshServer m_server;  // sshd on loopback, its keys and configs (ssh_server.h)
+  QString m_sshdHome;              // keys, configs
   int m_port = 0;
   QString m_skip;  // why the ssh tests cannot run
 
@@ -126,7 +127,6 @@ class TestRemote : public QObject {
   QString remote(const QString& path) const {
     return QString("ssh://127.0.0.1:%1%2").arg(m_port).arg(path);
   }
-  bool startSshd();
 
  private slots:
   void initTestCase();
@@ -156,77 +156,18 @@ class TestRemote : public QObject {
   void droppedConnectionFails();
 };
 
-bool TestRemote::startSshd() {
-  // A port of our own: tried from one that depends on the pid, as sshd
-  // says when it cannot listen.
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    m_port = 20000 + int((::getpid() * 7 + attempt * 131) % 30000);
-    QFile cfg(m_sshdHome + "/sshd_config");
-    if (!cfg.open(QIODevice::WriteOnly)) return false;
-    cfg.write(QString("Port %1\nListenAddress 127.0.0.1\nHostKey %2/host_key\n"
-                      "AuthorizedKeysFile %2/authorized_keys\nStrictModes no\nUsePAM no\n"
-                      "PidFile none\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n")
-                  .arg(m_port)
-                  .arg(m_sshdHome)
-                  .toUtf8());
-    cfg.close();
-    QFile client(m_sshdHome + "/ssh_config");
-    if (!client.open(QIODevice::WriteOnly)) return false;
-    client.write(QString("Host *\n  Port %1\n  IdentityFile %2/user_key\n  IdentitiesOnly yes\n"
-                         "  UserKnownHostsFile %2/known_hosts\n  StrictHostKeyChecking accept-new\n"
-                         "  LogLevel ERROR\n")
-                     .arg(m_port)
-                     .arg(m_sshdHome)
-                     .toUtf8());
-    client.close();
-    m_sshd.setProcessChannelMode(QProcess::MergedChannels);
-    m_sshd.start("/usr/sbin/sshd", {"-D", "-e", "-f", m_sshdHome + "/sshd_config"});
-    m_sshd.waitForStarted();
-    QByteArray log;
-    QElapsedTimer t;
-    t.start();
-    while (t.elapsed() < 10000 && m_sshd.state() == QProcess::Running &&
-           !log.contains("Server listening")) {
-      m_sshd.waitForReadyRead(200);
-      log += m_sshd.readAll();
-    }
-    if (log.contains("Server listening")) return true;
-    m_sshd.waitForFinished(1000);
-    log += m_sshd.readAll();
-    m_sshd.kill();
-    m_sshd.waitForFinished();
-    qWarning("sshd did not start on port %d (exit %d): %s", m_port, m_sshd.exitCode(),
-             log.toPercentEncoding(" :/.").constData());
-  }
-  return false;
-}
-
 void TestRemote::initTestCase() {
   QVERIFY(m_tmp.isValid());
-  if (!QFile::exists("/usr/sbin/sshd")) {
-    m_skip =
-        "/usr/sbin/sshd is not installed (Debian: openssh-server; packaging/bootstrap.sh "
-        "installs it)";
-    return;
-  }
-  // sshd wants its privilege-separation folder, as root CI does.
-  QDir().mkpath("/run/sshd");
-  m_sshdHome = m_tmp.path() + "/sshd";
-  QVERIFY(QDir().mkpath(m_sshdHome));
-  for (const char* key : {"host_key", "user_key"}) {
-    const ProcessResult r = ckpt::test::runProcess(
-        "ssh-keygen", {"-q", "-t", "ed25519", "-N", "", "-f", m_sshdHome + "/" + key});
-    QVERIFY2(r.exitCode == 0, r.err.constData());
-  }
-  QVERIFY(QFile::copy(m_sshdHome + "/user_key.pub", m_sshdHome + "/authorized_keys"));
-  QVERIFY2(startSshd(), "sshd did not start (see the warnings above)");
+  m_skip = ckpt::test::SshServer::unavailable();
+  if (!m_skip.isEmpty()) return;
+  QString why;
+  QVERIFY2(m_server.setUp(m_tmp.path() + "/sshd", &why), qPrintable(why));
+  m_sshdHome = m_server.home();
+  m_port = m_server.port();
 }
 
 void TestRemote::cleanupTestCase() {
-  if (m_sshd.state() != QProcess::NotRunning) {
-    m_sshd.terminate();
-    if (!m_sshd.waitForFinished(5000)) m_sshd.kill();
-  }
+  m_server.stop();
 }
 
 // ---------------------------------------------------------------- protocol

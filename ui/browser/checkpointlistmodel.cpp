@@ -546,10 +546,11 @@ QVariant CheckpointListModel::groupData(const Node& n, Column column, int role) 
       const QString worst = n.worstVerdict();
       if (worst == QLatin1String("dangerous")) return standardIcon(QStyle::SP_MessageBoxCritical);
       if (!g.error.isEmpty() || !worst.isEmpty()) return standardIcon(QStyle::SP_MessageBoxWarning);
-      return standardIcon(QStyle::SP_DirIcon);
+      // A run on another machine: the network drive's badge.
+      return standardIcon(g.remote.isEmpty() ? QStyle::SP_DirIcon : QStyle::SP_DriveNetIcon);
     }
     case Qt::ToolTipRole: {
-      QString tip = g.error.isEmpty() ? g.path : g.error;
+      QString tip = g.error.isEmpty() ? (g.remote.isEmpty() ? g.path : g.remote) : g.error;
       if (const QString trainer = trainerText(g.trainer); !trainer.isEmpty())
         tip += "\n" + tr("Written by: %1").arg(trainer);
       if (n.children.empty() && !g.metricFiles.empty())
@@ -567,6 +568,8 @@ QVariant CheckpointListModel::groupData(const Node& n, Column column, int role) 
     }
     case int(Role::Verdict):
       return n.worstVerdict();
+    case int(Role::Remote):
+      return g.remote;
     case Qt::ForegroundRole:
       return g.error.isEmpty() ? QVariant() : QVariant(QBrush(Qt::darkRed));
     case int(Role::Path):

@@ -32,6 +32,7 @@ class CheckpointListModel : public QAbstractItemModel {
     Stage,    // QString: a run's stage within its family ("pretrain", "sft", "dpo"), else empty
     Verdict,  // QString: the safety scan's verdict ("safe", "suspicious", "dangerous",
               // "unreadable"); a run: its worst checkpoint's ("" when all are safe)
+    Remote,   // QString: a run on another machine: "ssh://host/path"; empty for a local one
   };
 
   // One row of the tree (defined in the .cpp; public so helpers there can name it).

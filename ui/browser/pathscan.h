@@ -25,6 +25,10 @@ struct BrowseGroup {
   std::string trainer;
   std::vector<std::string> metricFiles;
   std::vector<std::string> hparamFiles;  // hparams.h: RUN.json, hparams.yaml, params/, ...
+  // Where a run on another machine is, as a person writes it
+  // ("ssh://[user@]host[:port]/path"), listed by its agent (ui/remote);
+  // `path` and the checkpoints' paths are then the host's. Empty for a local run.
+  QString remote;
 };
 
 // Fills `group` from a scanned run: its checkpoints, trainer and metrics

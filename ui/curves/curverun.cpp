@@ -127,32 +127,41 @@ QString restartNote(const MetricSeries& series) {
 }
 
 CurveRun loadCurveRun(const RunEntry& entry, const std::vector<std::string>& extraLogs) {
-  CurveRun run;
-  run.name = pathFromStd(entry.name);
-  run.path = pathFromStd(entry.path);
-  run.sources = findLiveSources(entry, extraLogs);
-
+  std::vector<LiveSource> sources = findLiveSources(entry, extraLogs);
   RunMetrics metrics;
+  QString problem;
   try {
     metrics = collectRunMetrics(entry, extraLogs);
   } catch (const std::exception& e) {
-    run.problems << QObject::tr("%1: cannot read its metrics: %2").arg(run.path, fromStd(e.what()));
+    problem = QObject::tr("%1: cannot read its metrics: %2")
+                  .arg(pathFromStd(entry.path), fromStd(e.what()));
   }
   // Following the run continues where collectRunMetrics stopped reading
   // (lines written meanwhile are read once, in order); a file it did not
   // read (new since) is read from its start.
-  for (LiveSource& s : run.sources) {
+  for (LiveSource& s : sources) {
     const auto end = metrics.readEnds.find(pathToStd(s.path));
     s.offset = s.size = end == metrics.readEnds.end() ? 0 : end->second;
   }
+  CurveRun run =
+      curveRunFromMetrics(pathFromStd(entry.name), pathFromStd(entry.path), std::move(metrics));
+  run.sources = std::move(sources);
+  if (!problem.isEmpty()) run.problems.prepend(problem);
+  return run;
+}
+
+CurveRun curveRunFromMetrics(QString name, QString path, RunMetrics metrics) {
+  CurveRun run;
+  run.name = std::move(name);
+  run.path = std::move(path);
   for (MetricSeries& s : metrics.series) {
     for (const MetricPoint& p : s.points) run.noteOrigin(p);
     // Room to grow, reserved here on the loading thread: a live run's
     // points are appended on the GUI thread, where moving a million of them
     // into a bigger vector stalled the window (72 ms measured).
     s.points.reserve(s.points.size() + s.points.size() / 2 + 4096);
-    const std::string name = s.metric;
-    run.series.emplace(name, std::move(s));
+    const std::string metric = s.metric;
+    run.series.emplace(metric, std::move(s));
   }
   run.checkpointSteps = std::move(metrics.checkpointSteps);
   // A checkpoint saved before the first logged step (an initial one) is

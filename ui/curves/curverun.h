@@ -45,6 +45,10 @@ using MetricPoints = std::vector<std::pair<std::string, MetricPoint>>;
 struct CurveRun {
   QString name;
   QString path;
+  // "ssh://[user@]host[:port]" for a run on another machine (ui/remote: its
+  // points come from the agent, never from a local file of the same path,
+  // and the follower leaves it alone); empty for a local run.
+  QString remote;
   std::map<std::string, MetricSeries> series;  // by metric
   std::vector<int64_t> checkpointSteps;        // markers, sorted
   std::map<int64_t, QString> checkpointFiles;  // step -> the file a marker selects
@@ -90,6 +94,10 @@ struct SeriesChange {
 // Never throws; failures end up in `problems`.
 [[nodiscard]] CurveRun loadCurveRun(const RunEntry& run,
                                     const std::vector<std::string>& extraLogs = {});
+
+// The run of the curves view made of what collectRunMetrics (here or on a
+// host: ui/remote) read for it; `sources` are left empty.
+[[nodiscard]] CurveRun curveRunFromMetrics(QString name, QString path, RunMetrics metrics);
 
 // The files collectRunMetrics reads for the run that can grow
 // (ckpt::findMetricSources; for a bare `dir`: the run of that directory,

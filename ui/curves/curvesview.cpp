@@ -201,6 +201,37 @@ void CurvesView::setRuns(std::vector<RunEntry> runs, std::vector<std::string> ex
   updateStatus();
 }
 
+void CurvesView::setLoadedRuns(std::vector<CurveRun> runs) {
+  clear(runs.empty() ? tr("No runs") : QString());
+  m_loadPending = true;
+  m_expectedRuns = runs.size();
+  m_followData = true;
+  // Through the loader all the same: the runs arrive as read ones do.
+  auto shared = std::make_shared<std::vector<CurveRun>>(std::move(runs));
+  m_loader.setFuture(
+      QtConcurrent::run([shared](QPromise<std::shared_ptr<CurveRun>>& promise) {
+        for (CurveRun& run : *shared) {
+          if (promise.isCanceled()) return;
+          promise.addResult(std::make_shared<CurveRun>(std::move(run)));
+        }
+      }));
+  updateStatus();
+}
+
+bool CurvesView::addLivePoints(const QString& runPath, const LiveSource& source,
+                               const MetricPoints& points, bool rewritten) {
+  if (m_loadPending) return false;
+  std::vector<std::map<std::string, SeriesChange>> changes(m_runs.size());
+  bool found = false;
+  for (size_t i = 0; i < m_runs.size(); ++i)
+    if (m_runs[i].path == runPath) {
+      changes[i] = mergeLivePoints(m_runs[i], source, points, rewritten);
+      found = true;
+    }
+  if (found) showLiveChanges(changes);
+  return found;
+}
+
 void CurvesView::takeLoadedRuns() {
   // Results are taken in order, as many as are there; a stale notification
   // from a future that setRuns() replaced takes nothing it should not.
@@ -556,7 +587,10 @@ void CurvesView::onPlotRelease(QMouseEvent* event) {
 
 void CurvesView::readLiveUpdates() {
   if (m_loadPending) return;
-  const auto changes = m_follower->readNew(m_runs);
+  showLiveChanges(m_follower->readNew(m_runs));
+}
+
+void CurvesView::showLiveChanges(const std::vector<std::map<std::string, SeriesChange>>& changes) {
   bool any = false;
   for (size_t i = 0; i < changes.size(); ++i) {
     if (!changes[i].empty()) m_summaries[i] = summarizeCurveRun(m_runs[i]);

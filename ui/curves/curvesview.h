@@ -49,6 +49,13 @@ class CurvesView : public QWidget {
   // Reads `runs` in the background and shows them; curvesReady() follows
   // once they are plotted. Replaces whatever was shown.
   void setRuns(std::vector<RunEntry> runs, std::vector<std::string> extraLogs = {});
+  // Shows runs already read (a host's, ui/remote) as setRuns() shows what it reads.
+  void setLoadedRuns(std::vector<CurveRun> runs);
+  // Points the file `source` of the run whose directory is `runPath` gained
+  // (a remote run's, from the agent's `metrics since`), merged and drawn as
+  // the follower merges and draws a local run's. False when no such run is shown.
+  bool addLivePoints(const QString& runPath, const LiveSource& source, const MetricPoints& points,
+                     bool rewritten = false);
   // Shows nothing (and `message` in the middle of the plot).
   void clear(const QString& message = {});
 
@@ -194,6 +201,8 @@ class CurvesView : public QWidget {
   // Takes the runs read so far, in order, and plots them.
   void takeLoadedRuns();
   void onLoadFinished();
+  // Draws what merging live points changed, per run and metric.
+  void showLiveChanges(const std::vector<std::map<std::string, SeriesChange>>& changes);
   void rebuildGraphs();
   void fillRun(size_t index);
   // Checkpoint markers sit at the value the checkpoint records, else at the

@@ -25,6 +25,7 @@ void RunFollower::follow(const std::vector<CurveRun>& runs) {
   stop();
   QStringList paths;
   for (const CurveRun& run : runs) {
+    if (!run.remote.isEmpty()) continue;  // the agent's to read (ui/remote)
     if (!run.path.isEmpty()) paths << run.path;  // for a metrics.jsonl or log still to come
     for (const LiveSource& s : run.sources) paths << s.path;
   }
@@ -45,7 +46,7 @@ std::vector<std::map<std::string, SeriesChange>> RunFollower::readNew(std::vecto
   const QStringList watched = m_watcher.files();
   for (size_t i = 0; i < runs.size(); ++i) {
     CurveRun& run = runs[i];
-    if (run.path.isEmpty()) continue;
+    if (run.path.isEmpty() || !run.remote.isEmpty()) continue;
     // A metrics.jsonl appears with the first logged step; logs may start late too.
     for (const LiveSource& found : findLiveSources(run.path)) {
       const bool known = std::any_of(run.sources.begin(), run.sources.end(),

@@ -1,0 +1,255 @@
+// The app on a folder of another machine: a real OpenSSH server on loopback
+// (tests/core/ssh_server.h, as tst_remote starts it) and the real agent
+// (ckptscope-cli serve --stdio) behind it. File > Open Remote... is driven
+// with keys; the browser's rows and the Curves tab's series must be those
+// of the same folder opened here, a refresh (F5) brings what was appended,
+// and a connection that drops says so, keeps the rows and comes back.
+#include <signal.h>
+#include <unistd.h>
+
+#include <QApplication>
+#include <QComboBox>
+#include <QDir>
+#include <QFile>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QStatusBar>
+#include <QTemporaryDir>
+#include <QTimer>
+#include <QTreeView>
+#include <QtTest>
+
+#include "../core/copy_tree.h"
+#include "../core/ssh_server.h"
+#include "browser/checkpointlistmodel.h"
+#include "curves/curvesview.h"
+#include "mainwindow.h"
+#include "remote/openremotedialog.h"
+#include "window_driver.h"
+
+using ckpt::CheckpointListModel;
+using ckpt::MainWindow;
+
+namespace {
+
+const QString kHost = QStringLiteral("127.0.0.1:");
+
+// Every row of the browser as a person reads it: its depth, then the
+// texts of its columns, "|"-separated; a remote run's name without "host:".
+QStringList rows(const QAbstractItemModel* m, const QModelIndex& parent = {}, int depth = 0) {
+  QStringList out;
+  for (int r = 0; r < m->rowCount(parent); ++r) {
+    QStringList cells{QString::number(depth)};
+    for (int c = 0; c < m->columnCount(parent); ++c) {
+      QString text = m->index(r, c, parent).data().toString();
+      if (c == 0 && text.startsWith(kHost)) text = text.mid(kHost.size());
+      cells << text;
+    }
+    out << cells.join('|');
+    out << rows(m, m->index(r, 0, parent), depth + 1);
+  }
+  return out;
+}
+
+// Each run's series: "run metric: step=value ..." (a remote run's name without "host:").
+QStringList series(const ckpt::CurvesView* view) {
+  QStringList out;
+  for (const ckpt::CurveRun& run : view->runs()) {
+    QString name = run.name;
+    if (name.startsWith(kHost)) name = name.mid(kHost.size());
+    for (const auto& [metric, s] : run.series) {
+      QStringList points;
+      for (size_t i = 0; i < s.points.size(); ++i) {
+        const ckpt::MetricPoint p = s.points[i];
+        points << QString("%1=%2").arg(p.step).arg(p.value, 0, 'g', 17);
+      }
+      out << name + " " + QString::fromStdString(metric) + ": " + points.join(' ');
+    }
+  }
+  out.sort();
+  return out;
+}
+
+// The processes whose parent is `pid` and whose program is `comm`.
+QList<qint64> childrenNamed(qint64 pid, const QByteArray& comm) {
+  QList<qint64> out;
+  for (const QString& p : QDir("/proc").entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
+    bool numeric = false;
+    const qint64 id = p.toLongLong(&numeric);
+    if (!numeric || id <= 0) continue;
+    QFile f("/proc/" + p + "/stat");
+    if (!f.open(QIODevice::ReadOnly)) continue;
+    const QByteArray stat = f.readAll();
+    const int open = stat.indexOf('('), close = stat.lastIndexOf(')');
+    const QList<QByteArray> fields = stat.mid(close + 2).split(' ');
+    if (fields.size() > 1 && fields[1].toLongLong() == pid &&
+        stat.mid(open + 1, close - open - 1) == comm)
+      out << id;
+  }
+  return out;
+}
+
+void append(const QString& path, const QByteArray& bytes) {
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::Append));
+  f.write(bytes);
+}
+
+}  // namespace
+
+class TestRemoteApp : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir m_tmp;
+  ckpt::test::SshServer m_server;
+  QString m_skip;
+  QString m_dir;  // the folder, "on the host" and here
+
+  [[nodiscard]] QString location() const {
+    return QString("ssh://127.0.0.1:%1%2").arg(m_server.port()).arg(m_dir);
+  }
+
+  // File > Open Remote... (Ctrl+Alt+O), the location typed into its box
+  // and Return, as a person does; true once the window has loaded it.
+  bool openWithDialog(MainWindow& w, const QString& where, int timeoutMs = 60000) {
+    bool typed = false;
+    QTimer::singleShot(0, this, [&] {
+      auto* dialog = qobject_cast<ckpt::OpenRemoteDialog*>(QApplication::activeModalWidget());
+      if (!dialog) return;
+      QLineEdit* edit = dialog->locationBox()->lineEdit();
+      edit->setFocus();
+      QTest::keyClicks(edit, where);
+      typed = dialog->commandLabel()->text().contains("serve --stdio");
+      QTest::keyClick(edit, Qt::Key_Return);
+    });
+    QSignalSpy loaded(&w, &MainWindow::loaded);
+    QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::ALT | Qt::Key_O));
+    return typed && (loaded.count() > 0 || loaded.wait(timeoutMs));
+  }
+
+  // Opens `dir` here and waits for its rows and its curves (curvesReady,
+  // which may come before the Curves tab is looked at).
+  static bool openLocal(MainWindow& w, const QString& dir) {
+    w.resize(1200, 800);
+    w.show();
+    QSignalSpy ready(w.curvesView(), &ckpt::CurvesView::curvesReady);
+    if (!ckpt::test::openAndWait(w, {dir}, 60000)) return false;
+    QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key_2));
+    return ready.count() > 0 || ready.wait(60000);
+  }
+
+  bool pressF5(MainWindow& w, int timeoutMs = 60000) {
+    w.activateWindow();  // its shortcuts work in the active window
+    if (!QTest::qWaitForWindowActive(&w)) return false;
+    QSignalSpy loaded(&w, &MainWindow::loaded);
+    QTest::keyClick(&w, Qt::Key_F5);
+    return loaded.count() > 0 || loaded.wait(timeoutMs);
+  }
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(m_tmp.isValid());
+    // A copy of the experiment that a run of it writes into (a metrics.jsonl).
+    m_dir = m_tmp.path() + "/exp";
+    QVERIFY(ckpt::test::copyTree(QStringLiteral(CKPT_FIXTURE_DIR) + "/experiment", m_dir));
+    QFile jsonl(m_dir + "/checkpoints/tiny-dpo/metrics.jsonl");
+    QVERIFY(jsonl.open(QIODevice::WriteOnly));
+    jsonl.write("{\"step\": 5, \"dpo_loss\": 0.75}\n{\"step\": 10, \"dpo_loss\": 0.625}\n");
+    jsonl.close();
+    m_skip = ckpt::test::SshServer::unavailable();
+    if (!m_skip.isEmpty()) return;
+    QString why;
+    QVERIFY2(m_server.setUp(m_tmp.path() + "/sshd", &why), qPrintable(why));
+    qputenv("CKPTSCOPE_SSH", m_server.sshCommand().toUtf8());
+    qputenv("CKPTSCOPE_REMOTE_CLI", CKPT_CLI);
+  }
+
+  void remoteEqualsLocal() {
+    if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+    MainWindow local;
+    QVERIFY(openLocal(local, m_dir));
+    ckpt::CurvesView* localCurves = local.curvesView();
+    const QStringList localRows = rows(local.checkpointView()->model());
+    const QStringList localSeries = series(localCurves);
+    QVERIFY(localRows.size() > 5);
+    QVERIFY2(!localSeries.isEmpty(), qPrintable(QString("%1 runs; %2").arg(localCurves->runs().size()).arg(localCurves->statusText())));
+    QVERIFY2(localSeries.join('\n').contains("tiny-dpo dpo_loss: 5=0.75 10=0.625"),
+             qPrintable(localSeries.join('\n').left(3000)));
+
+    MainWindow w;
+    w.resize(1200, 800);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QSignalSpy curvesReady(w.curvesView(), &ckpt::CurvesView::curvesReady);
+    QVERIFY2(openWithDialog(w, location()), "File > Open Remote... did not load the folder");
+    QVERIFY(w.isRemote());
+    QVERIFY(!w.findChild<QMessageBox*>("remoteError"));
+    QCOMPARE(rows(w.checkpointView()->model()), localRows);
+    // The host on the run rows: their names, a tooltip with the location.
+    const QAbstractItemModel* m = w.checkpointView()->model();
+    int remoteRuns = 0;
+    std::function<void(const QModelIndex&)> visit = [&](const QModelIndex& parent) {
+      for (int r = 0; r < m->rowCount(parent); ++r) {
+        const QModelIndex i = m->index(r, 0, parent);
+        const QString remote = i.data(int(CheckpointListModel::Role::Remote)).toString();
+        if (!remote.isEmpty()) {
+          ++remoteRuns;
+          QVERIFY2(i.data().toString().startsWith(kHost), qPrintable(i.data().toString()));
+          QVERIFY(remote.startsWith(location() + "/"));
+          QCOMPARE(i.data(Qt::ToolTipRole).toString().section('\n', 0, 0), remote);
+        }
+        visit(i);
+      }
+    };
+    visit({});
+    QCOMPARE(remoteRuns, 3);
+    // The curves, read by the host, equal those read here.
+    QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key_2));
+    ckpt::CurvesView* curves = w.curvesView();
+    QVERIFY(curvesReady.count() > 0 || curvesReady.wait(30000));
+    QCOMPARE(series(curves), localSeries);
+    // Open Recent remembers the location.
+    QVERIFY(MainWindow::recentPaths().contains(QStringList{location()}));
+
+    // ---- F5: what the run appended meanwhile, and only that.
+    append(m_dir + "/checkpoints/tiny-dpo/metrics.jsonl",
+           "{\"step\": 15, \"dpo_loss\": 0.5}\n{\"step\": 20, \"dpo_loss\": 0.375}\n");
+    QVERIFY2(pressF5(w), qPrintable(w.statusBar()->currentMessage()));
+    QVERIFY(!w.findChild<QMessageBox*>("remoteError"));
+    MainWindow again;
+    QVERIFY(openLocal(again, m_dir));
+    ckpt::CurvesView* againCurves = again.curvesView();
+    QVERIFY(series(againCurves).join('\n').contains("tiny-dpo dpo_loss: 5=0.75 10=0.625 15=0.5 20=0.375"));
+    QCOMPARE(series(curves), series(againCurves));
+
+    // ---- The connection drops and the host is gone: a message, the rows kept.
+    const QStringList shown = rows(w.checkpointView()->model());
+    m_server.stop();
+    const QList<qint64> ssh = childrenNamed(QCoreApplication::applicationPid(), "ssh");
+    QVERIFY2(!ssh.isEmpty(), "no ssh of the app's agent is running");
+    for (qint64 pid : ssh) ::kill(pid_t(pid), SIGTERM);
+    QVERIFY(pressF5(w));
+    auto* box = w.findChild<QMessageBox*>("remoteError");
+    QVERIFY2(box && box->isVisible(), "no message says the host cannot be reached");
+    QVERIFY2(box->text().contains("host 127.0.0.1"), qPrintable(box->text()));
+    QVERIFY2(box->text().contains("F5"), qPrintable(box->text()));
+    QVERIFY(w.statusBar()->currentMessage().contains("127.0.0.1"));
+    QCOMPARE(rows(w.checkpointView()->model()), shown);
+    QCOMPARE(series(curves), series(againCurves));
+    QTest::mouseClick(box->button(QMessageBox::Ok), Qt::LeftButton);
+    QTRY_VERIFY(!w.findChild<QMessageBox*>("remoteError"));
+
+    // ---- The host is back: F5 connects again.
+    QVERIFY(m_server.start());
+    if (location() != w.openedPaths().value(0)) QSKIP("sshd came back on another port");
+    QVERIFY(pressF5(w));
+    QVERIFY(!w.findChild<QMessageBox*>("remoteError"));
+    QCOMPARE(rows(w.checkpointView()->model()), shown);
+  }
+};
+
+QTEST_MAIN(TestRemoteApp)
+#include "tst_remote_app.moc"

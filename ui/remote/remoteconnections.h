@@ -1,0 +1,46 @@
+#pragma once
+// One agent per host (ckpt::remote::AgentClient: `ckptscope-cli serve
+// --stdio` started through the system ssh), started on first use, kept open
+// and reused by every remote request of the window. Called from worker
+// threads (BackgroundJob): requests to one host wait for each other, those
+// to different hosts do not. No widgets here.
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "ckpt/remote/agent_client.h"
+
+namespace ckpt {
+
+class RemoteConnections {
+ public:
+  using Json = nlohmann::ordered_json;
+
+  // `method` on the agent of `where`'s host (its endpoint: [user@]host[:port]),
+  // started when there is none. An agent that went away since its last
+  // answer (the connection dropped) is started again once, with the roots it
+  // had opened; what fails then is thrown (ckpt::remote::RemoteError, whose
+  // text says what to do), and the next call starts afresh.
+  Json call(const remote::RemotePath& where, const std::string& method, Json params);
+
+  // Whether an agent of `where`'s host is running now.
+  [[nodiscard]] bool isConnected(const remote::RemotePath& where);
+
+ private:
+  struct Host {
+    std::mutex mutex;  // one request at a time
+    std::unique_ptr<remote::AgentClient> agent;
+    std::vector<std::string> roots;  // opened: opened again on a new agent
+  };
+  std::shared_ptr<Host> host(const std::string& endpoint);
+  static void start(Host& h, const remote::RemotePath& where);
+
+  std::mutex m_mutex;  // guards m_hosts
+  std::map<std::string, std::shared_ptr<Host>> m_hosts;
+};
+
+}  // namespace ckpt

@@ -1,0 +1,199 @@
+#include "remote/remotefolder.h"
+
+#include <QStringList>
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+
+#include "backgroundjob.h"
+#include "ckpt/remote/metrics_wire.h"
+#include "ckpt/remote/scan_wire.h"
+#include "remote/remoteconnections.h"
+#include "textformat.h"
+
+namespace ckpt {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+const Json& member(const Json& j, const char* name, const char* method) {
+  if (!j.is_object() || !j.contains(name))
+    throw std::runtime_error(std::string("the agent's answer to ") + method + " has no '" + name +
+                             "'");
+  return j[name];
+}
+
+// The kind of a file that fed no series yet (read back by its name as the agent reads it).
+MetricSource kindByName(const std::string& file) {
+  auto ends = [&file](const char* suffix) {
+    const std::string s(suffix);
+    return file.size() >= s.size() && file.compare(file.size() - s.size(), s.size(), s) == 0;
+  };
+  if (ends(".jsonl")) return MetricSource::MetricsJsonl;
+  if (ends(".log") || ends(".out") || ends(".err") || ends(".txt")) return MetricSource::ConsoleLog;
+  return MetricSource::TensorBoard;  // read whole: a change reads the run again
+}
+
+// The folder's path as the agent is asked for it: as given when absolute,
+// else the real path the agent opened (ssh://host/~/x).
+std::string folderPath(RemoteConnections& connections, const remote::RemotePath& where) {
+  const Json opened = connections.call(where, "open", Json{{"path", where.path}});
+  if (!where.path.empty() && where.path.front() == '/') return where.path;
+  const Json& root = member(opened, "root", "open");
+  if (!root.is_string()) throw std::runtime_error("the agent's answer to open has no root");
+  return root.get<std::string>();
+}
+
+std::vector<BrowseGroup> scanFolder(RemoteConnections& connections,
+                                    const remote::RemotePath& where, const std::string& path) {
+  const Json answer = connections.call(where, "scan", Json{{"path", path}, {"full", true}});
+  // An agent older than `full` sends ls --json's document: listed all the same.
+  const Json& doc = answer.contains("scan") ? answer["scan"] : member(answer, "document", "scan");
+  return remoteGroups(remote::scanFromWire(doc), where);
+}
+
+void readCurves(RemoteConnections& connections, const remote::RemotePath& where,
+                const std::string& path, RemoteFolder& folder) {
+  const Json answer = connections.call(where, "metrics", Json{{"paths", {path}}});
+  const Json& runs = member(answer, "runs", "metrics");
+  if (!runs.is_array()) throw std::runtime_error("the agent's answer to metrics has no runs");
+  folder.files.clear();
+  folder.curves.clear();
+  for (const Json& wire : runs) {
+    RunMetrics m = remote::runMetricsFromWire(wire);
+    for (const auto& [file, offset] : m.readEnds) {
+      RemoteFile& f = folder.files[file];
+      f.offset = offset;
+      f.kind = kindByName(file);
+      f.runs.push_back(pathFromStd(m.path));
+    }
+    for (const MetricSeries& s : m.series)
+      for (const std::string& file : s.files)
+        if (const auto it = folder.files.find(file); it != folder.files.end())
+          it->second.kind = s.source;
+    folder.curves.push_back(remoteCurveRun(std::move(m), where));
+  }
+}
+
+}  // namespace
+
+bool isRemoteLocation(const QString& location) {
+  try {
+    return remote::parseRemotePath(pathToStd(location)).has_value();
+  } catch (const std::invalid_argument&) {
+    return true;
+  }
+}
+
+QString remoteRunName(const remote::RemotePath& where, const std::string& run) {
+  return fromStd(where.host) + ':' + pathFromStd(run);
+}
+
+QString remoteLocation(const remote::RemotePath& where, const std::string& path) {
+  remote::RemotePath at = where;
+  at.path = path;
+  return pathFromStd(at.display());
+}
+
+std::vector<BrowseGroup> remoteGroups(ScanResult scan, const remote::RemotePath& where) {
+  std::vector<BrowseGroup> groups;
+  for (RunEntry& run : scan.runs) {
+    BrowseGroup g;
+    g.kind = BrowseGroup::Kind::Run;
+    g.name = remoteRunName(where, run.name);
+    g.path = pathFromStd(run.path);
+    g.remote = remoteLocation(where, run.path);
+    // hparamFiles stay empty: finding them is a look at the host's folder.
+    g.checkpoints = std::move(run.checkpoints);
+    g.trainer = std::move(run.trainer);
+    g.metricFiles = std::move(run.metricFiles);
+    groups.push_back(std::move(g));
+  }
+  return groups;
+}
+
+CurveRun remoteCurveRun(RunMetrics metrics, const remote::RemotePath& where) {
+  const QString name = remoteRunName(where, metrics.run);
+  const QString path = pathFromStd(metrics.path);
+  const QString location = remoteLocation(where, metrics.path);
+  CurveRun run = curveRunFromMetrics(name, path, std::move(metrics));
+  run.remote = location;
+  return run;
+}
+
+RemoteFolder loadRemoteFolder(RemoteConnections& connections, const remote::RemotePath& where,
+                              JobProgress& progress) {
+  RemoteFolder folder;
+  progress.setPart(1, 3);  // connecting (or the agent kept from before)
+  progress.report(0, 0);
+  const std::string path = folderPath(connections, where);
+  if (progress.cancelled()) return folder;
+  progress.setPart(2, 3);
+  folder.groups = scanFolder(connections, where, path);
+  if (progress.cancelled()) return folder;
+  progress.setPart(3, 3);
+  readCurves(connections, where, path, folder);
+  return folder;
+}
+
+RemoteRefresh refreshRemoteFolder(RemoteConnections& connections, const remote::RemotePath& where,
+                                  const std::map<std::string, RemoteFile>& files,
+                                  const std::vector<QString>& shownRuns, JobProgress& progress) {
+  RemoteRefresh out;
+  progress.setPart(1, 3);
+  progress.report(0, 0);
+  const std::string path = folderPath(connections, where);
+  progress.setPart(2, 3);
+  out.folder.groups = scanFolder(connections, where, path);
+  if (progress.cancelled()) return out;
+  progress.setPart(3, 3);
+  // A run that is new (or gone) since: every curve is read again.
+  const std::set<QString> shown(shownRuns.begin(), shownRuns.end());
+  bool reload = false;
+  for (const BrowseGroup& g : out.folder.groups) reload = reload || !shown.count(g.path);
+
+  Json since = Json::object();
+  for (const auto& [file, f] : files) since[file] = f.offset;
+  out.folder.files = files;
+  if (!reload && !since.empty()) {
+    const Json answer = connections.call(where, "metrics", Json{{"since", since}});
+    const Json& gained = member(answer, "files", "metrics");
+    for (const Json& g : gained) {
+      const std::string file = member(g, "file", "metrics").get<std::string>();
+      const auto known = out.folder.files.find(file);
+      if (known == out.folder.files.end()) continue;
+      RemoteFile& f = known->second;
+      // Rewritten, or read whole by the agent (trainer_state.json, event files): read again.
+      if (g.value("truncated", false) || g.value("reread", false)) {
+        reload = true;
+        break;
+      }
+      const Json& points = g.contains("points") ? g["points"] : Json::array();
+      if (!points.empty()) {
+        // A log several runs read (one job's log): its lines are sorted
+        // into runs by the host's reading of the whole run.
+        if (f.runs.size() != 1) {
+          reload = true;
+          break;
+        }
+        RemoteBatch batch;
+        batch.runPath = f.runs.front();
+        batch.source.path = pathFromStd(file);
+        batch.source.kind = f.kind;
+        for (const Json& p : points)
+          batch.points.emplace_back(member(p, "metric", "metrics").get<std::string>(),
+                                    remote::pointFromWire(member(p, "point", "metrics")));
+        out.batches.push_back(std::move(batch));
+      }
+      f.offset = g.value("to", f.offset);
+    }
+  }
+  if (reload) {
+    out.batches.clear();
+    readCurves(connections, where, path, out.folder);
+    out.reloaded = true;
+  }
+  return out;
+}
+
+}  // namespace ckpt

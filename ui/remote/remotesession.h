@@ -1,0 +1,36 @@
+#pragma once
+// What the window keeps of the remote location it shows (mainwindow_remote.cpp):
+// the agents (one per host, kept open), where it is, the offsets a refresh
+// reads on from, and the one job that loads or refreshes it.
+
+#include <QString>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backgroundjob.h"
+#include "ckpt/remote/remote_path.h"
+#include "remote/remoteconnections.h"
+#include "remote/remotefolder.h"
+
+namespace ckpt {
+
+struct RemoteSession {
+  explicit RemoteSession(QObject* context) : job(context) {}
+
+  // Shared with the jobs: a job still waiting for a host when the window
+  // closes keeps them alive until it returns.
+  std::shared_ptr<RemoteConnections> connections = std::make_shared<RemoteConnections>();
+  std::optional<remote::RemotePath> where;  // what is shown; nothing: local paths
+  QString location;                         // as the person wrote it
+  std::map<std::string, RemoteFile> files;  // the curves' files on the host, by path
+  // For the Curves tab when the rows are in: all runs read anew, or what they gained.
+  std::vector<CurveRun> curves;
+  bool curvesReloaded = false;
+  std::vector<RemoteBatch> batches;
+  BackgroundJob<RemoteRefresh> job;
+};
+
+}  // namespace ckpt
