@@ -81,7 +81,9 @@ void printText(const CheckpointFile& file) {
     line("sharded", shards->summary());
     for (const std::string& n : shards->notes()) line("note", n);
   }
-  if (view.step()) line("step", std::to_string(*view.step()));
+  if (view.step())
+    line("step", std::to_string(*view.step()) +
+                     (view.stepSource().empty() ? "" : " (from " + view.stepSource() + ")"));
   if (view.loss()) line("loss", formatPythonFloat(*view.loss()));
   if (view.run()) line("run", *view.run());
   if (view.stage()) line("stage", *view.stage());

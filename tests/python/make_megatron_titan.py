@@ -22,11 +22,12 @@ serialization.py save, strategies/common.py, core.py): iter_{iteration:07d}/
 holds metadata.json (CheckpointingConfig: {"sharded_backend": "torch_dist",
 "sharded_backend_version": 1, "common_backend": "torch",
 "common_backend_version": 1}), common.pt (rank 0's torch.save of what is
-not sharded: args, checkpoint_version, iteration, opt_param_scheduler,
-num_floating_point_operations_so_far) and a DCP folder (.metadata and
-__<rank>_0.distcp) of the ShardedTensors by their keys (the layers stacked
-along a leading axis, the optimizer's moments as optimizer.state.<moment>.
-<key>) and ShardedObjects (rng_state/shard_<offset>_<shape>, bytes).
+not sharded: args, checkpoint_version, iteration, the optimizer's
+param_groups, opt_param_scheduler, num_floating_point_operations_so_far)
+and a DCP folder (.metadata and __<rank>_0.distcp) of the ShardedTensors by
+their keys (the layers stacked along a leading axis, the optimizer's states
+as optimizer.state.<exp_avg|exp_avg_sq|fp32_param>.<key>) and
+ShardedObjects (rng_state/shard_<offset>_<shape>, bytes).
   OUTDIR/mg_dist/gpt/  2 saves (100, 200) of 2 ranks; tracker "200"
 
 torchtitan (torchtitan/components/checkpoint.py, metrics.py): the job's
@@ -162,35 +163,56 @@ def megatron(out):
 
 def dist_state(iteration, lr):
     # mcore's sharded_state_dict under torch_dist: by ShardedTensor key,
-    # the two layers stacked along axis 0 (TransformerLayer prepends it).
+    # the two layers stacked along axis 0 (TransformerLayer prepends it);
+    # Transformer Engine's fused norms as linear_qkv / linear_fc1's
+    # layer_norm_weight. The optimizer's states are ShardedTensors keyed
+    # optimizer.state.<state key>.<model key> (dist_checkpointing/
+    # optimizer.py make_sharded_optimizer_tensor; the distributed
+    # optimizer's fully_sharded_model_space names the fp32 master copy
+    # fp32_param), each of its parameter's shape.
     model = {"embedding.word_embeddings.weight": torch.randn(32, 8),
+             "decoder.layers.self_attention.linear_qkv.layer_norm_weight": 1 + 0.01 * torch.randn(2, 8),
              "decoder.layers.self_attention.linear_qkv.weight": torch.randn(2, 24, 8),
              "decoder.layers.self_attention.linear_proj.weight": torch.randn(2, 8, 8),
+             "decoder.layers.mlp.linear_fc1.layer_norm_weight": 1 + 0.01 * torch.randn(2, 8),
              "decoder.layers.mlp.linear_fc1.weight": torch.randn(2, 32, 8),
              "decoder.layers.mlp.linear_fc2.weight": torch.randn(2, 8, 32),
-             "decoder.final_layernorm.weight": torch.ones(8),
+             "decoder.final_layernorm.weight": 1 + 0.01 * torch.randn(8),
              "output_layer.weight": torch.randn(32, 8)}
+    moments = {"exp_avg": lambda p: p * 0.1 + lr, "exp_avg_sq": lambda p: p * p,
+               "fp32_param": lambda p: p.clone()}
     state = dict(model)
-    for moment in ("exp_avg", "exp_avg_sq"):
+    for moment, f in moments.items():
         for k, v in model.items():
-            state[f"optimizer.state.{moment}.{k}"] = torch.zeros_like(v) + lr
-    return state
+            state[f"optimizer.state.{moment}.{k}"] = f(v)
+    return model, state
 
 
 def megatron_dist(save):
     iterations = [100, 200]
     args = megatron_args(1, 1, 6e-4)
     args.ckpt_format = "torch_dist"
-    tensors = {}
+    tensors, model, firsts = {}, {}, {}
     for it in iterations:
         folder = os.path.join(save, "iter_{:07d}".format(it))
-        state = dist_state(it, args.lr)
+        params, state = dist_state(it, args.lr)
         tensors = {k: list(v.shape) for k, v in state.items()}
+        model = {k: list(v.shape) for k, v in params.items()}
+        # The first element of each optimizer state, by parameter (torch's numbers).
+        firsts = {k: {m: float(state[f"optimizer.state.{m}.{k}"].flatten()[0])
+                      for m in ("exp_avg", "exp_avg_sq", "fp32_param")} for k in params}
         rng = [(r, "rng_state/shard_0.0.{}_1.1.2".format(r),
                 {"random_rng_state": random.getstate(), "torch_rng_state": torch.get_rng_state()})
                for r in range(2)]
         make_sharded.write_dcp(folder, state, 2, replicate=(), first=rng)
-        common = {"args": args, "checkpoint_version": 3.0, "iteration": it,
+        # The distributed optimizer's state_dict without its state: the
+        # inner optimizer's param_groups, "params" deleted (the tensors are
+        # sharded above).
+        optimizer = {"optimizer": {"param_groups": [
+            {"lr": args.lr, "betas": (0.9, 0.95), "eps": 1e-8, "weight_decay": 0.1, "step": it},
+            {"lr": args.lr, "betas": (0.9, 0.95), "eps": 1e-8, "weight_decay": 0.0, "step": it}]},
+            "param_state_sharding_type": "fully_sharded_model_space"}
+        common = {"args": args, "checkpoint_version": 3.0, "iteration": it, "optimizer": optimizer,
                   "opt_param_scheduler": {"max_lr": args.lr, "min_lr": args.min_lr, "num_steps": it * 8,
                                           "decay_style": args.lr_decay_style},
                   "num_floating_point_operations_so_far": 1.5e12 * it}
@@ -200,7 +222,8 @@ def megatron_dist(save):
                        "common_backend": "torch", "common_backend_version": 1}, f)
     with open(os.path.join(save, "latest_checkpointed_iteration.txt"), "w") as f:
         f.write("200")
-    return {"gpt": {"iterations": iterations, "latest": 200, "args": vars(args), "tensors": tensors}}
+    return {"gpt": {"iterations": iterations, "latest": 200, "args": vars(args), "tensors": tensors,
+                    "model": model, "optimizer_firsts": firsts, "lr": args.lr}}
 
 
 def titan_state(step):

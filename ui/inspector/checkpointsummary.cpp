@@ -214,7 +214,11 @@ void describe(const CheckpointFile& file, CheckpointSummary& out) {
   field(
       QObject::tr("Size"),
       QObject::tr("%1 (%2 bytes)").arg(sizeText(file.fileSize()), groupedNumber(file.fileSize())));
-  if (view.step()) {
+  if (view.step() && !view.stepSource().empty()) {
+    // A Megatron torch_dist save: its iteration is in common.pt, not its tensors.
+    field(QObject::tr("Step"),
+          QObject::tr("%1 (from %2)").arg(*view.step()).arg(fromStd(view.stepSource())));
+  } else if (view.step()) {
     field(QObject::tr("Step"), QString::number(*view.step()));
   } else if (const NameInfo name =
                  parseCheckpointName(std::filesystem::path(file.path()).filename().string());
@@ -285,7 +289,7 @@ void describe(const CheckpointFile& file, CheckpointSummary& out) {
   std::map<int, QString> owner;
   for (const OptimizerParam& p : view.optimizerParams()) {
     if (p.name.empty()) continue;
-    for (int t : {p.expAvg, p.expAvgSq, p.stepTensor})
+    for (int t : {p.expAvg, p.expAvgSq, p.stepTensor, p.master})
       if (t >= 0) owner[t] = QObject::tr("of %1").arg(fromStd(p.name));
   }
   for (const StateEntry& e : view.entries())
@@ -320,6 +324,12 @@ void describe(const CheckpointFile& file, CheckpointSummary& out) {
 
   auto meta = std::make_shared<MetaNode>();
   MetaBuilder{file, kMaxMetaNodes, {}}.fill(*meta, QObject::tr("(root)"), file.root(), 0);
+  if (const CheckpointFile* common = view.megatronCommon()) {
+    // What a torch_dist save keeps beside its tensors (args, iteration, ...).
+    meta->children.emplace_back();
+    MetaBuilder{*common, kMaxMetaNodes, {}}.fill(meta->children.back(), QStringLiteral("common.pt"),
+                                                 common->root(), 1);
+  }
   linkTree(*meta);
   out.metaTree = std::move(meta);
   if (view.modelState()) out.paramTree = buildParamTree(file, view);
