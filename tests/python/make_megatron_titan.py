@@ -17,6 +17,14 @@ Debian has no Megatron: these dicts are written with the same keys.
   OUTDIR/mg/pp/     1 save (50) of 2 pipeline stages with distrib_optim.pt; tracker "50\\n"
   OUTDIR/mg/rel/    release/ of 1 rank; tracker "release"
 
+Tensor-parallel slices to join (the torch format, mcore GPTModel names):
+  OUTDIR/mg_join/gpt/iter_0000300/  2 tensor x 2 pipeline ranks, SwiGLU, biases,
+      norms, position embeddings, an untied output layer: each rank's slice
+      cut from one whole model as Megatron's saver cuts it (tp_split)
+  OUTDIR/mg_join/bad/iter_0000010/  2 tensor ranks with an adapter no rule
+      knows, QKV slices whose shapes disagree, a final norm differing on rank 1
+expected.json "megatron_join" holds the whole tensors (bytes as hex).
+
 Megatron-LM, ckpt_format "torch_dist" (megatron/core/dist_checkpointing:
 serialization.py save, strategies/common.py, core.py): iter_{iteration:07d}/
 holds metadata.json (CheckpointingConfig: {"sharded_backend": "torch_dist",
@@ -226,6 +234,110 @@ def megatron_dist(save):
                     "model": model, "optimizer_firsts": firsts, "lr": args.lr}}
 
 
+def tp_split(name, t, tp, swiglu):
+    # How Megatron's saver gives each tensor rank its slice
+    # (tools/checkpoint/saver_*: torch.chunk along the parallel dim; under
+    # SwiGLU fc1's W and V halves chunked apart, each rank [W_r; V_r]).
+    # Returns [slice per rank]; norms, position embeddings and the
+    # row-parallel biases are whole on every rank.
+    leaf = name.split("decoder.layers.")[-1].split(".", 1)[-1]
+    if leaf in ("mlp.linear_fc1.weight", "mlp.linear_fc1.bias") and swiglu:
+        w, v = torch.chunk(t, 2, dim=0)
+        return [torch.cat([a, b], dim=0).clone() for a, b in zip(torch.chunk(w, tp, 0), torch.chunk(v, tp, 0))]
+    if leaf in ("self_attention.linear_qkv.weight", "self_attention.linear_qkv.bias", "mlp.linear_fc1.weight",
+                "mlp.linear_fc1.bias") or name in ("embedding.word_embeddings.weight", "output_layer.weight"):
+        return [c.clone() for c in torch.chunk(t, tp, dim=0)]
+    if leaf in ("self_attention.linear_proj.weight", "mlp.linear_fc2.weight"):
+        return [c.clone() for c in torch.chunk(t, tp, dim=1)]
+    return [t.clone() for _ in range(tp)]
+
+
+def join_whole(layers, swiglu, vocab=32, hidden=8, ffn=16, seq=16):
+    # The model as one rank would hold it (mcore GPTModel, local layer
+    # implementation: schema_core.py CoreLocalSchema's names).
+    whole = {"embedding.word_embeddings.weight": torch.randn(vocab, hidden),
+             "embedding.position_embeddings.weight": torch.randn(seq, hidden)}
+    fc1 = 2 * ffn if swiglu else ffn
+    for i in range(layers):
+        p = f"decoder.layers.{i}."
+        whole.update({p + "input_layernorm.weight": 1 + 0.01 * torch.randn(hidden),
+                      p + "input_layernorm.bias": 0.01 * torch.randn(hidden),
+                      p + "self_attention.linear_qkv.weight": torch.randn(3 * hidden, hidden),
+                      p + "self_attention.linear_qkv.bias": torch.randn(3 * hidden),
+                      p + "self_attention.linear_proj.weight": torch.randn(hidden, hidden),
+                      p + "self_attention.linear_proj.bias": torch.randn(hidden),
+                      p + "pre_mlp_layernorm.weight": 1 + 0.01 * torch.randn(hidden),
+                      p + "pre_mlp_layernorm.bias": 0.01 * torch.randn(hidden),
+                      p + "mlp.linear_fc1.weight": torch.randn(fc1, hidden),
+                      p + "mlp.linear_fc1.bias": torch.randn(fc1),
+                      p + "mlp.linear_fc2.weight": torch.randn(hidden, ffn),
+                      p + "mlp.linear_fc2.bias": torch.randn(hidden)})
+    whole["decoder.final_layernorm.weight"] = 1 + 0.01 * torch.randn(hidden)
+    whole["decoder.final_layernorm.bias"] = 0.01 * torch.randn(hidden)
+    whole["output_layer.weight"] = torch.randn(vocab, hidden)
+    return whole
+
+
+def join_save(folder, iteration, whole, tp, pp, args, tamper=None):
+    # Each pipeline stage's share of the layers, numbered from 0 on every
+    # stage (the legacy format's state_dict), embeddings on the first stage,
+    # the final norm and output layer on the last; each tensor rank its slice.
+    layers = args.num_layers // pp
+    for stage in range(pp):
+        for rank in range(tp):
+            model = {}
+            for name, t in whole.items():
+                local = name
+                if name.startswith("decoder.layers."):
+                    i = int(name.split(".")[2])
+                    if i // layers != stage:
+                        continue
+                    local = f"decoder.layers.{i - stage * layers}." + name.split(".", 3)[3]
+                elif name.startswith("embedding.") and stage != 0:
+                    continue
+                elif (name.startswith("decoder.final_layernorm") or name == "output_layer.weight") and stage != pp - 1:
+                    continue
+                model[local] = tp_split(name, t, tp, args.swiglu)[rank]
+            if tamper:
+                tamper(stage, rank, model)
+            rank_dir = f"mp_rank_{rank:02d}" if pp == 1 else f"mp_rank_{rank:02d}_{stage:03d}"
+            save_rank(os.path.join(folder, rank_dir, "model_optim_rng.pt"), args, iteration, model, distrib=False)
+
+
+def megatron_join(out):
+    # A save of 2 tensor x 2 pipeline ranks with SwiGLU: every rule joins.
+    args = megatron_args(2, 2, 3e-4)
+    args.num_layers, args.swiglu, args.untie_embeddings_and_output_weights = 4, True, True
+    args.position_embedding_type, args.add_bias_linear = "learned_absolute", True
+    whole = join_whole(args.num_layers, swiglu=True)
+    folder = os.path.join(out, "gpt", "iter_0000300")
+    join_save(folder, 300, whole, 2, 2, args)
+    good = {"folder": folder, "tp": 2, "pp": 2,
+            "whole": {k: {"shape": list(v.shape), "hex": v.contiguous().numpy().tobytes().hex()}
+                      for k, v in whole.items()}}
+
+    # A save whose slices cannot all be joined: a name no rule knows (an
+    # adapter), QKV slices that disagree beyond the split dim, a replicated
+    # norm whose copy on rank 1 differs.
+    bad_args = megatron_args(2, 1, 3e-4)
+    bad_args.swiglu = False
+    bad_whole = join_whole(2, swiglu=False)
+
+    def tamper(stage, rank, model):
+        model["decoder.layers.0.adapter.lora_a.weight"] = torch.randn(4, 8)
+        if rank == 1:
+            model["decoder.layers.1.self_attention.linear_qkv.weight"] = torch.randn(12, 9)
+            model["decoder.final_layernorm.weight"] = model["decoder.final_layernorm.weight"] + 1
+
+    bad_folder = os.path.join(out, "bad", "iter_0000010")
+    join_save(bad_folder, 10, bad_whole, 2, 1, bad_args, tamper)
+    bad = {"folder": bad_folder, "unknown": ["decoder.layers.0.adapter.lora_a.weight"],
+           "disagree": ["decoder.layers.1.self_attention.linear_qkv.weight"],
+           "differs": ["decoder.final_layernorm.weight"],
+           "final_norm_rank0_hex": bad_whole["decoder.final_layernorm.weight"].numpy().tobytes().hex()}
+    return {"good": good, "bad": bad}
+
+
 def titan_state(step):
     model = {"tok_embeddings.weight": torch.randn(16, 4), "layers.0.attention.wq.weight": torch.randn(4, 4),
              "norm.weight": torch.ones(4), "output.weight": torch.randn(16, 4)}
@@ -314,7 +426,8 @@ def main(argv):
     os.makedirs(out, exist_ok=True)
     expected = {"megatron": megatron(os.path.join(out, "mg")),
                 "megatron_dist": megatron_dist(os.path.join(out, "mg_dist", "gpt")), "torchtitan": titan(os.path.join(out, "titan")),
-                "megatron_safety": megatron_safety(os.path.join(out, "mg_safety"))}
+                "megatron_safety": megatron_safety(os.path.join(out, "mg_safety")),
+                "megatron_join": megatron_join(os.path.join(out, "mg_join"))}
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1, sort_keys=True)
     return 0

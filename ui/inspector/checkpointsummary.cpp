@@ -313,6 +313,10 @@ void describe(const CheckpointFile& file, CheckpointSummary& out) {
     if (t.storage >= 0 && storages[size_t(t.storage)].location != "cpu")
       note << fromStd(storages[size_t(t.storage)].location);
     if (t.isMeta) note << QObject::tr("meta");
+    // How Megatron's tensor-parallel slices were joined (core's words).
+    if (const ShardSet* shards = file.shards(); shards && t.storage >= 0)
+      if (const std::string& joined = shards->tensors()[size_t(t.storage)].note; !joined.empty())
+        note << fromStd(joined);
     if (!t.error.empty()) {
       note << QObject::tr("unreadable: %1").arg(fromStd(t.error));
       row.broken = true;
