@@ -220,8 +220,14 @@ void ShardSet::openMegatron(bool metadataOnly) {
       for (auto& [n, i] : flat) byName[size_t(tp)].emplace(n, i);
     }
     if (order.empty()) {
+      // Virtual pipeline stages keep model0, model1, ... instead of `model`.
+      const CheckpointFile* f = partFile(grid[size_t(pp)][0]);
+      const bool virtualStages = f && f->root() && f->root()->get("model0");
       m_notes.push_back("pipeline stage " + std::to_string(pp) +
-                        ": no rank file with a model can be read; its tensors are not shown");
+                        (virtualStages
+                             ? ": its virtual pipeline stages (model0, model1, ...) are not joined"
+                             : ": no rank file with a model can be read") +
+                        "; its tensors are not shown");
       continue;
     }
     int64_t highest = -1;
