@@ -36,6 +36,7 @@
 #include "browser/runsummary.h"
 #include "browser/runwatcher.h"
 #include "ckpt/index/experiment.h"
+#include "ckpt/index/megatron.h"
 #include "ckpt/index/run_plan.h"
 #include "compare/compareview.h"
 #include "compare/driftchain.h"
@@ -716,10 +717,10 @@ void MainWindow::onCurrentChanged(const QModelIndex& proxyIndex) {
       showRemoteCheckpoint(*c, *run);
       return;
     }
-    m_summaryPath = pathFromStd(c->path);
+    m_summaryPath = pathFromStd(inspectPathOf(*c));  // a Megatron save's ranks: joined
     m_summaryPending = true;
-    m_train->setSelectedCheckpoint(m_summaryPath);  // the Resume / Fine-tune pages start from it
-    m_generate->setCheckpoint(m_summaryPath);
+    m_train->setSelectedCheckpoint(pathFromStd(c->path));  // where Resume / Fine-tune start
+    m_generate->setCheckpoint(pathFromStd(c->path));
     statusBar()->showMessage(tr("Reading %1...").arg(m_summaryPath));
     // The trainer the browser found it by and where its things came from:
     // the Summary names them.

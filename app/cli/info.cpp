@@ -81,7 +81,9 @@ void printText(const CheckpointFile& file) {
     line("sharded", shards->summary());
     for (const std::string& n : shards->notes()) line("note", n);
   }
-  if (view.step()) line("step", std::to_string(*view.step()));
+  if (view.step())
+    line("step", std::to_string(*view.step()) +
+                     (view.stepSource().empty() ? "" : " (from " + view.stepSource() + ")"));
   if (view.loss()) line("loss", formatPythonFloat(*view.loss()));
   if (view.run()) line("run", *view.run());
   if (view.stage()) line("stage", *view.stage());
@@ -142,7 +144,12 @@ void printText(const CheckpointFile& file) {
     } else if (t.isMeta) {
       storage = "meta";
     }
-    if (file.shards() && t.storage >= 0) storage = chunksText(*file.shards(), size_t(t.storage));
+    if (file.shards() && t.storage >= 0) {
+      storage = chunksText(*file.shards(), size_t(t.storage));
+      // How a Megatron tensor's slices were joined, per tensor.
+      if (const std::string& note = file.shards()->tensors()[size_t(t.storage)].note; !note.empty())
+        storage += "; " + note;
+    }
     if (!t.error.empty()) storage += "  ERROR: " + t.error;
     std::printf("  %-*s  %-9s  %-18s %12s %10s  %s\n", int(nameWidth), names[i].c_str(),
                 std::string(dtypeName(t.dtype)).c_str(), t.shapeString().c_str(),

@@ -17,16 +17,25 @@ Debian has no Megatron: these dicts are written with the same keys.
   OUTDIR/mg/pp/     1 save (50) of 2 pipeline stages with distrib_optim.pt; tracker "50\\n"
   OUTDIR/mg/rel/    release/ of 1 rank; tracker "release"
 
+Tensor-parallel slices to join (the torch format, mcore GPTModel names):
+  OUTDIR/mg_join/gpt/iter_0000300/  2 tensor x 2 pipeline ranks, SwiGLU, biases,
+      norms, position embeddings, an untied output layer: each rank's slice
+      cut from one whole model as Megatron's saver cuts it (tp_split)
+  OUTDIR/mg_join/bad/iter_0000010/  2 tensor ranks with an adapter no rule
+      knows, QKV slices whose shapes disagree, a final norm differing on rank 1
+expected.json "megatron_join" holds the whole tensors (bytes as hex).
+
 Megatron-LM, ckpt_format "torch_dist" (megatron/core/dist_checkpointing:
 serialization.py save, strategies/common.py, core.py): iter_{iteration:07d}/
 holds metadata.json (CheckpointingConfig: {"sharded_backend": "torch_dist",
 "sharded_backend_version": 1, "common_backend": "torch",
 "common_backend_version": 1}), common.pt (rank 0's torch.save of what is
-not sharded: args, checkpoint_version, iteration, opt_param_scheduler,
-num_floating_point_operations_so_far) and a DCP folder (.metadata and
-__<rank>_0.distcp) of the ShardedTensors by their keys (the layers stacked
-along a leading axis, the optimizer's moments as optimizer.state.<moment>.
-<key>) and ShardedObjects (rng_state/shard_<offset>_<shape>, bytes).
+not sharded: args, checkpoint_version, iteration, the optimizer's
+param_groups, opt_param_scheduler, num_floating_point_operations_so_far)
+and a DCP folder (.metadata and __<rank>_0.distcp) of the ShardedTensors by
+their keys (the layers stacked along a leading axis, the optimizer's states
+as optimizer.state.<exp_avg|exp_avg_sq|fp32_param>.<key>) and
+ShardedObjects (rng_state/shard_<offset>_<shape>, bytes).
   OUTDIR/mg_dist/gpt/  2 saves (100, 200) of 2 ranks; tracker "200"
 
 torchtitan (torchtitan/components/checkpoint.py, metrics.py): the job's
@@ -162,35 +171,56 @@ def megatron(out):
 
 def dist_state(iteration, lr):
     # mcore's sharded_state_dict under torch_dist: by ShardedTensor key,
-    # the two layers stacked along axis 0 (TransformerLayer prepends it).
+    # the two layers stacked along axis 0 (TransformerLayer prepends it);
+    # Transformer Engine's fused norms as linear_qkv / linear_fc1's
+    # layer_norm_weight. The optimizer's states are ShardedTensors keyed
+    # optimizer.state.<state key>.<model key> (dist_checkpointing/
+    # optimizer.py make_sharded_optimizer_tensor; the distributed
+    # optimizer's fully_sharded_model_space names the fp32 master copy
+    # fp32_param), each of its parameter's shape.
     model = {"embedding.word_embeddings.weight": torch.randn(32, 8),
+             "decoder.layers.self_attention.linear_qkv.layer_norm_weight": 1 + 0.01 * torch.randn(2, 8),
              "decoder.layers.self_attention.linear_qkv.weight": torch.randn(2, 24, 8),
              "decoder.layers.self_attention.linear_proj.weight": torch.randn(2, 8, 8),
+             "decoder.layers.mlp.linear_fc1.layer_norm_weight": 1 + 0.01 * torch.randn(2, 8),
              "decoder.layers.mlp.linear_fc1.weight": torch.randn(2, 32, 8),
              "decoder.layers.mlp.linear_fc2.weight": torch.randn(2, 8, 32),
-             "decoder.final_layernorm.weight": torch.ones(8),
+             "decoder.final_layernorm.weight": 1 + 0.01 * torch.randn(8),
              "output_layer.weight": torch.randn(32, 8)}
+    moments = {"exp_avg": lambda p: p * 0.1 + lr, "exp_avg_sq": lambda p: p * p,
+               "fp32_param": lambda p: p.clone()}
     state = dict(model)
-    for moment in ("exp_avg", "exp_avg_sq"):
+    for moment, f in moments.items():
         for k, v in model.items():
-            state[f"optimizer.state.{moment}.{k}"] = torch.zeros_like(v) + lr
-    return state
+            state[f"optimizer.state.{moment}.{k}"] = f(v)
+    return model, state
 
 
 def megatron_dist(save):
     iterations = [100, 200]
     args = megatron_args(1, 1, 6e-4)
     args.ckpt_format = "torch_dist"
-    tensors = {}
+    tensors, model, firsts = {}, {}, {}
     for it in iterations:
         folder = os.path.join(save, "iter_{:07d}".format(it))
-        state = dist_state(it, args.lr)
+        params, state = dist_state(it, args.lr)
         tensors = {k: list(v.shape) for k, v in state.items()}
+        model = {k: list(v.shape) for k, v in params.items()}
+        # The first element of each optimizer state, by parameter (torch's numbers).
+        firsts = {k: {m: float(state[f"optimizer.state.{m}.{k}"].flatten()[0])
+                      for m in ("exp_avg", "exp_avg_sq", "fp32_param")} for k in params}
         rng = [(r, "rng_state/shard_0.0.{}_1.1.2".format(r),
                 {"random_rng_state": random.getstate(), "torch_rng_state": torch.get_rng_state()})
                for r in range(2)]
         make_sharded.write_dcp(folder, state, 2, replicate=(), first=rng)
-        common = {"args": args, "checkpoint_version": 3.0, "iteration": it,
+        # The distributed optimizer's state_dict without its state: the
+        # inner optimizer's param_groups, "params" deleted (the tensors are
+        # sharded above).
+        optimizer = {"optimizer": {"param_groups": [
+            {"lr": args.lr, "betas": (0.9, 0.95), "eps": 1e-8, "weight_decay": 0.1, "step": it},
+            {"lr": args.lr, "betas": (0.9, 0.95), "eps": 1e-8, "weight_decay": 0.0, "step": it}]},
+            "param_state_sharding_type": "fully_sharded_model_space"}
+        common = {"args": args, "checkpoint_version": 3.0, "iteration": it, "optimizer": optimizer,
                   "opt_param_scheduler": {"max_lr": args.lr, "min_lr": args.min_lr, "num_steps": it * 8,
                                           "decay_style": args.lr_decay_style},
                   "num_floating_point_operations_so_far": 1.5e12 * it}
@@ -200,7 +230,112 @@ def megatron_dist(save):
                        "common_backend": "torch", "common_backend_version": 1}, f)
     with open(os.path.join(save, "latest_checkpointed_iteration.txt"), "w") as f:
         f.write("200")
-    return {"gpt": {"iterations": iterations, "latest": 200, "args": vars(args), "tensors": tensors}}
+    return {"gpt": {"iterations": iterations, "latest": 200, "args": vars(args), "tensors": tensors,
+                    "model": model, "optimizer_firsts": firsts, "lr": args.lr}}
+
+
+def tp_split(name, t, tp, swiglu):
+    # How Megatron's saver gives each tensor rank its slice
+    # (tools/checkpoint/saver_*: torch.chunk along the parallel dim; under
+    # SwiGLU fc1's W and V halves chunked apart, each rank [W_r; V_r]).
+    # Returns [slice per rank]; norms, position embeddings and the
+    # row-parallel biases are whole on every rank.
+    leaf = name.split("decoder.layers.")[-1].split(".", 1)[-1]
+    if leaf in ("mlp.linear_fc1.weight", "mlp.linear_fc1.bias") and swiglu:
+        w, v = torch.chunk(t, 2, dim=0)
+        return [torch.cat([a, b], dim=0).clone() for a, b in zip(torch.chunk(w, tp, 0), torch.chunk(v, tp, 0))]
+    if leaf in ("self_attention.linear_qkv.weight", "self_attention.linear_qkv.bias", "mlp.linear_fc1.weight",
+                "mlp.linear_fc1.bias") or name in ("embedding.word_embeddings.weight", "output_layer.weight"):
+        return [c.clone() for c in torch.chunk(t, tp, dim=0)]
+    if leaf in ("self_attention.linear_proj.weight", "mlp.linear_fc2.weight"):
+        return [c.clone() for c in torch.chunk(t, tp, dim=1)]
+    return [t.clone() for _ in range(tp)]
+
+
+def join_whole(layers, swiglu, vocab=32, hidden=8, ffn=16, seq=16):
+    # The model as one rank would hold it (mcore GPTModel, local layer
+    # implementation: schema_core.py CoreLocalSchema's names).
+    whole = {"embedding.word_embeddings.weight": torch.randn(vocab, hidden),
+             "embedding.position_embeddings.weight": torch.randn(seq, hidden)}
+    fc1 = 2 * ffn if swiglu else ffn
+    for i in range(layers):
+        p = f"decoder.layers.{i}."
+        whole.update({p + "input_layernorm.weight": 1 + 0.01 * torch.randn(hidden),
+                      p + "input_layernorm.bias": 0.01 * torch.randn(hidden),
+                      p + "self_attention.linear_qkv.weight": torch.randn(3 * hidden, hidden),
+                      p + "self_attention.linear_qkv.bias": torch.randn(3 * hidden),
+                      p + "self_attention.linear_proj.weight": torch.randn(hidden, hidden),
+                      p + "self_attention.linear_proj.bias": torch.randn(hidden),
+                      p + "pre_mlp_layernorm.weight": 1 + 0.01 * torch.randn(hidden),
+                      p + "pre_mlp_layernorm.bias": 0.01 * torch.randn(hidden),
+                      p + "mlp.linear_fc1.weight": torch.randn(fc1, hidden),
+                      p + "mlp.linear_fc1.bias": torch.randn(fc1),
+                      p + "mlp.linear_fc2.weight": torch.randn(hidden, ffn),
+                      p + "mlp.linear_fc2.bias": torch.randn(hidden)})
+    whole["decoder.final_layernorm.weight"] = 1 + 0.01 * torch.randn(hidden)
+    whole["decoder.final_layernorm.bias"] = 0.01 * torch.randn(hidden)
+    whole["output_layer.weight"] = torch.randn(vocab, hidden)
+    return whole
+
+
+def join_save(folder, iteration, whole, tp, pp, args, tamper=None):
+    # Each pipeline stage's share of the layers, numbered from 0 on every
+    # stage (the legacy format's state_dict), embeddings on the first stage,
+    # the final norm and output layer on the last; each tensor rank its slice.
+    layers = args.num_layers // pp
+    for stage in range(pp):
+        for rank in range(tp):
+            model = {}
+            for name, t in whole.items():
+                local = name
+                if name.startswith("decoder.layers."):
+                    i = int(name.split(".")[2])
+                    if i // layers != stage:
+                        continue
+                    local = f"decoder.layers.{i - stage * layers}." + name.split(".", 3)[3]
+                elif name.startswith("embedding.") and stage != 0:
+                    continue
+                elif (name.startswith("decoder.final_layernorm") or name == "output_layer.weight") and stage != pp - 1:
+                    continue
+                model[local] = tp_split(name, t, tp, args.swiglu)[rank]
+            if tamper:
+                tamper(stage, rank, model)
+            rank_dir = f"mp_rank_{rank:02d}" if pp == 1 else f"mp_rank_{rank:02d}_{stage:03d}"
+            save_rank(os.path.join(folder, rank_dir, "model_optim_rng.pt"), args, iteration, model, distrib=False)
+
+
+def megatron_join(out):
+    # A save of 2 tensor x 2 pipeline ranks with SwiGLU: every rule joins.
+    args = megatron_args(2, 2, 3e-4)
+    args.num_layers, args.swiglu, args.untie_embeddings_and_output_weights = 4, True, True
+    args.position_embedding_type, args.add_bias_linear = "learned_absolute", True
+    whole = join_whole(args.num_layers, swiglu=True)
+    folder = os.path.join(out, "gpt", "iter_0000300")
+    join_save(folder, 300, whole, 2, 2, args)
+    good = {"folder": folder, "tp": 2, "pp": 2,
+            "whole": {k: {"shape": list(v.shape), "hex": v.contiguous().numpy().tobytes().hex()}
+                      for k, v in whole.items()}}
+
+    # A save whose slices cannot all be joined: a name no rule knows (an
+    # adapter), QKV slices that disagree beyond the split dim, a replicated
+    # norm whose copy on rank 1 differs.
+    bad_args = megatron_args(2, 1, 3e-4)
+    bad_args.swiglu = False
+    bad_whole = join_whole(2, swiglu=False)
+
+    def tamper(stage, rank, model):
+        model["decoder.layers.0.adapter.lora_a.weight"] = torch.randn(4, 8)
+        if rank == 1:
+            model["decoder.layers.1.self_attention.linear_qkv.weight"] = torch.randn(12, 9)
+            model["decoder.final_layernorm.weight"] = model["decoder.final_layernorm.weight"] + 1
+
+    bad_folder = os.path.join(out, "bad", "iter_0000010")
+    join_save(bad_folder, 10, bad_whole, 2, 1, bad_args, tamper)
+    bad = {"folder": bad_folder, "unknown": ["decoder.layers.0.adapter.lora_a.weight"],
+           "disagree": ["decoder.layers.1.self_attention.linear_qkv.weight"],
+           "differs": ["decoder.final_layernorm.weight"],
+           "final_norm_rank0_hex": bad_whole["decoder.final_layernorm.weight"].numpy().tobytes().hex()}
+    return {"good": good, "bad": bad}
 
 
 def titan_state(step):
@@ -291,7 +426,8 @@ def main(argv):
     os.makedirs(out, exist_ok=True)
     expected = {"megatron": megatron(os.path.join(out, "mg")),
                 "megatron_dist": megatron_dist(os.path.join(out, "mg_dist", "gpt")), "torchtitan": titan(os.path.join(out, "titan")),
-                "megatron_safety": megatron_safety(os.path.join(out, "mg_safety"))}
+                "megatron_safety": megatron_safety(os.path.join(out, "mg_safety")),
+                "megatron_join": megatron_join(os.path.join(out, "mg_join"))}
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1, sort_keys=True)
     return 0

@@ -13,6 +13,13 @@
 //   thing came from, against the folder make_hf_trainer.py wrote and the
 //   Trainer's own file names (transformers' trainer.py: OPTIMIZER_NAME,
 //   SCHEDULER_NAME, TRAINER_STATE_NAME, TRAINING_ARGS_NAME, CONFIG_NAME).
+// - A click on a Megatron torch_dist save shows its model (count, the
+//   parameter tree), its optimizer state mapped to the parameters and the
+//   step from common.pt, against what make_megatron_titan.py wrote.
+// - A click on a Megatron save of 2 x 2 model-parallel ranks shows its
+//   parameters whole (the count, each leaf's size, the tensor table's
+//   shapes and how each was joined) against the whole model the fixture
+//   cut the slices from.
 #include <qcustomplot.h>
 #include <QComboBox>
 #include <QDir>
@@ -24,10 +31,12 @@
 #include <QSortFilterProxyModel>
 #include <QTabBar>
 #include <QTabWidget>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTreeView>
 #include <cmath>
+#include <functional>
 #include <map>
 
 #include "../core/copy_tree.h"
@@ -35,6 +44,10 @@
 #include "browser/checkpointlistmodel.h"
 #include "curves/curvesview.h"
 #include "inspector/inspectorwidget.h"
+#include "inspector/optimizermodel.h"
+#include "inspector/parametermodel.h"
+#include "inspector/summarywidget.h"
+#include "inspector/tensortablemodel.h"
 #include "mainwindow.h"
 #include "window_driver.h"
 
@@ -343,6 +356,208 @@ class TestTrainerBrowser : public QObject {
     // Every layout but the event-file and MLflow ones has checkpoints.
     QCOMPARE(sawCheckpoint, title != "TensorBoard" && title != "MLflow");
     QCOMPARE(withHparams > 0, !hparams.isEmpty());
+  }
+
+  void megatronTorchDistSaveIsInspected() {
+    const QJsonObject want = readJson(kFixtures + "/megatron_titan/expected.json")["megatron_dist"]
+                                 .toObject()["gpt"]
+                                 .toObject();
+    const QJsonObject model = want["model"].toObject();
+    QVERIFY(!model.isEmpty());
+    quint64 count = 0;
+    std::map<QString, quint64> numel;
+    for (const QString& name : model.keys()) {
+      quint64 n = 1;
+      for (const QJsonValue d : model[name].toArray()) n *= quint64(d.toInteger());
+      numel[name] = n;
+      count += n;
+    }
+    // 2088 -> "2,088", as the Summary writes counts.
+    const auto grouped = [](quint64 n) {
+      QString s = QString::number(n);
+      for (qsizetype i = s.size() - 3; i > 0; i -= 3) s.insert(i, ',');
+      return s;
+    };
+    MainWindow w;
+    w.resize(1280, 800);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(openAndWait(w, {kFixtures + "/megatron_titan/mg_dist"}));
+    QSortFilterProxyModel* proxy = w.browserPanel()->proxy();
+    const QModelIndex run = rowNamed(proxy, "gpt");
+    QVERIFY(run.isValid());
+    QTreeView* view = w.checkpointView();
+    view->expandAll();
+    QModelIndex row;
+    for (int r = 0; r < proxy->rowCount(run); ++r)
+      if (proxy->index(r, 0, run).data().toString().contains("iter_0000200"))
+        row = proxy->index(r, 0, run);
+    QVERIFY(row.isValid());
+    clickRow(view, row);
+    // Until this save's Summary replaces the one shown before (the first row's).
+    QTRY_VERIFY_WITH_TIMEOUT(w.inspector()->text().contains("/gpt/iter_0000200\n") &&
+                                 w.inspector()->text().contains("Step\n"),
+                             kTimeoutMs);
+    const QString text = w.inspector()->text();
+    QVERIFY2(text.contains("Step\n200 (from common.pt)\n"), qPrintable(text));
+    QVERIFY2(
+        text.contains(
+            QStringLiteral("Parameters\n%1 in %2 tensors\n").arg(grouped(count)).arg(model.size())),
+        qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("Optimizer\n%1 parameters with state, 2 groups (lr %2")
+                               .arg(model.size())
+                               .arg(want["lr"].toDouble())),
+             qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("; %1 of %1 mapped to parameters").arg(model.size())),
+             qPrintable(text));
+
+    // The Parameters tab, clicked: the tree of the model's names, each leaf
+    // its numel, each inner node the sum below it.
+    QTabWidget* tabs = w.inspector()->findChild<QTabWidget*>();
+    QVERIFY(tabs);
+    auto clickInspectorTab = [&](const QString& title) {
+      for (int i = 0; i < tabs->count(); ++i)
+        if (tabs->tabText(i).remove('&') == title)
+          QTest::mouseClick(tabs->tabBar(), Qt::LeftButton, {},
+                            tabs->tabBar()->tabRect(i).center());
+      return tabs->tabText(tabs->currentIndex()).remove('&') == title;
+    };
+    QVERIFY(clickInspectorTab("Parameters"));
+    QTreeView* params = w.inspector()->parameterView();
+    QTRY_VERIFY(params->isVisible());
+    std::map<QString, quint64> leaves;
+    std::function<void(const QModelIndex&)> walk = [&](const QModelIndex& parent) {
+      const QAbstractItemModel* m = params->model();
+      for (int r = 0; r < m->rowCount(parent); ++r) {
+        const QModelIndex i = m->index(r, 0, parent);
+        const QString name = i.data(int(ParameterModel::Role::FullName)).toString();
+        const quint64 shown = m->index(r, int(ParameterModel::Column::Parameters), parent)
+                                  .data(int(ParameterModel::Role::SortKey))
+                                  .toULongLong();
+        if (m->rowCount(i) == 0) {
+          leaves[name] = shown;
+          continue;
+        }
+        quint64 below = 0;
+        for (const auto& [k, n] : numel)
+          if (name.isEmpty() || k.startsWith(name + '.')) below += n;
+        QCOMPARE(shown, below);
+        walk(i);
+      }
+    };
+    walk({});
+    QCOMPARE(leaves, numel);
+
+    // The Optimizer tab, clicked: one row per parameter, by its name.
+    QVERIFY(clickInspectorTab("Optimizer"));
+    QTableView* opt = w.inspector()->optimizerView();
+    QTRY_VERIFY(opt->isVisible());
+    QStringList names;
+    for (int r = 0; r < opt->model()->rowCount(); ++r)
+      names << opt->model()->index(r, int(OptimizerModel::Column::Name)).data().toString();
+    names.sort();
+    QStringList wantNames = model.keys();
+    wantNames.sort();
+    QCOMPARE(names, wantNames);
+  }
+
+  void megatronTensorParallelSaveIsJoined() {
+    const QJsonObject whole = readJson(kFixtures + "/megatron_titan/expected.json")["megatron_join"]
+                                  .toObject()["good"]
+                                  .toObject()["whole"]
+                                  .toObject();
+    QVERIFY(!whole.isEmpty());
+    quint64 count = 0;
+    std::map<QString, quint64> numel;
+    std::map<QString, QString> shapes;
+    for (const QString& name : whole.keys()) {
+      quint64 n = 1;
+      QStringList dims;
+      for (const QJsonValue d : whole[name].toObject()["shape"].toArray()) {
+        n *= quint64(d.toInteger());
+        dims << QString::number(d.toInteger());
+      }
+      numel[name] = n;
+      shapes[name] = "[" + dims.join(", ") + "]";
+      count += n;
+    }
+    const auto grouped = [](quint64 n) {
+      QString s = QString::number(n);
+      for (qsizetype i = s.size() - 3; i > 0; i -= 3) s.insert(i, ',');
+      return s;
+    };
+    MainWindow w;
+    w.resize(1280, 800);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(openAndWait(w, {kFixtures + "/megatron_titan/mg_join"}));
+    QSortFilterProxyModel* proxy = w.browserPanel()->proxy();
+    const QModelIndex run = rowNamed(proxy, "gpt");
+    QVERIFY(run.isValid());
+    QTreeView* view = w.checkpointView();
+    view->expandAll();
+    QCOMPARE(proxy->rowCount(run), 1);
+    clickRow(view, proxy->index(0, 0, run));
+    QTRY_VERIFY_WITH_TIMEOUT(w.inspector()->text().contains("/gpt/iter_0000300\n") &&
+                                 w.inspector()->text().contains("Parameters\n"),
+                             kTimeoutMs);
+    const QString text = w.inspector()->text();
+    QVERIFY2(text.contains(QStringLiteral("Parameters\n%1 in %2 tensors (under \"model\")\n")
+                               .arg(grouped(count))
+                               .arg(whole.size())),
+             qPrintable(text));
+    QVERIFY2(text.contains("Step\n300\n"), qPrintable(text));
+    // Every rank file scanned, under Megatron's profile.
+    QVERIFY2(text.contains("Safety\nsafe: 4 rank files, only tensors and plain data\n"),
+             qPrintable(text));
+
+    // The Summary's tensor table: each tensor's whole shape, and how it was joined.
+    QTableView* table = w.inspector()->findChild<SummaryWidget*>()->tensorView();
+    QTRY_VERIFY(table->isVisible());
+    const QAbstractItemModel* tm = table->model();
+    int checked = 0;
+    for (int r = 0; r < tm->rowCount(); ++r) {
+      const QString name = tm->index(r, int(TensorTableModel::Column::Name)).data().toString();
+      const QString shape = tm->index(r, int(TensorTableModel::Column::Shape)).data().toString();
+      const QString note = tm->index(r, int(TensorTableModel::Column::Note)).data().toString();
+      const QString key = name.startsWith("model.") ? name.mid(6) : name;
+      QVERIFY2(shapes.count(key), qPrintable(name));
+      QCOMPARE(shape, shapes[key]);
+      if (key.endsWith("linear_proj.weight") || key.endsWith("linear_fc2.weight"))
+        QVERIFY2(note.contains("joined along dim 1 from 2 tensor-parallel ranks"),
+                 qPrintable(note));
+      else if (key.endsWith("linear_fc1.weight"))
+        QVERIFY2(note.contains("SwiGLU"), qPrintable(note));
+      else if (key.endsWith("layernorm.weight"))
+        QVERIFY2(note.contains("the copies equal"), qPrintable(note));
+      ++checked;
+    }
+    QCOMPARE(checked, whole.size());
+
+    // The Parameters tab, clicked: every leaf the whole tensor's size.
+    QTabWidget* tabs = w.inspector()->findChild<QTabWidget*>();
+    for (int i = 0; i < tabs->count(); ++i)
+      if (tabs->tabText(i).remove('&') == "Parameters")
+        QTest::mouseClick(tabs->tabBar(), Qt::LeftButton, {}, tabs->tabBar()->tabRect(i).center());
+    QTreeView* params = w.inspector()->parameterView();
+    QTRY_VERIFY(params->isVisible());
+    std::map<QString, quint64> leaves;
+    std::function<void(const QModelIndex&)> walk = [&](const QModelIndex& parent) {
+      const QAbstractItemModel* m = params->model();
+      for (int r = 0; r < m->rowCount(parent); ++r) {
+        const QModelIndex i = m->index(r, 0, parent);
+        if (m->rowCount(i) > 0) {
+          walk(i);
+          continue;
+        }
+        leaves[i.data(int(ParameterModel::Role::FullName)).toString()] =
+            m->index(r, int(ParameterModel::Column::Parameters), parent)
+                .data(int(ParameterModel::Role::SortKey))
+                .toULongLong();
+      }
+    };
+    walk({});
+    QCOMPARE(leaves, numel);
   }
 
   void trainerCheckpointSaysWhereEachThingCameFrom() {

@@ -214,7 +214,11 @@ void describe(const CheckpointFile& file, CheckpointSummary& out) {
   field(
       QObject::tr("Size"),
       QObject::tr("%1 (%2 bytes)").arg(sizeText(file.fileSize()), groupedNumber(file.fileSize())));
-  if (view.step()) {
+  if (view.step() && !view.stepSource().empty()) {
+    // A Megatron torch_dist save: its iteration is in common.pt, not its tensors.
+    field(QObject::tr("Step"),
+          QObject::tr("%1 (from %2)").arg(*view.step()).arg(fromStd(view.stepSource())));
+  } else if (view.step()) {
     field(QObject::tr("Step"), QString::number(*view.step()));
   } else if (const NameInfo name =
                  parseCheckpointName(std::filesystem::path(file.path()).filename().string());
@@ -285,7 +289,7 @@ void describe(const CheckpointFile& file, CheckpointSummary& out) {
   std::map<int, QString> owner;
   for (const OptimizerParam& p : view.optimizerParams()) {
     if (p.name.empty()) continue;
-    for (int t : {p.expAvg, p.expAvgSq, p.stepTensor})
+    for (int t : {p.expAvg, p.expAvgSq, p.stepTensor, p.master})
       if (t >= 0) owner[t] = QObject::tr("of %1").arg(fromStd(p.name));
   }
   for (const StateEntry& e : view.entries())
@@ -309,6 +313,10 @@ void describe(const CheckpointFile& file, CheckpointSummary& out) {
     if (t.storage >= 0 && storages[size_t(t.storage)].location != "cpu")
       note << fromStd(storages[size_t(t.storage)].location);
     if (t.isMeta) note << QObject::tr("meta");
+    // How Megatron's tensor-parallel slices were joined (core's words).
+    if (const ShardSet* shards = file.shards(); shards && t.storage >= 0)
+      if (const std::string& joined = shards->tensors()[size_t(t.storage)].note; !joined.empty())
+        note << fromStd(joined);
     if (!t.error.empty()) {
       note << QObject::tr("unreadable: %1").arg(fromStd(t.error));
       row.broken = true;
@@ -320,6 +328,12 @@ void describe(const CheckpointFile& file, CheckpointSummary& out) {
 
   auto meta = std::make_shared<MetaNode>();
   MetaBuilder{file, kMaxMetaNodes, {}}.fill(*meta, QObject::tr("(root)"), file.root(), 0);
+  if (const CheckpointFile* common = view.megatronCommon()) {
+    // What a torch_dist save keeps beside its tensors (args, iteration, ...).
+    meta->children.emplace_back();
+    MetaBuilder{*common, kMaxMetaNodes, {}}.fill(meta->children.back(), QStringLiteral("common.pt"),
+                                                 common->root(), 1);
+  }
   linkTree(*meta);
   out.metaTree = std::move(meta);
   if (view.modelState()) out.paramTree = buildParamTree(file, view);

@@ -97,6 +97,8 @@ SafetyProfile partProfile(ShardLayout layout) {
       return SafetyProfile::Fsdp;
     case ShardLayout::DeepSpeed:
       return SafetyProfile::DeepSpeed;
+    case ShardLayout::Megatron:
+      return SafetyProfile::Megatron;
     case ShardLayout::HuggingFace:
     case ShardLayout::Dcp:
       break;

@@ -46,13 +46,17 @@ CheckpointView::CheckpointView(const CheckpointFile& file) : m_file(file) {
   findParts();
 }
 
+CheckpointView::~CheckpointView() = default;
+
 void CheckpointView::findParts() {
   const Value* root = m_file.root();
   if (!root || root->kind != K::Dict) return;
   // A sharded checkpoint keeps its description's metadata as safetensors does.
   const bool safetensors =
       m_file.format() == FileFormat::Safetensors || m_file.format() == FileFormat::Sharded;
-  if (isStateDict(root, safetensors)) {
+  if (findMegatronDist()) {
+    // Model, optimizer and metadata found by Megatron's rules.
+  } else if (isStateDict(root, safetensors)) {
     m_modelState = root;
   } else {
     for (const char* key : {"model_state", "model_state_dict", "state_dict", "model"}) {
@@ -65,13 +69,16 @@ void CheckpointView::findParts() {
     }
   }
   for (const char* key : {"optimizer", "optimizer_state", "optimizer_state_dict", "optim"}) {
+    if (m_megatronDist) break;
     if (const Value* v = root->get(key); isOptimizerState(v)) {
       m_optimizer = v;
       break;
     }
   }
-  m_metadata = root->get(safetensors ? "__metadata__" : "metadata");
-  if (m_metadata && m_metadata->kind != K::Dict) m_metadata = nullptr;
+  if (!m_megatronDist) {
+    m_metadata = root->get(safetensors ? "__metadata__" : "metadata");
+    if (m_metadata && m_metadata->kind != K::Dict) m_metadata = nullptr;
+  }
 
   for (const char* key : {"config", "model_config"}) {
     const Value* c = lookup(key);
@@ -82,10 +89,13 @@ void CheckpointView::findParts() {
       break;
     }
   }
-  // DeepSpeed's model states say global_steps, nanoGPT's ckpt.pt iter_num.
-  for (const char* key : {"step", "global_step", "global_steps", "iter_num"}) {
+  // DeepSpeed's model states say global_steps, nanoGPT's ckpt.pt iter_num,
+  // Megatron-LM's rank files and common.pt iteration.
+  for (const char* key : {"step", "global_step", "global_steps", "iter_num", "iteration"}) {
     if (const auto n = asNumber(lookup(key)); n && *n >= 0 && *n == double(int64_t(*n))) {
       m_step = int64_t(*n);
+      // A torch_dist save's tensors say no step: common.pt does.
+      if (m_megatronDist) m_stepSource = "common.pt";
       break;
     }
   }
@@ -161,6 +171,10 @@ void CheckpointView::mapEntries() const {
 }
 
 void CheckpointView::mapOptimizer() const {
+  if (m_megatronDist) {
+    mapMegatronOptimizer();
+    return;
+  }
   if (!m_optimizer) return;
   const Value* state = m_optimizer->get("state");
   const Value* groups = m_optimizer->get("param_groups");

@@ -243,6 +243,8 @@ json toJson(const CheckpointFile& file, size_t maxNodes) {
         j["missing_chunks"] = std::move(missing);
       }
       if (lt.replicas) j["replicas"] = lt.replicas;
+      // How the pieces were joined (Megatron's tensor-parallel slices).
+      if (!lt.note.empty()) j["joined"] = lt.note;
       if (lt.flat) j["flat"] = true;
       if (lt.incomplete()) j["incomplete"] = true;
     }

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <filesystem>
+#include <tuple>
 
 namespace fs = std::filesystem;
 
@@ -41,6 +42,45 @@ bool isMegatronRankName(std::string_view name) {
     rest.remove_prefix(4);
   }
   return rest.empty();
+}
+
+std::optional<MegatronRank> parseMegatronRank(std::string_view name) {
+  if (!isMegatronRankName(name)) return std::nullopt;
+  const auto number = [](std::string_view digits) {
+    int v = 0;
+    std::from_chars(digits.data(), digits.data() + digits.size(), v);
+    return v;
+  };
+  std::string_view rest = name.substr(std::string_view("mp_rank_").size());
+  MegatronRank r;
+  r.tensor = number(rest.substr(0, 2));
+  if (rest.size() >= 6) r.pipeline = number(rest.substr(3, 3));
+  if (rest.size() >= 10) r.expert = number(rest.substr(7, 3));
+  return r;
+}
+
+std::vector<std::string> megatronRankFolders(const std::string& saveDir) {
+  fs::path dir = fs::path(saveDir).lexically_normal();
+  if (dir.filename().empty() && dir.has_parent_path()) dir = dir.parent_path();
+  const std::string save = dir.filename().string();
+  if (save != "release" && !megatronIterationOf(save)) return {};
+  std::vector<std::pair<MegatronRank, std::string>> found;
+  std::error_code ec;
+  for (fs::directory_iterator it(saveDir, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const std::optional<MegatronRank> rank = parseMegatronRank(name);
+    std::error_code fec;
+    if (rank && fs::is_regular_file(it->path() / "model_optim_rng.pt", fec))
+      found.emplace_back(*rank, name);
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first.pipeline, a.first.tensor, a.first.expert) <
+           std::tie(b.first.pipeline, b.first.tensor, b.first.expert);
+  });
+  std::vector<std::string> out;
+  for (auto& [rank, name] : found) out.push_back(std::move(name));
+  return out;
 }
 
 bool isMegatronRankFile(const std::string& path) {

@@ -12,6 +12,7 @@
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/error.h"
 #include "ckpt/format/input_file.h"
+#include "ckpt/format/megatron_names.h"
 #include "sharded_util.h"
 
 namespace fs = std::filesystem;
@@ -52,6 +53,8 @@ std::string_view shardLayoutTitle(ShardLayout layout) {
       return "FSDP";
     case ShardLayout::DeepSpeed:
       return "DeepSpeed";
+    case ShardLayout::Megatron:
+      return "Megatron-LM";
   }
   return "?";
 }
@@ -66,6 +69,8 @@ std::string_view shardLayoutId(ShardLayout layout) {
       return "fsdp";
     case ShardLayout::DeepSpeed:
       return "deepspeed";
+    case ShardLayout::Megatron:
+      return "megatron";
   }
   return "?";
 }
@@ -83,6 +88,9 @@ std::optional<ShardProbe> probeSharded(const std::string& path) {
   std::error_code ec;
   if (fs::is_regular_file(fs::path(path) / ".metadata", ec))
     return ShardProbe{ShardLayout::Dcp, path, (fs::path(path) / ".metadata").string()};
+  // Megatron-LM's torch format: iter_<N>/ or release/ with rank folders
+  // (its torch_dist format is a DCP folder, found above).
+  if (!megatronRankFolders(path).empty()) return ShardProbe{ShardLayout::Megatron, path, ""};
   // DeepSpeed: a tag folder, or the folder whose `latest` names one.
   if (std::optional<std::string> tag = deepSpeedTagFolder(path)) {
     const bool viaLatest = *tag != path;
@@ -156,6 +164,9 @@ std::unique_ptr<ShardSet> ShardSet::open(const ShardProbe& probe, bool metadataO
       break;
     case ShardLayout::DeepSpeed:
       s->openDeepSpeed(metadataOnly);
+      break;
+    case ShardLayout::Megatron:
+      s->openMegatron(metadataOnly);
       break;
   }
   return s;

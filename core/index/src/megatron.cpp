@@ -172,6 +172,12 @@ CheckpointEntry describeMegatronCheckpoint(const std::string& dir, const std::st
   return e;
 }
 
+std::string inspectPathOf(const CheckpointEntry& e) {
+  if (e.trainer == kMegatronId && e.layout == kMegatronId && e.ranks > 1 && !e.folder.empty())
+    return e.folder;
+  return e.path;
+}
+
 std::optional<int64_t> readMegatronTracker(const std::string& saveDir) {
   const std::optional<detail::SmallFile> tracker =
       detail::readSmallFile(fs::path(saveDir) / kTracker, 64);

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,15 +28,24 @@ struct OptimizerParam {
   int param = -1;              // index into CheckpointView::entries()
   int expAvg = -1;             // tensor index
   int expAvgSq = -1;           // tensor index
+  int master = -1;             // tensor index: Megatron's fp32 master copy (fp32_param)
   std::string problem;         // e.g. shape mismatch with the parameter it maps to
 };
 
 // What a modern_llm-style checkpoint holds, found wherever it is: a dict with
 // model_state / optimizer / metadata (keys repeated at the top level), a bare
-// state dict, or a safetensors file.
+// state dict, or a safetensors file. A Megatron-LM torch_dist save (a DCP
+// folder whose tensors are keyed by ShardedTensor key, beside common.pt) is
+// read by Megatron's rules (checkpoint_view_megatron.cpp): the model is
+// every tensor but the optimizer's, the moments `optimizer.state.<moment>.
+// <parameter key>` map to their parameter by name, and common.pt (args,
+// iteration, the optimizer's param_groups) is the metadata.
 class CheckpointView {
  public:
   explicit CheckpointView(const CheckpointFile& file);
+  ~CheckpointView();
+  CheckpointView(const CheckpointView&) = delete;
+  CheckpointView& operator=(const CheckpointView&) = delete;
 
   [[nodiscard]] const CheckpointFile& file() const { return m_file; }
   [[nodiscard]] const Value* modelState() const { return m_modelState; }
@@ -61,6 +71,12 @@ class CheckpointView {
   [[nodiscard]] const std::vector<std::string>& notes() const;
 
   [[nodiscard]] std::optional<int64_t> step() const { return m_step; }
+  // The file the step was read from when it is not the checkpoint itself
+  // ("common.pt" for a Megatron torch_dist save); "" otherwise.
+  [[nodiscard]] const std::string& stepSource() const { return m_stepSource; }
+  // A Megatron torch_dist save's common.pt, opened for its values (no
+  // tensors); null for anything else or when it cannot be read (a note says why).
+  [[nodiscard]] const CheckpointFile* megatronCommon() const { return m_common.get(); }
   [[nodiscard]] std::optional<double> loss() const { return m_loss; }
   [[nodiscard]] std::optional<std::string> run() const { return m_run; }
   [[nodiscard]] std::optional<std::string> stage() const { return m_stage; }
@@ -75,6 +91,9 @@ class CheckpointView {
   void findParts();
   void mapEntries() const;
   void mapOptimizer() const;
+  // checkpoint_view_megatron.cpp
+  bool findMegatronDist();
+  void mapMegatronOptimizer() const;
 
   const CheckpointFile& m_file;
   const Value* m_modelState = nullptr;
@@ -93,6 +112,14 @@ class CheckpointView {
   std::optional<std::string> m_run;
   std::optional<std::string> m_stage;
   bool m_final = false;
+  std::string m_stepSource;
+  // A Megatron torch_dist save: values made here (the model state and the
+  // optimizer state as dicts over the file's tensor nodes), common.pt, and
+  // each synthetic optimizer state entry's parameter key (in its order).
+  bool m_megatronDist = false;
+  std::unique_ptr<ValueArena> m_own;
+  std::unique_ptr<CheckpointFile> m_common;
+  std::vector<std::string> m_megatronStateKeys;
 };
 
 }  // namespace ckpt

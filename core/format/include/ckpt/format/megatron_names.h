@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ckpt {
 
@@ -25,6 +26,17 @@ namespace ckpt {
 // distrib_optim.pt in a rank folder of an iter_<N>/ or release/ folder.
 // By the names alone (no file is opened).
 [[nodiscard]] bool isMegatronRankFile(const std::string& path);
+
+// The rank folders of an iter_<N>/ or release/ folder that hold
+// model_optim_rng.pt ("mp_rank_00", "mp_rank_01", ...), ordered by pipeline
+// rank, then tensor rank, then expert rank; empty for any other folder.
+[[nodiscard]] std::vector<std::string> megatronRankFolders(const std::string& saveDir);
+
+// "mp_rank_01_002" -> tensor rank 1, pipeline rank 2, expert rank -1 (none).
+struct MegatronRank {
+  int tensor = 0, pipeline = 0, expert = -1;
+};
+[[nodiscard]] std::optional<MegatronRank> parseMegatronRank(std::string_view folderName);
 
 // The common state of a save in the torch_dist format (megatron/core/
 // dist_checkpointing, ckpt_format "torch_dist"): common.pt in an iter_<N>/

@@ -28,6 +28,10 @@ enum class ShardLayout {
   Dcp,          // torch.distributed.checkpoint: .metadata + __<rank>_<n>.distcp
   Fsdp,         // torch.save per rank (model_rank0.pt, ...): ShardedTensor / DTensor values
   DeepSpeed,    // a tag folder (global_step1000/): model states + ZeRO optimizer files per rank
+  // A Megatron-LM save folder in the torch format (iter_0000100/): one
+  // model_optim_rng.pt per model-parallel rank (mp_rank_<tp>[_<pp>]/), each
+  // holding its slice of every tensor-parallel weight (sharded_megatron.cpp).
+  Megatron,
 };
 // "Hugging Face" (for people), "hf-index" (for JSON); "FSDP", "fsdp"; ...
 [[nodiscard]] std::string_view shardLayoutTitle(ShardLayout layout);
@@ -77,6 +81,9 @@ struct LogicalTensor {
   // A flat parameter buffer (FSDP's LOCAL_STATE_DICT `_flat_param`): many
   // parameters concatenated, which cannot be named without the model.
   bool flat = false;
+  // How it was made from its pieces, when that is worth a word: Megatron's
+  // tensor-parallel join ("joined along dim 0 from mp_rank_00, mp_rank_01").
+  std::string note;
   // Why its bytes cannot all be read: a part missing or unreadable, chunks
   // that overlap, leave gaps or lie outside the shape. Names the file and key.
   std::string error;
@@ -157,6 +164,7 @@ class ShardSet {
   void openDcp(bool metadataOnly);
   void openFsdp(bool metadataOnly);
   void openDeepSpeed(bool metadataOnly);
+  void openMegatron(bool metadataOnly);
   int addPart(const std::string& file, int rank);
   void openParts();
   void checkChunks(LogicalTensor& t) const;

@@ -54,6 +54,11 @@ inline constexpr std::string_view kMegatronId = "megatron";
 [[nodiscard]] CheckpointEntry describeMegatronCheckpoint(const std::string& dir,
                                                          const std::string& relative);
 
+// What Inspect opens for a checkpoint: a Megatron save in the torch format
+// made of several model-parallel ranks is its folder (the ranks' slices
+// joined into whole tensors: ShardLayout::Megatron), anything else its `path`.
+[[nodiscard]] std::string inspectPathOf(const CheckpointEntry& e);
+
 // latest_checkpointed_iteration.txt in `saveDir`: the iteration it names,
 // or -1 for `release`; nothing when there is no such file or it holds
 // neither (Megatron then refuses to load: so does this, quietly).
