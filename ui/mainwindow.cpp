@@ -102,7 +102,6 @@ QString logsKey(const QStringList& opened) {
          QString::fromLatin1(clean.join('\n').toUtf8().toBase64(QByteArray::Base64UrlEncoding));
 }
 
-
 }  // namespace
 
 std::optional<MainWindow::View> MainWindow::viewFromName(const QString& name) {

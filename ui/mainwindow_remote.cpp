@@ -48,14 +48,14 @@ bool MainWindow::openRemote(const QString& location) {
   // The same location again (F5): the rows again, and only what the curves'
   // files gained since (`metrics since`). Another: read whole. What is shown
   // stays until the answer is in (a host that cannot be reached leaves it).
-  const bool refresh = m_remote->where && m_remote->where->display() == where->display() &&
-                       !m_remote->files.empty();
+  const bool refresh =
+      m_remote->where && m_remote->where->display() == where->display() && !m_remote->files.empty();
   m_loadPending = true;
   m_summaryPending = false;
   std::vector<QString> shownRuns;
   for (const CurveRun& r : m_curves->runs()) shownRuns.push_back(r.path);
-  auto work = [connections = m_remote->connections, at = *where, refresh,
-               files = m_remote->files, shownRuns](JobProgress& progress) {
+  auto work = [connections = m_remote->connections, at = *where, refresh, files = m_remote->files,
+               shownRuns](JobProgress& progress) {
     if (refresh) return refreshRemoteFolder(*connections, at, files, shownRuns, progress);
     RemoteRefresh loaded;
     loaded.folder = loadRemoteFolder(*connections, at, progress);
@@ -143,8 +143,8 @@ bool MainWindow::applyRemoteCurves() {
     if (m_curves->addLivePoints(b.runPath, b.source, b.points)) points += b.points.size();
   m_remote->batches.clear();
   if (points)
-    statusBar()->showMessage(
-        tr("%1 new on the host").arg(countText(points, "point", "points")), 10000);
+    statusBar()->showMessage(tr("%1 new on the host").arg(countText(points, "point", "points")),
+                             10000);
   return true;
 }
 

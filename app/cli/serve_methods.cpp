@@ -182,7 +182,7 @@ Json runMethod(const std::string& method, Call& call) {
     if (!full.is_boolean()) throw ProtocolError("bad_field", "full: must be true or false");
     const ScanResult scanned = scanDirectory(call.path("path"));
     return full.get<bool>() ? Json{{"scan", remote::scanToWire(scanned, /*full=*/true)}}
-                : Json{{"document", lsDocument(scanned)}};
+                            : Json{{"document", lsDocument(scanned)}};
   }
   if (method == "info") {
     const auto file = openCheckpoint(call.path("path"));

@@ -57,21 +57,23 @@ class SshServer {
         m_port = 20000 + int((::getpid() * 7 + attempt * 131) % 30000);
       QFile cfg(m_home + "/sshd_config");
       if (!cfg.open(QIODevice::WriteOnly)) return false;
-      cfg.write(QString("Port %1\nListenAddress 127.0.0.1\nHostKey %2/host_key\n"
-                        "AuthorizedKeysFile %2/authorized_keys\nStrictModes no\nUsePAM no\n"
-                        "PidFile none\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n")
-                    .arg(m_port)
-                    .arg(m_home)
-                    .toUtf8());
+      cfg.write(
+          QString("Port %1\nListenAddress 127.0.0.1\nHostKey %2/host_key\n"
+                  "AuthorizedKeysFile %2/authorized_keys\nStrictModes no\nUsePAM no\n"
+                  "PidFile none\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n")
+              .arg(m_port)
+              .arg(m_home)
+              .toUtf8());
       cfg.close();
       QFile client(m_home + "/ssh_config");
       if (!client.open(QIODevice::WriteOnly)) return false;
-      client.write(QString("Host *\n  Port %1\n  IdentityFile %2/user_key\n  IdentitiesOnly yes\n"
-                           "  UserKnownHostsFile %2/known_hosts\n  StrictHostKeyChecking accept-new\n"
-                           "  LogLevel ERROR\n")
-                       .arg(m_port)
-                       .arg(m_home)
-                       .toUtf8());
+      client.write(
+          QString("Host *\n  Port %1\n  IdentityFile %2/user_key\n  IdentitiesOnly yes\n"
+                  "  UserKnownHostsFile %2/known_hosts\n  StrictHostKeyChecking accept-new\n"
+                  "  LogLevel ERROR\n")
+              .arg(m_port)
+              .arg(m_home)
+              .toUtf8());
       client.close();
       m_sshd.setProcessChannelMode(QProcess::MergedChannels);
       m_sshd.start("/usr/sbin/sshd", {"-D", "-e", "-f", m_home + "/sshd_config"});

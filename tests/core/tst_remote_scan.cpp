@@ -173,8 +173,7 @@ class TestRemoteScan : public QObject {
   // The curves: the agent's `metrics` runs equal collectMetrics' here.
   void metricsEqualLocal() {
     const std::string dir = kFixtures + "/experiment";
-    const std::vector<ckpt::RunMetrics> local =
-        ckpt::collectMetrics(ckpt::findMetricRuns(dir), {});
+    const std::vector<ckpt::RunMetrics> local = ckpt::collectMetrics(ckpt::findMetricRuns(dir), {});
     const Json answer = ask("metrics", dir, Json{{"paths", {dir}}});
     const Json& runs = answer["runs"];
     QCOMPARE(runs.size(), local.size());

@@ -175,7 +175,10 @@ class TestRemoteApp : public QObject {
     const QStringList localRows = rows(local.checkpointView()->model());
     const QStringList localSeries = series(localCurves);
     QVERIFY(localRows.size() > 5);
-    QVERIFY2(!localSeries.isEmpty(), qPrintable(QString("%1 runs; %2").arg(localCurves->runs().size()).arg(localCurves->statusText())));
+    QVERIFY2(
+        !localSeries.isEmpty(),
+        qPrintable(
+            QString("%1 runs; %2").arg(localCurves->runs().size()).arg(localCurves->statusText())));
     QVERIFY2(localSeries.join('\n').contains("tiny-dpo dpo_loss: 5=0.75 10=0.625"),
              qPrintable(localSeries.join('\n').left(3000)));
 
@@ -222,7 +225,9 @@ class TestRemoteApp : public QObject {
     MainWindow again;
     QVERIFY(openLocal(again, m_dir));
     ckpt::CurvesView* againCurves = again.curvesView();
-    QVERIFY(series(againCurves).join('\n').contains("tiny-dpo dpo_loss: 5=0.75 10=0.625 15=0.5 20=0.375"));
+    QVERIFY(series(againCurves)
+                .join('\n')
+                .contains("tiny-dpo dpo_loss: 5=0.75 10=0.625 15=0.5 20=0.375"));
     QCOMPARE(series(curves), series(againCurves));
 
     // ---- The connection drops and the host is gone: a message, the rows kept.

@@ -208,13 +208,12 @@ void CurvesView::setLoadedRuns(std::vector<CurveRun> runs) {
   m_followData = true;
   // Through the loader all the same: the runs arrive as read ones do.
   auto shared = std::make_shared<std::vector<CurveRun>>(std::move(runs));
-  m_loader.setFuture(
-      QtConcurrent::run([shared](QPromise<std::shared_ptr<CurveRun>>& promise) {
-        for (CurveRun& run : *shared) {
-          if (promise.isCanceled()) return;
-          promise.addResult(std::make_shared<CurveRun>(std::move(run)));
-        }
-      }));
+  m_loader.setFuture(QtConcurrent::run([shared](QPromise<std::shared_ptr<CurveRun>>& promise) {
+    for (CurveRun& run : *shared) {
+      if (promise.isCanceled()) return;
+      promise.addResult(std::make_shared<CurveRun>(std::move(run)));
+    }
+  }));
   updateStatus();
 }
 

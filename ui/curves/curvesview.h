@@ -59,7 +59,9 @@ class CurvesView : public QWidget {
   // Shows nothing (and `message` in the middle of the plot).
   void clear(const QString& message = {});
 
-  [[nodiscard]] bool isLoading() const { return m_loader.isRunning(); }
+  // True from setRuns() until curvesReady() is emitted: the reading thread
+  // may be done while its last results still wait in the event queue.
+  [[nodiscard]] bool isLoading() const { return m_loadPending; }
   [[nodiscard]] const std::vector<CurveRun>& runs() const { return m_runs; }
   // Every metric any run has, sorted; the one shown.
   [[nodiscard]] QStringList metrics() const;

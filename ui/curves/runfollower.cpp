@@ -25,7 +25,7 @@ void RunFollower::follow(const std::vector<CurveRun>& runs) {
   stop();
   QStringList paths;
   for (const CurveRun& run : runs) {
-    if (!run.remote.isEmpty()) continue;  // the agent's to read (ui/remote)
+    if (!run.remote.isEmpty()) continue;         // the agent's to read (ui/remote)
     if (!run.path.isEmpty()) paths << run.path;  // for a metrics.jsonl or log still to come
     for (const LiveSource& s : run.sources) paths << s.path;
   }

@@ -44,8 +44,8 @@ std::string folderPath(RemoteConnections& connections, const remote::RemotePath&
   return root.get<std::string>();
 }
 
-std::vector<BrowseGroup> scanFolder(RemoteConnections& connections,
-                                    const remote::RemotePath& where, const std::string& path) {
+std::vector<BrowseGroup> scanFolder(RemoteConnections& connections, const remote::RemotePath& where,
+                                    const std::string& path) {
   const Json answer = connections.call(where, "scan", Json{{"path", path}, {"full", true}});
   // An agent older than `full` sends ls --json's document: listed all the same.
   const Json& doc = answer.contains("scan") ? answer["scan"] : member(answer, "document", "scan");

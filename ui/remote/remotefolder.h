@@ -39,7 +39,7 @@ class RemoteConnections;
 
 // What a refresh asks the agent (`metrics since`) and how it merges the answer.
 struct RemoteFile {
-  uint64_t offset = 0;        // where the next read starts
+  uint64_t offset = 0;  // where the next read starts
   MetricSource kind = MetricSource::MetricsJsonl;
   std::vector<QString> runs;  // the paths of the runs that read it
 };
@@ -73,8 +73,7 @@ struct RemoteRefresh {
 // ckpt::remote::RemoteError (what to do) or std::runtime_error (an answer
 // that cannot be read).
 [[nodiscard]] RemoteFolder loadRemoteFolder(RemoteConnections& connections,
-                                            const remote::RemotePath& where,
-                                            JobProgress& progress);
+                                            const remote::RemotePath& where, JobProgress& progress);
 // Worker thread: the rows again, and what `files` gained since their offsets.
 [[nodiscard]] RemoteRefresh refreshRemoteFolder(RemoteConnections& connections,
                                                 const remote::RemotePath& where,

@@ -194,10 +194,8 @@ Json scanToWire(const ScanResult& r, bool full) {
       if (!c.parts.empty()) {
         Json parts = Json::array();
         for (const CheckpointPart& p : c.parts) {
-          Json part{{"role", p.role},
-                    {"file", p.file},
-                    {"size", p.size},
-                    {"verdict", orNull(p.verdict)}};
+          Json part{
+              {"role", p.role}, {"file", p.file}, {"size", p.size}, {"verdict", orNull(p.verdict)}};
           if (full) part["path"] = p.path;
           parts.push_back(std::move(part));
         }
