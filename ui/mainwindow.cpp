@@ -154,7 +154,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
       tr("Nothing open yet"),
       tr("<p>Open a directory of checkpoints with <b>File &gt; Open Directory...</b> (Ctrl+O), "
          "single files with "
-         "<b>File &gt; Open Files...</b> (Ctrl+Shift+O), or drop them on this window.</p>"
+         "<b>File &gt; Open Files...</b> (Ctrl+Shift+O), or drop them on this window; a folder "
+         "on another machine, over ssh, with <b>File &gt; Open Remote...</b> (Ctrl+Alt+O).</p>"
          "<p>Runs appear in the Experiments list on the left, grouped by directory; their curves "
          "in the Curves "
          "tab. Select two checkpoints (Ctrl+click) and press Ctrl+D to compare them.</p>"));

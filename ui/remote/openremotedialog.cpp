@@ -23,11 +23,15 @@ OpenRemoteDialog::OpenRemoteDialog(const QStringList& recent, QWidget* parent) :
   m_location->addItems(recent);
   m_location->setCurrentIndex(-1);
   m_location->lineEdit()->setPlaceholderText(tr("ssh://user@host/path/to/runs  or  host:/path"));
-  m_location->setMinimumWidth(420);
+  m_location->setMinimumWidth(520);
   m_command = new QLabel(this);
   m_command->setObjectName(QStringLiteral("remoteCommand"));
   m_command->setWordWrap(true);
   m_command->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  // Room for a command of three lines: a word-wrapped label does not make
+  // a shown dialog taller, so a longer one would be cut off.
+  m_command->setMinimumHeight(3 * m_command->fontMetrics().lineSpacing());
+  m_command->setAlignment(Qt::AlignLeft | Qt::AlignTop);
   auto* note = new QLabel(
       tr("The host needs ckptscope-cli on its PATH; your ~/.ssh/config, keys and agent apply. "
          "Nothing is copied: the host reads its files and sends what is shown."),
