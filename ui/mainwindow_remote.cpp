@@ -113,12 +113,12 @@ void MainWindow::onRemoteFinished(JobOutcome outcome, std::optional<RemoteRefres
                                   const QString& error) {
   m_remoteCancel->hide();
   m_browser->hideProgress();
-  if (outcome == JobOutcome::Failed || !result) {
-    showRemoteFailure(error);
+  if (outcome == JobOutcome::Cancelled) {  // stopped on purpose: nothing to report
     finishLoading();
     return;
   }
-  if (outcome == JobOutcome::Cancelled) {
+  if (outcome == JobOutcome::Failed || !result) {
+    showRemoteFailure(error);
     finishLoading();
     return;
   }

@@ -149,8 +149,11 @@ RemoteRefresh refreshRemoteFolder(RemoteConnections& connections, const remote::
   progress.setPart(3, 3);
   // A run that is new (or gone) since: every curve is read again.
   const std::set<QString> shown(shownRuns.begin(), shownRuns.end());
+  std::set<QString> listed;
+  for (const BrowseGroup& g : out.folder.groups) listed.insert(g.path);
   bool reload = false;
-  for (const BrowseGroup& g : out.folder.groups) reload = reload || !shown.count(g.path);
+  for (const QString& run : listed) reload = reload || !shown.count(run);
+  for (const QString& run : shown) reload = reload || !listed.count(run);
 
   Json since = Json::object();
   for (const auto& [file, f] : files) since[file] = f.offset;
