@@ -14,6 +14,7 @@
 #include "ckpt/format/value.h"
 #include "ckpt/index/metrics.h"
 #include "ckpt/index/scanner.h"
+#include "ckpt/index/wandb.h"
 #include "ckpt/remote/metrics_wire.h"
 #include "ckpt/remote/protocol.h"
 #include "ckpt/remote/scan_wire.h"
@@ -103,6 +104,10 @@ Json metricsSince(const Call& call) {
         Json w = remote::pointToWire(p.point);
         points.push_back(Json{{"run", p.run}, {"metric", p.metric}, {"point", std::move(w)}});
       }
+    } else if (isWandbHistoryJsonl(file)) {
+      // An older W&B SDK's history: its rows are keyed by `_step`, not `step`.
+      for (auto& [metric, p] : readWandbPoints(file, uint64_t(from), &end, &problems))
+        points.push_back(Json{{"metric", metric}, {"point", remote::pointToWire(p)}});
     } else if (fs::path(file).extension() == ".jsonl") {
       for (auto& [metric, p] : readMetricsJsonl(file, uint64_t(from), &end, &problems))
         points.push_back(Json{{"metric", metric}, {"point", remote::pointToWire(p)}});

@@ -141,6 +141,7 @@ class TestRemote : public QObject {
   void reportPathsThatLookLikeOptions();
   void statsAndSlice();
   void metricsSinceOffset();
+  void metricsSinceWandbHistory();
   void watchReportsNewCheckpoint();
   void clientGoneEndsAgent();
 
@@ -448,6 +449,41 @@ void TestRemote::metricsSinceOffset() {
   // Nothing new: nothing sent.
   r = a.call(5, "metrics", {{"since", {{file.toStdString(), f["to"]}}}});
   QVERIFY(r["result"]["files"][0]["points"].empty());
+}
+
+void TestRemote::metricsSinceWandbHistory() {
+  // A run folder as wandb before 0.10 leaves it: its rows keyed by _step.
+  const QString run = m_tmp.path() + "/oldwandb/wandb/run-20200301_101500-abc123";
+  QVERIFY(QDir().mkpath(run));
+  const QString file = run + "/wandb-history.jsonl";
+  writeFile(file,
+            "{\"loss\": 2.5, \"_runtime\": 1.0, \"_timestamp\": 1583057701.5, \"_step\": 0}\n");
+  Agent a;
+  a.call(1, "hello");
+  a.call(2, "open", {{"path", (m_tmp.path() + "/oldwandb").toStdString()}});
+  json r = a.call(3, "metrics", {{"paths", {(m_tmp.path() + "/oldwandb").toStdString()}}});
+  QVERIFY2(r.contains("result"), r.dump().c_str());
+  const uint64_t end = r["result"]["runs"][0]["read_ends"][file.toStdString()];
+  QCOMPARE(end, uint64_t(QFileInfo(file).size()));
+  // One whole row more, and one still being written.
+  writeFile(file,
+            "{\"loss\": 2.0, \"_runtime\": 2.0, \"_timestamp\": 1583057702.5, \"_step\": 1}\n"
+            "{\"loss\": 1.",
+            /*append=*/true);
+  r = a.call(4, "metrics", {{"since", {{file.toStdString(), end}}}});
+  QVERIFY2(r.contains("result"), r.dump().c_str());
+  const json& f = r["result"]["files"][0];
+  const json expected =
+      json::array({{{"metric", "loss"}, {"point", {1, 2.0, 1583057702.5, nullptr}}}});
+  QCOMPARE(QByteArray::fromStdString(f["points"].dump()),
+           QByteArray::fromStdString(expected.dump()));
+  QVERIFY2(f["problems"].empty(), f.dump().c_str());
+  const QByteArray all = [&] {
+    QFile in(file);
+    in.open(QIODevice::ReadOnly);
+    return in.readAll();
+  }();
+  QCOMPARE(f["to"].get<uint64_t>(), uint64_t(all.lastIndexOf('\n') + 1));  // the cut row waits
 }
 
 void TestRemote::watchReportsNewCheckpoint() {
