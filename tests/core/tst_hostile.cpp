@@ -116,7 +116,7 @@ class TestHostile : public QObject {
     } else if (expect == "tree") {
       QVERIFY2(o.opened, o.openError.c_str());
       if (!object.isEmpty()) {
-        const std::string dump = o.tree.dump();
+        const std::string dump = dumpJson(o.tree);
         QVERIFY2(dump.find("\"$object\":\"" + object.toStdString() + "\"") != std::string::npos,
                  ("opaque object " + object.toStdString() + " not shown").c_str());
       }

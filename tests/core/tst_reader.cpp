@@ -8,6 +8,7 @@
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/checkpoint_view.h"
 #include "ckpt/format/json_export.h"
+#include "ckpt/format/json_text.h"
 #include "ckpt/format/tensor_data.h"
 #include "json_compare.h"
 
@@ -113,6 +114,23 @@ class TestReader : public QObject {
 
     const std::string treeDiff = ckpt::test::compareJson(fx["tree"], valueToJson(ck->root()));
     QVERIFY2(treeDiff.empty(), treeDiff.c_str());
+    // The tree as text, written with no DOM between (what info --json
+    // prints), reads back as the same tree.
+    std::string text;
+    appendValueJson(text, ck->root());
+    const std::string textDiff = ckpt::test::compareJson(fx["tree"], parseJsonText(text));
+    QVERIFY2(textDiff.empty(), ("text: " + textDiff).c_str());
+    // info --json's layout: the tree kept as text is laid out as nlohmann
+    // lays out the same document built as a DOM.
+    json doc = toJson(*ck);
+    json dom = doc;
+    dom["tree"] = valueToJson(ck->root());
+    QCOMPARE(dumpJson(doc, 2), dumpJson(dom, 2));
+    QCOMPARE(dumpJson(doc), dumpJson(dom));
+    if (text.find("\\udc") == std::string::npos) {  // nlohmann's dump() refuses other bytes
+      QCOMPARE(dumpJson(doc, 2), dom.dump(2));
+      QCOMPARE(dumpJson(doc), dom.dump());
+    }
 
     const json& want = fx["tensors"];
     const auto& tensors = ck->tensors();

@@ -177,7 +177,10 @@ const Value* contentTree(const CheckpointFile& source, const CheckpointView& vie
 // A string as it is (the writer refuses one that is not UTF-8); anything
 // else as JSON text, where names from the file are escaped the one way.
 std::string metadataText(const Value* v) {
-  return v->isStr() ? std::string(v->text) : dumpJson(valueToJson(v, 100000));
+  if (v->isStr()) return std::string(v->text);
+  std::string text;
+  appendValueJson(text, v, 100000);
+  return text;
 }
 
 }  // namespace

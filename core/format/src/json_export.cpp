@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 namespace ckpt {
 namespace {
@@ -15,30 +17,183 @@ using K = Value::Kind;
 using json = nlohmann::ordered_json;
 
 constexpr int kMaxJsonDepth = 2000;
+// A raw JSON text held in a DOM (toJson's "tree"): a binary value of this
+// subtype, which only dumpJson lays out; nothing else makes binary values.
+constexpr std::uint8_t kRawJson = 0x4a;
 
+void appendInteger(std::string& out, int64_t v) {
+  char b[24];
+  const auto r = std::to_chars(b, b + sizeof b, v);
+  out.append(b, size_t(r.ptr - b));
+}
+
+// nlohmann's dump() form of a finite double: the shortest text that reads
+// back to the same double, ".0" added to a whole number.
+void appendDouble(std::string& out, double v) {
+  char b[64];
+  const char* end = nlohmann::detail::to_chars(b, b + sizeof b, v);
+  out.append(b, size_t(end - b));
+}
+
+// Compact JSON text, written as the encoder walks (no DOM): the output of
+// `info --json`'s tree and of every pickle shown as text.
+struct TextSink {
+  std::string& out;
+  bool comma = false;  // a value was written at this level: the next one needs ','
+
+  void sep() {
+    if (comma) out += ',';
+    comma = true;
+  }
+  void null() { sep(), out += "null"; }
+  void boolean(bool b) { sep(), out += b ? "true" : "false"; }
+  void integer(int64_t v) { sep(), appendInteger(out, v); }
+  void real(double v) { sep(), appendDouble(out, v); }
+  void string(std::string_view s) { sep(), utf8::appendJsonString(out, s); }
+  void key(std::string_view k) {
+    sep();
+    utf8::appendJsonString(out, k);
+    out += ':';
+    comma = false;
+  }
+  void begin(bool object) { sep(), out += object ? '{' : '[', comma = false; }
+  void end(bool object) { out += object ? '}' : ']', comma = true; }
+};
+
+// The same walk into nlohmann's DOM (valueToJson: hyperparameters, metadata
+// diffs, tests).
+struct TreeSink {
+  json root;
+  std::vector<json*> open;  // containers being filled; stable while open
+  std::string pendingKey;
+
+  json& slot() {
+    if (open.empty()) return root;
+    json& top = *open.back();
+    if (top.is_array()) {
+      top.push_back(nullptr);
+      return top.back();
+    }
+    return top[pendingKey];
+  }
+  void null() { slot() = nullptr; }
+  void boolean(bool b) { slot() = b; }
+  void integer(int64_t v) { slot() = v; }
+  void real(double v) { slot() = v; }
+  void string(std::string_view s) { slot() = std::string(s); }
+  void key(std::string_view k) { pendingKey.assign(k); }
+  void begin(bool object) {
+    json& s = slot();
+    s = object ? json::object() : json::array();
+    open.push_back(&s);
+  }
+  void end(bool) { open.pop_back(); }
+};
+
+// A dict with repeated keys reads as Python builds it: each key where it
+// first appears, with the value it was last given (most dicts have none).
+std::vector<ValuePair> pythonDictEntries(const ArenaArray<ValuePair>& entries) {
+  std::vector<ValuePair> out;
+  out.reserve(entries.size());
+  std::unordered_map<std::string_view, size_t> at;
+  for (const ValuePair& e : entries) {
+    const auto [it, fresh] = at.try_emplace(e.first->text, out.size());
+    if (fresh)
+      out.push_back(e);
+    else
+      out[it->second].second = e.second;
+  }
+  return out;
+}
+
+bool hasRepeatedKey(const ArenaArray<ValuePair>& entries) {
+  if (entries.size() < 2) return false;
+  if (entries.size() <= 8) {
+    for (size_t i = 1; i < entries.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (entries[i].first->text == entries[j].first->text) return true;
+    return false;
+  }
+  std::unordered_set<std::string_view> seen;
+  for (const ValuePair& e : entries)
+    if (!seen.insert(e.first->text).second) return true;
+  return false;
+}
+
+template <class Sink>
 struct Encoder {
+  Sink& sink;
   size_t budget;
-  std::unordered_set<const Value*> onPath;
+  // The containers from the root to here: a cycle comes back to one of
+  // them. Most trees are shallow: a linear look, a set only past 32 deep.
+  std::vector<const Value*> path;
+  std::unordered_set<const Value*> deepPath;
 
-  json encode(const Value* v, int depth) {
-    if (budget == 0) return json{{"$truncated", true}};
+  bool onPath(const Value* v) const {
+    if (path.size() > 32) return deepPath.count(v) != 0;
+    return std::find(path.begin(), path.end(), v) != path.end();
+  }
+  void enter(const Value* v) {
+    path.push_back(v);
+    if (path.size() == 33)
+      deepPath.insert(path.begin(), path.end());
+    else if (path.size() > 33)
+      deepPath.insert(v);
+  }
+  void leave() {
+    if (path.size() > 32) deepPath.erase(path.back());
+    if (path.size() == 33) deepPath.clear();
+    path.pop_back();
+  }
+
+  // {"tag": text} and the like: a one-key object around a string.
+  void tagged(std::string_view tag, std::string_view text) {
+    sink.begin(true);
+    sink.key(tag);
+    sink.string(text);
+    sink.end(true);
+  }
+  void list(const ArenaArray<const Value*>& items, int depth) {
+    sink.begin(false);
+    for (const Value* x : items) encode(x, depth + 1);
+    sink.end(false);
+  }
+  void pairs(const ArenaArray<ValuePair>& entries, int depth) {
+    sink.begin(false);
+    for (const auto& [k, x] : entries) {
+      sink.begin(false);
+      encode(k, depth + 1);
+      encode(x, depth + 1);
+      sink.end(false);
+    }
+    sink.end(false);
+  }
+
+  void encode(const Value* v, int depth) {
+    if (budget == 0) {
+      sink.begin(true);
+      sink.key("$truncated");
+      sink.boolean(true);
+      sink.end(true);
+      return;
+    }
     --budget;
-    if (!v) return nullptr;
+    if (!v) return sink.null();
     switch (v->kind) {
       case K::None:
-        return nullptr;
+        return sink.null();
       case K::Bool:
-        return v->boolean;
+        return sink.boolean(v->boolean);
       case K::Int:
-        return v->integer;
+        return sink.integer(v->integer);
       case K::BigInt:
-        return json{{"$int", v->text}};
+        return tagged("$int", v->text);
       case K::Float:
-        if (std::isnan(v->real)) return json{{"$float", "nan"}};
-        if (std::isinf(v->real)) return json{{"$float", v->real > 0 ? "inf" : "-inf"}};
-        return v->real;
+        if (std::isnan(v->real)) return tagged("$float", "nan");
+        if (std::isinf(v->real)) return tagged("$float", v->real > 0 ? "inf" : "-inf");
+        return sink.real(v->real);
       case K::Str:
-        return v->text;
+        return sink.string(v->text);
       case K::Bytes: {
         static const char* hex = "0123456789abcdef";
         std::string s;
@@ -47,68 +202,89 @@ struct Encoder {
           s += hex[c >> 4];
           s += hex[c & 15];
         }
-        return json{{"$bytes", s}};
+        return tagged("$bytes", s);
       }
       case K::Tensor:
-        return json{{"$tensor", v->index}};
       case K::Storage:
-        return json{{"$storage", v->index}};
+        sink.begin(true);
+        sink.key(v->kind == K::Tensor ? "$tensor" : "$storage");
+        sink.integer(v->index);
+        sink.end(true);
+        return;
       case K::Global:
-        return json{{"$global", v->text}};
+        return tagged("$global", v->text);
       default:
         break;
     }
-    if (depth > kMaxJsonDepth) return json{{"$truncated", "too deep"}};
-    if (!onPath.insert(v).second) return json{{"$cycle", true}};
-    json out;
-    auto list = [&](const ArenaArray<const Value*>& items) {
-      json a = json::array();
-      for (const Value* x : items) a.push_back(encode(x, depth + 1));
-      return a;
-    };
+    if (depth > kMaxJsonDepth) return tagged("$truncated", "too deep");
+    if (onPath(v)) {
+      sink.begin(true);
+      sink.key("$cycle");
+      sink.boolean(true);
+      sink.end(true);
+      return;
+    }
+    enter(v);
     switch (v->kind) {
       case K::List:
-        out = list(v->items);
+        list(v->items, depth);
         break;
       case K::Tuple:
-        out = json{{"$tuple", list(v->items)}};
-        break;
       case K::Set:
-        out = json{{"$set", list(v->items)}};
+        sink.begin(true);
+        sink.key(v->kind == K::Tuple ? "$tuple" : "$set");
+        list(v->items, depth);
+        sink.end(true);
         break;
       case K::Dict: {
         bool allStr = true;
         for (const auto& e : v->entries) allStr &= e.first->kind == K::Str;
         if (allStr) {
-          out = json::object();
-          for (const auto& [k, x] : v->entries) out[k->text] = encode(x, depth + 1);
+          sink.begin(true);
+          const auto one = [&](const ValuePair& e) {
+            sink.key(e.first->text);
+            encode(e.second, depth + 1);
+          };
+          if (hasRepeatedKey(v->entries))
+            for (const ValuePair& e : pythonDictEntries(v->entries)) one(e);
+          else
+            for (const ValuePair& e : v->entries) one(e);
+          sink.end(true);
         } else {
-          json pairs = json::array();
-          for (const auto& [k, x] : v->entries)
-            pairs.push_back(json::array({encode(k, depth + 1), encode(x, depth + 1)}));
-          out = json{{"$dict", pairs}};
+          sink.begin(true);
+          sink.key("$dict");
+          pairs(v->entries, depth);
+          sink.end(true);
         }
         break;
       }
-      case K::Object: {
-        out = json{{"$object", v->text}};
-        if (v->callee) out["callee"] = encode(v->callee, depth + 1);
-        out["args"] = list(v->items);
-        out["state"] = encode(v->state, depth + 1);
-        if (!v->listItems.empty()) out["items"] = list(v->listItems);
+      case K::Object:
+        sink.begin(true);
+        sink.key("$object");
+        sink.string(v->text);
+        if (v->callee) {
+          sink.key("callee");
+          encode(v->callee, depth + 1);
+        }
+        sink.key("args");
+        list(v->items, depth);
+        sink.key("state");
+        encode(v->state, depth + 1);
+        if (!v->listItems.empty()) {
+          sink.key("items");
+          list(v->listItems, depth);
+        }
         if (!v->entries.empty()) {
-          json pairs = json::array();
-          for (const auto& [k, x] : v->entries)
-            pairs.push_back(json::array({encode(k, depth + 1), encode(x, depth + 1)}));
-          out["dictitems"] = pairs;
+          sink.key("dictitems");
+          pairs(v->entries, depth);
         }
+        sink.end(true);
         break;
-      }
       default:
+        sink.null();
         break;
     }
-    onPath.erase(v);
-    return out;
+    leave();
   }
 };
 
@@ -116,6 +292,56 @@ void newline(std::string& out, int indent, int level) {
   if (indent < 0) return;
   out += '\n';
   out.append(size_t(indent) * size_t(level), ' ');
+}
+
+// Compact JSON text (TextSink's) laid out as dump(indent) lays out a DOM:
+// a newline and `indent` spaces a level inside a non-empty container, ": "
+// after a key.
+void appendLaidOut(std::string& out, std::string_view text, int indent, int level) {
+  if (indent < 0) {
+    out += text;
+    return;
+  }
+  bool inString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (inString) {
+      out += c;
+      if (c == '\\')
+        out += text[++i];
+      else if (c == '"')
+        inString = false;
+      continue;
+    }
+    switch (c) {
+      case '"':
+        out += c;
+        inString = true;
+        break;
+      case '{':
+      case '[':
+        out += c;
+        if (i + 1 < text.size() && (text[i + 1] == '}' || text[i + 1] == ']'))
+          out += text[++i];  // empty: "{}", "[]"
+        else
+          newline(out, indent, ++level);
+        break;
+      case '}':
+      case ']':
+        newline(out, indent, --level);
+        out += c;
+        break;
+      case ',':
+        out += c;
+        newline(out, indent, level);
+        break;
+      case ':':
+        out += ": ";
+        break;
+      default:
+        out += c;
+    }
+  }
 }
 
 // Recursion is bounded: valueToJson cuts trees at kMaxJsonDepth.
@@ -148,15 +374,33 @@ void dumpTo(std::string& out, const json& j, int indent, int level) {
       utf8::appendJsonString(out, j.get_ref<const std::string&>());
       return;
     case json::value_t::number_integer:
+      appendInteger(out, j.get<int64_t>());
+      return;
     case json::value_t::number_unsigned: {
       char b[24];
-      const auto r = j.is_number_unsigned() ? std::to_chars(b, b + sizeof b, j.get<uint64_t>())
-                                            : std::to_chars(b, b + sizeof b, j.get<int64_t>());
+      const auto r = std::to_chars(b, b + sizeof b, j.get<uint64_t>());
       out.append(b, size_t(r.ptr - b));
       return;
     }
+    case json::value_t::number_float:
+      if (std::isfinite(j.get<double>()))
+        appendDouble(out, j.get<double>());
+      else
+        out += "null";  // as nlohmann writes NaN and the infinities
+      return;
+    case json::value_t::binary: {
+      const auto& raw = j.get_binary();
+      if (raw.has_subtype() && raw.subtype() == kRawJson) {
+        appendLaidOut(out,
+                      std::string_view(reinterpret_cast<const char*>(raw.data()), raw.size()),
+                      indent, level);
+        return;
+      }
+      out += j.dump();
+      return;
+    }
     default:
-      // Floats (nlohmann's shortest round-trip form, null for NaN), booleans, null.
+      // Booleans, null.
       out += j.dump();
   }
 }
@@ -181,8 +425,14 @@ json pathToJson(const TensorPath& path) {
 }
 
 json valueToJson(const Value* v, size_t maxNodes) {
-  Encoder e{maxNodes, {}};
-  return e.encode(v, 0);
+  TreeSink sink;
+  Encoder<TreeSink>{sink, maxNodes, {}, {}}.encode(v, 0);
+  return std::move(sink.root);
+}
+
+void appendValueJson(std::string& out, const Value* v, size_t maxNodes) {
+  TextSink sink{out};
+  Encoder<TextSink>{sink, maxNodes, {}, {}}.encode(v, 0);
 }
 
 json toJson(const CheckpointFile& file, size_t maxNodes) {
@@ -251,7 +501,11 @@ json toJson(const CheckpointFile& file, size_t maxNodes) {
     tensors.push_back(std::move(j));
   }
   doc["tensors"] = std::move(tensors);
-  doc["tree"] = valueToJson(file.root(), maxNodes);
+  // The tree as text, never as a DOM: a checkpoint's pickle can hold
+  // millions of values, and a DOM node costs ~10x its text.
+  std::string tree;
+  appendValueJson(tree, file.root(), maxNodes);
+  doc["tree"] = json::binary(std::vector<std::uint8_t>(tree.begin(), tree.end()), kRawJson);
   return doc;
 }
 

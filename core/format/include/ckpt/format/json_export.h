@@ -17,9 +17,16 @@ namespace ckpt {
 // cut with {"$cycle": true}; output is capped at `maxNodes` values (0: four
 // times the values the file holds, at least a million), past which a
 // {"$truncated": true} stands in: a small pickle that shares one list
-// everywhere cannot make the output explode.
+// everywhere cannot make the output explode. A dict that repeats a key
+// holds it as Python's dict does: where it first appears, with the value
+// it was last given.
+// toJson's "tree" is held as compact JSON text (a binary value that only
+// dumpJson lays out): read it back with nlohmann::json::parse(dumpJson(...)).
 nlohmann::ordered_json toJson(const CheckpointFile& file, size_t maxNodes = 0);
 nlohmann::ordered_json valueToJson(const Value* v, size_t maxNodes = 1'000'000);
+// The same encoding as compact JSON text appended to `out`, with no DOM in
+// between (what `info --json` prints of a tree of millions of values).
+void appendValueJson(std::string& out, const Value* v, size_t maxNodes = 1'000'000);
 nlohmann::ordered_json pathToJson(const TensorPath& path);
 
 // The text of `j`, laid out as nlohmann's dump(indent) lays it out (-1:
