@@ -190,8 +190,8 @@ class TestPickle : public QObject {
   void repeatedKeysAsPythonsDict() {
     // {"a": 1, "b": 2, "a": 3} as SETITEMS writes it: Python's dict keeps
     // "a" first with the value 3, and has two keys.
-    const std::string pkl = s({0x80, 2, '}', '(', 'X', 1, 0, 0, 0, 'a', 'K', 1, 'X', 1, 0, 0, 0,
-                               'b', 'K', 2, 'X', 1, 0, 0, 0, 'a', 'K', 3, 'u', '.'});
+    const std::string pkl = s({0x80, 2, '}', '(', 'X', 1,   0, 0, 0, 'a', 'K', 1,   'X', 1,   0,
+                               0,    0, 'b', 'K', 2,   'X', 1, 0, 0, 0,   'a', 'K', 3,   'u', '.'});
     const auto p = parse(pkl);
     QCOMPARE(p->root->entries.size(), size_t(3));
     const std::string want = R"({"a":3,"b":2})";

@@ -391,8 +391,7 @@ void dumpTo(std::string& out, const json& j, int indent, int level) {
     case json::value_t::binary: {
       const auto& raw = j.get_binary();
       if (raw.has_subtype() && raw.subtype() == kRawJson) {
-        appendLaidOut(out,
-                      std::string_view(reinterpret_cast<const char*>(raw.data()), raw.size()),
+        appendLaidOut(out, std::string_view(reinterpret_cast<const char*>(raw.data()), raw.size()),
                       indent, level);
         return;
       }
