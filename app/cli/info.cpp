@@ -34,20 +34,16 @@ std::string configSummary(const Value* config) {
   return s;
 }
 
-std::string optimizerSummary(const CheckpointView& view) {
-  const Value* groups = view.optimizer()->get("param_groups");
-  const Value* state = view.optimizer()->get("state");
-  std::string s = std::to_string(state && state->isDict() ? state->entries.size() : 0) +
-                  " parameters with state";
-  if (groups && groups->kind == Value::Kind::List && !groups->items.empty()) {
-    const Value* g = groups->items.front();
-    std::string hyper;
-    for (const char* key : {"lr", "betas", "eps", "weight_decay"})
-      if (const Value* v = g->get(key))
-        hyper += std::string(hyper.empty() ? "" : ", ") + key + " " + shortRepr(v, 30);
-    if (groups->items.size() > 1) s += ", " + std::to_string(groups->items.size()) + " groups";
-    if (!hyper.empty()) s += " (" + hyper + ")";
-  }
+// The Summary's Optimizer line, in the same words.
+std::string optimizerSummary(const OptimizerSummary& o) {
+  std::string s = std::to_string(o.withState) + " parameters with state";
+  if (o.groups > 1) s += ", " + std::to_string(o.groups) + " groups";
+  std::string hyper;
+  for (const auto& [key, value] : o.hyper) hyper += (hyper.empty() ? "" : ", ") + key + " " + value;
+  if (!hyper.empty()) s += " (" + hyper + ")";
+  if (o.params)
+    s += "; " + std::to_string(o.mapped) + " of " + std::to_string(o.params) +
+         " mapped to parameters";
   return s;
 }
 
@@ -97,7 +93,7 @@ void printText(const CheckpointFile& file) {
     for (const StateEntry& e : view.entries())
       if (e.tiedTo >= 0) line("tied", e.name + " = " + view.entries()[size_t(e.tiedTo)].name);
   }
-  if (view.optimizer()) line("optimizer", optimizerSummary(view));
+  if (const auto o = summarizeOptimizer(view)) line("optimizer", optimizerSummary(*o));
   for (const std::string& n : view.notes()) line("note", n);
 
   // Every metadata key: the `metadata` dict, or the top level's plain values.
@@ -108,7 +104,7 @@ void printText(const CheckpointFile& file) {
     for (const auto& [k, v] : meta->entries)
       std::printf("  %s = %s\n", (k->isStr() ? k->str() : shortRepr(k, 40)).c_str(),
                   shortRepr(v, 100).c_str());
-  } else if (root && root->isDict() && root != view.modelState()) {
+  } else if (root && root->isDict() && root != view.modelState() && root != view.optimizer()) {
     for (const auto& [k, v] : root->entries)
       if (v != view.modelState() && v != view.optimizer())
         std::printf("  %s = %s\n", (k->isStr() ? k->str() : shortRepr(k, 40)).c_str(),
@@ -204,6 +200,16 @@ nlohmann::ordered_json infoDocument(const CheckpointFile& file) {
                           {"ddp_wrapped", view.ddpPrefix()},
                           {"compiled", view.compiledPrefix()},
                           {"names", std::move(names)}};
+  }
+  // The Summary's "N of N mapped to parameters", and what it counts.
+  if (const auto o = summarizeOptimizer(view)) {
+    nlohmann::ordered_json hyper = nlohmann::ordered_json::object();
+    for (const auto& [key, value] : o->hyper) hyper[key] = value;
+    doc["optimizer"] = {{"with_state", o->withState},
+                        {"groups", o->groups},
+                        {"hyperparameters", std::move(hyper)},
+                        {"params", o->params},
+                        {"mapped", o->mapped}};
   }
   return doc;
 }

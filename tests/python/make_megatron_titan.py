@@ -230,8 +230,12 @@ def megatron_dist(save):
                        "common_backend": "torch", "common_backend_version": 1}, f)
     with open(os.path.join(save, "latest_checkpointed_iteration.txt"), "w") as f:
         f.write("200")
+    # What the Summary and `info` count as mapped: parameters whose moments
+    # (optimizer.state.<moment>.<key>) are there with the parameter's shape.
+    mapped = sum(1 for k, shape in model.items()
+                 if all(tensors.get(f"optimizer.state.{m}.{k}") == shape for m in ("exp_avg", "exp_avg_sq")))
     return {"gpt": {"iterations": iterations, "latest": 200, "args": vars(args), "tensors": tensors,
-                    "model": model, "optimizer_firsts": firsts, "lr": args.lr}}
+                    "model": model, "optimizer_firsts": firsts, "lr": args.lr, "optimizer_mapped": mapped}}
 
 
 def tp_split(name, t, tp, swiglu):
