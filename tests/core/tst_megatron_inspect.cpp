@@ -214,6 +214,47 @@ class TestMegatronInspect : public QObject {
     QVERIFY(!tensors.count("decoder.layers.4.mlp.linear_fc2.weight"));
   }
 
+  // Each rank's optimizer state (Float16OptimizerWithFloat16Params: Adam's
+  // moments numbered group after group, the fp32 masters per group) joined
+  // per parameter by its parameter's rule: the Optimizer tab's and info's
+  // moments by name, byte-equal to torch.cat of the ranks' slices as
+  // megatron_tp_join.py --optimizer names them by Megatron's numbering.
+  void tensorParallelOptimizerJoined() {
+    const json& want = expected()["megatron_join"]["good"];
+    const std::string folder = want["folder"].get<std::string>();
+    const json torchCat =
+        ckpt::test::runJson(QStringLiteral(CKPT_TORCH_PYTHON),
+                            {QStringLiteral(CKPT_SOURCE_DIR "/tests/python/megatron_tp_join.py"),
+                             QString::fromStdString(folder), QStringLiteral("--optimizer")});
+    const auto file = ckpt::CheckpointFile::open(folder);
+    const ckpt::CheckpointView view(*file);
+    QCOMPARE(view.optimizerParams().size(), torchCat.size());
+    QCOMPARE(view.optimizerParams().size(), want["whole"].size());
+    std::set<std::string> seen;
+    for (const ckpt::OptimizerParam& p : view.optimizerParams()) {
+      QVERIFY2(p.problem.empty(), p.problem.c_str());
+      QVERIFY2(torchCat.contains(p.name), ("not a parameter: " + p.name).c_str());
+      seen.insert(p.name);
+      const json& ref = torchCat[p.name];
+      for (const auto& [moment, tensor] :
+           {std::pair{"exp_avg", p.expAvg}, {"exp_avg_sq", p.expAvgSq}, {"fp32_param", p.master}}) {
+        QVERIFY2(tensor >= 0, (p.name + ": no " + moment).c_str());
+        const ckpt::TensorInfo& t = file->tensors()[size_t(tensor)];
+        QVERIFY2(t.error.empty(), (p.name + " " + moment + ": " + t.error).c_str());
+        QCOMPARE(t.shape.vec(), ref[moment]["shape"].get<std::vector<int64_t>>());
+        QVERIFY2(hexOf(*file, size_t(tensor)) == ref[moment]["hex"].get<std::string>(),
+                 (p.name + " " + moment + ": not torch.cat's bytes").c_str());
+      }
+    }
+    QCOMPARE(seen.size(), torchCat.size());
+    // info says so, from the same count.
+    const json info =
+        ckpt::test::runJson(QStringLiteral(CKPT_CLI),
+                            {"info", QString::fromStdString(folder), QStringLiteral("--json")});
+    QCOMPARE(info["optimizer"]["mapped"].get<size_t>(), torchCat.size());
+    QCOMPARE(info["optimizer"]["groups"].get<size_t>(), size_t(2));
+  }
+
   void tensorParallelSlicesNotGuessed() {
     const json& want = expected()["megatron_join"]["bad"];
     const std::string folder = want["folder"].get<std::string>();

@@ -103,10 +103,35 @@ def rng_state():
              "rng_tracker_states": {"model-parallel-rng": torch.get_rng_state()}}]
 
 
-def save_rank(path, args, iteration, model, distrib):
+def megatron_groups(model):
+    """megatron/core/optimizer get_param_groups: the parameters in model
+    order, a bias or a 1-dimensional one without weight decay (wd_mult 0),
+    grouped by (wd_mult, lr_mult, is_expert_parallel) in that key order."""
+    no_wd = [n for n, p in model.items() if n.endswith(".bias") or p.dim() == 1]
+    wd = [n for n in model if n not in no_wd]
+    return [(1.0, wd), (0.0, no_wd)]
+
+
+def save_rank(path, args, iteration, model, distrib, moments=None):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     params = list(model.values())
-    if distrib:
+    if moments is not None:
+        # Float16OptimizerWithFloat16Params.state_dict: the inner optimizer's
+        # state_dict (torch numbers the parameters group after group) and
+        # the fp32 master copies per group.
+        groups, state, masters, i = [], {}, [], 0
+        for wd_mult, names in megatron_groups(model):
+            groups.append({"lr": args.lr, "betas": (0.9, 0.95), "eps": 1e-8, "weight_decay": 0.1 * wd_mult,
+                           "wd_mult": wd_mult, "lr_mult": 1.0, "is_expert_parallel": False,
+                           "params": list(range(i, i + len(names)))})
+            for n in names:
+                state[i] = {"exp_avg": moments["exp_avg"][n], "exp_avg_sq": moments["exp_avg_sq"][n]}
+                i += 1
+            masters.append([moments["fp32_param"][n] for n in names])
+        optimizer = {"optimizer": {"state": state, "param_groups": groups},
+                     "grad_scaler": {"growth_tracker": 0, "hysteresis_tracker": 2},
+                     "fp32_from_fp16_params": masters}
+    elif distrib:
         # DistributedOptimizer.state_dict: param groups only; the state is in distrib_optim.pt.
         optimizer = {"optimizer": {"param_groups": [{"lr": args.lr, "params": list(range(len(params)))}]},
                      "param_state_sharding_type": "dp_zero_gather_scatter"}
@@ -282,14 +307,25 @@ def join_whole(layers, swiglu, vocab=32, hidden=8, ffn=16, seq=16):
     return whole
 
 
+def whole_moments(whole):
+    # Adam's moments and the fp32 master copy of each whole parameter, cut
+    # into slices as the parameter is (each rank's optimizer holds its slice's).
+    g = torch.Generator().manual_seed(7)
+    return {"exp_avg": {k: 0.1 * v + 0.01 * torch.randn(v.shape, generator=g) for k, v in whole.items()},
+            "exp_avg_sq": {k: v * v + torch.rand(v.shape, generator=g) for k, v in whole.items()},
+            "fp32_param": {k: v + 1e-3 * torch.randn(v.shape, generator=g) for k, v in whole.items()}}
+
+
 def join_save(folder, iteration, whole, tp, pp, args, tamper=None):
     # Each pipeline stage's share of the layers, numbered from 0 on every
     # stage (the legacy format's state_dict), embeddings on the first stage,
     # the final norm and output layer on the last; each tensor rank its slice.
     layers = args.num_layers // pp
+    moments = whole_moments(whole)
     for stage in range(pp):
         for rank in range(tp):
             model = {}
+            local_moments = {m: {} for m in moments}
             for name, t in whole.items():
                 local = name
                 if name.startswith("decoder.layers."):
@@ -302,10 +338,17 @@ def join_save(folder, iteration, whole, tp, pp, args, tamper=None):
                 elif (name.startswith("decoder.final_layernorm") or name == "output_layer.weight") and stage != pp - 1:
                     continue
                 model[local] = tp_split(name, t, tp, args.swiglu)[rank]
+                for m, by_name in moments.items():
+                    local_moments[m][local] = tp_split(name, by_name[name], tp, args.swiglu)[rank]
             if tamper:
                 tamper(stage, rank, model)
+                for m in local_moments:  # what the tampering added or changed: moments of its shape
+                    for k, v in model.items():
+                        if k not in local_moments[m] or local_moments[m][k].shape != v.shape:
+                            local_moments[m][k] = torch.zeros_like(v)
             rank_dir = f"mp_rank_{rank:02d}" if pp == 1 else f"mp_rank_{rank:02d}_{stage:03d}"
-            save_rank(os.path.join(folder, rank_dir, "model_optim_rng.pt"), args, iteration, model, distrib=False)
+            save_rank(os.path.join(folder, rank_dir, "model_optim_rng.pt"), args, iteration, model, distrib=False,
+                      moments=local_moments)
 
 
 def megatron_join(out):

@@ -219,6 +219,8 @@ void CheckpointView::mapOptimizer() const {
     if (const Value* a = v->get("exp_avg"); a && a->kind == K::Tensor) p.expAvg = int(a->index);
     if (const Value* a = v->get("exp_avg_sq"); a && a->kind == K::Tensor)
       p.expAvgSq = int(a->index);
+    // A Megatron save's fp32 master copy, where its ranks' optimizer state is joined.
+    if (const Value* a = v->get("fp32_param"); a && a->kind == K::Tensor) p.master = int(a->index);
     if (p.param >= 0 && p.expAvg >= 0) {
       const TensorInfo& param = tensors[size_t(m_entries[size_t(p.param)].tensor)];
       const TensorInfo& avg = tensors[size_t(p.expAvg)];

@@ -16,6 +16,7 @@
 // joined: the tensor says so. Nothing is assembled: each joined tensor is
 // chunks of the rank files' tensors (ShardChunk), read where they lie.
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <map>
 #include <string_view>
@@ -134,6 +135,252 @@ bool swigluOf(const CheckpointFile& f) {
   return s && s->kind == K::Bool && s->boolean;
 }
 
+// One tensor's slices, one per tensor rank of a stage (in rank order).
+struct Slice {
+  int part = -1, tensor = -1;
+  const TensorInfo* info = nullptr;
+  std::string folder;
+};
+
+// Joins `slices` into `t` by `split` (chunks, the note saying how, or the
+// error saying why not): the model's tensors and, by their parameter's
+// rule, its optimizer moments.
+void joinSlices(const ShardSet& set, LogicalTensor& t, const std::vector<Slice>& slices,
+                Split split, bool swiglu) {
+  const TensorInfo& info0 = *slices.front().info;
+  t.dtype = info0.dtype;
+  t.shape = info0.shape;
+  for (const Slice& s : slices)
+    if (!s.info->error.empty() && t.error.empty()) t.error = s.folder + ": " + s.info->error;
+  if (!t.error.empty()) return;
+  std::string from;
+  for (const Slice& s : slices) from += (from.empty() ? "" : ", ") + s.folder;
+  auto shapes = [&] {
+    std::string out;
+    for (const Slice& s : slices)
+      out += (out.empty() ? "" : ", ") + s.folder + " " + s.info->shapeString();
+    return out;
+  };
+  for (const Slice& s : slices)
+    if (s.info->dtype != t.dtype && t.error.empty())
+      t.error = "its slices' dtypes disagree (" + s.folder + " " +
+                std::string(dtypeName(s.info->dtype)) + ", " + slices.front().folder + " " +
+                std::string(dtypeName(t.dtype)) + "): not joined";
+  const auto whole = [&](const Slice& s) {
+    return ShardChunk{s.part, -1, s.tensor, Dims(s.info->shape.size(), 0), s.info->shape};
+  };
+  if (!t.error.empty()) {
+    // said above
+  } else if (split == Split::Unknown) {
+    t.error = "no tensor-parallel rule is known for this name: " + std::to_string(slices.size()) +
+              " slices (" + shapes() + "), not joined";
+  } else if (split == Split::Replicated) {
+    t.chunks.push_back(whole(slices.front()));
+    for (size_t i = 1; i < slices.size() && t.error.empty(); ++i) {
+      const Slice& s = slices[i];
+      if (s.info->shape != info0.shape) {
+        t.error =
+            "a replicated tensor whose copies' shapes disagree (" + shapes() + "), not joined";
+        break;
+      }
+      ++t.replicas;
+    }
+    if (t.error.empty() && slices.size() > 1) {
+      // Megatron keeps the first rank's; a copy that differs is worth knowing.
+      std::string differs;
+      if (info0.numel() > kMaxCompared) {
+        t.note = "replicated on " + std::to_string(slices.size()) +
+                 " tensor-parallel ranks; shown: " + slices.front().folder +
+                 "'s (too large to compare the copies)";
+      } else {
+        try {
+          const TensorData a =
+              set.partFile(slices.front().part)->tensorData(size_t(slices.front().tensor));
+          const size_t width = dtypeBytesFor(t.dtype, 1);
+          std::vector<uint8_t> ab(kCompareRun * width), bb(kCompareRun * width);
+          for (size_t i = 1; i < slices.size() && differs.empty(); ++i) {
+            const TensorData b = set.partFile(slices[i].part)->tensorData(size_t(slices[i].tensor));
+            for (uint64_t at = 0; at < a.numel() && differs.empty(); at += kCompareRun) {
+              const size_t n = a.readRaw(at, kCompareRun, ab.data());
+              (void)b.readRaw(at, kCompareRun, bb.data());
+              if (!std::equal(ab.begin(), ab.begin() + ptrdiff_t(n * width), bb.begin()))
+                differs = slices[i].folder;
+            }
+          }
+        } catch (const FormatError& e) {
+          differs = std::string("(cannot be compared: ") + e.what() + ")";
+        }
+        t.note = "replicated on " + std::to_string(slices.size()) + " tensor-parallel ranks (" +
+                 from + ")" +
+                 (differs.empty() ? ", the copies equal"
+                                  : "; " + differs + "'s copy DIFFERS from " +
+                                        slices.front().folder + "'s, which is shown");
+      }
+    }
+  } else {
+    const size_t dim = split == Split::Dim1 ? 1 : 0;
+    const bool gated = split == Split::GatedDim0 && swiglu;
+    for (const Slice& s : slices) {
+      bool agree = s.info->shape.size() == info0.shape.size() && info0.shape.size() > dim;
+      for (size_t d = 0; agree && d < info0.shape.size(); ++d)
+        agree = d == dim || s.info->shape[d] == info0.shape[d];
+      if (agree && gated) agree = s.info->shape[0] % 2 == 0;
+      if (!agree) {
+        t.error = std::string(gated ? "its SwiGLU slices ([gate; up] per rank, an even "
+                                      "number of rows each)"
+                                    : "its slices") +
+                  " cannot be joined along dim " + std::to_string(dim) +
+                  ": their shapes disagree (" + shapes() + ")";
+        break;
+      }
+    }
+    if (t.error.empty()) {
+      int64_t total = 0;
+      for (const Slice& s : slices) total += s.info->shape[dim];
+      t.shape = info0.shape;
+      t.shape[dim] = total;
+      int64_t at = 0;
+      for (const Slice& s : slices) {
+        if (!gated) {
+          ShardChunk c = whole(s);
+          c.offsets[dim] = at;
+          t.chunks.push_back(std::move(c));
+        } else {
+          // Rank r's gate rows go after the gates of ranks < r, its up
+          // rows after all the gates and the ups of ranks < r.
+          const int64_t half = s.info->shape[0] / 2;
+          int64_t row = 1;
+          for (size_t d = 1; d < s.info->shape.size(); ++d) row *= s.info->shape[d];
+          Dims sizes = s.info->shape;
+          sizes[0] = half;
+          Dims offsets(s.info->shape.size(), 0);
+          offsets[0] = at / 2;
+          t.chunks.push_back(ShardChunk{s.part, -1, s.tensor, offsets, sizes, 0});
+          offsets[0] = total / 2 + at / 2;
+          t.chunks.push_back(ShardChunk{s.part, -1, s.tensor, offsets, sizes, half * row});
+        }
+        at += s.info->shape[dim];
+      }
+      t.note = (gated ? "SwiGLU: each rank's [gate; up] halves joined apart along dim 0, "
+                        "[gates; ups], from "
+                      : "joined along dim " + std::to_string(dim) + " from ") +
+               std::to_string(slices.size()) + " tensor-parallel ranks (" + from + ")";
+    }
+  }
+}
+
+// What a rank file's optimizer state holds per parameter of its model, by
+// Megatron's numbering (megatron/core/optimizer get_param_groups: groups of
+// the model's parameters in named_parameters order, by (wd_mult, lr_mult,
+// is_expert_parallel), a parameter without weight decay being a bias or
+// 1-dimensional; torch's state_dict numbers them group after group). The
+// non-distributed optimizers keep it in model_optim_rng.pt: FP32Optimizer
+// {state, param_groups}, Float16OptimizerWithFloat16Params {optimizer:
+// {state, param_groups}, fp32_from_fp16_params: [[master per group param]]}.
+struct RankOptimizer {
+  bool any = false;  // holds per-parameter state (the distributed optimizer's is elsewhere)
+  const Value* groups = nullptr;
+  // Local parameter name -> {exp_avg, exp_avg_sq, fp32 master} tensor indices (-1: none).
+  std::map<std::string, std::array<int, 3>, std::less<>> moments;
+  std::map<std::string, size_t, std::less<>> group;        // local name -> its group
+  std::map<std::string, const Value*, std::less<>> steps;  // a step kept per parameter
+  std::string problem;  // why its state cannot be named ("" when it can)
+};
+
+constexpr std::array<std::string_view, 3> kMoments = {"exp_avg", "exp_avg_sq", "fp32_param"};
+
+RankOptimizer rankOptimizer(const CheckpointFile& f,
+                            const std::vector<std::pair<std::string, int>>& model) {
+  RankOptimizer r;
+  const Value* opt = f.root() ? f.root()->get("optimizer") : nullptr;
+  if (!opt || !opt->isDict()) return r;
+  const Value* inner = opt;
+  if (const Value* o = opt->get("optimizer"); o && o->isDict() && o->get("param_groups")) inner = o;
+  const Value* state = inner->get("state");
+  const Value* groups = inner->get("param_groups");
+  if (!state || !state->isDict() || state->entries.empty()) return r;
+  r.any = true;
+  if (!groups || groups->kind != K::List || groups->items.empty()) {
+    r.problem = "its optimizer state has no param_groups";
+    return r;
+  }
+  r.groups = groups;
+  const auto& tensors = f.tensors();
+  const auto noDecay = [&](const std::pair<std::string, int>& p) {
+    return p.first.ends_with(".bias") || tensors[size_t(p.second)].shape.size() == 1;
+  };
+  // Per group: -1 every parameter (one group), 0 those without weight decay, 1 the others.
+  std::vector<int> decay(groups->items.size(), -1);
+  if (groups->items.size() > 1) {
+    for (size_t g = 0; g < groups->items.size(); ++g) {
+      const Value* grp = groups->items[g];
+      if (const Value* e = grp->get("is_expert_parallel"); e && e->kind == K::Bool && e->boolean) {
+        r.problem = "param group " + std::to_string(g) + " is expert-parallel";
+        return r;
+      }
+      const Value* m = grp->get("wd_mult");
+      if (!m || !m->isNumber()) m = grp->get("weight_decay");
+      if (!m || !m->isNumber()) {
+        r.problem = "param group " + std::to_string(g) + " says neither wd_mult nor weight_decay";
+        return r;
+      }
+      decay[g] = m->number() == 0 ? 0 : 1;
+      for (size_t h = 0; h < g; ++h)
+        if (decay[h] == decay[g]) {
+          r.problem = "param groups " + std::to_string(h) + " and " + std::to_string(g) +
+                      " have the same weight decay (an lr_mult?): which parameter is in which "
+                      "cannot be told";
+          return r;
+        }
+    }
+  }
+  std::map<int64_t, size_t> byIndex;  // state index -> position in `model`
+  std::vector<std::vector<size_t>> members(groups->items.size());
+  for (size_t g = 0; g < groups->items.size(); ++g) {
+    const Value* ids = groups->items[g]->get("params");
+    for (size_t i = 0; i < model.size(); ++i)
+      if (decay[g] < 0 || noDecay(model[i]) == (decay[g] == 0)) members[g].push_back(i);
+    if (!ids || ids->kind != K::List || ids->items.size() != members[g].size()) {
+      r.problem = "param group " + std::to_string(g) + " lists " +
+                  std::to_string(ids && ids->kind == K::List ? ids->items.size() : 0) +
+                  " parameters, the rank's model has " + std::to_string(members[g].size()) +
+                  (decay[g] < 0 ? ""
+                   : decay[g]   ? " with weight decay"
+                                : " without weight decay");
+      return r;
+    }
+    for (size_t j = 0; j < members[g].size(); ++j) {
+      if (!ids->items[j]->isInt()) {
+        r.problem = "param group " + std::to_string(g) + " holds a parameter id that is no int";
+        return r;
+      }
+      byIndex[ids->items[j]->integer] = members[g][j];
+      r.group[model[members[g][j]].first] = g;
+    }
+  }
+  for (const auto& [k, v] : state->entries) {
+    if (!k->isInt() || !v->isDict()) continue;
+    const auto it = byIndex.find(k->integer);
+    if (it == byIndex.end()) continue;
+    const std::string& name = model[it->second].first;
+    auto& m = r.moments.try_emplace(name, std::array<int, 3>{-1, -1, -1}).first->second;
+    for (size_t i = 0; i < 2; ++i)
+      if (const Value* t = v->get(kMoments[i]); t && t->kind == K::Tensor) m[i] = int(t->index);
+    if (const Value* st = v->get("step"); st && st->isNumber()) r.steps[name] = st;
+  }
+  if (const Value* masters = inner != opt ? opt->get("fp32_from_fp16_params") : nullptr;
+      masters && masters->isSequence() && masters->items.size() == members.size())
+    for (size_t g = 0; g < members.size(); ++g) {
+      const Value* list = masters->items[g];
+      if (!list->isSequence() || list->items.size() != members[g].size()) continue;
+      for (size_t j = 0; j < members[g].size(); ++j)
+        if (list->items[j]->kind == K::Tensor)
+          r.moments.try_emplace(model[members[g][j]].first, std::array<int, 3>{-1, -1, -1})
+              .first->second[2] = int(list->items[j]->index);
+    }
+  return r;
+}
+
 }  // namespace
 
 void ShardSet::openMegatron(bool metadataOnly) {
@@ -201,18 +448,34 @@ void ShardSet::openMegatron(bool metadataOnly) {
   }
 
   int64_t layerOffset = 0;
+  // The joined optimizer state: torch's layout over the joined model (state
+  // index = the parameter's place in the model), shown after the model.
+  int64_t modelTensors = 0;
+  std::vector<LogicalTensor> optimizerTensors;
+  std::map<int64_t, size_t> paramGroup;  // joined parameter -> its group on its stage's first rank
+  const Value* firstGroups = nullptr;
+  {
+    std::vector<std::pair<std::string, int>> flat;
+    flattenModel(first->root() ? first->root()->get("model") : nullptr, "", 0, flat);
+    firstGroups = rankOptimizer(*first, flat).groups;
+  }
   for (int pp = 0; pp < ppSize; ++pp) {
     // Each tensor rank's model, by name.
     std::vector<std::map<std::string, int, std::less<>>> byName;
     byName.resize(size_t(tpSize));
     std::vector<std::pair<std::string, int>> order;  // the first rank's, in file order
     int firstTp = -1;  // the rank whose names (and their order) are shown
+    std::vector<RankOptimizer> opts(static_cast<size_t>(tpSize));
     for (int tp = 0; tp < tpSize; ++tp) {
       const int part = grid[size_t(pp)][size_t(tp)];
       const CheckpointFile* f = part >= 0 ? partFile(part) : nullptr;
       if (!f) continue;  // its tensors say so, one by one
       std::vector<std::pair<std::string, int>> flat;
       flattenModel(f->root() ? f->root()->get("model") : nullptr, "", 0, flat);
+      opts[size_t(tp)] = rankOptimizer(*f, flat);
+      if (const std::string& why = opts[size_t(tp)].problem; !why.empty())
+        m_notes.push_back(names[size_t(pp)][size_t(tp)] +
+                          ": its optimizer state is not joined: " + why);
       if (order.empty()) {
         order = flat;
         firstTp = tp;
@@ -237,11 +500,6 @@ void ShardSet::openMegatron(bool metadataOnly) {
       t.name = renumberLayer(local, layerOffset, highest);
       t.path = {std::string("model"), t.name};
       // Every tensor rank's slice, or why not.
-      struct Slice {
-        int part = -1, tensor = -1;
-        const TensorInfo* info = nullptr;
-        std::string folder;
-      };
       std::vector<Slice> slices;
       for (int tp = 0; tp < tpSize; ++tp) {
         const int part = grid[size_t(pp)][size_t(tp)];
@@ -265,134 +523,50 @@ void ShardSet::openMegatron(bool metadataOnly) {
       }
       if (slices.empty()) {  // the error says why
         m_tensors.push_back(std::move(t));
+        ++modelTensors;
         continue;
       }
-      const TensorInfo& info0 = *slices.front().info;
-      t.dtype = info0.dtype;
-      t.shape = info0.shape;
-      for (const Slice& s : slices)
-        if (!s.info->error.empty() && t.error.empty()) t.error = s.folder + ": " + s.info->error;
-      if (!t.error.empty()) {
-        m_tensors.push_back(std::move(t));
-        continue;
-      }
-      std::string from;
-      for (const Slice& s : slices) from += (from.empty() ? "" : ", ") + s.folder;
-      auto shapes = [&] {
-        std::string out;
-        for (const Slice& s : slices)
-          out += (out.empty() ? "" : ", ") + s.folder + " " + s.info->shapeString();
-        return out;
-      };
-      for (const Slice& s : slices)
-        if (s.info->dtype != t.dtype && t.error.empty())
-          t.error = "its slices' dtypes disagree (" + s.folder + " " +
-                    std::string(dtypeName(s.info->dtype)) + ", " + slices.front().folder + " " +
-                    std::string(dtypeName(t.dtype)) + "): not joined";
       const Split split = slices.size() == 1 ? Split::Replicated : splitOf(local);
-      const auto whole = [&](const Slice& s) {
-        return ShardChunk{s.part, -1, s.tensor, Dims(s.info->shape.size(), 0), s.info->shape};
-      };
-      if (!t.error.empty()) {
-        // said above
-      } else if (split == Split::Unknown) {
-        t.error =
-            "no tensor-parallel rule is known for this name: " + std::to_string(slices.size()) +
-            " slices (" + shapes() + "), not joined";
-      } else if (split == Split::Replicated) {
-        t.chunks.push_back(whole(slices.front()));
-        for (size_t i = 1; i < slices.size() && t.error.empty(); ++i) {
-          const Slice& s = slices[i];
-          if (s.info->shape != info0.shape) {
-            t.error =
-                "a replicated tensor whose copies' shapes disagree (" + shapes() + "), not joined";
-            break;
-          }
-          ++t.replicas;
-        }
-        if (t.error.empty() && slices.size() > 1) {
-          // Megatron keeps the first rank's; a copy that differs is worth knowing.
-          std::string differs;
-          if (info0.numel() > kMaxCompared) {
-            t.note = "replicated on " + std::to_string(slices.size()) +
-                     " tensor-parallel ranks; shown: " + slices.front().folder +
-                     "'s (too large to compare the copies)";
-          } else {
-            try {
-              const TensorData a =
-                  partFile(slices.front().part)->tensorData(size_t(slices.front().tensor));
-              const size_t width = dtypeBytesFor(t.dtype, 1);
-              std::vector<uint8_t> ab(kCompareRun * width), bb(kCompareRun * width);
-              for (size_t i = 1; i < slices.size() && differs.empty(); ++i) {
-                const TensorData b = partFile(slices[i].part)->tensorData(size_t(slices[i].tensor));
-                for (uint64_t at = 0; at < a.numel() && differs.empty(); at += kCompareRun) {
-                  const size_t n = a.readRaw(at, kCompareRun, ab.data());
-                  (void)b.readRaw(at, kCompareRun, bb.data());
-                  if (!std::equal(ab.begin(), ab.begin() + ptrdiff_t(n * width), bb.begin()))
-                    differs = slices[i].folder;
-                }
-              }
-            } catch (const FormatError& e) {
-              differs = std::string("(cannot be compared: ") + e.what() + ")";
-            }
-            t.note = "replicated on " + std::to_string(slices.size()) + " tensor-parallel ranks (" +
-                     from + ")" +
-                     (differs.empty() ? ", the copies equal"
-                                      : "; " + differs + "'s copy DIFFERS from " +
-                                            slices.front().folder + "'s, which is shown");
-          }
-        }
-      } else {
-        const size_t dim = split == Split::Dim1 ? 1 : 0;
-        const bool gated = split == Split::GatedDim0 && swiglu;
-        for (const Slice& s : slices) {
-          bool agree = s.info->shape.size() == info0.shape.size() && info0.shape.size() > dim;
-          for (size_t d = 0; agree && d < info0.shape.size(); ++d)
-            agree = d == dim || s.info->shape[d] == info0.shape[d];
-          if (agree && gated) agree = s.info->shape[0] % 2 == 0;
-          if (!agree) {
-            t.error = std::string(gated ? "its SwiGLU slices ([gate; up] per rank, an even "
-                                          "number of rows each)"
-                                        : "its slices") +
-                      " cannot be joined along dim " + std::to_string(dim) +
-                      ": their shapes disagree (" + shapes() + ")";
-            break;
-          }
-        }
-        if (t.error.empty()) {
-          int64_t total = 0;
-          for (const Slice& s : slices) total += s.info->shape[dim];
-          t.shape = info0.shape;
-          t.shape[dim] = total;
-          int64_t at = 0;
-          for (const Slice& s : slices) {
-            if (!gated) {
-              ShardChunk c = whole(s);
-              c.offsets[dim] = at;
-              t.chunks.push_back(std::move(c));
-            } else {
-              // Rank r's gate rows go after the gates of ranks < r, its up
-              // rows after all the gates and the ups of ranks < r.
-              const int64_t half = s.info->shape[0] / 2;
-              int64_t row = 1;
-              for (size_t d = 1; d < s.info->shape.size(); ++d) row *= s.info->shape[d];
-              Dims sizes = s.info->shape;
-              sizes[0] = half;
-              Dims offsets(s.info->shape.size(), 0);
-              offsets[0] = at / 2;
-              t.chunks.push_back(ShardChunk{s.part, -1, s.tensor, offsets, sizes, 0});
-              offsets[0] = total / 2 + at / 2;
-              t.chunks.push_back(ShardChunk{s.part, -1, s.tensor, offsets, sizes, half * row});
-            }
-            at += s.info->shape[dim];
-          }
-          t.note = (gated ? "SwiGLU: each rank's [gate; up] halves joined apart along dim 0, "
-                            "[gates; ups], from "
-                          : "joined along dim " + std::to_string(dim) + " from ") +
-                   std::to_string(slices.size()) + " tensor-parallel ranks (" + from + ")";
-        }
-      }
+      joinSlices(*this, t, slices, split, swiglu);
       checkChunks(t);
+      // Its optimizer state, joined by its own rule: the moments of a
+      // parameter split along a dim are split like it.
+      const int64_t param = modelTensors++;
+      if (t.error.empty() && int(slices.size()) == tpSize)
+        for (size_t m = 0; m < kMoments.size(); ++m) {
+          std::vector<Slice> parts;
+          for (int tp = 0; tp < tpSize; ++tp) {
+            const RankOptimizer& o = opts[size_t(tp)];
+            const auto it = o.moments.find(local);
+            if (!o.problem.empty() || it == o.moments.end() || it->second[m] < 0) break;
+            const Slice& p = slices[size_t(tp)];
+            const CheckpointFile* f = partFile(p.part);
+            parts.push_back(
+                Slice{p.part, it->second[m], &f->tensors()[size_t(it->second[m])], p.folder});
+          }
+          if (int(parts.size()) != tpSize) continue;
+          LogicalTensor o;
+          o.name = "optimizer.state." + t.name + "." + std::string(kMoments[m]);
+          o.path = {std::string("optimizer"), std::string("state"), param,
+                    std::string(kMoments[m])};
+          for (const Slice& p : parts)
+            if (p.info->shape != slices[size_t(&p - parts.data())].info->shape && o.error.empty())
+              o.error = p.folder + "'s " + std::string(kMoments[m]) + " " + p.info->shapeString() +
+                        " is not the shape of its parameter " +
+                        slices[size_t(&p - parts.data())].info->shapeString() + ": not joined";
+          if (o.error.empty()) joinSlices(*this, o, parts, split, swiglu);
+          checkChunks(o);
+          optimizerTensors.push_back(std::move(o));
+          if (m == 0) {
+            const RankOptimizer& first = opts[size_t(firstTp)];
+            const auto g = first.group.find(local);
+            paramGroup[param] = g == first.group.end() ? 0 : g->second;
+            if (const auto st = first.steps.find(local); st != first.steps.end())
+              m_items.push_back(
+                  Item{{std::string("optimizer"), std::string("state"), param, std::string("step")},
+                       st->second});
+          }
+        }
       m_tensors.push_back(std::move(t));
     }
     layerOffset += highest + 1;
@@ -403,6 +577,38 @@ void ShardSet::openMegatron(bool metadataOnly) {
           m_notes.push_back(names[size_t(pp)][size_t(tp)] + " holds " + inQuotes(n) + ", which " +
                             names[size_t(pp)][size_t(firstTp)] + " does not (not shown)");
   }
+  if (optimizerTensors.empty() || !firstGroups) return;
+  // param_groups: the first rank's groups (their hyperparameters), each
+  // listing the joined parameters it holds; a parameter whose state was
+  // not joined is listed in the first group, with no state.
+  Value* groups = m_arena.make(K::List);
+  for (size_t g = 0; g < firstGroups->items.size(); ++g) {
+    Value* group = m_arena.make(K::Dict);
+    for (const auto& [k, v] : firstGroups->items[g]->entries)
+      if (!(k->isStr() && k->text == "params")) m_arena.append(group->entries, ValuePair{k, v});
+    Value* ids = m_arena.make(K::List);
+    for (int64_t i = 0; i < modelTensors; ++i) {
+      const auto it = paramGroup.find(i);
+      if ((it == paramGroup.end() ? 0 : it->second) != g) continue;
+      Value* id = m_arena.make(K::Int);
+      id->integer = i;
+      m_arena.append(ids->items, static_cast<const Value*>(id));
+    }
+    Value* key = m_arena.make(K::Str);
+    key->text = m_arena.copy("params");
+    m_arena.append(group->entries, ValuePair{key, ids});
+    m_arena.append(groups->items, static_cast<const Value*>(group));
+  }
+  std::erase_if(m_items, [](const Item& i) {
+    return i.path.size() == 1 && i.path[0] == PathElement(std::string("optimizer"));
+  });
+  m_items.push_back(Item{{std::string("optimizer"), std::string("param_groups")}, groups});
+  for (LogicalTensor& t : optimizerTensors) m_tensors.push_back(std::move(t));
+  m_notes.push_back(
+      "the ranks' optimizer state (Adam's moments, the fp32 masters) is joined per "
+      "parameter by its parameter's rule, for " +
+      std::to_string(paramGroup.size()) + " of " + std::to_string(modelTensors) +
+      " parameters (optimizer.state.<i>: the model's i-th)");
 }
 
 }  // namespace ckpt
