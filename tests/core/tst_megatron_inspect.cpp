@@ -255,6 +255,40 @@ class TestMegatronInspect : public QObject {
     QCOMPARE(info["optimizer"]["groups"].get<size_t>(), size_t(2));
   }
 
+  // Each rank's rng state is its own: shown per rank (rng_state.<rank
+  // folder>...), its tensors the rank file's bytes, its Python state as is.
+  void rngStatePerRank() {
+    const json& want = expected()["megatron_join"]["good"];
+    const auto file = ckpt::CheckpointFile::open(want["folder"].get<std::string>());
+    std::map<std::string, size_t> byName;
+    for (size_t i = 0; i < file->tensors().size(); ++i)
+      byName[std::string(file->tensors()[i].name())] = i;
+    const ckpt::Value* rng = file->root()->get("rng_state");
+    QVERIFY(rng && rng->isDict());
+    QCOMPARE(rng->entries.size(), want["rng"].size());
+    // Seeded per rank as Megatron seeds them: every tracker state differs.
+    std::set<std::string> trackers;
+    for (const auto& [dir, r] : want["rng"].items())
+      trackers.insert(r["tracker"].get<std::string>());
+    QCOMPARE(trackers.size(), want["rng"].size());
+    for (const auto& [dir, r] : want["rng"].items()) {
+      const std::string name = "rng_state." + dir + ".0.torch_rng_state";
+      QVERIFY2(byName.count(name), name.c_str());
+      QCOMPARE(hexOf(*file, byName.at(name)), r["torch_rng_state"].get<std::string>());
+      const std::string tracker = "rng_state." + dir + ".0.rng_tracker_states.model-parallel-rng";
+      QVERIFY2(byName.count(tracker), tracker.c_str());
+      QCOMPARE(hexOf(*file, byName.at(tracker)), r["tracker"].get<std::string>());
+      const ckpt::Value* mine = rng->get(dir);
+      QVERIFY2(mine, dir.c_str());
+      const ckpt::Value* first = mine->get(0);
+      QVERIFY(first);
+      const ckpt::Value* random = first->get("random_rng_state");
+      QVERIFY(random && random->kind == ckpt::Value::Kind::Tuple && random->items.size() == 3);
+      QCOMPARE(random->items[0]->integer, r["random_version"].get<int64_t>());
+      QCOMPARE(random->items[1]->items[0]->integer, r["random_first"].get<int64_t>());
+    }
+  }
+
   void tensorParallelSlicesNotGuessed() {
     const json& want = expected()["megatron_join"]["bad"];
     const std::string folder = want["folder"].get<std::string>();

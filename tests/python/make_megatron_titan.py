@@ -97,10 +97,25 @@ def rank_model(tp_rank, tp, layers):
     return sd
 
 
-def rng_state():
+def rng_state(tracker=None):
     # get_rng_state: a list (one per data-parallel rank gathered) of dicts.
     return [{"random_rng_state": random.getstate(), "torch_rng_state": torch.get_rng_state(),
-             "rng_tracker_states": {"model-parallel-rng": torch.get_rng_state()}}]
+             "rng_tracker_states": {"model-parallel-rng": torch.get_rng_state() if tracker is None else tracker}}]
+
+
+def seeded_rng_state(stage, rank, seed=1234):
+    """As Megatron's _set_random_seed leaves a rank's generators: Python's
+    and torch's seeded with seed + 100 * pipeline rank, the tensor-parallel
+    tracker with that + 2718 + tensor rank (model_parallel_cuda_manual_seed)."""
+    outer, outer_py = torch.get_rng_state(), random.getstate()
+    s = seed + 100 * stage
+    tracker = torch.manual_seed(s + 2718 + rank).get_state()
+    random.seed(s)
+    torch.manual_seed(s)
+    state = rng_state(tracker)
+    torch.set_rng_state(outer)
+    random.setstate(outer_py)
+    return state
 
 
 def megatron_groups(model):
@@ -112,7 +127,7 @@ def megatron_groups(model):
     return [(1.0, wd), (0.0, no_wd)]
 
 
-def save_rank(path, args, iteration, model, distrib, moments=None):
+def save_rank(path, args, iteration, model, distrib, moments=None, rng=None):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     params = list(model.values())
     if moments is not None:
@@ -145,7 +160,7 @@ def save_rank(path, args, iteration, model, distrib, moments=None):
              "optimizer": optimizer,
              "opt_param_scheduler": {"max_lr": args.lr, "min_lr": args.min_lr, "num_steps": iteration * 8,
                                      "decay_style": args.lr_decay_style},
-             "rng_state": rng_state(), "num_floating_point_operations_so_far": 1.5e12 * iteration}
+             "rng_state": rng or rng_state(), "num_floating_point_operations_so_far": 1.5e12 * iteration}
     torch.save(state, path)
     if distrib:
         # save_parameter_state: per model chunk, per dtype, the flat fp32 params and moments.
@@ -348,7 +363,7 @@ def join_save(folder, iteration, whole, tp, pp, args, tamper=None):
                             local_moments[m][k] = torch.zeros_like(v)
             rank_dir = f"mp_rank_{rank:02d}" if pp == 1 else f"mp_rank_{rank:02d}_{stage:03d}"
             save_rank(os.path.join(folder, rank_dir, "model_optim_rng.pt"), args, iteration, model, distrib=False,
-                      moments=local_moments)
+                      moments=local_moments, rng=seeded_rng_state(stage, rank))
 
 
 def megatron_join(out):
@@ -359,7 +374,15 @@ def megatron_join(out):
     whole = join_whole(args.num_layers, swiglu=True)
     folder = os.path.join(out, "gpt", "iter_0000300")
     join_save(folder, 300, whole, 2, 2, args)
-    good = {"folder": folder, "tp": 2, "pp": 2,
+    # Each rank's own rng_state, as torch.load reads it back: shown per rank.
+    rng = {}
+    for rank_dir in sorted(os.listdir(folder)):
+        state = torch.load(os.path.join(folder, rank_dir, "model_optim_rng.pt"))["rng_state"][0]
+        rng[rank_dir] = {"torch_rng_state": state["torch_rng_state"].numpy().tobytes().hex(),
+                         "tracker": state["rng_tracker_states"]["model-parallel-rng"].numpy().tobytes().hex(),
+                         "random_version": state["random_rng_state"][0],
+                         "random_first": state["random_rng_state"][1][0]}
+    good = {"folder": folder, "tp": 2, "pp": 2, "rng": rng,
             "whole": {k: {"shape": list(v.shape), "hex": v.contiguous().numpy().tobytes().hex()}
                       for k, v in whole.items()}}
 

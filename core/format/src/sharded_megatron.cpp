@@ -18,8 +18,10 @@
 #include <algorithm>
 #include <array>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string_view>
+#include <variant>
 
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/error.h"
@@ -577,38 +579,105 @@ void ShardSet::openMegatron(bool metadataOnly) {
           m_notes.push_back(names[size_t(pp)][size_t(tp)] + " holds " + inQuotes(n) + ", which " +
                             names[size_t(pp)][size_t(firstTp)] + " does not (not shown)");
   }
-  if (optimizerTensors.empty() || !firstGroups) return;
-  // param_groups: the first rank's groups (their hyperparameters), each
-  // listing the joined parameters it holds; a parameter whose state was
-  // not joined is listed in the first group, with no state.
-  Value* groups = m_arena.make(K::List);
-  for (size_t g = 0; g < firstGroups->items.size(); ++g) {
-    Value* group = m_arena.make(K::Dict);
-    for (const auto& [k, v] : firstGroups->items[g]->entries)
-      if (!(k->isStr() && k->text == "params")) m_arena.append(group->entries, ValuePair{k, v});
-    Value* ids = m_arena.make(K::List);
-    for (int64_t i = 0; i < modelTensors; ++i) {
-      const auto it = paramGroup.find(i);
-      if ((it == paramGroup.end() ? 0 : it->second) != g) continue;
-      Value* id = m_arena.make(K::Int);
-      id->integer = i;
-      m_arena.append(ids->items, static_cast<const Value*>(id));
+  if (!optimizerTensors.empty() && firstGroups) {
+    // param_groups: the first rank's groups (their hyperparameters), each
+    // listing the joined parameters it holds; a parameter whose state was
+    // not joined is listed in the first group, with no state.
+    Value* groups = m_arena.make(K::List);
+    for (size_t g = 0; g < firstGroups->items.size(); ++g) {
+      Value* group = m_arena.make(K::Dict);
+      for (const auto& [k, v] : firstGroups->items[g]->entries)
+        if (!(k->isStr() && k->text == "params")) m_arena.append(group->entries, ValuePair{k, v});
+      Value* ids = m_arena.make(K::List);
+      for (int64_t i = 0; i < modelTensors; ++i) {
+        const auto it = paramGroup.find(i);
+        if ((it == paramGroup.end() ? 0 : it->second) != g) continue;
+        Value* id = m_arena.make(K::Int);
+        id->integer = i;
+        m_arena.append(ids->items, static_cast<const Value*>(id));
+      }
+      Value* key = m_arena.make(K::Str);
+      key->text = m_arena.copy("params");
+      m_arena.append(group->entries, ValuePair{key, ids});
+      m_arena.append(groups->items, static_cast<const Value*>(group));
     }
-    Value* key = m_arena.make(K::Str);
-    key->text = m_arena.copy("params");
-    m_arena.append(group->entries, ValuePair{key, ids});
-    m_arena.append(groups->items, static_cast<const Value*>(group));
+    std::erase_if(m_items, [](const Item& i) {
+      return i.path.size() == 1 && i.path[0] == PathElement(std::string("optimizer"));
+    });
+    m_items.push_back(Item{{std::string("optimizer"), std::string("param_groups")}, groups});
+    for (LogicalTensor& t : optimizerTensors) m_tensors.push_back(std::move(t));
+    m_notes.push_back(
+        "the ranks' optimizer state (Adam's moments, the fp32 masters) is joined per "
+        "parameter by its parameter's rule, for " +
+        std::to_string(paramGroup.size()) + " of " + std::to_string(modelTensors) +
+        " parameters (optimizer.state.<i>: the model's i-th)");
   }
-  std::erase_if(m_items, [](const Item& i) {
-    return i.path.size() == 1 && i.path[0] == PathElement(std::string("optimizer"));
-  });
-  m_items.push_back(Item{{std::string("optimizer"), std::string("param_groups")}, groups});
-  for (LogicalTensor& t : optimizerTensors) m_tensors.push_back(std::move(t));
-  m_notes.push_back(
-      "the ranks' optimizer state (Adam's moments, the fp32 masters) is joined per "
-      "parameter by its parameter's rule, for " +
-      std::to_string(paramGroup.size()) + " of " + std::to_string(modelTensors) +
-      " parameters (optimizer.state.<i>: the model's i-th)");
+  // What each rank keeps of its own (rng_state: Python's, torch's and the
+  // CUDA generators' states), shown per rank: rng_state.<rank folder>....
+  // Its tensors are the rank file's, read where they lie.
+  std::function<void(std::vector<PathElement>, const Value*, const Rank&, int)> addOwn =
+      [&](std::vector<PathElement> path, const Value* v, const Rank& r, int depth) {
+        if (!v || !holdsTensor(v, 0)) {
+          m_items.push_back(Item{std::move(path), v});
+          return;
+        }
+        const CheckpointFile* f = partFile(r.part);
+        if (v->kind == K::Tensor && f && v->index >= 0 && size_t(v->index) < f->tensors().size()) {
+          const TensorInfo& info = f->tensors()[size_t(v->index)];
+          LogicalTensor t;
+          for (const PathElement& e : path)
+            t.name += (t.name.empty() ? "" : ".") + (std::holds_alternative<std::string>(e)
+                                                         ? std::get<std::string>(e)
+                                                         : std::to_string(std::get<int64_t>(e)));
+          t.path = std::move(path);
+          t.dtype = info.dtype;
+          t.shape = info.shape;
+          t.error = info.error;
+          t.chunks.push_back(
+              ShardChunk{r.part, -1, int(v->index), Dims(info.shape.size(), 0), info.shape});
+          t.note = r.folder + "'s own (one per rank, not joined)";
+          checkChunks(t);
+          m_tensors.push_back(std::move(t));
+          return;
+        }
+        if (depth < 16 && v->isDict()) {
+          for (const auto& [k, x] : v->entries) {
+            std::vector<PathElement> p = path;
+            if (k->isStr())
+              p.emplace_back(k->str());
+            else if (k->isInt())
+              p.emplace_back(k->integer);
+            else
+              continue;
+            addOwn(std::move(p), x, r, depth + 1);
+          }
+          return;
+        }
+        if (depth < 16 && v->isSequence()) {
+          for (size_t i = 0; i < v->items.size(); ++i) {
+            std::vector<PathElement> p = path;
+            p.emplace_back(int64_t(i));
+            addOwn(std::move(p), v->items[i], r, depth + 1);
+          }
+          return;
+        }
+        Value* s = m_arena.make(K::Str);
+        s->text =
+            m_arena.copy("(holds tensors: not shown; in " + m_parts[size_t(r.part)].file + ")");
+        m_items.push_back(Item{std::move(path), s});
+      };
+  bool anyRng = false;
+  for (const Rank& r : ranks) {
+    const CheckpointFile* f = partFile(r.part);
+    const Value* rng = f && f->root() ? f->root()->get("rng_state") : nullptr;
+    if (!rng) continue;
+    anyRng = true;
+    addOwn({std::string("rng_state"), r.folder}, rng, r, 0);
+  }
+  if (anyRng)
+    std::erase_if(m_items, [](const Item& i) {
+      return i.path.size() == 1 && i.path[0] == PathElement(std::string("rng_state"));
+    });
 }
 
 }  // namespace ckpt
