@@ -289,6 +289,50 @@ class TestMegatronInspect : public QObject {
     }
   }
 
+  // The distributed optimizer's distrib_optim.pt beside each rank's file:
+  // a part of the checkpoint, its flat buffers shown with their sizes and a
+  // note saying they are stored flat, not mapped to parameters.
+  void distributedOptimizerShownFlat() {
+    const json& want = expected()["megatron"]["pp"];
+    const std::string folder = kRoot + "/mg/pp/iter_0000050";
+    const auto file = ckpt::CheckpointFile::open(folder);
+    QVERIFY(file->shards());
+    std::set<std::string> parts;
+    for (const ckpt::ShardPart& p : file->shards()->parts()) parts.insert(p.file);
+    for (const auto& [rank, counts] : want["distrib_flat"].items()) {
+      QVERIFY2(parts.count(rank + "/distrib_optim.pt"), rank.c_str());
+      std::map<std::string, uint64_t> shown;
+      for (const ckpt::LogicalTensor& t : file->shards()->tensors()) {
+        if (t.path.size() < 3 || t.path[0] != ckpt::PathElement(std::string("distrib_optim")) ||
+            t.path[1] != ckpt::PathElement(rank))
+          continue;
+        QVERIFY(t.flat);
+        QVERIFY2(t.error.empty(), t.error.c_str());
+        uint64_t n = 1;
+        for (const int64_t d : t.shape.vec()) n *= uint64_t(d);
+        shown[std::get<std::string>(t.path.back())] += n;
+      }
+      std::map<std::string, uint64_t> wantCounts;
+      std::string words;
+      for (const auto& [name, n] : counts.items()) {
+        wantCounts[name] = n.get<uint64_t>();
+      }
+      for (const auto& [name, n] : wantCounts)
+        words += (words.empty() ? "" : ", ") + name + " " + std::to_string(n);
+      QCOMPARE(shown, wantCounts);
+      // info says so, with the sizes.
+      const ckpt::test::ProcessResult text =
+          ckpt::test::runProcess(CKPT_CLI, {"info", QString::fromStdString(folder)});
+      QCOMPARE(text.exitCode, 0);
+      const std::string line = rank +
+                               "/distrib_optim.pt: the distributed optimizer's state, stored "
+                               "flat";
+      QVERIFY2(text.out.contains(QByteArray::fromStdString(line)), text.out.constData());
+      QVERIFY2(text.out.contains(QByteArray::fromStdString(words + " elements")),
+               text.out.constData());
+    }
+  }
+
   void tensorParallelSlicesNotGuessed() {
     const json& want = expected()["megatron_join"]["bad"];
     const std::string folder = want["folder"].get<std::string>();

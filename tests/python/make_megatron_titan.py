@@ -200,8 +200,21 @@ def megatron(out):
     tp["args"] = args
     runs["tp"] = tp
     ranks, args = megatron_save(os.path.join(out, "pp"), 50, 1, 2, 1e-4, tracker="50\n")
+    # Each distrib_optim.pt's flat buffers as torch.load reads them back:
+    # elements per state, summed over model chunks and dtypes.
+    flat = {}
+    for rank in ranks:
+        saved = torch.load(os.path.join(out, "pp", "iter_0000050", rank, "distrib_optim.pt"))
+        counts = {}
+        for chunk, by_dtype in saved.items():
+            if isinstance(chunk, int):
+                for buffers in by_dtype.values():
+                    for name, t in buffers.items():
+                        if torch.is_tensor(t):
+                            counts[name] = counts.get(name, 0) + t.numel()
+        flat[rank] = counts
     runs["pp"] = {"iterations": [50], "ranks": {"50": ranks}, "latest": 50,
-                  "distrib_optim": ranks, "args": args}
+                  "distrib_optim": ranks, "distrib_flat": flat, "args": args}
     ranks, args = megatron_save(os.path.join(out, "rel"), 0, 1, 1, 2e-4, tracker="release",
                                 release=True)
     runs["rel"] = {"iterations": [], "ranks": {"release": ranks}, "latest": "release",

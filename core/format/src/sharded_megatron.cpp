@@ -39,6 +39,8 @@ using K = Value::Kind;
 using namespace sharded;
 
 constexpr std::string_view kRankFile = "model_optim_rng.pt";
+// DistributedOptimizer.save_parameter_state's file beside it.
+constexpr std::string_view kDistribFile = "distrib_optim.pt";
 // Replicated tensors are compared this many elements at a time, up to
 // kMaxCompared elements (norms and biases are far smaller).
 constexpr size_t kCompareRun = 1 << 14;
@@ -400,6 +402,14 @@ void ShardSet::openMegatron(bool metadataOnly) {
   m_ranks = int(ranks.size());
   if (ranks.empty()) fail(m_folder + ": no mp_rank_*/model_optim_rng.pt in the folder");
   if (metadataOnly) return;
+  // The distributed optimizer's state beside a rank's file: its own part,
+  // read for what it holds (flat buffers), not joined.
+  std::vector<std::pair<int, std::string>> distrib;  // part, rank folder
+  for (const Rank& r : ranks) {
+    std::error_code ec;
+    if (fs::is_regular_file(fs::path(m_folder) / r.folder / std::string(kDistribFile), ec))
+      distrib.emplace_back(addPart(r.folder + "/" + std::string(kDistribFile), -1), r.folder);
+  }
   openParts();
 
   // The grid of (pipeline stage, tensor rank) -> part; experts beyond the
@@ -615,8 +625,10 @@ void ShardSet::openMegatron(bool metadataOnly) {
   // What each rank keeps of its own (rng_state: Python's, torch's and the
   // CUDA generators' states), shown per rank: rng_state.<rank folder>....
   // Its tensors are the rank file's, read where they lie.
-  std::function<void(std::vector<PathElement>, const Value*, const Rank&, int)> addOwn =
-      [&](std::vector<PathElement> path, const Value* v, const Rank& r, int depth) {
+  // `flat`: a distributed optimizer's buffer, many parameters' state
+  // concatenated (named by no parameter).
+  std::function<void(std::vector<PathElement>, const Value*, const Rank&, int, bool)> addOwn =
+      [&](std::vector<PathElement> path, const Value* v, const Rank& r, int depth, bool flat) {
         if (!v || !holdsTensor(v, 0)) {
           m_items.push_back(Item{std::move(path), v});
           return;
@@ -635,7 +647,11 @@ void ShardSet::openMegatron(bool metadataOnly) {
           t.error = info.error;
           t.chunks.push_back(
               ShardChunk{r.part, -1, int(v->index), Dims(info.shape.size(), 0), info.shape});
-          t.note = r.folder + "'s own (one per rank, not joined)";
+          t.flat = flat;
+          t.note = flat ? "the distributed optimizer's flat buffer (" +
+                              m_parts[size_t(r.part)].file +
+                              "): its parameters' state concatenated, not mapped to parameters"
+                        : r.folder + "'s own (one per rank, not joined)";
           checkChunks(t);
           m_tensors.push_back(std::move(t));
           return;
@@ -647,9 +663,9 @@ void ShardSet::openMegatron(bool metadataOnly) {
               p.emplace_back(k->str());
             else if (k->isInt())
               p.emplace_back(k->integer);
-            else
-              continue;
-            addOwn(std::move(p), x, r, depth + 1);
+            else  // save_parameter_state's (param dtype, grad dtype) tuples
+              p.emplace_back(shortRepr(k, 80));
+            addOwn(std::move(p), x, r, depth + 1, flat);
           }
           return;
         }
@@ -657,7 +673,7 @@ void ShardSet::openMegatron(bool metadataOnly) {
           for (size_t i = 0; i < v->items.size(); ++i) {
             std::vector<PathElement> p = path;
             p.emplace_back(int64_t(i));
-            addOwn(std::move(p), v->items[i], r, depth + 1);
+            addOwn(std::move(p), v->items[i], r, depth + 1, flat);
           }
           return;
         }
@@ -672,7 +688,33 @@ void ShardSet::openMegatron(bool metadataOnly) {
     const Value* rng = f && f->root() ? f->root()->get("rng_state") : nullptr;
     if (!rng) continue;
     anyRng = true;
-    addOwn({std::string("rng_state"), r.folder}, rng, r, 0);
+    addOwn({std::string("rng_state"), r.folder}, rng, r, 0, false);
+  }
+  for (const auto& [part, folder] : distrib) {
+    const CheckpointFile* f = partFile(part);
+    if (!f || !f->root()) continue;  // the part says why
+    const size_t before = m_tensors.size();
+    addOwn({std::string("distrib_optim"), folder}, f->root(), Rank{{}, folder, part}, 0, true);
+    // What a person wants to know of it: which states, how many elements, how many bytes.
+    std::map<std::string, uint64_t> elements;
+    uint64_t bytes = 0;
+    for (size_t i = before; i < m_tensors.size(); ++i) {
+      const LogicalTensor& t = m_tensors[i];
+      uint64_t n = 1;
+      for (const int64_t d : t.shape.vec()) n *= uint64_t(d);
+      const PathElement& leaf = t.path.back();
+      elements[std::holds_alternative<std::string>(leaf) ? std::get<std::string>(leaf) : "?"] += n;
+      bytes += n * dtypeBytesFor(t.dtype, 1);
+    }
+    std::string what;
+    for (const auto& [name, n] : elements)
+      what += (what.empty() ? "" : ", ") + name + " " + std::to_string(n);
+    m_notes.push_back(
+        m_parts[size_t(part)].file +
+        ": the distributed optimizer's state, stored flat (per model chunk and "
+        "dtype, each bucket's parameters concatenated): " +
+        (what.empty() ? std::string("no tensors") : what + " elements, " + humanBytes(bytes)) +
+        "; not mapped to parameters");
   }
   if (anyRng)
     std::erase_if(m_items, [](const Item& i) {
