@@ -92,8 +92,8 @@ void clickRow(QTreeView* view, const QModelIndex& index) {
   QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, view->visualRect(index).center());
 }
 
-void clickTab(MainWindow& w, const QString& title) {
-  QTabWidget* tabs = w.findChild<QTabWidget*>();
+// A click on the tab titled `title` of `tabs`.
+void clickTabOf(QTabWidget* tabs, const QString& title) {
   QVERIFY(tabs);
   QTabBar* bar = tabs->tabBar();
   for (int i = 0; i < bar->count(); ++i)
@@ -102,6 +102,10 @@ void clickTab(MainWindow& w, const QString& title) {
       return;
     }
   QFAIL(qPrintable("no tab " + title));
+}
+
+void clickTab(MainWindow& w, const QString& title) {
+  clickTabOf(w.findChild<QTabWidget*>(), title);
 }
 
 // The metric box walked with the arrow keys to `metric`, as a person picks it.
@@ -549,9 +553,7 @@ class TestTrainerBrowser : public QObject {
 
     // The Parameters tab, clicked: every leaf the whole tensor's size.
     QTabWidget* tabs = w.inspector()->findChild<QTabWidget*>();
-    for (int i = 0; i < tabs->count(); ++i)
-      if (tabs->tabText(i).remove('&') == "Parameters")
-        QTest::mouseClick(tabs->tabBar(), Qt::LeftButton, {}, tabs->tabBar()->tabRect(i).center());
+    clickTabOf(tabs, "Parameters");
     QTreeView* params = w.inspector()->parameterView();
     QTRY_VERIFY(params->isVisible());
     std::map<QString, quint64> leaves;
@@ -574,9 +576,7 @@ class TestTrainerBrowser : public QObject {
 
     // The Optimizer tab, clicked: one row per parameter of the joined
     // model, by its name, with its moment's whole shape.
-    for (int i = 0; i < tabs->count(); ++i)
-      if (tabs->tabText(i).remove('&') == "Optimizer")
-        QTest::mouseClick(tabs->tabBar(), Qt::LeftButton, {}, tabs->tabBar()->tabRect(i).center());
+    clickTabOf(tabs, "Optimizer");
     QTableView* opt = w.inspector()->optimizerView();
     QTRY_VERIFY(opt->isVisible());
     std::map<QString, QString> optShapes;
