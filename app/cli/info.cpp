@@ -1,6 +1,7 @@
 // ckptscope-cli info FILE [--json]
 #include <cinttypes>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "ckpt/format/checkpoint_file.h"
@@ -8,6 +9,7 @@
 #include "ckpt/format/error.h"
 #include "ckpt/format/json_export.h"
 #include "ckpt/format/state_names.h"
+#include "ckpt/index/hf_trainer.h"
 #include "common.h"
 #include "documents.h"
 #include "remote_commands.h"
@@ -69,7 +71,14 @@ std::string chunksText(const ShardSet& shards, size_t logical) {
   return s;
 }
 
-void printText(const CheckpointFile& file) {
+// The optimizer state of a checkpoint whose weights and optimizer are two
+// files (a Trainer's checkpoint-<step>/: optimizer.pt beside the weights).
+struct OtherOptimizer {
+  std::unique_ptr<CheckpointFile> file;
+  std::string name;  // its name in the checkpoint's folder
+};
+
+void printText(const CheckpointFile& file, const OtherOptimizer& other) {
   const CheckpointView view(file);
   line("file", file.path());
   line("format", std::string(formatName(file.format())) + ", " + humanBytes(file.fileSize()));
@@ -95,6 +104,12 @@ void printText(const CheckpointFile& file) {
   }
   if (const auto o = summarizeOptimizer(view)) line("optimizer", optimizerSummary(*o));
   for (const std::string& n : view.notes()) line("note", n);
+  if (other.file && !view.optimizer()) {
+    const CheckpointView opt(*other.file);
+    if (const auto o = summarizeOptimizer(opt))
+      line("optimizer", optimizerSummary(*o) + " (from " + other.name + ")");
+    for (const std::string& n : opt.notes()) line("note", other.name + ": " + n);
+  }
 
   // Every metadata key: the `metadata` dict, or the top level's plain values.
   const Value* meta = view.metadata();
@@ -170,16 +185,43 @@ int runInfo(int argc, char** argv) {
   if (const auto remote = remotePaths(args.positional, problem))
     return runRemoteInfo(remote->front(), args.has("--json"));
   if (!problem.empty()) return usageError(problem, "info");
+  // A Trainer's checkpoint-<step>/ folder: its weights, as Inspect opens
+  // them, with its optimizer.pt's state.
+  std::string path = args.positional[0];
+  std::string optimizerPath, optimizerName;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec) && isHfCheckpointFolder(path)) {
+    const CheckpointEntry e =
+        describeHfCheckpoint(path, std::filesystem::path(path).filename().string(), false);
+    if (!e.path.empty()) path = e.path;
+    for (const CheckpointPart& p : e.parts)
+      if (p.role == "optimizer") {
+        optimizerPath = p.path;
+        optimizerName = p.file;
+      }
+  }
   std::unique_ptr<CheckpointFile> file;
+  OtherOptimizer other;
   try {
-    file = CheckpointFile::open(args.positional[0]);
+    file = CheckpointFile::open(path);
+    if (!optimizerPath.empty()) other = {CheckpointFile::open(optimizerPath), optimizerName};
   } catch (const FormatError& e) {
     return failWith(e.what());
   }
-  if (args.has("--json"))
-    printJson(infoDocument(*file));
-  else
-    printText(*file);
+  if (args.has("--json")) {
+    nlohmann::ordered_json doc = infoDocument(*file);
+    if (other.file && !doc.contains("optimizer")) {
+      nlohmann::ordered_json o =
+          infoDocument(*other.file).value("optimizer", nlohmann::ordered_json());
+      if (!o.is_null()) {
+        o["file"] = other.file->path();
+        doc["optimizer"] = std::move(o);
+      }
+    }
+    printJson(doc);
+  } else {
+    printText(*file, other);
+  }
   const std::string failure = infoFailure(*file);
   return failure.empty() ? kExitOk : failWith(failure);
 }

@@ -177,6 +177,21 @@ class TstHfTrainer : public QObject {
                                  " mapped to parameters\n"),
                text.out.constData());
       QVERIFY2(text.out.contains("an optimizer state without its model"), text.out.constData());
+
+      // The checkpoint folder itself: its weights, as Inspect opens them,
+      // with that optimizer.pt's state.
+      const QString folder = QFileInfo(path).path();
+      const json whole = cliJson({"info", folder, "--json"});
+      QVERIFY2(whole["format"] != "", whole.dump().c_str());
+      QVERIFY2(!whole["tensors"].empty(), rel.c_str());
+      QCOMPARE(whole["optimizer"]["with_state"].get<size_t>(), w["with_state"].get<size_t>());
+      QCOMPARE(whole["optimizer"]["file"].get<std::string>(), path.toStdString());
+      const ckpt::test::ProcessResult folderText =
+          ckpt::test::runProcess(CKPT_CLI, {"info", folder});
+      QCOMPARE(folderText.exitCode, 0);
+      QVERIFY2(folderText.out.contains(" mapped to parameters (from optimizer.pt)\n") &&
+                   folderText.out.contains("\nparameters  "),
+               folderText.out.constData());
     }
   }
 
