@@ -1,6 +1,7 @@
 // ckptscope-cli info FILE [--json]
 #include <cinttypes>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "ckpt/format/checkpoint_file.h"
@@ -8,6 +9,7 @@
 #include "ckpt/format/error.h"
 #include "ckpt/format/json_export.h"
 #include "ckpt/format/state_names.h"
+#include "ckpt/index/hf_trainer.h"
 #include "common.h"
 #include "documents.h"
 #include "remote_commands.h"
@@ -34,20 +36,16 @@ std::string configSummary(const Value* config) {
   return s;
 }
 
-std::string optimizerSummary(const CheckpointView& view) {
-  const Value* groups = view.optimizer()->get("param_groups");
-  const Value* state = view.optimizer()->get("state");
-  std::string s = std::to_string(state && state->isDict() ? state->entries.size() : 0) +
-                  " parameters with state";
-  if (groups && groups->kind == Value::Kind::List && !groups->items.empty()) {
-    const Value* g = groups->items.front();
-    std::string hyper;
-    for (const char* key : {"lr", "betas", "eps", "weight_decay"})
-      if (const Value* v = g->get(key))
-        hyper += std::string(hyper.empty() ? "" : ", ") + key + " " + shortRepr(v, 30);
-    if (groups->items.size() > 1) s += ", " + std::to_string(groups->items.size()) + " groups";
-    if (!hyper.empty()) s += " (" + hyper + ")";
-  }
+// The Summary's Optimizer line, in the same words.
+std::string optimizerSummary(const OptimizerSummary& o) {
+  std::string s = std::to_string(o.withState) + " parameters with state";
+  if (o.groups > 1) s += ", " + std::to_string(o.groups) + " groups";
+  std::string hyper;
+  for (const auto& [key, value] : o.hyper) hyper += (hyper.empty() ? "" : ", ") + key + " " + value;
+  if (!hyper.empty()) s += " (" + hyper + ")";
+  if (o.params)
+    s += "; " + std::to_string(o.mapped) + " of " + std::to_string(o.params) +
+         " mapped to parameters";
   return s;
 }
 
@@ -73,7 +71,14 @@ std::string chunksText(const ShardSet& shards, size_t logical) {
   return s;
 }
 
-void printText(const CheckpointFile& file) {
+// The optimizer state of a checkpoint whose weights and optimizer are two
+// files (a Trainer's checkpoint-<step>/: optimizer.pt beside the weights).
+struct OtherOptimizer {
+  std::unique_ptr<CheckpointFile> file;
+  std::string name;  // its name in the checkpoint's folder
+};
+
+void printText(const CheckpointFile& file, const OtherOptimizer& other) {
   const CheckpointView view(file);
   line("file", file.path());
   line("format", std::string(formatName(file.format())) + ", " + humanBytes(file.fileSize()));
@@ -97,8 +102,14 @@ void printText(const CheckpointFile& file) {
     for (const StateEntry& e : view.entries())
       if (e.tiedTo >= 0) line("tied", e.name + " = " + view.entries()[size_t(e.tiedTo)].name);
   }
-  if (view.optimizer()) line("optimizer", optimizerSummary(view));
+  if (const auto o = summarizeOptimizer(view)) line("optimizer", optimizerSummary(*o));
   for (const std::string& n : view.notes()) line("note", n);
+  if (other.file && !view.optimizer()) {
+    const CheckpointView opt(*other.file);
+    if (const auto o = summarizeOptimizer(opt))
+      line("optimizer", optimizerSummary(*o) + " (from " + other.name + ")");
+    for (const std::string& n : opt.notes()) line("note", other.name + ": " + n);
+  }
 
   // Every metadata key: the `metadata` dict, or the top level's plain values.
   const Value* meta = view.metadata();
@@ -108,7 +119,7 @@ void printText(const CheckpointFile& file) {
     for (const auto& [k, v] : meta->entries)
       std::printf("  %s = %s\n", (k->isStr() ? k->str() : shortRepr(k, 40)).c_str(),
                   shortRepr(v, 100).c_str());
-  } else if (root && root->isDict() && root != view.modelState()) {
+  } else if (root && root->isDict() && root != view.modelState() && root != view.optimizer()) {
     for (const auto& [k, v] : root->entries)
       if (v != view.modelState() && v != view.optimizer())
         std::printf("  %s = %s\n", (k->isStr() ? k->str() : shortRepr(k, 40)).c_str(),
@@ -174,16 +185,43 @@ int runInfo(int argc, char** argv) {
   if (const auto remote = remotePaths(args.positional, problem))
     return runRemoteInfo(remote->front(), args.has("--json"));
   if (!problem.empty()) return usageError(problem, "info");
+  // A Trainer's checkpoint-<step>/ folder: its weights, as Inspect opens
+  // them, with its optimizer.pt's state.
+  std::string path = args.positional[0];
+  std::string optimizerPath, optimizerName;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec) && isHfCheckpointFolder(path)) {
+    const CheckpointEntry e =
+        describeHfCheckpoint(path, std::filesystem::path(path).filename().string(), false);
+    if (!e.path.empty()) path = e.path;
+    for (const CheckpointPart& p : e.parts)
+      if (p.role == "optimizer") {
+        optimizerPath = p.path;
+        optimizerName = p.file;
+      }
+  }
   std::unique_ptr<CheckpointFile> file;
+  OtherOptimizer other;
   try {
-    file = CheckpointFile::open(args.positional[0]);
+    file = CheckpointFile::open(path);
+    if (!optimizerPath.empty()) other = {CheckpointFile::open(optimizerPath), optimizerName};
   } catch (const FormatError& e) {
     return failWith(e.what());
   }
-  if (args.has("--json"))
-    printJson(infoDocument(*file));
-  else
-    printText(*file);
+  if (args.has("--json")) {
+    nlohmann::ordered_json doc = infoDocument(*file);
+    if (other.file && !doc.contains("optimizer")) {
+      nlohmann::ordered_json o =
+          infoDocument(*other.file).value("optimizer", nlohmann::ordered_json());
+      if (!o.is_null()) {
+        o["file"] = other.file->path();
+        doc["optimizer"] = std::move(o);
+      }
+    }
+    printJson(doc);
+  } else {
+    printText(*file, other);
+  }
   const std::string failure = infoFailure(*file);
   return failure.empty() ? kExitOk : failWith(failure);
 }
@@ -204,6 +242,16 @@ nlohmann::ordered_json infoDocument(const CheckpointFile& file) {
                           {"ddp_wrapped", view.ddpPrefix()},
                           {"compiled", view.compiledPrefix()},
                           {"names", std::move(names)}};
+  }
+  // The Summary's "N of N mapped to parameters", and what it counts.
+  if (const auto o = summarizeOptimizer(view)) {
+    nlohmann::ordered_json hyper = nlohmann::ordered_json::object();
+    for (const auto& [key, value] : o->hyper) hyper[key] = value;
+    doc["optimizer"] = {{"with_state", o->withState},
+                        {"groups", o->groups},
+                        {"hyperparameters", std::move(hyper)},
+                        {"params", o->params},
+                        {"mapped", o->mapped}};
   }
   return doc;
 }

@@ -72,6 +72,38 @@ class TestCli : public QObject {
     QVERIFY(r.out.contains("optimizer.state.0.exp_avg"));
   }
 
+  // "N of M mapped to parameters", as the Summary says it, against what
+  // Python counted on the same files (make_fixtures.py: state index i is
+  // the model's i-th parameter and its exp_avg has that parameter's shape).
+  void infoOptimizerMapped() {
+    const json m = ckpt::test::readJsonFile(kFixtures.toStdString() + "/manifest.json");
+    size_t checked = 0;
+    for (const json& f : m["fixtures"]) {
+      const json c = f.value("checkpoint", json::object());
+      if (!c.contains("optimizer_mapped")) continue;
+      const QString path = kFixtures + "/" + QString::fromStdString(f["file"].get<std::string>());
+      const size_t mapped = c["optimizer_mapped"].get<size_t>();
+      const size_t params = c["optimizer_with_state"].get<size_t>();
+      const Run j = cli({"info", path, "--json"});
+      QCOMPARE(j.exitCode, 0);
+      const json got = json::parse(j.out.toStdString());
+      QVERIFY2(got.contains("optimizer"), qPrintable(path));
+      QCOMPARE(got["optimizer"]["mapped"].get<size_t>(), mapped);
+      QCOMPARE(got["optimizer"]["params"].get<size_t>(), params);
+      QCOMPARE(got["optimizer"]["with_state"].get<size_t>(), params);
+      const Run t = cli({"info", path});
+      QCOMPARE(t.exitCode, 0);
+      const QByteArray want = QByteArray("; ") + QByteArray::number(qulonglong(mapped)) + " of " +
+                              QByteArray::number(qulonglong(params)) + " mapped to parameters\n";
+      QVERIFY2(t.out.contains("\noptimizer   " + QByteArray::number(qulonglong(params)) +
+                              " parameters with state") &&
+                   t.out.contains(want),
+               t.out.constData());
+      ++checked;
+    }
+    QVERIFY2(checked >= 3, qPrintable(QString::number(checked)));
+  }
+
   void lsJson() {
     const json m = ckpt::test::readJsonFile(kFixtures.toStdString() + "/manifest.json");
     const Run r = cli({"ls", kFixtures + "/runs", "--json"});

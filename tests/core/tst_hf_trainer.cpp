@@ -6,6 +6,7 @@
 #include <QFile>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <fstream>
 
 #include <cmath>
 #include <filesystem>
@@ -152,6 +153,48 @@ class TstHfTrainer : public QObject {
   }
 
   // Curves: exactly the points the Python reader finds in the newest state.
+  // A checkpoint folder's optimizer.pt (a bare optimizer state_dict):
+  // `info` shows its state and hyperparameters, its parameters numbered,
+  // none mapped (the file holds no names), and says why.
+  void infoOfOptimizerFile() {
+    std::ifstream in((kDir + "/hf/expected_optimizers.json").toStdString());
+    const json want = json::parse(in);
+    QCOMPARE(want.size(), size_t(3));
+    for (const auto& [rel, w] : want.items()) {
+      const QString path = kOut + "/" + QString::fromStdString(rel);
+      const json got = cliJson({"info", path, "--json"});
+      QVERIFY2(got.contains("optimizer"), rel.c_str());
+      QCOMPARE(got["optimizer"]["with_state"].get<size_t>(), w["with_state"].get<size_t>());
+      QCOMPARE(got["optimizer"]["params"].get<size_t>(), w["with_state"].get<size_t>());
+      QCOMPARE(got["optimizer"]["groups"].get<size_t>(), w["groups"].get<size_t>());
+      QCOMPARE(got["optimizer"]["mapped"].get<size_t>(), size_t(0));
+      const ckpt::test::ProcessResult text = ckpt::test::runProcess(CKPT_CLI, {"info", path});
+      QCOMPARE(text.exitCode, 0);
+      const QByteArray line = "optimizer   " + QByteArray::number(w["with_state"].get<int>()) +
+                              " parameters with state (lr ";
+      QVERIFY2(text.out.contains(line), text.out.constData());
+      QVERIFY2(text.out.contains("; 0 of " + QByteArray::number(w["with_state"].get<int>()) +
+                                 " mapped to parameters\n"),
+               text.out.constData());
+      QVERIFY2(text.out.contains("an optimizer state without its model"), text.out.constData());
+
+      // The checkpoint folder itself: its weights, as Inspect opens them,
+      // with that optimizer.pt's state.
+      const QString folder = QFileInfo(path).path();
+      const json whole = cliJson({"info", folder, "--json"});
+      QVERIFY2(whole["format"] != "", whole.dump().c_str());
+      QVERIFY2(!whole["tensors"].empty(), rel.c_str());
+      QCOMPARE(whole["optimizer"]["with_state"].get<size_t>(), w["with_state"].get<size_t>());
+      QCOMPARE(whole["optimizer"]["file"].get<std::string>(), path.toStdString());
+      const ckpt::test::ProcessResult folderText =
+          ckpt::test::runProcess(CKPT_CLI, {"info", folder});
+      QCOMPARE(folderText.exitCode, 0);
+      QVERIFY2(folderText.out.contains(" mapped to parameters (from optimizer.pt)\n") &&
+                   folderText.out.contains("\nparameters  "),
+               folderText.out.constData());
+    }
+  }
+
   void metricsEqualPythonReader() {
     const json expected =
         ckpt::test::readJsonFile((kDir + "/hf/expected_metrics.json").toStdString());

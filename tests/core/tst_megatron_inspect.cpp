@@ -214,6 +214,125 @@ class TestMegatronInspect : public QObject {
     QVERIFY(!tensors.count("decoder.layers.4.mlp.linear_fc2.weight"));
   }
 
+  // Each rank's optimizer state (Float16OptimizerWithFloat16Params: Adam's
+  // moments numbered group after group, the fp32 masters per group) joined
+  // per parameter by its parameter's rule: the Optimizer tab's and info's
+  // moments by name, byte-equal to torch.cat of the ranks' slices as
+  // megatron_tp_join.py --optimizer names them by Megatron's numbering.
+  void tensorParallelOptimizerJoined() {
+    const json& want = expected()["megatron_join"]["good"];
+    const std::string folder = want["folder"].get<std::string>();
+    const json torchCat =
+        ckpt::test::runJson(QStringLiteral(CKPT_TORCH_PYTHON),
+                            {QStringLiteral(CKPT_SOURCE_DIR "/tests/python/megatron_tp_join.py"),
+                             QString::fromStdString(folder), QStringLiteral("--optimizer")});
+    const auto file = ckpt::CheckpointFile::open(folder);
+    const ckpt::CheckpointView view(*file);
+    QCOMPARE(view.optimizerParams().size(), torchCat.size());
+    QCOMPARE(view.optimizerParams().size(), want["whole"].size());
+    std::set<std::string> seen;
+    for (const ckpt::OptimizerParam& p : view.optimizerParams()) {
+      QVERIFY2(p.problem.empty(), p.problem.c_str());
+      QVERIFY2(torchCat.contains(p.name), ("not a parameter: " + p.name).c_str());
+      seen.insert(p.name);
+      const json& ref = torchCat[p.name];
+      for (const auto& [moment, tensor] :
+           {std::pair{"exp_avg", p.expAvg}, {"exp_avg_sq", p.expAvgSq}, {"fp32_param", p.master}}) {
+        QVERIFY2(tensor >= 0, (p.name + ": no " + moment).c_str());
+        const ckpt::TensorInfo& t = file->tensors()[size_t(tensor)];
+        QVERIFY2(t.error.empty(), (p.name + " " + moment + ": " + t.error).c_str());
+        QCOMPARE(t.shape.vec(), ref[moment]["shape"].get<std::vector<int64_t>>());
+        QVERIFY2(hexOf(*file, size_t(tensor)) == ref[moment]["hex"].get<std::string>(),
+                 (p.name + " " + moment + ": not torch.cat's bytes").c_str());
+      }
+    }
+    QCOMPARE(seen.size(), torchCat.size());
+    // info says so, from the same count.
+    const json info =
+        ckpt::test::runJson(QStringLiteral(CKPT_CLI),
+                            {"info", QString::fromStdString(folder), QStringLiteral("--json")});
+    QCOMPARE(info["optimizer"]["mapped"].get<size_t>(), torchCat.size());
+    QCOMPARE(info["optimizer"]["groups"].get<size_t>(), size_t(2));
+  }
+
+  // Each rank's rng state is its own: shown per rank (rng_state.<rank
+  // folder>...), its tensors the rank file's bytes, its Python state as is.
+  void rngStatePerRank() {
+    const json& want = expected()["megatron_join"]["good"];
+    const auto file = ckpt::CheckpointFile::open(want["folder"].get<std::string>());
+    std::map<std::string, size_t> byName;
+    for (size_t i = 0; i < file->tensors().size(); ++i)
+      byName[std::string(file->tensors()[i].name())] = i;
+    const ckpt::Value* rng = file->root()->get("rng_state");
+    QVERIFY(rng && rng->isDict());
+    QCOMPARE(rng->entries.size(), want["rng"].size());
+    // Seeded per rank as Megatron seeds them: every tracker state differs.
+    std::set<std::string> trackers;
+    for (const auto& [dir, r] : want["rng"].items())
+      trackers.insert(r["tracker"].get<std::string>());
+    QCOMPARE(trackers.size(), want["rng"].size());
+    for (const auto& [dir, r] : want["rng"].items()) {
+      const std::string name = "rng_state." + dir + ".0.torch_rng_state";
+      QVERIFY2(byName.count(name), name.c_str());
+      QCOMPARE(hexOf(*file, byName.at(name)), r["torch_rng_state"].get<std::string>());
+      const std::string tracker = "rng_state." + dir + ".0.rng_tracker_states.model-parallel-rng";
+      QVERIFY2(byName.count(tracker), tracker.c_str());
+      QCOMPARE(hexOf(*file, byName.at(tracker)), r["tracker"].get<std::string>());
+      const ckpt::Value* mine = rng->get(dir);
+      QVERIFY2(mine, dir.c_str());
+      const ckpt::Value* first = mine->get(0);
+      QVERIFY(first);
+      const ckpt::Value* random = first->get("random_rng_state");
+      QVERIFY(random && random->kind == ckpt::Value::Kind::Tuple && random->items.size() == 3);
+      QCOMPARE(random->items[0]->integer, r["random_version"].get<int64_t>());
+      QCOMPARE(random->items[1]->items[0]->integer, r["random_first"].get<int64_t>());
+    }
+  }
+
+  // The distributed optimizer's distrib_optim.pt beside each rank's file:
+  // a part of the checkpoint, its flat buffers shown with their sizes and a
+  // note saying they are stored flat, not mapped to parameters.
+  void distributedOptimizerShownFlat() {
+    const json& want = expected()["megatron"]["pp"];
+    const std::string folder = kRoot + "/mg/pp/iter_0000050";
+    const auto file = ckpt::CheckpointFile::open(folder);
+    QVERIFY(file->shards());
+    std::set<std::string> parts;
+    for (const ckpt::ShardPart& p : file->shards()->parts()) parts.insert(p.file);
+    for (const auto& [rank, counts] : want["distrib_flat"].items()) {
+      QVERIFY2(parts.count(rank + "/distrib_optim.pt"), rank.c_str());
+      std::map<std::string, uint64_t> shown;
+      for (const ckpt::LogicalTensor& t : file->shards()->tensors()) {
+        if (t.path.size() < 3 || t.path[0] != ckpt::PathElement(std::string("distrib_optim")) ||
+            t.path[1] != ckpt::PathElement(rank))
+          continue;
+        QVERIFY(t.flat);
+        QVERIFY2(t.error.empty(), t.error.c_str());
+        uint64_t n = 1;
+        for (const int64_t d : t.shape.vec()) n *= uint64_t(d);
+        shown[std::get<std::string>(t.path.back())] += n;
+      }
+      std::map<std::string, uint64_t> wantCounts;
+      std::string words;
+      for (const auto& [name, n] : counts.items()) {
+        wantCounts[name] = n.get<uint64_t>();
+      }
+      for (const auto& [name, n] : wantCounts)
+        words += (words.empty() ? "" : ", ") + name + " " + std::to_string(n);
+      QCOMPARE(shown, wantCounts);
+      // info says so, with the sizes.
+      const ckpt::test::ProcessResult text =
+          ckpt::test::runProcess(CKPT_CLI, {"info", QString::fromStdString(folder)});
+      QCOMPARE(text.exitCode, 0);
+      const std::string line = rank +
+                               "/distrib_optim.pt: the distributed optimizer's state, stored "
+                               "flat";
+      QVERIFY2(text.out.contains(QByteArray::fromStdString(line)), text.out.constData());
+      QVERIFY2(text.out.contains(QByteArray::fromStdString(words + " elements")),
+               text.out.constData());
+    }
+  }
+
   void tensorParallelSlicesNotGuessed() {
     const json& want = expected()["megatron_join"]["bad"];
     const std::string folder = want["folder"].get<std::string>();

@@ -244,6 +244,19 @@ class TestMegatronTitan : public QObject {
     for (const auto& [name, shape] : want["tensors"].items())
       wantShapes[name] = shape.get<std::vector<int64_t>>();
     QCOMPARE(shapes, wantShapes);
+    // The Summary's "N of N mapped to parameters", from the same count.
+    QCOMPARE(info["optimizer"]["mapped"].get<size_t>(), want["optimizer_mapped"].get<size_t>());
+    QCOMPARE(info["optimizer"]["params"].get<size_t>(), want["model"].size());
+    QCOMPARE(info["optimizer"]["groups"].get<size_t>(), size_t(2));
+    {
+      const ckpt::test::ProcessResult text = ckpt::test::runProcess(
+          CKPT_CLI, {"info", QString::fromStdString(root + "/gpt/iter_0000200")});
+      const std::string n = std::to_string(want["optimizer_mapped"].get<size_t>());
+      QVERIFY2(text.out.contains(QByteArray::fromStdString("; " + n + " of " +
+                                                           std::to_string(want["model"].size()) +
+                                                           " mapped to parameters\n")),
+               text.out.constData());
+    }
     // common.pt's args: the hyperparameters (`runs` shows those that differ
     // between runs; here the run's own, as the index reads them).
     const ckpt::ScanResult scanned = ckpt::scanDirectory(root);

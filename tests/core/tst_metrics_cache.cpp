@@ -17,6 +17,8 @@
 
 #include "ckpt/index/metrics.h"
 #include "ckpt/index/metrics_cache.h"
+#include "ckpt/index/scanner.h"
+#include "ckpt/index/wandb.h"
 
 using namespace ckpt;
 namespace fs = std::filesystem;
@@ -81,6 +83,49 @@ QString differs(const Read& a, const Read& b) {
     if (it->restarts != s.restarts) return QString::fromStdString(s.metric + ": restarts differ");
   }
   return {};
+}
+
+// Rows as wandb before 0.10 wrote wandb-history.jsonl (json.dumps of the
+// row dict: the logged keys, then _runtime, _timestamp and _step), one
+// nested dict among them every 10th step (its numbers named "eval.loss").
+std::string historyRows(int64_t from, int64_t to) {
+  std::string out;
+  for (int64_t s = from; s <= to; ++s) {
+    char b[300];
+    std::snprintf(b, sizeof b,
+                  "{\"loss\": %.17g, \"acc\": %.17g, \"_runtime\": %.17g, \"_timestamp\": "
+                  "%.17g, \"_step\": %lld}\n",
+                  3.0 - 1.0 / double(s + 1), double(s % 7) / 8.0, 0.5 * double(s),
+                  1.583e9 + 0.5 * double(s), static_cast<long long>(s));
+    out += b;
+    if (s % 10 == 0) {
+      std::snprintf(b, sizeof b,
+                    "{\"eval\": {\"loss\": %.17g}, \"_runtime\": %.17g, \"_timestamp\": %.17g, "
+                    "\"_step\": %lld}\n",
+                    2.5 + 1.0 / double(s + 3), 0.5 * double(s), 1.583e9 + 0.5 * double(s),
+                    static_cast<long long>(s));
+      out += b;
+    }
+  }
+  return out;
+}
+
+Read cachedHistory(const fs::path& p) {
+  Read r;
+  r.series = readWandbHistoryCached(p.string(), &r.end, &r.problems);
+  return r;
+}
+
+Read wholeHistory(const fs::path& p) {
+  Read r;
+  r.series = readWandbHistory(p.string(), &r.end, &r.problems);
+  return r;
+}
+
+const FileSeries* seriesOf(const Read& r, const std::string& metric) {
+  for (const FileSeries& s : r.series)
+    if (s.metric == metric) return &s;
+  return nullptr;
 }
 
 std::set<std::string> filesUnder(const fs::path& dir) {
@@ -253,6 +298,106 @@ class TestMetricsCache : public QObject {
     setMetricsCacheEnabled(false);
     (void)cached(m_file);
     QVERIFY(!fs::exists(metricsCacheFile(m_file.string())));
+  }
+
+  // An older W&B SDK's wandb-history.jsonl goes through the cache as a
+  // metrics.jsonl does: a second read parses nothing, an appended row is
+  // the only thing parsed, and the series are the whole read's.
+  void wandbHistoryCached() {
+    const fs::path run =
+        fs::path(m_runs.path().toStdString()) / "wandb" / "run-20200301_101500-old111";
+    fs::create_directories(run);
+    const fs::path file = run / "wandb-history.jsonl";
+    writeFile(file, historyRows(0, 499));
+    age(file);
+    resetMetricsCacheStats();
+    const Read first = cachedHistory(file);
+    MetricsCacheStats s = metricsCacheStats();
+    QCOMPARE(s.misses, uint64_t(1));
+    QCOMPARE(s.writes, uint64_t(1));
+    QCOMPARE(s.bytesParsed, uint64_t(fs::file_size(file)));
+    QVERIFY(fs::exists(metricsCacheFile(file.string())));
+    const Read second = cachedHistory(file);
+    s = metricsCacheStats();
+    QCOMPARE(s.hits, uint64_t(1));
+    QCOMPARE(s.bytesParsed, uint64_t(fs::file_size(file)));
+    const Read truth = wholeHistory(file);
+    QVERIFY2(differs(first, truth).isEmpty(), qPrintable(differs(first, truth)));
+    QVERIFY2(differs(second, truth).isEmpty(), qPrintable(differs(second, truth)));
+    // Values by hand: step 499's loss, its wall time; eval.loss every 10th step.
+    const FileSeries* loss = seriesOf(second, "loss");
+    QVERIFY(loss);
+    QCOMPARE(loss->points.size(), size_t(500));
+    QCOMPARE(loss->points.step(499), int64_t(499));
+    QCOMPARE(loss->points.value(499), 3.0 - 1.0 / 500.0);
+    QCOMPARE(loss->points.back().wallTime, std::optional<double>(1.583e9 + 0.5 * 499));
+    const FileSeries* eval = seriesOf(second, "eval.loss");
+    QVERIFY(eval);
+    QCOMPARE(eval->points.size(), size_t(50));
+
+    // The second read answered from the cache file: a byte changed in place
+    // (same size, same time) is not seen, the cached value is.
+    {
+      std::string text = historyRows(0, 499);
+      const size_t at = text.find("\"_step\": 499}");
+      const size_t lossAt = text.rfind("{\"loss\": 2.99", at);
+      QVERIFY(at != std::string::npos && lossAt != std::string::npos);
+      text[lossAt + 9] = '1';  // 2.99... -> 1.99...
+      const auto when = fs::last_write_time(file);
+      writeFile(file, text);
+      fs::last_write_time(file, when);
+      const Read fromCache = cachedHistory(file);
+      QCOMPARE(seriesOf(fromCache, "loss")->points.value(499), 3.0 - 1.0 / 500.0);
+      QVERIFY(seriesOf(wholeHistory(file), "loss")->points.value(499) < 2.0);
+      writeFile(file, historyRows(0, 499));  // as it was, the time too
+      fs::last_write_time(file, when);
+    }
+
+    // Rows appended (a new metric among them, and a restart at step 480):
+    // only they are parsed.
+    const std::string more = historyRows(500, 519) + historyRows(480, 530);
+    writeFile(file, more, /*append=*/true);
+    age(file);
+    resetMetricsCacheStats();
+    const Read grown = cachedHistory(file);
+    s = metricsCacheStats();
+    QCOMPARE(s.appended, uint64_t(1));
+    QCOMPARE(s.misses, uint64_t(0));
+    QCOMPARE(s.bytesParsed, uint64_t(more.size()));
+    const Read grownTruth = wholeHistory(file);
+    QVERIFY2(differs(grown, grownTruth).isEmpty(), qPrintable(differs(grown, grownTruth)));
+    QCOMPARE(grown.problems, grownTruth.problems);
+    QCOMPARE(seriesOf(grown, "loss")->restarts, std::vector<int64_t>{480});
+    QCOMPARE(seriesOf(grown, "loss")->points.back().step, int64_t(530));
+
+    // A row still being written: left for later, and said; once whole, read.
+    const std::string row = historyRows(531, 531);
+    writeFile(file, row.substr(0, 20), true);
+    age(file);
+    const Read partial = cachedHistory(file);
+    QCOMPARE(partial.end, fs::file_size(file) - 20);
+    QVERIFY2(differs(partial, wholeHistory(file)).isEmpty(), "partial");
+    QCOMPARE(partial.problems.size(), size_t(1));
+    QVERIFY(partial.problems[0].find(kWandbHistoryCutShort) != std::string::npos);
+    writeFile(file, row.substr(20), true);
+    age(file);
+    resetMetricsCacheStats();
+    const Read done = cachedHistory(file);
+    QCOMPARE(metricsCacheStats().appended, uint64_t(1));
+    QCOMPARE(metricsCacheStats().bytesParsed, uint64_t(row.size()));
+    QVERIFY(done.problems.empty());
+    QCOMPARE(seriesOf(done, "loss")->points.back().step, int64_t(531));
+    QVERIFY2(differs(done, wholeHistory(file)).isEmpty(), "done");
+
+    // The Curves tab's and the CLI's read goes through it too.
+    const ScanResult scanned = scanDirectory(m_runs.path().toStdString() + "/wandb");
+    QCOMPARE(scanned.runs.size(), size_t(1));
+    resetMetricsCacheStats();
+    const RunMetrics a = collectRunMetrics(scanned.runs[0]);
+    QCOMPARE(metricsCacheStats().hits, uint64_t(1));
+    QCOMPARE(metricsCacheStats().bytesParsed, uint64_t(0));
+    QVERIFY(a.find("loss"));
+    QVERIFY(a.find("loss")->points == seriesOf(done, "loss")->points);
   }
 
   // What the Curves tab and the CLI call goes through the cache.

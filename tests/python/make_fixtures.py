@@ -712,6 +712,16 @@ def checkpoint_expectation(obj, param_names):
         n = len(top["optimizer"]["param_groups"][0]["params"])
         assert n == len(param_names) == len(top["optimizer"]["state"])
         out["optimizer_params"] = {str(i): name for i, name in enumerate(param_names)}
+        # What the Summary and `info` count as mapped (MODEL.md: state index
+        # i is the model's i-th parameter, tied ones once): entries whose
+        # index names a parameter and whose exp_avg has its shape.
+        by_name = {strip(k): v for k, v in sd.items()}
+        state = top["optimizer"]["state"]
+        out["optimizer_with_state"] = len(state)
+        out["optimizer_mapped"] = sum(
+            1 for i, s in state.items()
+            if isinstance(i, int) and 0 <= i < len(param_names) and "exp_avg" in s
+            and tuple(s["exp_avg"].shape) == tuple(by_name[param_names[i]].shape))
     return out
 
 
@@ -766,6 +776,17 @@ def make_runs(fx):
     loaded, entry = fx.save("runs/tiny/weights.bin", tr.model.state_dict(), "torch-zip state dict, .bin name")
     entry["checkpoint"] = checkpoint_expectation(loaded, names)
     fx.runs["runs/tiny/weights.bin"] = run_entry("runs/tiny/weights.bin", {})
+    # An optimizer that does not fit its model: the first two parameters'
+    # exp_avg swapped (their shapes differ), so 2 of them do not map.
+    bad = tr.payload(**metadata("tiny", 300, 2.125, "pretrain"))
+    state = {i: dict(v) for i, v in bad["optimizer"]["state"].items()}
+    assert state[0]["exp_avg"].shape != state[1]["exp_avg"].shape
+    state[0]["exp_avg"], state[1]["exp_avg"] = state[1]["exp_avg"], state[0]["exp_avg"]
+    bad["optimizer"] = {"state": state, "param_groups": bad["optimizer"]["param_groups"]}
+    loaded, entry = fx.save("misc/optimizer_swapped.pt", bad,
+                            "modern_llm checkpoint whose optimizer moments of parameters 0 and 1 are swapped")
+    entry["checkpoint"] = checkpoint_expectation(loaded, names)
+    assert entry["checkpoint"]["optimizer_mapped"] == entry["checkpoint"]["optimizer_with_state"] - 2
 
     # Not checkpoints: must be skipped by `ls`.
     with open(fx.path("runs/tiny/notes.txt"), "w") as f:

@@ -261,6 +261,17 @@ def main(argv):
     torch.save(TrainingArguments(), os.path.join(out, "training_args.bin"))
     save_to_json(trainer_state(rows + [summary], MAX_STEPS, 1000), os.path.join(out, "trainer_state.json"))
 
+    # Each optimizer.pt as torch.load reads it back: what `info` must count.
+    optimizers = {}
+    for step in (500, 1000, 1500):
+        rel = "checkpoint-%d/optimizer.pt" % step
+        saved = torch.load(os.path.join(out, rel))
+        optimizers[rel] = {"with_state": len(saved["state"]), "groups": len(saved["param_groups"]),
+                           "params": sum(len(g["params"]) for g in saved["param_groups"]),
+                           "lr": saved["param_groups"][0]["lr"]}
+    with open(os.path.join(root, "hf", "expected_optimizers.json"), "w") as f:
+        json.dump(optimizers, f, indent=1)
+
     newest = newest_trainer_state(out)
     expected = read_trainer_state(newest)
     expected["file"] = os.path.relpath(newest, root)

@@ -97,16 +97,56 @@ def rank_model(tp_rank, tp, layers):
     return sd
 
 
-def rng_state():
+def rng_state(tracker=None):
     # get_rng_state: a list (one per data-parallel rank gathered) of dicts.
     return [{"random_rng_state": random.getstate(), "torch_rng_state": torch.get_rng_state(),
-             "rng_tracker_states": {"model-parallel-rng": torch.get_rng_state()}}]
+             "rng_tracker_states": {"model-parallel-rng": torch.get_rng_state() if tracker is None else tracker}}]
 
 
-def save_rank(path, args, iteration, model, distrib):
+def seeded_rng_state(stage, rank, seed=1234):
+    """As Megatron's _set_random_seed leaves a rank's generators: Python's
+    and torch's seeded with seed + 100 * pipeline rank, the tensor-parallel
+    tracker with that + 2718 + tensor rank (model_parallel_cuda_manual_seed)."""
+    outer, outer_py = torch.get_rng_state(), random.getstate()
+    s = seed + 100 * stage
+    tracker = torch.manual_seed(s + 2718 + rank).get_state()
+    random.seed(s)
+    torch.manual_seed(s)
+    state = rng_state(tracker)
+    torch.set_rng_state(outer)
+    random.setstate(outer_py)
+    return state
+
+
+def megatron_groups(model):
+    """megatron/core/optimizer get_param_groups: the parameters in model
+    order, a bias or a 1-dimensional one without weight decay (wd_mult 0),
+    grouped by (wd_mult, lr_mult, is_expert_parallel) in that key order."""
+    no_wd = [n for n, p in model.items() if n.endswith(".bias") or p.dim() == 1]
+    wd = [n for n in model if n not in no_wd]
+    return [(1.0, wd), (0.0, no_wd)]
+
+
+def save_rank(path, args, iteration, model, distrib, moments=None, rng=None):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     params = list(model.values())
-    if distrib:
+    if moments is not None:
+        # Float16OptimizerWithFloat16Params.state_dict: the inner optimizer's
+        # state_dict (torch numbers the parameters group after group) and
+        # the fp32 master copies per group.
+        groups, state, masters, i = [], {}, [], 0
+        for wd_mult, names in megatron_groups(model):
+            groups.append({"lr": args.lr, "betas": (0.9, 0.95), "eps": 1e-8, "weight_decay": 0.1 * wd_mult,
+                           "wd_mult": wd_mult, "lr_mult": 1.0, "is_expert_parallel": False,
+                           "params": list(range(i, i + len(names)))})
+            for n in names:
+                state[i] = {"exp_avg": moments["exp_avg"][n], "exp_avg_sq": moments["exp_avg_sq"][n]}
+                i += 1
+            masters.append([moments["fp32_param"][n] for n in names])
+        optimizer = {"optimizer": {"state": state, "param_groups": groups},
+                     "grad_scaler": {"growth_tracker": 0, "hysteresis_tracker": 2},
+                     "fp32_from_fp16_params": masters}
+    elif distrib:
         # DistributedOptimizer.state_dict: param groups only; the state is in distrib_optim.pt.
         optimizer = {"optimizer": {"param_groups": [{"lr": args.lr, "params": list(range(len(params)))}]},
                      "param_state_sharding_type": "dp_zero_gather_scatter"}
@@ -120,7 +160,7 @@ def save_rank(path, args, iteration, model, distrib):
              "optimizer": optimizer,
              "opt_param_scheduler": {"max_lr": args.lr, "min_lr": args.min_lr, "num_steps": iteration * 8,
                                      "decay_style": args.lr_decay_style},
-             "rng_state": rng_state(), "num_floating_point_operations_so_far": 1.5e12 * iteration}
+             "rng_state": rng or rng_state(), "num_floating_point_operations_so_far": 1.5e12 * iteration}
     torch.save(state, path)
     if distrib:
         # save_parameter_state: per model chunk, per dtype, the flat fp32 params and moments.
@@ -160,8 +200,21 @@ def megatron(out):
     tp["args"] = args
     runs["tp"] = tp
     ranks, args = megatron_save(os.path.join(out, "pp"), 50, 1, 2, 1e-4, tracker="50\n")
+    # Each distrib_optim.pt's flat buffers as torch.load reads them back:
+    # elements per state, summed over model chunks and dtypes.
+    flat = {}
+    for rank in ranks:
+        saved = torch.load(os.path.join(out, "pp", "iter_0000050", rank, "distrib_optim.pt"))
+        counts = {}
+        for chunk, by_dtype in saved.items():
+            if isinstance(chunk, int):
+                for buffers in by_dtype.values():
+                    for name, t in buffers.items():
+                        if torch.is_tensor(t):
+                            counts[name] = counts.get(name, 0) + t.numel()
+        flat[rank] = counts
     runs["pp"] = {"iterations": [50], "ranks": {"50": ranks}, "latest": 50,
-                  "distrib_optim": ranks, "args": args}
+                  "distrib_optim": ranks, "distrib_flat": flat, "args": args}
     ranks, args = megatron_save(os.path.join(out, "rel"), 0, 1, 1, 2e-4, tracker="release",
                                 release=True)
     runs["rel"] = {"iterations": [], "ranks": {"release": ranks}, "latest": "release",
@@ -230,8 +283,12 @@ def megatron_dist(save):
                        "common_backend": "torch", "common_backend_version": 1}, f)
     with open(os.path.join(save, "latest_checkpointed_iteration.txt"), "w") as f:
         f.write("200")
+    # What the Summary and `info` count as mapped: parameters whose moments
+    # (optimizer.state.<moment>.<key>) are there with the parameter's shape.
+    mapped = sum(1 for k, shape in model.items()
+                 if all(tensors.get(f"optimizer.state.{m}.{k}") == shape for m in ("exp_avg", "exp_avg_sq")))
     return {"gpt": {"iterations": iterations, "latest": 200, "args": vars(args), "tensors": tensors,
-                    "model": model, "optimizer_firsts": firsts, "lr": args.lr}}
+                    "model": model, "optimizer_firsts": firsts, "lr": args.lr, "optimizer_mapped": mapped}}
 
 
 def tp_split(name, t, tp, swiglu):
@@ -278,14 +335,25 @@ def join_whole(layers, swiglu, vocab=32, hidden=8, ffn=16, seq=16):
     return whole
 
 
+def whole_moments(whole):
+    # Adam's moments and the fp32 master copy of each whole parameter, cut
+    # into slices as the parameter is (each rank's optimizer holds its slice's).
+    g = torch.Generator().manual_seed(7)
+    return {"exp_avg": {k: 0.1 * v + 0.01 * torch.randn(v.shape, generator=g) for k, v in whole.items()},
+            "exp_avg_sq": {k: v * v + torch.rand(v.shape, generator=g) for k, v in whole.items()},
+            "fp32_param": {k: v + 1e-3 * torch.randn(v.shape, generator=g) for k, v in whole.items()}}
+
+
 def join_save(folder, iteration, whole, tp, pp, args, tamper=None):
     # Each pipeline stage's share of the layers, numbered from 0 on every
     # stage (the legacy format's state_dict), embeddings on the first stage,
     # the final norm and output layer on the last; each tensor rank its slice.
     layers = args.num_layers // pp
+    moments = whole_moments(whole)
     for stage in range(pp):
         for rank in range(tp):
             model = {}
+            local_moments = {m: {} for m in moments}
             for name, t in whole.items():
                 local = name
                 if name.startswith("decoder.layers."):
@@ -298,10 +366,17 @@ def join_save(folder, iteration, whole, tp, pp, args, tamper=None):
                 elif (name.startswith("decoder.final_layernorm") or name == "output_layer.weight") and stage != pp - 1:
                     continue
                 model[local] = tp_split(name, t, tp, args.swiglu)[rank]
+                for m, by_name in moments.items():
+                    local_moments[m][local] = tp_split(name, by_name[name], tp, args.swiglu)[rank]
             if tamper:
                 tamper(stage, rank, model)
+                for m in local_moments:  # what the tampering added or changed: moments of its shape
+                    for k, v in model.items():
+                        if k not in local_moments[m] or local_moments[m][k].shape != v.shape:
+                            local_moments[m][k] = torch.zeros_like(v)
             rank_dir = f"mp_rank_{rank:02d}" if pp == 1 else f"mp_rank_{rank:02d}_{stage:03d}"
-            save_rank(os.path.join(folder, rank_dir, "model_optim_rng.pt"), args, iteration, model, distrib=False)
+            save_rank(os.path.join(folder, rank_dir, "model_optim_rng.pt"), args, iteration, model, distrib=False,
+                      moments=local_moments, rng=seeded_rng_state(stage, rank))
 
 
 def megatron_join(out):
@@ -312,7 +387,15 @@ def megatron_join(out):
     whole = join_whole(args.num_layers, swiglu=True)
     folder = os.path.join(out, "gpt", "iter_0000300")
     join_save(folder, 300, whole, 2, 2, args)
-    good = {"folder": folder, "tp": 2, "pp": 2,
+    # Each rank's own rng_state, as torch.load reads it back: shown per rank.
+    rng = {}
+    for rank_dir in sorted(os.listdir(folder)):
+        state = torch.load(os.path.join(folder, rank_dir, "model_optim_rng.pt"))["rng_state"][0]
+        rng[rank_dir] = {"torch_rng_state": state["torch_rng_state"].numpy().tobytes().hex(),
+                         "tracker": state["rng_tracker_states"]["model-parallel-rng"].numpy().tobytes().hex(),
+                         "random_version": state["random_rng_state"][0],
+                         "random_first": state["random_rng_state"][1][0]}
+    good = {"folder": folder, "tp": 2, "pp": 2, "rng": rng,
             "whole": {k: {"shape": list(v.shape), "hex": v.contiguous().numpy().tobytes().hex()}
                       for k, v in whole.items()}}
 

@@ -92,8 +92,8 @@ void clickRow(QTreeView* view, const QModelIndex& index) {
   QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, view->visualRect(index).center());
 }
 
-void clickTab(MainWindow& w, const QString& title) {
-  QTabWidget* tabs = w.findChild<QTabWidget*>();
+// A click on the tab titled `title` of `tabs`.
+void clickTabOf(QTabWidget* tabs, const QString& title) {
   QVERIFY(tabs);
   QTabBar* bar = tabs->tabBar();
   for (int i = 0; i < bar->count(); ++i)
@@ -102,6 +102,10 @@ void clickTab(MainWindow& w, const QString& title) {
       return;
     }
   QFAIL(qPrintable("no tab " + title));
+}
+
+void clickTab(MainWindow& w, const QString& title) {
+  clickTabOf(w.findChild<QTabWidget*>(), title);
 }
 
 // The metric box walked with the arrow keys to `metric`, as a person picks it.
@@ -515,11 +519,20 @@ class TestTrainerBrowser : public QObject {
     QTableView* table = w.inspector()->findChild<SummaryWidget*>()->tensorView();
     QTRY_VERIFY(table->isVisible());
     const QAbstractItemModel* tm = table->model();
-    int checked = 0;
+    int checked = 0, moments = 0;
     for (int r = 0; r < tm->rowCount(); ++r) {
       const QString name = tm->index(r, int(TensorTableModel::Column::Name)).data().toString();
       const QString shape = tm->index(r, int(TensorTableModel::Column::Shape)).data().toString();
       const QString note = tm->index(r, int(TensorTableModel::Column::Note)).data().toString();
+      if (name.startsWith("rng_state.")) {  // each rank's own
+        QVERIFY2(note.contains("'s own (one per rank, not joined)"), qPrintable(note));
+        continue;
+      }
+      if (name.startsWith("optimizer.state.")) {  // the ranks' moments, joined as their parameter
+        QVERIFY2(note.contains("tensor-parallel ranks"), qPrintable(name + ": " + note));
+        ++moments;
+        continue;
+      }
       const QString key = name.startsWith("model.") ? name.mid(6) : name;
       QVERIFY2(shapes.count(key), qPrintable(name));
       QCOMPARE(shape, shapes[key]);
@@ -533,12 +546,14 @@ class TestTrainerBrowser : public QObject {
       ++checked;
     }
     QCOMPARE(checked, whole.size());
+    QCOMPARE(moments, 3 * whole.size());  // exp_avg, exp_avg_sq, fp32_param
+    // The Summary: every parameter's state mapped to it.
+    QVERIFY2(text.contains(QStringLiteral("; %1 of %1 mapped to parameters").arg(whole.size())),
+             qPrintable(text));
 
     // The Parameters tab, clicked: every leaf the whole tensor's size.
     QTabWidget* tabs = w.inspector()->findChild<QTabWidget*>();
-    for (int i = 0; i < tabs->count(); ++i)
-      if (tabs->tabText(i).remove('&') == "Parameters")
-        QTest::mouseClick(tabs->tabBar(), Qt::LeftButton, {}, tabs->tabBar()->tabRect(i).center());
+    clickTabOf(tabs, "Parameters");
     QTreeView* params = w.inspector()->parameterView();
     QTRY_VERIFY(params->isVisible());
     std::map<QString, quint64> leaves;
@@ -558,6 +573,17 @@ class TestTrainerBrowser : public QObject {
     };
     walk({});
     QCOMPARE(leaves, numel);
+
+    // The Optimizer tab, clicked: one row per parameter of the joined
+    // model, by its name, with its moment's whole shape.
+    clickTabOf(tabs, "Optimizer");
+    QTableView* opt = w.inspector()->optimizerView();
+    QTRY_VERIFY(opt->isVisible());
+    std::map<QString, QString> optShapes;
+    for (int r = 0; r < opt->model()->rowCount(); ++r)
+      optShapes[opt->model()->index(r, int(OptimizerModel::Column::Name)).data().toString()] =
+          opt->model()->index(r, int(OptimizerModel::Column::Shape)).data().toString();
+    QCOMPARE(optShapes, shapes);
   }
 
   void trainerCheckpointSaysWhereEachThingCameFrom() {

@@ -24,26 +24,13 @@ QString keyText(const Value* k) {
   return k->isStr() ? fromStd(k->str()) : fromStd(shortRepr(k, 40));
 }
 
-QString optimizerSummary(const CheckpointView& view) {
-  const Value* groups = view.optimizer()->get("param_groups");
-  const Value* state = view.optimizer()->get("state");
-  const size_t withState = state && state->isDict() ? state->entries.size() : 0;
-  QString s = QObject::tr("%1 parameters with state").arg(withState);
-  if (groups && groups->kind == Value::Kind::List && !groups->items.empty()) {
-    if (groups->items.size() > 1) s += QObject::tr(", %1 groups").arg(groups->items.size());
-    QStringList hyper;
-    for (const char* key : {"lr", "betas", "eps", "weight_decay"})
-      if (const Value* v = groups->items.front()->get(key))
-        hyper << QString::fromLatin1(key) + " " + fromStd(shortRepr(v, 30));
-    if (!hyper.isEmpty()) s += " (" + hyper.join(", ") + ")";
-  }
-  size_t mapped = 0;
-  for (const OptimizerParam& p : view.optimizerParams())
-    if (!p.name.empty() && p.problem.empty()) ++mapped;
-  if (!view.optimizerParams().empty())
-    s += QObject::tr("; %1 of %2 mapped to parameters")
-             .arg(mapped)
-             .arg(view.optimizerParams().size());
+QString optimizerSummary(const OptimizerSummary& o) {
+  QString s = QObject::tr("%1 parameters with state").arg(o.withState);
+  if (o.groups > 1) s += QObject::tr(", %1 groups").arg(o.groups);
+  QStringList hyper;
+  for (const auto& [key, value] : o.hyper) hyper << fromStd(key) + " " + fromStd(value);
+  if (!hyper.isEmpty()) s += " (" + hyper.join(", ") + ")";
+  if (o.params) s += QObject::tr("; %1 of %2 mapped to parameters").arg(o.mapped).arg(o.params);
   return s;
 }
 
@@ -261,7 +248,7 @@ void describe(const CheckpointFile& file, CheckpointSummary& out) {
     wideField(QObject::tr("Parameters"), QObject::tr("no model state found"));
   }
   wideField(QObject::tr("Optimizer"),
-            view.optimizer() ? optimizerSummary(view) : QObject::tr("none"));
+            view.optimizer() ? optimizerSummary(*summarizeOptimizer(view)) : QObject::tr("none"));
 
   if (const Value* config = view.config())
     for (const auto& [k, v] : config->entries)
@@ -277,7 +264,8 @@ void describe(const CheckpointFile& file, CheckpointSummary& out) {
   };
   if (const Value* meta = view.metadata()) {
     for (const auto& [k, v] : meta->entries) addMeta(k, v);
-  } else if (const Value* root = file.root(); root && root->isDict() && root != view.modelState()) {
+  } else if (const Value* root = file.root();
+             root && root->isDict() && root != view.modelState() && root != view.optimizer()) {
     for (const auto& [k, v] : root->entries)
       if (v != view.modelState() && v != view.optimizer()) addMeta(k, v);
   }

@@ -75,6 +75,10 @@ void CheckpointView::findParts() {
       break;
     }
   }
+  // A bare optimizer state_dict (a Hugging Face Trainer's optimizer.pt): its
+  // parameters cannot be named, the model is in another file.
+  if (!m_optimizer && !m_modelState && !m_megatronDist && isOptimizerState(root))
+    m_optimizer = root;
   if (!m_megatronDist) {
     m_metadata = root->get(safetensors ? "__metadata__" : "metadata");
     if (m_metadata && m_metadata->kind != K::Dict) m_metadata = nullptr;
@@ -188,6 +192,10 @@ void CheckpointView::mapOptimizer() const {
       if (const Value* p = g->get("params"); p && p->kind == K::List)
         groupParams += p->items.size();
   const bool mappable = m_modelState && groupParams == params.size();
+  if (!m_modelState && m_optimizer == m_file.root())
+    m_notes.push_back(
+        "an optimizer state without its model: its parameters are numbered (torch's order of the "
+        "model's parameters, which this file does not hold), not named");
   if (m_modelState && !mappable)
     m_notes.push_back("the optimizer holds " + std::to_string(groupParams) +
                       " parameters, the model state " + std::to_string(params.size()) +
@@ -211,6 +219,8 @@ void CheckpointView::mapOptimizer() const {
     if (const Value* a = v->get("exp_avg"); a && a->kind == K::Tensor) p.expAvg = int(a->index);
     if (const Value* a = v->get("exp_avg_sq"); a && a->kind == K::Tensor)
       p.expAvgSq = int(a->index);
+    // A Megatron save's fp32 master copy, where its ranks' optimizer state is joined.
+    if (const Value* a = v->get("fp32_param"); a && a->kind == K::Tensor) p.master = int(a->index);
     if (p.param >= 0 && p.expAvg >= 0) {
       const TensorInfo& param = tensors[size_t(m_entries[size_t(p.param)].tensor)];
       const TensorInfo& avg = tensors[size_t(p.expAvg)];
@@ -220,6 +230,25 @@ void CheckpointView::mapOptimizer() const {
     }
     m_optParams.push_back(std::move(p));
   }
+}
+
+std::optional<OptimizerSummary> summarizeOptimizer(const CheckpointView& view) {
+  const Value* opt = view.optimizer();
+  if (!opt) return std::nullopt;
+  OptimizerSummary s;
+  const Value* groups = opt->get("param_groups");
+  const Value* state = opt->get("state");
+  s.withState = state && state->isDict() ? state->entries.size() : 0;
+  if (groups && groups->kind == K::List && !groups->items.empty()) {
+    s.groups = groups->items.size();
+    for (const char* key : {"lr", "betas", "eps", "weight_decay"})
+      if (const Value* v = groups->items.front()->get(key))
+        s.hyper.emplace_back(key, shortRepr(v, 30));
+  }
+  for (const OptimizerParam& p : view.optimizerParams())
+    if (!p.name.empty() && p.problem.empty()) ++s.mapped;
+  s.params = view.optimizerParams().size();
+  return s;
 }
 
 uint64_t CheckpointView::parameterCount() const {

@@ -235,7 +235,7 @@ uint64_t addMlflow(SourcePoints& into, const std::string& path, const std::strin
 // A W&B run's .wandb history (wandb.h). Returns where reading stopped.
 uint64_t addWandb(SourcePoints& into, const std::string& path, RunMetrics& m) {
   uint64_t end = 0;
-  addFileSeries(into, path, readWandbHistory(path, &end, &m.problems));
+  addFileSeries(into, path, readWandbHistoryCached(path, &end, &m.problems));
   return end;
 }
 

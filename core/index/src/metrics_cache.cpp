@@ -7,11 +7,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ckpt/index/wandb.h"
 #include "crc32c.h"
 #include "raw_bytes.h"
 
@@ -260,13 +262,29 @@ std::string metricsCacheFile(const std::string& sourcePath) {
   return (fs::path(dir) / name).string();
 }
 
-std::vector<FileSeries> readMetricsJsonlCached(const std::string& path, uint64_t* end,
-                                               std::vector<std::string>* problems) {
+namespace {
+
+// A reader of one kind of appendable metrics file: the whole file, and what
+// follows byte `offset` (an earlier read's end) point by point in file order.
+using EmitPoint = std::function<void(std::string_view, const MetricPoint&)>;
+struct AppendableReader {
+  std::function<std::vector<FileSeries>(const std::string&, uint64_t*, std::vector<std::string>*)>
+      whole;
+  std::function<void(const std::string&, uint64_t, const EmitPoint&, uint64_t*,
+                     std::vector<std::string>*)>
+      from;
+  // A problem the whole read named that an appended read can make untrue
+  // (a last line still being written); dropped before reading on.
+  std::function<bool(const std::string&)> stale;
+};
+
+std::vector<FileSeries> readCached(const std::string& path, const AppendableReader& reader,
+                                   uint64_t* end, std::vector<std::string>* problems) {
   const std::string cacheFile = metricsCacheEnabled() ? metricsCacheFile(path) : std::string();
   SourceStat now;
   if (cacheFile.empty() || !statSource(path, now)) {
     uint64_t e = 0;
-    auto series = readMetricsJsonlSeries(path, &e, problems);
+    auto series = reader.whole(path, &e, problems);
     g_bytes += e;
     if (end) *end = e;
     return series;
@@ -299,8 +317,9 @@ std::vector<FileSeries> readMetricsJsonlCached(const std::string& path, uint64_t
     if (p && p->head == e.probe.head && p->tail == e.probe.tail) {
       ++g_appended;
       uint64_t newEnd = e.end;
-      readMetricsJsonl(
-          path,
+      if (reader.stale) std::erase_if(e.problems, reader.stale);
+      reader.from(
+          path, e.end,
           [&e](std::string_view metric, const MetricPoint& point) {
             auto it = std::find_if(e.series.begin(), e.series.end(),
                                    [&](const FileSeries& s) { return s.metric == metric; });
@@ -308,7 +327,7 @@ std::vector<FileSeries> readMetricsJsonlCached(const std::string& path, uint64_t
               it = e.series.insert(e.series.end(), FileSeries{std::string(metric), {}, {}});
             addInFileOrder(it->points, it->restarts, point);
           },
-          e.end, &newEnd, &e.problems);
+          &newEnd, &e.problems);
       g_bytes += newEnd - e.end;
       e.end = newEnd;
       e.stat = now;
@@ -326,7 +345,7 @@ std::vector<FileSeries> readMetricsJsonlCached(const std::string& path, uint64_t
   e.path = key;
   e.stat = now;
   e.readAtNs = readAt;
-  e.series = readMetricsJsonlSeries(path, &e.end, &e.problems);
+  e.series = reader.whole(path, &e.end, &e.problems);
   g_bytes += e.end;
   // The file may have changed while it was read: stat again, and cache
   // only what was read from the file as it still is.
@@ -337,6 +356,48 @@ std::vector<FileSeries> readMetricsJsonlCached(const std::string& path, uint64_t
       store(cacheFile, e);
     }
   return finish(e);
+}
+
+}  // namespace
+
+std::vector<FileSeries> readMetricsJsonlCached(const std::string& path, uint64_t* end,
+                                               std::vector<std::string>* problems) {
+  static const AppendableReader jsonl{
+      [](const std::string& p, uint64_t* e, std::vector<std::string>* bad) {
+        return readMetricsJsonlSeries(p, e, bad);
+      },
+      [](const std::string& p, uint64_t offset, const EmitPoint& emit, uint64_t* e,
+         std::vector<std::string>* bad) { readMetricsJsonl(p, emit, offset, e, bad); },
+      {}};
+  return readCached(path, jsonl, end, problems);
+}
+
+std::vector<FileSeries> readWandbHistoryCached(const std::string& path, uint64_t* end,
+                                               std::vector<std::string>* problems) {
+  if (!isWandbHistoryJsonl(path)) return readWandbHistory(path, end, problems);
+  static const AppendableReader history{
+      [](const std::string& p, uint64_t* e, std::vector<std::string>* bad) {
+        return readWandbHistory(p, e, bad);
+      },
+      [](const std::string& p, uint64_t offset, const EmitPoint& emit, uint64_t* e,
+         std::vector<std::string>* bad) {
+        for (const auto& [metric, point] : readWandbHistoryJsonl(p, offset, e, bad))
+          emit(metric, point);
+        // A read from an offset does not name a last line still cut short;
+        // the whole read did, by its line number, which is not known here.
+        std::error_code ec;
+        if (const uintmax_t size = fs::file_size(p, ec); !ec && size > *e && bad)
+          bad->push_back(p + ": byte " + std::to_string(*e) + ": " +
+                         std::string(kWandbHistoryCutShort) + ", skipped");
+      },
+      [](const std::string& problem) {
+        return problem.find(kWandbHistoryCutShort) != std::string::npos;
+      }};
+  std::vector<FileSeries> out = readCached(path, history, end, problems);
+  // As a whole read gives them (a metric first seen in an appended row went last).
+  std::sort(out.begin(), out.end(),
+            [](const FileSeries& a, const FileSeries& b) { return a.metric < b.metric; });
+  return out;
 }
 
 }  // namespace ckpt

@@ -85,7 +85,7 @@ Points readWandbHistoryJsonl(const std::string& path, uint64_t offset, uint64_t*
     const std::streamoff size = in ? std::streamoff(in.tellg()) : 0;
     if (size > 0 && uint64_t(size) > readEnd) {
       ++lineNumber;
-      problem(readEnd, "a last line without a newline (cut short, or still being written)");
+      problem(readEnd, std::string(kWandbHistoryCutShort));
     }
   }
   if (end) *end = readEnd;

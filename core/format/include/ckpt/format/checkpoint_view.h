@@ -122,4 +122,19 @@ class CheckpointView {
   std::vector<std::string> m_megatronStateKeys;
 };
 
+// What the Summary and `info` say of an optimizer state, from one place:
+// how many parameters have state, its groups and the first group's
+// hyperparameters, and how many of its parameters map to a model parameter
+// (with no problem such as a moment whose shape differs from it).
+struct OptimizerSummary {
+  size_t withState = 0;  // entries of `state`
+  size_t groups = 0;     // entries of `param_groups`
+  // The first group's lr, betas, eps and weight_decay, as shortRepr writes them.
+  std::vector<std::pair<std::string, std::string>> hyper;
+  size_t mapped = 0;  // optimizerParams() mapped to a parameter, without a problem
+  size_t params = 0;  // optimizerParams().size()
+};
+// Null when the view has no optimizer.
+[[nodiscard]] std::optional<OptimizerSummary> summarizeOptimizer(const CheckpointView& view);
+
 }  // namespace ckpt

@@ -8,7 +8,7 @@
 // modification time and inode, the byte reading reached, and checksums of
 // the file's first and last 4 KiB before that byte.
 //
-// Reading a metrics.jsonl through the cache:
+// Reading a metrics.jsonl (or a wandb-history.jsonl) through the cache:
 //  * same size, time and inode, read long enough after its last change:
 //    the cached series, no byte of the file parsed;
 //  * grown, with the checksummed bytes unchanged (a job appending lines):
@@ -57,6 +57,12 @@ void setMetricsCacheEnabled(bool enabled);
 // problems (an appended part's bad lines are numbered from where it was
 // read). Never throws: a cache that cannot be written is left unwritten.
 std::vector<FileSeries> readMetricsJsonlCached(const std::string& path, uint64_t* end = nullptr,
+                                               std::vector<std::string>* problems = nullptr);
+
+// readWandbHistory through the cache, for an older W&B SDK's
+// wandb-history.jsonl (appended a row a line, as metrics.jsonl is); a
+// .wandb file is read whole, as readWandbHistory reads it.
+std::vector<FileSeries> readWandbHistoryCached(const std::string& path, uint64_t* end = nullptr,
                                                std::vector<std::string>* problems = nullptr);
 
 }  // namespace ckpt

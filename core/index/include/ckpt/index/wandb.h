@@ -164,6 +164,11 @@ std::vector<FileSeries> readWandbHistory(const std::string& path, uint64_t* end 
 
 // ---------------------------------------- wandb-history.jsonl (before 0.10)
 
+// How a read of a wandb-history.jsonl from the start names its last line
+// when no newline ends it (the metrics cache drops it once more is read).
+inline constexpr std::string_view kWandbHistoryCutShort =
+    "a last line without a newline (cut short, or still being written)";
+
 // The rows of an older SDK's wandb-history.jsonl from byte `offset` (0, or
 // an earlier call's `*end`) as (metric, point) in file order: each row's
 // numbers named as the .wandb reader names them (a nested dict's parts
