@@ -14,6 +14,7 @@
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSlider>
+#include <QSplitter>
 #include <QTest>
 #include <QTreeWidget>
 #include <QWheelEvent>
@@ -59,6 +60,8 @@ class TestCurvesSweep : public QObject {
   void timeWeightedEmaMatchesPython();
   void groupsAgainstNumpy();
   void expandAndHover();
+  void choicesRemembered();
+  void rememberedChoicesIgnoreInvalid();
 };
 
 void TestCurvesSweep::init() {
@@ -442,6 +445,133 @@ void TestCurvesSweep::expandAndHover() {
   view.legend()->search()->setFocus();
   QTest::keyClicks(view.legend()->search(), "seed3");
   QCOMPARE(view.legend()->shownRows(), 6);  // three groups, each with its seed3
+}
+
+namespace {
+
+// A drag of `splitter`'s handle by `by` pixels (along its orientation), as a
+// person drags it with the mouse.
+void dragHandle(QSplitter* splitter, int by) {
+  QSplitterHandle* handle = splitter->handle(1);
+  const QPoint from = handle->rect().center();
+  const QPoint to =
+      from + (splitter->orientation() == Qt::Horizontal ? QPoint(by, 0) : QPoint(0, by));
+  QTest::mousePress(handle, Qt::LeftButton, {}, from);
+  QTest::mouseMove(handle, (from + to) / 2);
+  QTest::mouseMove(handle, to);
+  QTest::mouseRelease(handle, Qt::LeftButton, {}, to);
+}
+
+QString sizesOf(const QSplitter* s) {
+  return QString("%1,%2").arg(s->sizes().value(0)).arg(s->sizes().value(1));
+}
+
+}  // namespace
+
+void TestCurvesSweep::choicesRemembered() {
+  // Chosen as a person chooses: the metric and the grouping with the keys,
+  // the splitters dragged with the mouse.
+  QString chartSizes, tableSizes;
+  {
+    CurvesView view;
+    view.resize(1000, 700);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY(load(view, kSweep));
+    auto* metric = view.findChild<QComboBox*>("metric");
+    metric->setFocus();
+    QTest::keyClicks(metric, "val_l");
+    QCOMPARE(metric->currentText(), QStringLiteral("val_loss"));
+    QCOMPARE(view.metric(), QStringLiteral("val_loss"));
+    auto* group = view.findChild<QComboBox*>("groupBy");
+    group->setFocus();
+    QTest::keyClicks(group, "learning");
+    QCOMPARE(view.groupBy(), QStringLiteral("learning_rate"));
+    auto* chart = view.findChild<QSplitter*>("curvesSplitter");
+    auto* table = view.findChild<QSplitter*>("runsTableSplitter");
+    QVERIFY(chart && table && chart->isVisible() && table->isVisible());
+    const QList<int> chartBefore = chart->sizes(), tableBefore = table->sizes();
+    dragHandle(chart, -120);  // a wider legend
+    dragHandle(table, 60);    // a shorter table
+    QVERIFY2(chart->sizes()[1] >= chartBefore[1] + 100, qPrintable(sizesOf(chart)));
+    QVERIFY2(table->sizes()[1] <= tableBefore[1] - 40, qPrintable(sizesOf(table)));
+    chartSizes = sizesOf(chart);
+    tableSizes = sizesOf(table);
+  }
+  {
+    // A new view, as the next start of the app makes: the same choices shown and used.
+    CurvesView view;
+    view.resize(1000, 700);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY(load(view, kSweep));
+    QCOMPARE(view.findChild<QComboBox*>("metric")->currentText(), QStringLiteral("val_loss"));
+    QCOMPARE(view.metric(), QStringLiteral("val_loss"));
+    QCOMPARE(view.plot()->yAxis->label(), QStringLiteral("val_loss"));
+    QCOMPARE(view.findChild<QComboBox*>("groupBy")->currentText(), QStringLiteral("learning_rate"));
+    QCOMPARE(view.groupBy(), QStringLiteral("learning_rate"));
+    QCOMPARE(view.groupLabels().size(), 3);
+    QCOMPARE(view.legend()->tree()->topLevelItemCount(), 3);
+    QCOMPARE(sizesOf(view.findChild<QSplitter*>("curvesSplitter")), chartSizes);
+    QCOMPARE(sizesOf(view.findChild<QSplitter*>("runsTableSplitter")), tableSizes);
+
+    // Set from code, nothing is remembered.
+    view.setMetric("lr");
+    view.setGroupBy("none");
+  }
+  CurvesView view;
+  view.resize(1000, 700);
+  view.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&view));
+  QVERIFY(load(view, kSweep));
+  QCOMPARE(view.metric(), QStringLiteral("val_loss"));
+  QCOMPARE(view.groupBy(), QStringLiteral("learning_rate"));
+
+  // Runs without that metric or that hyperparameter: the defaults (the
+  // training loss; no grouping for one run without hyperparameters).
+  QVERIFY(load(view, kFixtures + "/curves_spike"));
+  QCOMPARE(view.metric(), QStringLiteral("loss"));
+  QCOMPARE(view.findChild<QComboBox*>("metric")->currentText(), QStringLiteral("loss"));
+  QCOMPARE(view.groupBy(), QStringLiteral("none"));
+  QCOMPARE(view.findChild<QComboBox*>("groupBy")->currentText(), QStringLiteral("None"));
+  QVERIFY(view.rawGraph("spike") && view.rawGraph("spike")->visible());
+}
+
+void TestCurvesSweep::rememberedChoicesIgnoreInvalid() {
+  // The sizes a view has with nothing remembered.
+  QString chartDefault, tableDefault;
+  {
+    CurvesView view;
+    view.resize(1000, 700);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    chartDefault = sizesOf(view.findChild<QSplitter*>("curvesSplitter"));
+    tableDefault = sizesOf(view.findChild<QSplitter*>("runsTableSplitter"));
+  }
+  // A file edited by hand or written by another version: what is not
+  // understood keeps its default.
+  const std::pair<QVariant, QVariant> sizes[] = {
+      {"wide,narrow", "1,2,3"}, {"0,500", "99999999,1"}, {QVariant(), "-5,200"}};
+  const QVariant metrics[] = {"no_such_metric", "", 5};
+  const QVariant groups[] = {"learning rate", "seed:x", "no_such_key"};
+  for (int i = 0; i < 3; ++i) {
+    QSettings settings;
+    settings.setValue("curves/metric", metrics[i]);
+    settings.setValue("curves/groupBy", groups[i]);
+    settings.setValue("curves/chartSplitter", sizes[i].first);
+    settings.setValue("curves/tableSplitter", sizes[i].second);
+    CurvesView view;
+    view.resize(1000, 700);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY(load(view, kSweep));
+    QCOMPARE(view.metric(), QStringLiteral("loss"));
+    QCOMPARE(view.findChild<QComboBox*>("metric")->currentText(), QStringLiteral("loss"));
+    QCOMPARE(view.groupBy(), QStringLiteral("all-but"));  // the default for runs with seeds
+    QCOMPARE(view.groupLabels().size(), 3);
+    QCOMPARE(sizesOf(view.findChild<QSplitter*>("curvesSplitter")), chartDefault);
+    QCOMPARE(sizesOf(view.findChild<QSplitter*>("runsTableSplitter")), tableDefault);
+  }
 }
 
 QTEST_MAIN(TestCurvesSweep)

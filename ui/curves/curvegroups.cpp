@@ -242,7 +242,9 @@ void CurvesView::updateGroupChoices() {
   if (seed) m_groupBox->addItem(tr("All but seed"), QStringLiteral("all-but"));
   m_groupBox->addItem(tr("Name without its number"), QStringLiteral("name"));
   for (const std::string& k : keys) m_groupBox->addItem(fromStd(k), fromStd(k));
-  if (!m_groupChosen) {
+  if (!m_groupChosen && !m_savedGroupBy.isEmpty() && m_groupBox->findData(m_savedGroupBy) >= 0) {
+    m_groupBy = m_savedGroupBy;  // the choice of an earlier start, which these runs offer
+  } else if (!m_groupChosen) {
     // Seeds of one setting are grouped; a run and its resumed branches
     // (one config, one seed) are each their own line.
     std::vector<GroupableRun> groupable;

@@ -196,9 +196,10 @@ class CurvesView : public QWidget {
   void buildControls();
   void setUpPlot();
   // The choices the person made on the tab before (smoothing and its method,
-  // the x axis, log scale, the group line and band), which the controls
-  // remember as they are changed (curvescontrols.cpp). A missing or
-  // unreadable one keeps its default.
+  // the x axis, log scale, the group line and band, the metric, the
+  // grouping, the splitters' sizes), which the controls remember as they
+  // are changed (curvescontrols.cpp). A missing or unreadable one keeps its
+  // default; a metric or grouping the runs shown do not have too.
   void restoreChartSettings();
   // Takes the runs read so far, in order, and plots them.
   void takeLoadedRuns();
@@ -334,6 +335,9 @@ class CurvesView : public QWidget {
   QString m_exportDir;
   QString m_groupBy = QStringLiteral("none");
   bool m_groupChosen = false;  // by the user; until then all-but-seed when runs have a seed
+  // The grouping chosen at an earlier start (restoreChartSettings): used
+  // instead of the default when the runs offer it.
+  QString m_savedGroupBy;
   GroupLine m_groupLine = GroupLine::Mean;
   GroupBand m_groupBand = GroupBand::MinMax;
   std::vector<GroupPlot> m_groups;
