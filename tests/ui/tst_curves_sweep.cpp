@@ -11,11 +11,15 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLineEdit>
+#include <QPushButton>
+#include <QScopeGuard>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSlider>
 #include <QSplitter>
+#include <QTemporaryDir>
 #include <QTest>
+#include <QThreadPool>
 #include <QTreeWidget>
 #include <QWheelEvent>
 #include <cmath>
@@ -62,6 +66,7 @@ class TestCurvesSweep : public QObject {
   void expandAndHover();
   void choicesRemembered();
   void rememberedChoicesIgnoreInvalid();
+  void cancelReading();
 };
 
 void TestCurvesSweep::init() {
@@ -278,7 +283,8 @@ void TestCurvesSweep::groupsAgainstNumpy() {
     if (view.plot()->graph(i)->visible() && view.plot()->graph(i)->brush().style() != Qt::NoBrush)
       ++lines;
   QCOMPARE(lines, 3);  // the filled upper band edges
-  for (const CurveRun& run : view.runs()) QVERIFY(!view.smoothedGraph(run.name)->visible());
+  // A run folded into its group's line keeps no graph of its own (memory).
+  for (const CurveRun& run : view.runs()) QVERIFY(!view.smoothedGraph(run.name));
   QTreeWidget* tree = view.legend()->tree();
   QCOMPARE(tree->topLevelItemCount(), 3);
   for (int i = 0; i < 3; ++i) QCOMPARE(tree->topLevelItem(i)->childCount(), 5);
@@ -409,7 +415,7 @@ void TestCurvesSweep::expandAndHover() {
              view.groupLine(label)->pen().color().rgb());
   }
   for (const CurveRun& run : view.runs())
-    if (!members.contains(run.name)) QVERIFY(!view.smoothedGraph(run.name)->visible());
+    if (!members.contains(run.name)) QVERIFY(!view.smoothedGraph(run.name));  // still folded
   // Unticking a run hides it; collapsing hides them all again.
   QTreeWidgetItem* child = row->child(0);
   const QRect r = tree->visualItemRect(child);
@@ -422,7 +428,7 @@ void TestCurvesSweep::expandAndHover() {
   QTest::keyClick(tree, Qt::Key_Up);
   QTest::keyClick(tree, Qt::Key_Left);
   QVERIFY(!row->isExpanded());
-  for (const QString& run : members) QVERIFY(!view.smoothedGraph(run)->visible());
+  for (const QString& run : members) QVERIFY(!view.smoothedGraph(run));  // dropped again
 
   // Hover a group's line: it is highlighted, and its legend row too.
   QCustomPlot* plot = view.plot();
@@ -545,6 +551,7 @@ void TestCurvesSweep::rememberedChoicesIgnoreInvalid() {
     view.resize(1000, 700);
     view.show();
     QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY(load(view, kSweep));  // the same status line (its height) as below
     chartDefault = sizesOf(view.findChild<QSplitter*>("curvesSplitter"));
     tableDefault = sizesOf(view.findChild<QSplitter*>("runsTableSplitter"));
   }
@@ -572,6 +579,61 @@ void TestCurvesSweep::rememberedChoicesIgnoreInvalid() {
     QCOMPARE(sizesOf(view.findChild<QSplitter*>("curvesSplitter")), chartDefault);
     QCOMPARE(sizesOf(view.findChild<QSplitter*>("runsTableSplitter")), tableDefault);
   }
+}
+
+void TestCurvesSweep::cancelReading() {
+  // 120 runs of 4,000 lines, read one at a time (a pool of one thread): the
+  // Cancel beside the status line stops after the runs being read.
+  QTemporaryDir dir;
+  QVERIFY(dir.isValid());
+  constexpr int kRuns = 120;
+  for (int r = 0; r < kRuns; ++r) {
+    const QString run = QString("run%1").arg(r, 3, 10, QChar('0'));
+    QVERIFY(QDir(dir.path()).mkpath(run));
+    QFile f(QDir(dir.path()).filePath(run + "/metrics.jsonl"));
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    QByteArray lines;
+    for (int step = 0; step < 4000; ++step)
+      lines +=
+          QString("{\"step\": %1, \"loss\": %2}\n").arg(step).arg(5.0 / (step + 1 + r)).toUtf8();
+    QCOMPARE(f.write(lines), lines.size());
+  }
+  const int threads = QThreadPool::globalInstance()->maxThreadCount();
+  QThreadPool::globalInstance()->setMaxThreadCount(1);
+  const auto restore =
+      qScopeGuard([threads] { QThreadPool::globalInstance()->setMaxThreadCount(threads); });
+
+  CurvesView view;
+  view.resize(1000, 700);
+  view.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&view));
+  auto* cancel = view.findChild<QPushButton*>("cancelReading");
+  QVERIFY(cancel && !cancel->isVisible());
+  QSignalSpy ready(&view, &CurvesView::curvesReady);
+  view.setRuns(scanDirectory(pathToStd(dir.path())).runs);
+  QVERIFY(view.isLoading());
+  QVERIFY(cancel->isVisible() && cancel->isEnabled());
+  QTest::mouseClick(cancel, Qt::LeftButton);
+  QVERIFY(ready.wait(curves_fixture::kLoadTimeoutMs));
+  QVERIFY(!view.isLoading());
+  QVERIFY(!cancel->isVisible());
+  // The runs read before the first one not read, in order, drawn.
+  const size_t read = view.runs().size();
+  QVERIFY2(read < size_t(kRuns), qPrintable(QString::number(read)));
+  for (size_t i = 0; i < read; ++i) {
+    QCOMPARE(view.runs()[i].name, QString("run%1").arg(i, 3, 10, QChar('0')));
+    QVERIFY(view.smoothedGraph(view.runs()[i].name));
+  }
+  QCOMPARE(view.legend()->tree()->topLevelItemCount(), int(read));
+  QVERIFY2(view.statusText().startsWith(
+               QString("Reading cancelled: %1 of %2 runs read").arg(read).arg(kRuns)),
+           qPrintable(view.statusText()));
+
+  // Opened again and left to finish: every run, and no word of a cancel.
+  QVERIFY(load(view, dir.path()));
+  QCOMPARE(view.runs().size(), size_t(kRuns));
+  QVERIFY(!view.statusText().contains("cancelled"));
+  QVERIFY(!cancel->isVisible());
 }
 
 QTEST_MAIN(TestCurvesSweep)

@@ -73,6 +73,12 @@ bool CurvesView::groupingActive() const {
   return m_groupBy != QLatin1String("none") && stepAxis() && !m_loadPending;
 }
 
+bool CurvesView::foldedInGroup(size_t run) const {
+  if (!groupingActive() || run >= m_groupOf.size() || m_groupOf[run] == kNoGroup) return false;
+  const GroupPlot& gp = m_groups[m_groupOf[run]];
+  return gp.runs.size() >= 2 && !gp.expanded;  // fillGroups draws such a group as a line
+}
+
 void CurvesView::computeGroups() {
   // The runs the table's filter keeps: a group's statistics are of those.
   std::vector<GroupableRun> runs;
@@ -334,6 +340,8 @@ void CurvesView::setGroupExpanded(const QString& label, bool expanded) {
     const QSignalBlocker block(m_legend->tree());
     row->setExpanded(expanded);
   }
+  // Its runs' own curves are made when it opens and dropped when it closes.
+  for (size_t r : m_groups[size_t(g)].runs) fillRun(r);
   applyVisibility();
   m_plot->replot();
 }

@@ -326,6 +326,14 @@ void CurvesView::buildControls() {
   m_status->setObjectName("status");
   m_status->setWordWrap(true);
   m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  m_cancelButton = new QPushButton(tr("Cancel"), this);
+  m_cancelButton->setObjectName("cancelReading");
+  m_cancelButton->setToolTip(tr("Stop reading runs: the runs read so far are drawn"));
+  m_cancelButton->hide();
+  connect(m_cancelButton, &QPushButton::clicked, this, &CurvesView::cancelLoading);
+  auto* statusRow = new QHBoxLayout;
+  statusRow->addWidget(m_status, 1);
+  statusRow->addWidget(m_cancelButton, 0, Qt::AlignTop);
 
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(6, 6, 6, 6);
@@ -333,7 +341,7 @@ void CurvesView::buildControls() {
   layout->addLayout(smoothing);
   layout->addLayout(groups);
   layout->addWidget(m_tableSplitter, 1);
-  layout->addWidget(m_status);
+  layout->addLayout(statusRow);
   m_smoothLabel->setText(QString::number(m_smoothing, 'f', 2));
 }
 
