@@ -15,6 +15,13 @@
 //       row per run), and to apply a filter typed into its box (the chart
 //       drawing only the runs kept), each against the time to read and plot
 //       the runs and against one replot, measured in the same run.
+//   bench_gui sweep DIR
+//       The whole app on a sweep (make_sweep_bench.py): the window opens
+//       DIR as `ckptscope DIR` does and shows the Curves tab; the time from
+//       the open (and from the process's start) to the curves shown
+//       (CurvesView::curvesReady), the points held, and the process's peak
+//       RSS. Cold or warm is the metrics cache's state
+//       (CKPTSCOPE_CACHE_DIR): run_gui_bench.sh sweep runs both.
 //   bench_gui stall DIR FILE TENSOR
 //       In one window: scan DIR, select FILE, then compute TENSOR's
 //       statistics, histogram and heat map in the Tensor tab. A 2 ms
@@ -22,6 +29,7 @@
 //       ticks in each phase: the longest time the window could not respond.
 //
 // Prints one JSON object per run on stdout.
+#include <sys/resource.h>
 #include <unistd.h>
 #include <QApplication>
 #include <QElapsedTimer>
@@ -29,6 +37,7 @@
 #include <QLineEdit>
 #include <QSettings>
 #include <QSignalSpy>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTest>
 #include <QTimer>
@@ -356,6 +365,47 @@ int runsTable(const QString& dir) {
   return 0;
 }
 
+int sweep(const QString& dir) {
+  QSettings().clear();  // the defaults: no metric, grouping or splitter remembered
+  const double startMs = msSinceProcessStart();
+  QElapsedTimer clock;
+  clock.start();
+  ckpt::MainWindow w;
+  w.resize(1280, 800);
+  w.show();
+  w.tabs()->setCurrentWidget(w.curvesView());
+  ckpt::CurvesView* view = w.curvesView();
+  QSignalSpy ready(view, &ckpt::CurvesView::curvesReady);
+  QSignalSpy scanned(&w, &ckpt::MainWindow::scanFinished);
+  QApplication::processEvents();
+  const double windowMs = clock.nsecsElapsed() / 1e6;
+  clock.start();
+  w.openPaths({dir});
+  if (!waitFor(&w, "the scan", scanned, 600'000)) return 1;
+  const double scanMs = clock.nsecsElapsed() / 1e6;
+  if (!waitFor(view, "the curves", ready, 600'000)) return 1;
+  const double shownMs = clock.nsecsElapsed() / 1e6;
+  // The first paint of the chart with every curve (or group) in it.
+  QElapsedTimer paint;
+  paint.start();
+  view->plot()->replot(QCustomPlot::rpImmediateRefresh);
+  QApplication::processEvents();
+  const double paintMs = paint.nsecsElapsed() / 1e6;
+  size_t points = 0;
+  for (const ckpt::CurveRun& run : view->runs())
+    for (const auto& [metric, series] : run.series) points += series.points.size();
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  std::printf(
+      "{\"mode\": \"sweep\", \"runs\": %zu, \"points\": %zu, \"groups\": %lld, "
+      "\"graphs\": %d, \"window_ms\": %.1f, \"scan_ms\": %.1f, \"open_to_shown_ms\": %.1f, "
+      "\"process_to_shown_ms\": %.1f, \"paint_ms\": %.1f, \"peak_rss_mb\": %.1f}\n",
+      view->runs().size(), points, static_cast<long long>(view->groupLabels().size()),
+      view->plot()->graphCount(), windowMs, scanMs, shownMs, startMs + windowMs + shownMs, paintMs,
+      double(usage.ru_maxrss) / 1024.0);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -367,9 +417,10 @@ int main(int argc, char** argv) {
   if (args.size() == 5 && args[1] == "stall") return stall(args[2], args[3], args[4]);
   if (args.size() == 3 && args[1] == "curves") return curves(args[2].toLongLong());
   if (args.size() == 3 && args[1] == "runstable") return runsTable(args[2]);
+  if (args.size() == 3 && args[1] == "sweep") return sweep(args[2]);
   std::fprintf(
       stderr,
       "usage: bench_gui cold DIR | bench_gui stall DIR FILE TENSOR | bench_gui curves POINTS | "
-      "bench_gui runstable DIR\n");
+      "bench_gui runstable DIR | bench_gui sweep DIR\n");
   return 2;
 }

@@ -9,18 +9,33 @@
 #
 #   bench/run_gui_bench.sh [BUILD_DIR]
 #
+# Or issue #26's sweep, the whole app on SWEEP_RUNS x SWEEP_POINTS lines of
+# metrics.jsonl (bench/make_sweep_bench.py; goal at 1,000 x 20,000: curves
+# shown <= 3 s on the first open, <= 0.5 s on the second, <= 600 MB), each
+# open a fresh process: cold (an empty metrics cache), then warm (the cache
+# the cold open wrote), REPEAT times (default 3, the median and the largest
+# RSS reported), next to the plain Python reader (bench/sweep_anchor.py) run
+# in the same benchmark. The cache lives in a temporary folder.
+#
+#   bench/run_gui_bench.sh sweep [BUILD_DIR]
+#
 # Needs the data of bench/run_bench.sh (build/bench-data: the checkpoint and
 # its 200-link folder); run that first. Environment: RUNS (default 7).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+MODE=checkpoints
+if [[ "${1:-}" == sweep ]]; then
+  MODE=sweep
+  shift
+fi
 RUNS="${RUNS:-7}"
 DATA="${CKPT_BENCH_DATA:-$REPO/build/bench-data}"
 FILE="$DATA/gpt2s-sinks_step12000.pt"
 LSDIR="$DATA/ls200"
 TENSOR="model_state.token_embed.weight"
 
-if [[ ! -f "$FILE" || "$(find "$LSDIR" -name '*.pt' 2>/dev/null | wc -l)" -ne 200 ]]; then
+if [[ $MODE == checkpoints && ( ! -f "$FILE" || "$(find "$LSDIR" -name '*.pt' 2>/dev/null | wc -l)" -ne 200 ) ]]; then
   echo "run_gui_bench: no benchmark data in $DATA: run bench/run_bench.sh first" >&2
   exit 1
 fi
@@ -32,6 +47,20 @@ else
 fi
 cmake --build "$BUILD" --target bench_gui -j "${JOBS:-2}" >/dev/null
 BENCH="$BUILD/bench/bench_gui"
+
+if [[ $MODE == sweep ]]; then
+  SWEEP_RUNS="${SWEEP_RUNS:-1000}"
+  SWEEP_POINTS="${SWEEP_POINTS:-20000}"
+  source "$REPO/bench/sweep_data.sh"
+  sweep_data "$REPO" "$SWEEP_RUNS" "$SWEEP_POINTS"
+  echo "== machine"
+  echo "cpu:   $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1) ($(nproc) cores); load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "data:  $SWEEP_RUNS runs x $SWEEP_POINTS lines, $(du -sb "$DATA" | cut -f1) bytes (page cache warm after the first read)"
+  echo "build: $(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$BUILD/CMakeCache.txt"); Qt: QT_QPA_PLATFORM=${QT_QPA_PLATFORM:-offscreen}"
+  echo
+  exec python3 "$REPO/bench/gui_sweep.py" "$BENCH" "$DATA" "${REPEAT:-3}" "$SWEEP_RUNS" "$SWEEP_POINTS" \
+    "$REPO/bench/sweep_anchor.py"
+fi
 
 echo "== machine"
 echo "cpu:   $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1) ($(nproc) cores); load average $(cut -d' ' -f1-3 /proc/loadavg)"

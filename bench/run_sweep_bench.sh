@@ -22,17 +22,11 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 RUNS="${SWEEP_RUNS:-1000}"
 POINTS="${SWEEP_POINTS:-20000}"
 REPEAT="${REPEAT:-3}"
-DATA="${CKPT_BENCH_DATA:-$REPO/build/bench-data}/sweep-${RUNS}x${POINTS}"
 source "$REPO/bench/cli_build.sh"
 bench_cli_build "$REPO" ${1:+"$1"} -- ckptscope-cli
 CLI="$BUILD/app/ckptscope-cli"
-
-if [[ ! -f "$DATA/.complete" ]]; then
-  start=$(date +%s.%N)
-  python3 "$REPO/bench/make_sweep_bench.py" "$DATA" "$RUNS" "$POINTS"
-  touch "$DATA/.complete"
-  echo "generated $DATA in $(echo "$(date +%s.%N) - $start" | bc) s"
-fi
+source "$REPO/bench/sweep_data.sh"
+sweep_data "$REPO" "$RUNS" "$POINTS"
 
 echo "== machine"
 echo "cpu:   $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1) ($(nproc) cores); load average $(cut -d' ' -f1-3 /proc/loadavg)"

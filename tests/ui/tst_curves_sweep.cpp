@@ -11,10 +11,15 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLineEdit>
+#include <QPushButton>
+#include <QScopeGuard>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSlider>
+#include <QSplitter>
+#include <QTemporaryDir>
 #include <QTest>
+#include <QThreadPool>
 #include <QTreeWidget>
 #include <QWheelEvent>
 #include <cmath>
@@ -59,6 +64,9 @@ class TestCurvesSweep : public QObject {
   void timeWeightedEmaMatchesPython();
   void groupsAgainstNumpy();
   void expandAndHover();
+  void choicesRemembered();
+  void rememberedChoicesIgnoreInvalid();
+  void cancelReading();
 };
 
 void TestCurvesSweep::init() {
@@ -275,7 +283,8 @@ void TestCurvesSweep::groupsAgainstNumpy() {
     if (view.plot()->graph(i)->visible() && view.plot()->graph(i)->brush().style() != Qt::NoBrush)
       ++lines;
   QCOMPARE(lines, 3);  // the filled upper band edges
-  for (const CurveRun& run : view.runs()) QVERIFY(!view.smoothedGraph(run.name)->visible());
+  // A run folded into its group's line keeps no graph of its own (memory).
+  for (const CurveRun& run : view.runs()) QVERIFY(!view.smoothedGraph(run.name));
   QTreeWidget* tree = view.legend()->tree();
   QCOMPARE(tree->topLevelItemCount(), 3);
   for (int i = 0; i < 3; ++i) QCOMPARE(tree->topLevelItem(i)->childCount(), 5);
@@ -406,7 +415,7 @@ void TestCurvesSweep::expandAndHover() {
              view.groupLine(label)->pen().color().rgb());
   }
   for (const CurveRun& run : view.runs())
-    if (!members.contains(run.name)) QVERIFY(!view.smoothedGraph(run.name)->visible());
+    if (!members.contains(run.name)) QVERIFY(!view.smoothedGraph(run.name));  // still folded
   // Unticking a run hides it; collapsing hides them all again.
   QTreeWidgetItem* child = row->child(0);
   const QRect r = tree->visualItemRect(child);
@@ -419,7 +428,7 @@ void TestCurvesSweep::expandAndHover() {
   QTest::keyClick(tree, Qt::Key_Up);
   QTest::keyClick(tree, Qt::Key_Left);
   QVERIFY(!row->isExpanded());
-  for (const QString& run : members) QVERIFY(!view.smoothedGraph(run)->visible());
+  for (const QString& run : members) QVERIFY(!view.smoothedGraph(run));  // dropped again
 
   // Hover a group's line: it is highlighted, and its legend row too.
   QCustomPlot* plot = view.plot();
@@ -442,6 +451,189 @@ void TestCurvesSweep::expandAndHover() {
   view.legend()->search()->setFocus();
   QTest::keyClicks(view.legend()->search(), "seed3");
   QCOMPARE(view.legend()->shownRows(), 6);  // three groups, each with its seed3
+}
+
+namespace {
+
+// A drag of `splitter`'s handle by `by` pixels (along its orientation), as a
+// person drags it with the mouse.
+void dragHandle(QSplitter* splitter, int by) {
+  QSplitterHandle* handle = splitter->handle(1);
+  const QPoint from = handle->rect().center();
+  const QPoint to =
+      from + (splitter->orientation() == Qt::Horizontal ? QPoint(by, 0) : QPoint(0, by));
+  QTest::mousePress(handle, Qt::LeftButton, {}, from);
+  QTest::mouseMove(handle, (from + to) / 2);
+  QTest::mouseMove(handle, to);
+  QTest::mouseRelease(handle, Qt::LeftButton, {}, to);
+}
+
+QString sizesOf(const QSplitter* s) {
+  return QString("%1,%2").arg(s->sizes().value(0)).arg(s->sizes().value(1));
+}
+
+}  // namespace
+
+void TestCurvesSweep::choicesRemembered() {
+  // Chosen as a person chooses: the metric and the grouping with the keys,
+  // the splitters dragged with the mouse.
+  QString chartSizes, tableSizes;
+  {
+    CurvesView view;
+    view.resize(1000, 700);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY(load(view, kSweep));
+    auto* metric = view.findChild<QComboBox*>("metric");
+    metric->setFocus();
+    QTest::keyClicks(metric, "val_l");
+    QCOMPARE(metric->currentText(), QStringLiteral("val_loss"));
+    QCOMPARE(view.metric(), QStringLiteral("val_loss"));
+    auto* group = view.findChild<QComboBox*>("groupBy");
+    group->setFocus();
+    QTest::keyClicks(group, "learning");
+    QCOMPARE(view.groupBy(), QStringLiteral("learning_rate"));
+    auto* chart = view.findChild<QSplitter*>("curvesSplitter");
+    auto* table = view.findChild<QSplitter*>("runsTableSplitter");
+    QVERIFY(chart && table && chart->isVisible() && table->isVisible());
+    const QList<int> chartBefore = chart->sizes(), tableBefore = table->sizes();
+    dragHandle(chart, -120);  // a wider legend
+    dragHandle(table, 60);    // a shorter table
+    QVERIFY2(chart->sizes()[1] >= chartBefore[1] + 100, qPrintable(sizesOf(chart)));
+    QVERIFY2(table->sizes()[1] <= tableBefore[1] - 40, qPrintable(sizesOf(table)));
+    chartSizes = sizesOf(chart);
+    tableSizes = sizesOf(table);
+  }
+  {
+    // A new view, as the next start of the app makes: the same choices shown and used.
+    CurvesView view;
+    view.resize(1000, 700);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY(load(view, kSweep));
+    QCOMPARE(view.findChild<QComboBox*>("metric")->currentText(), QStringLiteral("val_loss"));
+    QCOMPARE(view.metric(), QStringLiteral("val_loss"));
+    QCOMPARE(view.plot()->yAxis->label(), QStringLiteral("val_loss"));
+    QCOMPARE(view.findChild<QComboBox*>("groupBy")->currentText(), QStringLiteral("learning_rate"));
+    QCOMPARE(view.groupBy(), QStringLiteral("learning_rate"));
+    QCOMPARE(view.groupLabels().size(), 3);
+    QCOMPARE(view.legend()->tree()->topLevelItemCount(), 3);
+    QCOMPARE(sizesOf(view.findChild<QSplitter*>("curvesSplitter")), chartSizes);
+    QCOMPARE(sizesOf(view.findChild<QSplitter*>("runsTableSplitter")), tableSizes);
+
+    // Set from code, nothing is remembered.
+    view.setMetric("lr");
+    view.setGroupBy("none");
+  }
+  CurvesView view;
+  view.resize(1000, 700);
+  view.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&view));
+  QVERIFY(load(view, kSweep));
+  QCOMPARE(view.metric(), QStringLiteral("val_loss"));
+  QCOMPARE(view.groupBy(), QStringLiteral("learning_rate"));
+
+  // Runs without that metric or that hyperparameter: the defaults (the
+  // training loss; no grouping for one run without hyperparameters).
+  QVERIFY(load(view, kFixtures + "/curves_spike"));
+  QCOMPARE(view.metric(), QStringLiteral("loss"));
+  QCOMPARE(view.findChild<QComboBox*>("metric")->currentText(), QStringLiteral("loss"));
+  QCOMPARE(view.groupBy(), QStringLiteral("none"));
+  QCOMPARE(view.findChild<QComboBox*>("groupBy")->currentText(), QStringLiteral("None"));
+  QVERIFY(view.rawGraph("spike") && view.rawGraph("spike")->visible());
+}
+
+void TestCurvesSweep::rememberedChoicesIgnoreInvalid() {
+  // The sizes a view has with nothing remembered.
+  QString chartDefault, tableDefault;
+  {
+    CurvesView view;
+    view.resize(1000, 700);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY(load(view, kSweep));  // the same status line (its height) as below
+    chartDefault = sizesOf(view.findChild<QSplitter*>("curvesSplitter"));
+    tableDefault = sizesOf(view.findChild<QSplitter*>("runsTableSplitter"));
+  }
+  // A file edited by hand or written by another version: what is not
+  // understood keeps its default.
+  const std::pair<QVariant, QVariant> sizes[] = {
+      {"wide,narrow", "1,2,3"}, {"0,500", "99999999,1"}, {QVariant(), "-5,200"}};
+  const QVariant metrics[] = {"no_such_metric", "", 5};
+  const QVariant groups[] = {"learning rate", "seed:x", "no_such_key"};
+  for (int i = 0; i < 3; ++i) {
+    QSettings settings;
+    settings.setValue("curves/metric", metrics[i]);
+    settings.setValue("curves/groupBy", groups[i]);
+    settings.setValue("curves/chartSplitter", sizes[i].first);
+    settings.setValue("curves/tableSplitter", sizes[i].second);
+    CurvesView view;
+    view.resize(1000, 700);
+    view.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&view));
+    QVERIFY(load(view, kSweep));
+    QCOMPARE(view.metric(), QStringLiteral("loss"));
+    QCOMPARE(view.findChild<QComboBox*>("metric")->currentText(), QStringLiteral("loss"));
+    QCOMPARE(view.groupBy(), QStringLiteral("all-but"));  // the default for runs with seeds
+    QCOMPARE(view.groupLabels().size(), 3);
+    QCOMPARE(sizesOf(view.findChild<QSplitter*>("curvesSplitter")), chartDefault);
+    QCOMPARE(sizesOf(view.findChild<QSplitter*>("runsTableSplitter")), tableDefault);
+  }
+}
+
+void TestCurvesSweep::cancelReading() {
+  // 120 runs of 4,000 lines, read one at a time (a pool of one thread): the
+  // Cancel beside the status line stops after the runs being read.
+  QTemporaryDir dir;
+  QVERIFY(dir.isValid());
+  constexpr int kRuns = 120;
+  for (int r = 0; r < kRuns; ++r) {
+    const QString run = QString("run%1").arg(r, 3, 10, QChar('0'));
+    QVERIFY(QDir(dir.path()).mkpath(run));
+    QFile f(QDir(dir.path()).filePath(run + "/metrics.jsonl"));
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    QByteArray lines;
+    for (int step = 0; step < 4000; ++step)
+      lines +=
+          QString("{\"step\": %1, \"loss\": %2}\n").arg(step).arg(5.0 / (step + 1 + r)).toUtf8();
+    QCOMPARE(f.write(lines), lines.size());
+  }
+  const int threads = QThreadPool::globalInstance()->maxThreadCount();
+  QThreadPool::globalInstance()->setMaxThreadCount(1);
+  const auto restore =
+      qScopeGuard([threads] { QThreadPool::globalInstance()->setMaxThreadCount(threads); });
+
+  CurvesView view;
+  view.resize(1000, 700);
+  view.show();
+  QVERIFY(QTest::qWaitForWindowExposed(&view));
+  auto* cancel = view.findChild<QPushButton*>("cancelReading");
+  QVERIFY(cancel && !cancel->isVisible());
+  QSignalSpy ready(&view, &CurvesView::curvesReady);
+  view.setRuns(scanDirectory(pathToStd(dir.path())).runs);
+  QVERIFY(view.isLoading());
+  QVERIFY(cancel->isVisible() && cancel->isEnabled());
+  QTest::mouseClick(cancel, Qt::LeftButton);
+  QVERIFY(ready.wait(curves_fixture::kLoadTimeoutMs));
+  QVERIFY(!view.isLoading());
+  QVERIFY(!cancel->isVisible());
+  // The runs read before the first one not read, in order, drawn.
+  const size_t read = view.runs().size();
+  QVERIFY2(read < size_t(kRuns), qPrintable(QString::number(read)));
+  for (size_t i = 0; i < read; ++i) {
+    QCOMPARE(view.runs()[i].name, QString("run%1").arg(i, 3, 10, QChar('0')));
+    QVERIFY(view.smoothedGraph(view.runs()[i].name));
+  }
+  QCOMPARE(view.legend()->tree()->topLevelItemCount(), int(read));
+  QVERIFY2(view.statusText().startsWith(
+               QString("Reading cancelled: %1 of %2 runs read").arg(read).arg(kRuns)),
+           qPrintable(view.statusText()));
+
+  // Opened again and left to finish: every run, and no word of a cancel.
+  QVERIFY(load(view, dir.path()));
+  QCOMPARE(view.runs().size(), size_t(kRuns));
+  QVERIFY(!view.statusText().contains("cancelled"));
+  QVERIFY(!cancel->isVisible());
 }
 
 QTEST_MAIN(TestCurvesSweep)

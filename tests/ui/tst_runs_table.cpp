@@ -291,7 +291,7 @@ void TestRunsTable::filterExpressions() {
   auto drawn = [&] {
     QStringList out;
     for (const CurveRun& r : view.runs())
-      if (view.smoothedGraph(r.name)->visible()) out << r.name;
+      if (const QCPGraph* g = view.smoothedGraph(r.name); g && g->visible()) out << r.name;
     out.sort();
     return out;
   };

@@ -114,12 +114,20 @@ bool CurvesView::updateSpacing() {
     if (!s) continue;
     std::optional<double> first, last;
     size_t n = 0;
-    for (const MetricPoint& p : s->points)
-      if (const auto x = xOf(run, p)) {
-        if (!first) first = x;
-        last = x;
-        ++n;
-      }
+    if (stepAxis() && !s->points.empty()) {
+      // Every point has a step, sorted: its ends (points made whole cost
+      // seconds at 20 M).
+      n = s->points.size();
+      first = run.stepX(s->points.step(0), m_axis);
+      last = run.stepX(s->points.step(n - 1), m_axis);
+    } else {
+      for (const MetricPoint& p : s->points)
+        if (const auto x = xOf(run, p)) {
+          if (!first) first = x;
+          last = x;
+          ++n;
+        }
+    }
     if (n >= 2 && *last > *first) spacings.push_back((*last - *first) / double(n - 1));
   }
   double spacing = 1;

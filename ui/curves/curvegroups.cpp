@@ -73,6 +73,12 @@ bool CurvesView::groupingActive() const {
   return m_groupBy != QLatin1String("none") && stepAxis() && !m_loadPending;
 }
 
+bool CurvesView::foldedInGroup(size_t run) const {
+  if (!groupingActive() || run >= m_groupOf.size() || m_groupOf[run] == kNoGroup) return false;
+  const GroupPlot& gp = m_groups[m_groupOf[run]];
+  return gp.runs.size() >= 2 && !gp.expanded;  // fillGroups draws such a group as a line
+}
+
 void CurvesView::computeGroups() {
   // The runs the table's filter keeps: a group's statistics are of those.
   std::vector<GroupableRun> runs;
@@ -242,7 +248,9 @@ void CurvesView::updateGroupChoices() {
   if (seed) m_groupBox->addItem(tr("All but seed"), QStringLiteral("all-but"));
   m_groupBox->addItem(tr("Name without its number"), QStringLiteral("name"));
   for (const std::string& k : keys) m_groupBox->addItem(fromStd(k), fromStd(k));
-  if (!m_groupChosen) {
+  if (!m_groupChosen && !m_savedGroupBy.isEmpty() && m_groupBox->findData(m_savedGroupBy) >= 0) {
+    m_groupBy = m_savedGroupBy;  // the choice of an earlier start, which these runs offer
+  } else if (!m_groupChosen) {
     // Seeds of one setting are grouped; a run and its resumed branches
     // (one config, one seed) are each their own line.
     std::vector<GroupableRun> groupable;
@@ -332,6 +340,8 @@ void CurvesView::setGroupExpanded(const QString& label, bool expanded) {
     const QSignalBlocker block(m_legend->tree());
     row->setExpanded(expanded);
   }
+  // Its runs' own curves are made when it opens and dropped when it closes.
+  for (size_t r : m_groups[size_t(g)].runs) fillRun(r);
   applyVisibility();
   m_plot->replot();
 }

@@ -104,12 +104,20 @@ std::optional<double> CurveRun::x(const MetricPoint& p, CurveAxis axis) const {
   return std::nullopt;
 }
 
+namespace {
+
+std::vector<LiveSource> liveSourcesOf(const std::vector<MetricSourceFile>& found) {
+  std::vector<LiveSource> sources;
+  for (const MetricSourceFile& f : found)
+    sources.push_back({pathFromStd(f.path), f.kind, 0, 0, f.filter});
+  return sources;
+}
+
+}  // namespace
+
 std::vector<LiveSource> findLiveSources(const RunEntry& run,
                                         const std::vector<std::string>& extraLogs) {
-  std::vector<LiveSource> sources;
-  for (MetricSourceFile& f : findMetricSources(run, extraLogs))
-    sources.push_back({pathFromStd(f.path), f.kind, 0, 0, std::move(f.filter)});
-  return sources;
+  return liveSourcesOf(findMetricSources(run, extraLogs));
 }
 
 std::vector<LiveSource> findLiveSources(const QString& dir) {
@@ -127,11 +135,13 @@ QString restartNote(const MetricSeries& series) {
 }
 
 CurveRun loadCurveRun(const RunEntry& entry, const std::vector<std::string>& extraLogs) {
-  std::vector<LiveSource> sources = findLiveSources(entry, extraLogs);
+  // Looked for once: read, then followed.
+  const std::vector<MetricSourceFile> found = findMetricSources(entry, extraLogs);
+  std::vector<LiveSource> sources = liveSourcesOf(found);
   RunMetrics metrics;
   QString problem;
   try {
-    metrics = collectRunMetrics(entry, extraLogs);
+    metrics = collectRunMetrics(entry, found);
   } catch (const std::exception& e) {
     problem = QObject::tr("%1: cannot read its metrics: %2")
                   .arg(pathFromStd(entry.path), fromStd(e.what()));
@@ -155,7 +165,16 @@ CurveRun curveRunFromMetrics(QString name, QString path, RunMetrics metrics) {
   run.name = std::move(name);
   run.path = std::move(path);
   for (MetricSeries& s : metrics.series) {
-    for (const MetricPoint& p : s.points) run.noteOrigin(p);
+    // The origins from the step and wall time columns alone (a whole
+    // MetricPoint per point cost a tenth of a warm sweep's open).
+    const SeriesPoints& pts = s.points;
+    for (size_t i = 0; i < pts.size(); ++i)
+      if (!run.firstStep || pts.step(i) < *run.firstStep) run.firstStep = pts.step(i);
+    if (pts.hasWallTimes())
+      for (size_t i = 0; i < pts.size(); ++i)
+        if (const std::optional<double> w = pts.wallTime(i);
+            w && std::isfinite(*w) && (!run.wallStart || *w < *run.wallStart))
+          run.wallStart = w;
     // Room to grow, reserved here on the loading thread: a live run's
     // points are appended on the GUI thread, where moving a million of them
     // into a bigger vector stalled the window (72 ms measured).

@@ -16,6 +16,7 @@
 #include <QVBoxLayout>
 #include <cmath>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -38,6 +39,14 @@ constexpr const char* kXAxisKey = "curves/xAxis";                      // kAxisN
 constexpr const char* kLogScaleKey = "curves/logScale";                // true, false
 constexpr const char* kGroupLineKey = "curves/groupLine";              // kGroupLineNames
 constexpr const char* kGroupBandKey = "curves/groupBand";              // kGroupBandNames
+// The metric and the grouping are names the runs of the next open may not
+// have: they are used when they do, else the default is (updateMetricChoices,
+// updateGroupChoices).
+constexpr const char* kMetricKey = "curves/metric";    // a metric's name
+constexpr const char* kGroupByKey = "curves/groupBy";  // parseGroupSpec's text
+// The splitters' sizes in pixels, "chart,legend" and "chart,table".
+constexpr const char* kChartSplitterKey = "curves/chartSplitter";
+constexpr const char* kTableSplitterKey = "curves/tableSplitter";
 
 constexpr std::pair<CurveAxis, const char*> kAxisNames[] = {
     {CurveAxis::Step, "step"},
@@ -69,6 +78,29 @@ std::optional<E> savedChoice(const QSettings& settings, const char* key,
   return std::nullopt;
 }
 
+// Sizes saved as "680,240": two panes, each at least a pixel and at most
+// a large screen's width (a damaged file must not ask for a giant pane).
+QString sizesText(const QList<int>& sizes) {
+  QStringList parts;
+  for (int s : sizes) parts << QString::number(s);
+  return parts.join(QLatin1Char(','));
+}
+
+std::optional<QList<int>> savedSizes(const QSettings& settings, const char* key) {
+  const QVariant v = settings.value(key);
+  if (v.typeId() != QMetaType::QString) return std::nullopt;
+  const QStringList parts = v.toString().split(QLatin1Char(','));
+  if (parts.size() != 2) return std::nullopt;
+  QList<int> sizes;
+  for (const QString& part : parts) {
+    bool ok = false;
+    const int n = part.trimmed().toInt(&ok);
+    if (!ok || n < 1 || n > 20000) return std::nullopt;
+    sizes << n;
+  }
+  return sizes;
+}
+
 QString methodName(SmoothingMethod method) {
   const std::string_view name = smoothingMethodName(method);
   return QString::fromLatin1(name.data(), qsizetype(name.size()));
@@ -81,8 +113,10 @@ void CurvesView::buildControls() {
   m_metricBox->setObjectName("metric");
   m_metricBox->setMinimumContentsLength(10);
   m_metricBox->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-  connect(m_metricBox, &QComboBox::activated, this,
-          [this](int i) { setMetric(m_metricBox->itemText(i)); });
+  connect(m_metricBox, &QComboBox::activated, this, [this](int i) {
+    setMetric(m_metricBox->itemText(i));
+    QSettings().setValue(kMetricKey, m_metric);
+  });
 
   m_smoothSlider = new QSlider(Qt::Horizontal, this);
   m_smoothSlider->setObjectName("smoothing");
@@ -215,8 +249,11 @@ void CurvesView::buildControls() {
   m_groupBox->setMinimumContentsLength(10);
   m_groupBox->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
   m_groupBox->addItem(tr("None"), QStringLiteral("none"));
-  connect(m_groupBox, &QComboBox::activated, this,
-          [this](int i) { setGroupBy(m_groupBox->itemData(i).toString()); });
+  connect(m_groupBox, &QComboBox::activated, this, [this](int i) {
+    setGroupBy(m_groupBox->itemData(i).toString());
+    m_savedGroupBy = m_groupBy;
+    QSettings().setValue(kGroupByKey, m_groupBy);
+  });
   m_groupLineBox = new QComboBox(this);
   m_groupLineBox->setObjectName("groupLine");
   m_groupLineBox->addItems({tr("Mean"), tr("Median")});
@@ -263,6 +300,9 @@ void CurvesView::buildControls() {
   // The legend a quarter of the chart: group rows ("learning_rate=0.0003
   // (5 runs)") readable at 1280x800 beside the browser.
   m_splitter->setSizes({680, 240});
+  // splitterMoved: a drag of the handle (setSizes from code does not emit it).
+  connect(m_splitter, &QSplitter::splitterMoved, this,
+          [this] { QSettings().setValue(kChartSplitterKey, sizesText(m_splitter->sizes())); });
   m_runsTable = new RunsTablePanel(this);
   connect(m_runsTable, &RunsTablePanel::filterChanged, this, &CurvesView::updateRunsTable);
   connect(m_runsTable, &RunsTablePanel::sorted, this,
@@ -280,10 +320,20 @@ void CurvesView::buildControls() {
   m_tableSplitter->setStretchFactor(0, 3);
   m_tableSplitter->setStretchFactor(1, 1);
   m_tableSplitter->setSizes({420, 180});
+  connect(m_tableSplitter, &QSplitter::splitterMoved, this,
+          [this] { QSettings().setValue(kTableSplitterKey, sizesText(m_tableSplitter->sizes())); });
   m_status = new QLabel(this);
   m_status->setObjectName("status");
   m_status->setWordWrap(true);
   m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  m_cancelButton = new QPushButton(tr("Cancel"), this);
+  m_cancelButton->setObjectName("cancelReading");
+  m_cancelButton->setToolTip(tr("Stop reading runs: the runs read so far are drawn"));
+  m_cancelButton->hide();
+  connect(m_cancelButton, &QPushButton::clicked, this, &CurvesView::cancelLoading);
+  auto* statusRow = new QHBoxLayout;
+  statusRow->addWidget(m_status, 1);
+  statusRow->addWidget(m_cancelButton, 0, Qt::AlignTop);
 
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(6, 6, 6, 6);
@@ -291,7 +341,7 @@ void CurvesView::buildControls() {
   layout->addLayout(smoothing);
   layout->addLayout(groups);
   layout->addWidget(m_tableSplitter, 1);
-  layout->addWidget(m_status);
+  layout->addLayout(statusRow);
   m_smoothLabel->setText(QString::number(m_smoothing, 'f', 2));
 }
 
@@ -313,6 +363,24 @@ void CurvesView::restoreChartSettings() {
     setLogScale(logY == QLatin1String("true"));
   if (const auto line = savedChoice(settings, kGroupLineKey, kGroupLineNames)) setGroupLine(*line);
   if (const auto band = savedChoice(settings, kGroupBandKey, kGroupBandNames)) setGroupBand(*band);
+  // The metric: preferred when the runs have it (as if chosen), else the
+  // training loss. The grouping: used when the runs offer it.
+  if (const QVariant metric = settings.value(kMetricKey);
+      metric.typeId() == QMetaType::QString && !metric.toString().isEmpty()) {
+    m_metric = metric.toString();
+    m_metricChosen = true;
+  }
+  if (const QVariant groupBy = settings.value(kGroupByKey);
+      groupBy.typeId() == QMetaType::QString) {
+    try {
+      (void)parseGroupSpec(groupBy.toString().toStdString());
+      m_savedGroupBy = groupBy.toString();
+    } catch (const std::invalid_argument&) {
+      // not a grouping: the default
+    }
+  }
+  if (const auto sizes = savedSizes(settings, kChartSplitterKey)) m_splitter->setSizes(*sizes);
+  if (const auto sizes = savedSizes(settings, kTableSplitterKey)) m_tableSplitter->setSizes(*sizes);
 }
 
 }  // namespace ckpt

@@ -21,6 +21,7 @@
 #include <QToolTip>
 #include <QTreeWidget>
 #include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentMap>
 #include <QtConcurrent/QtConcurrentRun>
 #include <algorithm>
 #include <cmath>
@@ -84,6 +85,10 @@ CurvesView::CurvesView(QWidget* parent) : QWidget(parent) {
   connect(&m_loader, &QFutureWatcherBase::resultsReadyAt, this,
           [this](int, int) { takeLoadedRuns(); });
   connect(&m_loader, &QFutureWatcherBase::finished, this, &CurvesView::onLoadFinished);
+  // Runs finish out of order on the pool: the count read, not the count taken.
+  connect(&m_loader, &QFutureWatcherBase::progressValueChanged, this, [this] {
+    if (m_loadPending) updateStatus();
+  });
   m_follower = new RunFollower(this);
   connect(m_follower, &RunFollower::changed, this, &CurvesView::readLiveUpdates);
   m_tableTimer.setSingleShot(true);
@@ -161,6 +166,9 @@ void CurvesView::setUpPlot() {
 void CurvesView::clear(const QString& message) {
   m_loader.cancel();
   m_loadPending = false;
+  m_loadCancelled = false;
+  m_cancelledOf = 0;
+  m_cancelButton->hide();
   m_follower->stop();
   m_runs.clear();
   m_plots.clear();
@@ -187,17 +195,18 @@ void CurvesView::setRuns(std::vector<RunEntry> runs, std::vector<std::string> ex
   m_loadPending = true;
   m_expectedRuns = runs.size();
   m_followData = true;
-  m_loader.setFuture(QtConcurrent::run([runs = std::move(runs), logs = std::move(extraLogs)](
-                                           QPromise<std::shared_ptr<CurveRun>>& promise) {
-    for (const RunEntry& run : runs) {
-      if (promise.isCanceled()) return;
-      auto loaded = std::make_shared<CurveRun>(loadCurveRun(run, logs));
-      std::vector<std::string> problems;
-      loaded->hparams = readHparams(run, &problems);
-      for (const std::string& p : problems) loaded->problems << fromStd(p);
-      promise.addResult(std::move(loaded));
-    }
-  }));
+  m_cancelButton->setVisible(!runs.empty());
+  // One task per run on the thread pool; a cancel starts no more of them.
+  m_loader.setFuture(
+      QtConcurrent::mapped(std::move(runs), [logs = std::move(extraLogs)](const RunEntry& run) {
+        auto loaded = std::make_shared<LoadedRun>();
+        loaded->run = loadCurveRun(run, logs);
+        std::vector<std::string> problems;
+        loaded->run.hparams = readHparams(run, &problems);
+        for (const std::string& p : problems) loaded->run.problems << fromStd(p);
+        loaded->summary = summarizeCurveRun(loaded->run);
+        return loaded;
+      }));
   updateStatus();
 }
 
@@ -208,10 +217,13 @@ void CurvesView::setLoadedRuns(std::vector<CurveRun> runs) {
   m_followData = true;
   // Through the loader all the same: the runs arrive as read ones do.
   auto shared = std::make_shared<std::vector<CurveRun>>(std::move(runs));
-  m_loader.setFuture(QtConcurrent::run([shared](QPromise<std::shared_ptr<CurveRun>>& promise) {
+  m_loader.setFuture(QtConcurrent::run([shared](QPromise<std::shared_ptr<LoadedRun>>& promise) {
     for (CurveRun& run : *shared) {
       if (promise.isCanceled()) return;
-      promise.addResult(std::make_shared<CurveRun>(std::move(run)));
+      auto loaded = std::make_shared<LoadedRun>();
+      loaded->run = std::move(run);
+      loaded->summary = summarizeCurveRun(loaded->run);
+      promise.addResult(std::move(loaded));
     }
   }));
   updateStatus();
@@ -234,49 +246,50 @@ bool CurvesView::addLivePoints(const QString& runPath, const LiveSource& source,
 void CurvesView::takeLoadedRuns() {
   // Results are taken in order, as many as are there; a stale notification
   // from a future that setRuns() replaced takes nothing it should not.
-  const QFuture<std::shared_ptr<CurveRun>> future = m_loader.future();
+  if (!m_loadPending) return;
+  const QFuture<std::shared_ptr<LoadedRun>> future = m_loader.future();
   const size_t before = m_runs.size();
   while (m_runs.size() < m_expectedRuns && future.isResultReadyAt(int(m_runs.size()))) {
-    m_runs.push_back(std::move(*future.resultAt(int(m_runs.size()))));
+    LoadedRun& loaded = *future.resultAt(int(m_runs.size()));
+    m_runs.push_back(std::move(loaded.run));
+    m_summaries.push_back(std::move(loaded.summary));
     m_plots.emplace_back();
-    m_summaries.push_back(summarizeCurveRun(m_runs.back()));
   }
-  if (m_runs.size() == before) return;
-  // The first run with Unix times turns Wall time into a clock: the runs
-  // drawn before it on elapsed seconds are drawn again (or not at all).
-  if (updateMetricChoices() || (updateClockAxis() && m_axis == CurveAxis::WallTime)) {
-    rebuildGraphs();
-  } else {
-    for (size_t i = before; i < m_runs.size(); ++i) fillRun(i);
-    computeGroups();
-    rebuildLegend();
-  }
+  if (m_runs.size() != before) updateStatus();
+}
+
+void CurvesView::cancelLoading() {
+  if (!m_loadPending || m_loadCancelled) return;
+  m_loadCancelled = true;
+  m_cancelButton->setEnabled(false);
+  m_loader.cancel();  // the runs being read finish; finished() follows
   updateStatus();
-  scheduleReplot();
 }
 
 void CurvesView::onLoadFinished() {
-  if (!m_loadPending || !m_loader.future().isFinished() || m_loader.future().isCanceled()) return;
+  if (!m_loadPending || !m_loader.future().isFinished()) return;
+  if (m_loader.future().isCanceled() && !m_loadCancelled) return;  // replaced or cleared
   takeLoadedRuns();
+  const size_t asked = m_expectedRuns;
+  m_expectedRuns = m_runs.size();  // a cancel: the runs read before the first one not read
   m_loadPending = false;
-  // Grouped once every run is there (their hyperparameters decide the choices).
+  m_cancelButton->hide();
+  m_cancelButton->setEnabled(true);
+  // Drawn once every run is there: the metric, the clock axis and the
+  // grouping (their hyperparameters decide the choices) are known.
+  updateMetricChoices();
   updateGroupChoices();
-  if (groupingActive())
-    rebuildGraphs();  // and the runs table
-  else
-    updateRunsTable();
+  rebuildGraphs();  // and the runs table
+  if (m_loadCancelled) {
+    m_loadCancelled = false;
+    m_cancelledOf = asked;  // the status line says so
+  }
   showPlotMessage(
       m_runs.empty() ? tr("No runs")
       : metrics().empty()
           ? tr("No metrics found: no metrics.jsonl, training log or checkpoint with a loss")
           : QString());
   m_follower->follow(m_runs);
-  // The spacing of all runs, now that all are read: the span of the
-  // distance-based methods (runs read earlier were smoothed with a partial one).
-  if (updateSpacing() && m_smoothMethod != SmoothingMethod::DebiasedEma) {
-    for (size_t i = 0; i < m_runs.size(); ++i) fillRun(i);
-    refillGroups();
-  }
   updateStatus();
   m_replotTimer.stop();
   fitToData();
@@ -440,9 +453,17 @@ void CurvesView::showPlotMessage(const QString& text) {
 }
 
 void CurvesView::updateStatus() {
+  if (m_loadPending) {
+    // Only the progress while runs are read: the rest is about what is drawn.
+    const size_t read = std::max(size_t(std::max(m_loader.progressValue(), 0)), m_runs.size());
+    m_status->setText(m_loadCancelled
+                          ? tr("Cancelling: the runs being read finish first...")
+                          : tr("Reading metrics: %1 of %2 runs").arg(read).arg(m_expectedRuns));
+    return;
+  }
   QStringList parts;
-  if (m_loadPending)
-    parts << tr("Reading metrics: %1 of %2 runs").arg(m_runs.size()).arg(m_expectedRuns);
+  if (m_cancelledOf)
+    parts << tr("Reading cancelled: %1 of %2 runs read").arg(m_runs.size()).arg(m_cancelledOf);
   else if (m_runs.empty())
     parts << tr("No runs");
   const std::string metric = pathToStd(m_metric);
@@ -453,7 +474,8 @@ void CurvesView::updateStatus() {
   for (size_t i = 0; i < m_runs.size(); ++i) {
     const MetricSeries* s = m_runs[i].find(metric);
     if (!s || s->points.empty()) continue;
-    if (!m_plots[i].smoothed || m_plots[i].smoothed->data()->isEmpty()) {
+    const bool folded = foldedInGroup(i);  // drawn in its group's line (on a step axis)
+    if (!folded && (!m_plots[i].smoothed || m_plots[i].smoothed->data()->isEmpty())) {
       // None of its points has the x axis' coordinate.
       (m_axis == CurveAxis::WallTime && m_clockAxis && m_runs[i].wallStart &&
                !m_runs[i].clockTimes()
@@ -463,7 +485,7 @@ void CurvesView::updateStatus() {
       continue;
     }
     // Points missing from runs that are drawn (a run with none is named below).
-    skipped += m_plots[i].skipped;
+    if (!folded) skipped += m_plots[i].skipped;
     ++withMetric;
     ++sources[s->source];
     if (m_logY)

@@ -26,6 +26,7 @@ class QComboBox;
 class QCustomPlot;
 class QLabel;
 class QMouseEvent;
+class QPushButton;
 class QSlider;
 class QSplitter;
 
@@ -58,6 +59,9 @@ class CurvesView : public QWidget {
                      bool rewritten = false);
   // Shows nothing (and `message` in the middle of the plot).
   void clear(const QString& message = {});
+  // Stops reading runs (the status line's Cancel): the runs read so far
+  // are shown, and curvesReady() follows. Nothing when nothing is read.
+  void cancelLoading();
 
   // True from setRuns() until curvesReady() is emitted: the reading thread
   // may be done while its last results still wait in the event queue.
@@ -196,11 +200,13 @@ class CurvesView : public QWidget {
   void buildControls();
   void setUpPlot();
   // The choices the person made on the tab before (smoothing and its method,
-  // the x axis, log scale, the group line and band), which the controls
-  // remember as they are changed (curvescontrols.cpp). A missing or
-  // unreadable one keeps its default.
+  // the x axis, log scale, the group line and band, the metric, the
+  // grouping, the splitters' sizes), which the controls remember as they
+  // are changed (curvescontrols.cpp). A missing or unreadable one keeps its
+  // default; a metric or grouping the runs shown do not have too.
   void restoreChartSettings();
-  // Takes the runs read so far, in order, and plots them.
+  // Takes the runs read so far, in order (nothing is drawn before all are
+  // read: drawing each as it came cost seconds for 1,000 runs).
   void takeLoadedRuns();
   void onLoadFinished();
   // Draws what merging live points changed, per run and metric.
@@ -251,6 +257,11 @@ class CurvesView : public QWidget {
     std::vector<double> mean;  // the mean line before smoothing (the runs table's)
   };
   [[nodiscard]] bool groupingActive() const;
+  // The run is drawn only as part of its group's line and band (a group of
+  // two runs or more, not expanded): it has no graphs of its own.
+  [[nodiscard]] bool foldedInGroup(size_t run) const;
+  // Removes a run's graphs and the drawn data kept for them.
+  void dropRunPlot(size_t index);
   // Step or relative step: the axes groups align on and unlogged checkpoints sit on.
   [[nodiscard]] bool stepAxis() const {
     return m_axis == CurveAxis::Step || m_axis == CurveAxis::RelativeStep;
@@ -334,6 +345,9 @@ class CurvesView : public QWidget {
   QString m_exportDir;
   QString m_groupBy = QStringLiteral("none");
   bool m_groupChosen = false;  // by the user; until then all-but-seed when runs have a seed
+  // The grouping chosen at an earlier start (restoreChartSettings): used
+  // instead of the default when the runs offer it.
+  QString m_savedGroupBy;
   GroupLine m_groupLine = GroupLine::Mean;
   GroupBand m_groupBand = GroupBand::MinMax;
   std::vector<GroupPlot> m_groups;
@@ -347,10 +361,21 @@ class CurvesView : public QWidget {
   bool m_updatingTable = false;
   QTimer m_tableTimer;  // live points: the table again, at most once a second
 
-  // Shared pointers: a result is moved out, not copied (a copy of a
-  // million-point series on the GUI thread would also lose its spare capacity).
-  QFutureWatcher<std::shared_ptr<CurveRun>> m_loader;
-  bool m_loadPending = false;  // setRuns() is reading; curvesReady() not yet emitted
+  // A run as the loader gives it: read, and summarized for the runs table,
+  // both on the worker.
+  struct LoadedRun {
+    CurveRun run;
+    RunSummary summary;
+  };
+  // Runs are read on the thread pool, several at once (QtConcurrent::mapped:
+  // results by index, taken in order). Shared pointers: a result is moved
+  // out, not copied (a copy of a million-point series on the GUI thread
+  // would also lose its spare capacity).
+  QFutureWatcher<std::shared_ptr<LoadedRun>> m_loader;
+  bool m_loadPending = false;             // setRuns() is reading; curvesReady() not yet emitted
+  bool m_loadCancelled = false;           // cancelLoading(): show what was read
+  QPushButton* m_cancelButton = nullptr;  // beside the status line while runs are read
+  size_t m_cancelledOf = 0;  // the runs asked for when reading was cancelled; 0: not cancelled
   size_t m_expectedRuns = 0;
   RunFollower* m_follower = nullptr;
   QTimer m_replotTimer;

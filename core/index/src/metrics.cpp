@@ -751,6 +751,11 @@ RunMetrics collectRunMetrics(const RunEntry& run, const std::vector<std::string>
   return collectOne(run, findMetricSources(run, extraLogs), cache);
 }
 
+RunMetrics collectRunMetrics(const RunEntry& run, const std::vector<MetricSourceFile>& sources) {
+  FileCache cache;
+  return collectOne(run, sources, cache);
+}
+
 std::vector<RunEntry> findMetricRuns(const std::string& path) {
   std::error_code ec;
   // The scanner's runs are those without checkpoints too: metrics files,

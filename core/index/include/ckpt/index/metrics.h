@@ -243,6 +243,10 @@ size_t addInFileOrder(SeriesPoints& points, std::vector<int64_t>& restarts, cons
 // (lineage.json in its directory) starts with its parent's metrics.jsonl up
 // to the branch step, and so on up the chain.
 RunMetrics collectRunMetrics(const RunEntry& run, const std::vector<std::string>& extraLogs = {});
+// The same from `sources`, as findMetricSources(run, extraLogs) found them:
+// a caller that needs the sources too (the Curves tab follows them) looks
+// for them once (the look lists the run's folder, its parent and theirs).
+RunMetrics collectRunMetrics(const RunEntry& run, const std::vector<MetricSourceFile>& sources);
 
 // The same for many runs, reading each file once (one log feeds many runs:
 // a pipeline's job log holds `trainer.<run>-pretrain`, `-sft` and `-dpo`).
