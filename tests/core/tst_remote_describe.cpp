@@ -41,7 +41,8 @@ void compareTree(const DescribedValue& r, const DescribedValue& l, const QByteAr
   QCOMPARE(r.truncated, l.truncated);
   QCOMPARE(r.children.size(), l.children.size());
   for (size_t i = 0; i < l.children.size(); ++i) {
-    compareTree(r.children[i], l.children[i], at + "/" + QByteArray::fromStdString(l.children[i].key));
+    compareTree(r.children[i], l.children[i],
+                at + "/" + QByteArray::fromStdString(l.children[i].key));
     if (QTest::currentTestFailed()) return;
   }
 }
@@ -242,7 +243,8 @@ class TestRemoteDescribe : public QObject {
       (void)ckpt::remote::describeFromWire(answer);
       QFAIL("bytes that are not a number were taken");
     } catch (const std::runtime_error& e) {
-      QCOMPARE(QString(e.what()), QString("describe: description.tensors[1].bytes is not an integer"));
+      QCOMPARE(QString(e.what()),
+               QString("describe: description.tensors[1].bytes is not an integer"));
     }
     answer.erase("tree");
     answer["tensors"][1]["bytes"] = 4;
