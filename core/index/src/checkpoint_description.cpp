@@ -265,7 +265,8 @@ CheckpointDescription describeCheckpoint(const CheckpointFile& file,
   describeOptimizer(file, view, out);
 
   if (const Value* config = view.config())
-    for (const auto& [k, v] : config->entries) out.config.emplace_back(keyText(k), shortRepr(v, 80));
+    for (const auto& [k, v] : config->entries)
+      out.config.emplace_back(keyText(k), shortRepr(v, 80));
   // Every metadata key: the `metadata` dict, or else the top level's plain values.
   auto addMeta = [&](const Value* k, const Value* v) {
     out.metadataKeys.push_back(keyText(k));
@@ -286,8 +287,7 @@ CheckpointDescription describeCheckpoint(const CheckpointFile& file,
     // What a torch_dist save keeps beside its tensors (args, iteration, ...).
     out.tree.children.emplace_back();
     out.tree.children.back().key = "common.pt";
-    TreeBuilder{*common, kMaxDescribedValues, {}}.fill(out.tree.children.back(), common->root(),
-                                                       1);
+    TreeBuilder{*common, kMaxDescribedValues, {}}.fill(out.tree.children.back(), common->root(), 1);
   }
   return out;
 }

@@ -27,7 +27,8 @@ std::vector<std::pair<std::string, std::string>> pairsFrom(const Reader& r, cons
 
 // Of a wire object: `j` when it is one, else a message naming `where`.
 const Json& object(const Json& j, const std::string& where) {
-  if (!j.is_object()) throw std::runtime_error(std::string(kWhat) + ": " + where + " is not an object");
+  if (!j.is_object())
+    throw std::runtime_error(std::string(kWhat) + ": " + where + " is not an object");
   return j;
 }
 
@@ -125,8 +126,8 @@ Json describeToWire(const CheckpointDescription& d) {
                              {"problem", o.problem}});
   Json tensors = Json::array();
   for (const DescribedTensor& t : d.tensors) {
-    Json j{{"name", t.name},   {"dtype", t.dtype}, {"shape", t.shape},
-           {"sizes", t.sizes},     {"elements", t.elements}, {"bytes", t.bytes}};
+    Json j{{"name", t.name},   {"dtype", t.dtype},       {"shape", t.shape},
+           {"sizes", t.sizes}, {"elements", t.elements}, {"bytes", t.bytes}};
     if (t.ownerKind != DescribedTensor::Owner::None) {
       j["owner_kind"] = ownerName(t.ownerKind);
       j["owner"] = t.owner;
@@ -257,7 +258,8 @@ CheckpointDescription describeFromWire(const Json& j) {
     x.dtype = t.text("dtype");
     x.shape = t.text("shape");
     for (const Json& n : t.array("sizes")) {
-      if (!n.is_number_integer() || n.get<int64_t>() < 0) t.fail("sizes", "holds something that is not a size");
+      if (!n.is_number_integer() || n.get<int64_t>() < 0)
+        t.fail("sizes", "holds something that is not a size");
       x.sizes.push_back(n.get<int64_t>());
     }
     x.elements = t.integer<uint64_t>("elements");

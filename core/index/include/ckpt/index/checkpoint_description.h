@@ -31,10 +31,10 @@ struct DescribedValue {
   Key keyKind = Key::Text;
   std::string key;
   int64_t item = -1;
-  std::string type;  // "dict", "OrderedDict", "int", "tensor", "object", "None", ...
-  std::string text;  // scalars: shortRepr; objects: class; tensors: "float32 [64, 64]"
-  int64_t count = -1;  // lists, tuples, sets, args: items; dicts: keys
-  int tensor = -1;     // a tensor node: index into the file's tensors
+  std::string type;        // "dict", "OrderedDict", "int", "tensor", "object", "None", ...
+  std::string text;        // scalars: shortRepr; objects: class; tensors: "float32 [64, 64]"
+  int64_t count = -1;      // lists, tuples, sets, args: items; dicts: keys
+  int tensor = -1;         // a tensor node: index into the file's tensors
   bool repeats = false;    // cut here: it repeats an enclosing value
   bool truncated = false;  // not shown: past the node budget
   std::vector<DescribedValue> children;
@@ -108,8 +108,8 @@ struct CheckpointDescription {
   bool sharded = false;  // a checkpoint of many files (the Shards tab)
 
   std::optional<int64_t> step;
-  std::string stepSource;                 // where a Megatron save's step came from
-  std::optional<int64_t> stepFromName;    // no step inside: the file name's
+  std::string stepSource;               // where a Megatron save's step came from
+  std::optional<int64_t> stepFromName;  // no step inside: the file name's
   std::optional<double> loss;
   std::optional<std::string> run, stage;
   bool final = false;
@@ -123,7 +123,8 @@ struct CheckpointDescription {
   bool hasOptimizer = false;
   uint64_t optimizerWithState = 0;  // entries of its `state`
   uint64_t optimizerGroups = 0;     // param_groups
-  std::vector<std::pair<std::string, std::string>> optimizerHyper;  // the first group's lr, betas, ...
+  std::vector<std::pair<std::string, std::string>>
+      optimizerHyper;  // the first group's lr, betas, ...
   std::vector<DescribedOptimizerRow> optimizer;
 
   std::vector<std::pair<std::string, std::string>> config;    // key, shortRepr(80)
