@@ -35,7 +35,10 @@ void MainWindow::setUpRemote() {
   connect(m_remoteCancel, &QPushButton::clicked, this, &MainWindow::cancelRemote);
   connect(m_inspector->tensorView(), &TensorView::remoteBusy, this, [this](bool busy) {
     m_remote->tensorBusy = busy;
-    if (busy) statusBar()->showMessage(tr("Computing the tensor's statistics on the host..."));
+    if (busy)
+      statusBar()->showMessage(tr("Computing the tensor's statistics on the host..."));
+    else if (statusBar()->currentMessage().startsWith(tr("Computing the tensor's")))
+      statusBar()->clearMessage();
     updateRemoteCancel();
   });
 }

@@ -4,6 +4,7 @@
 // the same file opened here, a click on a tensor its statistics and values
 // as computed here; Cancel while the host is slow to answer stops the
 // request (the agent is sent `cancel` with its id) and shows no error.
+#include <qcustomplot.h>
 #include <QApplication>
 #include <QFile>
 #include <QJsonDocument>
@@ -40,7 +41,8 @@ QStringList treeRows(const QAbstractItemModel* m, const QModelIndex& parent = {}
   QStringList out;
   for (int r = 0; r < m->rowCount(parent); ++r) {
     QStringList cells{QString::number(depth)};
-    for (int c = 0; c < m->columnCount(parent); ++c) cells << m->index(r, c, parent).data().toString();
+    for (int c = 0; c < m->columnCount(parent); ++c)
+      cells << m->index(r, c, parent).data().toString();
     out << cells.join('|');
     out << treeRows(m, m->index(r, 0, parent), depth + 1);
   }
@@ -188,13 +190,17 @@ class TestRemoteInspect : public QObject {
     QCOMPARE(vr->columnCount(), vl->columnCount());
     (void)vl->index(0, 0).data();  // asks for the first block
     (void)vr->index(0, 0).data();
-    QTRY_VERIFY_WITH_TIMEOUT(vl->index(0, 0).data(int(ckpt::ValueTableModel::Role::Value)).isValid(), 30000);
-    QTRY_VERIFY_WITH_TIMEOUT(vr->index(0, 0).data(int(ckpt::ValueTableModel::Role::Value)).isValid(), 30000);
+    QTRY_VERIFY_WITH_TIMEOUT(
+        vl->index(0, 0).data(int(ckpt::ValueTableModel::Role::Value)).isValid(), 30000);
+    QTRY_VERIFY_WITH_TIMEOUT(
+        vr->index(0, 0).data(int(ckpt::ValueTableModel::Role::Value)).isValid(), 30000);
     const int rows = std::min(vl->rowCount(), 20);
     for (int r = 0; r < rows; ++r)
       for (int c = 0; c < vl->columnCount(); ++c)
         QCOMPARE(vr->index(r, c).data().toString(), vl->index(r, c).data().toString());
-    // What is not read remotely yet says so where the histogram would be.
+    // What is not read remotely yet is not drawn as empty axes: a sentence says so.
+    QVERIFY(tr->histogramPlot()->isHidden() && tr->heatMapPlot()->isHidden());
+    QVERIFY(!tl->histogramPlot()->isHidden() && !tl->heatMapPlot()->isHidden());
     QVERIFY(!w.findChild<QMessageBox*>());
   }
 

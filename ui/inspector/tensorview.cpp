@@ -198,6 +198,8 @@ void TensorView::showTensor(int index, const QString& name) {
   m_analysis.reset();
   m_values->setTensor(nullptr);
   const TensorInfo& t = m_file->tensors()[size_t(index)];
+  m_histogram->show();
+  m_heat->show();
   m_title->setText(name.isEmpty() ? fromStd(joinPath(t.path)) : name);
   m_subtitle->setText(tr("%1 %2, %3 elements, %4%5")
                           .arg(fromStd(std::string(dtypeName(t.dtype))), fromStd(t.shapeString()),
@@ -234,6 +236,9 @@ void TensorView::showRemoteTensor(int index, const QString& name) {
       tr("%1 %2, %3 elements, %4, on %5")
           .arg(t.dtype, t.shape, groupedNumber(t.elements), sizeText(t.bytes), m_remote->location));
   m_stats->setText(tr("Computing on the host..."));
+  // Empty axes would look like a tensor with nothing in it: the note says why there are none.
+  m_histogram->hide();
+  m_heat->hide();
   clearPlots(
       tr("No histogram or heat map for a checkpoint on another machine yet: the "
          "statistics and the values are read there."));
