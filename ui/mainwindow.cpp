@@ -190,13 +190,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   m_curvesRefresh.setInterval(1000);
   connect(&m_curvesRefresh, &QTimer::timeout, this, &MainWindow::refreshCurves);
 
-  m_remote = std::make_unique<RemoteSession>(this);
-  m_remoteCancel = new QPushButton(tr("Cancel"), this);
-  m_remoteCancel->setObjectName(QStringLiteral("remoteCancel"));
-  m_remoteCancel->setToolTip(tr("Stop waiting for the host"));
-  statusBar()->addPermanentWidget(m_remoteCancel);
-  m_remoteCancel->hide();
-  connect(m_remoteCancel, &QPushButton::clicked, this, &MainWindow::cancelRemote);
+  setUpRemote();
 }
 
 MainWindow::~MainWindow() {

@@ -169,6 +169,9 @@ class MainWindow : public QMainWindow {
   void refreshCurves();
   void onCheckpointActivated(const QString& path);
   // mainwindow_remote.cpp
+  void setUpRemote();  // the session and the status bar's Cancel
+  // Shows Cancel while a request to the host runs (a folder, a checkpoint, a tensor).
+  void updateRemoteCancel();
   bool openRemote(const QString& location);
   void onRemoteFinished(JobOutcome outcome, std::optional<struct RemoteRefresh> result,
                         const QString& error);

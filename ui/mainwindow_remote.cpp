@@ -10,9 +10,13 @@
 
 #include "browser/browserpanel.h"
 #include "browser/checkpointlistmodel.h"
+#include "browser/runsummary.h"
 #include "browser/runwatcher.h"
+#include "ckpt/analysis/tensor_stats.h"
+#include "ckpt/remote/describe_wire.h"
 #include "curves/curvesview.h"
 #include "inspector/inspectorwidget.h"
+#include "inspector/tensorview.h"
 #include "mainwindow.h"
 #include "remote/openremotedialog.h"
 #include "remote/remotefolder.h"
@@ -20,6 +24,29 @@
 #include "textformat.h"
 
 namespace ckpt {
+
+void MainWindow::setUpRemote() {
+  m_remote = std::make_unique<RemoteSession>(this);
+  m_remoteCancel = new QPushButton(tr("Cancel"), this);
+  m_remoteCancel->setObjectName(QStringLiteral("remoteCancel"));
+  m_remoteCancel->setToolTip(tr("Stop what the host is asked to do"));
+  statusBar()->addPermanentWidget(m_remoteCancel);
+  m_remoteCancel->hide();
+  connect(m_remoteCancel, &QPushButton::clicked, this, &MainWindow::cancelRemote);
+  connect(m_inspector->tensorView(), &TensorView::remoteBusy, this, [this](bool busy) {
+    m_remote->tensorBusy = busy;
+    if (busy)
+      statusBar()->showMessage(tr("Computing the tensor's statistics on the host..."));
+    else if (statusBar()->currentMessage().startsWith(tr("Computing the tensor's")))
+      statusBar()->clearMessage();
+    updateRemoteCancel();
+  });
+}
+
+void MainWindow::updateRemoteCancel() {
+  m_remoteCancel->setVisible(m_remote->job.isRunning() || m_remote->describing ||
+                             m_remote->tensorBusy);
+}
 
 bool MainWindow::isRemote() const {
   return m_remote->where.has_value();
@@ -101,9 +128,15 @@ void MainWindow::showRemoteProgress(const JobProgress& progress) {
 }
 
 void MainWindow::cancelRemote() {
-  // The agent answers what it was asked in its own time; its answer is dropped.
+  // The agent is sent `cancel` for what it is doing (stats, diff and report
+  // stop at once; scan and metrics are not stopped once started, their
+  // answers are dropped). Nothing of it is reported as an error.
+  const bool loading = m_remote->job.isRunning();
   m_remote->job.drop();
+  if (m_remote->describing) m_summary.cancel();
+  m_inspector->tensorView()->cancel();
   m_remoteCancel->hide();
+  if (!loading) return;
   m_browser->hideProgress();
   statusBar()->showMessage(tr("Stopped waiting for the host: what was shown is kept"), 10000);
   finishLoading();
@@ -111,7 +144,7 @@ void MainWindow::cancelRemote() {
 
 void MainWindow::onRemoteFinished(JobOutcome outcome, std::optional<RemoteRefresh> result,
                                   const QString& error) {
-  m_remoteCancel->hide();
+  updateRemoteCancel();
   m_browser->hideProgress();
   if (outcome == JobOutcome::Cancelled) {  // stopped on purpose: nothing to report
     finishLoading();
@@ -164,16 +197,99 @@ void MainWindow::showRemoteFailure(const QString& message) {
   box->show();
 }
 
+namespace {
+
+// The Tensor tab's numbers of a checkpoint on `where`'s host, from its agent.
+std::shared_ptr<RemoteTensors> remoteTensors(std::shared_ptr<RemoteConnections> connections,
+                                             const remote::RemotePath& where,
+                                             const std::string& path,
+                                             const CheckpointDescription& d,
+                                             const QString& location) {
+  using Json = nlohmann::ordered_json;
+  auto r = std::make_shared<RemoteTensors>();
+  r->location = location;
+  for (const DescribedTensor& t : d.tensors) r->sizes.push_back(t.sizes);
+  r->stats = [connections, where, path](int tensor, JobProgress& progress) {
+    const Json answer = connections->call(
+        where, "stats", Json{{"path", path}, {"tensor", tensor}},
+        [&progress](const Json& p) {
+          progress.report(p.value("done", uint64_t(0)), p.value("total", uint64_t(0)));
+        },
+        [&progress] { return progress.cancelled(); });
+    const remote::WireStats w = remote::statsFromWire(answer.at("stats"));
+    TensorStats s;
+    s.count = w.count;
+    s.finite = w.finite;
+    s.zeros = w.zeros;
+    s.nans = w.nans;
+    s.posInf = w.posInf;
+    s.negInf = w.negInf;
+    s.min = w.min;
+    s.max = w.max;
+    s.mean = w.mean;
+    s.std = w.std;
+    s.l2norm = w.l2norm;
+    return s;
+  };
+  r->slice = [connections, where, path](int tensor, uint64_t first, size_t count, double* out) {
+    const Json answer = connections->call(
+        where, "slice",
+        Json{{"path", path}, {"tensor", tensor}, {"first", first}, {"count", count}});
+    const std::vector<double> values = remote::sliceFromWire(answer, count);
+    std::copy(values.begin(), values.end(), out);
+    return values.size();
+  };
+  return r;
+}
+
+}  // namespace
+
+// The agent describes the checkpoint where it is (`describe`); the Inspect
+// tab shows it as it shows a local file, the Tensor tab reads its numbers
+// there. Cancel (the status bar's) tells the agent to stop.
 void MainWindow::showRemoteCheckpoint(const CheckpointEntry& checkpoint, const BrowseGroup& run) {
-  m_summaryPending = false;
-  const QString location = remoteLocation(*m_remote->where, checkpoint.path);
-  m_inspector->showMessage(
-      fromStd(checkpoint.file),
-      tr("<p>%1</p><p>A checkpoint on another machine. Its tensors are not read from here "
-         "yet: <code>ckptscope-cli info %2</code> prints its summary.</p>")
-          .arg(location.toHtmlEscaped(), location.toHtmlEscaped()));
-  statusBar()->showMessage(tr("%1 (%2)").arg(location, run.name));
-  emit summaryShown(pathFromStd(checkpoint.path));
+  const remote::RemotePath where = *m_remote->where;
+  const QString location = remoteLocation(where, checkpoint.path);
+  m_summaryPath = location;
+  m_summaryPending = true;
+  m_remote->describing = true;
+  updateRemoteCancel();
+  statusBar()->showMessage(tr("Reading %1 on the host...").arg(location));
+  m_summary.start(
+      [connections = m_remote->connections, where, path = checkpoint.path, location,
+       trainer = trainerLine(run, &checkpoint)](JobProgress& progress) {
+        const auto cancelled = [&progress] { return progress.cancelled(); };
+        CheckpointDescription d;
+        try {
+          const auto answer = connections->call(
+              where, "describe", nlohmann::ordered_json{{"path", path}}, {}, cancelled);
+          d = remote::describeFromWire(answer.at("description"));
+        } catch (const remote::RemoteError& e) {
+          if (progress.cancelled()) return CheckpointSummary{};  // the outcome is Cancelled
+          // Shown in the Summary, as a local file that cannot be read is.
+          return failedSummary(location, fromStd(e.what()), {});
+        } catch (const std::exception& e) {
+          return failedSummary(location, fromStd(e.what()), {});
+        }
+        CheckpointSummary s = summaryFromDescription(d);
+        s.path = location;
+        auto tensors = remoteTensors(connections, where, path, d, location);
+        tensors->rows = s.tensors;
+        s.remote = std::move(tensors);
+        addTrainerField(s, trainer);
+        return s;
+      },
+      [this](JobOutcome outcome, std::optional<CheckpointSummary> summary, const QString& error) {
+        m_remote->describing = false;
+        updateRemoteCancel();
+        if (outcome == JobOutcome::Cancelled) {  // stopped on purpose: nothing to report
+          m_summaryPending = false;
+          statusBar()->showMessage(tr("Stopped reading %1").arg(m_summaryPath), 10000);
+          finishLoading();
+          return;
+        }
+        onSummaryReady(summary ? *summary : failedSummary(m_summaryPath, error, {}));
+      });
 }
 
 }  // namespace ckpt

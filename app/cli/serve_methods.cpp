@@ -12,9 +12,11 @@
 #include "ckpt/analysis/tensor_stats.h"
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/value.h"
+#include "ckpt/index/checkpoint_description.h"
 #include "ckpt/index/metrics.h"
 #include "ckpt/index/scanner.h"
 #include "ckpt/index/wandb.h"
+#include "ckpt/remote/describe_wire.h"
 #include "ckpt/remote/metrics_wire.h"
 #include "ckpt/remote/protocol.h"
 #include "ckpt/remote/scan_wire.h"
@@ -192,6 +194,10 @@ Json runMethod(const std::string& method, Call& call) {
   if (method == "info") {
     const auto file = openCheckpoint(call.path("path"));
     return Json{{"document", infoDocument(*file)}, {"failure", orNull(infoFailure(*file))}};
+  }
+  if (method == "describe") {
+    // What the app's Inspect tab shows of it (checkpoint_description.h).
+    return Json{{"description", remote::describeToWire(describeCheckpointAt(call.path("path")))}};
   }
   if (method == "stats") {
     const auto file = openCheckpoint(call.path("path"));

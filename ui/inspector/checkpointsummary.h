@@ -3,6 +3,7 @@
 #include <QList>
 #include <QString>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -10,6 +11,10 @@
 namespace ckpt {
 
 class CheckpointFile;
+class JobProgress;
+struct TensorStats;
+struct CheckpointDescription;
+struct DescribedSafety;
 
 // A node of the value tree as the Metadata tab shows it: key, kind, a short
 // value; containers and opaque objects have children. Built off the GUI
@@ -69,6 +74,18 @@ struct TensorRow {
   bool broken = false;
 };
 
+// Where the numbers of a checkpoint on another machine come from: the
+// agent's `stats` and `slice` (mainwindow_remote.cpp makes them). Called on
+// pool threads; both throw (a RemoteError "cancelled" once `progress` is
+// cancelled: the agent was told to stop).
+struct RemoteTensors {
+  QString location;                         // ssh://host/path
+  std::vector<TensorRow> rows;              // the tensor table
+  std::vector<std::vector<int64_t>> sizes;  // per tensor: its shape
+  std::function<TensorStats(int tensor, JobProgress& progress)> stats;
+  std::function<size_t(int tensor, uint64_t first, size_t count, double* out)> slice;
+};
+
 // Everything the summary panel shows about one checkpoint file, computed off
 // the GUI thread from the value tree (no tensor bytes are read). A file that
 // cannot be opened comes back with `error` set and nothing else.
@@ -89,13 +106,25 @@ struct CheckpointSummary {
   std::shared_ptr<const MetaNode> metaTree;    // the whole value tree
   std::shared_ptr<const ParamNode> paramTree;  // the model state; null without one
   std::vector<OptimizerRow> optimizer;
+  // A checkpoint of many files (the Shards tab; `file->shards()` for a local one).
+  bool sharded = false;
+  // A checkpoint on another machine (ssh://...): `file` is null, its tensors are read there.
+  std::shared_ptr<const RemoteTensors> remote;
 
   [[nodiscard]] bool ok() const { return error.isEmpty(); }
 };
 
 // Opens `path` with CheckpointFile::open and describes it through a
-// CheckpointView. Never throws.
+// CheckpointView (describeCheckpoint). Never throws.
 [[nodiscard]] CheckpointSummary summarizeCheckpoint(const QString& path);
+// The words the Inspect tab shows for a description: a local file's
+// (summarizeCheckpoint) or a remote one's (the agent's `describe`). `file`
+// stays null.
+[[nodiscard]] CheckpointSummary summaryFromDescription(const CheckpointDescription& description);
+// A checkpoint that cannot be read: the message, after a dangerous or
+// suspicious verdict when the scan found one.
+[[nodiscard]] CheckpointSummary failedSummary(const QString& path, const QString& error,
+                                              const DescribedSafety& safety);
 
 // Adds the "Trainer" line after the format: which trainer's layout the
 // browser found the checkpoint by and where each of its things came from

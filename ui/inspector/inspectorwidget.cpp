@@ -192,6 +192,7 @@ void InspectorWidget::clearTabs() {
   m_optJob.drop();  // statistics of a file no longer shown are not wanted
   m_optStarted = m_optDone = false;
   m_file.reset();
+  m_remote.reset();
   m_tensorNames.clear();
   m_metadata->setTree(nullptr);
   m_params->setTree(nullptr);
@@ -259,6 +260,15 @@ void InspectorWidget::showSummary(const CheckpointSummary& s) {
     m_optView->resizeColumnToContents(c);
   m_optView->setColumnWidth(0, std::min(m_optView->columnWidth(0), 320));
   m_tensorView->setFile(s.file);
+  if (s.remote) {
+    m_remote = s.remote;
+    m_tensorView->setRemote(s.remote);
+    if (!s.optimizer.empty())
+      m_optHeading->setText(tr("%1 parameters with Adam state (exp_avg / exp_avg_sq statistics "
+                               "are not computed for a checkpoint on another machine yet: pick "
+                               "one to see it in the Tensor tab)")
+                                .arg(s.optimizer.size()));
+  }
   m_shardView->setFile(s.file);
   showShardsTab(s.file && s.file->shards());
   if (m_tabs->currentIndex() == int(Tab::Optimizer)) computeOptimizerStats();
@@ -290,7 +300,7 @@ QString InspectorWidget::tensorName(int index) const {
 }
 
 void InspectorWidget::inspectTensor(int index) {
-  if (!m_file) return;
+  if (!m_file && !m_remote) return;
   m_tensorView->showTensor(index, tensorName(index));
 }
 

@@ -131,8 +131,10 @@ void SummaryWidget::showMessage(const QString& title, const QString& html) {
 void SummaryWidget::showSummary(const CheckpointSummary& s) {
   m_path = s.path;
   m_title->setText(QFileInfo(s.path).fileName());
+  // A checkpoint on another machine is named by its ssh:// location as it is.
   m_subtitle->setText(
-      QDir::toNativeSeparators(QDir::cleanPath(QFileInfo(s.path).absoluteFilePath())));
+      s.remote ? s.path
+               : QDir::toNativeSeparators(QDir::cleanPath(QFileInfo(s.path).absoluteFilePath())));
   m_subtitle->show();
   const QString dim = palette().color(QPalette::PlaceholderText).name();
 

@@ -14,6 +14,8 @@
 
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/tensor_data.h"
+#include "ckpt/remote/agent_client.h"
+#include "inspector/checkpointsummary.h"
 #include "inspector/optimizermodel.h"
 #include "inspector/valuetablemodel.h"
 #include "plotstyle.h"
@@ -148,9 +150,20 @@ TensorView::TensorView(QWidget* parent) : QWidget(parent) {
 // The jobs stop at their next chunk (BackgroundJob's destructor waits).
 TensorView::~TensorView() = default;
 
+void TensorView::setRemote(std::shared_ptr<const RemoteTensors> remote) {
+  setFile(nullptr);
+  m_remote = std::move(remote);
+}
+
+void TensorView::cancel() {
+  if (m_job.isRunning()) m_job.cancel();
+}
+
 void TensorView::setFile(std::shared_ptr<const CheckpointFile> file) {
+  if (m_remote && m_job.isRunning()) emit remoteBusy(false);
   m_job.drop();
   m_heatJob.drop();
+  m_remote.reset();
   m_file = std::move(file);
   m_tensor = -1;
   m_analysis.reset();
@@ -177,6 +190,7 @@ void TensorView::clearPlots(const QString& why) {
 }
 
 void TensorView::showTensor(int index, const QString& name) {
+  if (m_remote) return showRemoteTensor(index, name);
   if (!m_file || index < 0 || size_t(index) >= m_file->tensors().size()) return;
   if (index == m_tensor && (m_job.isRunning() || m_analysis)) return;
   m_heatJob.drop();
@@ -184,6 +198,8 @@ void TensorView::showTensor(int index, const QString& name) {
   m_analysis.reset();
   m_values->setTensor(nullptr);
   const TensorInfo& t = m_file->tensors()[size_t(index)];
+  m_histogram->show();
+  m_heat->show();
   m_title->setText(name.isEmpty() ? fromStd(joinPath(t.path)) : name);
   m_subtitle->setText(tr("%1 %2, %3 elements, %4%5")
                           .arg(fromStd(std::string(dtypeName(t.dtype))), fromStd(t.shapeString()),
@@ -203,6 +219,66 @@ void TensorView::showTensor(int index, const QString& name) {
               [this](const JobProgress& progress) {
                 m_stats->setText(tr("Computing... %1%").arg(int(progress.fraction() * 100)));
               });
+}
+
+// A checkpoint on another machine: the statistics are computed where the
+// file is (the agent's `stats`, with progress; a cancel reaches the agent),
+// the values are read a block at a time (`slice`).
+void TensorView::showRemoteTensor(int index, const QString& name) {
+  if (index < 0 || size_t(index) >= m_remote->rows.size()) return;
+  if (index == m_tensor && (m_job.isRunning() || m_analysis)) return;
+  m_tensor = index;
+  m_analysis.reset();
+  m_values->setTensor(nullptr);
+  const TensorRow& t = m_remote->rows[size_t(index)];
+  m_title->setText(name.isEmpty() ? t.name : name);
+  m_subtitle->setText(
+      tr("%1 %2, %3 elements, %4, on %5")
+          .arg(t.dtype, t.shape, groupedNumber(t.elements), sizeText(t.bytes), m_remote->location));
+  m_stats->setText(tr("Computing on the host..."));
+  // Empty axes would look like a tensor with nothing in it: the note says why there are none.
+  m_histogram->hide();
+  m_heat->hide();
+  clearPlots(
+      tr("No histogram or heat map for a checkpoint on another machine yet: the "
+         "statistics and the values are read there."));
+  m_empty->hide();
+  m_body->show();
+  if (!m_job.isRunning()) emit remoteBusy(true);
+  m_job.start(
+      [remote = m_remote, index](JobProgress& progress) {
+        return computeRemote(remote, index, progress);
+      },
+      [this](JobOutcome outcome, std::optional<Result> r, const QString& error) {
+        emit remoteBusy(false);
+        if (outcome == JobOutcome::Cancelled || (r && !r->analysis && r->error.isEmpty())) {
+          // Stopped on purpose: no error, and the tensor can be asked for again.
+          m_stats->setText(tr("Stopped."));
+          m_tensor = -1;
+          return;
+        }
+        onFinished(r ? std::move(*r) : Result{m_tensor, std::nullopt, nullptr, error});
+      },
+      [this](const JobProgress& progress) {
+        m_stats->setText(tr("Computing on the host... %1%").arg(int(progress.fraction() * 100)));
+      });
+}
+
+TensorView::Result TensorView::computeRemote(const std::shared_ptr<const RemoteTensors>& remote,
+                                             int tensor, JobProgress& progress) {
+  Result r;
+  r.tensor = tensor;
+  try {
+    r.analysis = TensorAnalysis{};
+    r.analysis->stats = remote->stats(tensor, progress);
+  } catch (const remote::RemoteError& e) {
+    r.analysis.reset();
+    if (e.code() != "cancelled") r.error = fromStd(e.what());
+  } catch (const std::exception& e) {
+    r.analysis.reset();
+    r.error = fromStd(e.what());
+  }
+  return r;
 }
 
 void TensorView::goToRow(int64_t row) {
@@ -294,8 +370,15 @@ void TensorView::onFinished(Result r) {
   if (!r.analysis) return;  // cancelled
   m_analysis = r.analysis;
   showStats(m_analysis->stats);
-  showHistogram(m_analysis->histogram);
-  if (m_analysis->heatMap.rows > 0) {
+  if (!m_remote) showHistogram(m_analysis->histogram);
+  if (m_remote) {
+    // The values a block at a time from the host; no histogram or heat map.
+    const auto remote = m_remote;
+    m_values->setSource(remote->sizes[size_t(r.tensor)],
+                        [remote, tensor = r.tensor](uint64_t first, size_t count, double* out) {
+                          return remote->slice(tensor, first, count, out);
+                        });
+  } else if (m_analysis->heatMap.rows > 0) {
     showHeatMap(m_analysis->heatMap);
   } else {
     m_colorMap->setVisible(false);
@@ -303,7 +386,7 @@ void TensorView::onFinished(Result r) {
     m_heatNote->setText(tr("No heat map: a heat map needs a matrix (2 or more dimensions)."));
     m_heatNote->show();
   }
-  m_values->setTensor(r.data);
+  if (!m_remote) m_values->setTensor(r.data);
   {
     const QSignalBlocker block(m_rowBox);
     m_rowBox->setRange(

@@ -18,6 +18,7 @@ class QTableView;
 namespace ckpt {
 
 class CheckpointFile;
+struct RemoteTensors;
 class TensorData;
 struct TensorInfo;
 class ValueTableModel;
@@ -37,8 +38,13 @@ class TensorView : public QWidget {
 
   // The file tensors are read from; null clears the view.
   void setFile(std::shared_ptr<const CheckpointFile> file);
+  // A checkpoint on another machine: statistics and values come from its
+  // agent; no histogram or heat map (the panel says so). Null clears the view.
+  void setRemote(std::shared_ptr<const RemoteTensors> remote);
   // Starts computing tensor `index` (of file->tensors()); `name` is its title.
   void showTensor(int index, const QString& name);
+  // Stops the statistics being computed (on the host too, for a remote one).
+  void cancel();
 
   [[nodiscard]] int tensorIndex() const { return m_tensor; }
   [[nodiscard]] bool busy() const { return m_job.isRunning(); }
@@ -58,6 +64,8 @@ class TensorView : public QWidget {
   void statsFailed(int tensor, const QString& message);
   // The heat map was computed again for a new plot size.
   void heatMapResampled(int tensor);
+  // A remote tensor's statistics are being computed on its host (true), or no longer.
+  void remoteBusy(bool busy);
 
  protected:
   void resizeEvent(QResizeEvent* event) override;
@@ -72,6 +80,9 @@ class TensorView : public QWidget {
   };
   static Result compute(const std::shared_ptr<const CheckpointFile>& file, int tensor,
                         const AnalysisOptions& options, JobProgress& progress);
+  static Result computeRemote(const std::shared_ptr<const RemoteTensors>& remote, int tensor,
+                              JobProgress& progress);
+  void showRemoteTensor(int index, const QString& name);
   [[nodiscard]] AnalysisOptions optionsFor(const TensorInfo& t) const;
   void onFinished(Result r);
   void onHeatFinished(const Result& r);
@@ -82,6 +93,7 @@ class TensorView : public QWidget {
   void showHeatMap(const HeatMap& h);
 
   std::shared_ptr<const CheckpointFile> m_file;
+  std::shared_ptr<const RemoteTensors> m_remote;
   int m_tensor = -1;
 
   QTimer m_resizeTimer;

@@ -19,17 +19,26 @@ ValueTableModel::ValueTableModel(QObject* parent) : QAbstractTableModel(parent) 
 ValueTableModel::~ValueTableModel() = default;
 
 void ValueTableModel::setTensor(std::shared_ptr<const TensorData> data) {
+  if (!data) return setSource({}, {});
+  std::vector<int64_t> shape = data->info().shape.vec();
+  setSource(std::move(shape), [data](uint64_t first, size_t count, double* out) {
+    return data->read(first, count, out);
+  });
+}
+
+void ValueTableModel::setSource(std::vector<int64_t> shape, ReadFn read) {
   beginResetModel();
   m_reads.dropAll();  // blocks still being read for the previous tensor
-  m_data = std::move(data);
+  m_read = std::move(read);
   m_cache.clear();
   m_age.clear();
   m_rows = m_cols = 0;
   m_totalRows = m_first = 0;
   m_shape.clear();
-  if (m_data) {
-    m_shape = m_data->info().shape;
-    const uint64_t n = m_data->numel();
+  if (m_read) {
+    m_shape = std::move(shape);
+    uint64_t n = 1;
+    for (const int64_t d : m_shape) n *= uint64_t(std::max<int64_t>(d, 0));
     m_matrix = m_shape.size() >= 2 && m_shape.back() > 0 && m_shape.back() <= kMaxColumns;
     const uint64_t cols = m_matrix ? uint64_t(m_shape.back()) : 1;
     m_cols = n ? int(cols) : 0;
@@ -98,7 +107,7 @@ QVariant ValueTableModel::data(const QModelIndex& index, int role) const {
 }
 
 void ValueTableModel::request(int64_t block) const {
-  if (!m_data || m_reads.isRunning(block)) return;
+  if (!m_read || m_reads.isRunning(block)) return;
   const uint64_t first = uint64_t(block) * uint64_t(m_blockRows) * uint64_t(m_cols);
   const size_t count = size_t(m_blockRows) * size_t(m_cols);
   auto* self = const_cast<ValueTableModel*>(this);
@@ -106,9 +115,9 @@ void ValueTableModel::request(int64_t block) const {
   // read is kept empty (its cells blank), not asked for again and again.
   m_reads.start(
       block,
-      [data = m_data, first, count](JobProgress&) {
+      [read = m_read, first, count](JobProgress&) {
         auto v = std::make_shared<std::vector<double>>(count);
-        v->resize(data->read(first, count, v->data()));
+        v->resize(read(first, count, v->data()));
         return Block(std::move(v));
       },
       [self, block](JobOutcome, std::optional<Block> values, const QString&) {

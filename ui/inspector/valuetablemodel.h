@@ -2,7 +2,9 @@
 
 #include <QAbstractTableModel>
 #include <algorithm>
+#include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
@@ -36,8 +38,15 @@ class ValueTableModel : public QAbstractTableModel {
   explicit ValueTableModel(QObject* parent = nullptr);
   ~ValueTableModel() override;
 
+  // Reads `count` elements from element `first` (row-major) into `out`;
+  // returns how many there were. Called on pool threads; may throw.
+  using ReadFn = std::function<size_t(uint64_t first, size_t count, double* out)>;
+
   // null clears the table.
   void setTensor(std::shared_ptr<const TensorData> data);
+  // A tensor whose elements `read` gives (one on another machine: the
+  // agent's `slice`, at most a block of 64K elements a call); no `read` clears.
+  void setSource(std::vector<int64_t> shape, ReadFn read);
   [[nodiscard]] int blockRows() const { return m_blockRows; }
   // Rows of the whole tensor's table and the first one the window shows.
   [[nodiscard]] int64_t totalRows() const { return m_totalRows; }
@@ -63,7 +72,7 @@ class ValueTableModel : public QAbstractTableModel {
   using Block = std::shared_ptr<const std::vector<double>>;
   void store(int64_t block, Block values);
 
-  std::shared_ptr<const TensorData> m_data;
+  ReadFn m_read;
   std::vector<int64_t> m_shape;
   int64_t m_totalRows = 0;
   int64_t m_first = 0;

@@ -29,7 +29,9 @@ void RemoteConnections::start(Host& h, const remote::RemotePath& where) {
 }
 
 RemoteConnections::Json RemoteConnections::call(const remote::RemotePath& where,
-                                                const std::string& method, Json params) {
+                                                const std::string& method, Json params,
+                                                const remote::AgentClient::ProgressFn& progress,
+                                                const remote::AgentClient::CancelFn& cancelled) {
   const std::shared_ptr<Host> h = host(where.endpoint());
   std::lock_guard lock(h->mutex);
   const Json asked = params;
@@ -43,7 +45,7 @@ RemoteConnections::Json RemoteConnections::call(const remote::RemotePath& where,
   const bool fresh = !h->agent;
   try {
     if (fresh) start(*h, where);
-    return remember(h->agent->call(method, std::move(params)));
+    return remember(h->agent->call(method, std::move(params), progress, cancelled));
   } catch (const remote::RemoteError& e) {
     if (e.code() != "connection" && e.code() != "not_installed" && e.code() != "version")
       throw;  // the agent's answer (not_found, ...): the connection is fine
@@ -53,7 +55,7 @@ RemoteConnections::Json RemoteConnections::call(const remote::RemotePath& where,
   // The agent kept from before is gone (the connection dropped while idle): once more, anew.
   try {
     start(*h, where);
-    return remember(h->agent->call(method, asked));
+    return remember(h->agent->call(method, asked, progress, cancelled));
   } catch (const remote::RemoteError& e) {
     if (e.code() == "connection" || e.code() == "not_installed" || e.code() == "version")
       h->agent.reset();

@@ -25,7 +25,11 @@ class RemoteConnections {
   // answer (the connection dropped) is started again once, with the roots it
   // had opened; what fails then is thrown (ckpt::remote::RemoteError, whose
   // text says what to do), and the next call starts afresh.
-  Json call(const remote::RemotePath& where, const std::string& method, Json params);
+  // `progress` and `cancelled` as AgentClient::call takes them: a cancelled
+  // request is cancelled on the agent too, and throws RemoteError("cancelled").
+  Json call(const remote::RemotePath& where, const std::string& method, Json params,
+            const remote::AgentClient::ProgressFn& progress = {},
+            const remote::AgentClient::CancelFn& cancelled = {});
 
   // Whether an agent of `where`'s host is running now.
   [[nodiscard]] bool isConnected(const remote::RemotePath& where);

@@ -31,6 +31,8 @@ struct RemoteSession {
   bool curvesReloaded = false;
   std::vector<RemoteBatch> batches;
   BackgroundJob<RemoteRefresh> job;
+  bool describing = false;  // the window's summary job asks the host for a checkpoint
+  bool tensorBusy = false;  // the Tensor tab's statistics are computed on the host
 };
 
 }  // namespace ckpt

@@ -196,7 +196,7 @@ void AgentClient::send(const Json& message) {
   }
 }
 
-bool AgentClient::readLine(std::string& line) {
+bool AgentClient::readLine(std::string& line, const std::function<void()>& idle) {
   for (;;) {
     const size_t nl = m_buf.find('\n');
     if (nl != std::string::npos) {
@@ -207,6 +207,15 @@ bool AgentClient::readLine(std::string& line) {
     if (m_buf.size() > kMaxResponseBytes)
       throw RemoteError("connection", m_what + ": a reply longer than " +
                                           std::to_string(kMaxResponseBytes) + " bytes");
+    if (idle) {
+      pollfd p{m_out, POLLIN, 0};
+      const int ready = ::poll(&p, 1, 50);
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready == 0) {
+        idle();
+        continue;
+      }
+    }
     char b[65536];
     const ssize_t n = ::read(m_out, b, sizeof b);
     if (n < 0 && errno == EINTR) continue;
@@ -253,13 +262,22 @@ void AgentClient::connectionLost(const std::string& when) {
 }
 
 AgentClient::Json AgentClient::call(const std::string& method, Json params,
-                                    const ProgressFn& progress) {
+                                    const ProgressFn& progress, const CancelFn& cancelled) {
   if (m_in < 0) throw RemoteError("connection", m_what + ": the connection is closed");
   const int64_t id = m_nextId++;
   send(Json{{"id", id}, {"method", method}, {"params", std::move(params)}});
+  bool cancelSent = false;
+  const auto idle = [&] {
+    if (cancelSent || !cancelled()) return;
+    // Its own answer ({cancelled}) has another id: the loop below skips it.
+    send(Json{{"id", m_nextId++}, {"method", "cancel"}, {"params", {{"id", id}}}});
+    cancelSent = true;
+  };
   std::string line;
   for (;;) {
-    if (!readLine(line)) connectionLost("waiting for the answer to " + method);
+    if (!readLine(line, cancelled ? std::function<void()>(idle) : std::function<void()>()))
+      connectionLost("waiting for the answer to " + method);
+    if (cancelled) idle();  // a steady stream of progress never leaves readLine idle
     Json msg;
     try {
       msg = parseJsonText(line);

@@ -6,6 +6,7 @@
 
 #include "ckpt/index/experiment.h"
 #include "ckpt/remote/metrics_wire.h"
+#include "wire_reader.h"
 
 namespace ckpt::remote {
 namespace {
@@ -23,75 +24,6 @@ Json orNull(const std::string& v) {
   return v.empty() ? Json(nullptr) : Json(v);
 }
 
-// Reading back: every field by its place ("runs[1].checkpoints[3].step").
-class Reader {
- public:
-  Reader(const Json& j, std::string where) : m_j(j), m_where(std::move(where)) {}
-
-  [[nodiscard]] bool has(const char* name) const {
-    return m_j.contains(name) && !m_j[name].is_null();
-  }
-  [[nodiscard]] const Json& at(const char* name) const {
-    if (!m_j.is_object() || !m_j.contains(name)) fail(name, "is missing");
-    return m_j[name];
-  }
-  [[nodiscard]] std::string text(const char* name, bool required = false) const {
-    if (!required && !has(name)) return {};
-    const Json& v = at(name);
-    if (!v.is_string()) fail(name, "is not a string");
-    return v.get<std::string>();
-  }
-  [[nodiscard]] std::optional<double> real(const char* name) const {
-    if (!has(name)) return std::nullopt;
-    const Json& v = at(name);
-    if (v.is_number()) return v.get<double>();
-    if (v.is_string()) {
-      const std::string& t = v.get_ref<const std::string&>();
-      if (t == "nan") return std::numeric_limits<double>::quiet_NaN();
-      if (t == "inf") return std::numeric_limits<double>::infinity();
-      if (t == "-inf") return -std::numeric_limits<double>::infinity();
-    }
-    fail(name, "is not a number");
-  }
-  template <typename T>
-  [[nodiscard]] T integer(const char* name, T fallback = 0) const {
-    if (!has(name)) return fallback;
-    const Json& v = at(name);
-    if (!v.is_number_integer()) fail(name, "is not an integer");
-    return v.get<T>();
-  }
-  [[nodiscard]] bool flag(const char* name) const {
-    if (!has(name)) return false;
-    const Json& v = at(name);
-    if (!v.is_boolean()) fail(name, "is not true or false");
-    return v.get<bool>();
-  }
-  [[nodiscard]] const Json& array(const char* name, bool required = false) const {
-    static const Json empty = Json::array();
-    if (!required && !has(name)) return empty;
-    const Json& v = at(name);
-    if (!v.is_array()) fail(name, "is not an array");
-    return v;
-  }
-  [[nodiscard]] std::vector<std::string> texts(const char* name) const {
-    std::vector<std::string> out;
-    const Json& a = array(name);
-    for (size_t i = 0; i < a.size(); ++i) {
-      if (!a[i].is_string()) fail(name, "holds something that is not a string");
-      out.push_back(a[i].get<std::string>());
-    }
-    return out;
-  }
-  [[nodiscard]] std::string where(const char* name) const { return m_where + "." + name; }
-  [[noreturn]] void fail(const char* name, const char* what) const {
-    throw std::runtime_error("scan: " + where(name) + " " + what);
-  }
-
- private:
-  const Json& m_j;
-  std::string m_where;
-};
-
 CheckpointKind kindFrom(const Reader& r) {
   const std::string name = r.text("kind");
   if (name.empty()) return CheckpointKind::Unknown;
@@ -103,7 +35,7 @@ CheckpointKind kindFrom(const Reader& r) {
 
 CheckpointEntry checkpointFrom(const Json& j, const std::string& where, const RunEntry& run) {
   if (!j.is_object()) throw std::runtime_error("scan: " + where + " is not an object");
-  const Reader r(j, where);
+  const Reader r(j, where, "scan");
   CheckpointEntry c;
   c.file = r.text("file", true);
   c.path = r.has("path") ? r.text("path")
@@ -117,7 +49,7 @@ CheckpointEntry checkpointFrom(const Json& j, const std::string& where, const Ru
   if (r.has("scalars")) {
     const Json& s = r.at("scalars");
     if (!s.is_object()) r.fail("scalars", "is not an object");
-    const Reader values(s, r.where("scalars"));
+    const Reader values(s, r.where("scalars"), "scan");
     for (auto it = s.begin(); it != s.end(); ++it)
       c.scalars[it.key()] = values.real(it.key().c_str()).value_or(0.0);
   }
@@ -131,7 +63,7 @@ CheckpointEntry checkpointFrom(const Json& j, const std::string& where, const Ru
   c.safety = r.text("safety");
   if (r.has("sharded")) {
     const Json& s = r.at("sharded");
-    const Reader sr(s, r.where("sharded"));
+    const Reader sr(s, r.where("sharded"), "scan");
     c.layout = sr.text("layout");
     c.sharded = sr.text("summary", true);
     c.ranks = sr.integer<int>("ranks");
@@ -141,7 +73,7 @@ CheckpointEntry checkpointFrom(const Json& j, const std::string& where, const Ru
   c.trainer = r.text("trainer");
   const Json& parts = r.array("parts");
   for (size_t i = 0; i < parts.size(); ++i) {
-    const Reader pr(parts[i], r.where("parts") + "[" + std::to_string(i) + "]");
+    const Reader pr(parts[i], r.where("parts") + "[" + std::to_string(i) + "]", "scan");
     CheckpointPart p;
     p.role = pr.text("role", true);
     p.file = pr.text("file", true);
@@ -231,14 +163,14 @@ Json scanToWire(const ScanResult& r, bool full) {
 
 ScanResult scanFromWire(const Json& document) {
   if (!document.is_object()) throw std::runtime_error("scan: the document is not an object");
-  const Reader top(document, "document");
+  const Reader top(document, "document", "scan");
   ScanResult result;
   result.root = top.text("root", true);
   const Json& runs = top.array("runs", true);
   for (size_t i = 0; i < runs.size(); ++i) {
     const std::string where = "runs[" + std::to_string(i) + "]";
     if (!runs[i].is_object()) throw std::runtime_error("scan: " + where + " is not an object");
-    const Reader r(runs[i], where);
+    const Reader r(runs[i], where, "scan");
     RunEntry run;
     run.name = r.text("name", true);
     run.path = r.text("path", true);

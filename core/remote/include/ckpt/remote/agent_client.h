@@ -48,6 +48,8 @@ class AgentClient {
  public:
   using Json = nlohmann::ordered_json;
   using ProgressFn = std::function<void(const Json& progress)>;
+  // Asked while waiting (every ~50 ms); true: the request is no longer wanted.
+  using CancelFn = std::function<bool()>;
 
   // Starts `argv` (execvp) with pipes on its stdin, stdout and stderr and
   // exchanges hello; `what` names the other end in messages ("host
@@ -63,13 +65,18 @@ class AgentClient {
 
   // Sends {id, method, params} and waits for its result; progress
   // messages go to `progress`. Throws RemoteError with the agent's error,
-  // or code "connection" when the connection drops first.
-  Json call(const std::string& method, Json params, const ProgressFn& progress = {});
+  // or code "connection" when the connection drops first. Once `cancelled`
+  // says so, the agent is sent `cancel` with the request's id (once) and
+  // its answer is still read, so the connection stays in step; a request
+  // the agent stopped throws RemoteError("cancelled").
+  Json call(const std::string& method, Json params, const ProgressFn& progress = {},
+            const CancelFn& cancelled = {});
 
  private:
   void send(const Json& message);
   // The next complete line from the agent's stdout; false at end of file.
-  bool readLine(std::string& line);
+  // `idle` is called every ~50 ms while none comes.
+  bool readLine(std::string& line, const std::function<void()>& idle = {});
   // Why the agent went away: its exit status and what it wrote to stderr,
   // turned into what a person should do.
   [[noreturn]] void connectionLost(const std::string& when);
