@@ -233,12 +233,19 @@ class TestReader : public QObject {
     if (want.contains("optimizer_params") && !want["optimizer_params"].is_null()) {
       const json& names = want["optimizer_params"];
       QCOMPARE(view.optimizerParams().size(), names.size());
+      // A moment whose shape is not its parameter's is a problem, as many
+      // as Python counts (misc/optimizer_swapped.pt has two).
+      size_t mapped = 0;
       for (const OptimizerParam& p : view.optimizerParams()) {
-        QVERIFY2(p.problem.empty(), p.problem.c_str());
+        if (p.problem.empty()) ++mapped;
         QCOMPARE(p.name, names[std::to_string(p.index)].get<std::string>());
         // exp_avg has the shape of the parameter it belongs to.
         QVERIFY(p.expAvg >= 0 && p.expAvgSq >= 0);
       }
+      if (want.contains("optimizer_mapped"))
+        QCOMPARE(mapped, want["optimizer_mapped"].get<size_t>());
+      else
+        QCOMPARE(mapped, view.optimizerParams().size());
     } else {
       QVERIFY(view.optimizerParams().empty());
     }

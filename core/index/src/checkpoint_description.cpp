@@ -268,8 +268,8 @@ CheckpointDescription describeCheckpoint(const CheckpointFile& file,
   };
   if (const Value* meta = view.metadata()) {
     for (const auto& [k, v] : meta->entries) addMeta(k, v);
-  } else if (const Value* root = file.root(); root && root->isDict() && root != view.modelState() &&
-                                     root != view.optimizer()) {
+  } else if (const Value* root = file.root();
+             root && root->isDict() && root != view.modelState() && root != view.optimizer()) {
     for (const auto& [k, v] : root->entries)
       if (v != view.modelState() && v != view.optimizer()) addMeta(k, v);
   }
