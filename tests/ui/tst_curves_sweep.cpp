@@ -518,8 +518,8 @@ void TestCurvesSweep::choicesRemembered() {
     QCOMPARE(view.groupBy(), QStringLiteral("learning_rate"));
     QCOMPARE(view.groupLabels().size(), 3);
     QCOMPARE(view.legend()->tree()->topLevelItemCount(), 3);
-    QCOMPARE(sizesOf(view.findChild<QSplitter*>("curvesSplitter")), chartSizes);
-    QCOMPARE(sizesOf(view.findChild<QSplitter*>("runsTableSplitter")), tableSizes);
+    QTRY_COMPARE(sizesOf(view.findChild<QSplitter*>("curvesSplitter")), chartSizes);
+    QTRY_COMPARE(sizesOf(view.findChild<QSplitter*>("runsTableSplitter")), tableSizes);
 
     // Set from code, nothing is remembered.
     view.setMetric("lr");
@@ -576,8 +576,8 @@ void TestCurvesSweep::rememberedChoicesIgnoreInvalid() {
     QCOMPARE(view.findChild<QComboBox*>("metric")->currentText(), QStringLiteral("loss"));
     QCOMPARE(view.groupBy(), QStringLiteral("all-but"));  // the default for runs with seeds
     QCOMPARE(view.groupLabels().size(), 3);
-    QCOMPARE(sizesOf(view.findChild<QSplitter*>("curvesSplitter")), chartDefault);
-    QCOMPARE(sizesOf(view.findChild<QSplitter*>("runsTableSplitter")), tableDefault);
+    QTRY_COMPARE(sizesOf(view.findChild<QSplitter*>("curvesSplitter")), chartDefault);
+    QTRY_COMPARE(sizesOf(view.findChild<QSplitter*>("runsTableSplitter")), tableDefault);
   }
 }
 
