@@ -18,6 +18,8 @@ jobs="${CKPT_JOBS:-2}"
 packages=(
   # toolchain
   cmake ninja-build g++ ccache pkg-config clang-format git
+  # a linker about 4x faster than GNU ld on our test executables
+  lld
   # libraries
   qt6-base-dev libqcustomplot-dev nlohmann-json3-dev libtorch-dev zlib1g-dev
   # the gloo headers LibTorch's c10d ProcessGroupGloo.hpp includes
