@@ -719,9 +719,14 @@ void MainWindow::onCurrentChanged(const QModelIndex& proxyIndex) {
     // The trainer the browser found it by and where its things came from:
     // the Summary names them.
     const std::optional<BrowseGroup> run = m_model->group(current.parent());
+    // A Trainer's checkpoint-<step>/: its optimizer.pt beside the weights.
+    QString optimizerPath;
+    for (const CheckpointPart& p : c->parts)
+      if (p.role == "optimizer") optimizerPath = pathFromStd(p.path);
     m_summary.start(
-        [path = m_summaryPath, trainer = run ? trainerLine(*run, c) : QString()](JobProgress&) {
-          CheckpointSummary s = summarizeCheckpoint(path);
+        [path = m_summaryPath, optimizerPath,
+         trainer = run ? trainerLine(*run, c) : QString()](JobProgress&) {
+          CheckpointSummary s = summarizeCheckpoint(path, optimizerPath);
           addTrainerField(s, trainer);
           return s;
         },

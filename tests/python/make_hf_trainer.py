@@ -268,7 +268,10 @@ def main(argv):
         saved = torch.load(os.path.join(out, rel))
         optimizers[rel] = {"with_state": len(saved["state"]), "groups": len(saved["param_groups"]),
                            "params": sum(len(g["params"]) for g in saved["param_groups"]),
-                           "lr": saved["param_groups"][0]["lr"]}
+                           "lr": saved["param_groups"][0]["lr"],
+                           # per parameter in index order: what the Optimizer tab computes
+                           "exp_avg_norms": [float(saved["state"][i]["exp_avg"].double().norm())
+                                             for i in sorted(saved["state"])]}
     with open(os.path.join(root, "hf", "expected_optimizers.json"), "w") as f:
         json.dump(optimizers, f, indent=1)
 

@@ -13,9 +13,13 @@
 #include <QJsonObject>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
+#include <QTabBar>
+#include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTreeView>
+#include <algorithm>
+#include <cmath>
 
 #include "../core/copy_tree.h"
 #include "browser/browserpanel.h"
@@ -23,6 +27,7 @@
 
 #include "browser/checkpointlistmodel.h"
 #include "inspector/inspectorwidget.h"
+#include "inspector/optimizermodel.h"
 #include "inspector/tensortablemodel.h"
 #include "mainwindow.h"
 #include "window_driver.h"
@@ -100,6 +105,41 @@ class TestHfBrowser : public QObject {
     QTRY_VERIFY2(w.inspector()->text().contains("pytorch_model.bin"),
                  qPrintable(w.inspector()->text()));
     QTRY_COMPARE(w.inspector()->tensorModel()->rowCount(), 5);  // make_hf_trainer.py's model_state
+
+    // Its optimizer.pt beside the weights: the Summary's Optimizer line and
+    // the Optimizer tab show its state as torch.load reads it back.
+    QFile optFile(kFixtures + "/hf/expected_optimizers.json");
+    QVERIFY(optFile.open(QIODevice::ReadOnly));
+    const QJsonObject wantOpt = QJsonDocument::fromJson(optFile.readAll())
+                                    .object()["checkpoint-1000/optimizer.pt"]
+                                    .toObject();
+    const int withState = wantOpt["with_state"].toInt();
+    QVERIFY(withState > 0);
+    const QString optLine = QStringLiteral("%1 parameters with state").arg(withState);
+    QTRY_VERIFY2(w.inspector()->text().contains(optLine), qPrintable(w.inspector()->text()));
+    QVERIFY2(w.inspector()->text().contains("(from optimizer.pt)"),
+             qPrintable(w.inspector()->text()));
+    QTabWidget* tabs = w.inspector()->findChild<QTabWidget*>();
+    QVERIFY(tabs);
+    for (int i = 0; i < tabs->count(); ++i)
+      if (tabs->tabText(i).remove('&') == "Optimizer")
+        QTest::mouseClick(tabs->tabBar(), Qt::LeftButton, {}, tabs->tabBar()->tabRect(i).center());
+    QCOMPARE(tabs->tabText(tabs->currentIndex()).remove('&'), QStringLiteral("Optimizer"));
+    QTRY_VERIFY_WITH_TIMEOUT(w.inspector()->optimizerStatsDone(), kTimeoutMs);
+    const OptimizerModel* opt = w.inspector()->optimizerModel();
+    QCOMPARE(opt->rowCount(), withState);
+    const QJsonArray norms = wantOpt["exp_avg_norms"].toArray();
+    QCOMPARE(int(opt->stats().size()), int(norms.size()));
+    for (int r = 0; r < opt->rowCount(); ++r) {
+      QCOMPARE(opt->rows()[size_t(r)].index, qint64(r));
+      const auto& m = opt->stats()[size_t(r)].expAvg;
+      QVERIFY2(m.has_value(), qPrintable(QString::number(r)));
+      const double want = norms[r].toDouble();
+      QVERIFY2(
+          std::abs(m->l2norm - want) <= 1e-5 * std::max(1.0, std::abs(want)),
+          qPrintable(
+              QStringLiteral("exp_avg norm of %1: %2, torch %3").arg(r).arg(m->l2norm).arg(want)));
+    }
 
     // The watcher: a new checkpoint folder joins the run, a new run that
     // only logs appears.

@@ -1,6 +1,7 @@
 #include "inspector/checkpointsummary.h"
 
 #include <QDateTime>
+#include <QFileInfo>
 #include <QStringList>
 #include <algorithm>
 #include <exception>
@@ -279,13 +280,40 @@ CheckpointSummary summaryFromDescription(const CheckpointDescription& d) {
   return out;
 }
 
-CheckpointSummary summarizeCheckpoint(const QString& path) {
+CheckpointSummary summarizeCheckpoint(const QString& path, const QString& optimizerPath) {
   // An opcode walk of the file's pickles (a sharded checkpoint: of every
   // file its layout names); nothing in them is run.
   const CheckpointSafety safety = scanCheckpoint(pathToStd(path));
   try {
     std::shared_ptr<const CheckpointFile> file = CheckpointFile::open(pathToStd(path));
-    CheckpointSummary out = summaryFromDescription(describeCheckpoint(*file, safety));
+    CheckpointDescription d = describeCheckpoint(*file, safety);
+    std::shared_ptr<const CheckpointFile> optimizerFile;
+    const QString optimizerName = QFileInfo(optimizerPath).fileName();
+    if (!d.hasOptimizer && !optimizerPath.isEmpty()) {
+      try {
+        optimizerFile = CheckpointFile::open(pathToStd(optimizerPath));
+        CheckpointDescription o =
+            describeCheckpoint(*optimizerFile, scanCheckpoint(pathToStd(optimizerPath)));
+        d.hasOptimizer = o.hasOptimizer;
+        d.optimizerWithState = o.optimizerWithState;
+        d.optimizerGroups = o.optimizerGroups;
+        d.optimizerHyper = std::move(o.optimizerHyper);
+        d.optimizer = std::move(o.optimizer);
+        for (const std::string& n : o.notes) d.notes.push_back(pathToStd(optimizerName) + ": " + n);
+        if (!d.hasOptimizer) optimizerFile.reset();
+      } catch (const std::exception& e) {
+        // Said, not shown as "none": the file is there and cannot be read.
+        d.notes.push_back(pathToStd(optimizerName) + ": cannot be read: " + e.what());
+        optimizerFile.reset();
+      }
+    }
+    CheckpointSummary out = summaryFromDescription(d);
+    if (optimizerFile) {
+      for (SummaryField& f : out.fields)
+        if (f.label == QObject::tr("Optimizer"))
+          f.value += QObject::tr(" (from %1)").arg(optimizerName);
+      out.optimizerFile = std::move(optimizerFile);
+    }
     out.path = path;
     out.file = std::move(file);
     return out;

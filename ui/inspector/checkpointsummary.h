@@ -106,6 +106,9 @@ struct CheckpointSummary {
   std::shared_ptr<const MetaNode> metaTree;    // the whole value tree
   std::shared_ptr<const ParamNode> paramTree;  // the model state; null without one
   std::vector<OptimizerRow> optimizer;
+  // The file `optimizer`'s tensors are in when it is not `file`: a Trainer's
+  // checkpoint-<step>/optimizer.pt beside its weights.
+  std::shared_ptr<const CheckpointFile> optimizerFile;
   // A checkpoint of many files (the Shards tab; `file->shards()` for a local one).
   bool sharded = false;
   // A checkpoint on another machine (ssh://...): `file` is null, its tensors are read there.
@@ -115,8 +118,13 @@ struct CheckpointSummary {
 };
 
 // Opens `path` with CheckpointFile::open and describes it through a
-// CheckpointView (describeCheckpoint). Never throws.
-[[nodiscard]] CheckpointSummary summarizeCheckpoint(const QString& path);
+// CheckpointView (describeCheckpoint). Where the file holds no optimizer and
+// `optimizerPath` names one beside it (a Trainer checkpoint's optimizer.pt,
+// CheckpointEntry's "optimizer" part), the Optimizer line and tab show that
+// file's state, saying where it came from, as `info` of the folder does.
+// Never throws.
+[[nodiscard]] CheckpointSummary summarizeCheckpoint(const QString& path,
+                                                    const QString& optimizerPath = {});
 // The words the Inspect tab shows for a description: a local file's
 // (summarizeCheckpoint) or a remote one's (the agent's `describe`). `file`
 // stays null.

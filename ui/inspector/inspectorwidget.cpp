@@ -192,6 +192,7 @@ void InspectorWidget::clearTabs() {
   m_optJob.drop();  // statistics of a file no longer shown are not wanted
   m_optStarted = m_optDone = false;
   m_file.reset();
+  m_optimizerFile.reset();
   m_remote.reset();
   m_tensorNames.clear();
   m_metadata->setTree(nullptr);
@@ -224,6 +225,7 @@ void InspectorWidget::showSummary(const CheckpointSummary& s) {
     return;
   }
   m_file = s.file;
+  m_optimizerFile = s.optimizerFile ? s.optimizerFile : s.file;
   m_tensorNames.resize(s.tensors.size());
   for (size_t i = 0; i < s.tensors.size(); ++i) m_tensorNames[i] = s.tensors[i].name;
   m_metadata->setTree(s.metaTree);
@@ -245,12 +247,16 @@ void InspectorWidget::showSummary(const CheckpointSummary& s) {
   }
   setParameterFilter(m_paramSearch->text());
 
-  for (const OptimizerRow& r : s.optimizer) {
-    const QString owner = r.name.isEmpty() ? tr("state %1").arg(r.index) : r.name;
-    if (r.expAvg >= 0 && size_t(r.expAvg) < m_tensorNames.size())
-      m_tensorNames[size_t(r.expAvg)] = tr("exp_avg of %1").arg(owner);
-    if (r.expAvgSq >= 0 && size_t(r.expAvgSq) < m_tensorNames.size())
-      m_tensorNames[size_t(r.expAvgSq)] = tr("exp_avg_sq of %1").arg(owner);
+  // Optimizer tensors of another file (a Trainer's optimizer.pt) are not
+  // rows of this file's tensor table.
+  if (!s.optimizerFile) {
+    for (const OptimizerRow& r : s.optimizer) {
+      const QString owner = r.name.isEmpty() ? tr("state %1").arg(r.index) : r.name;
+      if (r.expAvg >= 0 && size_t(r.expAvg) < m_tensorNames.size())
+        m_tensorNames[size_t(r.expAvg)] = tr("exp_avg of %1").arg(owner);
+      if (r.expAvgSq >= 0 && size_t(r.expAvgSq) < m_tensorNames.size())
+        m_tensorNames[size_t(r.expAvgSq)] = tr("exp_avg_sq of %1").arg(owner);
+    }
   }
   m_optimizer->setRows(s.optimizer);
   m_optHeading->setText(s.optimizer.empty()
@@ -305,12 +311,12 @@ void InspectorWidget::inspectTensor(int index) {
 }
 
 void InspectorWidget::computeOptimizerStats() {
-  if (!m_file || m_optStarted || m_optimizer->rows().empty()) return;
+  if (!m_optimizerFile || m_optStarted || m_optimizer->rows().empty()) return;
   m_optStarted = true;
   m_optHeading->setText(
       tr("%1 parameters with Adam state; computing exp_avg / exp_avg_sq statistics...")
           .arg(m_optimizer->rows().size()));
-  m_optJob.start([file = m_file, rows = m_optimizer->rows()](
+  m_optJob.start([file = m_optimizerFile, rows = m_optimizer->rows()](
                      JobProgress& progress) { return optimizerStats(file, rows, progress); },
                  [this](JobOutcome outcome, std::optional<std::vector<OptimizerModel::Stats>> stats,
                         const QString&) {

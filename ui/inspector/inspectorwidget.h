@@ -101,8 +101,9 @@ class InspectorWidget : public QWidget {
   ShardView* m_shardView = nullptr;
 
   std::shared_ptr<const CheckpointFile> m_file;
-  std::shared_ptr<const RemoteTensors> m_remote;  // a checkpoint on another machine
-  std::vector<QString> m_tensorNames;             // display names per tensor index
+  std::shared_ptr<const CheckpointFile> m_optimizerFile;  // m_file, or a Trainer's optimizer.pt
+  std::shared_ptr<const RemoteTensors> m_remote;          // a checkpoint on another machine
+  std::vector<QString> m_tensorNames;                     // display names per tensor index
   bool m_optStarted = false;
   bool m_optDone = false;
   BackgroundJob<std::vector<OptimizerModel::Stats>> m_optJob{this};
