@@ -136,9 +136,10 @@ def save_rank(path, args, iteration, model, distrib, moments=None, rng=None):
         # the fp32 master copies per group.
         groups, state, masters, i = [], {}, [], 0
         for wd_mult, names in megatron_groups(model):
+            # apex's FusedAdam (Megatron's optimizer) keeps the step in the group.
             groups.append({"lr": args.lr, "betas": (0.9, 0.95), "eps": 1e-8, "weight_decay": 0.1 * wd_mult,
                            "wd_mult": wd_mult, "lr_mult": 1.0, "is_expert_parallel": False,
-                           "params": list(range(i, i + len(names)))})
+                           "step": iteration, "params": list(range(i, i + len(names)))})
             for n in names:
                 state[i] = {"exp_avg": moments["exp_avg"][n], "exp_avg_sq": moments["exp_avg_sq"][n]}
                 i += 1
@@ -395,7 +396,11 @@ def megatron_join(out):
                          "tracker": state["rng_tracker_states"]["model-parallel-rng"].numpy().tobytes().hex(),
                          "random_version": state["random_rng_state"][0],
                          "random_first": state["random_rng_state"][1][0]}
-    good = {"folder": folder, "tp": 2, "pp": 2, "rng": rng,
+    # The step apex's FusedAdam keeps per param group, as torch.load reads it.
+    first = torch.load(os.path.join(folder, sorted(os.listdir(folder))[0], "model_optim_rng.pt"))
+    steps = {g["step"] for g in first["optimizer"]["optimizer"]["param_groups"]}
+    assert len(steps) == 1
+    good = {"folder": folder, "tp": 2, "pp": 2, "rng": rng, "optimizer_step": steps.pop(),
             "whole": {k: {"shape": list(v.shape), "hex": v.contiguous().numpy().tobytes().hex()}
                       for k, v in whole.items()}}
 

@@ -466,10 +466,12 @@ class TestTrainerBrowser : public QObject {
   }
 
   void megatronTensorParallelSaveIsJoined() {
-    const QJsonObject whole = readJson(kFixtures + "/megatron_titan/expected.json")["megatron_join"]
-                                  .toObject()["good"]
-                                  .toObject()["whole"]
-                                  .toObject();
+    const QJsonObject good = readJson(kFixtures + "/megatron_titan/expected.json")["megatron_join"]
+                                 .toObject()["good"]
+                                 .toObject();
+    const QJsonObject whole = good["whole"].toObject();
+    const QString optimizerStep = QString::number(good["optimizer_step"].toInteger());
+    QVERIFY(good["optimizer_step"].toInteger() > 0);
     QVERIFY(!whole.isEmpty());
     quint64 count = 0;
     std::map<QString, quint64> numel;
@@ -575,14 +577,20 @@ class TestTrainerBrowser : public QObject {
     QCOMPARE(leaves, numel);
 
     // The Optimizer tab, clicked: one row per parameter of the joined
-    // model, by its name, with its moment's whole shape.
+    // model, by its name, with its moment's whole shape and the step its
+    // param group keeps (apex's FusedAdam keeps none per parameter).
     clickTabOf(tabs, "Optimizer");
     QTableView* opt = w.inspector()->optimizerView();
     QTRY_VERIFY(opt->isVisible());
     std::map<QString, QString> optShapes;
-    for (int r = 0; r < opt->model()->rowCount(); ++r)
-      optShapes[opt->model()->index(r, int(OptimizerModel::Column::Name)).data().toString()] =
+    for (int r = 0; r < opt->model()->rowCount(); ++r) {
+      const QString name =
+          opt->model()->index(r, int(OptimizerModel::Column::Name)).data().toString();
+      optShapes[name] =
           opt->model()->index(r, int(OptimizerModel::Column::Shape)).data().toString();
+      QCOMPARE(opt->model()->index(r, int(OptimizerModel::Column::Step)).data().toString(),
+               optimizerStep);
+    }
     QCOMPARE(optShapes, shapes);
   }
 

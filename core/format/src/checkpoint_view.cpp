@@ -201,6 +201,15 @@ void CheckpointView::mapOptimizer() const {
                       " parameters, the model state " + std::to_string(params.size()) +
                       " (tied weights counted once): names not mapped");
   if (!state || state->kind != K::Dict) return;
+  // apex's FusedAdam (and Transformer Engine's) keeps the step in the param
+  // group, not per parameter: a parameter without its own takes its group's.
+  std::map<int64_t, const Value*> groupStep;
+  if (groups && groups->kind == K::List)
+    for (const Value* g : groups->items)
+      if (const Value* st = g->get("step"); st && (st->isNumber() || st->kind == K::Tensor))
+        if (const Value* ids = g->get("params"); ids && ids->kind == K::List)
+          for (const Value* id : ids->items)
+            if (id->isInt()) groupStep.emplace(id->integer, st);
   const auto& tensors = m_file.tensors();
   for (const auto& [k, v] : state->entries) {
     if (!k->isInt()) continue;
@@ -210,7 +219,10 @@ void CheckpointView::mapOptimizer() const {
       p.param = params[size_t(p.index)];
       p.name = m_entries[size_t(p.param)].name;
     }
-    if (const Value* s = v->get("step")) {
+    const Value* s = v->get("step");
+    if (!s)
+      if (const auto g = groupStep.find(p.index); g != groupStep.end()) s = g->second;
+    if (s) {
       if (s->kind == K::Tensor)
         p.stepTensor = int(s->index);
       else if (s->isNumber())
