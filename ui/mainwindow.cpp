@@ -9,6 +9,7 @@
 #include <QDropEvent>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QGuiApplication>
 #include <QHeaderView>
 #include <QKeySequence>
 #include <QLineEdit>
@@ -18,6 +19,7 @@
 #include <QMimeData>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QScreen>
 #include <QScrollArea>
 #include <QSet>
 #include <QSettings>
@@ -422,7 +424,13 @@ bool MainWindow::restoreLayout() {
   const QSettings settings;
   const QByteArray geometry = settings.value("window/geometry").toByteArray();
   const QByteArray state = settings.value("window/state").toByteArray();
-  if (geometry.isEmpty() && state.isEmpty()) return false;
+  if (geometry.isEmpty() && state.isEmpty()) {
+    // The first start: 1280x800, or all of a smaller screen (a 1000x700
+    // VM), never a window whose status bar is off the screen.
+    const QScreen* screen = this->screen() ? this->screen() : QGuiApplication::primaryScreen();
+    resize(screen ? kDefaultSize.boundedTo(screen->availableGeometry().size()) : kDefaultSize);
+    return false;
+  }
   if (!geometry.isEmpty()) restoreGeometry(geometry);
   if (!state.isEmpty()) restoreState(state);
   m_layoutSet = true;

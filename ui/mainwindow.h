@@ -105,7 +105,10 @@ class MainWindow : public QMainWindow {
   bool generateSelected();
 
   // Window geometry and dock layout as last saved; false when there is none.
+  // The size and docks of last time; false (and the default size, on this
+  // screen) on a first start.
   bool restoreLayout();
+  static constexpr QSize kDefaultSize{1280, 800};
   void saveLayout() const;
   // The recent list (newest first); each entry is the paths of one open.
   [[nodiscard]] static QList<QStringList> recentPaths();

@@ -153,8 +153,7 @@ int main(int argc, char** argv) {
       QCoreApplication::exit(1);
     });
   } else {
-    window.resize(1280, 800);
-    window.restoreLayout();  // the size and docks of last time, when there was one
+    window.restoreLayout();  // the size and docks of last time, or 1280x800 on this screen
     window.show();
   }
   if (!paths.isEmpty()) window.openPaths(paths);

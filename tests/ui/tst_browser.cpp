@@ -14,6 +14,7 @@
 #include <QLineEdit>
 #include <QMimeData>
 #include <QPixmap>
+#include <QScreen>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
@@ -21,6 +22,7 @@
 #include <QTest>
 #include <QTreeView>
 #include <QUrl>
+#include <algorithm>
 
 #include "browser/browserpanel.h"
 #include "browser/checkpointlistmodel.h"
@@ -382,6 +384,11 @@ void TestBrowser::layoutIsRemembered() {
   {
     MainWindow w;
     QVERIFY(!w.restoreLayout());
+    // A first start: 1280x800 where the screen has room, else the screen's
+    // available area (the offscreen platform's screen is 800x600).
+    const QSize room = w.screen()->availableGeometry().size();
+    QCOMPARE(w.size(), QSize(std::min(1280, room.width()), std::min(800, room.height())));
+    QVERIFY(room.width() >= 1280 || w.width() <= room.width());
     w.resize(1000, 700);
     auto* dock = w.findChild<QDockWidget*>("experimentsDock");
     QVERIFY(dock);
