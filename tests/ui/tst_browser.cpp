@@ -14,6 +14,7 @@
 #include <QLineEdit>
 #include <QMimeData>
 #include <QPixmap>
+#include <QProcess>
 #include <QScreen>
 #include <QSettings>
 #include <QSignalSpy>
@@ -27,6 +28,7 @@
 #include "browser/browserpanel.h"
 #include "browser/checkpointlistmodel.h"
 #include "browser/runwatcher.h"
+#include "ckpt/index/filesystem_kind.h"
 #include "inspector/inspectorwidget.h"
 #include "mainwindow.h"
 
@@ -92,6 +94,7 @@ class TestBrowser : public QObject {
   void watcherListsFileThatStaysBroken();
   void watcherRemovesDeletedFiles();
   void watcherSeesNewRunDirectory();
+  void watcherPollsNetworkFilesystem();
   void recentList();
   void layoutIsRemembered();
   void dropOpensPaths();
@@ -344,6 +347,47 @@ void TestBrowser::watcherSeesNewRunDirectory() {
   QVERIFY(run.parent().isValid());
   QCOMPARE(run.parent().data().toString(), QStringLiteral("tiny"));
   QCOMPARE(w.checkpointModel()->rowCount(run.parent()), 2);
+}
+
+// A folder on NFS, SMB or sshfs: inotify never fires for what other machines
+// write, so the watcher polls the directories' modification times, backing
+// off while nothing changes. CKPTSCOPE_POLL=1 makes a local folder behave so
+// (no inotify at all: only the poll can see the copy).
+void TestBrowser::watcherPollsNetworkFilesystem() {
+  QTemporaryDir dir;
+  QVERIFY(makeRunCopy(dir));
+  // This folder is local as coreutils' stat -f names it, and so it is here.
+  QProcess stat;
+  stat.start("stat", {"-f", "-c", "%T", dir.path()});
+  QVERIFY(stat.waitForFinished());
+  const QString type = QString::fromUtf8(stat.readAllStandardOutput()).trimmed();
+  QVERIFY2(!QStringList({"nfs", "cifs", "smb", "smb2", "fuseblk", "fuse", "v9fs", "ceph", "afs",
+                         "lustre", "gpfs"})
+                .contains(type),
+           qPrintable(type));
+  QVERIFY2(!networkFilesystem(dir.path().toStdString()).has_value(), qPrintable(type));
+
+  qputenv("CKPTSCOPE_POLL", "1");
+  struct Unset {
+    ~Unset() { qunsetenv("CKPTSCOPE_POLL"); }
+  } unset;
+  MainWindow w;
+  QVERIFY(openAndWait(w, {dir.path()}));
+  RunWatcher* watcher = w.runWatcher();
+  const QString tiny = cleanAbsolute(dir.path() + "/tiny");
+  QTRY_VERIFY(watcher->polledDirectories().contains(tiny));
+  QVERIFY(watcher->watchedDirectories().isEmpty());
+  QCOMPARE(watcher->polledRoots().value(cleanAbsolute(dir.path())),
+           QStringLiteral("CKPTSCOPE_POLL"));
+  // Nothing changes: the poll backs off.
+  QTRY_VERIFY_WITH_TIMEOUT(watcher->pollInterval() > RunWatcher::kPollMinMs, 5000);
+
+  const QString added = dir.path() + "/tiny/tiny_final.pt";
+  QVERIFY(copyFile(m_runsDir + "/tiny/tiny_final.pt", added));
+  QTRY_VERIFY_WITH_TIMEOUT(w.checkpointModel()->indexOfPath(added).isValid(), kTimeoutMs);
+  QCOMPARE(w.checkpointModel()->checkpointCount(), size_t(3));
+  QCOMPARE(watcher->pollInterval(), RunWatcher::kPollMinMs);  // a change: back to every second
+  QVERIFY(watcher->watchedDirectories().isEmpty());
 }
 
 void TestBrowser::recentList() {

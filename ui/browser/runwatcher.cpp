@@ -5,8 +5,10 @@
 #include <QDirIterator>
 #include <QFileInfo>
 #include <QRegularExpression>
+#include <QtConcurrent/QtConcurrentRun>
 #include <exception>
 
+#include "ckpt/index/filesystem_kind.h"
 #include "ckpt/index/hf_trainer.h"
 #include "ckpt/index/megatron.h"
 #include "textformat.h"
@@ -31,6 +33,13 @@ QStringList subdirectories(const QString& dir) {
   return out;
 }
 
+// A directory's modification time: what changes when an entry is added,
+// removed or renamed in it (what inotify's directoryChanged reports).
+qint64 directoryStamp(const QString& dir) {
+  const QFileInfo info(dir);
+  return info.isDir() ? info.lastModified().toMSecsSinceEpoch() : -1;
+}
+
 }  // namespace
 
 RunWatcher::RunWatcher(QObject* parent) : QObject(parent) {
@@ -44,6 +53,10 @@ RunWatcher::RunWatcher(QObject* parent) : QObject(parent) {
       if (!it.value().isEmpty()) m_dirty.insert(it.key());
     rescanDirty();
   });
+  m_poll.setSingleShot(true);
+  connect(&m_poll, &QTimer::timeout, this, &RunWatcher::poll);
+  connect(&m_pollWatch, &QFutureWatcher<QHash<QString, qint64>>::finished, this,
+          &RunWatcher::onPolled);
 }
 
 RunWatcher::~RunWatcher() {
@@ -55,6 +68,10 @@ void RunWatcher::stop() {
   m_debounce.stop();
   m_recheck.stop();
   if (!m_fs.directories().isEmpty()) m_fs.removePaths(m_fs.directories());
+  m_poll.stop();
+  m_polled.clear();
+  m_pollReason.clear();
+  m_pollMs = kPollMinMs;
   m_roots.clear();
   m_dirty.clear();
   m_pending.clear();
@@ -65,8 +82,42 @@ void RunWatcher::watch(const QStringList& roots) {
   for (const QString& r : roots) {
     if (!QFileInfo(r).isDir()) continue;
     m_roots << cleanAbsolute(r);
+    if (qEnvironmentVariableIntValue("CKPTSCOPE_POLL") != 0)
+      m_pollReason.insert(m_roots.back(), QStringLiteral("CKPTSCOPE_POLL"));
+    else if (const auto fs = networkFilesystem(pathToStd(m_roots.back())))
+      m_pollReason.insert(m_roots.back(), fromStd(*fs));
     addTree(m_roots.back());
   }
+  if (!m_polled.isEmpty()) m_poll.start(m_pollMs);
+}
+
+bool RunWatcher::isWatched(const QString& dir) const {
+  return m_polled.contains(dir) || m_fs.directories().contains(dir);
+}
+
+void RunWatcher::poll() {
+  if (m_pollWatch.isRunning()) return;  // a slow server: onPolled starts the next
+  m_pollWatch.setFuture(QtConcurrent::run([dirs = m_polled.keys()] {
+    QHash<QString, qint64> stamps;
+    for (const QString& d : dirs) stamps.insert(d, directoryStamp(d));
+    return stamps;
+  }));
+}
+
+void RunWatcher::onPolled() {
+  if (m_roots.isEmpty()) return;  // stopped meanwhile
+  bool changed = false;
+  const QHash<QString, qint64> stamps = m_pollWatch.result();
+  for (auto it = stamps.cbegin(); it != stamps.cend(); ++it) {
+    const auto known = m_polled.find(it.key());
+    if (known == m_polled.end() || known.value() == it.value()) continue;
+    known.value() = it.value();
+    onDirectoryChanged(it.key());
+    changed = true;
+  }
+  // Back off while nothing changes; a change brings the poll back to 1 s.
+  m_pollMs = changed ? kPollMinMs : std::min(m_pollMs * 2, kPollMaxMs);
+  m_poll.start(m_pollMs);
 }
 
 QStringList RunWatcher::pendingFiles() const {
@@ -80,8 +131,13 @@ void RunWatcher::addTree(const QString& dir) {
   dirs.prepend(dir);
   const QStringList watched = m_fs.directories();
   QStringList fresh;
-  for (const QString& d : dirs)
-    if (!watched.contains(d)) fresh << d;
+  const bool polled = m_pollReason.contains(rootOf(dir));
+  for (const QString& d : dirs) {
+    if (polled)
+      m_polled.insert(d, directoryStamp(d));
+    else if (!watched.contains(d))
+      fresh << d;
+  }
   if (!fresh.isEmpty()) m_fs.addPaths(fresh);
 }
 
@@ -183,9 +239,8 @@ void RunWatcher::onJobDone(const Result& result) {
     emit runRemoved(result.dir);
   } else {
     // New directories (a run copied in whole) are watched and read too.
-    const QStringList watched = m_fs.directories();
     for (const QString& d : result.subdirs) {
-      if (watched.contains(d)) continue;
+      if (isWatched(d)) continue;
       addTree(d);
       m_dirty.insert(d);
     }

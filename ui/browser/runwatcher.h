@@ -2,6 +2,7 @@
 
 #include <QElapsedTimer>
 #include <QFileSystemWatcher>
+#include <QFutureWatcher>
 #include <QHash>
 #include <QObject>
 #include <QSet>
@@ -22,6 +23,12 @@ namespace ckpt {
 // writes the zip directory last): it is left out and looked at again, so a
 // checkpoint appears once it is complete. A file that stays unreadable
 // after that shows up with its error.
+//
+// A root on a network filesystem (NFS, SMB, FUSE such as sshfs, Lustre, ...:
+// networkFilesystem) is polled instead, since inotify never sees what other
+// machines write there: each directory's modification time is compared, off
+// the GUI thread, every second, backing off to every 30 s while nothing
+// changes. CKPTSCOPE_POLL=1 polls every root.
 class RunWatcher : public QObject {
   Q_OBJECT
 
@@ -37,6 +44,13 @@ class RunWatcher : public QObject {
   // broken (default 3 s).
   void setSettleTime(int ms) { m_settleMs = ms; }
   [[nodiscard]] QStringList watchedDirectories() const { return m_fs.directories(); }
+  // The directories polled instead (roots on a network filesystem), and why
+  // ("nfs", "fuse", ...; "CKPTSCOPE_POLL" when asked to) per polled root.
+  [[nodiscard]] QStringList polledDirectories() const { return m_polled.keys(); }
+  [[nodiscard]] QHash<QString, QString> polledRoots() const { return m_pollReason; }
+  [[nodiscard]] int pollInterval() const { return m_pollMs; }
+  static constexpr int kPollMinMs = 1000;
+  static constexpr int kPollMaxMs = 30'000;
   // Files left out for now because they are still being written.
   [[nodiscard]] QStringList pendingFiles() const;
 
@@ -60,6 +74,9 @@ class RunWatcher : public QObject {
   void rescanDirty();
   void onJobDone(const Result& result);
   void addTree(const QString& dir);
+  [[nodiscard]] bool isWatched(const QString& dir) const;
+  void poll();
+  void onPolled();
   [[nodiscard]] QString rootOf(const QString& dir) const;
   [[nodiscard]] QString runName(const QString& root, const QString& dir) const;
 
@@ -70,6 +87,11 @@ class RunWatcher : public QObject {
   QSet<QString> m_nonEmpty;               // run directories reported with checkpoints
   QTimer m_debounce;
   QTimer m_recheck;
+  QHash<QString, qint64> m_polled;       // polled dir -> its mtime (ms) when last seen; -1 gone
+  QHash<QString, QString> m_pollReason;  // polled root -> its filesystem
+  QTimer m_poll;
+  int m_pollMs = kPollMinMs;
+  QFutureWatcher<QHash<QString, qint64>> m_pollWatch;
   int m_settleMs = 3000;
   // One re-read per directory at a time; stop() drops them all, so late
   // results of an older watch never arrive.
