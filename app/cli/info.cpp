@@ -9,6 +9,7 @@
 #include "ckpt/format/error.h"
 #include "ckpt/format/json_export.h"
 #include "ckpt/format/state_names.h"
+#include "ckpt/index/hf_optimizer.h"
 #include "ckpt/index/hf_trainer.h"
 #include "common.h"
 #include "documents.h"
@@ -106,9 +107,15 @@ void printText(const CheckpointFile& file, const OtherOptimizer& other) {
   for (const std::string& n : view.notes()) line("note", n);
   if (other.file && !view.optimizer()) {
     const CheckpointView opt(*other.file);
-    if (const auto o = summarizeOptimizer(opt))
+    const TrainerOptimizerNames named = trainerOptimizerNames(view, opt);
+    if (auto o = summarizeOptimizer(opt)) {
+      if (!named.names.empty())
+        o->mapped = o->params;  // every moment checked against its parameter
       line("optimizer", optimizerSummary(*o) + " (from " + other.name + ")");
-    for (const std::string& n : opt.notes()) line("note", other.name + ": " + n);
+      // Instead of the view's "without its model" notes: how its
+      // parameters were named, or why not.
+      line("note", other.name + ": " + named.note);
+    }
   }
 
   // Every metadata key: the `metadata` dict, or the top level's plain values.
@@ -215,6 +222,10 @@ int runInfo(int argc, char** argv) {
           infoDocument(*other.file).value("optimizer", nlohmann::ordered_json());
       if (!o.is_null()) {
         o["file"] = other.file->path();
+        const CheckpointView weights(*file), opt(*other.file);
+        const TrainerOptimizerNames named = trainerOptimizerNames(weights, opt);
+        if (!named.names.empty()) o["mapped"] = o.value("params", 0);
+        o["note"] = named.note;
         doc["optimizer"] = std::move(o);
       }
     }

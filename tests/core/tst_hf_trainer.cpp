@@ -170,8 +170,10 @@ class TstHfTrainer : public QObject {
       QCOMPARE(got["optimizer"]["mapped"].get<size_t>(), size_t(0));
       const ckpt::test::ProcessResult text = ckpt::test::runProcess(CKPT_CLI, {"info", path});
       QCOMPARE(text.exitCode, 0);
+      // The Trainer's two param groups (weight decay, then none).
       const QByteArray line = "optimizer   " + QByteArray::number(w["with_state"].get<int>()) +
-                              " parameters with state (lr ";
+                              " parameters with state, " +
+                              QByteArray::number(w["groups"].get<int>()) + " groups (lr ";
       QVERIFY2(text.out.contains(line), text.out.constData());
       QVERIFY2(text.out.contains("; 0 of " + QByteArray::number(w["with_state"].get<int>()) +
                                  " mapped to parameters\n"),
@@ -186,12 +188,22 @@ class TstHfTrainer : public QObject {
       QVERIFY2(!whole["tensors"].empty(), rel.c_str());
       QCOMPARE(whole["optimizer"]["with_state"].get<size_t>(), w["with_state"].get<size_t>());
       QCOMPARE(whole["optimizer"]["file"].get<std::string>(), path.toStdString());
+      // Named from the weights where they keep the model's order (a
+      // pytorch_model.bin) by the Trainer's two groups; numbered, and said
+      // why, where they do not (safetensors, a shard index).
+      const size_t named = w["names"].is_null() ? 0 : w["names"].size();
+      QCOMPARE(whole["optimizer"]["mapped"].get<size_t>(), named);
       const ckpt::test::ProcessResult folderText =
           ckpt::test::runProcess(CKPT_CLI, {"info", folder});
       QCOMPARE(folderText.exitCode, 0);
-      QVERIFY2(folderText.out.contains(" mapped to parameters (from optimizer.pt)\n") &&
+      const QByteArray mapped = ", " + QByteArray::number(w["groups"].get<int>()) + " groups (lr ";
+      QVERIFY2(folderText.out.contains(mapped), folderText.out.constData());
+      QVERIFY2(folderText.out.contains("; " + QByteArray::number(qulonglong(named)) + " of " +
+                                       QByteArray::number(w["with_state"].get<int>()) +
+                                       " mapped to parameters (from optimizer.pt)\n") &&
                    folderText.out.contains("\nparameters  "),
                folderText.out.constData());
+      QCOMPARE(folderText.out.contains("stay numbered"), named == 0);
     }
   }
 

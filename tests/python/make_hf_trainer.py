@@ -28,6 +28,7 @@ import json
 import math
 import os
 import random
+import re
 import shutil
 import sys
 import types
@@ -46,6 +47,8 @@ EVAL_STEPS = 250
 SAVE_STEPS = 500
 STEPS_PER_EPOCH = 500
 OUTPUT_DIR = "out"
+# How each checkpoint-<step>/ holds its weights.
+HOWS = {500: "safetensors", 1000: "bin", 1500: "sharded"}
 
 
 def stand_in(module_name, cls):
@@ -87,18 +90,35 @@ def model_state(seed):
     }
 
 
+def decay_parameter_names(names):
+    """transformers' Trainer.get_decay_parameter_names (4.4x): every parameter
+    but those of nn.LayerNorm modules (none here) and those whose lower-cased
+    name matches one of its forbidden patterns."""
+    forbidden = [r"bias", r"layernorm", r"rmsnorm", r"(?:^|\.)norm(?:$|\.)", r"_norm(?:$|\.)"]
+    return [n for n in names if not any(re.search(p, n.lower()) for p in forbidden)]
+
+
 def adamw_state(state, steps):
-    """A real AdamW state_dict after `steps` steps on parameters like `state`'s."""
-    params = [torch.nn.Parameter(t.clone()) for t in state.values()]
-    opt = torch.optim.AdamW(params, lr=5e-4)
+    """A real AdamW state_dict after `steps` steps on parameters like
+    `state`'s, in the Trainer's two param groups."""
+    params = {n: torch.nn.Parameter(t.clone()) for n, t in state.items()}
+    decay = set(decay_parameter_names(list(state)))
+    opt = torch.optim.AdamW([
+        {"params": [p for n, p in params.items() if n in decay], "weight_decay": 0.01},
+        {"params": [p for n, p in params.items() if n not in decay], "weight_decay": 0.0},
+    ], lr=5e-4)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0 - s / MAX_STEPS)
     for _ in range(steps):
-        loss = sum((p * p).sum() for p in params)
+        loss = sum((p * p).sum() for p in params.values())
         opt.zero_grad()
         loss.backward()
         opt.step()
         sched.step()
-    return opt.state_dict(), sched.state_dict()
+    # The parameter of each optimizer state index: torch numbers them in
+    # param group order.
+    name_of = {id(p): n for n, p in params.items()}
+    order = [name_of[id(p)] for g in opt.param_groups for p in g["params"]]
+    return opt.state_dict(), sched.state_dict(), order
 
 
 def config_json():
@@ -188,7 +208,7 @@ def save_checkpoint(out, step, how, rows):
     with open(os.path.join(folder, "config.json"), "w") as f:
         json.dump(config_json(), f, indent=2, sort_keys=True)
     torch.save(TrainingArguments(), os.path.join(folder, "training_args.bin"))
-    opt, sched = adamw_state(state, 2)
+    opt, sched, order = adamw_state(state, 2)
     torch.save(opt, os.path.join(folder, "optimizer.pt"))
     torch.save(sched, os.path.join(folder, "scheduler.pt"))
     random.seed(step)
@@ -199,6 +219,7 @@ def save_checkpoint(out, step, how, rows):
     best_step = min((r for r in upto if "eval_loss" in r and r["step"] % SAVE_STEPS == 0),
                     key=lambda r: r["eval_loss"])["step"]
     save_to_json(trainer_state(upto, step, best_step), os.path.join(folder, "trainer_state.json"))
+    return order
 
 
 # ---------------------------------------------------------------- the reader
@@ -252,8 +273,7 @@ def main(argv):
     out = os.path.join(root, "hf", OUTPUT_DIR)
     os.makedirs(out, exist_ok=True)
     rows, summary = log_history()
-    for step, how in ((500, "safetensors"), (1000, "bin"), (1500, "sharded")):
-        save_checkpoint(out, step, how, rows)
+    orders = {step: save_checkpoint(out, step, how, rows) for step, how in HOWS.items()}
     # trainer.save_model() and trainer.save_state() once training ended.
     write_weights(out, model_state(1000), "safetensors")  # load_best_model_at_end: the best weights
     with open(os.path.join(out, "config.json"), "w") as f:
@@ -271,7 +291,10 @@ def main(argv):
                            "lr": saved["param_groups"][0]["lr"],
                            # per parameter in index order: what the Optimizer tab computes
                            "exp_avg_norms": [float(saved["state"][i]["exp_avg"].double().norm())
-                                             for i in sorted(saved["state"])]}
+                                             for i in sorted(saved["state"])],
+                           # Each index's parameter, where the weights keep their order (a
+                           # torch.save'd pytorch_model.bin); sorted safetensors names do not.
+                           "names": orders[step] if HOWS[step] == "bin" else None}
     with open(os.path.join(root, "hf", "expected_optimizers.json"), "w") as f:
         json.dump(optimizers, f, indent=1)
 

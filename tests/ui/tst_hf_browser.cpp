@@ -117,8 +117,14 @@ class TestHfBrowser : public QObject {
     QVERIFY(withState > 0);
     const QString optLine = QStringLiteral("%1 parameters with state").arg(withState);
     QTRY_VERIFY2(w.inspector()->text().contains(optLine), qPrintable(w.inspector()->text()));
-    QVERIFY2(w.inspector()->text().contains("(from optimizer.pt)"),
-             qPrintable(w.inspector()->text()));
+    // pytorch_model.bin keeps the model's order: every parameter named by
+    // the Trainer's two param groups, as torch numbered them.
+    const QJsonArray optNames = wantOpt["names"].toArray();
+    QCOMPARE(optNames.size(), withState);
+    QVERIFY2(
+        w.inspector()->text().contains(
+            QStringLiteral("; %1 of %1 mapped to parameters (from optimizer.pt)").arg(withState)),
+        qPrintable(w.inspector()->text()));
     QTabWidget* tabs = w.inspector()->findChild<QTabWidget*>();
     QVERIFY(tabs);
     for (int i = 0; i < tabs->count(); ++i)
@@ -132,6 +138,8 @@ class TestHfBrowser : public QObject {
     QCOMPARE(int(opt->stats().size()), int(norms.size()));
     for (int r = 0; r < opt->rowCount(); ++r) {
       QCOMPARE(opt->rows()[size_t(r)].index, qint64(r));
+      QCOMPARE(opt->index(r, int(OptimizerModel::Column::Name)).data().toString(),
+               optNames[r].toString());
       const auto& m = opt->stats()[size_t(r)].expAvg;
       QVERIFY2(m.has_value(), qPrintable(QString::number(r)));
       const double want = norms[r].toDouble();

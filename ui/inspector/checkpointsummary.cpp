@@ -9,6 +9,7 @@
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/checkpoint_safety.h"
 #include "ckpt/index/checkpoint_description.h"
+#include "ckpt/index/hf_optimizer.h"
 #include "textformat.h"
 
 namespace ckpt {
@@ -299,7 +300,19 @@ CheckpointSummary summarizeCheckpoint(const QString& path, const QString& optimi
         d.optimizerGroups = o.optimizerGroups;
         d.optimizerHyper = std::move(o.optimizerHyper);
         d.optimizer = std::move(o.optimizer);
-        for (const std::string& n : o.notes) d.notes.push_back(pathToStd(optimizerName) + ": " + n);
+        // Its parameters named from the weights' state dict where the
+        // Trainer's param groups allow it (hf_optimizer.h).
+        const CheckpointView weights(*file), opt(*optimizerFile);
+        const TrainerOptimizerNames named = trainerOptimizerNames(weights, opt);
+        for (DescribedOptimizerRow& r : d.optimizer)
+          if (r.index >= 0 && size_t(r.index) < named.names.size())
+            r.name = named.names[size_t(r.index)];
+        // Not the view's "without its model" notes: named.note says it here.
+        const auto& numbered = opt.notes();
+        for (const std::string& n : o.notes)
+          if (std::find(numbered.begin(), numbered.end(), n) == numbered.end())
+            d.notes.push_back(pathToStd(optimizerName) + ": " + n);
+        if (d.hasOptimizer) d.notes.push_back(pathToStd(optimizerName) + ": " + named.note);
         if (!d.hasOptimizer) optimizerFile.reset();
       } catch (const std::exception& e) {
         // Said, not shown as "none": the file is there and cannot be read.
