@@ -12,6 +12,7 @@
 #include "ckpt/format/error.h"
 #include "ckpt/format/sharded.h"
 #include "common.h"
+#include "trainer_folder.h"
 
 namespace ckpt::cli {
 namespace {
@@ -71,7 +72,7 @@ int runCopy(
   if (const int rc = parseCopyArgs(argc, argv, command, args); rc != kExitOk) return rc;
   args.options.content = args.modelOnly ? modelOnly : plain;
   try {
-    const auto source = CheckpointFile::open(args.source);
+    const auto source = CheckpointFile::open(checkpointArgument(args.source));
     report(*source, args, copyCheckpoint(*source, args.target, args.options));
   } catch (const FormatError& e) {
     return failWith(e.what());

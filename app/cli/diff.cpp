@@ -18,6 +18,7 @@
 #include "common.h"
 #include "documents.h"
 #include "remote_commands.h"
+#include "trainer_folder.h"
 
 namespace ckpt::cli {
 namespace {
@@ -252,8 +253,8 @@ int runDiff(int argc, char** argv) {
   if (!problem.empty()) return usageError(problem, "diff");
   std::unique_ptr<CheckpointFile> a, b;
   try {
-    a = CheckpointFile::open(args.positional[0]);
-    b = CheckpointFile::open(args.positional[1]);
+    a = CheckpointFile::open(checkpointArgument(args.positional[0]));
+    b = CheckpointFile::open(checkpointArgument(args.positional[1]));
   } catch (const FormatError& e) {
     return failWith(e.what());
   }

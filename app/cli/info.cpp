@@ -1,7 +1,6 @@
 // ckptscope-cli info FILE [--json]
 #include <cinttypes>
 #include <cstdio>
-#include <filesystem>
 #include <string>
 
 #include "ckpt/format/checkpoint_file.h"
@@ -10,10 +9,10 @@
 #include "ckpt/format/json_export.h"
 #include "ckpt/format/state_names.h"
 #include "ckpt/index/hf_optimizer.h"
-#include "ckpt/index/hf_trainer.h"
 #include "common.h"
 #include "documents.h"
 #include "remote_commands.h"
+#include "trainer_folder.h"
 
 namespace ckpt::cli {
 namespace {
@@ -196,20 +195,17 @@ int runInfo(int argc, char** argv) {
   // them, with its optimizer.pt's state.
   std::string path = args.positional[0];
   std::string optimizerPath, optimizerName;
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec) && isHfCheckpointFolder(path)) {
-    const CheckpointEntry e =
-        describeHfCheckpoint(path, std::filesystem::path(path).filename().string(), false);
-    if (!e.path.empty()) path = e.path;
-    for (const CheckpointPart& p : e.parts)
-      if (p.role == "optimizer") {
-        optimizerPath = p.path;
-        optimizerName = p.file;
-      }
-  }
   std::unique_ptr<CheckpointFile> file;
   OtherOptimizer other;
   try {
+    if (const auto folder = trainerFolder(path)) {
+      path = folder->weights;
+      for (const CheckpointPart& p : folder->parts)
+        if (p.role == "optimizer") {
+          optimizerPath = p.path;
+          optimizerName = p.file;
+        }
+    }
     file = CheckpointFile::open(path);
     if (!optimizerPath.empty()) other = {CheckpointFile::open(optimizerPath), optimizerName};
   } catch (const FormatError& e) {

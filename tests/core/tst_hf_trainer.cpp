@@ -207,6 +207,60 @@ class TstHfTrainer : public QObject {
     }
   }
 
+  // `ls` lists a checkpoint folder as one checkpoint, so diff takes two of
+  // them: their weights, each tensor's change as torch computes it
+  // (make_hf_trainer.py), across formats (safetensors, a torch.save'd
+  // pytorch_model.bin, a shard index).
+  void diffOfTwoFolders() {
+    const json want = ckpt::test::readJsonFile((kDir + "/hf/expected_diffs.json").toStdString());
+    QCOMPARE(want.size(), size_t(2));
+    for (const auto& [pair, tensors] : want.items()) {
+      const QStringList ab = QString::fromStdString(pair).split(' ');
+      const json got = cliJson({"diff", kOut + "/" + ab[0], kOut + "/" + ab[1], "--json"});
+      QCOMPARE(got["tensors"].size(), tensors.size());
+      for (const json& t : got["tensors"]) {
+        const std::string name = t["name"].get<std::string>();
+        QVERIFY2(tensors.contains(name), name.c_str());
+        for (const char* key : {"rel_l2", "cosine"}) {
+          const double w = tensors[name][key].get<double>(), g = t[key].get<double>();
+          QVERIFY2(std::abs(g - w) <= 1e-9 * std::max(1.0, std::abs(w)),
+                   (pair + " " + name + " " + key + ": " + std::to_string(g) + ", torch " +
+                    std::to_string(w))
+                       .c_str());
+        }
+      }
+    }
+  }
+
+  // verify of a checkpoint folder checks every file a resume loads; a
+  // damaged optimizer.pt fails it, naming that file.
+  void verifyFolder() {
+    const ckpt::test::ProcessResult ok =
+        ckpt::test::runProcess(CKPT_CLI, {"verify", kOut + "/checkpoint-1000"});
+    QCOMPARE(ok.exitCode, 0);
+    for (const char* f : {"pytorch_model.bin", "optimizer.pt", "scheduler.pt", "rng_state.pth",
+                          "training_args.bin"})
+      QVERIFY2(ok.out.contains(QByteArray("checkpoint-1000/") + f + ": OK ("), ok.out.constData());
+    QVERIFY2(ok.out.contains("checkpoint-1000: OK (5 files)"), ok.out.constData());
+
+    QTemporaryDir tmp;
+    const QString copy = tmp.path() + "/checkpoint-1000";
+    QVERIFY(copyTree(kOut + "/checkpoint-1000", copy));
+    QFile opt(copy + "/optimizer.pt");
+    QVERIFY(opt.open(QIODevice::ReadWrite));
+    const qint64 at = opt.size() / 2;  // inside a record, before the central directory
+    QVERIFY(opt.seek(at));
+    char byte = 0;
+    QVERIFY(opt.getChar(&byte));
+    QVERIFY(opt.seek(at));
+    QVERIFY(opt.putChar(char(byte ^ 0x55)));
+    opt.close();
+    const ckpt::test::ProcessResult bad = ckpt::test::runProcess(CKPT_CLI, {"verify", copy});
+    QVERIFY2(bad.exitCode != 0, bad.out.constData());
+    QVERIFY2(bad.out.contains("BROKEN  ") && bad.out.contains("optimizer.pt"), bad.out.constData());
+    QVERIFY2(!bad.out.contains("OK (5 files)"), bad.out.constData());
+  }
+
   void metricsEqualPythonReader() {
     const json expected =
         ckpt::test::readJsonFile((kDir + "/hf/expected_metrics.json").toStdString());

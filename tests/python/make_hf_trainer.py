@@ -298,6 +298,19 @@ def main(argv):
     with open(os.path.join(root, "hf", "expected_optimizers.json"), "w") as f:
         json.dump(optimizers, f, indent=1)
 
+    # What Compare / `diff` of two checkpoint folders must find: torch's
+    # ||b - a|| / ||a|| and cosine of each tensor of their weights.
+    diffs = {}
+    for a, b in ((500, 1000), (1000, 1500)):
+        sa, sb = model_state(a), model_state(b)
+        diffs["checkpoint-%d checkpoint-%d" % (a, b)] = {
+            n: {"rel_l2": float((sb[n].double() - sa[n].double()).norm() / sa[n].double().norm()),
+                "cosine": float(torch.nn.functional.cosine_similarity(
+                    sa[n].double().flatten(), sb[n].double().flatten(), dim=0))}
+            for n in sa}
+    with open(os.path.join(root, "hf", "expected_diffs.json"), "w") as f:
+        json.dump(diffs, f, indent=1)
+
     newest = newest_trainer_state(out)
     expected = read_trainer_state(newest)
     expected["file"] = os.path.relpath(newest, root)

@@ -23,6 +23,8 @@
 
 #include "../core/copy_tree.h"
 #include "browser/browserpanel.h"
+#include "compare/compareview.h"
+#include "compare/diffmodel.h"
 #include "curves/curvesview.h"
 
 #include "browser/checkpointlistmodel.h"
@@ -171,6 +173,55 @@ class TestHfBrowser : public QObject {
   // The Curves tab draws the Trainer run's log_history: val_loss (eval_loss)
   // at the steps and values the Python reader found; the metrics-only run
   // has its curve too.
+  // Two checkpoint folders selected with clicks (checkpoint-1000's
+  // pytorch_model.bin, checkpoint-1500's shard index) and Ctrl+D: Compare
+  // shows each tensor's change as torch computes it.
+  void compareTwoFolders() {
+    QTemporaryDir dir;
+    QVERIFY(copyTree(kFixtures + "/hf/out", dir.path() + "/out"));
+    MainWindow w;
+    w.resize(1280, 800);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(openAndWait(w, {dir.path() + "/out"}));
+    QSortFilterProxyModel* proxy = w.browserPanel()->proxy();
+    QTreeView* view = w.checkpointView();
+    view->expandAll();
+    const QModelIndex run = proxy->index(0, 0);
+    const QModelIndex a = proxy->index(1, 0, run), b = proxy->index(2, 0, run);
+    QCOMPARE(a.data().toString(), QStringLiteral("checkpoint-1000"));
+    QVERIFY(b.data().toString().startsWith("checkpoint-1500"));
+    QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, view->visualRect(a).center());
+    QTest::mouseClick(view->viewport(), Qt::LeftButton, Qt::ControlModifier,
+                      view->visualRect(b).center());
+    QCOMPARE(w.selectedCheckpoints().size(), 2);
+    QSignalSpy done(w.compareView(), &CompareView::finished);
+    QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key_D));
+    QVERIFY(done.wait(kTimeoutMs));
+    QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(w.compareView()));
+
+    QFile wantFile(kFixtures + "/hf/expected_diffs.json");
+    QVERIFY(wantFile.open(QIODevice::ReadOnly));
+    const QJsonObject want = QJsonDocument::fromJson(wantFile.readAll())
+                                 .object()["checkpoint-1000 checkpoint-1500"]
+                                 .toObject();
+    const DiffModel* m = w.compareView()->model();
+    QCOMPARE(m->rowCount(), int(want.size()));
+    for (int r = 0; r < m->rowCount(); ++r) {
+      const QString name = m->index(r, int(DiffModel::Column::Name)).data().toString();
+      QVERIFY2(want.contains(name), qPrintable(name));
+      const QJsonObject t = want[name].toObject();
+      for (const auto& [column, key] : {std::pair{DiffModel::Column::RelL2, "rel_l2"},
+                                        std::pair{DiffModel::Column::Cosine, "cosine"}}) {
+        const double got = m->index(r, int(column)).data(int(DiffModel::Role::Value)).toDouble();
+        const double torch = t[key].toDouble();
+        QVERIFY2(
+            std::abs(got - torch) <= 1e-9 * std::max(1.0, std::abs(torch)),
+            qPrintable(QStringLiteral("%1 %2: %3, torch %4").arg(name, key).arg(got).arg(torch)));
+      }
+    }
+  }
+
   void curvesTab() {
     QFile expectedFile(kFixtures + "/hf/expected_metrics.json");
     QVERIFY(expectedFile.open(QIODevice::ReadOnly));
