@@ -201,6 +201,34 @@ class TestPickle : public QObject {
     QCOMPARE(dumpJson(valueToJson(p->root)), want);
   }
 
+  void popMarkDropsWhatIsAboveTheMark() {
+    // POP_MARK discards the topmost MARK and every item above it
+    // (pickletools: "Pop all the stack objects at and above the topmost
+    // markobject"). Python's pickle.loads gives, for these bytes:
+    //   7 MARK 1 2 POP_MARK STOP                 -> 7
+    //   [] MARK 1 MARK 2 POP_MARK 3 APPENDS STOP -> [1, 3]
+    //   MARK 1 MARK POP_MARK 2 TUPLE STOP        -> (1, 2)
+    const auto top = parse(s({0x80, 2, 'K', 7, '(', 'K', 1, 'K', 2, '1', '.'}));
+    QCOMPARE(top->root->kind, K::Int);
+    QCOMPARE(top->root->integer, int64_t(7));
+
+    const auto list =
+        parse(s({0x80, 2, ']', 'q', 0, '(', 'K', 1, '(', 'K', 2, '1', 'K', 3, 'e', '.'}));
+    QCOMPARE(list->root->kind, K::List);
+    QCOMPARE(list->root->items.size(), size_t(2));
+    QCOMPARE(list->root->items[0]->integer, int64_t(1));
+    QCOMPARE(list->root->items[1]->integer, int64_t(3));
+
+    const auto tuple = parse(s({0x80, 2, '(', 'K', 1, '(', '1', 'K', 2, 't', '.'}));
+    QCOMPARE(tuple->root->kind, K::Tuple);
+    QCOMPARE(tuple->root->items.size(), size_t(2));
+    QCOMPARE(tuple->root->items[0]->integer, int64_t(1));
+    QCOMPARE(tuple->root->items[1]->integer, int64_t(2));
+
+    // POP_MARK with no MARK is an error, as in Python ("could not find MARK").
+    QVERIFY(errorOf(s({0x80, 2, 'K', 1, '1', '.'})).find("MARK") != std::string::npos);
+  }
+
   void cycleAsText() {
     // L = []; L.append(L); (L, L): each L is written, the inner one cut.
     const auto p = parse(s({0x80, 2, ']', 'q', 0, 'h', 0, 'a', 'h', 0, 0x86, '.'}));

@@ -279,11 +279,13 @@ std::vector<std::string> CheckpointSafety::offenders() const {
 std::string CheckpointSafety::scope() const {
   if (!sharded()) return plural(files.size(), "file", "files");
   const auto is = [this](ShardLayout l) { return layout == shardLayoutTitle(l); };
-  size_t parts = 0;
+  size_t parts = 0, distrib = 0;
   bool metadata = false;
   for (const FileSafety& f : files) {
     if (is(ShardLayout::Dcp) && f.file == ".metadata")
       metadata = true;
+    else if (is(ShardLayout::Megatron) && fs::path(f.file).filename() == "distrib_optim.pt")
+      ++distrib;  // the distributed optimizer's state beside a rank file
     else
       ++parts;
   }
@@ -291,6 +293,7 @@ std::string CheckpointSafety::scope() const {
                   : is(ShardLayout::DeepSpeed) ? plural(parts, "file", "files")
                                                : plural(parts, "rank file", "rank files");
   if (metadata) s += " and .metadata";
+  if (distrib) s += " and " + plural(distrib, "distrib_optim.pt", "distrib_optim.pt files");
   return s;
 }
 

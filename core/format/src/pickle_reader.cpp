@@ -139,7 +139,8 @@ L_POP:
     popMark();
   NEXT();
 L_POP_MARK:
-  popMark();
+  // Python drops the topmost MARK and everything above it.
+  m_stack.shrinkTo(popMark());
   NEXT();
 L_DUP:
   push(top());

@@ -293,15 +293,17 @@ void ShardSet::openMegatron(bool metadataOnly) {
   }
   m_ranks = int(ranks.size());
   if (ranks.empty()) fail(m_folder + ": no mp_rank_*/model_optim_rng.pt in the folder");
-  if (metadataOnly) return;
   // The distributed optimizer's state beside a rank's file: its own part,
-  // read for what it holds (flat buffers), not joined.
+  // read for what it holds (flat buffers), not joined. Listed by a
+  // metadataOnly open too: torch.load unpickles it as it does the rank
+  // file, so the safety scan walks it.
   std::vector<std::pair<int, std::string>> distrib;  // part, rank folder
   for (const Rank& r : ranks) {
     std::error_code ec;
     if (fs::is_regular_file(fs::path(m_folder) / r.folder / std::string(kDistribFile), ec))
       distrib.emplace_back(addPart(r.folder + "/" + std::string(kDistribFile), -1), r.folder);
   }
+  if (metadataOnly) return;
   openParts();
 
   // The grid of (pipeline stage, tensor rank) -> part; experts beyond the
