@@ -1,5 +1,6 @@
 #pragma once
 
+#include <QElapsedTimer>
 #include <QFutureWatcher>
 #include <QTimer>
 #include <QWidget>
@@ -377,6 +378,7 @@ class CurvesView : public QWidget {
   QPushButton* m_cancelButton = nullptr;  // beside the status line while runs are read
   size_t m_cancelledOf = 0;  // the runs asked for when reading was cancelled; 0: not cancelled
   size_t m_expectedRuns = 0;
+  QElapsedTimer m_openClock;  // since setRuns() (CKPTSCOPE_TRACE_CURVES)
   RunFollower* m_follower = nullptr;
   QTimer m_replotTimer;
 };
