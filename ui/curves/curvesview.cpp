@@ -264,6 +264,12 @@ void CurvesView::takeLoadedRuns() {
   if (m_runs.size() != before) updateStatus();
 }
 
+void CurvesView::showScanProgress(uint64_t done, uint64_t total) {
+  if (m_loadPending) return;  // the runs of an earlier scan are read: their progress shows
+  m_status->setText(total ? tr("Scanning: %1 of %2 files").arg(done).arg(total)
+                          : tr("Scanning..."));
+}
+
 void CurvesView::cancelLoading() {
   if (!m_loadPending || m_loadCancelled) return;
   m_loadCancelled = true;

@@ -63,6 +63,9 @@ class CurvesView : public QWidget {
   // Stops reading runs (the status line's Cancel): the runs read so far
   // are shown, and curvesReady() follows. Nothing when nothing is read.
   void cancelLoading();
+  // The browser's scan before the runs are known: "Scanning: N of M files"
+  // on the status line (the plot's message says "Scanning..."). A total of 0: not known yet.
+  void showScanProgress(uint64_t done, uint64_t total);
 
   // True from setRuns() until curvesReady() is emitted: the reading thread
   // may be done while its last results still wait in the event queue.
