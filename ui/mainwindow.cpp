@@ -457,6 +457,7 @@ void MainWindow::openPaths(const QStringList& paths) {
 void MainWindow::showScanProgress(const JobProgress& progress) {
   const uint64_t total = progress.total();
   m_browser->showProgress(progress.done(), total);
+  m_curves->showScanProgress(progress.done(), total);
   statusBar()->showMessage(total ? tr("Scanning... %1 of %2 files").arg(progress.done()).arg(total)
                                  : tr("Scanning..."));
 }

@@ -13,10 +13,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "ckpt/index/hparams.h"
 #include "ckpt/index/metrics.h"
@@ -103,27 +105,62 @@ class TestRunGroups : public QObject {
       QCOMPARE(group->runs.size(), size_t(5));
       std::vector<const SeriesPoints*> series;
       for (size_t i : group->runs) series.push_back(&s.metrics[i].find("loss")->points);
-      const GroupStats g = groupStatistics(series, 25, 75);
-      QCOMPARE(g.steps, want["steps"].get<std::vector<int64_t>>());
-      QCOMPARE(g.runs, want["runs"].get<std::vector<int>>());
-      const std::pair<const std::vector<double>*, const char*> columns[] = {
-          {&g.mean, "mean"},     {&g.stdev, "std"}, {&g.min, "min"}, {&g.max, "max"},
-          {&g.median, "median"}, {&g.low, "p25"},   {&g.high, "p75"}};
-      for (const auto& [got, key] : columns) {
-        const auto truth = want[key].get<std::vector<double>>();
-        QCOMPARE(got->size(), truth.size());
-        for (size_t i = 0; i < truth.size(); ++i)
-          QVERIFY2(close((*got)[i], truth[i]), qPrintable(QString("%1 at step %2: %3, numpy %4")
-                                                              .arg(key)
-                                                              .arg(g.steps[i])
-                                                              .arg((*got)[i], 0, 'g', 17)
-                                                              .arg(truth[i], 0, 'g', 17)));
-        ++compared;
+      GroupStats g = groupStatistics(series, 25, 75);
+      // The Curves tab's way: blocks of 3 steps, run on threads of their
+      // own, each statistic alone (what is not asked for stays empty); the
+      // same numbers numpy gives, checked below for each.
+      const auto onThreads = [](size_t n, const std::function<void(size_t)>& work) {
+        std::vector<std::thread> threads;
+        for (size_t b = 0; b < n; ++b) threads.emplace_back(work, b);
+        for (std::thread& t : threads) t.join();
+      };
+      GroupStatsOptions none;
+      none.stdev = none.minMax = none.median = none.percentiles = false;
+      none.blockSteps = 3;
+      none.forEach = onThreads;
+      const GroupStats meanOnly = groupStatistics(series, 25, 75, {}, none);
+      QVERIFY(meanOnly.stdev.empty() && meanOnly.min.empty() && meanOnly.median.empty() &&
+              meanOnly.low.empty());
+      QCOMPARE(meanOnly.steps, g.steps);
+      QCOMPARE(meanOnly.runs, g.runs);
+      GroupStats blocked;
+      blocked.steps = meanOnly.steps;
+      blocked.runs = meanOnly.runs;
+      blocked.mean = meanOnly.mean;
+      for (int which = 0; which < 4; ++which) {
+        GroupStatsOptions one = none;
+        (which == 0   ? one.stdev
+         : which == 1 ? one.minMax
+         : which == 2 ? one.median
+                      : one.percentiles) = true;
+        GroupStats part = groupStatistics(series, 25, 75, {}, one);
+        if (which == 0) blocked.stdev = std::move(part.stdev);
+        if (which == 1) blocked.min = std::move(part.min), blocked.max = std::move(part.max);
+        if (which == 2) blocked.median = std::move(part.median);
+        if (which == 3) blocked.low = std::move(part.low), blocked.high = std::move(part.high);
+      }
+      for (const GroupStats* stats : {&g, &blocked}) {
+        const GroupStats& g = *stats;
+        QCOMPARE(g.runs, want["runs"].get<std::vector<int>>());
+        const std::pair<const std::vector<double>*, const char*> columns[] = {
+            {&g.mean, "mean"},     {&g.stdev, "std"}, {&g.min, "min"}, {&g.max, "max"},
+            {&g.median, "median"}, {&g.low, "p25"},   {&g.high, "p75"}};
+        for (const auto& [got, key] : columns) {
+          const auto truth = want[key].get<std::vector<double>>();
+          QCOMPARE(got->size(), truth.size());
+          for (size_t i = 0; i < truth.size(); ++i)
+            QVERIFY2(close((*got)[i], truth[i]), qPrintable(QString("%1 at step %2: %3, numpy %4")
+                                                                .arg(key)
+                                                                .arg(g.steps[i])
+                                                                .arg((*got)[i], 0, 'g', 17)
+                                                                .arg(truth[i], 0, 'g', 17)));
+          ++compared;
+        }
       }
       // Runs of unequal length: the count drops where runs have ended.
       QVERIFY(*std::min_element(g.runs.begin(), g.runs.end()) < 5);
     }
-    QCOMPARE(compared, size_t(21));
+    QCOMPARE(compared, size_t(42));
   }
 
   // Runs aligned on their first step (the Curves tab's relative step axis):

@@ -7,6 +7,7 @@
 
 #include "ckpt/index/tfevents.h"
 #include "ckpt/index/wandb.h"
+#include "curves/curvetrace.h"
 #include "textformat.h"
 
 namespace ckpt {
@@ -134,14 +135,19 @@ QString restartNote(const MetricSeries& series) {
       .arg(steps.join(QStringLiteral(", ")));
 }
 
-CurveRun loadCurveRun(const RunEntry& entry, const std::vector<std::string>& extraLogs) {
+CurveRun loadCurveRun(const RunEntry& entry, const std::vector<std::string>& extraLogs,
+                      FolderListings* listings) {
   // Looked for once: read, then followed.
-  const std::vector<MetricSourceFile> found = findMetricSources(entry, extraLogs);
+  const std::vector<MetricSourceFile> found = traceWorker(CurveWorkerPhase::Sources, [&] {
+    return listings ? findMetricSources(entry, extraLogs, *listings)
+                    : findMetricSources(entry, extraLogs);
+  });
   std::vector<LiveSource> sources = liveSourcesOf(found);
   RunMetrics metrics;
   QString problem;
   try {
-    metrics = collectRunMetrics(entry, found);
+    metrics =
+        traceWorker(CurveWorkerPhase::Metrics, [&] { return collectRunMetrics(entry, found); });
   } catch (const std::exception& e) {
     problem = QObject::tr("%1: cannot read its metrics: %2")
                   .arg(pathFromStd(entry.path), fromStd(e.what()));

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "ckpt/index/folder_listing.h"
 #include "ckpt/index/hparams.h"
 #include "ckpt/index/metrics.h"
 
@@ -92,8 +93,11 @@ struct SeriesChange {
 // Reads a run (worker thread): collectRunMetrics (with the log files /
 // folders the user added), and where it stopped reading each growing file.
 // Never throws; failures end up in `problems`.
+// `listings` (when given): the folders listed for the other runs of the
+// same open (folder_listing.h), shared.
 [[nodiscard]] CurveRun loadCurveRun(const RunEntry& run,
-                                    const std::vector<std::string>& extraLogs = {});
+                                    const std::vector<std::string>& extraLogs = {},
+                                    FolderListings* listings = nullptr);
 
 // The run of the curves view made of what collectRunMetrics (here or on a
 // host: ui/remote) read for it; `sources` are left empty.

@@ -13,6 +13,7 @@
 #include "curves/curveaxes.h"
 #include "curves/curvedrawing.h"
 #include "curves/curvesview.h"
+#include "curves/curvetrace.h"
 #include "plotstyle.h"
 #include "textformat.h"
 
@@ -58,17 +59,30 @@ void CurvesView::rebuildGraphs() {
     rp = RunPlot{};
     rp.visible = visible;
   }
-  updateClockAxis();
-  updateSpacing();
-  computeGroups();
-  for (size_t i = 0; i < m_runs.size(); ++i) fillRun(i);
-  fillGroups();
-  applyVisibility();
-  rebuildLegend();
+  {
+    const CurveTracePhase phase("rebuild: spacing, groups");
+    updateClockAxis();
+    updateSpacing();
+    computeGroups();
+  }
+  {
+    const CurveTracePhase phase("rebuild: runs' curves");
+    for (size_t i = 0; i < m_runs.size(); ++i) fillRun(i);
+  }
+  {
+    const CurveTracePhase phase("rebuild: group statistics");
+    fillGroups();
+  }
+  {
+    const CurveTracePhase phase("rebuild: visibility, legend");
+    applyVisibility();
+    rebuildLegend();
+  }
   m_highlight = {};
   m_highlightCurve->setVisible(false);
   applyAxisTypes();
   updateStatus();
+  const CurveTracePhase phase("rebuild: runs table");
   updateRunsTable();  // the metric or the grouping may have changed
 }
 

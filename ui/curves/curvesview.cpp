@@ -31,6 +31,7 @@
 #include "curves/curveaxes.h"
 #include "curves/curvedrawing.h"
 #include "curves/curvescsv.h"
+#include "curves/curvetrace.h"
 #include "curves/runfollower.h"
 #include "curves/runstable.h"
 #include "plotstyle.h"
@@ -195,16 +196,21 @@ void CurvesView::setRuns(std::vector<RunEntry> runs, std::vector<std::string> ex
   m_loadPending = true;
   m_expectedRuns = runs.size();
   m_followData = true;
+  m_openClock.start();
   m_cancelButton->setVisible(!runs.empty());
   // One task per run on the thread pool; a cancel starts no more of them.
-  m_loader.setFuture(
-      QtConcurrent::mapped(std::move(runs), [logs = std::move(extraLogs)](const RunEntry& run) {
+  // The runs' folders listed once for all of them (a sweep's runs share their parent).
+  auto listings = std::make_shared<FolderListings>();
+  m_loader.setFuture(QtConcurrent::mapped(
+      std::move(runs), [logs = std::move(extraLogs), listings](const RunEntry& run) {
         auto loaded = std::make_shared<LoadedRun>();
-        loaded->run = loadCurveRun(run, logs);
+        loaded->run = loadCurveRun(run, logs, listings.get());
         std::vector<std::string> problems;
-        loaded->run.hparams = readHparams(run, &problems);
+        loaded->run.hparams =
+            traceWorker(CurveWorkerPhase::Hparams, [&] { return readHparams(run, &problems); });
         for (const std::string& p : problems) loaded->run.problems << fromStd(p);
-        loaded->summary = summarizeCurveRun(loaded->run);
+        loaded->summary =
+            traceWorker(CurveWorkerPhase::Summary, [&] { return summarizeCurveRun(loaded->run); });
         return loaded;
       }));
   updateStatus();
@@ -258,6 +264,12 @@ void CurvesView::takeLoadedRuns() {
   if (m_runs.size() != before) updateStatus();
 }
 
+void CurvesView::showScanProgress(uint64_t done, uint64_t total) {
+  if (m_loadPending) return;  // the runs of an earlier scan are read: their progress shows
+  m_status->setText(total ? tr("Scanning: %1 of %2 files").arg(done).arg(total)
+                          : tr("Scanning..."));
+}
+
 void CurvesView::cancelLoading() {
   if (!m_loadPending || m_loadCancelled) return;
   m_loadCancelled = true;
@@ -269,6 +281,11 @@ void CurvesView::cancelLoading() {
 void CurvesView::onLoadFinished() {
   if (!m_loadPending || !m_loader.future().isFinished()) return;
   if (m_loader.future().isCanceled() && !m_loadCancelled) return;  // replaced or cleared
+  if (curveTraceOn()) {
+    traceNote("runs read (setRuns to finished)", double(m_openClock.nsecsElapsed()) / 1e6);
+    reportWorkers();
+  }
+  const CurveTracePhase whole("shown (finished to replotted)");
   takeLoadedRuns();
   const size_t asked = m_expectedRuns;
   m_expectedRuns = m_runs.size();  // a cancel: the runs read before the first one not read
@@ -277,8 +294,11 @@ void CurvesView::onLoadFinished() {
   m_cancelButton->setEnabled(true);
   // Drawn once every run is there: the metric, the clock axis and the
   // grouping (their hyperparameters decide the choices) are known.
-  updateMetricChoices();
-  updateGroupChoices();
+  {
+    const CurveTracePhase phase("metric and group choices");
+    updateMetricChoices();
+    updateGroupChoices();
+  }
   rebuildGraphs();  // and the runs table
   if (m_loadCancelled) {
     m_loadCancelled = false;
@@ -291,11 +311,17 @@ void CurvesView::onLoadFinished() {
       : metrics().empty()
           ? tr("No metrics found: no metrics.jsonl, training log or checkpoint with a loss")
           : QString());
-  m_follower->follow(m_runs);
-  updateStatus();
-  m_replotTimer.stop();
-  fitToData();
-  m_plot->replot();
+  {
+    const CurveTracePhase phase("follow, status, fit");
+    m_follower->follow(m_runs);
+    updateStatus();
+    m_replotTimer.stop();
+    fitToData();
+  }
+  {
+    const CurveTracePhase phase("replot");
+    m_plot->replot();
+  }
   emit curvesReady();
 }
 

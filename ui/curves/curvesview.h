@@ -1,5 +1,6 @@
 #pragma once
 
+#include <QElapsedTimer>
 #include <QFutureWatcher>
 #include <QTimer>
 #include <QWidget>
@@ -62,6 +63,9 @@ class CurvesView : public QWidget {
   // Stops reading runs (the status line's Cancel): the runs read so far
   // are shown, and curvesReady() follows. Nothing when nothing is read.
   void cancelLoading();
+  // The browser's scan before the runs are known: "Scanning: N of M files"
+  // on the status line (the plot's message says "Scanning..."). A total of 0: not known yet.
+  void showScanProgress(uint64_t done, uint64_t total);
 
   // True from setRuns() until curvesReady() is emitted: the reading thread
   // may be done while its last results still wait in the event queue.
@@ -377,6 +381,7 @@ class CurvesView : public QWidget {
   QPushButton* m_cancelButton = nullptr;  // beside the status line while runs are read
   size_t m_cancelledOf = 0;  // the runs asked for when reading was cancelled; 0: not cancelled
   size_t m_expectedRuns = 0;
+  QElapsedTimer m_openClock;  // since setRuns() (CKPTSCOPE_TRACE_CURVES)
   RunFollower* m_follower = nullptr;
   QTimer m_replotTimer;
 };

@@ -2,6 +2,7 @@
 #include "ckpt/index/metrics.h"
 #include "ckpt/index/metrics_cache.h"
 
+#include "ckpt/index/folder_listing.h"
 #include "ckpt/index/hf_trainer.h"
 #include "ckpt/index/lightning.h"
 #include "ckpt/index/mlflow.h"
@@ -32,11 +33,6 @@ using Points = std::vector<std::pair<std::string, MetricPoint>>;
 // Files looked at in one folder of logs: a folder of a million files is not a logs/ folder.
 constexpr size_t kMaxLogsPerFolder = 10000;
 
-bool isLogFile(const fs::path& p) {
-  const std::string ext = p.extension().string();
-  return ext == ".log" || ext == ".out" || ext == ".err";
-}
-
 bool isJsonlFile(const fs::path& p) {
   return p.extension() == ".jsonl";
 }
@@ -57,18 +53,29 @@ std::string fileKey(const fs::path& p) {
   return ec ? p.string() : c.string();
 }
 
-std::vector<fs::path> logFilesIn(const fs::path& dir, bool withJsonl) {
+// isLogFile / isJsonlFile on a listed name, as path::extension() reads it
+// (".log" alone is a hidden file without one), without making a path of
+// each of a big folder's names.
+bool isLogOrJsonl(const FolderEntry& e, bool withJsonl) {
+  if (!e.regular) return false;
+  const size_t dot = e.name.rfind('.');
+  if (dot == std::string::npos || dot == 0) return false;
+  const std::string_view ext = std::string_view(e.name).substr(dot);
+  return ext == ".log" || ext == ".out" || ext == ".err" || (withJsonl && ext == ".jsonl");
+}
+
+std::vector<fs::path> logFilesIn(const fs::path& dir, const std::vector<FolderEntry>& entries,
+                                 bool withJsonl) {
   std::vector<fs::path> out;
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return out;
-  for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
-       !ec && it != end; it.increment(ec)) {
+  for (const FolderEntry& e : entries) {
     if (out.size() >= kMaxLogsPerFolder) break;
-    std::error_code fec;
-    if (!it->is_regular_file(fec)) continue;
-    if (isLogFile(it->path()) || (withJsonl && isJsonlFile(it->path()))) out.push_back(it->path());
+    if (isLogOrJsonl(e, withJsonl)) out.push_back(dir / e.name);
   }
   return out;
+}
+
+std::vector<fs::path> logFilesIn(const fs::path& dir, bool withJsonl) {
+  return logFilesIn(dir, listFolder(dir.string()), withJsonl);
 }
 
 bool isUnder(const fs::path& dir, const fs::path& root) {
@@ -527,7 +534,19 @@ std::vector<std::string> runLogNames(const RunEntry& run) {
 
 std::vector<MetricSourceFile> findMetricSources(const RunEntry& run,
                                                 const std::vector<std::string>& extraLogs) {
+  FolderListings listings;
+  return findMetricSources(run, extraLogs, listings);
+}
+
+std::vector<MetricSourceFile> findMetricSources(const RunEntry& run,
+                                                const std::vector<std::string>& extraLogs,
+                                                FolderListings& listings) {
   const fs::path dir = cleanPath(run.path);
+  // Each folder listed once (the run's own for its logs and its event
+  // files; its parent and their logs/ folders for all runs of an open).
+  const auto logsIn = [&listings](const fs::path& folder) {
+    return logFilesIn(folder, listings.list(folder.string()), false);
+  };
   const std::string base = dir.filename().string();
   const std::vector<std::string> names = runLogNames(run);
   std::vector<MetricSourceFile> jsonl, logs;
@@ -569,10 +588,10 @@ std::vector<MetricSourceFile> findMetricSources(const RunEntry& run,
       add(history, MetricSource::Wandb, true);
     add(wandbRunFile(folder, "output.log"), MetricSource::ConsoleLog, true);
   }
-  for (const fs::path& p : logFilesIn(dir, false)) add(p, MetricSource::ConsoleLog, true);
+  for (const fs::path& p : logsIn(dir)) add(p, MetricSource::ConsoleLog, true);
   const bool hasParent = dir.has_parent_path() && dir.parent_path() != dir;
   if (hasParent)
-    for (const fs::path& p : logFilesIn(dir.parent_path(), false))
+    for (const fs::path& p : logsIn(dir.parent_path()))
       add(p, MetricSource::ConsoleLog, namedAfterRun(p));
   // logs/ folders: the run's, its parent's, and every ancestor's up to the root.
   std::vector<fs::path> folders{dir};
@@ -590,8 +609,7 @@ std::vector<MetricSourceFile> findMetricSources(const RunEntry& run,
     folders.push_back(dir.parent_path().parent_path());
   }
   for (const fs::path& a : folders)
-    for (const fs::path& p :
-         (wandbRun && a == dir) ? std::vector<fs::path>{} : logFilesIn(a / "logs", false))
+    for (const fs::path& p : (wandbRun && a == dir) ? std::vector<fs::path>{} : logsIn(a / "logs"))
       add(p, MetricSource::ConsoleLog, a == dir || namedAfterRun(p));
   for (const fs::path& p : expandExtra(extraLogs)) {
     const fs::path parent = p.parent_path();
@@ -604,7 +622,8 @@ std::vector<MetricSourceFile> findMetricSources(const RunEntry& run,
   // Event files: after metrics.jsonl, in the order TensorBoard reads them;
   // then a Hugging Face Trainer's (its logging_dir is <run>/runs/<date>_<host>/,
   // a new one each launch) and torchtitan's (tb/<timestamp>/), folder by folder.
-  for (const std::string& p : tfEventFilesIn(dir.string())) add(p, MetricSource::TensorBoard, true);
+  for (const std::string& p : tfEventFilesIn(dir.string(), listings.list(dir.string())))
+    add(p, MetricSource::TensorBoard, true);
   for (const std::string_view folder : kRunEventFolders)
     for (const std::string& p : tfEventFilesInSubfolders((dir / folder).string()))
       add(p, MetricSource::TensorBoard, true);
@@ -670,8 +689,9 @@ std::vector<RunMetrics> collectMetrics(const std::vector<RunEntry>& runs,
   std::set<std::string> extraKeys;
   for (const fs::path& p : expandExtra(extraLogs)) extraKeys.insert(fileKey(p));
   std::vector<std::vector<MetricSourceFile>> sources;
+  FolderListings listings;  // the runs' parent and its logs/ listed once for all
   for (const RunEntry& run : runs) {
-    sources.push_back(findMetricSources(run, extraLogs));
+    sources.push_back(findMetricSources(run, extraLogs, listings));
     for (const MetricSourceFile& s : sources.back()) {
       const std::string key = fileKey(s.path);
       if (extraKeys.count(key))

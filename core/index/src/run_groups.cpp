@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <iterator>
+#include <limits>
 #include <map>
 #include <stdexcept>
 
@@ -145,32 +146,81 @@ double percentileOfSorted(std::span<const double> sorted, double q) {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * t;
 }
 
+namespace {
+
+// A run's steps and values read in a loop without a call per point: from
+// the columns' memory, or an integer progression's formula (the steps of a
+// run logged every N steps), or (a double progression: a constant or linear
+// value column, rare) through value(i), whose formula stays in one place.
+struct FastSeries {
+  const SeriesPoints* pts = nullptr;
+  const int64_t* steps = nullptr;
+  const double* values = nullptr;
+  int64_t first = 0, stride = 0;
+  explicit FastSeries(const SeriesPoints& p)
+      : pts(&p),
+        steps(p.stepData()),
+        values(p.valueData()),
+        first(p.stepColumn().first()),
+        stride(p.stepColumn().stride()) {}
+  int64_t step(size_t i) const {
+    return steps ? steps[i] : int64_t(uint64_t(first) + uint64_t(stride) * uint64_t(i));
+  }
+  double value(size_t i) const { return values ? values[i] : pts->value(i); }
+};
+
+}  // namespace
+
 GroupStats groupStatistics(std::span<const SeriesPoints* const> series, double lowPercentile,
                            double highPercentile, std::span<const int64_t> origins) {
+  return groupStatistics(series, lowPercentile, highPercentile, origins, GroupStatsOptions{});
+}
+
+GroupStats groupStatistics(std::span<const SeriesPoints* const> series, double lowPercentile,
+                           double highPercentile, std::span<const int64_t> origins,
+                           const GroupStatsOptions& options) {
   if (!origins.empty() && origins.size() != series.size())
     throw std::invalid_argument("group statistics: " + std::to_string(origins.size()) +
                                 " origins for " + std::to_string(series.size()) + " runs");
-  // Run r's i-th step, relative to its origin when one is given.
-  const auto stepOf = [&](size_t r, size_t i) {
-    return series[r]->step(i) - (origins.empty() ? 0 : origins[r]);
-  };
-  // Each run's finite points (by index), and every step any of them logged.
-  std::vector<std::vector<size_t>> finite(series.size());
-  // Each run's steps are ascending: the union is merged run by run (runs of
-  // a sweep mostly share their steps, so it stays one run long) rather than
-  // sorted whole.
+  const size_t runCount = series.size();
+  const auto originOf = [&](size_t r) { return origins.empty() ? int64_t(0) : origins[r]; };
+  // A run whose values are all finite is read straight from its columns; one
+  // with a NaN or an infinity (a diverged run) through the indices of its
+  // finite points, which only such a run costs memory for.
+  std::vector<std::vector<size_t>> finite(runCount);
+  std::vector<char> sparse(runCount, 0);
+  // Every step any run logged (with a finite value). Each run's steps are
+  // ascending: the union is merged run by run (runs of a sweep mostly share
+  // their steps, so it stays one run long) rather than sorted whole.
+  std::vector<FastSeries> fast;
+  fast.reserve(runCount);
+  for (const SeriesPoints* p : series) fast.emplace_back(*p);
   std::vector<int64_t> steps, runSteps, merged;
-  for (size_t r = 0; r < series.size(); ++r) {
+  for (size_t r = 0; r < runCount; ++r) {
     runSteps.clear();
-    const SeriesPoints& pts = *series[r];
-    for (size_t i = 0; i < pts.size(); ++i)
-      if (std::isfinite(pts.value(i))) {
-        if (!finite[r].empty() && pts.step(i) <= pts.step(finite[r].back()))
-          throw std::invalid_argument("group statistics: run " + std::to_string(r) +
-                                      " has its steps out of order at point " + std::to_string(i));
-        finite[r].push_back(i);
-        runSteps.push_back(stepOf(r, i));
+    const FastSeries& pts = fast[r];
+    const size_t size = series[r]->size();
+    const int64_t origin = originOf(r);
+    bool havePrev = false;
+    int64_t prev = 0;
+    for (size_t i = 0; i < size; ++i) {
+      const double v = pts.value(i);
+      if (!std::isfinite(v)) {
+        sparse[r] = 1;
+        continue;
       }
+      const int64_t step = pts.step(i);
+      if (havePrev && step <= prev)
+        throw std::invalid_argument("group statistics: run " + std::to_string(r) +
+                                    " has its steps out of order at point " + std::to_string(i));
+      havePrev = true;
+      prev = step;
+      runSteps.push_back(step - origin);
+    }
+    if (sparse[r])
+      for (size_t i = 0; i < size; ++i)
+        if (std::isfinite(pts.value(i))) finite[r].push_back(i);
+    if (runSteps == steps) continue;  // a sweep's runs: the same steps
     merged.clear();
     std::set_union(steps.begin(), steps.end(), runSteps.begin(), runSteps.end(),
                    std::back_inserter(merged));
@@ -181,49 +231,136 @@ GroupStats groupStatistics(std::span<const SeriesPoints* const> series, double l
   const size_t n = steps.size();
   g.steps = steps;
   g.runs.assign(n, 0);
-  for (auto* v : {&g.mean, &g.stdev, &g.min, &g.max, &g.median, &g.low, &g.high})
-    v->assign(n, std::nan(""));
-  std::vector<size_t> cursor(series.size(), 0);
-  std::vector<double> values;
-  values.reserve(series.size());
-  for (size_t s = 0; s < n; ++s) {
-    const int64_t step = steps[s];
-    values.clear();
-    for (size_t r = 0; r < series.size(); ++r) {
-      const auto& idx = finite[r];
-      if (idx.empty()) continue;
-      const SeriesPoints& pts = *series[r];
-      size_t& c = cursor[r];
-      while (c < idx.size() && stepOf(r, idx[c]) < step) ++c;
-      if (c == idx.size()) continue;  // the run has ended
-      const int64_t nextStep = stepOf(r, idx[c]);
-      const double nextValue = pts.value(idx[c]);
-      if (nextStep == step) {
-        values.push_back(nextValue);
-      } else if (c > 0) {
-        const int64_t prevStep = stepOf(r, idx[c - 1]);
-        const double prevValue = pts.value(idx[c - 1]);
-        const double t = double(step - prevStep) / double(nextStep - prevStep);
-        values.push_back(prevValue + (nextValue - prevValue) * t);
-      }  // else: before the run's first step
-    }
-    if (values.empty()) continue;
-    std::sort(values.begin(), values.end());
-    const double k = double(values.size());
-    double sum = 0;
-    for (double v : values) sum += v;
-    const double mean = sum / k;
-    double sq = 0;
-    for (double v : values) sq += (v - mean) * (v - mean);
-    g.runs[s] = int(values.size());
-    g.mean[s] = mean;
-    g.stdev[s] = std::sqrt(sq / k);
-    g.min[s] = values.front();
-    g.max[s] = values.back();
-    g.median[s] = percentileOfSorted(values, 50);
-    g.low[s] = percentileOfSorted(values, lowPercentile);
-    g.high[s] = percentileOfSorted(values, highPercentile);
+  const double nan = std::nan("");
+  g.mean.assign(n, nan);
+  if (options.stdev) g.stdev.assign(n, nan);
+  if (options.minMax) {
+    g.min.assign(n, nan);
+    g.max.assign(n, nan);
   }
+  if (options.median) g.median.assign(n, nan);
+  if (options.percentiles) {
+    g.low.assign(n, nan);
+    g.high.assign(n, nan);
+  }
+  const bool sorted = options.median || options.percentiles;
+
+  // Run r's k-th usable point (k counts the finite ones of a sparse run):
+  // its step relative to the origin, and its value.
+  const auto count = [&](size_t r) { return sparse[r] ? finite[r].size() : series[r]->size(); };
+  const auto index = [&](size_t r, size_t k) { return sparse[r] ? finite[r][k] : k; };
+
+  // The steps [from, to): run by run, each run's value at every step it
+  // covers (logged there, or on the line between its two points either
+  // side) into the block's sums, or into its table of values when they are
+  // sorted (median, percentiles).
+  const auto block = [&](size_t from, size_t to) {
+    if (from >= to) return;
+    const size_t len = to - from;
+    std::vector<double> sum(len, 0.0), lo, hi, table;
+    std::vector<int> runs(len, 0);
+    if (options.minMax && !sorted) {
+      lo.assign(len, std::numeric_limits<double>::infinity());
+      hi.assign(len, -std::numeric_limits<double>::infinity());
+    }
+    if (sorted) table.resize(len * runCount);
+    // Each run's contribution, walked once per pass.
+    const auto walk = [&](size_t r, const auto& add) {
+      const FastSeries& pts = fast[r];
+      const int64_t origin = originOf(r);
+      const size_t m = count(r);
+      if (m == 0) return;
+      // The run's first usable point at or after the block's first step.
+      size_t lowK = 0, highK = m;
+      while (lowK < highK) {
+        const size_t mid = lowK + (highK - lowK) / 2;
+        if (pts.step(index(r, mid)) - origin < steps[from])
+          lowK = mid + 1;
+        else
+          highK = mid;
+      }
+      size_t c = lowK;
+      for (size_t s = from; s < to && c < m; ++s) {
+        const int64_t step = steps[s];
+        int64_t nextStep = pts.step(index(r, c)) - origin;
+        while (nextStep < step) {
+          if (++c == m) return;  // the run has ended
+          nextStep = pts.step(index(r, c)) - origin;
+        }
+        const double nextValue = pts.value(index(r, c));
+        if (nextStep == step) {
+          add(s - from, nextValue);
+        } else if (c > 0) {
+          const int64_t prevStep = pts.step(index(r, c - 1)) - origin;
+          const double prevValue = pts.value(index(r, c - 1));
+          const double t = double(step - prevStep) / double(nextStep - prevStep);
+          add(s - from, prevValue + (nextValue - prevValue) * t);
+        }  // else: before the run's first step
+      }
+    };
+    for (size_t r = 0; r < runCount; ++r)
+      walk(r, [&](size_t i, double v) {
+        if (sorted) table[i * runCount + size_t(runs[i])] = v;
+        sum[i] += v;
+        ++runs[i];
+        if (!lo.empty()) {
+          lo[i] = std::min(lo[i], v);
+          hi[i] = std::max(hi[i], v);
+        }
+      });
+    std::vector<double> sq;
+    if (options.stdev) {
+      // Deviations from the mean: a second pass (the sum of squares less the
+      // squared sum loses the digits numpy keeps).
+      sq.assign(len, 0.0);
+      if (sorted) {
+        for (size_t i = 0; i < len; ++i) {
+          const double mean = sum[i] / double(runs[i]);
+          for (int k = 0; k < runs[i]; ++k) {
+            const double d = table[i * runCount + size_t(k)] - mean;
+            sq[i] += d * d;
+          }
+        }
+      } else {
+        for (size_t r = 0; r < runCount; ++r)
+          walk(r, [&](size_t i, double v) {
+            const double d = v - sum[i] / double(runs[i]);
+            sq[i] += d * d;
+          });
+      }
+    }
+    for (size_t i = 0; i < len; ++i) {
+      if (runs[i] == 0) continue;
+      const size_t s = from + i;
+      const double k = double(runs[i]);
+      g.runs[s] = runs[i];
+      g.mean[s] = sum[i] / k;
+      if (options.stdev) g.stdev[s] = std::sqrt(sq[i] / k);
+      if (sorted) {
+        const std::span<double> values(table.data() + i * runCount, size_t(runs[i]));
+        std::sort(values.begin(), values.end());
+        if (options.minMax) {
+          g.min[s] = values.front();
+          g.max[s] = values.back();
+        }
+        if (options.median) g.median[s] = percentileOfSorted(values, 50);
+        if (options.percentiles) {
+          g.low[s] = percentileOfSorted(values, lowPercentile);
+          g.high[s] = percentileOfSorted(values, highPercentile);
+        }
+      } else if (options.minMax) {
+        g.min[s] = lo[i];
+        g.max[s] = hi[i];
+      }
+    }
+  };
+  const size_t size = std::max<size_t>(options.blockSteps, 1);
+  const size_t blocks = std::max<size_t>(1, (n + size - 1) / size);
+  const auto work = [&](size_t b) { block(n * b / blocks, n * (b + 1) / blocks); };
+  if (options.forEach && blocks > 1)
+    options.forEach(blocks, work);
+  else
+    for (size_t b = 0; b < blocks; ++b) work(b);
   return g;
 }
 

@@ -127,7 +127,12 @@ RunsTableRow groupRow(const RunGroup& group, std::span<const RunsTableRow> runRo
   }
   row.best.reset();
   GroupStats computed;
-  if (!known) computed = groupStatistics(series);
+  // The mean line alone is what the row needs.
+  if (!known) {
+    GroupStatsOptions meanOnly;
+    meanOnly.stdev = meanOnly.minMax = meanOnly.median = meanOnly.percentiles = false;
+    computed = groupStatistics(series, 25, 75, {}, meanOnly);
+  }
   const GroupStats& g = known ? *known : computed;
   row.points = g.steps.size();
   SeriesPoints line;
@@ -194,17 +199,36 @@ std::optional<size_t> bestPoint(const SeriesPoints& points, MetricGoal goal) {
 MetricSummary summarizeMetric(const SeriesPoints& points) {
   MetricSummary m;
   m.points = points.size();
-  if (const auto i = lastFinite(points)) {
-    m.last = points[*i].value;
-    m.lastStep = points[*i].step;
+  // One pass (every run of a sweep is summarized as it is read: three
+  // passes through a point's columns cost half a second at 1,000 x 20,000).
+  // Strict comparisons: the earliest step on a tie.
+  const double* values = points.valueData();
+  std::optional<size_t> last, lo, hi;
+  double loV = 0, hiV = 0;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const double v = values ? values[i] : points.value(i);
+    if (!std::isfinite(v)) continue;
+    last = i;
+    if (!lo || v < loV) {
+      lo = i;
+      loV = v;
+    }
+    if (!hi || v > hiV) {
+      hi = i;
+      hiV = v;
+    }
   }
-  if (const auto i = bestPoint(points, MetricGoal::Min)) {
-    m.min = points[*i].value;
-    m.minStep = points[*i].step;
+  if (last) {
+    m.last = points.value(*last);
+    m.lastStep = points.step(*last);
   }
-  if (const auto i = bestPoint(points, MetricGoal::Max)) {
-    m.max = points[*i].value;
-    m.maxStep = points[*i].step;
+  if (lo) {
+    m.min = loV;
+    m.minStep = points.step(*lo);
+  }
+  if (hi) {
+    m.max = hiV;
+    m.maxStep = points.step(*hi);
   }
   return m;
 }

@@ -194,15 +194,16 @@ bool isTfEventsFileName(std::string_view fileName) {
 }
 
 std::vector<std::string> tfEventFilesIn(const std::string& dir) {
+  return tfEventFilesIn(dir, listFolder(dir));
+}
+
+std::vector<std::string> tfEventFilesIn(const std::string& dir,
+                                        const std::vector<FolderEntry>& entries) {
   std::vector<std::pair<uint64_t, std::string>> found;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
-       !ec && it != end; it.increment(ec)) {
+  for (const FolderEntry& e : entries) {
     if (found.size() >= kMaxFilesPerFolder) break;
-    const std::string name = it->path().filename().string();
-    std::error_code fec;
-    if (!isTfEventsFileName(name) || !it->is_regular_file(fec)) continue;
-    found.emplace_back(nameSeconds(name), it->path().string());
+    if (!e.regular || !isTfEventsFileName(e.name)) continue;
+    found.emplace_back(nameSeconds(e.name), (fs::path(dir) / e.name).string());
   }
   std::sort(found.begin(), found.end());
   std::vector<std::string> out;

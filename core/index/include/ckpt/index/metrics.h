@@ -225,6 +225,12 @@ std::vector<std::string> runLogNames(const RunEntry& run);
 // listed are skipped; nothing here throws.
 std::vector<MetricSourceFile> findMetricSources(const RunEntry& run,
                                                 const std::vector<std::string>& extraLogs = {});
+// The same with folders listed through `listings`: the runs of one open
+// share them (a sweep's runs their parent folder).
+class FolderListings;
+std::vector<MetricSourceFile> findMetricSources(const RunEntry& run,
+                                                const std::vector<std::string>& extraLogs,
+                                                FolderListings& listings);
 
 // ------------------------------------------------------------- collecting
 

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -84,6 +85,23 @@ struct GroupStats {
 // from step 5,000) aligned on their first step; `steps` are then relative.
 GroupStats groupStatistics(std::span<const SeriesPoints* const> series, double lowPercentile = 25,
                            double highPercentile = 75, std::span<const int64_t> origins = {});
+
+// What to compute, and where. `steps`, `runs` and `mean` always are; a
+// statistic not asked for is left empty (a chart drawing the mean with a
+// min-max band needs no sort of each step's values: median and percentiles
+// are the costly ones). The steps are cut into blocks of at least
+// `blockSteps` steps, each computed on its own (each run's place in a block
+// found by a binary search): `forEach(n, work)` runs work(0 .. n-1), in any
+// order, on any threads, and returns when all are done (the Curves tab
+// passes Qt's thread pool); without it the blocks run here, one by one.
+struct GroupStatsOptions {
+  bool stdev = true, minMax = true, median = true, percentiles = true;
+  size_t blockSteps = 2048;
+  std::function<void(size_t, const std::function<void(size_t)>&)> forEach;
+};
+GroupStats groupStatistics(std::span<const SeriesPoints* const> series, double lowPercentile,
+                           double highPercentile, std::span<const int64_t> origins,
+                           const GroupStatsOptions& options);
 
 // The q-th percentile (0..100) of sorted values, numpy's linear method.
 double percentileOfSorted(std::span<const double> sorted, double q);

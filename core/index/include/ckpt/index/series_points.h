@@ -38,6 +38,12 @@ class PointColumn {
  public:
   [[nodiscard]] size_t size() const { return m_size; }
   [[nodiscard]] T operator[](size_t i) const { return m_dense ? m_values[i] : progression(i); }
+  // The values in memory, for a loop over many; nullptr while the column is
+  // a progression (read those through operator[]).
+  [[nodiscard]] const T* data() const { return m_dense ? m_values.data() : nullptr; }
+  // A progression's first value and stride (what operator[] computes from).
+  [[nodiscard]] T first() const { return m_first; }
+  [[nodiscard]] T stride() const { return m_stride; }
   void push(T v);
   void truncate(size_t n);
   void clear();
@@ -75,6 +81,10 @@ class SeriesPoints {
   [[nodiscard]] bool empty() const { return m_steps.size() == 0; }
   [[nodiscard]] int64_t step(size_t i) const { return m_steps[i]; }
   [[nodiscard]] double value(size_t i) const { return m_values[i]; }
+  // The columns' data() (nullptr: a progression, read step(i) / value(i)).
+  [[nodiscard]] const int64_t* stepData() const { return m_steps.data(); }
+  [[nodiscard]] const double* valueData() const { return m_values.data(); }
+  [[nodiscard]] const PointColumn<int64_t>& stepColumn() const { return m_steps; }
   // Nothing for a point logged without one. A NaN wall time counts as none.
   [[nodiscard]] std::optional<double> wallTime(size_t i) const;
   [[nodiscard]] std::optional<int64_t> tokens(size_t i) const;

@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "ckpt/index/folder_listing.h"
+
 #include "ckpt/index/metrics.h"
 
 namespace ckpt {
@@ -26,6 +28,9 @@ namespace ckpt {
 // by the time its writer started (the seconds in the name), then by name.
 // Nothing when `dir` cannot be listed.
 [[nodiscard]] std::vector<std::string> tfEventFilesIn(const std::string& dir);
+// The same from a listing of `dir` already made (folder_listing.h).
+std::vector<std::string> tfEventFilesIn(const std::string& dir,
+                                        const std::vector<FolderEntry>& entries);
 
 // The event files of `dir`'s folders (not of `dir` itself), folder by folder
 // in the order of their first file, each folder's in tfEventFilesIn's order
