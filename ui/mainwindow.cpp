@@ -415,6 +415,7 @@ void MainWindow::compareWithFile() {
 }
 
 void MainWindow::compareCheckpoints(const QString& a, const QString& b) {
+  if (compareRemote(a, b)) return;  // on a host: computed there
   m_tabs->setCurrentWidget(m_compare);
   m_compare->compare(a, b);
   statusBar()->showMessage(m_compare->summaryLine());

@@ -183,6 +183,9 @@ class MainWindow : public QMainWindow {
   void cancelRemote();
   bool applyRemoteCurves();
   void showRemoteCheckpoint(const CheckpointEntry& checkpoint, const BrowseGroup& run);
+  // Compare of checkpoints on a host, computed there (ui/remote/remotediff.h);
+  // a pair on two machines is refused with a message. False: both are here.
+  bool compareRemote(const QString& a, const QString& b);
 
   CheckpointListModel* m_model = nullptr;
   BrowserPanel* m_browser = nullptr;

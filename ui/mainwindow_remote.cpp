@@ -5,6 +5,7 @@
 #include <QMessageBox>
 #include <QPushButton>
 #include <QStatusBar>
+#include <QTabWidget>
 #include <QTreeView>
 #include <stdexcept>
 
@@ -14,11 +15,13 @@
 #include "browser/runwatcher.h"
 #include "ckpt/analysis/tensor_stats.h"
 #include "ckpt/remote/describe_wire.h"
+#include "compare/compareview.h"
 #include "curves/curvesview.h"
 #include "inspector/inspectorwidget.h"
 #include "inspector/tensorview.h"
 #include "mainwindow.h"
 #include "remote/openremotedialog.h"
+#include "remote/remotediff.h"
 #include "remote/remotefolder.h"
 #include "remote/remotesession.h"
 #include "textformat.h"
@@ -290,6 +293,29 @@ void MainWindow::showRemoteCheckpoint(const CheckpointEntry& checkpoint, const B
         }
         onSummaryReady(summary ? *summary : failedSummary(m_summaryPath, error, {}));
       });
+}
+
+bool MainWindow::compareRemote(const QString& a, const QString& b) {
+  // The browser's rows of a remote folder hold the paths on its host; an
+  // ssh:// location names its host itself; anything else is a file here
+  // (Compare With...'s file dialog).
+  auto located = [this](const QString& p) {
+    if (isRemoteLocation(p)) return p;
+    if (m_remote->where && m_model->indexOfPath(p).isValid())
+      return remoteLocation(*m_remote->where, pathToStd(p));
+    return p;
+  };
+  const QString ra = located(a), rb = located(b);
+  if (!isRemoteLocation(ra) && !isRemoteLocation(rb)) return false;
+  m_tabs->setCurrentWidget(m_compare);
+  if (const QString problem = remotePairProblem(ra, rb); !problem.isEmpty()) {
+    m_compare->showMessage(problem, ra, rb);
+    statusBar()->showMessage(problem, 10000);
+    return true;
+  }
+  m_compare->compare(ra, rb, remoteDiffSource(m_remote->connections));
+  statusBar()->showMessage(m_compare->summaryLine());
+  return true;
 }
 
 }  // namespace ckpt

@@ -17,6 +17,7 @@
 #include "ckpt/index/scanner.h"
 #include "ckpt/index/wandb.h"
 #include "ckpt/remote/describe_wire.h"
+#include "ckpt/remote/diff_wire.h"
 #include "ckpt/remote/metrics_wire.h"
 #include "ckpt/remote/protocol.h"
 #include "ckpt/remote/scan_wire.h"
@@ -238,6 +239,10 @@ Json runMethod(const std::string& method, Call& call) {
     return Json{{"runs", std::move(runs)}};
   }
   if (method == "diff") {
+    // `full`: every field of the diff and every metadata key (the app's
+    // Compare tab shows them, diff_wire.h), not only diff --json's document.
+    const Json full = call.params.contains("full") ? call.params["full"] : Json(false);
+    if (!full.is_boolean()) throw ProtocolError("bad_field", "full: must be true or false");
     const auto a = openCheckpoint(call.path("a"));
     const auto b = openCheckpoint(call.path("b"));
     const int64_t top = call.integer("top", 0, 0, 1 << 20);
@@ -248,6 +253,9 @@ Json runMethod(const std::string& method, Call& call) {
     };
     const CheckpointDiff d = diffCheckpoints(*a, *b, options);
     throwIfCancelled(call);
+    if (full.get<bool>())
+      return Json{{"diff", remote::diffToWire(d, diffMetadata(*a, *b, /*everyKey=*/true))},
+                  {"failure", orNull(diffFailure(d))}};
     return Json{{"document", diffToJson(d, size_t(top))}, {"failure", orNull(diffFailure(d))}};
   }
   if (method == "scanSafety") {
