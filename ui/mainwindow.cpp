@@ -552,7 +552,7 @@ void MainWindow::openPaths(const QStringList& paths) {
     }
   m_remote->job.drop();
   m_remoteCancel->hide();
-  m_remote->where.reset();
+  leaveRemote();
   m_watcher->stop();
   m_curvesRefresh.stop();
   m_paths = paths;

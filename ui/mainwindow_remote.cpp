@@ -36,6 +36,7 @@ void MainWindow::setUpRemote() {
   statusBar()->addPermanentWidget(m_remoteCancel);
   m_remoteCancel->hide();
   connect(m_remoteCancel, &QPushButton::clicked, this, &MainWindow::cancelRemote);
+  setUpRemoteFollowing();
   connect(m_inspector->tensorView(), &TensorView::remoteBusy, this, [this](bool busy) {
     m_remote->tensorBusy = busy;
     if (busy)
@@ -162,6 +163,8 @@ void MainWindow::onRemoteFinished(JobOutcome outcome, std::optional<RemoteRefres
   m_remote->curvesReloaded = result->reloaded;
   m_remote->curves = std::move(result->folder.curves);
   m_remote->batches = std::move(result->batches);
+  startRemoteFollowing();  // the host's agent watches it from now on
+  if (m_remote->followPending) followRemote({}, false);
   // The rows as a local scan's are shown (selection, status, the curves).
   onScanFinished(std::move(result->folder.groups), {});
 }
