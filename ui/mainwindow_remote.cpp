@@ -237,6 +237,32 @@ std::shared_ptr<RemoteTensors> remoteTensors(std::shared_ptr<RemoteConnections> 
     s.l2norm = w.l2norm;
     return s;
   };
+  // The Tensor tab's histogram and heat map: `stats` with bins and heat
+  // cells, computed on the host as analyzeTensor computes them here.
+  r->analyze = [connections, where, path](int tensor, const AnalysisOptions& options,
+                                          JobProgress& progress, bool* plotted) {
+    const Json answer = connections->call(
+        where, "stats",
+        Json{{"path", path},
+             {"tensor", tensor},
+             {"bins", options.bins},
+             {"heat_rows", options.heatRows},
+             {"heat_cols", options.heatCols}},
+        [&progress](const Json& p) {
+          progress.report(p.value("done", uint64_t(0)), p.value("total", uint64_t(0)));
+        },
+        [&progress] { return progress.cancelled(); });
+    const remote::WireStats w = remote::statsFromWire(answer.at("stats"));
+    TensorAnalysis a;
+    a.stats = {w.count, w.finite, w.zeros, w.nans, w.posInf, w.negInf,
+               w.min,   w.max,    w.mean,  w.std,  w.l2norm};
+    std::optional<Histogram> h = remote::histogramFromWire(answer);
+    std::optional<HeatMap> m = remote::heatMapFromWire(answer);
+    *plotted = h.has_value();  // an older agent ignores bins
+    if (h) a.histogram = std::move(*h);
+    if (m) a.heatMap = std::move(*m);
+    return a;
+  };
   r->slice = [connections, where, path](int tensor, uint64_t first, size_t count, double* out) {
     const Json answer = connections->call(
         where, "slice",
