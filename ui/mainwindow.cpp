@@ -287,6 +287,7 @@ void MainWindow::compareWithFile() {
 }
 
 void MainWindow::compareCheckpoints(const QString& a, const QString& b) {
+  if (compareRemote(a, b)) return;  // on a host: computed there
   m_tabs->setCurrentWidget(m_compare);
   m_compare->compare(a, b);
   statusBar()->showMessage(m_compare->summaryLine());
@@ -423,7 +424,7 @@ void MainWindow::openPaths(const QStringList& paths) {
     }
   m_remote->job.drop();
   m_remoteCancel->hide();
-  m_remote->where.reset();
+  leaveRemote();
   m_watcher->stop();
   m_curvesRefresh.stop();
   m_paths = paths;

@@ -183,6 +183,15 @@ class MainWindow : public QMainWindow {
   void cancelRemote();
   bool applyRemoteCurves();
   void showRemoteCheckpoint(const CheckpointEntry& checkpoint, const BrowseGroup& run);
+  // Compare of checkpoints on a host, computed there (ui/remote/remotediff.h);
+  // a pair on two machines is refused with a message. False: both are here.
+  bool compareRemote(const QString& a, const QString& b);
+  // mainwindow_follow.cpp: a remote location followed without F5 (`watch`).
+  void setUpRemoteFollowing();
+  void startRemoteFollowing();
+  void leaveRemote();  // a local open: the watch stops
+  void followRemote(const QStringList& paths, bool everything);
+  void onRemoteFollowed(struct RemoteRefresh result, bool rows);
 
   CheckpointListModel* m_model = nullptr;
   BrowserPanel* m_browser = nullptr;

@@ -5,6 +5,7 @@
 #include <QMessageBox>
 #include <QPushButton>
 #include <QStatusBar>
+#include <QTabWidget>
 #include <QTreeView>
 #include <stdexcept>
 
@@ -14,11 +15,13 @@
 #include "browser/runwatcher.h"
 #include "ckpt/analysis/tensor_stats.h"
 #include "ckpt/remote/describe_wire.h"
+#include "compare/compareview.h"
 #include "curves/curvesview.h"
 #include "inspector/inspectorwidget.h"
 #include "inspector/tensorview.h"
 #include "mainwindow.h"
 #include "remote/openremotedialog.h"
+#include "remote/remotediff.h"
 #include "remote/remotefolder.h"
 #include "remote/remotesession.h"
 #include "textformat.h"
@@ -33,6 +36,7 @@ void MainWindow::setUpRemote() {
   statusBar()->addPermanentWidget(m_remoteCancel);
   m_remoteCancel->hide();
   connect(m_remoteCancel, &QPushButton::clicked, this, &MainWindow::cancelRemote);
+  setUpRemoteFollowing();
   connect(m_inspector->tensorView(), &TensorView::remoteBusy, this, [this](bool busy) {
     m_remote->tensorBusy = busy;
     if (busy)
@@ -159,6 +163,8 @@ void MainWindow::onRemoteFinished(JobOutcome outcome, std::optional<RemoteRefres
   m_remote->curvesReloaded = result->reloaded;
   m_remote->curves = std::move(result->folder.curves);
   m_remote->batches = std::move(result->batches);
+  startRemoteFollowing();  // the host's agent watches it from now on
+  if (m_remote->followPending) followRemote({}, false);
   // The rows as a local scan's are shown (selection, status, the curves).
   onScanFinished(std::move(result->folder.groups), {});
 }
@@ -231,6 +237,32 @@ std::shared_ptr<RemoteTensors> remoteTensors(std::shared_ptr<RemoteConnections> 
     s.l2norm = w.l2norm;
     return s;
   };
+  // The Tensor tab's histogram and heat map: `stats` with bins and heat
+  // cells, computed on the host as analyzeTensor computes them here.
+  r->analyze = [connections, where, path](int tensor, const AnalysisOptions& options,
+                                          JobProgress& progress, bool* plotted) {
+    const Json answer = connections->call(
+        where, "stats",
+        Json{{"path", path},
+             {"tensor", tensor},
+             {"bins", options.bins},
+             {"heat_rows", options.heatRows},
+             {"heat_cols", options.heatCols}},
+        [&progress](const Json& p) {
+          progress.report(p.value("done", uint64_t(0)), p.value("total", uint64_t(0)));
+        },
+        [&progress] { return progress.cancelled(); });
+    const remote::WireStats w = remote::statsFromWire(answer.at("stats"));
+    TensorAnalysis a;
+    a.stats = {w.count, w.finite, w.zeros, w.nans, w.posInf, w.negInf,
+               w.min,   w.max,    w.mean,  w.std,  w.l2norm};
+    std::optional<Histogram> h = remote::histogramFromWire(answer);
+    std::optional<HeatMap> m = remote::heatMapFromWire(answer);
+    *plotted = h.has_value();  // an older agent ignores bins
+    if (h) a.histogram = std::move(*h);
+    if (m) a.heatMap = std::move(*m);
+    return a;
+  };
   r->slice = [connections, where, path](int tensor, uint64_t first, size_t count, double* out) {
     const Json answer = connections->call(
         where, "slice",
@@ -290,6 +322,29 @@ void MainWindow::showRemoteCheckpoint(const CheckpointEntry& checkpoint, const B
         }
         onSummaryReady(summary ? *summary : failedSummary(m_summaryPath, error, {}));
       });
+}
+
+bool MainWindow::compareRemote(const QString& a, const QString& b) {
+  // The browser's rows of a remote folder hold the paths on its host; an
+  // ssh:// location names its host itself; anything else is a file here
+  // (Compare With...'s file dialog).
+  auto located = [this](const QString& p) {
+    if (isRemoteLocation(p)) return p;
+    if (m_remote->where && m_model->indexOfPath(p).isValid())
+      return remoteLocation(*m_remote->where, pathToStd(p));
+    return p;
+  };
+  const QString ra = located(a), rb = located(b);
+  if (!isRemoteLocation(ra) && !isRemoteLocation(rb)) return false;
+  m_tabs->setCurrentWidget(m_compare);
+  if (const QString problem = remotePairProblem(ra, rb); !problem.isEmpty()) {
+    m_compare->showMessage(problem, ra, rb);
+    statusBar()->showMessage(problem, 10000);
+    return true;
+  }
+  m_compare->compare(ra, rb, remoteDiffSource(m_remote->connections));
+  statusBar()->showMessage(m_compare->summaryLine());
+  return true;
 }
 
 }  // namespace ckpt

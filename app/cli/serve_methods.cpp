@@ -17,6 +17,7 @@
 #include "ckpt/index/scanner.h"
 #include "ckpt/index/wandb.h"
 #include "ckpt/remote/describe_wire.h"
+#include "ckpt/remote/diff_wire.h"
 #include "ckpt/remote/metrics_wire.h"
 #include "ckpt/remote/protocol.h"
 #include "ckpt/remote/scan_wire.h"
@@ -202,10 +203,41 @@ Json runMethod(const std::string& method, Call& call) {
   if (method == "stats") {
     const auto file = openCheckpoint(call.path("path"));
     const size_t i = tensorIndex(*file, call);
-    const auto stats = computeStats(file->tensorData(i), [&call](uint64_t done, uint64_t total) {
+    // `bins`, `heat_rows`, `heat_cols`: the Tensor tab's histogram and heat
+    // map too, computed as it computes them here (analyzeTensor).
+    AnalysisOptions options;
+    options.bins = int(call.integer("bins", 0, 0, 100000));
+    options.heatRows = int(call.integer("heat_rows", 0, 0, 4096));
+    options.heatCols = int(call.integer("heat_cols", 0, 0, 4096));
+    const auto progress = [&call](uint64_t done, uint64_t total) {
       call.progress(done, total);
       return !call.cancelled;
-    });
+    };
+    if (options.bins > 0 || (options.heatRows > 0 && options.heatCols > 0)) {
+      const auto a = analyzeTensor(file->tensorData(i), options, progress);
+      throwIfCancelled(call);
+      if (!a) throw ProtocolError("cancelled", "cancelled");
+      Json out{{"tensor", i}, {"stats", statsJson(a->stats)}};
+      if (options.bins > 0) {
+        Json counts = Json::array();
+        for (uint64_t c : a->histogram.counts) counts.push_back(c);
+        out["histogram"] =
+            Json{{"lo", real(a->histogram.lo)}, {"hi", real(a->histogram.hi)}, {"counts", counts}};
+      }
+      if (options.heatRows > 0 && options.heatCols > 0) {
+        const HeatMap& h = a->heatMap;
+        Json values = Json::array();
+        for (double v : h.values) values.push_back(real(v));
+        out["heat_map"] = Json{{"source_rows", h.sourceRows},
+                               {"source_cols", h.sourceCols},
+                               {"rows", h.rows},
+                               {"cols", h.cols},
+                               {"values", std::move(values)}};
+      }
+      return out;
+    }
+    options.bins = 0;
+    const auto stats = computeStats(file->tensorData(i), progress);
     throwIfCancelled(call);
     if (!stats) throw ProtocolError("cancelled", "cancelled");
     return Json{{"tensor", i}, {"stats", statsJson(*stats)}};
@@ -238,6 +270,10 @@ Json runMethod(const std::string& method, Call& call) {
     return Json{{"runs", std::move(runs)}};
   }
   if (method == "diff") {
+    // `full`: every field of the diff and every metadata key (the app's
+    // Compare tab shows them, diff_wire.h), not only diff --json's document.
+    const Json full = call.params.contains("full") ? call.params["full"] : Json(false);
+    if (!full.is_boolean()) throw ProtocolError("bad_field", "full: must be true or false");
     const auto a = openCheckpoint(call.path("a"));
     const auto b = openCheckpoint(call.path("b"));
     const int64_t top = call.integer("top", 0, 0, 1 << 20);
@@ -248,6 +284,9 @@ Json runMethod(const std::string& method, Call& call) {
     };
     const CheckpointDiff d = diffCheckpoints(*a, *b, options);
     throwIfCancelled(call);
+    if (full.get<bool>())
+      return Json{{"diff", remote::diffToWire(d, diffMetadata(*a, *b, /*everyKey=*/true))},
+                  {"failure", orNull(diffFailure(d))}};
     return Json{{"document", diffToJson(d, size_t(top))}, {"failure", orNull(diffFailure(d))}};
   }
   if (method == "scanSafety") {

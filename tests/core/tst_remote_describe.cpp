@@ -233,6 +233,51 @@ class TestRemoteDescribe : public QObject {
     QVERIFY(values > 0);
   }
 
+  // The Tensor tab's histogram and heat map (`stats` with bins and heat
+  // cells) equal analyzeTensor's here, count for count and cell for cell.
+  void statsPlotsEqualLocal() {
+    const std::string dir = kFixtures + "/experiment";
+    const ckpt::ScanResult scan = ckpt::scanDirectory(dir);
+    const std::string path = scan.runs.front().checkpoints.back().path;
+    const auto file = ckpt::CheckpointFile::open(path);
+    ckpt::AnalysisOptions options;
+    options.bins = 100;
+    options.heatRows = 7;
+    options.heatCols = 5;
+    size_t matrices = 0;
+    for (size_t i = 0; i < file->tensors().size(); ++i) {
+      const auto l = ckpt::analyzeTensor(file->tensorData(i), options);
+      QVERIFY(l);
+      const Json answer = ask(
+          "stats", dir,
+          Json{{"path", path}, {"tensor", i}, {"bins", 100}, {"heat_rows", 7}, {"heat_cols", 5}});
+      const auto h = ckpt::remote::histogramFromWire(answer);
+      QVERIFY(h);
+      QVERIFY(sameReal(h->lo, l->histogram.lo) && sameReal(h->hi, l->histogram.hi));
+      QCOMPARE(h->counts, l->histogram.counts);
+      const auto m = ckpt::remote::heatMapFromWire(answer);
+      QVERIFY(m);
+      QCOMPARE(m->rows, l->heatMap.rows);
+      QCOMPARE(m->cols, l->heatMap.cols);
+      QCOMPARE(m->sourceRows, l->heatMap.sourceRows);
+      QCOMPARE(m->values.size(), l->heatMap.values.size());
+      for (size_t k = 0; k < m->values.size(); ++k)
+        QVERIFY(sameReal(m->values[k], l->heatMap.values[k]));
+      if (m->rows > 0) ++matrices;
+    }
+    QVERIFY(matrices > 0);
+    // Without bins: no histogram (an older client's request is answered as before).
+    QVERIFY(
+        !ckpt::remote::histogramFromWire(ask("stats", dir, Json{{"path", path}, {"tensor", 0}})));
+    try {
+      (void)ask("stats", dir, Json{{"path", path}, {"tensor", 0}, {"bins", -3}});
+      QFAIL("bins -3 was taken");
+    } catch (const ckpt::remote::RemoteError& e) {
+      QCOMPARE(QString::fromStdString(e.code()), QString("bad_field"));
+      QVERIFY2(QString(e.what()).startsWith("bins"), e.what());
+    }
+  }
+
   void describeFieldErrorsNameTheField() {
     const std::string dir = kFixtures + "/experiment";
     const ckpt::ScanResult scan = ckpt::scanDirectory(dir);

@@ -7,9 +7,11 @@
 #include <qcustomplot.h>
 #include <QApplication>
 #include <QFile>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QMessageBox>
+#include <QProcess>
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QSignalSpy>
@@ -198,9 +200,40 @@ class TestRemoteInspect : public QObject {
     for (int r = 0; r < rows; ++r)
       for (int c = 0; c < vl->columnCount(); ++c)
         QCOMPARE(vr->index(r, c).data().toString(), vl->index(r, c).data().toString());
-    // What is not read remotely yet is not drawn as empty axes: a sentence says so.
-    QVERIFY(tr->histogramPlot()->isHidden() && tr->heatMapPlot()->isHidden());
+    // The histogram and heat map, computed on the host, drawn as the local ones.
+    QVERIFY(!tr->histogramPlot()->isHidden() && !tr->heatMapPlot()->isHidden());
     QVERIFY(!tl->histogramPlot()->isHidden() && !tl->heatMapPlot()->isHidden());
+    QVERIFY(tr->analysis() && tl->analysis());
+    const ckpt::Histogram& hr = tr->analysis()->histogram;
+    QCOMPARE(hr.counts, tl->analysis()->histogram.counts);
+    QCOMPARE(hr.lo, tl->analysis()->histogram.lo);
+    QCOMPARE(hr.hi, tl->analysis()->histogram.hi);
+    const ckpt::HeatMap& mr = tr->analysis()->heatMap;
+    QVERIFY(mr.rows > 0);
+    QCOMPARE(mr.rows, tl->analysis()->heatMap.rows);
+    QCOMPARE(mr.cols, tl->analysis()->heatMap.cols);
+    QCOMPARE(mr.values, tl->analysis()->heatMap.values);
+    QVERIFY(tr->histogramPlot()->plottable(0)->interface1D()->dataCount() == int(hr.counts.size()));
+    // torch.histc over [min, max] of the same tensor (stats_reference.py, run now).
+    const QString ref = m_tmp.path() + "/torch_stats.json";
+    QProcess py;
+    py.start(QStringLiteral(CKPT_TORCH_PYTHON),
+             {QStringLiteral(CKPT_SOURCE_DIR) + "/tests/python/stats_reference.py", "checkpoint",
+              localPath, ref, QString::number(ckpt::TensorView::kBins)});
+    QVERIFY(py.waitForFinished(60000));
+    QVERIFY2(py.exitCode() == 0, py.readAllStandardError().constData());
+    QFile refFile(ref);
+    QVERIFY(refFile.open(QIODevice::ReadOnly));
+    const QJsonObject torchTensors =
+        QJsonDocument::fromJson(refFile.readAll()).object().value("tensors").toObject();
+    QString name = here.tensors[row].section('|', 1, 1);
+    if (name.startsWith("model_state.")) name = name.mid(int(strlen("model_state.")));
+    const QJsonObject hist = torchTensors.value(name).toObject().value("hist").toObject();
+    QVERIFY2(!hist.isEmpty(), qPrintable(name + " not in torch's reference"));
+    const QJsonArray counts = hist.value("counts").toArray();
+    QCOMPARE(int(hr.counts.size()), counts.size());
+    for (int i = 0; i < counts.size(); ++i)
+      QCOMPARE(hr.counts[size_t(i)], uint64_t(counts[i].toInteger()));
     QVERIFY(!w.findChild<QMessageBox*>());
   }
 

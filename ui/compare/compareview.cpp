@@ -51,7 +51,7 @@ CompareView::CompareView(QWidget* parent) : QWidget(parent) {
   m_swap->setEnabled(false);
   m_swap->setToolTip(tr("Compare B with A: what it takes to go back"));
   connect(m_swap, &QPushButton::clicked, this, [this] {
-    if (!m_a.isEmpty()) compare(m_b, m_a);
+    if (!m_a.isEmpty()) compare(m_b, m_a, m_source);
   });
 
   m_model = new DiffModel(this);
@@ -145,9 +145,10 @@ void CompareView::clearResults() {
   m_heatPlot->replot();
 }
 
-void CompareView::compare(QString a, QString b) {
+void CompareView::compare(QString a, QString b, Source source) {
   m_a = std::move(a);
   m_b = std::move(b);
+  m_source = std::move(source);
   clearResults();
   m_title->setText(tr("<b>A</b> %1<br><b>B</b> %2").arg(m_a.toHtmlEscaped(), m_b.toHtmlEscaped()));
   m_status->setText(tr("Opening..."));
@@ -160,7 +161,11 @@ void CompareView::compare(QString a, QString b) {
   m_cancel->show();
 
   m_job.start(
-      [a = m_a, b = m_b](JobProgress& progress) -> Result {
+      [a = m_a, b = m_b, source = m_source](JobProgress& progress) -> Result {
+        if (source) {
+          Computed c = source(a, b, progress);
+          return {std::move(c.diff), std::move(c.metadata), {}};
+        }
         const auto fa = CheckpointFile::open(pathToStd(a));
         const auto fb = CheckpointFile::open(pathToStd(b));
         DiffOptions options;
@@ -180,8 +185,15 @@ void CompareView::cancel() {
   m_job.cancel();
 }
 
-void CompareView::showMessage(const QString& text) {
+void CompareView::showMessage(const QString& text, const QString& a, const QString& b) {
   m_job.drop();
+  if (!a.isEmpty()) {
+    m_a = a;
+    m_b = b;
+    m_source = {};
+    m_title->setText(tr("<b>A</b> %1<br><b>B</b> %2").arg(a.toHtmlEscaped(), b.toHtmlEscaped()));
+    m_swap->setEnabled(false);
+  }
   m_progress->hide();
   m_cancel->hide();
   clearResults();

@@ -1,7 +1,9 @@
 #pragma once
 
 #include <QWidget>
+#include <functional>
 #include <memory>
+#include <vector>
 
 #include "backgroundjob.h"
 #include "ckpt/analysis/diff.h"
@@ -35,12 +37,25 @@ class CompareView : public QWidget {
   explicit CompareView(QWidget* parent = nullptr);
   ~CompareView() override;
 
+  // What a comparison computes, on the thread pool: the diff and every
+  // metadata key of both (diffMetadata with everyKey).
+  struct Computed {
+    std::shared_ptr<const CheckpointDiff> diff;
+    std::vector<MetadataChange> metadata;
+  };
+  // Computes the comparison of `a` and `b` somewhere else than from the
+  // files here (two checkpoints on a host: ui/remote/remotediff.h).
+  using Source = std::function<Computed(const QString& a, const QString& b, JobProgress& progress)>;
+
   // Starts comparing (a previous comparison still running is cancelled and
   // what it showed is cleared at once). By value: Swap passes the members.
-  void compare(QString a, QString b);
+  // Without a `source` the files are opened here; with one (kept for Swap)
+  // it computes the comparison.
+  void compare(QString a, QString b, Source source = {});
   void cancel();
-  // Nothing compared: `text` in place of the results (emits finished(false)).
-  void showMessage(const QString& text);
+  // Nothing compared: `text` in place of the results (emits finished(false));
+  // with `a` and `b`, the pair that was not compared is the title.
+  void showMessage(const QString& text, const QString& a = {}, const QString& b = {});
   [[nodiscard]] bool isRunning() const { return m_job.isRunning(); }
   [[nodiscard]] QString pathA() const { return m_a; }
   [[nodiscard]] QString pathB() const { return m_b; }
@@ -108,6 +123,7 @@ class CompareView : public QWidget {
   QCheckBox* m_diffOnly = nullptr;
 
   QString m_a, m_b;
+  Source m_source;
   QString m_summary;
   BackgroundJob<Result> m_job{this};
 };

@@ -8,6 +8,8 @@
 #include <optional>
 #include <vector>
 
+#include "ckpt/analysis/tensor_stats.h"
+
 namespace ckpt {
 
 class CheckpointFile;
@@ -83,6 +85,12 @@ struct RemoteTensors {
   std::vector<TensorRow> rows;              // the tensor table
   std::vector<std::vector<int64_t>> sizes;  // per tensor: its shape
   std::function<TensorStats(int tensor, JobProgress& progress)> stats;
+  // The statistics with the histogram and heat map `options` ask for
+  // (`stats` with bins, heat_rows, heat_cols); `plotted` false when the
+  // host's agent is older than them (statistics only).
+  std::function<TensorAnalysis(int tensor, const AnalysisOptions& options, JobProgress& progress,
+                               bool* plotted)>
+      analyze;
   std::function<size_t(int tensor, uint64_t first, size_t count, double* out)> slice;
 };
 

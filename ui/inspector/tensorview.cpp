@@ -236,19 +236,16 @@ void TensorView::showRemoteTensor(int index, const QString& name) {
       tr("%1 %2, %3 elements, %4, on %5")
           .arg(t.dtype, t.shape, groupedNumber(t.elements), sizeText(t.bytes), m_remote->location));
   m_stats->setText(tr("Computing on the host..."));
-  // Empty axes would look like a tensor with nothing in it: the note says why there are none.
-  m_histogram->hide();
-  m_heat->hide();
-  clearPlots(
-      tr("No histogram or heat map for a checkpoint on another machine yet: the "
-         "statistics and the values are read there."));
+  // The histogram and heat map are computed there too (`stats` with bins and heat cells).
+  m_histogram->show();
+  m_heat->show();
+  clearPlots({});
   m_empty->hide();
   m_body->show();
   if (!m_job.isRunning()) emit remoteBusy(true);
   m_job.start(
-      [remote = m_remote, index](JobProgress& progress) {
-        return computeRemote(remote, index, progress);
-      },
+      [remote = m_remote, index, options = optionsFor(m_remote->sizes[size_t(index)])](
+          JobProgress& progress) { return computeRemote(remote, index, options, progress); },
       [this](JobOutcome outcome, std::optional<Result> r, const QString& error) {
         emit remoteBusy(false);
         if (outcome == JobOutcome::Cancelled || (r && !r->analysis && r->error.isEmpty())) {
@@ -265,12 +262,18 @@ void TensorView::showRemoteTensor(int index, const QString& name) {
 }
 
 TensorView::Result TensorView::computeRemote(const std::shared_ptr<const RemoteTensors>& remote,
-                                             int tensor, JobProgress& progress) {
+                                             int tensor, const AnalysisOptions& options,
+                                             JobProgress& progress) {
   Result r;
   r.tensor = tensor;
   try {
-    r.analysis = TensorAnalysis{};
-    r.analysis->stats = remote->stats(tensor, progress);
+    if (remote->analyze) {
+      r.analysis = remote->analyze(tensor, options, progress, &r.plotted);
+    } else {
+      r.analysis = TensorAnalysis{};
+      r.analysis->stats = remote->stats(tensor, progress);
+      r.plotted = false;
+    }
   } catch (const remote::RemoteError& e) {
     r.analysis.reset();
     if (e.code() != "cancelled") r.error = fromStd(e.what());
@@ -290,9 +293,13 @@ void TensorView::goToRow(int64_t row) {
 }
 
 AnalysisOptions TensorView::optionsFor(const TensorInfo& t) const {
+  return optionsFor(t.shape);
+}
+
+AnalysisOptions TensorView::optionsFor(const std::vector<int64_t>& shape) const {
   AnalysisOptions opt;
   opt.bins = kBins;
-  if (t.shape.size() >= 2) {
+  if (shape.size() >= 2) {
     // The plot's inner area is a little smaller than the widget: close enough.
     opt.heatCols = std::clamp(m_heat->width(), kMinHeatCells, kMaxHeatCells);
     opt.heatRows = std::clamp(m_heat->height(), kMinHeatCells, kMaxHeatCells);
@@ -370,17 +377,28 @@ void TensorView::onFinished(Result r) {
   if (!r.analysis) return;  // cancelled
   m_analysis = r.analysis;
   showStats(m_analysis->stats);
-  if (!m_remote) showHistogram(m_analysis->histogram);
+  if (m_remote && !r.plotted) {
+    // An agent older than the plots: the statistics only, and why.
+    m_histogram->hide();
+    m_heat->hide();
+    clearPlots(
+        tr("No histogram or heat map: the host's ckptscope-cli is too old to compute "
+           "them; update it there."));
+  } else {
+    showHistogram(m_analysis->histogram);
+  }
   if (m_remote) {
-    // The values a block at a time from the host; no histogram or heat map.
+    // The values a block at a time from the host.
     const auto remote = m_remote;
     m_values->setSource(remote->sizes[size_t(r.tensor)],
                         [remote, tensor = r.tensor](uint64_t first, size_t count, double* out) {
                           return remote->slice(tensor, first, count, out);
                         });
-  } else if (m_analysis->heatMap.rows > 0) {
+  }
+  const bool plotted = !m_remote || r.plotted;
+  if (plotted && m_analysis->heatMap.rows > 0) {
     showHeatMap(m_analysis->heatMap);
-  } else {
+  } else if (plotted) {
     m_colorMap->setVisible(false);
     m_heat->replot();
     m_heatNote->setText(tr("No heat map: a heat map needs a matrix (2 or more dimensions)."));

@@ -77,13 +77,15 @@ class TensorView : public QWidget {
     std::optional<TensorAnalysis> analysis;  // nullopt: cancelled or failed
     std::shared_ptr<const TensorData> data;
     QString error;
+    bool plotted = true;  // a remote one: the host sent the histogram and heat map
   };
   static Result compute(const std::shared_ptr<const CheckpointFile>& file, int tensor,
                         const AnalysisOptions& options, JobProgress& progress);
   static Result computeRemote(const std::shared_ptr<const RemoteTensors>& remote, int tensor,
-                              JobProgress& progress);
+                              const AnalysisOptions& options, JobProgress& progress);
   void showRemoteTensor(int index, const QString& name);
   [[nodiscard]] AnalysisOptions optionsFor(const TensorInfo& t) const;
+  [[nodiscard]] AnalysisOptions optionsFor(const std::vector<int64_t>& shape) const;
   void onFinished(Result r);
   void onHeatFinished(const Result& r);
   void resampleHeatMap();

@@ -138,22 +138,25 @@ RemoteFolder loadRemoteFolder(RemoteConnections& connections, const remote::Remo
 
 RemoteRefresh refreshRemoteFolder(RemoteConnections& connections, const remote::RemotePath& where,
                                   const std::map<std::string, RemoteFile>& files,
-                                  const std::vector<QString>& shownRuns, JobProgress& progress) {
+                                  const std::vector<QString>& shownRuns, JobProgress& progress,
+                                  RefreshScope scope) {
   RemoteRefresh out;
   progress.setPart(1, 3);
   progress.report(0, 0);
   const std::string path = folderPath(connections, where);
-  progress.setPart(2, 3);
-  out.folder.groups = scanFolder(connections, where, path);
-  if (progress.cancelled()) return out;
+  bool reload = scope.rereadCurves;
+  if (scope.rows) {
+    progress.setPart(2, 3);
+    out.folder.groups = scanFolder(connections, where, path);
+    if (progress.cancelled()) return out;
+    // A run that is new (or gone) since: every curve is read again.
+    const std::set<QString> shown(shownRuns.begin(), shownRuns.end());
+    std::set<QString> listed;
+    for (const BrowseGroup& g : out.folder.groups) listed.insert(g.path);
+    for (const QString& run : listed) reload = reload || !shown.count(run);
+    for (const QString& run : shown) reload = reload || !listed.count(run);
+  }
   progress.setPart(3, 3);
-  // A run that is new (or gone) since: every curve is read again.
-  const std::set<QString> shown(shownRuns.begin(), shownRuns.end());
-  std::set<QString> listed;
-  for (const BrowseGroup& g : out.folder.groups) listed.insert(g.path);
-  bool reload = false;
-  for (const QString& run : listed) reload = reload || !shown.count(run);
-  for (const QString& run : shown) reload = reload || !listed.count(run);
 
   Json since = Json::object();
   for (const auto& [file, f] : files) since[file] = f.offset;

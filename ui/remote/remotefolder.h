@@ -74,11 +74,20 @@ struct RemoteRefresh {
 // that cannot be read).
 [[nodiscard]] RemoteFolder loadRemoteFolder(RemoteConnections& connections,
                                             const remote::RemotePath& where, JobProgress& progress);
+// What a refresh reads: the rows (F5, a watch that saw other files change),
+// or only what the curves' files gained (a watch that saw only them grow);
+// `rereadCurves`: every curve read again (after the watch's connection was
+// lost, a checkpoint added: markers and new logs).
+struct RefreshScope {
+  bool rows = true;
+  bool rereadCurves = false;
+};
+
 // Worker thread: the rows again, and what `files` gained since their offsets.
 [[nodiscard]] RemoteRefresh refreshRemoteFolder(RemoteConnections& connections,
                                                 const remote::RemotePath& where,
                                                 const std::map<std::string, RemoteFile>& files,
                                                 const std::vector<QString>& shownRuns,
-                                                JobProgress& progress);
+                                                JobProgress& progress, RefreshScope scope = {});
 
 }  // namespace ckpt

@@ -14,11 +14,12 @@
 #include "ckpt/remote/remote_path.h"
 #include "remote/remoteconnections.h"
 #include "remote/remotefolder.h"
+#include "remote/remotewatch.h"
 
 namespace ckpt {
 
 struct RemoteSession {
-  explicit RemoteSession(QObject* context) : job(context) {}
+  explicit RemoteSession(QObject* context) : job(context), follow(context) {}
 
   // Shared with the jobs: a job still waiting for a host when the window
   // closes keeps them alive until it returns.
@@ -31,6 +32,13 @@ struct RemoteSession {
   bool curvesReloaded = false;
   std::vector<RemoteBatch> batches;
   BackgroundJob<RemoteRefresh> job;
+  // Following the location without F5 (mainwindow_remote.cpp): the watch's
+  // own connection, and the refresh it asks for (what changed: only the
+  // curves' files, or more). A change seen while one runs is read after it.
+  RemoteWatch watch;
+  BackgroundJob<RemoteRefresh> follow;
+  bool followPending = false;
+  RefreshScope followScope{/*rows=*/false, /*rereadCurves=*/false};
   bool describing = false;  // the window's summary job asks the host for a checkpoint
   bool tensorBusy = false;  // the Tensor tab's statistics are computed on the host
 };

@@ -73,7 +73,11 @@ std::vector<std::string> sshAgentArgv(const RemotePath& where, const std::string
   if (argv.empty()) argv.push_back("ssh");
   // -T: no terminal (the protocol is bytes); BatchMode: a password or
   // host-key question fails at once instead of hanging on a prompt no one sees.
-  for (const char* a : {"-T", "-o", "BatchMode=yes"}) argv.emplace_back(a);
+  // ServerAlive: a link that died without a word (a laptop that slept, a
+  // dropped VPN) is noticed within 45 s, not when TCP gives up.
+  for (const char* a :
+       {"-T", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=3"})
+    argv.emplace_back(a);
   if (where.port) {
     argv.emplace_back("-p");
     argv.push_back(std::to_string(where.port));
@@ -160,24 +164,30 @@ AgentClient::~AgentClient() {
   stop();
 }
 
+bool AgentClient::reap(int* status) {
+  // Under the lock: once reaped its pid may be another process's, which
+  // interrupt() must then not signal.
+  std::lock_guard lock(m_pidMutex);
+  if (m_pid <= 0) return true;
+  if (::waitpid(m_pid, status, WNOHANG) != m_pid) return false;
+  m_pid = -1;
+  return true;
+}
+
+void AgentClient::interrupt() {
+  std::lock_guard lock(m_pidMutex);
+  if (m_pid > 0) ::kill(m_pid, SIGTERM);
+}
+
 void AgentClient::stop() {
   if (m_in >= 0) ::close(m_in);  // end of input: the agent ends
   m_in = -1;
-  if (m_pid > 0) {
-    // Give it a moment to leave on its own, then make sure it does.
-    int status = 0;
-    for (int i = 0; i < 200; ++i) {
-      if (::waitpid(m_pid, &status, WNOHANG) == m_pid) {
-        m_pid = -1;
-        break;
-      }
-      ::usleep(10000);
-    }
-    if (m_pid > 0) {
-      ::kill(m_pid, SIGTERM);
-      ::waitpid(m_pid, &status, 0);
-      m_pid = -1;
-    }
+  // Give it a moment to leave on its own, then make sure it does.
+  int status = 0;
+  for (int i = 0; i < 200 && !reap(&status); ++i) ::usleep(10000);
+  if (!reap(&status)) {
+    interrupt();
+    while (!reap(&status)) ::usleep(2000);
   }
   if (m_out >= 0) ::close(m_out);
   m_out = -1;
@@ -228,9 +238,24 @@ void AgentClient::connectionLost(const std::string& when) {
   if (m_in >= 0) ::close(m_in);
   m_in = -1;
   int status = 0, code = -1;
-  if (m_pid > 0 && ::waitpid(m_pid, &status, 0) == m_pid) {
-    m_pid = -1;
-    code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  bool reaped = false;
+  {
+    std::lock_guard lock(m_pidMutex);
+    reaped = m_pid <= 0;
+  }
+  if (!reaped) {
+    // Its output ended: it is leaving (ssh once the host closed; SIGKILL
+    // after 10 s for one that does not).
+    for (int i = 0; i < 1000 && !(reaped = reap(&status)); ++i) ::usleep(10000);
+    if (!reaped) {
+      {
+        std::lock_guard lock(m_pidMutex);
+        if (m_pid > 0) ::kill(m_pid, SIGKILL);
+      }
+      while (!(reaped = reap(&status))) ::usleep(2000);
+    } else {
+      code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    }
   }
   if (m_errThread.joinable()) m_errThread.join();
   const std::string err = m_stderr->get();
@@ -262,7 +287,8 @@ void AgentClient::connectionLost(const std::string& when) {
 }
 
 AgentClient::Json AgentClient::call(const std::string& method, Json params,
-                                    const ProgressFn& progress, const CancelFn& cancelled) {
+                                    const ProgressFn& progress, const CancelFn& cancelled,
+                                    const EventFn& event) {
   if (m_in < 0) throw RemoteError("connection", m_what + ": the connection is closed");
   const int64_t id = m_nextId++;
   send(Json{{"id", id}, {"method", method}, {"params", std::move(params)}});
@@ -286,6 +312,10 @@ AgentClient::Json AgentClient::call(const std::string& method, Json params,
                         m_what + ": the agent sent a line that is not JSON (" + e.what() + ")");
     }
     if (!msg.is_object() || !msg.contains("id") || msg["id"] != id) continue;  // a watch's event
+    if (msg.contains("event")) {
+      if (event) event(msg["event"]);
+      continue;
+    }
     if (msg.contains("progress")) {
       if (progress) progress(msg["progress"]);
       continue;

@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -50,6 +51,8 @@ class AgentClient {
   using ProgressFn = std::function<void(const Json& progress)>;
   // Asked while waiting (every ~50 ms); true: the request is no longer wanted.
   using CancelFn = std::function<bool()>;
+  // A watch's events ({watching, ...}, then {added, changed, removed}).
+  using EventFn = std::function<void(const Json& event)>;
 
   // Starts `argv` (execvp) with pipes on its stdin, stdout and stderr and
   // exchanges hello; `what` names the other end in messages ("host
@@ -68,9 +71,15 @@ class AgentClient {
   // or code "connection" when the connection drops first. Once `cancelled`
   // says so, the agent is sent `cancel` with the request's id (once) and
   // its answer is still read, so the connection stays in step; a request
-  // the agent stopped throws RemoteError("cancelled").
+  // the agent stopped throws RemoteError("cancelled"). The request's events
+  // (a watch's) go to `event`.
   Json call(const std::string& method, Json params, const ProgressFn& progress = {},
-            const CancelFn& cancelled = {});
+            const CancelFn& cancelled = {}, const EventFn& event = {});
+
+  // From any thread: ends the connection now (the program, ssh, is sent
+  // SIGTERM), so a call waiting on it throws RemoteError("connection") at
+  // once, whatever the link does. For a watch that must stop.
+  void interrupt();
 
  private:
   void send(const Json& message);
@@ -82,7 +91,12 @@ class AgentClient {
   [[noreturn]] void connectionLost(const std::string& when);
   void stop();
 
+  // Reaps the program (waitpid) without blocking; true once it is gone
+  // (`status` then holds its status).
+  bool reap(int* status);
+
   std::string m_what;
+  std::mutex m_pidMutex;  // m_pid: interrupt() may kill it from another thread
   pid_t m_pid = -1;
   int m_in = -1, m_out = -1;  // the agent's stdin (we write), stdout (we read)
   std::string m_buf;          // read but not yet a whole line

@@ -1,0 +1,245 @@
+// Compare of two checkpoints on another machine: a real OpenSSH server on
+// loopback (tests/core/ssh_server.h) and the real agent behind it. Two
+// remote checkpoints clicked in the browser (Ctrl+click) and Ctrl+D must
+// show the rows the same two files show compared here, computed on the host
+// (`diff` with full); one tensor's relative change equals torch's
+// (diff_reference.py run now); a remote checkpoint compared with a file
+// here (Checkpoint > Compare With...) gets a message, not a wrong result.
+#include <qcustomplot.h>
+#include <QDir>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QStatusBar>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <cmath>
+
+#include "../core/copy_tree.h"
+#include "../core/ssh_server.h"
+#include "compare/compareview.h"
+#include "compare/diffmodel.h"
+#include "gestures.h"
+
+using ckpt::CompareView;
+using ckpt::DiffModel;
+
+namespace {
+
+// Every row of the Compare table as shown (sorted and filtered as on screen).
+QStringList shownRows(CompareView* view) {
+  QStringList out;
+  const QAbstractItemModel* m = view->proxy();
+  for (int r = 0; r < m->rowCount(); ++r) {
+    QStringList cells;
+    for (int c = 0; c < m->columnCount(); ++c) cells << m->index(r, c).data().toString();
+    out << cells.join('|');
+  }
+  return out;
+}
+
+// The last two checkpoints of the run `run` in the browser (the paths as its rows hold them).
+bool lastTwo(MainWindow& w, QString* a, QString* b, const QString& run = "pair") {
+  for (const ckpt::BrowseGroup& g : w.checkpointModel()->groups()) {
+    if (!g.path.endsWith("/" + run)) continue;
+    std::vector<QString> readable;
+    for (const ckpt::CheckpointEntry& c : g.checkpoints)
+      if (c.error.empty()) readable.push_back(QString::fromStdString(c.path));
+    if (readable.size() < 2) continue;
+    *a = readable[readable.size() - 2];
+    *b = readable.back();
+    return true;
+  }
+  return false;
+}
+
+// Ctrl+click on `a` and `b` in the browser, Ctrl+D, and the comparison's end.
+bool compareClicked(MainWindow& w, const QString& a, const QString& b, bool* ok) {
+  clickRow(w, a);
+  clickRow(w, b, Qt::ControlModifier);
+  QSignalSpy done(w.compareView(), &CompareView::finished);
+  QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key_D));
+  if (!done.wait(kTimeoutMs)) return false;
+  *ok = done.back().front().toBool();
+  return true;
+}
+
+}  // namespace
+
+class TestRemoteCompare : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir m_tmp;
+  ckpt::test::SshServer m_server;
+  QString m_skip;
+  QString m_dir;
+
+  [[nodiscard]] QString host() const { return QString("ssh://127.0.0.1:%1").arg(m_server.port()); }
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(m_tmp.isValid());
+    m_dir = m_tmp.path() + "/exp";
+    QVERIFY(ckpt::test::copyTree(QStringLiteral(CKPT_FIXTURE_DIR) + "/experiment", m_dir));
+    // A pair of one modern_llm model trained on (make_diff_fixtures.py): every
+    // block and module, as tst_gestures picks it.
+    QFile pairs(QStringLiteral(CKPT_FIXTURE_DIR) + "/diff/expected.json");
+    QVERIFY2(pairs.open(QIODevice::ReadOnly), "no diff fixtures: run ctest (make_diff_fixtures)");
+    for (const QJsonValue& p :
+         QJsonDocument::fromJson(pairs.readAll()).object().value("pairs").toArray()) {
+      const QJsonObject o = p.toObject();
+      const QJsonObject e = o.value("expected").toObject();
+      if (!e.value("added").toArray().isEmpty() || !e.value("removed").toArray().isEmpty() ||
+          e.value("tensors").toObject().isEmpty() || o.value("name").toString() == "same")
+        continue;
+      const QString diff = QStringLiteral(CKPT_FIXTURE_DIR) + "/diff/";
+      QVERIFY(copyTo(diff + o.value("a").toString(), m_dir + "/pair/pair_step100.pt"));
+      QVERIFY(copyTo(diff + o.value("b").toString(), m_dir + "/pair/pair_step200.pt"));
+      break;
+    }
+    QVERIFY(QFile::exists(m_dir + "/pair/pair_step200.pt"));
+    m_skip = ckpt::test::SshServer::unavailable();
+    if (!m_skip.isEmpty()) return;
+    QString why;
+    QVERIFY2(m_server.setUp(m_tmp.path() + "/sshd", &why), qPrintable(why));
+    qputenv("CKPTSCOPE_SSH", m_server.sshCommand().toUtf8());
+    qputenv("CKPTSCOPE_REMOTE_CLI", CKPT_CLI);
+  }
+
+  void remoteCompareEqualsLocal() {
+    if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+    MainWindow local;
+    QVERIFY(openWindow(local, {m_dir}, {1200, 800}));
+    QString a, b;
+    QVERIFY(lastTwo(local, &a, &b));
+    bool ok = false;
+    QVERIFY(compareClicked(local, a, b, &ok));
+    QVERIFY2(ok, qPrintable(local.compareView()->statusText()));
+    const QStringList here = shownRows(local.compareView());
+    QVERIFY2(here.size() > 20, qPrintable(here.join('\n')));
+
+    // The agent behind a recorder (tests/python/slow_agent.py, holding nothing
+    // back): what the app asked the host for is in the log.
+    const QString log = m_tmp.path() + "/requests.jsonl";
+    const QString wrapper = m_tmp.path() + "/recording-cli";
+    {
+      QFile f(wrapper);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(QString("#!/bin/sh\nexec /usr/bin/python3 '%1' '%2' '%3' none 0 \"$@\"\n")
+                  .arg(QStringLiteral(CKPT_SOURCE_DIR) + "/tests/python/slow_agent.py",
+                       QStringLiteral(CKPT_CLI), log)
+                  .toUtf8());
+      f.close();
+      QVERIFY(f.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner));
+    }
+    qputenv("CKPTSCOPE_REMOTE_CLI", wrapper.toUtf8());
+    MainWindow w;
+    QVERIFY(openWindow(w, {host() + m_dir}, {1200, 800}));
+    QVERIFY(w.isRemote());
+    QString ra, rb;
+    QVERIFY(lastTwo(w, &ra, &rb));
+    QCOMPARE(ra, a);  // the browser's rows of a remote folder: paths on the host
+    QVERIFY(compareClicked(w, ra, rb, &ok));
+    CompareView* view = w.compareView();
+    QVERIFY2(ok, qPrintable(view->statusText()));
+    QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(view));
+    // Compared where the files are: the title names them there.
+    QCOMPARE(view->pathA(), host() + a);
+    QCOMPARE(view->pathB(), host() + b);
+    QCOMPARE(shownRows(view), here);
+    // Computed on the host: the agent was asked for the pair's diff with every field.
+    qputenv("CKPTSCOPE_REMOTE_CLI", CKPT_CLI);
+    QFile requests(log);
+    QVERIFY(requests.open(QIODevice::ReadOnly));
+    int diffs = 0;
+    for (const QByteArray& line : requests.readAll().split('\n')) {
+      const QJsonObject r = QJsonDocument::fromJson(line).object();
+      const QJsonObject params = r.value("params").toObject();
+      if (r.value("method").toString() == "diff" && params.value("a").toString() == a &&
+          params.value("b").toString() == b && params.value("full").toBool())
+        ++diffs;
+    }
+    QCOMPARE(diffs, 1);
+    QCOMPARE(view->statusText(), local.compareView()->statusText());
+    QCOMPARE(view->metadataTable()->rowCount(), local.compareView()->metadataTable()->rowCount());
+    QCOMPARE(view->blockPlot()->plottableCount(),
+             local.compareView()->blockPlot()->plottableCount());
+    QVERIFY(view->heatMap());
+
+    // torch's numbers for the same pair, computed now: every finite relative change.
+    const QString out = m_tmp.path() + "/torch.json";
+    QProcess py;
+    py.start(
+        QStringLiteral(CKPT_TORCH_PYTHON),
+        {QStringLiteral(CKPT_SOURCE_DIR) + "/tests/python/diff_reference.py", a, b, "--out", out});
+    QVERIFY(py.waitForFinished(kTimeoutMs));
+    QVERIFY2(py.exitCode() == 0, py.readAllStandardError().constData());
+    QFile f(out);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QJsonObject torch =
+        QJsonDocument::fromJson(f.readAll()).object().value("tensors").toObject();
+    DiffModel* m = view->model();
+    int changed = 0;
+    for (int r = 0; r < m->rowCount(); ++r) {
+      const QString name = m->index(r, int(DiffModel::Column::Name)).data().toString();
+      const QJsonValue want = torch.value(name).toObject().value("rel_l2");
+      if (!want.isDouble()) continue;
+      const double got =
+          m->index(r, int(DiffModel::Column::RelL2)).data(int(DiffModel::Role::Value)).toDouble();
+      QVERIFY2(std::abs(got - want.toDouble()) <= 1e-9 * std::max(1.0, std::abs(want.toDouble())),
+               qPrintable(QString("%1: %2 against torch's %3")
+                              .arg(name)
+                              .arg(got, 0, 'g', 17)
+                              .arg(want.toDouble(), 0, 'g', 17)));
+      if (want.toDouble() > 0) ++changed;
+    }
+    QVERIFY2(changed > 0, "no changed tensor checked against torch");
+
+    // Swap compares B with A on the host too.
+    QSignalSpy done(view, &CompareView::finished);
+    QTest::mouseClick(view->swapButton(), Qt::LeftButton);
+    QVERIFY(done.wait(kTimeoutMs));
+    QVERIFY(done.back().front().toBool());
+    QCOMPARE(view->pathA(), host() + b);
+    QVERIFY(m->rowCount() == int(here.size()));
+  }
+
+  // A checkpoint on the host and a file here: there is nowhere both are read.
+  void mixedPairIsRefused() {
+    if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+    MainWindow w;
+    QVERIFY(openWindow(w, {host() + m_dir}, {1000, 700}));
+    QString a, b;
+    QVERIFY(lastTwo(w, &a, &b));
+    const QString here = m_tmp.path() + "/here/copy.pt";
+    QVERIFY(copyTo(b, here));
+    // A pair compared on the host first: none of it stays under the refusal.
+    bool ok = false;
+    QVERIFY(compareClicked(w, a, b, &ok));
+    QVERIFY(ok && w.compareView()->model()->rowCount() > 0);
+    clickRow(w, a);
+    QSignalSpy done(w.compareView(), &CompareView::finished);
+    answerFileDialog(here);
+    clickMenu(w, "Checkpoint", "Compare With...");
+    QVERIFY(done.count() == 1 || done.wait(kTimeoutMs));
+    QCOMPARE(done.back().front().toBool(), false);
+    CompareView* view = w.compareView();
+    QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(view));
+    QCOMPARE(view->model()->rowCount(), 0);
+    const QString text = view->statusText();
+    QVERIFY2(text.contains("Cannot compare") && text.contains(host() + a) &&
+                 text.contains("on this machine") && text.contains(here),
+             qPrintable(text));
+    // The pair refused is the title, not the one compared before; nothing to swap.
+    QCOMPARE(view->pathA(), host() + a);
+    QCOMPARE(view->pathB(), here);
+    QVERIFY(!view->swapButton()->isEnabled());
+    QVERIFY2(w.statusBar()->currentMessage().contains("on this machine"),
+             qPrintable(w.statusBar()->currentMessage()));
+  }
+};
+
+QTEST_MAIN(TestRemoteCompare)
+#include "tst_remote_compare.moc"

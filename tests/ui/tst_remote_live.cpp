@@ -1,0 +1,135 @@
+// Following a folder on another machine without F5: a real OpenSSH server
+// on loopback (tests/core/ssh_server.h) and the real agent behind it. A
+// metrics line appended on "the host" (the test's folder, served through
+// sshd) must reach the Curves tab, a checkpoint saved there the browser,
+// each within seconds (the watch polls every second); once the sshd side
+// of the connections is killed, the watch connects again and what is
+// written next still arrives.
+#include <signal.h>
+
+#include <QDir>
+#include <QElapsedTimer>
+#include <QStatusBar>
+#include <QTemporaryDir>
+#include <QtTest>
+#include <cmath>
+
+#include "../core/copy_tree.h"
+#include "../core/ssh_server.h"
+#include "browser/checkpointlistmodel.h"
+#include "curves/curvesview.h"
+#include "mainwindow.h"
+#include "window_driver.h"
+
+using ckpt::MainWindow;
+
+namespace {
+
+bool append(const QString& path, const QByteArray& text) {
+  QFile f(path);
+  if (!f.open(QIODevice::Append)) return false;
+  return f.write(text) == text.size();
+}
+
+// Whether the Curves tab holds `value` at `step` for `metric` of the run at `runPath`.
+bool shows(ckpt::CurvesView* view, const QString& runPath, const std::string& metric, int64_t step,
+           double value) {
+  for (const ckpt::CurveRun& r : view->runs()) {
+    if (r.path != runPath) continue;
+    const ckpt::MetricSeries* s = r.find(metric);
+    if (!s) return false;
+    for (size_t i = 0; i < s->points.size(); ++i) {
+      const ckpt::MetricPoint p = s->points[i];
+      if (p.step == step) return p.value == value;
+    }
+  }
+  return false;
+}
+
+// Every process below `pid` (children first found through /proc's ppid).
+QList<qint64> descendants(qint64 pid) {
+  QList<qint64> out;
+  for (const QString& d : QDir("/proc").entryList(QDir::Dirs)) {
+    bool ok = false;
+    const qint64 p = d.toLongLong(&ok);
+    if (!ok) continue;
+    QFile stat("/proc/" + d + "/stat");
+    if (!stat.open(QIODevice::ReadOnly)) continue;
+    const QByteArray s = stat.readAll();
+    const QList<QByteArray> after = s.mid(s.lastIndexOf(')') + 2).split(' ');
+    if (after.size() > 1 && after[1].toLongLong() == pid) out << p << descendants(p);
+  }
+  return out;
+}
+
+}  // namespace
+
+class TestRemoteLive : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir m_tmp;
+  ckpt::test::SshServer m_server;
+  QString m_skip;
+  QString m_dir;
+
+  [[nodiscard]] QString host() const { return QString("ssh://127.0.0.1:%1").arg(m_server.port()); }
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(m_tmp.isValid());
+    m_dir = m_tmp.path() + "/exp";
+    QVERIFY(ckpt::test::copyTree(QStringLiteral(CKPT_FIXTURE_DIR) + "/experiment", m_dir));
+    // A run of its own: a checkpoint and a metrics.jsonl the test writes.
+    QVERIFY(QDir().mkpath(m_dir + "/live"));
+    QVERIFY(QFile::copy(m_dir + "/checkpoints/tiny-pretrain/tiny-pretrain_step40.pt",
+                        m_dir + "/live/live_step40.pt"));
+    QVERIFY(append(m_dir + "/live/metrics.jsonl",
+                   "{\"step\": 10, \"loss\": 4.5}\n{\"step\": 20, \"loss\": 4.25}\n"));
+    m_skip = ckpt::test::SshServer::unavailable();
+    if (!m_skip.isEmpty()) return;
+    QString why;
+    QVERIFY2(m_server.setUp(m_tmp.path() + "/sshd", &why), qPrintable(why));
+    qputenv("CKPTSCOPE_SSH", m_server.sshCommand().toUtf8());
+    qputenv("CKPTSCOPE_REMOTE_CLI", CKPT_CLI);
+  }
+
+  void followsTheHost() {
+    if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+    MainWindow w;
+    QString why;
+    ckpt::CurvesView* view =
+        ckpt::test::openOnCurvesTab(w, {host() + m_dir}, {1200, 800}, 60000, &why);
+    QVERIFY2(view, qPrintable(why));
+    const QString run = m_dir + "/live";
+    QVERIFY(shows(view, run, "loss", 20, 4.25));
+    QTest::qWait(1500);  // the watch's connection is up and has its first look
+
+    // A line written on the host: on the chart without F5.
+    QElapsedTimer t;
+    t.start();
+    QVERIFY(append(run + "/metrics.jsonl", "{\"step\": 30, \"loss\": 3.875}\n"));
+    QTRY_VERIFY_WITH_TIMEOUT(shows(view, run, "loss", 30, 3.875), 10000);
+    qInfo("a metrics line on the chart %lld ms after it was written", t.elapsed());
+
+    // A checkpoint saved on the host: in the browser.
+    t.restart();
+    const QString saved = run + "/live_step50.pt";
+    QVERIFY(QFile::copy(m_dir + "/checkpoints/tiny-pretrain/tiny-pretrain_step80.pt", saved));
+    QTRY_VERIFY_WITH_TIMEOUT(w.checkpointModel()->indexOfPath(saved).isValid(), 10000);
+    qInfo("a checkpoint in the browser %lld ms after it was written", t.elapsed());
+
+    // The sshd side of the connections killed: the watch says so, connects
+    // again (after 1 s), and what is written next still arrives.
+    const QList<qint64> sessions = descendants(m_server.pid());
+    QVERIFY2(!sessions.isEmpty(), "no ssh session to kill");
+    for (qint64 p : sessions) ::kill(pid_t(p), SIGKILL);
+    QTRY_VERIFY_WITH_TIMEOUT(w.statusBar()->currentMessage().contains("Not following the host"),
+                             10000);
+    QVERIFY(append(run + "/metrics.jsonl", "{\"step\": 40, \"loss\": 3.5}\n"));
+    QTRY_VERIFY_WITH_TIMEOUT(shows(view, run, "loss", 40, 3.5), 20000);
+    QVERIFY(!descendants(m_server.pid()).isEmpty());  // a new session
+  }
+};
+
+QTEST_MAIN(TestRemoteLive)
+#include "tst_remote_live.moc"
