@@ -15,6 +15,7 @@
 #include "browser/runwatcher.h"
 #include "ckpt/analysis/tensor_stats.h"
 #include "ckpt/remote/describe_wire.h"
+#include "ckpt/remote/plots_wire.h"
 #include "compare/compareview.h"
 #include "curves/curvesview.h"
 #include "inspector/inspectorwidget.h"

@@ -1,7 +1,7 @@
 // What the app's Inspect tab shows of a checkpoint on another machine: the
 // agent's `describe`, `stats` and `slice` answers from a real
 // `ckptscope-cli serve --stdio` on a pipe, read back as the app reads them
-// (ckpt/remote/describe_wire.h), equal describeCheckpoint, computeStats and
+// (ckpt/remote/describe_wire.h, plots_wire.h), equal describeCheckpoint, computeStats and
 // TensorData::read of the same files opened here, field by field. And a
 // request the client no longer wants is cancelled on the agent by its id.
 #include <QtTest>
@@ -15,6 +15,7 @@
 #include "ckpt/index/scanner.h"
 #include "ckpt/remote/agent_client.h"
 #include "ckpt/remote/describe_wire.h"
+#include "ckpt/remote/plots_wire.h"
 
 using ckpt::CheckpointDescription;
 using ckpt::DescribedValue;

@@ -7,7 +7,6 @@
 
 #include <optional>
 
-#include "ckpt/analysis/tensor_stats.h"
 #include "ckpt/index/checkpoint_description.h"
 
 namespace ckpt::remote {
@@ -23,12 +22,6 @@ struct WireStats {
   double min = 0, max = 0, mean = 0, std = 0, l2norm = 0;
 };
 WireStats statsFromWire(const nlohmann::ordered_json& j);
-
-// The histogram and heat map of a `stats` answer asked with `bins` and
-// `heat_rows` / `heat_cols` (the whole answer); nothing when it holds none
-// (an agent older than them). Throws naming a wrong field.
-std::optional<Histogram> histogramFromWire(const nlohmann::ordered_json& answer);
-std::optional<HeatMap> heatMapFromWire(const nlohmann::ordered_json& answer);
 
 // The values of a `slice` answer ({tensor, numel, first, values}), "nan",
 // "inf" and "-inf" among them; at most `most` of them (the count asked for).
