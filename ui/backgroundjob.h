@@ -2,7 +2,7 @@
 // The one way ui/ runs work off the GUI thread.
 //
 // A BackgroundJob<T> lives in a widget and runs one request at a time on
-// the global thread pool. The newest request wins: start() cancels the job
+// ui/'s own thread pool (workpool.h). The newest request wins: start() cancels the job
 // still running and drops its result, so a late answer to an old question
 // never reaches the screen. The work reports progress and learns that it
 // should stop through a JobProgress it shares with the GUI thread (atomics
@@ -30,6 +30,8 @@
 #include <optional>
 #include <utility>
 #include <vector>
+
+#include "workpool.h"
 
 namespace ckpt {
 
@@ -77,7 +79,7 @@ struct JobEnd {
   QString error;
 };
 
-// Runs `work` on the global pool with `progress`; `done` gets its end on
+// Runs `work` on workPool() with `progress`; `done` gets its end on
 // `context`'s thread. Both job classes below start their work here.
 template <typename T>
 QFuture<JobEnd<T>> launch(QObject* context, std::function<T(JobProgress&)> work,
@@ -89,17 +91,18 @@ QFuture<JobEnd<T>> launch(QObject* context, std::function<T(JobProgress&)> work,
                      watcher->deleteLater();
                      done(watcher->result());
                    });
-  QFuture<JobEnd<T>> future = QtConcurrent::run([work = std::move(work), progress]() -> JobEnd<T> {
-    JobEnd<T> end;
-    try {
-      end.result.emplace(work(*progress));
-      end.outcome = progress->cancelled() ? JobOutcome::Cancelled : JobOutcome::Done;
-    } catch (const std::exception& e) {
-      end.outcome = progress->cancelled() ? JobOutcome::Cancelled : JobOutcome::Failed;
-      end.error = QString::fromStdString(e.what());
-    }
-    return end;
-  });
+  QFuture<JobEnd<T>> future =
+      QtConcurrent::run(workPool(), [work = std::move(work), progress]() -> JobEnd<T> {
+        JobEnd<T> end;
+        try {
+          end.result.emplace(work(*progress));
+          end.outcome = progress->cancelled() ? JobOutcome::Cancelled : JobOutcome::Done;
+        } catch (const std::exception& e) {
+          end.outcome = progress->cancelled() ? JobOutcome::Cancelled : JobOutcome::Failed;
+          end.error = QString::fromStdString(e.what());
+        }
+        return end;
+      });
   watcher->setFuture(future);
   return future;
 }

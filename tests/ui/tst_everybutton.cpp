@@ -15,6 +15,7 @@
 #include <QMessageBox>
 #include <QProcess>
 #include <QProgressBar>
+#include <QSemaphore>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSlider>
@@ -23,6 +24,7 @@
 #include <QTableView>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <QThreadPool>
 #include <QToolButton>
 #include <cmath>
 #include <functional>
@@ -38,6 +40,7 @@
 #include "inspector/tensorview.h"
 #include "inspector/valuetablemodel.h"
 #include "training/trainpanel.h"
+#include "workpool.h"
 
 using namespace ckpt;
 
@@ -86,6 +89,30 @@ void TestEveryButton::init() {
   QSettings().remove("curves");
 }
 
+// Every thread of ui/'s pool (workpool.h) held until this goes: a job
+// started meanwhile (Compare's, Drift's) waits in the queue, so a click on
+// Cancel lands while it has compared nothing, however fast the machine
+// reads 128 MiB (the test was a race an idle machine lost). Holding the
+// global pool instead hangs the click: Qt paints on it.
+class PoolHold {
+ public:
+  PoolHold() : m_threads(ckpt::workPool()->maxThreadCount()) {
+    for (int i = 0; i < m_threads; ++i)
+      ckpt::workPool()->start([this] {
+        m_started.release();
+        m_release.acquire();
+      });
+    m_started.acquire(m_threads);
+  }
+  PoolHold(const PoolHold&) = delete;
+  PoolHold& operator=(const PoolHold&) = delete;
+  ~PoolHold() { m_release.release(m_threads); }
+
+ private:
+  int m_threads;
+  QSemaphore m_started, m_release;
+};
+
 bool TestEveryButton::open(MainWindow& w, const QStringList& paths, QSize size) {
   return openWindow(w, paths, size);
 }
@@ -97,12 +124,16 @@ void TestEveryButton::compareCancelStopsAndSaysSo() {
   clickRow(w, big("big_step200.pt"), Qt::ControlModifier);
   CompareView* compare = w.compareView();
   QSignalSpy done(compare, &CompareView::finished);
-  QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key_D));
-  QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(compare));
-  // 128 MiB of tensors to read: the button is there while they are.
+  {
+    PoolHold hold;
+    QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key_D));
+    QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(compare));
+    // 128 MiB of tensors to read: the button is there while they are.
+    QPushButton* cancel = compare->cancelButton();
+    QVERIFY(cancel->isVisible() && cancel->isEnabled());
+    QTest::mouseClick(cancel, Qt::LeftButton);
+  }
   QPushButton* cancel = compare->cancelButton();
-  QVERIFY(cancel->isVisible() && cancel->isEnabled());
-  QTest::mouseClick(cancel, Qt::LeftButton);
   QVERIFY(done.count() == 1 || done.wait(kTimeoutMs));
   QCOMPARE(done.back().front().toBool(), false);
   QVERIFY(!cancel->isVisible());
@@ -130,11 +161,14 @@ void TestEveryButton::driftCancelStopsAndSaysSo() {
                     w.checkpointView()->visualRect(run).center());
   DriftView* drift = w.driftView();
   QSignalSpy done(drift, &DriftView::finished);
-  QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D));
-  QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(drift));
   QPushButton* cancel = drift->cancelButton();
-  QVERIFY(cancel->isVisible());
-  QTest::mouseClick(cancel, Qt::LeftButton);
+  {
+    PoolHold hold;
+    QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D));
+    QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(drift));
+    QVERIFY(cancel->isVisible());
+    QTest::mouseClick(cancel, Qt::LeftButton);
+  }
   QVERIFY(done.count() == 1 || done.wait(kTimeoutMs));
   QCOMPARE(done.back().front().toBool(), false);
   QVERIFY(!cancel->isVisible());

@@ -12,6 +12,7 @@
 #include "ckpt/index/hf_trainer.h"
 #include "ckpt/index/megatron.h"
 #include "textformat.h"
+#include "workpool.h"
 
 namespace ckpt {
 namespace {
@@ -97,7 +98,7 @@ bool RunWatcher::isWatched(const QString& dir) const {
 
 void RunWatcher::poll() {
   if (m_pollWatch.isRunning()) return;  // a slow server: onPolled starts the next
-  m_pollWatch.setFuture(QtConcurrent::run([dirs = m_polled.keys()] {
+  m_pollWatch.setFuture(QtConcurrent::run(workPool(), [dirs = m_polled.keys()] {
     QHash<QString, qint64> stamps;
     for (const QString& d : dirs) stamps.insert(d, directoryStamp(d));
     return stamps;

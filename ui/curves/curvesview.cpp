@@ -36,6 +36,7 @@
 #include "curves/runstable.h"
 #include "plotstyle.h"
 #include "textformat.h"
+#include "workpool.h"
 
 namespace ckpt {
 namespace {
@@ -202,7 +203,7 @@ void CurvesView::setRuns(std::vector<RunEntry> runs, std::vector<std::string> ex
   // The runs' folders listed once for all of them (a sweep's runs share their parent).
   auto listings = std::make_shared<FolderListings>();
   m_loader.setFuture(QtConcurrent::mapped(
-      std::move(runs), [logs = std::move(extraLogs), listings](const RunEntry& run) {
+      workPool(), std::move(runs), [logs = std::move(extraLogs), listings](const RunEntry& run) {
         auto loaded = std::make_shared<LoadedRun>();
         loaded->run = loadCurveRun(run, logs, listings.get());
         std::vector<std::string> problems;
@@ -223,15 +224,16 @@ void CurvesView::setLoadedRuns(std::vector<CurveRun> runs) {
   m_followData = true;
   // Through the loader all the same: the runs arrive as read ones do.
   auto shared = std::make_shared<std::vector<CurveRun>>(std::move(runs));
-  m_loader.setFuture(QtConcurrent::run([shared](QPromise<std::shared_ptr<LoadedRun>>& promise) {
-    for (CurveRun& run : *shared) {
-      if (promise.isCanceled()) return;
-      auto loaded = std::make_shared<LoadedRun>();
-      loaded->run = std::move(run);
-      loaded->summary = summarizeCurveRun(loaded->run);
-      promise.addResult(std::move(loaded));
-    }
-  }));
+  m_loader.setFuture(
+      QtConcurrent::run(workPool(), [shared](QPromise<std::shared_ptr<LoadedRun>>& promise) {
+        for (CurveRun& run : *shared) {
+          if (promise.isCanceled()) return;
+          auto loaded = std::make_shared<LoadedRun>();
+          loaded->run = std::move(run);
+          loaded->summary = summarizeCurveRun(loaded->run);
+          promise.addResult(std::move(loaded));
+        }
+      }));
   updateStatus();
 }
 

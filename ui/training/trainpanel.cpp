@@ -28,6 +28,7 @@
 #include "training/resumepage.h"
 #include "training/runview.h"
 #include "training/trainbackendloader.h"
+#include "workpool.h"
 
 namespace ckpt {
 namespace {
@@ -264,7 +265,7 @@ void TrainPanel::loadBackendAsync() {
   if (m_backendRequested) return;
   m_backendRequested = true;
   // dlopen of LibTorch takes a noticeable moment: not on the GUI thread.
-  m_backendWatcher.setFuture(QtConcurrent::run([] { (void)trainBackend(); }));
+  m_backendWatcher.setFuture(QtConcurrent::run(workPool(), [] { (void)trainBackend(); }));
 }
 
 QString TrainPanel::deviceSummary() const {

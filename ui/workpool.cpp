@@ -1,0 +1,18 @@
+#include "workpool.h"
+
+#include <QThread>
+#include <algorithm>
+#include <QThreadPool>
+
+namespace ckpt {
+
+QThreadPool* workPool() {
+  static QThreadPool* const pool = [] {
+    auto* p = new QThreadPool;  // lives as long as the process, like the global pool
+    p->setMaxThreadCount(std::max(1, QThread::idealThreadCount()));
+    return p;
+  }();
+  return pool;
+}
+
+}  // namespace ckpt
