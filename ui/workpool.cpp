@@ -1,8 +1,8 @@
 #include "workpool.h"
 
 #include <QThread>
-#include <algorithm>
 #include <QThreadPool>
+#include <algorithm>
 
 namespace ckpt {
 

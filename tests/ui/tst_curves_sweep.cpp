@@ -30,6 +30,7 @@
 #include "curves/curvesview.h"
 #include "curves_fixture.h"
 #include "textformat.h"
+#include "workpool.h"
 
 using namespace ckpt;
 
@@ -611,10 +612,9 @@ void TestCurvesSweep::cancelReading() {
           QString("{\"step\": %1, \"loss\": %2}\n").arg(step).arg(5.0 / (step + 1 + r)).toUtf8();
     QCOMPARE(f.write(lines), lines.size());
   }
-  const int threads = QThreadPool::globalInstance()->maxThreadCount();
-  QThreadPool::globalInstance()->setMaxThreadCount(1);
-  const auto restore =
-      qScopeGuard([threads] { QThreadPool::globalInstance()->setMaxThreadCount(threads); });
+  const int threads = ckpt::workPool()->maxThreadCount();
+  ckpt::workPool()->setMaxThreadCount(1);
+  const auto restore = qScopeGuard([threads] { ckpt::workPool()->setMaxThreadCount(threads); });
 
   CurvesView view;
   view.resize(1000, 700);
@@ -651,7 +651,7 @@ void TestCurvesSweep::cancelReading() {
   // Cancel clicked after every run was read, before the view took them:
   // nothing was cancelled, and the status line does not say it was.
   view.setRuns(scanDirectory(pathToStd(dir.path())).runs);
-  QVERIFY(QThreadPool::globalInstance()->waitForDone(curves_fixture::kLoadTimeoutMs));
+  QVERIFY(ckpt::workPool()->waitForDone(curves_fixture::kLoadTimeoutMs));
   QVERIFY(cancel->isVisible() && cancel->isEnabled());
   QTest::mouseClick(cancel, Qt::LeftButton);
   QVERIFY(ready.wait(curves_fixture::kLoadTimeoutMs));
