@@ -196,6 +196,32 @@ class TstTrainerLayouts : public QObject {
     QVERIFY2(d.empty(), d.c_str());
   }
 
+  // The same store named by a relative path, as a person types it from a
+  // shell: the same series (each metric was named "" and merged into one,
+  // with made-up restarts, when the run's folder was relative).
+  void mlflowCurvesFromARelativePath_data() {
+    QTest::addColumn<QString>("cwd");
+    QTest::addColumn<QString>("path");
+    const QString layouts = QStringLiteral(CKPT_FIXTURE_DIR "/trainer_layouts");
+    QTest::newRow("ml") << layouts << "ml";
+    QTest::newRow("./ml/") << layouts << "./ml/";
+    QTest::newRow(".") << kMlflow << ".";
+    QTest::newRow("../ml") << kMlflow + "/mlruns"
+                           << "..";
+  }
+  void mlflowCurvesFromARelativePath() {
+    QFETCH(QString, cwd);
+    QFETCH(QString, path);
+    const json want = pythonJson("trainer_layouts_reader.py", kMlflow)["runs"];
+    const ckpt::test::ProcessResult r =
+        ckpt::test::runProcess(QStringLiteral(CKPT_CLI), {"metrics", path, "--json"}, cwd);
+    QVERIFY2(r.exitCode == 0, r.err.constData());
+    const json got = json::parse(r.out.toStdString())["runs"];
+    QCOMPARE(got.size(), want.size());
+    const std::string d = compareRuns(want, got, "mlflow", /*allSeries=*/true);
+    QVERIFY2(d.empty(), d.c_str());
+  }
+
   // A metric file with a bad line: named by file and line, the rest read.
   void mlflowBadLine() {
     QTemporaryDir dir;

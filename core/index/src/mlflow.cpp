@@ -71,7 +71,19 @@ std::vector<std::string> mlflowMetricFiles(const std::string& dir) {
 }
 
 std::string mlflowMetricName(const std::string& runDir, const std::string& file) {
-  return fs::path(file).lexically_relative(fs::path(runDir) / "metrics").generic_string();
+  // Both made absolute first: the run's folder as the user typed it
+  // ("ml/mlruns/1/abc", "./ml") and its files as listed (absolute) gave ""
+  // for every metric, which then merged as one series.
+  std::error_code ec;
+  const auto whole = [&ec](const std::string& p) {
+    const fs::path a = fs::absolute(p, ec);
+    return (ec ? fs::path(p) : a).lexically_normal();
+  };
+  const std::string name =
+      whole(file).lexically_relative(whole(runDir) / "metrics").generic_string();
+  if (name.empty() || name == "." || name.rfind("..", 0) == 0)
+    return fs::path(file).filename().string();  // not under metrics/: its own name
+  return name;
 }
 
 FileSeries readMlflowMetric(const std::string& path, const std::string& metric, uint64_t* end,
