@@ -289,6 +289,39 @@ class TstHfTrainer : public QObject {
   }
 
   // seed2 before seed10; seed3 has only a metrics.jsonl and is a run.
+  // The run's hyperparameters, as `runs` shows them beside the sweep's
+  // runs: every field of training_args.bin (read as a pickle, never run; an
+  // enum field as its member's name) and config.json's keys, equal to what
+  // make_hf_trainer.py pickled and wrote (expected_hparams.json); the other
+  // runs have none of them. Was {} for the Trainer's run.
+  void hyperparametersFromArgsAndConfig() {
+    const json want = ckpt::test::readJsonFile((kDir + "/hf/expected_hparams.json").toStdString());
+    const json got = cliJson({"runs", kDir, "--json"});
+    QVERIFY2(got["problems"].empty(), got["problems"].dump().c_str());
+    const json* hf = nullptr;
+    for (const json& r : got["rows"])
+      if (r["name"] == "hf/out") hf = &r;
+    QVERIFY(hf);
+    const json& h = (*hf)["hparams"];
+    QCOMPARE(h.size(), want.size());
+    for (const auto& [key, value] : want.items()) {
+      QVERIFY2(h.contains(key), key.c_str());
+      const json& v = h[key];
+      if (value.is_boolean())
+        QCOMPARE(v.get<std::string>(), std::string(value.get<bool>() ? "true" : "false"));
+      else if (value.is_number())
+        QCOMPARE(v.get<double>(), value.get<double>());
+      else if (value.is_string())
+        QCOMPARE(v.get<std::string>(), value.get<std::string>());
+      else
+        QCOMPARE(json::parse(v.get<std::string>()), value);  // a list: its JSON text
+    }
+    for (const json& r : got["rows"])
+      if (&r != hf)
+        for (const auto& [key, value] : r["hparams"].items())
+          QVERIFY2(value.is_null(), (r["name"].get<std::string>() + "." + key).c_str());
+  }
+
   void naturalOrderOfRunsAndMetricsOnlyRun() {
     const json j = cliJson({"ls", "--json", kDir + "/sweep"});
     std::vector<std::string> names;

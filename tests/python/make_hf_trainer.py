@@ -24,6 +24,7 @@ TrainerState documentation, not from CkptScope's code): {"file", "series":
 {metric: [[step, value|null, null, tokens|null], ...]}, "summary": {...}}.
 """
 import dataclasses
+import enum
 import json
 import math
 import os
@@ -62,6 +63,16 @@ def stand_in(module_name, cls):
     return cls
 
 
+class IntervalStrategy(str, enum.Enum):
+    """transformers.trainer_utils.IntervalStrategy (an ExplicitEnum of str)."""
+    NO = "no"
+    STEPS = "steps"
+    EPOCH = "epoch"
+
+
+stand_in("transformers.trainer_utils", IntervalStrategy)
+
+
 @dataclasses.dataclass
 class TrainingArguments:
     output_dir: str = OUTPUT_DIR
@@ -74,6 +85,7 @@ class TrainingArguments:
     seed: int = 42
     load_best_model_at_end: bool = True
     metric_for_best_model: str = "loss"
+    eval_strategy: IntervalStrategy = IntervalStrategy.STEPS
 
 
 stand_in("transformers.training_args", TrainingArguments)
@@ -310,6 +322,16 @@ def main(argv):
             for n in sa}
     with open(os.path.join(root, "hf", "expected_diffs.json"), "w") as f:
         json.dump(diffs, f, indent=1)
+
+    # The run's hyperparameters, as a person reads them: TrainingArguments'
+    # fields (an enum member as Python names it; output_dir names the run, not a setting),
+    # then config.json's keys the arguments do not have.
+    args = {k: ("%s.%s" % (type(v).__name__, v.name) if isinstance(v, enum.Enum) else v)
+            for k, v in dataclasses.asdict(TrainingArguments()).items() if k != "output_dir"}
+    for k, v in config_json().items():
+        args.setdefault(k, v)
+    with open(os.path.join(root, "hf", "expected_hparams.json"), "w") as f:
+        json.dump(args, f, indent=1)
 
     newest = newest_trainer_state(out)
     expected = read_trainer_state(newest)

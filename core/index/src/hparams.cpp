@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "ckpt/format/checkpoint_file.h"
@@ -62,21 +63,23 @@ void flatten(const nlohmann::json& j, const std::string& prefix, Hparams& into, 
                  textHparam(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
 }
 
-void readRunJson(const RunEntry& run, Hparams& into, std::vector<std::string>& problems) {
-  const std::filesystem::path file = std::filesystem::path(run.path) / "RUN.json";
+// A JSON config file (RUN.json, a Trainer's config.json) as an object;
+// nothing, and the file named in `problems`, when it cannot be one.
+std::optional<nlohmann::json> readJsonConfig(const std::filesystem::path& file,
+                                             std::vector<std::string>& problems) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(file, ec)) return;
+  if (!std::filesystem::is_regular_file(file, ec)) return std::nullopt;
   if (const auto size = std::filesystem::file_size(file, ec); !ec && size > kMaxRunJsonBytes) {
     problems.push_back(file.string() + ": " + std::to_string(size) +
                        " bytes, too big for a run config (not read)");
-    return;
+    return std::nullopt;
   }
   std::ifstream in(file, std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();
   if (!in) {
     problems.push_back(file.string() + ": cannot be read");
-    return;
+    return std::nullopt;
   }
   // Values nested deeper than a config ever is are dropped while parsing
   // (and the file reported): writing such a tree back as text would recurse
@@ -87,17 +90,106 @@ void readRunJson(const RunEntry& run, Hparams& into, std::vector<std::string>& p
         if (depth > kMaxRunJsonDepth) tooDeep = true;
         return depth <= kMaxRunJsonDepth;
       };
-  const nlohmann::json j = nlohmann::json::parse(text.str(), limit, /*allow_exceptions=*/false);
+  nlohmann::json j = nlohmann::json::parse(text.str(), limit, /*allow_exceptions=*/false);
   if (tooDeep) {
     problems.push_back(file.string() + ": nested deeper than " + std::to_string(kMaxRunJsonDepth) +
                        " levels (not read)");
-    return;
+    return std::nullopt;
   }
   if (j.is_discarded() || !j.is_object()) {
     problems.push_back(file.string() + ": not a JSON object");
-    return;
+    return std::nullopt;
   }
-  addJsonHparams(j, into);
+  return j;
+}
+
+void readRunJson(const RunEntry& run, Hparams& into, std::vector<std::string>& problems) {
+  if (auto j = readJsonConfig(std::filesystem::path(run.path) / "RUN.json", problems))
+    addJsonHparams(*j, into);
+}
+
+// The folder a Hugging Face Trainer's run keeps its configuration in: the
+// output folder itself once save_model() wrote config.json /
+// training_args.bin there, else its newest checkpoint-<step>/ holding them.
+std::string hfConfigFolder(const RunEntry& run) {
+  if (run.trainer != "hf-trainer") return {};
+  std::error_code ec;
+  const auto holds = [&ec](const std::filesystem::path& d) {
+    return std::filesystem::is_regular_file(d / "training_args.bin", ec) ||
+           std::filesystem::is_regular_file(d / "config.json", ec);
+  };
+  if (holds(run.path)) return run.path;
+  const auto chain = checkpointChain(run.checkpoints);
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it)
+    if (!(*it)->folder.empty() && holds((*it)->folder)) return (*it)->folder;
+  return {};
+}
+
+std::vector<std::string> hfConfigFiles(const RunEntry& run) {
+  std::vector<std::string> out;
+  const std::string dir = hfConfigFolder(run);
+  if (dir.empty()) return out;
+  std::error_code ec;
+  for (const char* name : {"training_args.bin", "config.json"})
+    if (const auto f = std::filesystem::path(dir) / name; std::filesystem::is_regular_file(f, ec))
+      out.push_back(f.string());
+  return out;
+}
+
+// An enum member as pickle keeps it since Python 3.11: getattr(<class>,
+// "<NAME>") (never called here); its text is "<Class>.<NAME>", as Python
+// names it. Nothing for any other value.
+std::optional<std::string> enumMemberText(const Value* v) {
+  if (!v || v->kind != Value::Kind::Object || v->callee || v->items.size() != 2)
+    return std::nullopt;
+  if (v->text != "builtins.getattr" && v->text != "__builtin__.getattr") return std::nullopt;
+  const Value* cls = v->items[0];
+  const Value* name = v->items[1];
+  if (!cls || cls->kind != Value::Kind::Global || !name || !name->isStr()) return std::nullopt;
+  const std::string_view full = cls->text;
+  const size_t dot = full.rfind('.');
+  return std::string(dot == std::string_view::npos ? full : full.substr(dot + 1)) + "." +
+         name->str();
+}
+
+// TrainingArguments' fields (its BUILD state, a dict by field name) as JSON,
+// an enum field (eval_strategy, lr_scheduler_type, ...) as its member's name.
+nlohmann::json argumentsJson(const Value& state) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const ValuePair& e : state.entries) {
+    if (!e.first || !e.first->isStr()) continue;
+    if (auto member = enumMemberText(e.second))
+      out[e.first->str()] = *member;
+    else
+      out[e.first->str()] = valueToJson(e.second, 10'000);
+  }
+  return out;
+}
+
+// A Trainer's training_args.bin (a torch.save of TrainingArguments, a
+// dataclass: its fields are the BUILD state the reader keeps; nothing is
+// run, enums stay their names) and config.json (the model's config, as
+// transformers writes it). The arguments come first: a key both name
+// (torch_dtype, ...) is the arguments'.
+void readHfTrainerConfig(const RunEntry& run, Hparams& into, std::vector<std::string>& problems) {
+  const std::string dir = hfConfigFolder(run);
+  if (dir.empty()) return;
+  const std::filesystem::path args = std::filesystem::path(dir) / "training_args.bin";
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(args, ec)) try {
+      ReadOptions options;
+      options.metadataOnly = true;
+      const auto file = CheckpointFile::open(args.string(), options);
+      const Value* root = file->root();
+      if (root && root->kind == Value::Kind::Object && root->state && root->state->isDict())
+        addJsonHparams(nlohmann::json{{"training", argumentsJson(*root->state)}}, into);
+      else
+        problems.push_back(args.string() + ": not a TrainingArguments object (not read)");
+    } catch (const std::exception& e) {
+      problems.push_back(e.what());
+    }
+  if (auto j = readJsonConfig(std::filesystem::path(dir) / "config.json", problems))
+    addJsonHparams(nlohmann::json{{"model", *j}}, into);
 }
 
 // What our trainer records in every checkpoint: the run's training config
@@ -220,6 +312,7 @@ std::vector<NamedHparamSource>& hparamSources() {
       {"hparams.yaml", readLightningHparamsSource, fileInRun("hparams.yaml")},
       {"MLflow params", readMlflowParamsSource, fileInRun("params", isMlflowRunFolder)},
       {"W&B config", readWandbConfigSource, wandbConfigFile},
+      {"HF Trainer config", readHfTrainerConfig, hfConfigFiles},
   };
   return sources;
 }
