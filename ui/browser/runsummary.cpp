@@ -78,7 +78,13 @@ std::vector<ThingSource> thingSources(const BrowseGroup& run, const CheckpointEn
       if (thingOfRole(p.role) == hyper) add(out, hyper, relativeToRun(run, p.path));
   }
   for (const std::string& f : run.metricFiles) add(out, tr("metrics"), relativeToRun(run, f));
-  for (const std::string& f : run.hparamFiles) add(out, hyper, relativeToRun(run, f));
+  // The run's hyperparameter files (RUN.json, hparams.yaml, ...), unless the
+  // checkpoint's own config files already say them (a Trainer's
+  // checkpoint-<step>/config.json and training_args.bin).
+  const bool ownConfig =
+      std::any_of(out.begin(), out.end(), [&](const ThingSource& s) { return s.thing == hyper; });
+  if (!ownConfig)
+    for (const std::string& f : run.hparamFiles) add(out, hyper, relativeToRun(run, f));
   // Hyperparameters last, wherever the checkpoint's parts put them.
   std::stable_partition(out.begin(), out.end(),
                         [&](const ThingSource& s) { return s.thing != hyper; });
