@@ -12,7 +12,9 @@
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/checkpoint_view.h"
 #include "ckpt/format/json_export.h"
+#include "ckpt/format/pickle_safety.h"
 #include "ckpt/index/experiment.h"
+#include "ckpt/index/hf_trainer.h"
 #include "ckpt/index/lightning.h"
 #include "ckpt/index/megatron.h"
 #include "ckpt/index/mlflow.h"
@@ -112,7 +114,7 @@ void readRunJson(const RunEntry& run, Hparams& into, std::vector<std::string>& p
 // output folder itself once save_model() wrote config.json /
 // training_args.bin there, else its newest checkpoint-<step>/ holding them.
 std::string hfConfigFolder(const RunEntry& run) {
-  if (run.trainer != "hf-trainer") return {};
+  if (run.trainer != kHfTrainerId) return {};
   std::error_code ec;
   const auto holds = [&ec](const std::filesystem::path& d) {
     return std::filesystem::is_regular_file(d / "training_args.bin", ec) ||
@@ -142,7 +144,12 @@ std::vector<std::string> hfConfigFiles(const RunEntry& run) {
 std::optional<std::string> enumMemberText(const Value* v) {
   if (!v || v->kind != Value::Kind::Object || v->callee || v->items.size() != 2)
     return std::nullopt;
-  if (v->text != "builtins.getattr" && v->text != "__builtin__.getattr") return std::nullopt;
+  // The Object's text is "module.name" as the pickle spelt it (__builtin__ too).
+  const std::string_view callable = v->text;
+  const size_t split = callable.find('.');
+  if (split == std::string_view::npos ||
+      canonicalGlobal(callable.substr(0, split), callable.substr(split + 1)) != "builtins.getattr")
+    return std::nullopt;
   const Value* cls = v->items[0];
   const Value* name = v->items[1];
   if (!cls || cls->kind != Value::Kind::Global || !name || !name->isStr()) return std::nullopt;

@@ -11,6 +11,7 @@
 #include "ckpt/index/tfevents.h"
 #include "ckpt/index/trainers.h"
 #include "ckpt/index/wandb.h"
+#include "clean_path.h"
 #include "metric_text.h"
 
 #include <algorithm>
@@ -28,6 +29,8 @@ namespace fs = std::filesystem;
 namespace ckpt {
 namespace {
 
+using detail::cleanPath;
+
 using Points = std::vector<std::pair<std::string, MetricPoint>>;
 
 // Files looked at in one folder of logs: a folder of a million files is not a logs/ folder.
@@ -35,15 +38,6 @@ constexpr size_t kMaxLogsPerFolder = 10000;
 
 bool isJsonlFile(const fs::path& p) {
   return p.extension() == ".jsonl";
-}
-
-// Absolute and lexically normal, without a trailing separator.
-fs::path cleanPath(const std::string& path) {
-  std::error_code ec;
-  fs::path p = fs::absolute(path.empty() ? fs::path(".") : fs::path(path), ec).lexically_normal();
-  if (ec) p = fs::path(path).lexically_normal();
-  if (p.filename().empty() && p.has_parent_path() && p != p.root_path()) p = p.parent_path();
-  return p;
 }
 
 // One identity per file, whichever way it was reached.

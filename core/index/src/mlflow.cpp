@@ -10,6 +10,7 @@
 
 #include "ascii.h"
 #include "ckpt/index/natural_order.h"
+#include "clean_path.h"
 #include "flat_yaml.h"
 #include "small_file.h"
 #include "text_cells.h"
@@ -74,13 +75,9 @@ std::string mlflowMetricName(const std::string& runDir, const std::string& file)
   // Both made absolute first: the run's folder as the user typed it
   // ("ml/mlruns/1/abc", "./ml") and its files as listed (absolute) gave ""
   // for every metric, which then merged as one series.
-  std::error_code ec;
-  const auto whole = [&ec](const std::string& p) {
-    const fs::path a = fs::absolute(p, ec);
-    return (ec ? fs::path(p) : a).lexically_normal();
-  };
-  const std::string name =
-      whole(file).lexically_relative(whole(runDir) / "metrics").generic_string();
+  const std::string name = detail::cleanPath(file)
+                               .lexically_relative(detail::cleanPath(runDir) / "metrics")
+                               .generic_string();
   if (name.empty() || name == "." || name.rfind("..", 0) == 0)
     return fs::path(file).filename().string();  // not under metrics/: its own name
   return name;

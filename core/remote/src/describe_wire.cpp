@@ -25,13 +25,6 @@ std::vector<std::pair<std::string, std::string>> pairsFrom(const Reader& r, cons
   return out;
 }
 
-// Of a wire object: `j` when it is one, else a message naming `where`.
-const Json& object(const Json& j, const std::string& where) {
-  if (!j.is_object())
-    throw std::runtime_error(std::string(kWhat) + ": " + where + " is not an object");
-  return j;
-}
-
 Json valueToWire(const DescribedValue& v) {
   Json j = Json::object();
   if (v.keyKind == DescribedValue::Key::Root) j["root"] = true;
@@ -57,7 +50,7 @@ Json valueToWire(const DescribedValue& v) {
 // a deeper answer is refused rather than followed.
 DescribedValue valueFromWire(const Json& j, const std::string& where, int depth) {
   if (depth > 1000) throw std::runtime_error(std::string(kWhat) + ": " + where + " is too deep");
-  const Reader r(object(j, where), where, kWhat);
+  const Reader r = Reader::object(j, where, kWhat);
   DescribedValue v;
   if (r.flag("root")) v.keyKind = DescribedValue::Key::Root;
   if (r.has("item")) {
@@ -172,7 +165,7 @@ Json describeToWire(const CheckpointDescription& d) {
 }
 
 CheckpointDescription describeFromWire(const Json& j) {
-  const Reader r(object(j, "description"), "description", kWhat);
+  const Reader r = Reader::object(j, "description", kWhat);
   CheckpointDescription d;
   d.path = r.text("path", true);
   d.format = r.text("format", true);
@@ -180,7 +173,7 @@ CheckpointDescription describeFromWire(const Json& j) {
   d.fileSize = r.integer<uint64_t>("file_size");
   d.mtime = r.integer<int64_t>("mtime");
   {
-    const Reader s(object(r.at("safety"), r.where("safety")), r.where("safety"), kWhat);
+    const Reader s = Reader::object(r.at("safety"), r.where("safety"), kWhat);
     const std::string verdict = s.text("verdict", true);
     bool known = false;
     for (Verdict v : {Verdict::Safe, Verdict::Suspicious, Verdict::Dangerous, Verdict::Unreadable})
@@ -214,7 +207,7 @@ CheckpointDescription describeFromWire(const Json& j) {
   const Json& entries = r.array("entries");
   for (size_t i = 0; i < entries.size(); ++i) {
     const std::string where = r.where("entries") + "[" + std::to_string(i) + "]";
-    const Reader e(object(entries[i], where), where, kWhat);
+    const Reader e = Reader::object(entries[i], where, kWhat);
     DescribedEntry x;
     x.name = e.text("name", true);
     x.tensor = e.integer<int>("tensor", -1);
@@ -232,7 +225,7 @@ CheckpointDescription describeFromWire(const Json& j) {
   const Json& rows = r.array("optimizer_rows");
   for (size_t i = 0; i < rows.size(); ++i) {
     const std::string where = r.where("optimizer_rows") + "[" + std::to_string(i) + "]";
-    const Reader o(object(rows[i], where), where, kWhat);
+    const Reader o = Reader::object(rows[i], where, kWhat);
     DescribedOptimizerRow x;
     x.index = o.integer<int64_t>("index");
     x.name = o.text("name");
@@ -252,7 +245,7 @@ CheckpointDescription describeFromWire(const Json& j) {
   d.tensors.reserve(tensors.size());
   for (size_t i = 0; i < tensors.size(); ++i) {
     const std::string where = r.where("tensors") + "[" + std::to_string(i) + "]";
-    const Reader t(object(tensors[i], where), where, kWhat);
+    const Reader t = Reader::object(tensors[i], where, kWhat);
     DescribedTensor x;
     x.name = t.text("name", true);
     x.dtype = t.text("dtype");
@@ -283,7 +276,7 @@ CheckpointDescription describeFromWire(const Json& j) {
 }
 
 WireStats statsFromWire(const Json& j) {
-  const Reader r(object(j, "stats"), "stats", "stats");
+  const Reader r = Reader::object(j, "stats", "stats");
   WireStats s;
   s.count = r.integer<uint64_t>("count");
   s.finite = r.integer<uint64_t>("finite");
@@ -305,7 +298,7 @@ WireStats statsFromWire(const Json& j) {
 }
 
 std::vector<double> sliceFromWire(const Json& j, size_t most) {
-  const Reader r(object(j, "slice"), "slice", "slice");
+  const Reader r = Reader::object(j, "slice", "slice");
   const Json& values = r.array("values", true);
   if (values.size() > most) r.fail("values", "holds more values than were asked for");
   std::vector<double> out;

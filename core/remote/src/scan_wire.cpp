@@ -34,8 +34,7 @@ CheckpointKind kindFrom(const Reader& r) {
 }
 
 CheckpointEntry checkpointFrom(const Json& j, const std::string& where, const RunEntry& run) {
-  if (!j.is_object()) throw std::runtime_error("scan: " + where + " is not an object");
-  const Reader r(j, where, "scan");
+  const Reader r = Reader::object(j, where, "scan");
   CheckpointEntry c;
   c.file = r.text("file", true);
   c.path = r.has("path") ? r.text("path")
@@ -169,8 +168,7 @@ ScanResult scanFromWire(const Json& document) {
   const Json& runs = top.array("runs", true);
   for (size_t i = 0; i < runs.size(); ++i) {
     const std::string where = "runs[" + std::to_string(i) + "]";
-    if (!runs[i].is_object()) throw std::runtime_error("scan: " + where + " is not an object");
-    const Reader r(runs[i], where, "scan");
+    const Reader r = Reader::object(runs[i], where, "scan");
     RunEntry run;
     run.name = r.text("name", true);
     run.path = r.text("path", true);

@@ -1,5 +1,6 @@
 #pragma once
-// Reading an agent's answer back (scan_wire.cpp, describe_wire.cpp): every
+// Reading an agent's answer back (core/remote's *_wire.cpp and
+// core/remote_analysis's): every
 // field by its place, a wrong one named ("scan: runs[1].checkpoints[3].step
 // is not an integer").
 
@@ -18,6 +19,12 @@ class Reader {
  public:
   Reader(const Json& j, std::string where, std::string what)
       : m_j(j), m_where(std::move(where)), m_what(std::move(what)) {}
+  // A reader of `j`, which must be a JSON object ("describe: tensors[3] is
+  // not an object" otherwise).
+  [[nodiscard]] static Reader object(const Json& j, std::string where, std::string what) {
+    if (!j.is_object()) throw std::runtime_error(what + ": " + where + " is not an object");
+    return Reader(j, std::move(where), std::move(what));
+  }
 
   [[nodiscard]] bool has(const char* name) const {
     return m_j.contains(name) && !m_j[name].is_null();

@@ -43,13 +43,6 @@ std::vector<int64_t> shapeFrom(const Reader& r, const char* name) {
   return out;
 }
 
-// Of a wire object: `j` when it is one, else a message naming `where`.
-const Json& object(const Json& j, const std::string& where) {
-  if (!j.is_object())
-    throw std::runtime_error(std::string(kWhat) + ": " + where + " is not an object");
-  return j;
-}
-
 Json tensorToWire(const TensorDiff& t) {
   return Json{{"name", t.name},
               {"tensor_a", t.tensorA},
@@ -79,7 +72,7 @@ Json tensorToWire(const TensorDiff& t) {
 }
 
 TensorDiff tensorFromWire(const Json& j, const std::string& where) {
-  const Reader r(object(j, where), where, kWhat);
+  const Reader r = Reader::object(j, where, kWhat);
   TensorDiff t;
   t.name = r.text("name", true);
   t.tensorA = r.integer<int>("tensor_a", -1);
@@ -120,7 +113,7 @@ Json aggregateToWire(const LayerAggregate& g) {
 }
 
 LayerAggregate aggregateFromWire(const Json& j, const std::string& where) {
-  const Reader r(object(j, where), where, kWhat);
+  const Reader r = Reader::object(j, where, kWhat);
   LayerAggregate g;
   g.block = r.integer<int>("block", -1);
   g.module = moduleFromWire(r, "module");
@@ -151,7 +144,7 @@ std::vector<MetadataChange> metadataFromWire(const Reader& top, const char* name
   const Json& a = top.array(name, true);
   for (size_t i = 0; i < a.size(); ++i) {
     const std::string where = top.where(name) + "[" + std::to_string(i) + "]";
-    const Reader r(object(a[i], where), where, kWhat);
+    const Reader r = Reader::object(a[i], where, kWhat);
     MetadataChange m;
     m.key = r.text("key", true);
     m.inA = r.flag("in_a");
@@ -204,7 +197,7 @@ Json diffToWire(const CheckpointDiff& d, const std::vector<MetadataChange>& ever
 }
 
 WireDiff diffFromWire(const Json& j) {
-  const Reader r(object(j, "diff"), "diff", kWhat);
+  const Reader r = Reader::object(j, "diff", kWhat);
   WireDiff out;
   CheckpointDiff& d = out.diff;
   d.pathA = r.text("path_a", true);
@@ -220,7 +213,7 @@ WireDiff diffFromWire(const Json& j) {
   const Json& shapes = r.array("changed_shape", true);
   for (size_t i = 0; i < shapes.size(); ++i) {
     const std::string where = r.where("changed_shape") + "[" + std::to_string(i) + "]";
-    const Reader s(object(shapes[i], where), where, kWhat);
+    const Reader s = Reader::object(shapes[i], where, kWhat);
     ShapeChange c;
     c.name = s.text("name", true);
     c.shapeA = shapeFrom(s, "shape_a");

@@ -1,24 +1,14 @@
 #include "ckpt/remote/plots_wire.h"
 
 #include <limits>
-#include <stdexcept>
-#include <string>
 
 #include "wire_reader.h"
 
 namespace ckpt::remote {
-namespace {
-
-const Json& object(const Json& j, const std::string& where) {
-  if (!j.is_object()) throw std::runtime_error("stats: " + where + " is not an object");
-  return j;
-}
-
-}  // namespace
 
 std::optional<Histogram> histogramFromWire(const Json& answer) {
   if (!answer.is_object() || !answer.contains("histogram")) return std::nullopt;
-  const Reader r(object(answer["histogram"], "histogram"), "histogram", "stats");
+  const Reader r = Reader::object(answer["histogram"], "histogram", "stats");
   Histogram h;
   const auto lo = r.real("lo"), hi = r.real("hi");
   if (!lo) r.fail("lo", "is missing");
@@ -34,7 +24,7 @@ std::optional<Histogram> histogramFromWire(const Json& answer) {
 
 std::optional<HeatMap> heatMapFromWire(const Json& answer) {
   if (!answer.is_object() || !answer.contains("heat_map")) return std::nullopt;
-  const Reader r(object(answer["heat_map"], "heat_map"), "heat_map", "stats");
+  const Reader r = Reader::object(answer["heat_map"], "heat_map", "stats");
   HeatMap h;
   h.sourceRows = r.integer<int64_t>("source_rows");
   h.sourceCols = r.integer<int64_t>("source_cols");
