@@ -26,6 +26,7 @@
 #include "compare/compareview.h"
 #include "compare/diffmodel.h"
 #include "curves/curvesview.h"
+#include "curves/runstable.h"
 
 #include "browser/checkpointlistmodel.h"
 #include "inspector/inspectorwidget.h"
@@ -254,6 +255,30 @@ class TestHfBrowser : public QObject {
     view->setMetric("loss");
     QVERIFY(view->rawGraph("sweep/seed3"));
     QCOMPARE(view->rawGraph("sweep/seed3")->data()->size(), 3);
+
+    // The runs table shows the Trainer run's hyperparameters (training_args.bin
+    // and config.json, as make_hf_trainer.py wrote them); the others' cells empty.
+    QFile hparamsFile(kFixtures + "/hf/expected_hparams.json");
+    QVERIFY(hparamsFile.open(QIODevice::ReadOnly));
+    const QJsonObject hparams = QJsonDocument::fromJson(hparamsFile.readAll()).object();
+    RunsTableModel* table = view->runsTable()->model();
+    int hfRow = -1;
+    for (int r = 0; r < table->rowCount(); ++r)
+      if (table->index(r, 0).data().toString() == "hf/out") hfRow = r;
+    QVERIFY(hfRow >= 0);
+    for (const QString& key : {QStringLiteral("learning_rate"), QStringLiteral("eval_strategy"),
+                               QStringLiteral("hidden_size")}) {
+      const int column = table->columnOf(key);
+      QVERIFY2(column >= 0, qPrintable(key + " is no column"));
+      const QString shown = table->index(hfRow, column).data().toString();
+      const QJsonValue v = hparams.value(key);
+      if (v.isString())
+        QCOMPARE(shown, v.toString());
+      else
+        QCOMPARE(shown.toDouble(), v.toDouble());
+      for (int r = 0; r < table->rowCount(); ++r)
+        if (r != hfRow) QVERIFY(table->index(r, column).data().toString().isEmpty());
+    }
   }
 };
 

@@ -113,8 +113,10 @@ void readRunJson(const RunEntry& run, Hparams& into, std::vector<std::string>& p
 // The folder a Hugging Face Trainer's run keeps its configuration in: the
 // output folder itself once save_model() wrote config.json /
 // training_args.bin there, else its newest checkpoint-<step>/ holding them.
+// A Trainer's run by its folder, as the other sources tell theirs: the app's
+// Curves tab hands over runs without RunEntry::trainer.
 std::string hfConfigFolder(const RunEntry& run) {
-  if (run.trainer != kHfTrainerId) return {};
+  if (run.trainer != kHfTrainerId && !isHfOutputFolder(run.path)) return {};
   std::error_code ec;
   const auto holds = [&ec](const std::filesystem::path& d) {
     return std::filesystem::is_regular_file(d / "training_args.bin", ec) ||
