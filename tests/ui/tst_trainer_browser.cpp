@@ -22,6 +22,7 @@
 //   cut the slices from.
 #include <qcustomplot.h>
 #include <QComboBox>
+#include <QDateTime>
 #include <QDir>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -345,6 +346,17 @@ class TestTrainerBrowser : public QObject {
       if (!hparams.isEmpty() && QFileInfo::exists(path + "/" + hparams) && ++withHparams)
         QVERIFY2(w.inspector()->text().contains("hyperparameters from\n" + hparams),
                  qPrintable(w.inspector()->text()));
+      // An MLflow run's meta.yaml and tags/ (make_trainer_layouts.py: status 3,
+      // start 1700000100000 ms, end 90 s later, the tag mlflow.user "trainer").
+      if (title == "MLflow") {
+        const QString text = w.inspector()->text();
+        const QString started = QDateTime::fromMSecsSinceEpoch(1700000100000LL)
+                                    .toString(QStringLiteral("yyyy-MM-dd HH:mm:ss"));
+        QVERIFY2(text.contains("Status\nFINISHED\n") &&
+                     text.contains("Started\n" + started + "\n") &&
+                     text.contains("(ran 1 min 30 s)") && text.contains("mlflow.user = trainer"),
+                 qPrintable(text));
+      }
 
       // Its first checkpoint's Summary: the Trainer line begins with the
       // trainer, then where its weights came from.

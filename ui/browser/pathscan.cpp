@@ -1,11 +1,13 @@
 #include "browser/pathscan.h"
 
 #include <QCoreApplication>
+#include <QDateTime>
 #include <QDir>
 #include <QFileInfo>
 #include <exception>
 
 #include "ckpt/index/hparams.h"
+#include "ckpt/index/mlflow.h"
 #include "textformat.h"
 
 namespace ckpt {
@@ -65,11 +67,48 @@ std::vector<BrowseGroup> scanPaths(const QStringList& paths, const ScanProgress&
   return groups;
 }
 
+namespace {
+
+QString tr(const char* text) {
+  return QCoreApplication::translate("ckpt::BrowseGroup", text);
+}
+
+// meta.yaml's status and times, tags/ (mlflow.h), as the Summary says them.
+std::vector<std::pair<QString, QString>> mlflowFacts(const std::string& dir) {
+  std::vector<std::pair<QString, QString>> out;
+  const MlflowRunInfo info = readMlflowRunInfo(dir);
+  auto when = [](int64_t ms) {
+    return QDateTime::fromMSecsSinceEpoch(ms).toString(QStringLiteral("yyyy-MM-dd HH:mm:ss"));
+  };
+  if (!info.status.empty()) out.emplace_back(tr("Status"), fromStd(info.status));
+  if (info.startMs) out.emplace_back(tr("Started"), when(*info.startMs));
+  if (info.endMs) {
+    QString ended = when(*info.endMs);
+    if (info.startMs && *info.endMs >= *info.startMs) {
+      const int64_t s = (*info.endMs - *info.startMs + 500) / 1000;
+      ended += tr(" (ran %1)")
+                   .arg(s < 60     ? tr("%1 s").arg(s)
+                        : s < 3600 ? tr("%1 min %2 s").arg(s / 60).arg(s % 60)
+                                   : tr("%1 h %2 min").arg(s / 3600).arg(s % 3600 / 60));
+    }
+    out.emplace_back(tr("Ended"), ended);
+  } else if (info.status == "RUNNING") {
+    out.emplace_back(tr("Ended"), tr("not yet (running)"));
+  }
+  QString tags;
+  for (const auto& [key, value] : info.tags) tags += fromStd(key) + " = " + fromStd(value) + "\n";
+  if (!tags.isEmpty()) out.emplace_back(tr("Tags"), tags);
+  return out;
+}
+
+}  // namespace
+
 void takeRun(BrowseGroup& group, RunEntry&& run) {
   group.hparamFiles = hparamFiles(run);
   group.checkpoints = std::move(run.checkpoints);
   group.trainer = std::move(run.trainer);
   group.metricFiles = std::move(run.metricFiles);
+  if (group.trainer == kMlflowId) group.facts = mlflowFacts(run.path);
 }
 
 bool scanPathsCover(const QStringList& paths, const QString& file) {

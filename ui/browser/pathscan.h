@@ -25,6 +25,10 @@ struct BrowseGroup {
   std::string trainer;
   std::vector<std::string> metricFiles;
   std::vector<std::string> hparamFiles;  // hparams.h: RUN.json, hparams.yaml, params/, ...
+  // What the trainer's own files say of the run beside its hyperparameters,
+  // as the Summary shows it (label, text; lines in text end with '\n'):
+  // an MLflow run's status, start, end and tags.
+  std::vector<std::pair<QString, QString>> facts;
   // Where a run on another machine is, as a person writes it
   // ("ssh://[user@]host[:port]/path"), listed by its agent (ui/remote);
   // `path` and the checkpoints' paths are then the host's. Empty for a local run.

@@ -125,6 +125,13 @@ QString groupSummaryHtml(const BrowseGroup& group) {
       rows += QString("<tr><td>%1</td><td>%2</td></tr>")
                   .arg(tr("%1 from").arg(s.thing).toHtmlEscaped(), files.join("<br>"));
     }
+    // What the trainer's files say of the run (an MLflow run's status, times, tags).
+    for (const auto& [label, text] : group.facts) {
+      QStringList lines = text.split('\n', Qt::SkipEmptyParts);
+      for (QString& l : lines) l = l.toHtmlEscaped();
+      rows += QString("<tr><td>%1</td><td>%2</td></tr>")
+                  .arg(label.toHtmlEscaped(), shownFiles(lines).join("<br>"));
+    }
     html += QString("<table cellspacing='0' cellpadding='3'>%1</table>").arg(rows);
   }
   if (group.checkpoints.empty() && !group.metricFiles.empty()) {

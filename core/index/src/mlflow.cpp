@@ -125,12 +125,40 @@ FileSeries readMlflowMetric(const std::string& path, const std::string& metric, 
   return s;
 }
 
-std::map<std::string, std::string> readMlflowParams(const std::string& dir) {
+namespace {
+
+// <dir>/<folder>/<key> files (params/, tags/): key -> the text written.
+std::map<std::string, std::string> keyFiles(const std::string& dir, const char* folder) {
   std::map<std::string, std::string> out;
-  const fs::path params = fs::path(dir) / "params";
-  for (const std::string& f : filesUnder(params))
-    out[fs::path(f).lexically_relative(params).generic_string()] = detail::trim(fileText(f));
+  const fs::path base = fs::path(dir) / folder;
+  for (const std::string& f : filesUnder(base))
+    out[fs::path(f).lexically_relative(base).generic_string()] = detail::trim(fileText(f));
   return out;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> readMlflowParams(const std::string& dir) {
+  return keyFiles(dir, "params");
+}
+
+MlflowRunInfo readMlflowRunInfo(const std::string& dir) {
+  MlflowRunInfo info;
+  const std::map<std::string, std::string> meta = detail::flatYaml(fs::path(dir) / "meta.yaml");
+  if (const auto it = meta.find("status"); it != meta.end()) {
+    static constexpr const char* kNames[] = {"",         "RUNNING", "SCHEDULED",
+                                             "FINISHED", "FAILED",  "KILLED"};
+    const std::optional<int64_t> n = detail::wholeInteger(it->second);
+    info.status = !n ? it->second : (*n >= 1 && *n <= 5) ? kNames[*n] : "status " + it->second;
+  }
+  auto time = [&](const char* key) -> std::optional<int64_t> {
+    const auto it = meta.find(key);
+    return it == meta.end() ? std::nullopt : detail::wholeInteger(it->second);
+  };
+  info.startMs = time("start_time");
+  info.endMs = time("end_time");
+  info.tags = keyFiles(dir, "tags");
+  return info;
 }
 
 }  // namespace ckpt

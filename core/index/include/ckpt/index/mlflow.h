@@ -15,7 +15,9 @@
 // curves are its metrics/ files. No Qt, no LibTorch; no YAML library: the
 // run's meta.yaml is read as the flat `key: value` lines FileStore writes.
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,5 +56,18 @@ inline constexpr std::string_view kMlflowId = "mlflow";
 
 // params/<key> files: key (with '/' for subfolders) -> the text written.
 [[nodiscard]] std::map<std::string, std::string> readMlflowParams(const std::string& dir);
+
+// What a run's meta.yaml and tags/ say beside its name: its status as
+// MLflow names it (FileStore writes RunStatus's number: 1 RUNNING,
+// 2 SCHEDULED, 3 FINISHED, 4 FAILED, 5 KILLED; a name is taken as it is),
+// its start and end (ms since the epoch; end_time is null while it runs),
+// and every tags/<key> file (mlflow.user, mlflow.source.name, the person's
+// own; '/' for subfolders) with its text.
+struct MlflowRunInfo {
+  std::string status;  // "" when meta.yaml says none
+  std::optional<int64_t> startMs, endMs;
+  std::map<std::string, std::string> tags;
+};
+[[nodiscard]] MlflowRunInfo readMlflowRunInfo(const std::string& dir);
 
 }  // namespace ckpt
