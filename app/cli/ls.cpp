@@ -66,7 +66,7 @@ void printText(const ScanResult& r) {
       std::printf("  %8s  %-6s  %-10s  %9s  %-16s  %s\n", step.c_str(), kind.c_str(), loss.c_str(),
                   humanBytes(c.size).c_str(), localTime(c.mtime).c_str(), c.file.c_str());
       if (!c.sharded.empty()) std::printf("  %8s  %s\n", "", c.sharded.c_str());
-      if (c.best) std::printf("  %8s  best (trainer_state.json)\n", "");
+      if (c.best) std::printf("  %8s  best (%s)\n", "", c.bestSource.c_str());
       if (c.latest)
         std::printf("  %8s  latest (%s)\n", "",
                     c.trainer == "megatron" ? "latest_checkpointed_iteration.txt"

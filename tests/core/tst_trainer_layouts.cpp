@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <string>
 
@@ -107,7 +108,8 @@ class TstTrainerLayouts : public QObject {
     const std::vector<Want> want{
         {"lightning_logs/version_0/checkpoints/epoch=0-step=50.ckpt", 50, "step"},
         {"lightning_logs/version_0/checkpoints/epoch=1-step=100-val_loss=0.81.ckpt", 100, "step"},
-        {"lightning_logs/version_0/checkpoints/last.ckpt", 100, "latest"}};
+        {"lightning_logs/version_0/checkpoints/epoch=2-step=150-val_loss=0.90.ckpt", 150, "step"},
+        {"lightning_logs/version_0/checkpoints/last.ckpt", 150, "latest"}};
     const json& v0 = *findRun(ls["runs"], "lightning_logs/version_0");
     QCOMPARE(v0["trainer"].get<std::string>(), std::string("lightning"));
     QCOMPARE(v0["checkpoints"].size(), want.size());
@@ -128,6 +130,114 @@ class TstTrainerLayouts : public QObject {
     QCOMPARE(v10["checkpoints"][0]["step"].get<int64_t>(), int64_t(40));
   }
 
+  // An MLflow run's meta.yaml (status as RunStatus's number, times in ms)
+  // and tags/ as make_trainer_layouts.py wrote them.
+  void mlflowRunInfo() {
+    const std::string run = kMlflow.toStdString() + "/mlruns/1/0a1b2c3d4e5f60718293a4b5c6d7e8f9";
+    const ckpt::MlflowRunInfo info = ckpt::readMlflowRunInfo(run);
+    QCOMPARE(info.status, std::string("FINISHED"));
+    QCOMPARE(info.startMs, std::optional<int64_t>(1700000100000));
+    QCOMPARE(info.endMs, std::optional<int64_t>(1700000100000 + 90000));
+    QCOMPARE(info.tags, (std::map<std::string, std::string>{{"mlflow.runName", "lr3e-4-seed2"},
+                                                            {"mlflow.user", "trainer"}}));
+  }
+
+  // What a ModelCheckpoint name says beside its step (its filename template
+  // with auto_insert_metric_name, parts joined by '-'), by hand.
+  void nameMetrics_data() {
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<QString>("expected");  // JSON {metric: value}
+    QTest::newRow("default") << "epoch=0-step=50.ckpt"
+                             << R"({"epoch": 0})";
+    QTest::newRow("metric") << "epoch=1-step=100-val_loss=0.81.ckpt"
+                            << R"({"epoch": 1, "val_loss": 0.81})";
+    QTest::newRow("docs example") << "sample-mnist-epoch=02-val_loss=0.32.ckpt"
+                                  << R"({"epoch": 2, "val_loss": 0.32})";
+    QTest::newRow("negative") << "epoch=3-reward=-0.50.ckpt"
+                              << R"({"epoch": 3, "reward": -0.5})";
+    QTest::newRow("version suffix") << "epoch=1-step=100-v1.ckpt"
+                                    << R"({"epoch": 1})";
+    QTest::newRow("last") << "last.ckpt"
+                          << "{}";
+    QTest::newRow("last, version") << "last-v2.ckpt"
+                                   << "{}";
+    QTest::newRow("no format spec") << "epoch=1-val_loss=tensor(0.8100).ckpt"
+                                    << R"({"epoch": 1})";
+    QTest::newRow("text, empty") << "run=abc-loss=.5-x=.ckpt"
+                                 << R"({"loss": 0.5})";
+    QTest::newRow("not lightning") << "tiny_step200.pt"
+                                   << "{}";
+  }
+  void nameMetrics() {
+    QFETCH(QString, name);
+    QFETCH(QString, expected);
+    std::map<std::string, double> want;
+    const json parsed = json::parse(expected.toStdString());
+    for (const auto& [k, v] : parsed.items()) want[k] = v.get<double>();
+    QCOMPARE(ckpt::lightningNameMetrics(name.toStdString()), want);
+  }
+
+  // ModelCheckpoint's own record of its best (best_model_path in the
+  // callbacks of the newest file, last.ckpt) marks that file, whatever its
+  // step: the epoch-1 file, not the newest.
+  void modelCheckpointBest() {
+    const json ls = cliJson({"ls", kRoot, "--json"});
+    const json& v0 = *findRun(ls["runs"], "lightning_logs/version_0");
+    std::vector<std::string> best;
+    for (const json& c : v0["checkpoints"])
+      if (c["best"].get<bool>()) {
+        best.push_back(c["file"].get<std::string>());
+        QCOMPARE(c["best_source"].get<std::string>(),
+                 std::string("ModelCheckpoint: val_loss 0.81 (min)"));
+      }
+    QCOMPARE(best, std::vector<std::string>{
+                       "lightning_logs/version_0/checkpoints/epoch=1-step=100-val_loss=0.81.ckpt"});
+    // The text listing says so under the file.
+    const QString text =
+        QString::fromUtf8(ckpt::test::runProcess(QStringLiteral(CKPT_CLI),
+                                                 {"ls", kRoot + "/lightning_logs/version_0"})
+                              .out);
+    QVERIFY2(text.contains("best (ModelCheckpoint: val_loss 0.81 (min))"), qPrintable(text));
+  }
+
+  // Pruning keeps ModelCheckpoint's best (what ckpt_path="best" loads)
+  // though no rule asked for it, and --keep-best reads the metric from the
+  // file names (the files hold no val_loss of their own).
+  void pruneKeepsModelCheckpointBest() {
+    const QString run = kRoot + "/lightning_logs/version_0";
+    const json keepLast = cliJson({"prune", run, "--keep-last", "1", "--json"});
+    QCOMPARE(keepLast["applied"].get<bool>(), false);
+    QCOMPARE(keepLast["trash"].size(), size_t(1));
+    QVERIFY(keepLast["trash"][0]["file"].get<std::string>().ends_with("/epoch=0-step=50.ckpt"));
+    bool kept = false;
+    for (const json& f : keepLast["keep"])
+      if (f["file"].get<std::string>().ends_with("/epoch=1-step=100-val_loss=0.81.ckpt")) {
+        QCOMPARE(f["reasons"], json::array({"best by ModelCheckpoint: val_loss 0.81 (min)"}));
+        kept = true;
+      }
+    QVERIFY(kept);
+
+    const json keepBest = cliJson({"prune", run, "--keep-best", "val_loss", "--json"});
+    std::map<std::string, json> reasons;
+    for (const json& f : keepBest["keep"])
+      reasons[std::filesystem::path(f["file"].get<std::string>()).filename().string()] =
+          f["reasons"];
+    QVERIFY2(reasons.count("epoch=1-step=100-val_loss=0.81.ckpt"), keepBest.dump().c_str());
+    QCOMPARE(reasons["epoch=1-step=100-val_loss=0.81.ckpt"][0].get<std::string>(),
+             std::string("best val_loss 0.8100"));
+  }
+
+  // Lightning's optimizer_states (a list, one state_dict per optimizer):
+  // the Adam state of the file's two parameters, mapped to their names.
+  void optimizerStates() {
+    const json info = cliJson(
+        {"info", kRoot + "/lightning_logs/version_0/checkpoints/epoch=0-step=50.ckpt", "--json"});
+    QVERIFY2(info.contains("optimizer"), info.dump().substr(0, 2000).c_str());
+    QCOMPARE(info["optimizer"]["params"].get<int>(), 2);
+    QCOMPARE(info["optimizer"]["mapped"].get<int>(), 2);
+    QCOMPARE(info["optimizer"]["hyperparameters"]["lr"].get<std::string>(), std::string("0.001"));
+  }
+
   // The browser's watcher rescans one run folder: a version folder gives
   // its checkpoints/ files, the checkpoints/ folder itself no run.
   void watcherRescan() {
@@ -135,8 +245,10 @@ class TstTrainerLayouts : public QObject {
     const ckpt::RunEntry v0 = ckpt::scanRunDirectory(root, root + "/lightning_logs/version_0");
     QCOMPARE(v0.name, std::string("lightning_logs/version_0"));
     QCOMPARE(v0.trainer, std::string("lightning"));
-    QCOMPARE(v0.checkpoints.size(), size_t(3));
-    QCOMPARE(v0.checkpoints[2].kind, ckpt::CheckpointKind::Latest);
+    QCOMPARE(v0.checkpoints.size(), size_t(4));
+    QCOMPARE(v0.checkpoints[3].kind, ckpt::CheckpointKind::Latest);
+    // The rescan marks ModelCheckpoint's best as the whole scan does.
+    QVERIFY(v0.checkpoints[1].best && !v0.checkpoints[2].best);
     QVERIFY(ckpt::scanRunDirectory(root, root + "/lightning_logs/version_0/checkpoints")
                 .checkpoints.empty());
   }
@@ -162,7 +274,8 @@ class TstTrainerLayouts : public QObject {
         QVERIFY2(d.empty(), d.c_str());
       }
     QVERIFY(hp);
-    QCOMPARE(v0["markers"].size(), size_t(2));
+    // A marker per checkpoint step: 50, 100, 150 (last.ckpt is at 150 too).
+    QCOMPARE(v0["markers"].size(), size_t(3));
   }
 
   // mlruns/: one run per run folder, named by run_name, else the

@@ -126,10 +126,15 @@ def main(argv):
     rows.sort(key=lambda r: r[0])
     write_metrics_csv(v0, rows)
     write_hparams(v0, {"lr": 0.001, "hidden": 4, "optimizer": "adam"})
+    # ModelCheckpoint(monitor="val_loss", filename="{epoch}-{step}-{val_loss:.2f}",
+    # save_top_k=2, save_last=True): the epoch-1 file stays its best when
+    # epoch 2's val_loss is worse; last.ckpt is written after each save.
     best = os.path.join(v0, "checkpoints", "epoch=1-step=100-val_loss=0.81.ckpt")
     lightning_checkpoint(os.path.join(v0, "checkpoints", "epoch=0-step=50.ckpt"), 0, 50, "", 1.2)
     lightning_checkpoint(best, 1, 100, best, 0.81)
-    lightning_checkpoint(os.path.join(v0, "checkpoints", "last.ckpt"), 1, 100, best, 0.81)
+    lightning_checkpoint(os.path.join(v0, "checkpoints", "epoch=2-step=150-val_loss=0.90.ckpt"), 2, 150,
+                         best, 0.81)
+    lightning_checkpoint(os.path.join(v0, "checkpoints", "last.ckpt"), 2, 150, best, 0.81)
     t0 = 1700000000.5
     records = [tfw.record(tfw.event(t0, file_version=b"brain.Event:2"))]
     records.append(tfw.record(tfw.event(t0, step=0, values=[tfw.value("hp_metric", simple=-1.0)])))

@@ -75,6 +75,17 @@ void CheckpointView::findParts() {
       break;
     }
   }
+  // PyTorch Lightning saves a list, one state_dict per optimizer
+  // (configure_optimizers may return several; each holds its own share of
+  // the parameters).
+  if (!m_optimizer && !m_megatronDist)
+    if (const Value* v = root->get("optimizer_states");
+        v && v->isSequence() && !v->items.empty() && isOptimizerState(v->items[0])) {
+      m_optimizer = v->items[0];
+      if (v->items.size() > 1)
+        m_notes.push_back("optimizer_states holds " + std::to_string(v->items.size()) +
+                          " optimizers: the first is shown");
+    }
   // A bare optimizer state_dict (a Hugging Face Trainer's optimizer.pt): its
   // parameters cannot be named, the model is in another file.
   if (!m_optimizer && !m_modelState && !m_megatronDist && isOptimizerState(root))

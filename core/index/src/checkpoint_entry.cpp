@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "ascii.h"
+#include "checkpoint_values.h"
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/checkpoint_safety.h"
 #include "ckpt/format/checkpoint_view.h"
@@ -95,21 +96,6 @@ uint64_t storageBytes(const CheckpointFile& file, const Value* v) {
   return sum;
 }
 
-// A number, or the value of a one-element tensor (nanoGPT's best_val_loss is
-// losses['val'], a 0-dim tensor: its few bytes are the one tensor read here).
-std::optional<double> numberOrScalar(const CheckpointFile& file, const Value* v) {
-  if (!v) return std::nullopt;
-  if (v->isNumber()) return v->number();
-  if (v->kind != Value::Kind::Tensor || v->index < 0 || size_t(v->index) >= file.tensors().size() ||
-      file.tensors()[size_t(v->index)].numel() != 1)
-    return std::nullopt;
-  try {
-    return file.tensorData(size_t(v->index)).at(0);
-  } catch (const std::exception&) {
-    return std::nullopt;  // metadata only, or bytes not there
-  }
-}
-
 }  // namespace
 
 CheckpointEntry describeCheckpoint(const std::string& path, const std::string& relative) {
@@ -179,10 +165,11 @@ CheckpointEntry describeCheckpoint(const std::string& path, const std::string& r
     // nanoGPT saves ckpt.pt when the val loss improves (or always): its
     // best_val_loss is the val loss recorded at iter_num.
     if (view.lookup("iter_num") && !e.scalars.count("val_loss"))
-      if (const auto v = numberOrScalar(*file, view.lookup("best_val_loss")))
+      if (const auto v = detail::numberOrScalar(*file, view.lookup("best_val_loss")))
         e.scalars["val_loss"] = *v;
     if (view.lookup("iter_num") && view.lookup("model_args")) e.trainer = std::string(kNanoGptId);
     if (e.layout == "deepspeed") e.trainer = std::string(kDeepSpeedId);
+    detail::describeLightningCheckpoint(*file, view, p.filename().string(), e);
     e.kind = name.kind;
     if (view.isFinal())
       e.kind = CheckpointKind::Final;

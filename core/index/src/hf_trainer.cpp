@@ -345,8 +345,10 @@ void applyTrainerState(RunEntry& run) {
   for (CheckpointEntry& c : run.checkpoints) {
     if (c.trainer != kHfTrainerId) continue;
     if (c.kind == CheckpointKind::Step && !best.empty() &&
-        fs::path(c.file).filename().string() == best)
+        fs::path(c.file).filename().string() == best) {
       c.best = true;
+      c.bestSource = "trainer_state.json";
+    }
     if (c.kind == CheckpointKind::Final && ownState && state.globalStep) c.step = state.globalStep;
   }
 }

@@ -1,13 +1,17 @@
 #include "ckpt/index/lightning.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <stdexcept>
+#include <tuple>
 
 #include "ascii.h"
+#include "checkpoint_values.h"
 #include "flat_yaml.h"
 #include "text_cells.h"
 
@@ -79,6 +83,114 @@ std::optional<std::string> lightningRunOf(const std::string& checkpointPath) {
   }
   if (!isLightningRunFolder(run.string())) return std::nullopt;
   return run.string();
+}
+
+std::map<std::string, double> lightningNameMetrics(std::string_view fileName) {
+  std::string_view stem = fileName;
+  for (const std::string_view ext : {".ckpt", ".pt", ".pth"})
+    if (stem.size() > ext.size() && stem.ends_with(ext)) {
+      stem.remove_suffix(ext.size());
+      break;
+    }
+  std::vector<std::string_view> parts;
+  for (size_t start = 0;;) {
+    const size_t dash = stem.find('-', start);
+    parts.push_back(stem.substr(start, dash == std::string_view::npos ? dash : dash - start));
+    if (dash == std::string_view::npos) break;
+    start = dash + 1;
+  }
+  // "-v1": ModelCheckpoint's suffix for a name it had saved before.
+  if (parts.size() > 1) {
+    const std::string_view last = parts.back();
+    if (last.size() > 1 && last[0] == 'v' &&
+        std::all_of(last.begin() + 1, last.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      parts.pop_back();
+  }
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (const std::string_view part : parts) {
+    const size_t eq = part.find('=');
+    if (eq != std::string_view::npos && eq > 0) {
+      pairs.emplace_back(std::string(part.substr(0, eq)), std::string(part.substr(eq + 1)));
+    } else if (!pairs.empty()) {
+      pairs.back().second += '-';  // the value went on: a negative number
+      pairs.back().second += part;
+    }
+  }
+  std::map<std::string, double> out;
+  for (const auto& [name, value] : pairs) {
+    if (name == "step") continue;
+    if (const std::optional<double> v = detail::pythonFloat(value)) out[name] = *v;
+  }
+  return out;
+}
+
+namespace detail {
+
+bool describeLightningCheckpoint(const CheckpointFile& file, const CheckpointView& view,
+                                 const std::string& fileName, CheckpointEntry& e) {
+  const Value* root = file.root();
+  if (!root || !root->isDict()) return false;
+  const Value* version = root->get("pytorch-lightning_version");
+  if (!version || !version->isStr()) return false;
+  e.trainer = std::string(kLightningId);
+  if (const Value* epoch = view.lookup("epoch"); epoch && epoch->isNumber())
+    e.scalars.emplace("epoch", epoch->number());
+  for (const auto& [name, value] : lightningNameMetrics(fileName)) e.scalars.emplace(name, value);
+  // callbacks: {state key: state}, the key the callback's qualified name and
+  // repr of what tells it apart: "ModelCheckpoint{'monitor': 'val_loss',
+  // 'mode': 'min', ...}"; its state_dict best_model_path, best_model_score,
+  // monitor (ModelCheckpoint.state_dict).
+  const Value* callbacks = root->get("callbacks");
+  if (!callbacks || !callbacks->isDict()) return true;
+  for (const auto& [key, state] : callbacks->entries) {
+    if (!key->isStr() || !state->isDict()) continue;
+    const Value* path = state->get("best_model_path");
+    const Value* monitor = state->get("monitor");
+    if (!path || !path->isStr() || path->text.empty() || !monitor || !monitor->isStr() ||
+        monitor->text.empty())
+      continue;
+    CheckpointEntry::RecordedBest best;
+    best.path = path->str();
+    best.monitor = monitor->str();
+    for (const char* mode : {"min", "max"})
+      if (key->text.find(std::string("'mode': '") + mode + "'") != std::string_view::npos)
+        best.mode = mode;
+    best.score = numberOrScalar(file, state->get("best_model_score"));
+    e.recordedBest.push_back(std::move(best));
+  }
+  return true;
+}
+
+}  // namespace detail
+
+void applyModelCheckpointBest(RunEntry& run) {
+  // The newest record: the highest step, last.ckpt (saved after the top-k
+  // files of its step) at a tie, then the newer file.
+  const CheckpointEntry* newest = nullptr;
+  auto key = [](const CheckpointEntry& c) {
+    return std::tuple(c.step.value_or(-1), c.kind == CheckpointKind::Latest, c.mtime);
+  };
+  for (const CheckpointEntry& c : run.checkpoints)
+    if (c.trainer == kLightningId && !c.recordedBest.empty() && (!newest || key(c) > key(*newest)))
+      newest = &c;
+  if (!newest) return;
+  const std::vector<CheckpointEntry::RecordedBest> records = newest->recordedBest;
+  for (const CheckpointEntry::RecordedBest& r : records) {
+    // The path the callback saved to, maybe on another machine: its file name.
+    const std::string name = fs::path(r.path).filename().string();
+    std::string source = "ModelCheckpoint: " + r.monitor;
+    if (r.score) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, " %.6g", *r.score);
+      source += buf;
+    }
+    if (!r.mode.empty()) source += " (" + r.mode + ")";
+    for (CheckpointEntry& c : run.checkpoints)
+      if (c.trainer == kLightningId && fs::path(c.path).filename().string() == name) {
+        c.best = true;
+        c.bestSource = c.bestSource.empty() ? source : c.bestSource + "; " + source;
+      }
+  }
 }
 
 std::map<std::string, std::string> readLightningHparams(const std::string& runDir) {

@@ -101,10 +101,11 @@ PrunePlan planPrune(const RunEntry& run, const PruneRules& rules) {
                                          : "final of stage " + stage);
   // The newest: where a resume of the run starts.
   if (!steps.empty()) reasons[steps.back()].push_back("newest");
-  // The trainer's own best (trainer_state.json's best_model_checkpoint):
-  // what load_best_model_at_end and the Trainer's own rotation keep.
+  // The trainer's own best (trainer_state.json's best_model_checkpoint, a
+  // ModelCheckpoint's best_model_path): what load_best_model_at_end, the
+  // Trainer's own rotation and Lightning's ckpt_path="best" keep.
   for (size_t i = 0; i < cps.size(); ++i)
-    if (cps[i].best) reasons[i].push_back("best by trainer_state.json");
+    if (cps[i].best) reasons[i].push_back("best by " + cps[i].bestSource);
 
   for (size_t i = 0; i < cps.size(); ++i) {
     PruneFile f;

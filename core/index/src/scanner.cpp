@@ -380,8 +380,10 @@ void finishRun(RunEntry& run, const Found& found) {
       (std::any_of(run.checkpoints.begin(), run.checkpoints.end(),
                    [](const CheckpointEntry& c) { return c.trainer == kLightningId; }) ||
        std::any_of(run.metricFiles.begin(), run.metricFiles.end(),
-                   [](const std::string& f) { return fs::path(f).filename() == "metrics.csv"; })))
+                   [](const std::string& f) { return fs::path(f).filename() == "metrics.csv"; }))) {
     run.trainer = std::string(kLightningId);
+    applyModelCheckpointBest(run);
+  }
   // An MLflow run is named as MLflow's UI names it.
   if (run.checkpoints.empty() && isMlflowRunFolder(run.path)) {
     run.trainer = std::string(kMlflowId);

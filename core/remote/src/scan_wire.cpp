@@ -84,6 +84,7 @@ CheckpointEntry checkpointFrom(const Json& j, const std::string& where, const Ru
   }
   c.folder = r.text("folder");
   c.best = r.flag("best");
+  c.bestSource = r.text("best_source");
   c.latest = r.flag("latest");
   return c;
 }
@@ -117,6 +118,7 @@ Json scanToWire(const ScanResult& r, bool full) {
                             {"missing", c.shardMissing}};
       j["trainer"] = orNull(c.trainer);
       j["best"] = c.best;
+      if (c.best) j["best_source"] = c.bestSource;
       // What the checkpoint would do if Python loaded it (its worst file:
       // weights, parts, shards), as `scan` judges it.
       j["verdict"] = orNull(c.verdict);

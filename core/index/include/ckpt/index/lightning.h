@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ckpt/index/metrics.h"
+#include "ckpt/index/scanner.h"
 
 namespace ckpt {
 
@@ -42,6 +43,23 @@ inline constexpr std::string_view kLightningId = "lightning";
 // hparams): its top-level `key: value` lines, quotes taken off; nested
 // blocks are skipped (no YAML library). Nothing when there is no such file.
 [[nodiscard]] std::map<std::string, std::string> readLightningHparams(const std::string& runDir);
+
+// What a ModelCheckpoint file name says beside the step: "epoch=1-step=
+// 100-val_loss=0.81.ckpt" -> {epoch: 1, val_loss: 0.81}. The name is the
+// filename template with auto_insert_metric_name ("{epoch}-{val_loss:.2f}" ->
+// "epoch={epoch}-val_loss={val_loss:.2f}"), parts joined by '-', so a value
+// runs to the next "-<name>=" (a negative value keeps its '-'); a trailing
+// "-v<N>" (a name taken twice) is no part of the value. `step` is left out
+// (the step is the checkpoint's own), so is any value that is not a number
+// (a "tensor(0.8100)" of a template without a format spec).
+[[nodiscard]] std::map<std::string, double> lightningNameMetrics(std::string_view fileName);
+
+// Marks the run's best checkpoint by its ModelCheckpoint record: the
+// callbacks of its newest Lightning checkpoint (highest step, last.ckpt at a
+// tie) name a best_model_path for a monitored metric; the checkpoint of
+// that file name gets `best` and a bestSource naming the metric and score.
+// A record whose file is not among the checkpoints marks nothing.
+void applyModelCheckpointBest(RunEntry& run);
 
 // metrics.csv as CSVLogger writes it (lightning.fabric.loggers.csv_logs
 // _ExperimentWriter: a header of every key logged, sorted, `step` among

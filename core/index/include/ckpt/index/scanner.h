@@ -75,8 +75,21 @@ struct CheckpointEntry {
   // removing the checkpoint removes. "" when the checkpoint is `path`.
   std::string folder;
   // The run's best checkpoint by its trainer's own record
-  // (trainer_state.json's best_model_checkpoint); its kind stays `step`.
+  // (trainer_state.json's best_model_checkpoint, a Lightning ModelCheckpoint's
+  // best_model_path); its kind stays `step`. `bestSource` says which record:
+  // "trainer_state.json", "ModelCheckpoint: val_loss 0.81 (min)".
   bool best = false;
+  std::string bestSource;
+  // What a Lightning checkpoint's ModelCheckpoint callbacks record as their
+  // best (lightning.h): the file they name, the monitored metric and its
+  // score. Read from each file; the scanner marks `best` by the newest one.
+  struct RecordedBest {
+    std::string path;
+    std::string monitor;
+    std::string mode;  // "min", "max", "" when the state key does not say
+    std::optional<double> score;
+  };
+  std::vector<RecordedBest> recordedBest;
   // The tag folder DeepSpeed's `latest` file names (the newest it saved);
   // its kind stays `step`.
   bool latest = false;
