@@ -239,12 +239,15 @@ QStringList MainWindow::selectedCheckpoints() const {
   QSet<QString> selected;
   for (const QModelIndex& i : checkpointView()->selectionModel()->selectedRows(0))
     if (const CheckpointEntry* c = m_model->checkpoint(m_browser->proxy()->mapToSource(i)))
-      selected.insert(pathFromStd(c->path));
-  // The browser's order: families in training order, runs by step.
+      selected.insert(pathFromStd(inspectPathOf(*c)));
+  // The browser's order: families in training order, runs by step. Each
+  // checkpoint by what opens it whole (a Megatron save's folder: its ranks
+  // joined, not rank 0's slices alone).
   QStringList ordered;
   for (const BrowseGroup& g : m_model->groups())
     for (const CheckpointEntry& c : g.checkpoints)
-      if (selected.contains(pathFromStd(c.path))) ordered << pathFromStd(c.path);
+      if (selected.contains(pathFromStd(inspectPathOf(c))))
+        ordered << pathFromStd(inspectPathOf(c));
   return ordered;
 }
 
@@ -259,8 +262,8 @@ bool MainWindow::compareSelected() {
     for (const BrowseGroup& g : m_model->groups()) {
       const std::vector<const CheckpointEntry*> chain = checkpointChain(g.checkpoints);
       for (size_t i = 1; i < chain.size(); ++i)
-        if (pathFromStd(chain[i]->path) == selected[0]) {
-          compareCheckpoints(pathFromStd(chain[i - 1]->path), selected[0]);
+        if (pathFromStd(inspectPathOf(*chain[i])) == selected[0]) {
+          compareCheckpoints(pathFromStd(inspectPathOf(*chain[i - 1])), selected[0]);
           return true;
         }
     }
@@ -525,8 +528,9 @@ void MainWindow::compareOnOpen() {
     }
     if (readable.size() < 2) continue;
     const size_t n = readable.size();
-    compareCheckpoints(pathFromStd(readable[g.kind == BrowseGroup::Kind::Files ? 0 : n - 2]->path),
-                       pathFromStd(readable[g.kind == BrowseGroup::Kind::Files ? 1 : n - 1]->path));
+    const bool files = g.kind == BrowseGroup::Kind::Files;
+    compareCheckpoints(pathFromStd(inspectPathOf(*readable[files ? 0 : n - 2])),
+                       pathFromStd(inspectPathOf(*readable[files ? 1 : n - 1])));
     return;
   }
   m_compare->showMessage(

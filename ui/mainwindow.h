@@ -76,7 +76,8 @@ class MainWindow : public QMainWindow {
   [[nodiscard]] const QStringList& extraLogs() const { return m_extraLogs; }
   // Compares two checkpoint files in the Compare tab (A is the older one).
   void compareCheckpoints(const QString& a, const QString& b);
-  // The checkpoint files selected in the browser, in the browser's order.
+  // The checkpoints selected in the browser, in the browser's order, each by
+  // what opens it whole (inspectPathOf: a Megatron save's folder).
   [[nodiscard]] QStringList selectedCheckpoints() const;
   // Compare Selected (Ctrl+D): two selected checkpoints with each other, or
   // one with the checkpoint before it in its run. False (and a message in

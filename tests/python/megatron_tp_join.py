@@ -90,7 +90,7 @@ def main(argv):
     offset = 0
     for stage in range(pp):
         models = [ranks[(stage, r)]["model"] for r in range(tp)]
-        named = [rank_moments(ranks[(stage, r)]) for r in range(tp)]
+        named = [rank_moments(ranks[(stage, r)]) for r in range(tp)] if optimizer else None
         highest = -1
         for name in models[0]:
             slices = [m[name] for m in models]

@@ -12,6 +12,7 @@
 
 #include "browser/runsummary.h"
 #include "ckpt/index/experiment.h"
+#include "ckpt/index/megatron.h"
 #include "ckpt/index/natural_order.h"
 #include "textformat.h"
 
@@ -399,7 +400,9 @@ QModelIndex CheckpointListModel::indexOfPath(const QString& path) const {
   const QString wanted = cleanAbsolute(path);
   auto search = [&](const Node& g) -> QModelIndex {
     for (const auto& c : g.children)
-      if (cleanAbsolute(pathFromStd(c->checkpoint.path)) == wanted) return indexOf(c.get());
+      if (cleanAbsolute(pathFromStd(c->checkpoint.path)) == wanted ||
+          cleanAbsolute(pathFromStd(inspectPathOf(c->checkpoint))) == wanted)
+        return indexOf(c.get());
     return {};
   };
   for (const auto& top : m_root->children) {
@@ -625,8 +628,8 @@ QVariant CheckpointListModel::checkpointData(const CheckpointEntry& c, Column co
         case Column::Kind: {
           if (broken) return tr("unreadable");
           const QString kind = fromStd(std::string(checkpointKindName(c.kind)));
-          // The trainer's own record of its best (trainer_state.json); the kind stays.
-          // DeepSpeed's `latest` file names the newest tag folder; the kind stays too.
+          // The trainer's own record of its best (trainer_state.json, ModelCheckpoint); the kind
+          // stays. DeepSpeed's `latest` file names the newest tag folder; the kind stays too.
           if (c.latest) return tr("%1, latest").arg(kind);
           return c.best ? tr("%1, best").arg(kind) : kind;
         }
@@ -663,8 +666,11 @@ QVariant CheckpointListModel::checkpointData(const CheckpointEntry& c, Column co
         for (const CheckpointPart& p : c.parts) files << fromStd(p.file);
         tip += "\n" + tr("With %1").arg(files.join(", "));
       }
-      if (c.best) tip += "\n" + tr("The best checkpoint (trainer_state.json)");
-      if (c.latest) tip += "\n" + tr("The newest checkpoint (DeepSpeed's latest file)");
+      if (c.best) tip += "\n" + tr("The best checkpoint (%1)").arg(fromStd(c.bestSource));
+      if (c.latest)
+        tip += "\n" + (c.trainer == "megatron"
+                           ? tr("The newest checkpoint (latest_checkpointed_iteration.txt)")
+                           : tr("The newest checkpoint (DeepSpeed's latest file)"));
       if (!c.sharded.empty())
         tip += "\n" + tr("One checkpoint of %1, %2 in all")
                           .arg(countText(uint64_t(std::max(c.shardFiles, 0)), "file", "files"),

@@ -4,6 +4,7 @@
 #include <QFileInfo>
 
 #include "ckpt/index/experiment.h"
+#include "ckpt/index/megatron.h"
 #include "textformat.h"
 
 namespace ckpt {
@@ -16,7 +17,9 @@ QString tr(const char* text) {
 void appendChain(const std::vector<CheckpointEntry>& checkpoints, QStringList& files,
                  QStringList& labels) {
   for (const CheckpointEntry* c : checkpointChain(checkpoints)) {
-    files << pathFromStd(c->path);
+    // What opens the whole checkpoint: a Megatron save's folder (its ranks
+    // joined), not its first rank's file.
+    files << pathFromStd(inspectPathOf(*c));
     // A run's final file often sits at the step of its last step file: say which is which.
     QString label =
         c->step ? tr("step %1").arg(*c->step) : QFileInfo(pathFromStd(c->path)).fileName();
