@@ -16,6 +16,9 @@ Debian has no Megatron: these dicts are written with the same keys.
   OUTDIR/mg/tp/     2 saves (100, 200) of 2 tensor-parallel ranks; tracker "200"
   OUTDIR/mg/pp/     1 save (50) of 2 pipeline stages with distrib_optim.pt; tracker "50\\n"
   OUTDIR/mg/rel/    release/ of 1 rank; tracker "release"
+  OUTDIR/mg_legacy/gpt/  2 saves (10, 20) of 1 rank of the legacy model
+      (before mcore: model.language_model's nested dicts); expected.json
+      "megatron_legacy" holds torch's rel_l2 of each tensor between them
 
 Tensor-parallel slices to join (the torch format, mcore GPTModel names):
   OUTDIR/mg_join/gpt/iter_0000300/  2 tensor x 2 pipeline ranks, SwiGLU, biases,
@@ -506,6 +509,39 @@ def megatron_safety(out):
     return {"safe": good, "loose": loose, "dangerous": bad}
 
 
+def megatron_legacy(save):
+    """Megatron-LM before mcore (the legacy GPTModel, checkpoint_version 3.0):
+    model is {"language_model": language_model.state_dict_for_save_checkpoint()},
+    nested dicts: embedding.word_embeddings / position_embeddings (each
+    {"weight": ...}), and encoder, the ParallelTransformer's flat
+    state_dict ("layers.0.input_norm.weight", ..., "final_norm.weight").
+    Two saves of one rank; what torch finds between them: each tensor's
+    ||b - a|| / ||a|| by its dotted path below model."""
+    saves = {}
+    for iteration in (10, 20):
+        g = torch.Generator().manual_seed(iteration)
+
+        def t(*shape):
+            return torch.randn(*shape, generator=g)
+        encoder = {"layers.0.input_norm.weight": t(8), "layers.0.self_attention.query_key_value.weight": t(24, 8),
+                   "layers.0.self_attention.dense.weight": t(8, 8), "layers.0.mlp.dense_h_to_4h.weight": t(32, 8),
+                   "layers.0.mlp.dense_4h_to_h.weight": t(8, 32), "final_norm.weight": t(8)}
+        lm = {"embedding": {"word_embeddings": {"weight": t(16, 8)}, "position_embeddings": {"weight": t(8, 8)}},
+              "encoder": encoder}
+        args = megatron_args(1, 1, 3e-4)
+        path = os.path.join(save, "iter_{:07d}".format(iteration), "mp_rank_00", "model_optim_rng.pt")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        torch.save({"args": args, "checkpoint_version": 3.0, "iteration": iteration,
+                    "model": {"language_model": lm}, "rng_state": rng_state()}, path)
+        flat = {"language_model.embedding." + k + ".weight": v["weight"] for k, v in lm["embedding"].items()}
+        flat.update({"language_model.encoder." + k: v for k, v in encoder.items()})
+        saves[iteration] = flat
+    with open(os.path.join(save, "latest_checkpointed_iteration.txt"), "w") as f:
+        f.write("20")
+    a, b = saves[10], saves[20]
+    return {"rel_l2": {n: float((b[n].double() - a[n].double()).norm() / a[n].double().norm()) for n in a}}
+
+
 def main(argv):
     if len(argv) != 2:
         print(__doc__.strip(), file=sys.stderr)
@@ -515,7 +551,8 @@ def main(argv):
     expected = {"megatron": megatron(os.path.join(out, "mg")),
                 "megatron_dist": megatron_dist(os.path.join(out, "mg_dist", "gpt")), "torchtitan": titan(os.path.join(out, "titan")),
                 "megatron_safety": megatron_safety(os.path.join(out, "mg_safety")),
-                "megatron_join": megatron_join(os.path.join(out, "mg_join"))}
+                "megatron_join": megatron_join(os.path.join(out, "mg_join")),
+                "megatron_legacy": megatron_legacy(os.path.join(out, "mg_legacy", "gpt"))}
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1, sort_keys=True)
     return 0

@@ -38,6 +38,18 @@ DriftView::Step diffPair(const QString& from, const QString& to, const QString& 
     DiffOptions options;
     options.progress = progress;
     const CheckpointDiff d = diffCheckpoints(*a, *b, options);
+    // No tensor in common is no change of 0: say so.
+    if (d.tensors.empty() && !d.cancelled) {
+      s.error = QObject::tr(
+                    "no tensor of the two has the same name and shape (%1 only in %2, %3 "
+                    "only in %4, %5 of another shape)")
+                    .arg(d.removed.size())
+                    .arg(QFileInfo(from).fileName())
+                    .arg(d.added.size())
+                    .arg(QFileInfo(to).fileName())
+                    .arg(d.changedShape.size());
+      return s;
+    }
     double diffSq = 0, aSq = 0;
     for (const LayerAggregate& block : d.blocks) {
       s.blocks.push_back(block.block);

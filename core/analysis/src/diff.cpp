@@ -300,7 +300,20 @@ Side collect(const CheckpointFile& file) {
     s.stateKey = view.modelStateKey();
     s.compiledPrefix = view.compiledPrefix();
     s.ddpPrefix = view.ddpPrefix();
-    return s;
+    if (!s.entries.empty()) return s;
+    // A model state of nested dicts (Megatron-LM before mcore:
+    // model.language_model.encoder.<name>): its tensors by their dotted
+    // path below it, not none at all.
+    walkTensors(view.modelState(), [&](const Value* t, const TensorPath& path) {
+      StateEntry e;
+      e.name = e.rawKey = joinPath(path);
+      e.tensor = int(t->index);
+      s.entries.push_back(std::move(e));
+    });
+    if (!s.entries.empty()) {
+      s.stateKey += " (nested)";
+      return s;
+    }
   }
   s.stateKey = "(all tensors)";
   const auto& tensors = file.tensors();
