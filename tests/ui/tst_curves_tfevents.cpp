@@ -16,6 +16,7 @@
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QToolTip>
 #include <cmath>
 #include <vector>
 
@@ -35,16 +36,21 @@ namespace {
 constexpr int kLoadTimeoutMs = 60'000;
 const QString kFixtures = QStringLiteral(CKPT_FIXTURE_DIR);
 
-// The Python reader's points of `run`'s `tag` under `root`.
-Series pythonSeries(const QString& root, const QString& run, const QString& tag) {
+// The Python reader's points of `run`'s `tag` under `root` (and the steps
+// its restart rule noted).
+Series pythonSeries(const QString& root, const QString& run, const QString& tag,
+                    QStringList* restarts = nullptr) {
   QProcess p;
   p.start(QStringLiteral(CKPT_TORCH_PYTHON),
           {QStringLiteral(CKPT_SOURCE_DIR "/tests/python/tfevents_reader.py"), root});
   Series out;
   if (!p.waitForFinished(60'000) || p.exitCode() != 0) return out;
   const QJsonObject doc = QJsonDocument::fromJson(p.readAllStandardOutput()).object();
-  const QJsonArray points =
-      doc["runs"].toObject()[run].toObject()[tag].toObject()["points"].toArray();
+  const QJsonObject series = doc["runs"].toObject()[run].toObject()[tag].toObject();
+  const QJsonArray points = series["points"].toArray();
+  if (restarts)
+    for (const QJsonValue& v : series["restarts"].toArray())
+      *restarts << QString::number(qint64(v.toDouble()));
   for (const QJsonValue& v : points)
     out.push_back({qint64(v.toArray().at(0).toDouble()),
                    v.toArray().at(1).isNull() ? std::nan("") : v.toArray().at(1).toDouble()});
@@ -92,9 +98,27 @@ class TestCurvesTfEvents : public QObject {
     QCOMPARE(box->currentText(), QStringLiteral("train/lr"));
     QCOMPARE(view->plot()->yAxis->label(), QStringLiteral("train/lr"));
 
-    const Series want = pythonSeries(tmp.path(), "tbrun", "train/lr");
+    QStringList restarts;
+    const Series want = pythonSeries(tmp.path(), "tbrun", "train/lr", &restarts);
     QCOMPARE(want.size(), size_t(80));  // 0..39 of the first job, 40..79 of the restarted one
     QCOMPARE(graphPoints(view->rawGraph("tbrun")), want);
+
+    // The mouse over the chart at step 50: the tooltip says the job
+    // restarted where the reader's rule says, and whose points are drawn.
+    QVERIFY(!restarts.isEmpty());
+    view->plot()->replot();
+    const QRect area = view->plot()->axisRect()->rect();
+    const QPoint at(int(std::lround(view->plot()->xAxis->coordToPixel(50))), area.top() + 2);
+    QToolTip::hideText();
+    QTest::mouseMove(view->plot(), at + QPoint(12, 0));
+    QTest::mouseMove(view->plot(), at);
+    QVERIFY(QTest::qWaitFor([] { return QToolTip::isVisible(); }, 5000));
+    const QString tip = QToolTip::text();
+    QVERIFY2(
+        tip.contains(QStringLiteral("tbrun: ")) &&
+            tip.contains(QStringLiteral("(restarted at step %1: the later job's points are shown)")
+                             .arg(restarts.join(", "))),
+        qPrintable(tip + " / reader: " + restarts.join(", ")));
 
     // The job restarts again at step 60: its new event file appears in the
     // folder and is followed, not read again from scratch.
