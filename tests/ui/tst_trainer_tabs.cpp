@@ -22,8 +22,8 @@
 #include <QProcess>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
-#include <QTreeView>
 #include <QTest>
+#include <QTreeView>
 #include <cmath>
 
 #include "browser/browserpanel.h"
@@ -72,7 +72,8 @@ bool near(double got, double want) {
   return std::abs(got - want) <= 1e-6 * std::max(1.0, std::abs(want));
 }
 
-QModelIndex rowNamed(const QAbstractItemModel* m, const QString& name, const QModelIndex& parent = {}) {
+QModelIndex rowNamed(const QAbstractItemModel* m, const QString& name,
+                     const QModelIndex& parent = {}) {
   for (int r = 0; r < m->rowCount(parent); ++r)
     if (m->index(r, 0, parent).data().toString() == name) return m->index(r, 0, parent);
   return {};
@@ -100,9 +101,10 @@ class TestTrainerTabs : public QObject {
     // {metric: [[step, value|null, ...], ...]} as the trainer's reader reads them.
     QTest::addColumn<QJsonObject>("want");
 
-    const QJsonObject ml = pythonJson("trainer_layouts_reader.py", {kFixtures + "/trainer_layouts/ml"});
-    QTest::newRow("MLflow") << kFixtures + "/trainer_layouts/ml/mlruns" << "lr3e-4-seed2"
-                            << ml["runs"].toObject()["lr3e-4-seed2"].toObject();
+    const QJsonObject ml =
+        pythonJson("trainer_layouts_reader.py", {kFixtures + "/trainer_layouts/ml"});
+    QTest::newRow("MLflow") << kFixtures + "/trainer_layouts/ml/mlruns"
+                            << "lr3e-4-seed2" << ml["runs"].toObject()["lr3e-4-seed2"].toObject();
 
     const QJsonObject nano = readJson(kFixtures + "/nanogpt/expected.json");
     QTest::newRow("nanoGPT") << kFixtures + "/nanogpt" << nano["run"].toString()
@@ -126,7 +128,8 @@ class TestTrainerTabs : public QObject {
 
     MainWindow w;
     QString why;
-    CurvesView* curves = ckpt::test::openOnCurvesTab(w, {folder}, QSize(1000, 700), kTimeoutMs, &why);
+    CurvesView* curves =
+        ckpt::test::openOnCurvesTab(w, {folder}, QSize(1000, 700), kTimeoutMs, &why);
     QVERIFY2(curves, qPrintable(why));
     QTRY_VERIFY_WITH_TIMEOUT(!curves->isLoading() && !curves->metrics().isEmpty(), kTimeoutMs);
     for (const QString& metric : want.keys()) {
@@ -198,7 +201,8 @@ class TestTrainerTabs : public QObject {
       const QString name = QString::fromStdString(t.name);
       QVERIFY2(rel.contains(name), qPrintable(name + " is no tensor PyTorch joined"));
       QVERIFY2(near(t.relL2, rel[name].toDouble()),
-               qPrintable(QString("%1: %2, PyTorch %3").arg(name).arg(t.relL2).arg(rel[name].toDouble())));
+               qPrintable(
+                   QString("%1: %2, PyTorch %3").arg(name).arg(t.relL2).arg(rel[name].toDouble())));
       elements += t.numel;
     }
     QCOMPARE(elements, uint64_t(want["elements"].toDouble()));
