@@ -14,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/checkpoint_safety.h"
+#include "ckpt/format/input_file.h"
 #include "ckpt/format/pickle_safety.h"
 #include "ckpt/format/sharded.h"
 #include "common.h"
@@ -41,31 +43,70 @@ bool isScanCandidate(const fs::path& p) {
          p.filename() == ".metadata";  // a distributed checkpoint's plain pickle
 }
 
+// What a directory walk did not examine, and why (said under the counts).
+struct NotExamined {
+  size_t archives = 0;  // tar archives: only PyTorch before 0.1.10 wrote those
+  size_t other = 0;     // neither pickle, zip nor safetensors by their first bytes
+  size_t unopened = 0;  // could not be opened to look
+};
+
+// A file a walk meets whose name says nothing: by its first bytes, would
+// torch.load or pickle.load read it? A pickle, a torch zip or legacy file
+// (checkpoint.pth.tar, a name without extension, a.pt.bak), safetensors.
+bool sniffsLoadable(const fs::path& p, NotExamined& skipped) {
+  try {
+    const InputFile in(p.string());
+    switch (sniffFile(in)) {
+      case Sniff::Zip:
+      case Sniff::TorchLegacy:
+      case Sniff::Pickle:
+      case Sniff::Safetensors:
+        return true;
+      case Sniff::Tar:
+        ++skipped.archives;
+        return false;
+      case Sniff::Unknown:
+        break;
+    }
+  } catch (const std::exception&) {
+    ++skipped.unopened;
+    return false;
+  }
+  ++skipped.other;
+  return false;
+}
+
 // Files named directly are scanned whatever their name; a directory gives
-// its candidates (all below it with --recursive), sorted.
+// every file under it (all below it with --recursive) that its name or its
+// first bytes say a load would read, sorted: a pickle renamed (a.pth.tar,
+// a.pt.bak, no extension) is examined, not passed over as if safe.
 // Sharded checkpoints met below a directory go to `checkpoints`.
 bool collect(const std::string& arg, bool recursive, std::vector<std::string>& out,
-             std::string& problem, std::vector<std::string>* checkpoints) {
+             std::string& problem, std::vector<std::string>* checkpoints, NotExamined& skipped) {
   std::error_code ec;
   if (!fs::is_directory(arg, ec)) {
     out.push_back(arg);
     return true;
   }
   std::vector<std::string> found;
+  auto consider = [&](const fs::directory_entry& e) {
+    std::error_code fec;
+    if (!e.is_regular_file(fec)) return;
+    if (isScanCandidate(e.path()) || sniffsLoadable(e.path(), skipped))
+      found.push_back(e.path().string());
+  };
   if (recursive) {
     fs::recursive_directory_iterator it(arg, fs::directory_options::skip_permission_denied, ec),
         end;
     for (; !ec && it != end; it.increment(ec)) {
-      if (it->is_regular_file(ec) && isScanCandidate(it->path()))
-        found.push_back(it->path().string());
-      else if (checkpoints && it->is_directory(ec) && probeSharded(it->path().string()))
+      if (checkpoints && it->is_directory(ec) && probeSharded(it->path().string()))
         checkpoints->push_back(it->path().string());
+      else
+        consider(*it);
     }
   } else {
     fs::directory_iterator it(arg, fs::directory_options::skip_permission_denied, ec), end;
-    for (; !ec && it != end; it.increment(ec))
-      if (it->is_regular_file(ec) && isScanCandidate(it->path()))
-        found.push_back(it->path().string());
+    for (; !ec && it != end; it.increment(ec)) consider(*it);
   }
   if (ec) {
     problem = arg + ": " + ec.message();
@@ -186,6 +227,7 @@ SafetyScan scanSafety(const std::vector<std::string>& paths, bool recursive, boo
   std::string problem;
   size_t counts[4] = {}, checkpointCounts[4] = {};
   size_t scannedFiles = 0;
+  NotExamined skipped;
   nlohmann::ordered_json out{{"files", nlohmann::ordered_json::array()},
                              {"checkpoints", nlohmann::ordered_json::array()}};
   // Files already scanned as part of a checkpoint, by where they really are.
@@ -221,7 +263,7 @@ SafetyScan scanSafety(const std::vector<std::string>& paths, bool recursive, boo
   for (const std::string& p : paths) {
     std::vector<std::string> files, checkpoints;
     if (probeSharded(p)) checkpoints.push_back(p);
-    if (!collect(p, recursive, files, problem, &checkpoints)) {
+    if (!collect(p, recursive, files, problem, &checkpoints, skipped)) {
       result.problem = problem;
       result.exit = kExitFailure;
       return result;
@@ -250,12 +292,29 @@ SafetyScan scanSafety(const std::vector<std::string>& paths, bool recursive, boo
           "%zu sharded checkpoint%s: %zu safe, %zu suspicious, %zu dangerous, %zu unreadable\n",
           nCheckpoints, nCheckpoints == 1 ? "" : "s", checkpointCounts[0], checkpointCounts[1],
           checkpointCounts[2], checkpointCounts[3]);
+    // What the walk passed over, so that "0 dangerous" is never read as
+    // "this folder is safe" where files went unexamined.
+    const size_t notExamined = skipped.archives + skipped.other + skipped.unopened;
+    if (notExamined) {
+      std::string why;
+      auto add = [&why](size_t n, const char* what) {
+        if (n) why += (why.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+      };
+      add(skipped.other, "neither pickle, zip nor safetensors by their first bytes");
+      add(skipped.archives, "tar archives (PyTorch before 0.1.10 wrote those: not read)");
+      add(skipped.unopened, "could not be opened");
+      std::printf("%zu other file%s not examined: %s\n", notExamined, notExamined == 1 ? "" : "s",
+                  why.c_str());
+    }
   }
+  out["not_examined"] = {{"not_pickles", skipped.other},
+                         {"tar_archives", skipped.archives},
+                         {"unopened", skipped.unopened}};
   const size_t dangerous = size_t(Verdict::Dangerous), unreadable = size_t(Verdict::Unreadable);
   result.document = std::move(out);
   if (counts[dangerous] || checkpointCounts[dangerous])
     result.exit = kExitDangerous;
-  else if (counts[unreadable] || checkpointCounts[unreadable])
+  else if (counts[unreadable] || checkpointCounts[unreadable] || skipped.unopened)
     result.exit = kExitFailure;
   return result;
 }

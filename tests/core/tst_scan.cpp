@@ -6,6 +6,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/checkpoint_safety.h"
@@ -367,6 +368,45 @@ class TestScan : public QObject {
              SafetyLevel::Dangerous);
     QCOMPARE(classifyGlobal("__builtin__", "set", SafetyProfile::DeepSpeed).level,
              SafetyLevel::Innocuous);
+  }
+
+  // A folder scan examines a file by its first bytes where its name says
+  // nothing: pwn_eval.pt (hostile.json: builtins.eval on load) renamed as
+  // people name checkpoints (the ImageNet example's checkpoint.pth.tar, a
+  // backup, no extension) is dangerous, not passed over; what it does not
+  // examine it counts and says. Before: "1 files: 1 safe", exit 0.
+  void folderScanSniffsRenamedFiles() {
+    QTemporaryDir tmp;
+    const std::filesystem::path dir = tmp.path().toStdString();
+    for (const char* name : {"checkpoint.pth.tar", "a.pt.bak", "noext"})
+      std::filesystem::copy_file(kFixtures + "/hostile/pwn_eval.pt", dir / name);
+    std::filesystem::copy_file(kFixtures + "/runs/tiny/tiny_step100.pt", dir / "model.pth.tar");
+    std::ofstream(dir / "notes.txt") << "lr 3e-4\n";
+    QCOMPARE(
+        ckpt::test::runProcess("tar", {"cf", QString::fromStdString((dir / "data.tar").string()),
+                                       "-C", tmp.path(), "notes.txt"})
+            .exitCode,
+        0);
+
+    const auto js = ckpt::test::runProcess(CKPT_CLI, {"scan", "--json", tmp.path()});
+    QCOMPARE(js.exitCode, 3);
+    const json got = json::parse(js.out.toStdString());
+    std::map<std::string, std::string> verdicts;
+    for (const json& f : got["files"])
+      verdicts[std::filesystem::path(f["file"].get<std::string>()).filename().string()] =
+          f["verdict"].get<std::string>();
+    QCOMPARE(verdicts, (std::map<std::string, std::string>{{"a.pt.bak", "dangerous"},
+                                                           {"checkpoint.pth.tar", "dangerous"},
+                                                           {"model.pth.tar", "safe"},
+                                                           {"noext", "dangerous"}}));
+    QCOMPARE(got["not_examined"]["not_pickles"].get<int>(), 1);
+    QCOMPARE(got["not_examined"]["tar_archives"].get<int>(), 1);
+    const auto text = ckpt::test::runProcess(CKPT_CLI, {"scan", tmp.path()});
+    QCOMPARE(text.exitCode, 3);
+    QVERIFY2(text.out.contains("4 files: 1 safe, 0 suspicious, 3 dangerous, 0 unreadable\n"
+                               "2 other files not examined: 1 neither pickle, zip nor safetensors "
+                               "by their first bytes, 1 tar archives"),
+             text.out.constData());
   }
 
   // The hostile fixtures that would run code are dangerous; their controls safe.
