@@ -27,6 +27,14 @@ class TestIndex : public QObject {
     QTest::newRow("plain") << "model.pt" << -1LL << "";
     QTest::newRow("step_ with separator") << "run_step_0300.pt" << 300LL << "step";
     QTest::newRow("no false step") << "missteps.pt" << -1LL << "";
+    // fairseq's checkpoint_best.pt / checkpoint_last.pt, PyTorch's ImageNet
+    // example's checkpoint.pth.tar and model_best.pth.tar.
+    QTest::newRow("fairseq best") << "checkpoint_best.pt" << -1LL << "best";
+    QTest::newRow("fairseq last") << "checkpoint_last.pt" << -1LL << "latest";
+    QTest::newRow("imagenet best") << "model_best.pth.tar" << -1LL << "best";
+    QTest::newRow("imagenet latest") << "checkpoint.pth.tar" << -1LL << "";
+    QTest::newRow("pth.tar step") << "checkpoint_30.pth.tar" << 30LL << "step";
+    QTest::newRow("no false last") << "model_blast.pt" << -1LL << "";
   }
   void names() {
     QFETCH(QString, name);

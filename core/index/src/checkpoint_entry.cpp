@@ -54,19 +54,32 @@ std::string stripError(const std::string& message, const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+bool endsWithWord(const std::string& stem, std::string_view word) {
+  return stem.size() > word.size() && stem.ends_with(word) &&
+         (stem[stem.size() - word.size() - 1] == '_' || stem[stem.size() - word.size() - 1] == '-');
+}
+
+}  // namespace
+
 NameInfo parseCheckpointName(std::string_view fileName) {
   std::string stem = detail::asciiLower(fileName);
+  // checkpoint.pth.tar (PyTorch's ImageNet example): both suffixes go.
+  if (stem.ends_with(".pth.tar") || stem.ends_with(".pt.tar")) stem.resize(stem.size() - 4);
   if (const size_t dot = stem.rfind('.'); dot != std::string::npos && dot > 0) stem.resize(dot);
   NameInfo info;
   info.step = numberAfter(stem, "step", false);
   if (!info.step) info.step = numberAfter(stem, "checkpoint", true);
   if (!info.step) info.step = numberAfter(stem, "ckpt", true);
   if (!info.step) info.step = numberAfter(stem, "iter", true);
-  if (stem.find("final") != std::string::npos)
-    info.kind = CheckpointKind::Final;
-  else if (stem.rfind("best", 0) == 0)
+  if (stem.find("final") != std::string::npos) info.kind = CheckpointKind::Final;
+  // best_checkpoint.pt, and the suffix fairseq (checkpoint_best.pt) and the
+  // ImageNet example (model_best.pth.tar) write; the same for last / latest.
+  else if (stem.rfind("best", 0) == 0 || endsWithWord(stem, "best"))
     info.kind = CheckpointKind::Best;
-  else if (stem.rfind("latest", 0) == 0 || stem.rfind("last", 0) == 0)
+  else if (stem.rfind("latest", 0) == 0 || stem.rfind("last", 0) == 0 ||
+           endsWithWord(stem, "last") || endsWithWord(stem, "latest"))
     info.kind = CheckpointKind::Latest;
   else if (info.step)
     info.kind = CheckpointKind::Step;
@@ -74,7 +87,9 @@ NameInfo parseCheckpointName(std::string_view fileName) {
 }
 
 bool isCandidateName(std::string_view fileName) {
-  const std::string ext = detail::asciiLower(fs::path(fileName).extension().string());
+  const std::string lower = detail::asciiLower(fileName);
+  if (lower.ends_with(".pth.tar") || lower.ends_with(".pt.tar")) return true;
+  const std::string ext = fs::path(lower).extension().string();
   return ext == ".pt" || ext == ".pth" || ext == ".bin" || ext == ".ckpt" ||
          ext == ".safetensors" || ext == ".pkl" || ext == ".pickle";
 }

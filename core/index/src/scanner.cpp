@@ -66,13 +66,15 @@ std::string_view checkpointKindName(CheckpointKind k) {
 
 namespace {
 
-// .bin and .ckpt files count only when their first bytes say torch or safetensors.
+// .bin, .ckpt and .pth.tar files count only when their first bytes say torch or safetensors.
 // A writer's temporary file (.<name>.tmp-<pid>-<hex>) is never listed.
 bool isListedFile(const fs::path& path) {
   if (isTempFileName(path.filename().string()) || !isCandidateName(path.filename().string()))
     return false;
+  // A .tar here is a .pth.tar (isCandidateName): torch.save's zip under the
+  // ImageNet example's name, not a tar archive.
   const std::string ext = detail::asciiLower(path.extension().string());
-  if (ext != ".bin" && ext != ".ckpt") return true;
+  if (ext != ".bin" && ext != ".ckpt" && ext != ".tar") return true;
   try {
     InputFile in(path.string());
     const Sniff s = sniffFile(in);

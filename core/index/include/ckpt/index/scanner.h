@@ -14,7 +14,8 @@ enum class CheckpointKind { Unknown, Step, Final, Best, Latest };
 std::string_view checkpointKindName(CheckpointKind k);  // "step", "final", ...; "" for Unknown
 
 // What a file name says: "tiny_step200.pt" -> step 200; "checkpoint_50.pt"
-// -> 50; "tiny_final.pt" -> final; "best_checkpoint.pt" -> best.
+// -> 50; "tiny_final.pt" -> final; "best_checkpoint.pt", "checkpoint_best.pt",
+// "model_best.pth.tar" -> best; "checkpoint_last.pt" -> latest.
 struct NameInfo {
   std::optional<int64_t> step;
   CheckpointKind kind = CheckpointKind::Unknown;
@@ -124,8 +125,9 @@ struct ScanOptions {
 };
 
 // Whether a path's extension makes it a candidate (.pt .pth .bin .ckpt
-// .safetensors, and plain pickles .pkl .pickle); .bin and .ckpt files are
-// listed only when their first bytes say torch or safetensors.
+// .safetensors, .pth.tar as PyTorch's ImageNet example names its
+// checkpoints, and plain pickles .pkl .pickle); .bin, .ckpt and .pth.tar
+// files are listed only when their first bytes say torch or safetensors.
 bool isCandidateName(std::string_view fileName);
 
 // Reads one file's metadata (never its tensor bytes). Never throws: an
