@@ -187,6 +187,24 @@ class TestPrune : public QObject {
              (std::vector<std::string>{"best loss 0.0333", "newest"}));
   }
 
+  // best.pt a link to plain_step10.pt (as Lightning's save_last="link" and
+  // mmcv's latest.pth are): keeping the link keeps the file it names, and
+  // trashing a link frees nothing. Before, --keep-last 1 kept best.pt and
+  // trashed plain_step10.pt, leaving the link naming nothing.
+  void linkKeepsItsTarget() {
+    const fs::path run = copyRun("noval", "linked");
+    fs::create_symlink("plain_step10.pt", run / "best.pt");
+    fs::create_symlink("plain_step30.pt", run / "newest.pt");  // "newest" says no kind
+    PruneRules rules;
+    rules.keepLast = 1;
+    const PrunePlan plan = planPrune(run.string(), rules);
+    QCOMPARE(names(plan.remove), (std::set<std::string>{"plain_step20.pt", "newest.pt"}));
+    QCOMPARE(find(plan.keep, "plain_step10.pt")->reasons,
+             (std::vector<std::string>{"linked to by best.pt"}));
+    // What trashing them frees: plain_step20.pt's bytes, the link's none.
+    QCOMPARE(plan.freedBytes, uint64_t(fs::file_size(run / "plain_step20.pt")));
+  }
+
   void badRules() {
     PruneRules rules;
     rules.keepBest = "val_loss";

@@ -107,6 +107,25 @@ PrunePlan planPrune(const RunEntry& run, const PruneRules& rules) {
   for (size_t i = 0; i < cps.size(); ++i)
     if (cps[i].best) reasons[i].push_back("best by " + cps[i].bestSource);
 
+  // A link to another checkpoint (best.pt -> step_100.pt, Lightning's
+  // save_last="link", mmcv's latest.pth): what it names is kept with it, or
+  // the kept link would name nothing; the link itself frees nothing.
+  std::vector<std::string> target(cps.size());
+  std::vector<uint8_t> isLink(cps.size());
+  for (size_t i = 0; i < cps.size(); ++i) {
+    const std::string& what = cps[i].folder.empty() ? cps[i].path : cps[i].folder;
+    std::error_code ec;
+    isLink[i] = fs::is_symlink(what, ec);
+    const fs::path t = fs::weakly_canonical(what, ec);
+    target[i] = ec ? fs::absolute(what).lexically_normal().string() : t.string();
+  }
+  for (size_t i = 0; i < cps.size(); ++i) {
+    if (!isLink[i] || reasons[i].empty()) continue;
+    for (size_t j = 0; j < cps.size(); ++j)
+      if (j != i && target[j] == target[i])
+        reasons[j].push_back("linked to by " + fs::path(cps[i].path).filename().string());
+  }
+
   for (size_t i = 0; i < cps.size(); ++i) {
     PruneFile f;
     // A checkpoint that is a folder (a Trainer's checkpoint-<step>/) goes whole.
@@ -114,7 +133,7 @@ PrunePlan planPrune(const RunEntry& run, const PruneRules& rules) {
     f.path = fs::absolute(what).lexically_normal().string();
     f.name = fs::path(f.path).filename().string();
     f.step = cps[i].step;
-    f.size = cps[i].size;
+    f.size = isLink[i] ? 0 : cps[i].size;
     f.reasons = reasons[i];
     if (f.reasons.empty()) {
       plan.freedBytes += f.size;
