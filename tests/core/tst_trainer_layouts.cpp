@@ -299,6 +299,32 @@ class TstTrainerLayouts : public QObject {
     QCOMPARE(params.at("optimizer/name"), std::string("adamw"));
   }
 
+  // Checkpoints an MLflow run logged as artifacts are that run's (they
+  // were runs of their own, named "3/<id>/artifacts/checkpoints"), in the
+  // whole scan and in the watcher's rescan of the run folder alike.
+  void mlflowArtifactsAreTheRunsCheckpoints() {
+    const QString store = QStringLiteral(CKPT_FIXTURE_DIR "/trainer_layouts/ml_art/mlruns");
+    const json ls = cliJson({"ls", store, "--json"});
+    QCOMPARE(ls["runs"].size(), size_t(1));
+    const json& run = ls["runs"][0];
+    QCOMPARE(run["name"].get<std::string>(), std::string("with-artifacts"));
+    QCOMPARE(run["trainer"].get<std::string>(), std::string("mlflow"));
+    std::vector<std::pair<std::string, int64_t>> got;
+    for (const json& c : run["checkpoints"])
+      got.emplace_back(c["file"].get<std::string>(), c["step"].get<int64_t>());
+    const std::string art = "3/3a1b2c3d4e5f60718293a4b5c6d7e8f9/artifacts/checkpoints/";
+    QCOMPARE(got, (std::vector<std::pair<std::string, int64_t>>{{art + "epoch_1.pt", 100},
+                                                                {art + "epoch_2.pt", 200}}));
+    const std::string root = store.toStdString();
+    const std::string dir = root + "/3/3a1b2c3d4e5f60718293a4b5c6d7e8f9";
+    QCOMPARE(ckpt::scanRunDirectory(root, dir).checkpoints.size(), size_t(2));
+    QVERIFY(ckpt::scanRunDirectory(root, dir + "/artifacts/checkpoints").checkpoints.empty());
+    // Still running: meta.yaml's status 1, no end time.
+    const ckpt::MlflowRunInfo info = ckpt::readMlflowRunInfo(dir);
+    QCOMPARE(info.status, std::string("RUNNING"));
+    QVERIFY(!info.endMs);
+  }
+
   // metrics --json of mlruns/: every metrics/ file as the Python reader reads it.
   void mlflowCurves() {
     const json want = pythonJson("trainer_layouts_reader.py", kMlflow)["runs"];

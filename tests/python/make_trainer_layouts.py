@@ -19,6 +19,8 @@ Writes OUT/lt/ with the bytes Lightning's own code writes:
   * TensorBoardLogger: an event file in the version folder (written with
     make_tfevents_fixtures' record writer) with hp_metric and train_loss.
 
+and OUT/ml_art/mlruns/: a RUNNING run whose checkpoints are artifacts
+(artifacts/checkpoints/epoch_{1,2}.pt, steps 100 and 200);
 and OUT/ml/mlruns/ as MLflow's FileStore (mlflow.store.tracking.file_store)
 writes it: <experiment_id>/meta.yaml and <experiment_id>/<run_id>/meta.yaml
 through yaml.dump(default_flow_style=False) of the persisted run info,
@@ -155,6 +157,7 @@ def main(argv):
         write_metrics_csv(v, training_rows(steps, 1, 10, 2))
         lightning_checkpoint(os.path.join(v, "checkpoints", f"epoch=0-step={steps}.ckpt"), 0, steps, "", 1.0)
     mlflow_store(os.path.join(argv[1], "ml", "mlruns"))
+    mlflow_artifacts(os.path.join(argv[1], "ml_art", "mlruns"))
     return 0
 
 
@@ -221,6 +224,29 @@ def mlflow_store(root):
     write_yaml(os.path.join(trash, "meta.yaml"),
                mlflow_run_meta("1", "9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f9f", "deleted", t0, t0, root))
     log_metric(trash, "loss", 1.0, t0, 0)
+
+
+def mlflow_artifacts(root):
+    """A run that logs its checkpoints as artifacts (mlflow.log_artifact(path,
+    artifact_path="checkpoints") copies the file to <run>/artifacts/checkpoints/),
+    still RUNNING (status 1, end_time null)."""
+    root = os.path.abspath(root)
+    shutil.rmtree(root, ignore_errors=True)
+    write_yaml(os.path.join(root, "3", "meta.yaml"),
+               {"artifact_location": f"file://{root}/3", "creation_time": 1700000000000,
+                "experiment_id": "3", "last_update_time": 1700000000000,
+                "lifecycle_stage": "active", "name": "ckpts"})
+    run_id = "3a1b2c3d4e5f60718293a4b5c6d7e8f9"
+    run_dir = os.path.join(root, "3", run_id)
+    meta = mlflow_run_meta("3", run_id, "with-artifacts", 1700000100000, None, root)
+    meta["status"] = 1
+    write_yaml(os.path.join(run_dir, "meta.yaml"), meta)
+    for step in range(0, 300, 50):
+        log_metric(run_dir, "loss", 3.0 - step / 100, 1700000100000 + step, step)
+    for epoch in (1, 2):
+        path = os.path.join(run_dir, "artifacts", "checkpoints", f"epoch_{epoch}.pt")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        torch.save({"model": state_dict(epoch), "epoch": epoch, "step": 100 * epoch}, path)
 
 
 if __name__ == "__main__":

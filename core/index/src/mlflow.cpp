@@ -57,6 +57,19 @@ bool isMlflowRunFolder(const std::string& dir) {
   return detail::isRegularFile(parent / "meta.yaml");
 }
 
+std::optional<std::string> mlflowRunOf(const std::string& path) {
+  const fs::path p = fs::path(path).lexically_normal();
+  // Only a path with an artifacts/ folder in it is looked at further.
+  bool artifacts = false;
+  for (const fs::path& part : p.parent_path()) artifacts |= part == "artifacts";
+  if (!artifacts) return std::nullopt;
+  for (fs::path dir = p.parent_path(); dir.has_parent_path() && dir != dir.parent_path();
+       dir = dir.parent_path())
+    if (dir.filename() == "artifacts" && isMlflowRunFolder(dir.parent_path().string()))
+      return dir.parent_path().string();
+  return std::nullopt;
+}
+
 std::string mlflowRunName(const std::string& dir) {
   const fs::path d(dir);
   const std::map<std::string, std::string> meta = detail::flatYaml(d / "meta.yaml");

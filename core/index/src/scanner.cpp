@@ -300,6 +300,11 @@ std::vector<Item> itemsOf(Found& found) {
       items.push_back({f, fs::path(*run), Item::Kind::File, kTorchtitanId});
       continue;
     }
+    // A checkpoint logged as an MLflow artifact: in its run's artifacts/.
+    if (const std::optional<std::string> run = mlflowRunOf(f.string())) {
+      items.push_back({f, fs::path(*run), Item::Kind::File, kMlflowId});
+      continue;
+    }
     // A checkpoint the script saved with wandb.save: in its run's files/.
     if (const std::optional<std::string> run = wandbRunOf(f.string())) {
       items.push_back({f, fs::path(*run), Item::Kind::File, kWandbId});
@@ -386,8 +391,9 @@ void finishRun(RunEntry& run, const Found& found) {
     run.trainer = std::string(kLightningId);
     applyModelCheckpointBest(run);
   }
-  // An MLflow run is named as MLflow's UI names it.
-  if (run.checkpoints.empty() && isMlflowRunFolder(run.path)) {
+  // An MLflow run is named as MLflow's UI names it (its checkpoints, if
+  // any, are artifacts it logged).
+  if (isMlflowRunFolder(run.path)) {
     run.trainer = std::string(kMlflowId);
     run.name = mlflowRunName(run.path);
     if (run.metricFiles.empty())
@@ -439,7 +445,9 @@ RunEntry scanRunDirectory(const std::string& root, const std::string& dir,
       isMegatronCheckpointFolder(dir) ||
       (isMegatronRankName(fs::path(dir).lexically_normal().filename().string()) &&
        isMegatronCheckpointFolder(parent.string())) ||
-      (fs::path(dir).lexically_normal().filename() == "checkpoint" && hasTorchtitanCheckpoint(dir)))
+      (fs::path(dir).lexically_normal().filename() == "checkpoint" &&
+       hasTorchtitanCheckpoint(dir)) ||
+      mlflowRunOf((fs::path(dir) / "file").string()))
     return run;
   std::error_code ec;
   Found found;
@@ -459,6 +467,18 @@ RunEntry scanRunDirectory(const std::string& root, const std::string& dir,
     std::error_code cec;
     for (fs::directory_iterator it(ckpts, fs::directory_options::skip_permission_denied, cec), end;
          !cec && it != end; it.increment(cec)) {
+      std::error_code fec;
+      if (it->is_regular_file(fec) && isListedFile(it->path())) found.files.push_back(it->path());
+    }
+  }
+  // An MLflow run's checkpoints are artifacts it logged, anywhere below artifacts/.
+  if (const fs::path artifacts = fs::path(dir) / "artifacts";
+      isMlflowRunFolder(dir) && fs::is_directory(artifacts, ec)) {
+    std::error_code aec;
+    for (fs::recursive_directory_iterator
+             it(artifacts, fs::directory_options::skip_permission_denied, aec),
+         end;
+         !aec && it != end; it.increment(aec)) {
       std::error_code fec;
       if (it->is_regular_file(fec) && isListedFile(it->path())) found.files.push_back(it->path());
     }

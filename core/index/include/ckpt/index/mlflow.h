@@ -33,6 +33,12 @@ inline constexpr std::string_view kMlflowId = "mlflow";
 // or tags/ folder in it, and a meta.yaml in its parent (the experiment).
 [[nodiscard]] bool isMlflowRunFolder(const std::string& dir);
 
+// The run a file logged as an artifact belongs to (mlflow.log_artifact,
+// mlflow.pytorch.log_model: <run>/artifacts/<anything>/<file>): that run's
+// folder, so that a checkpoint saved there is the run's, not a run of its
+// own; nothing for any other file.
+[[nodiscard]] std::optional<std::string> mlflowRunOf(const std::string& path);
+
 // The run's name as the MLflow UI shows it: meta.yaml's run_name, else
 // tags/mlflow.runName, else the folder's name (the run id).
 [[nodiscard]] std::string mlflowRunName(const std::string& dir);
