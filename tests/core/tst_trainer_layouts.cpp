@@ -188,7 +188,7 @@ class TstTrainerLayouts : public QObject {
       if (c["best"].get<bool>()) {
         best.push_back(c["file"].get<std::string>());
         QCOMPARE(c["best_source"].get<std::string>(),
-                 std::string("ModelCheckpoint: val_loss 0.81 (min)"));
+                 std::string("ModelCheckpoint: lowest val_loss 0.81"));
       }
     QCOMPARE(best, std::vector<std::string>{
                        "lightning_logs/version_0/checkpoints/epoch=1-step=100-val_loss=0.81.ckpt"});
@@ -197,7 +197,7 @@ class TstTrainerLayouts : public QObject {
         QString::fromUtf8(ckpt::test::runProcess(QStringLiteral(CKPT_CLI),
                                                  {"ls", kRoot + "/lightning_logs/version_0"})
                               .out);
-    QVERIFY2(text.contains("best (ModelCheckpoint: val_loss 0.81 (min))"), qPrintable(text));
+    QVERIFY2(text.contains("best (ModelCheckpoint: lowest val_loss 0.81)"), qPrintable(text));
   }
 
   // Pruning keeps ModelCheckpoint's best (what ckpt_path="best" loads)
@@ -212,7 +212,7 @@ class TstTrainerLayouts : public QObject {
     bool kept = false;
     for (const json& f : keepLast["keep"])
       if (f["file"].get<std::string>().ends_with("/epoch=1-step=100-val_loss=0.81.ckpt")) {
-        QCOMPARE(f["reasons"], json::array({"best by ModelCheckpoint: val_loss 0.81 (min)"}));
+        QCOMPARE(f["reasons"], json::array({"best by ModelCheckpoint: lowest val_loss 0.81"}));
         kept = true;
       }
     QVERIFY(kept);

@@ -178,13 +178,16 @@ void applyModelCheckpointBest(RunEntry& run) {
   for (const CheckpointEntry::RecordedBest& r : records) {
     // The path the callback saved to, maybe on another machine: its file name.
     const std::string name = fs::path(r.path).filename().string();
-    std::string source = "ModelCheckpoint: " + r.monitor;
+    // "ModelCheckpoint: lowest val_loss 0.81" (mode min; highest for max).
+    std::string source = "ModelCheckpoint: ";
+    if (r.mode == "min") source += "lowest ";
+    if (r.mode == "max") source += "highest ";
+    source += r.monitor;
     if (r.score) {
       char buf[32];
       std::snprintf(buf, sizeof buf, " %.6g", *r.score);
       source += buf;
     }
-    if (!r.mode.empty()) source += " (" + r.mode + ")";
     for (CheckpointEntry& c : run.checkpoints)
       if (c.trainer == kLightningId && fs::path(c.path).filename().string() == name) {
         c.best = true;

@@ -78,7 +78,7 @@ struct CheckpointEntry {
   // The run's best checkpoint by its trainer's own record
   // (trainer_state.json's best_model_checkpoint, a Lightning ModelCheckpoint's
   // best_model_path); its kind stays `step`. `bestSource` says which record:
-  // "trainer_state.json", "ModelCheckpoint: val_loss 0.81 (min)".
+  // "trainer_state.json", "ModelCheckpoint: lowest val_loss 0.81".
   bool best = false;
   std::string bestSource;
   // What a Lightning checkpoint's ModelCheckpoint callbacks record as their
