@@ -22,10 +22,13 @@ constexpr qsizetype kFilesShown = 6;
 QString relativeToRun(const BrowseGroup& run, const std::string& file) {
   // Both absolute: a directory opened as a relative path gives the run's
   // path and its files' paths in different forms.
+  // A folder (an MLflow run's metrics/ and params/) says so: "metrics from metrics/".
   const QFileInfo info(pathFromStd(file));
-  return run.path.isEmpty() ? info.fileName()
-                            : QDir(QFileInfo(run.path).absoluteFilePath())
-                                  .relativeFilePath(info.absoluteFilePath());
+  const QString slash = info.isDir() ? QStringLiteral("/") : QString();
+  return (run.path.isEmpty() ? info.fileName()
+                             : QDir(QFileInfo(run.path).absoluteFilePath())
+                                   .relativeFilePath(info.absoluteFilePath())) +
+         slash;
 }
 
 void add(std::vector<ThingSource>& out, const QString& thing, const QString& file) {
