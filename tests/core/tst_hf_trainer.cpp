@@ -232,6 +232,52 @@ class TstHfTrainer : public QObject {
     }
   }
 
+  // A peft (LoRA) run with fp16: each checkpoint-<step>/ holds the adapter's
+  // weights (adapter_model.safetensors) and a GradScaler's scaler.pt. ls
+  // lists one checkpoint per folder with the adapter as its weights and the
+  // scaler among its parts; info reads the adapter's tensors; diff of the
+  // two folders gives torch's rel_l2 (make_hf_trainer.py, expected_peft.json).
+  void peftAdapterWithScaler() {
+    const QString out = kDir + "/hf_peft/out";
+    const json want =
+        ckpt::test::readJsonFile((kDir + "/hf_peft/expected_peft.json").toStdString());
+    const json ls = cliJson({"ls", "--json", out});
+    QCOMPARE(ls["runs"].size(), size_t(1));
+    const json& run = ls["runs"][0];
+    QCOMPARE(run["trainer"].get<std::string>(), std::string("hf-trainer"));
+    QCOMPARE(run["checkpoints"].size(), size_t(2));
+    int64_t step = 100;
+    for (const json& c : run["checkpoints"]) {
+      QCOMPARE(c["step"].get<int64_t>(), step);
+      QCOMPARE(c["file"].get<std::string>(), "checkpoint-" + std::to_string(step));
+      QVERIFY2(c["error"].is_null(), c.dump().c_str());
+      std::map<std::string, std::string> roles;
+      for (const json& p : c["parts"])
+        roles[p["file"].get<std::string>()] = p["role"].get<std::string>();
+      QCOMPARE(roles["scaler.pt"], std::string("scaler"));
+      QCOMPARE(roles["adapter_config.json"], std::string("config"));
+      QCOMPARE(roles["optimizer.pt"], std::string("optimizer"));
+      step += 100;
+    }
+    const json info = cliJson({"info", "--json", out + "/checkpoint-100"});
+    std::map<std::string, std::vector<int64_t>> shapes;
+    for (const json& t : info["tensors"])
+      shapes[t["name"].is_string() ? t["name"].get<std::string>() : t["path"].dump()] =
+          t["shape"].get<std::vector<int64_t>>();
+    std::map<std::string, std::vector<int64_t>> wantShapes;
+    for (const auto& [name, shape] : want["tensors"].items())
+      wantShapes[name] = shape.get<std::vector<int64_t>>();
+    QCOMPARE(shapes, wantShapes);
+    const json d = cliJson({"diff", out + "/checkpoint-100", out + "/checkpoint-200", "--json"});
+    QCOMPARE(d["tensors"].size(), want["rel_l2"].size());
+    for (const json& t : d["tensors"]) {
+      const std::string name = t["name"].get<std::string>();
+      QVERIFY2(want["rel_l2"].contains(name), name.c_str());
+      const double w = want["rel_l2"][name].get<double>();
+      QVERIFY2(std::abs(t["rel_l2"].get<double>() - w) <= 1e-9 * std::max(1.0, w), name.c_str());
+    }
+  }
+
   // verify of a checkpoint folder checks every file a resume loads; a
   // damaged optimizer.pt fails it, naming that file.
   void verifyFolder() {
@@ -316,8 +362,12 @@ class TstHfTrainer : public QObject {
       else
         QCOMPARE(json::parse(v.get<std::string>()), value);  // a list: its JSON text
     }
+    // The peft run pickled the same TrainingArguments (it has no config.json).
     for (const json& r : got["rows"])
-      if (&r != hf)
+      if (r["name"] == "hf_peft/out")
+        QCOMPARE(r["hparams"]["learning_rate"].get<double>(), want["learning_rate"].get<double>());
+    for (const json& r : got["rows"])
+      if (&r != hf && r["name"] != "hf_peft/out")
         for (const auto& [key, value] : r["hparams"].items())
           QVERIFY2(value.is_null(), (r["name"].get<std::string>() + "." + key).c_str());
   }

@@ -234,6 +234,54 @@ def save_checkpoint(out, step, how, rows):
     return order
 
 
+def lora_state(seed):
+    """What peft's get_peft_model_state_dict gives a LoRA model (r=2 on
+    q_proj and v_proj of 2 layers): the adapter's weights only, named as
+    save_pretrained writes them (the adapter name dropped)."""
+    g = torch.Generator().manual_seed(seed)
+    sd = {}
+    for layer in range(2):
+        for proj in ("q_proj", "v_proj"):
+            p = "base_model.model.model.layers.%d.self_attn.%s." % (layer, proj)
+            sd[p + "lora_A.weight"] = torch.randn(2, 8, generator=g)
+            sd[p + "lora_B.weight"] = torch.randn(8, 2, generator=g)
+    return sd
+
+
+def peft_run(out):
+    """A Trainer run of a peft model with fp16 (a GradScaler): checkpoint-<step>/
+    holds adapter_model.safetensors and adapter_config.json (PeftModel.
+    save_pretrained) instead of the model, and scaler.pt (SCALER_NAME:
+    GradScaler.state_dict()) beside optimizer.pt, scheduler.pt, rng_state.pth,
+    trainer_state.json, training_args.bin. expected_peft.json: each
+    adapter's tensors, and torch's rel_l2 between the two checkpoints."""
+    states = {}
+    for step in (100, 200):
+        folder = os.path.join(out, "checkpoint-%d" % step)
+        os.makedirs(folder)
+        sd = lora_state(step)
+        states[step] = sd
+        write_safetensors(os.path.join(folder, "adapter_model.safetensors"), sd, {"format": "pt"})
+        with open(os.path.join(folder, "adapter_config.json"), "w") as f:
+            json.dump({"peft_type": "LORA", "r": 2, "lora_alpha": 16, "target_modules": ["q_proj", "v_proj"],
+                       "base_model_name_or_path": "tiny-llama", "task_type": "CAUSAL_LM"}, f, indent=2)
+        torch.save(TrainingArguments(), os.path.join(folder, "training_args.bin"))
+        opt, sched, _ = adamw_state(sd, 2)
+        torch.save(opt, os.path.join(folder, "optimizer.pt"))
+        torch.save(sched, os.path.join(folder, "scheduler.pt"))
+        torch.save({"scale": 65536.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 2000,
+                    "_growth_tracker": step % 7}, os.path.join(folder, "scaler.pt"))
+        torch.save({"cpu": torch.random.get_rng_state()}, os.path.join(folder, "rng_state.pth"))
+        rows = [{"epoch": s / 200, "learning_rate": 1e-4, "loss": 2.0 - s / 400, "step": s}
+                for s in range(20, step + 1, 20)]
+        save_to_json(trainer_state(rows, step, step), os.path.join(folder, "trainer_state.json"))
+    a, b = states[100], states[200]
+    expected = {"tensors": {n: list(t.shape) for n, t in a.items()},
+                "rel_l2": {n: float((b[n].double() - a[n].double()).norm() / a[n].double().norm()) for n in a}}
+    with open(os.path.join(os.path.dirname(out), "expected_peft.json"), "w") as f:
+        json.dump(expected, f, indent=1)
+
+
 # ---------------------------------------------------------------- the reader
 
 def newest_trainer_state(run_dir):
@@ -338,6 +386,8 @@ def main(argv):
     expected["file"] = os.path.relpath(newest, root)
     with open(os.path.join(root, "hf", "expected_metrics.json"), "w") as f:
         json.dump(expected, f, indent=1)
+
+    peft_run(os.path.join(root, "hf_peft", OUTPUT_DIR))
 
     # A sweep: runs whose names hold numbers, and one that has not saved yet.
     for seed in (1, 2, 10):

@@ -239,8 +239,8 @@ class TestHfBrowser : public QObject {
     QVERIFY(ready.wait(kTimeoutMs));
     QStringList names;
     for (const CurveRun& r : w.curvesView()->runs()) names << r.name;
-    QCOMPARE(names,
-             (QStringList{"hf/out", "sweep/seed1", "sweep/seed2", "sweep/seed3", "sweep/seed10"}));
+    QCOMPARE(names, (QStringList{"hf/out", "hf_peft/out", "sweep/seed1", "sweep/seed2",
+                                 "sweep/seed3", "sweep/seed10"}));
     CurvesView* view = w.curvesView();
     QVERIFY2(view->metrics().contains("val_loss"), qPrintable(view->metrics().join(',')));
     view->setMetric("val_loss");
@@ -257,7 +257,8 @@ class TestHfBrowser : public QObject {
     QCOMPARE(view->rawGraph("sweep/seed3")->data()->size(), 3);
 
     // The runs table shows the Trainer run's hyperparameters (training_args.bin
-    // and config.json, as make_hf_trainer.py wrote them); the others' cells empty.
+    // and config.json, as make_hf_trainer.py wrote them); the others' cells
+    // empty but the peft run's training arguments.
     QFile hparamsFile(kFixtures + "/hf/expected_hparams.json");
     QVERIFY(hparamsFile.open(QIODevice::ReadOnly));
     const QJsonObject hparams = QJsonDocument::fromJson(hparamsFile.readAll()).object();
@@ -276,8 +277,13 @@ class TestHfBrowser : public QObject {
         QCOMPARE(shown, v.toString());
       else
         QCOMPARE(shown.toDouble(), v.toDouble());
-      for (int r = 0; r < table->rowCount(); ++r)
-        if (r != hfRow) QVERIFY(table->index(r, column).data().toString().isEmpty());
+      // The peft run pickled the same TrainingArguments and has no config.json.
+      for (int r = 0; r < table->rowCount(); ++r) {
+        if (r == hfRow) continue;
+        const bool sameArgs = table->index(r, 0).data().toString() == "hf_peft/out" &&
+                              key != QStringLiteral("hidden_size");
+        QCOMPARE(table->index(r, column).data().toString(), sameArgs ? shown : QString());
+      }
     }
   }
 };
