@@ -3,8 +3,8 @@
 // metric picked in the metric box with the keyboard, and the run's line
 // drawn point for point as an independent reader of that trainer's files
 // reads them:
-//   * MLflow's file store (tests/python/make_trainer_layouts.py), against
-//     trainer_layouts_reader.py;
+//   * MLflow's file store and Lightning's metrics.csv
+//     (tests/python/make_trainer_layouts.py), against trainer_layouts_reader.py;
 //   * nanoGPT's console log (tests/python/make_nanogpt.py), against the
 //     regex reader's expected.json;
 //   * torchtitan's tb/<datetime>/ event files (make_megatron_titan.py),
@@ -105,6 +105,14 @@ class TestTrainerTabs : public QObject {
         pythonJson("trainer_layouts_reader.py", {kFixtures + "/trainer_layouts/ml"});
     QTest::newRow("MLflow") << kFixtures + "/trainer_layouts/ml/mlruns"
                             << "lr3e-4-seed2" << ml["runs"].toObject()["lr3e-4-seed2"].toObject();
+
+    // Lightning's CSVLogger metrics.csv (a NaN cell a gap), as
+    // trainer_layouts_reader.py reads it; the TensorBoardLogger's tags that
+    // the CSV also has are drawn from the CSV.
+    const QJsonObject lt =
+        pythonJson("trainer_layouts_reader.py", {kFixtures + "/trainer_layouts/lt/lightning_logs"});
+    QTest::newRow("Lightning") << kFixtures + "/trainer_layouts/lt/lightning_logs"
+                               << "version_0" << lt["runs"].toObject()["version_0"].toObject();
 
     const QJsonObject nano = readJson(kFixtures + "/nanogpt/expected.json");
     QTest::newRow("nanoGPT") << kFixtures + "/nanogpt" << nano["run"].toString()
