@@ -109,17 +109,6 @@ void clickTab(MainWindow& w, const QString& title) {
   clickTabOf(w.findChild<QTabWidget*>(), title);
 }
 
-// The metric box walked with the arrow keys to `metric`, as a person picks it.
-bool pickMetric(CurvesView* curves, const QString& metric) {
-  auto* box = curves->findChild<QComboBox*>("metric");
-  if (!box || !box->isVisible()) return false;
-  box->setFocus();
-  QTest::keyClick(box, Qt::Key_Home);
-  for (int i = 0; i < box->count() && box->currentText() != metric; ++i)
-    QTest::keyClick(box, Qt::Key_Down);
-  return box->currentText() == metric && curves->metric() == metric;
-}
-
 // The line of a checkpoint Summary's text that holds the "Trainer" field's
 // value, "<trainer>: <thing> from <files>; ..." (the value follows its label).
 QString trainerLineOf(const QString& text, const QString& title) {
@@ -225,19 +214,11 @@ class TestTrainerBrowser : public QObject {
     const QJsonObject tags = want["job"].toObject();
     QVERIFY(!tags.isEmpty());
     for (const QString& tag : tags.keys()) {
-      QVERIFY2(pickMetric(curves, tag), qPrintable(tag + " among " + curves->metrics().join(',')));
-      const QCPGraph* graph = curves->rawGraph("job");
-      QVERIFY2(graph, qPrintable(tag));
-      const QJsonArray points = tags[tag].toObject()["points"].toArray();
-      QCOMPARE(graph->data()->size(), int(points.size()));
-      for (int i = 0; i < points.size(); ++i) {
-        const QJsonArray p = points[i].toArray();
-        QCOMPARE(graph->data()->at(i)->key, p[0].toDouble());
-        if (p[1].isNull())
-          QVERIFY(std::isnan(graph->data()->at(i)->value));
-        else
-          QCOMPARE(graph->data()->at(i)->value, p[1].toDouble());
-      }
+      QVERIFY2(ckpt::test::pickMetric(curves, tag),
+               qPrintable(tag + " among " + curves->metrics().join(',')));
+      const QString d = ckpt::test::differsFromPoints(curves->rawGraph("job"),
+                                                      tags[tag].toObject()["points"].toArray());
+      QVERIFY2(d.isEmpty(), qPrintable(tag + ": " + d));
     }
   }
 

@@ -56,17 +56,6 @@ QJsonObject readJson(const QString& path) {
   return QJsonDocument::fromJson(f.readAll()).object();
 }
 
-// The metric box walked with the arrow keys to `metric`.
-bool pickMetric(CurvesView* curves, const QString& metric) {
-  auto* box = curves->findChild<QComboBox*>("metric");
-  if (!box || !box->isVisible()) return false;
-  box->setFocus();
-  QTest::keyClick(box, Qt::Key_Home);
-  for (int i = 0; i < box->count() && box->currentText() != metric; ++i)
-    QTest::keyClick(box, Qt::Key_Down);
-  return box->currentText() == metric && curves->metric() == metric;
-}
-
 // Close enough for a float32 model's change summed in double on both sides.
 bool near(double got, double want) {
   return std::abs(got - want) <= 1e-6 * std::max(1.0, std::abs(want));
@@ -141,20 +130,11 @@ class TestTrainerTabs : public QObject {
     QVERIFY2(curves, qPrintable(why));
     QTRY_VERIFY_WITH_TIMEOUT(!curves->isLoading() && !curves->metrics().isEmpty(), kTimeoutMs);
     for (const QString& metric : want.keys()) {
-      QVERIFY2(pickMetric(curves, metric),
+      QVERIFY2(ckpt::test::pickMetric(curves, metric),
                qPrintable(metric + " among " + curves->metrics().join(", ")));
-      const QCPGraph* graph = curves->rawGraph(run);
-      QVERIFY2(graph, qPrintable(run + " has no line for " + metric));
-      const QJsonArray points = want[metric].toArray();
-      QCOMPARE(graph->data()->size(), int(points.size()));
-      for (int i = 0; i < points.size(); ++i) {
-        const QJsonArray p = points[i].toArray();
-        QCOMPARE(graph->data()->at(i)->key, p[0].toDouble());
-        if (p[1].isNull())
-          QVERIFY(std::isnan(graph->data()->at(i)->value));
-        else
-          QCOMPARE(graph->data()->at(i)->value, p[1].toDouble());
-      }
+      const QString d =
+          ckpt::test::differsFromPoints(curves->rawGraph(run), want[metric].toArray());
+      QVERIFY2(d.isEmpty(), qPrintable(run + " " + metric + ": " + d));
     }
   }
 

@@ -1,13 +1,18 @@
 #pragma once
 // What the GUI tests do with a main window: open folders and wait for the
-// listing, read the names of the browser's top rows, go to the Curves tab.
+// listing, read the names of the browser's top rows, go to the Curves tab,
+// pick a metric with the keyboard, compare a drawn line with a reader's points.
+#include <qcustomplot.h>
 #include <QAbstractItemModel>
+#include <QComboBox>
+#include <QJsonArray>
 #include <QKeySequence>
 #include <QSignalSpy>
 #include <QSize>
 #include <QStringList>
 #include <QTabWidget>
 #include <QTest>
+#include <cmath>
 
 #include "curves/curvesview.h"
 #include "mainwindow.h"
@@ -58,6 +63,40 @@ inline CurvesView* openOnCurvesTab(MainWindow& w, const QStringList& paths, QSiz
     }
   }
   return view;
+}
+
+// The metric box walked with the arrow keys to `metric`, as a person picks it.
+inline bool pickMetric(CurvesView* curves, const QString& metric) {
+  auto* box = curves->findChild<QComboBox*>("metric");
+  if (!box || !box->isVisible()) return false;
+  box->setFocus();
+  QTest::keyClick(box, Qt::Key_Home);
+  for (int i = 0; i < box->count() && box->currentText() != metric; ++i)
+    QTest::keyClick(box, Qt::Key_Down);
+  return box->currentText() == metric && curves->metric() == metric;
+}
+
+// A drawn line against a reader's points ([[step, value|null, ...], ...]; a
+// null value is a NaN on the chart): "" when they agree point for point,
+// else the first difference.
+inline QString differsFromPoints(const QCPGraph* graph, const QJsonArray& points) {
+  if (!graph) return QStringLiteral("no line");
+  if (graph->data()->size() != points.size())
+    return QStringLiteral("%1 points drawn, %2 read").arg(graph->data()->size()).arg(points.size());
+  for (int i = 0; i < points.size(); ++i) {
+    const QJsonArray p = points[i].toArray();
+    const double key = graph->data()->at(i)->key, value = graph->data()->at(i)->value;
+    const bool same =
+        key == p[0].toDouble() && (p[1].isNull() ? std::isnan(value) : value == p[1].toDouble());
+    if (!same)
+      return QStringLiteral("point %1: drawn (%2, %3), read (%4, %5)")
+          .arg(i)
+          .arg(key, 0, 'g', 17)
+          .arg(value, 0, 'g', 17)
+          .arg(p[0].toDouble(), 0, 'g', 17)
+          .arg(p[1].isNull() ? QStringLiteral("null") : QString::number(p[1].toDouble(), 'g', 17));
+  }
+  return {};
 }
 
 }  // namespace ckpt::test
