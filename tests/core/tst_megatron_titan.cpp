@@ -94,6 +94,26 @@ class TestMegatronTitan : public QObject {
     }
   }
 
+  // torchtitan's state dict with the model's keys at its top (beside
+  // optimizer, lr_scheduler, train_state): diff compares the model's four
+  // tensors, as torch does, not the optimizer's moments and the step too.
+  void flattenedTorchtitanModelIsCompared() {
+    const std::string dump = kRoot + "/titan_flat/outputs/checkpoint";
+    const json d = cli({"diff", QString::fromStdString(dump + "/step-10"),
+                        QString::fromStdString(dump + "/step-20"), "--json"});
+    const json& want = expected()["torchtitan_flat"]["rel_l2"];
+    QCOMPARE(d["tensors"].size(), want.size());
+    for (const json& t : d["tensors"]) {
+      const std::string name = t["name"].get<std::string>();
+      QVERIFY2(want.contains(name), name.c_str());
+      QVERIFY2(std::abs(t["rel_l2"].get<double>() - want[name].get<double>()) <=
+                   1e-6 * want[name].get<double>(),
+               name.c_str());
+    }
+    const json info = cli({"info", QString::fromStdString(dump + "/step-10"), "--json"});
+    QCOMPARE(info["model_state"]["names"].size(), want.size());
+  }
+
   void megatronSaveFolderIsOneRun() {
     const json got = cli({"ls", QString::fromStdString(kRoot + "/mg"), "--json"});
     const json& want = expected()["megatron"];

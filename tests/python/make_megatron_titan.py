@@ -19,6 +19,9 @@ Debian has no Megatron: these dicts are written with the same keys.
   OUTDIR/mg_legacy/gpt/  2 saves (10, 20) of 1 rank of the legacy model
       (before mcore: model.language_model's nested dicts); expected.json
       "megatron_legacy" holds torch's rel_l2 of each tensor between them
+torchtitan since _flattened_model_states_sd (the model's keys at the top of
+the DCP state dict): OUTDIR/titan_flat/outputs/checkpoint/step-{10,20};
+expected.json "torchtitan_flat" holds torch's rel_l2 of each model tensor
 
 Tensor-parallel slices to join (the torch format, mcore GPTModel names):
   OUTDIR/mg_join/gpt/iter_0000300/  2 tensor x 2 pipeline ranks, SwiGLU, biases,
@@ -456,6 +459,22 @@ def titan(out):
     return {"run": "outputs", "steps": steps}
 
 
+def titan_flat(out):
+    """torchtitan's CheckpointManager since _flattened_model_states_sd: the
+    model's keys at the top of the DCP state dict, beside optimizer,
+    lr_scheduler and train_state. What torch finds between step-10 and
+    step-20: each model tensor's ||b - a|| / ||a||."""
+    dump = os.path.join(out, "outputs")
+    models = {}
+    for step in (10, 20):
+        state = titan_state(step)
+        model = state.pop("model")
+        models[step] = model
+        make_sharded.write_dcp(os.path.join(dump, "checkpoint", f"step-{step}"), {**model, **state}, 2)
+    a, b = models[10], models[20]
+    return {"rel_l2": {n: float((b[n].double() - a[n].double()).norm() / a[n].double().norm()) for n in a}}
+
+
 def fake_megatron_modules():
     # The classes Megatron's pickles name, under Megatron's module names, so
     # that pickle writes the same GLOBAL opcodes Megatron's own save does
@@ -552,7 +571,8 @@ def main(argv):
                 "megatron_dist": megatron_dist(os.path.join(out, "mg_dist", "gpt")), "torchtitan": titan(os.path.join(out, "titan")),
                 "megatron_safety": megatron_safety(os.path.join(out, "mg_safety")),
                 "megatron_join": megatron_join(os.path.join(out, "mg_join")),
-                "megatron_legacy": megatron_legacy(os.path.join(out, "mg_legacy", "gpt"))}
+                "megatron_legacy": megatron_legacy(os.path.join(out, "mg_legacy", "gpt")),
+                "torchtitan_flat": titan_flat(os.path.join(out, "titan_flat"))}
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1, sort_keys=True)
     return 0

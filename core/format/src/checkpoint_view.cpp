@@ -2,6 +2,7 @@
 
 #include "ckpt/format/state_names.h"
 
+#include <algorithm>
 #include <charconv>
 #include <map>
 #include <string_view>
@@ -68,6 +69,15 @@ void CheckpointView::findParts() {
       }
     }
   }
+  // torchtitan's CheckpointManager (_flattened_model_states_sd) saves the
+  // model's keys at the top of its DCP state dict, beside optimizer,
+  // lr_scheduler, dataloader and train_state: the top level's tensors are
+  // the model (not every tensor, the optimizer's moments included).
+  if (!m_modelState && !m_megatronDist && m_file.format() == FileFormat::Sharded &&
+      std::any_of(root->entries.begin(), root->entries.end(), [](const ValuePair& e) {
+        return e.first->isStr() && e.second->kind == K::Tensor;
+      }))
+    m_modelState = root;
   for (const char* key : {"optimizer", "optimizer_state", "optimizer_state_dict", "optim"}) {
     if (m_megatronDist) break;
     if (const Value* v = root->get(key); isOptimizerState(v)) {
@@ -132,8 +142,11 @@ void CheckpointView::findParts() {
 
 const Value* CheckpointView::lookup(std::string_view key) const {
   const Value* root = m_file.root();
-  if (root && root->kind == K::Dict && root != m_modelState)
-    if (const Value* v = root->get(key)) return v;
+  if (root && root->kind == K::Dict) {
+    const Value* v = root->get(key);
+    // Beside a top-level model's tensors (torchtitan): what is not a tensor.
+    if (v && (root != m_modelState || v->kind != K::Tensor)) return v;
+  }
   return m_metadata ? m_metadata->get(key) : nullptr;
 }
 
