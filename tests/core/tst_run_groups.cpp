@@ -243,6 +243,30 @@ class TestRunGroups : public QObject {
     QVERIFY(!hasReplicates(two, "learning_rate"));
   }
 
+  // By hand: a Lightning run that logs train_loss, epoch and val_acc is
+  // ranked by its loss, not by "epoch" (the alphabetical first).
+  void defaultMetricOfTheTable_data() {
+    QTest::addColumn<QStringList>("metrics");
+    QTest::addColumn<QString>("expected");
+    QTest::newRow("ours") << QStringList{"loss", "lr", "val_loss"} << "val_loss";
+    QTest::newRow("loss only") << QStringList{"accuracy", "loss"} << "loss";
+    QTest::newRow("Trainer") << QStringList{"epoch",     "eval_accuracy", "eval_loss",
+                                            "grad_norm", "learning_rate", "train_loss"}
+                             << "eval_loss";
+    QTest::newRow("TensorBoard") << QStringList{"lr", "train/loss", "val/loss"} << "val/loss";
+    QTest::newRow("Lightning, no validation")
+        << QStringList{"epoch", "train_loss", "val_acc"} << "train_loss";
+    QTest::newRow("no loss") << QStringList{"epoch", "mfu", "step"} << "mfu";
+    QTest::newRow("none") << QStringList{} << "loss";
+  }
+  void defaultMetricOfTheTable() {
+    QFETCH(QStringList, metrics);
+    QFETCH(QString, expected);
+    std::set<std::string> names;
+    for (const QString& m : metrics) names.insert(m.toStdString());
+    QCOMPARE(QString::fromStdString(defaultTableMetric(names)), expected);
+  }
+
   void columnsAreTheDifferingHyperparameters() {
     const Sweep& s = sweep();
     RunsTableOptions o;

@@ -248,10 +248,51 @@ RunSummary summarizeRun(const RunMetrics& run, Hparams hparams,
 }
 
 std::string defaultTableMetric(const std::set<std::string>& metrics) {
-  return metrics.count("val_loss") ? "val_loss"
-         : metrics.count("loss")   ? "loss"
-         : metrics.empty()         ? "loss"
-                                   : *metrics.begin();
+  if (metrics.empty()) return "loss";
+  // The words of a name ("eval/loss" -> eval, loss), lower case.
+  auto words = [](const std::string& name) {
+    std::vector<std::string> out(1);
+    for (const char c : name) {
+      if (c == '/' || c == '.' || c == '_' || c == '-' || c == ' ')
+        out.emplace_back();
+      else
+        out.back() += char(std::tolower(static_cast<unsigned char>(c)));
+    }
+    return out;
+  };
+  // val_loss, then loss, then another trainer's validation loss (eval_loss,
+  // val/loss), then its training loss (train_loss), then any loss; a run
+  // that logs none the first name (not "epoch", the alphabetical first of
+  // a Lightning run: its "best" is no best).
+  int best = 5;
+  std::string chosen;
+  for (const std::string& name : metrics) {
+    const std::vector<std::string> w = words(name);
+    auto has = [&w](std::initializer_list<const char*> any) {
+      for (const char* a : any)
+        if (std::find(w.begin(), w.end(), a) != w.end()) return true;
+      return false;
+    };
+    int rank = 5;
+    if (name == "val_loss")
+      rank = 0;
+    else if (name == "loss")
+      rank = 1;
+    else if (has({"loss"}) && has({"val", "valid", "validation", "eval"}))
+      rank = 2;
+    else if (has({"loss"}) && has({"train", "training"}))
+      rank = 3;
+    else if (has({"loss"}))
+      rank = 4;
+    if (rank < best) {
+      best = rank;
+      chosen = name;
+    }
+  }
+  if (!chosen.empty()) return chosen;
+  for (const std::string& name : metrics)
+    if (name != "epoch" && name != "step") return name;
+  return *metrics.begin();
 }
 
 RunsTable buildRunsTable(std::span<const RunMetrics> metrics, std::span<const Hparams> hparams,

@@ -97,7 +97,9 @@ RunSummary summarizeRun(const RunMetrics& run, Hparams hparams,
                         const std::set<std::string>& keepCurves);
 
 // The metric a table shows when none is asked for: val_loss when a run has
-// it, else loss, else the first by name ("loss" when there is none).
+// it, else loss, else another trainer's validation loss (eval_loss,
+// val/loss), its training loss (train_loss), any loss, else the first name
+// that is not epoch or step ("loss" when there is none).
 std::string defaultTableMetric(const std::set<std::string>& metrics);
 
 // Throws FilterError for a bad filter (or one naming what no run has,
