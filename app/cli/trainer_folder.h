@@ -1,7 +1,8 @@
 #pragma once
-// A Hugging Face Trainer's checkpoint-<step>/ folder named on the command
-// line: `ls` lists it as one checkpoint, so info, diff, verify, export and
-// consolidate take it too (hf_trainer.h).
+// A Hugging Face Trainer's checkpoint-<step>/ folder or an Accelerate
+// save_state folder named on the command line: `ls` lists it as one
+// checkpoint, so info, diff, verify, export and consolidate take it too
+// (hf_trainer.h, accelerate.h).
 #include <optional>
 #include <string>
 #include <vector>

@@ -229,7 +229,8 @@ void addCheckpointPart(CheckpointEntry& e, const std::string& path, std::string 
   if (sec) part.size = 0;
   e.size += part.size;
   const std::string ext = fs::path(path).extension().string();
-  if (ext == ".pt" || ext == ".pth" || ext == ".bin") {
+  // (Accelerate's random_states_<i>.pkl is a torch.save too.)
+  if (ext == ".pt" || ext == ".pth" || ext == ".bin" || ext == ".pkl") {
     const CheckpointSafety safety = scanCheckpoint(part.path);
     part.verdict = std::string(verdictName(safety.verdict));
     if (verdictRank(part.verdict) > verdictRank(e.verdict)) {

@@ -16,6 +16,7 @@
 #include "ckpt/format/pickle_safety.h"
 #include "ckpt/format/sharded.h"
 #include "ckpt/format/tensor_data.h"
+#include "ckpt/index/accelerate.h"
 #include "ckpt/index/hf_trainer.h"
 #include "ckpt/index/lightning.h"
 #include "ckpt/index/megatron.h"
@@ -35,6 +36,7 @@ std::string_view trainerTitle(std::string_view id) {
   // Proper nouns: the same in every language.
   static const std::map<std::string_view, std::string_view> titles = {
       {kHfTrainerId, "Hugging Face Trainer"},
+      {kAccelerateId, "Hugging Face Accelerate"},
       {kLightningId, "PyTorch Lightning"},
       {kMlflowId, "MLflow"},
       {kWandbId, "W&B"},
@@ -160,10 +162,11 @@ bool isMetricsFileName(const std::string& name) {
 
 // What a walk finds, before any file is read.
 struct Found {
-  std::vector<fs::path> files;            // checkpoint files, listed one by one
-  std::set<fs::path> parts;               // files a sharded checkpoint is made of (not listed)
-  std::vector<fs::path> hfFolders;        // Hugging Face Trainer checkpoint-<step>/ folders
-  std::vector<fs::path> megatronFolders;  // Megatron-LM iter_<N>/ and release/ folders
+  std::vector<fs::path> files;              // checkpoint files, listed one by one
+  std::set<fs::path> parts;                 // files a sharded checkpoint is made of (not listed)
+  std::vector<fs::path> hfFolders;          // Hugging Face Trainer checkpoint-<step>/ folders
+  std::vector<fs::path> megatronFolders;    // Megatron-LM iter_<N>/ and release/ folders
+  std::vector<fs::path> accelerateFolders;  // Accelerate save_state folders (accelerate.h)
   std::map<fs::path, std::vector<std::string>> metricFiles;  // by directory
   std::map<fs::path, std::vector<std::string>> eventFiles;   // TensorBoard's, by directory
   std::set<fs::path> mlflowRuns;                             // MLflow run folders
@@ -199,6 +202,10 @@ struct Found {
       megatronFolders.push_back(dir);
       return false;
     }
+    if (isAccelerateStateFolder(dir.string())) {
+      accelerateFolders.push_back(dir);
+      return false;
+    }
     collectSharded(dir, files, parts);
     return true;
   }
@@ -210,6 +217,22 @@ struct Found {
       eventFiles[file.parent_path()].push_back(file.string());
   }
 };
+
+// A checkpoints/ folder of Accelerate's automatic naming: its
+// checkpoint_<i>/ folders are checkpoints of the project folder above it.
+bool hasAutomaticAccelerateFolders(const fs::path& dir) {
+  const fs::path d = fs::path(dir).lexically_normal();
+  if ((d.filename().empty() ? d.parent_path() : d).filename() != "checkpoints") return false;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    std::error_code fec;
+    if (it->path().filename().string().starts_with("checkpoint_") && it->is_directory(fec) &&
+        isAccelerateStateFolder(it->path().string()))
+      return true;
+  }
+  return false;
+}
 
 // Whether `dir` is a run by what it holds itself (one listing, nothing
 // read): a checkpoint file, a metrics or event file, a checkpoint folder.
@@ -266,7 +289,7 @@ std::optional<fs::path> eventFolderOwner(const fs::path& dir) {
 struct Item {
   fs::path path;
   fs::path runDir;
-  enum class Kind { File, HfFolder, HfFinal, MegatronFolder } kind = Kind::File;
+  enum class Kind { File, HfFolder, HfFinal, MegatronFolder, AccelerateFolder } kind = Kind::File;
   // The trainer whose layout put it in runDir rather than its own folder:
   // a Lightning run's checkpoints/ file, torchtitan's checkpoint/step-<N>/.
   std::string_view trainer;
@@ -316,6 +339,9 @@ std::vector<Item> itemsOf(Found& found) {
     items.push_back({f, f.parent_path(), Item::Kind::HfFolder, {}});
   for (const fs::path& f : found.megatronFolders)
     items.push_back({f, f.parent_path(), Item::Kind::MegatronFolder, {}});
+  for (const fs::path& f : found.accelerateFolders)
+    items.push_back(
+        {f, fs::path(accelerateRunOf(f.string())), Item::Kind::AccelerateFolder, kAccelerateId});
   return items;
 }
 
@@ -339,6 +365,8 @@ CheckpointEntry describeItem(const Item& item, const fs::path& rootPath) {
     }
     case Item::Kind::MegatronFolder:
       return describeMegatronCheckpoint(item.path.string(), relative(item.path));
+    case Item::Kind::AccelerateFolder:
+      return describeAccelerateCheckpoint(item.path.string(), relative(item.path));
     case Item::Kind::File:
       break;
   }
@@ -447,7 +475,8 @@ RunEntry scanRunDirectory(const std::string& root, const std::string& dir,
        isMegatronCheckpointFolder(parent.string())) ||
       (fs::path(dir).lexically_normal().filename() == "checkpoint" &&
        hasTorchtitanCheckpoint(dir)) ||
-      mlflowRunOf((fs::path(dir) / "file").string()))
+      mlflowRunOf((fs::path(dir) / "file").string()) || isAccelerateStateFolder(dir) ||
+      hasAutomaticAccelerateFolders(dir))
     return run;
   std::error_code ec;
   Found found;
@@ -460,8 +489,20 @@ RunEntry scanRunDirectory(const std::string& root, const std::string& dir,
       found.hfFolders.push_back(it->path());
     else if (it->is_directory(fec) && isMegatronCheckpointFolder(it->path().string()))
       found.megatronFolders.push_back(it->path());
+    else if (it->is_directory(fec) && isAccelerateStateFolder(it->path().string()))
+      found.accelerateFolders.push_back(it->path());
   }
   if (ec) throw std::runtime_error(dir + ": " + ec.message());
+  // Accelerate's automatic naming: <project_dir>/checkpoints/checkpoint_<i>/.
+  if (const fs::path ckpts = fs::path(dir) / "checkpoints"; hasAutomaticAccelerateFolders(ckpts)) {
+    std::error_code cec;
+    for (fs::directory_iterator it(ckpts, fs::directory_options::skip_permission_denied, cec), end;
+         !cec && it != end; it.increment(cec)) {
+      std::error_code fec;
+      if (it->is_directory(fec) && isAccelerateStateFolder(it->path().string()))
+        found.accelerateFolders.push_back(it->path());
+    }
+  }
   if (const fs::path ckpts = fs::path(dir) / "checkpoints";
       isLightningCheckpointFolder(ckpts.string())) {
     std::error_code cec;
