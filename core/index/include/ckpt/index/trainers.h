@@ -2,9 +2,9 @@
 // Which trainer's layout a run or checkpoint was found by
 // (RunEntry::trainer, CheckpointEntry::trainer), and the rules the layouts
 // share. The ids of the other layouts live beside their rules:
-// kHfTrainerId (hf_trainer.h), kLightningId (lightning.h), kMlflowId
-// (mlflow.h), kMegatronId (megatron.h), kTorchtitanId (torchtitan.h),
-// kWandbId (wandb.h).
+// kHfTrainerId (hf_trainer.h), kAccelerateId (accelerate.h), kLightningId
+// (lightning.h), kMlflowId (mlflow.h), kMegatronId (megatron.h),
+// kTorchtitanId (torchtitan.h), kWandbId (wandb.h).
 // No Qt.
 
 #include <array>
