@@ -270,6 +270,10 @@ class TestTrainerBrowser : public QObject {
       wandb << r.toObject()["name"].toString();
     QTest::newRow("W&B") << "wandb/proj"
                          << "W&B" << wandb << QString("files/config.yaml");
+    // make_accelerate.py: save_state folders, named by the script and automatically.
+    QTest::newRow("Accelerate") << "accelerate/acc"
+                                << "Hugging Face Accelerate" << QStringList{"auto", "manual"}
+                                << QString("");
     // deepspeed_fixtures.py: ds_run/ with its tag folders and `latest`.
     QTest::newRow("DeepSpeed") << "sharded/ds_run"
                                << "DeepSpeed" << QStringList{"ds_run"} << QString("");
