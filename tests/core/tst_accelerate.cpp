@@ -18,6 +18,7 @@
 #include "ckpt/index/accelerate.h"
 #include "ckpt/index/scanner.h"
 #include "cli_json.h"
+#include "run_process.h"
 
 using ckpt::test::json;
 using ckpt::test::runJson;
@@ -118,6 +119,43 @@ class TestAccelerate : public QObject {
     QCOMPARE(ckpt::scanRunDirectory(root, root + "/manual").checkpoints.size(), size_t(2));
     QVERIFY(ckpt::scanRunDirectory(root, root + "/auto/checkpoints").checkpoints.empty());
     QVERIFY(ckpt::scanRunDirectory(root, root + "/manual/step_50").checkpoints.empty());
+  }
+
+  // The same runs from a relative path, as a person types it in a shell:
+  // "acc" from the fixture folder, "." from inside a run (the runs were
+  // folded into one, named after the root, when a run's path was absolute
+  // and the walk's relative).
+  void relativePaths_data() {
+    QTest::addColumn<QString>("cwd");
+    QTest::addColumn<QString>("arg");
+    QTest::addColumn<QStringList>("runs");
+    QTest::addColumn<int>("checkpoints");
+    const QString root = QString::fromStdString(kRoot);
+    QTest::newRow("acc") << root << "acc" << QStringList{"auto", "manual"} << 4;
+    QTest::newRow("acc/") << root << "acc/" << QStringList{"auto", "manual"} << 4;
+    QTest::newRow("inside manual") << root + "/acc/manual"
+                                   << "." << QStringList{"manual"} << 2;
+    QTest::newRow("inside auto") << root + "/acc/auto"
+                                 << "." << QStringList{"auto"} << 2;
+  }
+  void relativePaths() {
+    QFETCH(QString, cwd);
+    QFETCH(QString, arg);
+    QFETCH(QStringList, runs);
+    QFETCH(int, checkpoints);
+    const auto r = ckpt::test::runProcess(QStringLiteral(CKPT_CLI), {"ls", arg, "--json"}, cwd);
+    QCOMPARE(r.exitCode, 0);
+    const json ls = json::parse(r.out.toStdString());
+    QStringList names;
+    int count = 0;
+    for (const json& run : ls["runs"]) {
+      names << QString::fromStdString(run["name"].get<std::string>());
+      count += int(run["checkpoints"].size());
+      QCOMPARE(run["trainer"].get<std::string>(), std::string("accelerate"));
+    }
+    names.sort();
+    QCOMPARE(names, runs);
+    QCOMPARE(count, checkpoints);
   }
 
   // diff of a run's two save folders compares their weights as torch does.

@@ -44,7 +44,8 @@ bool isAutomaticName(const fs::path& folder) {
 }
 
 fs::path normalFolder(const std::string& dir) {
-  fs::path p = fs::absolute(fs::path(dir)).lexically_normal();
+  std::error_code ec;  // (only when the working directory is gone)
+  fs::path p = fs::absolute(fs::path(dir), ec).lexically_normal();
   if (p.filename().empty()) p = p.parent_path();
   return p;
 }
@@ -78,8 +79,23 @@ bool isAccelerateStateFolder(const std::string& dir) {
 }
 
 std::string accelerateRunOf(const std::string& folder) {
-  const fs::path f = normalFolder(folder);
-  return (isAutomaticName(f) ? f.parent_path().parent_path() : f.parent_path()).string();
+  // In the form the folder was given (a walk from a relative root keeps its
+  // runs relative: runNameFor and the metrics files' keys compare them).
+  fs::path f = fs::path(folder).lexically_normal();
+  if (f.filename().empty()) f = f.parent_path();
+  const int up = isAutomaticName(normalFolder(folder)) ? 2 : 1;
+  fs::path run = f;
+  for (int i = 0; i < up; ++i) {
+    if (run.empty()) {
+      // Above what was given ("checkpoints/checkpoint_0" from inside it): absolute.
+      run = normalFolder(folder);
+      for (int j = 0; j < up; ++j) run = run.parent_path();
+      return run.string();
+    }
+    run = run.parent_path();
+  }
+  // "step_50", walked from its run: the run is ".", as the walk names it.
+  return run.empty() ? std::string(".") : run.string();
 }
 
 std::string_view acceleratePartRole(std::string_view name) {

@@ -63,10 +63,23 @@ std::optional<std::string> mlflowRunOf(const std::string& path) {
   bool artifacts = false;
   for (const fs::path& part : p.parent_path()) artifacts |= part == "artifacts";
   if (!artifacts) return std::nullopt;
-  for (fs::path dir = p.parent_path(); dir.has_parent_path() && dir != dir.parent_path();
-       dir = dir.parent_path())
-    if (dir.filename() == "artifacts" && isMlflowRunFolder(dir.parent_path().string()))
-      return dir.parent_path().string();
+  // Looked for on the absolute path (a walk begun inside the run folder
+  // gives "artifacts/checkpoints/e.pt"), the run returned in the form the
+  // path was given: a relative walk's runs stay relative.
+  std::error_code ec;
+  const fs::path abs = fs::absolute(p, ec).lexically_normal();
+  if (ec) return std::nullopt;
+  int up = 1;  // levels from the file to `dir`
+  for (fs::path dir = abs.parent_path(); dir.has_parent_path() && dir != dir.parent_path();
+       dir = dir.parent_path(), ++up) {
+    if (dir.filename() != "artifacts" || !isMlflowRunFolder(dir.parent_path().string())) continue;
+    fs::path run = p;
+    for (int i = 0; i <= up; ++i) {
+      if (run.empty()) return dir.parent_path().string();  // above what was given
+      run = run.parent_path();
+    }
+    return run.empty() ? std::string(".") : run.string();  // the walk's "." itself
+  }
   return std::nullopt;
 }
 
