@@ -159,6 +159,8 @@ class TstTrainerLayouts : public QObject {
                                     << R"({"epoch": 1})";
     QTest::newRow("last") << "last.ckpt"
                           << "{}";
+    QTest::newRow("diverged") << "epoch=0-step=50-val_loss=nan.ckpt"
+                              << R"({"epoch": 0})";
     QTest::newRow("last, version") << "last-v2.ckpt"
                                    << "{}";
     QTest::newRow("no format spec") << "epoch=1-val_loss=tensor(0.8100).ckpt"
@@ -319,6 +321,15 @@ class TstTrainerLayouts : public QObject {
     const std::string dir = root + "/3/3a1b2c3d4e5f60718293a4b5c6d7e8f9";
     QCOMPARE(ckpt::scanRunDirectory(root, dir).checkpoints.size(), size_t(2));
     QVERIFY(ckpt::scanRunDirectory(root, dir + "/artifacts/checkpoints").checkpoints.empty());
+    // Listed from inside the run folder ("." in a shell there): the same
+    // run, not a run named artifacts/checkpoints.
+    const auto inside = ckpt::test::runProcess(QStringLiteral(CKPT_CLI), {"ls", ".", "--json"},
+                                               QString::fromStdString(dir));
+    QCOMPARE(inside.exitCode, 0);
+    const json here = json::parse(inside.out.toStdString());
+    QCOMPARE(here["runs"].size(), size_t(1));
+    QCOMPARE(here["runs"][0]["checkpoints"].size(), size_t(2));
+    QCOMPARE(here["runs"][0]["trainer"].get<std::string>(), std::string("mlflow"));
     // Still running: meta.yaml's status 1, no end time.
     const ckpt::MlflowRunInfo info = ckpt::readMlflowRunInfo(dir);
     QCOMPARE(info.status, std::string("RUNNING"));

@@ -119,7 +119,9 @@ std::map<std::string, double> lightningNameMetrics(std::string_view fileName) {
   std::map<std::string, double> out;
   for (const auto& [name, value] : pairs) {
     if (name == "step") continue;
-    if (const std::optional<double> v = detail::pythonFloat(value)) out[name] = *v;
+    // "nan" (a diverged run's name) is no value a "best" can be chosen by.
+    if (const std::optional<double> v = detail::pythonFloat(value); v && std::isfinite(*v))
+      out[name] = *v;
   }
   return out;
 }
@@ -132,7 +134,7 @@ bool describeLightningCheckpoint(const CheckpointFile& file, const CheckpointVie
   if (!root || !root->isDict()) return false;
   const Value* version = root->get("pytorch-lightning_version");
   if (!version || !version->isStr()) return false;
-  e.trainer = std::string(kLightningId);
+  if (e.trainer.empty()) e.trainer = std::string(kLightningId);
   if (const Value* epoch = view.lookup("epoch"); epoch && epoch->isNumber())
     e.scalars.emplace("epoch", epoch->number());
   for (const auto& [name, value] : lightningNameMetrics(fileName)) e.scalars.emplace(name, value);

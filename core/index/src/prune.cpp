@@ -3,6 +3,7 @@
 #include "ckpt/format/error.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -62,7 +63,7 @@ PrunePlan planPrune(const RunEntry& run, const PruneRules& rules) {
     std::optional<size_t> best;
     for (size_t i = 0; i < cps.size(); ++i) {
       const auto v = cps[i].error.empty() ? metricOf(cps[i], rules.keepBest) : std::nullopt;
-      if (!v) continue;
+      if (!v || std::isnan(*v)) continue;  // a NaN is never the best
       const auto bv = best ? metricOf(cps[*best], rules.keepBest) : std::nullopt;
       if (!best || (higherIsBetter(rules.keepBest) ? *v > *bv : *v < *bv)) best = i;
     }
