@@ -19,6 +19,7 @@
 #include "ckpt/format/input_file.h"
 #include "ckpt/format/pickle_safety.h"
 #include "ckpt/format/sharded.h"
+#include "ckpt/format/zip_archive.h"
 #include "common.h"
 #include "documents.h"
 #include "remote_commands.h"
@@ -45,9 +46,10 @@ bool isScanCandidate(const fs::path& p) {
 
 // What a directory walk did not examine, and why (said under the counts).
 struct NotExamined {
-  size_t archives = 0;  // tar archives: only PyTorch before 0.1.10 wrote those
-  size_t other = 0;     // neither pickle, zip nor safetensors by their first bytes
-  size_t unopened = 0;  // could not be opened to look
+  size_t archives = 0;     // tar archives: only PyTorch before 0.1.10 wrote those
+  size_t zipArchives = 0;  // zip archives with no pickle record (a dataset's .zip)
+  size_t other = 0;        // neither pickle, zip nor safetensors by their first bytes
+  size_t unopened = 0;     // could not be opened to look
 };
 
 // A file a walk meets whose name says nothing: by its first bytes, would
@@ -57,7 +59,20 @@ bool sniffsLoadable(const fs::path& p, NotExamined& skipped) {
   try {
     const InputFile in(p.string());
     switch (sniffFile(in)) {
-      case Sniff::Zip:
+      case Sniff::Zip: {
+        // torch.load reads a zip through its data.pkl (numpy's .npz: .npy
+        // records); a dataset's archive is not examined, only counted.
+        bool pickles = false;
+        try {
+          const ZipArchive zip(in);
+          for (const ZipEntry& e : zip.entries())
+            pickles |= e.name.ends_with(".pkl") || e.name.ends_with(".npy");
+        } catch (const std::exception&) {
+          pickles = true;  // a damaged zip: examined, and said unreadable
+        }
+        if (!pickles) ++skipped.zipArchives;
+        return pickles;
+      }
       case Sniff::TorchLegacy:
       case Sniff::Pickle:
       case Sniff::Safetensors:
@@ -294,13 +309,15 @@ SafetyScan scanSafety(const std::vector<std::string>& paths, bool recursive, boo
           checkpointCounts[2], checkpointCounts[3]);
     // What the walk passed over, so that "0 dangerous" is never read as
     // "this folder is safe" where files went unexamined.
-    const size_t notExamined = skipped.archives + skipped.other + skipped.unopened;
+    const size_t notExamined =
+        skipped.archives + skipped.zipArchives + skipped.other + skipped.unopened;
     if (notExamined) {
       std::string why;
       auto add = [&why](size_t n, const char* what) {
         if (n) why += (why.empty() ? "" : ", ") + std::to_string(n) + " " + what;
       };
       add(skipped.other, "neither pickle, zip nor safetensors by their first bytes");
+      add(skipped.zipArchives, "zip archives holding no pickle");
       add(skipped.archives, "tar archives (PyTorch before 0.1.10 wrote those: not read)");
       add(skipped.unopened, "could not be opened");
       std::printf("%zu other file%s not examined: %s\n", notExamined, notExamined == 1 ? "" : "s",
@@ -309,6 +326,7 @@ SafetyScan scanSafety(const std::vector<std::string>& paths, bool recursive, boo
   }
   out["not_examined"] = {{"not_pickles", skipped.other},
                          {"tar_archives", skipped.archives},
+                         {"zip_archives", skipped.zipArchives},
                          {"unopened", skipped.unopened}};
   const size_t dangerous = size_t(Verdict::Dangerous), unreadable = size_t(Verdict::Unreadable);
   result.document = std::move(out);

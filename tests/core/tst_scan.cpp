@@ -382,6 +382,14 @@ class TestScan : public QObject {
       std::filesystem::copy_file(kFixtures + "/hostile/pwn_eval.pt", dir / name);
     std::filesystem::copy_file(kFixtures + "/runs/tiny/tiny_step100.pt", dir / "model.pth.tar");
     std::ofstream(dir / "notes.txt") << "lr 3e-4\n";
+    // A dataset's archive (zip, no pickle record): counted, not examined.
+    QCOMPARE(
+        ckpt::test::runProcess(
+            "python3",
+            {"-c", "import zipfile,sys; zipfile.ZipFile(sys.argv[1], 'w').writestr('a.txt', 'x')",
+             QString::fromStdString((dir / "data.zip").string())})
+            .exitCode,
+        0);
     QCOMPARE(
         ckpt::test::runProcess("tar", {"cf", QString::fromStdString((dir / "data.tar").string()),
                                        "-C", tmp.path(), "notes.txt"})
@@ -401,11 +409,13 @@ class TestScan : public QObject {
                                                            {"noext", "dangerous"}}));
     QCOMPARE(got["not_examined"]["not_pickles"].get<int>(), 1);
     QCOMPARE(got["not_examined"]["tar_archives"].get<int>(), 1);
+    QCOMPARE(got["not_examined"]["zip_archives"].get<int>(), 1);
     const auto text = ckpt::test::runProcess(CKPT_CLI, {"scan", tmp.path()});
     QCOMPARE(text.exitCode, 3);
     QVERIFY2(text.out.contains("4 files: 1 safe, 0 suspicious, 3 dangerous, 0 unreadable\n"
-                               "2 other files not examined: 1 neither pickle, zip nor safetensors "
-                               "by their first bytes, 1 tar archives"),
+                               "3 other files not examined: 1 neither pickle, zip nor safetensors "
+                               "by their first bytes, 1 zip archives holding no pickle, 1 tar "
+                               "archives"),
              text.out.constData());
   }
 
