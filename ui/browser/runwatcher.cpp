@@ -8,9 +8,11 @@
 #include <QtConcurrent/QtConcurrentRun>
 #include <exception>
 
+#include "ckpt/index/accelerate.h"
 #include "ckpt/index/filesystem_kind.h"
 #include "ckpt/index/hf_trainer.h"
 #include "ckpt/index/megatron.h"
+#include "ckpt/index/mlflow.h"
 #include "textformat.h"
 #include "workpool.h"
 
@@ -215,6 +217,14 @@ void RunWatcher::rescanDirty() {
       m_dirty.insert(parent);
     else if (isMegatronRankName(name) || parentName == "checkpoint")
       m_dirty.insert(QFileInfo(parent).absolutePath());
+    // An Accelerate save_state folder (recognised once its random_states
+    // file is written: its later writes mark it again) is a checkpoint of
+    // the run above it; an MLflow run's artifacts/ folders hold its checkpoints.
+    else if (const std::string abs = pathToStd(info.absoluteFilePath());
+             isAccelerateStateFolder(abs))
+      m_dirty.insert(pathFromStd(accelerateRunOf(abs)));
+    else if (const std::optional<std::string> run = mlflowRunOf(abs + "/file"))
+      m_dirty.insert(pathFromStd(*run));
   }
   const QSet<QString> dirty = m_dirty;
   for (const QString& dir : dirty) {
