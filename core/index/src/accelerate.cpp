@@ -4,7 +4,6 @@
 #include <filesystem>
 
 #include "checkpoint_values.h"
-#include "ckpt/index/natural_order.h"
 #include "ckpt/index/trainers.h"
 
 namespace fs = std::filesystem;
@@ -135,20 +134,7 @@ CheckpointEntry describeAccelerateCheckpoint(const std::string& dir, const std::
   e.step = step;
   e.kind = step ? CheckpointKind::Step : CheckpointKind::Unknown;
 
-  std::vector<fs::path> files;
-  std::error_code ec;
-  for (fs::directory_iterator it(d, fs::directory_options::skip_permission_denied, ec), end;
-       !ec && it != end; it.increment(ec)) {
-    std::error_code fec;
-    if (!it->is_regular_file(fec) || it->path() == weights) continue;
-    if (!acceleratePartRole(it->path().filename().string()).empty()) files.push_back(it->path());
-  }
-  std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) {
-    return naturalLess(a.filename().string(), b.filename().string());
-  });
-  for (const fs::path& f : files)
-    addCheckpointPart(e, f.string(), f.filename().string(),
-                      std::string(acceleratePartRole(f.filename().string())));
+  addFolderParts(e, dir, acceleratePartRole);
   return e;
 }
 

@@ -16,6 +16,7 @@
 #include "ckpt/format/pickle_safety.h"
 #include "ckpt/format/sharded.h"
 #include "ckpt/format/tensor_data.h"
+#include "ckpt/index/natural_order.h"
 #include "ckpt/index/scanner.h"
 #include "ckpt/index/trainers.h"
 
@@ -242,6 +243,26 @@ void addCheckpointPart(CheckpointEntry& e, const std::string& path, std::string 
         e.offenders.push_back(o);
   }
   e.parts.push_back(std::move(part));
+}
+
+void addFolderParts(CheckpointEntry& e, const std::string& dir,
+                    std::string_view (*roleOf)(std::string_view)) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && it != end; it.increment(ec)) {
+    std::error_code fec;
+    if (!it->is_regular_file(fec)) continue;
+    const std::string_view role = roleOf(it->path().filename().string());
+    if (role.empty() || role == "weights" || role == "weights-shard") continue;
+    files.push_back(it->path());
+  }
+  std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) {
+    return naturalLess(a.filename().string(), b.filename().string());
+  });
+  for (const fs::path& f : files)
+    addCheckpointPart(e, f.string(), f.filename().string(),
+                      std::string(roleOf(f.filename().string())));
 }
 
 }  // namespace ckpt

@@ -12,7 +12,6 @@
 #include "ckpt/format/checkpoint_safety.h"
 #include "ckpt/format/input_file.h"
 #include "ckpt/format/sharded.h"
-#include "ckpt/index/natural_order.h"
 #include "ckpt/index/trainers.h"
 #include "python_json.h"
 
@@ -190,22 +189,7 @@ CheckpointEntry describeHfCheckpoint(const std::string& dir, const std::string& 
 
   // Every other file the Trainer wrote there; a resume torch.loads the
   // pickles among them, so the checkpoint is as safe as the worst of them.
-  std::vector<fs::path> files;
-  std::error_code ec;
-  for (fs::directory_iterator it(d, fs::directory_options::skip_permission_denied, ec), end;
-       !ec && it != end; it.increment(ec)) {
-    std::error_code fec;
-    if (!it->is_regular_file(fec)) continue;
-    const std::string_view role = hfPartRole(it->path().filename().string());
-    if (role.empty() || role == "weights" || role == "weights-shard") continue;
-    files.push_back(it->path());
-  }
-  std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) {
-    return naturalLess(a.filename().string(), b.filename().string());
-  });
-  for (const fs::path& f : files)
-    addCheckpointPart(e, f.string(), f.filename().string(),
-                      std::string(hfPartRole(f.filename().string())));
+  addFolderParts(e, dir, hfPartRole);
   return e;
 }
 

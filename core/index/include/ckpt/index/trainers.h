@@ -38,4 +38,11 @@ inline constexpr std::array<std::string_view, 2> kRunEventFolders{"runs", "tb"};
 void addCheckpointPart(CheckpointEntry& e, const std::string& path, std::string file,
                        std::string role);
 
+// Adds each file directly in `dir` whose role (`roleOf` its name) is
+// neither "" nor "weights" nor "weights-shard" as a part of `e`
+// (addCheckpointPart), in natural order of their names: the other files of
+// a Trainer's or Accelerate's checkpoint folder.
+void addFolderParts(CheckpointEntry& e, const std::string& dir,
+                    std::string_view (*roleOf)(std::string_view));
+
 }  // namespace ckpt
