@@ -163,6 +163,106 @@ class TestRunGroups : public QObject {
     QCOMPARE(compared, size_t(42));
   }
 
+  // A sweep's runs logged at the same steps (read straight from their
+  // columns, no search): run r's value at step s is r + s/10, or the
+  // constant r (a progression of stride 0); steps a progression or
+  // irregular; a run with a NaN at one step is left out there. By hand:
+  // runs 0..4 give mean 2 + s/10, population std sqrt(2), min s/10, max
+  // 4 + s/10, median 2 + s/10, p25 1 + s/10, p75 3 + s/10.
+  void groupStatisticsOfRunsAtTheSameSteps_data() {
+    QTest::addColumn<bool>("regularSteps");
+    QTest::addColumn<bool>("constantValues");
+    QTest::newRow("steps every 10, values rising") << true << false;
+    QTest::newRow("irregular steps, values rising") << false << false;
+    QTest::newRow("steps every 10, constant values") << true << true;
+  }
+  void groupStatisticsOfRunsAtTheSameSteps() {
+    QFETCH(bool, regularSteps);
+    QFETCH(bool, constantValues);
+    const std::vector<int64_t> steps = regularSteps
+                                           ? std::vector<int64_t>{10, 20, 30, 40, 50, 60, 70}
+                                           : std::vector<int64_t>{10, 11, 13, 20, 40, 41, 70};
+    const auto valueAt = [&](int r, int64_t s) {
+      return double(r) + (constantValues ? 0.0 : double(s) / 10.0);
+    };
+    std::vector<SeriesPoints> runs(6);
+    for (int r = 0; r < 5; ++r)
+      for (int64_t s : steps) runs[size_t(r)].push(s, valueAt(r, s));
+    // Run 5: 100 everywhere but a NaN at the last step, where only runs
+    // 0..4 count (a NaN between two values would be the line between them).
+    const size_t nanAt = steps.size() - 1;
+    for (size_t i = 0; i < steps.size(); ++i)
+      runs[5].push(steps[i], i == nanAt ? std::nan("") : 100.0);
+    QCOMPARE(runs[0].stepData() == nullptr, regularSteps);
+    QCOMPARE(runs[0].valueData() == nullptr, constantValues || regularSteps);
+    for (const bool withNan : {false, true}) {
+      std::vector<const SeriesPoints*> series;
+      for (int r = 0; r < (withNan ? 6 : 5); ++r) series.push_back(&runs[size_t(r)]);
+      for (const size_t blockSteps : {size_t(2048), size_t(2)}) {
+        GroupStatsOptions options;
+        options.blockSteps = blockSteps;
+        const GroupStats g = groupStatistics(series, 25, 75, {}, options);
+        QCOMPARE(g.steps, steps);
+        for (size_t i = 0; i < steps.size(); ++i) {
+          const double base = valueAt(0, steps[i]);
+          if (withNan && i != nanAt) {
+            QCOMPARE(g.runs[i], 6);  // 100 joins runs 0..4: mean (5 base + 10 + 100) / 6
+            QVERIFY(close(g.mean[i], (5 * base + 10 + 100) / 6));
+            QVERIFY(close(g.max[i], 100));
+            continue;
+          }
+          QCOMPARE(g.runs[i], 5);
+          QVERIFY2(close(g.mean[i], base + 2), qPrintable(QString::number(g.mean[i])));
+          QVERIFY(close(g.stdev[i], std::sqrt(2.0)));
+          QVERIFY(close(g.min[i], base));
+          QVERIFY(close(g.max[i], base + 4));
+          QVERIFY(close(g.median[i], base + 2));
+          QVERIFY(close(g.low[i], base + 1));
+          QVERIFY(close(g.high[i], base + 3));
+        }
+      }
+    }
+  }
+
+  // A metric column that is a progression (a constant or linear lr) is
+  // summarized from its ends: the same last, min, max and the earliest step
+  // of each as a loop over every value (written here) gives, including a
+  // stride so small that the rounded values stay equal over stretches.
+  void summaryOfAProgression_data() {
+    QTest::addColumn<double>("first");
+    QTest::addColumn<double>("stride");
+    QTest::newRow("constant") << 3e-4 << 0.0;
+    QTest::newRow("rising") << 0.5 << 0.25;
+    QTest::newRow("falling") << 1.0 << -0.125;
+    // From just below 2 (ulp 2^-52) past it (ulp 2^-51): every other value
+    // is a tie rounded to even, so the last value is first reached one
+    // point before the end; the same below -2, falling.
+    const double u = std::ldexp(1.0, -52);
+    QTest::newRow("rising in rounded steps") << 2.0 - 3 * u << u;
+    QTest::newRow("falling in rounded steps") << -(2.0 - 3 * u) << -u;
+  }
+  void summaryOfAProgression() {
+    QFETCH(double, first);
+    QFETCH(double, stride);
+    SeriesPoints p;
+    for (int64_t i = 0; i < 1000; ++i) p.push(5 + 2 * i, first + stride * double(i));
+    QCOMPARE(p.valueData(), nullptr);  // still a progression
+    size_t lo = 0, hi = 0;
+    for (size_t i = 1; i < p.size(); ++i) {
+      if (p.value(i) < p.value(lo)) lo = i;
+      if (p.value(i) > p.value(hi)) hi = i;
+    }
+    if (stride != 0 && std::abs(stride) < 1e-15) QCOMPARE(std::max(lo, hi), size_t(998));
+    const MetricSummary m = summarizeMetric(p);
+    QCOMPARE(m.points, size_t(1000));
+    QCOMPARE(*m.last, p.value(999));
+    QCOMPARE(*m.lastStep, p.step(999));
+    QCOMPARE(*m.min, p.value(lo));
+    QCOMPARE(*m.minStep, p.step(lo));
+    QCOMPARE(*m.max, p.value(hi));
+    QCOMPARE(*m.maxStep, p.step(hi));
+  }
+
   // Runs aligned on their first step (the Curves tab's relative step axis):
   // a fine-tune from step 5,000 and one from 7,000, logged every 10 and every
   // 20 steps. Hand-computed: at relative step 10 the second run lies halfway

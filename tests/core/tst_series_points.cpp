@@ -189,6 +189,45 @@ class TestSeriesPoints : public QObject {
     QCOMPARE(s.lowerBound(0), size_t(0));
     QCOMPARE(s.lowerBound(5), size_t(4));
   }
+
+  // The smallest step and finite wall time, read off the columns: a
+  // progression's ends, a vector's values, a NaN, an infinity and a column
+  // missing on some points left out. By hand.
+  void smallestStepAndWallTime() {
+    SeriesPoints rising;  // steps and wall times progressions
+    for (int64_t i = 0; i < 50; ++i) rising.push(100 + 10 * i, 1.0, 5.0 + 0.5 * double(i));
+    QCOMPARE(rising.minStep(), std::optional<int64_t>(100));
+    QCOMPARE(rising.minWallTime(), std::optional<double>(5.0));
+    SeriesPoints falling;  // a restart's steps counting down (progression, negative stride)
+    for (int64_t i = 0; i < 5; ++i) falling.push(40 - 10 * i, 1.0, 9.0 - double(i));
+    QCOMPARE(falling.minStep(), std::optional<int64_t>(0));
+    QCOMPARE(falling.minWallTime(), std::optional<double>(5.0));
+    SeriesPoints dense;  // vectors: the smallest is in the middle
+    const int64_t steps[] = {7, 3, 9, 5};
+    const double walls[] = {2.0, std::nan(""), -std::numeric_limits<double>::infinity(), 1.5};
+    for (int i = 0; i < 4; ++i) dense.push(steps[i], 0.0, walls[i]);
+    QCOMPARE(dense.minStep(), std::optional<int64_t>(3));
+    QCOMPARE(dense.minWallTime(), std::optional<double>(1.5));
+    SeriesPoints later;  // the wall time from the third point on
+    later.push(1, 0.0);
+    later.push(2, 0.0);
+    later.push(3, 0.0, 30.0);
+    later.push(4, 0.0, 20.0);
+    QCOMPARE(later.minWallTime(), std::optional<double>(20.0));
+    SeriesPoints none;
+    QCOMPARE(none.minStep(), std::optional<int64_t>());
+    none.push(5, 1.0);
+    QCOMPARE(none.minStep(), std::optional<int64_t>(5));
+    QCOMPARE(none.minWallTime(), std::optional<double>());
+    // A step progression that wraps past the largest int64: its smallest
+    // is not at an end.
+    SeriesPoints wraps;
+    const int64_t big = std::numeric_limits<int64_t>::max() - 5;
+    for (int64_t i = 0; i < 4; ++i) wraps.push(int64_t(uint64_t(big) + 4 * uint64_t(i)), 1.0);
+    QCOMPARE(wraps.stepData(), nullptr);  // still a progression
+    QCOMPARE(wraps.minStep(), std::optional<int64_t>(wraps.step(2)));
+    QVERIFY(wraps.step(2) < 0);
+  }
 };
 
 QTEST_GUILESS_MAIN(TestSeriesPoints)

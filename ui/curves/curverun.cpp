@@ -174,13 +174,12 @@ CurveRun curveRunFromMetrics(QString name, QString path, RunMetrics metrics) {
     // The origins from the step and wall time columns alone (a whole
     // MetricPoint per point cost a tenth of a warm sweep's open).
     const SeriesPoints& pts = s.points;
-    for (size_t i = 0; i < pts.size(); ++i)
-      if (!run.firstStep || pts.step(i) < *run.firstStep) run.firstStep = pts.step(i);
-    if (pts.hasWallTimes())
-      for (size_t i = 0; i < pts.size(); ++i)
-        if (const std::optional<double> w = pts.wallTime(i);
-            w && std::isfinite(*w) && (!run.wallStart || *w < *run.wallStart))
-          run.wallStart = w;
+    if (const std::optional<int64_t> first = pts.minStep();
+        first && (!run.firstStep || *first < *run.firstStep))
+      run.firstStep = first;
+    if (const std::optional<double> w = pts.minWallTime();
+        w && std::isfinite(*w) && (!run.wallStart || *w < *run.wallStart))
+      run.wallStart = w;
     // Room to grow, reserved here on the loading thread: a live run's
     // points are appended on the GUI thread, where moving a million of them
     // into a bigger vector stalled the window (72 ms measured).

@@ -201,6 +201,22 @@ GroupStats groupStatistics(std::span<const SeriesPoints* const> series, double l
     const FastSeries& pts = fast[r];
     const size_t size = series[r]->size();
     const int64_t origin = originOf(r);
+    // A sweep's run: every value finite, logged at the steps already found
+    // (those are strictly ascending, so its steps are in order too).
+    if (size == steps.size() && size > 0) {
+      bool same = true;
+      if (pts.values) {
+        for (size_t i = 0; i < size && same; ++i) same = std::isfinite(pts.values[i]);
+      } else {
+        same = std::isfinite(pts.value(0)) && std::isfinite(pts.value(size - 1));
+      }
+      if (pts.steps) {
+        for (size_t i = 0; i < size && same; ++i) same = pts.steps[i] - origin == steps[i];
+      } else {
+        for (size_t i = 0; i < size && same; ++i) same = pts.step(i) - origin == steps[i];
+      }
+      if (same) continue;
+    }
     bool havePrev = false;
     int64_t prev = 0;
     for (size_t i = 0; i < size; ++i) {
@@ -249,6 +265,12 @@ GroupStats groupStatistics(std::span<const SeriesPoints* const> series, double l
   // its step relative to the origin, and its value.
   const auto count = [&](size_t r) { return sparse[r] ? finite[r].size() : series[r]->size(); };
   const auto index = [&](size_t r, size_t k) { return sparse[r] ? finite[r][k] : k; };
+  // A run with a finite value at every step of the union (a sweep's runs,
+  // logged at the same steps): its k-th point is at the k-th step, read
+  // without searching or comparing steps. Its steps are ascending and all
+  // in the union, so as many as the union are the union's.
+  std::vector<char> aligned(runCount, 0);
+  for (size_t r = 0; r < runCount; ++r) aligned[r] = !sparse[r] && series[r]->size() == n;
 
   // The steps [from, to): run by run, each run's value at every step it
   // covers (logged there, or on the line between its two points either
@@ -267,6 +289,13 @@ GroupStats groupStatistics(std::span<const SeriesPoints* const> series, double l
     // Each run's contribution, walked once per pass.
     const auto walk = [&](size_t r, const auto& add) {
       const FastSeries& pts = fast[r];
+      if (aligned[r]) {
+        if (pts.values)
+          for (size_t s = from; s < to; ++s) add(s - from, pts.values[s]);
+        else
+          for (size_t s = from; s < to; ++s) add(s - from, pts.value(s));
+        return;
+      }
       const int64_t origin = originOf(r);
       const size_t m = count(r);
       if (m == 0) return;

@@ -205,7 +205,34 @@ MetricSummary summarizeMetric(const SeriesPoints& points) {
   const double* values = points.valueData();
   std::optional<size_t> last, lo, hi;
   double loV = 0, hiV = 0;
-  for (size_t i = 0; i < points.size(); ++i) {
+  const size_t n = points.size();
+  bool found = false;
+  // A column that is a progression (a constant or linear schedule: lr) with
+  // finite ends is finite and monotone between them (first + stride * i
+  // rounds monotonically): its smallest and largest are its ends' values,
+  // first reached where a binary search finds them.
+  if (!values && n > 0 && std::isfinite(points.value(0)) && std::isfinite(points.value(n - 1))) {
+    const double a = points.value(0), b = points.value(n - 1);
+    const auto firstReaching = [&](double target, bool rising) {
+      size_t low = 0, high = n - 1;  // value(high) == target
+      while (low < high) {
+        const size_t mid = low + (high - low) / 2;
+        const double v = points.value(mid);
+        if (rising ? v >= target : v <= target)
+          high = mid;
+        else
+          low = mid + 1;
+      }
+      return low;
+    };
+    found = true;
+    last = n - 1;
+    lo = b < a ? firstReaching(b, false) : 0;
+    hi = b > a ? firstReaching(b, true) : 0;
+    loV = points.value(*lo);
+    hiV = points.value(*hi);
+  }
+  for (size_t i = 0; i < n && !found; ++i) {
     const double v = values ? values[i] : points.value(i);
     if (!std::isfinite(v)) continue;
     last = i;

@@ -141,6 +141,52 @@ std::optional<double> SeriesPoints::wallTime(size_t i) const {
   return w;
 }
 
+namespace {
+
+// The smallest value of a column (a double that is not finite left out), or nothing. A
+// progression's smallest is at one of its ends, unless the integer one
+// wraps (then each value is looked at).
+template <typename T>
+std::optional<T> columnMin(const PointColumn<T>& c) {
+  const size_t n = c.size();
+  if (n == 0) return std::nullopt;
+  std::optional<T> low;
+  const auto consider = [&low](T v) {
+    if constexpr (std::is_same_v<T, double>)
+      if (!std::isfinite(v)) return;
+    if (!low || v < *low) low = v;
+  };
+  if (const T* d = c.data()) {
+    for (size_t i = 0; i < n; ++i) consider(d[i]);
+    return low;
+  }
+  bool ends = true;
+  if constexpr (std::is_same_v<T, int64_t>) {
+    const __int128 last = __int128(c.first()) + __int128(c.stride()) * __int128(n - 1);
+    ends =
+        last >= std::numeric_limits<int64_t>::min() && last <= std::numeric_limits<int64_t>::max();
+  } else {
+    ends = std::isfinite(c[0]) && std::isfinite(c[n - 1]);
+  }
+  if (ends) {
+    consider(c[0]);
+    consider(c[n - 1]);
+  } else {
+    for (size_t i = 0; i < n; ++i) consider(c[i]);
+  }
+  return low;
+}
+
+}  // namespace
+
+std::optional<int64_t> SeriesPoints::minStep() const {
+  return columnMin(m_steps);
+}
+
+std::optional<double> SeriesPoints::minWallTime() const {
+  return columnMin(m_wall);
+}
+
 std::optional<int64_t> SeriesPoints::tokens(size_t i) const {
   if (m_tokens.size() == 0) return std::nullopt;
   const int64_t t = m_tokens[i];

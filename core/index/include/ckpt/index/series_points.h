@@ -91,6 +91,11 @@ class SeriesPoints {
   // Whether some point has (or had, before a truncate) the field.
   [[nodiscard]] bool hasWallTimes() const { return m_wall.size() != 0; }
   [[nodiscard]] bool hasTokens() const { return m_tokens.size() != 0; }
+  // The smallest step, and the smallest finite wall time, read off
+  // the columns (a progression's ends), not point by point: a sweep's open
+  // spent a sixth of its time here through wallTime(i).
+  [[nodiscard]] std::optional<int64_t> minStep() const;
+  [[nodiscard]] std::optional<double> minWallTime() const;
   [[nodiscard]] MetricPoint operator[](size_t i) const {
     return {step(i), value(i), wallTime(i), tokens(i)};
   }
