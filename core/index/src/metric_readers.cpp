@@ -40,8 +40,61 @@ bool sameText(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
+// memcmp(a, b, n) == 0 for the few bytes between a line's values, without
+// a call: loads of 8 (or 4) bytes from both ends, overlapping, within the n.
+bool sameBytes(const char* a, const char* b, size_t n) {
+  auto load8 = [](const char* p) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+  };
+  auto load4 = [](const char* p) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+  };
+  if (n > 16) return std::memcmp(a, b, n) == 0;
+  if (n >= 8) return load8(a) == load8(b) && load8(a + n - 8) == load8(b + n - 8);
+  if (n >= 4) return load4(a) == load4(b) && load4(a + n - 4) == load4(b + n - 4);
+  for (size_t i = 0; i < n; ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+
 bool isSpace(char c) {
   return c == ' ' || c == '\t' || c == '\r';
+}
+
+// Where a decimal's first significant digit stands, as a power of ten plus
+// one (12.5 and 1.25e1: 2; 0.05: -1), for one too large or too small for a
+// double; 0 for a zero.
+int64_t decimalMagnitude(const char* p, const char* end) {
+  int64_t digitsBefore = 0, zerosAfter = 0;
+  bool significant = false;
+  for (; p < end && *p >= '0' && *p <= '9'; ++p)
+    if (significant || *p != '0') {
+      significant = true;
+      ++digitsBefore;
+    }
+  if (p < end && *p == '.')
+    for (++p; p < end && *p >= '0' && *p <= '9'; ++p)
+      if (!significant) {
+        if (*p != '0')
+          significant = true;
+        else
+          ++zerosAfter;
+      }
+  if (!significant) return 0;
+  int64_t exponent = 0;
+  if (p < end && (*p == 'e' || *p == 'E')) {
+    ++p;
+    const bool minus = p < end && *p == '-';
+    if (p < end && (*p == '-' || *p == '+')) ++p;
+    for (; p < end && *p >= '0' && *p <= '9'; ++p)
+      exponent = std::min<int64_t>(exponent * 10 + (*p - '0'), int64_t(1) << 40);
+    if (minus) exponent = -exponent;
+  }
+  return (digitsBefore > 0 ? digitsBefore : -zerosAfter) + exponent;
 }
 
 // A JSON number (or Python's NaN / Infinity / -Infinity) at `p`; `integer`
@@ -49,47 +102,9 @@ bool isSpace(char c) {
 // Clinger's fast path: a decimal with at most 15 significant digits and a
 // power of ten of at most 22 is m * 10^e or m / 10^-e of two exactly
 // representable doubles, so one IEEE operation rounds it correctly: the
-// same bits strtod / from_chars give. Anything else: nothing.
-std::optional<double> fastDecimal(const char* p, const char* end, const char** after) {
-  static constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                      1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                      1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-  const bool negative = p < end && *p == '-';
-  if (negative) ++p;
-  uint64_t m = 0;
-  int digits = 0, exponent = 0;
-  const char* q = p;
-  while (q < end && *q == '0') ++q;  // leading zeros are not significant
-  bool any = q > p;
-  for (; q < end && *q >= '0' && *q <= '9'; ++q, ++digits, any = true)
-    m = m * 10 + uint64_t(*q - '0');
-  if (q < end && *q == '.') {
-    ++q;
-    if (m == 0)
-      for (; q < end && *q == '0'; ++q, any = true) --exponent;  // 0.000123: zeros after the point
-    for (; q < end && *q >= '0' && *q <= '9'; ++q, ++digits, any = true) {
-      m = m * 10 + uint64_t(*q - '0');
-      --exponent;
-    }
-  }
-  if (!any || digits > 15) return std::nullopt;
-  if (q < end && (*q == 'e' || *q == 'E')) {
-    ++q;
-    const bool minus = q < end && *q == '-';
-    if (q < end && (*q == '-' || *q == '+')) ++q;
-    int e = 0, n = 0;
-    for (; q < end && *q >= '0' && *q <= '9' && n < 4; ++q, ++n) e = e * 10 + (*q - '0');
-    if (n == 0 || (q < end && *q >= '0' && *q <= '9')) return std::nullopt;
-    exponent += minus ? -e : e;
-  }
-  if (exponent < -22 || exponent > 22) return std::nullopt;
-  double v = double(m);
-  v = exponent < 0 ? v / kPow10[-exponent] : v * kPow10[exponent];
-  *after = q;
-  return negative ? -v : v;
-}
-
-bool parseJsonNumber(const char*& p, const char* end, double& value, bool& integer) {
+// same bits strtod / from_chars give.
+[[gnu::always_inline]] inline bool parseJsonNumber(const char*& p, const char* end, double& value,
+                                                   bool& integer) {
   const char* start = p;
   if (p < end && *p == 'N' && end - p >= 3 && std::string_view(p, 3) == "NaN") {
     p += 3;
@@ -117,19 +132,54 @@ bool parseJsonNumber(const char*& p, const char* end, double& value, bool& integ
     p = r;
     return true;
   }
-  // A fraction, an exponent, or more than 18 digits: from_chars (what
-  // follows the number is checked by the caller).
+  // A fraction or an exponent after at most 18 digits: Clinger's fast path
+  // (fastDecimal's rule) goes on from the digits read, without reading them
+  // again. More than 18 digits, or what the fast path cannot round
+  // exactly: from_chars (what follows the number is checked by the caller).
   integer = *r >= '0' && *r <= '9';
   if (!integer) {
-    const char* after = nullptr;
-    if (const auto v = fastDecimal(start, end, &after)) {
-      value = *v;
-      p = after;
+    static constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                        1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                        1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    // Significant digits so far: the integer part's without its leading zeros.
+    const char* firstSignificant = q;
+    while (firstSignificant < r && *firstSignificant == '0') ++firstSignificant;
+    int digits = int(r - firstSignificant), exponent = 0;
+    uint64_t m = n;
+    const char* s = r;
+    if (*s == '.') {
+      ++s;
+      if (m == 0)
+        for (; s < end && *s == '0'; ++s) --exponent;  // 0.000123: zeros after the point
+      for (; s < end && *s >= '0' && *s <= '9' && digits <= 15; ++s, ++digits, --exponent)
+        m = m * 10 + uint64_t(*s - '0');
+    }
+    bool fast = digits <= 15 && !(s < end && *s >= '0' && *s <= '9');
+    if (fast && s < end && (*s == 'e' || *s == 'E')) {
+      ++s;
+      const bool minus = s < end && *s == '-';
+      if (s < end && (*s == '-' || *s == '+')) ++s;
+      int e = 0, k = 0;
+      for (; s < end && *s >= '0' && *s <= '9' && k < 4; ++s, ++k) e = e * 10 + (*s - '0');
+      fast = k > 0 && !(s < end && *s >= '0' && *s <= '9');
+      exponent += minus ? -e : e;
+    }
+    if (fast && exponent >= -22 && exponent <= 22) {
+      const double v = double(m);
+      value = exponent < 0 ? v / kPow10[-exponent] : v * kPow10[exponent];
+      if (negative) value = -value;
+      p = s;
       return true;
     }
   }
   const auto res = std::from_chars(start, end, value);
-  if (res.ec != std::errc()) return false;  // 1e999: the slow path decides
+  if (res.ec == std::errc::result_out_of_range) {
+    // 1e999 or 1e-999: Python's json reads an infinity or a zero.
+    value = decimalMagnitude(q, res.ptr) > 0 ? std::numeric_limits<double>::infinity() : 0.0;
+    if (negative) value = -value;
+  } else if (res.ec != std::errc()) {
+    return false;
+  }
   // An integer of 19+ digits: from_chars read it; was it one?
   integer = integer && std::all_of(q, res.ptr, [](char c) { return c >= '0' && c <= '9'; });
   p = res.ptr;
@@ -419,13 +469,121 @@ struct SeriesPart {
 // kMaxJsonlLine, depending on where its blocks end).
 constexpr size_t kLongLine = kMaxJsonlLine - kJsonlBlock;
 
+// A line's layout: the bytes before each value (`{"step": `, `, "loss": `)
+// and after the last (`}`), and what each value is. A trainer writes every
+// line with the same keys in the same order, so a line is matched against
+// the layout of one before it with one memcmp a key instead of scanning
+// and comparing its keys (half of a sweep's cold open was parseFlatLine).
+// A line matched gives the points parseFlatLine gives for it; one that
+// differs by a byte outside its numbers goes through parseJsonlLine.
+class LineShape {
+ public:
+  enum class Role : uint8_t { Step, WallTime, Tokens, Metric };
+  struct Key {
+    std::string lead;  // from the end of the value before (or the line's start) to this value
+    Role role = Role::Metric;
+    size_t series = 0;  // a metric's index in the part's series
+  };
+
+  // The layout of `line`, a flat object of numbers with an integer step
+  // (false for anything else: a string value, no step); `seriesOf` gives a
+  // metric's series (the line's points were emitted: they exist).
+  template <typename SeriesOf>
+  bool learn(std::string_view line, const SeriesOf& seriesOf) {
+    MetricPoint base;
+    bool hasStep = false;
+    std::vector<std::pair<std::string_view, double>> metrics;
+    if (!parseFlatLine(line, base, metrics, hasStep) || !hasStep) return false;
+    // The line is well formed: walk it again, keeping the bytes between values.
+    m_keys.clear();
+    const char* p = line.data();
+    const char* end = p + line.size();
+    const char* from = p;
+    auto skip = [&] {
+      while (p < end && isSpace(*p)) ++p;
+    };
+    skip();
+    ++p;  // '{'
+    while (true) {
+      skip();
+      const char* keyStart = ++p;  // after '"'
+      while (*p != '"') ++p;
+      const std::string_view key(keyStart, size_t(p - keyStart));
+      ++p;
+      skip();
+      ++p;  // ':'
+      skip();
+      if (*p == '"' || *p == '{' || *p == '[' || *p == 't' || *p == 'f' || *p == 'n') return false;
+      Key k;
+      k.lead.assign(from, p);
+      k.role = is(key, "step")        ? Role::Step
+               : is(key, "wall_time") ? Role::WallTime
+               : is(key, "tokens")    ? Role::Tokens
+                                      : Role::Metric;
+      if (k.role == Role::Metric)
+        k.series = seriesOf(is(key, "learning_rate") ? std::string_view("lr") : key);
+      m_keys.push_back(std::move(k));
+      double v = 0;
+      bool integer = false;
+      if (!parseJsonNumber(p, end, v, integer)) return false;
+      from = p;
+      skip();
+      if (*p == ',') {
+        ++p;
+        continue;
+      }
+      m_tail.assign(from, end);
+      return true;
+    }
+  }
+
+  // The line's step, wall time and tokens into `base` and its metrics'
+  // values into `values` (by key); false when it is not laid out so.
+  bool match(std::string_view line, MetricPoint& base, std::vector<double>& values) const {
+    const char* p = line.data();
+    const char* end = p + line.size();
+    values.resize(m_keys.size());
+    for (size_t i = 0; i < m_keys.size(); ++i) {
+      const Key& k = m_keys[i];
+      if (size_t(end - p) < k.lead.size() || !sameBytes(p, k.lead.data(), k.lead.size()))
+        return false;
+      p += k.lead.size();
+      double v = 0;
+      bool integer = false;
+      if (!parseJsonNumber(p, end, v, integer)) return false;
+      switch (k.role) {
+        case Role::Step:
+          if (!integer || !(std::fabs(v) < 9.2e18)) return false;  // parseFlatLine refuses it
+          base.step = int64_t(v);
+          break;
+        case Role::WallTime:
+          base.wallTime = v;
+          break;
+        case Role::Tokens:
+          if (std::isfinite(v) && std::fabs(v) < 9.2e18) base.tokens = int64_t(v);
+          break;
+        case Role::Metric:
+          values[i] = v;
+          break;
+      }
+    }
+    return size_t(end - p) == m_tail.size() && sameBytes(p, m_tail.data(), m_tail.size());
+  }
+
+  [[nodiscard]] const std::vector<Key>& keys() const { return m_keys; }
+
+ private:
+  std::vector<Key> m_keys;
+  std::string m_tail;  // after the last value: `}`, and spaces or '\r' after it
+};
+
 void parseSeriesPart(std::string_view text, size_t at, size_t expectedLines, SeriesPart& out) {
   std::vector<std::pair<std::string_view, double>> metrics;
   std::deque<std::string> names;
   // Lines name their metrics in the same order: look the next one up where
   // the last line had it.
   size_t next = 0;
-  auto emit = [&](std::string_view metric, const MetricPoint& p) {
+  auto seriesOf = [&](std::string_view metric) {
     if (next >= out.series.size() || !sameText(out.series[next].metric, metric)) {
       next = 0;
       while (next < out.series.size() && !sameText(out.series[next].metric, metric)) ++next;
@@ -435,11 +593,23 @@ void parseSeriesPart(std::string_view text, size_t at, size_t expectedLines, Ser
         out.increasing.push_back(1);
       }
     }
-    SeriesPoints& v = out.series[next].points;
-    if (!v.empty() && p.step <= v.step(v.size() - 1)) out.increasing[next] = 0;
-    v.push_back(p);
-    ++next;
+    return next++;
   };
+  std::vector<int64_t> lastStep;  // per series (read off its column, a progression's is computed)
+  auto add = [&](size_t series, const MetricPoint& p) {
+    SeriesPoints& v = out.series[series].points;
+    if (series >= lastStep.size()) lastStep.resize(series + 1);
+    if (!v.empty() && p.step <= lastStep[series]) out.increasing[series] = 0;
+    lastStep[series] = p.step;
+    v.push_back(p);
+  };
+  auto emit = [&](std::string_view metric, const MetricPoint& p) { add(seriesOf(metric), p); };
+  // The layouts of the lines seen (a few: train and eval lines alternate),
+  // the last matched first. A file whose lines all differ stops learning.
+  constexpr size_t kShapes = 4;
+  std::vector<LineShape> shapes;
+  std::vector<double> values;
+  uint64_t learned = 0;
   size_t lineStart = 0;
   while (lineStart < text.size()) {
     const size_t nl = text.find('\n', lineStart);
@@ -449,10 +619,34 @@ void parseSeriesPart(std::string_view text, size_t at, size_t expectedLines, Ser
       out.longLine = true;
       return;
     }
-    names.clear();
-    if (!blankLine(line) && !parseJsonlLine(line, metrics, names, emit))
-      out.bad.emplace_back(at + lineStart, out.lines);
     lineStart = nl + 1;
+    bool matched = false;
+    for (size_t s = 0; s < shapes.size() && !matched; ++s) {
+      MetricPoint base;
+      if (!shapes[s].match(line, base, values)) continue;
+      matched = true;
+      const auto& keys = shapes[s].keys();
+      for (size_t k = 0; k < keys.size(); ++k) {
+        if (keys[k].role != LineShape::Role::Metric) continue;
+        MetricPoint p = base;
+        p.value = values[k];
+        add(keys[k].series, p);
+      }
+      if (s != 0) std::swap(shapes[s], shapes[0]);
+    }
+    if (matched) continue;
+    names.clear();
+    if (blankLine(line)) continue;
+    if (!parseJsonlLine(line, metrics, names, emit)) {
+      out.bad.emplace_back(at + (line.data() - text.data()), out.lines);
+      continue;
+    }
+    if (learned > 64 && learned * 8 > out.lines) continue;  // hardly a line repeats a layout
+    LineShape shape;
+    if (!shape.learn(line, seriesOf)) continue;
+    ++learned;
+    if (shapes.size() == kShapes) shapes.pop_back();
+    shapes.insert(shapes.begin(), std::move(shape));
   }
 }
 
