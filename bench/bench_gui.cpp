@@ -396,13 +396,35 @@ int sweep(const QString& dir) {
     for (const auto& [metric, series] : run.series) points += series.points.size();
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
+  const long long groups = static_cast<long long>(view->groupLabels().size());
+  const int graphs = view->plot()->graphCount();
+  const double groupedRssMb = double(usage.ru_maxrss) / 1024.0;
+  // BENCH_UNGROUPED=1: then every run drawn on its own (Group by: None, as
+  // the box sets it), the time to that chart painted and the peak after.
+  QString ungrouped;
+  if (qEnvironmentVariableIntValue("BENCH_UNGROUPED") == 1) {
+    QElapsedTimer regroup;
+    regroup.start();
+    view->setGroupBy(QStringLiteral("none"));
+    const double regroupMs = regroup.nsecsElapsed() / 1e6;
+    view->plot()->replot(QCustomPlot::rpImmediateRefresh);
+    QApplication::processEvents();
+    const double ungroupMs = regroup.nsecsElapsed() / 1e6;
+    getrusage(RUSAGE_SELF, &usage);
+    ungrouped = QStringLiteral(
+                    ", \"ungrouped_graphs\": %1, \"ungroup_ms\": %2, "
+                    "\"regroup_ms\": %4, \"ungrouped_peak_rss_mb\": %3")
+                    .arg(view->plot()->graphCount())
+                    .arg(ungroupMs, 0, 'f', 1)
+                    .arg(double(usage.ru_maxrss) / 1024.0, 0, 'f', 1)
+                    .arg(regroupMs, 0, 'f', 1);
+  }
   std::printf(
       "{\"mode\": \"sweep\", \"runs\": %zu, \"points\": %zu, \"groups\": %lld, "
       "\"graphs\": %d, \"window_ms\": %.1f, \"scan_ms\": %.1f, \"open_to_shown_ms\": %.1f, "
-      "\"process_to_shown_ms\": %.1f, \"paint_ms\": %.1f, \"peak_rss_mb\": %.1f}\n",
-      view->runs().size(), points, static_cast<long long>(view->groupLabels().size()),
-      view->plot()->graphCount(), windowMs, scanMs, shownMs, startMs + windowMs + shownMs, paintMs,
-      double(usage.ru_maxrss) / 1024.0);
+      "\"process_to_shown_ms\": %.1f, \"paint_ms\": %.1f, \"peak_rss_mb\": %.1f%s}\n",
+      view->runs().size(), points, groups, graphs, windowMs, scanMs, shownMs,
+      startMs + windowMs + shownMs, paintMs, groupedRssMb, qPrintable(ungrouped));
   return 0;
 }
 

@@ -91,7 +91,8 @@ class TestMetricsLayouts : public QObject {
     QCOMPARE(problems.size(), bad.size());
     for (size_t i = 0; i < bad.size(); ++i) {
       const std::string line = "(line " + std::to_string(bad[i].get<int>()) + ")";
-      QVERIFY2(problems[i].find(line) != std::string::npos, (problems[i] + " lacks " + line).c_str());
+      QVERIFY2(problems[i].find(line) != std::string::npos,
+               (problems[i] + " lacks " + line).c_str());
     }
   }
 

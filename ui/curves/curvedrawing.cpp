@@ -47,17 +47,49 @@ Smoothing CurvesView::smoothingParameters() const {
           m_smoothMethod == SmoothingMethod::TimeWeightedEma ? halfLife : 2 * halfLife};
 }
 
-void CurvesView::smoothRun(RunPlot& rp, const MetricSeries& series,
-                           const std::vector<size_t>& order) {
+void CurvesView::setRawValues(RunPlot& rp, const MetricSeries& series, size_t fromIndex) {
+  const SeriesPoints& points = series.points;
+  if (rp.order.empty() && points.valueData()) {
+    rp.ownRawYs = {};
+    rp.rawYs = std::span<const double>(points.valueData(), points.size());
+    return;
+  }
+  // A column kept as its first value and stride (a constant learning
+  // rate), or points drawn in another order or without some.
+  if (fromIndex == 0 || rp.ownRawYs.size() != fromIndex) rp.ownRawYs.clear();
+  const size_t n = rp.order.empty() ? points.size() : rp.order.size();
+  rp.ownRawYs.reserve(n);
+  for (size_t j = rp.ownRawYs.size(); j < n; ++j)
+    rp.ownRawYs.push_back(points.value(rp.order.empty() ? j : rp.order[j]));
+  rp.rawYs = rp.ownRawYs;
+}
+
+size_t CurvesView::drawnBytes() const {
+  size_t bytes = 0;
+  for (const RunPlot& rp : m_plots)
+    bytes += (rp.xs.capacity() + rp.smoothYs.capacity() + rp.ownRawYs.capacity() +
+              rp.smoothedValues.capacity()) *
+                 sizeof(double) +
+             rp.order.capacity() * sizeof(size_t);
+  return bytes;
+}
+
+void CurvesView::smoothRun(RunPlot& rp, const MetricSeries& series) {
   const Smoothing smoothing = smoothingParameters();
   if (smoothing.method == SmoothingMethod::None ||
       smoothing.method == SmoothingMethod::DebiasedEma) {
     // In logging order, and kept with the EMA's state: live points are
-    // smoothed alone (appendPoints).
-    smoothAll(rp, series);
+    // smoothed alone (appendPoints). Drawn in that order: the values are
+    // the smoothed line.
+    if (rp.order.empty()) {
+      rp.smoothedValues = {};
+      smoothAll(rp, series, rp.smoothYs);
+      return;
+    }
+    smoothAll(rp, series, rp.smoothedValues);
     rp.smoothYs.clear();
-    rp.smoothYs.reserve(order.size());
-    for (size_t j : order) rp.smoothYs.push_back(rp.smoothedValues[j]);
+    rp.smoothYs.reserve(rp.order.size());
+    for (size_t j : rp.order) rp.smoothYs.push_back(rp.smoothedValues[j]);
     return;
   }
   // On the x the chart shows: the time-weighted EMA decays over token or
@@ -67,7 +99,7 @@ void CurvesView::smoothRun(RunPlot& rp, const MetricSeries& series,
   try {
     rp.smoothYs = smoothCurve(rp.xs, rp.rawYs, smoothing);
   } catch (const std::invalid_argument&) {
-    rp.smoothYs = rp.rawYs;  // a span of 0 (one point per run): nothing to smooth over
+    rp.smoothYs.assign(rp.rawYs.begin(), rp.rawYs.end());  // a span of 0: nothing to smooth over
   }
 }
 

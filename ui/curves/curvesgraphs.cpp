@@ -39,11 +39,13 @@ QString CurvesView::markerFile(const QString& run, int index) const {
   return m_plots[size_t(i)].markerFiles[size_t(index)];
 }
 
-void CurvesView::smoothAll(RunPlot& rp, const MetricSeries& series) const {
+void CurvesView::smoothAll(RunPlot& rp, const MetricSeries& series,
+                           std::vector<double>& into) const {
   rp.ema = EmaSmoother(effectiveSmoothing());
-  rp.smoothedValues.clear();
-  rp.smoothedValues.reserve(series.points.size());
-  for (const MetricPoint& p : series.points) rp.smoothedValues.push_back(rp.ema.next(p.value));
+  const SeriesPoints& points = series.points;
+  into.clear();
+  into.reserve(points.size());
+  for (size_t j = 0; j < points.size(); ++j) into.push_back(rp.ema.next(points.value(j)));
 }
 
 void CurvesView::rebuildGraphs() {
@@ -146,34 +148,45 @@ void CurvesView::fillRun(size_t index) {
   rp.raw->setVisible(rp.smoothed->visible() && effectiveSmoothing() > 0);
 
   const auto& points = series->points;
-  std::vector<size_t> order;
   std::vector<double> xs(points.size());
+  std::vector<char> hasX(points.size());
   rp.skipped = 0;
   rp.origin = axisOrigin(run);
+  // On a step axis the x is the step: read off its column, not a whole
+  // point made of the four (a second of 1,000 runs drawn apart).
+  const bool byStep = stepAxis();
+  bool sorted = true;
+  double last = -qInf();
   for (size_t j = 0; j < points.size(); ++j) {
-    if (const auto x = xOf(run, points[j])) {
+    if (const auto x = byStep ? run.stepX(points.step(j), m_axis) : xOf(run, points[j])) {
       xs[j] = *x;
-      order.push_back(j);
+      hasX[j] = 1;
+      sorted = sorted && !(*x < last);
+      last = *x;
     } else {
       ++rp.skipped;
     }
   }
-  // Steps are sorted already; wall times and token counts nearly always are.
-  if (!std::is_sorted(order.begin(), order.end(),
-                      [&](size_t a, size_t b) { return xs[a] < xs[b]; }))
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return xs[a] < xs[b]; });
-  rp.xs.clear();
-  rp.rawYs.clear();
-  rp.steps.clear();
-  rp.xs.reserve(order.size());
-  rp.rawYs.reserve(order.size());
-  rp.steps.reserve(order.size());
-  for (size_t j : order) {
-    rp.xs.push_back(xs[j]);
-    rp.rawYs.push_back(points.value(j));
-    rp.steps.push_back(points.step(j));
+  if (sorted && rp.skipped == 0) {
+    // Every point, in order (steps always; wall times and token counts
+    // nearly always): the x's as they are, no order kept.
+    rp.order = {};
+    rp.xs = std::move(xs);
+  } else {
+    std::vector<size_t> order;
+    order.reserve(points.size() - rp.skipped);
+    for (size_t j = 0; j < points.size(); ++j)
+      if (hasX[j]) order.push_back(j);
+    if (!sorted)
+      std::stable_sort(order.begin(), order.end(),
+                       [&](size_t a, size_t b) { return xs[a] < xs[b]; });
+    rp.xs.clear();
+    rp.xs.reserve(order.size());
+    for (size_t j : order) rp.xs.push_back(xs[j]);
+    rp.order = std::move(order);
   }
-  smoothRun(rp, *series, order);
+  setRawValues(rp, *series);
+  smoothRun(rp, *series);
   drawRun(rp);
   fillMarkers(index);
 }
@@ -293,21 +306,26 @@ void CurvesView::appendPoints(size_t index, size_t firstNew) {
   // smoothed values stand and only the new points are smoothed (a million
   // points again per update would stall the window). The distance-based
   // methods look at neighbours on both sides or at a span: smoothed whole.
-  if (rp.smoothedValues.size() != firstNew || rp.origin != axisOrigin(run) ||
+  const bool inOrder = rp.order.empty();  // every point drawn, as logged
+  const size_t smoothedSoFar = inOrder ? rp.smoothYs.size() : rp.smoothedValues.size();
+  if (smoothedSoFar != firstNew || rp.origin != axisOrigin(run) ||
       (m_smoothMethod != SmoothingMethod::DebiasedEma && effectiveSmoothing() > 0)) {
     fillRun(index);
     return;
   }
-  for (size_t j = firstNew; j < points.size(); ++j)
-    rp.smoothedValues.push_back(rp.ema.next(points.value(j)));
-  const std::vector<double>& smoothed = rp.smoothedValues;
-  const size_t before = rp.xs.size();
-  size_t skipped = 0;
+  // The new points' x's first: one without an x, or going back, draws the
+  // whole curve again (nothing changed yet).
+  std::vector<double> newXs;
+  newXs.reserve(points.size() - firstNew);
   double last = rp.xs.empty() ? -qInf() : rp.xs.back();
   for (size_t j = firstNew; j < points.size(); ++j) {
     const auto x = xOf(run, points[j]);
+    if (!x && inOrder) {
+      fillRun(index);  // the first point without an x: the drawn points get an order
+      return;
+    }
     if (!x) {
-      ++skipped;
+      newXs.push_back(qQNaN());
       continue;
     }
     if (*x < last) {
@@ -315,12 +333,25 @@ void CurvesView::appendPoints(size_t index, size_t firstNew) {
       return;
     }
     last = *x;
-    rp.xs.push_back(*x);
-    rp.rawYs.push_back(points.value(j));
-    rp.smoothYs.push_back(smoothed[j]);
-    rp.steps.push_back(points.step(j));
+    newXs.push_back(*x);
   }
-  rp.skipped += skipped;
+  const size_t before = rp.xs.size();
+  std::vector<double>& smoothed = inOrder ? rp.smoothYs : rp.smoothedValues;
+  for (size_t j = firstNew; j < points.size(); ++j)
+    smoothed.push_back(rp.ema.next(points.value(j)));
+  for (size_t j = firstNew; j < points.size(); ++j) {
+    const double x = newXs[j - firstNew];
+    if (std::isnan(x)) {
+      ++rp.skipped;
+      continue;
+    }
+    rp.xs.push_back(x);
+    if (!inOrder) {
+      rp.order.push_back(j);
+      rp.smoothYs.push_back(rp.smoothedValues[j]);
+    }
+  }
+  setRawValues(rp, *series, before);  // the column may have moved; new values appended
   if (rp.xs.size() != before) drawRun(rp);
   fillMarkers(index);  // markers of steps just logged get their values
 }
@@ -393,7 +424,8 @@ QString CurvesView::valuesAt(double key, std::optional<double> y) const {
         note != m_runs[i].restartNotes.end())
       line += QStringLiteral(" (%1)").arg(note->second);
     if (effectiveSmoothing() > 0) line += tr(" (raw %1)").arg(valueText(rp.rawYs[j]));
-    line += tr(" at step %1").arg(rp.steps[j]);
+    if (const MetricSeries* series = m_runs[i].find(pathToStd(m_metric)))
+      line += tr(" at step %1").arg(series->points.step(rp.order.empty() ? j : rp.order[j]));
     const double d = y && std::isfinite(rp.smoothYs[j]) ? std::abs(rp.smoothYs[j] - *y) : 0.0;
     lines.push_back({std::isnan(d) ? qInf() : d, line});
   }

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "ckpt/index/run_groups.h"
@@ -130,6 +131,9 @@ class CurvesView : public QWidget {
 
   // The graphs of a run for the metric shown; nullptr when the run lacks it.
   [[nodiscard]] QCPGraph* rawGraph(const QString& run) const;
+  // Heap bytes the runs' drawn curves hold besides their series (x's,
+  // smoothed and copied raw values, orders): what drawing runs apart costs.
+  [[nodiscard]] size_t drawnBytes() const;
   [[nodiscard]] QCPGraph* smoothedGraph(const QString& run) const;
   [[nodiscard]] QCPGraph* markerGraph(const QString& run) const;
   // Checkpoints that record no value of the metric shown (hollow, on the x axis).
@@ -166,6 +170,8 @@ class CurvesView : public QWidget {
 
  private:
   static constexpr int kSliderSteps = 99;  // smoothing 0 .. 0.99 in steps of 0.01
+  // More runs than this drawn apart: their lines are 1 px, not 2 (applyVisibility).
+  static constexpr size_t kThinLinesAbove = 50;
   // The QCustomPlot layer the checkpoint markers are drawn on, above the curves.
   static constexpr const char* kMarkerLayer = "markers";
   // The x range and width a curve's graphs were decimated for (M4 keeps
@@ -175,16 +181,25 @@ class CurvesView : public QWidget {
     int pixels = 0;  // 0: never drawn
     bool operator==(const DrawnView&) const = default;
   };
-  // The graphs of one run for the metric shown. Graph data and `steps` are
-  // parallel: the graph's i-th point is the series point at steps[i].
+  // The graphs of one run for the metric shown, and what they are drawn
+  // from: 16 bytes a point (x and smoothed value) where every point has an
+  // x and they come in order; the raw values are read in the series' own
+  // column (1,000 runs drawn apart held 40 bytes a point: 1 GB).
   struct RunPlot {
     DrawnView drawn;
     QCPGraph* raw = nullptr;
     QCPGraph* smoothed = nullptr;
     QCPGraph* markers = nullptr;  // checkpoints at the value they record (or logged at their step)
     QCPGraph* bare = nullptr;     // checkpoints without a value: hollow, on the x axis
-    std::vector<int64_t> steps;
-    std::vector<double> xs, rawYs, smoothYs;
+    // The drawn curve's i-th point is the series point order[i], or i when
+    // `order` is empty (every point has an x, in order: nothing stored).
+    std::vector<size_t> order;
+    std::vector<double> xs, smoothYs;
+    // The raw values parallel to xs: the series' value column itself when
+    // it is one in memory and `order` is empty, else ownRawYs. Set again
+    // whenever the series' points change (fillRun, appendPoints).
+    std::span<const double> rawYs;
+    std::vector<double> ownRawYs;
     std::vector<QString> markerFiles;  // parallel to the marker graph's data
     std::vector<int64_t> markerSteps;  // parallel to the marker graph's data
     std::vector<bool> markerRecorded;  // the checkpoint's own value (else the logged one)
@@ -195,8 +210,9 @@ class CurvesView : public QWidget {
     // appended live after it moved (an earlier step, a rewritten file) refill it.
     std::optional<double> origin;
     bool visible = true;
-    // The smoothed series, parallel to the metric's points, and the EMA's
-    // state after its last value: new points are smoothed alone.
+    // The EMA over the metric's points in their order, and its state after
+    // the last value: new points are smoothed alone. While `order` is empty
+    // smoothYs is that series and this stays empty.
     std::vector<double> smoothedValues;
     EmaSmoother ema{0.0};
   };
@@ -224,7 +240,10 @@ class CurvesView : public QWidget {
   void placeBareMarkers();
   void appendPoints(size_t index, size_t firstNew);
   // The smoothed line of a run's sorted points (xs, rawYs -> smoothYs).
-  void smoothRun(RunPlot& rp, const MetricSeries& series, const std::vector<size_t>& order);
+  void smoothRun(RunPlot& rp, const MetricSeries& series);
+  // rp.rawYs for the series' points now (its column, or ownRawYs from
+  // `fromIndex` of the drawn points on, those before kept).
+  static void setRawValues(RunPlot& rp, const MetricSeries& series, size_t fromIndex = 0);
   // Decimates a run's curves for the view now shown (curvedrawing.h).
   void drawRun(RunPlot& rp);
   // Redraws each shown curve decimated for another x range or width than
@@ -308,8 +327,8 @@ class CurvesView : public QWidget {
   [[nodiscard]] LegendKey keyOfTableRow(int row) const;
   [[nodiscard]] int tableRowOf(const LegendKey& key) const;
   [[nodiscard]] int runIndex(const QString& run) const;
-  // Smooths the series into rp.smoothedValues from scratch.
-  void smoothAll(RunPlot& rp, const MetricSeries& series) const;
+  // Smooths the series with the EMA into `into` from scratch (rp.ema keeps its state).
+  void smoothAll(RunPlot& rp, const MetricSeries& series, std::vector<double>& into) const;
   bool eventFilter(QObject* watched, QEvent* event) override;
   void changeEvent(QEvent* event) override;
   // The plot, cursor, message and markers in the palette's colours.
