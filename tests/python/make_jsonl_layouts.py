@@ -9,7 +9,7 @@ Lines repeat a few layouts (the reader remembers a line's layout and
 matches the next against it), then change them: other spacing, other key
 order, a key more or less, a string or nested value, bad lines, lines that
 share a layout's first bytes and differ later, numbers of every form. The
-rule, as README's metrics section states it: a line is an object with an
+rule (README, "metrics"): a line is an object with an
 integer "step"; its other number members are points (learning_rate is
 lr), except wall_time and tokens, which go with them; a blank line is
 skipped; anything else is a bad line (its 1-based number is listed).
