@@ -253,6 +253,26 @@ class TestMetrics : public QObject {
     QCOMPARE(folder.size(), size_t(6));  // other-job_48214.out: trainer.someone-else
     QVERIFY(byName(folder, "someone-else"));
     QVERIFY(byName(folder, "tiny-ghost"));
+    // A log kept elsewhere, named again through a hard link and a symbolic
+    // link: one file, read once (its device and inode; a canonical path
+    // told a hard link apart and read the lines twice).
+    const fs::path dir = fs::path(m_tmp.path().toStdString()) / "linked";
+    fs::create_directories(dir);
+    fs::copy_file(log, dir / "job.err");
+    fs::create_hard_link(dir / "job.err", dir / "hard.err");
+    fs::create_symlink(dir / "job.err", dir / "soft.err");
+    const std::vector<RunEntry> runs = findMetricRuns(kExperiment);
+    const std::vector<RunMetrics> once = collectMetrics(runs, {(dir / "job.err").string()});
+    const std::vector<RunMetrics> linked = collectMetrics(
+        runs,
+        {(dir / "job.err").string(), (dir / "hard.err").string(), (dir / "soft.err").string()});
+    QCOMPARE(linked.size(), once.size());
+    for (size_t i = 0; i < once.size(); ++i) {
+      QCOMPARE(linked[i].run, once[i].run);
+      QCOMPARE(linked[i].series.size(), once[i].series.size());
+      for (size_t k = 0; k < once[i].series.size(); ++k)
+        QCOMPARE(linked[i].series[k].points.size(), once[i].series[k].points.size());
+    }
   }
 
   void whereLogsAreFound() {

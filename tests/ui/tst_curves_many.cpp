@@ -108,11 +108,10 @@ class TestCurvesMany : public QObject {
     QCustomPlot* plot = view.plot();
     plot->xAxis->setRange(kSpikeStep - 30, kSpikeStep + 30);
     plot->replot();
-    const QPoint at(int(plot->xAxis->coordToPixel(kSpikeStep)),
-                    int(plot->yAxis->coordToPixel(view.smoothedGraph(runName(kSpikeRun))
-                                                      ->data()
-                                                      ->findBegin(kSpikeStep, false)
-                                                      ->value)));
+    const QPoint at(
+        int(plot->xAxis->coordToPixel(kSpikeStep)),
+        int(plot->yAxis->coordToPixel(
+            view.smoothedGraph(runName(kSpikeRun))->data()->findBegin(kSpikeStep, false)->value)));
     QTest::mouseMove(plot, at);
     QTRY_VERIFY(QToolTip::isVisible());
     QVERIFY2(QToolTip::text().contains(runName(kSpikeRun)) &&
@@ -126,8 +125,7 @@ class TestCurvesMany : public QObject {
     QTest::keyClicks(filter, "name ~ run00");
     QTest::keyClick(filter, Qt::Key_Return);
     QTRY_VERIFY(!view.smoothedGraph(runName(20))->visible());
-    for (int r = 0; r < 10; ++r)
-      QCOMPARE(view.smoothedGraph(runName(r))->pen().widthF(), 2.0);
+    for (int r = 0; r < 10; ++r) QCOMPARE(view.smoothedGraph(runName(r))->pen().widthF(), 2.0);
   }
 
   void wallTimeAxisWithMissingTimes() {

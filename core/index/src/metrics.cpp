@@ -14,6 +14,8 @@
 #include "clean_path.h"
 #include "metric_text.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -40,11 +42,19 @@ bool isJsonlFile(const fs::path& p) {
   return p.extension() == ".jsonl";
 }
 
-// One identity per file, whichever way it was reached.
-std::string fileKey(const fs::path& p) {
-  std::error_code ec;
-  const fs::path c = fs::weakly_canonical(p, ec);
-  return ec ? p.string() : c.string();
+// One identity per file, whichever way it was reached (a link, another
+// spelling of its path): its device and inode, from one stat (the
+// canonical path cost a readlink per component of it, 14 a run); the path
+// as given for one that cannot be stat'ed. `regular` says whether it is a
+// regular file.
+std::string fileKey(const fs::path& p, bool* regular = nullptr) {
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) {
+    if (regular) *regular = false;
+    return p.string();
+  }
+  if (regular) *regular = S_ISREG(st.st_mode);
+  return "@" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
 }
 
 // isLogFile / isJsonlFile on a listed name, as path::extension() reads it
@@ -546,8 +556,9 @@ std::vector<MetricSourceFile> findMetricSources(const RunEntry& run,
   std::vector<MetricSourceFile> jsonl, logs;
   std::set<std::string> seen;
   auto add = [&](const fs::path& p, MetricSource kind, bool unnamed) {
-    std::error_code ec;
-    if (!fs::is_regular_file(p, ec) || !seen.insert(fileKey(p)).second) return;
+    bool regular = false;
+    const std::string key = fileKey(p, &regular);
+    if (!regular || !seen.insert(key).second) return;
     MetricSourceFile f;
     f.path = p.string();
     f.kind = kind;
@@ -687,6 +698,7 @@ std::vector<RunMetrics> collectMetrics(const std::vector<RunEntry>& runs,
   for (const RunEntry& run : runs) {
     sources.push_back(findMetricSources(run, extraLogs, listings));
     for (const MetricSourceFile& s : sources.back()) {
+      if (extraKeys.empty()) break;
       const std::string key = fileKey(s.path);
       if (extraKeys.count(key))
         claimed[key].push_back(s.kind == MetricSource::MetricsJsonl ? LogFilter{{}, true}
