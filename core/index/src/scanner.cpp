@@ -335,7 +335,10 @@ std::vector<Item> itemsOf(Found& found) {
       items.push_back({f, fs::path(*run), Item::Kind::File, kLightningId});
       continue;
     }
-    if (const std::optional<std::string> run = torchtitanRunOf(f.string())) {
+    // (torchtitan's step-<N> folders: the name first, a path walk each.)
+    if (const std::optional<std::string> run = f.filename().native().starts_with("step-")
+                                                   ? torchtitanRunOf(f.string())
+                                                   : std::nullopt) {
       items.push_back({f, fs::path(*run), Item::Kind::File, kTorchtitanId});
       continue;
     }
