@@ -22,6 +22,13 @@
 //       (CurvesView::curvesReady), the points held, and the process's peak
 //       RSS. Cold or warm is the metrics cache's state
 //       (CKPTSCOPE_CACHE_DIR): run_gui_bench.sh sweep runs both.
+//   bench_gui manyckpt DIR
+//       Many small checkpoints (make_many_checkpoints.py: 1,000 runs x 50):
+//       the window is shown, then opens DIR as `ckptscope DIR` does; the
+//       time from the open to the browser's first rows (the model's first
+//       row inserted or reset in, as a person sees the tree fill) and to
+//       the scan finished (MainWindow::scanFinished: every run listed), the
+//       runs and checkpoints listed, and the process's peak RSS.
 //   bench_gui stall DIR FILE TENSOR
 //       In one window: scan DIR, select FILE, then compute TENSOR's
 //       statistics, histogram and heat map in the Tensor tab. A 2 ms
@@ -428,6 +435,39 @@ int sweep(const QString& dir) {
   return 0;
 }
 
+int manyCheckpoints(const QString& dir) {
+  QSettings().clear();
+  ckpt::MainWindow w;
+  w.resize(1280, 800);
+  w.show();
+  QApplication::processEvents();
+  ckpt::CheckpointListModel* model = w.checkpointModel();
+  QElapsedTimer clock;
+  double firstRowsMs = -1;
+  int firstRuns = 0;
+  auto firstRows = [&] {
+    if (firstRowsMs < 0 && model->rowCount() > 0) {
+      firstRowsMs = clock.nsecsElapsed() / 1e6;
+      firstRuns = model->rowCount();
+    }
+  };
+  QObject::connect(model, &QAbstractItemModel::rowsInserted, &w, firstRows);
+  QObject::connect(model, &QAbstractItemModel::modelReset, &w, firstRows);
+  QSignalSpy scanned(&w, &ckpt::MainWindow::scanFinished);
+  clock.start();
+  w.openPaths({dir});
+  if (!waitFor(&w, "the scan", scanned, 600'000)) return 1;
+  const double completeMs = clock.nsecsElapsed() / 1e6;
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  std::printf(
+      "{\"mode\": \"manyckpt\", \"runs\": %d, \"checkpoints\": %zu, \"first_rows_ms\": %.1f, "
+      "\"first_rows_runs\": %d, \"complete_ms\": %.1f, \"peak_rss_mb\": %.1f}\n",
+      model->rowCount(), model->checkpointCount(), firstRowsMs, firstRuns, completeMs,
+      double(usage.ru_maxrss) / 1024.0);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -440,9 +480,10 @@ int main(int argc, char** argv) {
   if (args.size() == 3 && args[1] == "curves") return curves(args[2].toLongLong());
   if (args.size() == 3 && args[1] == "runstable") return runsTable(args[2]);
   if (args.size() == 3 && args[1] == "sweep") return sweep(args[2]);
+  if (args.size() == 3 && args[1] == "manyckpt") return manyCheckpoints(args[2]);
   std::fprintf(
       stderr,
       "usage: bench_gui cold DIR | bench_gui stall DIR FILE TENSOR | bench_gui curves POINTS | "
-      "bench_gui runstable DIR | bench_gui sweep DIR\n");
+      "bench_gui runstable DIR | bench_gui sweep DIR | bench_gui manyckpt DIR\n");
   return 2;
 }

@@ -31,6 +31,7 @@
 #include <QUrl>
 #include <chrono>
 #include <map>
+#include <mutex>
 
 #include "browser/browserpanel.h"
 #include "browser/checkpointlistmodel.h"
@@ -445,15 +446,35 @@ void MainWindow::openPaths(const QStringList& paths) {
   m_summaryPending = false;
 
   // A scan still running is cancelled and its result dropped: the newest open wins.
+  // Runs whose files are all read wait in `early` for the next progress tick
+  // (every 100 ms), which lists them while the rest are still read; the
+  // finished scan then replaces the rows with the whole result.
+  struct EarlyRuns {
+    std::mutex mutex;
+    std::vector<BrowseGroup> runs;
+  };
+  auto early = std::make_shared<EarlyRuns>();
   m_scan.start(
-      [paths](JobProgress& progress) {
+      [paths, early](JobProgress& progress) {
         return scanPaths(
-            paths, [&progress](size_t done, size_t total) { return progress.report(done, total); });
+            paths, [&progress](size_t done, size_t total) { return progress.report(done, total); },
+            [&early](const BrowseGroup& run) {
+              const std::lock_guard lock(early->mutex);
+              early->runs.push_back(run);
+            });
       },
       [this](JobOutcome, std::optional<std::vector<BrowseGroup>> groups, const QString& error) {
         onScanFinished(groups ? std::move(*groups) : std::vector<BrowseGroup>{}, error);
       },
-      [this](const JobProgress& progress) { showScanProgress(progress); });
+      [this, early](const JobProgress& progress) {
+        std::vector<BrowseGroup> runs;
+        {
+          const std::lock_guard lock(early->mutex);
+          runs.swap(early->runs);
+        }
+        m_model->appendRuns(std::move(runs));
+        showScanProgress(progress);
+      });
   m_browser->showProgress(0, 0);
   statusBar()->showMessage(tr("Scanning..."));
 }

@@ -19,18 +19,24 @@
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSortFilterProxyModel>
+#include <QStatusBar>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTreeView>
 #include <QUrl>
 #include <algorithm>
+#include <chrono>
+
+#include <unistd.h>
 
 #include "browser/browserpanel.h"
 #include "browser/checkpointlistmodel.h"
 #include "browser/runwatcher.h"
 #include "ckpt/index/filesystem_kind.h"
+#include "ckpt/index/scanner.h"
 #include "inspector/inspectorwidget.h"
 #include "mainwindow.h"
+#include "textformat.h"
 
 using namespace ckpt;
 using Role = CheckpointListModel::Role;
@@ -101,6 +107,7 @@ class TestBrowser : public QObject {
   void safetyBadge();
   void shardedBadge();
   void shardedSafety();
+  void firstRunsWhileScanning();
 
  private:
   // A temporary experiments directory holding a copy of runs/tiny.
@@ -624,6 +631,58 @@ void TestBrowser::shardedSafety() {
       w.inspector()->text().contains("Safety\nsafe: 2 shard files, only tensors and plain data"),
       qPrintable(w.inspector()->text()));
   QVERIFY(!QFileInfo::exists(sharded + "/hostile/PWNED"));
+}
+
+// Many runs of small checkpoints (issue #26): the first runs are in the
+// tree, with their checkpoints, while the status line still counts the
+// files; then every run. The folder is the many_runs fixture linked again
+// and again until one scan of it takes about a second on this machine, so
+// that the scan is still running when the first progress tick lists runs.
+void TestBrowser::firstRunsWhileScanning() {
+  const QString fixture = m_root + "/many_runs/runs";
+  QVERIFY2(QFileInfo::exists(fixture + "/lr1e-4_seed0/step_100.pt"),
+           "no fixtures: run ctest (make_many_runs_fixtures)");
+  QTemporaryDir dir;
+  QVERIFY(dir.isValid());
+  const QStringList runs = QDir(fixture).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+  int batches = 0;
+  auto addBatches = [&](int upTo) {
+    for (; batches < upTo; ++batches)
+      for (const QString& run : runs) {
+        const QString to = dir.path() + QStringLiteral("/b%1/").arg(batches) + run;
+        if (!QDir().mkpath(to)) return false;
+        for (const QString& f : QDir(fixture + "/" + run).entryList(QDir::Files))
+          if (::link(QFile::encodeName(fixture + "/" + run + "/" + f).constData(),
+                     QFile::encodeName(to + "/" + f).constData()) != 0)
+            return false;
+      }
+    return true;
+  };
+  QVERIFY(addBatches(8));
+  const auto t0 = std::chrono::steady_clock::now();
+  (void)scanDirectory(pathToStd(dir.path()));
+  const double ms8 =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  QVERIFY(addBatches(std::clamp(int(8 * 1000 / std::max(ms8, 1.0)), 8, 2000)));
+
+  MainWindow w;
+  w.resize(1000, 700);
+  w.show();
+  QSignalSpy scanned(&w, &MainWindow::scanFinished);
+  w.openPaths({dir.path()});
+  QAbstractItemModel* tree = w.checkpointView()->model();
+  QTRY_VERIFY_WITH_TIMEOUT(tree->rowCount() > 0 || !scanned.isEmpty(), kTimeoutMs);
+  QVERIFY2(scanned.isEmpty() && w.isScanning(), "the scan ended before any run was shown");
+  const QModelIndex first = tree->index(0, 0);
+  QCOMPARE(first.data().toString(), QStringLiteral("b0/lr1e-3_seed0"));
+  QCOMPARE(tree->rowCount(first), 6);
+  QVERIFY(tree->rowCount() < 36 * batches);
+  QVERIFY2(w.statusBar()->currentMessage().startsWith(QStringLiteral("Scanning")),
+           qPrintable(w.statusBar()->currentMessage()));
+  QVERIFY(!scanned.isEmpty() || scanned.wait(kTimeoutMs * 4));
+  QCOMPARE(w.checkpointModel()->groupCount(), size_t(36 * batches));
+  QCOMPARE(w.checkpointModel()->checkpointCount(), size_t(211 * batches));
+  QVERIFY(!w.statusBar()->currentMessage().startsWith(QStringLiteral("Scanning")));
 }
 
 QTEST_MAIN(TestBrowser)

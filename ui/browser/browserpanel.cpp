@@ -81,8 +81,15 @@ BrowserPanel::BrowserPanel(CheckpointListModel* model, QWidget* parent)
 
   connect(m_filter, &QLineEdit::textChanged, this, &BrowserPanel::applyFilter);
   connect(m_regex, &QAction::toggled, this, &BrowserPanel::applyFilter);
-  // Filtering or new rows: keep the tree open (runs are short lists).
-  connect(m_proxy, &QAbstractItemModel::rowsInserted, m_view, &QTreeView::expandAll);
+  // Filtering or new rows: keep the tree open (runs are short lists). New
+  // rows open themselves and their parents; expandAll here walked every row
+  // again for each batch of runs a scan lists while it runs (1,000 runs).
+  connect(m_proxy, &QAbstractItemModel::rowsInserted, m_view,
+          [this](const QModelIndex& parent, int first, int last) {
+            for (QModelIndex p = parent; p.isValid(); p = p.parent()) m_view->expand(p);
+            for (int row = first; row <= last; ++row)
+              m_view->expandRecursively(m_proxy->index(row, 0, parent));
+          });
   connect(m_proxy, &QAbstractItemModel::modelReset, m_view, &QTreeView::expandAll);
   connect(m_proxy, &QAbstractItemModel::layoutChanged, m_view, &QTreeView::expandAll);
 }

@@ -172,6 +172,35 @@ void CheckpointListModel::clear() {
   setGroups({});
 }
 
+void CheckpointListModel::appendRuns(std::vector<BrowseGroup> runs) {
+  if (runs.empty()) return;
+  // One insert at the end, unless a new run makes or joins a stage family
+  // (then everything is grouped again, as setGroups does).
+  std::vector<std::string> names;
+  for (const auto& top : m_root->children) {
+    if (top->type == Node::Type::Family)
+      for (const auto& g : top->children) names.push_back(g->group.name.toStdString());
+    else if (top->group.kind == BrowseGroup::Kind::Run && top->group.error.isEmpty())
+      names.push_back(top->group.name.toStdString());
+  }
+  const size_t before = names.size();
+  for (const BrowseGroup& g : runs)
+    if (g.kind == BrowseGroup::Kind::Run && g.error.isEmpty())
+      names.push_back(g.name.toStdString());
+  const std::vector<std::string> family = familiesOf(names);
+  if (std::any_of(family.begin() + std::ptrdiff_t(before), family.end(),
+                  [](const std::string& f) { return !f.empty(); })) {
+    std::vector<BrowseGroup> all = groups();
+    for (BrowseGroup& g : runs) all.push_back(std::move(g));
+    setGroups(std::move(all));
+    return;
+  }
+  const int first = int(m_root->children.size());
+  beginInsertRows({}, first, first + int(runs.size()) - 1);
+  for (BrowseGroup& g : runs) m_root->add(groupNode(std::move(g)), m_root->children.size());
+  endInsertRows();
+}
+
 void CheckpointListModel::build(std::vector<BrowseGroup> groups) {
   m_root = std::make_unique<Node>();
   // Families: experiment.h's rule, over the readable runs.

@@ -44,6 +44,9 @@ class CheckpointListModel : public QAbstractItemModel {
   // Replaces everything (beginResetModel/endResetModel).
   void setGroups(std::vector<BrowseGroup> groups);
   void clear();
+  // Runs of a scan still running (ScanOptions::runDone), in listing order:
+  // added after the rows there are, in one insert.
+  void appendRuns(std::vector<BrowseGroup> runs);
   // The run whose directory is `run.path` now holds `run.checkpoints`:
   // rows are removed, changed and inserted in place (a new run is added).
   void updateRun(BrowseGroup run);

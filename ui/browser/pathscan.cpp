@@ -5,6 +5,7 @@
 #include <QDir>
 #include <QFileInfo>
 #include <exception>
+#include <map>
 
 #include "ckpt/index/hparams.h"
 #include "ckpt/index/mlflow.h"
@@ -12,7 +13,8 @@
 
 namespace ckpt {
 
-std::vector<BrowseGroup> scanPaths(const QStringList& paths, const ScanProgress& progress) {
+std::vector<BrowseGroup> scanPaths(const QStringList& paths, const ScanProgress& progress,
+                                   const ScanRunDone& runDone) {
   QStringList dirs, files;
   for (const QString& p : paths) (QFileInfo(p).isDir() ? dirs : files).append(p);
 
@@ -31,16 +33,28 @@ std::vector<BrowseGroup> scanPaths(const QStringList& paths, const ScanProgress&
     const QString prefix =
         dirs.size() > 1 ? QFileInfo(QDir::cleanPath(QDir(dir).absolutePath())).fileName() + "/"
                         : QString();
+    auto groupOf = [&prefix](RunEntry&& run) {
+      BrowseGroup g;
+      g.kind = BrowseGroup::Kind::Run;
+      g.name = prefix + pathFromStd(run.name);
+      g.path = pathFromStd(run.path);
+      takeRun(g, std::move(run));
+      return g;
+    };
+    // The groups handed to runDone, by run folder: the result reuses them
+    // (takeRun looks at the run's folder for its hyperparameter files).
+    std::map<std::string, BrowseGroup> early;
+    if (runDone)
+      options.runDone = [&](const RunEntry& run) {
+        const BrowseGroup& g = early[run.path] = groupOf(RunEntry(run));
+        runDone(g);
+      };
     try {
       ScanResult result = scanDirectory(pathToStd(dir), options);
       for (RunEntry& run : result.runs) {
         dirsDone += run.checkpoints.size();
-        BrowseGroup g;
-        g.kind = BrowseGroup::Kind::Run;
-        g.name = prefix + pathFromStd(run.name);
-        g.path = pathFromStd(run.path);
-        takeRun(g, std::move(run));
-        groups.push_back(std::move(g));
+        const auto it = early.find(run.path);
+        groups.push_back(it != early.end() ? std::move(it->second) : groupOf(std::move(run)));
       }
     } catch (const std::exception& e) {
       BrowseGroup g;

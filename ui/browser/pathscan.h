@@ -45,10 +45,14 @@ void takeRun(BrowseGroup& group, RunEntry&& run);
 // group. Reads no tensor bytes and never throws. Meant for a worker thread:
 // `progress(done, total)` is called after each file and stops the scan when
 // it returns false. With more than one directory, run names are prefixed
-// with their directory's name so they stay apart.
+// with their directory's name so they stay apart. `runDone`, when given,
+// gets each run of a directory as soon as its files are read (the same
+// group the result will hold; ScanOptions::runDone), on the scanning thread.
 using ScanProgress = std::function<bool(size_t done, size_t total)>;
+using ScanRunDone = std::function<void(const BrowseGroup& run)>;
 [[nodiscard]] std::vector<BrowseGroup> scanPaths(const QStringList& paths,
-                                                 const ScanProgress& progress = {});
+                                                 const ScanProgress& progress = {},
+                                                 const ScanRunDone& runDone = {});
 
 // Whether scanning `paths` reaches `file`: it is one of them, or lies under
 // one of the directories.

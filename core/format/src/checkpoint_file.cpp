@@ -116,14 +116,22 @@ std::unique_ptr<CheckpointFile> CheckpointFile::openFrom(const std::string& path
       f->m_file = std::make_unique<InputFile>(path, *bytes);
     } else if (options.sliceLength) {
       f->m_file = std::make_unique<InputFile>(path, options.sliceOffset, *options.sliceLength);
-    } else if (const std::optional<ShardProbe> probe = probeSharded(path)) {
-      f->loadSharded(*probe, options);
-      f->finish();
-      for (TensorInfo& t : f->m_table.tensors)
-        if (t.error.empty()) t.error = f->m_shards->tensors()[size_t(t.storage)].error;
-      return f;
     } else {
-      f->m_file = std::make_unique<InputFile>(path);
+      // The file is opened first: only a folder or a sharded checkpoint's
+      // description (its name says) is probed, so one file costs no stat
+      // besides the open's fstat.
+      if (!isShardDescriptionName(path)) f->m_file = InputFile::openUnlessDirectory(path);
+      if (!f->m_file) {
+        if (const std::optional<ShardProbe> probe = probeSharded(path)) {
+          if (options.singleFileOnly) fail("a sharded checkpoint, not one file");
+          f->loadSharded(*probe, options);
+          f->finish();
+          for (TensorInfo& t : f->m_table.tensors)
+            if (t.error.empty()) t.error = f->m_shards->tensors()[size_t(t.storage)].error;
+          return f;
+        }
+        f->m_file = std::make_unique<InputFile>(path);
+      }
     }
     if (f->m_file->size() == 0) fail("empty file");
     if (options.safety && !options.sliceLength) {

@@ -152,6 +152,14 @@ void scanUnnamedRecord(const ByteRegion& bytes, uint64_t size, const std::string
                picklesBefore = report.pickles;
   const SafetyLevel leftOutWorstBefore = report.leftOutWorst;
   const uint64_t walked = std::min(bytes.size, limits.maxPickleBytes);
+  // torch.save's `version` record ("3\n"): digits and white space hold no
+  // STOP, GLOBAL, INST or STACK_GLOBAL, so a walk fails at its first byte
+  // naming nothing and its findings are dropped. Not walked: the exception
+  // was 6% of listing 50,000 small checkpoints.
+  if (walked == size && size <= 64 && std::all_of(bytes.data, bytes.data + walked, [](uint8_t c) {
+        return (c >= '0' && c <= '9') || c == ' ' || c == '\n' || c == '\r' || c == '\t';
+      }))
+    return;
   try {
     scanPickle(bytes.data, walked, record, 0, report, limits);
     return;

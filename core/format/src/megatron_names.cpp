@@ -84,6 +84,11 @@ std::vector<std::string> megatronRankFolders(const std::string& saveDir) {
 }
 
 bool isMegatronRankFile(const std::string& path) {
+  // Names first: fs::absolute asks the kernel for the working directory,
+  // which every file of a listing paid twice.
+  if (path.find("model_optim_rng.pt") == std::string::npos &&
+      path.find("distrib_optim.pt") == std::string::npos)
+    return false;
   const fs::path p = fs::absolute(fs::path(path)).lexically_normal();
   const std::string file = p.filename().string();
   if (file != "model_optim_rng.pt" && file != "distrib_optim.pt") return false;
@@ -94,6 +99,7 @@ bool isMegatronRankFile(const std::string& path) {
 }
 
 bool isMegatronCommonFile(const std::string& path) {
+  if (path.find("common.pt") == std::string::npos) return false;  // (as isMegatronRankFile)
   const fs::path p = fs::absolute(fs::path(path)).lexically_normal();
   if (p.filename() != "common.pt") return false;
   const std::string save = p.parent_path().filename().string();

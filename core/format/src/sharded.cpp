@@ -75,13 +75,17 @@ std::string_view shardLayoutId(ShardLayout layout) {
   return "?";
 }
 
+bool isShardDescriptionName(const std::string& path) {
+  return fs::path(path).filename() == ".metadata" || endsWith(path, ".index.json");
+}
+
 std::optional<ShardProbe> probeSharded(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return std::nullopt;
   if (S_ISREG(st.st_mode)) {
+    if (!isShardDescriptionName(path)) return std::nullopt;
     if (fs::path(path).filename() == ".metadata")
       return ShardProbe{ShardLayout::Dcp, parentOf(path), path};
-    if (!endsWith(path, ".index.json")) return std::nullopt;
     return ShardProbe{ShardLayout::HuggingFace, parentOf(path), path};
   }
   if (!S_ISDIR(st.st_mode)) return std::nullopt;
@@ -97,15 +101,24 @@ std::optional<ShardProbe> probeSharded(const std::string& path) {
     return ShardProbe{ShardLayout::DeepSpeed, *tag,
                       viaLatest ? (fs::path(path) / "latest").string() : ""};
   }
+  // One listing for both questions (indexes, and rank files as
+  // rankFilesIn finds them): a listing of many runs asks it of every folder.
   std::vector<std::string> indexes;
+  bool rankFiles = false;
   for (fs::directory_iterator it(path, fs::directory_options::skip_permission_denied, ec), end;
        !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (endsWith(name, ".index.json") && it->is_regular_file(ec)) indexes.push_back(name);
+    if (endsWith(name, ".index.json")) {
+      if (it->is_regular_file(ec)) indexes.push_back(name);
+    } else if (!rankFiles) {
+      const std::optional<RankName> r = parseRankName(name);
+      std::error_code fec;
+      rankFiles = r && r->rank < kMaxRanks && it->is_regular_file(fec);
+    }
   }
   if (indexes.empty()) {
     // FSDP's torch.save per rank: model_rank0.pt, model_rank1.pt, ...
-    if (!rankFilesIn(path).empty()) return ShardProbe{ShardLayout::Fsdp, path, ""};
+    if (rankFiles) return ShardProbe{ShardLayout::Fsdp, path, ""};
     return std::nullopt;
   }
   std::sort(indexes.begin(), indexes.end());

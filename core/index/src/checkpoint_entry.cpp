@@ -138,19 +138,21 @@ CheckpointEntry describeCheckpoint(const std::string& path, const std::string& r
     // One file: its tensor table too (what the optimizer's share of the
     // bytes needs; still no tensor bytes read). A sharded checkpoint, or a
     // file whose tensor table cannot be built, is listed from its metadata.
+    // (Opened as one file first, refused when it is sharded: no stat of
+    // the path before the open, which a listing of 50,000 small files felt.)
     std::unique_ptr<CheckpointFile> file;
     ReadOptions options;
-    if (!probeSharded(path)) {
-      if (const std::optional<SafetyProfile> profile = singleFileProfile(path)) {
-        options.safety = true;
-        options.safetyProfile = *profile;
-      }
-      try {
-        file = CheckpointFile::open(path, options);
-      } catch (const std::exception&) {
-      }
+    if (const std::optional<SafetyProfile> profile = singleFileProfile(path)) {
+      options.safety = true;
+      options.safetyProfile = *profile;
+    }
+    options.singleFileOnly = true;
+    try {
+      file = CheckpointFile::open(path, options);
+    } catch (const std::exception&) {
     }
     if (!file) {
+      options.singleFileOnly = false;
       options.metadataOnly = true;
       file = CheckpointFile::open(path, options);
     }

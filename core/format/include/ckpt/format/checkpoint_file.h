@@ -101,6 +101,10 @@ struct ReadOptions {
   // this layout profile (checkpoint_safety.h says which a file gets).
   bool safety = false;
   SafetyProfile safetyProfile = SafetyProfile::None;
+  // Refuse a sharded checkpoint (a FormatError) instead of opening it: a
+  // listing opens one file with its tensor table, a sharded one from its
+  // metadata, without probing the path first.
+  bool singleFileOnly = false;
 };
 
 // One checkpoint file, opened lazily: the value tree and the tensor and

@@ -16,12 +16,21 @@ struct ByteRegion {
 };
 
 // An open file. Small reads (zip directory, pickle) copy with pread; tensor
-// bytes are memory-mapped only when asked for, and only their extent. Or
+// bytes are memory-mapped only when asked for, and only their extent. A
+// regular file of at most kReadWholeBytes is read whole when opened (one
+// read, the descriptor closed at once) and served from memory. Or
 // bytes already in memory, read through the same calls (the fuzzer's
 // inputs: CheckpointFile::openBytes, scanBytes).
 class InputFile {
  public:
+  // Files this small are read whole when opened: a small checkpoint costs
+  // open, fstat, read and close, whatever its reader then looks at.
+  static constexpr uint64_t kReadWholeBytes = 64 * 1024;
+
   explicit InputFile(const std::string& path);  // throws FormatError
+  // The same, but nullptr when `path` is a directory (a sharded
+  // checkpoint's folder, perhaps): one open tells both, no stat first.
+  [[nodiscard]] static std::unique_ptr<InputFile> openUnlessDirectory(const std::string& path);
   // `length` bytes of the file from `base` on, read as if they were the
   // whole file (a torch.save archive inside a DCP .distcp file). A slice
   // that runs past the file's end is a FormatError naming both.
@@ -45,6 +54,11 @@ class InputFile {
   [[nodiscard]] ByteRegion map(uint64_t offset, uint64_t length) const;
 
  private:
+  InputFile(const std::string& path, std::nullptr_t) : m_path(path) {}
+  // Opens m_path; false (nothing held open) when it is a directory.
+  bool openPath();
+  void readWhole();
+
   std::string m_path;
   int m_fd = -1;
   ByteRegion m_memory;  // the bytes, for a file in memory (m_fd stays -1)

@@ -98,6 +98,10 @@ struct ShardProbe {
   std::string entry;   // the file that describes it (the index), "" when none
 };
 [[nodiscard]] std::optional<ShardProbe> probeSharded(const std::string& path);
+// Whether a regular file at `path` would be a sharded checkpoint's
+// description by its name (DCP's .metadata, a Hugging Face *.index.json):
+// what probeSharded asks of a file, without the stat.
+[[nodiscard]] bool isShardDescriptionName(const std::string& path);
 
 class ShardSet {
  public:

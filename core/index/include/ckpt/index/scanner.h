@@ -122,6 +122,18 @@ struct ScanResult {
 struct ScanOptions {
   // Called after each file; return false to stop early.
   std::function<bool(size_t done, size_t total)> progress;
+  // Called with each run as soon as every file of it (and of the runs
+  // listed before it) is read, finished as the result will hold it: what a
+  // browser shows while the rest are still read. Runs come in the natural
+  // order of their folders' names; the result is sorted by the names they
+  // end with (an MLflow or W&B run is named as its tool names it). A scan
+  // stopped by `progress` hands over the rest only in its result. Both
+  // callbacks run on the thread that called scanDirectory.
+  std::function<void(const RunEntry& run)> runDone;
+  // Threads that read the files (0: the machine's cores, at most 8). Each
+  // small checkpoint is a few tens of microseconds of parsing; 50,000 of
+  // them keep two cores busy.
+  unsigned threads = 0;
 };
 
 // Whether a path's extension makes it a candidate (.pt .pth .bin .ckpt

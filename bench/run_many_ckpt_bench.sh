@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Many small checkpoints (issue #26): RUNS runs x PER_RUN torch.save files
+# (default 1,000 x 50 = 50,000, bench/make_many_checkpoints.py), page cache
+# warm. Measures, in one run:
+#   - a fresh `ckptscope-cli ls DIR` and `ls --json DIR` process: wall and
+#     peak RSS, median of REPEAT;
+#   - the browser (`bench_gui manyckpt DIR`, a fresh process each): from the
+#     open to its first rows and to the scan finished, median of REPEAT;
+#   - the anchor: a plain Python loop that lists each zip's names
+#     (zipfile.ZipFile(f).namelist() for every .pt under DIR), a fresh
+#     process, median of REPEAT;
+#   - the system calls of one `ls` (strace -f -c), per checkpoint.
+# and prints the ratios against the anchor and issue #26's goals (ls <= 0.5 s,
+# first rows <= 0.3 s, complete <= 1 s).
+#
+#   bench/run_many_ckpt_bench.sh [BUILD_DIR]   (default build/dev; builds
+#                                               ckptscope-cli and bench_gui there)
+# Environment:
+#   CKPT_BENCH_DATA  data folder (default build/bench-data)
+#   MANY_RUNS, MANY_PER_RUN   the folder's shape (default 1000, 50)
+#   REPEAT           fresh processes of each measurement (default 5)
+#   CKPT_CLI, BENCH_GUI  time these binaries instead of building (a before/after pair)
+#   NO_GUI=1         skip the browser; NO_STRACE=1 skip the system-call count
+set -euo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="${1:-$REPO/build/dev}"
+if [[ -z "${CKPT_CLI:-}" ]]; then
+  targets=(ckptscope-cli)
+  [[ -n "${BENCH_GUI:-}" || "${NO_GUI:-0}" == 1 ]] || targets+=(bench_gui)
+  cmake --build "$BUILD" --target "${targets[@]}" -j "${JOBS:-2}" >/dev/null
+fi
+CLI="${CKPT_CLI:-$BUILD/app/ckptscope-cli}"
+GUI="${BENCH_GUI:-$BUILD/bench/bench_gui}"
+TORCH_PY=/usr/bin/python3
+RUNS="${MANY_RUNS:-1000}"
+PER_RUN="${MANY_PER_RUN:-50}"
+REPEAT="${REPEAT:-5}"
+DATA="${CKPT_BENCH_DATA:-$REPO/build/bench-data}"
+DIR="$DATA/many${RUNS}x${PER_RUN}"
+FILES=$((RUNS * PER_RUN))
+[[ -x "$CLI" ]] || { echo "run_many_ckpt_bench: $CLI is not built" >&2; exit 1; }
+
+"$TORCH_PY" "$REPO/bench/make_many_checkpoints.py" "$DIR" "$RUNS" "$PER_RUN"
+
+echo "== machine"
+echo "cpu:      $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1) ($(nproc) cores online)"
+echo "kernel:   $(uname -r); load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "date:     $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "cli:      $CLI ($(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$(dirname "$CLI")/../CMakeCache.txt" 2>/dev/null))"
+echo "folder:   $DIR: $RUNS runs x $PER_RUN checkpoints, $(du -sh "$DIR" | cut -f1)"
+
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+now() { date +%s.%N; }
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+# Both sides must list every file (and this warms the page cache).
+n_listed="$("$CLI" ls --json "$DIR" | "$TORCH_PY" -c '
+import json, sys
+d = json.load(sys.stdin)
+print(sum(len(r["checkpoints"]) for r in d["runs"]))')"
+[[ "$n_listed" == "$FILES" ]] || { echo "run_many_ckpt_bench: ls listed $n_listed of $FILES" >&2; exit 1; }
+cat >"$tmp/anchor.py" <<'PY'
+import os, sys, zipfile
+n = names = 0
+for d, _, files in os.walk(sys.argv[1]):
+    for f in files:
+        if f.endswith(".pt"):
+            with zipfile.ZipFile(os.path.join(d, f)) as z:
+                names += len(z.namelist())
+            n += 1
+print(n, names)
+PY
+read -r py_files _ <<<"$(python3 "$tmp/anchor.py" "$DIR")"
+[[ "$py_files" == "$FILES" ]] || { echo "run_many_ckpt_bench: the anchor read $py_files" >&2; exit 1; }
+
+# One measurement: wall (ms) and peak RSS (MB) of a fresh process.
+timed() {
+  local t0 t1
+  t0=$(now)
+  /usr/bin/time -f '%M' -o "$tmp/rss" "$@" >/dev/null
+  t1=$(now)
+  echo "$(echo "($t1 - $t0) * 1000" | bc -l) $(awk '{print $1 / 1024}' "$tmp/rss")"
+}
+ls_t=() ls_m=() js_t=() js_m=() py_t=() py_m=() gui_first=() gui_done=() gui_m=()
+for _ in $(seq 1 "$REPEAT"); do
+  read -r t m <<<"$(timed "$CLI" ls "$DIR")"
+  ls_t+=("$t") ls_m+=("$m")
+  read -r t m <<<"$(timed "$CLI" ls --json "$DIR")"
+  js_t+=("$t") js_m+=("$m")
+  read -r t m <<<"$(timed python3 "$tmp/anchor.py" "$DIR")"
+  py_t+=("$t") py_m+=("$m")
+  if [[ "${NO_GUI:-0}" != 1 ]]; then
+    QT_QPA_PLATFORM=offscreen "$GUI" manyckpt "$DIR" >"$tmp/gui.json"
+    read -r f c m <<<"$(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(d["first_rows_ms"], d["complete_ms"], d["peak_rss_mb"])' "$tmp/gui.json")"
+    gui_first+=("$f") gui_done+=("$c") gui_m+=("$m")
+  fi
+done
+med() { printf '%s\n' "$@" | median; }
+ls_ms=$(med "${ls_t[@]}") js_ms=$(med "${js_t[@]}") py_ms=$(med "${py_t[@]}")
+echo
+echo "== $FILES checkpoints in $RUNS runs, median of $REPEAT fresh processes (load average now: $(cut -d' ' -f1-3 /proc/loadavg))"
+verdict() { echo "$1 <= $2" | bc -l | sed 's/1/PASS/;s/0/not met/'; }
+printf '  python: zipfile namelist of each file  %8.1f ms  peak RSS %6.1f MB  (all: %s)\n' \
+  "$py_ms" "$(med "${py_m[@]}")" "$(printf '%.0f ' "${py_t[@]}")"
+printf '  ckptscope-cli ls DIR                   %8.1f ms  peak RSS %6.1f MB  %.2fx the anchor  goal <= 500 ms: %s  (all: %s)\n' \
+  "$ls_ms" "$(med "${ls_m[@]}")" "$(echo "$ls_ms / $py_ms" | bc -l)" "$(verdict "$ls_ms" 500)" \
+  "$(printf '%.0f ' "${ls_t[@]}")"
+printf '  ckptscope-cli ls --json DIR            %8.1f ms  peak RSS %6.1f MB  %.2fx the anchor  (all: %s)\n' \
+  "$js_ms" "$(med "${js_m[@]}")" "$(echo "$js_ms / $py_ms" | bc -l)" "$(printf '%.0f ' "${js_t[@]}")"
+if [[ "${NO_GUI:-0}" != 1 ]]; then
+  first=$(med "${gui_first[@]}") done_ms=$(med "${gui_done[@]}")
+  printf '  browser: open -> first rows            %8.1f ms  %.2fx the anchor  goal <= 300 ms: %s  (all: %s)\n' \
+    "$first" "$(echo "$first / $py_ms" | bc -l)" "$(verdict "$first" 300)" "$(printf '%.0f ' "${gui_first[@]}")"
+  printf '  browser: open -> scan finished         %8.1f ms  %.2fx the anchor  goal <= 1000 ms: %s  peak RSS %.1f MB  (all: %s)\n' \
+    "$done_ms" "$(echo "$done_ms / $py_ms" | bc -l)" "$(verdict "$done_ms" 1000)" "$(med "${gui_m[@]}")" \
+    "$(printf '%.0f ' "${gui_done[@]}")"
+fi
+
+if [[ "${NO_STRACE:-0}" != 1 ]] && command -v strace >/dev/null; then
+  # Every system call of every thread of one `ls` (startup included), and
+  # the file ones per checkpoint.
+  strace -f -c -o "$tmp/strace" "$CLI" ls "$DIR" >/dev/null
+  echo
+  echo "== system calls of one \`ls DIR\` (strace -f -c; all threads, start-up included), per checkpoint"
+  awk -v n="$FILES" '
+    $1 ~ /^[0-9.]+$/ && NF >= 5 { calls = $4; name = $NF; if (name == "total") next;
+      tot += calls; per[name] = calls }
+    END { printf "  total %d calls, %.2f per checkpoint\n", tot, tot / n;
+      for (k in per) if (per[k] >= n / 10) printf "  %-14s %8d  %.2f per checkpoint\n", k, per[k], per[k] / n }' \
+    "$tmp/strace" | sort -k2 -n -r
+fi
