@@ -489,6 +489,11 @@ void MainWindow::showScanProgress(const JobProgress& progress) {
 
 void MainWindow::onScanFinished(std::vector<BrowseGroup> groups, const QString& error) {
   m_browser->hideProgress();
+  // A row the person picked among the first runs listed while the rest were
+  // scanned is picked again in the whole result (not the first row).
+  if (m_keepSelection.isEmpty() && checkpointView()->selectionModel()->hasSelection())
+    m_keepSelection =
+        checkpointView()->currentIndex().data(int(CheckpointListModel::Role::Path)).toString();
   m_model->setGroups(std::move(groups));
   checkpointView()->expandAll();
   QStringList dirs;

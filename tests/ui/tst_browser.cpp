@@ -679,7 +679,16 @@ void TestBrowser::firstRunsWhileScanning() {
   QVERIFY(tree->rowCount() < 36 * batches);
   QVERIFY2(w.statusBar()->currentMessage().startsWith(QStringLiteral("Scanning")),
            qPrintable(w.statusBar()->currentMessage()));
+  // A checkpoint clicked while the rest are scanned stays the one selected
+  // when the whole result replaces the rows (it was the first row again).
+  const QModelIndex picked = tree->index(2, 0, first);
+  const QString pickedPath = picked.data(int(Role::Path)).toString();
+  QVERIFY(!pickedPath.isEmpty());
+  QTreeView* view = w.checkpointView();
+  QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, view->visualRect(picked).center());
+  QCOMPARE(view->currentIndex().data(int(Role::Path)).toString(), pickedPath);
   QVERIFY(!scanned.isEmpty() || scanned.wait(kTimeoutMs * 4));
+  QCOMPARE(view->currentIndex().data(int(Role::Path)).toString(), pickedPath);
   QCOMPARE(w.checkpointModel()->groupCount(), size_t(36 * batches));
   QCOMPARE(w.checkpointModel()->checkpointCount(), size_t(211 * batches));
   QVERIFY(!w.statusBar()->currentMessage().startsWith(QStringLiteral("Scanning")));
