@@ -107,9 +107,8 @@ class TextReader {
   // An object's key and its ':'.
   std::string key() {
     const std::string_view t = stringToken();
-    std::string k = t.find('\\') == std::string_view::npos
-                        ? std::string(t.substr(1, t.size() - 2))
-                        : parseJsonText(t).get<std::string>();
+    std::string k = t.find('\\') == std::string_view::npos ? std::string(t.substr(1, t.size() - 2))
+                                                           : parseJsonText(t).get<std::string>();
     expect(':', "after a key");
     return k;
   }
