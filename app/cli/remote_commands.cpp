@@ -192,7 +192,8 @@ int runRemoteMetrics(const std::vector<RemotePath>& paths, const std::vector<Rem
       logNames.push_back(p.path);
     }
     auto agent = connect(paths.empty() ? logs.front() : paths.front(), opened);
-    Json params{{"paths", names}};
+    // columns: progressions sent as two numbers (an older agent ignores it).
+    Json params{{"paths", names}, {"columns", true}};
     if (!logNames.empty()) params["logs"] = logNames;
     // The points read straight from the answer's text into their columns.
     const std::vector<RunMetrics> runs =

@@ -97,6 +97,7 @@ class TestRemoteMetricsText : public QObject {
   void pointsEqualTheLocalReading();
   void olderAgentsLayoutReadsTheSame();
   void handValues();
+  void columnsHandValues();
   void wrongFieldIsNamed_data();
   void wrongFieldIsNamed();
   void truncatedOrHostileNeverCrashes();
@@ -108,16 +109,17 @@ void TestRemoteMetricsText::pointsEqualTheLocalReading() {
   // As Python's json.dumps writes them (allow_nan: NaN, Infinity).
   std::filesystem::create_directories(root + "/a");
   std::filesystem::create_directories(root + "/b");
-  writeText(root + "/a/metrics.jsonl",
-            "{\"step\": 1, \"loss\": 2.302585092994046, \"tokens\": 4096, \"wall_time\": "
-            "1733480000.123456}\n"
-            "{\"step\": 2, \"loss\": NaN, \"tokens\": 8192, \"wall_time\": 1733480001.5}\n"
-            "{\"step\": 3, \"loss\": Infinity, \"tokens\": 12288}\n"
-            "{\"step\": 4, \"loss\": -Infinity, \"wall_time\": 1733480003.0}\n"
-            "{\"step\": 5, \"loss\": -0.0, \"lr\": 3e-4}\n"
-            "{\"step\": 6, \"loss\": 5e-324, \"lr\": 3e-4, \"grad_norm\": 1.7976931348623157e+308}\n"
-            "{\"step\": 7, \"loss\": 0.1, \"lr\": 2.9999999999999997e-4, \"grad_norm\": 1e-300}\n"
-            "{\"step\": 9223372036854775807, \"loss\": 1.0, \"tokens\": -3}\n");
+  writeText(
+      root + "/a/metrics.jsonl",
+      "{\"step\": 1, \"loss\": 2.302585092994046, \"tokens\": 4096, \"wall_time\": "
+      "1733480000.123456}\n"
+      "{\"step\": 2, \"loss\": NaN, \"tokens\": 8192, \"wall_time\": 1733480001.5}\n"
+      "{\"step\": 3, \"loss\": Infinity, \"tokens\": 12288}\n"
+      "{\"step\": 4, \"loss\": -Infinity, \"wall_time\": 1733480003.0}\n"
+      "{\"step\": 5, \"loss\": -0.0, \"lr\": 3e-4}\n"
+      "{\"step\": 6, \"loss\": 5e-324, \"lr\": 3e-4, \"grad_norm\": 1.7976931348623157e+308}\n"
+      "{\"step\": 7, \"loss\": 0.1, \"lr\": 2.9999999999999997e-4, \"grad_norm\": 1e-300}\n"
+      "{\"step\": 9223372036854775807, \"loss\": 1.0, \"tokens\": -3}\n");
   std::string many;
   for (int s = 1; s <= 3000; ++s)
     many += "{\"step\": " + std::to_string(s * 10) + ", \"loss\": " + std::to_string(1.0 / s) +
@@ -128,6 +130,13 @@ void TestRemoteMetricsText::pointsEqualTheLocalReading() {
   QCOMPARE(local.size(), size_t(2));
   const std::vector<RunMetrics> read = ckpt::remote::metricsResultFromText(answerOf(local));
   compareRuns(read, local);
+  // The same as columns (progressions as first and stride: run b's steps,
+  // lr and tokens; its wall times s * 0.37 are written rounded: an array).
+  std::string columns;
+  ckpt::remote::appendMetricsResultText(columns, local, /*columns=*/true);
+  QVERIFY(columns.find("\"step\":{\"first\":10,\"stride\":10}") != std::string::npos);
+  QVERIFY(columns.size() < answerOf(local).size() / 2);
+  compareRuns(ckpt::remote::metricsResultFromText(columns), local);
   // What the other fields become is what the tree of them gave.
   for (size_t i = 0; i < local.size(); ++i)
     QCOMPARE(ckpt::dumpJson(ckpt::remote::runMetricsToWire(read[i])),
@@ -173,20 +182,85 @@ void TestRemoteMetricsText::handValues() {
   QCOMPARE(bits(*p[2].wallTime), bits(-0.0));
 }
 
+void TestRemoteMetricsText::columnsHandValues() {
+  const std::string head =
+      R"({"runs": [{"name": "h", "path": "/p", "series": [{"metric": "loss", "source": "metrics.jsonl",
+       "files": [], "restarts": [], "columns": )";
+  const std::string tail = R"(}], "checkpoint_steps": [], "markers": [], "problems": [],
+       "read_ends": {}, "summary": {}, "summary_file": ""}]})";
+  // 0.1 added ten times is not 1.0: a progression is computed with one
+  // rounding (fma), here 0.1 * 3 + 0 = 0.30000000000000004.
+  const auto runs = ckpt::remote::metricsResultFromText(
+      head +
+      R"({"count": 4, "step": {"first": 100, "stride": -25}, "value": {"first": 0.0, "stride": 0.1},
+          "wall_time": [1.5, null, "nan", "-inf"], "tokens": [null, 7, null, -9223372036854775808]})" +
+      tail);
+  const auto& p = runs.at(0).series.at(0).points;
+  QCOMPARE(p.size(), size_t(4));
+  QCOMPARE(p[0].step, int64_t(100));
+  QCOMPARE(p[3].step, int64_t(25));
+  QCOMPARE(bits(p[3].value), bits(0.30000000000000004));
+  QCOMPARE(*p[0].wallTime, 1.5);
+  QVERIFY(!p[1].wallTime);
+  QVERIFY(!p[2].wallTime);  // a NaN wall time counts as none (SeriesPoints)
+  QCOMPARE(*p[3].wallTime, -std::numeric_limits<double>::infinity());
+  QVERIFY(!p[0].tokens);
+  QCOMPARE(*p[1].tokens, int64_t(7));
+  QCOMPARE(*p[3].tokens, std::numeric_limits<int64_t>::min());
+  const auto failsWith = [&](const std::string& columns, const QString& message) {
+    try {
+      (void)ckpt::remote::metricsResultFromText(head + columns + tail);
+      QFAIL(qPrintable("read: " + QString::fromStdString(columns)));
+    } catch (const std::runtime_error& e) {
+      QVERIFY2(QString(e.what()).contains(message), e.what());
+    }
+  };
+  failsWith(R"({"count": 3, "step": [1, 2], "value": [1.0, 2.0, 3.0]})",
+            "columns.step has 2 values for 3 points");
+  failsWith(R"({"count": 2, "step": {"first": 1}, "value": [1.0, 2.0]})",
+            "step: a progression needs first and stride");
+  failsWith(R"({"count": 2, "value": [1.0, 2.0]})", "columns need step and value");
+  failsWith(R"({"step": [1, 2], "value": [1.0, 2.0]})", "columns.count is missing");
+  failsWith(R"({"count": 2, "step": [1, null], "value": [1.0, 2.0]})",
+            "columns.step has null at 1");
+  failsWith(R"({"count": 1, "step": [1.5], "value": [1.0]})", "step is not an integer");
+  failsWith(R"({"count": 1, "step": [1], "value": "x"})", "columns.value is neither");
+  failsWith(R"({"count": 1, "step": [1], "value": [1.0])", "expected '}'");
+}
+
 void TestRemoteMetricsText::wrongFieldIsNamed_data() {
   QTest::addColumn<QString>("from");
   QTest::addColumn<QString>("to");
   QTest::addColumn<QString>("message");
-  QTest::newRow("value") << "[1,2.5," << "[1,\"x\"," << "runs[0].series[0].points[0]: value is not a number";
-  QTest::newRow("step") << "[2,2.25" << "[2.5,2.25" << "runs[0].series[0].points[1]: step is not an integer";
-  QTest::newRow("tokens") << "4096]" << "\"4096\"]" << "points[0]: tokens is not an integer";
-  QTest::newRow("wall") << "0.25," << "true," << "points[0]: wall_time is not a number";
-  QTest::newRow("point short") << ",null,null]]" << ",null]]" << "points[1]: expected ','";
-  QTest::newRow("points") << "\"points\":[[" << "\"points\":{\"a\":[[" << "points is not an array";
-  QTest::newRow("step range") << "[2,2.25" << "[99999999999999999999,2.25" << "step is out of range";
-  QTest::newRow("no name") << "\"name\":" << "\"nom\":" << "runs[0]: metrics: a run has no 'name'";
-  QTest::newRow("no runs") << "{\"runs\":" << "{\"rune\":" << "runs is missing";
-  QTest::newRow("trailing") << "\"summary_file\":\"\"}]}" << "\"summary_file\":\"\"}]}x"
+  QTest::newRow("value") << "[1,2.5,"
+                         << "[1,\"x\","
+                         << "runs[0].series[0].points[0]: value is not a number";
+  QTest::newRow("step") << "[2,2.25"
+                        << "[2.5,2.25"
+                        << "runs[0].series[0].points[1]: step is not an integer";
+  QTest::newRow("tokens") << "4096]"
+                          << "\"4096\"]"
+                          << "points[0]: tokens is not an integer";
+  QTest::newRow("wall") << "0.25,"
+                        << "true,"
+                        << "points[0]: wall_time is not a number";
+  QTest::newRow("point short") << ",null,null]]"
+                               << ",null]]"
+                               << "points[1]: expected ','";
+  QTest::newRow("points") << "\"points\":[["
+                          << "\"points\":{\"a\":[["
+                          << "points is not an array";
+  QTest::newRow("step range") << "[2,2.25"
+                              << "[99999999999999999999,2.25"
+                              << "step is out of range";
+  QTest::newRow("no name") << "\"name\":"
+                           << "\"nom\":"
+                           << "runs[0]: metrics: a run has no 'name'";
+  QTest::newRow("no runs") << "{\"runs\":"
+                           << "{\"rune\":"
+                           << "runs is missing";
+  QTest::newRow("trailing") << "\"summary_file\":\"\"}]}"
+                            << "\"summary_file\":\"\"}]}x"
                             << "something follows the result";
 }
 
@@ -225,12 +299,28 @@ void TestRemoteMetricsText::truncatedOrHostileNeverCrashes() {
   std::string nested = text;
   nested.replace(nested.find("\"summary\":{}"), 12, "\"summary\":" + deep);
   QVERIFY_THROWS_EXCEPTION(std::runtime_error, ckpt::remote::metricsResultFromText(nested));
+  // The same for the columns form.
+  std::string columns;
+  ckpt::remote::appendMetricsResultText(columns, {handRun(), handRun()}, /*columns=*/true);
+  for (size_t n = 0; n < columns.size(); ++n)
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, ckpt::remote::metricsResultFromText(
+                                                     std::string_view(columns).substr(0, n)));
   // A huge answer: 2 million points read in full.
   RunMetrics big = handRun();
   big.series[0].points.clear();
   for (int64_t s = 0; s < 2'000'000; ++s) big.series[0].points.push(s, 1.0 / double(s + 1));
   const auto read = ckpt::remote::metricsResultFromText(answerOf({big}));
   compareRuns(read, {big});
+  columns.clear();
+  ckpt::remote::appendMetricsResultText(columns, {big}, /*columns=*/true);
+  compareRuns(ckpt::remote::metricsResultFromText(columns), {big});
+  // A hostile count: refused before anything is made of it.
+  QVERIFY_THROWS_EXCEPTION(
+      std::runtime_error,
+      ckpt::remote::metricsResultFromText(
+          R"({"runs": [{"name": "h", "path": "/p", "series": [{"metric": "loss", "source": "metrics.jsonl",
+          "files": [], "restarts": [], "columns": {"count": 4611686018427387904, "step": {"first": 1,
+          "stride": 1}, "value": {"first": 1.0, "stride": 0.0}}}]}]})"));
 }
 
 QTEST_GUILESS_MAIN(TestRemoteMetricsText)

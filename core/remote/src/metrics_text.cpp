@@ -4,6 +4,7 @@
 // parse. Everything but the points is small and still goes through
 // parseJsonText / runMetricsFromWire, so strings (bytes as \udcXY) and the
 // other fields read exactly as before.
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -214,6 +215,112 @@ class TextReader {
     where.depth = 2;
   }
 
+  // A column of `columns` (see appendIntColumn): values or a progression.
+  struct Column {
+    bool present = false;
+    bool progression = false;
+    double firstReal = 0, strideReal = 0;
+    int64_t firstInt = 0, strideInt = 0;
+    std::vector<std::optional<double>> reals;
+    std::vector<std::optional<int64_t>> ints;
+    [[nodiscard]] size_t size() const { return std::max(reals.size(), ints.size()); }
+  };
+  Column column(const std::string& name, bool integral) {
+    Column c;
+    c.present = true;
+    const std::string first = name + ".first", stride = name + ".stride";
+    if (take('{')) {
+      c.progression = true;
+      bool sawFirst = false, sawStride = false;
+      if (!take('}')) {
+        do {
+          const std::string k = key();
+          if (k == "first" || k == "stride") {
+            const bool isFirst = k == "first";
+            (isFirst ? sawFirst : sawStride) = true;
+            if (integral)
+              (isFirst ? c.firstInt : c.strideInt) = integer((isFirst ? first : stride).c_str());
+            else
+              (isFirst ? c.firstReal : c.strideReal) = real((isFirst ? first : stride).c_str());
+          } else {
+            (void)valueToken();
+          }
+        } while (take(','));
+        expect('}', ("after " + name).c_str());
+      }
+      if (!sawFirst || !sawStride) fail(name + ": a progression needs first and stride");
+      return c;
+    }
+    expect('[', ("(columns." + name + " is neither an array nor {first, stride})").c_str());
+    if (!take(']')) {
+      do {
+        if (integral)
+          c.ints.push_back(null() ? std::nullopt : std::optional<int64_t>(integer(name.c_str())));
+        else
+          c.reals.push_back(null() ? std::nullopt : std::optional<double>(real(name.c_str())));
+      } while (take(','));
+      expect(']', ("after columns." + name).c_str());
+    }
+    return c;
+  }
+
+  // {"count": N, "step": COL, "value": COL, "wall_time": COL, "tokens": COL}
+  // into `points`.
+  void columns(SeriesPoints& points) {
+    expect('{', "(columns is not an object)");
+    std::optional<int64_t> count;
+    Column step, value, wall, tokens;
+    if (!take('}')) {
+      do {
+        const std::string k = key();
+        if (k == "count")
+          count = integer("columns.count");
+        else if (k == "step")
+          step = column("step", true);
+        else if (k == "value")
+          value = column("value", false);
+        else if (k == "wall_time")
+          wall = column("wall_time", false);
+        else if (k == "tokens")
+          tokens = column("tokens", true);
+        else
+          (void)valueToken();
+      } while (take(','));
+      expect('}', "after the columns");
+    }
+    if (!count || *count < 0) fail("columns.count is missing or negative");
+    // Progressions cost nothing on the wire: a hostile count must not make
+    // billions of points (a 1 GiB answer holds fewer than 2^30 anyway).
+    if (*count > (int64_t(1) << 30)) fail("columns.count is past 2^30 points");
+    const size_t n = size_t(*count);
+    if (!step.present || !value.present) fail("columns need step and value");
+    for (const auto& [c, name] : {std::pair<const Column*, const char*>{&step, "step"},
+                                  {&value, "value"},
+                                  {&wall, "wall_time"},
+                                  {&tokens, "tokens"}})
+      if (c->present && !c->progression && c->size() != n)
+        fail(std::string("columns.") + name + " has " + std::to_string(c->size()) + " values for " +
+             std::to_string(n) + " points");
+    for (size_t i = 0; i < n; ++i) {
+      where.point = i;
+      const auto intAt = [i](const Column& c) -> std::optional<int64_t> {
+        if (!c.present) return std::nullopt;
+        if (!c.progression) return c.ints[i];
+        return int64_t(uint64_t(c.firstInt) + uint64_t(c.strideInt) * uint64_t(i));
+      };
+      const auto realAt = [i](const Column& c) -> std::optional<double> {
+        if (!c.present) return std::nullopt;
+        if (!c.progression) return c.reals[i];
+        return std::fma(c.strideReal, double(i), c.firstReal);
+      };
+      const std::optional<int64_t> s = intAt(step);
+      const std::optional<double> v = realAt(value);
+      if (!s) fail("columns.step has null at " + std::to_string(i));
+      if (!v) fail("columns.value has null at " + std::to_string(i));
+      points.push(*s, *v, realAt(wall), intAt(tokens));
+    }
+  }
+
   Where where;
 
  private:
@@ -245,9 +352,12 @@ RunMetrics readRun(TextReader& in) {
           if (!in.take('}')) {
             do {
               const std::string sk = in.key();
-              if (sk == "points") {
+              if (sk == "points" || sk == "columns") {
                 points.clear();
-                in.points(points);
+                if (sk == "points")
+                  in.points(points);
+                else
+                  in.columns(points);
                 s["points"] = Json::array();  // the columns stand in for them
               } else {
                 s[sk] = in.value();
@@ -277,7 +387,95 @@ RunMetrics readRun(TextReader& in) {
   return r;
 }
 
+// A column as docs/REMOTE.md's `columns` give it: {"first":a,"stride":b}
+// when value i is first + stride * i for every point (integers wrapping as
+// uint64; reals as fma(stride, i, first), one rounding, the same bits on
+// every machine), else an array of the N values, null where a point has none.
+template <typename Get>
+void appendIntColumn(std::string& out, size_t n, const Get& get) {
+  char b[kNumberTextMax + 2];
+  bool progression = n >= 2;
+  const std::optional<int64_t> first = n ? get(0) : std::nullopt;
+  const std::optional<int64_t> second = n >= 2 ? get(1) : std::nullopt;
+  progression = first && second;
+  const uint64_t stride = progression ? uint64_t(*second) - uint64_t(*first) : 0;
+  for (size_t i = 0; progression && i < n; ++i) {
+    const std::optional<int64_t> v = get(i);
+    progression = v && uint64_t(*v) == uint64_t(*first) + stride * uint64_t(i);
+  }
+  if (progression) {
+    out += "{\"first\":";
+    out.append(b, size_t(writeInteger(b, *first) - b));
+    out += ",\"stride\":";
+    out.append(b, size_t(writeInteger(b, int64_t(stride)) - b));
+    out += '}';
+    return;
+  }
+  out += '[';
+  for (size_t i = 0; i < n; ++i) {
+    if (i) out += ',';
+    if (const std::optional<int64_t> v = get(i))
+      out.append(b, size_t(writeInteger(b, *v) - b));
+    else
+      out += "null";
+  }
+  out += ']';
+}
+
+bool sameBits(double a, double b) {
+  return std::memcmp(&a, &b, sizeof a) == 0;
+}
+
+template <typename Get>
+void appendRealColumn(std::string& out, size_t n, const Get& get) {
+  char b[kNumberTextMax + 8];
+  const std::optional<double> first = n ? get(0) : std::nullopt;
+  const std::optional<double> second = n >= 2 ? get(1) : std::nullopt;
+  bool progression = first && second;
+  const double stride = progression ? *second - *first : 0;
+  for (size_t i = 0; progression && i < n; ++i) {
+    const std::optional<double> v = get(i);
+    progression = v && sameBits(*v, std::fma(stride, double(i), *first));
+  }
+  if (progression) {
+    out += "{\"first\":";
+    out.append(b, size_t(writeReal(b, *first) - b));
+    out += ",\"stride\":";
+    out.append(b, size_t(writeReal(b, stride) - b));
+    out += '}';
+    return;
+  }
+  out += '[';
+  for (size_t i = 0; i < n; ++i) {
+    if (i) out += ',';
+    if (const std::optional<double> v = get(i))
+      out.append(b, size_t(writeReal(b, *v) - b));
+    else
+      out += "null";
+  }
+  out += ']';
+}
+
 }  // namespace
+
+void appendColumnsText(std::string& out, const SeriesPoints& p) {
+  const size_t n = p.size();
+  out += "{\"count\":";
+  out += std::to_string(n);
+  out += ",\"step\":";
+  appendIntColumn(out, n, [&p](size_t i) { return std::optional<int64_t>(p.step(i)); });
+  out += ",\"value\":";
+  appendRealColumn(out, n, [&p](size_t i) { return std::optional<double>(p.value(i)); });
+  if (p.hasWallTimes()) {
+    out += ",\"wall_time\":";
+    appendRealColumn(out, n, [&p](size_t i) { return p.wallTime(i); });
+  }
+  if (p.hasTokens()) {
+    out += ",\"tokens\":";
+    appendIntColumn(out, n, [&p](size_t i) { return p.tokens(i); });
+  }
+  out += '}';
+}
 
 void appendPointsText(std::string& out, const SeriesPoints& points) {
   out += '[';

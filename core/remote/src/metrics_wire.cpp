@@ -128,7 +128,7 @@ Json runMetricsToWire(const RunMetrics& r) {
   return out;
 }
 
-void appendMetricsResultText(std::string& out, const std::vector<RunMetrics>& runs) {
+void appendMetricsResultText(std::string& out, const std::vector<RunMetrics>& runs, bool columns) {
   out += "{\"runs\":[";
   for (size_t i = 0; i < runs.size(); ++i) {
     const RunMetrics& r = runs[i];
@@ -142,8 +142,13 @@ void appendMetricsResultText(std::string& out, const std::vector<RunMetrics>& ru
       std::string head = dumpJson(seriesHead(r.series[k]));
       head.pop_back();  // its '}': the points follow
       out += head;
-      out += ",\"points\":";
-      appendPointsText(out, r.series[k].points);
+      if (columns) {
+        out += ",\"columns\":";
+        appendColumnsText(out, r.series[k].points);
+      } else {
+        out += ",\"points\":";
+        appendPointsText(out, r.series[k].points);
+      }
       out += '}';
     }
     out += ']';
