@@ -230,13 +230,11 @@ bool AgentClient::readLine(std::string& line, const std::function<void()>& idle)
         continue;
       }
     }
-    // Read straight into the buffer, 1 MiB at a time (a pipe gives 64 kB).
-    const size_t had = m_buf.size();
-    m_buf.resize(had + (size_t(1) << 20));
-    const ssize_t n = ::read(m_out, m_buf.data() + had, m_buf.size() - had);
-    m_buf.resize(had + (n > 0 ? size_t(n) : 0));
+    char b[65536];  // what a pipe gives at a time
+    const ssize_t n = ::read(m_out, b, sizeof b);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
+    m_buf.append(b, size_t(n));
   }
 }
 
