@@ -1,9 +1,9 @@
 // The `metrics` result as text, both ways, without a JSON tree of its points
-// (metrics_wire.h): a sweep's answer is tens of megabytes, and nlohmann's
-// tree of it cost the agent ~1 s to build and free and the client ~2 s to
-// parse. Everything but the points is small and still goes through
-// parseJsonText / runMetricsFromWire, so strings (bytes as \udcXY) and the
-// other fields read exactly as before.
+// (metrics_wire.h): a sweep's answer is tens of megabytes; with nlohmann's
+// tree of it the agent took 1.32 s for the 300-run benchmark (0.41 s as
+// text), and over ssh the command took 6.3 s (1.9 s). Everything but the points is small and still
+// goes through parseJsonText / runMetricsFromWire, so strings (bytes as \udcXY) and the other
+// fields read exactly as before.
 #include <algorithm>
 #include <charconv>
 #include <cmath>
