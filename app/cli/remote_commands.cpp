@@ -192,11 +192,12 @@ int runRemoteMetrics(const std::vector<RemotePath>& paths, const std::vector<Rem
       logNames.push_back(p.path);
     }
     auto agent = connect(paths.empty() ? logs.front() : paths.front(), opened);
-    Json params{{"paths", names}};
+    // columns: progressions sent as two numbers (an older agent ignores it).
+    Json params{{"paths", names}, {"columns", true}};
     if (!logNames.empty()) params["logs"] = logNames;
-    const Json r = agent->call("metrics", params);
-    std::vector<RunMetrics> runs;
-    for (const Json& run : r["runs"]) runs.push_back(remote::runMetricsFromWire(run));
+    // The points read straight from the answer's text into their columns.
+    const std::vector<RunMetrics> runs =
+        remote::metricsResultFromText(agent->callText("metrics", params));
     printMetrics(runs, metrics, format);
     return kExitOk;
   });

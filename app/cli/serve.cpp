@@ -129,6 +129,8 @@ class Agent {
 
  private:
   void send(const Json& message);
+  // A message already written as JSON text (no newline).
+  void sendLine(std::string line);
   void error(const Json& id, const std::string& code, const std::string& message) {
     send(Json{{"id", id}, {"error", {{"code", code}, {"message", message}}}});
   }
@@ -156,7 +158,10 @@ class Agent {
 };
 
 void Agent::send(const Json& message) {
-  std::string line = dumpJson(message);
+  sendLine(dumpJson(message));
+}
+
+void Agent::sendLine(std::string line) {
   line += '\n';
   std::lock_guard lock(m_outMutex);
   if (m_outBroken) return;
@@ -252,7 +257,7 @@ void Agent::handleLine(const std::string& line, size_t lineNo) {
 
 void Agent::execute(const Request& r) {
   auto last = std::chrono::steady_clock::now() - std::chrono::seconds(1);
-  Call call{r.params, *r.cancelled, m_roots, {}, {}};
+  Call call{r.params, *r.cancelled, m_roots, {}, {}, {}};
   call.progress = [&](uint64_t done, uint64_t total) {
     // A few messages a second are enough to draw a bar.
     const auto now = std::chrono::steady_clock::now();
@@ -262,9 +267,14 @@ void Agent::execute(const Request& r) {
   };
   call.event = [&](Json event) { send(Json{{"id", r.id}, {"event", std::move(event)}}); };
   Json answer;
+  std::string answerText;  // the answer as text, when the method wrote its result so
   try {
     throwIfCancelled(call);
-    answer = Json{{"id", r.id}, {"result", runMethod(r.method, call)}};
+    Json result = runMethod(r.method, call);
+    if (call.resultText.empty())
+      answer = Json{{"id", r.id}, {"result", std::move(result)}};
+    else
+      answerText = "{\"id\":" + dumpJson(r.id) + ",\"result\":" + call.resultText + "}";
   } catch (const ProtocolError& e) {
     answer = Json{{"id", r.id}, {"error", {{"code", e.code()}, {"message", e.what()}}}};
   } catch (const std::exception& e) {
@@ -277,7 +287,10 @@ void Agent::execute(const Request& r) {
     std::lock_guard lock(m_mutex);
     m_live.erase(dumpJson(r.id));
   }
-  send(answer);
+  if (answerText.empty())
+    send(answer);
+  else
+    sendLine(std::move(answerText));
 }
 
 void Agent::work() {

@@ -50,6 +50,9 @@ struct Call {
   std::function<void(uint64_t done, uint64_t total)> progress;
   // An unsolicited message with the request's id (a watch's changes).
   std::function<void(Json event)> event;
+  // A method may write its result here as JSON text instead of returning
+  // it (`metrics`: a sweep's points, no tree of them); sent when not empty.
+  std::string resultText;
 
   // params[field] as a string / an array of strings / a number, else
   // ProtocolError("bad_field") naming it.

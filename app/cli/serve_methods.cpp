@@ -265,9 +265,12 @@ Json runMethod(const std::string& method, Call& call) {
                           "paths: at least one folder or file (or logs) is needed");
     for (std::string& p : paths) p = call.roots.check(p, "paths");
     for (std::string& p : logs) p = call.roots.check(p, "logs");
-    Json runs = Json::array();
-    for (const RunMetrics& r : metricsOf(paths, logs)) runs.push_back(remote::runMetricsToWire(r));
-    return Json{{"runs", std::move(runs)}};
+    // `columns`: the client reads the compact form (docs/REMOTE.md).
+    const Json columns = call.params.contains("columns") ? call.params["columns"] : Json(false);
+    if (!columns.is_boolean()) throw ProtocolError("bad_field", "columns: must be true or false");
+    // Written as text: a tree of a sweep's points cost more than reading them.
+    remote::appendMetricsResultText(call.resultText, metricsOf(paths, logs), columns.get<bool>());
+    return Json();
   }
   if (method == "diff") {
     // `full`: every field of the diff and every metadata key (the app's

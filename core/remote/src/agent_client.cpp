@@ -207,13 +207,17 @@ void AgentClient::send(const Json& message) {
 }
 
 bool AgentClient::readLine(std::string& line, const std::function<void()>& idle) {
+  // Searched from where the last search stopped: a 30 MB answer comes in
+  // 64 kB reads, and searching it from its start after each was quadratic.
+  size_t searched = 0;
   for (;;) {
-    const size_t nl = m_buf.find('\n');
+    const size_t nl = m_buf.find('\n', searched);
     if (nl != std::string::npos) {
       line.assign(m_buf, 0, nl);
       m_buf.erase(0, nl + 1);
       return true;
     }
+    searched = m_buf.size();
     if (m_buf.size() > kMaxResponseBytes)
       throw RemoteError("connection", m_what + ": a reply longer than " +
                                           std::to_string(kMaxResponseBytes) + " bytes");
@@ -226,7 +230,7 @@ bool AgentClient::readLine(std::string& line, const std::function<void()>& idle)
         continue;
       }
     }
-    char b[65536];
+    char b[65536];  // what a pipe gives at a time
     const ssize_t n = ::read(m_out, b, sizeof b);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
@@ -289,6 +293,19 @@ void AgentClient::connectionLost(const std::string& when) {
 AgentClient::Json AgentClient::call(const std::string& method, Json params,
                                     const ProgressFn& progress, const CancelFn& cancelled,
                                     const EventFn& event) {
+  return exchange(method, std::move(params), progress, cancelled, event, nullptr);
+}
+
+std::string AgentClient::callText(const std::string& method, Json params,
+                                  const ProgressFn& progress, const CancelFn& cancelled) {
+  std::string text;
+  exchange(method, std::move(params), progress, cancelled, {}, &text);
+  return text;
+}
+
+AgentClient::Json AgentClient::exchange(const std::string& method, Json params,
+                                        const ProgressFn& progress, const CancelFn& cancelled,
+                                        const EventFn& event, std::string* resultText) {
   if (m_in < 0) throw RemoteError("connection", m_what + ": the connection is closed");
   const int64_t id = m_nextId++;
   send(Json{{"id", id}, {"method", method}, {"params", std::move(params)}});
@@ -299,11 +316,20 @@ AgentClient::Json AgentClient::call(const std::string& method, Json params,
     send(Json{{"id", m_nextId++}, {"method", "cancel"}, {"params", {{"id", id}}}});
     cancelSent = true;
   };
+  // The agent writes a result as {"id":ID,"result":...} (dumpJson's
+  // layout): such a line's result is taken as text, unparsed. Any other
+  // line is parsed (a result laid out otherwise is written back as text).
+  const std::string resultHead = "{\"id\":" + dumpJson(Json(id)) + ",\"result\":";
   std::string line;
   for (;;) {
     if (!readLine(line, cancelled ? std::function<void()>(idle) : std::function<void()>()))
       connectionLost("waiting for the answer to " + method);
     if (cancelled) idle();  // a steady stream of progress never leaves readLine idle
+    if (resultText && line.size() > resultHead.size() && line.back() == '}' &&
+        line.compare(0, resultHead.size(), resultHead) == 0) {
+      resultText->assign(line, resultHead.size(), line.size() - resultHead.size() - 1);
+      return Json();
+    }
     Json msg;
     try {
       msg = parseJsonText(line);
@@ -325,7 +351,11 @@ AgentClient::Json AgentClient::call(const std::string& method, Json params,
       const std::string code = e.value("code", std::string("error"));
       throw RemoteError(code, e.value("message", std::string("(no message)")));
     }
-    if (msg.contains("result")) return std::move(msg["result"]);
+    if (msg.contains("result")) {
+      if (!resultText) return std::move(msg["result"]);
+      *resultText = dumpJson(msg["result"]);
+      return Json();
+    }
   }
 }
 

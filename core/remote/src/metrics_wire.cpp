@@ -4,6 +4,9 @@
 #include <limits>
 #include <stdexcept>
 
+#include "ckpt/format/json_export.h"
+#include "ckpt/format/utf8.h"
+
 namespace ckpt::remote {
 namespace {
 
@@ -78,17 +81,18 @@ MetricPoint pointFromWire(const Json& j) {
   return p;
 }
 
-Json runMetricsToWire(const RunMetrics& r) {
-  Json series = Json::array();
-  for (const MetricSeries& s : r.series) {
-    Json points = Json::array();
-    for (const MetricPoint& p : s.points) points.push_back(pointToWire(p));
-    series.push_back(Json{{"metric", s.metric},
-                          {"source", std::string(metricSourceName(s.source))},
-                          {"files", s.files},
-                          {"restarts", s.restarts},
-                          {"points", std::move(points)}});
-  }
+namespace {
+
+// A series' fields but its points (their text is written apart, points.cpp).
+Json seriesHead(const MetricSeries& s) {
+  return Json{{"metric", s.metric},
+              {"source", std::string(metricSourceName(s.source))},
+              {"files", s.files},
+              {"restarts", s.restarts}};
+}
+
+// The run's fields after `series`, in their order on the wire.
+Json runTail(const RunMetrics& r) {
   Json markers = Json::array();
   for (const CheckpointMarker& m : r.markers)
     markers.push_back(Json{
@@ -99,15 +103,60 @@ Json runMetricsToWire(const RunMetrics& r) {
         {"recorded", numbers(m.recorded)}});
   Json ends = Json::object();
   for (const auto& [file, end] : r.readEnds) ends[file] = end;
-  return Json{{"name", r.run},
-              {"path", r.path},
-              {"series", std::move(series)},
-              {"checkpoint_steps", r.checkpointSteps},
+  return Json{{"checkpoint_steps", r.checkpointSteps},
               {"markers", std::move(markers)},
               {"problems", r.problems},
               {"read_ends", std::move(ends)},
               {"summary", numbers(r.summary)},
               {"summary_file", r.summaryFile}};
+}
+
+}  // namespace
+
+Json runMetricsToWire(const RunMetrics& r) {
+  Json series = Json::array();
+  for (const MetricSeries& s : r.series) {
+    Json points = Json::array();
+    for (const MetricPoint& p : s.points) points.push_back(pointToWire(p));
+    Json head = seriesHead(s);
+    head["points"] = std::move(points);
+    series.push_back(std::move(head));
+  }
+  Json out{{"name", r.run}, {"path", r.path}, {"series", std::move(series)}};
+  Json tail = runTail(r);
+  for (auto it = tail.begin(); it != tail.end(); ++it) out[it.key()] = std::move(it.value());
+  return out;
+}
+
+void appendMetricsResultText(std::string& out, const std::vector<RunMetrics>& runs, bool columns) {
+  out += "{\"runs\":[";
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const RunMetrics& r = runs[i];
+    out += i ? ",{\"name\":" : "{\"name\":";
+    utf8::appendJsonString(out, r.run);
+    out += ",\"path\":";
+    utf8::appendJsonString(out, r.path);
+    out += ",\"series\":[";
+    for (size_t k = 0; k < r.series.size(); ++k) {
+      if (k) out += ',';
+      std::string head = dumpJson(seriesHead(r.series[k]));
+      head.pop_back();  // its '}': the points follow
+      out += head;
+      if (columns) {
+        out += ",\"columns\":";
+        appendColumnsText(out, r.series[k].points);
+      } else {
+        out += ",\"points\":";
+        appendPointsText(out, r.series[k].points);
+      }
+      out += '}';
+    }
+    out += ']';
+    std::string tail = dumpJson(runTail(r));
+    tail.front() = ',';  // its '{': the run's object goes on
+    out += tail;
+  }
+  out += "]}";
 }
 
 RunMetrics runMetricsFromWire(const Json& j) {

@@ -76,6 +76,12 @@ class AgentClient {
   Json call(const std::string& method, Json params, const ProgressFn& progress = {},
             const CancelFn& cancelled = {}, const EventFn& event = {});
 
+  // As call(), the result handed back as its JSON text, not parsed (the
+  // agent's `metrics` answer is tens of megabytes: metricsResultFromText
+  // reads it without a tree). Errors, progress and events as call().
+  std::string callText(const std::string& method, Json params, const ProgressFn& progress = {},
+                       const CancelFn& cancelled = {});
+
   // From any thread: ends the connection now (the program, ssh, is sent
   // SIGTERM), so a call waiting on it throws RemoteError("connection") at
   // once, whatever the link does. For a watch that must stop.
@@ -83,6 +89,10 @@ class AgentClient {
 
  private:
   void send(const Json& message);
+  // call() and callText(): `resultText` null, the result parsed and
+  // returned; else the result's text put there.
+  Json exchange(const std::string& method, Json params, const ProgressFn& progress,
+                const CancelFn& cancelled, const EventFn& event, std::string* resultText);
   // The next complete line from the agent's stdout; false at end of file.
   // `idle` is called every ~50 ms while none comes.
   bool readLine(std::string& line, const std::function<void()>& idle = {});
