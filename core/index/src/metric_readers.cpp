@@ -2,6 +2,7 @@
 // for anything else; in blocks from an offset (live updates), or a whole
 // file on several threads. Console logs: console_log.cpp.
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -650,6 +651,21 @@ void parseSeriesPart(std::string_view text, size_t at, size_t expectedLines, Ser
   }
 }
 
+// Counts the metrics.jsonl files read whole at this moment (all threads).
+class FileBeingRead {
+ public:
+  FileBeingRead() : m_count(s_reading.fetch_add(1) + 1) {}
+  ~FileBeingRead() { s_reading.fetch_sub(1); }
+  FileBeingRead(const FileBeingRead&) = delete;
+  FileBeingRead& operator=(const FileBeingRead&) = delete;
+  // Files being read when this one started, itself included.
+  [[nodiscard]] unsigned count() const { return m_count; }
+
+ private:
+  static inline std::atomic<unsigned> s_reading{0};
+  unsigned m_count;
+};
+
 // The block reader's result in the same form (files with very long lines).
 std::vector<FileSeries> seriesFromBlocks(const std::string& path, uint64_t* end,
                                          std::vector<std::string>* problems) {
@@ -688,7 +704,13 @@ std::vector<FileSeries> readMetricsJsonlSeries(const std::string& path, uint64_t
   // the part and of the first line: a million points would otherwise move
   // through a dozen growing copies. The first part's lists take the other
   // parts' points, so they get room for the whole file.
-  const unsigned threads = text.size() >= kParallelBlock ? metricThreads() : 1;
+  // Split only while fewer files than threads are read at once: a sweep's
+  // runs read on the thread pool keep the cores busy already, and a split
+  // file costs a thread and the joining of its parts (a tenth of a cold
+  // sweep's open).
+  const FileBeingRead reading;
+  const unsigned threads =
+      text.size() >= kParallelBlock ? std::max(1u, metricThreads() / reading.count()) : 1;
   std::vector<size_t> cuts{0};
   for (unsigned t = 1; t < threads; ++t) {
     const size_t guess = std::max(cuts.back(), text.size() * t / threads);

@@ -86,7 +86,7 @@ void PointColumn<T>::makeDense() {
 }
 
 template <typename T>
-void PointColumn<T>::push(T v) {
+void PointColumn<T>::pushSlow(T v) {
   if (m_dense) {
     // Grow by half again, not libstdc++'s doubling: a sweep's columns stay
     // within 1.5x the 8 bytes a point they need.
@@ -127,7 +127,17 @@ void PointColumn<T>::clear() {
 
 template <typename T>
 void PointColumn<T>::append(const PointColumn& other) {
-  if (m_dense) m_values.reserve(m_values.size() + other.m_size);
+  // A vector takes the other's values as they are: no check a value (the
+  // parts of a file parsed on several threads are joined here).
+  if (m_dense) {
+    m_values.reserve(m_values.size() + other.m_size);
+    if (other.m_dense)
+      m_values.insert(m_values.end(), other.m_values.begin(), other.m_values.end());
+    else
+      for (size_t i = 0; i < other.m_size; ++i) m_values.push_back(other.progression(i));
+    m_size += other.m_size;
+    return;
+  }
   for (size_t i = 0; i < other.m_size; ++i) push(other[i]);
 }
 

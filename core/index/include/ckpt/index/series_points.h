@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace ckpt {
@@ -44,7 +45,25 @@ class PointColumn {
   // A progression's first value and stride (what operator[] computes from).
   [[nodiscard]] T first() const { return m_first; }
   [[nodiscard]] T stride() const { return m_stride; }
-  void push(T v);
+  // A vector with room, or an integer progression that goes on, takes the
+  // value here (a sweep's open pushes hundreds of millions); the rest
+  // (growing, a double progression's check) out of line.
+  void push(T v) {
+    if (m_dense) {
+      if (m_values.size() < m_values.capacity()) {
+        m_values.push_back(v);
+        ++m_size;
+        return;
+      }
+    } else if constexpr (std::is_integral_v<T>) {
+      // progression(m_size): integers wrap alike wherever it is computed.
+      if (m_size >= 2 && T(uint64_t(m_first) + uint64_t(m_stride) * uint64_t(m_size)) == v) {
+        ++m_size;
+        return;
+      }
+    }
+    pushSlow(v);
+  }
   void truncate(size_t n);
   void clear();
   // Room for n values, taken only if the column turns into a vector.
@@ -63,6 +82,7 @@ class PointColumn {
   // place and not in the other would change the last bit).
   [[nodiscard]] T progression(size_t i) const;
   void makeDense();
+  void pushSlow(T v);
 
   std::vector<T> m_values;  // when m_dense
   T m_first{};
