@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "ckpt/remote/agent_client.h"
-#include "ckpt/remote/metrics_wire.h"
+#include "ckpt/remote/metrics_request.h"
 #include "ckpt/version.h"
 #include "common.h"
 
@@ -182,7 +182,7 @@ int runRemoteMetrics(const std::vector<RemotePath>& paths, const std::vector<Rem
                      const std::vector<std::string>& metrics, MetricsFormat format) {
   return guarded([&] {
     std::vector<const RemotePath*> opened;
-    Json names = Json::array(), logNames = Json::array();
+    std::vector<std::string> names, logNames;
     for (const RemotePath& p : paths) {
       opened.push_back(&p);
       names.push_back(p.path);
@@ -192,12 +192,7 @@ int runRemoteMetrics(const std::vector<RemotePath>& paths, const std::vector<Rem
       logNames.push_back(p.path);
     }
     auto agent = connect(paths.empty() ? logs.front() : paths.front(), opened);
-    // columns: progressions sent as two numbers (an older agent ignores it).
-    Json params{{"paths", names}, {"columns", true}};
-    if (!logNames.empty()) params["logs"] = logNames;
-    // The points read straight from the answer's text into their columns.
-    const std::vector<RunMetrics> runs =
-        remote::metricsResultFromText(agent->callText("metrics", params));
+    const std::vector<RunMetrics> runs = remote::requestRunMetrics(*agent, names, logNames);
     printMetrics(runs, metrics, format);
     return kExitOk;
   });

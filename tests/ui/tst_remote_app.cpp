@@ -7,14 +7,20 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <bit>
+
 #include <QApplication>
 #include <QComboBox>
 #include <QDir>
 #include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QScopeGuard>
 #include <QSignalSpy>
 #include <QStatusBar>
 #include <QTemporaryDir>
@@ -88,6 +94,42 @@ QList<qint64> childrenNamed(qint64 pid, const QByteArray& comm) {
     if (fields.size() > 1 && fields[1].toLongLong() == pid &&
         stat.mid(open + 1, close - open - 1) == comm)
       out << id;
+  }
+  return out;
+}
+
+// Every point of every run's series, each coordinate as its bits: "run
+// metric step value-bits wall-bits|- tokens|-" (a remote run's name without
+// "host:"). Equal lists are curves equal bit for bit, -0.0 and NaN included.
+QStringList pointBits(const ckpt::CurvesView* view) {
+  QStringList out;
+  const auto bits = [](double d) { return QString::number(std::bit_cast<quint64>(d), 16); };
+  for (const ckpt::CurveRun& run : view->runs()) {
+    QString name = run.name;
+    if (name.startsWith(kHost)) name = name.mid(kHost.size());
+    for (const auto& [metric, s] : run.series)
+      for (size_t i = 0; i < s.points.size(); ++i) {
+        const ckpt::MetricPoint p = s.points[i];
+        out << QString("%1 %2 %3 %4 %5 %6")
+                   .arg(name, QString::fromStdString(metric))
+                   .arg(p.step)
+                   .arg(bits(p.value), p.wallTime ? bits(*p.wallTime) : QString("-"),
+                        p.tokens ? QString::number(*p.tokens) : QString("-"));
+      }
+  }
+  out.sort();
+  return out;
+}
+
+// The JSON lines of the files `pattern` names in `dir` (the logs of what
+// went to or came from the agents there; a line still being written is left out).
+QList<QJsonObject> jsonLines(const QString& dir, const QString& pattern) {
+  QList<QJsonObject> out;
+  for (const QString& name : QDir(dir).entryList({pattern}, QDir::Files)) {
+    QFile f(dir + "/" + name);
+    if (!f.open(QIODevice::ReadOnly)) continue;
+    for (const QByteArray& line : f.readAll().split('\n'))
+      if (const QJsonDocument d = QJsonDocument::fromJson(line); d.isObject()) out << d.object();
   }
   return out;
 }
@@ -253,6 +295,116 @@ class TestRemoteApp : public QObject {
     QVERIFY(pressF5(w));
     QVERIFY(!w.findChild<QMessageBox*>("remoteError"));
     QCOMPARE(rows(w.checkpointView()->model()), shown);
+  }
+
+  // The app asks for the curves as ckptscope-cli does (`columns`: an exact
+  // progression travels as first and stride) and draws exactly the points
+  // read here, bit for bit; an agent older than `columns` (the field taken
+  // out of the request on its way, so it answers `points`) gives the same.
+  // What the app sent and what the agent answered are logged by a wrapper
+  // around the agent on the host.
+  void curvesBitForBit_data() {
+    QTest::addColumn<bool>("olderAgent");
+    QTest::newRow("columns") << false;
+    QTest::newRow("older agent") << true;
+  }
+  void curvesBitForBit() {
+    if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+    QFETCH(bool, olderAgent);
+    // Two runs: one logged every 10 steps (steps, tokens, wall times and a
+    // constant lr are progressions), one of values no progression holds
+    // (NaN, infinities, -0.0, a subnormal, a missing wall time).
+    const QString dir = m_tmp.path() + (olderAgent ? "/bits-old" : "/bits");
+    QVERIFY(QDir().mkpath(dir + "/steady") && QDir().mkpath(dir + "/odd"));
+    QByteArray steady;
+    for (int step = 10; step <= 3000; step += 10)
+      steady += QString(
+                    "{\"step\": %1, \"loss\": %2, \"lr\": 3e-4, \"tokens\": %3, "
+                    "\"wall_time\": %4}\n")
+                    .arg(step)
+                    .arg(2.0 + 1.0 / step, 0, 'g', 17)
+                    .arg(qint64(step) * 4096)
+                    .arg(1.7e9 + step * 0.25, 0, 'f', 2)
+                    .toUtf8();
+    append(dir + "/steady/metrics.jsonl", steady);
+    append(dir + "/odd/metrics.jsonl",
+           "{\"step\": 1, \"loss\": NaN, \"wall_time\": 1700000000.125}\n"
+           "{\"step\": 3, \"loss\": -0.0, \"tokens\": 12}\n"
+           "{\"step\": 4, \"loss\": Infinity, \"wall_time\": 1700000001.5}\n"
+           "{\"step\": 9, \"loss\": 5e-324, \"wall_time\": 1700000002.0}\n"
+           "{\"step\": 10, \"loss\": -Infinity, \"tokens\": 40}\n"
+           "{\"step\": 11, \"loss\": 0.1, \"wall_time\": 1700000003.1}\n");
+    // The agent on the host, as the app reaches it: through a wrapper that
+    // logs the requests (after an older agent's filter) and the answers, a
+    // pair of files for each agent started (the window's, its watch's).
+    const QString wrapper = dir + "/agent.sh";
+    {
+      QFile f(wrapper);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      const QString filter = olderAgent ? "sed -u 's/,\"columns\":true//' | " : "";
+      f.write(QString("#!/bin/sh\n%1tee '%2/sent-'$$.jsonl | '%3' \"$@\" | tee "
+                      "'%2/answered-'$$.jsonl\n")
+                  .arg(filter, dir, CKPT_CLI)
+                  .toUtf8());
+      f.close();
+      QVERIFY(f.setPermissions(f.permissions() | QFileDevice::ExeOwner));
+    }
+    const QByteArray cli = qgetenv("CKPTSCOPE_REMOTE_CLI");
+    qputenv("CKPTSCOPE_REMOTE_CLI", wrapper.toUtf8());
+    auto restore = qScopeGuard([&] { qputenv("CKPTSCOPE_REMOTE_CLI", cli); });
+
+    MainWindow local;
+    QVERIFY(openLocal(local, dir));
+    const QStringList localPoints = pointBits(local.curvesView());
+    // steady: loss and lr, 300 points each; odd: loss, 6 points.
+    QCOMPARE(localPoints.size(), 2 * 300 + 6);
+    // The reading here is the truth: what the lines say, to the bit.
+    QVERIFY(localPoints.contains("odd loss 3 8000000000000000 - 12"));   // -0.0
+    QVERIFY(localPoints.contains("odd loss 9 1 41d954fc40800000 -"));    // 5e-324
+    QVERIFY(localPoints.contains("odd loss 10 fff0000000000000 - 40"));  // -inf
+
+    MainWindow w;
+    w.resize(1200, 800);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QSignalSpy curvesReady(w.curvesView(), &ckpt::CurvesView::curvesReady);
+    const QString where = QString("ssh://127.0.0.1:%1%2").arg(m_server.port()).arg(dir);
+    QVERIFY2(openWithDialog(w, where), "File > Open Remote... did not load the folder");
+    QVERIFY(!w.findChild<QMessageBox*>("remoteError"));
+    QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::Key_2));
+    QVERIFY(curvesReady.count() > 0 || curvesReady.wait(30000));
+    QCOMPARE(pointBits(w.curvesView()), localPoints);
+
+    // What the app asked, and how the agent answered (tee may write its
+    // file after the app has read the answer: waited for).
+    QJsonObject asked, steadyAnswer;
+    const auto logged = [&] {
+      for (const QJsonObject& m : jsonLines(dir, "sent-*.jsonl"))
+        if (m["method"].toString() == "metrics") asked = m["params"].toObject();
+      for (const QJsonObject& m : jsonLines(dir, "answered-*.jsonl"))
+        for (const QJsonValue& run : m["result"].toObject()["runs"].toArray())
+          if (run.toObject()["name"].toString() == "steady") steadyAnswer = run.toObject();
+      return !asked.isEmpty() && !steadyAnswer.isEmpty();
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(logged(), 10000);
+    QCOMPARE(asked["paths"].toArray(), QJsonArray{dir});
+    QCOMPARE(asked.contains("columns"), !olderAgent);  // the older agent's filter took it out
+    if (!olderAgent) QCOMPARE(asked["columns"], QJsonValue(true));
+    const QJsonArray answered = steadyAnswer["series"].toArray();
+    QCOMPARE(answered.size(), 2);
+    for (const QJsonValue& series : answered) {
+      const QJsonObject o = series.toObject();
+      if (olderAgent) {
+        QCOMPARE(o["points"].toArray().size(), 300);
+        QVERIFY(!o.contains("columns"));
+      } else {
+        // Steps every 10 and the constant lr as first and stride.
+        const QJsonObject columns = o["columns"].toObject();
+        QCOMPARE(columns["count"].toInt(), 300);
+        QCOMPARE(columns["step"].toObject()["stride"].toInt(), 10);
+        QVERIFY(!o.contains("points"));
+      }
+    }
   }
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ckpt/remote/metrics_request.h"
 #include "ckpt/version.h"
 
 namespace ckpt {
@@ -28,39 +29,60 @@ void RemoteConnections::start(Host& h, const remote::RemotePath& where) {
   }
 }
 
-RemoteConnections::Json RemoteConnections::call(const remote::RemotePath& where,
-                                                const std::string& method, Json params,
-                                                const remote::AgentClient::ProgressFn& progress,
-                                                const remote::AgentClient::CancelFn& cancelled) {
+void RemoteConnections::withAgent(
+    const remote::RemotePath& where,
+    const std::function<void(Host& h, remote::AgentClient& agent)>& ask) {
   const std::shared_ptr<Host> h = host(where.endpoint());
   std::lock_guard lock(h->mutex);
-  const Json asked = params;
-  auto remember = [&h, &method, &asked](Json result) {
-    if (method == "open" && asked.contains("path") && asked["path"].is_string() &&
-        std::find(h->roots.begin(), h->roots.end(), asked["path"].get<std::string>()) ==
-            h->roots.end())
-      h->roots.push_back(asked["path"].get<std::string>());
-    return result;
+  // What means the connection is gone (or never was); any other error is
+  // the agent's answer (not_found, ...) and the connection is fine.
+  const auto lost = [](const remote::RemoteError& e) {
+    return e.code() == "connection" || e.code() == "not_installed" || e.code() == "version";
   };
   const bool fresh = !h->agent;
   try {
     if (fresh) start(*h, where);
-    return remember(h->agent->call(method, std::move(params), progress, cancelled));
+    ask(*h, *h->agent);
+    return;
   } catch (const remote::RemoteError& e) {
-    if (e.code() != "connection" && e.code() != "not_installed" && e.code() != "version")
-      throw;  // the agent's answer (not_found, ...): the connection is fine
+    if (!lost(e)) throw;
     h->agent.reset();
     if (fresh) throw;
   }
   // The agent kept from before is gone (the connection dropped while idle): once more, anew.
   try {
     start(*h, where);
-    return remember(h->agent->call(method, asked, progress, cancelled));
+    ask(*h, *h->agent);
   } catch (const remote::RemoteError& e) {
-    if (e.code() == "connection" || e.code() == "not_installed" || e.code() == "version")
-      h->agent.reset();
+    if (lost(e)) h->agent.reset();
     throw;
   }
+}
+
+RemoteConnections::Json RemoteConnections::call(const remote::RemotePath& where,
+                                                const std::string& method, Json params,
+                                                const remote::AgentClient::ProgressFn& progress,
+                                                const remote::AgentClient::CancelFn& cancelled) {
+  Json result;
+  withAgent(where, [&](Host& h, remote::AgentClient& agent) {
+    result = agent.call(method, params, progress, cancelled);
+    if (method == "open" && params.contains("path") && params["path"].is_string() &&
+        std::find(h.roots.begin(), h.roots.end(), params["path"].get<std::string>()) ==
+            h.roots.end())
+      h.roots.push_back(params["path"].get<std::string>());
+  });
+  return result;
+}
+
+std::vector<RunMetrics> RemoteConnections::metrics(const remote::RemotePath& where,
+                                                   const std::vector<std::string>& paths,
+                                                   const remote::AgentClient::ProgressFn& progress,
+                                                   const remote::AgentClient::CancelFn& cancelled) {
+  std::vector<RunMetrics> runs;
+  withAgent(where, [&](Host&, remote::AgentClient& agent) {
+    runs = remote::requestRunMetrics(agent, paths, {}, progress, cancelled);
+  });
+  return runs;
 }
 
 bool RemoteConnections::isConnected(const remote::RemotePath& where) {

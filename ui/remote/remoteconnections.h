@@ -5,6 +5,7 @@
 // threads (BackgroundJob): requests to one host wait for each other, those
 // to different hosts do not. No widgets here.
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "ckpt/index/metrics.h"
 #include "ckpt/remote/agent_client.h"
 
 namespace ckpt {
@@ -31,6 +33,15 @@ class RemoteConnections {
             const remote::AgentClient::ProgressFn& progress = {},
             const remote::AgentClient::CancelFn& cancelled = {});
 
+  // The curves of the runs at `paths` on `where`'s host, asked and read as
+  // ckptscope-cli's remote `metrics` does (remote::requestRunMetrics:
+  // `columns`, the answer's text read straight into the series). Started,
+  // started again and failing as call() does.
+  std::vector<RunMetrics> metrics(const remote::RemotePath& where,
+                                  const std::vector<std::string>& paths,
+                                  const remote::AgentClient::ProgressFn& progress = {},
+                                  const remote::AgentClient::CancelFn& cancelled = {});
+
   // Whether an agent of `where`'s host is running now.
   [[nodiscard]] bool isConnected(const remote::RemotePath& where);
 
@@ -42,6 +53,11 @@ class RemoteConnections {
   };
   std::shared_ptr<Host> host(const std::string& endpoint);
   static void start(Host& h, const remote::RemotePath& where);
+  // `ask` on the host's agent, under its lock: started when there is none,
+  // and once more on a new agent when the one kept from before is gone.
+  // `ask` may run twice: it must not consume what it sends.
+  void withAgent(const remote::RemotePath& where,
+                 const std::function<void(Host& h, remote::AgentClient& agent)>& ask);
 
   std::mutex m_mutex;  // guards m_hosts
   std::map<std::string, std::shared_ptr<Host>> m_hosts;

@@ -54,13 +54,11 @@ std::vector<BrowseGroup> scanFolder(RemoteConnections& connections, const remote
 
 void readCurves(RemoteConnections& connections, const remote::RemotePath& where,
                 const std::string& path, RemoteFolder& folder) {
-  const Json answer = connections.call(where, "metrics", Json{{"paths", {path}}});
-  const Json& runs = member(answer, "runs", "metrics");
-  if (!runs.is_array()) throw std::runtime_error("the agent's answer to metrics has no runs");
+  // As ckptscope-cli's remote `metrics` asks (columns, the answer read as text).
+  std::vector<RunMetrics> runs = connections.metrics(where, {path});
   folder.files.clear();
   folder.curves.clear();
-  for (const Json& wire : runs) {
-    RunMetrics m = remote::runMetricsFromWire(wire);
+  for (RunMetrics& m : runs) {
     for (const auto& [file, offset] : m.readEnds) {
       RemoteFile& f = folder.files[file];
       f.offset = offset;

@@ -1,0 +1,26 @@
+#pragma once
+// The `metrics` request every client sends (docs/REMOTE.md): ckptscope-cli's
+// remote `metrics` and the app's Curves tab ask for the same thing the same
+// way, so they read the same curves at the same speed.
+
+#include <string>
+#include <vector>
+
+#include "ckpt/index/metrics.h"
+#include "ckpt/remote/agent_client.h"
+
+namespace ckpt::remote {
+
+// The curves of the runs at `paths` (folders, a run each or runs below)
+// and of the extra console `logs`, as the host reads them. Asks with
+// `columns` (progressions travel as first and stride; an agent older than
+// `columns` ignores it and sends `points`) and reads the answer's text
+// straight into the series' columns (metricsResultFromText: no JSON tree of
+// the points). Throws RemoteError as AgentClient::call does, and
+// std::runtime_error naming where an answer cannot be read.
+std::vector<RunMetrics> requestRunMetrics(AgentClient& agent, const std::vector<std::string>& paths,
+                                          const std::vector<std::string>& logs = {},
+                                          const AgentClient::ProgressFn& progress = {},
+                                          const AgentClient::CancelFn& cancelled = {});
+
+}  // namespace ckpt::remote
