@@ -63,21 +63,6 @@ int main(int argc, char** argv) {
     return kExitOk;
   }
   if (cmd == "--version") return printVersion();
-  if (cmd == "train" || cmd == "resume" || cmd == "finetune" || cmd == "score" ||
-      cmd == "generate") {
-    // These need LibTorch, which costs 0.4 s and 160 MB to load: they live in
-    // the sibling program ckptscope-train.
-    const std::string trainer = trainerPath();
-    argv[0] = const_cast<char*>(trainer.c_str());
-    // LibTorch's OpenMP workers spin while OpenBLAS's own threads run the
-    // matrix products; on few cores they fight (measured: +23% tokens/s on 2
-    // cores when they sleep instead). libgomp reads this before main(), so it
-    // is set here; a value the user chose is kept.
-    ::setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0);
-    ::execv(trainer.c_str(), argv);
-    return failWith("'" + cmd + "' needs " + trainer +
-                    " (built with LibTorch): " + std::strerror(errno));
-  }
   // --remote-cli PATH: the program on the host for every remote path.
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
@@ -96,6 +81,24 @@ int main(int argc, char** argv) {
     for (int j = i; j + take <= argc; ++j) argv[j] = argv[j + take];
     argc -= take;
     --i;
+  }
+  // A resume or fine-tune of a checkpoint on another machine starts there.
+  if ((cmd == "resume" || cmd == "finetune") && remoteCheckpointOf(argc, argv))
+    return runRemoteTrain(argc, argv);
+  if (cmd == "train" || cmd == "resume" || cmd == "finetune" || cmd == "score" ||
+      cmd == "generate") {
+    // These need LibTorch, which costs 0.4 s and 160 MB to load: they live in
+    // the sibling program ckptscope-train.
+    const std::string trainer = trainerPath();
+    argv[0] = const_cast<char*>(trainer.c_str());
+    // LibTorch's OpenMP workers spin while OpenBLAS's own threads run the
+    // matrix products; on few cores they fight (measured: +23% tokens/s on 2
+    // cores when they sleep instead). libgomp reads this before main(), so it
+    // is set here; a value the user chose is kept.
+    ::setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0);
+    ::execv(trainer.c_str(), argv);
+    return failWith("'" + cmd + "' needs " + trainer +
+                    " (built with LibTorch): " + std::strerror(errno));
   }
   try {
     if (cmd == "serve") return runServe(argc, argv);

@@ -99,6 +99,10 @@ void setRemoteCli(std::string program) {
   g_remoteCli = std::move(program);
 }
 
+const std::string& remoteCli() {
+  return g_remoteCli;
+}
+
 std::optional<std::vector<RemotePath>> remotePaths(const std::vector<std::string>& paths,
                                                    std::string& problem) {
   std::vector<RemotePath> out;

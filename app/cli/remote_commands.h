@@ -16,6 +16,7 @@ namespace ckpt::cli {
 
 // --remote-cli PATH (main.cpp takes it out of argv for every command).
 void setRemoteCli(std::string program);
+[[nodiscard]] const std::string& remoteCli();
 
 // Which of `paths` are remote: nothing when none is; an error message in
 // `problem` when some are and some not, they name different hosts, or an
@@ -32,5 +33,12 @@ int runRemoteVerify(const remote::RemotePath& file);
 int runRemoteMetrics(const std::vector<remote::RemotePath>& paths,
                      const std::vector<remote::RemotePath>& logs,
                      const std::vector<std::string>& metrics, MetricsFormat format);
+
+// resume / finetune (remote_train.cpp): the checkpoint argv names when it
+// is on another machine (a malformed ssh:// URL gives an empty one).
+std::optional<remote::RemotePath> remoteCheckpointOf(int argc, char** argv);
+// Started on that host through its agent, detached from the connection, or
+// submitted to SLURM there (--sbatch).
+int runRemoteTrain(int argc, char** argv);
 
 }  // namespace ckpt::cli

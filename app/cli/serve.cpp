@@ -212,7 +212,9 @@ void Agent::handleLine(const std::string& line, size_t lineNo) {
                 {"version", CKPT_VERSION},
                 {"program", "ckptscope-cli"},
                 {"max_request_bytes", remote::kMaxRequestBytes},
-                {"max_slice_elements", remote::kMaxSliceElements}}}});
+                {"max_slice_elements", remote::kMaxSliceElements},
+                // Training on the host can be a SLURM job here (`submit`).
+                {"sbatch", !sbatchProgram().empty()}}}});
     return;
   }
   if (!m_hello) {

@@ -71,6 +71,24 @@ void throwIfCancelled(const Call& call);
 // stderr, exit}. Cancellable; ProtocolError("too_large") past 64 MiB.
 Json report(Call& call);
 
+// A program run to its end (argv[0] its path, no shell, stdin /dev/null,
+// in `cwd` when not empty), its output collected; cancellable (killed).
+struct ChildOutput {
+  std::string out, err;
+  int exit = 0;  // 128 + N when signal N ended it
+};
+ChildOutput runCollecting(const Call& call, const std::vector<std::string>& argv,
+                          const std::string& cwd = {});
+
+// Training on the host (serve_launch.cpp): `launchPlan` (where the run will
+// go, its argv, the SLURM script proposed), `launch` (started detached from
+// the connection), `submit` (the person's script handed to sbatch).
+Json launchPlan(Call& call);
+Json launch(Call& call);
+Json submit(Call& call);
+// sbatch's path on the agent's PATH, "" when SLURM is not here (hello says).
+std::string sbatchProgram();
+
 // The methods other than hello / cancel (answered by the transport itself):
 // the result, or ProtocolError("unknown_method").
 Json runMethod(const std::string& method, Call& call);

@@ -301,6 +301,9 @@ Json runMethod(const std::string& method, Call& call) {
   }
   if (method == "watch") return watch(call);
   if (method == "report") return report(call);
+  if (method == "launchPlan") return launchPlan(call);
+  if (method == "launch") return launch(call);
+  if (method == "submit") return submit(call);
   throw ProtocolError("unknown_method", "unknown method '" + method + "'");
 }
 

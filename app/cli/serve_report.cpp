@@ -75,9 +75,10 @@ std::vector<std::string> commandLine(const std::string& command,
   return argv;
 }
 
-// Starts `argv` as kSelf with stdin from /dev/null (the agent's stdin is
-// the protocol) and stdout, stderr into pipes.
-void start(Child& child, const std::vector<std::string>& argv) {
+// Starts `argv` as `program` (in `cwd` when not empty) with stdin from
+// /dev/null (the agent's stdin is the protocol) and stdout, stderr into pipes.
+void start(Child& child, const std::string& program, const std::vector<std::string>& argv,
+           const std::string& cwd = {}) {
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -85,7 +86,7 @@ void start(Child& child, const std::vector<std::string>& argv) {
   // threads, so between fork and exec the child makes no allocation.
   struct sigaction defaultPipe {};
   defaultPipe.sa_handler = SIG_DFL;
-  static const char kExecFailed[] = "ckptscope-cli: the agent cannot run itself (/proc/self/exe)\n";
+  const std::string execFailed = "ckptscope-cli: the agent cannot run " + program + "\n";
   const int devNull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (devNull < 0) throw std::runtime_error(std::string("/dev/null: ") + std::strerror(errno));
   int outPipe[2] = {-1, -1}, errPipe[2] = {-1, -1};
@@ -104,8 +105,9 @@ void start(Child& child, const std::vector<std::string>& argv) {
     // The agent ignores SIGPIPE (serve.cpp), and an ignored signal stays
     // ignored across exec: the command gets the default a shell gives it.
     ::sigaction(SIGPIPE, &defaultPipe, nullptr);
-    ::execv(kSelf, args.data());
-    if (::write(STDERR_FILENO, kExecFailed, sizeof kExecFailed - 1) < 0) {
+    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0) ::_exit(127);
+    ::execv(program.c_str(), args.data());
+    if (::write(STDERR_FILENO, execFailed.data(), execFailed.size()) < 0) {
     }
     ::_exit(127);
   }
@@ -205,7 +207,7 @@ Json report(Call& call) {
   throwIfCancelled(call);
 
   Child child;
-  start(child, commandLine(command, paths, top, recursive));
+  start(child, kSelf, commandLine(command, paths, top, recursive));
   std::string out, err;
   collect(call, child, command, out, err);
   const int status = waitExit(call, child);
@@ -213,6 +215,16 @@ Json report(Call& call) {
   // a byte that is not UTF-8 as \udcXY; the client's parseJsonText gives
   // the byte back.
   return Json{{"stdout", std::move(out)}, {"stderr", std::move(err)}, {"exit", status}};
+}
+
+ChildOutput runCollecting(const Call& call, const std::vector<std::string>& argv,
+                          const std::string& cwd) {
+  Child child;
+  start(child, argv.at(0), argv, cwd);
+  ChildOutput r;
+  collect(call, child, argv.at(0), r.out, r.err);
+  r.exit = waitExit(call, child);
+  return r;
 }
 
 }  // namespace ckpt::cli::serve

@@ -1,0 +1,65 @@
+#pragma once
+// Training on the host (docs/REMOTE.md, "Training on the host"): what a
+// client asks the agent's `launchPlan`, `launch` and `submit` for, and
+// what they answer. The request holds structured fields, never a command
+// line: the agent checks each path against the roots the client opened and
+// builds the trainer's argv itself. ckptscope-cli and the app's Train tab
+// both speak it through these functions. No Qt, no LibTorch.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ckpt::remote {
+
+struct LaunchRequest {
+  std::string command;                 // "resume" or "finetune"
+  std::string checkpoint;              // a checkpoint file on the host
+  std::string data;                    // finetune: required; resume: "" (the run's own data)
+  std::string out;                     // finetune: "" -> <checkpoint's grandparent>/<run>-<stage>
+  std::string stage;                   // finetune: "" -> "sft"
+  std::optional<double> learningRate;  // finetune: unset -> the trainer's default
+  std::optional<int64_t> maxSteps;     // unset -> the run's (resume) / parent's (finetune)
+  std::string device;                  // "" -> auto; auto, cpu, cuda, cuda:N
+  // launch: how long the agent waits for the trainer to say it started
+  // (its "run ... writing to ..." line) before it answers anyway.
+  int64_t waitMs = 120000;
+};
+
+// The request's params (only the fields that are set).
+[[nodiscard]] nlohmann::ordered_json launchParams(const LaunchRequest& request);
+
+// What `launchPlan` answers: where the run will go and how it would be
+// started, before anything starts.
+struct LaunchPlan {
+  std::string host;               // the host's name (gethostname)
+  std::string runDir;             // absolute, on the host
+  std::string runName;            // the run's name as the trainer will write it
+  std::string metrics;            // runDir/metrics.jsonl
+  std::vector<std::string> argv;  // the trainer's command, word by word
+  std::string script;             // the SLURM batch script proposed (see `submit`)
+  bool sbatch = false;            // sbatch is on the agent's PATH
+  std::string sbatchPath;         // where
+};
+
+// What `launch` (started) and `submit` (queued) answer.
+struct LaunchResult {
+  std::string runDir, runName, metrics;
+  std::string log;         // the trainer's stdout and stderr (for a job: SLURM's --output)
+  int64_t pid = 0;         // launch: the trainer's process id on the host
+  bool started = false;    // launch: it said it started (false: still preparing when answered)
+  std::string jobId;       // submit: what sbatch answered ("Submitted batch job N")
+  std::string scriptFile;  // submit: the script as submitted, in runDir
+};
+
+// Read from an answer; throws std::runtime_error naming a missing field.
+[[nodiscard]] LaunchPlan launchPlanFromJson(const nlohmann::ordered_json& result);
+[[nodiscard]] LaunchResult launchResultFromJson(const nlohmann::ordered_json& result);
+
+// "Submitted batch job 4242" (sbatch's answer, maybe with a cluster name
+// after: "... on cluster c1") -> "4242"; "" when the text holds none.
+[[nodiscard]] std::string sbatchJobId(const std::string& sbatchOutput);
+
+}  // namespace ckpt::remote
