@@ -10,6 +10,7 @@
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -17,11 +18,13 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <random>
 #include <set>
 #include <thread>
 
 #include "ckpt/index/hparams.h"
 #include "ckpt/index/metrics.h"
+#include "ckpt/index/natural_order.h"
 #include "ckpt/index/run_filter.h"
 #include "ckpt/index/run_groups.h"
 #include "ckpt/index/runs_table.h"
@@ -316,6 +319,74 @@ class TestRunGroups : public QObject {
     QVERIFY(naturalLess("a", "a1"));
     QVERIFY(naturalLess("seed02", "seed3") && naturalLess("seed2", "seed02"));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, parseGroupSpec("learning rate"));
+  }
+
+  // The natural order (runs, checkpoints and paths are sorted by it) against
+  // a reference written here another way: each string cut into runs of
+  // digits and single other bytes, a pair of digit runs compared as numbers
+  // (shorter without leading zeros first, then the digits), anything else by
+  // the byte, and names equal as numbers told apart at the end by the first
+  // pair of digit runs with different leading zeros (fewer first). Pairs that
+  // share a long beginning, ending inside a run of digits or not, as paths
+  // of one folder do.
+  void naturalOrderAgainstReference() {
+    auto tokens = [](const std::string& s) {
+      std::vector<std::string> out;
+      for (size_t i = 0; i < s.size();) {
+        size_t e = i + 1;
+        if (std::isdigit(static_cast<unsigned char>(s[i])))
+          while (e < s.size() && std::isdigit(static_cast<unsigned char>(s[e]))) ++e;
+        out.push_back(s.substr(i, e - i));
+        i = e;
+      }
+      return out;
+    };
+    auto reference = [&](const std::string& a, const std::string& b) {
+      const std::vector<std::string> ta = tokens(a), tb = tokens(b);
+      int tie = 0;
+      for (size_t k = 0; k < ta.size() && k < tb.size(); ++k) {
+        const bool da = std::isdigit(static_cast<unsigned char>(ta[k][0])) != 0;
+        const bool db = std::isdigit(static_cast<unsigned char>(tb[k][0])) != 0;
+        if (da && db) {
+          const std::string va = ta[k].substr(std::min(ta[k].find_first_not_of('0'), ta[k].size()));
+          const std::string vb = tb[k].substr(std::min(tb[k].find_first_not_of('0'), tb[k].size()));
+          if (va.size() != vb.size()) return va.size() < vb.size() ? -1 : 1;
+          if (va != vb) return va < vb ? -1 : 1;
+          if (tie == 0 && ta[k].size() != tb[k].size()) tie = ta[k].size() < tb[k].size() ? -1 : 1;
+          continue;
+        }
+        const auto ca = static_cast<unsigned char>(ta[k][0]),
+                   cb = static_cast<unsigned char>(tb[k][0]);
+        if (ca != cb) return ca < cb ? -1 : 1;
+      }
+      if (ta.size() != tb.size()) return ta.size() < tb.size() ? -1 : 1;
+      return tie;
+    };
+    QVERIFY(naturalLess("run12/step_9.pt", "run12/step_10.pt"));
+    QVERIFY(naturalLess("run12/a", "run123/a"));      // shared "run12", then / vs 3
+    QVERIFY(naturalLess("seed010/x", "seed0010/x"));  // equal values: more zeros after
+    QVERIFY(naturalLess("seed0010/x", "seed010/y"));  // ... unless something differs
+    QVERIFY(naturalLess("lr1e-3_seed9/s", "lr1e-3_seed10/s"));
+    QVERIFY(naturalLess("a-b", "a/b"));
+    std::mt19937 rng(26);
+    const std::string alphabet = "0001239/_-.ab";
+    auto randomText = [&](size_t maxLength) {
+      std::string s(std::uniform_int_distribution<size_t>(0, maxLength)(rng), ' ');
+      for (char& c : s)
+        c = alphabet[std::uniform_int_distribution<size_t>(0, alphabet.size() - 1)(rng)];
+      return s;
+    };
+    for (int n = 0; n < 200000; ++n) {
+      const std::string shared = randomText(12);
+      const std::string a = shared + randomText(6), b = shared + randomText(6);
+      const int want = reference(a, b);
+      auto sign = [](int c) { return (c > 0) - (c < 0); };
+      if (sign(naturalCompare(a, b)) != want || sign(naturalCompare(b, a)) != -want)
+        QFAIL(qPrintable(QString("naturalCompare(\"%1\", \"%2\") = %3, the reference says %4")
+                             .arg(QString::fromStdString(a), QString::fromStdString(b))
+                             .arg(naturalCompare(a, b))
+                             .arg(want)));
+    }
   }
 
   // The default grouping's question: are there seeds of one setting? The

@@ -15,7 +15,19 @@ int naturalCompare(std::string_view a, std::string_view b) {
   // At the end, names equal as numbers ("a01" and "a1") are told apart by
   // their bytes so that the order stays total (a std::map key, a stable list).
   int tieBreak = 0;
-  size_t i = 0, j = 0;
+  // The bytes both begin with compare equal and tie nothing (a run of digits
+  // there is the same run in both), except a run of digits the first
+  // difference is in: start at that run, or at the first difference.
+  // (Paths of one folder share most of their bytes: a sort of 50,000 spent
+  // most of its time walking the shared part digit by digit.)
+  size_t k = static_cast<size_t>(
+      std::mismatch(a.begin(),
+                    a.begin() + static_cast<std::ptrdiff_t>(std::min(a.size(), b.size())),
+                    b.begin())
+          .first -
+      a.begin());
+  while (k > 0 && isDigit(a[k - 1])) --k;
+  size_t i = k, j = k;
   while (i < a.size() && j < b.size()) {
     if (isDigit(a[i]) && isDigit(b[j])) {
       // Compared as text, without converting: a run of 40 digits is no overflow.

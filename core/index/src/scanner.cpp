@@ -320,39 +320,53 @@ std::vector<Item> itemsOf(Found& found) {
     std::optional<std::string> lightning, mlflow, wandb;
   };
   std::map<fs::path, Owners> owners;
-  for (const fs::path& f : found.files) {
-    const fs::path dir = f.parent_path();
-    const std::string_view role = hfPartRole(f.filename().string());
+  // The walk found a folder's files one after another: its path and owners
+  // are worked out when the folder changes (a lookup per file was a tenth
+  // of the work done before the first file is read).
+  fs::path dir;
+  Owners* owner = nullptr;
+  items.reserve(found.files.size() + found.hfFolders.size() + found.megatronFolders.size() +
+                found.accelerateFolders.size());
+  for (fs::path& f : found.files) {
+    const std::string_view native = f.native();
+    const size_t slash = native.rfind('/');
+    if (!owner || slash == std::string_view::npos || slash != dir.native().size() ||
+        native.substr(0, slash) != dir.native()) {
+      dir = f.parent_path();
+      auto [at, added] = owners.try_emplace(dir);
+      owner = &at->second;
+      if (added)
+        *owner = {lightningRunOf(f.string()), mlflowRunOf(f.string()), wandbRunOf(f.string())};
+    }
+    const std::string_view role =
+        hfPartRole(slash == std::string_view::npos ? native : native.substr(slash + 1));
     if (!role.empty() && isHfOutput(dir)) {
       if (finals.insert(dir).second) items.push_back({dir, dir, Item::Kind::HfFinal, {}});
       continue;
     }
-    auto [at, added] = owners.try_emplace(dir);
-    Owners& owner = at->second;
-    if (added)
-      owner = {lightningRunOf(f.string()), mlflowRunOf(f.string()), wandbRunOf(f.string())};
-    if (const std::optional<std::string>& run = owner.lightning) {
-      items.push_back({f, fs::path(*run), Item::Kind::File, kLightningId});
+    if (const std::optional<std::string>& run = owner->lightning) {
+      items.push_back({std::move(f), fs::path(*run), Item::Kind::File, kLightningId});
       continue;
     }
     // (torchtitan's step-<N> folders: the name first, a path walk each.)
-    if (const std::optional<std::string> run = f.filename().native().starts_with("step-")
-                                                   ? torchtitanRunOf(f.string())
-                                                   : std::nullopt) {
-      items.push_back({f, fs::path(*run), Item::Kind::File, kTorchtitanId});
+    if (const std::optional<std::string> run =
+            native.substr(slash == std::string_view::npos ? 0 : slash + 1).starts_with("step-")
+                ? torchtitanRunOf(f.string())
+                : std::nullopt) {
+      items.push_back({std::move(f), fs::path(*run), Item::Kind::File, kTorchtitanId});
       continue;
     }
     // A checkpoint logged as an MLflow artifact: in its run's artifacts/.
-    if (const std::optional<std::string>& run = owner.mlflow) {
-      items.push_back({f, fs::path(*run), Item::Kind::File, kMlflowId});
+    if (const std::optional<std::string>& run = owner->mlflow) {
+      items.push_back({std::move(f), fs::path(*run), Item::Kind::File, kMlflowId});
       continue;
     }
     // A checkpoint the script saved with wandb.save: in its run's files/.
-    if (const std::optional<std::string>& run = owner.wandb) {
-      items.push_back({f, fs::path(*run), Item::Kind::File, kWandbId});
+    if (const std::optional<std::string>& run = owner->wandb) {
+      items.push_back({std::move(f), fs::path(*run), Item::Kind::File, kWandbId});
       continue;
     }
-    items.push_back({f, dir, Item::Kind::File, {}});
+    items.push_back({std::move(f), dir, Item::Kind::File, {}});
   }
   for (const fs::path& f : found.hfFolders)
     items.push_back({f, f.parent_path(), Item::Kind::HfFolder, {}});
@@ -610,9 +624,6 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
     }
   }
   std::vector<Item> items = itemsOf(found);
-  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
-    return naturalLess(a.path.native(), b.path.native());  // (no copies: 800k compares)
-  });
 
   // Every run is known before any file is read (its name, folder and which
   // items are its checkpoints), so a run is finished and handed to
@@ -627,8 +638,12 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
     run.root = root;
     return run;
   };
+  // (Items come folder by folder: a run's name is worked out once a folder.)
   std::vector<RunEntry*> itemRun(items.size());
-  for (size_t i = 0; i < items.size(); ++i) itemRun[i] = &runAt(items[i].runDir);
+  for (size_t i = 0; i < items.size(); ++i)
+    itemRun[i] = i > 0 && items[i].runDir.native() == items[i - 1].runDir.native()
+                     ? itemRun[i - 1]
+                     : &runAt(items[i].runDir);
   // Runs that log but have not saved a checkpoint yet.
   std::set<const RunEntry*> listedForFiles;
   for (const auto& [dir, files] : found.metricFiles) listedForFiles.insert(&runAt(dir));
@@ -661,6 +676,32 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
     return naturalLess(a->run->name, b->run->name);
   });
+  // Items in listing order: run by run (read in the order they are shown),
+  // each run's in path order, as finishRun's stable sort saw them when all
+  // items were sorted by path (most comparisons now stop at the run).
+  std::map<const Pending*, size_t> position;
+  for (size_t k = 0; k < order.size(); ++k) position[order[k].get()] = k;
+  std::vector<std::pair<size_t, size_t>> byRun(items.size());  // (run's position, item)
+  for (size_t i = 0; i < items.size(); ++i)
+    byRun[i] = {i > 0 && itemRun[i] == itemRun[i - 1] ? byRun[i - 1].first
+                                                      : position[pendingOf[itemRun[i]]],
+                i};
+  std::sort(byRun.begin(), byRun.end(), [&](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first < b.first;
+    return naturalLess(items[a.second].path.native(), items[b.second].path.native());
+  });
+  {
+    std::vector<Item> sorted;
+    std::vector<RunEntry*> sortedRun;
+    sorted.reserve(items.size());
+    sortedRun.reserve(items.size());
+    for (const auto& [run, i] : byRun) {
+      sorted.push_back(std::move(items[i]));
+      sortedRun.push_back(itemRun[i]);
+    }
+    items = std::move(sorted);
+    itemRun = std::move(sortedRun);
+  }
   std::vector<Pending*> itemPending(items.size());
   for (size_t i = 0; i < items.size(); ++i) {
     itemPending[i] = pendingOf[itemRun[i]];
@@ -691,6 +732,7 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
     }
   };
   auto finish = [&](Pending& p) {
+    p.run->checkpoints.reserve(p.run->checkpoints.size() + p.items.size());
     for (size_t i : p.items)
       if (entries[i]) p.run->checkpoints.push_back(std::move(*entries[i]));
     finishRun(*p.run, found);
