@@ -11,6 +11,7 @@
 #include <QVBoxLayout>
 
 #include "browser/checkpointlistmodel.h"
+#include "browser/columnfitter.h"
 #include "textformat.h"
 
 namespace ckpt {
@@ -54,8 +55,7 @@ BrowserPanel::BrowserPanel(CheckpointListModel* model, QWidget* parent)
   // Names are never cut (a run's files differ only at their ends): every
   // column fits its contents, and the tree scrolls sideways when narrow.
   // Not even the last (Modified), which a stretched last section cut short.
-  m_view->header()->setStretchLastSection(false);
-  m_view->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  new ColumnFitter(m_view);
 
   m_progress = new QProgressBar(this);
   m_progress->setTextVisible(true);
