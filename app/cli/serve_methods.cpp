@@ -2,6 +2,8 @@
 // command computes (documents.h), so a remote answer is the local one.
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -13,11 +15,13 @@
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/value.h"
 #include "ckpt/index/checkpoint_description.h"
+#include "ckpt/index/hparams.h"
 #include "ckpt/index/metrics.h"
 #include "ckpt/index/scanner.h"
 #include "ckpt/index/wandb.h"
 #include "ckpt/remote/describe_wire.h"
 #include "ckpt/remote/diff_wire.h"
+#include "ckpt/remote/hparams_wire.h"
 #include "ckpt/remote/metrics_wire.h"
 #include "ckpt/remote/protocol.h"
 #include "ckpt/remote/scan_wire.h"
@@ -180,6 +184,37 @@ Json watch(Call& call) {
   }
 }
 
+// Each run's hyperparameters under `paths` (the runs `metrics` reads
+// there), read on the host's cores: a sweep's RUN.json files are a thousand
+// small reads.
+Json hparams(Call& call) {
+  std::vector<std::string> paths = call.texts("paths", true);
+  for (std::string& p : paths) p = call.roots.check(p, "paths");
+  std::vector<RunEntry> runs;
+  for (const std::string& p : paths)
+    for (RunEntry& r : findMetricRuns(p)) runs.push_back(std::move(r));
+  std::vector<remote::RunHparams> out(runs.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < runs.size() && !call.cancelled;) {
+      out[i].run = runs[i].name;
+      out[i].path = runs[i].path;
+      try {
+        out[i].hparams = readHparams(runs[i], &out[i].problems);
+      } catch (const std::exception& e) {  // (its sources say what they could not read)
+        out[i].problems.push_back(runs[i].path + ": " + e.what());
+      }
+    }
+  };
+  std::vector<std::thread> helpers;
+  const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+  for (unsigned t = 1; t < threads && t < runs.size(); ++t) helpers.emplace_back(work);
+  work();
+  for (std::thread& t : helpers) t.join();
+  throwIfCancelled(call);
+  return remote::hparamsToWire(out);
+}
+
 }  // namespace
 
 Json runMethod(const std::string& method, Call& call) {
@@ -299,6 +334,7 @@ Json runMethod(const std::string& method, Call& call) {
     const SafetyScan s = scanSafety(paths, recursive, /*printText=*/false);
     return Json{{"document", s.document}, {"exit", s.exit}, {"failure", orNull(s.problem)}};
   }
+  if (method == "hparams") return hparams(call);
   if (method == "watch") return watch(call);
   if (method == "report") return report(call);
   if (method == "launchPlan") return launchPlan(call);

@@ -228,6 +228,15 @@ void TestRemote::rootConfinement() {
   QCOMPARE(a.call(2, "scan", {{"path", root.toStdString()}})["error"]["code"], "outside_roots");
   QVERIFY(a.call(3, "open", {{"path", root.toStdString()}}).contains("result"));
   QVERIFY(a.call(4, "scan", {{"path", (root + "/run").toStdString()}}).contains("result"));
+  // Hyperparameters: of folders under a root, named in `paths`.
+  QCOMPARE(a.call(41, "hparams",
+                  {{"paths", json::array({(root + "/escape").toStdString()})}})["error"]["code"],
+           "outside_roots");
+  QCOMPARE(a.call(42, "hparams", json::object())["error"]["code"], "missing_field");
+  const json hp = a.call(43, "hparams", {{"paths", json::array({(root + "/run").toStdString()})}});
+  QVERIFY2(hp["result"]["runs"].size() == 1 &&
+               hp["result"]["runs"][0]["path"] == (root + "/run").toStdString(),
+           hp.dump().c_str());
   for (const QString& p : {root + "/../outside", root + "/run/../../outside/secret.pt",
                            root + "/escape", root + "/escape/secret.pt", root + "/run/secret.pt"}) {
     const json r = a.call(5, "info", {{"path", p.toStdString()}});

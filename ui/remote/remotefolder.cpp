@@ -1,11 +1,14 @@
 #include "remote/remotefolder.h"
 
+#include <QObject>
 #include <QStringList>
 #include <algorithm>
+#include <map>
 #include <set>
 #include <stdexcept>
 
 #include "backgroundjob.h"
+#include "ckpt/remote/hparams_wire.h"
 #include "ckpt/remote/metrics_wire.h"
 #include "ckpt/remote/scan_wire.h"
 #include "remote/remoteconnections.h"
@@ -71,6 +74,29 @@ void readCurves(RemoteConnections& connections, const remote::RemotePath& where,
           it->second.kind = s.source;
     folder.curves.push_back(remoteCurveRun(std::move(m), where));
   }
+  // Their hyperparameters, read on the host as they are here (readHparams):
+  // a sweep groups by them and the runs table shows them. An agent older
+  // than `hparams` groups by name only, and the runs say why.
+  if (folder.curves.empty()) return;
+  std::vector<remote::RunHparams> hparams;
+  try {
+    hparams = remote::hparamsFromWire(connections.call(where, "hparams", Json{{"paths", {path}}}));
+  } catch (const remote::RemoteError& e) {
+    if (e.code() != "unknown_method") throw;
+    for (CurveRun& run : folder.curves)
+      run.problems << QObject::tr(
+                          "hyperparameters not read: the host's ckptscope-cli is older "
+                          "than `hparams` (%1)")
+                          .arg(fromStd(e.what()));
+    return;
+  }
+  std::map<QString, remote::RunHparams*> byPath;
+  for (remote::RunHparams& h : hparams) byPath[pathFromStd(h.path)] = &h;
+  for (CurveRun& run : folder.curves)
+    if (const auto it = byPath.find(run.path); it != byPath.end()) {
+      run.hparams = std::move(it->second->hparams);
+      for (const std::string& p : it->second->problems) run.problems << fromStd(p);
+    }
 }
 
 }  // namespace
