@@ -111,6 +111,10 @@ int runRemoteTrain(int argc, char** argv) {
       return true;
     };
     std::string v;
+    if (a == "--help" || a == "-h") {
+      std::fputs(kRemoteUsage, stdout);
+      return kExitOk;
+    }
     if (a == "--sbatch") {
       sbatch = true;
     } else if (a == "--print-script") {

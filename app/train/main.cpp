@@ -51,7 +51,11 @@ const char* kUsage =
     "8\n"
     "  ckptscope-train train --config RUN.json. Ctrl+C finishes the step and saves a checkpoint.\n"
     "  --progress-json prints what each rank prepared, every step and the outcome as\n"
-    "  'ckptscope-progress {...}' lines (what the desktop app's Train panel reads).\n";
+    "  'ckptscope-progress {...}' lines (what the desktop app's Train panel reads).\n"
+    "  A checkpoint on another machine (ssh://[user@]host[:port]/path or host:/path): resume\n"
+    "  and finetune start on that host, detached from the connection, or as a SLURM job\n"
+    "  (--sbatch [--print-script | --script FILE]); ckptscope-cli resume ssh://HOST/CKPT --help\n"
+    "  lists their options (docs/REMOTE.md).\n";
 
 // The usage, then every RUN.json field from the config's tables.
 int printHelp() {
@@ -252,8 +256,6 @@ int nprocOf(const Args& a) {
 }
 
 int cmdTrain(int argc, char** argv) {
-  for (int i = 2; i < argc; ++i)
-    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) return printHelp();
   Args a;
   std::string problem;
   if (!parse(argc, argv,
@@ -412,6 +414,9 @@ int cmdGenerate(int argc, char** argv) {
 int main(int argc, char** argv) {
   if (argc < 2) return usageError("no command given");
   const std::string cmd = argv[1];
+  // --help after any command: the usage and every RUN.json field, exit 0.
+  for (int i = 2; i < argc; ++i)
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) return printHelp();
   try {
     if (cmd == "train") return cmdTrain(argc, argv);
     if (cmd == "resume") return cmdResume(argc, argv);

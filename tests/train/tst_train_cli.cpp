@@ -41,14 +41,19 @@ class TestTrainCli : public QObject {
       "data": {"path": "corpus.txt"}})";
   }
 
-  // train --help: the usage, then every RUN.json field from the config's
-  // tables with its type, default, bound and help; exit 0.
+  // train --help (and --help after any trainer command): the usage, then
+  // every RUN.json field from the config's tables with its type, default,
+  // bound and help; exit 0. The usage names the remote forms.
   void trainHelpListsEveryField() {
     for (const QStringList& args :
-         {QStringList{"train", "--help"}, QStringList{"train", "--config", "x.json", "-h"}}) {
+         {QStringList{"train", "--help"}, QStringList{"train", "--config", "x.json", "-h"},
+          QStringList{"resume", "--help"}, QStringList{"finetune", "x.pt", "-h"},
+          QStringList{"score", "--help"}, QStringList{"generate", "--help"}}) {
       const Run r = cli(args, m_dir.path());
       QCOMPARE(r.exitCode, 0);
-      QVERIFY(r.out.startsWith("usage:\n  ckptscope-cli train --config RUN.json"));
+      QVERIFY2(r.out.startsWith("usage:\n  ckptscope-cli train --config RUN.json"),
+               qPrintable(args.join(' ') + ": " + r.err));
+      QVERIFY(r.out.contains("ckptscope-cli resume ssh://HOST/CKPT --help"));
       QVERIFY(r.out.endsWith(QByteArray::fromStdString(ckpt::runConfigHelp())));
       int listed = 0;
       for (const ckpt::ConfigSection* s :
@@ -65,6 +70,15 @@ class TestTrainCli : public QObject {
       // 21 model + 29 training (allreduce_overlap the newest) + 4 data, as tst_config counts.
       QCOMPARE(listed, 54);
       QVERIFY(r.out.contains("\n  max_steps: int, default 1000, > 0\n      Optimizer steps\n"));
+      QVERIFY(r.err.isEmpty());
+    }
+    // A remote checkpoint's options, before anything connects (port 9: nothing there).
+    for (const char* command : {"resume", "finetune"}) {
+      const Run r =
+          cli({command, "ssh://127.0.0.1:9/runs/tiny/step_100.pt", "--help"}, m_dir.path());
+      QCOMPARE(r.exitCode, 0);
+      QVERIFY2(r.out.startsWith("usage (a checkpoint on another machine"), r.out.constData());
+      QVERIFY(r.out.contains("--sbatch [--print-script | --script FILE]"));
       QVERIFY(r.err.isEmpty());
     }
   }
