@@ -231,6 +231,7 @@ bool MainWindow::showDrift() {
                              5000);
     return false;
   }
+  if (driftRemote(chain.title, chain.files, chain.labels)) return true;
   m_tabs->setCurrentWidget(m_drift);
   m_drift->showChain(chain.title, chain.files, chain.labels);
   return true;

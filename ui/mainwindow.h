@@ -187,6 +187,11 @@ class MainWindow : public QMainWindow {
   // Compare of checkpoints on a host, computed there (ui/remote/remotediff.h);
   // a pair on two machines is refused with a message. False: both are here.
   bool compareRemote(const QString& a, const QString& b);
+  // Drift through a run or stages of a remote folder: each pair compared on
+  // its host. False: the chain's files are here.
+  bool driftRemote(const QString& title, const QStringList& files, const QStringList& labels);
+  // A browser row's path as its ssh:// location when the folder is remote.
+  [[nodiscard]] QString locatedPath(const QString& path) const;
   // mainwindow_follow.cpp: a remote location followed without F5 (`watch`).
   void setUpRemoteFollowing();
   void startRemoteFollowing();

@@ -7,6 +7,7 @@
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTreeView>
+#include <algorithm>
 #include <stdexcept>
 
 #include "browser/browserpanel.h"
@@ -17,6 +18,7 @@
 #include "ckpt/remote/describe_wire.h"
 #include "ckpt/remote/plots_wire.h"
 #include "compare/compareview.h"
+#include "compare/driftview.h"
 #include "curves/curvesview.h"
 #include "inspector/inspectorwidget.h"
 #include "inspector/tensorview.h"
@@ -325,17 +327,29 @@ void MainWindow::showRemoteCheckpoint(const CheckpointEntry& checkpoint, const B
       });
 }
 
-bool MainWindow::compareRemote(const QString& a, const QString& b) {
+QString MainWindow::locatedPath(const QString& p) const {
   // The browser's rows of a remote folder hold the paths on its host; an
   // ssh:// location names its host itself; anything else is a file here
   // (Compare With...'s file dialog).
-  auto located = [this](const QString& p) {
-    if (isRemoteLocation(p)) return p;
-    if (m_remote->where && m_model->indexOfPath(p).isValid())
-      return remoteLocation(*m_remote->where, pathToStd(p));
-    return p;
-  };
-  const QString ra = located(a), rb = located(b);
+  if (isRemoteLocation(p)) return p;
+  if (m_remote->where && m_model->indexOfPath(p).isValid())
+    return remoteLocation(*m_remote->where, pathToStd(p));
+  return p;
+}
+
+bool MainWindow::driftRemote(const QString& title, const QStringList& files,
+                             const QStringList& labels) {
+  QStringList located;
+  for (const QString& f : files) located << locatedPath(f);
+  if (std::none_of(located.begin(), located.end(), isRemoteLocation)) return false;
+  // A chain on a host: each pair compared there (only the numbers travel).
+  m_tabs->setCurrentWidget(m_drift);
+  m_drift->showChain(title, located, labels, remoteDiffSource(m_remote->connections));
+  return true;
+}
+
+bool MainWindow::compareRemote(const QString& a, const QString& b) {
+  const QString ra = locatedPath(a), rb = locatedPath(b);
   if (!isRemoteLocation(ra) && !isRemoteLocation(rb)) return false;
   m_tabs->setCurrentWidget(m_compare);
   if (const QString problem = remotePairProblem(ra, rb); !problem.isEmpty()) {

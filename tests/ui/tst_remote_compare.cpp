@@ -5,12 +5,15 @@
 // (`diff` with full); one tensor's relative change equals torch's
 // (diff_reference.py run now); a remote checkpoint compared with a file
 // here (Checkpoint > Compare With...) gets a message, not a wrong result.
+// Drift through a remote run (Ctrl+Shift+D) compares each pair on the host
+// and shows the steps the run shows here.
 #include <qcustomplot.h>
 #include <QDir>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QScopeGuard>
 #include <QStatusBar>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -21,6 +24,7 @@
 #include "../core/ssh_server.h"
 #include "compare/compareview.h"
 #include "compare/diffmodel.h"
+#include "compare/driftview.h"
 #include "gestures.h"
 
 using ckpt::CompareView;
@@ -64,6 +68,46 @@ bool compareClicked(MainWindow& w, const QString& a, const QString& b, bool* ok)
   if (!done.wait(kTimeoutMs)) return false;
   *ok = done.back().front().toBool();
   return true;
+}
+
+// An agent behind a recorder (tests/python/slow_agent.py, holding nothing
+// back): the requests the app sends go to `log`. Returns the program to
+// give as CKPTSCOPE_REMOTE_CLI, empty when it cannot be written.
+QString recordingCli(const QString& dir, const QString& log) {
+  const QString wrapper = dir + "/recording-cli";
+  QFile f(wrapper);
+  if (!f.open(QIODevice::WriteOnly)) return {};
+  f.write(QString("#!/bin/sh\nexec /usr/bin/python3 '%1' '%2' '%3' none 0 \"$@\"\n")
+              .arg(QStringLiteral(CKPT_SOURCE_DIR) + "/tests/python/slow_agent.py",
+                   QStringLiteral(CKPT_CLI), log)
+              .toUtf8());
+  f.close();
+  if (!f.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner)) return {};
+  return wrapper;
+}
+
+// How many `diff` requests with every field (`full`) for a -> b the log holds.
+int fullDiffsAsked(const QString& log, const QString& a, const QString& b) {
+  QFile requests(log);
+  if (!requests.open(QIODevice::ReadOnly)) return -1;
+  int diffs = 0;
+  for (const QByteArray& line : requests.readAll().split('\n')) {
+    const QJsonObject r = QJsonDocument::fromJson(line).object();
+    const QJsonObject params = r.value("params").toObject();
+    if (r.value("method").toString() == "diff" && params.value("a").toString() == a &&
+        params.value("b").toString() == b && params.value("full").toBool())
+      ++diffs;
+  }
+  return diffs;
+}
+
+// Drift through the run of the checkpoint `path` (a click on its row, then
+// Ctrl+Shift+D); false when it did not finish or finished with nothing shown.
+bool driftClicked(MainWindow& w, const QString& path) {
+  clickRow(w, path);
+  QSignalSpy done(w.driftView(), &ckpt::DriftView::finished);
+  QTest::keySequence(&w, QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D));
+  return (done.count() > 0 || done.wait(kTimeoutMs)) && done.back().front().toBool();
 }
 
 }  // namespace
@@ -123,17 +167,8 @@ class TestRemoteCompare : public QObject {
     // The agent behind a recorder (tests/python/slow_agent.py, holding nothing
     // back): what the app asked the host for is in the log.
     const QString log = m_tmp.path() + "/requests.jsonl";
-    const QString wrapper = m_tmp.path() + "/recording-cli";
-    {
-      QFile f(wrapper);
-      QVERIFY(f.open(QIODevice::WriteOnly));
-      f.write(QString("#!/bin/sh\nexec /usr/bin/python3 '%1' '%2' '%3' none 0 \"$@\"\n")
-                  .arg(QStringLiteral(CKPT_SOURCE_DIR) + "/tests/python/slow_agent.py",
-                       QStringLiteral(CKPT_CLI), log)
-                  .toUtf8());
-      f.close();
-      QVERIFY(f.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner));
-    }
+    const QString wrapper = recordingCli(m_tmp.path(), log);
+    QVERIFY(!wrapper.isEmpty());
     qputenv("CKPTSCOPE_REMOTE_CLI", wrapper.toUtf8());
     MainWindow w;
     QVERIFY(openWindow(w, {host() + m_dir}, {1200, 800}));
@@ -151,17 +186,7 @@ class TestRemoteCompare : public QObject {
     QCOMPARE(shownRows(view), here);
     // Computed on the host: the agent was asked for the pair's diff with every field.
     qputenv("CKPTSCOPE_REMOTE_CLI", CKPT_CLI);
-    QFile requests(log);
-    QVERIFY(requests.open(QIODevice::ReadOnly));
-    int diffs = 0;
-    for (const QByteArray& line : requests.readAll().split('\n')) {
-      const QJsonObject r = QJsonDocument::fromJson(line).object();
-      const QJsonObject params = r.value("params").toObject();
-      if (r.value("method").toString() == "diff" && params.value("a").toString() == a &&
-          params.value("b").toString() == b && params.value("full").toBool())
-        ++diffs;
-    }
-    QCOMPARE(diffs, 1);
+    QCOMPARE(fullDiffsAsked(log, a, b), 1);
     QCOMPARE(view->statusText(), local.compareView()->statusText());
     QCOMPARE(view->metadataTable()->rowCount(), local.compareView()->metadataTable()->rowCount());
     QCOMPARE(view->blockPlot()->plottableCount(),
@@ -204,6 +229,44 @@ class TestRemoteCompare : public QObject {
     QVERIFY(done.back().front().toBool());
     QCOMPARE(view->pathA(), host() + b);
     QVERIFY(m->rowCount() == int(here.size()));
+  }
+
+  // Drift through a run of the host: each pair compared there (`diff` with
+  // every field, in the request log), the steps those of the run here.
+  void remoteDriftEqualsLocal() {
+    if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+    MainWindow local;
+    QVERIFY(openWindow(local, {m_dir}, {1200, 800}));
+    QString a, b;
+    QVERIFY(lastTwo(local, &a, &b));
+    QVERIFY2(driftClicked(local, b), qPrintable(local.driftView()->statusText()));
+    const std::vector<ckpt::DriftView::Step> here = local.driftView()->steps();
+    QCOMPARE(here.size(), size_t(1));
+    QVERIFY(here[0].error.isEmpty() && here[0].total > 0 && !here[0].perBlock.empty());
+
+    const QString log = m_tmp.path() + "/drift-requests.jsonl";
+    const QString wrapper = recordingCli(m_tmp.path(), log);
+    QVERIFY(!wrapper.isEmpty());
+    qputenv("CKPTSCOPE_REMOTE_CLI", wrapper.toUtf8());
+    auto restore = qScopeGuard([] { qputenv("CKPTSCOPE_REMOTE_CLI", CKPT_CLI); });
+    MainWindow w;
+    QVERIFY(openWindow(w, {host() + m_dir}, {1000, 700}));
+    QVERIFY(w.isRemote());
+    QVERIFY2(driftClicked(w, b), qPrintable(w.driftView()->statusText()));
+    QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(w.driftView()));
+    const std::vector<ckpt::DriftView::Step>& there = w.driftView()->steps();
+    QCOMPARE(there.size(), here.size());
+    for (size_t i = 0; i < there.size(); ++i) {
+      QVERIFY2(there[i].error.isEmpty(), qPrintable(there[i].error));
+      QCOMPARE(there[i].from, host() + here[i].from);
+      QCOMPARE(there[i].to, host() + here[i].to);
+      QCOMPARE(there[i].blocks, here[i].blocks);
+      QCOMPARE(there[i].perBlock, here[i].perBlock);
+      QCOMPARE(there[i].total, here[i].total);
+      QCOMPARE(there[i].largest, here[i].largest);
+    }
+    QCOMPARE(w.driftView()->table()->rowCount(), local.driftView()->table()->rowCount());
+    QCOMPARE(fullDiffsAsked(log, a, b), 1);
   }
 
   // A checkpoint on the host and a file here: there is nowhere both are read.

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <exception>
 #include <map>
+#include <stdexcept>
 
 #include "ckpt/analysis/diff.h"
 #include "compare/diffmodel.h"
@@ -27,17 +28,26 @@ QString blockName(int block) {
 }
 
 DriftView::Step diffPair(const QString& from, const QString& to, const QString& label,
-                         const std::function<bool(size_t, size_t)>& progress) {
+                         JobProgress& progress, const CompareView::Source& source) {
   DriftView::Step s;
   s.from = from;
   s.to = to;
   s.label = label;
   try {
-    const auto a = CheckpointFile::open(pathToStd(from));
-    const auto b = CheckpointFile::open(pathToStd(to));
-    DiffOptions options;
-    options.progress = progress;
-    const CheckpointDiff d = diffCheckpoints(*a, *b, options);
+    std::shared_ptr<const CheckpointDiff> computed;
+    if (source) {
+      computed = source(from, to, progress).diff;
+      if (!computed) throw std::runtime_error("no comparison came back");
+    } else {
+      const auto a = CheckpointFile::open(pathToStd(from));
+      const auto b = CheckpointFile::open(pathToStd(to));
+      DiffOptions options;
+      options.progress = [&progress](size_t done, size_t total) {
+        return progress.report(done, total);
+      };
+      computed = std::make_shared<const CheckpointDiff>(diffCheckpoints(*a, *b, options));
+    }
+    const CheckpointDiff& d = *computed;
     // No tensor in common is no change of 0: say so.
     if (d.tensors.empty() && !d.cancelled) {
       s.error = QObject::tr(
@@ -147,7 +157,7 @@ QString DriftView::statusText() const {
 }
 
 void DriftView::showChain(const QString& title, const QStringList& checkpoints,
-                          const QStringList& labels) {
+                          const QStringList& labels, CompareView::Source source) {
   m_job.drop();
   m_results->show();
   m_title->setText(title.toHtmlEscaped());
@@ -167,14 +177,14 @@ void DriftView::showChain(const QString& title, const QStringList& checkpoints,
   m_cancel->show();
   m_status->setText(tr("Comparing step 1 of %1...").arg(checkpoints.size() - 1));
   m_job.start(
-      [checkpoints, labels](JobProgress& progress) {
+      [checkpoints, labels, source = std::move(source)](JobProgress& progress) {
         std::vector<Step> steps;
         const int pairs = int(checkpoints.size()) - 1;
         for (int i = 0; i < pairs && !progress.cancelled(); ++i) {
           progress.setPart(i, pairs);
-          steps.push_back(diffPair(
-              checkpoints[i], checkpoints[i + 1], i + 1 < labels.size() ? labels[i + 1] : QString(),
-              [&progress](size_t done, size_t total) { return progress.report(done, total); }));
+          steps.push_back(diffPair(checkpoints[i], checkpoints[i + 1],
+                                   i + 1 < labels.size() ? labels[i + 1] : QString(), progress,
+                                   source));
         }
         return steps;
       },

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backgroundjob.h"
+#include "compare/compareview.h"
 
 class QCPColorMap;
 class QCustomPlot;
@@ -44,7 +45,10 @@ class DriftView : public QWidget {
 
   // Diffs checkpoints[i] -> checkpoints[i + 1]; `labels` name each
   // checkpoint (a step or a stage) for the axes. `title` heads the view.
-  void showChain(const QString& title, const QStringList& checkpoints, const QStringList& labels);
+  // Each pair is compared where its files are: here, or by `source` (two
+  // checkpoints on a host: ui/remote/remotediff.h, the Compare tab's).
+  void showChain(const QString& title, const QStringList& checkpoints, const QStringList& labels,
+                 CompareView::Source source = {});
   void cancel();
   [[nodiscard]] bool isRunning() const { return m_job.isRunning(); }
   [[nodiscard]] QPushButton* cancelButton() const { return m_cancel; }
