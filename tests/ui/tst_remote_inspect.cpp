@@ -16,6 +16,7 @@
 #include <QRegularExpression>
 #include <QSignalSpy>
 #include <QStatusBar>
+#include <QTabBar>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTemporaryDir>
@@ -27,6 +28,7 @@
 #include "browser/checkpointlistmodel.h"
 #include "inspector/inspectorwidget.h"
 #include "inspector/metadatamodel.h"
+#include "inspector/optimizermodel.h"
 #include "inspector/parametermodel.h"
 #include "inspector/summarywidget.h"
 #include "inspector/tensorview.h"
@@ -234,6 +236,49 @@ class TestRemoteInspect : public QObject {
     QCOMPARE(int(hr.counts.size()), counts.size());
     for (int i = 0; i < counts.size(); ++i)
       QCOMPARE(hr.counts[size_t(i)], uint64_t(counts[i].toInteger()));
+    QVERIFY(!w.findChild<QMessageBox*>());
+  }
+
+  // The Optimizer tab of a checkpoint with Adam state on the host: the
+  // exp_avg / exp_avg_sq statistics computed there (a `stats` each), every
+  // cell the one the same file shows here.
+  void optimizerStatsOnHost() {
+    if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+    const QString dir = m_tmp.path() + "/opt/tiny";
+    QVERIFY(ckpt::test::copyTree(QStringLiteral(CKPT_FIXTURE_DIR) + "/runs/tiny", dir));
+    auto optimizerRows = [](MainWindow& w, const QString& where, QStringList* rows) {
+      w.resize(1200, 800);
+      w.show();
+      if (!QTest::qWaitForWindowExposed(&w) || !ckpt::test::openAndWait(w, {where}, 60000))
+        return false;
+      QString path;
+      if (!showFirstCheckpoint(w, &path)) return false;
+      ckpt::InspectorWidget* in = w.inspector();
+      QSignalSpy ready(in, &ckpt::InspectorWidget::optimizerStatsReady);
+      QTabBar* bar = in->tabs()->tabBar();
+      const int tab = int(ckpt::InspectorWidget::Tab::Optimizer);
+      QTest::mouseClick(bar, Qt::LeftButton, {}, bar->tabRect(tab).center());
+      if (in->tabs()->currentIndex() != tab || !(ready.count() > 0 || ready.wait(60000)))
+        return false;
+      *rows = treeRows(in->optimizerModel());
+      return true;
+    };
+    MainWindow local;
+    QStringList here;
+    QVERIFY(optimizerRows(local, m_tmp.path() + "/opt", &here));
+    QVERIFY2(here.size() >= 3, qPrintable(here.join('\n')));
+    // The statistics' columns are filled.
+    const auto avgNorm = [](MainWindow& w) {
+      const ckpt::OptimizerModel* m = w.inspector()->optimizerModel();
+      return m->index(0, int(ckpt::OptimizerModel::Column::AvgNorm)).data().toString();
+    };
+    QVERIFY2(!avgNorm(local).isEmpty(), qPrintable(here.join('\n')));
+    MainWindow w;
+    QStringList there;
+    QVERIFY2(optimizerRows(w, host() + m_tmp.path() + "/opt", &there),
+             qPrintable(w.inspector()->tabs()->currentWidget()->objectName() + " " +
+                        w.statusBar()->currentMessage()));
+    QCOMPARE(there, here);
     QVERIFY(!w.findChild<QMessageBox*>());
   }
 

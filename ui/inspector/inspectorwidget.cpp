@@ -36,20 +36,19 @@ void collectLeaves(const ParamNode& n, std::vector<QString>& names) {
   for (const ParamNode& c : n.children) collectLeaves(c, names);
 }
 
-// Statistics of every optimizer tensor; stops early when the job is cancelled.
-std::vector<OptimizerModel::Stats> optimizerStats(const std::shared_ptr<const CheckpointFile>& file,
+// Statistics of every optimizer tensor, by `statsOf` (read here, or computed
+// by a host's agent); stops early when the job is cancelled.
+using StatsOf = std::function<std::optional<TensorStats>(int tensor, JobProgress& progress)>;
+std::vector<OptimizerModel::Stats> optimizerStats(const StatsOf& statsOf,
                                                   const std::vector<OptimizerRow>& rows,
                                                   JobProgress& progress) {
   std::vector<OptimizerModel::Stats> out(rows.size());
-  const auto go = [&progress](uint64_t, uint64_t) { return !progress.cancelled(); };
   for (size_t i = 0; i < rows.size() && progress.report(i, rows.size()); ++i) {
     // A tensor that cannot be read leaves its cells empty; the tensor table
     // already says why.
     try {
-      if (rows[i].expAvg >= 0)
-        out[i].expAvg = computeStats(file->tensorData(size_t(rows[i].expAvg)), go);
-      if (rows[i].expAvgSq >= 0)
-        out[i].expAvgSq = computeStats(file->tensorData(size_t(rows[i].expAvgSq)), go);
+      if (rows[i].expAvg >= 0) out[i].expAvg = statsOf(rows[i].expAvg, progress);
+      if (rows[i].expAvgSq >= 0) out[i].expAvgSq = statsOf(rows[i].expAvgSq, progress);
     } catch (const std::exception&) {
     }
   }
@@ -269,11 +268,6 @@ void InspectorWidget::showSummary(const CheckpointSummary& s) {
   if (s.remote) {
     m_remote = s.remote;
     m_tensorView->setRemote(s.remote);
-    if (!s.optimizer.empty())
-      m_optHeading->setText(tr("%1 parameters with Adam state (exp_avg / exp_avg_sq statistics "
-                               "are not computed for a checkpoint on another machine yet: pick "
-                               "one to see it in the Tensor tab)")
-                                .arg(s.optimizer.size()));
   }
   m_shardView->setFile(s.file);
   showShardsTab(s.file && s.file->shards());
@@ -311,13 +305,28 @@ void InspectorWidget::inspectTensor(int index) {
 }
 
 void InspectorWidget::computeOptimizerStats() {
-  if (!m_optimizerFile || m_optStarted || m_optimizer->rows().empty()) return;
+  if ((!m_optimizerFile && !(m_remote && m_remote->stats)) || m_optStarted ||
+      m_optimizer->rows().empty())
+    return;
   m_optStarted = true;
+  StatsOf statsOf;
+  if (m_optimizerFile) {
+    statsOf = [file = m_optimizerFile](int tensor, JobProgress& progress) {
+      return computeStats(file->tensorData(size_t(tensor)),
+                          [&progress](uint64_t, uint64_t) { return !progress.cancelled(); });
+    };
+  } else {
+    // On the host: the agent's `stats` of each exp_avg / exp_avg_sq (a request each).
+    statsOf = [remote = m_remote](int tensor, JobProgress& progress) {
+      return std::optional<TensorStats>(remote->stats(tensor, progress));
+    };
+  }
   m_optHeading->setText(
-      tr("%1 parameters with Adam state; computing exp_avg / exp_avg_sq statistics...")
-          .arg(m_optimizer->rows().size()));
-  m_optJob.start([file = m_optimizerFile, rows = m_optimizer->rows()](
-                     JobProgress& progress) { return optimizerStats(file, rows, progress); },
+      tr("%1 parameters with Adam state; computing exp_avg / exp_avg_sq statistics%2...")
+          .arg(m_optimizer->rows().size())
+          .arg(m_optimizerFile ? QString() : tr(" on the host")));
+  m_optJob.start([statsOf = std::move(statsOf), rows = m_optimizer->rows()](
+                     JobProgress& progress) { return optimizerStats(statsOf, rows, progress); },
                  [this](JobOutcome outcome, std::optional<std::vector<OptimizerModel::Stats>> stats,
                         const QString&) {
                    if (outcome == JobOutcome::Done && stats) onOptimizerStats(std::move(*stats));
