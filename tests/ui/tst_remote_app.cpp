@@ -34,6 +34,7 @@
 #include "curves/curvesview.h"
 #include "mainwindow.h"
 #include "remote/openremotedialog.h"
+#include "remote/sshquestions.h"
 #include "window_driver.h"
 
 using ckpt::CheckpointListModel;
@@ -207,6 +208,71 @@ class TestRemoteApp : public QObject {
     QVERIFY2(m_server.setUp(m_tmp.path() + "/sshd", &why), qPrintable(why));
     qputenv("CKPTSCOPE_SSH", m_server.sshCommand().toUtf8());
     qputenv("CKPTSCOPE_REMOTE_CLI", CKPT_CLI);
+  }
+
+  // A host not in known_hosts, and ssh_config's StrictHostKeyChecking ask:
+  // the app's ssh hands the question to its askpass program (a script of
+  // the test's here, ckptscope-askpass next to the app), which is answered
+  // yes: the folder opens; no (exit 1): a message that says so.
+  void hostKeyQuestionAskedThroughAskpass_data() {
+    QTest::addColumn<bool>("yes");
+    QTest::newRow("yes") << true;
+    QTest::newRow("cancelled") << false;
+  }
+  void hostKeyQuestionAskedThroughAskpass() {
+    if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+    QFETCH(bool, yes);
+    const QString tag = yes ? "yes" : "no";
+    const QString home = m_server.home(), log = m_tmp.path() + "/asked-" + tag + ".log";
+    const QString config = m_tmp.path() + "/ask-" + tag + ".ssh_config";
+    QFile cfg(config);
+    QVERIFY(cfg.open(QIODevice::WriteOnly));
+    cfg.write(QString("Host *\n  Port %1\n  IdentityFile %2/user_key\n  IdentitiesOnly yes\n"
+                      "  UserKnownHostsFile %3/known-%4\n  GlobalKnownHostsFile /dev/null\n"
+                      "  StrictHostKeyChecking ask\n  LogLevel ERROR\n")
+                  .arg(m_server.port())
+                  .arg(home, m_tmp.path(), tag)
+                  .toUtf8());
+    cfg.close();
+    const QString script = m_tmp.path() + "/askpass-" + tag + ".sh";
+    QFile sh(script);
+    QVERIFY(sh.open(QIODevice::WriteOnly));
+    sh.write(QString("#!/bin/sh\nprintf '%s\\n--\\n' \"$1\" >> '%1'\n%2\n")
+                 .arg(log, yes ? "echo yes" : "exit 1")
+                 .toUtf8());
+    sh.close();
+    sh.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
+    const QByteArray before = qgetenv("CKPTSCOPE_SSH");
+    qputenv("CKPTSCOPE_SSH", ("ssh -F " + config).toUtf8());
+    qunsetenv("SSH_ASKPASS");
+    ckpt::setSshAskpassProgram(script);
+    const auto restore = qScopeGuard([before] {
+      qputenv("CKPTSCOPE_SSH", before);
+      ckpt::setSshAskpassProgram({});
+    });
+
+    MainWindow w;
+    w.resize(1200, 800);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    const bool opened = openWithDialog(w, location());
+    QFile asked(log);
+    QVERIFY2(asked.open(QIODevice::ReadOnly), "the askpass program was not asked");
+    const QByteArray question = asked.readAll();
+    QVERIFY2(question.contains("authenticity of host"), question.constData());
+    QVERIFY2(question.contains("(yes/no"), question.constData());
+    QCOMPARE(question.count("\n--\n"), 1);
+    auto* box = w.findChild<QMessageBox*>("remoteError");
+    if (yes) {
+      QVERIFY(opened);
+      QVERIFY(!box);
+      QVERIFY(w.isRemote());
+      QVERIFY(rows(w.checkpointView()->model()).join('\n').contains("tiny-dpo"));
+    } else {
+      QVERIFY2(box && box->isVisible(), "no message says the host key was not accepted");
+      QVERIFY2(box->text().contains("the host's key was not accepted"), qPrintable(box->text()));
+      QTest::mouseClick(box->button(QMessageBox::Ok), Qt::LeftButton);
+    }
   }
 
   void remoteEqualsLocal() {

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "ckpt/remote/agent_client.h"
+#include "remote/sshquestions.h"
 #include "textformat.h"
 
 namespace ckpt {
@@ -62,7 +63,7 @@ void OpenRemoteDialog::updateCommand() {
     const auto where = remote::parseRemotePath(pathToStd(location()));
     if (where) {
       QStringList words;
-      for (const std::string& w : remote::sshAgentArgv(*where)) words << fromStd(w);
+      for (const std::string& w : appAgentCommand(*where).argv) words << fromStd(w);
       text = words.join(' ');
       ok = true;
     } else if (!location().isEmpty()) {
