@@ -137,6 +137,8 @@ class TestRemoteAskpass : public QObject {
   void passphraseWrongOrCancelled();
   void usersOwnAskpassIsKept();
   void cliOffTerminalNeverAsks();
+  void cliOnTerminalAsksThere_data();
+  void cliOnTerminalAsksThere();
 };
 
 void TestRemoteAskpass::initTestCase() {
@@ -299,6 +301,48 @@ void TestRemoteAskpass::cliOffTerminalNeverAsks() {
            r.err.constData());
   QVERIFY2(r.err.contains("`ssh-add`"), r.err.constData());
   QVERIFY2(r.err.contains("`ssh-copy-id 127.0.0.1`"), r.err.constData());
+}
+
+void TestRemoteAskpass::cliOnTerminalAsksThere_data() {
+  QTest::addColumn<QString>("typed");
+  QTest::newRow("right passphrase") << QString(kPassphrase);
+  QTest::newRow("wrong passphrase") << "wrong horse";
+}
+
+void TestRemoteAskpass::cliOnTerminalAsksThere() {
+  if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+  QFETCH(QString, typed);
+  // ckptscope-cli at a terminal (pty_answer.py gives it one, and types at
+  // ssh's prompt as a person would): ssh asks there, as scp does.
+  const QString cfg = config("tty", "pass_key", m_tmp.path() + "/known_tty",
+                             "  StrictHostKeyChecking accept-new\n  NumberOfPasswordPrompts 1\n");
+  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+  env.insert("CKPTSCOPE_SSH", "ssh -F " + cfg);
+  env.insert("CKPTSCOPE_REMOTE_CLI", kCli);
+  for (const char* name : {"SSH_ASKPASS", "SSH_ASKPASS_REQUIRE", "DISPLAY", "WAYLAND_DISPLAY"})
+    env.remove(name);
+  const QString dir = m_tmp.path() + "/listed";
+  QVERIFY(QDir().mkpath(dir));
+  QProcess p;
+  p.setProcessEnvironment(env);
+  p.start(QStringLiteral(CKPT_TORCH_PYTHON),
+          {QStringLiteral(CKPT_SOURCE_DIR) + "/tests/core/pty_answer.py", "30",
+           "Enter passphrase for key", typed, "--", kCli, "ls", "--json",
+           QString("ssh://127.0.0.1:%1%2").arg(m_server.port()).arg(dir)});
+  const ckpt::test::ProcessResult r = ckpt::test::finishProcess(p, 60000);
+  QVERIFY2(r.exitCode != 124, r.out.constData());  // 124: nothing ended it
+  QVERIFY2(r.out.contains("Enter passphrase for key"), r.out.constData());
+  QVERIFY2(!r.out.contains(typed.toUtf8()), r.out.constData());  // not echoed
+  if (typed == kPassphrase) {
+    QCOMPARE(r.exitCode, 0);
+    // What the same command prints for the folder here (the terminal ends lines with \r\n).
+    const ckpt::test::ProcessResult local = ckpt::test::runProcess(kCli, {"ls", "--json", dir});
+    QCOMPARE(local.exitCode, 0);
+    QVERIFY2(r.out.contains(QByteArray(local.out).replace("\n", "\r\n")), r.out.constData());
+  } else {
+    QCOMPARE(r.exitCode, 1);
+    QVERIFY2(r.out.contains("ssh could not log in"), r.out.constData());
+  }
 }
 
 QTEST_GUILESS_MAIN(TestRemoteAskpass)
