@@ -65,8 +65,8 @@ class TestRemoteAskpass : public QObject {
   // separator to NAME.log, then runs `answer` (a shell line).
   QString askpass(const QString& name, const QString& answer) {
     const QString path = m_tmp.path() + "/" + name + ".sh";
-    writeFile(path, QString("#!/bin/sh\nprintf '%s\\n[hint:%s]\\n--\\n' \"$1\" "
-                            "\"$SSH_ASKPASS_PROMPT\" >> '%1'\n%2\n")
+    writeFile(path, QString("#!/bin/sh\nprintf '%s\\n[hint:%s host:%s]\\n--\\n' \"$1\" "
+                            "\"$SSH_ASKPASS_PROMPT\" \"$CKPTSCOPE_ASKPASS_HOST\" >> '%1'\n%2\n")
                         .arg(log(name), answer)
                         .toUtf8());
     QFile(path).setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
@@ -178,6 +178,9 @@ void TestRemoteAskpass::hostKeyQuestionAnsweredYes() {
   QVERIFY2(asked.contains("authenticity of host"), asked.constData());
   QVERIFY2(asked.contains("(yes/no"), asked.constData());
   QCOMPARE(asked.count("\n--\n"), 1);
+  // The host, for the dialog's heading.
+  QVERIFY2(asked.contains(QString("host:127.0.0.1:%1]").arg(m_server.port()).toUtf8()),
+           asked.constData());
   // Accepted: the host's key is now in known_hosts, so the next connection asks nothing.
   QVERIFY(knowsHost(known));
   const Outcome again = connect(cfg, SshQuestions::Mode::Askpass, askpass("yes2", "echo yes"));

@@ -36,7 +36,7 @@ struct Run {
 };
 
 Run runWith(const QString& prompt, const QString& hint,
-            const std::function<void(AskpassDialog*)>& act) {
+            const std::function<void(AskpassDialog*)>& act, const QString& host = {}) {
   Run run;
   std::FILE* out = std::tmpfile();
   QTimer::singleShot(0, [&] {
@@ -53,7 +53,7 @@ Run runWith(const QString& prompt, const QString& hint,
     if (QWidget* w = QApplication::activeModalWidget()) w->close();
   });
   guard.start(10000);
-  run.status = ckpt::runAskpass(prompt, hint, out);
+  run.status = ckpt::runAskpass(prompt, hint, host, out);
   std::rewind(out);
   char buf[4096];
   for (size_t n; (n = std::fread(buf, 1, sizeof buf, out)) > 0;)
@@ -82,23 +82,29 @@ class TestAskpassDialog : public QObject {
 
 void TestAskpassDialog::passphraseTypedAndOk() {
   const QString typed = QStringLiteral("c0rrect h\u00f6rse; 'x'");
-  QString shown;
+  QString shown, heading;
   QLineEdit::EchoMode echo = QLineEdit::Normal;
-  const Run run = runWith(kPassphrasePrompt, {}, [&](AskpassDialog* d) {
-    shown = promptShown(d);
-    QLineEdit* field = d->secretField();
-    QVERIFY(field);
-    echo = field->echoMode();
-    QCOMPARE(QApplication::focusWidget(), field);  // typing goes straight in
-    // keyClicks types ASCII only: the umlaut as the key event a keyboard layout sends.
-    QTest::keyClicks(field, "c0rrect h");
-    QTest::sendKeyEvent(QTest::Click, field, Qt::Key_unknown, QStringLiteral("\u00f6"),
-                        Qt::NoModifier);
-    QTest::keyClicks(field, "rse; 'x'");
-    QTest::mouseClick(d->acceptButton(), Qt::LeftButton);
-  });
+  const Run run = runWith(
+      kPassphrasePrompt, {},
+      [&](AskpassDialog* d) {
+        shown = promptShown(d);
+        heading = d->findChild<QLabel*>(QStringLiteral("askpassHeading"))->text();
+        QLineEdit* field = d->secretField();
+        QVERIFY(field);
+        echo = field->echoMode();
+        QCOMPARE(QApplication::focusWidget(), field);  // typing goes straight in
+        // keyClicks types ASCII only: the umlaut as the key event a keyboard layout sends.
+        QTest::keyClicks(field, "c0rrect h");
+        QTest::sendKeyEvent(QTest::Click, field, Qt::Key_unknown, QStringLiteral("\u00f6"),
+                            Qt::NoModifier);
+        QTest::keyClicks(field, "rse; 'x'");
+        QTest::mouseClick(d->acceptButton(), Qt::LeftButton);
+      },
+      QStringLiteral("me@cluster:2222"));
   QVERIFY(run.sawDialog);
   QCOMPARE(shown, kPassphrasePrompt.trimmed());
+  // The prompt names a key, not the host: the heading does.
+  QCOMPARE(heading, QStringLiteral("CkptScope is connecting to me@cluster:2222; ssh asks:"));
   QCOMPARE(echo, QLineEdit::Password);
   QCOMPARE(run.status, 0);
   QCOMPARE(run.written, typed.toUtf8() + '\n');

@@ -1,6 +1,7 @@
 #include "remote/askpassdialog.h"
 
 #include <QDialogButtonBox>
+#include <QFont>
 #include <QIcon>
 #include <QLabel>
 #include <QLineEdit>
@@ -22,17 +23,30 @@ AskpassDialog::Kind AskpassDialog::kindOf(const QString& prompt, const QString& 
   return Kind::Secret;
 }
 
-AskpassDialog::AskpassDialog(const QString& prompt, const QString& hint, QWidget* parent)
+AskpassDialog::AskpassDialog(const QString& prompt, const QString& hint, const QString& host,
+                             QWidget* parent)
     : QDialog(parent), m_kind(kindOf(prompt, hint)) {
   setWindowTitle(tr("CkptScope: ssh asks"));
   setObjectName(QStringLiteral("askpassDialog"));
+  // Who asks, and for what: ssh's prompt alone may not name the host (a
+  // key's passphrase), and the app may be opening more than one.
+  auto* heading =
+      new QLabel(host.isEmpty() ? tr("CkptScope is connecting to a host; ssh asks:")
+                                : tr("CkptScope is connecting to %1; ssh asks:").arg(host),
+                 this);
+  heading->setObjectName(QStringLiteral("askpassHeading"));
+  heading->setTextFormat(Qt::PlainText);
+  QFont bold = heading->font();
+  bold.setBold(true);
+  heading->setFont(bold);
   auto* text = new QLabel(prompt.trimmed(), this);
   text->setObjectName(QStringLiteral("askpassPrompt"));
   text->setTextFormat(Qt::PlainText);  // the prompt is ssh's (and the host's) text, not markup
   text->setWordWrap(true);
   text->setTextInteractionFlags(Qt::TextSelectableByMouse);  // a fingerprint to compare
-  text->setMinimumWidth(460);
+  text->setMinimumWidth(560);  // a host-key line with its fingerprint on one line
   auto* layout = new QVBoxLayout(this);
+  layout->addWidget(heading);
   layout->addWidget(text);
   auto* buttons = new QDialogButtonBox(this);
   switch (m_kind) {
@@ -81,8 +95,8 @@ QByteArray AskpassDialog::answer() const {
   return {};
 }
 
-int runAskpass(const QString& prompt, const QString& hint, std::FILE* out) {
-  AskpassDialog dialog(prompt, hint);
+int runAskpass(const QString& prompt, const QString& hint, const QString& host, std::FILE* out) {
+  AskpassDialog dialog(prompt, hint, host);
   // It comes from another program (ssh): above the window that opened the host.
   dialog.setWindowFlag(Qt::WindowStaysOnTopHint);
   if (dialog.exec() != QDialog::Accepted) return 1;

@@ -25,8 +25,10 @@ class AskpassDialog : public QDialog {
     Notice,    // SSH_ASKPASS_PROMPT=none (touch your security key): nothing to answer
   };
 
-  // `prompt`: ssh's text; `hint`: SSH_ASKPASS_PROMPT ("confirm", "none" or empty).
-  AskpassDialog(const QString& prompt, const QString& hint, QWidget* parent = nullptr);
+  // `prompt`: ssh's text; `hint`: SSH_ASKPASS_PROMPT ("confirm", "none" or
+  // empty); `host`: the host being reached (CKPTSCOPE_ASKPASS_HOST), "" when not known.
+  AskpassDialog(const QString& prompt, const QString& hint, const QString& host = {},
+                QWidget* parent = nullptr);
 
   [[nodiscard]] Kind kind() const { return m_kind; }
   // What ssh is told once accepted: the typed text, or "yes" / "no".
@@ -49,6 +51,6 @@ class AskpassDialog : public QDialog {
 // the answer and a newline to `out` and returns 0, the exit status ssh
 // reads; returns 1 when the person cancelled or closed it (ssh takes that
 // as no answer: the next way to log in, or a failure).
-int runAskpass(const QString& prompt, const QString& hint, std::FILE* out);
+int runAskpass(const QString& prompt, const QString& hint, const QString& host, std::FILE* out);
 
 }  // namespace ckpt

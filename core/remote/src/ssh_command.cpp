@@ -74,6 +74,10 @@ AgentCommand sshAgentCommand(const RemotePath& where, const std::string& remoteC
     cmd.ownSession = true;
     if (!envSet("SSH_ASKPASS")) cmd.env.emplace_back("SSH_ASKPASS", questions.askpass);
     if (!envSet("SSH_ASKPASS_REQUIRE")) cmd.env.emplace_back("SSH_ASKPASS_REQUIRE", "force");
+    // For the dialog's heading: a passphrase prompt does not say which host.
+    cmd.env.emplace_back(
+        "CKPTSCOPE_ASKPASS_HOST",
+        where.port ? cmd.destination + ":" + std::to_string(where.port) : cmd.destination);
   }
   return cmd;
 }

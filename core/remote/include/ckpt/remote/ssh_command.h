@@ -23,6 +23,7 @@ struct SshQuestions {
     // ssh runs in a session of its own (no terminal) and hands every
     // question to SSH_ASKPASS (SSH_ASKPASS_REQUIRE=force, OpenSSH >= 8.4):
     // `askpass` below, unless the person set SSH_ASKPASS themselves.
+    // CKPTSCOPE_ASKPASS_HOST names the host ([user@]host[:port]) for it.
     Askpass,
   };
   Mode mode = Mode::Refuse;
