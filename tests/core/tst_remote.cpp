@@ -734,7 +734,8 @@ void TestRemote::unknownHostKeySaysWhatToDo() {
   const ProcessResult r = cli({"ls", "--json", remote(kFixtures + "/experiment")}, sshEnv(config));
   QCOMPARE(r.exitCode, 1);
   QVERIFY2(r.err.contains("known_hosts"), r.err.constData());
-  QVERIFY2(r.err.contains("`ssh 127.0.0.1` in a terminal"), r.err.constData());
+  QVERIFY2(r.err.contains(QString("`ssh -p %1 127.0.0.1` in a terminal").arg(m_port).toUtf8()),
+           r.err.constData());
 }
 
 void TestRemote::droppedConnectionFails() {

@@ -117,6 +117,11 @@ class TestRemoteAskpass : public QObject {
     return o;
   }
 
+  // The command the messages give to accept the host's key by hand.
+  std::string sshHint() const {
+    return "`ssh -p " + std::to_string(m_server.port()) + " 127.0.0.1`";
+  }
+
   // A known_hosts line for the test's host is in `file`, with the host
   // key's own base64 (from host_key.pub, as ssh-keygen wrote it).
   bool knowsHost(const QString& file) const {
@@ -132,6 +137,7 @@ class TestRemoteAskpass : public QObject {
   void hostKeyQuestionAnsweredNo_data();
   void hostKeyQuestionAnsweredNo();
   void hostKeyRefusedNamesWhatToDo();
+  void changedHostKeyNamesTheEntry();
   void passphraseAnswered();
   void passphraseWrongOrCancelled_data();
   void passphraseWrongOrCancelled();
@@ -207,7 +213,8 @@ void TestRemoteAskpass::hostKeyQuestionAnsweredNo() {
   QCOMPARE(o.code, std::string("login"));
   QVERIFY2(o.message.find("the host's key was not accepted") != std::string::npos,
            o.message.c_str());
-  QVERIFY2(o.message.find("`ssh 127.0.0.1`") != std::string::npos, o.message.c_str());
+  // What to run names this host and port.
+  QVERIFY2(o.message.find(sshHint()) != std::string::npos, o.message.c_str());
   QVERIFY(!knowsHost(known));
 }
 
@@ -220,9 +227,45 @@ void TestRemoteAskpass::hostKeyRefusedNamesWhatToDo() {
   QVERIFY(!o.connected);
   QVERIFY(!QFile::exists(log("refuse")));
   QCOMPARE(o.code, std::string("login"));
-  QVERIFY2(o.message.find("`ssh 127.0.0.1` in a terminal") != std::string::npos, o.message.c_str());
+  QVERIFY2(o.message.find(sshHint() + " in a terminal") != std::string::npos, o.message.c_str());
   QVERIFY2(o.message.find("StrictHostKeyChecking accept-new") != std::string::npos,
            o.message.c_str());
+}
+
+void TestRemoteAskpass::changedHostKeyNamesTheEntry() {
+  if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+  // known_hosts holds another key for this host and port (the user key's,
+  // as if the host had been reinstalled): ssh refuses without asking.
+  const QString known = m_tmp.path() + "/known_changed";
+  const QList<QByteArray> other = readFile(m_home + "/user_key.pub").split(' ');
+  QVERIFY(other.size() >= 2);
+  writeFile(known, QString("[127.0.0.1]:%1 ").arg(m_server.port()).toUtf8() + other[0] + " " +
+                       other[1].trimmed() + "\n");
+  const QString cfg = config("changed", "user_key", known, "  StrictHostKeyChecking ask\n");
+  const Outcome o = connect(cfg, SshQuestions::Mode::Askpass, askpass("changed", "echo yes"));
+  QVERIFY(!o.connected);
+  QVERIFY(!QFile::exists(log("changed")));
+  QCOMPARE(o.code, std::string("login"));
+  QVERIFY2(o.message.find("not the one ~/.ssh/known_hosts holds") != std::string::npos,
+           o.message.c_str());
+  // The command it names removes exactly that entry: run it (on the
+  // test's file) and the host is asked about, accepted and reached.
+  const std::string head = "`ssh-keygen -R ";
+  const size_t at = o.message.find(head);
+  QVERIFY2(at != std::string::npos, o.message.c_str());
+  const size_t end = o.message.find('`', at + head.size());
+  QString entry =
+      QString::fromStdString(o.message.substr(at + head.size(), end - at - head.size()));
+  QVERIFY2(entry.startsWith('\'') && entry.endsWith('\''), qPrintable(entry));  // a shell word
+  entry = entry.mid(1, entry.size() - 2);
+  const ckpt::test::ProcessResult removed =
+      ckpt::test::runProcess("ssh-keygen", {"-f", known, "-R", entry});
+  QVERIFY2(removed.exitCode == 0, removed.err.constData());
+  QVERIFY(!readFile(known).contains(other[1].trimmed()));
+  const Outcome again = connect(cfg, SshQuestions::Mode::Askpass, askpass("changed2", "echo yes"));
+  QVERIFY2(again.connected, again.message.c_str());
+  QVERIFY(readFile(log("changed2")).contains("authenticity of host"));
+  QVERIFY(knowsHost(known));
 }
 
 void TestRemoteAskpass::passphraseAnswered() {
@@ -303,7 +346,8 @@ void TestRemoteAskpass::cliOffTerminalNeverAsks() {
   QVERIFY2(r.err.contains("without asking for a password or passphrase (BatchMode)"),
            r.err.constData());
   QVERIFY2(r.err.contains("`ssh-add`"), r.err.constData());
-  QVERIFY2(r.err.contains("`ssh-copy-id 127.0.0.1`"), r.err.constData());
+  QVERIFY2(r.err.contains(QString("`ssh-copy-id -p %1 127.0.0.1`").arg(m_server.port()).toUtf8()),
+           r.err.constData());
 }
 
 void TestRemoteAskpass::cliOnTerminalAsksThere_data() {

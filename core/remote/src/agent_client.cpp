@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <sstream>
 
 #include "ckpt/format/json_export.h"
 #include "ckpt/format/json_text.h"
@@ -51,10 +50,6 @@ std::string tail(const std::string& text) {
   return t.substr(start == 0 ? 0 : start + 1);
 }
 
-}  // namespace
-
-namespace {
-
 AgentCommand plainCommand(std::vector<std::string> argv) {
   AgentCommand c;
   c.argv = std::move(argv);
@@ -85,7 +80,9 @@ AgentClient::AgentClient(std::vector<std::string> argv, std::string what, std::s
 AgentClient::AgentClient(AgentCommand command, std::string what, std::string clientVersion)
     : m_what(std::move(what)),
       m_questions(command.questions),
-      m_destination(std::move(command.destination)),
+      m_destination(command.destination),
+      m_host(command.host),
+      m_port(command.port),
       m_stderr(std::make_shared<ErrorText>()) {
   std::vector<std::string>& argv = command.argv;
   // A write to an agent that went away must be an error we report, not a
@@ -263,7 +260,14 @@ void AgentClient::connectionLost(const std::string& when) {
   }
   if (m_errThread.joinable()) m_errThread.join();
   const std::string err = m_stderr->get();
-  const std::string host = m_destination.empty() ? "HOST" : m_destination;
+  // The commands the messages name, for this host and port ("HOST" for a
+  // program started directly).
+  const std::string portArg = m_port ? "-p " + std::to_string(m_port) + " " : "";
+  const std::string dest = m_destination.empty() ? "HOST" : m_destination;
+  const std::string sshHost = "ssh " + portArg + dest, copyId = "ssh-copy-id " + portArg + dest;
+  const std::string hostOnly = m_host.empty() ? "HOST" : m_host;
+  const std::string knownName =
+      m_port ? "'[" + hostOnly + "]:" + std::to_string(m_port) + "'" : hostOnly;
   const bool refused = m_questions == SshQuestions::Mode::Refuse;
   if (contains(err, "REMOTE HOST IDENTIFICATION HAS CHANGED"))
     throw RemoteError("login",
@@ -272,7 +276,7 @@ void AgentClient::connectionLost(const std::string& when) {
                           "(ssh refuses: someone may be in between, or the host was "
                           "reinstalled). If you know it was reinstalled, remove the old "
                           "entry with `ssh-keygen -R " +
-                          host + "` and connect again");
+                          knownName + "` and connect again");
   // ssh_config's StrictHostKeyChecking yes: ssh refuses an unknown host
   // without asking, whatever the mode.
   const bool keyRefused = refused || contains(err, "you have requested strict checking");
@@ -281,26 +285,25 @@ void AgentClient::connectionLost(const std::string& when) {
         "login",
         m_what + (keyRefused
                       ? ": ssh cannot check the host's key without asking: connect "
-                        "once with `ssh " +
-                            host +
+                        "once with `" +
+                            sshHost +
                             "` in a terminal to accept it into ~/.ssh/known_hosts, or set "
                             "`StrictHostKeyChecking accept-new` for the host in ~/.ssh/config"
                       : ": the host's key was not accepted (ssh asked whether to trust a host "
                         "it has not seen, and the answer was no): try again and answer "
-                        "yes if it is the host you meant, or connect once with `ssh " +
-                            host + "` in a terminal to accept it into ~/.ssh/known_hosts"));
+                        "yes if it is the host you meant, or connect once with `" +
+                            sshHost + "` in a terminal to accept it into ~/.ssh/known_hosts"));
   if (contains(err, "Permission denied") || contains(err, "Too many authentication failures"))
     throw RemoteError(
         "login",
         m_what +
             (refused ? ": ssh cannot log in without asking for a password or passphrase "
-                       "(BatchMode): load your key with `ssh-add`, or set one up with "
-                       "`ssh-copy-id " +
-                           host + "`"
+                       "(BatchMode): load your key with `ssh-add`, or set one up with `" +
+                           copyId + "`"
                      : ": ssh could not log in (a password or passphrase was refused or not "
                        "given): try again, load your key with `ssh-add` "
-                       "first, or set one up with `ssh-copy-id " +
-                           host + "`") +
+                       "first, or set one up with `" +
+                           copyId + "`") +
             " (ssh: " + tail(err) + ")");
   if (code == 127 || contains(err, "command not found") || contains(err, "No such file"))
     throw RemoteError("not_installed", m_what + ": ckptscope-cli was not found there (" +

@@ -60,6 +60,8 @@ AgentCommand sshAgentCommand(const RemotePath& where, const std::string& remoteC
   }
   argv.emplace_back("--");  // a host named "-o..." is a host, not an option
   cmd.destination = where.user.empty() ? where.host : where.user + "@" + where.host;
+  cmd.host = where.host;
+  cmd.port = where.port;
   argv.push_back(cmd.destination);
   std::string program = remoteCli;
   if (program.empty()) {

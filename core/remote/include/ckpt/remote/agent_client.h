@@ -103,8 +103,10 @@ class AgentClient {
 
   std::string m_what;
   SshQuestions::Mode m_questions = SshQuestions::Mode::Refuse;
-  std::string m_destination;  // "[user@]host", or "HOST" in messages when empty
-  std::mutex m_pidMutex;      // m_pid: interrupt() may kill it from another thread
+  // Where ssh goes (AgentCommand's), for the commands the messages name.
+  std::string m_destination, m_host;
+  int m_port = 0;
+  std::mutex m_pidMutex;  // m_pid: interrupt() may kill it from another thread
   pid_t m_pid = -1;
   int m_in = -1, m_out = -1;  // the agent's stdin (we write), stdout (we read)
   std::string m_buf;          // read but not yet a whole line

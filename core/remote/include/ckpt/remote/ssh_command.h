@@ -38,9 +38,11 @@ struct AgentCommand {
   std::vector<std::pair<std::string, std::string>> env;
   bool ownSession = false;
   SshQuestions::Mode questions = SshQuestions::Mode::Refuse;
-  // "[user@]host" as ssh is given it, for the messages ("ssh HOST"); empty
-  // for a program started directly.
-  std::string destination;
+  // Where ssh goes, for the messages (`ssh -p PORT [user@]host`,
+  // `ssh-keygen -R '[host]:PORT'`): "[user@]host" as ssh is given it, the
+  // host alone, the port (0: ssh's own). Empty for a program started directly.
+  std::string destination, host;
+  int port = 0;
 };
 
 // How to reach a host's agent: the ssh program (CKPTSCOPE_SSH, split on
