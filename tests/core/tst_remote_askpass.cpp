@@ -117,9 +117,11 @@ class TestRemoteAskpass : public QObject {
     return o;
   }
 
-  // The command the messages give to accept the host's key by hand.
+  // The command the messages give to accept the host's key by hand: ssh
+  // as CKPTSCOPE_SSH names it (connect() sets it to `ssh -F CONFIG`).
   std::string sshHint() const {
-    return "`ssh -p " + std::to_string(m_server.port()) + " 127.0.0.1`";
+    return "`" + qgetenv("CKPTSCOPE_SSH").toStdString() + " -p " + std::to_string(m_server.port()) +
+           " 127.0.0.1`";
   }
 
   // A known_hosts line for the test's host is in `file`, with the host

@@ -80,6 +80,7 @@ AgentClient::AgentClient(std::vector<std::string> argv, std::string what, std::s
 AgentClient::AgentClient(AgentCommand command, std::string what, std::string clientVersion)
     : m_what(std::move(what)),
       m_questions(command.questions),
+      m_ssh(command.ssh),
       m_destination(command.destination),
       m_host(command.host),
       m_port(command.port),
@@ -264,7 +265,9 @@ void AgentClient::connectionLost(const std::string& when) {
   // program started directly).
   const std::string portArg = m_port ? "-p " + std::to_string(m_port) + " " : "";
   const std::string dest = m_destination.empty() ? "HOST" : m_destination;
-  const std::string sshHost = "ssh " + portArg + dest, copyId = "ssh-copy-id " + portArg + dest;
+  // `ssh` as CKPTSCOPE_SSH names it: its -F config's known_hosts is the one that matters.
+  const std::string sshHost = (m_ssh.empty() ? "ssh" : m_ssh) + " " + portArg + dest;
+  const std::string copyId = "ssh-copy-id " + portArg + dest;
   const std::string hostOnly = m_host.empty() ? "HOST" : m_host;
   const std::string knownName =
       m_port ? "'[" + hostOnly + "]:" + std::to_string(m_port) + "'" : hostOnly;

@@ -42,6 +42,7 @@ AgentCommand sshAgentCommand(const RemotePath& where, const std::string& remoteC
   std::vector<std::string>& argv = cmd.argv;
   argv = splitSpaces(sshEnv && *sshEnv ? sshEnv : "ssh");
   if (argv.empty()) argv.push_back("ssh");
+  for (const std::string& w : argv) cmd.ssh += (cmd.ssh.empty() ? "" : " ") + w;
   // -T: no terminal (the protocol is bytes).
   argv.emplace_back("-T");
   // BatchMode: a password or host-key question fails at once instead of
@@ -82,10 +83,6 @@ AgentCommand sshAgentCommand(const RemotePath& where, const std::string& remoteC
         where.port ? cmd.destination + ":" + std::to_string(where.port) : cmd.destination);
   }
   return cmd;
-}
-
-std::vector<std::string> sshAgentArgv(const RemotePath& where, const std::string& remoteCli) {
-  return sshAgentCommand(where, remoteCli, {}).argv;
 }
 
 SshQuestions cliSshQuestions() {

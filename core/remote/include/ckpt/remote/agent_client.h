@@ -104,7 +104,7 @@ class AgentClient {
   std::string m_what;
   SshQuestions::Mode m_questions = SshQuestions::Mode::Refuse;
   // Where ssh goes (AgentCommand's), for the commands the messages name.
-  std::string m_destination, m_host;
+  std::string m_ssh, m_destination, m_host;
   int m_port = 0;
   std::mutex m_pidMutex;  // m_pid: interrupt() may kill it from another thread
   pid_t m_pid = -1;

@@ -39,9 +39,10 @@ struct AgentCommand {
   bool ownSession = false;
   SshQuestions::Mode questions = SshQuestions::Mode::Refuse;
   // Where ssh goes, for the messages (`ssh -p PORT [user@]host`,
-  // `ssh-keygen -R '[host]:PORT'`): "[user@]host" as ssh is given it, the
-  // host alone, the port (0: ssh's own). Empty for a program started directly.
-  std::string destination, host;
+  // `ssh-keygen -R '[host]:PORT'`): the ssh program as CKPTSCOPE_SSH names
+  // it ("ssh -F /path/config"), "[user@]host" as ssh is given it, the host
+  // alone, the port (0: ssh's own). Empty for a program started directly.
+  std::string ssh, destination, host;
   int port = 0;
 };
 
@@ -55,9 +56,6 @@ struct AgentCommand {
 // the first value it is given: `ssh -o BatchMode=yes` there always refuses.
 AgentCommand sshAgentCommand(const RemotePath& where, const std::string& remoteCli,
                              const SshQuestions& questions);
-
-// sshAgentCommand(...).argv with questions refused (BatchMode=yes).
-std::vector<std::string> sshAgentArgv(const RemotePath& where, const std::string& remoteCli = {});
 
 // The CLI's choice: Terminal when stdin and stderr are both a terminal (a
 // person is there to answer, as with scp), else Refuse.
