@@ -2,11 +2,9 @@
 
 #include <QDialogButtonBox>
 #include <QFont>
-#include <QIcon>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
-#include <QStyle>
 #include <QVBoxLayout>
 
 namespace ckpt {
