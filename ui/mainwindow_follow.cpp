@@ -43,6 +43,12 @@ void MainWindow::setUpRemoteFollowing() {
     followRemote({}, true);  // what changed while the connection was down was not reported
   });
   connect(watch, &RemoteWatch::lost, this, [this](const QString& why, int retryMs) {
+    if (retryMs < 0) {
+      m_remote->watch.stop();  // so that the next listing starts it again
+      statusBar()->showMessage(
+          tr("Not following the host: %1. F5 lists it again and follows it.").arg(why));
+      return;
+    }
     statusBar()->showMessage(tr("Not following the host: %1. Trying again in %2 s; what is shown "
                                 "is kept.")
                                  .arg(why)

@@ -23,9 +23,9 @@ std::string g_remoteCli;  // --remote-cli
 // command names, nothing else is readable through it).
 std::unique_ptr<AgentClient> connect(const RemotePath& where,
                                      const std::vector<const RemotePath*>& opened) {
-  auto agent = std::make_unique<AgentClient>(remote::sshAgentArgv(where, g_remoteCli),
-                                             "host " + where.endpoint(),
-                                             std::string("ckptscope-cli ") + CKPT_VERSION);
+  auto agent = std::make_unique<AgentClient>(
+      remote::sshAgentCommand(where, g_remoteCli, remote::cliSshQuestions()),
+      "host " + where.endpoint(), std::string("ckptscope-cli ") + CKPT_VERSION);
   for (const RemotePath* p : opened) agent->call("open", Json{{"path", p->path}});
   return agent;
 }

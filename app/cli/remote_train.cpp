@@ -172,8 +172,8 @@ int runRemoteTrain(int argc, char** argv) {
 
   try {
     auto agent = std::make_unique<remote::AgentClient>(
-        remote::sshAgentArgv(*where, remoteCli()), "host " + where->endpoint(),
-        std::string("ckptscope-cli ") + CKPT_VERSION);
+        remote::sshAgentCommand(*where, remoteCli(), remote::cliSshQuestions()),
+        "host " + where->endpoint(), std::string("ckptscope-cli ") + CKPT_VERSION);
     // The roots: the checkpoint's experiment folder (a resume from an older
     // checkpoint branches into a sibling of its run, a fine-tune goes next
     // to its run), the data, and the folder the new run goes in.

@@ -41,10 +41,11 @@ root="$scratch/root"
 dpkg -x "$deb" "$root"
 need() { [ -e "$root/$1" ] || fail "the package has no /$1"; }
 id=io.github.ckptscope.CkptScope
-for f in usr/bin/ckptscope usr/bin/ckptscope-cli usr/bin/ckptscope-train \
+for f in usr/bin/ckptscope usr/bin/ckptscope-cli usr/bin/ckptscope-train usr/bin/ckptscope-askpass \
          usr/share/applications/$id.desktop usr/share/metainfo/$id.metainfo.xml \
          usr/share/mime/packages/ckptscope.xml usr/share/icons/hicolor/scalable/apps/$id.svg \
          usr/share/man/man1/ckptscope.1.gz usr/share/man/man1/ckptscope-cli.1.gz \
+         usr/share/man/man1/ckptscope-askpass.1.gz \
          usr/share/bash-completion/completions/ckptscope-cli; do
   need "$f"
 done
@@ -60,11 +61,11 @@ for size in 16 24 32 48 64 128 256 512; do
 done
 # Nothing outside /usr; every program stripped and linked against nothing missing.
 [ "$(ls "$root")" = usr ] || fail "the package installs outside /usr: $(ls "$root")"
-for elf in usr/bin/ckptscope usr/bin/ckptscope-cli usr/bin/ckptscope-train "$plugin"; do
+for elf in usr/bin/ckptscope usr/bin/ckptscope-cli usr/bin/ckptscope-train usr/bin/ckptscope-askpass "$plugin"; do
   grep -q ', stripped' <<<"$(file -b "$root/$elf")" || fail "$elf is not stripped"
   ! ldd "$root/$elf" | grep -q 'not found' || fail "$elf links a library that is not installed: $(ldd "$root/$elf" | grep 'not found')"
 done
-for page in ckptscope ckptscope-cli; do
+for page in ckptscope ckptscope-cli ckptscope-askpass; do
   gzip -t "$root/usr/share/man/man1/$page.1.gz" || fail "$page.1.gz is not gzip"
   zcat "$root/usr/share/man/man1/$page.1.gz" | grep -q "^\.TH $(echo "$page" | tr a-z A-Z | sed 's/-/\\\\-/') 1 .*CkptScope $version" ||
     fail "$page.1 has no .TH line for version $version"

@@ -19,6 +19,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
+#include <QProcess>
 #include <QPushButton>
 #include <QScopeGuard>
 #include <QSignalSpy>
@@ -34,6 +35,7 @@
 #include "curves/curvesview.h"
 #include "mainwindow.h"
 #include "remote/openremotedialog.h"
+#include "remote/sshquestions.h"
 #include "window_driver.h"
 
 using ckpt::CheckpointListModel;
@@ -207,6 +209,140 @@ class TestRemoteApp : public QObject {
     QVERIFY2(m_server.setUp(m_tmp.path() + "/sshd", &why), qPrintable(why));
     qputenv("CKPTSCOPE_SSH", m_server.sshCommand().toUtf8());
     qputenv("CKPTSCOPE_REMOTE_CLI", CKPT_CLI);
+  }
+
+  // A host not in known_hosts, and ssh_config's StrictHostKeyChecking ask:
+  // the app's ssh hands the question to its askpass program (a script of
+  // the test's here, ckptscope-askpass next to the app), which is answered
+  // yes: the folder opens; no (exit 1): a message that says so.
+  void hostKeyQuestionAskedThroughAskpass_data() {
+    QTest::addColumn<bool>("yes");
+    QTest::newRow("yes") << true;
+    QTest::newRow("cancelled") << false;
+  }
+  void hostKeyQuestionAskedThroughAskpass() {
+    if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+    QFETCH(bool, yes);
+    const QString tag = yes ? "yes" : "no";
+    const QString home = m_server.home(), log = m_tmp.path() + "/asked-" + tag + ".log";
+    const QString config = m_tmp.path() + "/ask-" + tag + ".ssh_config";
+    QFile cfg(config);
+    QVERIFY(cfg.open(QIODevice::WriteOnly));
+    cfg.write(QString("Host *\n  Port %1\n  IdentityFile %2/user_key\n  IdentitiesOnly yes\n"
+                      "  UserKnownHostsFile %3/known-%4\n  GlobalKnownHostsFile /dev/null\n"
+                      "  StrictHostKeyChecking ask\n  LogLevel ERROR\n")
+                  .arg(m_server.port())
+                  .arg(home, m_tmp.path(), tag)
+                  .toUtf8());
+    cfg.close();
+    const QString script = m_tmp.path() + "/askpass-" + tag + ".sh";
+    QFile sh(script);
+    QVERIFY(sh.open(QIODevice::WriteOnly));
+    sh.write(QString("#!/bin/sh\nprintf '%s\\n--\\n' \"$1\" >> '%1'\n%2\n")
+                 .arg(log, yes ? "echo yes" : "exit 1")
+                 .toUtf8());
+    sh.close();
+    sh.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
+    const QByteArray before = qgetenv("CKPTSCOPE_SSH");
+    qputenv("CKPTSCOPE_SSH", ("ssh -F " + config).toUtf8());
+    qunsetenv("SSH_ASKPASS");
+    ckpt::setSshAskpassProgram(script);
+    const auto restore = qScopeGuard([before] {
+      qputenv("CKPTSCOPE_SSH", before);
+      ckpt::setSshAskpassProgram({});
+    });
+
+    MainWindow w;
+    w.resize(1200, 800);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    const bool opened = openWithDialog(w, location());
+    QFile asked(log);
+    QVERIFY2(asked.open(QIODevice::ReadOnly), "the askpass program was not asked");
+    const QByteArray question = asked.readAll();
+    QVERIFY2(question.contains("authenticity of host"), question.constData());
+    QVERIFY2(question.contains("(yes/no"), question.constData());
+    QCOMPARE(question.count("\n--\n"), 1);
+    auto* box = w.findChild<QMessageBox*>("remoteError");
+    if (yes) {
+      QVERIFY(opened);
+      QVERIFY(!box);
+      QVERIFY(w.isRemote());
+      QVERIFY(rows(w.checkpointView()->model()).join('\n').contains("tiny-dpo"));
+    } else {
+      QVERIFY2(box && box->isVisible(), "no message says the host key was not accepted");
+      QVERIFY2(box->text().contains("the host's key was not accepted"), qPrintable(box->text()));
+      QTest::mouseClick(box->button(QMessageBox::Ok), Qt::LeftButton);
+    }
+  }
+
+  // The watch (the second connection, that follows the folder) asks too;
+  // cancelled, it stops instead of asking again every few seconds, says
+  // so, and F5 starts it again (asking once more).
+  void watchStopsWhenItsLoginFails() {
+    if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+    const QString home = m_server.home(), key = m_tmp.path() + "/watch_key";
+    QVERIFY(QProcess::execute("ssh-keygen", {"-q", "-t", "ed25519", "-N", "sesame", "-f", key}) ==
+            0);
+    QFile keys(home + "/authorized_keys"), pub(key + ".pub");
+    QVERIFY(keys.open(QIODevice::Append) && pub.open(QIODevice::ReadOnly));
+    keys.write(pub.readAll());
+    keys.close();
+    const QString config = m_tmp.path() + "/watch.ssh_config";
+    QFile cfg(config);
+    QVERIFY(cfg.open(QIODevice::WriteOnly));
+    cfg.write(QString("Host *\n  Port %1\n  IdentityFile %2\n  IdentitiesOnly yes\n"
+                      "  UserKnownHostsFile %3/known_hosts\n  StrictHostKeyChecking accept-new\n"
+                      "  NumberOfPasswordPrompts 1\n  LogLevel ERROR\n")
+                  .arg(m_server.port())
+                  .arg(key, home)
+                  .toUtf8());
+    cfg.close();
+    // Answers the 1st and 3rd question with the passphrase, cancels the others.
+    const QString count = m_tmp.path() + "/watch.count", script = m_tmp.path() + "/watch.sh";
+    QFile sh(script);
+    QVERIFY(sh.open(QIODevice::WriteOnly));
+    sh.write(QString("#!/bin/sh\nn=$(cat '%1' 2>/dev/null || echo 0); n=$((n+1)); "
+                     "echo $n > '%1'\ncase $n in 1|3) echo sesame ;; *) exit 1 ;; esac\n")
+                 .arg(count)
+                 .toUtf8());
+    sh.close();
+    sh.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
+    const auto asked = [count] {
+      QFile f(count);
+      return f.open(QIODevice::ReadOnly) ? f.readAll().trimmed().toInt() : 0;
+    };
+    const QByteArray before = qgetenv("CKPTSCOPE_SSH"), agentSock = qgetenv("SSH_AUTH_SOCK");
+    qputenv("CKPTSCOPE_SSH", ("ssh -F " + config).toUtf8());
+    qunsetenv("SSH_ASKPASS");
+    qunsetenv("SSH_AUTH_SOCK");  // no agent of the person's holds the key
+    ckpt::setSshAskpassProgram(script);
+    const auto restore = qScopeGuard([before, agentSock] {
+      qputenv("CKPTSCOPE_SSH", before);
+      if (!agentSock.isEmpty()) qputenv("SSH_AUTH_SOCK", agentSock);
+      ckpt::setSshAskpassProgram({});
+    });
+
+    MainWindow w;
+    w.resize(1200, 800);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(openWithDialog(w, location()));
+    QVERIFY(!w.findChild<QMessageBox*>("remoteError"));
+    QCOMPARE(asked(), 1);
+    // The watch's connection asks, is cancelled, and says what F5 does.
+    QTRY_VERIFY_WITH_TIMEOUT(w.statusBar()->currentMessage().contains("F5 lists it again"), 20000);
+    QVERIFY2(w.statusBar()->currentMessage().contains("ssh could not log in"),
+             qPrintable(w.statusBar()->currentMessage()));
+    QCOMPARE(asked(), 2);
+    // Not asked again (a retry would come after 1 s, then 2 s).
+    QTest::qWait(3500);
+    QCOMPARE(asked(), 2);
+    // F5: the folder again (its connection is up: nothing asked), and the watch anew.
+    QVERIFY(pressF5(w));
+    QTRY_COMPARE_WITH_TIMEOUT(asked(), 3, 20000);
+    QTRY_COMPARE_WITH_TIMEOUT(childrenNamed(QCoreApplication::applicationPid(), "ssh").size(),
+                              qsizetype(2), 20000);
   }
 
   void remoteEqualsLocal() {

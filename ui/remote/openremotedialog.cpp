@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "ckpt/remote/agent_client.h"
+#include "remote/sshquestions.h"
 #include "textformat.h"
 
 namespace ckpt {
@@ -33,8 +34,10 @@ OpenRemoteDialog::OpenRemoteDialog(const QStringList& recent, QWidget* parent) :
   m_command->setMinimumHeight(3 * m_command->fontMetrics().lineSpacing());
   m_command->setAlignment(Qt::AlignLeft | Qt::AlignTop);
   auto* note = new QLabel(
-      tr("The host needs ckptscope-cli on its PATH; your ~/.ssh/config, keys and agent apply. "
-         "Nothing is copied: the host reads its files and sends what is shown."),
+      tr("The host needs ckptscope-cli on its PATH; your ~/.ssh/config, keys and agent apply, "
+         "and what ssh asks (a key's passphrase, a password, a host key not seen before) is "
+         "asked in a dialog. Nothing is copied: the host reads its files and sends what is "
+         "shown."),
       this);
   note->setWordWrap(true);
   m_buttons = new QDialogButtonBox(QDialogButtonBox::Open | QDialogButtonBox::Cancel, this);
@@ -62,7 +65,7 @@ void OpenRemoteDialog::updateCommand() {
     const auto where = remote::parseRemotePath(pathToStd(location()));
     if (where) {
       QStringList words;
-      for (const std::string& w : remote::sshAgentArgv(*where)) words << fromStd(w);
+      for (const std::string& w : appAgentCommand(*where).argv) words << fromStd(w);
       text = words.join(' ');
       ok = true;
     } else if (!location().isEmpty()) {

@@ -4,6 +4,7 @@
 
 #include "ckpt/remote/metrics_request.h"
 #include "ckpt/version.h"
+#include "remote/sshquestions.h"
 
 namespace ckpt {
 
@@ -16,7 +17,7 @@ std::shared_ptr<RemoteConnections::Host> RemoteConnections::host(const std::stri
 
 void RemoteConnections::start(Host& h, const remote::RemotePath& where) {
   h.agent.reset();
-  h.agent = std::make_unique<remote::AgentClient>(remote::sshAgentArgv(where), "host " + where.host,
+  h.agent = std::make_unique<remote::AgentClient>(appAgentCommand(where), "host " + where.host,
                                                   std::string("ckptscope ") + CKPT_VERSION);
   // A new agent knows no roots: the ones the window opened are opened again
   // (one that is gone now fails when it is asked for, with its own message).
@@ -37,7 +38,8 @@ void RemoteConnections::withAgent(
   // What means the connection is gone (or never was); any other error is
   // the agent's answer (not_found, ...) and the connection is fine.
   const auto lost = [](const remote::RemoteError& e) {
-    return e.code() == "connection" || e.code() == "not_installed" || e.code() == "version";
+    return e.code() == "connection" || e.code() == "login" || e.code() == "not_installed" ||
+           e.code() == "version";
   };
   const bool fresh = !h->agent;
   try {

@@ -10,6 +10,7 @@
 
 #include "ckpt/remote/agent_client.h"
 #include "ckpt/version.h"
+#include "remote/sshquestions.h"
 #include "textformat.h"
 
 namespace ckpt {
@@ -45,8 +46,9 @@ void follow(std::shared_ptr<RemoteWatch::Shared> shared, remote::RemotePath wher
   bool again = false;
   while (!shared->stopping) {
     QString why;
+    bool loginFailed = false;
     try {
-      remote::AgentClient agent(remote::sshAgentArgv(where), "host " + where.host,
+      remote::AgentClient agent(appAgentCommand(where), "host " + where.host,
                                 std::string("ckptscope ") + CKPT_VERSION + " (watch)");
       {
         std::lock_guard lock(shared->mutex);
@@ -75,6 +77,12 @@ void follow(std::shared_ptr<RemoteWatch::Shared> shared, remote::RemotePath wher
             if (!paths.isEmpty()) shared->post([paths](RemoteWatch* w) { emit w->changed(paths); });
           });
       why = QObject::tr("the host stopped watching %1").arg(pathFromStd(path));
+    } catch (const remote::RemoteError& e) {
+      why = fromStd(e.what());
+      // ssh could not log in (a question cancelled or answered no): asking
+      // again every few seconds would put the same dialog up again and
+      // again. The window's next listing (F5) starts the watch anew.
+      loginFailed = e.code() == "login";
     } catch (const std::exception& e) {
       why = fromStd(e.what());
     }
@@ -83,6 +91,10 @@ void follow(std::shared_ptr<RemoteWatch::Shared> shared, remote::RemotePath wher
       shared->agent = nullptr;
     }
     if (shared->stopping) break;
+    if (loginFailed) {
+      shared->post([why](RemoteWatch* w) { emit w->lost(why, -1); });
+      break;
+    }
     const int wait = RemoteWatch::backoffMs(failures++);
     again = true;
     shared->post([why, wait](RemoteWatch* w) { emit w->lost(why, wait); });

@@ -40,7 +40,8 @@ class RemoteWatch : public QObject {
   void watching(bool again);
   // Files added, changed or removed on the host (paths as the host names them).
   void changed(const QStringList& paths);
-  // The connection dropped or could not be made: `why`, and when the next try is.
+  // The connection dropped or could not be made: `why`, and when the next
+  // try is; -1: none (ssh could not log in), the watch has ended.
   void lost(const QString& why, int retryMs);
 
  public:

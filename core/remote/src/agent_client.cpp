@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <sstream>
 
 #include "ckpt/format/json_export.h"
 #include "ckpt/format/json_text.h"
@@ -37,20 +36,6 @@ std::string installHint() {
 
 namespace {
 
-std::vector<std::string> splitSpaces(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
-}
-
-// One word for a POSIX shell: the host's login shell reads ssh's command.
-std::string shellQuote(const std::string& s) {
-  std::string out = "'";
-  for (const char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 bool contains(const std::string& text, const char* what) {
   return text.find(what) != std::string::npos;
 }
@@ -65,36 +50,42 @@ std::string tail(const std::string& text) {
   return t.substr(start == 0 ? 0 : start + 1);
 }
 
-}  // namespace
-
-std::vector<std::string> sshAgentArgv(const RemotePath& where, const std::string& remoteCli) {
-  const char* sshEnv = std::getenv("CKPTSCOPE_SSH");
-  std::vector<std::string> argv = splitSpaces(sshEnv && *sshEnv ? sshEnv : "ssh");
-  if (argv.empty()) argv.push_back("ssh");
-  // -T: no terminal (the protocol is bytes); BatchMode: a password or
-  // host-key question fails at once instead of hanging on a prompt no one sees.
-  // ServerAlive: a link that died without a word (a laptop that slept, a
-  // dropped VPN) is noticed within 45 s, not when TCP gives up.
-  for (const char* a :
-       {"-T", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=3"})
-    argv.emplace_back(a);
-  if (where.port) {
-    argv.emplace_back("-p");
-    argv.push_back(std::to_string(where.port));
-  }
-  argv.emplace_back("--");  // a host named "-o..." is a host, not an option
-  argv.push_back(where.user.empty() ? where.host : where.user + "@" + where.host);
-  std::string program = remoteCli;
-  if (program.empty()) {
-    const char* env = std::getenv("CKPTSCOPE_REMOTE_CLI");
-    program = env && *env ? env : "ckptscope-cli";
-  }
-  argv.push_back(shellQuote(program) + " serve --stdio");
-  return argv;
+AgentCommand plainCommand(std::vector<std::string> argv) {
+  AgentCommand c;
+  c.argv = std::move(argv);
+  return c;
 }
 
+// The environment the program gets: ours, with `changes` set (replacing
+// the same name's entry). Made before fork: the child only execs.
+std::vector<std::string> environmentWith(
+    const std::vector<std::pair<std::string, std::string>>& changes) {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string entry(*e);
+    bool replaced = false;
+    for (const auto& [name, value] : changes)
+      replaced = replaced || entry.compare(0, name.size() + 1, name + "=") == 0;
+    if (!replaced) env.push_back(entry);
+  }
+  for (const auto& [name, value] : changes) env.push_back(name + "=" + value);
+  return env;
+}
+
+}  // namespace
+
 AgentClient::AgentClient(std::vector<std::string> argv, std::string what, std::string clientVersion)
-    : m_what(std::move(what)), m_stderr(std::make_shared<ErrorText>()) {
+    : AgentClient(plainCommand(std::move(argv)), std::move(what), std::move(clientVersion)) {}
+
+AgentClient::AgentClient(AgentCommand command, std::string what, std::string clientVersion)
+    : m_what(std::move(what)),
+      m_questions(command.questions),
+      m_ssh(command.ssh),
+      m_destination(command.destination),
+      m_host(command.host),
+      m_port(command.port),
+      m_stderr(std::make_shared<ErrorText>()) {
+  std::vector<std::string>& argv = command.argv;
   // A write to an agent that went away must be an error we report, not a
   // signal that ends this program.
   ::signal(SIGPIPE, SIG_IGN);
@@ -104,12 +95,19 @@ AgentClient::AgentClient(std::vector<std::string> argv, std::string what, std::s
   std::vector<char*> args;
   for (std::string& a : argv) args.push_back(a.data());
   args.push_back(nullptr);
+  std::vector<std::string> env = environmentWith(command.env);
+  std::vector<char*> envp;
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
   m_pid = ::fork();
   if (m_pid == 0) {
     ::dup2(in[0], 0);
     ::dup2(out[1], 1);
     ::dup2(err[1], 2);
-    ::execvp(args[0], args.data());
+    // Askpass: no controlling terminal, so ssh (and what it starts) can
+    // only ask through SSH_ASKPASS, never on a terminal the app was started from.
+    if (command.ownSession) ::setsid();
+    ::execvpe(args[0], args.data(), envp.data());
     const std::string msg = std::string(args[0]) + ": " + std::strerror(errno) + "\n";
     (void)!::write(2, msg.data(), msg.size());
     ::_exit(127);
@@ -263,19 +261,53 @@ void AgentClient::connectionLost(const std::string& when) {
   }
   if (m_errThread.joinable()) m_errThread.join();
   const std::string err = m_stderr->get();
-  if (contains(err, "Host key verification failed") ||
-      contains(err, "REMOTE HOST IDENTIFICATION HAS CHANGED"))
-    throw RemoteError("connection",
+  // The commands the messages name, for this host and port ("HOST" for a
+  // program started directly).
+  const std::string portArg = m_port ? "-p " + std::to_string(m_port) + " " : "";
+  const std::string dest = m_destination.empty() ? "HOST" : m_destination;
+  // `ssh` as CKPTSCOPE_SSH names it: its -F config's known_hosts is the one that matters.
+  const std::string sshHost = (m_ssh.empty() ? "ssh" : m_ssh) + " " + portArg + dest;
+  const std::string copyId = "ssh-copy-id " + portArg + dest;
+  const std::string hostOnly = m_host.empty() ? "HOST" : m_host;
+  const std::string knownName =
+      m_port ? "'[" + hostOnly + "]:" + std::to_string(m_port) + "'" : hostOnly;
+  const bool refused = m_questions == SshQuestions::Mode::Refuse;
+  if (contains(err, "REMOTE HOST IDENTIFICATION HAS CHANGED"))
+    throw RemoteError("login",
                       m_what +
-                          ": ssh cannot check the host's key without asking (BatchMode): "
-                          "connect once with `ssh HOST` in a terminal to accept it into "
-                          "~/.ssh/known_hosts (or fix the changed entry there)");
+                          ": the host's key is not the one ~/.ssh/known_hosts holds for it "
+                          "(ssh refuses: someone may be in between, or the host was "
+                          "reinstalled). If you know it was reinstalled, remove the old "
+                          "entry with `ssh-keygen -R " +
+                          knownName + "` and connect again");
+  // ssh_config's StrictHostKeyChecking yes: ssh refuses an unknown host
+  // without asking, whatever the mode.
+  const bool keyRefused = refused || contains(err, "you have requested strict checking");
+  if (contains(err, "Host key verification failed"))
+    throw RemoteError(
+        "login",
+        m_what + (keyRefused
+                      ? ": ssh cannot check the host's key without asking: connect "
+                        "once with `" +
+                            sshHost +
+                            "` in a terminal to accept it into ~/.ssh/known_hosts, or set "
+                            "`StrictHostKeyChecking accept-new` for the host in ~/.ssh/config"
+                      : ": the host's key was not accepted (ssh asked whether to trust a host "
+                        "it has not seen, and the answer was no): try again and answer "
+                        "yes if it is the host you meant, or connect once with `" +
+                            sshHost + "` in a terminal to accept it into ~/.ssh/known_hosts"));
   if (contains(err, "Permission denied") || contains(err, "Too many authentication failures"))
-    throw RemoteError("connection",
-                      m_what +
-                          ": ssh cannot log in without a password (BatchMode): load your "
-                          "key with `ssh-add`, or set one up with `ssh-copy-id HOST` (ssh: " +
-                          tail(err) + ")");
+    throw RemoteError(
+        "login",
+        m_what +
+            (refused ? ": ssh cannot log in without asking for a password or passphrase "
+                       "(BatchMode): load your key with `ssh-add`, or set one up with `" +
+                           copyId + "`"
+                     : ": ssh could not log in (a password or passphrase was refused or not "
+                       "given): try again, load your key with `ssh-add` "
+                       "first, or set one up with `" +
+                           copyId + "`") +
+            " (ssh: " + tail(err) + ")");
   if (code == 127 || contains(err, "command not found") || contains(err, "No such file"))
     throw RemoteError("not_installed", m_what + ": ckptscope-cli was not found there (" +
                                            tail(err) + "): " + installHint());

@@ -18,11 +18,13 @@
 #include <vector>
 
 #include "ckpt/remote/remote_path.h"
+#include "ckpt/remote/ssh_command.h"
 
 namespace ckpt::remote {
 
 // An error the agent answered with ({code, message}), or why there is no
-// agent to ask (code "connection").
+// agent to ask: code "login" when ssh could not log in (a host key not
+// accepted, no key or password it could use), "connection" for the rest.
 class RemoteError : public std::runtime_error {
  public:
   RemoteError(std::string code, const std::string& message)
@@ -35,15 +37,6 @@ class RemoteError : public std::runtime_error {
 
 // The install hint every "not installed / too old" message ends with.
 std::string installHint();
-
-// How to reach a host's agent: the ssh program (CKPTSCOPE_SSH, split on
-// spaces: "ssh -F /path/config"; "ssh" when unset) and the program on the
-// host (`remoteCli`, else CKPTSCOPE_REMOTE_CLI, else "ckptscope-cli").
-// The result is an argv: nothing here goes through a local shell. The
-// remote program's name is quoted for the host's login shell (ssh hands
-// its command to it); file paths never appear here, they travel inside
-// the protocol.
-std::vector<std::string> sshAgentArgv(const RemotePath& where, const std::string& remoteCli = {});
 
 class AgentClient {
  public:
@@ -59,6 +52,9 @@ class AgentClient {
   // 127.0.0.1"). Throws RemoteError: the program cannot start, is missing
   // on the host, is too old, or ssh cannot log in.
   AgentClient(std::vector<std::string> argv, std::string what, std::string clientVersion);
+  // As above, for a command made by sshAgentCommand: its environment and
+  // session applied, and ssh's failures worded for how it could ask.
+  AgentClient(AgentCommand command, std::string what, std::string clientVersion);
   ~AgentClient();
   AgentClient(const AgentClient&) = delete;
   AgentClient& operator=(const AgentClient&) = delete;
@@ -106,6 +102,10 @@ class AgentClient {
   bool reap(int* status);
 
   std::string m_what;
+  SshQuestions::Mode m_questions = SshQuestions::Mode::Refuse;
+  // Where ssh goes (AgentCommand's), for the commands the messages name.
+  std::string m_ssh, m_destination, m_host;
+  int m_port = 0;
   std::mutex m_pidMutex;  // m_pid: interrupt() may kill it from another thread
   pid_t m_pid = -1;
   int m_in = -1, m_out = -1;  // the agent's stdin (we write), stdout (we read)
