@@ -63,6 +63,13 @@ RemoteConnections::Json RemoteConnections::call(const remote::RemotePath& where,
   }
 }
 
+RemoteConnections::Json RemoteConnections::hello(const remote::RemotePath& where) {
+  const std::shared_ptr<Host> h = host(where.endpoint());
+  std::lock_guard lock(h->mutex);
+  if (!h->agent) start(*h, where);
+  return h->agent->hello();
+}
+
 bool RemoteConnections::isConnected(const remote::RemotePath& where) {
   const std::shared_ptr<Host> h = host(where.endpoint());
   std::lock_guard lock(h->mutex);
