@@ -193,6 +193,11 @@ class MainWindow : public QMainWindow {
   void leaveRemote();  // a local open: the watch stops
   void followRemote(const QStringList& paths, bool everything);
   void onRemoteFollowed(struct RemoteRefresh result, bool rows);
+  // mainwindow_remote_train.cpp: Resume / Fine-tune of a remote checkpoint,
+  // started on its host (detached), or submitted to SLURM there.
+  void setUpRemoteTraining();
+  void startRemoteTraining(const struct RemoteTrainStart& start);
+  void submitRemoteTraining(const struct RemoteTrainStart& start, const QString& script);
 
   CheckpointListModel* m_model = nullptr;
   BrowserPanel* m_browser = nullptr;

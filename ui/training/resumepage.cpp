@@ -9,6 +9,7 @@
 #include <QSpinBox>
 
 #include "ckpt/index/run_plan.h"
+#include "remote/remotefolder.h"
 #include "training/trainrunner.h"
 
 namespace ckpt {
@@ -78,6 +79,15 @@ std::optional<Problem> ResumePage::fill(TrainRequest& r, const std::string& devi
 
 void ResumePage::updatePlan() {
   const QString ckpt = m_checkpoint->text().trimmed();
+  if (isRemoteLocation(ckpt)) {
+    // The host plans it (the same rules): said here in words.
+    m_inPlace->setChecked(false);
+    m_inPlace->setEnabled(false);
+    m_plan->setText(remoteTrainText(ckpt, tr("resume")) + " " +
+                    tr("From the run's newest checkpoint it continues in the run's folder; from "
+                       "an older one as a new run <run>@<step> beside it, the run left as it is."));
+    return;
+  }
   if (ckpt.isEmpty() || !QFileInfo(ckpt).isFile()) {
     m_plan->clear();
     m_inPlace->setEnabled(false);

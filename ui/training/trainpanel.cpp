@@ -127,6 +127,12 @@ TrainPanel::TrainPanel(QWidget* parent) : QWidget(parent) {
   m_stop->setEnabled(false);
   m_stop->setToolTip(tr("Finish the step in flight, write a resumable checkpoint, stop"));
   buttons->addStretch(1);
+  m_sbatch = new QCheckBox(tr("as a SLURM job"), m_formArea);
+  m_sbatch->setObjectName(QStringLiteral("sbatch"));
+  m_sbatch->setToolTip(
+      tr("Submit it with sbatch on the host: the batch script is shown to edit first"));
+  m_sbatch->hide();
+  buttons->addWidget(m_sbatch);
   buttons->addWidget(m_start);
   buttons->addWidget(m_stop);
   left->addLayout(buttons);
@@ -147,6 +153,7 @@ TrainPanel::TrainPanel(QWidget* parent) : QWidget(parent) {
   connect(m_newRun, &NewRunPage::changed, this, &TrainPanel::revalidate);
   connect(m_resume, &ResumePage::changed, this, &TrainPanel::revalidate);
   connect(m_finetune, &FinetunePage::changed, this, &TrainPanel::revalidate);
+  connect(m_sbatch, &QCheckBox::toggled, this, &TrainPanel::revalidate);
 
   connect(&m_runner, &TrainRunner::prepared, this, &TrainPanel::onPrepared);
   connect(&m_runner, &TrainRunner::progress, this, &TrainPanel::onProgress);
@@ -428,6 +435,12 @@ bool TrainPanel::confirmStart(const TrainRequest& r) {
 }
 
 void TrainPanel::revalidate() {
+  if (isRemoteStart()) {
+    revalidateRemote();
+    return;
+  }
+  m_sbatch->hide();
+  m_start->setText(tr("Start"));
   QString error;
   QStringList keys;
   const bool ok = request(&error, &keys).has_value();
@@ -453,6 +466,7 @@ bool TrainPanel::start() {
     showStatus(tr("A run is going: stop it first."), true);
     return false;
   }
+  if (isRemoteStart()) return startRemote();
   QString error;
   QStringList keys;
   const std::optional<TrainRequest> r = request(&error, &keys);
