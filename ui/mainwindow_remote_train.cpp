@@ -11,7 +11,9 @@
 
 #include "ckpt/remote/agent_client.h"
 #include "ckpt/remote/launch_wire.h"
+#include "curves/curvesview.h"
 #include "mainwindow.h"
+#include "remote/remotefolder.h"
 #include "remote/remotesession.h"
 #include "textformat.h"
 #include "training/remotelaunch.h"
@@ -41,6 +43,9 @@ void openRoots(RemoteConnections& connections, const remote::RemotePath& at,
 
 void MainWindow::setUpRemoteTraining() {
   connect(m_train, &TrainPanel::remoteStartRequested, this, &MainWindow::startRemoteTraining);
+  // The Curves tab reads the host's runs (a reload, a reconnection): the
+  // Train tab's chart of the run started there follows.
+  connect(m_curves, &CurvesView::curvesReady, this, &MainWindow::showRemoteTrainingRun);
 }
 
 void MainWindow::startRemoteTraining(const RemoteTrainStart& start) {
@@ -71,8 +76,8 @@ void MainWindow::startRemoteTraining(const RemoteTrainStart& start) {
           a.result = remote::launchResultFromJson(connections->call(at, "launch", params));
         return a;
       },
-      [this, start, host](JobOutcome outcome, std::optional<RemoteLaunchAnswer> answer,
-                          const QString& error) {
+      [this, start, host, at = *where](JobOutcome outcome, std::optional<RemoteLaunchAnswer> answer,
+                                       const QString& error) {
         if (outcome != JobOutcome::Done || !answer) {
           const QString message = outcome == JobOutcome::Cancelled
                                       ? tr("Not started on %1").arg(host)
@@ -108,7 +113,10 @@ void MainWindow::startRemoteTraining(const RemoteTrainStart& start) {
                 .arg(fromStd(r.runName), fromStd(r.runDir), fromStd(r.log));
         statusBar()->showMessage(tr("Started on %1: %2").arg(host, fromStd(r.runDir)), 10000);
         m_train->remoteStartFinished(true, message);
-        followRemote({}, true);  // its folder is there now: the run's row, then its curves
+        followRemoteTraining(
+            at, fromStd(r.runDir),
+            tr("%1 on %2 (pid %3), detached").arg(fromStd(r.runName), host).arg(r.pid),
+            start.request.maxSteps.value_or(0));
       });
 }
 
@@ -128,8 +136,8 @@ void MainWindow::submitRemoteTraining(const RemoteTrainStart& start, const QStri
         a.result = remote::launchResultFromJson(connections->call(at, "submit", params));
         return a;
       },
-      [this, host](JobOutcome outcome, std::optional<RemoteLaunchAnswer> answer,
-                   const QString& error) {
+      [this, host, at = *where, maxSteps = start.request.maxSteps.value_or(0)](
+          JobOutcome outcome, std::optional<RemoteLaunchAnswer> answer, const QString& error) {
         if (outcome != JobOutcome::Done || !answer || !answer->result) {
           const QString message = tr("Not submitted on %1: %2").arg(host, error);
           statusBar()->showMessage(message, 10000);
@@ -143,8 +151,33 @@ void MainWindow::submitRemoteTraining(const RemoteTrainStart& start, const QStri
                       .arg(host, fromStd(r.jobId), fromStd(r.runName), fromStd(r.runDir),
                            fromStd(r.scriptFile), fromStd(r.log)));
         statusBar()->showMessage(tr("Job %1 submitted on %2").arg(fromStd(r.jobId), host), 10000);
-        followRemote({}, true);
+        followRemoteTraining(at, fromStd(r.runDir),
+                             tr("%1 on %2: SLURM job %3").arg(fromStd(r.runName), host,
+                                                              fromStd(r.jobId)),
+                             maxSteps);
       });
+}
+
+void MainWindow::followRemoteTraining(const remote::RemotePath& at, const QString& runDir,
+                                      const QString& title, int64_t maxSteps) {
+  m_train->followRemoteRun(runDir, title, maxSteps);
+  // The folder shown holds the run (a branch beside its run, a fine-tune
+  // beside its parent): read what changed. Otherwise (another host, an
+  // output elsewhere) the run's parent folder on that host is opened.
+  const bool shown = m_remote->where && m_remote->where->endpoint() == at.endpoint() &&
+                     (runDir == fromStd(m_remote->where->path) ||
+                      runDir.startsWith(fromStd(m_remote->where->path) + QLatin1Char('/')));
+  if (shown) {
+    followRemote({}, true);  // its folder is there now: the run's row, then its curves
+    return;
+  }
+  openPaths({remoteLocation(at, parentOf(pathToStd(runDir)))});
+}
+
+void MainWindow::showRemoteTrainingRun() {
+  if (m_train->remoteRunDir().isEmpty()) return;
+  for (const CurveRun& r : m_curves->runs())
+    if (!r.remote.isEmpty() && r.path == m_train->remoteRunDir()) m_train->showRemoteRun(r);
 }
 
 }  // namespace ckpt

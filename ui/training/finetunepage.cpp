@@ -31,6 +31,7 @@ FinetunePage::FinetunePage(QWidget* parent) : QWidget(parent) {
                     chooser(this, m_data, tr("Fine-tuning data"), Pick::Directory)));
   m_tokenizer = new QLineEdit(this);
   m_tokenizer->setPlaceholderText(tr("the checkpoint's"));
+  m_tokenizer->setObjectName(QStringLiteral("tokenizer"));
   f->addRow(QStringLiteral("tokenizer"), m_tokenizer);
   m_stage = new QLineEdit(QStringLiteral("sft"), this);
   m_stage->setObjectName(QStringLiteral("stage"));

@@ -24,6 +24,7 @@ class FinetunePage : public QWidget {
 
   [[nodiscard]] QLineEdit* checkpointEdit() const { return m_checkpoint; }
   [[nodiscard]] QLineEdit* dataEdit() const { return m_data; }
+  [[nodiscard]] QLineEdit* tokenizerEdit() const { return m_tokenizer; }
   [[nodiscard]] QLineEdit* stageEdit() const { return m_stage; }
   [[nodiscard]] QLineEdit* learningRateEdit() const { return m_lr; }
   [[nodiscard]] QSpinBox* maxStepsBox() const { return m_maxSteps; }

@@ -21,6 +21,7 @@
 
 #include "ckpt/format/json_text.h"
 #include "ckpt/index/run_plan.h"
+#include "remote/remotefolder.h"
 #include "training/configform.h"
 #include "training/finetunepage.h"
 #include "training/livecurves.h"
@@ -467,6 +468,7 @@ bool TrainPanel::start() {
     return false;
   }
   if (isRemoteStart()) return startRemote();
+  m_remoteRun.clear();  // the run view is this job's now
   QString error;
   QStringList keys;
   const std::optional<TrainRequest> r = request(&error, &keys);
@@ -516,7 +518,10 @@ void TrainPanel::setSelectedCheckpoint(const QString& checkpoint) {
 void TrainPanel::prepareFinetune(const QString& checkpoint) {
   m_finetune->checkpointEdit()->setText(checkpoint);
   QLineEdit* data = m_finetune->dataEdit();
-  if (data->text().trimmed().isEmpty()) data->setText(m_newRun->dataPathEdit()->text().trimmed());
+  // The New run page's data is a path here: a fine-tune on another machine
+  // needs one on that host, typed by the person.
+  if (data->text().trimmed().isEmpty() && !isRemoteLocation(checkpoint))
+    data->setText(m_newRun->dataPathEdit()->text().trimmed());
   setMode(Mode::Finetune);
   revalidate();
 }

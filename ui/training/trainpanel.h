@@ -22,6 +22,8 @@ class QTabWidget;
 
 namespace ckpt {
 
+struct CurveRun;
+
 class ConfigForm;
 class FinetunePage;
 class LiveCurves;
@@ -128,6 +130,13 @@ class TrainPanel : public QWidget {
   void remoteStartFinished(bool ok, const QString& message);
   [[nodiscard]] bool isRemoteStart() const;
   [[nodiscard]] QCheckBox* sbatchBox() const { return m_sbatch; }
+  // A run started (or submitted) on the host: the run view names it and
+  // charts what the window reads of its metrics.jsonl (showRemoteRun, each
+  // time its curve on the Curves tab grows). `maxSteps` 0: not known here.
+  void followRemoteRun(const QString& runDir, const QString& title, int64_t maxSteps);
+  void showRemoteRun(const CurveRun& run);
+  // The host's folder of the run followed ("" when none).
+  [[nodiscard]] QString remoteRunDir() const { return m_remoteRun; }
 
  signals:
   // Start on a remote checkpoint: the window starts it on the host.
@@ -200,6 +209,8 @@ class TrainPanel : public QWidget {
   QString m_remoteEndpoint;
   bool m_remoteSbatch = false;  // the host has sbatch
   bool m_remoteBusy = false;    // the window is starting one on the host
+  QString m_remoteRun;          // the host's run followed in the run view
+  int64_t m_remoteRunMaxSteps = 0;
   QPushButton* m_stop = nullptr;
   QWidget* m_formArea = nullptr;
   QSplitter* m_split = nullptr;

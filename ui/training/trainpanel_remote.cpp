@@ -12,11 +12,14 @@
 #include <stdexcept>
 
 #include "ckpt/remote/remote_path.h"
+#include "ckpt/trainapi/job_types.h"
+#include "curves/curverun.h"
 #include "remote/remotefolder.h"
 #include "training/configform.h"
 #include "training/finetunepage.h"
 #include "training/newrunpage.h"
 #include "training/resumepage.h"
+#include "training/runview.h"
 #include "training/trainpanel.h"
 
 namespace ckpt {
@@ -79,6 +82,12 @@ std::optional<RemoteTrainStart> TrainPanel::remoteRequest(QString* error, QStrin
       return fail(
           tr("data: the fine-tuning data, a path on %1").arg(QString::fromStdString(where->host)),
           QStringLiteral("path"));
+    // The agent has no tokenizer field: the trainer uses the checkpoint's.
+    // Said rather than dropped.
+    if (!m_finetune->tokenizerEdit()->text().trimmed().isEmpty())
+      return fail(tr("tokenizer: a run on %1 uses the checkpoint's tokenizer; clear the field")
+                      .arg(QString::fromStdString(where->host)),
+                  QStringLiteral("tokenizer"));
     r.stage = m_finetune->stageEdit()->text().trimmed().toStdString();
     bool ok = false;
     const double lr = m_finetune->learningRateEdit()->text().trimmed().toDouble(&ok);
@@ -166,6 +175,52 @@ void TrainPanel::remoteStartFinished(bool ok, const QString& message) {
   showStatus(message, !ok);
   appendLog(message);
   revalidate();
+}
+
+void TrainPanel::followRemoteRun(const QString& runDir, const QString& title, int64_t maxSteps) {
+  m_remoteRun = runDir;
+  m_remoteRunMaxSteps = maxSteps;
+  m_run->clear();
+  m_run->setTitle(title);
+  m_run->showCharts();
+}
+
+void TrainPanel::showRemoteRun(const CurveRun& run) {
+  if (m_remoteRun.isEmpty() || run.path != m_remoteRun) return;
+  LiveCurves::History h;
+  int64_t first = -1;
+  int64_t last = -1;
+  auto take = [&](const char* metric, QVector<double>& steps, QVector<double>& values) {
+    const MetricSeries* s = run.find(metric);
+    if (!s) return false;
+    for (size_t i = 0; i < s->points.size(); ++i) {
+      const MetricPoint p = s->points[i];
+      steps.push_back(double(p.step));
+      values.push_back(p.value);
+      first = first < 0 ? p.step : std::min(first, p.step);
+      last = std::max(last, p.step);
+    }
+    return true;
+  };
+  take("loss", h.lossSteps, h.loss);
+  take("val_loss", h.valLossSteps, h.valLoss);
+  if (!take("lr", h.lrSteps, h.lr)) take("learning_rate", h.lrSteps, h.lr);
+  if (last < 0) return;  // nothing logged yet
+  // The whole series each time (a few thousand points at most): what the
+  // Curves tab holds is the truth, appended or reread.
+  const int64_t maxSteps = std::max(m_remoteRunMaxSteps, last);
+  m_run->setStepRange(first, maxSteps);
+  LiveCurves* curves = m_run->curves();
+  curves->clear();
+  curves->setStepRange(double(first), double(maxSteps));
+  curves->addHistory(h);
+  StepReport r;
+  r.step = last;
+  r.maxSteps = maxSteps;
+  if (!h.loss.isEmpty()) r.loss = h.loss.back();
+  if (!h.lr.isEmpty()) r.learningRate = h.lr.back();
+  if (!h.valLoss.isEmpty() && int64_t(h.valLossSteps.back()) == last) r.valLoss = h.valLoss.back();
+  m_run->showStep(r);
 }
 
 }  // namespace ckpt
