@@ -24,6 +24,7 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <QScopeGuard>
 #include <QSpinBox>
 #include <QTemporaryDir>
 #include <QTimer>
@@ -219,6 +220,10 @@ class TestRemoteTrainApp : public QObject {
     const QByteArray parentMetrics = readAll(m_exp + "/runs/tiny/metrics.jsonl");
     qint64 pid = 0;
     int64_t shown = -1;
+    // A check that fails leaves no trainer writing on "the host".
+    const auto stopTrainer = qScopeGuard([&pid] {
+      if (pid > 0 && running(pid)) ::kill(pid_t(pid), SIGKILL);
+    });
     {
       MainWindow w;
       QVERIFY(openWindow(w));
@@ -306,7 +311,8 @@ class TestRemoteTrainApp : public QObject {
     ckpt::TrainPanel* panel = w.trainPanel();
     QTRY_VERIFY(panel->isVisible());
     QCOMPARE(panel->finetuneCheckpointEdit()->text(), remote(final));
-    // No data of this machine offered: the host's is typed.
+    // Without data it cannot start, and says the data is the host's.
+    typeInto(panel->finetuneDataEdit(), QString());
     QVERIFY2(panel->validationError().startsWith("data: the fine-tuning data, a path on 127.0.0.1"),
              qPrintable(panel->validationError()));
     QVERIFY(!panel->startButton()->isEnabled());
