@@ -61,7 +61,8 @@ void MainWindow::startRemoteTraining(const RemoteTrainStart& start) {
     return;
   }
   const QString host = fromStd(where->host);
-  statusBar()->showMessage(tr("Starting on %1...").arg(host));
+  statusBar()->showMessage(start.sbatch ? tr("Asking %1 for the batch script...").arg(host)
+                                        : tr("Starting on %1...").arg(host));
   remote::LaunchRequest request = start.request;
   request.waitMs = 60000;  // the answer once it trains (or failed), at most a minute
   m_remote->launch.start(

@@ -442,6 +442,8 @@ void TrainPanel::revalidate() {
   }
   m_sbatch->hide();
   m_start->setText(tr("Start"));
+  m_threads->setEnabled(!isRunning());
+  m_processes->setEnabled(!isRunning());
   QString error;
   QStringList keys;
   const bool ok = request(&error, &keys).has_value();

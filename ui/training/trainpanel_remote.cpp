@@ -6,6 +6,7 @@
 #include <QCheckBox>
 #include <QLabel>
 #include <QLineEdit>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QTabWidget>
@@ -139,6 +140,18 @@ void TrainPanel::revalidateRemote() {
   } catch (const std::invalid_argument&) {
   }
   m_sbatch->setVisible(slurm);
+  // This machine's threads and processes are not the host's: not sent.
+  m_threads->setEnabled(false);
+  m_processes->setEnabled(false);
+  // The trainer is the host's: this machine lacking its training plugin
+  // (said when the tab was first shown) does not matter here.
+  if (!host.isEmpty() && m_remoteRun.isEmpty() && !isRunning() &&
+      m_run->title() == tr("Training is not available")) {
+    m_run->setTitle(tr("Runs on %1").arg(host));
+    showStatus(tr("ckptscope-cli on %1 trains it: this machine's training plugin is not needed.")
+                   .arg(host),
+               false);
+  }
   const bool sbatch = slurm && m_sbatch->isChecked();
   m_start->setText(host.isEmpty() ? tr("Start")
                    : sbatch       ? tr("Submit on %1…").arg(host)
@@ -180,9 +193,12 @@ void TrainPanel::remoteStartFinished(bool ok, const QString& message) {
 void TrainPanel::followRemoteRun(const QString& runDir, const QString& title, int64_t maxSteps) {
   m_remoteRun = runDir;
   m_remoteRunMaxSteps = maxSteps;
+  const QString said = statusText();  // how it started, kept in the log
   m_run->clear();
+  m_run->progressBar()->setTextVisible(false);  // no step yet (a job may wait in the queue)
   m_run->setTitle(title);
   m_run->showCharts();
+  appendLog(said);
 }
 
 void TrainPanel::showRemoteRun(const CurveRun& run) {
@@ -220,6 +236,8 @@ void TrainPanel::showRemoteRun(const CurveRun& run) {
   if (!h.loss.isEmpty()) r.loss = h.loss.back();
   if (!h.lr.isEmpty()) r.learningRate = h.lr.back();
   if (!h.valLoss.isEmpty() && int64_t(h.valLossSteps.back()) == last) r.valLoss = h.valLoss.back();
+  if (const MetricSeries* speed = run.find("tokens_per_sec"); speed && speed->points.size())
+    r.tokensPerSecond = speed->points[speed->points.size() - 1].value;
   m_run->showStep(r);
 }
 
