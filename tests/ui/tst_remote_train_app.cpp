@@ -235,7 +235,7 @@ class TestRemoteTrainApp : public QObject {
       ckpt::TrainPanel* panel = w.trainPanel();
       QTRY_VERIFY(panel->isVisible());
       QCOMPARE(panel->resumeCheckpointEdit()->text(), remote(older));
-      QVERIFY2(panel->resumePlanText().startsWith("On 127.0.0.1: Start starts the resume there"),
+      QVERIFY2(panel->resumePlanText().startsWith("On 127.0.0.1: Start runs the resume there, detached"),
                qPrintable(panel->resumePlanText()));
       // This host has no sbatch: no SLURM box.
       QVERIFY(!panel->sbatchBox()->isVisible());

@@ -71,7 +71,7 @@ void FinetunePage::updatePlan() {
   const QString ckpt = m_checkpoint->text().trimmed();
   const bool remote = isRemoteLocation(ckpt);
   m_plan->setText(remote ? remoteTrainText(ckpt, tr("fine-tune")) + " " +
-                               tr("The output folder must be new (nothing is overwritten).")
+                               tr("Its output folder must be new.")
                          : QString());
   m_plan->setVisible(remote);
 }

@@ -102,9 +102,8 @@ QString remoteTrainText(const QString& location, const QString& what) {
   }
   return QCoreApplication::translate(
              "ckpt::trainui",
-             "On %1: Start starts the %2 there (ckptscope-cli on the host), detached from this "
-             "app: closing the app does not stop it, and its curves are followed here. Paths "
-             "(data, output) are on %1.")
+             "On %1: Start runs the %2 there, detached from this app (closing it does not stop "
+             "the run); its curves are followed here. Paths are %1's.")
       .arg(host, what);
 }
 

@@ -83,9 +83,8 @@ void ResumePage::updatePlan() {
     // The host plans it (the same rules): said here in words.
     m_inPlace->setChecked(false);
     m_inPlace->setEnabled(false);
-    m_plan->setText(remoteTrainText(ckpt, tr("resume")) + " " +
-                    tr("From the run's newest checkpoint it continues in the run's folder; from "
-                       "an older one as a new run <run>@<step> beside it, the run left as it is."));
+    // Where it writes is said below (the page's note): the same rules there.
+    m_plan->setText(remoteTrainText(ckpt, tr("resume")));
     return;
   }
   if (ckpt.isEmpty() || !QFileInfo(ckpt).isFile()) {
