@@ -152,10 +152,9 @@ void MainWindow::submitRemoteTraining(const RemoteTrainStart& start, const QStri
                       .arg(host, fromStd(r.jobId), fromStd(r.runName), fromStd(r.runDir),
                            fromStd(r.scriptFile), fromStd(r.log)));
         statusBar()->showMessage(tr("Job %1 submitted on %2").arg(fromStd(r.jobId), host), 10000);
-        followRemoteTraining(at, fromStd(r.runDir),
-                             tr("%1 on %2: SLURM job %3").arg(fromStd(r.runName), host,
-                                                              fromStd(r.jobId)),
-                             maxSteps);
+        followRemoteTraining(
+            at, fromStd(r.runDir),
+            tr("%1 on %2: SLURM job %3").arg(fromStd(r.runName), host, fromStd(r.jobId)), maxSteps);
       });
 }
 

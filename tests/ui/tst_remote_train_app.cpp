@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <qcustomplot.h>
 #include <QAbstractButton>
 #include <QApplication>
 #include <QCheckBox>
@@ -38,7 +39,6 @@
 #include "browser/checkpointlistmodel.h"
 #include "curves/curvesview.h"
 #include "mainwindow.h"
-#include <qcustomplot.h>
 #include "training/livecurves.h"
 #include "training/remotelaunch.h"
 #include "training/runview.h"
@@ -235,8 +235,9 @@ class TestRemoteTrainApp : public QObject {
       ckpt::TrainPanel* panel = w.trainPanel();
       QTRY_VERIFY(panel->isVisible());
       QCOMPARE(panel->resumeCheckpointEdit()->text(), remote(older));
-      QVERIFY2(panel->resumePlanText().startsWith("On 127.0.0.1: Start runs the resume there, detached"),
-               qPrintable(panel->resumePlanText()));
+      QVERIFY2(
+          panel->resumePlanText().startsWith("On 127.0.0.1: Start runs the resume there, detached"),
+          qPrintable(panel->resumePlanText()));
       // This host has no sbatch: no SLURM box.
       QVERIFY(!panel->sbatchBox()->isVisible());
       // max_steps typed: enough steps that it still trains when the window closes.
@@ -264,7 +265,8 @@ class TestRemoteTrainApp : public QObject {
       // The new run in the browser, its lines on the Curves tab and on the
       // Train tab's chart as they are written.
       QTRY_VERIFY_WITH_TIMEOUT(lastStep(w.curvesView(), branch, "loss") >= 20, 60000);
-      QTRY_VERIFY_WITH_TIMEOUT(w.checkpointModel()->indexOfPath(branch + "/tiny@2_step4.pt").isValid(), 30000);
+      QTRY_VERIFY_WITH_TIMEOUT(
+          w.checkpointModel()->indexOfPath(branch + "/tiny@2_step4.pt").isValid(), 30000);
       shown = lastStep(w.curvesView(), branch, "loss");
       QVERIFY(shown <= lastLoggedStep(branch + "/metrics.jsonl"));
       QTRY_VERIFY_WITH_TIMEOUT(chartLastStep(panel) >= double(shown), 10000);
@@ -343,8 +345,7 @@ class TestRemoteTrainApp : public QObject {
       QTest::keyClicks(editor, "#SBATCH --partition=edited");
       QTest::keyClick(editor, Qt::Key_Return);
       edited = editor->toPlainText();
-      QPushButton* submit =
-          dialog->findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok);
+      QPushButton* submit = dialog->findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Ok);
       QTest::mouseClick(submit, Qt::LeftButton);
     });
     driver.start();
