@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "browser/checkpointlistmodel.h"
 #include "ckpt/remote/agent_client.h"
 #include "ckpt/remote/launch_wire.h"
 #include "curves/curvesview.h"
@@ -175,9 +176,18 @@ void MainWindow::followRemoteTraining(const remote::RemotePath& at, const QStrin
 }
 
 void MainWindow::showRemoteTrainingRun() {
-  if (m_train->remoteRunDir().isEmpty()) return;
-  for (const CurveRun& r : m_curves->runs())
-    if (!r.remote.isEmpty() && r.path == m_train->remoteRunDir()) m_train->showRemoteRun(r);
+  const QString dir = m_train->remoteRunDir();
+  if (dir.isEmpty()) return;
+  for (const CurveRun& r : m_curves->runs()) {
+    if (r.remote.isEmpty() || r.path != dir) continue;
+    // Its final checkpoint in the browser: the trainer has finished there.
+    QString final;
+    for (const BrowseGroup& g : m_model->groups())
+      if (g.path == dir)
+        for (const CheckpointEntry& c : g.checkpoints)
+          if (c.kind == CheckpointKind::Final) final = pathFromStd(c.path);
+    m_train->showRemoteRun(r, final);
+  }
 }
 
 }  // namespace ckpt

@@ -29,6 +29,7 @@
 #include <QSpinBox>
 #include <QTemporaryDir>
 #include <QTimer>
+#include <QToolButton>
 #include <QTreeView>
 #include <QtTest>
 #include <fstream>
@@ -318,6 +319,10 @@ class TestRemoteTrainApp : public QObject {
     QVERIFY2(panel->validationError().startsWith("data: the fine-tuning data, a path on 127.0.0.1"),
              qPrintable(panel->validationError()));
     QVERIFY(!panel->startButton()->isEnabled());
+    // The host's paths are typed: this machine's file dialogs are off.
+    const auto browse = panel->finetuneDataEdit()->parentWidget()->findChildren<QToolButton*>();
+    QVERIFY(!browse.isEmpty());
+    for (QToolButton* b : browse) QVERIFY(!b->isEnabled());
     typeInto(panel->finetuneDataEdit(), m_exp + "/corpus.txt");
     QTRY_VERIFY(panel->startButton()->isEnabled());
 
@@ -402,6 +407,26 @@ class TestRemoteTrainApp : public QObject {
              QStringList{"notes.txt"});
     QCOMPARE(readAll(taken + "/notes.txt"), QByteArray("mine\n"));
     QTRY_VERIFY(start->isEnabled());  // it can be corrected and started again
+
+    // Corrected: a new folder and three steps. It starts, runs to its end
+    // there, and the Train tab says so once its final checkpoint is listed.
+    const QString runDir = m_exp + "/runs/tiny-ft";
+    typeInto(panel->finetuneOutputEdit(), runDir);
+    QSpinBox* steps = panel->finetuneMaxStepsBox();
+    steps->setFocus();
+    steps->selectAll();
+    QTest::keyClicks(steps, "3");
+    QCOMPARE(steps->value(), 3);
+    QTRY_VERIFY(start->isEnabled());
+    QTest::mouseClick(start, Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(panel->statusText().startsWith("Finished on the host at step 3: "),
+                             90000);
+    const QString written = panel->statusText().section(": ", 1);
+    QVERIFY2(written.startsWith(runDir + "/") && written.endsWith("_final.pt"),
+             qPrintable(written));
+    const QString runName = QFileInfo(written).fileName().chopped(int(qstrlen("_final.pt")));
+    QCOMPARE(torchMeta(written), "3 " + runName.toUtf8());
+    QVERIFY(panel->logText().contains("Started on 127.0.0.1 (pid "));
   }
 };
 

@@ -15,6 +15,7 @@
 #include <QSplitter>
 #include <QStandardItemModel>
 #include <QTabWidget>
+#include <QToolButton>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
 #include <cmath>
@@ -444,6 +445,10 @@ void TrainPanel::revalidate() {
   m_start->setText(tr("Start"));
   m_threads->setEnabled(!isRunning());
   m_processes->setEnabled(!isRunning());
+  for (QToolButton* b : m_modes->currentWidget()->findChildren<QToolButton*>()) {
+    b->setEnabled(true);
+    b->setToolTip(QString());
+  }
   QString error;
   QStringList keys;
   const bool ok = request(&error, &keys).has_value();

@@ -134,7 +134,9 @@ class TrainPanel : public QWidget {
   // charts what the window reads of its metrics.jsonl (showRemoteRun, each
   // time its curve on the Curves tab grows). `maxSteps` 0: not known here.
   void followRemoteRun(const QString& runDir, const QString& title, int64_t maxSteps);
-  void showRemoteRun(const CurveRun& run);
+  // `finalCheckpoint`: the run's final checkpoint as the browser lists it
+  // ("" while it trains): it has finished there.
+  void showRemoteRun(const CurveRun& run, const QString& finalCheckpoint);
   // The host's folder of the run followed ("" when none).
   [[nodiscard]] QString remoteRunDir() const { return m_remoteRun; }
 
@@ -211,6 +213,7 @@ class TrainPanel : public QWidget {
   bool m_remoteBusy = false;    // the window is starting one on the host
   QString m_remoteRun;          // the host's run followed in the run view
   int64_t m_remoteRunMaxSteps = 0;
+  bool m_remoteRunDone = false;  // its final checkpoint has been seen
   QPushButton* m_stop = nullptr;
   QWidget* m_formArea = nullptr;
   QSplitter* m_split = nullptr;

@@ -10,6 +10,7 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QTabWidget>
+#include <QToolButton>
 #include <stdexcept>
 
 #include "ckpt/remote/remote_path.h"
@@ -140,6 +141,15 @@ void TrainPanel::revalidateRemote() {
   } catch (const std::invalid_argument&) {
   }
   m_sbatch->setVisible(slurm);
+  // This machine's file dialogs cannot browse the host: its paths are typed.
+  QLineEdit* checkpoint =
+      (mode() == Mode::Finetune ? m_finetune->checkpointEdit() : m_resume->checkpointEdit());
+  for (QToolButton* b : m_modes->currentWidget()->findChildren<QToolButton*>()) {
+    if (b->parentWidget() == checkpoint->parentWidget()) continue;  // a local one may be picked
+    b->setEnabled(false);
+    b->setToolTip(
+        tr("A path on %1: typed here (this machine's file dialog cannot browse it)").arg(host));
+  }
   // This machine's threads and processes are not the host's: not sent.
   m_threads->setEnabled(false);
   m_processes->setEnabled(false);
@@ -193,6 +203,7 @@ void TrainPanel::remoteStartFinished(bool ok, const QString& message) {
 void TrainPanel::followRemoteRun(const QString& runDir, const QString& title, int64_t maxSteps) {
   m_remoteRun = runDir;
   m_remoteRunMaxSteps = maxSteps;
+  m_remoteRunDone = false;
   const QString said = statusText();  // how it started, kept in the log
   m_run->clear();
   m_run->progressBar()->setTextVisible(false);  // no step yet (a job may wait in the queue)
@@ -201,7 +212,7 @@ void TrainPanel::followRemoteRun(const QString& runDir, const QString& title, in
   appendLog(said);
 }
 
-void TrainPanel::showRemoteRun(const CurveRun& run) {
+void TrainPanel::showRemoteRun(const CurveRun& run, const QString& finalCheckpoint) {
   if (m_remoteRun.isEmpty() || run.path != m_remoteRun) return;
   LiveCurves::History h;
   int64_t first = -1;
@@ -239,6 +250,12 @@ void TrainPanel::showRemoteRun(const CurveRun& run) {
   if (const MetricSeries* speed = run.find("tokens_per_sec"); speed && speed->points.size())
     r.tokensPerSecond = speed->points[speed->points.size() - 1].value;
   m_run->showStep(r);
+  if (!finalCheckpoint.isEmpty() && !m_remoteRunDone) {
+    m_remoteRunDone = true;
+    const QString done = tr("Finished on the host at step %1: %2").arg(last).arg(finalCheckpoint);
+    showStatus(done, false);
+    appendLog(done);
+  }
 }
 
 }  // namespace ckpt
