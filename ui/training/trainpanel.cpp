@@ -445,6 +445,7 @@ void TrainPanel::revalidate() {
   m_start->setText(tr("Start"));
   m_threads->setEnabled(!isRunning());
   m_processes->setEnabled(!isRunning());
+  m_deviceNote->show();
   for (QToolButton* b : m_modes->currentWidget()->findChildren<QToolButton*>()) {
     b->setEnabled(true);
     b->setToolTip(QString());

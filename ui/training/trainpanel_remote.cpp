@@ -153,6 +153,7 @@ void TrainPanel::revalidateRemote() {
   // This machine's threads and processes are not the host's: not sent.
   m_threads->setEnabled(false);
   m_processes->setEnabled(false);
+  m_deviceNote->hide();  // this machine's LibTorch and devices
   // The trainer is the host's: this machine lacking its training plugin
   // (said when the tab was first shown) does not matter here.
   if (!host.isEmpty() && m_remoteRun.isEmpty() && !isRunning() &&
