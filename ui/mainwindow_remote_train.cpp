@@ -91,16 +91,18 @@ void MainWindow::startRemoteTraining(const RemoteTrainStart& start) {
         if (answer->plan) {
           // SLURM: the script the host proposes, shown to edit, submitted on OK.
           if (!answer->plan->sbatch) {
-            m_train->remoteStartFinished(
-                false,
-                tr("sbatch is not on the PATH on %1: SLURM cannot take the job there").arg(host));
+            const QString message =
+                tr("sbatch is not on the PATH on %1: SLURM cannot take the job there").arg(host);
+            statusBar()->showMessage(message, 10000);
+            m_train->remoteStartFinished(false, message);
             return;
           }
           SbatchDialog dialog(host, fromStd(answer->plan->runDir), fromStd(answer->plan->script),
                               this);
           if (dialog.exec() != QDialog::Accepted) {
-            m_train->remoteStartFinished(false,
-                                         tr("Not submitted: nothing was written on %1").arg(host));
+            const QString message = tr("Not submitted: nothing was written on %1").arg(host);
+            statusBar()->showMessage(message, 10000);
+            m_train->remoteStartFinished(false, message);
             return;
           }
           submitRemoteTraining(start, dialog.script());
