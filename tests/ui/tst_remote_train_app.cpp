@@ -332,7 +332,26 @@ class TestRemoteTrainApp : public QObject {
     QVERIFY(slurm->isChecked());
     QCOMPARE(panel->startButton()->text(), QString("Submit on 127.0.0.1…"));
 
-    // The dialog is modal: driven from a timer while it is up.
+    // The dialog is modal: driven from a timer while it is up. First
+    // Cancel: nothing is written on the host.
+    QTimer canceller;
+    canceller.setInterval(100);
+    connect(&canceller, &QTimer::timeout, this, [&] {
+      auto* dialog = qobject_cast<ckpt::SbatchDialog*>(QApplication::activeModalWidget());
+      if (!dialog || !dialog->isVisible()) return;
+      canceller.stop();
+      QTest::mouseClick(dialog->findChild<QDialogButtonBox*>()->button(QDialogButtonBox::Cancel),
+                        Qt::LeftButton);
+    });
+    canceller.start();
+    QTest::mouseClick(panel->startButton(), Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(panel->statusText(),
+                              QString("Not submitted: nothing was written on 127.0.0.1"), 60000);
+    QVERIFY(!QDir(runDir).exists());
+    QVERIFY(!QFile::exists(m_tmp.path() + "/sbatch.argv"));
+    QTRY_VERIFY(panel->startButton()->isEnabled());
+
+    // Then edited and submitted.
     QString proposed, edited, title;
     QTimer driver;
     driver.setInterval(100);
