@@ -192,6 +192,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
   connect(&m_curvesRefresh, &QTimer::timeout, this, &MainWindow::refreshCurves);
 
   setUpRemote();
+  setUpRemoteTraining();
 }
 
 MainWindow::~MainWindow() {

@@ -30,6 +30,9 @@ class CurvesView;
 class RunWatcher;
 class InspectorWidget;
 struct RemoteSession;
+namespace remote {
+struct RemotePath;
+}
 
 // The CkptScope window: the experiments browser (a dock: runs, stage
 // families and checkpoints under the opened paths, with a filter box); in
@@ -198,6 +201,16 @@ class MainWindow : public QMainWindow {
   void leaveRemote();  // a local open: the watch stops
   void followRemote(const QStringList& paths, bool everything);
   void onRemoteFollowed(struct RemoteRefresh result, bool rows);
+  // mainwindow_remote_train.cpp: Resume / Fine-tune of a remote checkpoint,
+  // started on its host (detached), or submitted to SLURM there.
+  void setUpRemoteTraining();
+  void startRemoteTraining(const struct RemoteTrainStart& start);
+  void submitRemoteTraining(const struct RemoteTrainStart& start, const QString& script);
+  // The run started there, followed: its row and curves here (the folder
+  // that holds it is opened when the one shown does not), its chart on the Train tab.
+  void followRemoteTraining(const remote::RemotePath& at, const QString& runDir,
+                            const QString& title, int64_t maxSteps);
+  void showRemoteTrainingRun();  // the Train tab's chart from the Curves tab's run
 
   CheckpointListModel* m_model = nullptr;
   BrowserPanel* m_browser = nullptr;

@@ -16,6 +16,8 @@
 #include "export/exportdialog.h"
 #include "generate/generatepanel.h"
 #include "mainwindow.h"
+#include "remote/remotefolder.h"
+#include "remote/remotesession.h"
 #include "textformat.h"
 #include "training/trainpanel.h"
 
@@ -87,6 +89,16 @@ bool MainWindow::exportSelected() {
 // is the person's own click.
 bool MainWindow::resumeSelected() {
   const QStringList selected = selectedCheckpoints();
+  if (isRemote()) {
+    // On the host: the page names it by its location, and Start starts it there.
+    if (selected.size() != 1) {
+      statusBar()->showMessage(tr("Select one checkpoint to resume on the host"), 5000);
+      return false;
+    }
+    m_train->prepareResume(remoteLocation(*m_remote->where, pathToStd(selected[0])));
+    showTrain();
+    return true;
+  }
   if (selected.size() == 1) {
     m_train->prepareResume(selected[0]);
     showTrain();
@@ -130,7 +142,8 @@ bool MainWindow::finetuneSelected() {
     statusBar()->showMessage(tr("Select one checkpoint to fine-tune"), 5000);
     return false;
   }
-  m_train->prepareFinetune(selected[0]);
+  m_train->prepareFinetune(isRemote() ? remoteLocation(*m_remote->where, pathToStd(selected[0]))
+                                      : selected[0]);
   showTrain();
   return true;
 }

@@ -148,6 +148,7 @@ void MainWindow::onRemoteFollowed(RemoteRefresh result, bool rows) {
       status = tr("%1 new on the host").arg(countText(points, "point", "points"));
   }
   if (!status.isEmpty()) statusBar()->showMessage(status, 10000);
+  showRemoteTrainingRun();
 }
 
 }  // namespace ckpt

@@ -28,6 +28,7 @@
 #include "remote/remotefolder.h"
 #include "remote/remotesession.h"
 #include "textformat.h"
+#include "training/trainpanel.h"
 
 namespace ckpt {
 
@@ -90,10 +91,15 @@ bool MainWindow::openRemote(const QString& location) {
   for (const CurveRun& r : m_curves->runs()) shownRuns.push_back(r.path);
   auto work = [connections = m_remote->connections, at = *where, refresh, files = m_remote->files,
                shownRuns](JobProgress& progress) {
-    if (refresh) return refreshRemoteFolder(*connections, at, files, shownRuns, progress);
     RemoteRefresh loaded;
-    loaded.folder = loadRemoteFolder(*connections, at, progress);
-    loaded.reloaded = true;
+    if (refresh) {
+      loaded = refreshRemoteFolder(*connections, at, files, shownRuns, progress);
+    } else {
+      loaded.folder = loadRemoteFolder(*connections, at, progress);
+      loaded.reloaded = true;
+    }
+    // The Train tab offers SLURM where the host has it.
+    loaded.sbatch = connections->hello(at).value("sbatch", false);
     return loaded;
   };
   m_remote->job.start(
@@ -162,6 +168,7 @@ void MainWindow::onRemoteFinished(JobOutcome outcome, std::optional<RemoteRefres
     finishLoading();
     return;
   }
+  if (m_remote->where) m_train->setRemoteHost(fromStd(m_remote->where->endpoint()), result->sbatch);
   m_remote->files = std::move(result->folder.files);
   m_remote->curvesReloaded = result->reloaded;
   m_remote->curves = std::move(result->folder.curves);
@@ -287,6 +294,7 @@ void MainWindow::showRemoteCheckpoint(const CheckpointEntry& checkpoint, const B
   const QString location = remoteLocation(where, checkpoint.path);
   m_summaryPath = location;
   m_summaryPending = true;
+  m_train->setSelectedCheckpoint(location);  // Resume / Fine-tune start it on the host
   m_remote->describing = true;
   updateRemoteCancel();
   statusBar()->showMessage(tr("Reading %1 on the host...").arg(location));

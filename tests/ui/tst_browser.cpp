@@ -94,6 +94,7 @@ class TestBrowser : public QObject {
   void initTestCase();
   void stageFamilies();
   void familyJoinsLive();
+  void updateRunWithManyCheckpoints();
   void filterSubstringAndRegex();
   void watcherAddsCopiedCheckpoint();
   void watcherWaitsForHalfWrittenFile();
@@ -201,6 +202,54 @@ void TestBrowser::familyJoinsLive() {
   QVERIFY(model.removeRun("/x/gpt-sft"));
   QCOMPARE(model.rowCount(fam), 2);
   QCOMPARE(model.checkpointCount(), size_t(3));
+}
+
+void TestBrowser::updateRunWithManyCheckpoints() {
+  // A followed run that saves often (a trainer on a host saving every few
+  // steps): one more checkpoint is one row inserted, and the rows kept are
+  // said changed once, as one range, not once each (each made the view
+  // measure every row: minutes of a frozen window at a few thousand).
+  CheckpointListModel model;
+  QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+  BrowseGroup g;
+  g.name = "tiny@2";
+  g.path = "/x/tiny@2";
+  auto add = [&g](int step) {
+    CheckpointEntry c;
+    c.file = QString("tiny@2_step%1.pt").arg(step).toStdString();
+    c.path = "/x/tiny@2/" + c.file;
+    c.step = step;
+    g.checkpoints.push_back(c);
+  };
+  const int kept = 3000;
+  for (int i = 1; i <= kept; ++i) add(2 * i);
+  model.setGroups({g});
+  const QModelIndex run = model.index(0, 0);
+  QCOMPARE(model.rowCount(run), kept);
+  add(2 * kept + 2);
+  QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
+  QSignalSpy inserted(&model, &QAbstractItemModel::rowsInserted);
+  QSignalSpy removed(&model, &QAbstractItemModel::rowsRemoved);
+  model.updateRun(g);
+  QCOMPARE(model.rowCount(run), kept + 1);
+  QCOMPARE(inserted.count(), 1);
+  QCOMPARE(inserted.front().at(1).toInt(), kept);
+  QCOMPARE(removed.count(), 0);
+  QCOMPARE(changed.count(), 1);
+  QCOMPARE(changed.front().at(0).value<QModelIndex>(), model.index(0, 0, run));
+  QCOMPARE(changed.front().at(1).value<QModelIndex>().row(), kept - 1);
+  QCOMPARE(model.index(kept, 0, run).data().toString(),
+           QString("tiny@2_step%1.pt").arg(2 * kept + 2));
+  // One gone from the middle (step 22): one row removed, the others kept in order.
+  g.checkpoints.erase(g.checkpoints.begin() + 10);
+  changed.clear();
+  removed.clear();
+  model.updateRun(g);
+  QCOMPARE(removed.count(), 1);
+  QCOMPARE(removed.front().at(1).toInt(), 10);
+  QCOMPARE(changed.count(), 1);
+  QCOMPARE(model.rowCount(run), kept);
+  QCOMPARE(model.index(10, 0, run).data().toString(), QString("tiny@2_step24.pt"));
 }
 
 void TestBrowser::filterSubstringAndRegex() {

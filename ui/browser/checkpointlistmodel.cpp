@@ -11,6 +11,7 @@
 #include <QStyle>
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "browser/runsummary.h"
 #include "ckpt/index/experiment.h"
@@ -296,26 +297,30 @@ void CheckpointListModel::updateRun(BrowseGroup run) {
     g->group.hparamFiles = run.hparamFiles;
     emit dataChanged(parent, indexOf(g, int(Column::Count) - 1));
   }
-  // Removed files first (from the end, so rows stay valid).
-  auto isWanted = [&wanted](const QString& path) {
-    return std::any_of(wanted.begin(), wanted.end(),
-                       [&](const CheckpointEntry& c) { return pathFromStd(c.path) == path; });
-  };
+  // Removed files first (from the end, so rows stay valid). A run that
+  // saves often (a followed run on a host) has thousands: a set, not a scan.
+  std::set<std::string> wantedPaths;
+  for (const CheckpointEntry& c : wanted) wantedPaths.insert(c.path);
   for (int r = int(g->children.size()) - 1; r >= 0; --r) {
-    if (isWanted(pathFromStd(g->children[size_t(r)]->checkpoint.path))) continue;
+    if (wantedPaths.count(g->children[size_t(r)]->checkpoint.path)) continue;
     beginRemoveRows(parent, r, r);
     g->remove(size_t(r));
     endRemoveRows();
   }
   // What is left is in the old order; where that is not the new order (a
-  // step changed), the rows are taken out and put back.
+  // step changed), the rows are taken out and put back. The rows kept are
+  // said changed once, as one range (one per row made the view measure
+  // every row for each).
+  int firstKept = -1;
+  int lastKept = -1;
   for (size_t i = 0; i < wanted.size(); ++i) {
     const QString path = pathFromStd(wanted[i].path);
     const bool same =
         i < g->children.size() && pathFromStd(g->children[i]->checkpoint.path) == path;
     if (same) {
       g->children[i]->checkpoint = std::move(wanted[i]);
-      emit dataChanged(index(int(i), 0, parent), index(int(i), int(Column::Count) - 1, parent));
+      if (firstKept < 0) firstKept = int(i);
+      lastKept = int(i);
       continue;
     }
     auto later = std::find_if(
@@ -331,6 +336,10 @@ void CheckpointListModel::updateRun(BrowseGroup run) {
     g->add(checkpointNode(std::move(wanted[i])), i);
     endInsertRows();
   }
+  // Rows before a kept one never move (inserts and removals are at or after
+  // the row being placed), so the range still holds them.
+  if (firstKept >= 0)
+    emit dataChanged(index(firstKept, 0, parent), index(lastKept, int(Column::Count) - 1, parent));
 }
 
 bool CheckpointListModel::removeRun(const QString& path) {

@@ -87,6 +87,13 @@ std::vector<RunMetrics> RemoteConnections::metrics(const remote::RemotePath& whe
   return runs;
 }
 
+RemoteConnections::Json RemoteConnections::hello(const remote::RemotePath& where) {
+  const std::shared_ptr<Host> h = host(where.endpoint());
+  std::lock_guard lock(h->mutex);
+  if (!h->agent) start(*h, where);
+  return h->agent->hello();
+}
+
 bool RemoteConnections::isConnected(const remote::RemotePath& where) {
   const std::shared_ptr<Host> h = host(where.endpoint());
   std::lock_guard lock(h->mutex);

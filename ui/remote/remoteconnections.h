@@ -42,6 +42,10 @@ class RemoteConnections {
                                   const remote::AgentClient::ProgressFn& progress = {},
                                   const remote::AgentClient::CancelFn& cancelled = {});
 
+  // What the agent of `where`'s host said to hello (started when there is
+  // none): its version, and whether sbatch is there ("sbatch").
+  Json hello(const remote::RemotePath& where);
+
   // Whether an agent of `where`'s host is running now.
   [[nodiscard]] bool isConnected(const remote::RemotePath& where);
 

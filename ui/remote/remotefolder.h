@@ -64,6 +64,7 @@ struct RemoteBatch {
 struct RemoteRefresh {
   RemoteFolder folder;  // groups always; curves only when `reloaded`
   bool reloaded = false;
+  bool sbatch = false;  // the host's agent has SLURM's sbatch (hello)
   std::vector<RemoteBatch> batches;
 };
 

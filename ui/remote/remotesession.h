@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backgroundjob.h"
+#include "ckpt/remote/launch_wire.h"
 #include "ckpt/remote/remote_path.h"
 #include "remote/remoteconnections.h"
 #include "remote/remotefolder.h"
@@ -18,8 +19,15 @@
 
 namespace ckpt {
 
+// What the host answered a Resume / Fine-tune started there: the plan
+// (for SLURM: the script to show), or the run started or submitted.
+struct RemoteLaunchAnswer {
+  std::optional<remote::LaunchPlan> plan;
+  std::optional<remote::LaunchResult> result;
+};
+
 struct RemoteSession {
-  explicit RemoteSession(QObject* context) : job(context), follow(context) {}
+  explicit RemoteSession(QObject* context) : job(context), follow(context), launch(context) {}
 
   // Shared with the jobs: a job still waiting for a host when the window
   // closes keeps them alive until it returns.
@@ -39,6 +47,7 @@ struct RemoteSession {
   BackgroundJob<RemoteRefresh> follow;
   bool followPending = false;
   RefreshScope followScope{/*rows=*/false, /*rereadCurves=*/false};
+  BackgroundJob<RemoteLaunchAnswer> launch;  // mainwindow_remote_train.cpp
   bool describing = false;  // the window's summary job asks the host for a checkpoint
   bool tensorBusy = false;  // the Tensor tab's statistics are computed on the host
 };

@@ -9,6 +9,7 @@
 #include <QSettings>
 #include <QSpinBox>
 
+#include "remote/remotefolder.h"
 #include "training/trainrunner.h"
 
 namespace ckpt {
@@ -30,6 +31,7 @@ FinetunePage::FinetunePage(QWidget* parent) : QWidget(parent) {
                     chooser(this, m_data, tr("Fine-tuning data"), Pick::Directory)));
   m_tokenizer = new QLineEdit(this);
   m_tokenizer->setPlaceholderText(tr("the checkpoint's"));
+  m_tokenizer->setObjectName(QStringLiteral("tokenizer"));
   f->addRow(QStringLiteral("tokenizer"), m_tokenizer);
   m_stage = new QLineEdit(QStringLiteral("sft"), this);
   m_stage->setObjectName(QStringLiteral("stage"));
@@ -49,6 +51,29 @@ FinetunePage::FinetunePage(QWidget* parent) : QWidget(parent) {
             pathRow(this, m_out, chooser(this, m_out, tr("Output directory"), Pick::Directory)));
   for (QLineEdit* e : {m_checkpoint, m_data, m_tokenizer, m_stage, m_lr, m_out})
     connect(e, &QLineEdit::textChanged, this, &FinetunePage::changed);
+  m_plan = new QLabel(this);
+  m_plan->setObjectName(QStringLiteral("plan"));
+  m_plan->setWordWrap(true);
+  m_plan->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  QFont bold = m_plan->font();
+  bold.setBold(true);
+  m_plan->setFont(bold);
+  m_plan->hide();
+  f->insertRow(0, m_plan);
+  connect(m_checkpoint, &QLineEdit::textChanged, this, &FinetunePage::updatePlan);
+}
+
+QString FinetunePage::planText() const {
+  return m_plan->text();
+}
+
+void FinetunePage::updatePlan() {
+  const QString ckpt = m_checkpoint->text().trimmed();
+  const bool remote = isRemoteLocation(ckpt);
+  m_plan->setText(remote ? remoteTrainText(ckpt, tr("fine-tune")) + " " +
+                               tr("Its output folder must be new.")
+                         : QString());
+  m_plan->setVisible(remote);
 }
 
 std::optional<Problem> FinetunePage::fill(TrainRequest& r, const std::string& device) const {

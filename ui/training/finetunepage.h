@@ -5,6 +5,7 @@
 
 #include "training/pathrow.h"
 
+class QLabel;
 class QLineEdit;
 class QSettings;
 class QSpinBox;
@@ -23,10 +24,12 @@ class FinetunePage : public QWidget {
 
   [[nodiscard]] QLineEdit* checkpointEdit() const { return m_checkpoint; }
   [[nodiscard]] QLineEdit* dataEdit() const { return m_data; }
+  [[nodiscard]] QLineEdit* tokenizerEdit() const { return m_tokenizer; }
   [[nodiscard]] QLineEdit* stageEdit() const { return m_stage; }
   [[nodiscard]] QLineEdit* learningRateEdit() const { return m_lr; }
   [[nodiscard]] QSpinBox* maxStepsBox() const { return m_maxSteps; }
   [[nodiscard]] QLineEdit* outputEdit() const { return m_out; }
+  [[nodiscard]] QString planText() const;
 
   // Fills request.checkpoint and request.finetune for `device`; the problem
   // when it cannot start.
@@ -39,6 +42,9 @@ class FinetunePage : public QWidget {
   void changed();
 
  private:
+  void updatePlan();
+
+  QLabel* m_plan = nullptr;  // a checkpoint on another machine: where it runs
   QLineEdit* m_checkpoint = nullptr;
   QLineEdit* m_data = nullptr;
   QLineEdit* m_tokenizer = nullptr;

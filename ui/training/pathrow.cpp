@@ -10,8 +10,10 @@
 #include <QLineEdit>
 #include <QScrollArea>
 #include <QToolButton>
+#include <stdexcept>
 
 #include "ckpt/format/pickle_safety.h"
+#include "ckpt/remote/remote_path.h"
 
 namespace ckpt::trainui {
 
@@ -89,6 +91,20 @@ std::optional<Problem> checkpointProblem(const QString& path, const QString& cho
                        .arg(QFileInfo(path).fileName(), QString::fromStdString(report.summary())),
                    field};
   return std::nullopt;
+}
+
+QString remoteTrainText(const QString& location, const QString& what) {
+  QString host = location;
+  try {
+    if (const auto where = remote::parseRemotePath(location.toStdString()))
+      host = QString::fromStdString(where->host);
+  } catch (const std::invalid_argument&) {
+  }
+  return QCoreApplication::translate(
+             "ckpt::trainui",
+             "On %1: Start runs the %2 there, detached from this app (closing it does not stop "
+             "the run); its curves are followed here. Paths are %1's.")
+      .arg(host, what);
 }
 
 QString defaultOutputDir(const QString& runName) {

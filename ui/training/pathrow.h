@@ -49,6 +49,11 @@ QLineEdit* addCheckpointRows(QWidget* page, QFormLayout* form, const QString& in
 // names the field "checkpoint".
 std::optional<Problem> checkpointProblem(const QString& path, const QString& choose);
 
+// What the Resume and Fine-tune pages say of a checkpoint on another
+// machine (`location`, ssh://...): `what` ("resume") starts there, detached
+// from the app, and is followed here; paths are the host's.
+QString remoteTrainText(const QString& location, const QString& what);
+
 // ~/ckptscope-runs/<run name>: where a new run writes when no directory is given.
 QString defaultOutputDir(const QString& runName);
 

@@ -9,6 +9,7 @@
 #include <QSpinBox>
 
 #include "ckpt/index/run_plan.h"
+#include "remote/remotefolder.h"
 #include "training/trainrunner.h"
 
 namespace ckpt {
@@ -78,6 +79,14 @@ std::optional<Problem> ResumePage::fill(TrainRequest& r, const std::string& devi
 
 void ResumePage::updatePlan() {
   const QString ckpt = m_checkpoint->text().trimmed();
+  if (isRemoteLocation(ckpt)) {
+    // The host plans it (the same rules): said here in words.
+    m_inPlace->setChecked(false);
+    m_inPlace->setEnabled(false);
+    // Where it writes is said below (the page's note): the same rules there.
+    m_plan->setText(remoteTrainText(ckpt, tr("resume")));
+    return;
+  }
   if (ckpt.isEmpty() || !QFileInfo(ckpt).isFile()) {
     m_plan->clear();
     m_inPlace->setEnabled(false);

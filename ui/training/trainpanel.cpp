@@ -15,12 +15,14 @@
 #include <QSplitter>
 #include <QStandardItemModel>
 #include <QTabWidget>
+#include <QToolButton>
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
 #include <cmath>
 
 #include "ckpt/format/json_text.h"
 #include "ckpt/index/run_plan.h"
+#include "remote/remotefolder.h"
 #include "training/configform.h"
 #include "training/finetunepage.h"
 #include "training/livecurves.h"
@@ -127,6 +129,12 @@ TrainPanel::TrainPanel(QWidget* parent) : QWidget(parent) {
   m_stop->setEnabled(false);
   m_stop->setToolTip(tr("Finish the step in flight, write a resumable checkpoint, stop"));
   buttons->addStretch(1);
+  m_sbatch = new QCheckBox(tr("as a SLURM job"), m_formArea);
+  m_sbatch->setObjectName(QStringLiteral("sbatch"));
+  m_sbatch->setToolTip(
+      tr("Submit it with sbatch on the host: the batch script is shown to edit first"));
+  m_sbatch->hide();
+  buttons->addWidget(m_sbatch);
   buttons->addWidget(m_start);
   buttons->addWidget(m_stop);
   left->addLayout(buttons);
@@ -147,6 +155,7 @@ TrainPanel::TrainPanel(QWidget* parent) : QWidget(parent) {
   connect(m_newRun, &NewRunPage::changed, this, &TrainPanel::revalidate);
   connect(m_resume, &ResumePage::changed, this, &TrainPanel::revalidate);
   connect(m_finetune, &FinetunePage::changed, this, &TrainPanel::revalidate);
+  connect(m_sbatch, &QCheckBox::toggled, this, &TrainPanel::revalidate);
 
   connect(&m_runner, &TrainRunner::prepared, this, &TrainPanel::onPrepared);
   connect(&m_runner, &TrainRunner::progress, this, &TrainPanel::onProgress);
@@ -428,6 +437,19 @@ bool TrainPanel::confirmStart(const TrainRequest& r) {
 }
 
 void TrainPanel::revalidate() {
+  if (isRemoteStart()) {
+    revalidateRemote();
+    return;
+  }
+  m_sbatch->hide();
+  m_start->setText(tr("Start"));
+  m_threads->setEnabled(!isRunning());
+  m_processes->setEnabled(!isRunning());
+  m_deviceNote->show();
+  for (QToolButton* b : m_modes->currentWidget()->findChildren<QToolButton*>()) {
+    b->setEnabled(true);
+    b->setToolTip(QString());
+  }
   QString error;
   QStringList keys;
   const bool ok = request(&error, &keys).has_value();
@@ -453,6 +475,8 @@ bool TrainPanel::start() {
     showStatus(tr("A run is going: stop it first."), true);
     return false;
   }
+  if (isRemoteStart()) return startRemote();
+  m_remoteRun.clear();  // the run view is this job's now
   QString error;
   QStringList keys;
   const std::optional<TrainRequest> r = request(&error, &keys);
@@ -502,7 +526,10 @@ void TrainPanel::setSelectedCheckpoint(const QString& checkpoint) {
 void TrainPanel::prepareFinetune(const QString& checkpoint) {
   m_finetune->checkpointEdit()->setText(checkpoint);
   QLineEdit* data = m_finetune->dataEdit();
-  if (data->text().trimmed().isEmpty()) data->setText(m_newRun->dataPathEdit()->text().trimmed());
+  // The New run page's data is a path here: a fine-tune on another machine
+  // needs one on that host, typed by the person.
+  if (data->text().trimmed().isEmpty() && !isRemoteLocation(checkpoint))
+    data->setText(m_newRun->dataPathEdit()->text().trimmed());
   setMode(Mode::Finetune);
   revalidate();
 }

@@ -6,6 +6,7 @@
 #include <QWidget>
 #include <optional>
 
+#include "training/remotelaunch.h"
 #include "training/trainrunner.h"
 
 class QCheckBox;
@@ -20,6 +21,8 @@ class QSpinBox;
 class QTabWidget;
 
 namespace ckpt {
+
+struct CurveRun;
 
 class ConfigForm;
 class FinetunePage;
@@ -117,7 +120,29 @@ class TrainPanel : public QWidget {
 
   void saveSettings() const;
 
+  // Training on the host (trainpanel_remote.cpp): when the Resume or
+  // Fine-tune page names a checkpoint on another machine, Start asks the
+  // window to start it there (remoteStartRequested), detached from the app;
+  // the window answers with remoteStartFinished. `endpoint` is the host
+  // of the remote folder shown ("" when none), `sbatch` whether SLURM's
+  // sbatch is there (the "as a SLURM job" box is offered then).
+  void setRemoteHost(const QString& endpoint, bool sbatch);
+  void remoteStartFinished(bool ok, const QString& message);
+  [[nodiscard]] bool isRemoteStart() const;
+  [[nodiscard]] QCheckBox* sbatchBox() const { return m_sbatch; }
+  // A run started (or submitted) on the host: the run view names it and
+  // charts what the window reads of its metrics.jsonl (showRemoteRun, each
+  // time its curve on the Curves tab grows). `maxSteps` 0: not known here.
+  void followRemoteRun(const QString& runDir, const QString& title, int64_t maxSteps);
+  // `finalCheckpoint`: the run's final checkpoint as the browser lists it
+  // ("" while it trains): it has finished there.
+  void showRemoteRun(const CurveRun& run, const QString& finalCheckpoint);
+  // The host's folder of the run followed ("" when none).
+  [[nodiscard]] QString remoteRunDir() const { return m_remoteRun; }
+
  signals:
+  // Start on a remote checkpoint: the window starts it on the host.
+  void remoteStartRequested(const ckpt::RemoteTrainStart& start);
   // The job is prepared and its first step starts; `outputDir` is where its
   // checkpoints and metrics.jsonl go (open it in the browser).
   void runStarted(const QString& outputDir);
@@ -141,6 +166,10 @@ class TrainPanel : public QWidget {
   void onBackendLoaded();
   void restoreSettings();
   void revalidate();
+  // The remote page's checks, the Start button's words, the SLURM box.
+  void revalidateRemote();
+  std::optional<RemoteTrainStart> remoteRequest(QString* error, QStringList* keys) const;
+  bool startRemote();
   // Asks before a start that moves files to .trash/; false when the person says no.
   bool confirmStart(const TrainRequest& request);
   // The request of the current page, or the message naming what is wrong
@@ -178,6 +207,13 @@ class TrainPanel : public QWidget {
   QLabel* m_deviceNote = nullptr;
   QLabel* m_error = nullptr;
   QPushButton* m_start = nullptr;
+  QCheckBox* m_sbatch = nullptr;  // a remote start as a SLURM job
+  QString m_remoteEndpoint;
+  bool m_remoteSbatch = false;  // the host has sbatch
+  bool m_remoteBusy = false;    // the window is starting one on the host
+  QString m_remoteRun;          // the host's run followed in the run view
+  int64_t m_remoteRunMaxSteps = 0;
+  bool m_remoteRunDone = false;  // its final checkpoint has been seen
   QPushButton* m_stop = nullptr;
   QWidget* m_formArea = nullptr;
   QSplitter* m_split = nullptr;

@@ -1,0 +1,195 @@
+// MainWindow and training on the host (docs/REMOTE.md, "Training on the
+// host"): the Train tab's Start on a remote checkpoint asks the host's
+// agent to start `ckptscope-cli resume|finetune` there, detached from the
+// connection (closing the app does not stop it), or to submit it to SLURM
+// with the batch script the person saw and edited. The new run is then
+// read like any change on the host: its row and its curves follow.
+#include <QMessageBox>
+#include <QStatusBar>
+#include <filesystem>
+#include <stdexcept>
+
+#include "browser/checkpointlistmodel.h"
+#include "ckpt/remote/agent_client.h"
+#include "ckpt/remote/launch_wire.h"
+#include "curves/curvesview.h"
+#include "mainwindow.h"
+#include "remote/remotefolder.h"
+#include "remote/remotesession.h"
+#include "textformat.h"
+#include "training/remotelaunch.h"
+#include "training/trainpanel.h"
+
+namespace ckpt {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string parentOf(const std::string& path) {
+  const std::filesystem::path p(path);
+  return p.has_parent_path() ? p.parent_path().string() : ".";
+}
+
+// The roots the launch needs: the checkpoint's experiment folder (a resume
+// from an older checkpoint branches beside its run, a fine-tune goes next
+// to its run), the data, and the folder the output goes in. Nothing else.
+void openRoots(RemoteConnections& connections, const remote::RemotePath& at,
+               const remote::LaunchRequest& request) {
+  connections.call(at, "open", Json{{"path", parentOf(parentOf(request.checkpoint))}});
+  if (!request.data.empty()) connections.call(at, "open", Json{{"path", request.data}});
+  if (!request.out.empty()) connections.call(at, "open", Json{{"path", parentOf(request.out)}});
+}
+
+}  // namespace
+
+void MainWindow::setUpRemoteTraining() {
+  connect(m_train, &TrainPanel::remoteStartRequested, this, &MainWindow::startRemoteTraining);
+  // The Curves tab reads the host's runs (a reload, a reconnection): the
+  // Train tab's chart of the run started there follows.
+  connect(m_curves, &CurvesView::curvesReady, this, &MainWindow::showRemoteTrainingRun);
+}
+
+void MainWindow::startRemoteTraining(const RemoteTrainStart& start) {
+  std::optional<remote::RemotePath> where;
+  try {
+    where = remote::parseRemotePath(pathToStd(start.location));
+  } catch (const std::invalid_argument& e) {
+    m_train->remoteStartFinished(false, fromStd(e.what()));
+    return;
+  }
+  if (!where) {
+    m_train->remoteStartFinished(false, tr("%1 is not on another machine").arg(start.location));
+    return;
+  }
+  const QString host = fromStd(where->host);
+  statusBar()->showMessage(start.sbatch ? tr("Asking %1 for the batch script...").arg(host)
+                                        : tr("Starting on %1...").arg(host));
+  remote::LaunchRequest request = start.request;
+  request.waitMs = 60000;  // the answer once it trains (or failed), at most a minute
+  m_remote->launch.start(
+      [connections = m_remote->connections, at = *where, request,
+       sbatch = start.sbatch](JobProgress&) {
+        openRoots(*connections, at, request);
+        RemoteLaunchAnswer a;
+        const Json params = remote::launchParams(request);
+        if (sbatch)
+          a.plan = remote::launchPlanFromJson(connections->call(at, "launchPlan", params));
+        else
+          a.result = remote::launchResultFromJson(connections->call(at, "launch", params));
+        return a;
+      },
+      [this, start, host, at = *where](JobOutcome outcome, std::optional<RemoteLaunchAnswer> answer,
+                                       const QString& error) {
+        if (outcome != JobOutcome::Done || !answer) {
+          const QString message = outcome == JobOutcome::Cancelled
+                                      ? tr("Not started on %1").arg(host)
+                                      : tr("Not started on %1: %2").arg(host, error);
+          statusBar()->showMessage(message, 10000);
+          m_train->remoteStartFinished(false, message);
+          return;
+        }
+        if (answer->plan) {
+          // SLURM: the script the host proposes, shown to edit, submitted on OK.
+          if (!answer->plan->sbatch) {
+            const QString message =
+                tr("sbatch is not on the PATH on %1: SLURM cannot take the job there").arg(host);
+            statusBar()->showMessage(message, 10000);
+            m_train->remoteStartFinished(false, message);
+            return;
+          }
+          SbatchDialog dialog(host, fromStd(answer->plan->runDir), fromStd(answer->plan->script),
+                              this);
+          if (dialog.exec() != QDialog::Accepted) {
+            const QString message = tr("Not submitted: nothing was written on %1").arg(host);
+            statusBar()->showMessage(message, 10000);
+            m_train->remoteStartFinished(false, message);
+            return;
+          }
+          submitRemoteTraining(start, dialog.script());
+          return;
+        }
+        const remote::LaunchResult& r = *answer->result;
+        const QString message =
+            tr("%1 on %2 (pid %3): run %4 in %5, its log %6. It keeps training when this app "
+               "closes (stop it there: kill %3); its curves are followed here.")
+                .arg(r.started ? tr("Started") : tr("Starting"), host)
+                .arg(r.pid)
+                .arg(fromStd(r.runName), fromStd(r.runDir), fromStd(r.log));
+        statusBar()->showMessage(tr("Started on %1: %2").arg(host, fromStd(r.runDir)), 10000);
+        m_train->remoteStartFinished(true, message);
+        followRemoteTraining(
+            at, fromStd(r.runDir),
+            tr("%1 on %2 (pid %3), detached").arg(fromStd(r.runName), host).arg(r.pid),
+            start.request.maxSteps.value_or(0));
+      });
+}
+
+void MainWindow::submitRemoteTraining(const RemoteTrainStart& start, const QString& script) {
+  const std::optional<remote::RemotePath> where =
+      remote::parseRemotePath(pathToStd(start.location));
+  if (!where) return;
+  const QString host = fromStd(where->host);
+  statusBar()->showMessage(tr("Submitting to SLURM on %1...").arg(host));
+  m_remote->launch.start(
+      [connections = m_remote->connections, at = *where, request = start.request,
+       text = script.toStdString()](JobProgress&) {
+        openRoots(*connections, at, request);
+        Json params = remote::launchParams(request);
+        params["script"] = text;
+        RemoteLaunchAnswer a;
+        a.result = remote::launchResultFromJson(connections->call(at, "submit", params));
+        return a;
+      },
+      [this, host, at = *where, maxSteps = start.request.maxSteps.value_or(0)](
+          JobOutcome outcome, std::optional<RemoteLaunchAnswer> answer, const QString& error) {
+        if (outcome != JobOutcome::Done || !answer || !answer->result) {
+          const QString message = tr("Not submitted on %1: %2").arg(host, error);
+          statusBar()->showMessage(message, 10000);
+          m_train->remoteStartFinished(false, message);
+          return;
+        }
+        const remote::LaunchResult& r = *answer->result;
+        m_train->remoteStartFinished(
+            true, tr("Submitted to SLURM on %1: job %2, run %3 in %4 (the script %5, the log %6 "
+                     "once it runs); its curves are followed here.")
+                      .arg(host, fromStd(r.jobId), fromStd(r.runName), fromStd(r.runDir),
+                           fromStd(r.scriptFile), fromStd(r.log)));
+        statusBar()->showMessage(tr("Job %1 submitted on %2").arg(fromStd(r.jobId), host), 10000);
+        followRemoteTraining(
+            at, fromStd(r.runDir),
+            tr("%1 on %2: SLURM job %3").arg(fromStd(r.runName), host, fromStd(r.jobId)), maxSteps);
+      });
+}
+
+void MainWindow::followRemoteTraining(const remote::RemotePath& at, const QString& runDir,
+                                      const QString& title, int64_t maxSteps) {
+  m_train->followRemoteRun(runDir, title, maxSteps);
+  // The folder shown holds the run (a branch beside its run, a fine-tune
+  // beside its parent): read what changed. Otherwise (another host, an
+  // output elsewhere) the run's parent folder on that host is opened.
+  const bool shown = m_remote->where && m_remote->where->endpoint() == at.endpoint() &&
+                     (runDir == fromStd(m_remote->where->path) ||
+                      runDir.startsWith(fromStd(m_remote->where->path) + QLatin1Char('/')));
+  if (shown) {
+    followRemote({}, true);  // its folder is there now: the run's row, then its curves
+    return;
+  }
+  openPaths({remoteLocation(at, parentOf(pathToStd(runDir)))});
+}
+
+void MainWindow::showRemoteTrainingRun() {
+  const QString dir = m_train->remoteRunDir();
+  if (dir.isEmpty()) return;
+  for (const CurveRun& r : m_curves->runs()) {
+    if (r.remote.isEmpty() || r.path != dir) continue;
+    // Its final checkpoint in the browser: the trainer has finished there.
+    QString final;
+    for (const BrowseGroup& g : m_model->groups())
+      if (g.path == dir)
+        for (const CheckpointEntry& c : g.checkpoints)
+          if (c.kind == CheckpointKind::Final) final = pathFromStd(c.path);
+    m_train->showRemoteRun(r, final);
+  }
+}
+
+}  // namespace ckpt

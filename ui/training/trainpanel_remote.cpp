@@ -1,0 +1,262 @@
+// TrainPanel and checkpoints on another machine (docs/REMOTE.md, "Training
+// on the host"): the Resume or Fine-tune page's fields become a launch
+// request (structured fields, paths on the host), which the window sends to
+// the host's agent; the trainer runs there, detached from the app, and its
+// run is followed like any remote run. Nothing here talks to the host.
+#include <QCheckBox>
+#include <QLabel>
+#include <QLineEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTabWidget>
+#include <QToolButton>
+#include <stdexcept>
+
+#include "ckpt/remote/remote_path.h"
+#include "ckpt/trainapi/job_types.h"
+#include "curves/curverun.h"
+#include "remote/remotefolder.h"
+#include "training/configform.h"
+#include "training/finetunepage.h"
+#include "training/newrunpage.h"
+#include "training/resumepage.h"
+#include "training/runview.h"
+#include "training/trainpanel.h"
+
+namespace ckpt {
+
+bool TrainPanel::isRemoteStart() const {
+  QLineEdit* checkpoint = mode() == Mode::Resume     ? m_resume->checkpointEdit()
+                          : mode() == Mode::Finetune ? m_finetune->checkpointEdit()
+                                                     : nullptr;
+  return checkpoint && isRemoteLocation(checkpoint->text().trimmed());
+}
+
+void TrainPanel::setRemoteHost(const QString& endpoint, bool sbatch) {
+  m_remoteEndpoint = endpoint;
+  m_remoteSbatch = sbatch;
+  revalidate();
+}
+
+std::optional<RemoteTrainStart> TrainPanel::remoteRequest(QString* error, QStringList* keys) const {
+  auto fail = [&](const QString& message, const QString& key) {
+    *error = message;
+    *keys = key.isEmpty() ? QStringList() : QStringList{key};
+    return std::nullopt;
+  };
+  const bool finetune = mode() == Mode::Finetune;
+  RemoteTrainStart s;
+  s.location =
+      (finetune ? m_finetune->checkpointEdit() : m_resume->checkpointEdit())->text().trimmed();
+  std::optional<remote::RemotePath> where;
+  try {
+    where = remote::parseRemotePath(s.location.toStdString());
+  } catch (const std::invalid_argument& e) {
+    return fail(tr("checkpoint: %1").arg(QString::fromStdString(e.what())),
+                QStringLiteral("checkpoint"));
+  }
+  if (!where) return fail(tr("checkpoint: not on another machine"), QStringLiteral("checkpoint"));
+  remote::LaunchRequest& r = s.request;
+  r.command = finetune ? "finetune" : "resume";
+  r.checkpoint = where->path;
+  // A path on that host: written as one (host:/p, ssh://host/p) or plain.
+  auto hostPath = [&](const QString& text, std::string& into) -> std::optional<QString> {
+    std::optional<remote::RemotePath> p;
+    try {
+      p = remote::parseRemotePath(text.toStdString());
+    } catch (const std::invalid_argument& e) {
+      return QString::fromStdString(e.what());
+    }
+    if (p && p->endpoint() != where->endpoint())
+      return tr("%1 is on %2, the checkpoint on %3: both must be on one host")
+          .arg(text, QString::fromStdString(p->endpoint()),
+               QString::fromStdString(where->endpoint()));
+    into = p ? p->path : text.toStdString();
+    return std::nullopt;
+  };
+  const QString data = (finetune ? m_finetune->dataEdit() : m_resume->dataEdit())->text().trimmed();
+  if (!data.isEmpty())
+    if (const auto problem = hostPath(data, r.data))
+      return fail(tr("data: %1").arg(*problem), QStringLiteral("path"));
+  if (finetune) {
+    if (data.isEmpty())
+      return fail(
+          tr("data: the fine-tuning data, a path on %1").arg(QString::fromStdString(where->host)),
+          QStringLiteral("path"));
+    // The agent has no tokenizer field: the trainer uses the checkpoint's.
+    // Said rather than dropped.
+    if (!m_finetune->tokenizerEdit()->text().trimmed().isEmpty())
+      return fail(tr("tokenizer: a run on %1 uses the checkpoint's tokenizer; clear the field")
+                      .arg(QString::fromStdString(where->host)),
+                  QStringLiteral("tokenizer"));
+    r.stage = m_finetune->stageEdit()->text().trimmed().toStdString();
+    bool ok = false;
+    const double lr = m_finetune->learningRateEdit()->text().trimmed().toDouble(&ok);
+    if (!ok || !(lr > 0))
+      return fail(tr("learning_rate: a positive number is needed"),
+                  QStringLiteral("learning_rate"));
+    r.learningRate = lr;
+    if (m_finetune->maxStepsBox()->value() > 0) r.maxSteps = m_finetune->maxStepsBox()->value();
+    const QString out = m_finetune->outputEdit()->text().trimmed();
+    if (!out.isEmpty())
+      if (const auto problem = hostPath(out, r.out))
+        return fail(tr("output_dir: %1").arg(*problem), QStringLiteral("output_dir"));
+  } else if (m_resume->maxStepsBox()->value() > 0) {
+    r.maxSteps = m_resume->maxStepsBox()->value();
+  }
+  const QString device = deviceChoice();
+  if (device == QLatin1String("cpu") || device == QLatin1String("cuda"))
+    r.device = device.toStdString();
+  // SLURM is offered where the host of the folder shown has sbatch.
+  s.sbatch = m_remoteSbatch && m_sbatch->isChecked() &&
+             QString::fromStdString(where->endpoint()) == m_remoteEndpoint;
+  return s;
+}
+
+void TrainPanel::revalidateRemote() {
+  QString error;
+  QStringList keys;
+  const std::optional<RemoteTrainStart> s = remoteRequest(&error, &keys);
+  m_validationError = s ? QString() : error;
+  m_error->setText(m_validationError);
+  m_newRun->form()->markInvalid({}, {});
+  for (QLineEdit* e : m_modes->currentWidget()->findChildren<QLineEdit*>()) {
+    if (e->objectName().isEmpty()) continue;
+    e->setStyleSheet(!s && keys.contains(e->objectName())
+                         ? QStringLiteral("border: 1px solid #d03030;")
+                         : QString());
+  }
+  QString host;
+  bool slurm = false;
+  try {
+    if (const auto where = remote::parseRemotePath(
+            (mode() == Mode::Finetune ? m_finetune->checkpointEdit() : m_resume->checkpointEdit())
+                ->text()
+                .trimmed()
+                .toStdString())) {
+      host = QString::fromStdString(where->host);
+      slurm = m_remoteSbatch && QString::fromStdString(where->endpoint()) == m_remoteEndpoint;
+    }
+  } catch (const std::invalid_argument&) {
+  }
+  m_sbatch->setVisible(slurm);
+  // This machine's file dialogs cannot browse the host: its paths are typed.
+  QLineEdit* checkpoint =
+      (mode() == Mode::Finetune ? m_finetune->checkpointEdit() : m_resume->checkpointEdit());
+  for (QToolButton* b : m_modes->currentWidget()->findChildren<QToolButton*>()) {
+    if (b->parentWidget() == checkpoint->parentWidget()) continue;  // a local one may be picked
+    b->setEnabled(false);
+    b->setToolTip(
+        tr("A path on %1: typed here (this machine's file dialog cannot browse it)").arg(host));
+  }
+  // This machine's threads and processes are not the host's: not sent.
+  m_threads->setEnabled(false);
+  m_processes->setEnabled(false);
+  m_deviceNote->hide();  // this machine's LibTorch and devices
+  // The trainer is the host's: this machine lacking its training plugin
+  // (said when the tab was first shown) does not matter here.
+  if (!host.isEmpty() && m_remoteRun.isEmpty() && !isRunning() &&
+      m_run->title() == tr("Training is not available")) {
+    m_run->setTitle(tr("Runs on %1").arg(host));
+    showStatus(tr("ckptscope-cli on %1 trains it: this machine's training plugin is not needed.")
+                   .arg(host),
+               false);
+  }
+  const bool sbatch = slurm && m_sbatch->isChecked();
+  m_start->setText(host.isEmpty() ? tr("Start")
+                   : sbatch       ? tr("Submit on %1…").arg(host)
+                                  : tr("Start on %1").arg(host));
+  // The trainer runs on the host: this machine's LibTorch is not needed.
+  m_start->setEnabled(s.has_value() && !isRunning() && !m_remoteBusy);
+}
+
+bool TrainPanel::startRemote() {
+  QString error;
+  QStringList keys;
+  const std::optional<RemoteTrainStart> s = remoteRequest(&error, &keys);
+  if (!s) {
+    revalidate();
+    showStatus(error, true);
+    return false;
+  }
+  if (m_remoteBusy) return false;
+  m_remoteBusy = true;
+  revalidate();
+  saveSettings();
+  const QString what = s->request.command == "resume" ? tr("resume") : tr("fine-tune");
+  const QString message = s->sbatch
+                              ? tr("Asking the host for the batch script of the %1…").arg(what)
+                              : tr("Starting the %1 on the host…").arg(what);
+  showStatus(message, false);
+  appendLog(message);
+  emit remoteStartRequested(*s);
+  return true;
+}
+
+void TrainPanel::remoteStartFinished(bool ok, const QString& message) {
+  m_remoteBusy = false;
+  showStatus(message, !ok);
+  appendLog(message);
+  revalidate();
+}
+
+void TrainPanel::followRemoteRun(const QString& runDir, const QString& title, int64_t maxSteps) {
+  m_remoteRun = runDir;
+  m_remoteRunMaxSteps = maxSteps;
+  m_remoteRunDone = false;
+  const QString said = statusText();  // how it started, kept in the log
+  m_run->clear();
+  m_run->progressBar()->setTextVisible(false);  // no step yet (a job may wait in the queue)
+  m_run->setTitle(title);
+  m_run->showCharts();
+  appendLog(said);
+}
+
+void TrainPanel::showRemoteRun(const CurveRun& run, const QString& finalCheckpoint) {
+  if (m_remoteRun.isEmpty() || run.path != m_remoteRun) return;
+  LiveCurves::History h;
+  int64_t first = -1;
+  int64_t last = -1;
+  auto take = [&](const char* metric, QVector<double>& steps, QVector<double>& values) {
+    const MetricSeries* s = run.find(metric);
+    if (!s) return false;
+    for (size_t i = 0; i < s->points.size(); ++i) {
+      const MetricPoint p = s->points[i];
+      steps.push_back(double(p.step));
+      values.push_back(p.value);
+      first = first < 0 ? p.step : std::min(first, p.step);
+      last = std::max(last, p.step);
+    }
+    return true;
+  };
+  take("loss", h.lossSteps, h.loss);
+  take("val_loss", h.valLossSteps, h.valLoss);
+  if (!take("lr", h.lrSteps, h.lr)) take("learning_rate", h.lrSteps, h.lr);
+  if (last < 0) return;  // nothing logged yet
+  // The whole series each time (a few thousand points at most): what the
+  // Curves tab holds is the truth, appended or reread.
+  const int64_t maxSteps = std::max(m_remoteRunMaxSteps, last);
+  m_run->setStepRange(first, maxSteps);
+  LiveCurves* curves = m_run->curves();
+  curves->clear();
+  curves->setStepRange(double(first), double(maxSteps));
+  curves->addHistory(h);
+  StepReport r;
+  r.step = last;
+  r.maxSteps = maxSteps;
+  if (!h.loss.isEmpty()) r.loss = h.loss.back();
+  if (!h.lr.isEmpty()) r.learningRate = h.lr.back();
+  if (!h.valLoss.isEmpty() && int64_t(h.valLossSteps.back()) == last) r.valLoss = h.valLoss.back();
+  if (const MetricSeries* speed = run.find("tokens_per_sec"); speed && speed->points.size())
+    r.tokensPerSecond = speed->points[speed->points.size() - 1].value;
+  m_run->showStep(r);
+  if (!finalCheckpoint.isEmpty() && !m_remoteRunDone) {
+    m_remoteRunDone = true;
+    const QString done = tr("Finished on the host at step %1: %2").arg(last).arg(finalCheckpoint);
+    showStatus(done, false);
+    appendLog(done);
+  }
+}
+
+}  // namespace ckpt
