@@ -8,6 +8,7 @@
 #include <QComboBox>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QSettings>
 #include <QSpinBox>
 
 #include "../core/json_compare.h"
@@ -225,6 +226,40 @@ class TestTrainForm : public QObject {
     QCOMPARE(panel.validationError(), QString());
     QVERIFY(panel.form()->markedKeys().isEmpty());
     QVERIFY(edit->styleSheet().isEmpty());
+  }
+
+  // A fine-tune's data belongs to the machine of its checkpoint: a path on a
+  // host never comes back for a checkpoint here or on another host, nor the
+  // reverse, and each comes back for its machine, also after a restart.
+  void finetuneDataPerMachine() {
+    QSettings().remove("finetune");
+    const QString onHost = "ssh://me@cluster:2222/runs/tiny/tiny_step100.pt";
+    const QString onOtherHost = "other:/runs/tiny/tiny_step100.pt";
+    const QString here = dir("tiny_step100.pt");
+    const QString hostData = "/scratch/data/sft.txt";
+    {
+      TrainPanel panel;
+      QLineEdit* data = panel.finetuneDataEdit();
+      panel.prepareFinetune(here);
+      data->clear();
+      QTest::keyClicks(data, m_data);
+      panel.prepareFinetune(onHost);
+      QCOMPARE(data->text(), QString());  // not this machine's path
+      QTest::keyClicks(data, hostData);
+      panel.prepareFinetune(onOtherHost);
+      QCOMPARE(data->text(), QString());
+      panel.prepareFinetune(here);
+      QCOMPARE(data->text(), m_data);
+      panel.prepareFinetune("ssh://me@cluster:2222/runs/tiny/tiny_step200.pt");
+      QCOMPARE(data->text(), hostData);  // the same host, another checkpoint
+      panel.prepareFinetune(here);
+    }  // the panel saves its settings as the app quits
+    TrainPanel again;
+    QCOMPARE(again.finetuneDataEdit()->text(), m_data);
+    again.prepareFinetune(onHost);
+    QCOMPARE(again.finetuneDataEdit()->text(), hostData);
+    again.prepareFinetune(onOtherHost);
+    QCOMPARE(again.finetuneDataEdit()->text(), QString());
   }
 
   void missingDataIsNamed() {

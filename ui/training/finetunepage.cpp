@@ -8,8 +8,12 @@
 #include <QLocale>
 #include <QSettings>
 #include <QSpinBox>
+#include <QVariantMap>
+#include <stdexcept>
 
+#include "ckpt/remote/remote_path.h"
 #include "remote/remotefolder.h"
+#include "textformat.h"
 #include "training/trainrunner.h"
 
 namespace ckpt {
@@ -61,6 +65,30 @@ FinetunePage::FinetunePage(QWidget* parent) : QWidget(parent) {
   m_plan->hide();
   f->insertRow(0, m_plan);
   connect(m_checkpoint, &QLineEdit::textChanged, this, &FinetunePage::updatePlan);
+  connect(m_checkpoint, &QLineEdit::textChanged, this, &FinetunePage::followMachine);
+}
+
+namespace {
+
+// "" for a path here, "ssh://[user@]host[:port]" for one on a host.
+QString machineOf(const QString& location) {
+  if (!isRemoteLocation(location)) return {};
+  try {
+    if (const auto where = remote::parseRemotePath(pathToStd(location.trimmed())))
+      return fromStd("ssh://" + where->endpoint());
+  } catch (const std::invalid_argument&) {
+  }
+  return location.trimmed();  // not a location that parses: its own machine, whatever it is
+}
+
+}  // namespace
+
+void FinetunePage::followMachine() {
+  const QString machine = machineOf(m_checkpoint->text());
+  if (machine == m_dataMachine) return;
+  m_dataElsewhere[m_dataMachine] = m_data->text();
+  m_dataMachine = machine;
+  m_data->setText(m_dataElsewhere.take(machine));
 }
 
 QString FinetunePage::planText() const {
@@ -106,7 +134,13 @@ std::optional<Problem> FinetunePage::fill(TrainRequest& r, const std::string& de
 }
 
 void FinetunePage::saveSettings(QSettings& s) const {
-  s.setValue(QStringLiteral("finetune/data"), m_data->text());
+  QMap<QString, QString> data = m_dataElsewhere;
+  data[m_dataMachine] = m_data->text();
+  s.setValue(QStringLiteral("finetune/data"), data.take(QString()));
+  QVariantMap hosts;
+  for (auto it = data.cbegin(); it != data.cend(); ++it)
+    if (!it.value().isEmpty()) hosts.insert(it.key(), it.value());
+  s.setValue(QStringLiteral("finetune/dataOnHosts"), hosts);
   s.setValue(QStringLiteral("finetune/tokenizer"), m_tokenizer->text());
   s.setValue(QStringLiteral("finetune/stage"), m_stage->text());
   s.setValue(QStringLiteral("finetune/lr"), m_lr->text());
@@ -114,7 +148,12 @@ void FinetunePage::saveSettings(QSettings& s) const {
 }
 
 void FinetunePage::restoreSettings(QSettings& s) {
-  m_data->setText(s.value(QStringLiteral("finetune/data")).toString());
+  m_dataElsewhere.clear();
+  const QVariantMap hosts = s.value(QStringLiteral("finetune/dataOnHosts")).toMap();
+  for (auto it = hosts.cbegin(); it != hosts.cend(); ++it)
+    m_dataElsewhere[it.key()] = it.value().toString();
+  m_dataElsewhere[QString()] = s.value(QStringLiteral("finetune/data")).toString();
+  m_data->setText(m_dataElsewhere.take(m_dataMachine));
   m_tokenizer->setText(s.value(QStringLiteral("finetune/tokenizer")).toString());
   m_stage->setText(s.value(QStringLiteral("finetune/stage"), QStringLiteral("sft")).toString());
   m_lr->setText(s.value(QStringLiteral("finetune/lr"), QStringLiteral("1e-05")).toString());

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <QMap>
+#include <QString>
 #include <QWidget>
 #include <optional>
 
@@ -43,6 +45,10 @@ class FinetunePage : public QWidget {
 
  private:
   void updatePlan();
+  // The data field belongs to the machine the checkpoint is on: a path on a
+  // host is kept for that host, one here for here, each restored when a
+  // checkpoint of that machine is chosen again (and when the app starts).
+  void followMachine();
 
   QLabel* m_plan = nullptr;  // a checkpoint on another machine: where it runs
   QLineEdit* m_checkpoint = nullptr;
@@ -52,6 +58,8 @@ class FinetunePage : public QWidget {
   QLineEdit* m_lr = nullptr;
   QSpinBox* m_maxSteps = nullptr;
   QLineEdit* m_out = nullptr;
+  QString m_dataMachine;                   // "" (here) or the host's ssh://[user@]host[:port]
+  QMap<QString, QString> m_dataElsewhere;  // the data typed for the other machines
 };
 
 }  // namespace ckpt
