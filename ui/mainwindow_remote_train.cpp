@@ -30,14 +30,11 @@ std::string parentOf(const std::string& path) {
   return p.has_parent_path() ? p.parent_path().string() : ".";
 }
 
-// The roots the launch needs: the checkpoint's experiment folder (a resume
-// from an older checkpoint branches beside its run, a fine-tune goes next
-// to its run), the data, and the folder the output goes in. Nothing else.
+// The roots the launch needs (remote::launchRoots).
 void openRoots(RemoteConnections& connections, const remote::RemotePath& at,
                const remote::LaunchRequest& request) {
-  connections.call(at, "open", Json{{"path", parentOf(parentOf(request.checkpoint))}});
-  if (!request.data.empty()) connections.call(at, "open", Json{{"path", request.data}});
-  if (!request.out.empty()) connections.call(at, "open", Json{{"path", parentOf(request.out)}});
+  for (const std::string& root : remote::launchRoots(request))
+    connections.call(at, "open", Json{{"path", root}});
 }
 
 }  // namespace
@@ -183,11 +180,11 @@ void MainWindow::showRemoteTrainingRun() {
   for (const CurveRun& r : m_curves->runs()) {
     if (r.remote.isEmpty() || r.path != dir) continue;
     // Its final checkpoint in the browser: the trainer has finished there.
+    // (That run's row alone: this runs at every live update.)
     QString final;
-    for (const BrowseGroup& g : m_model->groups())
-      if (g.path == dir)
-        for (const CheckpointEntry& c : g.checkpoints)
-          if (c.kind == CheckpointKind::Final) final = pathFromStd(c.path);
+    if (const std::optional<BrowseGroup> g = m_model->group(m_model->indexOfRun(dir)))
+      for (const CheckpointEntry& c : g->checkpoints)
+        if (c.kind == CheckpointKind::Final) final = pathFromStd(c.path);
     m_train->showRemoteRun(r, final);
   }
 }

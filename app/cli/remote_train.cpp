@@ -7,7 +7,6 @@
 // agent checks every path against the roots opened here and builds the
 // trainer's argv itself.
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -38,28 +37,12 @@ int usage(const std::string& problem) {
   return kExitUsage;
 }
 
-// A path on the checkpoint's host: host:/p (the same host) or a plain path.
+// A path on the checkpoint's host (remote::pathOnHost), named by its flag when wrong.
 bool hostPath(const std::string& arg, const RemotePath& on, const std::string& flag,
               std::string& path, std::string& problem) {
-  std::optional<RemotePath> r;
-  try {
-    r = remote::parseRemotePath(arg);
-  } catch (const std::invalid_argument& e) {
-    problem = flag + ": " + e.what();
-    return false;
-  }
-  if (r && r->endpoint() != on.endpoint()) {
-    problem = flag + ": " + arg + " is on " + r->endpoint() + ", the checkpoint on " +
-              on.endpoint() + ": both must be on one host";
-    return false;
-  }
-  path = r ? r->path : arg;
-  return true;
-}
-
-std::string parentOf(const std::string& path) {
-  const std::filesystem::path p(path);
-  return p.has_parent_path() ? p.parent_path().string() : ".";
+  const std::string wrong = remote::pathOnHost(arg, on, path);
+  if (!wrong.empty()) problem = flag + ": " + wrong;
+  return wrong.empty();
 }
 
 std::string readWhole(const std::string& file) {
@@ -174,12 +157,8 @@ int runRemoteTrain(int argc, char** argv) {
     auto agent = std::make_unique<remote::AgentClient>(
         remote::sshAgentCommand(*where, remoteCli(), remote::cliSshQuestions()),
         "host " + where->endpoint(), std::string("ckptscope-cli ") + CKPT_VERSION);
-    // The roots: the checkpoint's experiment folder (a resume from an older
-    // checkpoint branches into a sibling of its run, a fine-tune goes next
-    // to its run), the data, and the folder the new run goes in.
-    agent->call("open", Json{{"path", parentOf(parentOf(request.checkpoint))}});
-    if (!request.data.empty()) agent->call("open", Json{{"path", request.data}});
-    if (!request.out.empty()) agent->call("open", Json{{"path", parentOf(request.out)}});
+    for (const std::string& root : remote::launchRoots(request))
+      agent->call("open", Json{{"path", root}});
     const Json params = remote::launchParams(request);
     auto follow = [&](const std::string& runDir) {
       RemotePath run = *where;

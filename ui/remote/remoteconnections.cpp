@@ -88,10 +88,10 @@ std::vector<RunMetrics> RemoteConnections::metrics(const remote::RemotePath& whe
 }
 
 RemoteConnections::Json RemoteConnections::hello(const remote::RemotePath& where) {
-  const std::shared_ptr<Host> h = host(where.endpoint());
-  std::lock_guard lock(h->mutex);
-  if (!h->agent) start(*h, where);
-  return h->agent->hello();
+  // Started, started again and failing as call() does.
+  Json said;
+  withAgent(where, [&](Host&, remote::AgentClient& agent) { said = agent.hello(); });
+  return said;
 }
 
 bool RemoteConnections::isConnected(const remote::RemotePath& where) {

@@ -13,6 +13,7 @@
 #include <QToolButton>
 #include <stdexcept>
 
+#include "ckpt/remote/launch_wire.h"
 #include "ckpt/remote/remote_path.h"
 #include "ckpt/trainapi/job_types.h"
 #include "curves/curverun.h"
@@ -60,20 +61,11 @@ std::optional<RemoteTrainStart> TrainPanel::remoteRequest(QString* error, QStrin
   remote::LaunchRequest& r = s.request;
   r.command = finetune ? "finetune" : "resume";
   r.checkpoint = where->path;
-  // A path on that host: written as one (host:/p, ssh://host/p) or plain.
+  // A path on that host (remote::pathOnHost).
   auto hostPath = [&](const QString& text, std::string& into) -> std::optional<QString> {
-    std::optional<remote::RemotePath> p;
-    try {
-      p = remote::parseRemotePath(text.toStdString());
-    } catch (const std::invalid_argument& e) {
-      return QString::fromStdString(e.what());
-    }
-    if (p && p->endpoint() != where->endpoint())
-      return tr("%1 is on %2, the checkpoint on %3: both must be on one host")
-          .arg(text, QString::fromStdString(p->endpoint()),
-               QString::fromStdString(where->endpoint()));
-    into = p ? p->path : text.toStdString();
-    return std::nullopt;
+    const std::string wrong = remote::pathOnHost(text.toStdString(), *where, into);
+    if (wrong.empty()) return std::nullopt;
+    return QString::fromStdString(wrong);
   };
   const QString data = (finetune ? m_finetune->dataEdit() : m_resume->dataEdit())->text().trimmed();
   if (!data.isEmpty())

@@ -1,6 +1,7 @@
 #include "ckpt/remote/launch_wire.h"
 
 #include <cctype>
+#include <filesystem>
 #include <stdexcept>
 
 namespace ckpt::remote {
@@ -65,6 +66,36 @@ std::string sbatchJobId(const std::string& out) {
   size_t end = at + kSays.size();
   while (end < out.size() && std::isdigit(static_cast<unsigned char>(out[end]))) ++end;
   return out.substr(at + kSays.size(), end - at - kSays.size());
+}
+
+namespace {
+
+std::string parentOf(const std::string& path) {
+  const std::filesystem::path p(path);
+  return p.has_parent_path() ? p.parent_path().string() : ".";
+}
+
+}  // namespace
+
+std::vector<std::string> launchRoots(const LaunchRequest& request) {
+  std::vector<std::string> roots{parentOf(parentOf(request.checkpoint))};
+  if (!request.data.empty()) roots.push_back(request.data);
+  if (!request.out.empty()) roots.push_back(parentOf(request.out));
+  return roots;
+}
+
+std::string pathOnHost(const std::string& text, const RemotePath& on, std::string& path) {
+  std::optional<RemotePath> r;
+  try {
+    r = parseRemotePath(text);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  if (r && r->endpoint() != on.endpoint())
+    return text + " is on " + r->endpoint() + ", the checkpoint on " + on.endpoint() +
+           ": both must be on one host";
+  path = r ? r->path : text;
+  return {};
 }
 
 }  // namespace ckpt::remote

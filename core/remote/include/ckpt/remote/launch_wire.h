@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "ckpt/remote/remote_path.h"
+
 namespace ckpt::remote {
 
 struct LaunchRequest {
@@ -57,6 +59,19 @@ struct LaunchResult {
 // Read from an answer; throws std::runtime_error naming a missing field.
 [[nodiscard]] LaunchPlan launchPlanFromJson(const nlohmann::ordered_json& result);
 [[nodiscard]] LaunchResult launchResultFromJson(const nlohmann::ordered_json& result);
+
+// The folders a launch must open as roots first, in order: the
+// checkpoint's experiment folder (a resume from an older checkpoint
+// branches beside its run, a fine-tune goes next to its run), the data,
+// and the folder the output goes in. Nothing else.
+[[nodiscard]] std::vector<std::string> launchRoots(const LaunchRequest& request);
+
+// `text`, a path on the host of `on`: written as one (host:/p,
+// ssh://host/p) on that same host, or plain. Sets `path` and returns "";
+// else what is wrong ("X is on H, the checkpoint on G: both must be on one
+// host", or why the location does not parse).
+[[nodiscard]] std::string pathOnHost(const std::string& text, const RemotePath& on,
+                                     std::string& path);
 
 // "Submitted batch job 4242" (sbatch's answer, maybe with a cluster name
 // after: "... on cluster c1") -> "4242"; "" when the text holds none.
