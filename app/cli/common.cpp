@@ -26,7 +26,8 @@ void printUsage(const std::string& command) {
       "commands:\n"
       "  info FILE [--json]     metadata, config and the tensor table of a checkpoint\n"
       "                         (FILE: also a sharded checkpoint's folder or index file)\n"
-      "  ls DIR [--json]        every checkpoint under DIR, grouped into runs\n"
+      "  ls DIR [--json] [--no-cache]\n"
+      "                         every checkpoint under DIR, grouped into runs\n"
       "  verify FILE            check every record's CRC and every tensor's extent\n"
       "  diff A B [--json] [--top N]   what changed between two checkpoints: structure,\n"
       "                         per-tensor and per-block change, metadata\n"
@@ -65,7 +66,11 @@ void printUsage(const std::string& command) {
   if (command == "info")
     std::fputs("usage: ckptscope-cli info FILE [--json]\n", stderr);
   else if (command == "ls")
-    std::fputs("usage: ckptscope-cli ls DIR [--json]\n", stderr);
+    std::fputs(
+        "usage: ckptscope-cli ls DIR [--json] [--no-cache]\n"
+        "  --no-cache: read every checkpoint again, without the listing cache\n"
+        "    (a file unchanged since the last listing of DIR is not read again)\n",
+        stderr);
   else if (command == "serve")
     std::fputs(
         "usage: ckptscope-cli serve --stdio\n"

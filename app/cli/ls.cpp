@@ -1,4 +1,4 @@
-// ckptscope-cli ls DIR [--json]
+// ckptscope-cli ls DIR [--json] [--no-cache]
 #include <cstdio>
 #include <ctime>
 #include <nlohmann/json.hpp>
@@ -7,6 +7,7 @@
 #include "ckpt/format/error.h"
 #include "ckpt/format/value.h"
 #include "ckpt/index/experiment.h"
+#include "ckpt/index/metrics_cache.h"
 #include "ckpt/index/scanner.h"
 #include "ckpt/remote/scan_wire.h"
 #include "common.h"
@@ -94,11 +95,14 @@ nlohmann::ordered_json lsDocument(const ScanResult& result) {
 int runLs(int argc, char** argv) {
   Args args;
   std::string problem;
-  if (!parseArgs(argc, argv, 2, {"--json"}, args, problem)) return usageError(problem, "ls");
+  if (!parseArgs(argc, argv, 2, {"--json", "--no-cache"}, args, problem))
+    return usageError(problem, "ls");
   if (args.positional.size() != 1) return usageError("ls takes exactly one DIR", "ls");
   if (const auto remote = remotePaths(args.positional, problem))
     return runRemoteLs(remote->front(), args.has("--json"));
   if (!problem.empty()) return usageError(problem, "ls");
+  // Every file read again, without the listing cache (listing_cache.h).
+  if (args.has("--no-cache")) setMetricsCacheEnabled(false);
   ScanResult result;
   try {
     result = scanDirectory(args.positional[0]);

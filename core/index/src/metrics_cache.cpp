@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cache_file.h"
 #include "ckpt/index/wandb.h"
 #include "crc32c.h"
 #include "raw_bytes.h"
@@ -95,21 +96,12 @@ template <typename T>
 void put(std::string& out, const T& v) {
   detail::putRaw(out, v);
 }
-void putText(std::string& out, const std::string& s) {
-  put(out, uint64_t(s.size()));
-  out.append(s);
-}
+using detail::putText;
 template <typename T>
 bool get(std::string_view& in, T& v) {
   return detail::getRaw(in, v);
 }
-bool getText(std::string_view& in, std::string& s) {
-  uint64_t n = 0;
-  if (!get(in, n) || n > in.size()) return false;
-  s.assign(in.data(), size_t(n));
-  in.remove_prefix(size_t(n));
-  return true;
-}
+using detail::getText;
 
 std::string encode(const Entry& e) {
   std::string payload;
@@ -211,36 +203,8 @@ std::optional<std::string_view> slurp(const std::string& path) {
   return std::string_view(buffer.data(), size);
 }
 
-// Written beside, then renamed over: a reader never sees half a file.
 void store(const std::string& file, const Entry& e) {
-  std::error_code ec;
-  fs::create_directories(fs::path(file).parent_path(), ec);
-  // Unique per process and call: runs are read on several threads.
-  static std::atomic<uint64_t> serial{0};
-  const std::string tmp =
-      file + ".tmp" + std::to_string(::getpid()) + "-" + std::to_string(serial++);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return;
-    const std::string bytes = encode(e);
-    out.write(bytes.data(), std::streamsize(bytes.size()));
-    if (!out) {
-      out.close();
-      fs::remove(tmp, ec);
-      return;
-    }
-  }
-  fs::rename(tmp, file, ec);
-  if (ec)
-    fs::remove(tmp, ec);
-  else
-    ++g_writes;
-}
-
-std::string absolute(const std::string& path) {
-  std::error_code ec;
-  const fs::path a = fs::absolute(path, ec);
-  return ec ? path : a.lexically_normal().string();
+  if (detail::writeCacheFile(file, {encode(e)})) ++g_writes;
 }
 
 }  // namespace
@@ -273,15 +237,7 @@ void setMetricsCacheEnabled(bool enabled) {
 }
 
 std::string metricsCacheFile(const std::string& sourcePath) {
-  const std::string dir = metricsCacheDir();
-  if (dir.empty()) return {};
-  // FNV-1a of the absolute path: stable across builds (std::hash is not
-  // promised to be); a collision is caught by the path kept inside.
-  uint64_t h = 14695981039346656037ull;
-  for (const char c : absolute(sourcePath)) h = (h ^ uint8_t(c)) * 1099511628211ull;
-  char name[32];
-  std::snprintf(name, sizeof name, "%016llx.bin", static_cast<unsigned long long>(h));
-  return (fs::path(dir) / name).string();
+  return detail::cacheFileIn(metricsCacheDir(), sourcePath);
 }
 
 namespace {
@@ -311,7 +267,7 @@ std::vector<FileSeries> readCached(const std::string& path, const AppendableRead
     if (end) *end = e;
     return series;
   }
-  const std::string key = absolute(path);
+  const std::string key = detail::absolutePath(path);
   const int64_t readAt = nowNs();
   std::optional<Entry> cached;
   if (const auto bytes = slurp(cacheFile)) {

@@ -24,6 +24,7 @@
 #include "ckpt/index/accelerate.h"
 #include "ckpt/index/hf_trainer.h"
 #include "ckpt/index/lightning.h"
+#include "ckpt/index/listing_cache.h"
 #include "ckpt/index/megatron.h"
 #include "ckpt/index/mlflow.h"
 #include "ckpt/index/natural_order.h"
@@ -32,10 +33,13 @@
 #include "ckpt/index/torchtitan.h"
 #include "ckpt/index/trainers.h"
 #include "ckpt/index/wandb.h"
+#include "scan_walk.h"
 
 namespace fs = std::filesystem;
 
 namespace ckpt {
+
+using namespace detail;  // the walk (scan_walk.h)
 
 std::string_view trainerTitle(std::string_view id) {
   // Proper nouns: the same in every language.
@@ -70,55 +74,6 @@ std::string_view checkpointKindName(CheckpointKind k) {
   }
   return "";
 }
-
-namespace {
-
-// .bin, .ckpt and .pth.tar files count only when their first bytes say torch or safetensors.
-// A writer's temporary file (.<name>.tmp-<pid>-<hex>) is never listed.
-bool isListedFile(const fs::path& path) {
-  if (isTempFileName(path.filename().string()) || !isCandidateName(path.filename().string()))
-    return false;
-  // A .tar here is a .pth.tar (isCandidateName): torch.save's zip under the
-  // ImageNet example's name, not a tar archive.
-  const std::string ext = detail::asciiLower(path.extension().string());
-  if (ext != ".bin" && ext != ".ckpt" && ext != ".tar") return true;
-  try {
-    InputFile in(path.string());
-    const Sniff s = sniffFile(in);
-    return s == Sniff::Zip || s == Sniff::TorchLegacy || s == Sniff::Safetensors;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
-// A sharded checkpoint in `dir` is listed once: a Hugging Face index (its
-// folder may hold other checkpoints too), or the folder itself (a DCP
-// folder is one checkpoint, named like one: step_1000/). The files it is made
-// of are not listed on their own.
-void collectSharded(const fs::path& dir, std::vector<fs::path>& listed, std::set<fs::path>& parts) {
-  const std::optional<ShardProbe> probe = probeSharded(dir.string());
-  if (!probe) return;
-  // A DeepSpeed folder whose `latest` names a tag folder: the tag folders
-  // below are listed themselves (each its step), not this one again.
-  if (probe->layout == ShardLayout::DeepSpeed && fs::path(probe->folder) != dir) return;
-  listed.push_back(probe->layout == ShardLayout::HuggingFace ? fs::path(probe->entry) : dir);
-  try {
-    const auto shards = ShardSet::open(*probe, /*metadataOnly=*/true);
-    for (const ShardPart& p : shards->parts()) parts.insert(fs::path(p.path).lexically_normal());
-  } catch (const std::exception&) {
-    // A description that cannot be read is still listed, with its error.
-  }
-}
-
-void dropParts(std::vector<fs::path>& files, const std::set<fs::path>& parts) {
-  if (parts.empty()) return;
-  files.erase(
-      std::remove_if(files.begin(), files.end(),
-                     [&](const fs::path& f) { return parts.count(f.lexically_normal()) > 0; }),
-      files.end());
-}
-
-}  // namespace
 
 std::string runNameFor(const std::string& root, const std::string& dir) {
   const fs::path rootPath(root);
@@ -160,253 +115,6 @@ void sortCheckpoints(std::vector<CheckpointEntry>& checkpoints) {
 }
 
 namespace {
-
-bool isMetricsFileName(const std::string& name) {
-  return name == "metrics.jsonl" || name == "trainer_state.json" || name == "metrics.csv";
-}
-
-// What a walk finds, before any file is read.
-struct Found {
-  std::vector<fs::path> files;              // checkpoint files, listed one by one
-  std::set<fs::path> parts;                 // files a sharded checkpoint is made of (not listed)
-  std::vector<fs::path> hfFolders;          // Hugging Face Trainer checkpoint-<step>/ folders
-  std::vector<fs::path> megatronFolders;    // Megatron-LM iter_<N>/ and release/ folders
-  std::vector<fs::path> accelerateFolders;  // Accelerate save_state folders (accelerate.h)
-  std::map<fs::path, std::vector<std::string>> metricFiles;  // by directory
-  std::map<fs::path, std::vector<std::string>> eventFiles;   // TensorBoard's, by directory
-  std::set<fs::path> mlflowRuns;                             // MLflow run folders
-  fs::path root;                                             // the folder the walk began at
-
-  // One entry of a directory: a folder that is a Trainer checkpoint is one
-  // item (its files are not walked: returns false); another folder may
-  // hold a sharded checkpoint.
-  bool addFolder(const fs::path& dir) {
-    // An MLflow run: a run without checkpoints (mlflow.h); its metrics/,
-    // params/ and tags/ hold no checkpoint (a key may be any name).
-    if (mlflowRuns.count(dir.parent_path())) {
-      const fs::path name = dir.filename();
-      if (name == "metrics" || name == "params" || name == "tags") return false;
-    }
-    if (isMlflowRunFolder(dir.string())) {
-      mlflowRuns.insert(dir);
-      metricFiles[dir].push_back((dir / "metrics").string());
-    }
-    // A W&B run: a run without checkpoints of its own (wandb.h). Its
-    // wandb/latest-run link is the same run, listed under its own name; a
-    // resumed run's folders are one run, at its newest folder (finishRun
-    // gives it the files of all of them).
-    if (isWandbRunFolder(dir.string())) {
-      if (dir != root && isWandbLatestLink(dir.string())) return false;
-      metricFiles.try_emplace(fs::path(wandbRunFolders(dir.string()).back()));
-    }
-    if (isHfCheckpointFolder(dir.string())) {
-      hfFolders.push_back(dir);
-      return false;
-    }
-    if (isMegatronCheckpointFolder(dir.string())) {
-      megatronFolders.push_back(dir);
-      return false;
-    }
-    if (isAccelerateStateFolder(dir.string())) {
-      accelerateFolders.push_back(dir);
-      return false;
-    }
-    collectSharded(dir, files, parts);
-    return true;
-  }
-  void addFile(const fs::path& file) {
-    if (isListedFile(file)) files.push_back(file);
-    if (isMetricsFileName(file.filename().string()))
-      metricFiles[file.parent_path()].push_back(file.string());
-    else if (isTfEventsFileName(file.filename().string()))
-      eventFiles[file.parent_path()].push_back(file.string());
-  }
-};
-
-// A checkpoints/ folder of Accelerate's automatic naming: its
-// checkpoint_<i>/ folders are checkpoints of the project folder above it.
-bool hasAutomaticAccelerateFolders(const fs::path& dir) {
-  const fs::path d = fs::path(dir).lexically_normal();
-  if ((d.filename().empty() ? d.parent_path() : d).filename() != "checkpoints") return false;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
-       !ec && it != end; it.increment(ec)) {
-    std::error_code fec;
-    if (it->path().filename().string().starts_with("checkpoint_") && it->is_directory(fec) &&
-        isAccelerateStateFolder(it->path().string()))
-      return true;
-  }
-  return false;
-}
-
-// Whether `dir` is a run by what it holds itself (one listing, nothing
-// read): a checkpoint file, a metrics or event file, a checkpoint folder.
-// What scanRunDirectory (the watcher, one folder at a time) asks of a
-// runs/<launch>/ folder's grandparent; scanDirectory knows its runs.
-bool looksLikeRun(const fs::path& dir) {
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end;
-       !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    std::error_code fec;
-    if (it->is_regular_file(fec)) {
-      if (isCandidateName(name) || isMetricsFileName(name) || isTfEventsFileName(name)) return true;
-    } else if (it->is_directory(fec) && (name == "checkpoints" || name == "checkpoint" ||
-                                         isHfCheckpointFolder(it->path().string()))) {
-      return true;
-    }
-  }
-  return false;
-}
-
-// torchtitan's <dump>/checkpoint/step-<N>/ folders of a dump folder.
-std::vector<fs::path> torchtitanCheckpoints(const std::string& dump) {
-  std::vector<fs::path> out;
-  std::error_code ec;
-  const fs::path folder = fs::path(dump) / "checkpoint";
-  for (fs::directory_iterator it(folder, fs::directory_options::skip_permission_denied, ec), end;
-       !ec && it != end; it.increment(ec))
-    if (torchtitanRunOf(it->path().string())) out.push_back(it->path());
-  return out;
-}
-
-bool hasTorchtitanCheckpoint(const std::string& checkpointFolder) {
-  std::error_code ec;
-  for (fs::directory_iterator
-           it(checkpointFolder, fs::directory_options::skip_permission_denied, ec),
-       end;
-       !ec && it != end; it.increment(ec))
-    if (torchtitanRunOf(it->path().string())) return true;
-  return false;
-}
-
-// A folder of event files whose parent is one of kRunEventFolders (runs/,
-// tb/): the run it belongs to is the grandparent, when that is a run.
-std::optional<fs::path> eventFolderOwner(const fs::path& dir) {
-  if (!dir.has_parent_path() || !dir.parent_path().has_parent_path()) return std::nullopt;
-  const std::string parent = dir.parent_path().filename().string();
-  if (std::find(kRunEventFolders.begin(), kRunEventFolders.end(), parent) == kRunEventFolders.end())
-    return std::nullopt;
-  return dir.parent_path().parent_path();
-}
-
-// One thing to read: a file, or a Trainer folder's checkpoint.
-struct Item {
-  fs::path path;
-  fs::path runDir;
-  enum class Kind { File, HfFolder, HfFinal, MegatronFolder, AccelerateFolder } kind = Kind::File;
-  // The trainer whose layout put it in runDir rather than its own folder:
-  // a Lightning run's checkpoints/ file, torchtitan's checkpoint/step-<N>/.
-  std::string_view trainer;
-};
-
-// The files a Trainer wrote into its output folder itself (the final
-// model, training_args.bin) are one final checkpoint, not one each.
-std::vector<Item> itemsOf(Found& found) {
-  dropParts(found.files, found.parts);
-  std::map<fs::path, bool> hfOutput;  // folder -> is a Trainer's output_dir
-  for (const fs::path& f : found.hfFolders) hfOutput[f.parent_path()] = true;
-  auto isHfOutput = [&](const fs::path& dir) {
-    auto [it, added] = hfOutput.try_emplace(dir, false);
-    if (added) it->second = isHfOutputFolder(dir.string());
-    return it->second;
-  };
-  std::vector<Item> items;
-  std::set<fs::path> finals;
-  // The run a Lightning, MLflow or W&B layout puts a file in depends on its
-  // folder alone: asked once per folder (a path walk each; 10% of listing
-  // 50,000 small checkpoints when asked per file).
-  struct Owners {
-    std::optional<std::string> lightning, mlflow, wandb;
-  };
-  std::map<fs::path, Owners> owners;
-  // The walk found a folder's files one after another: its path and owners
-  // are worked out when the folder changes (a lookup per file was a tenth
-  // of the work done before the first file is read).
-  fs::path dir;
-  Owners* owner = nullptr;
-  items.reserve(found.files.size() + found.hfFolders.size() + found.megatronFolders.size() +
-                found.accelerateFolders.size());
-  for (fs::path& f : found.files) {
-    const std::string_view native = f.native();
-    const size_t slash = native.rfind('/');
-    if (!owner || slash == std::string_view::npos || slash != dir.native().size() ||
-        native.substr(0, slash) != dir.native()) {
-      dir = f.parent_path();
-      auto [at, added] = owners.try_emplace(dir);
-      owner = &at->second;
-      if (added)
-        *owner = {lightningRunOf(f.string()), mlflowRunOf(f.string()), wandbRunOf(f.string())};
-    }
-    const std::string_view role =
-        hfPartRole(slash == std::string_view::npos ? native : native.substr(slash + 1));
-    if (!role.empty() && isHfOutput(dir)) {
-      if (finals.insert(dir).second) items.push_back({dir, dir, Item::Kind::HfFinal, {}});
-      continue;
-    }
-    if (const std::optional<std::string>& run = owner->lightning) {
-      items.push_back({std::move(f), fs::path(*run), Item::Kind::File, kLightningId});
-      continue;
-    }
-    // (torchtitan's step-<N> folders: the name first, a path walk each.)
-    if (const std::optional<std::string> run =
-            native.substr(slash == std::string_view::npos ? 0 : slash + 1).starts_with("step-")
-                ? torchtitanRunOf(f.string())
-                : std::nullopt) {
-      items.push_back({std::move(f), fs::path(*run), Item::Kind::File, kTorchtitanId});
-      continue;
-    }
-    // A checkpoint logged as an MLflow artifact: in its run's artifacts/.
-    if (const std::optional<std::string>& run = owner->mlflow) {
-      items.push_back({std::move(f), fs::path(*run), Item::Kind::File, kMlflowId});
-      continue;
-    }
-    // A checkpoint the script saved with wandb.save: in its run's files/.
-    if (const std::optional<std::string>& run = owner->wandb) {
-      items.push_back({std::move(f), fs::path(*run), Item::Kind::File, kWandbId});
-      continue;
-    }
-    items.push_back({std::move(f), dir, Item::Kind::File, {}});
-  }
-  for (const fs::path& f : found.hfFolders)
-    items.push_back({f, f.parent_path(), Item::Kind::HfFolder, {}});
-  for (const fs::path& f : found.megatronFolders)
-    items.push_back({f, f.parent_path(), Item::Kind::MegatronFolder, {}});
-  for (const fs::path& f : found.accelerateFolders)
-    items.push_back(
-        {f, fs::path(accelerateRunOf(f.string())), Item::Kind::AccelerateFolder, kAccelerateId});
-  return items;
-}
-
-CheckpointEntry describeItem(const Item& item, const fs::path& rootPath) {
-  auto relative = [&](const fs::path& p) {
-    std::string rel = p.lexically_relative(rootPath).string();
-    // The root itself, a checkpoint's folder opened on its own: its folder
-    // name, as when its parent is opened (it was listed as ".").
-    if (rel.empty() || rel == ".") rel = fs::absolute(p).lexically_normal().filename().string();
-    return rel;
-  };
-  switch (item.kind) {
-    case Item::Kind::HfFolder:
-      return describeHfCheckpoint(item.path.string(), relative(item.path), /*finalModel=*/false);
-    case Item::Kind::HfFinal: {
-      CheckpointEntry e =
-          describeHfCheckpoint(item.path.string(), relative(item.path), /*finalModel=*/true);
-      // Named by its weights' file: the folder is the run's own.
-      if (e.error.empty()) e.file = relative(fs::path(e.path));
-      return e;
-    }
-    case Item::Kind::MegatronFolder:
-      return describeMegatronCheckpoint(item.path.string(), relative(item.path));
-    case Item::Kind::AccelerateFolder:
-      return describeAccelerateCheckpoint(item.path.string(), relative(item.path));
-    case Item::Kind::File:
-      break;
-  }
-  CheckpointEntry e = describeCheckpoint(item.path.string(), relative(item.path));
-  if (!item.trainer.empty()) e.trainer = std::string(item.trainer);
-  return e;
-}
 
 // DeepSpeed's `latest` file in the run's folder names the newest tag folder.
 void markDeepSpeedLatest(RunEntry& run) {
@@ -708,6 +416,9 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
     itemPending[i]->items.push_back(i);
   }
   for (auto& p : order) p->left = p->items.size();
+  // Files unchanged since the last listing of this folder: from the cache.
+  const std::unique_ptr<ListingCache> cache = ListingCache::open(root);
+  if (cache) cache->resize(items.size());
 
   // Files are read on several threads (each item's entry in its own slot);
   // progress, runDone and finishRun stay on this one.
@@ -721,7 +432,7 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
       const size_t i = next++;
       if (i >= items.size()) break;
       try {
-        entries[i] = describeItem(items[i], rootPath);
+        entries[i] = describeItem(items[i], rootPath, cache.get(), i);
       } catch (...) {
         const std::lock_guard lock(failureMutex);
         if (!failure) failure = std::current_exception();
@@ -757,7 +468,7 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
     const size_t i = next++;
     if (i >= items.size()) break;
     try {
-      entries[i] = describeItem(items[i], rootPath);
+      entries[i] = describeItem(items[i], rootPath, cache.get(), i);
     } catch (...) {
       stop = true;
       for (std::thread& h : helpers) h.join();
@@ -770,6 +481,7 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
   }
   for (std::thread& h : helpers) h.join();
   if (failure) std::rethrow_exception(failure);
+  if (cache && !stop) cache->save();
   if (options.progress && !stop && done > 0) options.progress(done, items.size());
 
   for (auto& [name, run] : runs) {

@@ -1,0 +1,102 @@
+#pragma once
+// A listing cache, so that opening the same folder again does not read
+// every small checkpoint in it again. One cache file per folder opened
+// (its absolute path hashed), in the user's cache folder
+// ($CKPTSCOPE_CACHE_DIR/listings, else $XDG_CACHE_HOME/ckptscope/listings,
+// else ~/.cache/ckptscope/listings; never in the experiment directory),
+// holding for each checkpoint file listed from it: its path, device, inode,
+// size, modification and change times (to the nanosecond), and its entry
+// as describeCheckpoint gave it (step, loss, sizes, safety verdict, ...).
+//
+// A listing through the cache stats each file (one system call instead of
+// an open, a read, a parse and a close) and takes its entry from the cache
+// only when all five of those are what the cache recorded; anything else
+// (a rewrite in place, as torch.save to the same path does, a file moved
+// over it, a changed time) is read as before. A file changed less than two
+// seconds before the listing began is not recorded (timestamps are coarse:
+// a second rewrite within the same tick would not show). Only what a file
+// says on its own is kept: a file that could not be read, a sharded
+// checkpoint and a rank's file (whose verdict depends on its folder) are
+// read every time. The cache is also tied to the build that wrote it (the
+// size and time of the library or program holding this code): another
+// build reads every file again.
+//
+// A cache file is trusted only with the right magic, version, byte order,
+// build, folder and CRC-32C over its contents; a damaged or foreign one is
+// ignored and rewritten. Written beside and renamed over. Off with
+// CKPTSCOPE_NO_CACHE=1, as the metrics cache (metrics_cache.h). No Qt, no
+// LibTorch.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "ckpt/index/scanner.h"
+
+namespace ckpt {
+
+// What listing caches did since the last reset (for tests and benchmarks).
+struct ListingCacheStats {
+  uint64_t hits = 0;      // files whose entry came from the cache
+  uint64_t misses = 0;    // files read (not in the cache, changed, or never kept)
+  uint64_t rejected = 0;  // cache files found damaged or foreign
+  uint64_t writes = 0;    // cache files written
+};
+[[nodiscard]] ListingCacheStats listingCacheStats();
+void resetListingCacheStats();
+
+// The folder listing caches live in ("" when no variable says one: none).
+[[nodiscard]] std::string listingCacheDir();
+// The cache file for a folder opened (its absolute path hashed).
+[[nodiscard]] std::string listingCacheFile(const std::string& root);
+
+class ListingCache {
+ public:
+  // The cache of listings of `root`, loaded (empty when missing, damaged
+  // or foreign); nullptr when caching is off or there is no cache folder.
+  [[nodiscard]] static std::unique_ptr<ListingCache> open(const std::string& root);
+  ~ListingCache();
+
+  // Slots for a listing of `items` files (one per item; entry() fills them).
+  void resize(size_t items);
+  // The entry of the file at `path`: the cached one (its path and `file`
+  // set to these) when the file is unchanged, else read(), kept for the
+  // next listing when it can be. Safe on several threads, a slot each.
+  CheckpointEntry entry(size_t slot, const std::string& path, const std::string& file,
+                        const std::function<CheckpointEntry()>& read);
+  // Writes the cache file when the listing differs from what was loaded:
+  // the files of this listing only (a file gone is dropped).
+  void save();
+
+ private:
+  explicit ListingCache(std::string root, std::string file);
+  struct Stat {
+    uint64_t device = 0, inode = 0, size = 0;
+    int64_t mtimeNs = 0, ctimeNs = 0;
+    bool operator==(const Stat&) const = default;
+  };
+  struct Record {
+    Stat stat;
+    std::string_view entry;  // encoded, in m_loaded
+    std::string_view whole;  // the record's bytes, in m_loaded
+  };
+  void load();
+
+  std::string m_root, m_file;
+  std::string m_loaded;
+  std::unordered_map<std::string_view, Record> m_records;
+  // Each slot's record, encoded: a view of m_loaded (the file's own bytes,
+  // unchanged) or of its m_read string (a file read this time); empty when
+  // not kept.
+  std::vector<std::string_view> m_slots;
+  std::vector<std::string> m_read;
+  std::atomic<bool> m_changed{false};
+  int64_t m_startNs = 0;
+};
+
+}  // namespace ckpt

@@ -1,0 +1,80 @@
+#pragma once
+// The walk's part of a listing (scanner.h), shared by scanDirectory and
+// scanRunDirectory: what the folders hold before any file is read, the
+// items to read, one item described. Internal to ckpt_index.
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ckpt/index/scanner.h"
+
+namespace ckpt {
+
+class ListingCache;
+
+namespace detail {
+
+namespace fs = std::filesystem;
+
+// .bin, .ckpt and .pth.tar files count only when their first bytes say
+// torch or safetensors; a writer's temporary file is never listed.
+bool isListedFile(const fs::path& path);
+// A sharded checkpoint in `dir`, listed once (its index file or its
+// folder); the files it is made of go to `parts`.
+void collectSharded(const fs::path& dir, std::vector<fs::path>& listed, std::set<fs::path>& parts);
+bool isMetricsFileName(const std::string& name);
+
+// What a walk finds, before any file is read.
+struct Found {
+  std::vector<fs::path> files;              // checkpoint files, listed one by one
+  std::set<fs::path> parts;                 // files a sharded checkpoint is made of (not listed)
+  std::vector<fs::path> hfFolders;          // Hugging Face Trainer checkpoint-<step>/ folders
+  std::vector<fs::path> megatronFolders;    // Megatron-LM iter_<N>/ and release/ folders
+  std::vector<fs::path> accelerateFolders;  // Accelerate save_state folders (accelerate.h)
+  std::map<fs::path, std::vector<std::string>> metricFiles;  // by directory
+  std::map<fs::path, std::vector<std::string>> eventFiles;   // TensorBoard's, by directory
+  std::set<fs::path> mlflowRuns;                             // MLflow run folders
+  fs::path root;                                             // the folder the walk began at
+
+  // One entry of a directory: a folder that is a Trainer checkpoint is one
+  // item (its files are not walked: returns false); another folder may
+  // hold a sharded checkpoint.
+  bool addFolder(const fs::path& dir);
+  void addFile(const fs::path& file);
+};
+
+// One thing to read: a file, or a Trainer folder's checkpoint.
+struct Item {
+  fs::path path;
+  fs::path runDir;
+  enum class Kind { File, HfFolder, HfFinal, MegatronFolder, AccelerateFolder } kind = Kind::File;
+  // The trainer whose layout put it in runDir rather than its own folder:
+  // a Lightning run's checkpoints/ file, torchtitan's checkpoint/step-<N>/.
+  std::string_view trainer;
+};
+
+// A checkpoints/ folder of Accelerate's automatic naming.
+bool hasAutomaticAccelerateFolders(const fs::path& dir);
+// Whether `dir` is a run by what it holds itself (one listing, nothing read).
+bool looksLikeRun(const fs::path& dir);
+// torchtitan's <dump>/checkpoint/step-<N>/ folders of a dump folder.
+std::vector<fs::path> torchtitanCheckpoints(const std::string& dump);
+bool hasTorchtitanCheckpoint(const std::string& checkpointFolder);
+// The run a runs/<launch>/ or tb/<launch>/ folder of event files belongs to.
+std::optional<fs::path> eventFolderOwner(const fs::path& dir);
+// The items to read, folder by folder (the parts of sharded checkpoints
+// dropped; a Trainer's own files one final checkpoint).
+std::vector<Item> itemsOf(Found& found);
+// One item's entry, its path relative to `rootPath`. A file is answered
+// from `cache` when the cache knows it unchanged (listing_cache.h); slot
+// `slot` of the cache is the item's.
+CheckpointEntry describeItem(const Item& item, const fs::path& rootPath,
+                             ListingCache* cache = nullptr, size_t slot = 0);
+
+}  // namespace detail
+}  // namespace ckpt
