@@ -6,6 +6,9 @@
 #     peak RSS, median of REPEAT;
 #   - the browser (`bench_gui manyckpt DIR`, a fresh process each): from the
 #     open to its first rows and to the scan finished, median of REPEAT;
+#   each twice: cold (an empty listing cache: every file read, the cache
+#   written) and warm (the cache a listing of DIR left: the folder opened
+#   again; listing_cache.h), CKPTSCOPE_CACHE_DIR pointing at a temp folder;
 #   - the anchor: a plain Python loop that lists each zip's names
 #     (zipfile.ZipFile(f).namelist() for every .pt under DIR), a fresh
 #     process, median of REPEAT;
@@ -82,50 +85,72 @@ timed() {
   t1=$(now)
   echo "$(echo "($t1 - $t0) * 1000" | bc -l) $(awk '{print $1 / 1024}' "$tmp/rss")"
 }
-ls_t=() ls_m=() js_t=() js_m=() py_t=() py_m=() gui_first=() gui_done=() gui_m=()
-for _ in $(seq 1 "$REPEAT"); do
-  read -r t m <<<"$(timed "$CLI" ls "$DIR")"
-  ls_t+=("$t") ls_m+=("$m")
-  read -r t m <<<"$(timed "$CLI" ls --json "$DIR")"
-  js_t+=("$t") js_m+=("$m")
-  read -r t m <<<"$(timed python3 "$tmp/anchor.py" "$DIR")"
-  py_t+=("$t") py_m+=("$m")
-  if [[ "${NO_GUI:-0}" != 1 ]]; then
-    QT_QPA_PLATFORM=offscreen "$GUI" manyckpt "$DIR" >"$tmp/gui.json"
-    read -r f c m <<<"$(python3 -c '
+# The warm cache: what a listing of DIR leaves (every file is older than
+# the 2 s a listing waits before keeping a file).
+CKPTSCOPE_CACHE_DIR="$tmp/warm" "$CLI" ls "$DIR" >/dev/null
+py_t=() py_m=()
+for state in cold warm; do
+  declare -a "ls_t_$state=()" "ls_m_$state=()" "js_t_$state=()" "js_m_$state=()" \
+    "gui_first_$state=()" "gui_done_$state=()" "gui_m_$state=()"
+done
+for i in $(seq 1 "$REPEAT"); do
+  for state in cold warm; do
+    if [[ "$state" == cold ]]; then
+      cache() { echo "$tmp/cold-$i-$1"; }  # empty: a folder never listed
+    else
+      cache() { echo "$tmp/warm"; }
+    fi
+    read -r t m <<<"$(CKPTSCOPE_CACHE_DIR="$(cache ls)" timed "$CLI" ls "$DIR")"
+    eval "ls_t_$state+=($t) ls_m_$state+=($m)"
+    read -r t m <<<"$(CKPTSCOPE_CACHE_DIR="$(cache json)" timed "$CLI" ls --json "$DIR")"
+    eval "js_t_$state+=($t) js_m_$state+=($m)"
+    if [[ "${NO_GUI:-0}" != 1 ]]; then
+      CKPTSCOPE_CACHE_DIR="$(cache gui)" QT_QPA_PLATFORM=offscreen "$GUI" manyckpt "$DIR" >"$tmp/gui.json"
+      read -r f c m <<<"$(python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
 print(d["first_rows_ms"], d["complete_ms"], d["peak_rss_mb"])' "$tmp/gui.json")"
-    gui_first+=("$f") gui_done+=("$c") gui_m+=("$m")
-  fi
+      eval "gui_first_$state+=($f) gui_done_$state+=($c) gui_m_$state+=($m)"
+    fi
+  done
+  read -r t m <<<"$(timed python3 "$tmp/anchor.py" "$DIR")"
+  py_t+=("$t") py_m+=("$m")
 done
 med() { printf '%s\n' "$@" | median; }
-ls_ms=$(med "${ls_t[@]}") js_ms=$(med "${js_t[@]}") py_ms=$(med "${py_t[@]}")
+py_ms=$(med "${py_t[@]}")
 echo
 echo "== $FILES checkpoints in $RUNS runs, median of $REPEAT fresh processes (load average now: $(cut -d' ' -f1-3 /proc/loadavg))"
 verdict() { echo "$1 <= $2" | bc -l | sed 's/1/PASS/;s/0/not met/'; }
 printf '  python: zipfile namelist of each file  %8.1f ms  peak RSS %6.1f MB  (all: %s)\n' \
   "$py_ms" "$(med "${py_m[@]}")" "$(printf '%.0f ' "${py_t[@]}")"
-printf '  ckptscope-cli ls DIR                   %8.1f ms  peak RSS %6.1f MB  %.2fx the anchor  goal <= 500 ms: %s  (all: %s)\n' \
-  "$ls_ms" "$(med "${ls_m[@]}")" "$(echo "$ls_ms / $py_ms" | bc -l)" "$(verdict "$ls_ms" 500)" \
-  "$(printf '%.0f ' "${ls_t[@]}")"
-printf '  ckptscope-cli ls --json DIR            %8.1f ms  peak RSS %6.1f MB  %.2fx the anchor  (all: %s)\n' \
-  "$js_ms" "$(med "${js_m[@]}")" "$(echo "$js_ms / $py_ms" | bc -l)" "$(printf '%.0f ' "${js_t[@]}")"
-if [[ "${NO_GUI:-0}" != 1 ]]; then
-  first=$(med "${gui_first[@]}") done_ms=$(med "${gui_done[@]}")
-  printf '  browser: open -> first rows            %8.1f ms  %.2fx the anchor  goal <= 300 ms: %s  (all: %s)\n' \
-    "$first" "$(echo "$first / $py_ms" | bc -l)" "$(verdict "$first" 300)" "$(printf '%.0f ' "${gui_first[@]}")"
-  printf '  browser: open -> scan finished         %8.1f ms  %.2fx the anchor  goal <= 1000 ms: %s  peak RSS %.1f MB  (all: %s)\n' \
-    "$done_ms" "$(echo "$done_ms / $py_ms" | bc -l)" "$(verdict "$done_ms" 1000)" "$(med "${gui_m[@]}")" \
-    "$(printf '%.0f ' "${gui_done[@]}")"
-fi
+for state in cold warm; do
+  declare -n lt="ls_t_$state" lm="ls_m_$state" jt="js_t_$state" jm="js_m_$state"
+  echo "  -- $state: $([[ $state == cold ]] && echo 'an empty listing cache (every file read)' || echo 'the folder opened again (the listing cache)')"
+  ls_ms=$(med "${lt[@]}") js_ms=$(med "${jt[@]}")
+  printf '  ckptscope-cli ls DIR                   %8.1f ms  peak RSS %6.1f MB  %.2fx the anchor  goal <= 500 ms: %s  (all: %s)\n' \
+    "$ls_ms" "$(med "${lm[@]}")" "$(echo "$ls_ms / $py_ms" | bc -l)" "$(verdict "$ls_ms" 500)" \
+    "$(printf '%.0f ' "${lt[@]}")"
+  printf '  ckptscope-cli ls --json DIR            %8.1f ms  peak RSS %6.1f MB  %.2fx the anchor  (all: %s)\n' \
+    "$js_ms" "$(med "${jm[@]}")" "$(echo "$js_ms / $py_ms" | bc -l)" "$(printf '%.0f ' "${jt[@]}")"
+  if [[ "${NO_GUI:-0}" != 1 ]]; then
+    declare -n gf="gui_first_$state" gd="gui_done_$state" gm="gui_m_$state"
+    first=$(med "${gf[@]}") done_ms=$(med "${gd[@]}")
+    printf '  browser: open -> first rows            %8.1f ms  %.2fx the anchor  goal <= 300 ms: %s  (all: %s)\n' \
+      "$first" "$(echo "$first / $py_ms" | bc -l)" "$(verdict "$first" 300)" "$(printf '%.0f ' "${gf[@]}")"
+    printf '  browser: open -> scan finished         %8.1f ms  %.2fx the anchor  goal <= 1000 ms: %s  peak RSS %.1f MB  (all: %s)\n' \
+      "$done_ms" "$(echo "$done_ms / $py_ms" | bc -l)" "$(verdict "$done_ms" 1000)" "$(med "${gm[@]}")" \
+      "$(printf '%.0f ' "${gd[@]}")"
+    unset -n gf gd gm
+  fi
+  unset -n lt lm jt jm
+done
 
 if [[ "${NO_STRACE:-0}" != 1 ]] && command -v strace >/dev/null; then
   # Every system call of every thread of one `ls` (startup included), and
   # the file ones per checkpoint.
-  strace -f -c -o "$tmp/strace" "$CLI" ls "$DIR" >/dev/null
+  CKPTSCOPE_NO_CACHE=1 strace -f -c -o "$tmp/strace" "$CLI" ls "$DIR" >/dev/null
   echo
-  echo "== system calls of one \`ls DIR\` (strace -f -c; all threads, start-up included), per checkpoint"
+  echo "== system calls of one \`ls DIR\` without the cache (strace -f -c; all threads, start-up included), per checkpoint"
   awk -v n="$FILES" '
     $1 ~ /^[0-9.]+$/ && NF >= 5 { calls = $4; name = $NF; if (name == "total") next;
       tot += calls; per[name] = calls }

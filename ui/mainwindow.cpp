@@ -496,7 +496,15 @@ void MainWindow::onScanFinished(std::vector<BrowseGroup> groups, const QString& 
   if (m_keepSelection.isEmpty() && checkpointView()->selectionModel()->hasSelection())
     m_keepSelection =
         checkpointView()->currentIndex().data(int(CheckpointListModel::Role::Path)).toString();
-  m_model->setGroups(std::move(groups));
+  // Usually the runs handed over while the scan ran are the first of the
+  // result: the rest are added after them. Anything else is listed anew (a
+  // reset measures every row again and rebuilds the view: a fifth of a
+  // 50,000-checkpoint open).
+  if (const std::optional<size_t> listed = m_model->listedPrefix(groups))
+    m_model->appendRuns({std::make_move_iterator(groups.begin() + std::ptrdiff_t(*listed)),
+                         std::make_move_iterator(groups.end())});
+  else
+    m_model->setGroups(std::move(groups));
   checkpointView()->expandAll();
   QStringList dirs;
   for (const QString& p : m_paths)

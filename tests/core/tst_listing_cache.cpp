@@ -6,7 +6,8 @@
 // path, inode and size, is read again, a safe file turned dangerous
 // included; a file changed just before the listing is not kept; a damaged
 // cache file is rejected and rewritten; nothing is written under the
-// folder listed; `ls --no-cache` and CKPTSCOPE_NO_CACHE read every file.
+// folder listed; `ls --no-cache` and CKPTSCOPE_NO_CACHE read every file; a
+// cache file the CLI wrote serves another program built from the same tree.
 #include <QProcessEnvironment>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -144,6 +145,15 @@ class TestListingCache : public QObject {
     QCOMPARE(text.exitCode, 0);
     QCOMPARE(text.out, textReference.out);
     QVERIFY(text.out.contains("lr3e-4_seed0/step_400.pt"));
+    // The cache file the command wrote serves this program too (the app and
+    // the CLI built from one tree share it: neither rewrites the other's).
+    QVERIFY(fs::remove(listingCacheFile(m_root)));
+    QCOMPARE(cli(ls).exitCode, 0);
+    resetListingCacheStats();
+    checkAgainstTruth(listing(m_root));
+    QCOMPARE(listingCacheStats().rejected, uint64_t(0));
+    QCOMPARE(listingCacheStats().hits, uint64_t(10));
+    QCOMPARE(listingCacheStats().writes, uint64_t(0));
   }
 
   // --no-cache and CKPTSCOPE_NO_CACHE: every file read, no cache file written.

@@ -109,6 +109,7 @@ class TestBrowser : public QObject {
   void shardedBadge();
   void shardedSafety();
   void firstRunsWhileScanning();
+  void listedPrefix();
 
  private:
   // A temporary experiments directory holding a copy of runs/tiny.
@@ -736,11 +737,58 @@ void TestBrowser::firstRunsWhileScanning() {
   QTreeView* view = w.checkpointView();
   QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, view->visualRect(picked).center());
   QCOMPARE(view->currentIndex().data(int(Role::Path)).toString(), pickedPath);
+  // The runs listed while scanning are the first of the result: the rest
+  // are added after them, nothing is listed anew.
+  QSignalSpy resets(w.checkpointModel(), &QAbstractItemModel::modelReset);
   QVERIFY(!scanned.isEmpty() || scanned.wait(kTimeoutMs * 4));
+  QCOMPARE(resets.count(), 0);
+  // What is listed is what a scan of the folder gives, run by run.
+  const std::vector<BrowseGroup> listed = w.checkpointModel()->groups();
+  const std::vector<BrowseGroup> whole = scanPaths({dir.path()});
+  QCOMPARE(listed.size(), whole.size());
+  for (size_t i = 0; i < listed.size(); ++i) {
+    QCOMPARE(listed[i].name, whole[i].name);
+    QVERIFY2(listed[i].checkpoints == whole[i].checkpoints, qPrintable(listed[i].name));
+  }
   QCOMPARE(view->currentIndex().data(int(Role::Path)).toString(), pickedPath);
   QCOMPARE(w.checkpointModel()->groupCount(), size_t(36 * batches));
   QCOMPARE(w.checkpointModel()->checkpointCount(), size_t(211 * batches));
   QVERIFY(!w.statusBar()->currentMessage().startsWith(QStringLiteral("Scanning")));
+}
+
+void TestBrowser::listedPrefix() {
+  // The rows are the first groups of a result only when every field of
+  // every checkpoint is the same, in the same order.
+  CheckpointListModel model;
+  auto run = [](const QString& name, const std::string& verdict) {
+    BrowseGroup g;
+    g.name = name;
+    g.path = "/x/" + name;
+    for (int step : {100, 200}) {
+      CheckpointEntry c;
+      c.file = "step_" + std::to_string(step) + ".pt";
+      c.path = ("/x/" + name).toStdString() + "/" + c.file;
+      c.step = step;
+      c.verdict = verdict;
+      g.checkpoints.push_back(c);
+    }
+    return g;
+  };
+  const BrowseGroup a = run("a", "safe"), b = run("b", "safe"), c = run("c", "safe");
+  QCOMPARE(model.listedPrefix({}), std::optional<size_t>(0));
+  QCOMPARE(model.listedPrefix({a}), std::optional<size_t>(0));
+  model.setGroups({a, b});
+  QCOMPARE(model.listedPrefix({a, b}), std::optional<size_t>(2));
+  QCOMPARE(model.listedPrefix({a, b, c}), std::optional<size_t>(2));
+  QCOMPARE(model.listedPrefix({b, a}), std::nullopt);
+  QCOMPARE(model.listedPrefix({a}), std::nullopt);
+  QCOMPARE(model.listedPrefix({a, run("b", "dangerous")}), std::nullopt);
+  BrowseGroup shorter = b;
+  shorter.checkpoints.pop_back();
+  QCOMPARE(model.listedPrefix({a, shorter, c}), std::nullopt);
+  BrowseGroup moved = b;
+  moved.path = "/y/b";
+  QCOMPARE(model.listedPrefix({a, moved}), std::nullopt);
 }
 
 QTEST_MAIN(TestBrowser)

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "browser/runsummary.h"
 #include "ckpt/index/experiment.h"
@@ -363,6 +364,33 @@ std::vector<BrowseGroup> CheckpointListModel::groups() const {
       for (const auto& g : top->children) addGroup(*g);
   }
   return out;
+}
+
+std::optional<size_t> CheckpointListModel::listedPrefix(
+    const std::vector<BrowseGroup>& groups) const {
+  size_t next = 0;
+  auto same = [&](const Node& n) {
+    if (next >= groups.size()) return false;
+    const BrowseGroup& a = n.group;
+    const BrowseGroup& b = groups[next++];
+    if (std::tie(a.kind, a.name, a.path, a.error, a.trainer, a.metricFiles, a.hparamFiles, a.facts,
+                 a.remote) != std::tie(b.kind, b.name, b.path, b.error, b.trainer, b.metricFiles,
+                                       b.hparamFiles, b.facts, b.remote) ||
+        n.children.size() != b.checkpoints.size())
+      return false;
+    for (size_t i = 0; i < n.children.size(); ++i)
+      if (!(n.children[i]->checkpoint == b.checkpoints[i])) return false;
+    return true;
+  };
+  for (const auto& top : m_root->children) {
+    if (top->type == Node::Type::Group) {
+      if (!same(*top)) return std::nullopt;
+    } else {
+      for (const auto& g : top->children)
+        if (!same(*g)) return std::nullopt;
+    }
+  }
+  return next;
 }
 
 size_t CheckpointListModel::groupCount() const {

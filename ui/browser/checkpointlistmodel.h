@@ -53,6 +53,12 @@ class CheckpointListModel : public QAbstractItemModel {
   // Removes the run whose directory is `path`; false when it is not listed.
   bool removeRun(const QString& path);
 
+  // How many of `groups` the rows are already, when they are the first of
+  // them in this order with every field of every checkpoint equal (a scan's
+  // result, the runs it handed over while it ran listed): setGroups would
+  // change none of those rows, appendRuns of the rest does what it does.
+  // std::nullopt when the rows are anything else.
+  [[nodiscard]] std::optional<size_t> listedPrefix(const std::vector<BrowseGroup>& groups) const;
   // Every run, "Files" and error group, in display order, with its checkpoints.
   [[nodiscard]] std::vector<BrowseGroup> groups() const;
   [[nodiscard]] size_t groupCount() const;

@@ -9,7 +9,6 @@
 #include <fstream>
 #include <optional>
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,6 +16,7 @@
 #include "cache_file.h"
 #include "ckpt/index/metrics_cache.h"
 #include "crc32c.h"
+#include "listing_identity.h"
 #include "raw_bytes.h"
 
 namespace ckpt {
@@ -38,19 +38,11 @@ int64_t nowNs() {
       .count();
 }
 
-// The build this code is part of: the path, size and time of the library
-// or program holding it. Another build may describe a file otherwise.
-const std::string& buildIdentity() {
-  static const std::string identity = [] {
-    Dl_info info{};
-    if (::dladdr(reinterpret_cast<void*>(&listingCacheDir), &info) == 0 || !info.dli_fname)
-      return std::string();
-    struct stat st {};
-    if (::stat(info.dli_fname, &st) != 0) return std::string();
-    return std::string(info.dli_fname) + "\n" + std::to_string(st.st_size) + "\n" +
-           std::to_string(int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec);
-  }();
-  return identity;
+// The sources entries are computed by (core/format and core/index, hashed
+// at build time): another version may describe a file otherwise. The same
+// in the app, the CLI and an agent built from one tree, so they share files.
+std::string_view buildIdentity() {
+  return CKPT_LISTING_SOURCES_SHA256;
 }
 
 template <typename T>

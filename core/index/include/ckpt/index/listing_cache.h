@@ -17,9 +17,10 @@
 // a second rewrite within the same tick would not show). Only what a file
 // says on its own is kept: a file that could not be read, a sharded
 // checkpoint and a rank's file (whose verdict depends on its folder) are
-// read every time. The cache is also tied to the build that wrote it (the
-// size and time of the library or program holding this code): another
-// build reads every file again.
+// read every time. The cache is also tied to the sources of the reader and
+// the index (core/format, core/index: a hash taken at build time, the same
+// in the app, the CLI and a host's agent built from them): another
+// version reads every file again.
 //
 // A cache file is trusted only with the right magic, version, byte order,
 // build, folder and CRC-32C over its contents; a damaged or foreign one is

@@ -31,6 +31,7 @@ struct CheckpointPart {
   uint64_t size = 0;
   // A pickle (.pt, .pth, .bin): its safety verdict ("safe", ...); "" for JSON.
   std::string verdict;
+  bool operator==(const CheckpointPart&) const = default;
 };
 
 // One checkpoint file as a listing shows it.
@@ -89,12 +90,15 @@ struct CheckpointEntry {
     std::string monitor;
     std::string mode;  // "min", "max", "" when the state key does not say
     std::optional<double> score;
+    bool operator==(const RecordedBest&) const = default;
   };
   std::vector<RecordedBest> recordedBest;
   // The tag folder DeepSpeed's `latest` file names (the newest it saved);
   // its kind stays `step`.
   bool latest = false;
   [[nodiscard]] bool isDangerous() const { return verdict == "dangerous"; }
+  // Every field equal (a listing that says the same of the file).
+  bool operator==(const CheckpointEntry&) const = default;
 };
 
 // A run: the checkpoints of one directory, sorted by step, or a directory
