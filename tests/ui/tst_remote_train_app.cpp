@@ -511,6 +511,8 @@ class TestRemoteTrainApp : public QObject {
     // The checkpoint in the browser; Stop has nothing more to stop.
     QTRY_VERIFY_WITH_TIMEOUT(w.checkpointModel()->indexOfPath(checkpoint).isValid(), 30000);
     QVERIFY(!stop->isEnabled());
+    QVERIFY2(panel->runView()->title().endsWith(" · stopped at step " + QString::number(step)),
+             qPrintable(panel->runView()->title()));
     QVERIFY(panel->logText().contains("Stopping on 127.0.0.1: pid " + QString::number(pid)));
     QTRY_VERIFY_WITH_TIMEOUT(chartLastStep(panel) >= double(step), 20000);
     shoot(w, "remote-run-stopped");

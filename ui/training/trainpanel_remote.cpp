@@ -341,6 +341,12 @@ void TrainPanel::remoteRunEnded(const QString& outcome, int64_t step, const QStr
           : tr("Ended on the host; its log does not say where it saved (%1)").arg(log);
   showStatus(said, outcome.isEmpty());
   appendLog(said);
+  // The title named it running there ("..., detached"): now how it ended.
+  if (!outcome.isEmpty())
+    m_run->setTitle(tr("%1 · %2 at step %3")
+                        .arg(m_run->title(),
+                             outcome == QLatin1String("stopped") ? tr("stopped") : tr("finished"))
+                        .arg(step));
   updateRemoteStop();
 }
 
