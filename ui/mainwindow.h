@@ -209,8 +209,13 @@ class MainWindow : public QMainWindow {
   // The run started there, followed: its row and curves here (the folder
   // that holds it is opened when the one shown does not), its chart on the Train tab.
   void followRemoteTraining(const remote::RemotePath& at, const QString& runDir,
-                            const QString& title, int64_t maxSteps);
+                            const QString& title, int64_t maxSteps, int64_t pid,
+                            const QString& jobId);
   void showRemoteTrainingRun();  // the Train tab's chart from the Curves tab's run
+  // Stop on the Train tab for a run on a host: the agent's `stop` asked,
+  // then asked how it stands (nothing sent) each second until it has ended.
+  void stopRemoteTraining(const QString& location, qint64 pid, const QString& jobId);
+  void pollRemoteStop();
 
   CheckpointListModel* m_model = nullptr;
   BrowserPanel* m_browser = nullptr;
@@ -218,6 +223,7 @@ class MainWindow : public QMainWindow {
   QMenu* m_recentMenu = nullptr;
   RunWatcher* m_watcher = nullptr;
   QTimer m_curvesRefresh;
+  QTimer m_remoteStopPoll;   // how a run stopped on its host stands
   bool m_layoutSet = false;  // restored from the settings, or sized on first show
   QTabWidget* m_tabs = nullptr;
   InspectorWidget* m_inspector = nullptr;

@@ -44,6 +44,10 @@ void MainWindow::setUpRemoteTraining() {
   // The Curves tab reads the host's runs (a reload, a reconnection): the
   // Train tab's chart of the run started there follows.
   connect(m_curves, &CurvesView::curvesReady, this, &MainWindow::showRemoteTrainingRun);
+  connect(m_train, &TrainPanel::remoteStopRequested, this, &MainWindow::stopRemoteTraining);
+  m_remoteStopPoll.setInterval(1000);
+  m_remoteStopPoll.setSingleShot(true);
+  connect(&m_remoteStopPoll, &QTimer::timeout, this, &MainWindow::pollRemoteStop);
 }
 
 void MainWindow::startRemoteTraining(const RemoteTrainStart& start) {
@@ -108,7 +112,7 @@ void MainWindow::startRemoteTraining(const RemoteTrainStart& start) {
         const remote::LaunchResult& r = *answer->result;
         const QString message =
             tr("%1 on %2 (pid %3): run %4 in %5, its log %6. It keeps training when this app "
-               "closes (stop it there: kill %3); its curves are followed here.")
+               "closes (Stop on %2 asks it to save and end); its curves are followed here.")
                 .arg(r.started ? tr("Started") : tr("Starting"), host)
                 .arg(r.pid)
                 .arg(fromStd(r.runName), fromStd(r.runDir), fromStd(r.log));
@@ -117,7 +121,7 @@ void MainWindow::startRemoteTraining(const RemoteTrainStart& start) {
         followRemoteTraining(
             at, fromStd(r.runDir),
             tr("%1 on %2 (pid %3), detached").arg(fromStd(r.runName), host).arg(r.pid),
-            start.request.maxSteps.value_or(0));
+            start.request.maxSteps.value_or(0), r.pid, {});
       });
 }
 
@@ -154,13 +158,18 @@ void MainWindow::submitRemoteTraining(const RemoteTrainStart& start, const QStri
         statusBar()->showMessage(tr("Job %1 submitted on %2").arg(fromStd(r.jobId), host), 10000);
         followRemoteTraining(
             at, fromStd(r.runDir),
-            tr("%1 on %2: SLURM job %3").arg(fromStd(r.runName), host, fromStd(r.jobId)), maxSteps);
+            tr("%1 on %2: SLURM job %3").arg(fromStd(r.runName), host, fromStd(r.jobId)), maxSteps,
+            0, fromStd(r.jobId));
       });
 }
 
 void MainWindow::followRemoteTraining(const remote::RemotePath& at, const QString& runDir,
-                                      const QString& title, int64_t maxSteps) {
-  m_train->followRemoteRun(runDir, title, maxSteps);
+                                      const QString& title, int64_t maxSteps, int64_t pid,
+                                      const QString& jobId) {
+  m_remoteStopPoll.stop();
+  m_remote->stop.drop();
+  m_train->followRemoteRun(runDir, title, maxSteps, remoteLocation(at, pathToStd(runDir)), pid,
+                           jobId);
   // The folder shown holds the run (a branch beside its run, a fine-tune
   // beside its parent): read what changed. Otherwise (another host, an
   // output elsewhere) the run's parent folder on that host is opened.
@@ -187,6 +196,89 @@ void MainWindow::showRemoteTrainingRun() {
         if (c.kind == CheckpointKind::Final) final = pathFromStd(c.path);
     m_train->showRemoteRun(r, final);
   }
+}
+
+void MainWindow::stopRemoteTraining(const QString& location, qint64 pid, const QString& jobId) {
+  std::optional<remote::RemotePath> where;
+  try {
+    where = remote::parseRemotePath(pathToStd(location));
+  } catch (const std::invalid_argument&) {
+  }
+  if (!where) {
+    m_train->remoteStopFinished(false, tr("%1 is not on another machine").arg(location));
+    return;
+  }
+  const QString host = fromStd(where->host);
+  m_remote->stopAt = *where;
+  remote::StopRequest& request = m_remote->stopRequest;
+  request = {};
+  request.runDir = where->path;
+  request.pid = pid;
+  request.jobId = pathToStd(jobId);
+  statusBar()->showMessage(tr("Asking %1 to stop the run...").arg(host));
+  m_remote->stop.start(
+      [connections = m_remote->connections, at = *where, request](JobProgress&) {
+        connections->call(at, "open", Json{{"path", request.runDir}});
+        try {
+          return remote::stopResultFromJson(
+              connections->call(at, "stop", remote::stopParams(request)));
+        } catch (const remote::RemoteError& e) {
+          if (e.code() != "unknown_method") throw;
+          throw std::runtime_error(
+              "the ckptscope-cli there cannot stop a run (too old): update it, or stop the "
+              "trainer there with kill PID (it saves a checkpoint first)");
+        }
+      },
+      [this, host](JobOutcome outcome, std::optional<remote::StopResult> r, const QString& error) {
+        if (outcome != JobOutcome::Done || !r) {
+          const QString message = outcome == JobOutcome::Cancelled
+                                      ? tr("Not stopped on %1").arg(host)
+                                      : tr("Not stopped on %1: %2").arg(host, error);
+          statusBar()->showMessage(message, 10000);
+          m_train->remoteStopFinished(false, message);
+          return;
+        }
+        const QString who =
+            !r->jobId.empty() ? tr("job %1").arg(fromStd(r->jobId)) : tr("pid %1").arg(r->pid);
+        if (r->running) {
+          m_train->remoteStopFinished(
+              true, r->signalled
+                        ? tr("Stopping on %1: %2 finishes the step in flight, then writes a "
+                             "checkpoint…")
+                              .arg(host, who)
+                        : tr("Stopping on %1: %2 was already asked to stop (not signalled "
+                             "again)…")
+                              .arg(host, who));
+          m_remoteStopPoll.start();
+        } else {
+          m_train->remoteRunEnded(fromStd(r->outcome), r->step, fromStd(r->checkpoint),
+                                  fromStd(r->log));
+          followRemote({}, true);  // its checkpoint in the browser
+        }
+      });
+}
+
+void MainWindow::pollRemoteStop() {
+  if (!m_remote->stopAt || !m_train->isRemoteStopping()) return;
+  remote::StopRequest request = m_remote->stopRequest;
+  request.signal = false;  // how it stands: nothing is sent again
+  m_remote->stop.start(
+      [connections = m_remote->connections, at = *m_remote->stopAt, request](JobProgress&) {
+        return remote::stopResultFromJson(
+            connections->call(at, "stop", remote::stopParams(request)));
+      },
+      [this](JobOutcome outcome, std::optional<remote::StopResult> r, const QString&) {
+        if (outcome != JobOutcome::Done || !r || r->running) {
+          // Still finishing its step (or the connection is being restored): asked again.
+          if (m_train->isRemoteStopping()) m_remoteStopPoll.start();
+          return;
+        }
+        m_train->remoteRunEnded(fromStd(r->outcome), r->step, fromStd(r->checkpoint),
+                                fromStd(r->log));
+        statusBar()->showMessage(tr("The run on %1 has ended").arg(fromStd(m_remote->stopAt->host)),
+                                 10000);
+        followRemote({}, true);  // its checkpoint in the browser, its last curve points
+      });
 }
 
 }  // namespace ckpt

@@ -49,6 +49,8 @@ void printUsage(const std::string& command) {
       "                         a slim copy without optimizer state, a tensor at a time\n"
       "  train, resume, finetune, score, generate   training and inference (LibTorch;\n"
       "                         see ckptscope-cli train --help)\n"
+      "  stop ssh://host/RUN_DIR [--pid N | --job ID]   a run started on that host (resume,\n"
+      "                         finetune of a remote checkpoint) finishes its step, saves, ends\n"
       "  serve --stdio          the agent another machine's ckptscope-cli talks to over ssh\n"
       "                         (docs/REMOTE.md)\n"
       "\n"

@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
   // A resume or fine-tune of a checkpoint on another machine starts there.
   if ((cmd == "resume" || cmd == "finetune") && remoteCheckpointOf(argc, argv))
     return runRemoteTrain(argc, argv);
+  if (cmd == "stop") return runRemoteStop(argc, argv);
   if (cmd == "train" || cmd == "resume" || cmd == "finetune" || cmd == "score" ||
       cmd == "generate") {
     // These need LibTorch, which costs 0.4 s and 160 MB to load: they live in

@@ -40,5 +40,8 @@ std::optional<remote::RemotePath> remoteCheckpointOf(int argc, char** argv);
 // Started on that host through its agent, detached from the connection, or
 // submitted to SLURM there (--sbatch).
 int runRemoteTrain(int argc, char** argv);
+// stop (remote_stop.cpp): a run started there asked to finish its step,
+// save and end, through the host's agent (`stop`).
+int runRemoteStop(int argc, char** argv);
 
 }  // namespace ckpt::cli

@@ -160,10 +160,13 @@ int runRemoteTrain(int argc, char** argv) {
     for (const std::string& root : remote::launchRoots(request))
       agent->call("open", Json{{"path", root}});
     const Json params = remote::launchParams(request);
-    auto follow = [&](const std::string& runDir) {
+    auto runAt = [&](const std::string& runDir) {
       RemotePath run = *where;
       run.path = runDir;
-      return "ckptscope-cli metrics " + run.display();
+      return run.display();
+    };
+    auto follow = [&](const std::string& runDir) {
+      return "ckptscope-cli metrics " + runAt(runDir);
     };
     const std::string host = where->endpoint();
     if (sbatch) {
@@ -183,6 +186,8 @@ int runRemoteTrain(int argc, char** argv) {
                   command.c_str(), request.checkpoint.c_str());
       std::printf("run:     %s (%s)\nscript:  %s\nlog:     %s\nfollow:  %s\n", r.runDir.c_str(),
                   r.runName.c_str(), r.scriptFile.c_str(), r.log.c_str(), follow(r.runDir).c_str());
+      std::printf("stop:    ckptscope-cli stop %s --job %s\n", runAt(r.runDir).c_str(),
+                  r.jobId.c_str());
       return kExitOk;
     }
     const remote::LaunchResult r = remote::launchResultFromJson(agent->call("launch", params));
@@ -190,8 +195,10 @@ int runRemoteTrain(int argc, char** argv) {
                 (long long)r.pid, command.c_str(), request.checkpoint.c_str());
     std::printf("run:     %s (%s)\nlog:     %s\nfollow:  %s\n", r.runDir.c_str(), r.runName.c_str(),
                 r.log.c_str(), follow(r.runDir).c_str());
-    std::printf("It keeps training when this connection ends (stop it there: kill %lld).\n",
-                (long long)r.pid);
+    std::printf(
+        "It keeps training when this connection ends (stop it: ckptscope-cli stop %s --pid "
+        "%lld; it saves a checkpoint first).\n",
+        runAt(r.runDir).c_str(), (long long)r.pid);
     if (!r.started)
       std::printf(
           "It was still preparing (reading the checkpoint and the data) when asked: "

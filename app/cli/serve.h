@@ -86,6 +86,10 @@ ChildOutput runCollecting(const Call& call, const std::vector<std::string>& argv
 Json launchPlan(Call& call);
 Json launch(Call& call);
 Json submit(Call& call);
+// `stop` (serve_stop.cpp): a run launch or submit started, asked to finish
+// its step and save (SIGTERM; scancel --batch --signal=TERM), once it is
+// known to be a ckptscope trainer in that run's folder.
+Json stop(Call& call);
 // sbatch's path on the agent's PATH, "" when SLURM is not here (hello says).
 std::string sbatchProgram();
 

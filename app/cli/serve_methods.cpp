@@ -340,6 +340,7 @@ Json runMethod(const std::string& method, Call& call) {
   if (method == "launchPlan") return launchPlan(call);
   if (method == "launch") return launch(call);
   if (method == "submit") return submit(call);
+  if (method == "stop") return stop(call);
   throw ProtocolError("unknown_method", "unknown method '" + method + "'");
 }
 

@@ -5,7 +5,10 @@
 // step; a folder named with spaces, quotes and ';' runs nothing else; a path
 // outside the roots and an existing output folder are refused; with a fake
 // `sbatch` on the agent's PATH the script the person edited is what is
-// submitted, with the trainer's argv as its arguments.
+// submitted, with the trainer's argv as its arguments. `ckptscope-cli stop`
+// (the agent's `stop`) stops a run started there: the step finishes, a
+// checkpoint torch loads is written; a pid that is not our trainer, or a
+// job that is not our run, is refused and left alone.
 #include <signal.h>
 #include <unistd.h>
 
@@ -14,6 +17,7 @@
 #include <QFile>
 #include <QProcess>
 #include <QRegularExpression>
+#include <QScopeGuard>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <fstream>
@@ -163,6 +167,27 @@ class TestRemoteTrain : public QObject {
             .toUtf8(),
         true);
 
+    // A fake squeue (`squeue -h -j ID -o FORMAT`): job 4242 is a ckptscope
+    // run in the folder job4242.dir names, 777 someone else's, any other
+    // has left the queue. A fake scancel records its arguments.
+    writeFile(
+        m_tmp.path() + "/fakebin/squeue",
+        QString("#!/bin/sh\nd='%1'\n"
+                "case \"$3\" in\n"
+                "  4242) printf 'ckptscope-job-run|%s|RUNNING\\n' \"$(cat \"$d/job4242.dir\")\";;\n"
+                "  777) echo 'someone-else|/tmp|RUNNING';;\n"
+                "  *) echo 'slurm_load_jobs error: Invalid job id specified' >&2; exit 1;;\n"
+                "esac\n")
+            .arg(m_tmp.path())
+            .toUtf8(),
+        true);
+    writeFile(m_tmp.path() + "/fakebin/scancel",
+              QString("#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\" >> '%1/scancel.argv'; "
+                      "done\n")
+                  .arg(m_tmp.path())
+                  .toUtf8(),
+              true);
+
     m_exp = m_tmp.path() + "/exp with 'quotes' and ; touch PWNED";
     QVERIFY(QDir().mkpath(m_exp));
     std::ofstream corpus((m_exp + "/corpus.txt").toStdString());
@@ -239,6 +264,129 @@ class TestRemoteTrain : public QObject {
     QVERIFY2(r.out.contains(("run:     " + branch + " (tiny@2)").toUtf8()), r.out.constData());
     QCOMPARE(torchMeta(branch + "/tiny@2_final.pt"), QByteArray("6 tiny@2"));
     QCOMPARE(readAll(m_exp + "/runs/tiny/metrics.jsonl"), before);
+  }
+
+  // Stop (the agent's `stop`, `ckptscope-cli stop`): a fine-tune started
+  // on the host is asked to stop; it finishes its step, writes a checkpoint
+  // python3-torch loads (with its optimizer: it resumes) at the step the
+  // CLI said, and ends. A pid that is not our trainer (a process working in
+  // the very same folder) is refused and lives on.
+  void stopFinishesTheStepAndSaves() {
+    if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+    const QString runDir = m_exp + "/runs/tiny-stop";
+    ProcessResult r =
+        cli({"finetune", remote(m_exp + "/runs/tiny/tiny_final.pt"), "--data",
+             m_exp + "/corpus.txt", "--out", runDir, "--max-steps", "100000", "--device", "cpu"});
+    QVERIFY2(r.exitCode == 0, (r.out + r.err).constData());
+    const auto m = QRegularExpression("\\(pid (\\d+)\\)").match(r.out);
+    QVERIFY2(m.hasMatch(), r.out.constData());
+    const qint64 pid = m.captured(1).toLongLong();
+    const auto killer = qScopeGuard([pid] {
+      if (running(pid)) ::kill(pid_t(pid), SIGKILL);
+    });
+    QVERIFY(running(pid));
+    QTRY_VERIFY_WITH_TIMEOUT(readAll(runDir + "/metrics.jsonl").count('\n') >= 3, 60000);
+
+    // Not ours: a process in the run's folder that is not a trainer.
+    QProcess other;
+    other.setWorkingDirectory(runDir);
+    other.start("/bin/sleep", {"300"});
+    QVERIFY(other.waitForStarted());
+    const auto endOther = qScopeGuard([&other] {
+      other.kill();
+      other.waitForFinished();
+    });
+    r = cli({"stop", remote(runDir), "--pid", QString::number(other.processId()), "--no-wait"});
+    QCOMPARE(r.exitCode, 1);
+    QVERIFY2(r.err.contains("is not a ckptscope trainer running in " + runDir.toUtf8()),
+             r.err.constData());
+    QVERIFY2(r.err.contains("nothing was signalled"), r.err.constData());
+    // Our trainer named with another run's folder: refused too.
+    r = cli({"stop", remote(m_exp + "/runs/tiny"), "--pid", QString::number(pid), "--no-wait"});
+    QCOMPARE(r.exitCode, 1);
+    QVERIFY2(r.err.contains("it trains in " + runDir.toUtf8()), r.err.constData());
+    QTest::qWait(500);
+    QCOMPARE(other.state(), QProcess::Running);
+    QVERIFY(running(pid));
+    {
+      // Asking how it stands signals nothing.
+      Agent a;
+      a.call("open", {{"path", runDir.toStdString()}});
+      const json status =
+          a.call("stop", {{"run_dir", runDir.toStdString()}, {"pid", pid}, {"signal", false}});
+      QCOMPARE(status["result"]["running"], json(true));
+      QCOMPARE(status["result"]["signalled"], json(false));
+      QVERIFY(status["result"]["log"].get<std::string>().starts_with(
+          (runDir + "/ckptscope-train-").toStdString()));
+      // A pid outside every root's run: the folder is checked first.
+      const json outside = a.call("stop", {{"run_dir", m_tmp.path().toStdString()}, {"pid", pid}});
+      QCOMPARE(outside["error"]["code"], json("outside_roots"));
+    }
+    QVERIFY(running(pid));
+
+    // Stopped: the step in flight, a checkpoint, the end.
+    r = cli({"stop", remote(runDir), "--pid", QString::number(pid)});
+    QVERIFY2(r.exitCode == 0, (r.out + r.err).constData());
+    QVERIFY2(r.out.contains("asked pid " + QByteArray::number(pid) + " on 127.0.0.1:"),
+             r.out.constData());
+    const auto said = QRegularExpression("stopped on 127\\.0\\.0\\.1:\\d+ at step (\\d+): (.+)\\n")
+                          .match(QString::fromUtf8(r.out));
+    QVERIFY2(said.hasMatch(), r.out.constData());
+    QVERIFY(!running(pid));
+    const QString step = said.captured(1);
+    const QString checkpoint = said.captured(2);
+    QCOMPARE(checkpoint, runDir + "/tiny-sft_step" + step + ".pt");
+    QVERIFY(step.toLongLong() >= 3 && step.toLongLong() < 100000);
+    QCOMPARE(torchMeta(checkpoint), (step + " tiny-sft").toUtf8());
+    // Resumable: it holds the optimizer's state, and the run's last line is its step.
+    const ProcessResult keys = ckpt::test::runProcess(
+        QStringLiteral(CKPT_TORCH_PYTHON),
+        {"-c",
+         "import sys, torch; c = torch.load(sys.argv[1], weights_only=False); "
+         "print(sorted(k for k in c if 'optim' in k))",
+         checkpoint});
+    QVERIFY2(keys.exitCode == 0 && keys.out.contains("optim"), (keys.out + keys.err).constData());
+    const QList<QByteArray> lines = readAll(runDir + "/metrics.jsonl").trimmed().split('\n');
+    const auto last =
+        QRegularExpression("\"step\":\\s*(\\d+)").match(QString::fromUtf8(lines.back()));
+    QVERIFY2(last.hasMatch() && last.captured(1) == step, lines.back().constData());
+    // The other process was left alone; nothing is left to stop.
+    QCOMPARE(other.state(), QProcess::Running);
+    r = cli({"stop", remote(runDir)});
+    QCOMPARE(r.exitCode, 1);
+    QVERIFY2(
+        r.err.contains("nothing to stop") && r.err.contains("stopped at step " + step.toUtf8()),
+        r.err.constData());
+    // A run folder named without a pid: the trainer running there (none now).
+    r = cli({"stop", "--bogus", remote(runDir)});
+    QCOMPARE(r.exitCode, 2);
+    r = cli({"stop", "--help"});
+    QCOMPARE(r.exitCode, 0);
+    QVERIFY(r.out.startsWith("usage: ckptscope-cli stop REMOTE-RUN-DIR"));
+  }
+
+  // A SLURM job: our job in the run's folder gets scancel --batch
+  // --signal=TERM (the batch step is the trainer: the script execs it);
+  // another job is refused and scancel is not run.
+  void stopAsksTheJob() {
+    if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+    const QString runDir = m_exp + "/runs/job-run";
+    QVERIFY(QDir().mkpath(runDir));
+    writeFile(m_tmp.path() + "/job4242.dir", runDir.toUtf8());
+    QFile::remove(m_tmp.path() + "/scancel.argv");
+    ProcessResult r = cli({"stop", remote(runDir), "--job", "777", "--no-wait"}, "agent-slurm.sh");
+    QCOMPARE(r.exitCode, 1);
+    QVERIFY2(r.err.contains("job 777 (someone-else in /tmp) is not a ckptscope run"),
+             r.err.constData());
+    QVERIFY(!QFile::exists(m_tmp.path() + "/scancel.argv"));
+    r = cli({"stop", remote(runDir), "--job", "4242", "--no-wait"}, "agent-slurm.sh");
+    QVERIFY2(r.exitCode == 0, (r.out + r.err).constData());
+    QVERIFY2(r.out.startsWith("asked job 4242 on 127.0.0.1:"), r.out.constData());
+    QCOMPARE(readAll(m_tmp.path() + "/scancel.argv"), QByteArray("--batch\n--signal=TERM\n4242\n"));
+    // A job that left the queue: nothing to stop.
+    r = cli({"stop", remote(runDir), "--job", "5000", "--no-wait"}, "agent-slurm.sh");
+    QCOMPARE(r.exitCode, 1);
+    QVERIFY2(r.err.contains("nothing to stop"), r.err.constData());
   }
 
   // Refusals: a path outside the roots (checkpoint, data), an output folder

@@ -12,6 +12,9 @@
 //   in an editable box; the script the person edited is what sbatch gets.
 // - A fine-tune into an output folder that exists is refused with the
 //   host's words on the Train tab; the folder is left as it was.
+// - "Stop on 127.0.0.1" on the Train tab (after a confirmation) stops the
+//   run there: the step finishes, a checkpoint python3-torch loads is
+//   written, and the tab says at which step and where.
 #include <signal.h>
 #include <unistd.h>
 
@@ -22,6 +25,7 @@
 #include <QDialogButtonBox>
 #include <QDir>
 #include <QLineEdit>
+#include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QRegularExpression>
@@ -152,12 +156,27 @@ class TestRemoteTrainApp : public QObject {
   }
   // The agent on "the host": agent.sh with PATH=/usr/bin:/bin (no
   // sbatch), agent-slurm.sh with the fake sbatch first on it.
+  // With CKPT_SHOT_DIR set (a person looking at the Train tab under Xvfb):
+  // the screen as `import -window root` takes it, into DIR/NAME-WxH.png.
+  void shoot(MainWindow& w, const QString& name) {
+    const QString dir = qEnvironmentVariable("CKPT_SHOT_DIR");
+    if (dir.isEmpty()) return;
+    QTest::qWait(800);
+    ckpt::test::runProcess(
+        "import", {"-window", "root",
+                   QString("%1/%2-%3x%4.png").arg(dir, name).arg(w.width()).arg(w.height())});
+  }
   void useAgent(const QString& script) {
     qputenv("CKPTSCOPE_REMOTE_CLI", (m_server.home() + "/" + script).toUtf8());
   }
-  // The window shown at 1280x800 on the experiment over ssh.
+  // The window shown at 1280x800 (CKPT_SHOT_SIZE=WxH: that size) on the
+  // experiment over ssh.
   bool openWindow(MainWindow& w) {
-    w.resize(1280, 800);
+    const QList<QByteArray> size = qgetenv("CKPT_SHOT_SIZE").split('x');
+    if (size.size() == 2)
+      w.resize(size[0].toInt(), size[1].toInt());
+    else
+      w.resize(1280, 800);
     w.show();
     if (!QTest::qWaitForWindowExposed(&w)) return false;
     w.activateWindow();
@@ -395,6 +414,108 @@ class TestRemoteTrainApp : public QObject {
     QVERIFY2(panel->statusText().contains("job 4242"), qPrintable(panel->statusText()));
     QCOMPARE(panel->runView()->title(), QString("tiny-sft on 127.0.0.1: SLURM job 4242"));
     QVERIFY(panel->startButton()->isEnabled());
+  }
+
+  // Stop on the Train tab for a run on the host: "Stop on 127.0.0.1" is
+  // enabled while it trains there; clicked, it asks first (Cancel sends
+  // nothing), then the host's trainer finishes its step, writes a checkpoint
+  // python3-torch loads and ends, and the tab says "Stopped on the host at
+  // step N" with that checkpoint, which the browser lists.
+  void stopOnTheHostFromTheTrainTab() {
+    if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+    useAgent("agent.sh");
+    const QString final = m_exp + "/runs/tiny/tiny_final.pt";
+    const QString runDir = m_exp + "/runs/tiny-stopped";
+    qint64 pid = 0;
+    const auto killer = qScopeGuard([&pid] {
+      if (pid > 0 && running(pid)) ::kill(pid_t(pid), SIGKILL);
+    });
+    MainWindow w;
+    QVERIFY(openWindow(w));
+    QTRY_VERIFY_WITH_TIMEOUT(w.checkpointModel()->indexOfPath(final).isValid(), 20000);
+    clickCheckpoint(w, final);
+    QTest::keyClick(&w, Qt::Key_F, Qt::ControlModifier | Qt::ShiftModifier);
+    ckpt::TrainPanel* panel = w.trainPanel();
+    QTRY_VERIFY(panel->isVisible());
+    typeInto(panel->finetuneDataEdit(), m_exp + "/corpus.txt");
+    typeInto(panel->finetuneOutputEdit(), runDir);
+    QSpinBox* steps = panel->finetuneMaxStepsBox();
+    steps->setFocus();
+    steps->selectAll();
+    QTest::keyClicks(steps, "100000");
+    QCOMPARE(steps->value(), 100000);
+    QPushButton* stop = panel->stopButton();
+    QVERIFY(!stop->isEnabled());  // nothing runs yet
+    QTRY_VERIFY(panel->startButton()->isEnabled());
+    QTest::mouseClick(panel->startButton(), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(panel->statusText().contains("Started on 127.0.0.1 (pid"), 90000);
+    pid =
+        QRegularExpression("\\(pid (\\d+)\\)").match(panel->statusText()).captured(1).toLongLong();
+    QVERIFY(pid > 0 && running(pid));
+    // While it trains there: Stop says where it stops.
+    QVERIFY(stop->isVisible());
+    QTRY_VERIFY(stop->isEnabled());
+    QCOMPARE(stop->text(), QString("Stop on 127.0.0.1"));
+    QVERIFY2(stop->toolTip().contains("finishes the step in flight"), qPrintable(stop->toolTip()));
+    QTRY_VERIFY_WITH_TIMEOUT(chartLastStep(panel) >= 5, 60000);
+    shoot(w, "remote-run-training");
+
+    // The confirmation: Cancel first (nothing is asked of the host), then
+    // "Stop on 127.0.0.1". It is modal: driven from a timer.
+    QString question;
+    auto answer = [&](const QString& button) {
+      auto* timer = new QTimer(this);
+      timer->setInterval(100);
+      connect(timer, &QTimer::timeout, this, [&question, button, timer] {
+        auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+        if (!box || !box->isVisible()) return;
+        timer->stop();
+        timer->deleteLater();
+        question = box->text() + "\n" + box->informativeText();
+        for (QAbstractButton* b : box->buttons())
+          if (b->text() == button) QTest::mouseClick(b, Qt::LeftButton);
+      });
+      timer->start();
+    };
+    answer("Cancel");
+    QTest::mouseClick(stop, Qt::LeftButton);
+    QTRY_VERIFY(!question.isEmpty());
+    QVERIFY2(question.startsWith(QString("Stop the trainer (pid %1) on 127.0.0.1?").arg(pid)),
+             qPrintable(question));
+    QVERIFY2(question.contains("writes a checkpoint to resume from in " + runDir),
+             qPrintable(question));
+    QTest::qWait(1500);
+    QVERIFY(running(pid));
+    QVERIFY(stop->isEnabled());
+    const int64_t beforeStop = lastLoggedStep(runDir + "/metrics.jsonl");
+    QTRY_VERIFY_WITH_TIMEOUT(lastLoggedStep(runDir + "/metrics.jsonl") > beforeStop, 20000);
+
+    question.clear();
+    answer("Stop on 127.0.0.1");
+    QTest::mouseClick(stop, Qt::LeftButton);
+    QTRY_VERIFY(!question.isEmpty());
+    QTRY_VERIFY_WITH_TIMEOUT(panel->statusText().startsWith("Stopping on 127.0.0.1"), 30000);
+    QCOMPARE(stop->text(), QString("Stopping…"));
+    QVERIFY(!stop->isEnabled());
+    QTRY_VERIFY_WITH_TIMEOUT(panel->statusText().startsWith("Stopped on the host at step "), 60000);
+    QVERIFY(!running(pid));
+    const auto said =
+        QRegularExpression("^Stopped on the host at step (\\d+): (.+)$").match(panel->statusText());
+    QVERIFY2(said.hasMatch(), qPrintable(panel->statusText()));
+    const int64_t step = said.captured(1).toLongLong();
+    const QString checkpoint = said.captured(2);
+    QCOMPARE(checkpoint, runDir + "/tiny-sft_step" + QString::number(step) + ".pt");
+    QCOMPARE(step, lastLoggedStep(runDir + "/metrics.jsonl"));
+    QVERIFY(step > beforeStop);
+    QCOMPARE(torchMeta(checkpoint), QByteArray::number(step) + " tiny-sft");
+    // The checkpoint in the browser; Stop has nothing more to stop.
+    QTRY_VERIFY_WITH_TIMEOUT(w.checkpointModel()->indexOfPath(checkpoint).isValid(), 30000);
+    QVERIFY(!stop->isEnabled());
+    QVERIFY2(panel->runView()->title().endsWith(" · stopped at step " + QString::number(step)),
+             qPrintable(panel->runView()->title()));
+    QVERIFY(panel->logText().contains("Stopping on 127.0.0.1: pid " + QString::number(pid)));
+    QTRY_VERIFY_WITH_TIMEOUT(chartLastStep(panel) >= double(step), 20000);
+    shoot(w, "remote-run-stopped");
   }
 
   // A fine-tune into a folder that exists: the host's refusal on the Train

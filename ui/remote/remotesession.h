@@ -27,7 +27,8 @@ struct RemoteLaunchAnswer {
 };
 
 struct RemoteSession {
-  explicit RemoteSession(QObject* context) : job(context), follow(context), launch(context) {}
+  explicit RemoteSession(QObject* context)
+      : job(context), follow(context), launch(context), stop(context) {}
 
   // Shared with the jobs: a job still waiting for a host when the window
   // closes keeps them alive until it returns.
@@ -48,6 +49,11 @@ struct RemoteSession {
   bool followPending = false;
   RefreshScope followScope{/*rows=*/false, /*rereadCurves=*/false};
   BackgroundJob<RemoteLaunchAnswer> launch;  // mainwindow_remote_train.cpp
+  // Stop on a run started there (mainwindow_remote_train.cpp): the host's
+  // agent asked once, then how it stands until the trainer has ended.
+  BackgroundJob<remote::StopResult> stop;
+  std::optional<remote::RemotePath> stopAt;  // the run's folder on its host
+  remote::StopRequest stopRequest;
   bool describing = false;  // the window's summary job asks the host for a checkpoint
   bool tensorBusy = false;  // the Tensor tab's statistics are computed on the host
 };

@@ -545,7 +545,10 @@ bool TrainPanel::startFinetune(const QString& checkpoint) {
 }
 
 void TrainPanel::stop() {
-  if (!isRunning()) return;
+  if (!isRunning()) {
+    stopRemote();  // a run followed on a host, if any
+    return;
+  }
   m_runner.stop();
   m_stop->setEnabled(false);
   m_stop->setText(tr("Stopping…"));
@@ -567,6 +570,7 @@ void TrainPanel::setRunning(bool running) {
     m_start->setEnabled(false);
   else
     revalidate();
+  if (!running) updateRemoteStop();
 }
 
 void TrainPanel::onPrepared(const TrainJobInfo& info) {

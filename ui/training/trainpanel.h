@@ -133,16 +133,32 @@ class TrainPanel : public QWidget {
   // A run started (or submitted) on the host: the run view names it and
   // charts what the window reads of its metrics.jsonl (showRemoteRun, each
   // time its curve on the Curves tab grows). `maxSteps` 0: not known here.
-  void followRemoteRun(const QString& runDir, const QString& title, int64_t maxSteps);
+  // `location`: the run's folder as ssh://[user@]host[:port]/path; `pid`
+  // (launch) or `jobId` (submit): what Stop asks the host to stop.
+  void followRemoteRun(const QString& runDir, const QString& title, int64_t maxSteps,
+                       const QString& location = {}, int64_t pid = 0, const QString& jobId = {});
   // `finalCheckpoint`: the run's final checkpoint as the browser lists it
   // ("" while it trains): it has finished there.
   void showRemoteRun(const CurveRun& run, const QString& finalCheckpoint);
   // The host's folder of the run followed ("" when none).
   [[nodiscard]] QString remoteRunDir() const { return m_remoteRun; }
+  // Stop on a run followed on the host ("Stop on HOST", after a
+  // confirmation): the window asks the host's agent (remoteStopRequested)
+  // and answers with remoteStopFinished (asked, or the host's refusal),
+  // then remoteRunEnded once the trainer has ended there.
+  void remoteStopFinished(bool ok, const QString& message);
+  // How it ended, from its log there: `outcome` "stopped" or "finished"
+  // (empty: the log does not say), its step and the checkpoint written.
+  void remoteRunEnded(const QString& outcome, int64_t step, const QString& checkpoint,
+                      const QString& log);
+  [[nodiscard]] bool isRemoteStopping() const { return m_remoteStopping; }
 
  signals:
   // Start on a remote checkpoint: the window starts it on the host.
   void remoteStartRequested(const ckpt::RemoteTrainStart& start);
+  // Stop on a run followed on the host: `location` its folder (ssh://...),
+  // `pid` or `jobId` what launch or submit answered.
+  void remoteStopRequested(const QString& location, qint64 pid, const QString& jobId);
   // The job is prepared and its first step starts; `outputDir` is where its
   // checkpoints and metrics.jsonl go (open it in the browser).
   void runStarted(const QString& outputDir);
@@ -170,6 +186,11 @@ class TrainPanel : public QWidget {
   void revalidateRemote();
   std::optional<RemoteTrainStart> remoteRequest(QString* error, QStringList* keys) const;
   bool startRemote();
+  // Stop on the run followed there (trainpanel_remote.cpp), and the Stop
+  // button's state and words for it.
+  void stopRemote();
+  void updateRemoteStop();
+  [[nodiscard]] QString remoteRunHost() const;
   // Asks before a start that moves files to .trash/; false when the person says no.
   bool confirmStart(const TrainRequest& request);
   // The request of the current page, or the message naming what is wrong
@@ -213,7 +234,11 @@ class TrainPanel : public QWidget {
   bool m_remoteBusy = false;    // the window is starting one on the host
   QString m_remoteRun;          // the host's run followed in the run view
   int64_t m_remoteRunMaxSteps = 0;
-  bool m_remoteRunDone = false;  // its final checkpoint has been seen
+  bool m_remoteRunDone = false;   // its final checkpoint has been seen
+  QString m_remoteRunLocation;    // ssh://.../RUN_DIR
+  int64_t m_remoteRunPid = 0;     // launch's
+  QString m_remoteRunJob;         // submit's
+  bool m_remoteStopping = false;  // Stop asked the host; its end not seen yet
   QPushButton* m_stop = nullptr;
   QWidget* m_formArea = nullptr;
   QSplitter* m_split = nullptr;

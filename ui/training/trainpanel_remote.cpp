@@ -6,6 +6,7 @@
 #include <QCheckBox>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMessageBox>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
@@ -193,16 +194,22 @@ void TrainPanel::remoteStartFinished(bool ok, const QString& message) {
   revalidate();
 }
 
-void TrainPanel::followRemoteRun(const QString& runDir, const QString& title, int64_t maxSteps) {
+void TrainPanel::followRemoteRun(const QString& runDir, const QString& title, int64_t maxSteps,
+                                 const QString& location, int64_t pid, const QString& jobId) {
   m_remoteRun = runDir;
   m_remoteRunMaxSteps = maxSteps;
   m_remoteRunDone = false;
+  m_remoteRunLocation = location;
+  m_remoteRunPid = pid;
+  m_remoteRunJob = jobId;
+  m_remoteStopping = false;
   const QString said = statusText();  // how it started, kept in the log
   m_run->clear();
   m_run->progressBar()->setTextVisible(false);  // no step yet (a job may wait in the queue)
   m_run->setTitle(title);
   m_run->showCharts();
   appendLog(said);
+  updateRemoteStop();
 }
 
 void TrainPanel::showRemoteRun(const CurveRun& run, const QString& finalCheckpoint) {
@@ -243,12 +250,104 @@ void TrainPanel::showRemoteRun(const CurveRun& run, const QString& finalCheckpoi
   if (const MetricSeries* speed = run.find("tokens_per_sec"); speed && speed->points.size())
     r.tokensPerSecond = speed->points[speed->points.size() - 1].value;
   m_run->showStep(r);
-  if (!finalCheckpoint.isEmpty() && !m_remoteRunDone) {
+  if (!finalCheckpoint.isEmpty() && !m_remoteRunDone && !m_remoteStopping) {
     m_remoteRunDone = true;
     const QString done = tr("Finished on the host at step %1: %2").arg(last).arg(finalCheckpoint);
     showStatus(done, false);
     appendLog(done);
+    updateRemoteStop();
   }
+}
+
+QString TrainPanel::remoteRunHost() const {
+  try {
+    if (const auto where = remote::parseRemotePath(m_remoteRunLocation.toStdString()))
+      return QString::fromStdString(where->host);
+  } catch (const std::invalid_argument&) {
+  }
+  return {};
+}
+
+void TrainPanel::updateRemoteStop() {
+  if (isRunning()) return;  // a run here: setRunning's
+  const bool followed = !m_remoteRun.isEmpty() && !m_remoteRunLocation.isEmpty() &&
+                        (m_remoteRunPid > 0 || !m_remoteRunJob.isEmpty());
+  if (!followed) {
+    m_stop->setText(tr("Stop"));
+    m_stop->setEnabled(false);
+    m_stop->setToolTip(tr("Finish the step in flight, write a resumable checkpoint, stop"));
+    return;
+  }
+  const QString host = remoteRunHost();
+  m_stop->setText(m_remoteStopping ? tr("Stopping…") : tr("Stop on %1").arg(host));
+  m_stop->setEnabled(!m_remoteStopping && !m_remoteRunDone);
+  m_stop->setToolTip(
+      m_remoteRunDone ? tr("The run on %1 has ended").arg(host)
+      : m_remoteRunJob.isEmpty()
+          ? tr("Ask %1 to stop the trainer (pid %2): it finishes the step in flight, writes a "
+               "checkpoint to resume from and ends")
+                .arg(host)
+                .arg(m_remoteRunPid)
+          : tr("Ask %1 to stop SLURM job %2: it finishes the step in flight, writes a checkpoint "
+               "to resume from and ends (a job still queued is taken out of the queue)")
+                .arg(host, m_remoteRunJob));
+}
+
+void TrainPanel::stopRemote() {
+  if (m_remoteRun.isEmpty() || m_remoteRunDone || m_remoteStopping ||
+      (m_remoteRunPid <= 0 && m_remoteRunJob.isEmpty()))
+    return;
+  const QString host = remoteRunHost();
+  const QString what = m_remoteRunJob.isEmpty() ? tr("the trainer (pid %1)").arg(m_remoteRunPid)
+                                                : tr("SLURM job %1").arg(m_remoteRunJob);
+  // A run of hours: asked first. Cancel is the default.
+  QMessageBox box(QMessageBox::Question, tr("Stop on %1").arg(host),
+                  tr("Stop %1 on %2?").arg(what, host), QMessageBox::Cancel, this);
+  box.setObjectName(QStringLiteral("stopRemoteBox"));
+  box.setInformativeText(
+      tr("It finishes the step in flight, writes a checkpoint to resume from in %1 and ends. "
+         "Resume it later from that checkpoint.")
+          .arg(m_remoteRun));
+  QPushButton* go = box.addButton(tr("Stop on %1").arg(host), QMessageBox::AcceptRole);
+  box.setDefaultButton(QMessageBox::Cancel);
+  box.exec();
+  if (box.clickedButton() != go) return;
+  m_remoteStopping = true;
+  updateRemoteStop();
+  const QString message =
+      tr("Stopping on %1: the step in flight finishes, then a checkpoint is written…").arg(host);
+  showStatus(message, false);
+  appendLog(message);
+  emit remoteStopRequested(m_remoteRunLocation, m_remoteRunPid, m_remoteRunJob);
+}
+
+void TrainPanel::remoteStopFinished(bool ok, const QString& message) {
+  if (!ok) m_remoteStopping = false;
+  showStatus(message, !ok);
+  appendLog(message);
+  updateRemoteStop();
+}
+
+void TrainPanel::remoteRunEnded(const QString& outcome, int64_t step, const QString& checkpoint,
+                                const QString& log) {
+  if (m_remoteRunDone) return;
+  m_remoteRunDone = true;
+  m_remoteStopping = false;
+  const QString said =
+      outcome == QLatin1String("stopped")
+          ? tr("Stopped on the host at step %1: %2").arg(step).arg(checkpoint)
+      : outcome == QLatin1String("finished")
+          ? tr("Finished on the host at step %1: %2").arg(step).arg(checkpoint)
+          : tr("Ended on the host; its log does not say where it saved (%1)").arg(log);
+  showStatus(said, outcome.isEmpty());
+  appendLog(said);
+  // The title named it running there ("..., detached"): now how it ended.
+  if (!outcome.isEmpty())
+    m_run->setTitle(tr("%1 · %2 at step %3")
+                        .arg(m_run->title(),
+                             outcome == QLatin1String("stopped") ? tr("stopped") : tr("finished"))
+                        .arg(step));
+  updateRemoteStop();
 }
 
 }  // namespace ckpt

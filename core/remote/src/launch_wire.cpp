@@ -59,6 +59,61 @@ LaunchResult launchResultFromJson(const Json& j) {
   return r;
 }
 
+Json stopParams(const StopRequest& r) {
+  Json p{{"run_dir", r.runDir}};
+  if (r.pid > 0) p["pid"] = r.pid;
+  if (!r.jobId.empty()) p["job_id"] = r.jobId;
+  if (!r.signal) p["signal"] = false;
+  if (r.waitMs > 0) p["wait_ms"] = r.waitMs;
+  return p;
+}
+
+StopResult stopResultFromJson(const Json& j) {
+  StopResult r;
+  r.runDir = text(j, "run_dir");
+  if (j.contains("pid") && j["pid"].is_number_integer()) r.pid = j["pid"].get<int64_t>();
+  r.jobId = text(j, "job_id", false);
+  r.signalled = j.value("signalled", false);
+  r.alreadyStopping = j.value("already_stopping", false);
+  r.running = j.value("running", false);
+  r.state = text(j, "state", false);
+  r.log = text(j, "log", false);
+  if (j.contains("ended") && j["ended"].is_object()) {
+    const Json& e = j["ended"];
+    r.outcome = text(e, "outcome", false);
+    if (e.contains("step") && e["step"].is_number_integer()) r.step = e["step"].get<int64_t>();
+    r.checkpoint = text(e, "checkpoint", false);
+  }
+  return r;
+}
+
+bool trainerEnding(const std::string& log, std::string& outcome, int64_t& step,
+                   std::string& checkpoint) {
+  // The trainer's last line (app/train/main.cpp runTrainer): "%s at step %lld: %s".
+  size_t end = log.size();
+  while (end > 0) {
+    const size_t start = log.rfind('\n', end - 1);
+    const size_t from = start == std::string::npos ? 0 : start + 1;
+    const std::string line = log.substr(from, end - from);
+    for (const char* word : {"stopped", "finished"}) {
+      const std::string head = std::string(word) + " at step ";
+      if (line.rfind(head, 0) != 0) continue;
+      size_t i = head.size();
+      size_t digits = i;
+      while (digits < line.size() && std::isdigit(static_cast<unsigned char>(line[digits])))
+        ++digits;
+      if (digits == i || line.compare(digits, 2, ": ") != 0) continue;
+      outcome = word;
+      step = std::stoll(line.substr(i, digits - i));
+      checkpoint = line.substr(digits + 2);
+      return true;
+    }
+    if (start == std::string::npos) break;
+    end = start;
+  }
+  return false;
+}
+
 std::string sbatchJobId(const std::string& out) {
   static const std::string kSays = "Submitted batch job ";
   const size_t at = out.find(kSays);

@@ -60,6 +60,44 @@ struct LaunchResult {
 [[nodiscard]] LaunchPlan launchPlanFromJson(const nlohmann::ordered_json& result);
 [[nodiscard]] LaunchResult launchResultFromJson(const nlohmann::ordered_json& result);
 
+// `stop` (docs/REMOTE.md, "Stopping a run on the host"): a run that
+// `launch` or `submit` started, named by what they answered. The agent
+// signals it only when it is a ckptscope trainer running in that folder
+// (or the SLURM job of that name and folder); the trainer finishes the
+// step in flight, writes a checkpoint to resume from and ends.
+struct StopRequest {
+  std::string runDir;  // the run's folder on the host (inside an opened root)
+  int64_t pid = 0;     // launch's pid; 0 (and no jobId): the trainer running in runDir
+  std::string jobId;   // submit's job id
+  bool signal = true;  // false: only say how it stands (nothing is sent)
+  int64_t waitMs = 0;  // wait up to this long for it to end (0: answer at once)
+};
+
+[[nodiscard]] nlohmann::ordered_json stopParams(const StopRequest& request);
+
+struct StopResult {
+  std::string runDir;
+  int64_t pid = 0;               // the trainer asked (0: none, or a job)
+  std::string jobId;             // the job asked
+  bool signalled = false;        // asked now (SIGTERM; scancel --batch --signal=TERM)
+  bool alreadyStopping = false;  // asked before and not again (a second TERM ends it at once)
+  bool running = false;          // still running when answered
+  std::string state;             // a job's SLURM state when asked ("" for a process)
+  std::string log;               // the trainer's log on the host ("" when none is known)
+  // How it ended, from the last line of its log (once it has):
+  // "stopped" or "finished", the step, the checkpoint written.
+  std::string outcome;
+  int64_t step = -1;
+  std::string checkpoint;
+};
+
+[[nodiscard]] StopResult stopResultFromJson(const nlohmann::ordered_json& result);
+
+// The trainer's last word in its log: "stopped at step 12: /r/x_step12.pt"
+// or "finished at step 40: /r/x_final.pt". False when `log` holds none.
+[[nodiscard]] bool trainerEnding(const std::string& log, std::string& outcome, int64_t& step,
+                                 std::string& checkpoint);
+
 // The folders a launch must open as roots first, in order: the
 // checkpoint's experiment folder (a resume from an older checkpoint
 // branches beside its run, a fine-tune goes next to its run), the data,
