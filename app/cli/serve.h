@@ -89,6 +89,12 @@ Json submit(Call& call);
 // sbatch's path on the agent's PATH, "" when SLURM is not here (hello says).
 std::string sbatchProgram();
 
+// A comparison with a file on another machine (serve_bytes.cpp):
+// `skeleton` (the file without its storages' bytes, each tensor's digest)
+// and `tensorBytes` (one tensor's bytes, in base64 events).
+Json skeleton(Call& call);
+Json tensorBytes(Call& call);
+
 // The methods other than hello / cancel (answered by the transport itself):
 // the result, or ProtocolError("unknown_method").
 Json runMethod(const std::string& method, Call& call);
