@@ -70,15 +70,20 @@ class Comparison {
 
  private:
   bool report(const std::string& phase, uint64_t done, uint64_t total) {
-    if (m_cancelled) return false;
+    if (stopping()) return false;
     if (!m_options.progress) return true;
     std::lock_guard lock(m_progressMutex);
     if (!m_options.progress(phase, done, total)) m_cancelled = true;
     return !m_cancelled;
   }
 
+  // Whether the comparison is to stop (asked by the agents' calls too).
+  bool stopping() {
+    if (!m_cancelled && m_options.cancelled && m_options.cancelled()) m_cancelled = true;
+    return m_cancelled;
+  }
   AgentClient::CancelFn cancelFn() {
-    return [this] { return m_cancelled.load(); };
+    return [this] { return stopping(); };
   }
 
   void open(End& e) {
@@ -106,7 +111,7 @@ class Comparison {
       if (err.code() == "cancelled") throw;
       throw RemoteError(err.code(), e.where.host + ": " + err.what());
     }
-    if (m_cancelled) throw Cancelled{};
+    if (stopping()) throw Cancelled{};
     const std::string what = "skeleton of " + e.name();
     const Reader top = Reader::object(r, "result", what);
     const uint64_t size = top.integer<uint64_t>("size");
@@ -151,7 +156,7 @@ class Comparison {
 
   // The bytes of tensor `i` of `e`: mapped here, or fetched from its host.
   TensorData bytesOf(End& e, size_t i) {
-    if (m_cancelled) throw Cancelled{};
+    if (stopping()) throw Cancelled{};
     if (!e.remote()) return e.file->tensorData(i);
     const TensorInfo& t = e.file->tensors()[i];
     // What the header alone says cannot be read (a meta tensor, a storage
@@ -172,6 +177,7 @@ class Comparison {
     const std::string phase = "fetching from " + e.where.host;
     {
       std::lock_guard lock(e.agentMutex);
+      if (stopping()) throw Cancelled{};  // while another worker's request ran
       try {
         e.where.agent->call("tensorBytes", Json{{"path", e.where.path}, {"tensor", i}}, {},
                             cancelFn(), [&](const Json& ev) {
@@ -195,7 +201,8 @@ class Comparison {
         if (err.code() == "cancelled" && m_cancelled) throw Cancelled{};
         // The host could not read it: that tensor's error, as here.
         if (err.code() == "failed") throw FormatError(err.what());
-        throw RemoteError(err.code(), e.where.host + ": " + name + ": " + err.what());
+        // (A connection's message names the host; the tensor is said here.)
+        throw RemoteError(err.code(), name + ": " + err.what());
       }
       ++e.traffic.tensorsFetched;
       e.traffic.tensorBytes += got;

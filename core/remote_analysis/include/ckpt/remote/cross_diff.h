@@ -46,6 +46,9 @@ struct CrossDiffOptions {
   // called from the calling thread or a worker, never two at once;
   // returning false cancels.
   std::function<bool(const std::string& phase, uint64_t done, uint64_t total)> progress;
+  // Asked while an agent works (every ~50 ms) and between tensors: true
+  // cancels (the agent is sent `cancel`), as progress returning false does.
+  std::function<bool()> cancelled;
 };
 
 struct CrossDiff {
