@@ -53,6 +53,9 @@ struct Call {
   // A method may write its result here as JSON text instead of returning
   // it (`metrics`: a sweep's points, no tree of them); sent when not empty.
   std::string resultText;
+  // An event already written as JSON text (`tensorBytes`' chunks of
+  // base64: no tree built, no string escaped), sent as event() sends one.
+  std::function<void(const std::string& eventJson)> eventText;
 
   // params[field] as a string / an array of strings / a number, else
   // ProtocolError("bad_field") naming it.

@@ -113,8 +113,9 @@ Json tensorBytes(Call& call) {
     if (n == 0)
       throw ProtocolError("failed", path + ": tensor " + std::to_string(i) + ": short read");
     const uint64_t bytes = dtypeBytesFor(dtype, n);
-    call.event(Json{{"offset", offset},
-                    {"data", remote::base64Encode(std::string_view(buffer.data(), bytes))}});
+    // {"offset":N,"data":"..."} written out: base64 needs no escaping.
+    call.eventText("{\"offset\":" + std::to_string(offset) + ",\"data\":\"" +
+                   remote::base64Encode(std::string_view(buffer.data(), bytes)) + "\"}");
     first += n;
     offset += bytes;
     call.progress(offset, total);

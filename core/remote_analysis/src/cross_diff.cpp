@@ -21,6 +21,40 @@ namespace {
 // Thrown through diffCheckpoints' workers when the comparison was cancelled.
 struct Cancelled {};
 
+// A tensorBytes event's {"offset":N,"data":"BASE64"}: read as the agent
+// writes it (a megabyte of base64 is not worth a JSON tree), else parsed.
+bool chunkOf(std::string_view text, uint64_t& offset, std::string_view& data) {
+  constexpr std::string_view head = "{\"offset\":", mid = ",\"data\":\"";
+  if (text.substr(0, head.size()) == head) {
+    size_t at = head.size();
+    uint64_t n = 0;
+    const size_t digits = at;
+    while (at < text.size() && text[at] >= '0' && text[at] <= '9' && at - digits < 19)
+      n = n * 10 + uint64_t(text[at++] - '0');
+    if (at > digits && text.substr(at, mid.size()) == mid && text.size() >= at + mid.size() + 2 &&
+        text.substr(text.size() - 2) == "\"}") {
+      data = text.substr(at + mid.size(), text.size() - 2 - at - mid.size());
+      if (data.find('"') == std::string_view::npos) {
+        offset = n;
+        return true;
+      }
+    }
+  }
+  static thread_local std::string parsedData;
+  try {
+    const Json ev = Json::parse(text);
+    if (!ev.is_object() || !ev.contains("offset") || !ev["offset"].is_number_unsigned() ||
+        !ev.contains("data") || !ev["data"].is_string())
+      return false;
+    offset = ev["offset"].get<uint64_t>();
+    parsedData = ev["data"].get<std::string>();
+    data = parsedData;
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 struct End {
   const DiffEnd& where;
   std::unique_ptr<CheckpointFile> file;
@@ -179,24 +213,29 @@ class Comparison {
       std::lock_guard lock(e.agentMutex);
       if (stopping()) throw Cancelled{};  // while another worker's request ran
       try {
-        e.where.agent->call("tensorBytes", Json{{"path", e.where.path}, {"tensor", i}}, {},
-                            cancelFn(), [&](const Json& ev) {
-                              if (!problem.empty()) return;
-                              const uint64_t offset = ev.value("offset", uint64_t(UINT64_MAX));
-                              chunk.clear();
-                              if (!ev.contains("data") || !ev["data"].is_string() ||
-                                  !base64Decode(ev["data"].get_ref<const std::string&>(), chunk)) {
-                                problem = "a chunk that is not base64";
-                              } else if (offset != got || chunk.size() > need - got) {
-                                problem = "a chunk at byte " + std::to_string(offset) + " of " +
-                                          std::to_string(chunk.size()) + " bytes (expected byte " +
-                                          std::to_string(got) + " of " + std::to_string(need) + ")";
-                              } else {
-                                std::copy(chunk.begin(), chunk.end(), buffer.get() + got);
-                                got += chunk.size();
-                                report(phase, got, need);
-                              }
-                            });
+        e.where.agent->callEventText("tensorBytes", Json{{"path", e.where.path}, {"tensor", i}}, {},
+                                     cancelFn(), [&](std::string_view text) {
+                                       if (!problem.empty()) return;
+                                       uint64_t offset = 0;
+                                       std::string_view data;
+                                       if (!chunkOf(text, offset, data)) {
+                                         problem = "an event that is not {offset, data}";
+                                         return;
+                                       }
+                                       chunk.clear();
+                                       if (!base64Decode(data, chunk)) {
+                                         problem = "a chunk that is not base64";
+                                       } else if (offset != got || chunk.size() > need - got) {
+                                         problem = "a chunk at byte " + std::to_string(offset) +
+                                                   " of " + std::to_string(chunk.size()) +
+                                                   " bytes (expected byte " + std::to_string(got) +
+                                                   " of " + std::to_string(need) + ")";
+                                       } else {
+                                         std::copy(chunk.begin(), chunk.end(), buffer.get() + got);
+                                         got += chunk.size();
+                                         report(phase, got, need);
+                                       }
+                                     });
       } catch (const RemoteError& err) {
         if (err.code() == "cancelled" && m_cancelled) throw Cancelled{};
         // The host could not read it: that tensor's error, as here.
