@@ -9,6 +9,7 @@
 
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/checkpoint_skeleton.h"
+#include "ckpt/format/checkpoint_view.h"
 #include "ckpt/format/dtype.h"
 #include "ckpt/format/tensor_data.h"
 #include "ckpt/remote/bytes_wire.h"
@@ -65,13 +66,28 @@ Json skeleton(Call& call) {
              {"data", remote::base64Encode(std::string_view(
                           reinterpret_cast<const char*>(bytes.data()), bytes.size()))}});
   }
+  // Digests of the tensors a diff compares: the model state dict's (an
+  // optimizer's moments, twice the model, are not read), or every tensor
+  // when there is none (diffCheckpoints compares them all then).
+  std::vector<bool> wanted(file->tensors().size(), digestsField.get<bool>());
+  if (digestsField.get<bool>()) {
+    const CheckpointView view(*file);
+    if (view.modelState() && !view.entries().empty()) {
+      wanted.assign(wanted.size(), false);
+      for (const StateEntry& e : view.entries())
+        if (e.tensor >= 0 && size_t(e.tensor) < wanted.size()) wanted[size_t(e.tensor)] = true;
+    }
+  }
   uint64_t total = 0, done = 0;
-  for (const TensorInfo& t : file->tensors()) total += t.nbytes();
+  for (size_t i = 0; i < file->tensors().size(); ++i)
+    if (wanted[i]) total += file->tensors()[i].nbytes();
   Json tensors = Json::array();
   for (size_t i = 0; i < file->tensors().size(); ++i) {
     const TensorInfo& t = file->tensors()[i];
     Json entry{{"dtype", std::string(dtypeName(t.dtype))}, {"shape", shapeJson(t.shape)}};
-    if (digestsField.get<bool>()) {
+    if (digestsField.get<bool>() && !wanted[i]) {
+      entry["digest"] = nullptr;  // not compared: asked for (tensorBytes) if ever it is
+    } else if (digestsField.get<bool>()) {
       // A tensor without readable bytes has no digest: its bytes are asked
       // for, and the answer is the reader's error, as a diff here gives it.
       try {
@@ -85,7 +101,7 @@ Json skeleton(Call& call) {
         entry["digest"] = nullptr;
       }
     }
-    done += t.nbytes();
+    if (wanted[i]) done += t.nbytes();
     tensors.push_back(std::move(entry));
   }
   call.progress(total, total);

@@ -10,6 +10,7 @@ each `tensorBytes` event (a chunk of a tensor's bytes) is changed by MODE:
   offset   the chunk claims to start at byte 1 << 40
   cut      the agent's output ends in the middle of the first chunk (the
            connection drops while a tensor is on its way)
+  huge     the skeleton claims a file of 2^60 bytes
 Everything else reaches the client as the real agent sent it.
 """
 import base64
@@ -31,6 +32,10 @@ def main():
             except ValueError:
                 msg = {}
             event = msg.get("event") if isinstance(msg, dict) else None
+            result = msg.get("result") if isinstance(msg, dict) else None
+            if mode == "huge" and isinstance(result, dict) and "parts" in result:
+                result["size"] = 1 << 60
+                line = (json.dumps(msg) + "\n").encode()
             if isinstance(event, dict) and "data" in event:
                 if mode == "cut":
                     sys.stdout.buffer.write(line[: len(line) // 2])

@@ -18,6 +18,9 @@
 namespace ckpt::remote {
 namespace {
 
+// The largest file a skeleton may claim (64 TiB).
+constexpr uint64_t kMaxFileBytes = uint64_t(1) << 46;
+
 // Thrown through diffCheckpoints' workers when the comparison was cancelled.
 struct Cancelled {};
 
@@ -149,6 +152,11 @@ class Comparison {
     const std::string what = "skeleton of " + e.name();
     const Reader top = Reader::object(r, "result", what);
     const uint64_t size = top.integer<uint64_t>("size");
+    // Reserved (not filled) as one mapping: a claim past what any disk
+    // holds is a broken or hostile host, not a file.
+    if (size > kMaxFileBytes)
+      throw std::runtime_error(e.name() + ": the host says the file holds " + std::to_string(size) +
+                               " bytes (more than " + std::to_string(kMaxFileBytes) + ")");
     std::vector<SkeletonPart> parts;
     const Json& ps = top.array("parts", true);
     for (size_t i = 0; i < ps.size(); ++i) {
@@ -267,8 +275,10 @@ class Comparison {
   std::pair<TensorData, TensorData> pair(const TensorDiff& t) {
     const size_t ia = size_t(t.tensorA), ib = size_t(t.tensorB);
     if (t.dtypeA == t.dtypeB && (m_a.remote() || m_b.remote())) {
-      const std::string da = digest(m_a, ia);
-      if (!da.empty() && da == digest(m_b, ib)) {
+      // A host's digest first: without one, the side here is not hashed.
+      const bool aFirst = m_a.remote();
+      const std::string first = aFirst ? digest(m_a, ia) : digest(m_b, ib);
+      if (!first.empty() && first == (aFirst ? digest(m_b, ib) : digest(m_a, ia))) {
         // The same bytes on both sides: compared with themselves, from here
         // when one side is here (nothing moves), else from a's host.
         ++m_identical;
