@@ -81,7 +81,9 @@ std::string nonFiniteText(const TensorDiff& t) {
   return s;
 }
 
-void printText(const CheckpointDiff& d, const CheckpointFile& a, const CheckpointFile& b) {
+}  // namespace
+
+void printDiffText(const CheckpointDiff& d, const CheckpointFile& a, const CheckpointFile& b) {
   std::printf("a  %s%s\nb  %s%s\n", d.pathA.c_str(), describe(a).c_str(), d.pathB.c_str(),
               describe(b).c_str());
   auto wrappers = [](bool ddp, bool compiled) {
@@ -202,6 +204,8 @@ void printText(const CheckpointDiff& d, const CheckpointFile& a, const Checkpoin
   }
 }
 
+namespace {
+
 // `--top N` / `--top=N` out of argv (up to "--"); everything else goes to parseArgs.
 bool takeTop(int argc, char** argv, std::vector<char*>& rest, long& top, std::string& problem) {
   for (int i = 0; i < argc; ++i) {
@@ -248,6 +252,10 @@ int runDiff(int argc, char** argv) {
   if (!parseArgs(int(rest.size()), rest.data(), 2, {"--json"}, args, problem))
     return usageError(problem, "diff");
   if (args.positional.size() != 2) return usageError("diff takes two files, A and B", "diff");
+  // On two machines (one here, or two hosts): compared here, each host's
+  // tensors fetched where they differ (ckpt/remote/cross_diff.h).
+  if (acrossMachines(args.positional))
+    return runCrossDiff(args.positional[0], args.positional[1], size_t(top), args.has("--json"));
   if (const auto remote = remotePaths(args.positional, problem))
     return runRemoteDiff((*remote)[0], (*remote)[1], size_t(top), args.has("--json"));
   if (!problem.empty()) return usageError(problem, "diff");
@@ -284,7 +292,7 @@ int runDiff(int argc, char** argv) {
   if (args.has("--json")) {
     printJson(diffToJson(diff, size_t(top)));
   } else {
-    printText(diff, *a, *b);
+    printDiffText(diff, *a, *b);
   }
   std::fflush(stdout);
   const std::string failure = diffFailure(diff);

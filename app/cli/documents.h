@@ -25,6 +25,8 @@ std::string infoFailure(const CheckpointFile& file);
 // `diff --top N`'s options (0: the default ranking length); the report is
 // diffToJson(diff, top).
 DiffOptions diffOptions(size_t top);
+// diff's text report (without --json) of `diff`, made from `a` and `b`.
+void printDiffText(const CheckpointDiff& diff, const CheckpointFile& a, const CheckpointFile& b);
 // Why `diff` fails after printing its report: the tensors it could not read.
 std::string diffFailure(const CheckpointDiff& diff);
 

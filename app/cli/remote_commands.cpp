@@ -2,13 +2,17 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <stdexcept>
 
+#include "ckpt/format/checkpoint_file.h"
 #include "ckpt/remote/agent_client.h"
+#include "ckpt/remote/cross_diff.h"
 #include "ckpt/remote/metrics_request.h"
 #include "ckpt/version.h"
 #include "common.h"
+#include "trainer_folder.h"
 
 namespace ckpt::cli {
 namespace {
@@ -159,6 +163,74 @@ int runRemoteDiff(const RemotePath& a, const RemotePath& b, size_t top, bool jso
                                     terminalProgress("comparing"));
     if (::isatty(STDERR_FILENO) == 1) std::fprintf(stderr, "\r%20s\r", "");
     return printDocument(result);
+  });
+}
+
+bool acrossMachines(const std::vector<std::string>& paths) {
+  std::optional<std::string> first;  // "" here, else the endpoint
+  try {
+    for (const std::string& p : paths) {
+      const auto r = remote::parseRemotePath(p);
+      const std::string where = r ? r->endpoint() : std::string();
+      if (first && *first != where) return true;
+      first = where;
+    }
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+  return false;
+}
+
+int runCrossDiff(const std::string& pathA, const std::string& pathB, size_t top, bool json) {
+  return guarded([&] {
+    // One agent per host, each with its file opened as a root.
+    std::vector<std::unique_ptr<AgentClient>> agents;
+    auto end = [&](const std::string& arg) {
+      remote::DiffEnd e;
+      if (const auto r = remote::parseRemotePath(arg)) {
+        e.path = r->path;
+        e.host = r->endpoint();
+        agents.push_back(connect(*r, {&*r}));
+        e.agent = agents.back().get();
+      } else {
+        e.path = checkpointArgument(arg);
+      }
+      return e;
+    };
+    const remote::DiffEnd a = end(pathA), b = end(pathB);
+    remote::CrossDiffOptions options;
+    options.topN = diffOptions(top).topN;
+    const bool terminal = ::isatty(STDERR_FILENO) == 1;
+    auto last = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+    if (terminal)
+      options.progress = [&last](const std::string& phase, uint64_t done, uint64_t total) {
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last > std::chrono::milliseconds(200) || done == total) {
+          last = now;
+          std::fprintf(stderr, "\r%-40s %3d%%", (phase + ":").c_str(),
+                       total ? int(100.0 * double(done) / double(total)) : 100);
+        }
+        return true;
+      };
+    const remote::CrossDiff r = remote::diffAcrossMachines(a, b, options);
+    if (terminal) {
+      std::fprintf(stderr, "\r%50s\r", "");
+      for (const auto* side : {&a, &b}) {
+        if (!side->agent) continue;
+        const remote::EndTraffic& t = side == &a ? r.trafficA : r.trafficB;
+        std::fprintf(stderr, "%s: %zu tensors fetched (%s), the file without them %s\n",
+                     side->host.c_str(), t.tensorsFetched, humanBytes(t.tensorBytes).c_str(),
+                     humanBytes(t.skeletonBytes).c_str());
+      }
+      std::fprintf(stderr, "%zu tensors equal on both sides: not fetched\n", r.identical);
+    }
+    if (json)
+      printJson(diffToJson(r.diff, top));
+    else
+      printDiffText(r.diff, *r.a, *r.b);
+    std::fflush(stdout);
+    const std::string failure = diffFailure(r.diff);
+    return failure.empty() ? kExitOk : failWith(failure);
   });
 }
 

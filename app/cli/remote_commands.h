@@ -27,6 +27,14 @@ std::optional<std::vector<remote::RemotePath>> remotePaths(const std::vector<std
 int runRemoteLs(const remote::RemotePath& dir, bool json);
 int runRemoteInfo(const remote::RemotePath& file, bool json);
 int runRemoteDiff(const remote::RemotePath& a, const remote::RemotePath& b, size_t top, bool json);
+// `paths` name files on more than one machine (one here and one on a host,
+// or two hosts); false when a malformed ssh:// URL is among them (then
+// remotePaths says what is wrong).
+[[nodiscard]] bool acrossMachines(const std::vector<std::string>& paths);
+// diff A B with A and B on different machines: compared here (each host's
+// file without its tensor bytes, the tensors that differ fetched), so the
+// report is the one two files here give.
+int runCrossDiff(const std::string& a, const std::string& b, size_t top, bool json);
 int runRemoteScan(const std::vector<remote::RemotePath>& paths, bool recursive, bool json);
 // verify has only a text report: the host runs it (the agent's `report`).
 int runRemoteVerify(const remote::RemotePath& file);

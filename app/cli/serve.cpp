@@ -259,7 +259,7 @@ void Agent::handleLine(const std::string& line, size_t lineNo) {
 
 void Agent::execute(const Request& r) {
   auto last = std::chrono::steady_clock::now() - std::chrono::seconds(1);
-  Call call{r.params, *r.cancelled, m_roots, {}, {}, {}};
+  Call call{r.params, *r.cancelled, m_roots, {}, {}, {}, {}};
   call.progress = [&](uint64_t done, uint64_t total) {
     // A few messages a second are enough to draw a bar.
     const auto now = std::chrono::steady_clock::now();
@@ -268,6 +268,9 @@ void Agent::execute(const Request& r) {
     send(Json{{"id", r.id}, {"progress", {{"done", done}, {"total", total}}}});
   };
   call.event = [&](Json event) { send(Json{{"id", r.id}, {"event", std::move(event)}}); };
+  call.eventText = [&](const std::string& event) {
+    sendLine("{\"id\":" + dumpJson(r.id) + ",\"event\":" + event + "}");
+  };
   Json answer;
   std::string answerText;  // the answer as text, when the method wrote its result so
   try {

@@ -53,6 +53,9 @@ struct Call {
   // A method may write its result here as JSON text instead of returning
   // it (`metrics`: a sweep's points, no tree of them); sent when not empty.
   std::string resultText;
+  // An event already written as JSON text (`tensorBytes`' chunks of
+  // base64: no tree built, no string escaped), sent as event() sends one.
+  std::function<void(const std::string& eventJson)> eventText;
 
   // params[field] as a string / an array of strings / a number, else
   // ProtocolError("bad_field") naming it.
@@ -92,6 +95,12 @@ Json submit(Call& call);
 Json stop(Call& call);
 // sbatch's path on the agent's PATH, "" when SLURM is not here (hello says).
 std::string sbatchProgram();
+
+// A comparison with a file on another machine (serve_bytes.cpp):
+// `skeleton` (the file without its storages' bytes, each tensor's digest)
+// and `tensorBytes` (one tensor's bytes, in base64 events).
+Json skeleton(Call& call);
+Json tensorBytes(Call& call);
 
 // The methods other than hello / cancel (answered by the transport itself):
 // the result, or ProtocolError("unknown_method").

@@ -335,6 +335,8 @@ Json runMethod(const std::string& method, Call& call) {
     return Json{{"document", s.document}, {"exit", s.exit}, {"failure", orNull(s.problem)}};
   }
   if (method == "hparams") return hparams(call);
+  if (method == "skeleton") return skeleton(call);
+  if (method == "tensorBytes") return tensorBytes(call);
   if (method == "watch") return watch(call);
   if (method == "report") return report(call);
   if (method == "launchPlan") return launchPlan(call);

@@ -4,7 +4,9 @@
 // show the rows the same two files show compared here, computed on the host
 // (`diff` with full); one tensor's relative change equals torch's
 // (diff_reference.py run now); a remote checkpoint compared with a file
-// here (Checkpoint > Compare With...) gets a message, not a wrong result.
+// here (Checkpoint > Compare With...) is compared here with the host's
+// bytes, only the tensors that differ fetched, and shows what the two
+// files show compared here; its Cancel stops it.
 // Drift through a remote run (Ctrl+Shift+D) compares each pair on the host
 // and shows the steps the run shows here.
 #include <qcustomplot.h>
@@ -12,6 +14,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QMessageBox>
 #include <QProcess>
 #include <QScopeGuard>
 #include <QStatusBar>
@@ -269,38 +272,124 @@ class TestRemoteCompare : public QObject {
     QCOMPARE(fullDiffsAsked(log, a, b), 1);
   }
 
-  // A checkpoint on the host and a file here: there is nowhere both are read.
-  void mixedPairIsRefused() {
-    if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
-    MainWindow w;
-    QVERIFY(openWindow(w, {host() + m_dir}, {1000, 700}));
-    QString a, b;
-    QVERIFY(lastTwo(w, &a, &b));
-    const QString here = m_tmp.path() + "/here/copy.pt";
-    QVERIFY(copyTo(b, here));
-    // A pair compared on the host first: none of it stays under the refusal.
-    bool ok = false;
-    QVERIFY(compareClicked(w, a, b, &ok));
-    QVERIFY(ok && w.compareView()->model()->rowCount() > 0);
+  // The same pair compared here: a click on `a`, Checkpoint > Compare
+  // With... `other` (the file dialog answered); the rows shown.
+  bool compareWith(MainWindow& w, const QString& a, const QString& other, bool* ok) {
     clickRow(w, a);
     QSignalSpy done(w.compareView(), &CompareView::finished);
-    answerFileDialog(here);
+    answerFileDialog(other);
     clickMenu(w, "Checkpoint", "Compare With...");
-    QVERIFY(done.count() == 1 || done.wait(kTimeoutMs));
-    QCOMPARE(done.back().front().toBool(), false);
+    if (done.count() == 0 && !done.wait(kTimeoutMs)) return false;
+    *ok = done.back().front().toBool();
+    return true;
+  }
+
+  // How many requests of `method` the log holds.
+  static int asked(const QString& log, const QString& method) {
+    QFile requests(log);
+    if (!requests.open(QIODevice::ReadOnly)) return -1;
+    int n = 0;
+    for (const QByteArray& line : requests.readAll().split('\n'))
+      if (QJsonDocument::fromJson(line).object().value("method").toString() == method) ++n;
+    return n;
+  }
+
+  // A checkpoint on the host and a file here (Compare With...): compared
+  // here with the host's bytes, the rows, metadata and status those two
+  // files show compared here; a file equal to the host's fetches no tensor.
+  void mixedPairIsCompared() {
+    if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+    QString a, b;
+    {
+      MainWindow probe;
+      QVERIFY(openWindow(probe, {m_dir}, {1000, 700}));
+      QVERIFY(lastTwo(probe, &a, &b));
+    }
+    const QString here = m_tmp.path() + "/here/copy.pt";
+    const QString same = m_tmp.path() + "/here/same.pt";
+    QVERIFY(copyTo(b, here));
+    QVERIFY(copyTo(a, same));
+    MainWindow local;
+    QVERIFY(openWindow(local, {m_dir}, {1000, 700}));
+    bool ok = false;
+    QVERIFY(compareWith(local, a, here, &ok));
+    QVERIFY2(ok, qPrintable(local.compareView()->statusText()));
+    const QStringList rowsHere = shownRows(local.compareView());
+    QVERIFY(rowsHere.size() > 20);
+
+    const QString log = m_tmp.path() + "/mixed-requests.jsonl";
+    const QString wrapper = recordingCli(m_tmp.path(), log);
+    QVERIFY(!wrapper.isEmpty());
+    qputenv("CKPTSCOPE_REMOTE_CLI", wrapper.toUtf8());
+    auto restore = qScopeGuard([] { qputenv("CKPTSCOPE_REMOTE_CLI", CKPT_CLI); });
+    MainWindow w;
+    QVERIFY(openWindow(w, {host() + m_dir}, {1000, 700}));
+    QVERIFY(compareWith(w, a, here, &ok));
     CompareView* view = w.compareView();
+    QVERIFY2(ok, qPrintable(view->statusText()));
     QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(view));
-    QCOMPARE(view->model()->rowCount(), 0);
-    const QString text = view->statusText();
-    QVERIFY2(text.contains("Cannot compare") && text.contains(host() + a) &&
-                 text.contains("on this machine") && text.contains(here),
-             qPrintable(text));
-    // The pair refused is the title, not the one compared before; nothing to swap.
     QCOMPARE(view->pathA(), host() + a);
     QCOMPARE(view->pathB(), here);
-    QVERIFY(!view->swapButton()->isEnabled());
-    QVERIFY2(w.statusBar()->currentMessage().contains("on this machine"),
-             qPrintable(w.statusBar()->currentMessage()));
+    QCOMPARE(shownRows(view), rowsHere);
+    QCOMPARE(view->statusText(), local.compareView()->statusText());
+    QCOMPARE(view->metadataTable()->rowCount(), local.compareView()->metadataTable()->rowCount());
+    // The host sent its file without the tensors, then the tensors that differ.
+    QCOMPARE(asked(log, "skeleton"), 1);
+    const int fetched = asked(log, "tensorBytes");
+    QVERIFY2(fetched > 10, qPrintable(QString::number(fetched)));
+    QCOMPARE(fullDiffsAsked(log, a, b), 0);
+
+    // A file here equal to the host's: its tensors are not fetched.
+    QVERIFY(compareWith(w, a, same, &ok));
+    QVERIFY2(ok, qPrintable(view->statusText()));
+    QCOMPARE(asked(log, "skeleton"), 2);
+    QCOMPARE(asked(log, "tensorBytes"), fetched);
+    QVERIFY(view->model()->rowCount() > 20);
+  }
+
+  // The host slow to send a tensor: the Compare tab's Cancel stops the
+  // comparison (the agent is sent `cancel`), and nothing of it is shown.
+  void mixedPairCancel() {
+    if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+    QString a, b;
+    {
+      MainWindow probe;
+      QVERIFY(openWindow(probe, {m_dir}, {1000, 700}));
+      QVERIFY(lastTwo(probe, &a, &b));
+    }
+    const QString here = m_tmp.path() + "/here/cancel.pt";
+    QVERIFY(copyTo(b, here));
+    const QString log = m_tmp.path() + "/cancel-requests.jsonl";
+    const QString wrapper = m_tmp.path() + "/slow-tensor-cli";
+    {
+      QFile f(wrapper);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(QString("#!/bin/sh\nexec /usr/bin/python3 '%1' '%2' '%3' tensorBytes 5 \"$@\"\n")
+                  .arg(QStringLiteral(CKPT_SOURCE_DIR) + "/tests/python/slow_agent.py",
+                       QStringLiteral(CKPT_CLI), log)
+                  .toUtf8());
+      f.close();
+      QVERIFY(f.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner));
+    }
+    qputenv("CKPTSCOPE_REMOTE_CLI", wrapper.toUtf8());
+    auto restore = qScopeGuard([] { qputenv("CKPTSCOPE_REMOTE_CLI", CKPT_CLI); });
+    MainWindow w;
+    QVERIFY(openWindow(w, {host() + m_dir}, {1000, 700}));
+    CompareView* view = w.compareView();
+    QSignalSpy done(view, &CompareView::finished);
+    clickRow(w, a);
+    answerFileDialog(here);
+    clickMenu(w, "Checkpoint", "Compare With...");
+    // Waiting for the first tensor's held-back answer.
+    QTRY_VERIFY_WITH_TIMEOUT(asked(log, "tensorBytes") > 0, 30000);
+    QVERIFY(view->cancelButton()->isVisible() && view->cancelButton()->isEnabled());
+    QTest::mouseClick(view->cancelButton(), Qt::LeftButton);
+    QVERIFY(done.count() == 1 || done.wait(kTimeoutMs));
+    QCOMPARE(done.back().front().toBool(), false);
+    QCOMPARE(view->model()->rowCount(), 0);
+    QVERIFY2(view->statusText().contains("Cancelled"), qPrintable(view->statusText()));
+    QVERIFY(!w.findChild<QMessageBox*>());
+    QCOMPARE(asked(log, "cancel"), 1);
   }
 };
 

@@ -94,6 +94,11 @@ RemoteConnections::Json RemoteConnections::hello(const remote::RemotePath& where
   return said;
 }
 
+void RemoteConnections::withAgentOf(const remote::RemotePath& where,
+                                    const std::function<void(remote::AgentClient& agent)>& use) {
+  withAgent(where, [&](Host&, remote::AgentClient& agent) { use(agent); });
+}
+
 bool RemoteConnections::isConnected(const remote::RemotePath& where) {
   const std::shared_ptr<Host> h = host(where.endpoint());
   std::lock_guard lock(h->mutex);

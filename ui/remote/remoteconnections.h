@@ -46,6 +46,13 @@ class RemoteConnections {
   // none): its version, and whether sbatch is there ("sbatch").
   Json hello(const remote::RemotePath& where);
 
+  // `use` with the agent of `where`'s host, under its lock, started and
+  // started again as call() does (so `use` may run twice): work of several
+  // requests that must not be interleaved with others (a comparison across
+  // machines, remote/remotediff.h).
+  void withAgentOf(const remote::RemotePath& where,
+                   const std::function<void(remote::AgentClient& agent)>& use);
+
   // Whether an agent of `where`'s host is running now.
   [[nodiscard]] bool isConnected(const remote::RemotePath& where);
 

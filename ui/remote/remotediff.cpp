@@ -4,6 +4,7 @@
 
 #include "backgroundjob.h"
 #include "ckpt/remote/agent_client.h"
+#include "ckpt/remote/cross_diff.h"
 #include "ckpt/remote/diff_wire.h"
 #include "ckpt/remote/remote_path.h"
 #include "remote/remoteconnections.h"
@@ -24,38 +25,82 @@ std::optional<remote::RemotePath> remoteOf(const QString& location) {
 }  // namespace
 
 QString remotePairProblem(const QString& a, const QString& b) {
-  std::optional<remote::RemotePath> ra, rb;
   try {
-    ra = remote::parseRemotePath(pathToStd(a));
-    rb = remote::parseRemotePath(pathToStd(b));
+    (void)remote::parseRemotePath(pathToStd(a));
+    (void)remote::parseRemotePath(pathToStd(b));
   } catch (const std::invalid_argument& e) {
     return fromStd(e.what());
   }
-  if (!ra && !rb) return {};
-  if (ra && rb) {
-    if (ra->endpoint() == rb->endpoint()) return {};
-    return QObject::tr(
-               "Cannot compare a checkpoint on %1 with one on %2: a comparison is computed "
-               "where both files are. Copy one of them to the other host (scp), then compare "
-               "them there.")
-        .arg(fromStd(ra->endpoint()), fromStd(rb->endpoint()));
-  }
-  const QString host = fromStd((ra ? ra : rb)->endpoint());
-  const QString there = ra ? a : b;
-  const QString here = ra ? b : a;
-  return QObject::tr(
-             "Cannot compare %1 (on %2) with %3 (on this machine): a comparison is computed "
-             "where both files are, and these are on two machines. Copy one of them next to "
-             "the other (scp), then compare them there.")
-      .arg(there, host, here);
+  return {};
 }
+
+namespace {
+
+// A pair on two machines: each host's file sent without its tensor bytes,
+// the tensors that differ fetched, and compared here by the code that
+// compares two files here.
+CompareView::Computed diffAcross(RemoteConnections& connections, const QString& a, const QString& b,
+                                 JobProgress& progress) {
+  const std::optional<remote::RemotePath> ra = remoteOf(a), rb = remoteOf(b);
+  auto end = [](const std::optional<remote::RemotePath>& r, const QString& path) {
+    remote::DiffEnd e;
+    e.path = r ? r->path : pathToStd(path);
+    e.host = r ? r->endpoint() : std::string();
+    return e;
+  };
+  remote::DiffEnd ea = end(ra, a), eb = end(rb, b);
+  remote::CrossDiffOptions options;
+  options.progress = [&progress](const std::string&, uint64_t done, uint64_t total) {
+    return progress.report(done, total);
+  };
+  options.cancelled = [&progress] { return progress.cancelled(); };
+  remote::CrossDiff result;
+  auto run = [&] { result = remote::diffAcrossMachines(ea, eb, options); };
+  // Each host's agent held for the comparison (its requests in a row), the
+  // file opened as a root (a folder opened in the window holds it already).
+  auto hold = [&connections](const remote::RemotePath& where, remote::DiffEnd& e,
+                             const std::function<void()>& then) {
+    connections.withAgentOf(where, [&](remote::AgentClient& agent) {
+      agent.call("open", nlohmann::ordered_json{{"path", where.path}});
+      e.agent = &agent;
+      then();
+    });
+  };
+  try {
+    if (ra && rb) {
+      // Two hosts: locked in one order, whoever asks.
+      const bool aFirst = ra->endpoint() < rb->endpoint();
+      const remote::RemotePath& first = aFirst ? *ra : *rb;
+      const remote::RemotePath& second = aFirst ? *rb : *ra;
+      remote::DiffEnd& e1 = aFirst ? ea : eb;
+      remote::DiffEnd& e2 = aFirst ? eb : ea;
+      hold(first, e1, [&] { hold(second, e2, run); });
+    } else {
+      hold(ra ? *ra : *rb, ra ? ea : eb, run);
+    }
+  } catch (const remote::RemoteError& e) {
+    if (e.code() != "cancelled" || !progress.cancelled()) throw;
+    result.diff.cancelled = true;
+  }
+  if (result.diff.cancelled || progress.cancelled()) {
+    auto none = std::make_shared<CheckpointDiff>();
+    none->pathA = ea.path;
+    none->pathB = eb.path;
+    none->cancelled = true;
+    return {std::move(none), {}};
+  }
+  std::vector<MetadataChange> every = diffMetadata(*result.a, *result.b, /*everyKey=*/true);
+  return {std::make_shared<const CheckpointDiff>(std::move(result.diff)), std::move(every)};
+}
+
+}  // namespace
 
 CompareView::Computed diffOnHost(RemoteConnections& connections, const QString& a, const QString& b,
                                  JobProgress& progress) {
   using Json = nlohmann::ordered_json;
   const std::optional<remote::RemotePath> ra = remoteOf(a), rb = remoteOf(b);
   if (!ra || !rb || ra->endpoint() != rb->endpoint())
-    throw std::runtime_error(pathToStd(remotePairProblem(a, b)));
+    return diffAcross(connections, a, b, progress);
   Json answer;
   try {
     answer = connections.call(

@@ -384,9 +384,13 @@ class Runner {
   }
 
   void compare(TensorDiff& t, double* bufA, double* bufB, size_t chunk, uint64_t& reported) {
-    const TensorData da = m_a.tensorData(size_t(t.tensorA));
-    const TensorData db = m_b.tensorData(size_t(t.tensorB));
-    PageDropper dropA(m_a, da, true), dropB(m_b, db, true);
+    const auto [da, db] = m_options.tensorBytes ? m_options.tensorBytes(t)
+                                                : std::pair{m_a.tensorData(size_t(t.tensorA)),
+                                                            m_b.tensorData(size_t(t.tensorB))};
+    // Bytes handed by tensorBytes may be a heap buffer (fetched), whose pages
+    // must not be dropped: only a file's own mapping is.
+    const bool own = !m_options.tensorBytes;
+    PageDropper dropA(m_a, da, own), dropB(m_b, db, own);
     const uint64_t n = da.numel();
     const uint64_t bytesPerElem = uint64_t(dtypeSize(t.dtypeA) + dtypeSize(t.dtypeB));
     Sums total;
@@ -395,7 +399,7 @@ class Runner {
     // (Not for a tensor made of chunks: its bytes are in several files.)
     const bool direct = t.dtypeA == DType::Float32 && t.dtypeB == DType::Float32 && !da.chunked() &&
                         !db.chunked() && da.info().isContiguous() && db.info().isContiguous() &&
-                        !m_a.bigEndian() && !m_b.bigEndian() && n > 0;
+                        !da.bigEndian() && !db.bigEndian() && n > 0;
     const uint8_t* pa = direct ? da.elementPtr(uint64_t(da.info().storageOffset)) : nullptr;
     const uint8_t* pb = direct ? db.elementPtr(uint64_t(db.info().storageOffset)) : nullptr;
     for (uint64_t first = 0; first < n;) {

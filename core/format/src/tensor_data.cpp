@@ -361,4 +361,18 @@ size_t TensorData::readRaw(uint64_t first, size_t count, uint8_t* out) const {
   return n;
 }
 
+size_t TensorData::readBytes(uint64_t first, size_t count, uint8_t* out) const {
+  if (m_perByte == 1) return readRaw(first, count, out);
+  if (first >= m_numel) return 0;
+  const uint64_t per = uint64_t(m_perByte);
+  const uint64_t at = uint64_t(m_info.storageOffset) + first;
+  if (m_chunks || !m_info.isContiguous() || at % per != 0)
+    fail("tensor " + std::string(m_info.name()) + ": packed " +
+         std::string(dtypeName(m_info.dtype)) +
+         " elements that do not start on a byte of a contiguous tensor cannot be copied");
+  const size_t n = size_t(std::min<uint64_t>(count, m_numel - first));
+  std::memcpy(out, elementPtr(at), dtypeBytesFor(m_info.dtype, n));
+  return n;
+}
+
 }  // namespace ckpt

@@ -335,9 +335,16 @@ std::string AgentClient::callText(const std::string& method, Json params,
   return text;
 }
 
+AgentClient::Json AgentClient::callEventText(const std::string& method, Json params,
+                                             const ProgressFn& progress, const CancelFn& cancelled,
+                                             const EventTextFn& eventText) {
+  return exchange(method, std::move(params), progress, cancelled, {}, nullptr, eventText);
+}
+
 AgentClient::Json AgentClient::exchange(const std::string& method, Json params,
                                         const ProgressFn& progress, const CancelFn& cancelled,
-                                        const EventFn& event, std::string* resultText) {
+                                        const EventFn& event, std::string* resultText,
+                                        const EventTextFn& eventText) {
   if (m_in < 0) throw RemoteError("connection", m_what + ": the connection is closed");
   const int64_t id = m_nextId++;
   send(Json{{"id", id}, {"method", method}, {"params", std::move(params)}});
@@ -352,6 +359,8 @@ AgentClient::Json AgentClient::exchange(const std::string& method, Json params,
   // layout): such a line's result is taken as text, unparsed. Any other
   // line is parsed (a result laid out otherwise is written back as text).
   const std::string resultHead = "{\"id\":" + dumpJson(Json(id)) + ",\"result\":";
+  // Events likewise, for eventText: {"id":ID,"event":...}.
+  const std::string eventHead = "{\"id\":" + dumpJson(Json(id)) + ",\"event\":";
   std::string line;
   for (;;) {
     if (!readLine(line, cancelled ? std::function<void()>(idle) : std::function<void()>()))
@@ -361,6 +370,12 @@ AgentClient::Json AgentClient::exchange(const std::string& method, Json params,
         line.compare(0, resultHead.size(), resultHead) == 0) {
       resultText->assign(line, resultHead.size(), line.size() - resultHead.size() - 1);
       return Json();
+    }
+    if (eventText && line.size() > eventHead.size() && line.back() == '}' &&
+        line.compare(0, eventHead.size(), eventHead) == 0) {
+      eventText(
+          std::string_view(line).substr(eventHead.size(), line.size() - eventHead.size() - 1));
+      continue;
     }
     Json msg;
     try {
@@ -372,6 +387,7 @@ AgentClient::Json AgentClient::exchange(const std::string& method, Json params,
     if (!msg.is_object() || !msg.contains("id") || msg["id"] != id) continue;  // a watch's event
     if (msg.contains("event")) {
       if (event) event(msg["event"]);
+      if (eventText) eventText(dumpJson(msg["event"]));  // laid out otherwise: written back
       continue;
     }
     if (msg.contains("progress")) {

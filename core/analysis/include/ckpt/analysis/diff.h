@@ -5,11 +5,13 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "ckpt/format/checkpoint_file.h"
+#include "ckpt/format/tensor_data.h"
 
 namespace ckpt {
 
@@ -170,6 +172,13 @@ struct DiffOptions {
   // or a worker (never two at once), about every 4 MB; returning false cancels:
   // the result comes back with `cancelled` set and the tensors done so far.
   std::function<bool(size_t done, size_t total)> progress;
+  // Where the bytes of a compared pair come from; unset: each file's
+  // tensorData(t.tensorA / t.tensorB). A file on another machine
+  // (ckpt/remote/cross_diff.h) sets it to fetch them, or to hand the same
+  // bytes twice for a tensor equal on both sides. Called from the worker
+  // threads (two at once). A FormatError becomes the tensor's error, as an
+  // unreadable tensor's does; anything else ends the diff (rethrown).
+  std::function<std::pair<TensorData, TensorData>(const TensorDiff& t)> tensorBytes;
 };
 
 // Compares the model state dicts of two checkpoints by normalised name

@@ -44,10 +44,17 @@ class TensorData {
   // numel(); returns how many elements were written). Not for the packed
   // quantized types (quint4x2, quint2x4): those throw FormatError.
   size_t readRaw(uint64_t first, size_t count, uint8_t* out) const;
+  // readRaw, and for the packed types too: whole bytes of a contiguous
+  // tensor, from an element `first` on a byte boundary of the storage
+  // (dtypeBytesFor(count) bytes written; the last byte's spare bits as
+  // stored). A packed tensor otherwise laid out throws FormatError.
+  size_t readBytes(uint64_t first, size_t count, uint8_t* out) const;
   // The raw bytes of the element at storage element position `pos`; null
   // for a tensor made of chunks (its bytes are in several places).
   [[nodiscard]] const uint8_t* elementPtr(uint64_t storagePos) const;
   [[nodiscard]] bool chunked() const { return m_chunks != nullptr; }
+  // Whether its bytes are stored big-endian (read() and readRaw() convert).
+  [[nodiscard]] bool bigEndian() const { return m_bigEndian; }
   // `sizes` row-major elements from row-major index `first` of this
   // contiguous tensor, as a tensor of that shape over the same bytes (a
   // piece of a flat buffer). Throws FormatError when this tensor is not

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -46,6 +47,8 @@ class AgentClient {
   using CancelFn = std::function<bool()>;
   // A watch's events ({watching, ...}, then {added, changed, removed}).
   using EventFn = std::function<void(const Json& event)>;
+  // An event as the agent wrote it (its JSON text, unparsed).
+  using EventTextFn = std::function<void(std::string_view event)>;
 
   // Starts `argv` (execvp) with pipes on its stdin, stdout and stderr and
   // exchanges hello; `what` names the other end in messages ("host
@@ -78,6 +81,12 @@ class AgentClient {
   std::string callText(const std::string& method, Json params, const ProgressFn& progress = {},
                        const CancelFn& cancelled = {});
 
+  // As call(), each event handed over as its JSON text, unparsed (a
+  // tensor's bytes come as events of a megabyte of base64: parsing them
+  // into a tree cost more than the bytes, ckpt/remote/cross_diff.h).
+  Json callEventText(const std::string& method, Json params, const ProgressFn& progress,
+                     const CancelFn& cancelled, const EventTextFn& eventText);
+
   // From any thread: ends the connection now (the program, ssh, is sent
   // SIGTERM), so a call waiting on it throws RemoteError("connection") at
   // once, whatever the link does. For a watch that must stop.
@@ -88,7 +97,8 @@ class AgentClient {
   // call() and callText(): `resultText` null, the result parsed and
   // returned; else the result's text put there.
   Json exchange(const std::string& method, Json params, const ProgressFn& progress,
-                const CancelFn& cancelled, const EventFn& event, std::string* resultText);
+                const CancelFn& cancelled, const EventFn& event, std::string* resultText,
+                const EventTextFn& eventText = {});
   // The next complete line from the agent's stdout; false at end of file.
   // `idle` is called every ~50 ms while none comes.
   bool readLine(std::string& line, const std::function<void()>& idle = {});

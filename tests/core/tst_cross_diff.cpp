@@ -1,0 +1,327 @@
+// diff A B with A and B on different machines (ckpt/remote/cross_diff.h,
+// docs/REMOTE.md "Comparing across machines"): through a real OpenSSH
+// server on loopback (ssh_server.h) and the real agent behind it,
+// `ckptscope-cli diff --json` of a file here and one on "the host" (either
+// order, or two hosts) must print what diff --json of the two files here
+// prints, byte for byte, with the same exit status. Tensors equal on both
+// sides are not fetched (the bytes and requests counted); a cancelled
+// comparison comes back cancelled with the agent still serving; a host
+// that cannot be reached, drops mid-tensor or sends more than the header
+// says fails with a message naming the host and the tensor.
+#include <pwd.h>
+#include <unistd.h>
+
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "ckpt/analysis/diff.h"
+#include "ckpt/format/checkpoint_file.h"
+#include "ckpt/remote/agent_client.h"
+#include "ckpt/remote/bytes_wire.h"
+#include "ckpt/remote/cross_diff.h"
+#include "run_process.h"
+#include "ssh_server.h"
+
+using Json = nlohmann::ordered_json;
+using ckpt::test::ProcessResult;
+
+namespace {
+
+const QString kCli = QStringLiteral(CKPT_CLI);
+const QString kFixtures = QStringLiteral(CKPT_FIXTURE_DIR);
+const QString kCross = kFixtures + "/cross";
+
+std::unique_ptr<ckpt::remote::AgentClient> pipeAgent(const QString& root,
+                                                     const QString& program = kCli,
+                                                     const QStringList& before = {}) {
+  std::vector<std::string> argv{program.toStdString()};
+  for (const QString& a : before) argv.push_back(a.toStdString());
+  argv.insert(argv.end(), {"serve", "--stdio"});
+  auto agent = std::make_unique<ckpt::remote::AgentClient>(argv, "host test", "tst_cross_diff");
+  agent->call("open", Json{{"path", root.toStdString()}});
+  return agent;
+}
+
+std::string localJson(const QString& a, const QString& b) {
+  const auto fa = ckpt::CheckpointFile::open(a.toStdString());
+  const auto fb = ckpt::CheckpointFile::open(b.toStdString());
+  return ckpt::diffToJson(ckpt::diffCheckpoints(*fa, *fb)).dump(1);
+}
+
+}  // namespace
+
+class TestCrossDiff : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir m_tmp;
+  ckpt::test::SshServer m_server;
+  QString m_skip;
+  QJsonObject m_expected;  // cross.json
+
+  QProcessEnvironment sshEnv(const QString& remoteCli = kCli) const {
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("CKPTSCOPE_SSH", m_server.sshCommand());
+    env.insert("CKPTSCOPE_REMOTE_CLI", remoteCli);
+    return env;
+  }
+  ProcessResult cli(const QStringList& args, const QProcessEnvironment& env) {
+    QProcess p;
+    p.setProcessEnvironment(env);
+    p.start(kCli, args);
+    return ckpt::test::finishProcess(p, 120000);
+  }
+  // The two "hosts" are one sshd reached as two endpoints ([user@]host[:port]).
+  QString host1(const QString& path) const {
+    return QString("ssh://127.0.0.1:%1%2").arg(m_server.port()).arg(path);
+  }
+  QString host2(const QString& path) const {
+    const passwd* pw = ::getpwuid(::getuid());
+    return QString("ssh://%1@127.0.0.1:%2%3")
+        .arg(QString::fromLocal8Bit(pw ? pw->pw_name : "root"))
+        .arg(m_server.port())
+        .arg(path);
+  }
+  // `--remote-cli` for a host that lies (tests/python/lying_agent.py MODE).
+  QString lyingCli(const QString& mode) {
+    const QString wrapper = m_tmp.path() + "/lying-" + mode;
+    QFile f(wrapper);
+    if (!f.open(QIODevice::WriteOnly)) return {};
+    f.write(QString("#!/bin/sh\nexec /usr/bin/python3 '%1' '%2' %3 \"$@\"\n")
+                .arg(QStringLiteral(CKPT_SOURCE_DIR) + "/tests/python/lying_agent.py", kCli, mode)
+                .toUtf8());
+    f.close();
+    f.setPermissions(QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
+    return wrapper;
+  }
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(m_tmp.isValid());
+    QFile f(kCross + "/cross.json");
+    QVERIFY2(f.open(QIODevice::ReadOnly), "no fixtures: run ctest (make_cross_diff_fixtures)");
+    m_expected = QJsonDocument::fromJson(f.readAll()).object();
+    QVERIFY(m_expected.value("identical").toArray().size() > 10);
+    m_skip = ckpt::test::SshServer::unavailable();
+    if (!m_skip.isEmpty()) return;
+    QString why;
+    QVERIFY2(m_server.setUp(m_tmp.path() + "/sshd", &why), qPrintable(why));
+  }
+
+  void cleanupTestCase() { m_server.stop(); }
+
+  // ---- ckptscope-cli through ssh: the report of the two files here
+
+  void cliEqualsLocal_data() {
+    QTest::addColumn<QString>("a");
+    QTest::addColumn<QString>("b");
+    QTest::addColumn<QStringList>("options");
+    const QString d = kFixtures + "/diff";
+    const QList<QPair<QString, QString>> pairs{
+        {kCross + "/base.pt", kCross + "/changed.pt"},
+        {d + "/perturbed/a.pt", d + "/perturbed/b.pt"},
+        {d + "/structure/a.pt", d + "/structure/b.pt"},
+        {d + "/special/a.pt", d + "/special/b.pt"},
+        {d + "/legacy/a.pt", d + "/legacy/b.pt"},
+        {d + "/safetensors/a.safetensors", d + "/safetensors/b.pt"},
+        {d + "/views/a.pt", d + "/views/b.pt"},
+        {d + "/ddp_compiled/plain.pt", d + "/ddp_compiled/wrapped.pt"},
+        // meta tensors (unreadable: exit 1), packed quint4x2 / quint2x4, deflated records
+        {kFixtures + "/dtypes.pt", kFixtures + "/dtypes_deflated.pt"},
+    };
+    for (const auto& [a, b] : pairs) {
+      const QString tag = QFileInfo(a).dir().dirName() + "/" + QFileInfo(a).fileName();
+      QTest::newRow(qPrintable(tag)) << a << b << QStringList{"--json"};
+    }
+    QTest::newRow("cross top") << kCross + "/base.pt" << kCross + "/changed.pt"
+                               << QStringList{"--json", "--top", "3"};
+    QTest::newRow("cross text") << kCross + "/base.pt" << kCross + "/changed.pt" << QStringList{};
+    QTest::newRow("dtypes text") << kFixtures + "/dtypes.pt" << kFixtures + "/dtypes_deflated.pt"
+                                 << QStringList{};
+  }
+
+  // Here and on the host, on the host and here, on two hosts: diff --json
+  // (and the text report) of the two files here, byte for byte, the exit
+  // status and stderr too.
+  void cliEqualsLocal() {
+    if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+    QFETCH(QString, a);
+    QFETCH(QString, b);
+    QFETCH(QStringList, options);
+    const ProcessResult local = cli(QStringList{"diff"} + options + QStringList{a, b},
+                                    QProcessEnvironment::systemEnvironment());
+    QVERIFY2(local.exitCode == 0 || local.exitCode == 1, local.err.constData());
+    QVERIFY(!local.out.isEmpty());
+    const QList<QPair<QString, QString>> placed{{a, host1(b)}, {host1(a), b}, {host1(a), host2(b)}};
+    for (const auto& [pa, pb] : placed) {
+      const ProcessResult r = cli(QStringList{"diff"} + options + QStringList{pa, pb}, sshEnv());
+      const QByteArray what = (pa + " " + pb).toUtf8();
+      QVERIFY2(r.exitCode == local.exitCode, what + ": " + r.err);
+      QVERIFY2(r.out == local.out, what);
+      QVERIFY2(r.err == local.err, what + ": " + r.err + " against " + local.err);
+    }
+  }
+
+  // ---- what travels
+
+  // A file here against its changed copy on a host: only the changed
+  // tensors are fetched (cross.json: which, and their bytes); the file
+  // without its tensors is a few kilobytes; two hosts fetch an equal tensor
+  // from one of them only. The report is the one of two files here.
+  void identicalTensorsAreNotFetched() {
+    const QString base = kCross + "/base.pt", changed = kCross + "/changed.pt";
+    const auto agent = pipeAgent(kCross);
+    const int identical = int(m_expected.value("identical").toArray().size());
+    const int changedCount = int(m_expected.value("changed").toArray().size());
+    const qint64 changedBytes = qint64(m_expected.value("changed_bytes").toDouble());
+    QVERIFY(changedCount == 4 && changedBytes > 0);
+
+    ckpt::remote::DiffEnd here{base.toStdString(), nullptr, ""};
+    ckpt::remote::DiffEnd there{changed.toStdString(), agent.get(), "test"};
+    ckpt::remote::CrossDiff r = ckpt::remote::diffAcrossMachines(here, there);
+    QCOMPARE(QString::fromStdString(ckpt::diffToJson(r.diff).dump(1)),
+             QString::fromStdString(localJson(base, changed)));
+    QCOMPARE(int(r.identical), identical);
+    QCOMPARE(int(r.trafficB.tensorsFetched), changedCount);
+    QCOMPARE(qint64(r.trafficB.tensorBytes), changedBytes);
+    QCOMPARE(int(r.trafficA.tensorsFetched), 0);
+    const qint64 fileSize = QFileInfo(changed).size();
+    QVERIFY2(qint64(r.trafficB.skeletonBytes) < 16384,
+             qPrintable(QString::number(r.trafficB.skeletonBytes)));
+    qInfo(
+        "changed.pt (%lld bytes) on the host: %llu bytes of it without its tensors, %zu "
+        "tensors fetched (%llu bytes), %zu equal tensors not fetched",
+        fileSize, (unsigned long long)r.trafficB.skeletonBytes, r.trafficB.tensorsFetched,
+        (unsigned long long)r.trafficB.tensorBytes, r.identical);
+
+    // The same file on both sides: nothing but the skeleton moves.
+    ckpt::remote::DiffEnd same{base.toStdString(), agent.get(), "test"};
+    r = ckpt::remote::diffAcrossMachines(here, same);
+    QCOMPARE(int(r.trafficB.tensorsFetched), 0);
+    QCOMPARE(qint64(r.trafficB.tensorBytes), qint64(0));
+    QCOMPARE(QString::fromStdString(ckpt::diffToJson(r.diff).dump(1)),
+             QString::fromStdString(localJson(base, base)));
+
+    // Two hosts: a changed tensor from both, an equal one from the first only.
+    const auto agent2 = pipeAgent(kCross);
+    ckpt::remote::DiffEnd first{base.toStdString(), agent2.get(), "one"};
+    r = ckpt::remote::diffAcrossMachines(first, there);
+    QCOMPARE(QString::fromStdString(ckpt::diffToJson(r.diff).dump(1)),
+             QString::fromStdString(localJson(base, changed)));
+    QCOMPARE(int(r.trafficA.tensorsFetched), changedCount + identical);
+    QCOMPARE(int(r.trafficB.tensorsFetched), changedCount);
+    QCOMPARE(qint64(r.trafficB.tensorBytes), changedBytes);
+  }
+
+  // ---- cancel and failures
+
+  // Cancelled while a tensor is fetched: a cancelled comparison with nothing
+  // in it, and the agent still answers (the connection stayed in step).
+  void cancelledComparison() {
+    const auto agent = pipeAgent(kCross);
+    ckpt::remote::DiffEnd here{(kCross + "/base.pt").toStdString(), nullptr, ""};
+    ckpt::remote::DiffEnd there{(kCross + "/changed.pt").toStdString(), agent.get(), "test"};
+    ckpt::remote::CrossDiffOptions options;
+    QStringList phases;
+    options.progress = [&phases](const std::string& phase, uint64_t, uint64_t) {
+      const QString p = QString::fromStdString(phase);
+      if (phases.isEmpty() || phases.back() != p) phases << p;
+      return !p.startsWith("fetching");
+    };
+    const ckpt::remote::CrossDiff r = ckpt::remote::diffAcrossMachines(here, there, options);
+    QVERIFY(r.diff.cancelled);
+    QVERIFY(r.diff.tensors.empty());
+    QVERIFY2(phases.contains("reading test") && phases.contains("fetching from test"),
+             qPrintable(phases.join(", ")));
+    const Json again = agent->call("skeleton", Json{{"path", there.path}, {"digests", false}});
+    QVERIFY(again.contains("parts"));
+  }
+
+  void unreachableHostFails() {
+    if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+    // Nothing listens on port 1.
+    const QString b = QString("ssh://127.0.0.1:1%1/changed.pt").arg(kCross);
+    const ProcessResult r = cli({"diff", "--json", kCross + "/base.pt", b}, sshEnv());
+    QCOMPARE(r.exitCode, 1);
+    QVERIFY(r.out.isEmpty());
+    QVERIFY2(r.err.contains("127.0.0.1"), r.err.constData());
+  }
+
+  void lyingHostFails_data() {
+    QTest::addColumn<QString>("mode");
+    QTest::addColumn<QString>("says");
+    QTest::newRow("connection drops mid-tensor") << "cut"
+                                                 << "127.0.0.1";
+    QTest::newRow("more bytes than the header") << "longer"
+                                                << "the host sent a chunk";
+    QTest::newRow("a chunk elsewhere") << "offset"
+                                       << "the host sent a chunk at byte 1099511627776";
+    QTest::newRow("a file of 2^60 bytes") << "huge"
+                                          << "the host says the file holds";
+  }
+
+  // A host that drops or lies while a tensor is on its way: exit 1, nothing
+  // on stdout, a message naming the host and the tensor.
+  void lyingHostFails() {
+    if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+    QFETCH(QString, mode);
+    QFETCH(QString, says);
+    const QString wrapper = lyingCli(mode);
+    QVERIFY(!wrapper.isEmpty());
+    const ProcessResult r = cli(
+        {"diff", "--json", kCross + "/base.pt", host1(kCross + "/changed.pt")}, sshEnv(wrapper));
+    QVERIFY2(r.exitCode == 1, r.err.constData());
+    QVERIFY(r.out.isEmpty());
+    QVERIFY2(r.err.contains(says.toUtf8()), r.err.constData());
+    if (mode != "huge")
+      QVERIFY2(r.err.contains("tensor model_state.blocks.2.") ||
+                   r.err.contains("tensor model_state.final_norm"),
+               r.err.constData());
+    QVERIFY2(r.err.contains(QString("127.0.0.1:%1").arg(m_server.port()).toUtf8()),
+             r.err.constData());
+  }
+
+  // The bytes' wire form: RFC 4648's vectors, and what is not base64.
+  void base64() {
+    using ckpt::remote::base64Decode;
+    using ckpt::remote::base64Encode;
+    const QList<QPair<QByteArray, QByteArray>> vectors{{"", ""},
+                                                       {"f", "Zg=="},
+                                                       {"fo", "Zm8="},
+                                                       {"foo", "Zm9v"},
+                                                       {"foob", "Zm9vYg=="},
+                                                       {"fooba", "Zm9vYmE="},
+                                                       {"foobar", "Zm9vYmFy"}};
+    for (const auto& [plain, coded] : vectors) {
+      QCOMPARE(QByteArray::fromStdString(base64Encode(plain.toStdString())), coded);
+      std::string back = "x";
+      QVERIFY(base64Decode(coded.toStdString(), back));
+      QCOMPARE(QByteArray::fromStdString(back), "x" + plain);
+    }
+    std::string all;
+    for (int i = 0; i < 256; ++i) all += char(i);
+    std::string back;
+    QVERIFY(base64Decode(base64Encode(all), back));
+    QVERIFY(back == all);
+    for (const char* bad : {"Zg=", "Z===", "Zm9v!A==", "Zg==Zg==", "=Zg="}) {
+      std::string out;
+      QVERIFY2(!base64Decode(bad, out), bad);
+    }
+  }
+
+  // Other commands still refuse paths on two machines, with the message they gave.
+  void otherCommandsStillRefuse() {
+    if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+    const ProcessResult r =
+        cli({"scan", "--json", kCross + "/base.pt", host1(kCross + "/changed.pt")}, sshEnv());
+    QVERIFY(r.exitCode != 0);
+    QVERIFY2(r.err.contains("not supported yet"), r.err.constData());
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCrossDiff)
+#include "tst_cross_diff.moc"
