@@ -75,6 +75,37 @@ class TstTrainerLayouts : public QObject {
   Q_OBJECT
 
  private slots:
+  // The walk lists folders on several threads (a folder each): every
+  // layout here (Lightning's checkpoints/ and version_N/, MLflow's run
+  // folders and artifacts, event files of runs/) gives the same listing
+  // on one thread as on many.
+  void walkThreadsAgree() {
+    auto describe = [](const ckpt::ScanResult& r) {
+      std::string s;
+      for (const ckpt::RunEntry& run : r.runs) {
+        s += run.name + " " + run.path + " " + run.trainer + "\n";
+        for (const std::string& f : run.metricFiles) s += "  metrics " + f + "\n";
+        for (const ckpt::CheckpointEntry& c : run.checkpoints)
+          s += "  " + c.file + " " + c.path + " " + std::to_string(c.step.value_or(-1)) + " " +
+               c.trainer + " " + c.layout + " " + (c.best ? "best " : "") +
+               (c.latest ? "latest " : "") + c.error + "\n";
+      }
+      return s;
+    };
+    const std::string root = CKPT_FIXTURE_DIR "/trainer_layouts";
+    ckpt::ScanOptions one;
+    one.threads = 1;
+    const std::string alone = describe(ckpt::scanDirectory(root, one));
+    QVERIFY(alone.find("mlruns") != std::string::npos);
+    QVERIFY(alone.find("lightning_logs") != std::string::npos);
+    for (unsigned threads : {2u, 3u, 8u}) {
+      ckpt::ScanOptions many;
+      many.threads = threads;
+      for (int again = 0; again < 3; ++again)
+        QCOMPARE(describe(ckpt::scanDirectory(root, many)), alone);
+    }
+  }
+
   void versionFolderNames_data() {
     QTest::addColumn<QString>("name");
     QTest::addColumn<bool>("version");

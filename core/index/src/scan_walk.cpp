@@ -4,9 +4,14 @@
 #include "scan_walk.h"
 
 #include <algorithm>
+#include <condition_variable>
+#include <exception>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <set>
+#include <stdexcept>
+#include <thread>
 
 #include "ascii.h"
 #include "ckpt/format/checkpoint_file.h"
@@ -108,8 +113,7 @@ bool Found::addFolder(const fs::path& dir) {
     accelerateFolders.push_back(dir);
     return false;
   }
-  collectSharded(dir, files, parts);
-  return true;
+  return true;  // its sharded checkpoint, if any: when it is listed (walkTree)
 }
 
 void Found::addFile(const fs::path& file) {
@@ -118,6 +122,160 @@ void Found::addFile(const fs::path& file) {
     metricFiles[file.parent_path()].push_back(file.string());
   else if (isTfEventsFileName(file.filename().string()))
     eventFiles[file.parent_path()].push_back(file.string());
+}
+
+void Found::merge(Found&& other) {
+  auto append = [](auto& to, auto& from) {
+    if (to.empty()) {
+      to = std::move(from);
+      return;
+    }
+    to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+  };
+  append(files, other.files);
+  append(hfFolders, other.hfFolders);
+  append(megatronFolders, other.megatronFolders);
+  append(accelerateFolders, other.accelerateFolders);
+  parts.merge(other.parts);
+  mlflowRuns.merge(other.mlflowRuns);
+  for (auto& [dir, list] : other.metricFiles) append(metricFiles[dir], list);
+  for (auto& [dir, list] : other.eventFiles) append(eventFiles[dir], list);
+}
+
+namespace {
+
+std::string_view filenameOf(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+// A folder to list: whether it is an MLflow run is known to the thread
+// that listed its parent (its metrics/, params/ and tags/ are not walked).
+struct Folder {
+  fs::path path;
+  bool mlflowRun = false;
+};
+
+// The folders a walk has still to list, shared by its threads. A thread
+// takes the newest (depth first: a run's folders one after another) and
+// the walk ends when none is left and no thread is listing one.
+class FolderQueue {
+ public:
+  explicit FolderQueue(Folder first) { m_folders.push_back(std::move(first)); }
+
+  std::optional<Folder> take() {
+    std::unique_lock lock(m_mutex);
+    m_ready.wait(lock, [&] { return !m_folders.empty() || m_listing == 0 || m_failed; });
+    if (m_folders.empty() || m_failed) return std::nullopt;
+    Folder f = std::move(m_folders.back());
+    m_folders.pop_back();
+    ++m_listing;
+    return f;
+  }
+  // The folders found in one listing; the listing is done.
+  void done(std::vector<Folder>& found) {
+    {
+      const std::lock_guard lock(m_mutex);
+      for (auto it = found.rbegin(); it != found.rend(); ++it) m_folders.push_back(std::move(*it));
+      --m_listing;
+    }
+    found.clear();
+    m_ready.notify_all();
+  }
+  void fail(std::exception_ptr e) {
+    {
+      const std::lock_guard lock(m_mutex);
+      if (!m_failure) m_failure = e;
+      m_failed = true;
+      --m_listing;
+    }
+    m_ready.notify_all();
+  }
+  std::exception_ptr failure() const { return m_failure; }
+
+ private:
+  std::mutex m_mutex;
+  std::condition_variable m_ready;
+  std::vector<Folder> m_folders;
+  size_t m_listing = 0;
+  bool m_failed = false;
+  std::exception_ptr m_failure;
+};
+
+// Whether a name in a folder may be part of a sharded checkpoint the
+// folder holds (probeSharded): DCP's .metadata, a Hugging Face index,
+// DeepSpeed's `latest`, and every rank file or folder (FSDP's
+// model_rank0.pt, DeepSpeed's mp_rank_00_model_states.pt, Megatron's
+// mp_rank_00/) has "rank" in its name. A folder with none of these holds
+// none: it is not probed (ten system calls and a second listing each).
+bool mayBeShardName(std::string_view name) {
+  if (name == ".metadata" || name == "latest" || name.ends_with(".index.json")) return true;
+  for (size_t i = 0; i + 4 <= name.size(); ++i)
+    if ((name[i] | 0x20) == 'r' && (name[i + 1] | 0x20) == 'a' && (name[i + 2] | 0x20) == 'n' &&
+        (name[i + 3] | 0x20) == 'k')
+      return true;
+  return false;
+}
+
+// One folder's entries: its files into `found`, its folders (those to
+// walk) into `below`, the sharded checkpoint it holds into `found`.
+void listFolder(const Folder& folder, Found& found, std::vector<Folder>& below) {
+  if (folder.mlflowRun) found.mlflowRuns.insert(folder.path);
+  std::error_code ec;
+  bool maybeSharded = false;
+  fs::directory_iterator it(folder.path, fs::directory_options::skip_permission_denied, ec);
+  for (const fs::directory_iterator end; !ec && it != end; it.increment(ec)) {
+    const fs::directory_entry& entry = *it;
+    const std::string_view name = filenameOf(entry.path().native());
+    maybeSharded = maybeSharded || mayBeShardName(name);
+    std::error_code tec;
+    if (entry.is_directory(tec)) {
+      // .git, .cache, ...; a Trainer checkpoint's files are read as one; a
+      // link to a folder is looked at, not walked (it may lead anywhere).
+      if (name.starts_with('.') || !found.addFolder(entry.path())) continue;
+      std::error_code lec;
+      if (entry.is_symlink(lec))
+        collectSharded(entry.path(), found.files, found.parts);
+      else
+        below.push_back({entry.path(), found.mlflowRuns.count(entry.path()) > 0});
+      continue;
+    }
+    if (entry.is_regular_file(tec)) found.addFile(entry.path());
+  }
+  // Removed while the walk went on: nothing of it to list.
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+    throw std::runtime_error(folder.path.string() + ": " + ec.message());
+  if (maybeSharded) collectSharded(folder.path, found.files, found.parts);
+}
+
+}  // namespace
+
+Found walkTree(const fs::path& root, unsigned threads) {
+  Found found;
+  found.root = root;
+  if (!found.addFolder(root)) return found;
+  FolderQueue queue({root, found.mlflowRuns.count(root) > 0});
+  std::vector<Found> walked(std::max(threads, 1u));
+  for (Found& w : walked) w.root = root;
+  auto walk = [&](Found& mine) {
+    std::vector<Folder> below;
+    while (std::optional<Folder> folder = queue.take()) {
+      try {
+        listFolder(*folder, mine, below);
+      } catch (...) {
+        queue.fail(std::current_exception());
+        return;
+      }
+      queue.done(below);
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (size_t t = 1; t < walked.size(); ++t) helpers.emplace_back(walk, std::ref(walked[t]));
+  walk(walked[0]);
+  for (std::thread& h : helpers) h.join();
+  if (queue.failure()) std::rethrow_exception(queue.failure());
+  for (Found& w : walked) found.merge(std::move(w));
+  return found;
 }
 
 bool isMetricsFileName(const std::string& name) {

@@ -42,11 +42,20 @@ struct Found {
   fs::path root;                                             // the folder the walk began at
 
   // One entry of a directory: a folder that is a Trainer checkpoint is one
-  // item (its files are not walked: returns false); another folder may
-  // hold a sharded checkpoint.
+  // item (its files are not walked: returns false). (The sharded checkpoint
+  // another folder may hold is found when it is listed: walkTree.)
   bool addFolder(const fs::path& dir);
   void addFile(const fs::path& file);
+  // What another walk of other folders found, added to this one.
+  void merge(Found&& other);
 };
+
+// What the folders below `root` (and it) hold, walked on up to `threads`
+// threads, a folder at a time: each folder is listed once, by one thread.
+// Folders whose names begin with a dot and links to folders are not
+// walked; a folder that cannot be listed for a reason other than
+// permission (or its removal during the walk) is an error.
+Found walkTree(const fs::path& root, unsigned threads);
 
 // One thing to read: a file, or a Trainer folder's checkpoint.
 struct Item {

@@ -90,28 +90,31 @@ std::string runNameFor(const std::string& root, const std::string& dir) {
 }
 
 void sortCheckpoints(std::vector<CheckpointEntry>& checkpoints) {
-  std::stable_sort(checkpoints.begin(), checkpoints.end(),
-                   [](const CheckpointEntry& a, const CheckpointEntry& b) {
-                     const int64_t sa = a.step.value_or(INT64_MAX), sb = b.step.value_or(INT64_MAX);
-                     if (sa != sb) return sa < sb;
-                     // At one step: the step file, then best / latest copies, then final.
-                     auto rank = [](CheckpointKind k) {
-                       switch (k) {
-                         case CheckpointKind::Step:
-                           return 0;
-                         case CheckpointKind::Best:
-                           return 1;
-                         case CheckpointKind::Latest:
-                           return 2;
-                         case CheckpointKind::Final:
-                           return 3;
-                         default:
-                           return 4;
-                       }
-                     };
-                     if (rank(a.kind) != rank(b.kind)) return rank(a.kind) < rank(b.kind);
-                     return naturalLess(a.file, b.file);
-                   });
+  const auto before = [](const CheckpointEntry& a, const CheckpointEntry& b) {
+    const int64_t sa = a.step.value_or(INT64_MAX), sb = b.step.value_or(INT64_MAX);
+    if (sa != sb) return sa < sb;
+    // At one step: the step file, then best / latest copies, then final.
+    auto rank = [](CheckpointKind k) {
+      switch (k) {
+        case CheckpointKind::Step:
+          return 0;
+        case CheckpointKind::Best:
+          return 1;
+        case CheckpointKind::Latest:
+          return 2;
+        case CheckpointKind::Final:
+          return 3;
+        default:
+          return 4;
+      }
+    };
+    if (rank(a.kind) != rank(b.kind)) return rank(a.kind) < rank(b.kind);
+    return naturalLess(a.file, b.file);
+  };
+  // Most runs' files are listed in step order already (step_100 before
+  // step_200): nothing to move (a stable sort moved every entry twice).
+  if (std::is_sorted(checkpoints.begin(), checkpoints.end(), before)) return;
+  std::stable_sort(checkpoints.begin(), checkpoints.end(), before);
 }
 
 namespace {
@@ -314,23 +317,9 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
   }
 
   // Collect first so that progress knows the total.
-  Found found;
-  found.root = fs::path(root);
-  fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec);
-  if (ec) throw std::runtime_error(root + ": " + ec.message());
-  if (found.addFolder(root)) {
-    for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      if (ec) break;
-      const auto& entry = *it;
-      if (entry.is_directory(ec)) {
-        // .git, .cache, ...; a Trainer checkpoint's files are read as one.
-        if (entry.path().filename().string().rfind('.', 0) == 0 || !found.addFolder(entry.path()))
-          it.disable_recursion_pending();
-        continue;
-      }
-      if (entry.is_regular_file(ec)) found.addFile(entry.path());
-    }
-  }
+  const unsigned threads =
+      options.threads ? options.threads : std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+  Found found = walkTree(fs::path(root), threads);
   std::vector<Item> items = itemsOf(found);
 
   // Every run is known before any file is read (its name, folder and which
@@ -458,8 +447,6 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
       if (options.runDone) options.runDone(*p.run);
     }
   };
-  const unsigned threads =
-      options.threads ? options.threads : std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
   std::vector<std::thread> helpers;
   if (items.size() > 16)
     for (unsigned t = 1; t < threads; ++t) helpers.emplace_back(work);
