@@ -60,13 +60,15 @@ namespace {
 // and logs then count too).
 // Each run knows the opened directory it lies under (its `root`): console
 // logs are looked for in logs/ folders of its ancestors up to there.
-std::vector<RunEntry> curveRuns(const std::vector<BrowseGroup>& groups, const QStringList& opened) {
-  auto rootOf = [&opened](const QString& dir) {
+// (The groups are the model's copy: their checkpoints are moved on.)
+std::vector<RunEntry> curveRuns(std::vector<BrowseGroup> groups, const QStringList& opened) {
+  QStringList folders;  // the opened folders, asked once (not once a run)
+  for (const QString& p : opened)
+    if (QFileInfo(p).isDir()) folders << QDir::cleanPath(QFileInfo(p).absoluteFilePath());
+  auto rootOf = [&folders](const QString& dir) {
     const QString clean = QDir::cleanPath(QFileInfo(dir).absoluteFilePath());
-    for (const QString& p : opened) {
-      const QString o = QDir::cleanPath(QFileInfo(p).absoluteFilePath());
-      if (QFileInfo(p).isDir() && (clean == o || clean.startsWith(o + '/'))) return pathToStd(o);
-    }
+    for (const QString& o : folders)
+      if (clean == o || clean.startsWith(o + '/')) return pathToStd(o);
     return std::string();
   };
   std::vector<RunEntry> runs;
@@ -78,11 +80,11 @@ std::vector<RunEntry> curveRuns(const std::vector<BrowseGroup>& groups, const QS
     r.root = rootOf(path);
     return r;
   };
-  for (const BrowseGroup& g : groups) {
+  for (BrowseGroup& g : groups) {
     if (!g.error.isEmpty()) continue;
     if (g.kind == BrowseGroup::Kind::Run) {
       runs.push_back(entry(g.name, g.path));
-      runs.back().checkpoints = g.checkpoints;
+      runs.back().checkpoints = std::move(g.checkpoints);
       continue;
     }
     for (const CheckpointEntry& c : g.checkpoints) {
@@ -500,21 +502,23 @@ void MainWindow::onScanFinished(std::vector<BrowseGroup> groups, const QString& 
   // result: the rest are added after them. Anything else is listed anew (a
   // reset measures every row again and rebuilds the view: a fifth of a
   // 50,000-checkpoint open).
+  // (The model holds these groups after: counted here, not copied out again.)
+  size_t unreadable = 0;
+  for (const BrowseGroup& g : groups)
+    for (const CheckpointEntry& c : g.checkpoints)
+      if (!c.error.empty()) ++unreadable;
+  // New rows open themselves, a reset opens all (BrowserPanel): the tree
+  // is not walked again here.
   if (const std::optional<size_t> listed = m_model->listedPrefix(groups))
     m_model->appendRuns({std::make_move_iterator(groups.begin() + std::ptrdiff_t(*listed)),
                          std::make_move_iterator(groups.end())});
   else
     m_model->setGroups(std::move(groups));
-  checkpointView()->expandAll();
   QStringList dirs;
   for (const QString& p : m_paths)
     if (QFileInfo(p).isDir()) dirs << p;
   m_watcher->watch(dirs);
 
-  size_t unreadable = 0;
-  for (const BrowseGroup& g : m_model->groups())
-    for (const CheckpointEntry& c : g.checkpoints)
-      if (!c.error.empty()) ++unreadable;
   const size_t count = m_model->checkpointCount();
   QString status = tr("%1 in %2")
                        .arg(countText(count, "checkpoint", "checkpoints"),

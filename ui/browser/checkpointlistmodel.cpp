@@ -447,6 +447,7 @@ std::optional<BrowseGroup> CheckpointListModel::group(const QModelIndex& index) 
   const Node* n = node(index);
   if (!n || n->type != Node::Type::Group) return std::nullopt;
   BrowseGroup g = n->group;
+  g.checkpoints.reserve(n->children.size());
   for (const auto& c : n->children) g.checkpoints.push_back(c->checkpoint);
   return g;
 }
