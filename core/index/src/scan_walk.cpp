@@ -8,6 +8,7 @@
 #include <exception>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -365,14 +366,20 @@ std::vector<Item> itemsOf(Found& found) {
   // The run a Lightning, MLflow or W&B layout puts a file in depends on its
   // folder alone: asked once per folder (a path walk each; 10% of listing
   // 50,000 small checkpoints when asked per file).
+  // (An item shares its run's folder with the other items of the folder:
+  // a copy of the path each was a third of this.)
   struct Owners {
-    std::optional<std::string> lightning, mlflow, wandb;
+    std::shared_ptr<const fs::path> lightning, mlflow, wandb;
+  };
+  auto shared = [](const std::optional<std::string>& run) {
+    return run ? std::make_shared<const fs::path>(*run) : nullptr;
   };
   std::map<fs::path, Owners> owners;
   // The walk found a folder's files one after another: its path and owners
   // are worked out when the folder changes (a lookup per file was a tenth
   // of the work done before the first file is read).
   fs::path dir;
+  std::shared_ptr<const fs::path> sharedDir;
   Owners* owner = nullptr;
   items.reserve(found.files.size() + found.hfFolders.size() + found.megatronFolders.size() +
                 found.accelerateFolders.size());
@@ -382,19 +389,21 @@ std::vector<Item> itemsOf(Found& found) {
     if (!owner || slash == std::string_view::npos || slash != dir.native().size() ||
         native.substr(0, slash) != dir.native()) {
       dir = f.parent_path();
+      sharedDir = std::make_shared<const fs::path>(dir);
       auto [at, added] = owners.try_emplace(dir);
       owner = &at->second;
       if (added)
-        *owner = {lightningRunOf(f.string()), mlflowRunOf(f.string()), wandbRunOf(f.string())};
+        *owner = {shared(lightningRunOf(f.string())), shared(mlflowRunOf(f.string())),
+                  shared(wandbRunOf(f.string()))};
     }
     const std::string_view role =
         hfPartRole(slash == std::string_view::npos ? native : native.substr(slash + 1));
     if (!role.empty() && isHfOutput(dir)) {
-      if (finals.insert(dir).second) items.push_back({dir, dir, Item::Kind::HfFinal, {}});
+      if (finals.insert(dir).second) items.push_back({dir, sharedDir, Item::Kind::HfFinal, {}});
       continue;
     }
-    if (const std::optional<std::string>& run = owner->lightning) {
-      items.push_back({std::move(f), fs::path(*run), Item::Kind::File, kLightningId});
+    if (owner->lightning) {
+      items.push_back({std::move(f), owner->lightning, Item::Kind::File, kLightningId});
       continue;
     }
     // (torchtitan's step-<N> folders: the name first, a path walk each.)
@@ -402,28 +411,32 @@ std::vector<Item> itemsOf(Found& found) {
             native.substr(slash == std::string_view::npos ? 0 : slash + 1).starts_with("step-")
                 ? torchtitanRunOf(f.string())
                 : std::nullopt) {
-      items.push_back({std::move(f), fs::path(*run), Item::Kind::File, kTorchtitanId});
+      items.push_back(
+          {std::move(f), std::make_shared<const fs::path>(*run), Item::Kind::File, kTorchtitanId});
       continue;
     }
     // A checkpoint logged as an MLflow artifact: in its run's artifacts/.
-    if (const std::optional<std::string>& run = owner->mlflow) {
-      items.push_back({std::move(f), fs::path(*run), Item::Kind::File, kMlflowId});
+    if (owner->mlflow) {
+      items.push_back({std::move(f), owner->mlflow, Item::Kind::File, kMlflowId});
       continue;
     }
     // A checkpoint the script saved with wandb.save: in its run's files/.
-    if (const std::optional<std::string>& run = owner->wandb) {
-      items.push_back({std::move(f), fs::path(*run), Item::Kind::File, kWandbId});
+    if (owner->wandb) {
+      items.push_back({std::move(f), owner->wandb, Item::Kind::File, kWandbId});
       continue;
     }
-    items.push_back({std::move(f), dir, Item::Kind::File, {}});
+    items.push_back({std::move(f), sharedDir, Item::Kind::File, {}});
   }
+  auto parentOf = [](const fs::path& f) {
+    return std::make_shared<const fs::path>(f.parent_path());
+  };
   for (const fs::path& f : found.hfFolders)
-    items.push_back({f, f.parent_path(), Item::Kind::HfFolder, {}});
+    items.push_back({f, parentOf(f), Item::Kind::HfFolder, {}});
   for (const fs::path& f : found.megatronFolders)
-    items.push_back({f, f.parent_path(), Item::Kind::MegatronFolder, {}});
+    items.push_back({f, parentOf(f), Item::Kind::MegatronFolder, {}});
   for (const fs::path& f : found.accelerateFolders)
-    items.push_back(
-        {f, fs::path(accelerateRunOf(f.string())), Item::Kind::AccelerateFolder, kAccelerateId});
+    items.push_back({f, std::make_shared<const fs::path>(accelerateRunOf(f.string())),
+                     Item::Kind::AccelerateFolder, kAccelerateId});
   return items;
 }
 

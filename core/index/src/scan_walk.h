@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -60,7 +61,7 @@ Found walkTree(const fs::path& root, unsigned threads);
 // One thing to read: a file, or a Trainer folder's checkpoint.
 struct Item {
   fs::path path;
-  fs::path runDir;
+  std::shared_ptr<const fs::path> runDir;  // shared by the items of a folder
   enum class Kind { File, HfFolder, HfFinal, MegatronFolder, AccelerateFolder } kind = Kind::File;
   // The trainer whose layout put it in runDir rather than its own folder:
   // a Lightning run's checkpoints/ file, torchtitan's checkpoint/step-<N>/.

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <exception>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -308,9 +309,11 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
     run.path = folder.parent_path().string();
     run.name = runNameFor(root, run.path);
     run.root = root;
-    run.checkpoints.push_back(describeItem(
-        {folder, folder.parent_path(), hf ? Item::Kind::HfFolder : Item::Kind::MegatronFolder, {}},
-        folder.parent_path()));
+    run.checkpoints.push_back(describeItem({folder,
+                                            std::make_shared<const fs::path>(folder.parent_path()),
+                                            hf ? Item::Kind::HfFolder : Item::Kind::MegatronFolder,
+                                            {}},
+                                           folder.parent_path()));
     finishRun(run, Found{});
     result.runs.push_back(std::move(run));
     return result;
@@ -319,6 +322,10 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
   // Collect first so that progress knows the total.
   const unsigned threads =
       options.threads ? options.threads : std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+  // The cache of the last listing loads while the folders are walked (a
+  // tenth of a folder opened again, before its first run could be shown).
+  std::future<std::unique_ptr<ListingCache>> cacheLoad =
+      std::async(std::launch::async, [&root] { return ListingCache::open(root); });
   Found found = walkTree(fs::path(root), threads);
   std::vector<Item> items = itemsOf(found);
 
@@ -338,9 +345,10 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
   // (Items come folder by folder: a run's name is worked out once a folder.)
   std::vector<RunEntry*> itemRun(items.size());
   for (size_t i = 0; i < items.size(); ++i)
-    itemRun[i] = i > 0 && items[i].runDir.native() == items[i - 1].runDir.native()
+    itemRun[i] = i > 0 && (items[i].runDir == items[i - 1].runDir ||
+                           items[i].runDir->native() == items[i - 1].runDir->native())
                      ? itemRun[i - 1]
-                     : &runAt(items[i].runDir);
+                     : &runAt(*items[i].runDir);
   // Runs that log but have not saved a checkpoint yet.
   std::set<const RunEntry*> listedForFiles;
   for (const auto& [dir, files] : found.metricFiles) listedForFiles.insert(&runAt(dir));
@@ -374,39 +382,46 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
     return naturalLess(a->run->name, b->run->name);
   });
   // Items in listing order: run by run (read in the order they are shown),
-  // each run's in path order, as finishRun's stable sort saw them when all
-  // items were sorted by path (most comparisons now stop at the run).
-  std::map<const Pending*, size_t> position;
-  for (size_t k = 0; k < order.size(); ++k) position[order[k].get()] = k;
-  std::vector<std::pair<size_t, size_t>> byRun(items.size());  // (run's position, item)
-  for (size_t i = 0; i < items.size(); ++i)
-    byRun[i] = {i > 0 && itemRun[i] == itemRun[i - 1] ? byRun[i - 1].first
-                                                      : position[pendingOf[itemRun[i]]],
-                i};
-  std::sort(byRun.begin(), byRun.end(), [&](const auto& a, const auto& b) {
-    if (a.first != b.first) return a.first < b.first;
-    return naturalLess(items[a.second].path.native(), items[b.second].path.native());
-  });
+  // each run's in path order (finishRun's sort then finds most runs in
+  // step order already). Items are put in their run's bucket and each
+  // bucket sorted on its own: one sort of every item, most comparisons
+  // deciding on the run, took a fifth of the time before the first run.
+  std::vector<std::vector<size_t>> buckets(order.size());  // item indices, by run position
+  {
+    std::map<const RunEntry*, size_t> position;
+    for (size_t k = 0; k < order.size(); ++k) position[order[k]->run] = k;
+    size_t at = 0;
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (i == 0 || itemRun[i] != itemRun[i - 1]) at = position.at(itemRun[i]);
+      buckets[at].push_back(i);
+    }
+  }
   {
     std::vector<Item> sorted;
     std::vector<RunEntry*> sortedRun;
     sorted.reserve(items.size());
     sortedRun.reserve(items.size());
-    for (const auto& [run, i] : byRun) {
-      sorted.push_back(std::move(items[i]));
-      sortedRun.push_back(itemRun[i]);
+    for (size_t k = 0; k < order.size(); ++k) {
+      std::vector<size_t>& bucket = buckets[k];
+      std::sort(bucket.begin(), bucket.end(), [&](size_t a, size_t b) {
+        return naturalLess(items[a].path.native(), items[b].path.native());
+      });
+      order[k]->items.reserve(bucket.size());
+      for (size_t i : bucket) {
+        order[k]->items.push_back(sorted.size());
+        sorted.push_back(std::move(items[i]));
+        sortedRun.push_back(itemRun[i]);
+      }
     }
     items = std::move(sorted);
     itemRun = std::move(sortedRun);
   }
   std::vector<Pending*> itemPending(items.size());
-  for (size_t i = 0; i < items.size(); ++i) {
-    itemPending[i] = pendingOf[itemRun[i]];
-    itemPending[i]->items.push_back(i);
-  }
+  for (size_t k = 0; k < order.size(); ++k)
+    for (size_t i : order[k]->items) itemPending[i] = order[k].get();
   for (auto& p : order) p->left = p->items.size();
   // Files unchanged since the last listing of this folder: from the cache.
-  const std::unique_ptr<ListingCache> cache = ListingCache::open(root);
+  const std::unique_ptr<ListingCache> cache = cacheLoad.get();
   if (cache) cache->resize(items.size());
 
   // Files are read on several threads (each item's entry in its own slot);
