@@ -31,7 +31,9 @@
 #include <QUrl>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <utility>
 
 #include "browser/browserpanel.h"
 #include "browser/checkpointlistmodel.h"
@@ -452,19 +454,40 @@ void MainWindow::openPaths(const QStringList& paths) {
   // A scan still running is cancelled and its result dropped: the newest open wins.
   // Runs whose files are all read wait in `early` for the next progress tick
   // (every 100 ms), which lists them while the rest are still read; the
-  // finished scan then replaces the rows with the whole result.
+  // finished scan then replaces the rows with the whole result. The first
+  // run is listed at once, not at the next tick.
   struct EarlyRuns {
     std::mutex mutex;
     std::vector<BrowseGroup> runs;
+    bool posted = false;
   };
   auto early = std::make_shared<EarlyRuns>();
+  // On the GUI thread, for this scan while it runs (not a newer one's: the
+  // progress it reports to is the one running, and its runs still exist).
+  auto listEarly = [this, weak = std::weak_ptr<EarlyRuns>(early)](const JobProgress* of) {
+    const std::shared_ptr<EarlyRuns> e = weak.lock();
+    if (!e || m_scan.progress() != of) return;
+    std::vector<BrowseGroup> runs;
+    {
+      const std::lock_guard lock(e->mutex);
+      runs.swap(e->runs);
+    }
+    m_model->appendRuns(std::move(runs));
+  };
   m_scan.start(
-      [paths, early](JobProgress& progress) {
+      [this, paths, early, listEarly](JobProgress& progress) {
         return scanPaths(
             paths, [&progress](size_t done, size_t total) { return progress.report(done, total); },
-            [&early](const BrowseGroup& run) {
-              const std::lock_guard lock(early->mutex);
-              early->runs.push_back(run);
+            [&](const BrowseGroup& run) {
+              bool first = false;
+              {
+                const std::lock_guard lock(early->mutex);
+                early->runs.push_back(run);
+                first = !std::exchange(early->posted, true);
+              }
+              if (first)
+                QMetaObject::invokeMethod(
+                    this, [listEarly, of = &progress] { listEarly(of); }, Qt::QueuedConnection);
             });
       },
       [this](JobOutcome, std::optional<std::vector<BrowseGroup>> groups, const QString& error) {
