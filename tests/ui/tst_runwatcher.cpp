@@ -28,16 +28,42 @@ class TestRunWatcher : public QObject {
     QFile plain(root + "/lr1e-3_seed0/notes.txt");
     QVERIFY(plain.open(QIODevice::WriteOnly));
 
-    RunWatcher watcher;
-    watcher.watch({dir.path()});
-    QStringList watched = watcher.watchedDirectories();
-    watched.sort();
     QStringList expected;
     for (const char* p : {"", "/lr1e-3_seed0", "/lr1e-3_seed0/checkpoints", "/lr1e-3_seed0/logs",
                           "/lr1e-3_seed0/logs/deeper", "/lr1e-3_seed1", "/lr1e-3_seed1/linked"})
       expected << root + p;
     expected.sort();
-    QCOMPARE(watched, expected);
+    auto sorted = [](QStringList l) {
+      l.sort();
+      return l;
+    };
+    RunWatcher watcher;
+    watcher.watch({dir.path()});
+    // (Listed off the GUI thread: watched a moment later.)
+    QTRY_COMPARE(sorted(watcher.watchedDirectories()), expected);
+    QVERIFY(watcher.polledDirectories().isEmpty());
+    // Watched again from scratch: the same folders, not twice.
+    watcher.watch({dir.path()});
+    QTRY_COMPARE(sorted(watcher.watchedDirectories()), expected);
+  }
+
+  // A root on a network filesystem (here: asked to, CKPTSCOPE_POLL=1) is
+  // polled: the same folders, none watched by inotify.
+  void pollsTheSameFolders() {
+    QTemporaryDir dir;
+    QVERIFY(QDir(dir.path()).mkpath("run/checkpoints") && QDir(dir.path()).mkpath(".git/x"));
+    const QString root = QDir::cleanPath(QFileInfo(dir.path()).absoluteFilePath());
+    qputenv("CKPTSCOPE_POLL", "1");
+    RunWatcher watcher;
+    watcher.watch({dir.path()});
+    qunsetenv("CKPTSCOPE_POLL");
+    const QStringList expected = {root, root + "/run", root + "/run/checkpoints"};
+    auto sorted = [](QStringList l) {
+      l.sort();
+      return l;
+    };
+    QTRY_COMPARE(sorted(watcher.polledDirectories()), sorted(expected));
+    QVERIFY(watcher.watchedDirectories().isEmpty());
   }
 };
 

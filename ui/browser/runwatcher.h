@@ -37,7 +37,8 @@ class RunWatcher : public QObject {
   ~RunWatcher() override;
 
   // Starts over: `roots` are the opened directories (files opened directly
-  // are not watched).
+  // are not watched). The folders below them are listed off the GUI thread
+  // and watched (or polled) once listed.
   void watch(const QStringList& roots);
   void stop();
   // How long an unreadable file must stay unchanged before it is listed as
@@ -73,7 +74,15 @@ class RunWatcher : public QObject {
   void onDirectoryChanged(const QString& dir);
   void rescanDirty();
   void onJobDone(const Result& result);
+  // The folders a watch takes on: `dir` and those below it, with their
+  // modification times when they are polled.
+  struct Tree {
+    QStringList dirs;
+    QList<qint64> stamps;
+  };
+  static Tree treeOf(const QString& dir, bool polled);
   void addTree(const QString& dir);
+  void addFolders(const Tree& tree);
   [[nodiscard]] bool isWatched(const QString& dir) const;
   void poll();
   void onPolled();
@@ -96,6 +105,8 @@ class RunWatcher : public QObject {
   // One re-read per directory at a time; stop() drops them all, so late
   // results of an older watch never arrive.
   BackgroundJobs<QString, Result> m_jobs{this};
+  // The folders below the roots, listed when a watch starts.
+  BackgroundJob<std::vector<Tree>> m_trees{this};
 };
 
 }  // namespace ckpt
