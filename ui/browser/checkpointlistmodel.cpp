@@ -14,6 +14,7 @@
 #include <set>
 #include <tuple>
 
+#include "browser/cellformat.h"
 #include "browser/runsummary.h"
 #include "ckpt/index/experiment.h"
 #include "ckpt/index/megatron.h"
@@ -25,31 +26,6 @@ namespace {
 
 QString cleanAbsolute(const QString& path) {
   return QDir::cleanPath(QFileInfo(path).absoluteFilePath());
-}
-
-QIcon standardIcon(QStyle::StandardPixmap which) {
-  // The model can live without a QApplication (a guiless test): no icons then.
-  if (!qobject_cast<QApplication*>(QCoreApplication::instance())) return {};
-  // One QIcon per kind: a fresh one per row would decode its PNG again for
-  // every row a view sizes or paints (measured: most of a 200-row reset).
-  static std::map<QStyle::StandardPixmap, QIcon> cache;
-  auto it = cache.find(which);
-  if (it == cache.end())
-    it = cache.emplace(which, QApplication::style()->standardIcon(which)).first;
-  return it->second;
-}
-
-// Local time as "yyyy-MM-dd HH:mm". localtime_r reads the time zone once;
-// QDateTime asked tzset() to stat /etc/localtime again for every row (a
-// tenth of the app's time once 50,000 rows were listed).
-QString timeText(int64_t secs) {
-  if (!secs) return {};
-  const time_t t = static_cast<time_t>(secs);
-  struct tm local {};
-  if (!localtime_r(&t, &local))
-    return QDateTime::fromSecsSinceEpoch(secs).toString(QStringLiteral("yyyy-MM-dd HH:mm"));
-  return QString::asprintf("%04d-%02d-%02d %02d:%02d", local.tm_year + 1900, local.tm_mon + 1,
-                           local.tm_mday, local.tm_hour, local.tm_min);
 }
 
 }  // namespace
