@@ -4,6 +4,7 @@
 // column the user drags narrower that rows then widen again. Checked as a
 // person sees it: each cell's text, in its font, plus the indentation, the
 // icon and the margins the style gives it, fits the width of its column.
+// And the tree opens as runs are listed: families and runs alike.
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
@@ -139,6 +140,60 @@ class TestBrowserColumns : public QObject {
     QTRY_VERIFY(header->sectionSize(0) >= wide);
     cut = firstCutCell(view);
     QVERIFY2(!cut, qPrintable(describe(cut)));
+  }
+
+  // Runs listed while the folder is still scanned, and at its end, open
+  // as they come (rows added: each run opens); a stage family among them
+  // (the tree is grouped anew) opens with its stages.
+  void everyRunOpens_data() {
+    QTest::addColumn<bool>("family");
+    QTest::newRow("runs added") << false;
+    QTest::newRow("a family among them") << true;
+  }
+
+  void everyRunOpens() {
+    QFETCH(bool, family);
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    QStringList runs;
+    for (int r = 0; r < 40; ++r) runs << QString("run_%1").arg(r, 2, 10, QChar('0'));
+    if (family)
+      runs << "tiny"
+           << "tiny-sft";  // pretraining, then SFT
+    for (const QString& run : runs) {
+      QVERIFY(QDir().mkpath(dir.path() + "/" + run));
+      for (int step = 1; step <= 3; ++step)
+        QVERIFY(::link(QFile::encodeName(m_checkpoint).constData(),
+                       QFile::encodeName(dir.path() + "/" + run + QString("/step_%1.pt").arg(step))
+                           .constData()) == 0);
+    }
+    MainWindow w;
+    w.resize(1000, 700);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(openAndWait(w, {dir.path()}));
+    QTreeView* view = w.browserPanel()->view();
+    const QAbstractItemModel* m = view->model();
+    QCOMPARE(m->rowCount(), 40 + (family ? 1 : 0));
+    int families = 0, opened = 0;
+    for (int r = 0; r < m->rowCount(); ++r) {
+      const QModelIndex top = m->index(r, 0);
+      QVERIFY2(view->isExpanded(top), qPrintable(top.data().toString()));
+      if (m->rowCount(m->index(0, 0, top)) > 0) {  // a family: its stages are runs
+        ++families;
+        QCOMPARE(m->rowCount(top), 2);
+        for (int s = 0; s < 2; ++s) {
+          QVERIFY2(view->isExpanded(m->index(s, 0, top)), qPrintable(top.data().toString()));
+          QCOMPARE(m->rowCount(m->index(s, 0, top)), 3);
+          ++opened;
+        }
+      } else {
+        QCOMPARE(m->rowCount(top), 3);
+        ++opened;
+      }
+    }
+    QCOMPARE(families, family ? 1 : 0);
+    QCOMPARE(opened, int(runs.size()));
   }
 
  private:

@@ -87,8 +87,17 @@ BrowserPanel::BrowserPanel(CheckpointListModel* model, QWidget* parent)
   connect(m_proxy, &QAbstractItemModel::rowsInserted, m_view,
           [this](const QModelIndex& parent, int first, int last) {
             for (QModelIndex p = parent; p.isValid(); p = p.parent()) m_view->expand(p);
-            for (int row = first; row <= last; ++row)
-              m_view->expandRecursively(m_proxy->index(row, 0, parent));
+            // A family opens with its runs, a run shows its checkpoints.
+            // (expandRecursively asked every checkpoint row for rows below
+            // it: the proxy built a mapping for each, 50,000 of them.)
+            for (int row = first; row <= last; ++row) {
+              const QModelIndex i = m_proxy->index(row, 0, parent);
+              if (!i.data(int(CheckpointListModel::Role::IsGroup)).toBool()) continue;
+              m_view->expand(i);
+              if (i.data(int(CheckpointListModel::Role::IsFamily)).toBool())
+                for (int r = 0, n = m_proxy->rowCount(i); r < n; ++r)
+                  m_view->expand(m_proxy->index(r, 0, i));
+            }
           });
   connect(m_proxy, &QAbstractItemModel::modelReset, m_view, &QTreeView::expandAll);
   connect(m_proxy, &QAbstractItemModel::layoutChanged, m_view, &QTreeView::expandAll);
