@@ -17,6 +17,7 @@ class JobProgress;
 struct TensorStats;
 struct CheckpointDescription;
 struct DescribedSafety;
+struct ShardListing;
 
 // A node of the value tree as the Metadata tab shows it: key, kind, a short
 // value; containers and opaque objects have children. Built off the GUI
@@ -92,6 +93,10 @@ struct RemoteTensors {
                                bool* plotted)>
       analyze;
   std::function<size_t(int tensor, uint64_t first, size_t count, double* out)> slice;
+  // A checkpoint written by many ranks: the host's `shards` answer (the
+  // Shards tab), or why there is none (a refused answer, an older agent).
+  std::shared_ptr<const ShardListing> shards;
+  QString shardsProblem;
 };
 
 // Everything the summary panel shows about one checkpoint file, computed off

@@ -269,8 +269,17 @@ void InspectorWidget::showSummary(const CheckpointSummary& s) {
     m_remote = s.remote;
     m_tensorView->setRemote(s.remote);
   }
-  m_shardView->setFile(s.file);
-  showShardsTab(s.file && s.file->shards());
+  if (s.remote && (s.remote->shards || !s.remote->shardsProblem.isEmpty())) {
+    // A sharded checkpoint on a host: the layout its agent sent (`shards`).
+    if (s.remote->shards)
+      m_shardView->setListing(s.remote->shards);
+    else
+      m_shardView->showProblem(s.remote->shardsProblem);
+    showShardsTab(true);
+  } else {
+    m_shardView->setFile(s.file);
+    showShardsTab(s.file && s.file->shards());
+  }
   if (m_tabs->currentIndex() == int(Tab::Optimizer)) computeOptimizerStats();
 }
 
