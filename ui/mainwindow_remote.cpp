@@ -340,7 +340,7 @@ void MainWindow::showRemoteCheckpoint(const CheckpointEntry& checkpoint, const B
                           .arg(fromStd(where.endpoint()), fromStd(e.what()));
           } catch (const std::exception& e) {  // an answer refused (shardsFromWire)
             tensors->shardsProblem =
-                QObject::tr("%1 sent a wrong answer; the Shards tab is not shown: %2")
+                QObject::tr("%1 sent a wrong answer, so its shards are not listed: %2")
                     .arg(fromStd(where.endpoint()), fromStd(e.what()));
           }
           if (!tensors->shardsProblem.isEmpty()) s.notes << tensors->shardsProblem;
