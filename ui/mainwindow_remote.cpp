@@ -326,11 +326,11 @@ void MainWindow::showRemoteCheckpoint(const CheckpointEntry& checkpoint, const B
                 where, "shards", nlohmann::ordered_json{{"path", path}}, {}, cancelled);
             if (!answer.is_object() || !answer.contains("shards"))
               throw std::runtime_error("shards: the answer holds no shards");
-            tensors->shards =
+            s.shards =
                 std::make_shared<const ShardListing>(remote::shardsFromWire(answer["shards"]));
           } catch (const remote::RemoteError& e) {
             if (progress.cancelled()) return CheckpointSummary{};
-            tensors->shardsProblem =
+            s.shardsProblem =
                 e.code() == "unknown_method"
                     ? QObject::tr(
                           "The agent on %1 is older than the Shards tab (no `shards`): "
@@ -339,11 +339,11 @@ void MainWindow::showRemoteCheckpoint(const CheckpointEntry& checkpoint, const B
                     : QObject::tr("%1 could not list the shards: %2")
                           .arg(fromStd(where.endpoint()), fromStd(e.what()));
           } catch (const std::exception& e) {  // an answer refused (shardsFromWire)
-            tensors->shardsProblem =
+            s.shardsProblem =
                 QObject::tr("%1 sent a wrong answer, so its shards are not listed: %2")
                     .arg(fromStd(where.endpoint()), fromStd(e.what()));
           }
-          if (!tensors->shardsProblem.isEmpty()) s.notes << tensors->shardsProblem;
+          if (!s.shardsProblem.isEmpty()) s.notes << s.shardsProblem;
         }
         s.remote = std::move(tensors);
         addTrainerField(s, trainer);

@@ -4,7 +4,8 @@
 // read back as the app reads it (ckpt/remote/shards_wire.h), equals the
 // ShardSet of the same checkpoint opened here, field by field, and the
 // writer's own record of its chunks (make_sharded.py's manifest.json), for
-// DCP, Hugging Face, FSDP, DeepSpeed and a DCP folder missing a rank. One
+// DCP, Hugging Face, FSDP, DeepSpeed and a DCP folder missing a rank
+// (Megatron's tensor-parallel join: against the local set). One
 // file is refused; answers that lie (counts, sizes, parts) are refused with
 // a message naming the field.
 #include <QJsonArray>
@@ -193,6 +194,25 @@ class TestRemoteShards : public QObject {
     }
     // No tensor bytes travel: the answer is small next to the parts.
     QVERIFY2(answer.dump().size() < 64 * 1024, qPrintable(QString::number(answer.dump().size())));
+  }
+
+  // Megatron's tensor-parallel join (mp_rank_00..03 of one save): the
+  // joins' notes and chunks as the local set has them.
+  void megatronEqualsLocal() {
+    if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+    const QString dir =
+        QStringLiteral(CKPT_FIXTURE_DIR) + "/megatron_titan/mg_join/gpt/iter_0000300";
+    const Json answer = ask(dir);
+    const ShardListing there = ckpt::remote::shardsFromWire(answer["shards"]);
+    const auto file = ckpt::CheckpointFile::open(dir.toStdString());
+    QVERIFY(file->shards());
+    compareListing(there, ckpt::listShards(*file->shards()));
+    if (QTest::currentTestFailed()) return;
+    QVERIFY(there.layout == ckpt::ShardLayout::Megatron);
+    QCOMPARE(there.ranks, 4);
+    QVERIFY(std::any_of(there.tensors.begin(), there.tensors.end(), [](const LogicalTensor& t) {
+      return t.chunks.size() > 1 && !t.note.empty();
+    }));
   }
 
   void oneFileRefused() {

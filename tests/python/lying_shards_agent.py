@@ -9,6 +9,7 @@ the result of `shards` is changed by MODE:
   counts   it claims one tensor more than it lists
   huge     its first part claims 2^60 bytes (and total_size follows)
   part     the first tensor's first chunk names part 1000000
+  old      it answers as an agent older than `shards` (unknown_method)
 Everything else reaches the client as the real agent sent it.
 """
 import json
@@ -39,7 +40,11 @@ def main():
                 msg = {}
             result = msg.get("result") if isinstance(msg, dict) else None
             if isinstance(result, dict) and isinstance(result.get("shards"), dict):
-                lie(result["shards"], mode)
+                if mode == "old":
+                    msg = {"id": msg["id"],
+                           "error": {"code": "unknown_method", "message": "shards"}}
+                else:
+                    lie(result["shards"], mode)
                 line = (json.dumps(msg) + "\n").encode()
             sys.stdout.buffer.write(line)
             sys.stdout.buffer.flush()

@@ -93,10 +93,6 @@ struct RemoteTensors {
                                bool* plotted)>
       analyze;
   std::function<size_t(int tensor, uint64_t first, size_t count, double* out)> slice;
-  // A checkpoint written by many ranks: the host's `shards` answer (the
-  // Shards tab), or why there is none (a refused answer, an older agent).
-  std::shared_ptr<const ShardListing> shards;
-  QString shardsProblem;
 };
 
 // Everything the summary panel shows about one checkpoint file, computed off
@@ -124,6 +120,11 @@ struct CheckpointSummary {
   std::shared_ptr<const CheckpointFile> optimizerFile;
   // A checkpoint of many files (the Shards tab; `file->shards()` for a local one).
   bool sharded = false;
+  // What the Shards tab shows of it, made off the GUI thread: from the
+  // local file's ShardSet, or a host's `shards` answer; or why there is
+  // nothing to show (a refused answer, an agent older than `shards`).
+  std::shared_ptr<const ShardListing> shards;
+  QString shardsProblem;
   // A checkpoint on another machine (ssh://...): `file` is null, its tensors are read there.
   std::shared_ptr<const RemoteTensors> remote;
 

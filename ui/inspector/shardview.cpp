@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <array>
 
-#include "ckpt/format/checkpoint_file.h"
 #include "textformat.h"
 
 namespace ckpt {
@@ -392,11 +391,6 @@ ShardView::ShardView(QWidget* parent) : QWidget(parent) {
           [this](const QModelIndex& i) {
             if (i.isValid()) showTensor(i.row());
           });
-}
-
-void ShardView::setFile(std::shared_ptr<const CheckpointFile> file) {
-  const ShardSet* shards = file ? file->shards() : nullptr;
-  setListing(shards ? std::make_shared<const ShardListing>(listShards(*shards)) : nullptr);
 }
 
 void ShardView::showProblem(const QString& text) {

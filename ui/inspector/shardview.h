@@ -12,8 +12,6 @@ class QTableView;
 
 namespace ckpt {
 
-class CheckpointFile;
-
 // The colour a rank's chunks have in the Shards tab (its picture and the
 // swatches of the chunk table); `key` is the rank, or the part's index when
 // the layout has no ranks (Hugging Face shards).
@@ -102,11 +100,9 @@ class ShardView : public QWidget {
 
  public:
   explicit ShardView(QWidget* parent = nullptr);
-  // Null, or a file that is no sharded checkpoint, clears it. Shows the
-  // layout of the first incomplete tensor (else the first) at once.
-  void setFile(std::shared_ptr<const CheckpointFile> file);
-  // A checkpoint on a host (its agent's `shards` answer), shown as the same
-  // checkpoint opened here would be. Null clears it.
+  // A checkpoint here (listShards of its ShardSet) or on a host (its
+  // agent's `shards` answer): both are shown alike. Null clears it. Shows
+  // the layout of the first incomplete tensor (else the first) at once.
   void setListing(std::shared_ptr<const ShardListing> listing);
   // Why there is nothing to show of a sharded checkpoint (a host's answer
   // that was refused, an agent older than `shards`): the heading says it.
