@@ -17,6 +17,7 @@
 #include "ckpt/analysis/tensor_stats.h"
 #include "ckpt/remote/describe_wire.h"
 #include "ckpt/remote/plots_wire.h"
+#include "ckpt/remote/shards_wire.h"
 #include "compare/compareview.h"
 #include "compare/driftview.h"
 #include "curves/curvesview.h"
@@ -318,6 +319,32 @@ void MainWindow::showRemoteCheckpoint(const CheckpointEntry& checkpoint, const B
         s.path = location;
         auto tensors = remoteTensors(connections, where, path, d, location);
         tensors->rows = s.tensors;
+        if (d.sharded) {
+          // The Shards tab: its parts, tensors and chunks (`shards`), no bytes.
+          try {
+            const auto answer = connections->call(
+                where, "shards", nlohmann::ordered_json{{"path", path}}, {}, cancelled);
+            if (!answer.is_object() || !answer.contains("shards"))
+              throw std::runtime_error("shards: the answer holds no shards");
+            s.shards =
+                std::make_shared<const ShardListing>(remote::shardsFromWire(answer["shards"]));
+          } catch (const remote::RemoteError& e) {
+            if (progress.cancelled()) return CheckpointSummary{};
+            s.shardsProblem =
+                e.code() == "unknown_method"
+                    ? QObject::tr(
+                          "The agent on %1 is older than the Shards tab (no `shards`): "
+                          "update ckptscope-cli there to see how this checkpoint is split.")
+                          .arg(fromStd(where.endpoint()))
+                    : QObject::tr("%1 could not list the shards: %2")
+                          .arg(fromStd(where.endpoint()), fromStd(e.what()));
+          } catch (const std::exception& e) {  // an answer refused (shardsFromWire)
+            s.shardsProblem =
+                QObject::tr("%1 sent a wrong answer, so its shards are not listed: %2")
+                    .arg(fromStd(where.endpoint()), fromStd(e.what()));
+          }
+          if (!s.shardsProblem.isEmpty()) s.notes << s.shardsProblem;
+        }
         s.remote = std::move(tensors);
         addTrainerField(s, trainer);
         return s;

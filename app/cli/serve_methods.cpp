@@ -25,6 +25,7 @@
 #include "ckpt/remote/metrics_wire.h"
 #include "ckpt/remote/protocol.h"
 #include "ckpt/remote/scan_wire.h"
+#include "ckpt/remote/shards_wire.h"
 #include "documents.h"
 #include "serve.h"
 
@@ -234,6 +235,16 @@ Json runMethod(const std::string& method, Call& call) {
   if (method == "describe") {
     // What the app's Inspect tab shows of it (checkpoint_description.h).
     return Json{{"description", remote::describeToWire(describeCheckpointAt(call.path("path")))}};
+  }
+  if (method == "shards") {
+    // What the app's Shards tab shows of a checkpoint written by many ranks
+    // (ckpt/remote/shards_wire.h): its parts, logical tensors and chunks,
+    // read from the description and the parts' headers, never their bytes.
+    const std::string path = call.path("path");
+    const auto file = openCheckpoint(path);
+    if (!file->shards())
+      throw ProtocolError("bad_field", "path: " + path + " is one file, not a sharded checkpoint");
+    return Json{{"shards", remote::shardsToWire(listShards(*file->shards()))}};
   }
   if (method == "stats") {
     const auto file = openCheckpoint(call.path("path"));

@@ -10,6 +10,7 @@
 #include "ckpt/format/checkpoint_safety.h"
 #include "ckpt/index/checkpoint_description.h"
 #include "ckpt/index/hf_optimizer.h"
+#include "ckpt/remote/shards_wire.h"
 #include "textformat.h"
 
 namespace ckpt {
@@ -328,6 +329,8 @@ CheckpointSummary summarizeCheckpoint(const QString& path, const QString& optimi
       out.optimizerFile = std::move(optimizerFile);
     }
     out.path = path;
+    if (const ShardSet* shards = file->shards())
+      out.shards = std::make_shared<const ShardListing>(listShards(*shards));
     out.file = std::move(file);
     return out;
   } catch (const std::exception& e) {

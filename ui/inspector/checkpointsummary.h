@@ -17,6 +17,7 @@ class JobProgress;
 struct TensorStats;
 struct CheckpointDescription;
 struct DescribedSafety;
+struct ShardListing;
 
 // A node of the value tree as the Metadata tab shows it: key, kind, a short
 // value; containers and opaque objects have children. Built off the GUI
@@ -119,6 +120,11 @@ struct CheckpointSummary {
   std::shared_ptr<const CheckpointFile> optimizerFile;
   // A checkpoint of many files (the Shards tab; `file->shards()` for a local one).
   bool sharded = false;
+  // What the Shards tab shows of it, made off the GUI thread: from the
+  // local file's ShardSet, or a host's `shards` answer; or why there is
+  // nothing to show (a refused answer, an agent older than `shards`).
+  std::shared_ptr<const ShardListing> shards;
+  QString shardsProblem;
   // A checkpoint on another machine (ssh://...): `file` is null, its tensors are read there.
   std::shared_ptr<const RemoteTensors> remote;
 

@@ -200,7 +200,7 @@ void InspectorWidget::clearTabs() {
   m_optimizer->setRows({});
   m_optHeading->setText(tr("No optimizer state"));
   m_tensorView->setFile(nullptr);
-  m_shardView->setFile(nullptr);
+  m_shardView->setListing(nullptr);
 }
 
 // The Shards tab stays current from one sharded checkpoint to the next; a
@@ -269,8 +269,14 @@ void InspectorWidget::showSummary(const CheckpointSummary& s) {
     m_remote = s.remote;
     m_tensorView->setRemote(s.remote);
   }
-  m_shardView->setFile(s.file);
-  showShardsTab(s.file && s.file->shards());
+  // A checkpoint written by many ranks, here or on a host (its agent's `shards`).
+  if (s.shards)
+    m_shardView->setListing(s.shards);
+  else if (!s.shardsProblem.isEmpty())
+    m_shardView->showProblem(s.shardsProblem);
+  else
+    m_shardView->setListing(nullptr);
+  showShardsTab(s.shards || !s.shardsProblem.isEmpty());
   if (m_tabs->currentIndex() == int(Tab::Optimizer)) computeOptimizerStats();
 }
 

@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <array>
 
-#include "ckpt/format/checkpoint_file.h"
 #include "textformat.h"
 
 namespace ckpt {
@@ -32,13 +31,13 @@ uint64_t elementsOf(const Dims& d) {
 }
 
 // The colour key of a chunk: its rank, else its part.
-int keyOf(const ShardSet& s, const ShardChunk& c) {
-  const int rank = s.parts()[size_t(c.part)].rank;
+int keyOf(const ShardListing& s, const ShardChunk& c) {
+  const int rank = s.parts[size_t(c.part)].rank;
   return rank >= 0 ? rank : c.part;
 }
 
-QString partName(const ShardSet& s, int part) {
-  const ShardPart& p = s.parts()[size_t(part)];
+QString partName(const ShardListing& s, int part) {
+  const ShardPart& p = s.parts[size_t(part)];
   return p.rank >= 0 ? QObject::tr("rank %1").arg(p.rank) : fromStd(p.file);
 }
 
@@ -80,14 +79,14 @@ QColor missingShardColour() {
 
 ShardTensorModel::ShardTensorModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-void ShardTensorModel::setShards(const ShardSet* shards) {
+void ShardTensorModel::setShards(const ShardListing* shards) {
   beginResetModel();
   m_shards = shards;
   endResetModel();
 }
 
 int ShardTensorModel::rowCount(const QModelIndex& parent) const {
-  return parent.isValid() || !m_shards ? 0 : int(m_shards->tensors().size());
+  return parent.isValid() || !m_shards ? 0 : int(m_shards->tensors.size());
 }
 
 int ShardTensorModel::columnCount(const QModelIndex& parent) const {
@@ -116,7 +115,7 @@ QVariant ShardTensorModel::headerData(int section, Qt::Orientation orientation, 
 QVariant ShardTensorModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid))
     return {};
-  const LogicalTensor& t = m_shards->tensors()[size_t(index.row())];
+  const LogicalTensor& t = m_shards->tensors[size_t(index.row())];
   const Column column = Column(index.column());
   switch (role) {
     case Qt::DisplayRole:
@@ -153,12 +152,12 @@ QVariant ShardTensorModel::data(const QModelIndex& index, int role) const {
 
 ShardChunkModel::ShardChunkModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-void ShardChunkModel::setTensor(const ShardSet* shards, int tensor) {
+void ShardChunkModel::setTensor(const ShardListing* shards, int tensor) {
   beginResetModel();
   m_shards = shards;
   m_rows.clear();
-  if (shards && tensor >= 0 && size_t(tensor) < shards->tensors().size()) {
-    const LogicalTensor& t = shards->tensors()[size_t(tensor)];
+  if (shards && tensor >= 0 && size_t(tensor) < shards->tensors.size()) {
+    const LogicalTensor& t = shards->tensors[size_t(tensor)];
     for (const ShardChunk& c : t.chunks) m_rows.push_back(Row{c, false});
     for (const ShardChunk& c : t.missing) m_rows.push_back(Row{c, true});
     // In rank (or file) order, then by where they start.
@@ -204,7 +203,7 @@ QVariant ShardChunkModel::data(const QModelIndex& index, int role) const {
   if (!checkIndex(index, CheckIndexOption::IndexIsValid | CheckIndexOption::ParentIsInvalid))
     return {};
   const Row& r = m_rows[size_t(index.row())];
-  const ShardPart& p = m_shards->parts()[size_t(r.chunk.part)];
+  const ShardPart& p = m_shards->parts[size_t(r.chunk.part)];
   const bool known = r.chunk.sizes.size() || r.chunk.offsets.size() || !r.missing;
   const Column column = Column(index.column());
   switch (role) {
@@ -262,9 +261,9 @@ QSize ShardSplitPicture::minimumSizeHint() const {
   return {120, 5 * fontMetrics().height() + 8};
 }
 
-void ShardSplitPicture::setTensor(const ShardSet* shards, int tensor) {
+void ShardSplitPicture::setTensor(const ShardListing* shards, int tensor) {
   m_shards = shards;
-  m_tensor = shards && tensor >= 0 && size_t(tensor) < shards->tensors().size() ? tensor : -1;
+  m_tensor = shards && tensor >= 0 && size_t(tensor) < shards->tensors.size() ? tensor : -1;
   update();
 }
 
@@ -274,7 +273,7 @@ QRect ShardSplitPicture::area() const {
 
 // Dim 0 down and dim 1 across (a vector: dim 0 across; a scalar: the whole box).
 QRectF ShardSplitPicture::chunkRect(const ShardChunk& c) const {
-  const LogicalTensor& t = m_shards->tensors()[size_t(m_tensor)];
+  const LogicalTensor& t = m_shards->tensors[size_t(m_tensor)];
   const QRectF a = area();
   const size_t nd = t.shape.size();
   if (c.offsets.size() != nd || c.sizes.size() != nd) return {};
@@ -303,7 +302,7 @@ void ShardSplitPicture::paintEvent(QPaintEvent*) {
   const QRect a = area();
   p.fillRect(a, palette().base());
   if (m_tensor < 0) return;
-  const LogicalTensor& t = m_shards->tensors()[size_t(m_tensor)];
+  const LogicalTensor& t = m_shards->tensors[size_t(m_tensor)];
   // What no chunk covers: hatched grey (it shows through gaps of an incomplete tensor).
   p.fillRect(a, QBrush(palette().mid().color(), Qt::BDiagPattern));
   const auto draw = [&](const ShardChunk& c, bool missing) {
@@ -331,12 +330,12 @@ void ShardSplitPicture::paintEvent(QPaintEvent*) {
 bool ShardSplitPicture::event(QEvent* e) {
   if (e->type() != QEvent::ToolTip || m_tensor < 0) return QWidget::event(e);
   const auto* help = static_cast<QHelpEvent*>(e);
-  const LogicalTensor& t = m_shards->tensors()[size_t(m_tensor)];
+  const LogicalTensor& t = m_shards->tensors[size_t(m_tensor)];
   QString tip;
   const auto look = [&](const ShardChunk& c, bool missing) {
     if (tip.isEmpty() && chunkRect(c).contains(help->pos()))
       tip = tr("%1: %2, offsets %3, sizes %4")
-                .arg(chunkLabel(c, missing), fromStd(m_shards->parts()[size_t(c.part)].file),
+                .arg(chunkLabel(c, missing), fromStd(m_shards->parts[size_t(c.part)].file),
                      dimsString(c.offsets), dimsString(c.sizes));
   };
   for (const ShardChunk& c : t.chunks) look(c, false);
@@ -394,9 +393,16 @@ ShardView::ShardView(QWidget* parent) : QWidget(parent) {
           });
 }
 
-void ShardView::setFile(std::shared_ptr<const CheckpointFile> file) {
-  m_file = std::move(file);
-  m_shards = m_file ? m_file->shards() : nullptr;
+void ShardView::showProblem(const QString& text) {
+  setListing(nullptr);
+  m_detail->clear();
+  m_heading->setText("<span style='color:#a00000'>" + text.toHtmlEscaped() + "</span>");
+  m_heading->setToolTip(text);
+}
+
+void ShardView::setListing(std::shared_ptr<const ShardListing> listing) {
+  m_listing = std::move(listing);
+  m_shards = m_listing.get();
   m_tensor = -1;
   m_tensors->setShards(m_shards);
   m_chunks->setTensor(nullptr, -1);
@@ -405,16 +411,17 @@ void ShardView::setFile(std::shared_ptr<const CheckpointFile> file) {
                              : QString());
   if (!m_shards) {
     m_heading->clear();
+    m_heading->setToolTip({});
     return;
   }
-  const ShardSet& s = *m_shards;
+  const ShardListing& s = *m_shards;
   size_t incomplete = 0;
-  for (const LogicalTensor& t : s.tensors()) incomplete += t.incomplete() ? 1 : 0;
+  for (const LogicalTensor& t : s.tensors) incomplete += t.incomplete() ? 1 : 0;
   QString html = "<b>" + fromStd(s.summary()).toHtmlEscaped() +
-                 "</b>: " + countText(s.tensors().size(), "logical tensor", "logical tensors");
+                 "</b>: " + countText(s.tensors.size(), "logical tensor", "logical tensors");
   if (incomplete) html += tr(", <span style='color:#a00000'>%1 incomplete</span>").arg(incomplete);
   QStringList gone;
-  for (const ShardPart& p : s.parts())
+  for (const ShardPart& p : s.parts)
     if (!partState(p).isEmpty())
       gone << (p.rank >= 0
                    ? tr("%1 (rank %2, %3)").arg(fromStd(p.file)).arg(p.rank).arg(partState(p))
@@ -429,9 +436,9 @@ void ShardView::setFile(std::shared_ptr<const CheckpointFile> file) {
   m_heading->setText(html);
   m_heading->setToolTip([&] {
     QStringList lines;
-    for (const ShardPart& p : s.parts())
+    for (const ShardPart& p : s.parts)
       if (!p.error.empty()) lines << fromStd(p.error);
-    for (const std::string& n : s.notes()) lines << fromStd(n);
+    for (const std::string& n : s.notes) lines << fromStd(n);
     return lines.join("\n");
   }());
   m_tensorView->resizeColumnsToContents();
@@ -439,12 +446,12 @@ void ShardView::setFile(std::shared_ptr<const CheckpointFile> file) {
   // Something to look at before a click: what is wrong first. Not a pick of
   // the person's, so the Tensor tab is not told (its signals are held).
   int first = 0;
-  for (size_t i = 0; i < s.tensors().size(); ++i)
-    if (s.tensors()[i].incomplete()) {
+  for (size_t i = 0; i < s.tensors.size(); ++i)
+    if (s.tensors[i].incomplete()) {
       first = int(i);
       break;
     }
-  if (!s.tensors().empty()) {
+  if (!s.tensors.empty()) {
     const QSignalBlocker hold(m_tensorView->selectionModel());
     showTensor(first);
     m_tensorView->scrollTo(m_tensors->index(first, 0));
@@ -453,9 +460,9 @@ void ShardView::setFile(std::shared_ptr<const CheckpointFile> file) {
 }
 
 void ShardView::showTensor(int index) {
-  if (!m_shards || index < 0 || size_t(index) >= m_shards->tensors().size()) return;
+  if (!m_shards || index < 0 || size_t(index) >= m_shards->tensors.size()) return;
   m_tensor = index;
-  const LogicalTensor& t = m_shards->tensors()[size_t(index)];
+  const LogicalTensor& t = m_shards->tensors[size_t(index)];
   if (m_tensorView->selectionModel()->currentIndex().row() != index)
     m_tensorView->selectionModel()->setCurrentIndex(
         m_tensors->index(index, 0),

@@ -5,14 +5,12 @@
 #include <memory>
 #include <vector>
 
-#include "ckpt/format/sharded.h"
+#include "ckpt/remote/shards_wire.h"
 
 class QLabel;
 class QTableView;
 
 namespace ckpt {
-
-class CheckpointFile;
 
 // The colour a rank's chunks have in the Shards tab (its picture and the
 // swatches of the chunk table); `key` is the rank, or the part's index when
@@ -22,7 +20,7 @@ class CheckpointFile;
 [[nodiscard]] QColor missingShardColour();
 
 // The logical tensors of a sharded checkpoint: global shape and dtype, how
-// many chunks, complete or not (ShardSet::tensors(), in that order: row i is
+// many chunks, complete or not (ShardListing::tensors, in that order: row i is
 // tensor i of the CheckpointFile).
 class ShardTensorModel : public QAbstractTableModel {
   Q_OBJECT
@@ -30,7 +28,7 @@ class ShardTensorModel : public QAbstractTableModel {
  public:
   enum class Column { Name, Status, DType, Shape, Chunks, Count };
   explicit ShardTensorModel(QObject* parent = nullptr);
-  void setShards(const ShardSet* shards);
+  void setShards(const ShardListing* shards);
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
   QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
@@ -38,7 +36,7 @@ class ShardTensorModel : public QAbstractTableModel {
                       int role = Qt::DisplayRole) const override;
 
  private:
-  const ShardSet* m_shards = nullptr;
+  const ShardListing* m_shards = nullptr;
 };
 
 // One logical tensor's chunks: which rank and file, offsets and sizes in the
@@ -54,7 +52,7 @@ class ShardChunkModel : public QAbstractTableModel {
     bool missing = false;
   };
   explicit ShardChunkModel(QObject* parent = nullptr);
-  void setTensor(const ShardSet* shards, int tensor);
+  void setTensor(const ShardListing* shards, int tensor);
   [[nodiscard]] const std::vector<Row>& rows() const { return m_rows; }
   int rowCount(const QModelIndex& parent = {}) const override;
   int columnCount(const QModelIndex& parent = {}) const override;
@@ -63,7 +61,7 @@ class ShardChunkModel : public QAbstractTableModel {
                       int role = Qt::DisplayRole) const override;
 
  private:
-  const ShardSet* m_shards = nullptr;
+  const ShardListing* m_shards = nullptr;
   std::vector<Row> m_rows;
 };
 
@@ -76,7 +74,7 @@ class ShardSplitPicture : public QWidget {
 
  public:
   explicit ShardSplitPicture(QWidget* parent = nullptr);
-  void setTensor(const ShardSet* shards, int tensor);
+  void setTensor(const ShardListing* shards, int tensor);
   // Where the global shape is drawn, in widget coordinates.
   [[nodiscard]] QRect area() const;
   QSize sizeHint() const override;
@@ -89,21 +87,26 @@ class ShardSplitPicture : public QWidget {
  private:
   [[nodiscard]] QRectF chunkRect(const ShardChunk& c) const;
   [[nodiscard]] QString chunkLabel(const ShardChunk& c, bool missing) const;
-  const ShardSet* m_shards = nullptr;
+  const ShardListing* m_shards = nullptr;
   int m_tensor = -1;
 };
 
 // The Shards tab of the inspector: for a checkpoint written by many ranks,
 // every logical tensor and, for the one picked, its layout across ranks.
-// Everything comes from the file's ShardSet (no bytes are read).
+// Everything comes from a ShardListing (no bytes are read): the local file's
+// ShardSet, or a host's `shards` answer for a checkpoint there.
 class ShardView : public QWidget {
   Q_OBJECT
 
  public:
   explicit ShardView(QWidget* parent = nullptr);
-  // Null, or a file that is no sharded checkpoint, clears it. Shows the
-  // layout of the first incomplete tensor (else the first) at once.
-  void setFile(std::shared_ptr<const CheckpointFile> file);
+  // A checkpoint here (listShards of its ShardSet) or on a host (its
+  // agent's `shards` answer): both are shown alike. Null clears it. Shows
+  // the layout of the first incomplete tensor (else the first) at once.
+  void setListing(std::shared_ptr<const ShardListing> listing);
+  // Why there is nothing to show of a sharded checkpoint (a host's answer
+  // that was refused, an agent older than `shards`): the heading says it.
+  void showProblem(const QString& text);
   // Shows the layout of logical tensor `index`.
   void showTensor(int index);
   [[nodiscard]] int tensorIndex() const { return m_tensor; }
@@ -117,8 +120,8 @@ class ShardView : public QWidget {
   [[nodiscard]] QLabel* detail() const { return m_detail; }
 
  private:
-  std::shared_ptr<const CheckpointFile> m_file;
-  const ShardSet* m_shards = nullptr;
+  std::shared_ptr<const ShardListing> m_listing;
+  const ShardListing* m_shards = nullptr;
   int m_tensor = -1;
   QLabel* m_heading = nullptr;
   QLabel* m_detail = nullptr;

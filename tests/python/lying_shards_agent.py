@@ -1,0 +1,69 @@
+#!/usr/bin/python3
+"""An agent that lies in its `shards` answer (the Shards tab of a
+checkpoint on a host, tests/ui/tst_remote_shardview): a hostile or broken host.
+
+Usage: lying_shards_agent.py CLI MODE serve --stdio
+
+Starts `CLI serve --stdio` and passes the lines between it and the client;
+the result of `shards` is changed by MODE:
+  counts   it claims one tensor more than it lists
+  huge     its first part claims 2^60 bytes (and total_size follows)
+  part     the first tensor's first chunk names part 1000000
+  old      it answers as an agent older than `shards` (unknown_method)
+Everything else reaches the client as the real agent sent it.
+"""
+import json
+import subprocess
+import sys
+import threading
+
+
+def lie(shards, mode):
+    if mode == "counts":
+        shards["counts"]["tensors"] += 1
+    elif mode == "huge":
+        shards["parts"][0]["size"] = 1 << 60
+        shards["total_size"] = sum(p["size"] for p in shards["parts"])
+    elif mode == "part":
+        shards["tensors"][0]["chunks"][0]["part"] = 1000000
+
+
+def main():
+    cli, mode = sys.argv[1], sys.argv[2]
+    agent = subprocess.Popen([cli] + sys.argv[3:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def to_client():
+        for line in agent.stdout:
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                msg = {}
+            result = msg.get("result") if isinstance(msg, dict) else None
+            if isinstance(result, dict) and isinstance(result.get("shards"), dict):
+                if mode == "old":
+                    msg = {"id": msg["id"],
+                           "error": {"code": "unknown_method", "message": "shards"}}
+                else:
+                    lie(result["shards"], mode)
+                line = (json.dumps(msg) + "\n").encode()
+            sys.stdout.buffer.write(line)
+            sys.stdout.buffer.flush()
+
+    out = threading.Thread(target=to_client, daemon=True)
+    out.start()
+    for line in sys.stdin.buffer:
+        try:
+            agent.stdin.write(line)
+            agent.stdin.flush()
+        except BrokenPipeError:
+            break
+    try:
+        agent.stdin.close()
+    except BrokenPipeError:
+        pass
+    out.join()
+    sys.exit(agent.wait())
+
+
+if __name__ == "__main__":
+    main()
