@@ -217,9 +217,16 @@ class TestTrainPanel : public QObject {
     QSignalSpy done(&panel, &TrainPanel::runFinished);
     QTest::mouseClick(panel.startButton(), Qt::LeftButton);
     QVERIFY(panel.isRunning());
+    // One run at a time: Start is off while it goes, and says why.
+    QVERIFY(!panel.startButton()->isEnabled());
+    QVERIFY2(panel.startButton()->toolTip().startsWith("A run is training here: Stop it"),
+             qPrintable(panel.startButton()->toolTip()));
     QTRY_VERIFY_WITH_TIMEOUT(panel.progressBar()->value() >= 3, kRunTimeoutMs);
     QVERIFY(panel.stopButton()->isEnabled());
     QTest::mouseClick(panel.stopButton(), Qt::LeftButton);
+    QVERIFY(!panel.startButton()->isEnabled());
+    QVERIFY2(panel.startButton()->toolTip().startsWith("The run here is stopping"),
+             qPrintable(panel.startButton()->toolTip()));
     QVERIFY(panel.grab().save(QStringLiteral(CKPT_BINARY_DIR "/trainpanel-stopping.png")));
     QTRY_VERIFY_WITH_TIMEOUT(!done.isEmpty(), kRunTimeoutMs);
     QVERIFY2(done.front().at(2).toBool(), "the run finished before Stop reached it");
@@ -232,6 +239,9 @@ class TestTrainPanel : public QObject {
         panel.statusText().contains("Stopped at step") && panel.statusText().contains(stopCkpt),
         qPrintable(panel.statusText()));
     QCOMPARE(panel.resumeCheckpointEdit()->text(), stopCkpt);
+    // Stopped: nothing holds Start (the New run page's folder is taken now,
+    // which its validation says).
+    QCOMPARE(panel.startButton()->toolTip(), QString());
 
     // Resume: one call, as a click on the checkpoint would do.
     QVERIFY(panel.startResume(stopCkpt));
