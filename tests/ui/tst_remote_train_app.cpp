@@ -157,11 +157,13 @@ class TestRemoteTrainApp : public QObject {
   // The agent on "the host": agent.sh with PATH=/usr/bin:/bin (no
   // sbatch), agent-slurm.sh with the fake sbatch first on it.
   // With CKPT_SHOT_DIR set (a person looking at the Train tab under Xvfb):
-  // the screen as `import -window root` takes it, into DIR/NAME-WxH.png.
-  void shoot(MainWindow& w, const QString& name) {
+  // the screen as `import -window root` takes it, into DIR/NAME-WxH.png;
+  // with `hover`, the pointer rests on it (its tooltip shows).
+  void shoot(MainWindow& w, const QString& name, QWidget* hover = nullptr) {
     const QString dir = qEnvironmentVariable("CKPT_SHOT_DIR");
     if (dir.isEmpty()) return;
-    QTest::qWait(800);
+    if (hover) QTest::mouseMove(hover);
+    QTest::qWait(hover ? 1500 : 800);
     ckpt::test::runProcess(
         "import", {"-window", "root",
                    QString("%1/%2-%3x%4.png").arg(dir, name).arg(w.width()).arg(w.height())});
@@ -416,7 +418,7 @@ class TestRemoteTrainApp : public QObject {
     // The job followed holds Start (a second click would submit a second
     // job into the same folder) until the person stops following it.
     QVERIFY(!panel->startButton()->isEnabled());
-    QVERIFY2(panel->startButton()->toolTip().contains("(SLURM job 4242, in " + runDir + ")"),
+    QVERIFY2(panel->startButton()->toolTip().contains("(SLURM job 4242, tiny-sft)"),
              qPrintable(panel->startButton()->toolTip()));
     QPushButton* unfollow = panel->stopFollowingButton();
     QVERIFY(unfollow->isVisible());
@@ -577,6 +579,7 @@ class TestRemoteTrainApp : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(panel->statusText().startsWith("Finished on the host at step 3: "),
                              90000);
     QVERIFY(start->isEnabled());  // it has ended there: another may start
+    shoot(w, "remote-run-finished");
     const QString written = panel->statusText().section(": ", 1);
     QVERIFY2(written.startsWith(runDir + "/") && written.endsWith("_final.pt"),
              qPrintable(written));
@@ -635,10 +638,9 @@ class TestRemoteTrainApp : public QObject {
     // Training there: Start is still off, and says what holds it.
     QVERIFY(!start->isEnabled());
     QCOMPARE(start->toolTip(),
-             QString("The run started from this tab is training on 127.0.0.1 (pid %1, in %2): "
-                     "Stop on 127.0.0.1, or Stop following, before starting another")
-                 .arg(pid)
-                 .arg(runDir));
+             QString("The run started from this tab is training on 127.0.0.1 (pid %1, tiny-once)."
+                     "\nStop on 127.0.0.1, or Stop following, before starting another.")
+                 .arg(pid));
     QVERIFY(unfollow->isVisible());
     // A click on it asks nothing of the host (the log was cleared for the
     // run followed: a second start would say "Starting the fine-tune…" again).
@@ -663,7 +665,7 @@ class TestRemoteTrainApp : public QObject {
     QVERIFY(!curves->maxStepsShown());
     QVERIFY2(panel->progressBar()->text().endsWith(" of 1,000,000"),
              qPrintable(panel->progressBar()->text()));
-    shoot(w, "remote-run-once");
+    shoot(w, "remote-run-once", start);
 
     // Another checkpoint clicked in the browser: the pages name it, Start stays off.
     clickCheckpoint(w, older);
@@ -678,6 +680,7 @@ class TestRemoteTrainApp : public QObject {
     QVERIFY2(panel->statusText().startsWith("Ended on the host"), qPrintable(panel->statusText()));
     QVERIFY(!unfollow->isVisible());
     QCOMPARE(start->toolTip(), QString());
+    shoot(w, "remote-run-ended");
 
     // A second run, then "Stop following": it goes on there, Start is back.
     typeInto(panel->finetuneOutputEdit(), second);
@@ -700,8 +703,9 @@ class TestRemoteTrainApp : public QObject {
     QVERIFY2(panel->runView()->title().endsWith(" · not followed"),
              qPrintable(panel->runView()->title()));
     QVERIFY2(panel->statusText().startsWith("Not following the run in " + second +
-                                            " any more: it goes on on 127.0.0.1 (pid "),
+                                            " any more: it keeps training on 127.0.0.1 (pid "),
              qPrintable(panel->statusText()));
+    shoot(w, "remote-run-unfollowed");
     QTest::qWait(500);
     QVERIFY(running(pid2));
     ::kill(pid_t(pid2), SIGTERM);

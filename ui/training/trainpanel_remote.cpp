@@ -4,12 +4,14 @@
 // the host's agent; the trainer runs there, detached from the app, and its
 // run is followed like any remote run. Nothing here talks to the host.
 #include <QCheckBox>
+#include <QFileInfo>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QSplitter>
 #include <QTabWidget>
 #include <QToolButton>
 #include <stdexcept>
@@ -182,9 +184,11 @@ QString TrainPanel::startBlocker() const {
     return tr("The run on %1 is stopping: Start comes back once it has ended").arg(host);
   const QString which = m_remoteRunJob.isEmpty() ? tr("pid %1").arg(m_remoteRunPid)
                                                  : tr("SLURM job %1").arg(m_remoteRunJob);
-  return tr("The run started from this tab is training on %1 (%2, in %3): Stop on %1, or Stop "
-            "following, before starting another")
-      .arg(host, which, m_remoteRun);
+  // Two short lines: a tooltip does not wrap, and the run's whole path is
+  // in the title and the log.
+  return tr("The run started from this tab is training on %1 (%2, %3).\nStop on %1, or Stop "
+            "following, before starting another.")
+      .arg(host, which, QFileInfo(m_remoteRun).fileName());
 }
 
 void TrainPanel::updateStart(bool valid, const QString& tip) {
@@ -198,7 +202,7 @@ void TrainPanel::stopFollowing() {
   const QString host = remoteRunHost();
   const QString which = m_remoteRunJob.isEmpty() ? tr("pid %1").arg(m_remoteRunPid)
                                                  : tr("SLURM job %1").arg(m_remoteRunJob);
-  const QString said = tr("Not following the run in %1 any more: it goes on on %2 (%3)")
+  const QString said = tr("Not following the run in %1 any more: it keeps training on %2 (%3)")
                            .arg(m_remoteRun, host, which);
   m_run->setTitle(tr("%1 · not followed").arg(m_run->title()));
   m_remoteRun.clear();
@@ -262,6 +266,10 @@ void TrainPanel::followRemoteRun(const QString& runDir, const QString& title, in
   m_run->progressBar()->setTextVisible(false);  // no step yet (a job may wait in the queue)
   m_run->setTitle(title);
   m_run->showCharts();
+  // As for a run here (onPrepared): stacked, the run's status, chart and
+  // log get most of the height now, unless the person placed the divider.
+  if (m_split->orientation() == Qt::Vertical && !m_splitMovedByHand)
+    m_split->setSizes({m_split->height() * 35 / 100, m_split->height() * 65 / 100});
   appendLog(said);
   updateRemoteStop();
   revalidate();  // Start waits for this run
