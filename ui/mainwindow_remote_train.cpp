@@ -295,9 +295,14 @@ void MainWindow::pollRemoteStop() {
         return remote::stopResultFromJson(
             connections->call(at, "stop", remote::stopParams(request)));
       },
-      [this, runDir](JobOutcome outcome, std::optional<remote::StopResult> r, const QString&) {
+      [this, runDir](JobOutcome outcome, std::optional<remote::StopResult> r,
+                     const QString& error) {
         if (!m_train->isFollowingRemoteRun() || m_train->remoteRunDir() != runDir)
           return;  // no longer followed (Stop following, another run)
+        if (outcome == JobOutcome::Failed)
+          m_train->remoteRunUnanswered(error);
+        else if (outcome == JobOutcome::Done)
+          m_train->remoteRunUnanswered({});
         if (outcome != JobOutcome::Done || !r || r->running) {
           // Still training, or finishing its step (or the connection is being restored, or
           // SLURM's squeue cannot be asked there): asked again.

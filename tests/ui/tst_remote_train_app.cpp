@@ -420,6 +420,14 @@ class TestRemoteTrainApp : public QObject {
     QVERIFY(!panel->startButton()->isEnabled());
     QVERIFY2(panel->startButton()->toolTip().contains("(SLURM job 4242, tiny-sft)"),
              qPrintable(panel->startButton()->toolTip()));
+    // The host cannot say how the job stands (this one has no squeue): said
+    // once in the log; the job is still followed.
+    QTRY_VERIFY_WITH_TIMEOUT(
+        panel->logText().count("Cannot tell how the run on 127.0.0.1 stands: ") == 1, 20000);
+    QVERIFY2(panel->logText().contains("squeue is not on the PATH"), qPrintable(panel->logText()));
+    QTest::qWait(3500);  // asked again: not said again
+    QCOMPARE(panel->logText().count("Cannot tell how the run on 127.0.0.1 stands: "), 1);
+    QVERIFY(!panel->startButton()->isEnabled());
     QPushButton* unfollow = panel->stopFollowingButton();
     QVERIFY(unfollow->isVisible());
     QTest::mouseClick(unfollow, Qt::LeftButton);

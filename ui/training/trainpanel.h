@@ -156,6 +156,10 @@ class TrainPanel : public QWidget {
   // seen to end: Start starts no other (one run at a time from the tab,
   // as while one trains here).
   [[nodiscard]] bool isFollowingRemoteRun() const;
+  // The window could not ask how it stands (`why`: the connection dropped,
+  // SLURM's squeue missing...): said once in the log, until it answers
+  // again (`why` empty). The run goes on there; it is asked again.
+  void remoteRunUnanswered(const QString& why);
   // "Stop following" (shown while one is followed): the run goes on there,
   // the tab no longer follows it, and Start is free again.
   void stopFollowing();
@@ -254,6 +258,7 @@ class TrainPanel : public QWidget {
   int64_t m_remoteRunPid = 0;     // launch's
   QString m_remoteRunJob;         // submit's
   bool m_remoteStopping = false;  // Stop asked the host; its end not seen yet
+  QString m_remoteRunUnanswered;  // why the host could not say how it stands, as logged
   QPushButton* m_stop = nullptr;
   QPushButton* m_unfollow = nullptr;  // "Stop following" the run on its host
   QWidget* m_formArea = nullptr;

@@ -191,6 +191,16 @@ QString TrainPanel::startBlocker() const {
       .arg(host, which, QFileInfo(m_remoteRun).fileName());
 }
 
+void TrainPanel::remoteRunUnanswered(const QString& why) {
+  if (!isFollowingRemoteRun() || why == m_remoteRunUnanswered) return;
+  const QString host = remoteRunHost();
+  appendLog(why.isEmpty() ? tr("%1 answers again").arg(host)
+                          : tr("Cannot tell how the run on %1 stands: %2 (asked again every few "
+                               "seconds; it goes on there)")
+                                .arg(host, why));
+  m_remoteRunUnanswered = why;
+}
+
 void TrainPanel::updateStart(bool valid, const QString& tip) {
   const QString busy = startBlocker();
   m_start->setEnabled(valid && busy.isEmpty());
@@ -261,6 +271,7 @@ void TrainPanel::followRemoteRun(const QString& runDir, const QString& title, in
   m_remoteRunPid = pid;
   m_remoteRunJob = jobId;
   m_remoteStopping = false;
+  m_remoteRunUnanswered.clear();
   const QString said = statusText();  // how it started, kept in the log
   m_run->clear();
   m_run->progressBar()->setTextVisible(false);  // no step yet (a job may wait in the queue)
