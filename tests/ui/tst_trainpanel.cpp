@@ -675,6 +675,37 @@ class TestTrainPanel : public QObject {
     QVERIFY(!QFileInfo::exists(dir("closed/tiny_final.pt")));
   }
 
+  // max_steps 1,000,000 here too: the step axis follows the steps run (the
+  // last one drawn about two thirds of the way along), its title and the
+  // progress bar say of how many; Stop, and the curve stays where it was.
+  void hugeMaxStepsChartFollowsTheSteps() {
+    TrainPanel panel;
+    panel.resize(1280, 860);
+    panel.show();
+    fillTiny(panel, dir("huge"), 1000000);
+    panel.form()->setValue("save_every", 0);
+    QTRY_VERIFY2(panel.startButton()->isEnabled(), qPrintable(panel.validationError()));
+    QSignalSpy done(&panel, &TrainPanel::runFinished);
+    QTest::mouseClick(panel.startButton(), Qt::LeftButton);
+    QVERIFY(panel.isRunning());
+    QTRY_VERIFY_WITH_TIMEOUT(panel.progressBar()->value() >= 30, kRunTimeoutMs);
+    QTest::mouseClick(panel.stopButton(), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(!done.isEmpty(), kRunTimeoutMs);
+    QCustomPlot* plot = panel.curves()->lossPlot();
+    plot->replot();
+    QCPGraph* loss = panel.curves()->lossGraph();
+    const double last = loss->data()->at(loss->dataCount() - 1)->key;
+    QVERIFY(last >= 30);
+    const QRect area = plot->axisRect()->rect();
+    const double along = (plot->xAxis->coordToPixel(last) - area.left()) / double(area.width());
+    QVERIFY2(along > 0.6 && along < 0.8,
+             qPrintable(QString("step %1 drawn at %2 of the width").arg(last).arg(along)));
+    QCOMPARE(plot->xAxis->label(), QString("step (of 1,000,000)"));
+    QVERIFY(!panel.curves()->maxStepsShown());
+    QCOMPARE(panel.progressBar()->text(),
+             QString("step %1 of 1,000,000").arg(panel.progressBar()->value()));
+  }
+
   void remembersTheForm() {
     {
       TrainPanel panel;
