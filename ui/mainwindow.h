@@ -214,6 +214,8 @@ class MainWindow : public QMainWindow {
   void showRemoteTrainingRun();  // the Train tab's chart from the Curves tab's run
   // Stop on the Train tab for a run on a host: the agent's `stop` asked,
   // then asked how it stands (nothing sent) each second until it has ended.
+  // While a run is followed and not stopped it is asked every few seconds:
+  // one that ends there by itself frees the Train tab's Start.
   void stopRemoteTraining(const QString& location, qint64 pid, const QString& jobId);
   void pollRemoteStop();
 
@@ -223,7 +225,7 @@ class MainWindow : public QMainWindow {
   QMenu* m_recentMenu = nullptr;
   RunWatcher* m_watcher = nullptr;
   QTimer m_curvesRefresh;
-  QTimer m_remoteStopPoll;   // how a run stopped on its host stands
+  QTimer m_remoteStopPoll;   // how a run followed (or stopped) on its host stands
   bool m_layoutSet = false;  // restored from the settings, or sized on first show
   QTabWidget* m_tabs = nullptr;
   InspectorWidget* m_inspector = nullptr;

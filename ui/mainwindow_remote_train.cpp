@@ -25,6 +25,11 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
+// How often a run followed on its host is asked how it stands (nothing is
+// sent to it): often while it stops, less while it trains.
+constexpr int kStoppingPollMs = 1000;
+constexpr int kFollowPollMs = 3000;
+
 std::string parentOf(const std::string& path) {
   const std::filesystem::path p(path);
   return p.has_parent_path() ? p.parent_path().string() : ".";
@@ -45,7 +50,7 @@ void MainWindow::setUpRemoteTraining() {
   // Train tab's chart of the run started there follows.
   connect(m_curves, &CurvesView::curvesReady, this, &MainWindow::showRemoteTrainingRun);
   connect(m_train, &TrainPanel::remoteStopRequested, this, &MainWindow::stopRemoteTraining);
-  m_remoteStopPoll.setInterval(1000);
+  m_remoteStopPoll.setInterval(kStoppingPollMs);
   m_remoteStopPoll.setSingleShot(true);
   connect(&m_remoteStopPoll, &QTimer::timeout, this, &MainWindow::pollRemoteStop);
 }
@@ -170,6 +175,19 @@ void MainWindow::followRemoteTraining(const remote::RemotePath& at, const QStrin
   m_remote->stop.drop();
   m_train->followRemoteRun(runDir, title, maxSteps, remoteLocation(at, pathToStd(runDir)), pid,
                            jobId);
+  // Asked how it stands while it is followed: a trainer that ends there
+  // without Stop (it failed, it was killed, it finished) frees the Train
+  // tab's Start. An answer that does not come (the connection dropped) is
+  // asked again: the run goes on there.
+  remote::RemotePath runAt = at;
+  runAt.path = pathToStd(runDir);
+  m_remote->stopAt = runAt;
+  m_remote->stopRequest = {};
+  m_remote->stopRequest.runDir = runAt.path;
+  m_remote->stopRequest.pid = pid;
+  m_remote->stopRequest.jobId = pathToStd(jobId);
+  m_remoteStopPoll.setInterval(kFollowPollMs);
+  m_remoteStopPoll.start();
   // The folder shown holds the run (a branch beside its run, a fine-tune
   // beside its parent): read what changed. Otherwise (another host, an
   // output elsewhere) the run's parent folder on that host is opened.
@@ -209,6 +227,7 @@ void MainWindow::stopRemoteTraining(const QString& location, qint64 pid, const Q
     return;
   }
   const QString host = fromStd(where->host);
+  m_remoteStopPoll.stop();  // its question would replace this one
   m_remote->stopAt = *where;
   remote::StopRequest& request = m_remote->stopRequest;
   request = {};
@@ -229,13 +248,18 @@ void MainWindow::stopRemoteTraining(const QString& location, qint64 pid, const Q
               "trainer there with kill PID (it saves a checkpoint first)");
         }
       },
-      [this, host](JobOutcome outcome, std::optional<remote::StopResult> r, const QString& error) {
+      [this, host, runDir = m_train->remoteRunDir()](
+          JobOutcome outcome, std::optional<remote::StopResult> r, const QString& error) {
+        if (!m_train->isFollowingRemoteRun() || m_train->remoteRunDir() != runDir)
+          return;  // no longer followed (Stop following, another run)
         if (outcome != JobOutcome::Done || !r) {
           const QString message = outcome == JobOutcome::Cancelled
                                       ? tr("Not stopped on %1").arg(host)
                                       : tr("Not stopped on %1: %2").arg(host, error);
           statusBar()->showMessage(message, 10000);
           m_train->remoteStopFinished(false, message);
+          m_remoteStopPoll.setInterval(kFollowPollMs);  // it is still followed
+          m_remoteStopPoll.start();
           return;
         }
         const QString who =
@@ -249,6 +273,7 @@ void MainWindow::stopRemoteTraining(const QString& location, qint64 pid, const Q
                         : tr("Stopping on %1: %2 was already asked to stop (not signalled "
                              "again)…")
                               .arg(host, who));
+          m_remoteStopPoll.setInterval(kStoppingPollMs);
           m_remoteStopPoll.start();
         } else {
           m_train->remoteRunEnded(fromStd(r->outcome), r->step, fromStd(r->checkpoint),
@@ -259,18 +284,31 @@ void MainWindow::stopRemoteTraining(const QString& location, qint64 pid, const Q
 }
 
 void MainWindow::pollRemoteStop() {
-  if (!m_remote->stopAt || !m_train->isRemoteStopping()) return;
+  // Stop asked it (kStoppingPollMs), or it is only followed (kFollowPollMs).
+  if (!m_remote->stopAt || !m_train->isFollowingRemoteRun() || m_remote->stop.isRunning()) return;
   remote::StopRequest request = m_remote->stopRequest;
   request.signal = false;  // how it stands: nothing is sent again
+  const QString runDir = m_train->remoteRunDir();
   m_remote->stop.start(
       [connections = m_remote->connections, at = *m_remote->stopAt, request](JobProgress&) {
+        connections->call(at, "open", Json{{"path", request.runDir}});
         return remote::stopResultFromJson(
             connections->call(at, "stop", remote::stopParams(request)));
       },
-      [this](JobOutcome outcome, std::optional<remote::StopResult> r, const QString&) {
+      [this, runDir](JobOutcome outcome, std::optional<remote::StopResult> r,
+                     const QString& error) {
+        if (!m_train->isFollowingRemoteRun() || m_train->remoteRunDir() != runDir)
+          return;  // no longer followed (Stop following, another run)
+        if (outcome == JobOutcome::Failed)
+          m_train->remoteRunUnanswered(error);
+        else if (outcome == JobOutcome::Done)
+          m_train->remoteRunUnanswered({});
         if (outcome != JobOutcome::Done || !r || r->running) {
-          // Still finishing its step (or the connection is being restored): asked again.
-          if (m_train->isRemoteStopping()) m_remoteStopPoll.start();
+          // Still training, or finishing its step (or the connection is being restored, or
+          // SLURM's squeue cannot be asked there): asked again.
+          m_remoteStopPoll.setInterval(m_train->isRemoteStopping() ? kStoppingPollMs
+                                                                   : kFollowPollMs);
+          m_remoteStopPoll.start();
           return;
         }
         m_train->remoteRunEnded(fromStd(r->outcome), r->step, fromStd(r->checkpoint),

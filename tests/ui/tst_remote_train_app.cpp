@@ -157,11 +157,13 @@ class TestRemoteTrainApp : public QObject {
   // The agent on "the host": agent.sh with PATH=/usr/bin:/bin (no
   // sbatch), agent-slurm.sh with the fake sbatch first on it.
   // With CKPT_SHOT_DIR set (a person looking at the Train tab under Xvfb):
-  // the screen as `import -window root` takes it, into DIR/NAME-WxH.png.
-  void shoot(MainWindow& w, const QString& name) {
+  // the screen as `import -window root` takes it, into DIR/NAME-WxH.png;
+  // with `hover`, the pointer rests on it (its tooltip shows).
+  void shoot(MainWindow& w, const QString& name, QWidget* hover = nullptr) {
     const QString dir = qEnvironmentVariable("CKPT_SHOT_DIR");
     if (dir.isEmpty()) return;
-    QTest::qWait(800);
+    if (hover) QTest::mouseMove(hover);
+    QTest::qWait(hover ? 1500 : 800);
     ckpt::test::runProcess(
         "import", {"-window", "root",
                    QString("%1/%2-%3x%4.png").arg(dir, name).arg(w.width()).arg(w.height())});
@@ -413,7 +415,26 @@ class TestRemoteTrainApp : public QObject {
     QVERIFY(argv.contains(QFileInfo(m_exp + "/corpus.txt").canonicalFilePath()));
     QVERIFY2(panel->statusText().contains("job 4242"), qPrintable(panel->statusText()));
     QCOMPARE(panel->runView()->title(), QString("tiny-sft on 127.0.0.1: SLURM job 4242"));
+    // The job followed holds Start (a second click would submit a second
+    // job into the same folder) until the person stops following it.
+    QVERIFY(!panel->startButton()->isEnabled());
+    QVERIFY2(panel->startButton()->toolTip().contains("(SLURM job 4242, tiny-sft)"),
+             qPrintable(panel->startButton()->toolTip()));
+    // The host cannot say how the job stands (this one has no squeue): said
+    // once in the log; the job is still followed.
+    QTRY_VERIFY_WITH_TIMEOUT(
+        panel->logText().count("Cannot tell how the run on 127.0.0.1 stands: ") == 1, 20000);
+    QVERIFY2(panel->logText().contains("squeue is not on the PATH"), qPrintable(panel->logText()));
+    QTest::qWait(3500);  // asked again: not said again
+    QCOMPARE(panel->logText().count("Cannot tell how the run on 127.0.0.1 stands: "), 1);
+    QVERIFY(!panel->startButton()->isEnabled());
+    QPushButton* unfollow = panel->stopFollowingButton();
+    QVERIFY(unfollow->isVisible());
+    QTest::mouseClick(unfollow, Qt::LeftButton);
     QVERIFY(panel->startButton()->isEnabled());
+    QVERIFY(!unfollow->isVisible());
+    QVERIFY2(panel->statusText().startsWith("Not following the run in " + runDir),
+             qPrintable(panel->statusText()));
   }
 
   // Stop on the Train tab for a run on the host: "Stop on 127.0.0.1" is
@@ -452,7 +473,8 @@ class TestRemoteTrainApp : public QObject {
     pid =
         QRegularExpression("\\(pid (\\d+)\\)").match(panel->statusText()).captured(1).toLongLong();
     QVERIFY(pid > 0 && running(pid));
-    // While it trains there: Stop says where it stops.
+    // While it trains there: Start starts no second run; Stop says where it stops.
+    QVERIFY(!panel->startButton()->isEnabled());
     QVERIFY(stop->isVisible());
     QTRY_VERIFY(stop->isEnabled());
     QCOMPARE(stop->text(), QString("Stop on 127.0.0.1"));
@@ -515,6 +537,8 @@ class TestRemoteTrainApp : public QObject {
              qPrintable(panel->runView()->title()));
     QVERIFY(panel->logText().contains("Stopping on 127.0.0.1: pid " + QString::number(pid)));
     QTRY_VERIFY_WITH_TIMEOUT(chartLastStep(panel) >= double(step), 20000);
+    QVERIFY(panel->startButton()->isEnabled());  // it has ended there: another may start
+    QVERIFY(!panel->stopFollowingButton()->isVisible());
     shoot(w, "remote-run-stopped");
   }
 
@@ -559,14 +583,165 @@ class TestRemoteTrainApp : public QObject {
     QCOMPARE(steps->value(), 3);
     QTRY_VERIFY(start->isEnabled());
     QTest::mouseClick(start, Qt::LeftButton);
+    QVERIFY(!start->isEnabled());
     QTRY_VERIFY_WITH_TIMEOUT(panel->statusText().startsWith("Finished on the host at step 3: "),
                              90000);
+    QVERIFY(start->isEnabled());  // it has ended there: another may start
+    shoot(w, "remote-run-finished");
     const QString written = panel->statusText().section(": ", 1);
     QVERIFY2(written.startsWith(runDir + "/") && written.endsWith("_final.pt"),
              qPrintable(written));
     const QString runName = QFileInfo(written).fileName().chopped(int(qstrlen("_final.pt")));
     QCOMPARE(torchMeta(written), "3 " + runName.toUtf8());
     QVERIFY(panel->logText().contains("Started on 127.0.0.1 (pid "));
+  }
+
+  // One run at a time from the Train tab, on the host as here: while a
+  // start is asked and while the run it started trains there, Start is off
+  // and its tooltip says why (another checkpoint selected meanwhile
+  // changes nothing); it comes back when the trainer ends there without
+  // Stop (killed, as a crash), or when the person stops following it.
+  // max_steps 1,000,000: the chart's step axis follows the steps written,
+  // and says where max_steps is.
+  void startWaitsForTheRunOnTheHost() {
+    if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+    useAgent("agent.sh");
+    const QString final = m_exp + "/runs/tiny/tiny_final.pt";
+    const QString older = m_exp + "/runs/tiny/tiny_step2.pt";
+    const QString runDir = m_exp + "/runs/tiny-once";
+    const QString second = m_exp + "/runs/tiny-twice";
+    QList<qint64> pids;
+    const auto killer = qScopeGuard([&pids] {
+      for (qint64 pid : pids)
+        if (pid > 0 && running(pid)) ::kill(pid_t(pid), SIGKILL);
+    });
+    MainWindow w;
+    QVERIFY(openWindow(w));
+    QTRY_VERIFY_WITH_TIMEOUT(w.checkpointModel()->indexOfPath(final).isValid(), 20000);
+    clickCheckpoint(w, final);
+    QTest::keyClick(&w, Qt::Key_F, Qt::ControlModifier | Qt::ShiftModifier);
+    ckpt::TrainPanel* panel = w.trainPanel();
+    QTRY_VERIFY(panel->isVisible());
+    typeInto(panel->finetuneDataEdit(), m_exp + "/corpus.txt");
+    typeInto(panel->finetuneOutputEdit(), runDir);
+    QSpinBox* steps = panel->finetuneMaxStepsBox();
+    steps->setFocus();
+    steps->selectAll();
+    QTest::keyClicks(steps, "1000000");
+    QCOMPARE(steps->value(), 1000000);
+    QPushButton* start = panel->startButton();
+    QPushButton* unfollow = panel->stopFollowingButton();
+    QTRY_VERIFY(start->isEnabled());
+    QVERIFY(!unfollow->isVisible());
+    QTest::mouseClick(start, Qt::LeftButton);
+    // Asked of the host: Start is off and says why.
+    QVERIFY(!start->isEnabled());
+    QVERIFY2(start->toolTip().startsWith("Starting a run on 127.0.0.1"),
+             qPrintable(start->toolTip()));
+    QTRY_VERIFY_WITH_TIMEOUT(panel->statusText().contains("Started on 127.0.0.1 (pid"), 90000);
+    const qint64 pid =
+        QRegularExpression("\\(pid (\\d+)\\)").match(panel->statusText()).captured(1).toLongLong();
+    pids << pid;
+    QVERIFY(pid > 0 && running(pid));
+    // Training there: Start is still off, and says what holds it.
+    QVERIFY(!start->isEnabled());
+    QCOMPARE(start->toolTip(),
+             QString("The run started from this tab is training on 127.0.0.1 (pid %1, tiny-once)."
+                     "\nStop on 127.0.0.1, or Stop following, before starting another.")
+                 .arg(pid));
+    QVERIFY(unfollow->isVisible());
+    // A click on it asks nothing of the host (the log was cleared for the
+    // run followed: a second start would say "Starting the fine-tune…" again).
+    const QString said = panel->statusText();
+    QTest::mouseClick(start, Qt::LeftButton);
+    QCOMPARE(panel->statusText(), said);
+    QCOMPARE(panel->logText().count("Starting the fine-tune on the host"), 0);
+
+    // Its curve: the step axis follows the steps written (past its first
+    // ten steps of headroom, the last one drawn about two thirds of the
+    // way along), the axis title and the progress bar say of how many.
+    QTRY_VERIFY_WITH_TIMEOUT(chartLastStep(panel) >= 30, 60000);
+    ckpt::LiveCurves* curves = panel->runView()->curves();
+    QCustomPlot* plot = curves->lossPlot();
+    plot->replot();
+    const double last = chartLastStep(panel);
+    const QRect area = plot->axisRect()->rect();
+    const double along = (plot->xAxis->coordToPixel(last) - area.left()) / double(area.width());
+    QVERIFY2(along > 0.6 && along < 0.8,
+             qPrintable(QString("step %1 drawn at %2 of the width").arg(last).arg(along)));
+    QCOMPARE(plot->xAxis->label(), QString("step (of 1,000,000)"));
+    QVERIFY(!curves->maxStepsShown());
+    QVERIFY2(panel->progressBar()->text().endsWith(" of 1,000,000"),
+             qPrintable(panel->progressBar()->text()));
+    shoot(w, "remote-run-once", start);
+
+    // Another checkpoint clicked in the browser: the pages name it, Start stays off.
+    clickCheckpoint(w, older);
+    QTRY_COMPARE(panel->finetuneCheckpointEdit()->text(), remote(older));
+    QVERIFY(!start->isEnabled());
+    QVERIFY2(start->toolTip().contains("(pid " + QString::number(pid)),
+             qPrintable(start->toolTip()));
+
+    // The trainer dies there (no Stop, no checkpoint): the tab notices, Start is back.
+    ::kill(pid_t(pid), SIGKILL);
+    QTRY_VERIFY_WITH_TIMEOUT(start->isEnabled(), 30000);
+    QVERIFY2(panel->statusText().startsWith("Ended on the host"), qPrintable(panel->statusText()));
+    QVERIFY(!unfollow->isVisible());
+    QCOMPARE(start->toolTip(), QString());
+    shoot(w, "remote-run-ended");
+
+    // A second run, then "Stop following": it goes on there, Start is back.
+    typeInto(panel->finetuneOutputEdit(), second);
+    QTRY_VERIFY(start->isEnabled());
+    QTest::mouseClick(start, Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(panel->statusText().contains("Started on 127.0.0.1 (pid") &&
+                                 panel->statusText().contains(second),
+                             90000);
+    const qint64 pid2 =
+        QRegularExpression("\\(pid (\\d+)\\)").match(panel->statusText()).captured(1).toLongLong();
+    pids << pid2;
+    QVERIFY(!start->isEnabled());
+    QTRY_VERIFY(unfollow->isVisible());
+    QCOMPARE(panel->stopButton()->text(), QString("Stop on 127.0.0.1"));
+    QTest::mouseClick(unfollow, Qt::LeftButton);
+    QVERIFY(start->isEnabled());
+    QVERIFY(!unfollow->isVisible());
+    QCOMPARE(panel->stopButton()->text(), QString("Stop"));
+    QVERIFY(!panel->stopButton()->isEnabled());
+    QVERIFY2(panel->runView()->title().endsWith(" · not followed"),
+             qPrintable(panel->runView()->title()));
+    QVERIFY2(panel->statusText().startsWith("Not following the run in " + second +
+                                            " any more: it keeps training on 127.0.0.1 (pid "),
+             qPrintable(panel->statusText()));
+    shoot(w, "remote-run-unfollowed");
+    QTest::qWait(500);
+    QVERIFY(running(pid2));
+    ::kill(pid_t(pid2), SIGTERM);
+    QTRY_VERIFY_WITH_TIMEOUT(!running(pid2), 60000);
+  }
+
+  // The host cannot be reached: the start fails, Start is back at once.
+  void startComesBackWhenTheHostIsUnreachable() {
+    if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+    useAgent("agent.sh");
+    const QString final = m_exp + "/runs/tiny/tiny_final.pt";
+    MainWindow w;
+    QVERIFY(openWindow(w));
+    QTRY_VERIFY_WITH_TIMEOUT(w.checkpointModel()->indexOfPath(final).isValid(), 20000);
+    clickCheckpoint(w, final);
+    QTest::keyClick(&w, Qt::Key_R, Qt::ControlModifier);
+    ckpt::TrainPanel* panel = w.trainPanel();
+    QTRY_VERIFY(panel->isVisible());
+    // A port nothing listens on (1: privileged, never the test's sshd).
+    typeInto(panel->resumeCheckpointEdit(), "ssh://127.0.0.1:1" + final);
+    QPushButton* start = panel->startButton();
+    QTRY_VERIFY(start->isEnabled());
+    QTest::mouseClick(start, Qt::LeftButton);
+    QVERIFY(!start->isEnabled());
+    QTRY_VERIFY_WITH_TIMEOUT(panel->statusText().startsWith("Not started on 127.0.0.1: "), 60000);
+    QTRY_VERIFY(start->isEnabled());
+    QCOMPARE(start->toolTip(), QString());
+    QVERIFY(!panel->stopFollowingButton()->isVisible());
   }
 };
 

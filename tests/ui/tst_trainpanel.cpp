@@ -217,9 +217,16 @@ class TestTrainPanel : public QObject {
     QSignalSpy done(&panel, &TrainPanel::runFinished);
     QTest::mouseClick(panel.startButton(), Qt::LeftButton);
     QVERIFY(panel.isRunning());
+    // One run at a time: Start is off while it goes, and says why.
+    QVERIFY(!panel.startButton()->isEnabled());
+    QVERIFY2(panel.startButton()->toolTip().startsWith("A run is training here: Stop it"),
+             qPrintable(panel.startButton()->toolTip()));
     QTRY_VERIFY_WITH_TIMEOUT(panel.progressBar()->value() >= 3, kRunTimeoutMs);
     QVERIFY(panel.stopButton()->isEnabled());
     QTest::mouseClick(panel.stopButton(), Qt::LeftButton);
+    QVERIFY(!panel.startButton()->isEnabled());
+    QVERIFY2(panel.startButton()->toolTip().startsWith("The run here is stopping"),
+             qPrintable(panel.startButton()->toolTip()));
     QVERIFY(panel.grab().save(QStringLiteral(CKPT_BINARY_DIR "/trainpanel-stopping.png")));
     QTRY_VERIFY_WITH_TIMEOUT(!done.isEmpty(), kRunTimeoutMs);
     QVERIFY2(done.front().at(2).toBool(), "the run finished before Stop reached it");
@@ -232,6 +239,9 @@ class TestTrainPanel : public QObject {
         panel.statusText().contains("Stopped at step") && panel.statusText().contains(stopCkpt),
         qPrintable(panel.statusText()));
     QCOMPARE(panel.resumeCheckpointEdit()->text(), stopCkpt);
+    // Stopped: nothing holds Start (the New run page's folder is taken now,
+    // which its validation says).
+    QCOMPARE(panel.startButton()->toolTip(), QString());
 
     // Resume: one call, as a click on the checkpoint would do.
     QVERIFY(panel.startResume(stopCkpt));
@@ -663,6 +673,37 @@ class TestTrainPanel : public QObject {
     QStringList files = QDir(dir("closed")).entryList({"tiny_step*.pt"});
     QCOMPARE(files.size(), 1);
     QVERIFY(!QFileInfo::exists(dir("closed/tiny_final.pt")));
+  }
+
+  // max_steps 1,000,000 here too: the step axis follows the steps run (the
+  // last one drawn about two thirds of the way along), its title and the
+  // progress bar say of how many; Stop, and the curve stays where it was.
+  void hugeMaxStepsChartFollowsTheSteps() {
+    TrainPanel panel;
+    panel.resize(1280, 860);
+    panel.show();
+    fillTiny(panel, dir("huge"), 1000000);
+    panel.form()->setValue("save_every", 0);
+    QTRY_VERIFY2(panel.startButton()->isEnabled(), qPrintable(panel.validationError()));
+    QSignalSpy done(&panel, &TrainPanel::runFinished);
+    QTest::mouseClick(panel.startButton(), Qt::LeftButton);
+    QVERIFY(panel.isRunning());
+    QTRY_VERIFY_WITH_TIMEOUT(panel.progressBar()->value() >= 30, kRunTimeoutMs);
+    QTest::mouseClick(panel.stopButton(), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(!done.isEmpty(), kRunTimeoutMs);
+    QCustomPlot* plot = panel.curves()->lossPlot();
+    plot->replot();
+    QCPGraph* loss = panel.curves()->lossGraph();
+    const double last = loss->data()->at(loss->dataCount() - 1)->key;
+    QVERIFY(last >= 30);
+    const QRect area = plot->axisRect()->rect();
+    const double along = (plot->xAxis->coordToPixel(last) - area.left()) / double(area.width());
+    QVERIFY2(along > 0.6 && along < 0.8,
+             qPrintable(QString("step %1 drawn at %2 of the width").arg(last).arg(along)));
+    QCOMPARE(plot->xAxis->label(), QString("step (of 1,000,000)"));
+    QVERIFY(!panel.curves()->maxStepsShown());
+    QCOMPARE(panel.progressBar()->text(),
+             QString("step %1 of 1,000,000").arg(panel.progressBar()->value()));
   }
 
   void remembersTheForm() {

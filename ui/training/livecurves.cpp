@@ -1,6 +1,7 @@
 #include "training/livecurves.h"
 
 #include <qcustomplot.h>
+#include <QLocale>
 #include <QResizeEvent>
 #include <QSplitter>
 #include <QVBoxLayout>
@@ -15,6 +16,16 @@ namespace {
 constexpr int kTwoChartsHeight = 300;
 // Value ticks at least this far apart (a label's height and some air).
 constexpr int kTickSpacing = 36;
+// The step axis's room past the last point: half the steps shown, at least
+// this many (a young run's first points are not pressed to the right edge).
+constexpr double kMinStepHeadroom = 10.0;
+
+// 1,000,000 whatever the system's locale: the C locale with its separators.
+QString grouped(double steps) {
+  QLocale c = QLocale::c();
+  c.setNumberOptions({});
+  return c.toString(qint64(steps));
+}
 
 QCustomPlot* makePlot(QWidget* parent, const QString& yLabel) {
   auto* plot = new QCustomPlot(parent);
@@ -79,6 +90,24 @@ LiveCurves::LiveCurves(QWidget* parent) : QWidget(parent) {
   m_lrTwin->setName(tr("learning rate"));
   m_lrTwin->setPen(m_lr->pen());
   m_lrTwin->setData(m_lr->data());
+  // max_steps, where the run ends, once the axis reaches it.
+  QCustomPlot* plots[2] = {m_lossPlot, m_lrPlot};
+  for (int i = 0; i < 2; ++i) {
+    auto* line = new QCPItemStraightLine(plots[i]);
+    line->setPen(QPen(QColor(120, 120, 120), 1, Qt::DashLine));
+    line->setSelectable(false);
+    line->setVisible(false);
+    m_maxLine[i] = line;
+    auto* label = new QCPItemText(plots[i]);
+    label->position->setTypeX(QCPItemPosition::ptPlotCoords);
+    label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+    label->setPositionAlignment(Qt::AlignRight | Qt::AlignTop);
+    label->setPadding(QMargins(0, 2, 4, 0));
+    label->setColor(QColor(110, 110, 110));
+    label->setSelectable(false);
+    label->setVisible(false);
+    m_maxLabel[i] = label;
+  }
   setCompact(false);
   clear();
 }
@@ -107,13 +136,23 @@ void LiveCurves::clear() {
   m_lr->data()->clear();
   m_from = 0;
   m_to = 1;
+  m_toKnown = false;
   rescale();
 }
 
 void LiveCurves::setStepRange(double from, double to) {
   m_from = from;
-  m_to = to > from ? to : from + 1;
+  m_toKnown = to > from;
+  m_to = m_toKnown ? to : from + 1;
   rescale();
+}
+
+double LiveCurves::stepAxisEnd() const {
+  return m_lossPlot->xAxis->range().upper;
+}
+
+bool LiveCurves::maxStepsShown() const {
+  return m_maxLine[0]->visible();
 }
 
 void LiveCurves::append(const QList<StepReport>& steps) {
@@ -139,9 +178,31 @@ void LiveCurves::rescale() {
   // and axis title; its own height is only known after the next replot.)
   for (QCPAxis* axis : {m_lossPlot->yAxis, m_lossPlot->yAxis2, m_lrPlot->yAxis})
     axis->ticker()->setTickCount(std::max(2, (axis->parentPlot()->height() - 60) / kTickSpacing));
+  // The step axis follows the data, never past max_steps: the last point
+  // two thirds of the way along (or further), the axis reaching max_steps
+  // as the run nears it.
+  double last = m_from;
+  for (QCPGraph* g : {m_loss, m_valLoss, m_lr}) {
+    bool found = false;
+    const QCPRange keys = g->getKeyRange(found);
+    if (found) last = std::max(last, keys.upper);
+  }
+  const double follow = last + std::max((last - m_from) * 0.5, kMinStepHeadroom);
+  const double end = m_toKnown ? std::min(m_to, follow) : follow;
+  const bool maxInView = m_toKnown && end >= m_to;
   for (QCustomPlot* plot : {m_lossPlot, m_lrPlot}) {
     // A little room on the right: the last point (often an evaluation) is not cut in half.
-    plot->xAxis->setRange(m_from, m_to + (m_to - m_from) * 0.02);
+    plot->xAxis->setRange(m_from, end + (end - m_from) * 0.02);
+    plot->xAxis->setLabel(m_toKnown && !maxInView ? tr("step (of %1)").arg(grouped(m_to))
+                                                  : tr("step"));
+    QCPItemStraightLine* line = m_maxLine[plot == m_lossPlot ? 0 : 1];
+    line->setVisible(maxInView);
+    line->point1->setCoords(m_to, 0);
+    line->point2->setCoords(m_to, 1);
+    QCPItemText* label = m_maxLabel[plot == m_lossPlot ? 0 : 1];
+    label->setVisible(maxInView);
+    label->setText(tr("max_steps %1").arg(grouped(m_to)));
+    label->position->setCoords(m_to, 0);
     bool found = false;
     QCPRange y;
     for (int i = 0; i < plot->graphCount(); ++i) {

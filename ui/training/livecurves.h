@@ -6,6 +6,8 @@
 #include "ckpt/trainapi/job_types.h"
 
 class QCPGraph;
+class QCPItemStraightLine;
+class QCPItemText;
 class QCustomPlot;
 
 namespace ckpt {
@@ -34,8 +36,17 @@ class LiveCurves : public QWidget {
     [[nodiscard]] qsizetype size() const { return lossSteps.size(); }
   };
   void addHistory(const History& history);
-  // Fixes the step axis to [from, to] (the job's range) until clear().
+  // The job's steps: from `from` to max_steps `to` (`to` <= `from`: not
+  // known), until clear(). The step axis follows the data from `from`, with
+  // headroom, and reaches `to` only as the run nears it: a run at step 300
+  // of 1,000,000 is not squeezed against the left edge. While max_steps is
+  // past the right edge the axis title says it ("step (of 1,000,000)");
+  // once in view a dashed line marks it.
   void setStepRange(double from, double to);
+  // The step axis's end now (what rescale() chose), and whether the
+  // max_steps line is drawn.
+  [[nodiscard]] double stepAxisEnd() const;
+  [[nodiscard]] bool maxStepsShown() const;
 
   [[nodiscard]] QCPGraph* lossGraph() const { return m_loss; }
   [[nodiscard]] QCPGraph* valLossGraph() const { return m_valLoss; }
@@ -60,6 +71,9 @@ class LiveCurves : public QWidget {
   QCPGraph* m_lrTwin = nullptr;  // m_lr's points on the loss chart's right axis
   bool m_compact = false;
   double m_from = 0, m_to = 1;
+  bool m_toKnown = false;                  // setStepRange gave max_steps
+  QCPItemStraightLine* m_maxLine[2] = {};  // on the loss and learning-rate charts
+  QCPItemText* m_maxLabel[2] = {};         // "max_steps N" beside each line
 };
 
 }  // namespace ckpt

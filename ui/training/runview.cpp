@@ -17,6 +17,17 @@
 #include "textformat.h"
 #include "training/livecurves.h"
 
+namespace {
+
+// Steps as a person reads them, whatever the system's locale: 1,000,000.
+QString steps(int64_t n) {
+  QLocale c = QLocale::c();
+  c.setNumberOptions({});
+  return c.toString(qint64(n));
+}
+
+}  // namespace
+
 namespace ckpt {
 
 RunView::RunView(QWidget* parent) : QWidget(parent) {
@@ -104,6 +115,7 @@ void RunView::clear() {
   m_log->clear();
   m_progress->setRange(0, 1);
   m_progress->setValue(0);
+  m_progress->setFormat(tr("step %v of %m"));
   for (QLabel* l : {m_step, m_loss, m_lr, m_speed, m_eta, m_device})
     l->setText(QStringLiteral("–"));
 }
@@ -112,18 +124,21 @@ void RunView::setStepRange(int64_t startStep, int64_t maxSteps) {
   m_progress->setRange(0, int(std::min<int64_t>(maxSteps, INT_MAX)));
   m_progress->setTextVisible(true);
   m_progress->setValue(int(startStep));
-  m_step->setText(QStringLiteral("%1 / %2").arg(startStep).arg(maxSteps));
+  m_step->setText(QStringLiteral("%1 / %2").arg(steps(startStep), steps(maxSteps)));
   m_maxSteps = maxSteps;
+  setProgress(startStep);
   m_curves->setStepRange(double(startStep), double(maxSteps));
 }
 
 void RunView::setProgress(int64_t step) {
   m_progress->setValue(int(std::min<int64_t>(step, m_progress->maximum())));
+  // Its own words, grouped: "step 300 of 1,000,000" (%v and %m are not).
+  m_progress->setFormat(tr("step %1 of %2").arg(steps(step), steps(m_maxSteps)));
 }
 
 void RunView::showStep(const StepReport& r) {
   setProgress(r.step);
-  m_step->setText(QStringLiteral("%1 / %2").arg(r.step).arg(r.maxSteps));
+  m_step->setText(QStringLiteral("%1 / %2").arg(steps(r.step), steps(r.maxSteps)));
   m_loss->setText(r.valLoss ? tr("%1 (val %2)").arg(r.loss, 0, 'f', 4).arg(*r.valLoss, 0, 'f', 4)
                             : QString::number(r.loss, 'f', 4));
   m_lr->setText(QString::number(r.learningRate, 'e', 2));

@@ -123,6 +123,13 @@ TrainPanel::TrainPanel(QWidget* parent) : QWidget(parent) {
   left->addWidget(m_error);
 
   auto* buttons = new QHBoxLayout;
+  m_unfollow = new QPushButton(tr("Stop following"), m_formArea);
+  m_unfollow->setObjectName(QStringLiteral("stopFollowing"));
+  m_unfollow->setToolTip(
+      tr("Leave the run on its host alone: it goes on training there, this tab no longer "
+         "follows it, and Start can start another run"));
+  m_unfollow->hide();
+  buttons->addWidget(m_unfollow);
   m_start = new QPushButton(tr("Start"), m_formArea);
   m_start->setDefault(true);
   m_stop = new QPushButton(tr("Stop"), m_formArea);
@@ -149,6 +156,7 @@ TrainPanel::TrainPanel(QWidget* parent) : QWidget(parent) {
   connect(m_split, &QSplitter::splitterMoved, this, [this] { m_splitMovedByHand = true; });
   connect(m_start, &QPushButton::clicked, this, &TrainPanel::start);
   connect(m_stop, &QPushButton::clicked, this, &TrainPanel::stop);
+  connect(m_unfollow, &QPushButton::clicked, this, &TrainPanel::stopFollowing);
   connect(m_modes, &QTabWidget::currentChanged, this, &TrainPanel::revalidate);
   connect(m_device, &QComboBox::currentIndexChanged, this, &TrainPanel::revalidate);
   connect(m_processes, &QSpinBox::valueChanged, this, &TrainPanel::revalidate);
@@ -467,12 +475,12 @@ void TrainPanel::revalidate() {
     e->setStyleSheet(bad ? QStringLiteral("border: 1px solid #d03030;") : QString());
   }
   const bool backendMissing = m_backendReady && !trainBackend().backend;
-  m_start->setEnabled(ok && !isRunning() && !backendMissing);
+  updateStart(ok && !backendMissing, backendMissing ? trainBackend().error : QString());
 }
 
 bool TrainPanel::start() {
-  if (isRunning()) {
-    showStatus(tr("A run is going: stop it first."), true);
+  if (const QString busy = startBlocker(); !busy.isEmpty()) {
+    showStatus(busy, true);
     return false;
   }
   if (isRemoteStart()) return startRemote();
@@ -552,6 +560,7 @@ void TrainPanel::stop() {
   m_runner.stop();
   m_stop->setEnabled(false);
   m_stop->setText(tr("Stopping…"));
+  updateStart(false);  // its tooltip: stopping
   showStatus(tr("Stopping after the step in flight (step %1 was the last reported): "
                 "writing a resumable checkpoint…")
                  .arg(m_lastStep),
@@ -567,10 +576,10 @@ void TrainPanel::setRunning(bool running) {
   m_stop->setEnabled(running);
   m_stop->setText(tr("Stop"));
   if (running)
-    m_start->setEnabled(false);
+    updateStart(false);
   else
     revalidate();
-  if (!running) updateRemoteStop();
+  updateRemoteStop();
 }
 
 void TrainPanel::onPrepared(const TrainJobInfo& info) {

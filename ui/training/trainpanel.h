@@ -152,6 +152,18 @@ class TrainPanel : public QWidget {
   void remoteRunEnded(const QString& outcome, int64_t step, const QString& checkpoint,
                       const QString& log);
   [[nodiscard]] bool isRemoteStopping() const { return m_remoteStopping; }
+  // A run started from this tab is followed on its host and has not been
+  // seen to end: Start starts no other (one run at a time from the tab,
+  // as while one trains here).
+  [[nodiscard]] bool isFollowingRemoteRun() const;
+  // The window could not ask how it stands (`why`: the connection dropped,
+  // SLURM's squeue missing...): said once in the log, until it answers
+  // again (`why` empty). The run goes on there; it is asked again.
+  void remoteRunUnanswered(const QString& why);
+  // "Stop following" (shown while one is followed): the run goes on there,
+  // the tab no longer follows it, and Start is free again.
+  void stopFollowing();
+  [[nodiscard]] QPushButton* stopFollowingButton() const { return m_unfollow; }
 
  signals:
   // Start on a remote checkpoint: the window starts it on the host.
@@ -184,6 +196,12 @@ class TrainPanel : public QWidget {
   void revalidate();
   // The remote page's checks, the Start button's words, the SLURM box.
   void revalidateRemote();
+  // Why Start cannot start another run now ("" when it can): one runs
+  // here, is being started on a host, or is followed there.
+  [[nodiscard]] QString startBlocker() const;
+  // Start enabled when the page is `valid` and nothing blocks it; its
+  // tooltip says why not (else `tip`).
+  void updateStart(bool valid, const QString& tip = {});
   std::optional<RemoteTrainStart> remoteRequest(QString* error, QStringList* keys) const;
   bool startRemote();
   // Stop on the run followed there (trainpanel_remote.cpp), and the Stop
@@ -232,6 +250,7 @@ class TrainPanel : public QWidget {
   QString m_remoteEndpoint;
   bool m_remoteSbatch = false;  // the host has sbatch
   bool m_remoteBusy = false;    // the window is starting one on the host
+  QString m_remoteBusyHost;     // that host
   QString m_remoteRun;          // the host's run followed in the run view
   int64_t m_remoteRunMaxSteps = 0;
   bool m_remoteRunDone = false;   // its final checkpoint has been seen
@@ -239,7 +258,9 @@ class TrainPanel : public QWidget {
   int64_t m_remoteRunPid = 0;     // launch's
   QString m_remoteRunJob;         // submit's
   bool m_remoteStopping = false;  // Stop asked the host; its end not seen yet
+  QString m_remoteRunUnanswered;  // why the host could not say how it stands, as logged
   QPushButton* m_stop = nullptr;
+  QPushButton* m_unfollow = nullptr;  // "Stop following" the run on its host
   QWidget* m_formArea = nullptr;
   QSplitter* m_split = nullptr;
   int m_oneColumnWidth = 0;

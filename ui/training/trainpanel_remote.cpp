@@ -4,12 +4,14 @@
 // the host's agent; the trainer runs there, detached from the app, and its
 // run is followed like any remote run. Nothing here talks to the host.
 #include <QCheckBox>
+#include <QFileInfo>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QSplitter>
 #include <QTabWidget>
 #include <QToolButton>
 #include <stdexcept>
@@ -161,7 +163,67 @@ void TrainPanel::revalidateRemote() {
                    : sbatch       ? tr("Submit on %1…").arg(host)
                                   : tr("Start on %1").arg(host));
   // The trainer runs on the host: this machine's LibTorch is not needed.
-  m_start->setEnabled(s.has_value() && !isRunning() && !m_remoteBusy);
+  updateStart(s.has_value());
+}
+
+bool TrainPanel::isFollowingRemoteRun() const {
+  return !m_remoteRun.isEmpty() && !m_remoteRunLocation.isEmpty() && !m_remoteRunDone;
+}
+
+QString TrainPanel::startBlocker() const {
+  if (isRunning())
+    return m_stop->isEnabled()
+               ? tr("A run is training here: Stop it, or let it finish, before starting another")
+               : tr("The run here is stopping: Start comes back once its checkpoint is written");
+  if (m_remoteBusy)
+    return tr("Starting a run on %1: Start comes back if the host does not start it")
+        .arg(m_remoteBusyHost);
+  if (!isFollowingRemoteRun()) return {};
+  const QString host = remoteRunHost();
+  if (m_remoteStopping)
+    return tr("The run on %1 is stopping: Start comes back once it has ended").arg(host);
+  const QString which = m_remoteRunJob.isEmpty() ? tr("pid %1").arg(m_remoteRunPid)
+                                                 : tr("SLURM job %1").arg(m_remoteRunJob);
+  // Two short lines: a tooltip does not wrap, and the run's whole path is
+  // in the title and the log.
+  return tr("The run started from this tab is training on %1 (%2, %3).\nStop on %1, or Stop "
+            "following, before starting another.")
+      .arg(host, which, QFileInfo(m_remoteRun).fileName());
+}
+
+void TrainPanel::remoteRunUnanswered(const QString& why) {
+  if (!isFollowingRemoteRun() || why == m_remoteRunUnanswered) return;
+  const QString host = remoteRunHost();
+  appendLog(why.isEmpty() ? tr("%1 answers again").arg(host)
+                          : tr("Cannot tell how the run on %1 stands: %2 (asked again every few "
+                               "seconds; it goes on there)")
+                                .arg(host, why));
+  m_remoteRunUnanswered = why;
+}
+
+void TrainPanel::updateStart(bool valid, const QString& tip) {
+  const QString busy = startBlocker();
+  m_start->setEnabled(valid && busy.isEmpty());
+  m_start->setToolTip(busy.isEmpty() ? tip : busy);
+}
+
+void TrainPanel::stopFollowing() {
+  if (!isFollowingRemoteRun()) return;
+  const QString host = remoteRunHost();
+  const QString which = m_remoteRunJob.isEmpty() ? tr("pid %1").arg(m_remoteRunPid)
+                                                 : tr("SLURM job %1").arg(m_remoteRunJob);
+  const QString said = tr("Not following the run in %1 any more: it keeps training on %2 (%3)")
+                           .arg(m_remoteRun, host, which);
+  m_run->setTitle(tr("%1 · not followed").arg(m_run->title()));
+  m_remoteRun.clear();
+  m_remoteRunLocation.clear();
+  m_remoteRunPid = 0;
+  m_remoteRunJob.clear();
+  m_remoteStopping = false;
+  showStatus(said, false);
+  appendLog(said);
+  updateRemoteStop();
+  revalidate();
 }
 
 bool TrainPanel::startRemote() {
@@ -175,6 +237,12 @@ bool TrainPanel::startRemote() {
   }
   if (m_remoteBusy) return false;
   m_remoteBusy = true;
+  m_remoteBusyHost.clear();
+  try {
+    if (const auto where = remote::parseRemotePath(s->location.toStdString()))
+      m_remoteBusyHost = QString::fromStdString(where->host);
+  } catch (const std::invalid_argument&) {
+  }
   revalidate();
   saveSettings();
   const QString what = s->request.command == "resume" ? tr("resume") : tr("fine-tune");
@@ -203,13 +271,19 @@ void TrainPanel::followRemoteRun(const QString& runDir, const QString& title, in
   m_remoteRunPid = pid;
   m_remoteRunJob = jobId;
   m_remoteStopping = false;
+  m_remoteRunUnanswered.clear();
   const QString said = statusText();  // how it started, kept in the log
   m_run->clear();
   m_run->progressBar()->setTextVisible(false);  // no step yet (a job may wait in the queue)
   m_run->setTitle(title);
   m_run->showCharts();
+  // As for a run here (onPrepared): stacked, the run's status, chart and
+  // log get most of the height now, unless the person placed the divider.
+  if (m_split->orientation() == Qt::Vertical && !m_splitMovedByHand)
+    m_split->setSizes({m_split->height() * 35 / 100, m_split->height() * 65 / 100});
   appendLog(said);
   updateRemoteStop();
+  revalidate();  // Start waits for this run
 }
 
 void TrainPanel::showRemoteRun(const CurveRun& run, const QString& finalCheckpoint) {
@@ -239,7 +313,8 @@ void TrainPanel::showRemoteRun(const CurveRun& run, const QString& finalCheckpoi
   m_run->setStepRange(first, maxSteps);
   LiveCurves* curves = m_run->curves();
   curves->clear();
-  curves->setStepRange(double(first), double(maxSteps));
+  // max_steps not known here (a resume without one typed): the axis just follows.
+  curves->setStepRange(double(first), m_remoteRunMaxSteps > 0 ? double(maxSteps) : 0.0);
   curves->addHistory(h);
   StepReport r;
   r.step = last;
@@ -256,6 +331,7 @@ void TrainPanel::showRemoteRun(const CurveRun& run, const QString& finalCheckpoi
     showStatus(done, false);
     appendLog(done);
     updateRemoteStop();
+    revalidate();  // Start is free again
   }
 }
 
@@ -269,6 +345,7 @@ QString TrainPanel::remoteRunHost() const {
 }
 
 void TrainPanel::updateRemoteStop() {
+  m_unfollow->setVisible(isFollowingRemoteRun() && !isRunning());
   if (isRunning()) return;  // a run here: setRunning's
   const bool followed = !m_remoteRun.isEmpty() && !m_remoteRunLocation.isEmpty() &&
                         (m_remoteRunPid > 0 || !m_remoteRunJob.isEmpty());
@@ -314,6 +391,7 @@ void TrainPanel::stopRemote() {
   if (box.clickedButton() != go) return;
   m_remoteStopping = true;
   updateRemoteStop();
+  revalidate();  // Start's tooltip: stopping
   const QString message =
       tr("Stopping on %1: the step in flight finishes, then a checkpoint is written…").arg(host);
   showStatus(message, false);
@@ -326,11 +404,12 @@ void TrainPanel::remoteStopFinished(bool ok, const QString& message) {
   showStatus(message, !ok);
   appendLog(message);
   updateRemoteStop();
+  revalidate();  // Start's tooltip: stopping, or training again
 }
 
 void TrainPanel::remoteRunEnded(const QString& outcome, int64_t step, const QString& checkpoint,
                                 const QString& log) {
-  if (m_remoteRunDone) return;
+  if (!isFollowingRemoteRun()) return;  // ended before, or no longer followed
   m_remoteRunDone = true;
   m_remoteStopping = false;
   const QString said =
@@ -348,6 +427,7 @@ void TrainPanel::remoteRunEnded(const QString& outcome, int64_t step, const QStr
                              outcome == QLatin1String("stopped") ? tr("stopped") : tr("finished"))
                         .arg(step));
   updateRemoteStop();
+  revalidate();  // Start is free again
 }
 
 }  // namespace ckpt
