@@ -684,6 +684,10 @@ class TestTrainPanel : public QObject {
     panel.show();
     fillTiny(panel, dir("huge"), 1000000);
     panel.form()->setValue("save_every", 0);
+    // A learning rate that does not move (as a cosine over 1,000,000 steps
+    // hardly does in 30): its axis's ticks must still read apart.
+    panel.form()->setValue("lr_schedule", "constant");
+    panel.form()->setValue("warmup_steps", 0);
     QTRY_VERIFY2(panel.startButton()->isEnabled(), qPrintable(panel.validationError()));
     QSignalSpy done(&panel, &TrainPanel::runFinished);
     QTest::mouseClick(panel.startButton(), Qt::LeftButton);
@@ -704,6 +708,16 @@ class TestTrainPanel : public QObject {
     QVERIFY(!panel.curves()->maxStepsShown());
     QCOMPARE(panel.progressBar()->text(),
              QString("step %1 of 1,000,000").arg(panel.progressBar()->value()));
+    // The flat learning rate's axis: its ticks read apart (stacked, and
+    // beside the loss).
+    for (QCPAxis* axis : {panel.curves()->lrPlot()->yAxis, panel.curves()->lossPlot()->yAxis2}) {
+      axis->parentPlot()->replot();
+      const QVector<QString> labels = axis->tickVectorLabels();
+      QVERIFY2(labels.size() >= 2, qPrintable(QString::number(labels.size())));
+      const QSet<QString> distinct(labels.begin(), labels.end());
+      QVERIFY2(distinct.size() == labels.size(),
+               qPrintable(QStringList(labels.begin(), labels.end()).join(" | ")));
+    }
   }
 
   void remembersTheForm() {

@@ -1,5 +1,7 @@
 #include "training/livecurves.h"
 
+#include <cmath>
+
 #include <qcustomplot.h>
 #include <QLocale>
 #include <QResizeEvent>
@@ -172,6 +174,22 @@ void LiveCurves::addHistory(const History& h) {
   rescale();
 }
 
+namespace {
+
+// Enough digits that an axis's ticks read apart: a learning rate that
+// barely moves (a cosine over 1,000,000 steps, seen 30 steps in) printed
+// "1e-05" at every tick with two.
+void fitPrecision(QCPAxis* axis) {
+  const QCPRange r = axis->range();
+  const double step = r.size() / std::max(2, axis->ticker()->tickCount());
+  const double top = std::max(std::abs(r.lower), std::abs(r.upper));
+  if (!(step > 0) || !(top > 0)) return;
+  const int digits = int(std::floor(std::log10(top))) - int(std::floor(std::log10(step))) + 1;
+  axis->setNumberPrecision(std::clamp(digits, 2, 6));
+}
+
+}  // namespace
+
 void LiveCurves::rescale() {
   // As many value ticks as the chart's height holds apart.
   // (The axis rect is the plot less about 60 pixels of legend, tick labels
@@ -220,7 +238,11 @@ void LiveCurves::rescale() {
     } else {
       plot->yAxis->setRange(0, 1);
     }
-    if (plot == m_lrPlot) m_lossPlot->yAxis2->setRange(plot->yAxis->range());
+    if (plot == m_lrPlot) {
+      m_lossPlot->yAxis2->setRange(plot->yAxis->range());
+      fitPrecision(plot->yAxis);
+      fitPrecision(m_lossPlot->yAxis2);
+    }
     plot->replot(QCustomPlot::rpQueuedReplot);
   }
   m_lossPlot->replot(QCustomPlot::rpQueuedReplot);
