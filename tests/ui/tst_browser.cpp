@@ -236,9 +236,12 @@ void TestBrowser::updateRunWithManyCheckpoints() {
   QCOMPARE(inserted.count(), 1);
   QCOMPARE(inserted.front().at(1).toInt(), kept);
   QCOMPARE(removed.count(), 0);
-  QCOMPARE(changed.count(), 1);
+  QCOMPARE(changed.count(), 2);  // the kept rows as one range, then the run's own row
   QCOMPARE(changed.front().at(0).value<QModelIndex>(), model.index(0, 0, run));
   QCOMPARE(changed.front().at(1).value<QModelIndex>().row(), kept - 1);
+  QCOMPARE(changed.back().at(0).value<QModelIndex>(), run);
+  QCOMPARE(changed.back().at(1).value<QModelIndex>(), model.index(0, 5));  // to Modified
+  QCOMPARE(model.index(0, 2).data().toString(), QString("3,001 files"));
   QCOMPARE(model.index(kept, 0, run).data().toString(),
            QString("tiny@2_step%1.pt").arg(2 * kept + 2));
   // One gone from the middle (step 22): one row removed, the others kept in order.
@@ -248,7 +251,8 @@ void TestBrowser::updateRunWithManyCheckpoints() {
   model.updateRun(g);
   QCOMPARE(removed.count(), 1);
   QCOMPARE(removed.front().at(1).toInt(), 10);
-  QCOMPARE(changed.count(), 1);
+  QCOMPARE(changed.count(), 2);
+  QCOMPARE(changed.back().at(0).value<QModelIndex>(), run);
   QCOMPARE(model.rowCount(run), kept);
   QCOMPARE(model.index(10, 0, run).data().toString(), QString("tiny@2_step24.pt"));
 }

@@ -196,6 +196,37 @@ class TestBrowserColumns : public QObject {
     QCOMPARE(opened, int(runs.size()));
   }
 
+  // A run that grows while it is shown (the watcher adds its new file): its
+  // own row then says "10 files", and that is not cut either.
+  void grownRunRowIsNotCut() {
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString run = dir.path() + "/a";
+    QVERIFY(QDir().mkpath(run));
+    for (int step = 1; step <= 9; ++step)
+      QVERIFY(::link(QFile::encodeName(m_checkpoint).constData(),
+                     QFile::encodeName(run + QString("/s%1.pt").arg(step)).constData()) == 0);
+    MainWindow w;
+    w.resize(1000, 700);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QVERIFY(openAndWait(w, {dir.path()}));
+    QTreeView* view = w.browserPanel()->view();
+    const QModelIndex row = view->model()->index(0, 0);
+    auto rowText = [&] {
+      QStringList cells;
+      for (int c = 0; c < view->model()->columnCount(); ++c)
+        cells << view->model()->index(0, c).data().toString();
+      return cells.join(" | ");
+    };
+    QVERIFY2(rowText().contains("9 files"), qPrintable(rowText()));
+    QVERIFY(QFile::copy(m_checkpoint, run + "/s10.pt"));
+    QTRY_COMPARE_WITH_TIMEOUT(view->model()->rowCount(row), 10, kTimeoutMs);
+    QVERIFY2(rowText().contains("10 files"), qPrintable(rowText()));
+    const std::optional<Cut> cut = firstCutCell(view);
+    QVERIFY2(!cut, qPrintable(describe(cut)));
+  }
+
  private:
   QString m_checkpoint;
 };

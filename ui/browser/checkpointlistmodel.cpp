@@ -278,8 +278,10 @@ void CheckpointListModel::updateRun(BrowseGroup run) {
   // saves often (a followed run on a host) has thousands: a set, not a scan.
   std::set<std::string> wantedPaths;
   for (const CheckpointEntry& c : wanted) wantedPaths.insert(c.path);
+  bool rowsChanged = false;  // then the run's own row (its count, size, newest time) changed
   for (int r = int(g->children.size()) - 1; r >= 0; --r) {
     if (wantedPaths.count(g->children[size_t(r)]->checkpoint.path)) continue;
+    rowsChanged = true;
     beginRemoveRows(parent, r, r);
     g->remove(size_t(r));
     endRemoveRows();
@@ -309,6 +311,7 @@ void CheckpointListModel::updateRun(BrowseGroup run) {
       g->remove(size_t(r));
       endRemoveRows();
     }
+    rowsChanged = true;
     beginInsertRows(parent, int(i), int(i));
     g->add(checkpointNode(std::move(wanted[i])), i);
     endInsertRows();
@@ -317,6 +320,12 @@ void CheckpointListModel::updateRun(BrowseGroup run) {
   // the row being placed), so the range still holds them.
   if (firstKept >= 0)
     emit dataChanged(index(firstKept, 0, parent), index(lastKept, int(Column::Count) - 1, parent));
+  // "N files", the size and the newest time of the run's row, and of its
+  // family's: the view repaints them and the columns fit them ("9 files"
+  // becoming "10 files" was cut).
+  if (rowsChanged)
+    for (Node* n = g; n && n != m_root.get(); n = n->parent)
+      emit dataChanged(indexOf(n), indexOf(n, int(Column::Count) - 1));
 }
 
 bool CheckpointListModel::removeRun(const QString& path) {
