@@ -48,7 +48,9 @@ void ColumnFitter::watch(QAbstractItemModel* model) {
           });
   connect(model, &QAbstractItemModel::dataChanged, this,
           [this](const QModelIndex& topLeft, const QModelIndex& bottomRight) {
-            fitRows(topLeft.parent(), topLeft.row(), bottomRight.row(), false);
+            // Those rows only: a run's row said changed (its count) leaves
+            // its checkpoints as they were.
+            fitRows(topLeft.parent(), topLeft.row(), bottomRight.row(), false, false);
           });
   connect(model, &QAbstractItemModel::headerDataChanged, this, &ColumnFitter::fitAll);
   fitAll();
@@ -58,7 +60,8 @@ void ColumnFitter::fitAll() {
   if (m_model) fitRows({}, 0, m_model->rowCount() - 1, true);
 }
 
-void ColumnFitter::fitRows(const QModelIndex& parent, int first, int last, bool exact) {
+void ColumnFitter::fitRows(const QModelIndex& parent, int first, int last, bool exact,
+                           bool withChildren) {
   const int columns = m_model->columnCount(parent.isValid() ? parent : QModelIndex());
   int depth = 0;
   for (QModelIndex p = parent; p.isValid(); p = p.parent()) ++depth;
@@ -85,7 +88,7 @@ void ColumnFitter::fitRows(const QModelIndex& parent, int first, int last, bool 
         consider(longest[size_t(c)], {length, i, level});
       }
       const QModelIndex child = m_model->index(r, 0, p);
-      if (m_model->rowCount(child) > 0) stack.emplace_back(child, level + 1);
+      if (withChildren && m_model->rowCount(child) > 0) stack.emplace_back(child, level + 1);
     }
   };
   if (first <= last) walk(parent, first, last, depth);

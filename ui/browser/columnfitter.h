@@ -32,7 +32,10 @@ class ColumnFitter : public QObject {
   void watch(QAbstractItemModel* model);
   // Rows first..last of `parent` and all below them; widens the columns
   // that need it (or sets every column, when `exact`).
-  void fitRows(const QModelIndex& parent, int first, int last, bool exact);
+  // Rows first..last of `parent` (and the rows below them, unless not
+  // `withChildren`).
+  void fitRows(const QModelIndex& parent, int first, int last, bool exact,
+               bool withChildren = true);
 
   QTreeView* m_view = nullptr;
   QAbstractItemModel* m_model = nullptr;
