@@ -463,7 +463,8 @@ void MainWindow::openPaths(const QStringList& paths) {
   };
   auto early = std::make_shared<EarlyRuns>();
   // On the GUI thread, for this scan while it runs (not a newer one's: the
-  // progress it reports to is the one running, and its runs still exist).
+  // progress it reports to is the one running, and its runs still exist):
+  // at the first run, and at each progress tick.
   auto listEarly = [this, weak = std::weak_ptr<EarlyRuns>(early)](const JobProgress* of) {
     const std::shared_ptr<EarlyRuns> e = weak.lock();
     if (!e || m_scan.progress() != of) return;
@@ -493,13 +494,8 @@ void MainWindow::openPaths(const QStringList& paths) {
       [this](JobOutcome, std::optional<std::vector<BrowseGroup>> groups, const QString& error) {
         onScanFinished(groups ? std::move(*groups) : std::vector<BrowseGroup>{}, error);
       },
-      [this, early](const JobProgress& progress) {
-        std::vector<BrowseGroup> runs;
-        {
-          const std::lock_guard lock(early->mutex);
-          runs.swap(early->runs);
-        }
-        m_model->appendRuns(std::move(runs));
+      [this, listEarly](const JobProgress& progress) {
+        listEarly(&progress);
         showScanProgress(progress);
       });
   m_browser->showProgress(0, 0);
