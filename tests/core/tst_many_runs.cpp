@@ -2,9 +2,11 @@
 // loss as torch.load reads them back (tests/python/make_many_runs.py), the
 // same whatever the number of threads that read the files, small files read
 // whole and a larger one read in parts alike, and each run handed over as
-// soon as its files are read while the rest are still being read.
+// soon as its files are read while the rest are still being read. The root
+// spelled several ways, and links in it.
 #include <QtTest>
 
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "json_compare.h"
 
 using namespace ckpt;
+namespace fs = std::filesystem;
 using ckpt::test::json;
 
 namespace {
@@ -131,6 +134,49 @@ class TestManyRuns : public QObject {
     for (const RunEntry& run : scan.runs) listed += run.checkpoints.size();
     QCOMPARE(listed, size_t(10));
     QCOMPARE(scan.runs.size(), size_t(3));  // seed0 (6), seed1 (4), seed11's metrics
+  }
+
+  // The same folder however it is spelled (a trailing slash, a detour
+  // through its parent, relative to the working folder): the same runs,
+  // each file named below the folder as expected.json names it.
+  void rootSpellings() {
+    const json expected = ckpt::test::readJsonFile(kOut + "/expected.json");
+    const std::string relative = fs::relative(kRoot).string();
+    for (const std::string& root :
+         {kRoot + "/", kRoot + "/../runs", kRoot + "/./", relative, "./" + relative}) {
+      const ScanResult scan = scanDirectory(root);
+      QCOMPARE(scan.runs.size(), expected["order"].size());
+      for (const RunEntry& run : scan.runs) {
+        const json& rows = expected["runs"][run.name];
+        QCOMPARE(run.checkpoints.size(), rows.size());
+        for (size_t k = 0; k < rows.size(); ++k)
+          QCOMPARE(run.checkpoints[k].file, run.name + "/" + rows[k][0].get<std::string>());
+      }
+    }
+  }
+
+  // Links: a file's is listed as the file it leads to; a folder's is not
+  // walked (it may lead anywhere: here, to a run listed already); one that
+  // leads nowhere is nothing.
+  void links() {
+    QTemporaryDir tmp;
+    const fs::path root = fs::path(tmp.path().toStdString()) / "runs";
+    const fs::path seed3 = fs::path(kRoot) / "lr1e-3_seed3";
+    fs::create_directories(root / "a");
+    fs::copy_file(seed3 / "step_100.pt", root / "a" / "step_100.pt");
+    fs::create_symlink(seed3 / "step_200.pt", root / "a" / "step_200.pt");
+    fs::create_symlink(root / "a" / "gone.pt", root / "a" / "step_300.pt");
+    fs::create_directory_symlink(seed3, root / "b");
+    fs::create_symlink(root / "nowhere", root / "c");
+    const ScanResult scan = scanDirectory(root.string());
+    QCOMPARE(scan.runs.size(), size_t(1));
+    QCOMPARE(scan.runs[0].name, std::string("a"));
+    std::vector<std::string> files;
+    for (const CheckpointEntry& c : scan.runs[0].checkpoints) {
+      QVERIFY2(c.error.empty(), c.error.c_str());
+      files.push_back(c.file + " " + std::to_string(c.step.value_or(-1)));
+    }
+    QCOMPARE(files, (std::vector<std::string>{"a/step_100.pt 100", "a/step_200.pt 200"}));
   }
 };
 

@@ -1,10 +1,10 @@
 #include "browser/cellformat.h"
 
-#include <ctime>
-
 #include <QApplication>
 #include <QDateTime>
 #include <map>
+
+#include "ckpt/index/local_minute.h"
 
 namespace ckpt {
 
@@ -26,24 +26,13 @@ QIcon standardIcon(QStyle::StandardPixmap which) {
 // (formatting every row's was a third of sizing the columns).
 QString timeText(int64_t secs) {
   if (!secs) return {};
-  static int64_t minuteStart = 1, minuteEnd = 0;  // [start, end): the kept text's seconds
+  static LocalMinuteText minute;
   static QString kept;
-  if (secs >= minuteStart && secs < minuteEnd) return kept;
-  const time_t t = static_cast<time_t>(secs);
-  struct tm local {};
-  if (!localtime_r(&t, &local))
+  if (minute.holds(secs)) return kept;
+  const std::string* text = minute.of(secs);
+  if (!text)
     return QDateTime::fromSecsSinceEpoch(secs).toString(QStringLiteral("yyyy-MM-dd HH:mm"));
-  kept = QString::asprintf("%04d-%02d-%02d %02d:%02d", local.tm_year + 1900, local.tm_mon + 1,
-                           local.tm_mday, local.tm_hour, local.tm_min);
-  // The same minute on the clock, unless the zone's offset changes in it
-  // (a leap second's 60 ends it a second later: kept to 60 s after its start).
-  minuteStart = secs - local.tm_sec;
-  minuteEnd = minuteStart + 60;
-  const time_t last = static_cast<time_t>(minuteEnd - 1);
-  struct tm end {};
-  if (local.tm_sec > 59 || !localtime_r(&last, &end) || end.tm_gmtoff != local.tm_gmtoff ||
-      end.tm_min != local.tm_min)
-    minuteEnd = secs + 1;  // this second only
+  kept = QString::fromStdString(*text);
   return kept;
 }
 

@@ -289,16 +289,31 @@ void ListingCache::load() {
   m_records.reserve(size_t(count));
   for (uint64_t i = 0; i < count; ++i) {
     const char* begin = payload.data();
-    std::string_view path;
     Record r;
-    if (!getView(payload, path) || !get(payload, r.stat.device) || !get(payload, r.stat.inode) ||
+    if (!getView(payload, r.path) || !get(payload, r.stat.device) || !get(payload, r.stat.inode) ||
         !get(payload, r.stat.size) || !get(payload, r.stat.mtimeNs) ||
         !get(payload, r.stat.ctimeNs) || !getView(payload, r.entry))
       return reject();
     r.whole = std::string_view(begin, size_t(payload.data() - begin));
-    m_records[path] = r;
+    m_records.push_back(r);
   }
   if (!payload.empty()) return reject();
+}
+
+const ListingCache::Record* ListingCache::find(size_t slot, std::string_view path) {
+  if (slot < m_records.size() && m_records[slot].path == path) return &m_records[slot];
+  // A file added or gone before it, or one not kept: every later slot
+  // moved. Looked up by path from then on (the index is made once).
+  std::call_once(m_indexOnce, [this] {
+    m_index.reserve(m_records.size());
+    for (size_t i = 0; i < m_records.size(); ++i) m_index.emplace(m_records[i].path, i);
+  });
+  const auto it = m_index.find(path);
+  return it == m_index.end() ? nullptr : &m_records[it->second];
+}
+
+ListingCache::Folder::~Folder() {
+  if (m_fd >= 0) ::close(m_fd);
 }
 
 void ListingCache::resize(size_t items) {
@@ -306,20 +321,41 @@ void ListingCache::resize(size_t items) {
   m_read.assign(items, std::string());
 }
 
+namespace {
+
+// stat(2) of `path`; with a held folder (`fd`, `held`: its path), by its
+// name in its folder, which is opened when it is not the one held.
+bool statFile(const std::string& path, int* fd, std::string* held, struct stat& st) {
+  const size_t slash = path.rfind('/');
+  if (!fd || slash == std::string::npos || slash == 0) return ::stat(path.c_str(), &st) == 0;
+  const std::string_view dir(path.data(), slash);
+  if (*fd < 0 || *held != dir) {
+    if (*fd >= 0) ::close(*fd);
+    held->assign(dir);
+    *fd = ::open(held->c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (*fd < 0) return ::stat(path.c_str(), &st) == 0;
+  }
+  return ::fstatat(*fd, path.c_str() + slash + 1, &st, 0) == 0;
+}
+
+}  // namespace
+
 CheckpointEntry ListingCache::entry(size_t slot, const std::string& path, const std::string& file,
-                                    const std::function<CheckpointEntry()>& read) {
+                                    const std::function<CheckpointEntry()>& read, Folder* folder) {
   struct stat st {};
-  if (slot >= m_slots.size() || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (slot >= m_slots.size() ||
+      !statFile(path, folder ? &folder->m_fd : nullptr, folder ? &folder->m_path : nullptr, st) ||
+      !S_ISREG(st.st_mode)) {
     ++g_misses;
     return read();
   }
   const Stat now{uint64_t(st.st_dev), uint64_t(st.st_ino), uint64_t(st.st_size),
                  int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec,
                  int64_t(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec};
-  if (const auto it = m_records.find(path); it != m_records.end() && it->second.stat == now)
-    if (std::optional<CheckpointEntry> e = decodeEntry(it->second.entry)) {
+  if (const Record* r = find(slot, path); r && r->stat == now)
+    if (std::optional<CheckpointEntry> e = decodeEntry(r->entry)) {
       ++g_hits;
-      m_slots[slot] = it->second.whole;
+      m_slots[slot] = r->whole;
       e->path = path;
       e->file = file;
       return std::move(*e);

@@ -4,6 +4,7 @@
 #include "scan_walk.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
 #include <exception>
 #include <filesystem>
@@ -13,6 +14,10 @@
 #include <set>
 #include <stdexcept>
 #include <thread>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 
 #include "ascii.h"
 #include "ckpt/format/checkpoint_file.h"
@@ -24,6 +29,7 @@
 #include "ckpt/index/listing_cache.h"
 #include "ckpt/index/megatron.h"
 #include "ckpt/index/mlflow.h"
+#include "ckpt/index/natural_order.h"
 #include "ckpt/index/run_plan.h"
 #include "ckpt/index/tfevents.h"
 #include "ckpt/index/torchtitan.h"
@@ -34,22 +40,58 @@ namespace ckpt::detail {
 
 namespace fs = std::filesystem;
 
-// .bin, .ckpt and .pth.tar files count only when their first bytes say torch or safetensors.
-// A writer's temporary file (.<name>.tmp-<pid>-<hex>) is never listed.
-bool isListedFile(const fs::path& path) {
-  if (isTempFileName(path.filename().string()) || !isCandidateName(path.filename().string()))
-    return false;
+namespace {
+
+std::string_view filenameOf(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+bool endsWithLower(std::string_view name, std::string_view ext) {
+  if (name.size() < ext.size()) return false;
+  for (size_t i = 0; i < ext.size(); ++i) {
+    const char c = name[name.size() - ext.size() + i];
+    if ((c >= 'A' && c <= 'Z' ? char(c + ('a' - 'A')) : c) != ext[i]) return false;
+  }
+  return true;
+}
+
+// Whether a file of this name may be listed (isListedFile), and whether
+// its first bytes must say so.
+enum class NameVerdict { No, Yes, Sniff };
+NameVerdict listedName(std::string_view name) {
+  if (isTempFileName(name) || !isCandidateName(name)) return NameVerdict::No;
   // A .tar here is a .pth.tar (isCandidateName): torch.save's zip under the
   // ImageNet example's name, not a tar archive.
-  const std::string ext = detail::asciiLower(path.extension().string());
-  if (ext != ".bin" && ext != ".ckpt" && ext != ".tar") return true;
+  for (const std::string_view ext : {".bin", ".ckpt", ".tar"})
+    if (endsWithLower(name, ext)) return NameVerdict::Sniff;
+  return NameVerdict::Yes;
+}
+
+bool sniffsListed(const std::string& path) {
   try {
-    InputFile in(path.string());
+    InputFile in(path);
     const Sniff s = sniffFile(in);
     return s == Sniff::Zip || s == Sniff::TorchLegacy || s == Sniff::Safetensors;
   } catch (const std::exception&) {
     return false;
   }
+}
+
+}  // namespace
+
+// .bin, .ckpt and .pth.tar files count only when their first bytes say torch or safetensors.
+// A writer's temporary file (.<name>.tmp-<pid>-<hex>) is never listed.
+bool isListedFile(const fs::path& path) {
+  switch (listedName(filenameOf(path.native()))) {
+    case NameVerdict::No:
+      return false;
+    case NameVerdict::Yes:
+      return true;
+    case NameVerdict::Sniff:
+      break;
+  }
+  return sniffsListed(path.native());
 }
 
 // A sharded checkpoint in `dir` is listed once: a Hugging Face index (its
@@ -118,11 +160,29 @@ bool Found::addFolder(const fs::path& dir) {
 }
 
 void Found::addFile(const fs::path& file) {
+  const std::string_view name = filenameOf(file.native());
   if (isListedFile(file)) files.push_back(file);
-  if (isMetricsFileName(file.filename().string()))
+  if (isMetricsFileName(name))
     metricFiles[file.parent_path()].push_back(file.string());
-  else if (isTfEventsFileName(file.filename().string()))
+  else if (isTfEventsFileName(name))
     eventFiles[file.parent_path()].push_back(file.string());
+}
+
+bool Found::addFileNamed(const fs::path& dir, std::string_view name) {
+  const NameVerdict listed = listedName(name);
+  const bool metrics = isMetricsFileName(name), events = !metrics && isTfEventsFileName(name);
+  if (listed == NameVerdict::No && !metrics && !events) return false;
+  // As `dir / name` makes it (a folder given as "runs/" gives "runs/a.pt").
+  std::string path;
+  path.reserve(dir.native().size() + 1 + name.size());
+  path.append(dir.native());
+  if (!path.empty() && path.back() != '/') path += '/';
+  path.append(name);
+  if (metrics) metricFiles[dir].push_back(path);
+  if (events) eventFiles[dir].push_back(path);
+  if (listed == NameVerdict::Yes || (listed == NameVerdict::Sniff && sniffsListed(path)))
+    files.emplace_back(std::move(path));
+  return true;
 }
 
 void Found::merge(Found&& other) {
@@ -144,11 +204,6 @@ void Found::merge(Found&& other) {
 }
 
 namespace {
-
-std::string_view filenameOf(std::string_view path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
 
 // A folder to list: whether it is an MLflow run is known to the thread
 // that listed its parent (its metrics/, params/ and tags/ are not walked).
@@ -222,30 +277,70 @@ bool mayBeShardName(std::string_view name) {
 // walk) into `below`, the sharded checkpoint it holds into `found`.
 void listFolder(const Folder& folder, Found& found, std::vector<Folder>& below) {
   if (folder.mlflowRun) found.mlflowRuns.insert(folder.path);
-  std::error_code ec;
+  const size_t firstFile = found.files.size();
+  // Listed by readdir: a file's name is looked at before any path is made
+  // for it (a directory_iterator made a path of every entry, and its checks
+  // a path of every name: half of the walk).
+  const auto failed = [&](int err) {
+    return std::runtime_error(folder.path.string() + ": " + std::generic_category().message(err));
+  };
+  DIR* dir = ::opendir(folder.path.c_str());
+  if (!dir) {
+    const int err = errno;
+    // Not ours to read (skipped, as before), or removed while the walk went on.
+    if (err == EACCES || err == ENOENT || err == ENOTDIR) return;
+    throw failed(err);
+  }
+  const std::unique_ptr<DIR, int (*)(DIR*)> closeDir(dir, ::closedir);
   bool maybeSharded = false;
-  fs::directory_iterator it(folder.path, fs::directory_options::skip_permission_denied, ec);
-  for (const fs::directory_iterator end; !ec && it != end; it.increment(ec)) {
-    const fs::directory_entry& entry = *it;
-    const std::string_view name = filenameOf(entry.path().native());
+  for (;;) {
+    errno = 0;
+    const dirent* d = ::readdir(dir);
+    if (!d) {
+      if (errno != 0 && errno != ENOENT) throw failed(errno);
+      break;
+    }
+    const std::string_view name(d->d_name);
+    if (name == "." || name == "..") continue;
     maybeSharded = maybeSharded || mayBeShardName(name);
-    std::error_code tec;
-    if (entry.is_directory(tec)) {
+    // What it is, links followed (as a directory_entry says it); a link
+    // that leads nowhere is nothing.
+    unsigned char type = d->d_type;
+    bool link = type == DT_LNK;
+    struct stat st {};
+    if (type == DT_UNKNOWN) {
+      if (::fstatat(::dirfd(dir), d->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      link = S_ISLNK(st.st_mode);
+      type = link                  ? DT_LNK
+             : S_ISDIR(st.st_mode) ? DT_DIR
+             : S_ISREG(st.st_mode) ? DT_REG
+                                   : DT_UNKNOWN;
+    }
+    if (type == DT_LNK) {
+      if (::fstatat(::dirfd(dir), d->d_name, &st, 0) != 0) continue;
+      type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+    }
+    if (type == DT_DIR) {
       // .git, .cache, ...; a Trainer checkpoint's files are read as one; a
       // link to a folder is looked at, not walked (it may lead anywhere).
-      if (name.starts_with('.') || !found.addFolder(entry.path())) continue;
-      std::error_code lec;
-      if (entry.is_symlink(lec))
-        collectSharded(entry.path(), found.files, found.parts);
-      else
-        below.push_back({entry.path(), found.mlflowRuns.count(entry.path()) > 0});
+      if (name.starts_with('.')) continue;
+      fs::path sub = folder.path / name;
+      if (!found.addFolder(sub)) continue;
+      if (link) {
+        collectSharded(sub, found.files, found.parts);
+      } else {
+        const bool mlflowRun = found.mlflowRuns.count(sub) > 0;
+        below.push_back({std::move(sub), mlflowRun});
+      }
       continue;
     }
-    if (entry.is_regular_file(tec)) found.addFile(entry.path());
+    if (type == DT_REG) found.addFileNamed(folder.path, name);
   }
-  // Removed while the walk went on: nothing of it to list.
-  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
-    throw std::runtime_error(folder.path.string() + ": " + ec.message());
+  // In the order they are listed (on the walk's threads: the listing sorts
+  // each run's items and finds them sorted).
+  std::sort(
+      found.files.begin() + std::ptrdiff_t(firstFile), found.files.end(),
+      [](const fs::path& a, const fs::path& b) { return naturalLess(a.native(), b.native()); });
   if (maybeSharded) collectSharded(folder.path, found.files, found.parts);
 }
 
@@ -279,7 +374,7 @@ Found walkTree(const fs::path& root, unsigned threads) {
   return found;
 }
 
-bool isMetricsFileName(const std::string& name) {
+bool isMetricsFileName(std::string_view name) {
   return name == "metrics.jsonl" || name == "trainer_state.json" || name == "metrics.csv";
 }
 
@@ -350,6 +445,22 @@ std::optional<fs::path> eventFolderOwner(const fs::path& dir) {
   return dir.parent_path().parent_path();
 }
 
+namespace {
+
+// Whether a folder on `path` (its parts between slashes) has a name `named` takes.
+template <typename Named>
+bool anyFolderNamed(std::string_view path, Named named) {
+  for (size_t start = 0; start <= path.size();) {
+    size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    if (end > start && named(path.substr(start, end - start))) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+}  // namespace
+
 // The files a Trainer wrote into its output folder itself (the final
 // model, training_args.bin) are one final checkpoint, not one each.
 std::vector<Item> itemsOf(Found& found) {
@@ -392,9 +503,18 @@ std::vector<Item> itemsOf(Found& found) {
       sharedDir = std::make_shared<const fs::path>(dir);
       auto [at, added] = owners.try_emplace(dir);
       owner = &at->second;
+      // (Each asks only when a folder on the path has the name its layout
+      // needs: the folders of 1,000 plain runs cost a path walk of 16
+      // parents each, a fifth of making the items.)
       if (added)
-        *owner = {shared(lightningRunOf(f.string())), shared(mlflowRunOf(f.string())),
-                  shared(wandbRunOf(f.string()))};
+        *owner = {shared(lightningRunOf(f.string())),
+                  anyFolderNamed(native.substr(0, slash),
+                                 [](std::string_view n) { return n == "artifacts"; })
+                      ? shared(mlflowRunOf(f.string()))
+                      : nullptr,
+                  anyFolderNamed(native.substr(0, slash), isWandbRunFolderName)
+                      ? shared(wandbRunOf(f.string()))
+                      : nullptr};
     }
     const std::string_view role =
         hfPartRole(slash == std::string_view::npos ? native : native.substr(slash + 1));
@@ -440,9 +560,30 @@ std::vector<Item> itemsOf(Found& found) {
   return items;
 }
 
+namespace {
+
+// Whether a relative path has a ".", ".." or empty part (a doubled or
+// trailing slash): lexically_relative would make something else of it.
+bool hasDotOrEmptyPart(std::string_view rest) {
+  return anyFolderNamed(rest, [](std::string_view n) { return n == "." || n == ".."; }) ||
+         rest.empty() || rest.front() == '/' || rest.back() == '/' ||
+         rest.find("//") != std::string_view::npos;
+}
+
+}  // namespace
+
 CheckpointEntry describeItem(const Item& item, const fs::path& rootPath, ListingCache* cache,
-                             size_t slot) {
+                             size_t slot, ListingCache::Folder* folder) {
   auto relative = [&](const fs::path& p) {
+    // Below the root as the walk joined it (the root, a slash, names):
+    // the rest of the path, as lexically_relative gives it.
+    const std::string& root = rootPath.native();
+    const std::string& path = p.native();
+    if (!root.empty() && root.back() != '/' && path.size() > root.size() + 1 &&
+        path[root.size()] == '/' && path.compare(0, root.size(), root) == 0) {
+      const std::string_view rest = std::string_view(path).substr(root.size() + 1);
+      if (!hasDotOrEmptyPart(rest)) return std::string(rest);
+    }
     std::string rel = p.lexically_relative(rootPath).string();
     // The root itself, a checkpoint's folder opened on its own: its folder
     // name, as when its parent is opened (it was listed as ".").
@@ -468,7 +609,7 @@ CheckpointEntry describeItem(const Item& item, const fs::path& rootPath, Listing
   }
   const std::string path = item.path.string(), file = relative(item.path);
   auto read = [&] { return describeCheckpoint(path, file); };
-  CheckpointEntry e = cache ? cache->entry(slot, path, file, read) : read();
+  CheckpointEntry e = cache ? cache->entry(slot, path, file, read, folder) : read();
   if (!item.trainer.empty()) e.trainer = std::string(item.trainer);
   return e;
 }

@@ -12,13 +12,10 @@
 #include <string_view>
 #include <vector>
 
+#include "ckpt/index/listing_cache.h"
 #include "ckpt/index/scanner.h"
 
-namespace ckpt {
-
-class ListingCache;
-
-namespace detail {
+namespace ckpt::detail {
 
 namespace fs = std::filesystem;
 
@@ -28,7 +25,7 @@ bool isListedFile(const fs::path& path);
 // A sharded checkpoint in `dir`, listed once (its index file or its
 // folder); the files it is made of go to `parts`.
 void collectSharded(const fs::path& dir, std::vector<fs::path>& listed, std::set<fs::path>& parts);
-bool isMetricsFileName(const std::string& name);
+bool isMetricsFileName(std::string_view name);
 
 // What a walk finds, before any file is read.
 struct Found {
@@ -47,6 +44,9 @@ struct Found {
   // another folder may hold is found when it is listed: walkTree.)
   bool addFolder(const fs::path& dir);
   void addFile(const fs::path& file);
+  // A regular file `name` in `dir`, looked at by its name first (no path
+  // made for a file of no interest); whether it was of any.
+  bool addFileNamed(const fs::path& dir, std::string_view name);
   // What another walk of other folders found, added to this one.
   void merge(Found&& other);
 };
@@ -82,9 +82,9 @@ std::optional<fs::path> eventFolderOwner(const fs::path& dir);
 std::vector<Item> itemsOf(Found& found);
 // One item's entry, its path relative to `rootPath`. A file is answered
 // from `cache` when the cache knows it unchanged (listing_cache.h); slot
-// `slot` of the cache is the item's.
+// `slot` of the cache is the item's, `folder` the calling thread's.
 CheckpointEntry describeItem(const Item& item, const fs::path& rootPath,
-                             ListingCache* cache = nullptr, size_t slot = 0);
+                             ListingCache* cache = nullptr, size_t slot = 0,
+                             ListingCache::Folder* folder = nullptr);
 
-}  // namespace detail
-}  // namespace ckpt
+}  // namespace ckpt::detail

@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -63,13 +64,32 @@ class ListingCache {
   [[nodiscard]] static std::unique_ptr<ListingCache> open(const std::string& root);
   ~ListingCache();
 
+  // The folder a thread last looked in while it takes entries: its files
+  // are stat'ed by name in the folder held open, not by a path walked
+  // again for each (a listing's files come folder by folder). One per
+  // thread, for one listing only (a folder renamed since would be looked
+  // in by its old handle).
+  class Folder {
+   public:
+    Folder() = default;
+    ~Folder();
+    Folder(const Folder&) = delete;
+    Folder& operator=(const Folder&) = delete;
+
+   private:
+    friend class ListingCache;
+    std::string m_path;
+    int m_fd = -1;
+  };
+
   // Slots for a listing of `items` files (one per item; entry() fills them).
   void resize(size_t items);
   // The entry of the file at `path`: the cached one (its path and `file`
   // set to these) when the file is unchanged, else read(), kept for the
-  // next listing when it can be. Safe on several threads, a slot each.
+  // next listing when it can be. Safe on several threads, a slot and a
+  // `folder` each (none: the path is stat'ed).
   CheckpointEntry entry(size_t slot, const std::string& path, const std::string& file,
-                        const std::function<CheckpointEntry()>& read);
+                        const std::function<CheckpointEntry()>& read, Folder* folder = nullptr);
   // Writes the cache file when the listing differs from what was loaded:
   // the files of this listing only (a file gone is dropped).
   void save();
@@ -82,15 +102,23 @@ class ListingCache {
     bool operator==(const Stat&) const = default;
   };
   struct Record {
+    std::string_view path;  // in m_loaded
     Stat stat;
     std::string_view entry;  // encoded, in m_loaded
     std::string_view whole;  // the record's bytes, in m_loaded
   };
   void load();
+  // The record of `path`: the one at `slot` when it is that file (the same
+  // folder listed again: the files come in the order they were saved),
+  // else looked up by path. nullptr when none.
+  const Record* find(size_t slot, std::string_view path);
 
   std::string m_root, m_file;
   std::string m_loaded;
-  std::unordered_map<std::string_view, Record> m_records;
+  std::vector<Record> m_records;  // in the file's order
+  // Path -> index in m_records, made the first time a slot's record is not its file.
+  std::once_flag m_indexOnce;
+  std::unordered_map<std::string_view, size_t> m_index;
   // Each slot's record, encoded: a view of m_loaded (the file's own bytes,
   // unchanged) or of its m_read string (a file read this time); empty when
   // not kept.
