@@ -72,11 +72,16 @@ class JobProgress {
 
 namespace detail {
 
+// (The result is held by a pointer: a QFutureWatcher hands out copies of
+// what the job returned, and a copy of a scan's 50,000 checkpoints took
+// as long on the GUI thread as listing the last of them.)
 template <typename T>
 struct JobEnd {
   JobOutcome outcome = JobOutcome::Failed;
-  std::optional<T> result;
+  std::shared_ptr<T> result;
   QString error;
+  // The result, moved out (once: the one `done` given this end takes it).
+  std::optional<T> take() { return result ? std::optional<T>(std::move(*result)) : std::nullopt; }
 };
 
 // Runs `work` on workPool() with `progress`; `done` gets its end on
@@ -95,7 +100,7 @@ QFuture<JobEnd<T>> launch(QObject* context, std::function<T(JobProgress&)> work,
       QtConcurrent::run(workPool(), [work = std::move(work), progress]() -> JobEnd<T> {
         JobEnd<T> end;
         try {
-          end.result.emplace(work(*progress));
+          end.result = std::make_shared<T>(work(*progress));
           end.outcome = progress->cancelled() ? JobOutcome::Cancelled : JobOutcome::Done;
         } catch (const std::exception& e) {
           end.outcome = progress->cancelled() ? JobOutcome::Cancelled : JobOutcome::Failed;
@@ -146,8 +151,7 @@ class BackgroundJob {
                                    if (run != m_current) return;  // superseded by a newer request
                                    m_current.reset();
                                    m_timer.stop();
-                                   if (run->finish)
-                                     run->finish(end.outcome, std::move(end.result), end.error);
+                                   if (run->finish) run->finish(end.outcome, end.take(), end.error);
                                  });
     m_timer.start();
   }
@@ -210,14 +214,16 @@ class BackgroundJobs {
     m_futures.erase(std::remove_if(m_futures.begin(), m_futures.end(),
                                    [](const auto& f) { return f.isFinished(); }),
                     m_futures.end());
-    m_futures.push_back(detail::launch<T>(
-        m_context, std::move(work), std::shared_ptr<JobProgress>(run, &run->progress),
-        [this, key, run](detail::JobEnd<T> end) {
-          const auto it = m_running.find(key);
-          if (it == m_running.end() || it->second != run) return;  // dropped
-          m_running.erase(it);
-          if (run->finish) run->finish(end.outcome, std::move(end.result), end.error);
-        }));
+    m_futures.push_back(detail::launch<T>(m_context, std::move(work),
+                                          std::shared_ptr<JobProgress>(run, &run->progress),
+                                          [this, key, run](detail::JobEnd<T> end) {
+                                            const auto it = m_running.find(key);
+                                            if (it == m_running.end() || it->second != run)
+                                              return;  // dropped
+                                            m_running.erase(it);
+                                            if (run->finish)
+                                              run->finish(end.outcome, end.take(), end.error);
+                                          }));
   }
   [[nodiscard]] bool isRunning(const Key& key) const { return m_running.count(key) > 0; }
   [[nodiscard]] size_t runningCount() const { return m_running.size(); }

@@ -1,5 +1,6 @@
 #include "ckpt/index/hparams.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -116,8 +117,19 @@ void readRunJson(const RunEntry& run, Hparams& into, std::vector<std::string>& p
 // A Trainer's run by its folder, as the other sources tell theirs: the app's
 // Curves tab hands over runs without RunEntry::trainer.
 std::string hfConfigFolder(const RunEntry& run) {
-  if (run.trainer != kHfTrainerId && !isHfOutputFolder(run.path)) return {};
   std::error_code ec;
+  // A Trainer's run by its checkpoints (a listing names the trainer of a
+  // checkpoint-<step>/ folder and of the run holding one), else by the
+  // Trainer's own files in its folder (one that has saved no checkpoint
+  // yet). Not by isHfOutputFolder, which lists the folder: a tenth of the
+  // browser's listing of 1,000 runs asked it of every run.
+  if (run.trainer != kHfTrainerId &&
+      std::none_of(run.checkpoints.begin(), run.checkpoints.end(),
+                   [](const CheckpointEntry& c) { return c.trainer == kHfTrainerId; }) &&
+      !std::filesystem::is_regular_file(std::filesystem::path(run.path) / "trainer_state.json",
+                                        ec) &&
+      !std::filesystem::is_regular_file(std::filesystem::path(run.path) / "training_args.bin", ec))
+    return {};
   const auto holds = [&ec](const std::filesystem::path& d) {
     return std::filesystem::is_regular_file(d / "training_args.bin", ec) ||
            std::filesystem::is_regular_file(d / "config.json", ec);
