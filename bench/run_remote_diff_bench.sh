@@ -52,6 +52,12 @@ C="$DATA/gpt2s-sinks_step13000-last2blocks.pt"
 
 TMP="$(mktemp -d)"
 cleanup() {
+  # The kept connection (started below), if a failure left it open.
+  for socket in "$TMP"/cm-*; do
+    if [[ -S "$socket" ]]; then
+      ssh -F "$SSH_CONFIG" -o ControlPath="$socket" -O exit 127.0.0.1 2>/dev/null || true
+    fi
+  done
   bench_sshd_stop
   rm -rf "$TMP"
 }
