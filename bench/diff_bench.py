@@ -1,9 +1,14 @@
 #!/usr/bin/python3
 """Helpers of bench/run_diff_bench.sh (Debian's python3-torch).
 
-    diff_bench.py perturb SRC DST      a perturbed copy of SRC (cached: a stamp
+    diff_bench.py perturb SRC DST [--blocks I,J]
+                                       a perturbed copy of SRC (cached: a stamp
                                        file DST.stamp.json records SRC's size
-                                       and mtime; a matching DST is kept)
+                                       and mtime; a matching DST is kept);
+                                       every model tensor changed (a full
+                                       fine-tune), or with --blocks only the
+                                       tensors of those blocks (a fine-tune of
+                                       the last layers, the rest frozen)
     diff_bench.py python A B [--out F] the Python anchor: torch.load both, then
                                        a per-tensor loop computing the diff's
                                        metrics in float64 (tests/python/
@@ -31,11 +36,13 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "python"))
 GENERATOR_VERSION = 1
 
 
-def perturb(src, dst):
+def perturb(src, dst, blocks=None):
     stamp_path = dst + ".stamp.json"
     st = os.stat(src)
     want = {"generator_version": GENERATOR_VERSION, "src": os.path.basename(src), "src_size": st.st_size,
             "src_mtime": int(st.st_mtime)}
+    if blocks is not None:
+        want["blocks"] = sorted(blocks)
     if os.path.exists(dst) and os.path.exists(stamp_path):
         try:
             with open(stamp_path) as f:
@@ -62,6 +69,8 @@ def perturb(src, dst):
                 continue
             done[t.data_ptr()] = name
             depth = int(name.split(".")[1]) + 1 if name.startswith("blocks.") else 0
+            if blocks is not None and (depth == 0 or depth - 1 not in blocks):
+                continue  # frozen
             scale = 1e-3 * (1 + depth) * (float(t.abs().mean()) + 1e-6)
             t.add_(torch.randn(t.shape, generator=g) * scale)
     meta = dict(ckpt["metadata"], step=ckpt["metadata"]["step"] + 1000, loss=2.8123, train_loss=2.8123,
@@ -129,7 +138,10 @@ def measure(n, cmd):
 
 def main(argv):
     if len(argv) >= 4 and argv[1] == "perturb":
-        return perturb(argv[2], argv[3])
+        blocks = None
+        if len(argv) >= 6 and argv[4] == "--blocks":
+            blocks = [int(b) for b in argv[5].split(",")]
+        return perturb(argv[2], argv[3], blocks)
     if len(argv) >= 4 and argv[1] == "python":
         return python_anchor(argv[2], argv[3], argv[5] if len(argv) >= 6 and argv[4] == "--out" else None)
     if len(argv) >= 4 and argv[1] == "measure":

@@ -5,7 +5,8 @@
 # same benchmark; and the bytes a refresh moves after 100 lines are appended
 # to a run's metrics.jsonl (`metrics` with `since`, docs/REMOTE.md) against
 # the bytes of those lines. An sshd of its own (keys and configs in a
-# temporary folder, a loopback port) is started and stopped here.
+# temporary folder, a loopback port: bench/sshd_loopback.sh) is started and
+# stopped here.
 #
 #   bench/run_remote_bench.sh [BUILD_DIR]
 #
@@ -20,9 +21,9 @@ POINTS="${SWEEP_POINTS:-2000}"
 REPEAT="${REPEAT:-5}"
 DATA="${CKPT_BENCH_DATA:-$REPO/build/bench-data}/sweep-${RUNS}x${POINTS}"
 source "$REPO/bench/cli_build.sh"
+source "$REPO/bench/sshd_loopback.sh"
 bench_cli_build "$REPO" ${1:+"$1"} -- ckptscope-cli
 CLI="$BUILD/app/ckptscope-cli"
-[[ -x /usr/sbin/sshd ]] || { echo "needs /usr/sbin/sshd (openssh-server)"; exit 1; }
 
 if [[ ! -f "$DATA/.complete" ]]; then
   python3 "$REPO/bench/make_sweep_bench.py" "$DATA" "$RUNS" "$POINTS"
@@ -30,40 +31,13 @@ if [[ ! -f "$DATA/.complete" ]]; then
 fi
 
 TMP="$(mktemp -d)"
-SSHD_PID=""
 cleanup() {
-  [[ -n "$SSHD_PID" ]] && kill "$SSHD_PID" 2>/dev/null || true
+  bench_sshd_stop
   rm -rf "$TMP"
 }
 trap cleanup EXIT
-mkdir -p /run/sshd 2>/dev/null || true
-ssh-keygen -q -t ed25519 -N '' -f "$TMP/host_key"
-ssh-keygen -q -t ed25519 -N '' -f "$TMP/user_key"
-cp "$TMP/user_key.pub" "$TMP/authorized_keys"
-PORT=$((20000 + $$ % 30000))
-cat >"$TMP/sshd_config" <<CFG
-Port $PORT
-ListenAddress 127.0.0.1
-HostKey $TMP/host_key
-AuthorizedKeysFile $TMP/authorized_keys
-StrictModes no
-UsePAM no
-PidFile none
-PasswordAuthentication no
-CFG
-cat >"$TMP/ssh_config" <<CFG
-Host *
-  Port $PORT
-  IdentityFile $TMP/user_key
-  IdentitiesOnly yes
-  UserKnownHostsFile $TMP/known_hosts
-  StrictHostKeyChecking accept-new
-  LogLevel ERROR
-CFG
-/usr/sbin/sshd -D -e -f "$TMP/sshd_config" 2>"$TMP/sshd.log" &
-SSHD_PID=$!
-for _ in $(seq 50); do grep -q "Server listening" "$TMP/sshd.log" && break; sleep 0.1; done
-export CKPTSCOPE_SSH="ssh -F $TMP/ssh_config" CKPTSCOPE_REMOTE_CLI="$CLI"
+bench_sshd_start "$TMP"
+export CKPTSCOPE_REMOTE_CLI="$CLI"
 
 echo "== machine"
 echo "cpu:   $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1) ($(nproc) cores); load average $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -131,6 +131,12 @@ class Agent {
   void send(const Json& message);
   // A message already written as JSON text (no newline).
   void sendLine(std::string line);
+  // The line `head` + `body` + `tail`, put together in one buffer kept for
+  // the next (a tensor's events are a megabyte each: a new string for each
+  // cost more in page faults than its base64).
+  void sendLine(std::string_view head, std::string_view body, std::string_view tail);
+  // Writes all of `line` (m_outMutex held).
+  void writeAll(std::string_view line);
   void error(const Json& id, const std::string& code, const std::string& message) {
     send(Json{{"id", id}, {"error", {{"code", code}, {"message", message}}}});
   }
@@ -144,6 +150,7 @@ class Agent {
 
   std::mutex m_outMutex;  // one line at a time on stdout
   bool m_outBroken = false;
+  std::string m_outLine;  // sendLine(head, body, tail)'s buffer (m_outMutex)
   Roots m_roots;
   bool m_hello = false;
 
@@ -164,6 +171,18 @@ void Agent::send(const Json& message) {
 void Agent::sendLine(std::string line) {
   line += '\n';
   std::lock_guard lock(m_outMutex);
+  writeAll(line);
+}
+
+void Agent::sendLine(std::string_view head, std::string_view body, std::string_view tail) {
+  std::lock_guard lock(m_outMutex);
+  m_outLine.assign(head).append(body).append(tail).append(1, '\n');
+  writeAll(m_outLine);
+  // Kept for the next event, unless a large one grew it.
+  if (m_outLine.capacity() > (size_t(8) << 20)) std::string().swap(m_outLine);
+}
+
+void Agent::writeAll(std::string_view line) {
   if (m_outBroken) return;
   for (size_t done = 0; done < line.size();) {
     const ssize_t n = ::write(STDOUT_FILENO, line.data() + done, line.size() - done);
@@ -268,9 +287,8 @@ void Agent::execute(const Request& r) {
     send(Json{{"id", r.id}, {"progress", {{"done", done}, {"total", total}}}});
   };
   call.event = [&](Json event) { send(Json{{"id", r.id}, {"event", std::move(event)}}); };
-  call.eventText = [&](const std::string& event) {
-    sendLine("{\"id\":" + dumpJson(r.id) + ",\"event\":" + event + "}");
-  };
+  const std::string eventHead = "{\"id\":" + dumpJson(r.id) + ",\"event\":";
+  call.eventText = [&](const std::string& event) { sendLine(eventHead, event, "}"); };
   Json answer;
   std::string answerText;  // the answer as text, when the method wrote its result so
   try {

@@ -121,6 +121,7 @@ Json tensorBytes(Call& call) {
   // Elements per event: a whole number of bytes for the packed types.
   const size_t perEvent = std::max<size_t>(8, remote::kTensorChunkBytes / size_t(dtypeSize(dtype)));
   std::string buffer(dtypeBytesFor(dtype, perEvent), '\0');
+  std::string event;  // one event's text, its capacity kept from chunk to chunk
   const uint64_t total = dtypeBytesFor(dtype, data.numel());
   uint64_t offset = 0;
   for (uint64_t first = 0; first < data.numel();) {
@@ -130,8 +131,10 @@ Json tensorBytes(Call& call) {
       throw ProtocolError("failed", path + ": tensor " + std::to_string(i) + ": short read");
     const uint64_t bytes = dtypeBytesFor(dtype, n);
     // {"offset":N,"data":"..."} written out: base64 needs no escaping.
-    call.eventText("{\"offset\":" + std::to_string(offset) + ",\"data\":\"" +
-                   remote::base64Encode(std::string_view(buffer.data(), bytes)) + "\"}");
+    event.assign("{\"offset\":").append(std::to_string(offset)).append(",\"data\":\"");
+    remote::base64Append(std::string_view(buffer.data(), bytes), event);
+    event.append("\"}");
+    call.eventText(event);
     first += n;
     offset += bytes;
     call.progress(offset, total);

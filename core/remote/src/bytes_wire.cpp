@@ -18,9 +18,16 @@ constexpr std::array<int8_t, 256> decodeTable() {
 }  // namespace
 
 std::string base64Encode(std::string_view bytes) {
-  std::string out((bytes.size() + 2) / 3 * 4, '=');
+  std::string out;
+  base64Append(bytes, out);
+  return out;
+}
+
+void base64Append(std::string_view bytes, std::string& out) {
+  const size_t at = out.size();
+  out.resize(at + (bytes.size() + 2) / 3 * 4, '=');
   const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
-  char* o = out.data();
+  char* o = out.data() + at;
   size_t i = 0;
   for (; i + 3 <= bytes.size(); i += 3, o += 4) {
     const uint32_t v = uint32_t(p[i]) << 16 | uint32_t(p[i + 1]) << 8 | p[i + 2];
@@ -35,7 +42,6 @@ std::string base64Encode(std::string_view bytes) {
     o[1] = kAlphabet[(v >> 12) & 63];
     if (rest == 2) o[2] = kAlphabet[(v >> 6) & 63];
   }
-  return out;
 }
 
 bool base64Decode(std::string_view text, std::string& out) {

@@ -12,6 +12,9 @@ namespace ckpt::remote {
 inline constexpr size_t kTensorChunkBytes = size_t(1) << 20;
 
 [[nodiscard]] std::string base64Encode(std::string_view bytes);
+// The same text appended to `out` (a buffer kept across a tensor's chunks:
+// no megabyte string made and dropped per chunk).
+void base64Append(std::string_view bytes, std::string& out);
 // Appends the decoded bytes to `out`; false (out unchanged in meaning, its
 // tail undefined) when `text` is not base64.
 [[nodiscard]] bool base64Decode(std::string_view text, std::string& out);
