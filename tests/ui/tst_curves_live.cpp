@@ -45,6 +45,7 @@ class TestCurvesLive : public QObject, private CurvesSample {
   void initTestCase();
   void init();
   void liveAppend();
+  void lineWrittenAsTheCurvesShow();
   void liveNewFileAndRewrite();
   void liveMergeEqualsReloadAtEveryLine();
   void liveRestartDrawsWhatAReloadDraws();
@@ -58,6 +59,26 @@ void TestCurvesLive::initTestCase() {
 void TestCurvesLive::init() {
   const QString failed = writeSample();
   QVERIFY2(failed.isEmpty(), qPrintable(failed));
+}
+
+// The runs are followed once the chart shown has been drawn
+// (RunFollower::followSoon): a line written the moment the curves are
+// shown, before the files are watched, still arrives.
+void TestCurvesLive::lineWrittenAsTheCurvesShow() {
+  CurvesView view;
+  const QString jsonl = QDir(m_dir->path()).filePath("alpha/metrics.jsonl");
+  bool appended = false;
+  connect(&view, &CurvesView::curvesReady, this, [&] {
+    if (appended) return;  // once
+    appended = appendText(jsonl, "{\"step\": 360, \"loss\": 2.5}\n");
+  });
+  QVERIFY(load(view));
+  QVERIFY(appended);
+  QCOMPARE(view.rawGraph("alpha")->data()->size(), int(m_alphaLoss.size()));
+  QTRY_COMPARE_WITH_TIMEOUT(view.rawGraph("alpha")->data()->size(), int(m_alphaLoss.size()) + 1,
+                            10'000);
+  QCOMPARE(view.rawGraph("alpha")->data()->at(int(m_alphaLoss.size()))->key, 360.0);
+  QCOMPARE(view.rawGraph("alpha")->data()->at(int(m_alphaLoss.size()))->value, 2.5);
 }
 
 void TestCurvesLive::liveAppend() {

@@ -315,7 +315,7 @@ void CurvesView::onLoadFinished() {
           : QString());
   {
     const CurveTracePhase phase("follow, status, fit");
-    m_follower->follow(m_runs);
+    m_follower->followSoon(m_runs);
     updateStatus();
     m_replotTimer.stop();
     fitToData();

@@ -34,7 +34,15 @@ void RunFollower::follow(const std::vector<CurveRun>& runs) {
   m_poll.start();
 }
 
+void RunFollower::followSoon(const std::vector<CurveRun>& runs) {
+  stop();
+  QTimer::singleShot(0, this, [this, &runs, generation = m_generation] {
+    if (generation == m_generation) follow(runs);
+  });
+}
+
 void RunFollower::stop() {
+  ++m_generation;
   m_poll.stop();
   m_coalesce.stop();
   if (!m_watcher.files().isEmpty()) m_watcher.removePaths(m_watcher.files());
