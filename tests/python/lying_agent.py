@@ -16,55 +16,35 @@ Everything else reaches the client as the real agent sent it.
 import base64
 import json
 import os
-import subprocess
 import sys
-import threading
+
+from agent_proxy import relay
 
 
 def main():
     cli, mode = sys.argv[1], sys.argv[2]
-    agent = subprocess.Popen([cli] + sys.argv[3:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
-    def to_client():
-        for line in agent.stdout:
-            try:
-                msg = json.loads(line)
-            except ValueError:
-                msg = {}
-            event = msg.get("event") if isinstance(msg, dict) else None
-            result = msg.get("result") if isinstance(msg, dict) else None
-            if mode == "huge" and isinstance(result, dict) and "parts" in result:
-                result["size"] = 1 << 60
-                line = (json.dumps(msg) + "\n").encode()
-            if isinstance(event, dict) and "data" in event:
-                if mode == "cut":
-                    sys.stdout.buffer.write(line[: len(line) // 2])
-                    sys.stdout.buffer.flush()
-                    agent.kill()
-                    os._exit(0)  # stdout closed mid-line: the connection dropped
-                if mode == "longer":
-                    data = base64.b64decode(event["data"]) + b"\0" * 4096
-                    event["data"] = base64.b64encode(data).decode()
-                elif mode == "offset":
-                    event["offset"] = 1 << 40
-                line = (json.dumps(msg) + "\n").encode()
-            sys.stdout.buffer.write(line)
-            sys.stdout.buffer.flush()
+    def rewrite(line, msg, agent):
+        event = msg.get("event")
+        result = msg.get("result")
+        if mode == "huge" and isinstance(result, dict) and "parts" in result:
+            result["size"] = 1 << 60
+            line = (json.dumps(msg) + "\n").encode()
+        if isinstance(event, dict) and "data" in event:
+            if mode == "cut":
+                sys.stdout.buffer.write(line[: len(line) // 2])
+                sys.stdout.buffer.flush()
+                agent.kill()
+                os._exit(0)  # stdout closed mid-line: the connection dropped
+            if mode == "longer":
+                data = base64.b64decode(event["data"]) + b"\0" * 4096
+                event["data"] = base64.b64encode(data).decode()
+            elif mode == "offset":
+                event["offset"] = 1 << 40
+            line = (json.dumps(msg) + "\n").encode()
+        return line
 
-    out = threading.Thread(target=to_client, daemon=True)
-    out.start()
-    for line in sys.stdin.buffer:
-        try:
-            agent.stdin.write(line)
-            agent.stdin.flush()
-        except BrokenPipeError:
-            break
-    try:
-        agent.stdin.close()
-    except BrokenPipeError:
-        pass
-    out.join()
-    sys.exit(agent.wait())
+    relay([cli] + sys.argv[3:], rewrite)
 
 
 if __name__ == "__main__":

@@ -13,9 +13,9 @@ the result of `shards` is changed by MODE:
 Everything else reaches the client as the real agent sent it.
 """
 import json
-import subprocess
 import sys
-import threading
+
+from agent_proxy import relay
 
 
 def lie(shards, mode):
@@ -30,39 +30,18 @@ def lie(shards, mode):
 
 def main():
     cli, mode = sys.argv[1], sys.argv[2]
-    agent = subprocess.Popen([cli] + sys.argv[3:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
-    def to_client():
-        for line in agent.stdout:
-            try:
-                msg = json.loads(line)
-            except ValueError:
-                msg = {}
-            result = msg.get("result") if isinstance(msg, dict) else None
-            if isinstance(result, dict) and isinstance(result.get("shards"), dict):
-                if mode == "old":
-                    msg = {"id": msg["id"],
-                           "error": {"code": "unknown_method", "message": "shards"}}
-                else:
-                    lie(result["shards"], mode)
-                line = (json.dumps(msg) + "\n").encode()
-            sys.stdout.buffer.write(line)
-            sys.stdout.buffer.flush()
+    def rewrite(line, msg, agent):
+        result = msg.get("result")
+        if isinstance(result, dict) and isinstance(result.get("shards"), dict):
+            if mode == "old":
+                msg = {"id": msg["id"], "error": {"code": "unknown_method", "message": "shards"}}
+            else:
+                lie(result["shards"], mode)
+            line = (json.dumps(msg) + "\n").encode()
+        return line
 
-    out = threading.Thread(target=to_client, daemon=True)
-    out.start()
-    for line in sys.stdin.buffer:
-        try:
-            agent.stdin.write(line)
-            agent.stdin.flush()
-        except BrokenPipeError:
-            break
-    try:
-        agent.stdin.close()
-    except BrokenPipeError:
-        pass
-    out.join()
-    sys.exit(agent.wait())
+    relay([cli] + sys.argv[3:], rewrite)
 
 
 if __name__ == "__main__":

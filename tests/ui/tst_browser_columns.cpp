@@ -20,19 +20,12 @@
 #include <unistd.h>
 
 #include "browser/browserpanel.h"
+#include "gestures.h"
 #include "mainwindow.h"
 
 using namespace ckpt;
 
 namespace {
-
-constexpr int kTimeoutMs = 60'000;
-
-bool openAndWait(MainWindow& w, const QStringList& paths) {
-  QSignalSpy loaded(&w, &MainWindow::loaded);
-  w.openPaths(paths);
-  return loaded.count() == 1 || loaded.wait(kTimeoutMs);
-}
 
 struct Cut {
   QString text;
@@ -106,10 +99,7 @@ class TestBrowserColumns : public QObject {
     QVERIFY(QFile::copy(m_checkpoint, dir.path() + "/" + longRun + "/step_1.pt"));
 
     MainWindow w;
-    w.resize(1000, 700);
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    QVERIFY(openAndWait(w, {dir.path()}));
+    QVERIFY(openWindow(w, {dir.path()}, {1000, 700}));
     QTreeView* view = w.browserPanel()->view();
     QCOMPARE(view->model()->rowCount(), 2);
     // The long file name is listed, at the end of its run.
@@ -168,10 +158,7 @@ class TestBrowserColumns : public QObject {
                            .constData()) == 0);
     }
     MainWindow w;
-    w.resize(1000, 700);
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    QVERIFY(openAndWait(w, {dir.path()}));
+    QVERIFY(openWindow(w, {dir.path()}, {1000, 700}));
     QTreeView* view = w.browserPanel()->view();
     const QAbstractItemModel* m = view->model();
     QCOMPARE(m->rowCount(), 40 + (family ? 1 : 0));
@@ -207,10 +194,7 @@ class TestBrowserColumns : public QObject {
       QVERIFY(::link(QFile::encodeName(m_checkpoint).constData(),
                      QFile::encodeName(run + QString("/s%1.pt").arg(step)).constData()) == 0);
     MainWindow w;
-    w.resize(1000, 700);
-    w.show();
-    QVERIFY(QTest::qWaitForWindowExposed(&w));
-    QVERIFY(openAndWait(w, {dir.path()}));
+    QVERIFY(openWindow(w, {dir.path()}, {1000, 700}));
     QTreeView* view = w.browserPanel()->view();
     const QModelIndex row = view->model()->index(0, 0);
     auto rowText = [&] {

@@ -141,6 +141,14 @@ void typeInto(QLineEdit* edit, const QString& text) {
   QCOMPARE(edit->text(), text);
 }
 
+// A number typed into a spin box as a person does.
+void typeInto(QSpinBox* box, int value) {
+  box->setFocus();
+  box->selectAll();
+  QTest::keyClicks(box, QString::number(value));
+  QCOMPARE(box->value(), value);
+}
+
 }  // namespace
 
 class TestRemoteTrainApp : public QObject {
@@ -183,6 +191,24 @@ class TestRemoteTrainApp : public QObject {
     if (!QTest::qWaitForWindowExposed(&w)) return false;
     w.activateWindow();
     return ckpt::test::openAndWait(w, {remote(m_exp)}, 60000);
+  }
+
+  // The folder opened, `checkpoint` clicked where it is drawn and the Train
+  // tab opened for it by its shortcut (Ctrl+Shift+F: fine-tune; Ctrl+R:
+  // resume); nullptr when any of that did not happen.
+  ckpt::TrainPanel* openTrainTab(MainWindow& w, const QString& checkpoint, bool finetune) {
+    if (!openWindow(w) ||
+        !QTest::qWaitFor([&] { return w.checkpointModel()->indexOfPath(checkpoint).isValid(); },
+                         20000))
+      return nullptr;
+    clickCheckpoint(w, checkpoint);
+    if (QTest::currentTestFailed()) return nullptr;
+    if (finetune)
+      QTest::keyClick(&w, Qt::Key_F, Qt::ControlModifier | Qt::ShiftModifier);
+    else
+      QTest::keyClick(&w, Qt::Key_R, Qt::ControlModifier);
+    ckpt::TrainPanel* panel = w.trainPanel();
+    return QTest::qWaitFor([&] { return panel->isVisible(); }) ? panel : nullptr;
   }
 
  private slots:
@@ -248,14 +274,9 @@ class TestRemoteTrainApp : public QObject {
     });
     {
       MainWindow w;
-      QVERIFY(openWindow(w));
-      QTRY_VERIFY_WITH_TIMEOUT(w.checkpointModel()->indexOfPath(older).isValid(), 20000);
-
       // The older checkpoint clicked where it is drawn, then Ctrl+R.
-      clickCheckpoint(w, older);
-      QTest::keyClick(&w, Qt::Key_R, Qt::ControlModifier);
-      ckpt::TrainPanel* panel = w.trainPanel();
-      QTRY_VERIFY(panel->isVisible());
+      ckpt::TrainPanel* panel = openTrainTab(w, older, /*finetune=*/false);
+      QVERIFY(panel);
       QCOMPARE(panel->resumeCheckpointEdit()->text(), remote(older));
       QVERIFY2(
           panel->resumePlanText().startsWith("On 127.0.0.1: Start runs the resume there, detached"),
@@ -263,11 +284,7 @@ class TestRemoteTrainApp : public QObject {
       // This host has no sbatch: no SLURM box.
       QVERIFY(!panel->sbatchBox()->isVisible());
       // max_steps typed: enough steps that it still trains when the window closes.
-      QSpinBox* steps = panel->resumeMaxStepsBox();
-      steps->setFocus();
-      steps->selectAll();
-      QTest::keyClicks(steps, "5000");
-      QCOMPARE(steps->value(), 5000);
+      typeInto(panel->resumeMaxStepsBox(), 5000);
       QPushButton* start = panel->startButton();
       QTRY_VERIFY(start->isEnabled());
       QCOMPARE(start->text(), QString("Start on 127.0.0.1"));
@@ -328,12 +345,8 @@ class TestRemoteTrainApp : public QObject {
     const QString final = m_exp + "/runs/tiny/tiny_final.pt";
     const QString runDir = m_exp + "/runs/tiny-sft";
     MainWindow w;
-    QVERIFY(openWindow(w));
-    QTRY_VERIFY_WITH_TIMEOUT(w.checkpointModel()->indexOfPath(final).isValid(), 20000);
-    clickCheckpoint(w, final);
-    QTest::keyClick(&w, Qt::Key_F, Qt::ControlModifier | Qt::ShiftModifier);
-    ckpt::TrainPanel* panel = w.trainPanel();
-    QTRY_VERIFY(panel->isVisible());
+    ckpt::TrainPanel* panel = openTrainTab(w, final, /*finetune=*/true);
+    QVERIFY(panel);
     QCOMPARE(panel->finetuneCheckpointEdit()->text(), remote(final));
     // Without data it cannot start, and says the data is the host's.
     typeInto(panel->finetuneDataEdit(), QString());
@@ -452,19 +465,11 @@ class TestRemoteTrainApp : public QObject {
       if (pid > 0 && running(pid)) ::kill(pid_t(pid), SIGKILL);
     });
     MainWindow w;
-    QVERIFY(openWindow(w));
-    QTRY_VERIFY_WITH_TIMEOUT(w.checkpointModel()->indexOfPath(final).isValid(), 20000);
-    clickCheckpoint(w, final);
-    QTest::keyClick(&w, Qt::Key_F, Qt::ControlModifier | Qt::ShiftModifier);
-    ckpt::TrainPanel* panel = w.trainPanel();
-    QTRY_VERIFY(panel->isVisible());
+    ckpt::TrainPanel* panel = openTrainTab(w, final, /*finetune=*/true);
+    QVERIFY(panel);
     typeInto(panel->finetuneDataEdit(), m_exp + "/corpus.txt");
     typeInto(panel->finetuneOutputEdit(), runDir);
-    QSpinBox* steps = panel->finetuneMaxStepsBox();
-    steps->setFocus();
-    steps->selectAll();
-    QTest::keyClicks(steps, "100000");
-    QCOMPARE(steps->value(), 100000);
+    typeInto(panel->finetuneMaxStepsBox(), 100000);
     QPushButton* stop = panel->stopButton();
     QVERIFY(!stop->isEnabled());  // nothing runs yet
     QTRY_VERIFY(panel->startButton()->isEnabled());
@@ -552,12 +557,8 @@ class TestRemoteTrainApp : public QObject {
     QVERIFY(QDir().mkpath(taken));
     writeFile(taken + "/notes.txt", "mine\n");
     MainWindow w;
-    QVERIFY(openWindow(w));
-    QTRY_VERIFY_WITH_TIMEOUT(w.checkpointModel()->indexOfPath(final).isValid(), 20000);
-    clickCheckpoint(w, final);
-    QTest::keyClick(&w, Qt::Key_F, Qt::ControlModifier | Qt::ShiftModifier);
-    ckpt::TrainPanel* panel = w.trainPanel();
-    QTRY_VERIFY(panel->isVisible());
+    ckpt::TrainPanel* panel = openTrainTab(w, final, /*finetune=*/true);
+    QVERIFY(panel);
     typeInto(panel->finetuneDataEdit(), m_exp + "/corpus.txt");
     typeInto(panel->finetuneOutputEdit(), taken);
     QPushButton* start = panel->startButton();
@@ -576,11 +577,7 @@ class TestRemoteTrainApp : public QObject {
     // there, and the Train tab says so once its final checkpoint is listed.
     const QString runDir = m_exp + "/runs/tiny-ft";
     typeInto(panel->finetuneOutputEdit(), runDir);
-    QSpinBox* steps = panel->finetuneMaxStepsBox();
-    steps->setFocus();
-    steps->selectAll();
-    QTest::keyClicks(steps, "3");
-    QCOMPARE(steps->value(), 3);
+    typeInto(panel->finetuneMaxStepsBox(), 3);
     QTRY_VERIFY(start->isEnabled());
     QTest::mouseClick(start, Qt::LeftButton);
     QVERIFY(!start->isEnabled());
@@ -616,19 +613,11 @@ class TestRemoteTrainApp : public QObject {
         if (pid > 0 && running(pid)) ::kill(pid_t(pid), SIGKILL);
     });
     MainWindow w;
-    QVERIFY(openWindow(w));
-    QTRY_VERIFY_WITH_TIMEOUT(w.checkpointModel()->indexOfPath(final).isValid(), 20000);
-    clickCheckpoint(w, final);
-    QTest::keyClick(&w, Qt::Key_F, Qt::ControlModifier | Qt::ShiftModifier);
-    ckpt::TrainPanel* panel = w.trainPanel();
-    QTRY_VERIFY(panel->isVisible());
+    ckpt::TrainPanel* panel = openTrainTab(w, final, /*finetune=*/true);
+    QVERIFY(panel);
     typeInto(panel->finetuneDataEdit(), m_exp + "/corpus.txt");
     typeInto(panel->finetuneOutputEdit(), runDir);
-    QSpinBox* steps = panel->finetuneMaxStepsBox();
-    steps->setFocus();
-    steps->selectAll();
-    QTest::keyClicks(steps, "1000000");
-    QCOMPARE(steps->value(), 1000000);
+    typeInto(panel->finetuneMaxStepsBox(), 1000000);
     QPushButton* start = panel->startButton();
     QPushButton* unfollow = panel->stopFollowingButton();
     QTRY_VERIFY(start->isEnabled());
@@ -726,12 +715,8 @@ class TestRemoteTrainApp : public QObject {
     useAgent("agent.sh");
     const QString final = m_exp + "/runs/tiny/tiny_final.pt";
     MainWindow w;
-    QVERIFY(openWindow(w));
-    QTRY_VERIFY_WITH_TIMEOUT(w.checkpointModel()->indexOfPath(final).isValid(), 20000);
-    clickCheckpoint(w, final);
-    QTest::keyClick(&w, Qt::Key_R, Qt::ControlModifier);
-    ckpt::TrainPanel* panel = w.trainPanel();
-    QTRY_VERIFY(panel->isVisible());
+    ckpt::TrainPanel* panel = openTrainTab(w, final, /*finetune=*/false);
+    QVERIFY(panel);
     // A port nothing listens on (1: privileged, never the test's sshd).
     typeInto(panel->resumeCheckpointEdit(), "ssh://127.0.0.1:1" + final);
     QPushButton* start = panel->startButton();

@@ -160,29 +160,27 @@ bool Found::addFolder(const fs::path& dir) {
 }
 
 void Found::addFile(const fs::path& file) {
-  const std::string_view name = filenameOf(file.native());
-  if (isListedFile(file)) files.push_back(file);
-  if (isMetricsFileName(name))
-    metricFiles[file.parent_path()].push_back(file.string());
-  else if (isTfEventsFileName(name))
-    eventFiles[file.parent_path()].push_back(file.string());
+  addFileNamed(file.parent_path(), filenameOf(file.native()), &file.native());
 }
 
-bool Found::addFileNamed(const fs::path& dir, std::string_view name) {
+void Found::addFileNamed(const fs::path& dir, std::string_view name, const std::string* given) {
   const NameVerdict listed = listedName(name);
   const bool metrics = isMetricsFileName(name), events = !metrics && isTfEventsFileName(name);
-  if (listed == NameVerdict::No && !metrics && !events) return false;
-  // As `dir / name` makes it (a folder given as "runs/" gives "runs/a.pt").
+  if (listed == NameVerdict::No && !metrics && !events) return;
   std::string path;
-  path.reserve(dir.native().size() + 1 + name.size());
-  path.append(dir.native());
-  if (!path.empty() && path.back() != '/') path += '/';
-  path.append(name);
+  if (given) {
+    path = *given;
+  } else {
+    // As `dir / name` makes it (a folder given as "runs/" gives "runs/a.pt").
+    path.reserve(dir.native().size() + 1 + name.size());
+    path.append(dir.native());
+    if (!path.empty() && path.back() != '/') path += '/';
+    path.append(name);
+  }
   if (metrics) metricFiles[dir].push_back(path);
   if (events) eventFiles[dir].push_back(path);
   if (listed == NameVerdict::Yes || (listed == NameVerdict::Sniff && sniffsListed(path)))
     files.emplace_back(std::move(path));
-  return true;
 }
 
 void Found::merge(Found&& other) {

@@ -45,8 +45,8 @@ struct Found {
   bool addFolder(const fs::path& dir);
   void addFile(const fs::path& file);
   // A regular file `name` in `dir`, looked at by its name first (no path
-  // made for a file of no interest); whether it was of any.
-  bool addFileNamed(const fs::path& dir, std::string_view name);
+  // made for a file of no interest); `path` its path when the caller has it.
+  void addFileNamed(const fs::path& dir, std::string_view name, const std::string* path = nullptr);
   // What another walk of other folders found, added to this one.
   void merge(Found&& other);
 };
