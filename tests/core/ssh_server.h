@@ -3,7 +3,9 @@
 // host key and a user key generated into a folder of the test's, and the
 // ssh_config a client uses to reach it (`ssh -F HOME/ssh_config`): no system
 // configuration is read or touched. tst_remote (the CLI) and tst_remote_app
-// (the app) both start it.
+// (the app) both start it. The app's shared logins to it (docs/REMOTE.md,
+// "One login per host") keep their sockets in a folder of the test
+// process's own and are ended with the server.
 #include <unistd.h>
 
 #include <QDir>
@@ -11,6 +13,8 @@
 #include <QFile>
 #include <QProcess>
 #include <QString>
+#include <QTemporaryDir>
+#include <QThread>
 
 #include "run_process.h"
 
@@ -21,7 +25,10 @@ class SshServer {
   SshServer() = default;
   SshServer(const SshServer&) = delete;
   SshServer& operator=(const SshServer&) = delete;
-  ~SshServer() { stop(); }
+  ~SshServer() {
+    endSharedLogins();
+    stop();
+  }
 
   // Why the ssh tests cannot run here (sshd missing); empty when they can.
   [[nodiscard]] static QString unavailable() {
@@ -34,6 +41,10 @@ class SshServer {
   // `why`, when a step failed.
   bool setUp(const QString& home, QString* why) {
     m_home = home;
+    // The app's control sockets go to $XDG_RUNTIME_DIR/ckptscope-ssh: here,
+    // so that a test's masters are never another test's (on a port used
+    // again) and are ended with this server.
+    qputenv("XDG_RUNTIME_DIR", runtimeDir().toUtf8());
     // sshd wants its privilege-separation folder, as root CI does.
     QDir().mkpath("/run/sshd");
     if (!QDir().mkpath(m_home)) return fail(why, "cannot make " + m_home);
@@ -103,6 +114,43 @@ class SshServer {
       m_sshd.terminate();
       if (!m_sshd.waitForFinished(5000)) m_sshd.kill();
       m_sshd.waitForFinished();
+    }
+  }
+
+  // The folder XDG_RUNTIME_DIR names for the test process (made 0700 by
+  // QTemporaryDir, and short: a socket's path holds 107 bytes).
+  [[nodiscard]] static QString runtimeDir() {
+    static QTemporaryDir dir(QDir::tempPath() + "/ckr-XXXXXX");
+    return dir.path();
+  }
+  // Where the app keeps its control sockets (ckpt/remote/ssh_sharing.h).
+  [[nodiscard]] static QString controlDir() { return runtimeDir() + "/ckptscope-ssh"; }
+  // The control sockets there now (each a shared login's master, or one
+  // left by a master that was killed).
+  [[nodiscard]] static QStringList controlSockets() {
+    QStringList out;
+    for (const QString& name : QDir(controlDir()).entryList(QDir::System | QDir::NoDotAndDotDot))
+      out << controlDir() + "/" + name;
+    return out;
+  }
+  // The pid of the master listening on `socket` (`ssh -O check`), 0 when none.
+  [[nodiscard]] static qint64 masterPid(const QString& socket) {
+    const ProcessResult r =
+        runProcess("ssh", {"-F", "/dev/null", "-S", socket, "-O", "check", "master"}, {}, 10000);
+    const QByteArray said = r.err + r.out;
+    const int at = said.indexOf("(pid=");
+    return r.exitCode == 0 && at >= 0 ? said.mid(at + 5).split(')').value(0).toLongLong() : 0;
+  }
+  // Ends the app's shared logins (`ssh -O exit` to each master) and waits
+  // for their sockets to go, so that no ssh master outlives the test; a
+  // socket whose master is gone is removed.
+  static void endSharedLogins() {
+    for (const QString& socket : controlSockets()) {
+      runProcess("ssh", {"-F", "/dev/null", "-S", socket, "-O", "exit", "master"}, {}, 10000);
+      QElapsedTimer t;
+      t.start();
+      while (QFile::exists(socket) && t.elapsed() < 5000) QThread::msleep(20);
+      if (QFile::exists(socket) && masterPid(socket) == 0) QFile::remove(socket);
     }
   }
 

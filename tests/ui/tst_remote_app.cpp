@@ -34,6 +34,7 @@
 #include "browser/checkpointlistmodel.h"
 #include "curves/curvesview.h"
 #include "mainwindow.h"
+#include "process_tree.h"
 #include "remote/openremotedialog.h"
 #include "remote/sshquestions.h"
 #include "window_driver.h"
@@ -78,25 +79,6 @@ QStringList series(const ckpt::CurvesView* view) {
     }
   }
   out.sort();
-  return out;
-}
-
-// The processes whose parent is `pid` and whose program is `comm`.
-QList<qint64> childrenNamed(qint64 pid, const QByteArray& comm) {
-  QList<qint64> out;
-  for (const QString& p : QDir("/proc").entryList(QDir::Dirs | QDir::NoDotAndDotDot)) {
-    bool numeric = false;
-    const qint64 id = p.toLongLong(&numeric);
-    if (!numeric || id <= 0) continue;
-    QFile f("/proc/" + p + "/stat");
-    if (!f.open(QIODevice::ReadOnly)) continue;
-    const QByteArray stat = f.readAll();
-    const int open = stat.indexOf('('), close = stat.lastIndexOf(')');
-    const QList<QByteArray> fields = stat.mid(close + 2).split(' ');
-    if (fields.size() > 1 && fields[1].toLongLong() == pid &&
-        stat.mid(open + 1, close - open - 1) == comm)
-      out << id;
-  }
   return out;
 }
 
@@ -276,9 +258,12 @@ class TestRemoteApp : public QObject {
     }
   }
 
-  // The watch (the second connection, that follows the folder) asks too;
-  // cancelled, it stops instead of asking again every few seconds, says
-  // so, and F5 starts it again (asking once more).
+  // The watch (the second connection, that follows the folder) asks too
+  // when it logs in on its own (here: ssh's own multiplexing turned off
+  // with `-o ControlPath=none`, so the app shares no login; with a shared
+  // login it asks nothing, tst_remote_login); cancelled, it stops instead
+  // of asking again every few seconds, says so, and F5 starts it again
+  // (asking once more).
   void watchStopsWhenItsLoginFails() {
     if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
     const QString home = m_server.home(), key = m_tmp.path() + "/watch_key";
@@ -313,7 +298,7 @@ class TestRemoteApp : public QObject {
       return f.open(QIODevice::ReadOnly) ? f.readAll().trimmed().toInt() : 0;
     };
     const QByteArray before = qgetenv("CKPTSCOPE_SSH"), agentSock = qgetenv("SSH_AUTH_SOCK");
-    qputenv("CKPTSCOPE_SSH", ("ssh -F " + config).toUtf8());
+    qputenv("CKPTSCOPE_SSH", ("ssh -F " + config + " -o ControlPath=none").toUtf8());
     qunsetenv("SSH_ASKPASS");
     qunsetenv("SSH_AUTH_SOCK");  // no agent of the person's holds the key
     ckpt::setSshAskpassProgram(script);
@@ -341,8 +326,9 @@ class TestRemoteApp : public QObject {
     // F5: the folder again (its connection is up: nothing asked), and the watch anew.
     QVERIFY(pressF5(w));
     QTRY_COMPARE_WITH_TIMEOUT(asked(), 3, 20000);
-    QTRY_COMPARE_WITH_TIMEOUT(childrenNamed(QCoreApplication::applicationPid(), "ssh").size(),
-                              qsizetype(2), 20000);
+    QTRY_COMPARE_WITH_TIMEOUT(
+        ckpt::test::childrenNamed(QCoreApplication::applicationPid(), "ssh").size(), qsizetype(2),
+        20000);
   }
 
   void remoteEqualsLocal() {
@@ -411,9 +397,12 @@ class TestRemoteApp : public QObject {
     // ---- The connection drops and the host is gone: a message, the rows kept.
     const QStringList shown = rows(w.checkpointView()->model());
     m_server.stop();
-    const QList<qint64> ssh = childrenNamed(QCoreApplication::applicationPid(), "ssh");
+    const QList<qint64> ssh = ckpt::test::childrenNamed(QCoreApplication::applicationPid(), "ssh");
     QVERIFY2(!ssh.isEmpty(), "no ssh of the app's agent is running");
     for (qint64 pid : ssh) ::kill(pid_t(pid), SIGTERM);
+    // They shared one login (docs/REMOTE.md, "One login per host"): its
+    // master, in the background, holds the connection; it drops too.
+    ckpt::test::SshServer::endSharedLogins();
     QVERIFY(pressF5(w));
     auto* box = w.findChild<QMessageBox*>("remoteError");
     QVERIFY2(box && box->isVisible(), "no message says the host cannot be reached");

@@ -19,6 +19,7 @@
 #include "browser/checkpointlistmodel.h"
 #include "curves/curvesview.h"
 #include "mainwindow.h"
+#include "process_tree.h"
 #include "window_driver.h"
 
 using ckpt::MainWindow;
@@ -44,22 +45,6 @@ bool shows(ckpt::CurvesView* view, const QString& runPath, const std::string& me
     }
   }
   return false;
-}
-
-// Every process below `pid` (children first found through /proc's ppid).
-QList<qint64> descendants(qint64 pid) {
-  QList<qint64> out;
-  for (const QString& d : QDir("/proc").entryList(QDir::Dirs)) {
-    bool ok = false;
-    const qint64 p = d.toLongLong(&ok);
-    if (!ok) continue;
-    QFile stat("/proc/" + d + "/stat");
-    if (!stat.open(QIODevice::ReadOnly)) continue;
-    const QByteArray s = stat.readAll();
-    const QList<QByteArray> after = s.mid(s.lastIndexOf(')') + 2).split(' ');
-    if (after.size() > 1 && after[1].toLongLong() == pid) out << p << descendants(p);
-  }
-  return out;
 }
 
 }  // namespace
@@ -120,14 +105,14 @@ class TestRemoteLive : public QObject {
 
     // The sshd side of the connections killed: the watch says so, connects
     // again (after 1 s), and what is written next still arrives.
-    const QList<qint64> sessions = descendants(m_server.pid());
+    const QList<qint64> sessions = ckpt::test::descendants(m_server.pid());
     QVERIFY2(!sessions.isEmpty(), "no ssh session to kill");
     for (qint64 p : sessions) ::kill(pid_t(p), SIGKILL);
     QTRY_VERIFY_WITH_TIMEOUT(w.statusBar()->currentMessage().contains("Not following the host"),
                              10000);
     QVERIFY(append(run + "/metrics.jsonl", "{\"step\": 40, \"loss\": 3.5}\n"));
     QTRY_VERIFY_WITH_TIMEOUT(shows(view, run, "loss", 40, 3.5), 20000);
-    QVERIFY(!descendants(m_server.pid()).isEmpty());  // a new session
+    QVERIFY(!ckpt::test::descendants(m_server.pid()).isEmpty());  // a new session
   }
 };
 

@@ -17,8 +17,7 @@ std::shared_ptr<RemoteConnections::Host> RemoteConnections::host(const std::stri
 
 void RemoteConnections::start(Host& h, const remote::RemotePath& where) {
   h.agent.reset();
-  h.agent = std::make_unique<remote::AgentClient>(appAgentCommand(where), "host " + where.host,
-                                                  std::string("ckptscope ") + CKPT_VERSION);
+  h.agent = connectAppAgent(where, std::string("ckptscope ") + CKPT_VERSION);
   // A new agent knows no roots: the ones the window opened are opened again
   // (one that is gone now fails when it is asked for, with its own message).
   for (const std::string& root : h.roots) {

@@ -1,7 +1,8 @@
 #pragma once
 // One agent per host (ckpt::remote::AgentClient: `ckptscope-cli serve
 // --stdio` started through the system ssh), started on first use, kept open
-// and reused by every remote request of the window. Called from worker
+// and reused by every remote request of the window (connectAppAgent: on
+// the host's one login, remote/sshquestions.h). Called from worker
 // threads (BackgroundJob): requests to one host wait for each other, those
 // to different hosts do not. No widgets here.
 

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -48,8 +49,13 @@ void follow(std::shared_ptr<RemoteWatch::Shared> shared, remote::RemotePath wher
     QString why;
     bool loginFailed = false;
     try {
-      remote::AgentClient agent(appAgentCommand(where), "host " + where.host,
-                                std::string("ckptscope ") + CKPT_VERSION + " (watch)");
+      // On the window's login to the host (connectAppAgent): it waits while
+      // another connection there is logging in, and gives up if stopped meanwhile.
+      const std::unique_ptr<remote::AgentClient> connected =
+          connectAppAgent(where, std::string("ckptscope ") + CKPT_VERSION + " (watch)",
+                          [&shared] { return shared->stopping.load(); });
+      if (!connected) break;
+      remote::AgentClient& agent = *connected;
       {
         std::lock_guard lock(shared->mutex);
         if (shared->stopping) break;

@@ -1,11 +1,12 @@
 #pragma once
 // Following a folder on another machine without F5 (docs/REMOTE.md, `watch`):
-// an agent of its own (a second ssh connection, so the window's requests
-// never wait behind a watch that never ends), asked to poll the folder at an
-// interval and report what changed. When the connection drops it is started
-// again after 1 s, 2 s, 4 s ... at most 30 s, until it answers again.
-// Everything here runs on a thread of its own; the signals arrive on the
-// GUI thread.
+// an agent of its own (a second ssh session, so the window's requests never
+// wait behind a watch that never ends; on the login the window's connection
+// made, remote/sshquestions.h's connectAppAgent, so nothing is asked again),
+// asked to poll the folder at an interval and report what changed. When the
+// connection drops it is started again after 1 s, 2 s, 4 s ... at most 30 s,
+// until it answers again. Everything here runs on a thread of its own; the
+// signals arrive on the GUI thread.
 
 #include <QObject>
 #include <QString>

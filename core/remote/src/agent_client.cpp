@@ -6,11 +6,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 #include "ckpt/format/json_export.h"
 #include "ckpt/format/json_text.h"
@@ -21,6 +23,12 @@ namespace ckpt::remote {
 struct AgentClient::ErrorText {
   std::mutex mutex;
   std::string text;
+  // The program has ended (reaped). Its stderr is then read until its end
+  // or for kStderrGraceMs more: a shared ssh connection's master (ssh's
+  // ControlMaster, docs/REMOTE.md) holds a copy of a session's stderr until
+  // the host closes the session, which a link that died does not do for
+  // 45 s (ServerAlive); a client that stops must not wait for that.
+  std::atomic<bool> programEnded{false};
   [[nodiscard]] std::string get() {
     std::lock_guard lock(mutex);
     return text;
@@ -35,6 +43,9 @@ std::string installHint() {
 }
 
 namespace {
+
+// How long stderr is read on after the program ended (ErrorText).
+constexpr int kStderrGraceMs = 1000;
 
 bool contains(const std::string& text, const char* what) {
   return text.find(what) != std::string::npos;
@@ -125,7 +136,20 @@ AgentClient::AgentClient(AgentCommand command, std::string what, std::string cli
   m_out = out[0];
   m_errThread = std::thread([fd = err[0], text = m_stderr] {
     char b[4096];
-    for (ssize_t n; (n = ::read(fd, b, sizeof b)) != 0;) {
+    std::optional<std::chrono::steady_clock::time_point> until;
+    for (;;) {
+      pollfd p{fd, POLLIN, 0};
+      const int ready = ::poll(&p, 1, 50);
+      if (ready < 0 && errno != EINTR) break;
+      if (ready <= 0) {
+        if (!text->programEnded) continue;
+        const auto now = std::chrono::steady_clock::now();
+        if (!until) until = now + std::chrono::milliseconds(kStderrGraceMs);
+        if (now >= *until) break;
+        continue;
+      }
+      const ssize_t n = ::read(fd, b, sizeof b);
+      if (n == 0) break;
       if (n < 0) {
         if (errno == EINTR) continue;
         break;
@@ -169,6 +193,7 @@ bool AgentClient::reap(int* status) {
   if (m_pid <= 0) return true;
   if (::waitpid(m_pid, status, WNOHANG) != m_pid) return false;
   m_pid = -1;
+  m_stderr->programEnded = true;
   return true;
 }
 

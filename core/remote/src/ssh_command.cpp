@@ -43,6 +43,7 @@ AgentCommand sshAgentCommand(const RemotePath& where, const std::string& remoteC
   argv = splitSpaces(sshEnv && *sshEnv ? sshEnv : "ssh");
   if (argv.empty()) argv.push_back("ssh");
   for (const std::string& w : argv) cmd.ssh += (cmd.ssh.empty() ? "" : " ") + w;
+  cmd.programWords = argv.size();
   // -T: no terminal (the protocol is bytes).
   argv.emplace_back("-T");
   // BatchMode: a password or host-key question fails at once instead of

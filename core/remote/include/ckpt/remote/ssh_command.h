@@ -3,6 +3,7 @@
 // add, and how ssh may put a question to the person (a key's passphrase, a
 // password, whether to trust a host key it has not seen). No Qt.
 
+#include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,6 +45,12 @@ struct AgentCommand {
   // alone, the port (0: ssh's own). Empty for a program started directly.
   std::string ssh, destination, host;
   int port = 0;
+  // How many of argv's first words are the ssh program and the options
+  // CKPTSCOPE_SSH gives it (`ssh -G` is run with the same).
+  size_t programWords = 0;
+  // The ControlPath the app's shared login added (ssh_sharing.h's
+  // shareLogin: "DIR/%C"); "" when none was added.
+  std::string controlPath;
 };
 
 // How to reach a host's agent: the ssh program (CKPTSCOPE_SSH, split on
