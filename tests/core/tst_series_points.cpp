@@ -7,10 +7,16 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <limits>
 #include <random>
+#include <string>
+#include <thread>
 #include <vector>
 
+#include "bulk_memory.h"  // core/index/src
 #include "ckpt/index/series_points.h"
 
 using namespace ckpt;
@@ -46,58 +52,81 @@ QString compare(const SeriesPoints& got, const std::vector<MetricPoint>& want) {
   return {};
 }
 
-}  // namespace
+// What the kernel says about transparent huge pages ("[madvise]" or
+// "[always]": bulk memory is used), read here on our own.
+bool bulkMemoryOn() {
+#if defined(__SANITIZE_ADDRESS__)
+  return false;
+#else
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string mode;
+  std::getline(f, mode);
+  return mode.find("[madvise]") != std::string::npos || mode.find("[always]") != std::string::npos;
+#endif
+}
 
-class TestSeriesPoints : public QObject {
-  Q_OBJECT
- private slots:
-  // Random runs of pushes (regular stretches, irregular ones, special
-  // values), pops, cuts and appends, against a plain vector.
-  void randomOperations_data() {
-    QTest::addColumn<int>("seed");
-    for (int seed = 0; seed < 40; ++seed) QTest::newRow(qPrintable(QString::number(seed))) << seed;
+// Whether the mapping that holds `p` was advised MADV_HUGEPAGE: its
+// VmFlags in /proc/self/smaps have "hg".
+bool hugePagesAdvised(const void* p) {
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    uintptr_t lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 &&
+        line.find(' ') != std::string::npos && line.find('-') < line.find(' ')) {
+      inside = at >= lo && at < hi;
+      continue;
+    }
+    if (inside && line.rfind("VmFlags:", 0) == 0)
+      return (" " + line.substr(8) + " ").find(" hg ") != std::string::npos;
   }
-  void randomOperations() {
-    QFETCH(int, seed);
-    std::mt19937_64 rng{uint64_t(seed)};
-    auto pick = [&rng](int n) { return int(rng() % uint64_t(n)); };
-    const double specials[] = {0.0,
-                               -0.0,
-                               std::nan(""),
-                               -std::nan(""),
-                               std::numeric_limits<double>::infinity(),
-                               -std::numeric_limits<double>::infinity(),
-                               1e308,
-                               5e-324,
-                               0.1,
-                               0.30000000000000004};
-    SeriesPoints got;
-    std::vector<MetricPoint> want;
-    auto make = [&](int64_t step) {
-      MetricPoint p;
-      p.step = step;
-      switch (pick(4)) {
-        case 0:
-          p.value = specials[pick(10)];
-          break;
-        case 1:
-          p.value = 0.25 * double(step);
-          break;  // a progression
-        case 2:
-          p.value = 3e-4;
-          break;  // constant
-        default:
-          p.value = std::ldexp(double(rng() >> 11), -40);
-          break;
-      }
-      if (pick(3) != 0) p.wallTime = pick(2) ? 1.7e9 + 0.5 * double(step) : specials[pick(10)];
-      if (std::isnan(p.wallTime.value_or(0))) p.wallTime.reset();  // NaN reads as "none"
-      if (pick(3) != 0) p.tokens = pick(2) ? step * 4096 : int64_t(rng() >> 1);
-      return p;
-    };
-    int64_t step = pick(2) ? 0 : std::numeric_limits<int64_t>::max() - 5000;
-    const int64_t stride = 1 + pick(10);
-    for (int op = 0; op < 3000; ++op) {
+  return false;
+}
+
+// Random runs of pushes (regular stretches, irregular ones, special
+// values), pops, cuts and appends, done to the columns and to a plain vector.
+struct RandomOps {
+  explicit RandomOps(uint64_t seed) : rng(seed) {
+    step = pick(2) ? 0 : std::numeric_limits<int64_t>::max() - 5000;
+    stride = 1 + pick(10);
+  }
+  int pick(int n) { return int(rng() % uint64_t(n)); }
+  MetricPoint make(int64_t at) {
+    static const double specials[] = {0.0,
+                                      -0.0,
+                                      std::nan(""),
+                                      -std::nan(""),
+                                      std::numeric_limits<double>::infinity(),
+                                      -std::numeric_limits<double>::infinity(),
+                                      1e308,
+                                      5e-324,
+                                      0.1,
+                                      0.30000000000000004};
+    MetricPoint p;
+    p.step = at;
+    switch (pick(4)) {
+      case 0:
+        p.value = specials[pick(10)];
+        break;
+      case 1:
+        p.value = 0.25 * double(at);
+        break;  // a progression
+      case 2:
+        p.value = 3e-4;
+        break;  // constant
+      default:
+        p.value = std::ldexp(double(rng() >> 11), -40);
+        break;
+    }
+    if (pick(3) != 0) p.wallTime = pick(2) ? 1.7e9 + 0.5 * double(at) : specials[pick(10)];
+    if (std::isnan(p.wallTime.value_or(0))) p.wallTime.reset();  // NaN reads as "none"
+    if (pick(3) != 0) p.tokens = pick(2) ? at * 4096 : int64_t(rng() >> 1);
+    return p;
+  }
+  void run(SeriesPoints& got, std::vector<MetricPoint>& want, int count) {
+    for (int op = 0; op < count; ++op) {
       const int what = pick(20);
       if (what < 14) {
         // Steps in a progression most of the time, now and then a jump (and
@@ -113,7 +142,10 @@ class TestSeriesPoints : public QObject {
         got.pop_back();
         want.pop_back();
       } else if (what < 18 && !want.empty()) {
-        const size_t n = size_t(pick(int(want.size()) + 1));
+        // Anywhere, or (cutNearEnd) within 20 of the end: a long series kept long.
+        const size_t n =
+            cutNearEnd ? want.size() - size_t(pick(int(std::min<size_t>(want.size(), 20)) + 1))
+                       : size_t(pick(int(want.size()) + 1));
         got.truncate(n);
         want.resize(n);
       } else {
@@ -129,11 +161,120 @@ class TestSeriesPoints : public QObject {
         want.insert(want.end(), moreWant.begin(), moreWant.end());
       }
     }
+  }
+  std::mt19937_64 rng;
+  bool cutNearEnd = false;
+  int64_t step = 0;
+  int64_t stride = 1;
+};
+
+}  // namespace
+
+class TestSeriesPoints : public QObject {
+  Q_OBJECT
+ private slots:
+  // Random runs of pushes (regular stretches, irregular ones, special
+  // values), pops, cuts and appends, against a plain vector.
+  void randomOperations_data() {
+    QTest::addColumn<int>("seed");
+    for (int seed = 0; seed < 40; ++seed) QTest::newRow(qPrintable(QString::number(seed))) << seed;
+  }
+  void randomOperations() {
+    QFETCH(int, seed);
+    RandomOps ops{uint64_t(seed)};
+    SeriesPoints got;
+    std::vector<MetricPoint> want;
+    ops.run(got, want, 3000);
     const QString why = compare(got, want);
     QVERIFY2(why.isEmpty(), qPrintable(why));
     SeriesPoints copy;
     for (const MetricPoint& p : want) copy.push_back(p);
     QVERIFY(copy == got);
+  }
+
+  // A series as the metrics cache keeps it (save) and reads it back (load:
+  // a big column's values in bulk memory, bulk_memory.h), then worked on as
+  // a live run's is: pushed to (out of the loaded room, onto the heap), cut,
+  // appended to, copied and moved. Against the plain vector all along.
+  void loadedFromTheCache_data() {
+    QTest::addColumn<int>("seed");
+    for (int seed = 0; seed < 8; ++seed) QTest::newRow(qPrintable(QString::number(seed))) << seed;
+  }
+  void loadedFromTheCache() {
+    QFETCH(int, seed);
+    RandomOps ops(uint64_t(seed) + 100);
+    ops.cutNearEnd = true;
+    SeriesPoints built;
+    std::vector<MetricPoint> want;
+    // Enough points that a column of them is bulk memory (64 KiB: 8,192 values).
+    while (want.size() < 30000) ops.run(built, want, 2000);
+    std::string bytes;
+    built.save(bytes);
+    std::string_view in = bytes;
+    SeriesPoints loaded;
+    QVERIFY(loaded.load(in, want.size()));
+    QVERIFY(in.empty());
+    QString why = compare(loaded, want);
+    QVERIFY2(why.isEmpty(), qPrintable(why));
+    QVERIFY(loaded.valueData() != nullptr);  // random values: a vector
+    if (bulkMemoryOn())
+      QVERIFY2(hugePagesAdvised(loaded.valueData()),
+               "a loaded column is not in memory advised for huge pages");
+    ops.run(loaded, want, 3000);
+    why = compare(loaded, want);
+    QVERIFY2(why.isEmpty(), qPrintable(why));
+    SeriesPoints copied(loaded);
+    why = compare(copied, want);
+    QVERIFY2(why.isEmpty(), qPrintable(why));
+    SeriesPoints moved;
+    moved.push(1, 2.0);
+    moved = std::move(copied);
+    why = compare(moved, want);
+    QVERIFY2(why.isEmpty(), qPrintable(why));
+    QCOMPARE(copied.size(), size_t(0));  // NOLINT(bugprone-use-after-move): moved from, empty
+    // A second load into a series that holds bulk memory gives it back first.
+    in = bytes;
+    QVERIFY(loaded.load(in, 1 << 20));
+    QVERIFY(loaded == built);
+  }
+
+  // Bulk memory's regions: each is unmapped once every block carved from
+  // it is released and the thread that carved it has ended (blocks
+  // released on another thread, as a run loaded on the pool and dropped on
+  // the GUI thread is); more than one region's worth makes several.
+  void bulkRegionsGiveBack() {
+    if (!bulkMemoryOn()) QSKIP("no transparent huge pages here: no bulk memory");
+    const size_t before = detail::bulkRegionsMapped();
+    std::vector<SeriesPoints> kept;
+    std::thread loader([&kept] {
+      SeriesPoints one;
+      for (int64_t i = 0; i < 20000; ++i)
+        one.push(i * 3 + (i % 7), double(i) * 0.37 + 1e-3 * double(i % 11));
+      std::string bytes;
+      one.save(bytes);
+      for (int k = 0; k < 300; ++k) {  // 300 x 320 KB: three 32 MiB regions
+        std::string_view in = bytes;
+        SeriesPoints s;
+        if (!s.load(in, 1 << 20)) return;
+        kept.push_back(std::move(s));
+      }
+    });
+    loader.join();
+    QCOMPARE(kept.size(), size_t(300));
+    QVERIFY2(detail::bulkRegionsMapped() >= before + 3,
+             qPrintable(QString::number(detail::bulkRegionsMapped() - before)));
+    kept.erase(kept.begin(), kept.begin() + 150);
+    QVERIFY(detail::bulkRegionsMapped() > before);  // the rest still hold theirs
+    kept.clear();
+    QCOMPARE(detail::bulkRegionsMapped(), before);
+    // A big block has a mapping of its own, gone with it.
+    void* big = detail::bulkAllocate(size_t(40) << 20);
+    QVERIFY(big != nullptr);
+    std::memset(big, 1, size_t(40) << 20);
+    QCOMPARE(detail::bulkRegionsMapped(), before + 1);
+    detail::bulkRelease(big);
+    QCOMPARE(detail::bulkRegionsMapped(), before);
+    QCOMPARE(detail::bulkAllocate(detail::kBulkMinBytes - 1), nullptr);  // the heap's
   }
 
   // The bytes a point costs: nothing for progressions (steps every 10, a

@@ -6,7 +6,9 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
+#include "bulk_memory.h"
 #include "raw_bytes.h"
 
 namespace ckpt {
@@ -32,11 +34,84 @@ enum ColumnKind : uint8_t { kProgression = 1, kDense = 2 };
 }  // namespace
 
 template <typename T>
+PointColumn<T>::PointColumn(const PointColumn& other)
+    : m_first(other.m_first),
+      m_stride(other.m_stride),
+      m_size(other.m_size),
+      m_reserve(other.m_reserve),
+      m_dense(other.m_dense) {
+  if (m_dense && m_size != 0) {
+    m_data = static_cast<T*>(::operator new(m_size * sizeof(T)));
+    m_capacity = m_size;
+    std::memcpy(m_data, other.m_data, m_size * sizeof(T));
+  }
+}
+
+template <typename T>
+PointColumn<T>::PointColumn(PointColumn&& other) noexcept
+    : m_data(std::exchange(other.m_data, nullptr)),
+      m_capacity(std::exchange(other.m_capacity, 0)),
+      m_first(other.m_first),
+      m_stride(other.m_stride),
+      m_size(std::exchange(other.m_size, 0)),
+      m_reserve(other.m_reserve),
+      m_dense(std::exchange(other.m_dense, false)),
+      m_bulk(std::exchange(other.m_bulk, false)) {}
+
+template <typename T>
+PointColumn<T>& PointColumn<T>::operator=(const PointColumn& other) {
+  if (this != &other) *this = PointColumn(other);
+  return *this;
+}
+
+template <typename T>
+PointColumn<T>& PointColumn<T>::operator=(PointColumn&& other) noexcept {
+  if (this == &other) return *this;
+  release();
+  m_data = std::exchange(other.m_data, nullptr);
+  m_capacity = std::exchange(other.m_capacity, 0);
+  m_first = other.m_first;
+  m_stride = other.m_stride;
+  m_size = std::exchange(other.m_size, 0);
+  m_reserve = other.m_reserve;
+  m_dense = std::exchange(other.m_dense, false);
+  m_bulk = std::exchange(other.m_bulk, false);
+  return *this;
+}
+
+template <typename T>
+PointColumn<T>::~PointColumn() {
+  release();
+}
+
+template <typename T>
+void PointColumn<T>::release() {
+  if (m_data) {
+    if (m_bulk)
+      detail::bulkRelease(m_data);
+    else
+      ::operator delete(m_data);
+  }
+  m_data = nullptr;
+  m_capacity = 0;
+  m_bulk = false;
+}
+
+template <typename T>
+void PointColumn<T>::reallocate(size_t capacity) {
+  T* fresh = static_cast<T*>(::operator new(capacity * sizeof(T)));
+  if (m_dense && m_size != 0) std::memcpy(fresh, m_data, m_size * sizeof(T));
+  release();
+  m_data = fresh;
+  m_capacity = capacity;
+}
+
+template <typename T>
 void PointColumn<T>::save(std::string& out) const {
   putRaw(out, uint8_t(m_dense ? kDense : kProgression));
   putRaw(out, uint64_t(m_size));
   if (m_dense) {
-    out.append(reinterpret_cast<const char*>(m_values.data()), m_size * sizeof(T));
+    if (m_size != 0) out.append(reinterpret_cast<const char*>(m_data), m_size * sizeof(T));
   } else {
     putRaw(out, m_first);
     putRaw(out, m_stride);
@@ -51,9 +126,16 @@ bool PointColumn<T>::load(std::string_view& in, size_t maxSize) {
   if (!getRaw(in, kind) || !getRaw(in, size) || size > maxSize) return false;
   if (kind == kDense) {
     if (in.size() / sizeof(T) < size) return false;
-    m_values.resize(size_t(size));
-    std::memcpy(m_values.data(), in.data(), size_t(size) * sizeof(T));
-    in.remove_prefix(size_t(size) * sizeof(T));
+    const size_t bytes = size_t(size) * sizeof(T);
+    if (bytes != 0) {
+      // Values read once and kept: bulk memory (huge pages) when there is.
+      m_data = static_cast<T*>(detail::bulkAllocate(bytes));
+      m_bulk = m_data != nullptr;
+      if (!m_bulk) m_data = static_cast<T*>(::operator new(bytes));
+      m_capacity = size_t(size);
+      std::memcpy(m_data, in.data(), bytes);
+    }
+    in.remove_prefix(bytes);
     m_dense = true;
   } else if (kind == kProgression) {
     if (!getRaw(in, m_first) || !getRaw(in, m_stride)) return false;
@@ -80,8 +162,12 @@ T PointColumn<T>::progression(size_t i) const {
 
 template <typename T>
 void PointColumn<T>::makeDense() {
-  m_values.reserve(std::max(m_reserve, m_size + m_size / 2 + 16));
-  for (size_t i = 0; i < m_size; ++i) m_values.push_back(progression(i));
+  const size_t capacity = std::max(m_reserve, m_size + m_size / 2 + 16);
+  T* fresh = static_cast<T*>(::operator new(capacity * sizeof(T)));
+  for (size_t i = 0; i < m_size; ++i) fresh[i] = progression(i);
+  release();
+  m_data = fresh;
+  m_capacity = capacity;
   m_dense = true;
 }
 
@@ -90,9 +176,8 @@ void PointColumn<T>::pushSlow(T v) {
   if (m_dense) {
     // Grow by half again, not libstdc++'s doubling: a sweep's columns stay
     // within 1.5x the 8 bytes a point they need.
-    if (m_values.size() == m_values.capacity())
-      m_values.reserve(m_values.capacity() + m_values.capacity() / 2 + 16);
-    m_values.push_back(v);
+    if (m_size == m_capacity) reallocate(m_capacity + m_capacity / 2 + 16);
+    m_data[m_size] = v;
   } else if (m_size == 0) {
     m_first = v;
   } else if (m_size == 1) {
@@ -102,11 +187,11 @@ void PointColumn<T>::pushSlow(T v) {
       m_stride = T(uint64_t(v) - uint64_t(m_first));
     if (!sameBits(progression(1), v)) {
       makeDense();
-      m_values.push_back(v);
+      m_data[m_size] = v;
     }
   } else if (!sameBits(progression(m_size), v)) {
     makeDense();
-    m_values.push_back(v);
+    m_data[m_size] = v;
   }
   ++m_size;
 }
@@ -114,13 +199,12 @@ void PointColumn<T>::pushSlow(T v) {
 template <typename T>
 void PointColumn<T>::truncate(size_t n) {
   if (n >= m_size) return;
-  if (m_dense) m_values.resize(n);
   m_size = n;
 }
 
 template <typename T>
 void PointColumn<T>::clear() {
-  m_values = {};
+  release();
   m_dense = false;
   m_size = 0;
 }
@@ -130,12 +214,14 @@ void PointColumn<T>::append(const PointColumn& other) {
   // A vector takes the other's values as they are: no check a value (the
   // parts of a file parsed on several threads are joined here).
   if (m_dense) {
-    m_values.reserve(m_values.size() + other.m_size);
-    if (other.m_dense)
-      m_values.insert(m_values.end(), other.m_values.begin(), other.m_values.end());
-    else
-      for (size_t i = 0; i < other.m_size; ++i) m_values.push_back(other.progression(i));
-    m_size += other.m_size;
+    const size_t total = m_size + other.m_size;
+    if (total > m_capacity) reallocate(total);
+    if (other.m_dense) {
+      if (other.m_size != 0) std::memcpy(m_data + m_size, other.m_data, other.m_size * sizeof(T));
+    } else {
+      for (size_t i = 0; i < other.m_size; ++i) m_data[m_size + i] = other.progression(i);
+    }
+    m_size = total;
     return;
   }
   for (size_t i = 0; i < other.m_size; ++i) push(other[i]);

@@ -37,11 +37,18 @@ struct MetricPoint {
 template <typename T>
 class PointColumn {
  public:
+  PointColumn() = default;
+  PointColumn(const PointColumn& other);
+  PointColumn(PointColumn&& other) noexcept;
+  PointColumn& operator=(const PointColumn& other);
+  PointColumn& operator=(PointColumn&& other) noexcept;
+  ~PointColumn();
+
   [[nodiscard]] size_t size() const { return m_size; }
-  [[nodiscard]] T operator[](size_t i) const { return m_dense ? m_values[i] : progression(i); }
+  [[nodiscard]] T operator[](size_t i) const { return m_dense ? m_data[i] : progression(i); }
   // The values in memory, for a loop over many; nullptr while the column is
   // a progression (read those through operator[]).
-  [[nodiscard]] const T* data() const { return m_dense ? m_values.data() : nullptr; }
+  [[nodiscard]] const T* data() const { return m_dense ? m_data : nullptr; }
   // A progression's first value and stride (what operator[] computes from).
   [[nodiscard]] T first() const { return m_first; }
   [[nodiscard]] T stride() const { return m_stride; }
@@ -50,9 +57,8 @@ class PointColumn {
   // (growing, a double progression's check) out of line.
   void push(T v) {
     if (m_dense) {
-      if (m_values.size() < m_values.capacity()) {
-        m_values.push_back(v);
-        ++m_size;
+      if (m_size < m_capacity) {
+        m_data[m_size++] = v;
         return;
       }
     } else if constexpr (std::is_integral_v<T>) {
@@ -70,9 +76,11 @@ class PointColumn {
   void reserve(size_t n) { m_reserve = n; }
   void append(const PointColumn& other);
   // Heap bytes held (the benchmark's bytes per point).
-  [[nodiscard]] size_t bytes() const { return m_values.capacity() * sizeof(T); }
+  [[nodiscard]] size_t bytes() const { return m_capacity * sizeof(T); }
   // As bytes (host order: the metrics cache never leaves the machine), and
-  // back: false when `in` holds no well-formed column of at most maxSize values.
+  // back: false when `in` holds no well-formed column of at most maxSize
+  // values. A loaded vector's values are in bulk memory (bulk_memory.h:
+  // huge pages) when it is big; it moves to the heap if it grows.
   void save(std::string& out) const;
   [[nodiscard]] bool load(std::string_view& in, size_t maxSize);
 
@@ -83,13 +91,18 @@ class PointColumn {
   [[nodiscard]] T progression(size_t i) const;
   void makeDense();
   void pushSlow(T v);
+  // The values (the first m_size) moved to heap storage of `capacity`.
+  void reallocate(size_t capacity);
+  void release();
 
-  std::vector<T> m_values;  // when m_dense
+  T* m_data = nullptr;  // when m_dense: m_capacity values, the first m_size in use
+  size_t m_capacity = 0;
   T m_first{};
   T m_stride{};
   size_t m_size = 0;
   size_t m_reserve = 0;
   bool m_dense = false;
+  bool m_bulk = false;  // m_data from bulkAllocate, else operator new
 };
 
 extern template class PointColumn<int64_t>;
