@@ -38,7 +38,14 @@ void MainWindow::setUpRemoteFollowing() {
   connect(watch, &RemoteWatch::changed, this,
           [this](const QStringList& paths) { followRemote(paths, false); });
   connect(watch, &RemoteWatch::watching, this, [this](bool again) {
-    if (!again) return;
+    if (!again) {
+      // The watch reports what changes after its first look; a line written
+      // between the listing and that look would wait for the next change.
+      // What the curves' files gained meanwhile (nothing, mostly: one
+      // round trip) is read now.
+      followRemote({}, false);
+      return;
+    }
     statusBar()->showMessage(tr("Following %1 again").arg(m_remote->watch.location()), 10000);
     followRemote({}, true);  // what changed while the connection was down was not reported
   });

@@ -193,6 +193,11 @@ class TestRemoteApp : public QObject {
     qputenv("CKPTSCOPE_REMOTE_CLI", CKPT_CLI);
   }
 
+  // Each case logs in anew: a login the app's connections share
+  // (ControlPersist) would otherwise outlive a case, and a host key is
+  // asked by a login only.
+  void init() { ckpt::test::SshServer::endSharedLogins(); }
+
   // A host not in known_hosts, and ssh_config's StrictHostKeyChecking ask:
   // the app's ssh hands the question to its askpass program (a script of
   // the test's here, ckptscope-askpass next to the app), which is answered

@@ -87,6 +87,11 @@ class TestRemoteLive : public QObject {
     QVERIFY2(view, qPrintable(why));
     const QString run = m_dir + "/live";
     QVERIFY(shows(view, run, "loss", 20, 4.25));
+    // A line written as the curves show, before the watch (a connection of
+    // its own, started once the folder is listed) has had its first look:
+    // what it first sees is no change, yet the line was not read.
+    QVERIFY(append(run + "/metrics.jsonl", "{\"step\": 25, \"loss\": 4.0}\n"));
+    QTRY_VERIFY_WITH_TIMEOUT(shows(view, run, "loss", 25, 4.0), 10000);
     QTest::qWait(1500);  // the watch's connection is up and has its first look
 
     // A line written on the host: on the chart without F5.
