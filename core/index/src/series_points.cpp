@@ -163,12 +163,18 @@ T PointColumn<T>::progression(size_t i) const {
 template <typename T>
 void PointColumn<T>::makeDense() {
   const size_t capacity = std::max(m_reserve, m_size + m_size / 2 + 16);
-  T* fresh = static_cast<T*>(::operator new(capacity * sizeof(T)));
+  // The room asked for up front (a file's points, as it is parsed): bulk
+  // memory, as a loaded column's; a column that grows past it moves to the heap.
+  T* fresh =
+      capacity == m_reserve ? static_cast<T*>(detail::bulkAllocate(capacity * sizeof(T))) : nullptr;
+  const bool bulk = fresh != nullptr;
+  if (!bulk) fresh = static_cast<T*>(::operator new(capacity * sizeof(T)));
   for (size_t i = 0; i < m_size; ++i) fresh[i] = progression(i);
   release();
   m_data = fresh;
   m_capacity = capacity;
   m_dense = true;
+  m_bulk = bulk;
 }
 
 template <typename T>
