@@ -238,6 +238,33 @@ class TestSeriesPoints : public QObject {
     QVERIFY(loaded == built);
   }
 
+  // A series given room up front (a metrics.jsonl's lines, as the reader
+  // reserves them) takes it from bulk memory once a column turns into a
+  // vector; pushed past that room it moves to the heap, every value kept.
+  void reservedRoomIsBulk() {
+    RandomOps ops{7};
+    SeriesPoints got;
+    got.reserve(20000);
+    std::vector<MetricPoint> want;
+    for (int64_t i = 0; i < 15000; ++i) {
+      const MetricPoint p = ops.make(i * 10);
+      got.push_back(p);
+      want.push_back(p);
+    }
+    QVERIFY(got.valueData() != nullptr);  // random values: a vector
+    if (bulkMemoryOn())
+      QVERIFY2(hugePagesAdvised(got.valueData()),
+               "a column in the room reserved for it is not in memory advised for huge pages");
+    for (int64_t i = 15000; i < 26000; ++i) {
+      const MetricPoint p = ops.make(i * 10);
+      got.push_back(p);
+      want.push_back(p);
+    }
+    const QString why = compare(got, want);
+    QVERIFY2(why.isEmpty(), qPrintable(why));
+    if (bulkMemoryOn()) QVERIFY(!hugePagesAdvised(got.valueData()));  // grown: the heap's
+  }
+
   // Bulk memory's regions: each is unmapped once every block carved from
   // it is released and the thread that carved it has ended (blocks
   // released on another thread, as a run loaded on the pool and dropped on
