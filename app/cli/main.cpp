@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <string>
 
+#include "ckpt/index/huge_page_malloc.h"
 #include "ckpt/version.h"
 #include "common.h"
 #include "remote_commands.h"
@@ -55,6 +56,7 @@ int printVersion() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ckpt::restartWithHugePageMalloc(argv);
   using namespace ckpt::cli;
   if (argc < 2) return usageError("no command given");
   const std::string cmd = argv[1];

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <optional>
 
+#include "ckpt/index/huge_page_malloc.h"
 #include "ckpt/version.h"
 #include "compare/compareview.h"
 #include "curves/curvesview.h"
@@ -80,6 +81,7 @@ QStringList localPaths(const QStringList& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ckpt::restartWithHugePageMalloc(argv);
   if (asksForVersion(argc, argv)) return printVersion(argc, argv);
   preferOffscreenForScreenshots(argc, argv);
   QApplication app(argc, argv);

@@ -1,9 +1,14 @@
 #include "bulk_memory.h"
 
+#include "ckpt/index/huge_page_malloc.h"
+
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <new>
 #include <string>
@@ -26,6 +31,8 @@ static_assert(sizeof(Header) <= kHeader);
 
 std::atomic<std::size_t> g_mapped{0};
 
+}  // namespace
+
 bool hugePagesOn() {
 #if defined(__SANITIZE_ADDRESS__)
   return false;
@@ -40,6 +47,8 @@ bool hugePagesOn() {
   return on;
 #endif
 }
+
+namespace {
 
 // `length` bytes (a multiple of kHugePage) aligned to kRegion, so that a
 // block finds its header by masking its address; nullptr when the address
@@ -118,3 +127,23 @@ std::size_t bulkRegionsMapped() {
 }
 
 }  // namespace ckpt::detail
+
+namespace ckpt {
+
+void restartWithHugePageMalloc(char** argv) {
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if (tunables && std::strstr(tunables, "glibc.malloc.hugetlb")) return;  // set: once only
+  if (!detail::hugePagesOn() || !argv || !argv[0]) return;
+  const std::string value = tunables && *tunables
+                                ? std::string(tunables) + ":glibc.malloc.hugetlb=1"
+                                : std::string("glibc.malloc.hugetlb=1");
+  if (::setenv("GLIBC_TUNABLES", value.c_str(), 1) != 0) return;
+  ::execv("/proc/self/exe", argv);
+  // Not started again: as it was (the variable would be misleading).
+  if (tunables)
+    ::setenv("GLIBC_TUNABLES", tunables, 1);
+  else
+    ::unsetenv("GLIBC_TUNABLES");
+}
+
+}  // namespace ckpt

@@ -28,6 +28,10 @@ void bulkRelease(void* block);
 
 constexpr std::size_t kBulkMinBytes = std::size_t(64) << 10;
 
+// Whether the kernel's transparent huge pages are on ("always" or
+// "madvise"); false under AddressSanitizer.
+bool hugePagesOn();
+
 // Regions mapped now (tests: every one is unmapped once its blocks are
 // released and its thread has ended).
 std::size_t bulkRegionsMapped();
