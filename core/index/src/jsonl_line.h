@@ -329,6 +329,20 @@ inline bool blankLine(std::string_view line) {
   return line.find_first_not_of(" \t\r") == std::string_view::npos;
 }
 
+// Where `text` (whole lines) is cut into `parts` parts of about the same
+// size, each ending at a newline: parts + 1 offsets, the first 0 and the
+// last text.size() (a part may be empty).
+inline std::vector<size_t> cutsAtNewlines(std::string_view text, unsigned parts) {
+  std::vector<size_t> cuts{0};
+  for (unsigned t = 1; t < parts; ++t) {
+    const size_t guess = std::max(cuts.back(), text.size() * t / parts);
+    const size_t nl = guess >= text.size() ? std::string_view::npos : text.find('\n', guess);
+    cuts.push_back(nl == std::string_view::npos ? text.size() : nl + 1);
+  }
+  cuts.push_back(text.size());
+  return cuts;
+}
+
 // Blocks this big or more are split among threads.
 inline constexpr size_t kParallelBlock = 1u << 20;
 

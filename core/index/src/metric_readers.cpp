@@ -22,6 +22,7 @@ using Points = std::vector<std::pair<std::string, MetricPoint>>;
 
 using detail::badLineProblem;
 using detail::blankLine;
+using detail::cutsAtNewlines;
 using detail::kMaxJsonlLine;
 using detail::kParallelBlock;
 using detail::parseJsonlLine;
@@ -95,13 +96,7 @@ void readMetricsJsonl(const std::string& path, const MetricSink& sink, uint64_t 
       return;
     }
     // Parts end at newlines; the points go to the sink part by part.
-    std::vector<size_t> cuts{0};
-    for (unsigned t = 1; t < threads; ++t) {
-      const size_t guess = std::max(cuts.back(), text.size() * t / threads);
-      const size_t nl = guess >= text.size() ? std::string_view::npos : text.find('\n', guess);
-      cuts.push_back(nl == std::string_view::npos ? text.size() : nl + 1);
-    }
-    cuts.push_back(text.size());
+    const std::vector<size_t> cuts = cutsAtNewlines(text, threads);
     std::vector<ParsedPart> parts(threads);
     std::vector<std::thread> workers;
     for (unsigned t = 1; t < threads; ++t)

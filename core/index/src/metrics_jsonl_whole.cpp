@@ -26,6 +26,7 @@ namespace {
 
 using detail::badLineProblem;
 using detail::blankLine;
+using detail::cutsAtNewlines;
 using detail::is;
 using detail::isSpace;
 using detail::kJsonlBlock;
@@ -328,13 +329,7 @@ std::vector<FileSeries> readMetricsJsonlSeries(const std::string& path, uint64_t
   const FileBeingRead reading;
   const unsigned threads =
       text.size() >= kParallelBlock ? std::max(1u, metricThreads() / reading.count()) : 1;
-  std::vector<size_t> cuts{0};
-  for (unsigned t = 1; t < threads; ++t) {
-    const size_t guess = std::max(cuts.back(), text.size() * t / threads);
-    const size_t nl = guess >= text.size() ? std::string_view::npos : text.find('\n', guess);
-    cuts.push_back(nl == std::string_view::npos ? text.size() : nl + 1);
-  }
-  cuts.push_back(text.size());
+  const std::vector<size_t> cuts = cutsAtNewlines(text, threads);
   const size_t firstLine = text.empty() ? 1 : text.find('\n') + 1;
   auto expected = [firstLine](size_t bytes) {
     const size_t lines = bytes / firstLine;

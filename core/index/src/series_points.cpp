@@ -41,8 +41,9 @@ PointColumn<T>::PointColumn(const PointColumn& other)
       m_reserve(other.m_reserve),
       m_dense(other.m_dense) {
   if (m_dense && m_size != 0) {
-    m_data = static_cast<T*>(::operator new(m_size * sizeof(T)));
-    m_capacity = m_size;
+    bool bulk = false;
+    T* data = allocate(m_size, /*bulkFirst=*/false, bulk);
+    adopt(data, m_size, bulk);
     std::memcpy(m_data, other.m_data, m_size * sizeof(T));
   }
 }
@@ -98,12 +99,26 @@ void PointColumn<T>::release() {
 }
 
 template <typename T>
-void PointColumn<T>::reallocate(size_t capacity) {
-  T* fresh = static_cast<T*>(::operator new(capacity * sizeof(T)));
-  if (m_dense && m_size != 0) std::memcpy(fresh, m_data, m_size * sizeof(T));
+T* PointColumn<T>::allocate(size_t capacity, bool bulkFirst, bool& bulk) {
+  T* p = bulkFirst ? static_cast<T*>(detail::bulkAllocate(capacity * sizeof(T))) : nullptr;
+  bulk = p != nullptr;
+  return bulk ? p : static_cast<T*>(::operator new(capacity * sizeof(T)));
+}
+
+template <typename T>
+void PointColumn<T>::adopt(T* data, size_t capacity, bool bulk) {
   release();
-  m_data = fresh;
+  m_data = data;
   m_capacity = capacity;
+  m_bulk = bulk;
+}
+
+template <typename T>
+void PointColumn<T>::reallocate(size_t capacity) {
+  bool bulk = false;
+  T* fresh = allocate(capacity, /*bulkFirst=*/false, bulk);
+  if (m_dense && m_size != 0) std::memcpy(fresh, m_data, m_size * sizeof(T));
+  adopt(fresh, capacity, bulk);
 }
 
 template <typename T>
@@ -129,10 +144,9 @@ bool PointColumn<T>::load(std::string_view& in, size_t maxSize) {
     const size_t bytes = size_t(size) * sizeof(T);
     if (bytes != 0) {
       // Values read once and kept: bulk memory (huge pages) when there is.
-      m_data = static_cast<T*>(detail::bulkAllocate(bytes));
-      m_bulk = m_data != nullptr;
-      if (!m_bulk) m_data = static_cast<T*>(::operator new(bytes));
-      m_capacity = size_t(size);
+      bool bulk = false;
+      T* data = allocate(size_t(size), /*bulkFirst=*/true, bulk);
+      adopt(data, size_t(size), bulk);
       std::memcpy(m_data, in.data(), bytes);
     }
     in.remove_prefix(bytes);
@@ -165,16 +179,11 @@ void PointColumn<T>::makeDense() {
   const size_t capacity = std::max(m_reserve, m_size + m_size / 2 + 16);
   // The room asked for up front (a file's points, as it is parsed): bulk
   // memory, as a loaded column's; a column that grows past it moves to the heap.
-  T* fresh =
-      capacity == m_reserve ? static_cast<T*>(detail::bulkAllocate(capacity * sizeof(T))) : nullptr;
-  const bool bulk = fresh != nullptr;
-  if (!bulk) fresh = static_cast<T*>(::operator new(capacity * sizeof(T)));
+  bool bulk = false;
+  T* fresh = allocate(capacity, /*bulkFirst=*/capacity == m_reserve, bulk);
   for (size_t i = 0; i < m_size; ++i) fresh[i] = progression(i);
-  release();
-  m_data = fresh;
-  m_capacity = capacity;
+  adopt(fresh, capacity, bulk);
   m_dense = true;
-  m_bulk = bulk;
 }
 
 template <typename T>

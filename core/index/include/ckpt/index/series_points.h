@@ -91,6 +91,11 @@ class PointColumn {
   [[nodiscard]] T progression(size_t i) const;
   void makeDense();
   void pushSlow(T v);
+  // Room for `capacity` values: bulk memory first when `bulkFirst` (and
+  // `bulk` says whether it was), else the heap.
+  static T* allocate(size_t capacity, bool bulkFirst, bool& bulk);
+  // `data` (from allocate) held from now on, what was held released.
+  void adopt(T* data, size_t capacity, bool bulk);
   // The values (the first m_size) moved to heap storage of `capacity`.
   void reallocate(size_t capacity);
   void release();
