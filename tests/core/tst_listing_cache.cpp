@@ -18,6 +18,9 @@
 #include <set>
 #include <thread>
 
+#include <sys/stat.h>
+
+#include "ckpt/format/input_file.h"
 #include "ckpt/index/listing_cache.h"
 #include "ckpt/index/metrics_cache.h"
 #include "ckpt/index/scanner.h"
@@ -126,6 +129,36 @@ class TestListingCache : public QObject {
     QCOMPARE(s.rejected, uint64_t(0));
     QCOMPARE(s.writes, uint64_t(0));  // nothing changed
     QCOMPARE(filesUnder(m_root), before);
+  }
+
+  // A file read for the first time is recorded under the stamp its open
+  // took (no stat of it before): that stamp is what stat(2) says of it.
+  void stampIsTheOpensStat() {
+    int compared = 0;
+    for (const std::string& path : filesUnder(m_root)) {
+      if (!path.ends_with(".pt")) continue;
+      const std::string rel = fs::path(path).lexically_relative(m_root).string();
+      struct stat st {};
+      QCOMPARE(::stat(path.c_str(), &st), 0);
+      const FileStamp truth{uint64_t(st.st_dev), uint64_t(st.st_ino), uint64_t(st.st_size),
+                            int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec,
+                            int64_t(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec};
+      const InputFile file(path);
+      QVERIFY(file.stamp().has_value());
+      QVERIFY(*file.stamp() == truth);
+      std::optional<FileStamp> stamp;
+      const CheckpointEntry e = describeCheckpoint(path, rel, &stamp);
+      // An unreadable file may or may not have been opened; a read one was.
+      if (e.error.empty()) {
+        QVERIFY2(stamp && *stamp == truth, rel.c_str());
+        ++compared;
+      }
+    }
+    QVERIFY(compared >= 10);
+    // Bytes in memory have no stamp; nor does a folder (not opened as a file).
+    const InputFile memory("bytes", ByteRegion{});
+    QVERIFY(!memory.stamp());
+    QVERIFY(!InputFile::openUnlessDirectory(m_root));
   }
 
   // What the command prints from the cache is what it prints reading every file.

@@ -106,6 +106,17 @@ class TestTfEvents : public QObject {
       for (size_t n = 0; n + start <= bytes.size(); n += 1 + n / 3)
         QCOMPARE(detail::crc32c(bytes.data() + start, n),
                  detail::crc32cPortable(bytes.data() + start, n));
+    // Taken in two parts, cut anywhere: RFC 3720's check value, and the
+    // whole buffer's CRC (the listing cache writes its records as parts).
+    for (size_t cut = 0; cut <= nine.size(); ++cut) {
+      const auto* p = reinterpret_cast<const uint8_t*>(nine.data());
+      QCOMPARE(detail::crc32cExtend(detail::crc32c(p, cut), p + cut, nine.size() - cut),
+               0xe3069283u);
+    }
+    for (size_t cut = 0; cut <= bytes.size(); cut += 97)
+      QCOMPARE(detail::crc32cExtend(detail::crc32c(bytes.data(), cut), bytes.data() + cut,
+                                    bytes.size() - cut),
+               detail::crc32c(bytes.data(), bytes.size()));
   }
 
   void metricsJsonEqualsPythonReader() {

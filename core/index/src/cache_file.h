@@ -5,6 +5,7 @@
 // beside and renamed over. Internal to ckpt_index.
 
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -37,5 +38,8 @@ inline bool getText(std::string_view& in, std::string& s) {
 // `parts` written to a file beside `file`, then renamed over it: a reader
 // never sees half a file. False (nothing left behind) when it cannot be.
 bool writeCacheFile(const std::string& file, std::initializer_list<std::string_view> parts);
+// The same for any number of parts, written as they lie (writev), not
+// gathered into one buffer first.
+bool writeCacheFile(const std::string& file, std::span<const std::string_view> parts);
 
 }  // namespace ckpt::detail

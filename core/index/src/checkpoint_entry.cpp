@@ -114,7 +114,8 @@ uint64_t storageBytes(const CheckpointFile& file, const Value* v) {
 
 }  // namespace
 
-CheckpointEntry describeCheckpoint(const std::string& path, const std::string& relative) {
+CheckpointEntry describeCheckpoint(const std::string& path, const std::string& relative,
+                                   std::optional<FileStamp>* stamp) {
   CheckpointEntry e;
   e.path = path;
   e.file = relative;
@@ -157,6 +158,7 @@ CheckpointEntry describeCheckpoint(const std::string& path, const std::string& r
       file = CheckpointFile::open(path, options);
     }
     if (file->safety()) safety = singleFileSafety(path, *file->safety());
+    if (stamp && !file->shards()) *stamp = file->input().stamp();
     e.size = file->fileSize();
     e.mtime = file->mtime();
     e.format = std::string(formatName(file->format()));

@@ -86,10 +86,14 @@ bool hasHardware() {
 }  // namespace
 
 uint32_t crc32c(const uint8_t* data, size_t size) {
+  return crc32cExtend(0, data, size);
+}
+
+uint32_t crc32cExtend(uint32_t crc, const uint8_t* data, size_t size) {
 #if CKPT_CRC32C_X86 || CKPT_CRC32C_ARM
-  if (hasHardware()) return ~crcHardware(~0u, data, size);
+  if (hasHardware()) return ~crcHardware(~crc, data, size);
 #endif
-  return crc32cPortable(data, size);
+  return ~crcTable(~crc, data, size);
 }
 
 uint32_t crc32cPortable(const uint8_t* data, size_t size) {

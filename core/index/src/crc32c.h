@@ -10,6 +10,9 @@ namespace ckpt::detail {
 // has it (an event file is checksummed whole, so this is most of reading
 // one), a table otherwise.
 [[nodiscard]] uint32_t crc32c(const uint8_t* data, size_t size);
+// The CRC-32C of bytes A then B, given `crc` = crc32c(A) and B: a CRC
+// taken over parts that are never put side by side in memory.
+[[nodiscard]] uint32_t crc32cExtend(uint32_t crc, const uint8_t* data, size_t size);
 // The table's answer, whatever the CPU (for tests: both must agree).
 [[nodiscard]] uint32_t crc32cPortable(const uint8_t* data, size_t size);
 

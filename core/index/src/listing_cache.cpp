@@ -93,9 +93,9 @@ bool getCount(std::string_view& in, uint64_t& n, size_t least) {
   return get(in, n) && n <= in.size() / least;
 }
 
-// Every field describeCheckpoint fills but `file` and `path` (the caller's).
-std::string encodeEntry(const CheckpointEntry& e) {
-  std::string out;
+// Every field describeCheckpoint fills but `file` and `path` (the caller's),
+// appended to `out`.
+void encodeEntry(std::string& out, const CheckpointEntry& e) {
   putText(out, e.format);
   putOptional(out, e.step);
   put(out, uint8_t(e.kind));
@@ -141,7 +141,6 @@ std::string encodeEntry(const CheckpointEntry& e) {
     putOptional(out, r.score);
   }
   put(out, uint8_t(e.latest));
-  return out;
 }
 
 std::optional<CheckpointEntry> decodeEntry(std::string_view in) {
@@ -341,37 +340,55 @@ bool statFile(const std::string& path, int* fd, std::string* held, struct stat& 
 }  // namespace
 
 CheckpointEntry ListingCache::entry(size_t slot, const std::string& path, const std::string& file,
-                                    const std::function<CheckpointEntry()>& read, Folder* folder) {
-  struct stat st {};
-  if (slot >= m_slots.size() ||
-      !statFile(path, folder ? &folder->m_fd : nullptr, folder ? &folder->m_path : nullptr, st) ||
-      !S_ISREG(st.st_mode)) {
+                                    const Read& read, Folder* folder) {
+  std::optional<FileStamp> stamp;
+  if (slot >= m_slots.size()) {
     ++g_misses;
-    return read();
+    return read(&stamp);
   }
-  const Stat now{uint64_t(st.st_dev), uint64_t(st.st_ino), uint64_t(st.st_size),
-                 int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec,
-                 int64_t(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec};
-  if (const Record* r = find(slot, path); r && r->stat == now)
-    if (std::optional<CheckpointEntry> e = decodeEntry(r->entry)) {
-      ++g_hits;
-      m_slots[slot] = r->whole;
-      e->path = path;
-      e->file = file;
-      return std::move(*e);
+  // A file with a record is stat'ed and taken from the cache when it is
+  // what was recorded; one without is read at once (its open stamps it).
+  if (const Record* r = find(slot, path)) {
+    struct stat st {};
+    if (!statFile(path, folder ? &folder->m_fd : nullptr, folder ? &folder->m_path : nullptr, st) ||
+        !S_ISREG(st.st_mode)) {
+      ++g_misses;
+      return read(&stamp);
     }
+    const FileStamp now{uint64_t(st.st_dev), uint64_t(st.st_ino), uint64_t(st.st_size),
+                        int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec,
+                        int64_t(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec};
+    if (r->stat == now)
+      if (std::optional<CheckpointEntry> e = decodeEntry(r->entry)) {
+        ++g_hits;
+        m_slots[slot] = r->whole;
+        e->path = path;
+        e->file = file;
+        return std::move(*e);
+      }
+  }
   ++g_misses;
-  CheckpointEntry e = read();
-  // Recorded only when nothing changed it in the last ticks before the listing.
-  if (keepable(e, path) && now.ctimeNs < m_startNs - kRacyNs && now.mtimeNs < m_startNs - kRacyNs) {
+  CheckpointEntry e = read(&stamp);
+  // Recorded under the stamp of the open that read it, and only when
+  // nothing changed the file in the last ticks before the listing.
+  if (stamp && keepable(e, path) && stamp->ctimeNs < m_startNs - kRacyNs &&
+      stamp->mtimeNs < m_startNs - kRacyNs) {
+    // Made in place, in room enough for a small checkpoint's entry: a
+    // record grown by doubling, and an entry encoded apart and copied in,
+    // were a dozen allocations a file.
     std::string& out = m_read[slot];
+    out.reserve(path.size() + 320);
     putText(out, path);
-    put(out, now.device);
-    put(out, now.inode);
-    put(out, now.size);
-    put(out, now.mtimeNs);
-    put(out, now.ctimeNs);
-    putText(out, encodeEntry(e));
+    put(out, stamp->device);
+    put(out, stamp->inode);
+    put(out, stamp->size);
+    put(out, stamp->mtimeNs);
+    put(out, stamp->ctimeNs);
+    const size_t lengthAt = out.size();
+    put(out, uint64_t(0));
+    encodeEntry(out, e);
+    const uint64_t length = out.size() - lengthAt - sizeof(uint64_t);
+    std::memcpy(out.data() + lengthAt, &length, sizeof length);
     m_slots[slot] = out;
     m_changed = true;
   }
@@ -388,19 +405,30 @@ void ListingCache::save() {
     }
   // Unchanged: every record loaded was used as it was, none was added.
   if (!m_changed && count == m_records.size()) return;
-  std::string payload;
-  payload.reserve(bytes + m_root.size() + buildIdentity().size() + 32);
-  putText(payload, buildIdentity());
-  putText(payload, m_root);
-  put(payload, count);
-  for (const std::string_view s : m_slots) payload += s;
+  // The records are written where they lie (each file's, or the loaded
+  // cache's bytes), not copied into one payload first: 50,000 small
+  // checkpoints make 18 MB of records, fresh pages to fill.
+  std::string prefix;
+  putText(prefix, buildIdentity());
+  putText(prefix, m_root);
+  put(prefix, count);
+  std::vector<std::string_view> parts;
+  parts.reserve(size_t(count) + 3);
   std::string head(kMagic, sizeof kMagic), tail;
   put(head, kVersion);
   put(head, kByteOrder);
-  put(head, uint64_t(payload.size()));
-  put(tail, detail::crc32c(reinterpret_cast<const uint8_t*>(payload.data()), payload.size()));
-
-  if (detail::writeCacheFile(m_file, {head, payload, tail})) ++g_writes;
+  put(head, uint64_t(prefix.size() + bytes));
+  parts.push_back(head);
+  parts.push_back(prefix);
+  uint32_t crc = detail::crc32c(reinterpret_cast<const uint8_t*>(prefix.data()), prefix.size());
+  for (const std::string_view s : m_slots)
+    if (!s.empty()) {
+      parts.push_back(s);
+      crc = detail::crc32cExtend(crc, reinterpret_cast<const uint8_t*>(s.data()), s.size());
+    }
+  put(tail, crc);
+  parts.push_back(tail);
+  if (detail::writeCacheFile(m_file, parts)) ++g_writes;
 }
 
 }  // namespace ckpt

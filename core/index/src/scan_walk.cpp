@@ -606,8 +606,10 @@ CheckpointEntry describeItem(const Item& item, const fs::path& rootPath, Listing
       break;
   }
   const std::string path = item.path.string(), file = relative(item.path);
-  auto read = [&] { return describeCheckpoint(path, file); };
-  CheckpointEntry e = cache ? cache->entry(slot, path, file, read, folder) : read();
+  auto read = [&](std::optional<FileStamp>* stamp) {
+    return describeCheckpoint(path, file, stamp);
+  };
+  CheckpointEntry e = cache ? cache->entry(slot, path, file, read, folder) : read(nullptr);
   if (!item.trainer.empty()) e.trainer = std::string(item.trainer);
   return e;
 }

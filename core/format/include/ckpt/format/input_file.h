@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,15 @@ struct ByteRegion {
   std::shared_ptr<const void> owner;
   const uint8_t* data = nullptr;
   uint64_t size = 0;
+};
+
+// What fstat(2) said of a regular file as it was opened: enough to tell
+// the same bytes from a rewrite in place, a file moved over it or a
+// changed time (the listing cache's key, listing_cache.h).
+struct FileStamp {
+  uint64_t device = 0, inode = 0, size = 0;
+  int64_t mtimeNs = 0, ctimeNs = 0;
+  bool operator==(const FileStamp&) const = default;
 };
 
 // An open file. Small reads (zip directory, pickle) copy with pread; tensor
@@ -45,6 +55,10 @@ class InputFile {
   [[nodiscard]] const std::string& path() const { return m_path; }
   [[nodiscard]] uint64_t size() const { return m_size; }
   [[nodiscard]] int64_t mtime() const { return m_mtime; }
+  // The stamp of a regular file opened by its path, taken by the open's
+  // own fstat before any byte was read (a slice's is its whole file's);
+  // none for bytes in memory or anything but a regular file.
+  [[nodiscard]] const std::optional<FileStamp>& stamp() const { return m_stamp; }
 
   // Exactly `length` bytes at `offset`; a short file is a TruncatedError that
   // names the offset.
@@ -65,6 +79,7 @@ class InputFile {
   uint64_t m_base = 0;  // of a slice
   uint64_t m_size = 0;
   int64_t m_mtime = 0;
+  std::optional<FileStamp> m_stamp;
 };
 
 }  // namespace ckpt

@@ -33,6 +33,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -84,26 +85,27 @@ class ListingCache {
 
   // Slots for a listing of `items` files (one per item; entry() fills them).
   void resize(size_t items);
+  // How a file is read when the cache cannot give its entry; it sets its
+  // argument to the file's stamp as it opened it (describeCheckpoint's).
+  using Read = std::function<CheckpointEntry(std::optional<FileStamp>* stamp)>;
   // The entry of the file at `path`: the cached one (its path and `file`
   // set to these) when the file is unchanged, else read(), kept for the
-  // next listing when it can be. Safe on several threads, a slot and a
-  // `folder` each (none: the path is stat'ed).
+  // next listing when it can be, under the stamp read() took as it opened
+  // the file. A file the cache has no record of is not stat'ed first
+  // (a folder listed for the first time costs what a listing without the
+  // cache costs, and the cache's writing). Safe on several threads, a slot
+  // and a `folder` each (none: the path is stat'ed).
   CheckpointEntry entry(size_t slot, const std::string& path, const std::string& file,
-                        const std::function<CheckpointEntry()>& read, Folder* folder = nullptr);
+                        const Read& read, Folder* folder = nullptr);
   // Writes the cache file when the listing differs from what was loaded:
   // the files of this listing only (a file gone is dropped).
   void save();
 
  private:
   explicit ListingCache(std::string root, std::string file);
-  struct Stat {
-    uint64_t device = 0, inode = 0, size = 0;
-    int64_t mtimeNs = 0, ctimeNs = 0;
-    bool operator==(const Stat&) const = default;
-  };
   struct Record {
     std::string_view path;  // in m_loaded
-    Stat stat;
+    FileStamp stat;
     std::string_view entry;  // encoded, in m_loaded
     std::string_view whole;  // the record's bytes, in m_loaded
   };

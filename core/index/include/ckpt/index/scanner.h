@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "ckpt/format/input_file.h"
+
 namespace ckpt {
 
 enum class CheckpointKind { Unknown, Step, Final, Best, Latest };
@@ -147,8 +149,11 @@ struct ScanOptions {
 bool isCandidateName(std::string_view fileName);
 
 // Reads one file's metadata (never its tensor bytes). Never throws: an
-// unreadable file comes back with `error` set.
-CheckpointEntry describeCheckpoint(const std::string& path, const std::string& relative);
+// unreadable file comes back with `error` set. `stamp`, when given, is set
+// to the file's stamp as it was opened when it was read as one regular
+// file (InputFile::stamp), else left empty.
+CheckpointEntry describeCheckpoint(const std::string& path, const std::string& relative,
+                                   std::optional<FileStamp>* stamp = nullptr);
 
 // A run's name: `dir` relative to `root`; the root's own name when they are one.
 std::string runNameFor(const std::string& root, const std::string& dir);
