@@ -61,6 +61,7 @@
 #include "browser/checkpointlistmodel.h"
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/tensor_info.h"
+#include "ckpt/index/huge_page_malloc.h"
 #include "ckpt/index/scanner.h"
 #include "curves/curvesview.h"
 #include "curves/runstable.h"
@@ -471,6 +472,9 @@ int manyCheckpoints(const QString& dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // As the app starts (app/gui/main.cpp): its heap advised for huge pages,
+  // which changes what a first touch of memory costs (huge_page_malloc.h).
+  ckpt::restartWithHugePageMalloc(argv);
   if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
   QApplication app(argc, argv);
   QApplication::setOrganizationName("CkptScopeBench");  // keep the user's recent list clean

@@ -460,6 +460,7 @@ void MainWindow::openPaths(const QStringList& paths) {
     std::mutex mutex;
     std::vector<BrowseGroup> runs;
     bool posted = false;
+    size_t unreadable = 0;  // of the runs handed over (the result holds them without checkpoints)
   };
   auto early = std::make_shared<EarlyRuns>();
   // On the GUI thread, for this scan while it runs (not a newer one's: the
@@ -479,11 +480,15 @@ void MainWindow::openPaths(const QStringList& paths) {
       [this, paths, early, listEarly](JobProgress& progress) {
         return scanPaths(
             paths, [&progress](size_t done, size_t total) { return progress.report(done, total); },
-            [&](const BrowseGroup& run) {
+            [&](BrowseGroup&& run) {
               bool first = false;
+              const auto unreadable =
+                  size_t(std::count_if(run.checkpoints.begin(), run.checkpoints.end(),
+                                       [](const CheckpointEntry& c) { return !c.error.empty(); }));
               {
                 const std::lock_guard lock(early->mutex);
-                early->runs.push_back(run);
+                early->runs.push_back(std::move(run));
+                early->unreadable += unreadable;
                 first = !std::exchange(early->posted, true);
               }
               if (first)
@@ -491,8 +496,23 @@ void MainWindow::openPaths(const QStringList& paths) {
                     this, [listEarly, of = &progress] { listEarly(of); }, Qt::QueuedConnection);
             });
       },
-      [this](JobOutcome, std::optional<std::vector<BrowseGroup>> groups, const QString& error) {
-        onScanFinished(groups ? std::move(*groups) : std::vector<BrowseGroup>{}, error);
+      [this, early](JobOutcome, std::optional<std::vector<BrowseGroup>> groups,
+                    const QString& error) {
+        // The runs handed over since the last tick are listed first: the
+        // result holds them without their checkpoints.
+        std::vector<BrowseGroup> waiting;
+        size_t unreadable = 0;
+        {
+          const std::lock_guard lock(early->mutex);
+          waiting.swap(early->runs);
+          unreadable = early->unreadable;
+        }
+        if (!groups) {
+          onScanFinished({}, error);
+          return;
+        }
+        m_model->appendRuns(std::move(waiting));
+        onScanFinished(std::move(*groups), error, unreadable);
       },
       [this, listEarly](const JobProgress& progress) {
         listEarly(&progress);
@@ -510,7 +530,8 @@ void MainWindow::showScanProgress(const JobProgress& progress) {
                                  : tr("Scanning..."));
 }
 
-void MainWindow::onScanFinished(std::vector<BrowseGroup> groups, const QString& error) {
+void MainWindow::onScanFinished(std::vector<BrowseGroup> groups, const QString& error,
+                                size_t handedOverUnreadable) {
   m_browser->hideProgress();
   // A row the person picked among the first runs listed while the rest were
   // scanned is picked again in the whole result (not the first row).
@@ -522,7 +543,7 @@ void MainWindow::onScanFinished(std::vector<BrowseGroup> groups, const QString& 
   // reset measures every row again and rebuilds the view: a fifth of a
   // 50,000-checkpoint open).
   // (The model holds these groups after: counted here, not copied out again.)
-  size_t unreadable = 0;
+  size_t unreadable = handedOverUnreadable;
   for (const BrowseGroup& g : groups)
     for (const CheckpointEntry& c : g.checkpoints)
       if (!c.error.empty()) ++unreadable;
@@ -531,8 +552,12 @@ void MainWindow::onScanFinished(std::vector<BrowseGroup> groups, const QString& 
   if (const std::optional<size_t> listed = m_model->listedPrefix(groups))
     m_model->appendRuns({std::make_move_iterator(groups.begin() + std::ptrdiff_t(*listed)),
                          std::make_move_iterator(groups.end())});
-  else
+  else {
+    // (Groups handed over while the scan ran take their checkpoints back
+    // from the rows they were listed in.)
+    restoreHandedOver(groups, m_model->groups());
     m_model->setGroups(std::move(groups));
+  }
   QStringList dirs;
   for (const QString& p : m_paths)
     if (QFileInfo(p).isDir()) dirs << p;

@@ -164,7 +164,10 @@ class MainWindow : public QMainWindow {
   void onRunChanged(const BrowseGroup& run);
   void onRunRemoved(const QString& path);
   void refreshCurvesLater();
-  void onScanFinished(std::vector<BrowseGroup> groups, const QString& error);
+  // `handedOverUnreadable`: the unreadable checkpoints of the runs the
+  // scan handed over early (the result holds those without checkpoints).
+  void onScanFinished(std::vector<BrowseGroup> groups, const QString& error,
+                      size_t handedOverUnreadable = 0);
   void onCurrentChanged(const QModelIndex& current);
   void onSummaryReady(const CheckpointSummary& summary);
   void showScanProgress(const JobProgress& progress);

@@ -123,6 +123,23 @@ class TestManyRuns : public QObject {
     for (const RunEntry& run : scan.runs) QCOMPARE(early[run.name], describe(run));
   }
 
+  // What runDone takes out of a run (its checkpoints, moved: not copied) is
+  // not in the result, which keeps the rest of the run in its place.
+  void runDoneMayTakeTheRun() {
+    std::map<std::string, std::vector<CheckpointEntry>> taken;
+    ScanOptions options;
+    options.runDone = [&](RunEntry& run) { taken[run.path] = std::move(run.checkpoints); };
+    const ScanResult scan = scanDirectory(kRoot, options);
+    const ScanResult whole = scanDirectory(kRoot);
+    QCOMPARE(scan.runs.size(), whole.runs.size());
+    for (size_t i = 0; i < scan.runs.size(); ++i) {
+      QCOMPARE(scan.runs[i].name, whole.runs[i].name);
+      QCOMPARE(scan.runs[i].path, whole.runs[i].path);
+      QVERIFY2(scan.runs[i].checkpoints.empty(), scan.runs[i].name.c_str());
+      QVERIFY(taken.at(whole.runs[i].path) == whole.runs[i].checkpoints);
+    }
+  }
+
   // Stopped by its progress callback: what was read is listed, a run none
   // of whose files were read is not (unless its metrics list it).
   void stopEarly() {

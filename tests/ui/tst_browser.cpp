@@ -793,6 +793,29 @@ void TestBrowser::listedPrefix() {
   BrowseGroup moved = b;
   moved.path = "/y/b";
   QCOMPARE(model.listedPrefix({a, moved}), std::nullopt);
+
+  // A run the scan handed over while it ran (moved to the rows, not
+  // copied) holds its place in the result without its checkpoints: equal
+  // when all else is.
+  BrowseGroup place = b;
+  place.checkpoints.clear();
+  place.handedOver = true;
+  QCOMPARE(model.listedPrefix({a, place, c}), std::optional<size_t>(2));
+  BrowseGroup elsewhere = place;
+  elsewhere.path = "/y/b";
+  QCOMPARE(model.listedPrefix({a, elsewhere}), std::nullopt);
+  // Handed over but not among the rows: the rest cannot simply be added.
+  BrowseGroup notListed = c;
+  notListed.checkpoints.clear();
+  notListed.handedOver = true;
+  QCOMPARE(model.listedPrefix({a, b, notListed}), std::nullopt);
+  // Listed anew instead: the places take their checkpoints back from the rows.
+  std::vector<BrowseGroup> result{place, a, c};
+  restoreHandedOver(result, model.groups());
+  QVERIFY(!result[0].handedOver);
+  QVERIFY(result[0].checkpoints == b.checkpoints);
+  QVERIFY(result[1].checkpoints == a.checkpoints);
+  QVERIFY(result[2].checkpoints == c.checkpoints);
 }
 
 QTEST_MAIN(TestBrowser)

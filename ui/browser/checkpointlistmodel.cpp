@@ -1,5 +1,6 @@
 #include "browser/checkpointlistmodel.h"
 
+#include <algorithm>
 #include <ctime>
 
 #include <QApplication>
@@ -360,9 +361,10 @@ std::optional<size_t> CheckpointListModel::listedPrefix(
     const BrowseGroup& b = groups[next++];
     if (std::tie(a.kind, a.name, a.path, a.error, a.trainer, a.metricFiles, a.hparamFiles, a.facts,
                  a.remote) != std::tie(b.kind, b.name, b.path, b.error, b.trainer, b.metricFiles,
-                                       b.hparamFiles, b.facts, b.remote) ||
-        n.children.size() != b.checkpoints.size())
+                                       b.hparamFiles, b.facts, b.remote))
       return false;
+    if (b.handedOver) return true;  // this very group was moved here (scanPaths)
+    if (n.children.size() != b.checkpoints.size()) return false;
     for (size_t i = 0; i < n.children.size(); ++i)
       if (!(n.children[i]->checkpoint == b.checkpoints[i])) return false;
     return true;
@@ -375,6 +377,10 @@ std::optional<size_t> CheckpointListModel::listedPrefix(
         if (!same(*g)) return std::nullopt;
     }
   }
+  // A group handed over past them is not here: the rest cannot be added as it is.
+  if (std::any_of(groups.begin() + std::ptrdiff_t(next), groups.end(),
+                  [](const BrowseGroup& g) { return g.handedOver; }))
+    return std::nullopt;
   return next;
 }
 

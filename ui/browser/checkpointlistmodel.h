@@ -56,8 +56,10 @@ class CheckpointListModel : public QAbstractItemModel {
   // How many of `groups` the rows are already, when they are the first of
   // them in this order with every field of every checkpoint equal (a scan's
   // result, the runs it handed over while it ran listed): setGroups would
-  // change none of those rows, appendRuns of the rest does what it does.
-  // std::nullopt when the rows are anything else.
+  // change none of those rows, appendRuns of the rest does what it does. A
+  // group `handedOver` (the one listed was moved from the scan, not
+  // copied) is equal when all but its checkpoints are. std::nullopt when
+  // the rows are anything else, or a handed-over group is left after them.
   [[nodiscard]] std::optional<size_t> listedPrefix(const std::vector<BrowseGroup>& groups) const;
   // Every run, "Files" and error group, in display order, with its checkpoints.
   [[nodiscard]] std::vector<BrowseGroup> groups() const;

@@ -41,20 +41,32 @@ std::vector<BrowseGroup> scanPaths(const QStringList& paths, const ScanProgress&
       takeRun(g, std::move(run));
       return g;
     };
-    // The groups handed to runDone, by run folder: the result reuses them
-    // (takeRun looks at the run's folder for its hyperparameter files).
-    std::map<std::string, BrowseGroup> early;
+    // The runs handed to runDone, by run folder: each run's group is moved
+    // to it (not copied), and the result holds its place with the group
+    // without its checkpoints (takeRun looked at the run's folder for its
+    // hyperparameter files once), and how many it had.
+    std::map<std::string, std::pair<BrowseGroup, size_t>> early;
     if (runDone)
-      options.runDone = [&](const RunEntry& run) {
-        const BrowseGroup& g = early[run.path] = groupOf(RunEntry(run));
-        runDone(g);
+      options.runDone = [&](RunEntry& run) {
+        BrowseGroup g = groupOf(std::move(run));
+        std::vector<CheckpointEntry> checkpoints = std::move(g.checkpoints);
+        g.checkpoints.clear();
+        BrowseGroup place = g;
+        place.handedOver = true;
+        early[run.path] = {std::move(place), checkpoints.size()};
+        g.checkpoints = std::move(checkpoints);
+        runDone(std::move(g));
       };
     try {
       ScanResult result = scanDirectory(pathToStd(dir), options);
       for (RunEntry& run : result.runs) {
-        dirsDone += run.checkpoints.size();
-        const auto it = early.find(run.path);
-        groups.push_back(it != early.end() ? std::move(it->second) : groupOf(std::move(run)));
+        if (const auto it = early.find(run.path); it != early.end()) {
+          dirsDone += it->second.second;
+          groups.push_back(std::move(it->second.first));
+        } else {
+          dirsDone += run.checkpoints.size();
+          groups.push_back(groupOf(std::move(run)));
+        }
       }
     } catch (const std::exception& e) {
       BrowseGroup g;
@@ -79,6 +91,18 @@ std::vector<BrowseGroup> scanPaths(const QStringList& paths, const ScanProgress&
     groups.push_back(std::move(g));
   }
   return groups;
+}
+
+void restoreHandedOver(std::vector<BrowseGroup>& groups, std::vector<BrowseGroup> shown) {
+  std::map<QString, BrowseGroup*> byPath;
+  for (BrowseGroup& g : shown)
+    if (g.kind == BrowseGroup::Kind::Run) byPath.emplace(g.path, &g);
+  for (BrowseGroup& g : groups) {
+    if (!g.handedOver) continue;
+    if (const auto it = byPath.find(g.path); it != byPath.end())
+      g.checkpoints = std::move(it->second->checkpoints);
+    g.handedOver = false;
+  }
 }
 
 namespace {

@@ -33,6 +33,9 @@ struct BrowseGroup {
   // ("ssh://[user@]host[:port]/path"), listed by its agent (ui/remote);
   // `path` and the checkpoints' paths are then the host's. Empty for a local run.
   QString remote;
+  // In a scanPaths result: this run was handed to its runDone, which took
+  // the group; this one is it without its checkpoints (restoreHandedOver).
+  bool handedOver = false;
 };
 
 // Fills `group` from a scanned run: its checkpoints, trainer and metrics
@@ -46,13 +49,20 @@ void takeRun(BrowseGroup& group, RunEntry&& run);
 // `progress(done, total)` is called after each file and stops the scan when
 // it returns false. With more than one directory, run names are prefixed
 // with their directory's name so they stay apart. `runDone`, when given,
-// gets each run of a directory as soon as its files are read (the same
-// group the result will hold; ScanOptions::runDone), on the scanning thread.
+// is handed each run of a directory as soon as its files are read
+// (ScanOptions::runDone), on the scanning thread, and keeps it: the result
+// holds in its place the same group without its checkpoints, `handedOver`
+// set (50,000 checkpoints' entries are not copied to be listed early).
 using ScanProgress = std::function<bool(size_t done, size_t total)>;
-using ScanRunDone = std::function<void(const BrowseGroup& run)>;
+using ScanRunDone = std::function<void(BrowseGroup&& run)>;
 [[nodiscard]] std::vector<BrowseGroup> scanPaths(const QStringList& paths,
                                                  const ScanProgress& progress = {},
                                                  const ScanRunDone& runDone = {});
+
+// Gives each handed-over group of `groups` (a scanPaths result) its
+// checkpoints back from the group of `shown` with its path (the groups its
+// runDone was handed). One not found stays without them.
+void restoreHandedOver(std::vector<BrowseGroup>& groups, std::vector<BrowseGroup> shown);
 
 // Whether scanning `paths` reaches `file`: it is one of them, or lies under
 // one of the directories.

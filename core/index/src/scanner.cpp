@@ -492,6 +492,8 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
   }
   for (std::thread& h : helpers) h.join();
   if (failure) std::rethrow_exception(failure);
+  // The runs whose last files the helpers read after this thread's last.
+  if (!stop) emitReady();
   if (cache && !stop) cache->save();
   if (options.progress && !stop && done > 0) options.progress(done, items.size());
 
