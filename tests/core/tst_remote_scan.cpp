@@ -203,6 +203,35 @@ class TestRemoteScan : public QObject {
     }
     QVERIFY(points > 0);
   }
+
+  // Requests posted one after another (scan, metrics, hparams, and one the
+  // agent refuses) are all answered, each as the same request asked on its
+  // own answers it, in the order posted; the connection then goes on.
+  void postedRequestsAnsweredInOrder() {
+    const std::string dir = kFixtures + "/experiment";
+    const Json scanAlone = ask("scan", dir, Json{{"path", dir}, {"full", true}});
+    const std::string metricsAlone = m_agent->callText("metrics", Json{{"paths", {dir}}});
+    const Json hparamsAlone = m_agent->call("hparams", Json{{"paths", {dir}}});
+    QVERIFY(!hparamsAlone.empty());
+
+    const int64_t a = m_agent->post("scan", Json{{"path", dir}, {"full", true}});
+    const int64_t b = m_agent->post("metrics", Json{{"paths", {dir}}});
+    const int64_t c = m_agent->post("hparams", Json{{"paths", {dir}}});
+    const int64_t d = m_agent->post("scan", Json{{"path", "/usr"}});
+    QVERIFY(a < b && b < c && c < d);
+    QVERIFY(m_agent->await(a, "scan") == scanAlone);
+    QCOMPARE(m_agent->awaitText(b, "metrics"), metricsAlone);
+    QVERIFY(m_agent->await(c, "hparams") == hparamsAlone);
+    try {
+      (void)m_agent->await(d, "scan");
+      QFAIL("a folder outside the roots was scanned");
+    } catch (const ckpt::remote::RemoteError& e) {
+      QCOMPARE(QString::fromStdString(e.code()), QString("outside_roots"));
+    }
+    // An answer nobody took is skipped by the next wait.
+    (void)m_agent->post("hparams", Json{{"paths", {dir}}});
+    QVERIFY(m_agent->call("hparams", Json{{"paths", {dir}}}) == hparamsAlone);
+  }
 };
 
 QTEST_GUILESS_MAIN(TestRemoteScan)

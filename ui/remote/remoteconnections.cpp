@@ -75,13 +75,23 @@ RemoteConnections::Json RemoteConnections::call(const remote::RemotePath& where,
   return result;
 }
 
-std::vector<RunMetrics> RemoteConnections::metrics(const remote::RemotePath& where,
-                                                   const std::vector<std::string>& paths,
-                                                   const remote::AgentClient::ProgressFn& progress,
-                                                   const remote::AgentClient::CancelFn& cancelled) {
+std::vector<RunMetrics> RemoteConnections::metricsAndHparams(const remote::RemotePath& where,
+                                                             const std::vector<std::string>& paths,
+                                                             Json& hparams,
+                                                             std::string& hparamsError) {
   std::vector<RunMetrics> runs;
   withAgent(where, [&](Host&, remote::AgentClient& agent) {
-    runs = remote::requestRunMetrics(agent, paths, {}, progress, cancelled);
+    hparams = nullptr;
+    hparamsError.clear();
+    const int64_t metricsId = remote::postRunMetrics(agent, paths);
+    const int64_t hparamsId = agent.post("hparams", Json{{"paths", paths}});
+    runs = remote::awaitRunMetrics(agent, metricsId);
+    try {
+      hparams = agent.await(hparamsId, "hparams");
+    } catch (const remote::RemoteError& e) {
+      if (e.code() != "unknown_method") throw;
+      hparamsError = e.what();
+    }
   });
   return runs;
 }

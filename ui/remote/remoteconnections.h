@@ -36,12 +36,16 @@ class RemoteConnections {
 
   // The curves of the runs at `paths` on `where`'s host, asked and read as
   // ckptscope-cli's remote `metrics` does (remote::requestRunMetrics:
-  // `columns`, the answer's text read straight into the series). Started,
-  // started again and failing as call() does.
-  std::vector<RunMetrics> metrics(const remote::RemotePath& where,
-                                  const std::vector<std::string>& paths,
-                                  const remote::AgentClient::ProgressFn& progress = {},
-                                  const remote::AgentClient::CancelFn& cancelled = {});
+  // `columns`, the answer's text read straight into the series), and
+  // `hparams` of the same paths, both sent before either answer is read
+  // (AgentClient::post): the host reads the hyperparameters while the
+  // series are decoded here, and one round trip is paid for the two.
+  // `hparams` is set to that answer; an agent older than `hparams` leaves
+  // it null and says why in `hparamsError`. Started, started again and
+  // failing as call() does.
+  std::vector<RunMetrics> metricsAndHparams(const remote::RemotePath& where,
+                                            const std::vector<std::string>& paths, Json& hparams,
+                                            std::string& hparamsError);
 
   // What the agent of `where`'s host said to hello (started when there is
   // none): its version, and whether sbatch is there ("sbatch").

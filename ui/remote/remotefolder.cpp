@@ -57,8 +57,14 @@ std::vector<BrowseGroup> scanFolder(RemoteConnections& connections, const remote
 
 void readCurves(RemoteConnections& connections, const remote::RemotePath& where,
                 const std::string& path, RemoteFolder& folder) {
-  // As ckptscope-cli's remote `metrics` asks (columns, the answer read as text).
-  std::vector<RunMetrics> runs = connections.metrics(where, {path});
+  // As ckptscope-cli's remote `metrics` asks (columns, the answer read as
+  // text), with their hyperparameters (`hparams`, read on the host as they
+  // are here: readHparams) asked at once: a sweep groups by them and the
+  // runs table shows them.
+  Json hparamsAnswer;
+  std::string hparamsError;
+  std::vector<RunMetrics> runs =
+      connections.metricsAndHparams(where, {path}, hparamsAnswer, hparamsError);
   folder.files.clear();
   folder.curves.clear();
   for (RunMetrics& m : runs) {
@@ -74,22 +80,17 @@ void readCurves(RemoteConnections& connections, const remote::RemotePath& where,
           it->second.kind = s.source;
     folder.curves.push_back(remoteCurveRun(std::move(m), where));
   }
-  // Their hyperparameters, read on the host as they are here (readHparams):
-  // a sweep groups by them and the runs table shows them. An agent older
-  // than `hparams` groups by name only, and the runs say why.
+  // An agent older than `hparams` groups by name only, and the runs say why.
   if (folder.curves.empty()) return;
-  std::vector<remote::RunHparams> hparams;
-  try {
-    hparams = remote::hparamsFromWire(connections.call(where, "hparams", Json{{"paths", {path}}}));
-  } catch (const remote::RemoteError& e) {
-    if (e.code() != "unknown_method") throw;
+  if (!hparamsError.empty()) {
     for (CurveRun& run : folder.curves)
       run.problems << QObject::tr(
                           "hyperparameters not read: the host's ckptscope-cli is older "
                           "than `hparams` (%1)")
-                          .arg(fromStd(e.what()));
+                          .arg(fromStd(hparamsError));
     return;
   }
+  std::vector<remote::RunHparams> hparams = remote::hparamsFromWire(hparamsAnswer);
   std::map<QString, remote::RunHparams*> byPath;
   for (remote::RunHparams& h : hparams) byPath[pathFromStd(h.path)] = &h;
   for (CurveRun& run : folder.curves)

@@ -370,9 +370,33 @@ AgentClient::Json AgentClient::exchange(const std::string& method, Json params,
                                         const ProgressFn& progress, const CancelFn& cancelled,
                                         const EventFn& event, std::string* resultText,
                                         const EventTextFn& eventText) {
+  return receive(post(method, std::move(params)), method, progress, cancelled, event, resultText,
+                 eventText);
+}
+
+int64_t AgentClient::post(const std::string& method, Json params) {
   if (m_in < 0) throw RemoteError("connection", m_what + ": the connection is closed");
   const int64_t id = m_nextId++;
   send(Json{{"id", id}, {"method", method}, {"params", std::move(params)}});
+  return id;
+}
+
+AgentClient::Json AgentClient::await(int64_t id, const std::string& method,
+                                     const ProgressFn& progress, const CancelFn& cancelled) {
+  return receive(id, method, progress, cancelled, {}, nullptr, {});
+}
+
+std::string AgentClient::awaitText(int64_t id, const std::string& method,
+                                   const ProgressFn& progress, const CancelFn& cancelled) {
+  std::string text;
+  receive(id, method, progress, cancelled, {}, &text, {});
+  return text;
+}
+
+AgentClient::Json AgentClient::receive(int64_t id, const std::string& method,
+                                       const ProgressFn& progress, const CancelFn& cancelled,
+                                       const EventFn& event, std::string* resultText,
+                                       const EventTextFn& eventText) {
   bool cancelSent = false;
   const auto idle = [&] {
     if (cancelSent || !cancelled()) return;

@@ -8,9 +8,20 @@ std::vector<RunMetrics> requestRunMetrics(AgentClient& agent, const std::vector<
                                           const std::vector<std::string>& logs,
                                           const AgentClient::ProgressFn& progress,
                                           const AgentClient::CancelFn& cancelled) {
+  return awaitRunMetrics(agent, postRunMetrics(agent, paths, logs), progress, cancelled);
+}
+
+int64_t postRunMetrics(AgentClient& agent, const std::vector<std::string>& paths,
+                       const std::vector<std::string>& logs) {
   AgentClient::Json params{{"paths", paths}, {"columns", true}};
   if (!logs.empty()) params["logs"] = logs;
-  return metricsResultFromText(agent.callText("metrics", std::move(params), progress, cancelled));
+  return agent.post("metrics", std::move(params));
+}
+
+std::vector<RunMetrics> awaitRunMetrics(AgentClient& agent, int64_t id,
+                                        const AgentClient::ProgressFn& progress,
+                                        const AgentClient::CancelFn& cancelled) {
+  return metricsResultFromText(agent.awaitText(id, "metrics", progress, cancelled));
 }
 
 }  // namespace ckpt::remote

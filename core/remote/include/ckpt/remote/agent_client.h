@@ -87,6 +87,22 @@ class AgentClient {
   Json callEventText(const std::string& method, Json params, const ProgressFn& progress,
                      const CancelFn& cancelled, const EventTextFn& eventText);
 
+  // Sends {id, method, params} now and returns its id without waiting for
+  // the answer. The agent runs requests one at a time, in the order they
+  // came, so requests posted one after another are answered in that order:
+  // a second is on its way (and computed on the host) while the first's
+  // answer is read here, and a network's round trip is paid once for both.
+  // Each posted request's answer must be taken with await() or awaitText(),
+  // in the order they were posted (a later one's wait skips an earlier
+  // answer nobody took).
+  int64_t post(const std::string& method, Json params);
+  // The answer to a posted request, as call() and callText() give theirs
+  // (`method` names it in messages).
+  Json await(int64_t id, const std::string& method, const ProgressFn& progress = {},
+             const CancelFn& cancelled = {});
+  std::string awaitText(int64_t id, const std::string& method, const ProgressFn& progress = {},
+                        const CancelFn& cancelled = {});
+
   // From any thread: ends the connection now (the program, ssh, is sent
   // SIGTERM), so a call waiting on it throws RemoteError("connection") at
   // once, whatever the link does. For a watch that must stop.
@@ -99,6 +115,10 @@ class AgentClient {
   Json exchange(const std::string& method, Json params, const ProgressFn& progress,
                 const CancelFn& cancelled, const EventFn& event, std::string* resultText,
                 const EventTextFn& eventText = {});
+  // The reading half of exchange(): the answer to request `id`.
+  Json receive(int64_t id, const std::string& method, const ProgressFn& progress,
+               const CancelFn& cancelled, const EventFn& event, std::string* resultText,
+               const EventTextFn& eventText);
   // The next complete line from the agent's stdout; false at end of file.
   // `idle` is called every ~50 ms while none comes.
   bool readLine(std::string& line, const std::function<void()>& idle = {});

@@ -23,4 +23,13 @@ std::vector<RunMetrics> requestRunMetrics(AgentClient& agent, const std::vector<
                                           const AgentClient::ProgressFn& progress = {},
                                           const AgentClient::CancelFn& cancelled = {});
 
+// The same request posted (AgentClient::post), so that another can follow
+// it before its answer is read; the answer is then read with
+// awaitRunMetrics (in the order the requests were posted).
+int64_t postRunMetrics(AgentClient& agent, const std::vector<std::string>& paths,
+                       const std::vector<std::string>& logs = {});
+std::vector<RunMetrics> awaitRunMetrics(AgentClient& agent, int64_t id,
+                                        const AgentClient::ProgressFn& progress = {},
+                                        const AgentClient::CancelFn& cancelled = {});
+
 }  // namespace ckpt::remote
