@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "ckpt/format/error.h"
+#include "ckpt/format/file_stamp_of.h"
 
 namespace ckpt {
 
@@ -40,10 +41,7 @@ bool InputFile::openPath() {
   }
   m_size = static_cast<uint64_t>(st.st_size);
   m_mtime = static_cast<int64_t>(st.st_mtime);
-  if (S_ISREG(st.st_mode))
-    m_stamp = FileStamp{uint64_t(st.st_dev), uint64_t(st.st_ino), m_size,
-                        int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec,
-                        int64_t(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec};
+  if (S_ISREG(st.st_mode)) m_stamp = fileStampOf(st);
   if (S_ISREG(st.st_mode) && m_size <= kReadWholeBytes) readWhole();
   return true;
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cache_file.h"
+#include "ckpt/format/file_stamp_of.h"
 #include "ckpt/index/metrics_cache.h"
 #include "crc32c.h"
 #include "listing_identity.h"
@@ -355,10 +356,7 @@ CheckpointEntry ListingCache::entry(size_t slot, const std::string& path, const 
       ++g_misses;
       return read(&stamp);
     }
-    const FileStamp now{uint64_t(st.st_dev), uint64_t(st.st_ino), uint64_t(st.st_size),
-                        int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec,
-                        int64_t(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec};
-    if (r->stat == now)
+    if (r->stat == fileStampOf(st))
       if (std::optional<CheckpointEntry> e = decodeEntry(r->entry)) {
         ++g_hits;
         m_slots[slot] = r->whole;
