@@ -374,6 +374,7 @@ int runMetrics(int argc, char** argv) {
       json ? MetricsFormat::Json : (csv ? MetricsFormat::Csv : MetricsFormat::Text);
   std::vector<std::string> named = paths;
   named.insert(named.end(), logs.begin(), logs.end());
+  if (acrossMachines(named)) return runMetricsAcrossMachines(paths, logs, metrics, format);
   std::string problem;
   if (const auto remote = remotePaths(named, problem))
     return runRemoteMetrics({remote->begin(), remote->begin() + long(paths.size())},

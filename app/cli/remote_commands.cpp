@@ -2,8 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 
 #include "ckpt/format/checkpoint_file.h"
@@ -95,6 +98,24 @@ int textReport(const char* command, const std::vector<const RemotePath*>& paths,
     std::fflush(stderr);
     return r.value("exit", int(kExitFailure));
   });
+}
+
+// A host's run among the runs of several machines: named with its host
+// and its files named as ssh:// locations, so that two machines' runs never
+// share a name and each path can be handed to another command as it is.
+void placeOnHost(RunMetrics& run, const RemotePath& where) {
+  const auto at = [&where](std::string& path) {
+    RemotePath r = where;
+    r.path = path;
+    path = r.display();
+  };
+  run.run = where.endpoint() + ":" + run.run;
+  at(run.path);
+  for (MetricSeries& s : run.series)
+    for (std::string& file : s.files) at(file);
+  for (CheckpointMarker& m : run.markers) at(m.path);
+  if (!run.summaryFile.empty()) at(run.summaryFile);
+  for (std::string& problem : run.problems) problem = where.endpoint() + ": " + problem;
 }
 
 }  // namespace
@@ -270,6 +291,71 @@ int runRemoteMetrics(const std::vector<RemotePath>& paths, const std::vector<Rem
     auto agent = connect(paths.empty() ? logs.front() : paths.front(), opened);
     const std::vector<RunMetrics> runs = remote::requestRunMetrics(*agent, names, logNames);
     printMetrics(runs, metrics, format);
+    return kExitOk;
+  });
+}
+
+int runMetricsAcrossMachines(const std::vector<std::string>& paths,
+                             const std::vector<std::string>& logs,
+                             const std::vector<std::string>& metrics, MetricsFormat format) {
+  return guarded([&] {
+    // The arguments by machine, in the order the machines are first named.
+    struct Machine {
+      std::optional<RemotePath> host;  // nothing: here
+      std::vector<std::string> paths, logs;
+      std::vector<RemotePath> opened;
+      std::unique_ptr<AgentClient> agent;
+      int64_t asked = 0;
+      std::vector<RunMetrics> runs;
+    };
+    std::vector<Machine> machines;
+    for (const bool isLog : {false, true})
+      for (const std::string& arg : isLog ? logs : paths) {
+        std::optional<RemotePath> r = remote::parseRemotePath(arg);
+        const std::string where = r ? r->endpoint() : std::string();
+        auto m = std::find_if(machines.begin(), machines.end(), [&where](const Machine& x) {
+          return (x.host ? x.host->endpoint() : std::string()) == where;
+        });
+        if (m == machines.end()) {
+          machines.emplace_back().host = r;
+          m = machines.end() - 1;
+        }
+        (isLog ? m->logs : m->paths).push_back(r ? r->path : arg);
+        if (r) m->opened.push_back(std::move(*r));
+      }
+    // Each host is asked first (one connection at a time, so that ssh asks
+    // for one login at a time), then this machine's runs are read while the
+    // hosts read theirs.
+    // What a host answers names its host (a connection's failure does already).
+    const auto onHost = [](const Machine& m, const auto& ask) {
+      try {
+        ask();
+      } catch (const std::exception& e) {
+        const std::string what = e.what();
+        if (what.rfind("host ", 0) == 0) throw;
+        throw std::runtime_error("host " + m.host->endpoint() + ": " + what);
+      }
+    };
+    for (Machine& m : machines) {
+      if (!m.host) continue;
+      onHost(m, [&m] {
+        std::vector<const RemotePath*> opened;
+        for (const RemotePath& p : m.opened) opened.push_back(&p);
+        m.agent = connect(*m.host, opened);
+        m.asked = remote::postRunMetrics(*m.agent, m.paths, m.logs);
+      });
+    }
+    for (Machine& m : machines)
+      if (!m.host) m.runs = metricsOf(m.paths, m.logs);
+    std::vector<RunMetrics> all;
+    for (Machine& m : machines) {
+      if (m.host) {
+        onHost(m, [&m] { m.runs = remote::awaitRunMetrics(*m.agent, m.asked); });
+        for (RunMetrics& run : m.runs) placeOnHost(run, *m.host);
+      }
+      for (RunMetrics& run : m.runs) all.push_back(std::move(run));
+    }
+    printMetrics(all, metrics, format);
     return kExitOk;
   });
 }

@@ -41,6 +41,15 @@ int runRemoteVerify(const remote::RemotePath& file);
 int runRemoteMetrics(const std::vector<remote::RemotePath>& paths,
                      const std::vector<remote::RemotePath>& logs,
                      const std::vector<std::string>& metrics, MetricsFormat format);
+// metrics of paths on more than one machine (here and hosts, or several
+// hosts): each machine's runs read there (the hosts' agents asked at once,
+// this machine's runs read meanwhile), printed together in the order the
+// machines are first named. A host's runs are named "ENDPOINT:NAME", their
+// paths and files as ssh:// locations. Any machine that fails fails the
+// command, with nothing printed.
+int runMetricsAcrossMachines(const std::vector<std::string>& paths,
+                             const std::vector<std::string>& logs,
+                             const std::vector<std::string>& metrics, MetricsFormat format);
 
 // resume / finetune (remote_train.cpp): the checkpoint argv names when it
 // is on another machine (a malformed ssh:// URL gives an empty one).

@@ -14,7 +14,11 @@ std::string RemotePath::endpoint() const {
 }
 
 std::string RemotePath::display() const {
-  return "ssh://" + endpoint() + (path.rfind('/', 0) == 0 ? "" : "/") + path;
+  // A path that is not absolute is in the home folder (where the agent
+  // starts): ssh://host/~/x, which parseRemotePath reads back as "x".
+  if (path.rfind('/', 0) == 0) return "ssh://" + endpoint() + path;
+  if (path.empty() || path == ".") return "ssh://" + endpoint() + "/~";
+  return "ssh://" + endpoint() + "/~/" + (path.rfind("./", 0) == 0 ? path.substr(2) : path);
 }
 
 namespace {

@@ -1,0 +1,247 @@
+// `ckptscope-cli metrics` of paths on several machines in one command (one
+// here and one on a host, or two hosts), through a real OpenSSH server this
+// test starts on loopback (ssh_server.h). "Two hosts" are 127.0.0.1 and
+// localhost: two endpoints, two connections, one server. Each machine's runs
+// must be what the same command prints for that machine's paths alone, a
+// host's named "ENDPOINT:RUN" with its paths as ssh:// locations
+// (docs/REMOTE.md), and the numbers those the test wrote.
+#include <QDir>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "ckpt/remote/remote_path.h"
+#include "run_process.h"
+#include "ssh_server.h"
+
+using ckpt::test::ProcessResult;
+
+namespace {
+
+const QString kCli = QStringLiteral(CKPT_CLI);
+
+// A run folder with a metrics.jsonl of `steps` lines: loss = base - step / 1000.
+void writeRun(const QString& dir, int steps, double base) {
+  QVERIFY(QDir().mkpath(dir));
+  QFile f(dir + "/metrics.jsonl");
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  for (int s = 1; s <= steps; ++s)
+    f.write(QString("{\"step\": %1, \"loss\": %2}\n")
+                .arg(s)
+                .arg(base - s / 1000.0, 0, 'g', 17)
+                .toUtf8());
+}
+
+QJsonArray runsOf(const QByteArray& out) {
+  QJsonParseError e{};
+  const QJsonDocument d = QJsonDocument::fromJson(out, &e);
+  if (e.error != QJsonParseError::NoError) qWarning("not JSON: %s", qPrintable(e.errorString()));
+  return d.object().value("runs").toArray();
+}
+
+// A run of `metrics --json` on the host, as it must read among several
+// machines' runs: its name after "ENDPOINT:", its paths as ssh:// locations.
+QJsonObject placedOnHost(QJsonObject run, const QString& endpoint) {
+  const QString at = "ssh://" + endpoint;
+  run["name"] = endpoint + ":" + run["name"].toString();
+  run["path"] = at + run["path"].toString();
+  QJsonArray series = run["series"].toArray();
+  for (auto s = series.begin(); s != series.end(); ++s) {
+    QJsonObject o = s->toObject();
+    QJsonArray files = o["files"].toArray();
+    for (auto f = files.begin(); f != files.end(); ++f) *f = at + f->toString();
+    o["files"] = files;
+    *s = o;
+  }
+  run["series"] = series;
+  QJsonArray markers = run["markers"].toArray();
+  for (auto m = markers.begin(); m != markers.end(); ++m) {
+    QJsonObject o = m->toObject();
+    o["file"] = at + o["file"].toString();
+    *m = o;
+  }
+  run["markers"] = markers;
+  return run;
+}
+
+}  // namespace
+
+class TestRemoteMachines : public QObject {
+  Q_OBJECT
+
+ private:
+  QTemporaryDir m_tmp;
+  ckpt::test::SshServer m_server;
+  QString m_skip;
+  QString m_runA, m_runB;
+
+  QProcessEnvironment sshEnv() const {
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("CKPTSCOPE_SSH", m_server.sshCommand());
+    env.insert("CKPTSCOPE_REMOTE_CLI", kCli);
+    return env;
+  }
+  ProcessResult cli(const QStringList& args) const {
+    QProcess p;
+    p.setProcessEnvironment(sshEnv());
+    p.start(kCli, args);
+    return ckpt::test::finishProcess(p, 120000);
+  }
+  QString endpoint(const QString& host) const {
+    return QString("%1:%2").arg(host).arg(m_server.port());
+  }
+  QString remote(const QString& host, const QString& path) const {
+    return "ssh://" + endpoint(host) + path;
+  }
+
+ private slots:
+  void initTestCase();
+  void cleanupTestCase();
+  void locationsReadBack();
+  void metricsHereAndOnAHost();
+  void metricsOnTwoHosts();
+  void aFailingMachineFailsTheCommand();
+};
+
+void TestRemoteMachines::initTestCase() {
+  QVERIFY(m_tmp.isValid());
+  m_runA = m_tmp.path() + "/exp/runA";
+  m_runB = m_tmp.path() + "/exp/runB";
+  writeRun(m_runA, 30, 3.0);
+  writeRun(m_runB, 20, 5.0);
+  m_skip = ckpt::test::SshServer::unavailable();
+  if (!m_skip.isEmpty()) return;
+  QString why;
+  QVERIFY2(m_server.setUp(m_tmp.path() + "/sshd", &why), qPrintable(why));
+}
+
+void TestRemoteMachines::cleanupTestCase() {
+  m_server.stop();
+}
+
+// A location printed for a host's path reads back as that path on that host:
+// an absolute path, and one in the home folder (ssh://host/~/x is "x").
+void TestRemoteMachines::locationsReadBack() {
+  using ckpt::remote::parseRemotePath;
+  const struct {
+    const char* given;
+    const char* shown;
+    const char* path;
+  } cases[] = {
+      {"ssh://u@h:2222/abs/x y", "ssh://u@h:2222/abs/x y", "/abs/x y"},
+      {"ssh://h/~/runs/a", "ssh://h/~/runs/a", "runs/a"},
+      {"ssh://h/~", "ssh://h/~", "."},
+      {"ssh://h", "ssh://h/~", "."},
+      {"h:runs/a", "ssh://h/~/runs/a", "runs/a"},
+      {"h:/abs", "ssh://h/abs", "/abs"},
+  };
+  for (const auto& c : cases) {
+    const auto r = parseRemotePath(c.given);
+    QVERIFY2(r, c.given);
+    QCOMPARE(QString::fromStdString(r->path), QString(c.path));
+    QCOMPARE(QString::fromStdString(r->display()), QString(c.shown));
+    const auto again = parseRemotePath(r->display());
+    QVERIFY(again);
+    QCOMPARE(QString::fromStdString(again->path), QString::fromStdString(r->path));
+    QCOMPARE(QString::fromStdString(again->endpoint()), QString::fromStdString(r->endpoint()));
+  }
+}
+
+void TestRemoteMachines::metricsHereAndOnAHost() {
+  if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+  const ProcessResult both = cli({"metrics", "--json", m_runA, remote("127.0.0.1", m_runB)});
+  QVERIFY2(both.exitCode == 0, both.err.constData());
+  const ProcessResult a = cli({"metrics", "--json", m_runA});
+  const ProcessResult b = cli({"metrics", "--json", m_runB});
+  QCOMPARE(a.exitCode, 0);
+  QCOMPARE(b.exitCode, 0);
+  const QJsonArray runs = runsOf(both.out), ra = runsOf(a.out), rb = runsOf(b.out);
+  QCOMPARE(ra.size(), 1);
+  QCOMPARE(rb.size(), 1);
+  QCOMPARE(runs.size(), 2);
+  QCOMPARE(runs[0].toObject(), ra[0].toObject());
+  QCOMPARE(runs[1].toObject(), placedOnHost(rb[0].toObject(), endpoint("127.0.0.1")));
+  // The host's numbers are the ones written there.
+  const QJsonObject hostRun = runs[1].toObject();
+  QCOMPARE(hostRun["name"].toString(), endpoint("127.0.0.1") + ":runB");
+  QCOMPARE(hostRun["path"].toString(), "ssh://" + endpoint("127.0.0.1") + m_runB);
+  const QJsonArray series = hostRun["series"].toArray();
+  QCOMPARE(series.size(), 1);
+  QCOMPARE(series[0].toObject()["metric"].toString(), QString("loss"));
+  QCOMPARE(series[0].toObject()["files"].toArray()[0].toString(),
+           "ssh://" + endpoint("127.0.0.1") + m_runB + "/metrics.jsonl");
+  const QJsonArray points = series[0].toObject()["points"].toArray();
+  QCOMPARE(points.size(), 20);
+  for (int s = 1; s <= 20; ++s) {
+    QCOMPARE(points[s - 1].toArray()[0].toInteger(), qint64(s));
+    QCOMPARE(points[s - 1].toArray()[1].toDouble(), 5.0 - s / 1000.0);
+  }
+
+  // The text form names each run with its host.
+  const ProcessResult text = cli({"metrics", remote("127.0.0.1", m_runB), m_runA});
+  QVERIFY2(text.exitCode == 0, text.err.constData());
+  const QString t = QString::fromUtf8(text.out);
+  const qsizetype host =
+      t.indexOf(endpoint("127.0.0.1") + ":runB  (ssh://" + endpoint("127.0.0.1") + m_runB + ")");
+  const qsizetype here = t.indexOf("runA  (" + m_runA + ")");
+  QVERIFY2(host >= 0 && here > host, qPrintable(t));  // in the order the machines are named
+}
+
+void TestRemoteMachines::metricsOnTwoHosts() {
+  if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+  // CSV: each host's rows are its own command's rows with the run and the
+  // source named on that host.
+  const ProcessResult both =
+      cli({"metrics", "--csv", remote("localhost", m_runB), remote("127.0.0.1", m_runA)});
+  QVERIFY2(both.exitCode == 0, both.err.constData());
+  QByteArray expected;
+  const struct {
+    QString run, dir, host;
+  } parts[] = {{"runB", m_runB, "localhost"}, {"runA", m_runA, "127.0.0.1"}};
+  for (const auto& part : parts) {
+    const ProcessResult one = cli({"metrics", "--csv", part.dir});
+    QCOMPARE(one.exitCode, 0);
+    QList<QByteArray> lines = one.out.split('\n');
+    if (expected.isEmpty()) expected = lines.front() + '\n';  // the header, once
+    for (const QByteArray& line : lines.mid(1)) {
+      if (line.isEmpty()) continue;
+      QList<QByteArray> fields = line.split(',');
+      QCOMPARE(fields.size(), 7);  // run,metric,step,value,wall_time,tokens,source
+      QCOMPARE(QString(fields[0]), part.run);
+      fields[0] = (endpoint(part.host) + ":" + part.run).toUtf8();
+      fields[6] = ("ssh://" + endpoint(part.host)).toUtf8() + fields[6];
+      expected += fields.join(',') + '\n';
+    }
+  }
+  QCOMPARE(both.out.count('\n'), 1 + 20 + 30);
+  QCOMPARE(both.out, expected);
+}
+
+void TestRemoteMachines::aFailingMachineFailsTheCommand() {
+  if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+  // Nothing printed partly: a host's missing folder fails the whole command,
+  // named with its host.
+  const QString missing = m_tmp.path() + "/exp/no-such-run";
+  ProcessResult r = cli({"metrics", "--json", m_runA, remote("127.0.0.1", missing)});
+  QCOMPARE(r.exitCode, 1);
+  QVERIFY(r.out.isEmpty());
+  QVERIFY2(r.err.contains(endpoint("127.0.0.1").toUtf8()) && r.err.contains("no-such-run"),
+           r.err.constData());
+  // A host that cannot be reached (a closed port) fails it too.
+  r = cli({"metrics", "--json", m_runA, "ssh://127.0.0.1:1" + m_runB});
+  QCOMPARE(r.exitCode, 1);
+  QVERIFY(r.out.isEmpty());
+  QVERIFY2(r.err.contains("127.0.0.1:1"), r.err.constData());
+  // And so does a folder missing here, with the hosts' answers not printed.
+  r = cli({"metrics", "--json", missing, remote("127.0.0.1", m_runB)});
+  QCOMPARE(r.exitCode, 1);
+  QVERIFY(r.out.isEmpty());
+  QVERIFY2(r.err.contains("no-such-run"), r.err.constData());
+}
+
+QTEST_GUILESS_MAIN(TestRemoteMachines)
+#include "tst_remote_machines.moc"
