@@ -7,8 +7,10 @@
 // cancels everything at once.
 #include <limits.h>
 #include <signal.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <climits>
 #include <condition_variable>
@@ -130,13 +132,14 @@ class Agent {
  private:
   void send(const Json& message);
   // A message already written as JSON text (no newline).
-  void sendLine(std::string line);
-  // The line `head` + `body` + `tail`, put together in one buffer kept for
-  // the next (a tensor's events are a megabyte each: a new string for each
-  // cost more in page faults than its base64).
+  void sendLine(std::string_view line);
+  // The line `head` + `body` + `tail`, written from where the parts are
+  // (one writev): nothing is copied into a line first (a tensor's events
+  // are a megabyte each, a sweep's metrics tens of megabytes; a new string
+  // for each cost more in page faults than making the text).
   void sendLine(std::string_view head, std::string_view body, std::string_view tail);
-  // Writes all of `line` (m_outMutex held).
-  void writeAll(std::string_view line);
+  // Writes all of `parts`, in order, with a newline after them (m_outMutex held).
+  void writeAll(std::initializer_list<std::string_view> parts);
   void error(const Json& id, const std::string& code, const std::string& message) {
     send(Json{{"id", id}, {"error", {{"code", code}, {"message", message}}}});
   }
@@ -150,7 +153,6 @@ class Agent {
 
   std::mutex m_outMutex;  // one line at a time on stdout
   bool m_outBroken = false;
-  std::string m_outLine;  // sendLine(head, body, tail)'s buffer (m_outMutex)
   Roots m_roots;
   bool m_hello = false;
 
@@ -168,31 +170,43 @@ void Agent::send(const Json& message) {
   sendLine(dumpJson(message));
 }
 
-void Agent::sendLine(std::string line) {
-  line += '\n';
+void Agent::sendLine(std::string_view line) {
   std::lock_guard lock(m_outMutex);
-  writeAll(line);
+  writeAll({line});
 }
 
 void Agent::sendLine(std::string_view head, std::string_view body, std::string_view tail) {
   std::lock_guard lock(m_outMutex);
-  m_outLine.assign(head).append(body).append(tail).append(1, '\n');
-  writeAll(m_outLine);
-  // Kept for the next event, unless a large one grew it.
-  if (m_outLine.capacity() > (size_t(8) << 20)) std::string().swap(m_outLine);
+  writeAll({head, body, tail});
 }
 
-void Agent::writeAll(std::string_view line) {
+void Agent::writeAll(std::initializer_list<std::string_view> parts) {
   if (m_outBroken) return;
-  for (size_t done = 0; done < line.size();) {
-    const ssize_t n = ::write(STDOUT_FILENO, line.data() + done, line.size() - done);
+  std::array<iovec, 5> io{};
+  size_t count = 0;
+  for (const std::string_view part : parts)
+    if (!part.empty() && count + 1 < io.size())
+      io[count++] = iovec{const_cast<char*>(part.data()), part.size()};
+  io[count++] = iovec{const_cast<char*>("\n"), 1};
+  for (iovec* at = io.data(); count > 0;) {
+    const ssize_t n = ::writev(STDOUT_FILENO, at, int(count));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       m_outBroken = true;  // the client went away: nobody reads answers any more
       cancelAll();
       return;
     }
-    done += size_t(n);
+    // Past what was written: whole parts, then into the one it stopped in.
+    size_t left = size_t(n);
+    while (count > 0 && left >= at->iov_len) {
+      left -= at->iov_len;
+      ++at;
+      --count;
+    }
+    if (count > 0) {
+      at->iov_base = static_cast<char*>(at->iov_base) + left;
+      at->iov_len -= left;
+    }
   }
 }
 
@@ -290,14 +304,12 @@ void Agent::execute(const Request& r) {
   const std::string eventHead = "{\"id\":" + dumpJson(r.id) + ",\"event\":";
   call.eventText = [&](const std::string& event) { sendLine(eventHead, event, "}"); };
   Json answer;
-  std::string answerText;  // the answer as text, when the method wrote its result so
+  bool asText = false;  // the method wrote its result as text (call.resultText)
   try {
     throwIfCancelled(call);
     Json result = runMethod(r.method, call);
-    if (call.resultText.empty())
-      answer = Json{{"id", r.id}, {"result", std::move(result)}};
-    else
-      answerText = "{\"id\":" + dumpJson(r.id) + ",\"result\":" + call.resultText + "}";
+    asText = !call.resultText.empty();
+    if (!asText) answer = Json{{"id", r.id}, {"result", std::move(result)}};
   } catch (const ProtocolError& e) {
     answer = Json{{"id", r.id}, {"error", {{"code", e.code()}, {"message", e.what()}}}};
   } catch (const std::exception& e) {
@@ -310,10 +322,10 @@ void Agent::execute(const Request& r) {
     std::lock_guard lock(m_mutex);
     m_live.erase(dumpJson(r.id));
   }
-  if (answerText.empty())
-    send(answer);
+  if (asText)
+    sendLine("{\"id\":" + dumpJson(r.id) + ",\"result\":", call.resultText, "}");
   else
-    sendLine(std::move(answerText));
+    send(answer);
 }
 
 void Agent::work() {
