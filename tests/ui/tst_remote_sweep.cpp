@@ -5,7 +5,8 @@
 // opened here (tests/python/sweep_fixtures.py: 3 learning rates x 5 seeds,
 // through a real OpenSSH server on loopback, tests/core/ssh_server.h). An
 // agent older than `hparams` (the method renamed on its way) still shows the
-// curves, grouped by nothing it does not know, and each run says why.
+// curves, grouped by nothing it does not know, and each run says why. An
+// open and a refresh cost one round trip each (oneRoundTrip).
 #include <QDir>
 #include <QFile>
 #include <QScopeGuard>
@@ -91,6 +92,95 @@ class TestRemoteSweep : public QObject {
     QCOMPARE(w.curvesView()->groupLabels(), localGroups);
     for (const ckpt::CurveRun& run : w.curvesView()->runs())
       QVERIFY2(run.problems.isEmpty(), qPrintable(run.name + ": " + run.problems.join("; ")));
+  }
+
+  // Opening a remote folder asks open, scan, metrics and hparams before
+  // any of their answers comes (one round trip), and F5 asks open, scan and
+  // what the files gained so. The agent sits behind a relay that logs each
+  // request as it passes and holds each answer 200 ms (a slow network), so
+  // a client that waited for an answer before asking on would log it first.
+  void oneRoundTrip() {
+    if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+    const QString logs = m_tmp.path() + "/relay-logs";
+    QVERIFY(QDir().mkpath(logs));
+    const QString relay = m_tmp.path() + "/relay.py";
+    {
+      QFile f(relay);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(QString("#!/usr/bin/python3\n"
+                      "import os, re, subprocess, sys, threading, time\n"
+                      "log = open('%1/relay.%d.log' % os.getpid(), 'a', buffering=1)\n"
+                      "agent = subprocess.Popen(['%2'] + sys.argv[1:], stdin=subprocess.PIPE,\n"
+                      "                         stdout=subprocess.PIPE)\n"
+                      "lock = threading.Lock()\n"
+                      "def note(text):\n"
+                      "    with lock:\n"
+                      "        log.write(text + '\\n')\n"
+                      "def up():\n"
+                      "    for line in sys.stdin.buffer:\n"
+                      "        m = re.match(rb'\\{\"id\":(\\d+),\"method\":\"([^\"]*)\"', line)\n"
+                      "        note('> %s %s' % (m.group(1).decode(), m.group(2).decode()) if m "
+                      "else '> ?')\n"
+                      "        agent.stdin.write(line)\n"
+                      "        agent.stdin.flush()\n"
+                      "    agent.stdin.close()\n"
+                      "threading.Thread(target=up, daemon=True).start()\n"
+                      "for line in agent.stdout:\n"
+                      "    time.sleep(0.2)\n"
+                      "    m = re.match(rb'\\{\"id\":(\\d+)', line)\n"
+                      "    note('< %s' % m.group(1).decode() if m else '< ?')\n"
+                      "    sys.stdout.buffer.write(line)\n"
+                      "    sys.stdout.buffer.flush()\n")
+                  .arg(logs, CKPT_CLI)
+                  .toUtf8());
+      f.close();
+      QVERIFY(f.setPermissions(f.permissions() | QFileDevice::ExeOwner));
+    }
+    const QByteArray cli = qgetenv("CKPTSCOPE_REMOTE_CLI");
+    qputenv("CKPTSCOPE_REMOTE_CLI", relay.toUtf8());
+    auto restore = qScopeGuard([&] { qputenv("CKPTSCOPE_REMOTE_CLI", cli); });
+
+    // The log of the connection that asked `method` (the window's; the
+    // watch has a connection of its own).
+    const auto logWith = [&logs](const QString& method) {
+      for (const QString& name : QDir(logs).entryList({"relay.*.log"})) {
+        QFile f(logs + "/" + name);
+        if (!f.open(QIODevice::ReadOnly)) continue;
+        const QStringList lines = QString::fromUtf8(f.readAll()).split('\n', Qt::SkipEmptyParts);
+        for (const QString& line : lines)
+          if (line.startsWith("> ") && line.section(' ', 2) == method) return lines;
+      }
+      return QStringList();
+    };
+    // The requests asked from the `count`-th "open" on, up to the first
+    // answer that comes after it.
+    const auto askedBeforeAnAnswer = [](const QStringList& lines, int count) {
+      QStringList asked;
+      int opens = 0;
+      for (const QString& line : lines) {
+        if (line.startsWith("> ") && line.section(' ', 2) == "open") ++opens;
+        if (opens < count) continue;
+        if (line.startsWith("< ")) break;
+        asked << line.section(' ', 2);
+      }
+      return asked;
+    };
+
+    MainWindow w;
+    QVERIFY(openCurves(w, QString("ssh://127.0.0.1:%1%2").arg(m_server.port()).arg(m_sweep)));
+    QCOMPARE(w.curvesView()->runs().size(), size_t(15));
+    QStringList lines = logWith("hparams");
+    QVERIFY2(!lines.isEmpty(), "no relay log asked hparams");
+    QCOMPARE(askedBeforeAnAnswer(lines, 1), (QStringList{"open", "scan", "metrics", "hparams"}));
+
+    w.activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(&w));
+    QSignalSpy loaded(&w, &MainWindow::loaded);
+    QTest::keyClick(&w, Qt::Key_F5);
+    QVERIFY(loaded.count() > 0 || loaded.wait(60000));
+    QCOMPARE(w.curvesView()->runs().size(), size_t(15));
+    lines = logWith("hparams");
+    QCOMPARE(askedBeforeAnAnswer(lines, 2), (QStringList{"open", "scan", "metrics"}));
   }
 
   void olderAgent() {

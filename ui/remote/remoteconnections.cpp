@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "ckpt/remote/metrics_request.h"
 #include "ckpt/version.h"
 #include "remote/sshquestions.h"
 
@@ -75,25 +74,16 @@ RemoteConnections::Json RemoteConnections::call(const remote::RemotePath& where,
   return result;
 }
 
-std::vector<RunMetrics> RemoteConnections::metricsAndHparams(const remote::RemotePath& where,
-                                                             const std::vector<std::string>& paths,
-                                                             Json& hparams,
-                                                             std::string& hparamsError) {
-  std::vector<RunMetrics> runs;
-  withAgent(where, [&](Host&, remote::AgentClient& agent) {
-    hparams = nullptr;
-    hparamsError.clear();
-    const int64_t metricsId = remote::postRunMetrics(agent, paths);
-    const int64_t hparamsId = agent.post("hparams", Json{{"paths", paths}});
-    runs = remote::awaitRunMetrics(agent, metricsId);
-    try {
-      hparams = agent.await(hparamsId, "hparams");
-    } catch (const remote::RemoteError& e) {
-      if (e.code() != "unknown_method") throw;
-      hparamsError = e.what();
-    }
+void RemoteConnections::openAndAsk(const remote::RemotePath& where, const std::string& root,
+                                   const std::function<void(remote::AgentClient& agent)>& post,
+                                   const std::function<void(remote::AgentClient& agent)>& take) {
+  withAgent(where, [&](Host& h, remote::AgentClient& agent) {
+    const int64_t opened = agent.post("open", Json{{"path", root}});
+    post(agent);
+    agent.await(opened, "open");
+    if (std::find(h.roots.begin(), h.roots.end(), root) == h.roots.end()) h.roots.push_back(root);
+    take(agent);
   });
-  return runs;
 }
 
 RemoteConnections::Json RemoteConnections::hello(const remote::RemotePath& where) {

@@ -34,18 +34,17 @@ class RemoteConnections {
             const remote::AgentClient::ProgressFn& progress = {},
             const remote::AgentClient::CancelFn& cancelled = {});
 
-  // The curves of the runs at `paths` on `where`'s host, asked and read as
-  // ckptscope-cli's remote `metrics` does (remote::requestRunMetrics:
-  // `columns`, the answer's text read straight into the series), and
-  // `hparams` of the same paths, both sent before either answer is read
-  // (AgentClient::post): the host reads the hyperparameters while the
-  // series are decoded here, and one round trip is paid for the two.
-  // `hparams` is set to that answer; an agent older than `hparams` leaves
-  // it null and says why in `hparamsError`. Started, started again and
-  // failing as call() does.
-  std::vector<RunMetrics> metricsAndHparams(const remote::RemotePath& where,
-                                            const std::vector<std::string>& paths, Json& hparams,
-                                            std::string& hparamsError);
+  // Opens `root` on `where`'s host as a root (remembered, as call("open")
+  // does) and, before its answer comes, lets `post` send the requests that
+  // depend on it (AgentClient::post); `take` then reads their answers, in
+  // the order they were posted, once `open` has answered. One round trip
+  // for all of them: the host works on the next while an answer is read
+  // here. An answer `take` leaves unread is skipped by the next request's
+  // wait. Started, started again (`post` and `take` run again then) and
+  // failing as call() does; a failed `open` throws before `take` runs.
+  void openAndAsk(const remote::RemotePath& where, const std::string& root,
+                  const std::function<void(remote::AgentClient& agent)>& post,
+                  const std::function<void(remote::AgentClient& agent)>& take);
 
   // What the agent of `where`'s host said to hello (started when there is
   // none): its version, and whether sbatch is there ("sbatch").

@@ -9,6 +9,7 @@
 
 #include "backgroundjob.h"
 #include "ckpt/remote/hparams_wire.h"
+#include "ckpt/remote/metrics_request.h"
 #include "ckpt/remote/metrics_wire.h"
 #include "ckpt/remote/scan_wire.h"
 #include "remote/remoteconnections.h"
@@ -38,33 +39,53 @@ MetricSource kindByName(const std::string& file) {
 }
 
 // The folder's path as the agent is asked for it: as given when absolute,
-// else the real path the agent opened (ssh://host/~/x).
+// else the real path the agent opened (ssh://host/~/x: one round trip more).
 std::string folderPath(RemoteConnections& connections, const remote::RemotePath& where) {
-  const Json opened = connections.call(where, "open", Json{{"path", where.path}});
   if (!where.path.empty() && where.path.front() == '/') return where.path;
+  const Json opened = connections.call(where, "open", Json{{"path", where.path}});
   const Json& root = member(opened, "root", "open");
   if (!root.is_string()) throw std::runtime_error("the agent's answer to open has no root");
   return root.get<std::string>();
 }
 
-std::vector<BrowseGroup> scanFolder(RemoteConnections& connections, const remote::RemotePath& where,
-                                    const std::string& path) {
-  const Json answer = connections.call(where, "scan", Json{{"path", path}, {"full", true}});
+int64_t postScan(remote::AgentClient& agent, const std::string& path) {
+  return agent.post("scan", Json{{"path", path}, {"full", true}});
+}
+
+std::vector<BrowseGroup> takeScan(remote::AgentClient& agent, int64_t id,
+                                  const remote::RemotePath& where) {
+  const Json answer = agent.await(id, "scan");
   // An agent older than `full` sends ls --json's document: listed all the same.
   const Json& doc = answer.contains("scan") ? answer["scan"] : member(answer, "document", "scan");
   return remoteGroups(remote::scanFromWire(doc), where);
 }
 
-void readCurves(RemoteConnections& connections, const remote::RemotePath& where,
-                const std::string& path, RemoteFolder& folder) {
-  // As ckptscope-cli's remote `metrics` asks (columns, the answer read as
-  // text), with their hyperparameters (`hparams`, read on the host as they
-  // are here: readHparams) asked at once: a sweep groups by them and the
-  // runs table shows them.
+// The runs' curves, asked as ckptscope-cli's remote `metrics` asks (columns,
+// the answer read as text), with their hyperparameters (`hparams`, read on
+// the host as they are here: readHparams): a sweep groups by them and the
+// runs table shows them.
+struct CurvesAsked {
+  int64_t metrics = -1, hparams = -1;
+};
+
+CurvesAsked postCurves(remote::AgentClient& agent, const std::string& path) {
+  CurvesAsked asked;
+  asked.metrics = remote::postRunMetrics(agent, {path});
+  asked.hparams = agent.post("hparams", Json{{"paths", Json::array({path})}});
+  return asked;
+}
+
+void takeCurves(remote::AgentClient& agent, CurvesAsked asked, const remote::RemotePath& where,
+                RemoteFolder& folder) {
+  std::vector<RunMetrics> runs = remote::awaitRunMetrics(agent, asked.metrics);
   Json hparamsAnswer;
   std::string hparamsError;
-  std::vector<RunMetrics> runs =
-      connections.metricsAndHparams(where, {path}, hparamsAnswer, hparamsError);
+  try {
+    hparamsAnswer = agent.await(asked.hparams, "hparams");
+  } catch (const remote::RemoteError& e) {
+    if (e.code() != "unknown_method") throw;
+    hparamsError = e.what();
+  }
   folder.files.clear();
   folder.curves.clear();
   for (RunMetrics& m : runs) {
@@ -153,11 +174,24 @@ RemoteFolder loadRemoteFolder(RemoteConnections& connections, const remote::Remo
   progress.report(0, 0);
   const std::string path = folderPath(connections, where);
   if (progress.cancelled()) return folder;
-  progress.setPart(2, 3);
-  folder.groups = scanFolder(connections, where, path);
-  if (progress.cancelled()) return folder;
-  progress.setPart(3, 3);
-  readCurves(connections, where, path, folder);
+  // open, scan, metrics and hparams sent at once: the host scans while the
+  // connection's first answer travels, reads the curves while the rows are
+  // made here, and the network's round trip is paid once.
+  int64_t scan = -1;
+  CurvesAsked curves;
+  connections.openAndAsk(
+      where, path,
+      [&](remote::AgentClient& agent) {
+        scan = postScan(agent, path);
+        curves = postCurves(agent, path);
+      },
+      [&](remote::AgentClient& agent) {
+        progress.setPart(2, 3);
+        folder.groups = takeScan(agent, scan, where);
+        if (progress.cancelled()) return;  // the curves' answers are skipped by the next wait
+        progress.setPart(3, 3);
+        takeCurves(agent, curves, where, folder);
+      });
   return folder;
 }
 
@@ -170,10 +204,30 @@ RemoteRefresh refreshRemoteFolder(RemoteConnections& connections, const remote::
   progress.report(0, 0);
   const std::string path = folderPath(connections, where);
   bool reload = scope.rereadCurves;
+  Json since = Json::object();
+  for (const auto& [file, f] : files) since[file] = f.offset;
+  out.folder.files = files;
+  // The rows and what the files gained, asked at once (one round trip);
+  // what the files gained is not used when the rows say the runs changed.
+  int64_t scan = -1, gainedId = -1;
+  Json answer;
+  connections.openAndAsk(
+      where, path,
+      [&](remote::AgentClient& agent) {
+        scan = scope.rows ? postScan(agent, path) : -1;
+        gainedId = !reload && !since.empty() ? agent.post("metrics", Json{{"since", since}}) : -1;
+      },
+      [&](remote::AgentClient& agent) {
+        if (scan >= 0) {
+          progress.setPart(2, 3);
+          out.folder.groups = takeScan(agent, scan, where);
+          if (progress.cancelled()) return;
+        }
+        progress.setPart(3, 3);
+        if (gainedId >= 0) answer = agent.await(gainedId, "metrics");
+      });
+  if (progress.cancelled()) return out;
   if (scope.rows) {
-    progress.setPart(2, 3);
-    out.folder.groups = scanFolder(connections, where, path);
-    if (progress.cancelled()) return out;
     // A run that is new (or gone) since: every curve is read again.
     const std::set<QString> shown(shownRuns.begin(), shownRuns.end());
     std::set<QString> listed;
@@ -181,13 +235,7 @@ RemoteRefresh refreshRemoteFolder(RemoteConnections& connections, const remote::
     for (const QString& run : listed) reload = reload || !shown.count(run);
     for (const QString& run : shown) reload = reload || !listed.count(run);
   }
-  progress.setPart(3, 3);
-
-  Json since = Json::object();
-  for (const auto& [file, f] : files) since[file] = f.offset;
-  out.folder.files = files;
-  if (!reload && !since.empty()) {
-    const Json answer = connections.call(where, "metrics", Json{{"since", since}});
+  if (!reload && gainedId >= 0) {
     const Json& gained = member(answer, "files", "metrics");
     for (const Json& g : gained) {
       const std::string file = member(g, "file", "metrics").get<std::string>();
@@ -221,7 +269,10 @@ RemoteRefresh refreshRemoteFolder(RemoteConnections& connections, const remote::
   }
   if (reload) {
     out.batches.clear();
-    readCurves(connections, where, path, out.folder);
+    CurvesAsked curves;
+    connections.openAndAsk(
+        where, path, [&](remote::AgentClient& agent) { curves = postCurves(agent, path); },
+        [&](remote::AgentClient& agent) { takeCurves(agent, curves, where, out.folder); });
     out.reloaded = true;
   }
   return out;
