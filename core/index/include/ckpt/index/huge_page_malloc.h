@@ -5,7 +5,9 @@
 // pages when started with GLIBC_TUNABLES=glibc.malloc.hugetlb=1, and reads
 // its tunables only when a process starts: so the program starts itself
 // again with that added, once, first thing in main (same pid, arguments and
-// open files). Nothing is done when the kernel's transparent huge pages are
+// open files), and glibc.malloc.top_pad=33554432 (the heap grown 32 MiB at
+// a time, so that what it grows by can be huge pages; not when the person's
+// GLIBC_TUNABLES names top_pad). Nothing is done when the kernel's transparent huge pages are
 // "never", when GLIBC_TUNABLES already names glibc.malloc.hugetlb (a
 // person's own value, 0 included, is kept), or when the start fails (the
 // program goes on as it is).
