@@ -100,15 +100,20 @@ int textReport(const char* command, const std::vector<const RemotePath*>& paths,
   });
 }
 
+constexpr int kExitDangerous = 3;  // scan found a file that would run code
+
+// A host's path as an ssh:// location.
+std::string locationOn(const RemotePath& where, const std::string& path) {
+  RemotePath r = where;
+  r.path = path;
+  return r.display();
+}
+
 // A host's run among the runs of several machines: named with its host
 // and its files named as ssh:// locations, so that two machines' runs never
 // share a name and each path can be handed to another command as it is.
 void placeOnHost(RunMetrics& run, const RemotePath& where) {
-  const auto at = [&where](std::string& path) {
-    RemotePath r = where;
-    r.path = path;
-    path = r.display();
-  };
+  const auto at = [&where](std::string& path) { path = locationOn(where, path); };
   run.run = where.endpoint() + ":" + run.run;
   at(run.path);
   for (MetricSeries& s : run.series)
@@ -295,68 +300,170 @@ int runRemoteMetrics(const std::vector<RemotePath>& paths, const std::vector<Rem
   });
 }
 
+namespace {
+
+// A command's arguments by machine, in the order the machines are first
+// named: lists[k] holds the arguments of the k-th list given (paths, logs)
+// on this machine, a host's as its paths there, opened as roots.
+struct Machine {
+  std::optional<RemotePath> host;  // nothing: here
+  std::vector<std::vector<std::string>> lists;
+  std::vector<RemotePath> opened;
+  std::unique_ptr<AgentClient> agent;
+  int64_t asked = 0;
+};
+
+std::vector<Machine> byMachine(const std::vector<const std::vector<std::string>*>& lists) {
+  std::vector<Machine> machines;
+  for (size_t k = 0; k < lists.size(); ++k)
+    for (const std::string& arg : *lists[k]) {
+      std::optional<RemotePath> r = remote::parseRemotePath(arg);
+      const std::string where = r ? r->endpoint() : std::string();
+      auto m = std::find_if(machines.begin(), machines.end(), [&where](const Machine& x) {
+        return (x.host ? x.host->endpoint() : std::string()) == where;
+      });
+      if (m == machines.end()) {
+        machines.emplace_back().host = r;
+        m = machines.end() - 1;
+        m->lists.resize(lists.size());
+      }
+      m->lists[k].push_back(r ? r->path : arg);
+      if (r) m->opened.push_back(std::move(*r));
+    }
+  return machines;
+}
+
+// `ask` for a host; what fails names the host (a connection's failure
+// does already).
+template <typename Ask>
+void onHost(const Machine& m, const Ask& ask) {
+  try {
+    ask();
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    if (what.rfind("host ", 0) == 0) throw;
+    throw std::runtime_error("host " + m.host->endpoint() + ": " + what);
+  }
+}
+
+// Connects to each host in turn (one connection at a time, so that ssh
+// asks for one login at a time) and lets `post` send its request there.
+template <typename Post>
+void connectAndPost(std::vector<Machine>& machines, const Post& post) {
+  for (Machine& m : machines) {
+    if (!m.host) continue;
+    onHost(m, [&m, &post] {
+      std::vector<const RemotePath*> opened;
+      for (const RemotePath& p : m.opened) opened.push_back(&p);
+      m.agent = connect(*m.host, opened);
+      m.asked = post(m);
+    });
+  }
+}
+
+}  // namespace
+
 int runMetricsAcrossMachines(const std::vector<std::string>& paths,
                              const std::vector<std::string>& logs,
                              const std::vector<std::string>& metrics, MetricsFormat format) {
   return guarded([&] {
-    // The arguments by machine, in the order the machines are first named.
-    struct Machine {
-      std::optional<RemotePath> host;  // nothing: here
-      std::vector<std::string> paths, logs;
-      std::vector<RemotePath> opened;
-      std::unique_ptr<AgentClient> agent;
-      int64_t asked = 0;
-      std::vector<RunMetrics> runs;
-    };
-    std::vector<Machine> machines;
-    for (const bool isLog : {false, true})
-      for (const std::string& arg : isLog ? logs : paths) {
-        std::optional<RemotePath> r = remote::parseRemotePath(arg);
-        const std::string where = r ? r->endpoint() : std::string();
-        auto m = std::find_if(machines.begin(), machines.end(), [&where](const Machine& x) {
-          return (x.host ? x.host->endpoint() : std::string()) == where;
-        });
-        if (m == machines.end()) {
-          machines.emplace_back().host = r;
-          m = machines.end() - 1;
-        }
-        (isLog ? m->logs : m->paths).push_back(r ? r->path : arg);
-        if (r) m->opened.push_back(std::move(*r));
-      }
-    // Each host is asked first (one connection at a time, so that ssh asks
-    // for one login at a time), then this machine's runs are read while the
-    // hosts read theirs.
-    // What a host answers names its host (a connection's failure does already).
-    const auto onHost = [](const Machine& m, const auto& ask) {
-      try {
-        ask();
-      } catch (const std::exception& e) {
-        const std::string what = e.what();
-        if (what.rfind("host ", 0) == 0) throw;
-        throw std::runtime_error("host " + m.host->endpoint() + ": " + what);
-      }
-    };
-    for (Machine& m : machines) {
-      if (!m.host) continue;
-      onHost(m, [&m] {
-        std::vector<const RemotePath*> opened;
-        for (const RemotePath& p : m.opened) opened.push_back(&p);
-        m.agent = connect(*m.host, opened);
-        m.asked = remote::postRunMetrics(*m.agent, m.paths, m.logs);
-      });
-    }
-    for (Machine& m : machines)
-      if (!m.host) m.runs = metricsOf(m.paths, m.logs);
+    std::vector<Machine> machines = byMachine({&paths, &logs});
+    // Each host asked first, then this machine's runs read while the hosts
+    // read theirs.
+    connectAndPost(machines, [](Machine& m) {
+      return remote::postRunMetrics(*m.agent, m.lists[0], m.lists[1]);
+    });
+    std::vector<std::vector<RunMetrics>> runs(machines.size());
+    for (size_t i = 0; i < machines.size(); ++i)
+      if (!machines[i].host) runs[i] = metricsOf(machines[i].lists[0], machines[i].lists[1]);
     std::vector<RunMetrics> all;
-    for (Machine& m : machines) {
+    for (size_t i = 0; i < machines.size(); ++i) {
+      Machine& m = machines[i];
       if (m.host) {
-        onHost(m, [&m] { m.runs = remote::awaitRunMetrics(*m.agent, m.asked); });
-        for (RunMetrics& run : m.runs) placeOnHost(run, *m.host);
+        onHost(m, [&] { runs[i] = remote::awaitRunMetrics(*m.agent, m.asked); });
+        for (RunMetrics& run : runs[i]) placeOnHost(run, *m.host);
       }
-      for (RunMetrics& run : m.runs) all.push_back(std::move(run));
+      for (RunMetrics& run : runs[i]) all.push_back(std::move(run));
     }
     printMetrics(all, metrics, format);
     return kExitOk;
+  });
+}
+
+int runScanAcrossMachines(const std::vector<std::string>& paths, bool recursive, bool json) {
+  return guarded([&] {
+    std::vector<Machine> machines = byMachine({&paths});
+    if (!json) {
+      // Each machine's own report in turn, under its name, with the
+      // worst exit status of them.
+      int exit = kExitOk;
+      bool dangerous = false;
+      for (Machine& m : machines) {
+        std::printf("%s%s:\n", &m == &machines.front() ? "" : "\n",
+                    m.host ? m.host->endpoint().c_str() : "here");
+        std::fflush(stdout);
+        int e = kExitOk;
+        if (m.host) {
+          std::vector<const RemotePath*> opened;
+          for (const RemotePath& p : m.opened) opened.push_back(&p);
+          e = textReport("scan", opened, Json{{"recursive", recursive}});
+        } else {
+          const SafetyScan scan = scanSafety(m.lists[0], recursive, /*printText=*/true);
+          std::fflush(stdout);
+          e = scan.problem.empty() ? scan.exit : failWith(scan.problem);
+        }
+        // A machine that fails is said on stderr and the others still
+        // scanned; the status is the worst, dangerous first (as one
+        // machine's scan: a dangerous file before an unreadable one).
+        dangerous = dangerous || e == kExitDangerous;
+        if (e != kExitDangerous) exit = std::max(exit, e);
+      }
+      return dangerous ? kExitDangerous : exit;
+    }
+    connectAndPost(machines, [recursive](Machine& m) {
+      return m.agent->post("scanSafety", Json{{"paths", m.lists[0]}, {"recursive", recursive}});
+    });
+    SafetyScan here;
+    for (Machine& m : machines)
+      if (!m.host) here = scanSafety(m.lists[0], recursive, /*printText=*/false);
+    if (!here.problem.empty()) return failWith(here.problem);
+    Json files = Json::array(), checkpoints = Json::array(), skipped = Json::object();
+    bool dangerous = false, unreadable = false;
+    for (Machine& m : machines) {
+      Json document;
+      int exit = kExitOk;
+      if (m.host) {
+        Json answer;
+        onHost(m, [&] { answer = m.agent->await(m.asked, "scanSafety"); });
+        if (answer["failure"].is_string())
+          return failWith("host " + m.host->endpoint() + ": " +
+                          answer["failure"].get<std::string>());
+        document = std::move(answer["document"]);
+        exit = answer["exit"].get<int>();
+        // Files named where the CLI finds them again.
+        for (Json& f : document["files"]) f["file"] = locationOn(*m.host, f["file"]);
+        for (Json& c : document["checkpoints"]) {
+          c["path"] = locationOn(*m.host, c["path"]);
+          if (c["file"].is_string()) c["file"] = locationOn(*m.host, c["file"]);
+          for (Json& f : c["files"]) f = locationOn(*m.host, f);
+        }
+      } else {
+        document = std::move(here.document);
+        exit = here.exit;
+      }
+      dangerous = dangerous || exit == kExitDangerous;
+      unreadable = unreadable || exit == kExitFailure;
+      for (Json& f : document["files"]) files.push_back(std::move(f));
+      for (Json& c : document["checkpoints"]) checkpoints.push_back(std::move(c));
+      for (auto it = document["not_examined"].begin(); it != document["not_examined"].end(); ++it)
+        skipped[it.key()] = skipped.value(it.key(), uint64_t(0)) + it.value().get<uint64_t>();
+    }
+    printJson(Json{{"files", std::move(files)},
+                   {"checkpoints", std::move(checkpoints)},
+                   {"not_examined", std::move(skipped)}});
+    std::fflush(stdout);
+    // As one machine's scan: a dangerous file anywhere, else an unreadable one.
+    return dangerous ? kExitDangerous : (unreadable ? kExitFailure : kExitOk);
   });
 }
 

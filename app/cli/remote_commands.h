@@ -50,6 +50,13 @@ int runRemoteMetrics(const std::vector<remote::RemotePath>& paths,
 int runMetricsAcrossMachines(const std::vector<std::string>& paths,
                              const std::vector<std::string>& logs,
                              const std::vector<std::string>& metrics, MetricsFormat format);
+// scan of paths on more than one machine. --json: one document of every
+// machine's files and checkpoints (a host's named as ssh:// locations),
+// `not_examined` summed; a machine that fails fails the command with
+// nothing printed. Text: each machine's own report in turn under its name
+// ("here:", "ENDPOINT:"); a machine that fails is said on stderr. The exit
+// status is 3 where any machine has a dangerous file, else the worst.
+int runScanAcrossMachines(const std::vector<std::string>& paths, bool recursive, bool json);
 
 // resume / finetune (remote_train.cpp): the checkpoint argv names when it
 // is on another machine (a malformed ssh:// URL gives an empty one).

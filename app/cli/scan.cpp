@@ -226,6 +226,9 @@ int runScan(int argc, char** argv) {
     return usageError(problem, "scan");
   if (args.positional.empty()) return usageError("scan needs at least one PATH", "scan");
   const bool asJson = args.has("--json");
+  if (acrossMachines(args.positional))
+    return runScanAcrossMachines(args.positional, args.has("--recursive") || args.has("-r"),
+                                 asJson);
   if (const auto remote = remotePaths(args.positional, problem))
     return runRemoteScan(*remote, args.has("--recursive") || args.has("-r"), asJson);
   if (!problem.empty()) return usageError(problem, "scan");

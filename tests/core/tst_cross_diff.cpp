@@ -313,13 +313,24 @@ class TestCrossDiff : public QObject {
     }
   }
 
-  // Other commands still refuse paths on two machines, with the message they gave.
-  void otherCommandsStillRefuse() {
+  // scan takes paths on two machines too now (tests/core/tst_remote_machines
+  // checks it against each machine's own scan): the same two files as here,
+  // the host's named as an ssh:// location.
+  void scanAcrossMachines() {
     if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
     const ProcessResult r =
         cli({"scan", "--json", kCross + "/base.pt", host1(kCross + "/changed.pt")}, sshEnv());
-    QVERIFY(r.exitCode != 0);
-    QVERIFY2(r.err.contains("not supported yet"), r.err.constData());
+    const ProcessResult l =
+        cli({"scan", "--json", kCross + "/base.pt", kCross + "/changed.pt"}, sshEnv());
+    QVERIFY2(r.exitCode == l.exitCode, r.err.constData());
+    const QJsonArray files = QJsonDocument::fromJson(r.out).object()["files"].toArray();
+    const QJsonArray here = QJsonDocument::fromJson(l.out).object()["files"].toArray();
+    QCOMPARE(files.size(), 2);
+    QCOMPARE(here.size(), 2);
+    QCOMPARE(files[0].toObject(), here[0].toObject());
+    QCOMPARE(files[1].toObject()["file"].toString(), host1(kCross + "/changed.pt"));
+    QCOMPARE(files[1].toObject()["verdict"], here[1].toObject()["verdict"]);
+    QCOMPARE(files[1].toObject()["globals"], here[1].toObject()["globals"]);
   }
 };
 

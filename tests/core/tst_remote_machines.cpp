@@ -1,4 +1,4 @@
-// `ckptscope-cli metrics` of paths on several machines in one command (one
+// `ckptscope-cli metrics` and `scan` of paths on several machines in one command (one
 // here and one on a host, or two hosts), through a real OpenSSH server this
 // test starts on loopback (ssh_server.h). "Two hosts" are 127.0.0.1 and
 // localhost: two endpoints, two connections, one server. Each machine's runs
@@ -105,6 +105,7 @@ class TestRemoteMachines : public QObject {
   void metricsHereAndOnAHost();
   void metricsOnTwoHosts();
   void aFailingMachineFailsTheCommand();
+  void scanHereAndOnAHost();
 };
 
 void TestRemoteMachines::initTestCase() {
@@ -241,6 +242,60 @@ void TestRemoteMachines::aFailingMachineFailsTheCommand() {
   QCOMPARE(r.exitCode, 1);
   QVERIFY(r.out.isEmpty());
   QVERIFY2(r.err.contains("no-such-run"), r.err.constData());
+}
+
+// `scan` of a folder here and one on a host: one document of both
+// machines' files (the host's as ssh:// locations), and the exit status of
+// the worst (3: a file that would run code). The pickles are written by
+// hand: an empty dict, and a call of posix.system.
+void TestRemoteMachines::scanHereAndOnAHost() {
+  if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+  const QString safe = m_tmp.path() + "/scan/safe", bad = m_tmp.path() + "/scan/bad";
+  QVERIFY(QDir().mkpath(safe));
+  QVERIFY(QDir().mkpath(bad));
+  const auto write = [](const QString& path, const QByteArray& bytes) {
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(bytes);
+  };
+  write(safe + "/dict.pkl", QByteArray("\x80\x02}q\x00.", 6));
+  write(bad + "/dict.pkl", QByteArray("\x80\x02}q\x00.", 6));
+  write(bad + "/system.pkl",
+        QByteArray("\x80\x02"
+                   "cposix\nsystem\nq\x00X\x02\x00\x00\x00lsq\x01\x85q\x02Rq\x03.",
+                   34));
+  write(bad + "/notes.txt", "not a pickle\n");
+
+  const ProcessResult both = cli({"scan", "--json", safe, remote("127.0.0.1", bad)});
+  QCOMPARE(both.exitCode, 3);
+  const ProcessResult a = cli({"scan", "--json", safe});
+  const ProcessResult b = cli({"scan", "--json", bad});
+  QCOMPARE(a.exitCode, 0);
+  QCOMPARE(b.exitCode, 3);
+  const QJsonObject d = QJsonDocument::fromJson(both.out).object();
+  const QJsonObject da = QJsonDocument::fromJson(a.out).object();
+  const QJsonObject db = QJsonDocument::fromJson(b.out).object();
+  QJsonArray files = da["files"].toArray();
+  for (const QJsonValue& f : db["files"].toArray()) {
+    QJsonObject o = f.toObject();
+    o["file"] = "ssh://" + endpoint("127.0.0.1") + o["file"].toString();
+    files.append(o);
+  }
+  QCOMPARE(files.size(), 3);
+  QCOMPARE(d["files"].toArray(), files);
+  QCOMPARE(d["checkpoints"].toArray(), QJsonArray());
+  // What was passed over is counted for both machines (notes.txt on the host).
+  QCOMPARE(d["not_examined"].toObject()["not_pickles"].toInt(), 1);
+  QCOMPARE(d["files"].toArray()[2].toObject()["file"].toString(),
+           "ssh://" + endpoint("127.0.0.1") + bad + "/system.pkl");
+  QCOMPARE(d["files"].toArray()[2].toObject()["verdict"].toString(), QString("dangerous"));
+
+  // Text: each machine's own report under its name.
+  const ProcessResult text = cli({"scan", safe, remote("127.0.0.1", bad)});
+  QCOMPARE(text.exitCode, 3);
+  const ProcessResult ta = cli({"scan", safe});
+  const ProcessResult tb = cli({"scan", bad});
+  QCOMPARE(text.out, "here:\n" + ta.out + "\n" + endpoint("127.0.0.1").toUtf8() + ":\n" + tb.out);
 }
 
 QTEST_GUILESS_MAIN(TestRemoteMachines)
