@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -12,6 +13,7 @@
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/remote/agent_client.h"
 #include "ckpt/remote/cross_diff.h"
+#include "ckpt/remote/hparams_wire.h"
 #include "ckpt/remote/metrics_request.h"
 #include "ckpt/version.h"
 #include "common.h"
@@ -465,6 +467,68 @@ int runScanAcrossMachines(const std::vector<std::string>& paths, bool recursive,
     // As one machine's scan: a dangerous file anywhere, else an unreadable one.
     return dangerous ? kExitDangerous : (unreadable ? kExitFailure : kExitOk);
   });
+}
+
+RunsRead readRunsAcrossMachines(const std::vector<std::string>& paths) {
+  std::vector<Machine> machines = byMachine({&paths});
+  const bool several = machines.size() > 1;
+  // The curves and the hyperparameters of each host's runs asked at once.
+  std::vector<int64_t> hparamsAsked(machines.size(), -1);
+  connectAndPost(machines, [&machines, &hparamsAsked](Machine& m) {
+    const int64_t asked = remote::postRunMetrics(*m.agent, m.lists[0]);
+    hparamsAsked[size_t(&m - machines.data())] =
+        m.agent->post("hparams", Json{{"paths", m.lists[0]}});
+    return asked;
+  });
+  RunsRead out;
+  for (size_t i = 0; i < machines.size(); ++i) {
+    Machine& m = machines[i];
+    if (!m.host) {
+      std::vector<RunEntry> runs;
+      for (const std::string& p : m.lists[0])
+        for (RunEntry& r : findMetricRuns(p)) runs.push_back(std::move(r));
+      std::vector<RunMetrics> metrics = collectMetrics(runs);
+      for (size_t k = 0; k < runs.size(); ++k) {
+        std::vector<std::string> problems;
+        out.hparams.push_back(readHparams(runs[k], &problems));
+        out.hparamProblems.push_back(std::move(problems));
+        out.metrics.push_back(std::move(metrics[k]));
+      }
+      continue;
+    }
+    std::vector<RunMetrics> metrics;
+    std::vector<remote::RunHparams> hparams;
+    std::string older;  // an agent from before `hparams`: the table has no hyperparameters
+    onHost(m, [&] {
+      metrics = remote::awaitRunMetrics(*m.agent, m.asked);
+      try {
+        hparams = remote::hparamsFromWire(m.agent->await(hparamsAsked[i], "hparams"));
+      } catch (const remote::RemoteError& e) {
+        if (e.code() != "unknown_method") throw;
+        older = "hyperparameters not read: the ckptscope-cli on " + m.host->endpoint() +
+                " is older than `hparams`";
+      }
+    });
+    std::map<std::string, remote::RunHparams*> byPath;
+    for (remote::RunHparams& h : hparams) byPath[h.path] = &h;
+    for (RunMetrics& run : metrics) {
+      Hparams found;
+      std::vector<std::string> problems;
+      if (const auto it = byPath.find(run.path); it != byPath.end()) {
+        found = std::move(it->second->hparams);
+        problems = std::move(it->second->problems);
+      }
+      if (!older.empty()) problems.push_back(older);
+      if (several) {
+        placeOnHost(run, *m.host);
+        for (std::string& p : problems) p = m.host->endpoint() + ": " + p;
+      }
+      out.hparams.push_back(std::move(found));
+      out.hparamProblems.push_back(std::move(problems));
+      out.metrics.push_back(std::move(run));
+    }
+  }
+  return out;
 }
 
 }  // namespace ckpt::cli

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ckpt/index/hparams.h"
 #include "ckpt/remote/remote_path.h"
 #include "documents.h"
 
@@ -57,6 +58,18 @@ int runMetricsAcrossMachines(const std::vector<std::string>& paths,
 // ("here:", "ENDPOINT:"); a machine that fails is said on stderr. The exit
 // status is 3 where any machine has a dangerous file, else the worst.
 int runScanAcrossMachines(const std::vector<std::string>& paths, bool recursive, bool json);
+// `runs` of paths of which some are on a host: each machine's runs, their
+// curves (the host's agent's `metrics`) and hyperparameters (`hparams`)
+// read where they are, the hosts asked at once. On one host the runs are
+// named as there; among several machines a host's are named "ENDPOINT:RUN"
+// with ssh:// paths. The problems of reading each run's hyperparameters,
+// by run. Throws what a machine fails with, its host named.
+struct RunsRead {
+  std::vector<RunMetrics> metrics;
+  std::vector<Hparams> hparams;
+  std::vector<std::vector<std::string>> hparamProblems;
+};
+[[nodiscard]] RunsRead readRunsAcrossMachines(const std::vector<std::string>& paths);
 
 // resume / finetune (remote_train.cpp): the checkpoint argv names when it
 // is on another machine (a malformed ssh:// URL gives an empty one).

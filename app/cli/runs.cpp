@@ -18,6 +18,7 @@
 #include "ckpt/index/run_filter.h"
 #include "ckpt/index/runs_table.h"
 #include "common.h"
+#include "remote_commands.h"
 
 namespace ckpt::cli {
 namespace {
@@ -146,6 +147,12 @@ void printText(const RunsTable& t, bool grouped, const std::vector<std::string>&
   for (const std::string& p : problems) std::printf("problem: %s\n", p.c_str());
 }
 
+// The table of `summaries` as --json, --csv or text; 2 for a bad --filter
+// (the expression shown with a caret where it went wrong).
+int printTable(const std::vector<RunSummary>& summaries, const RunsTableOptions& options,
+               bool grouped, const std::string& groupBy, const std::string& filter,
+               const std::vector<std::string>& problems, bool json, bool csv);
+
 }  // namespace
 
 int runRuns(int argc, char** argv) {
@@ -191,6 +198,41 @@ int runRuns(int argc, char** argv) {
     return usageError(e.what(), "runs");
   }
 
+  const bool grouped = options.group.by != GroupSpec::By::None;
+  std::vector<std::string> problems;
+  std::vector<RunSummary> summaries;
+  bool remote = false;
+  try {
+    for (const std::string& p : paths) remote = remote || remote::parseRemotePath(p).has_value();
+  } catch (const std::invalid_argument& e) {
+    return usageError(e.what(), "runs");
+  }
+  if (remote) {
+    // Some runs are on a host: its agent reads their curves and
+    // hyperparameters there; the table is made here as for runs here.
+    RunsRead read;
+    try {
+      read = readRunsAcrossMachines(paths);
+    } catch (const std::exception& e) {
+      return failWith(e.what());
+    }
+    std::set<std::string> keep;
+    if (grouped && !metric.empty()) keep = {metric};
+    if (grouped && metric.empty()) {
+      std::set<std::string> names;
+      for (const RunMetrics& m : read.metrics)
+        for (const MetricSeries& s : m.series) names.insert(s.metric);
+      keep = {defaultTableMetric(names)};
+    }
+    for (size_t i = 0; i < read.metrics.size(); ++i) {
+      for (const std::string& p : read.metrics[i].problems)
+        problems.push_back(read.metrics[i].run + ": " + p);
+      for (std::string& p : read.hparamProblems[i]) problems.push_back(std::move(p));
+      summaries.push_back(summarizeRun(read.metrics[i], std::move(read.hparams[i]), keep));
+    }
+    return printTable(summaries, options, grouped, groupBy, filter, problems, json, csv);
+  }
+
   std::vector<RunEntry> runs;
   try {
     for (const std::string& p : paths)
@@ -201,13 +243,10 @@ int runRuns(int argc, char** argv) {
   // Runs are read a batch at a time and kept as summaries (a few numbers per
   // metric): a sweep of 1,000 runs x 20,000 points never sits in memory
   // whole. A group's line needs its metric's points: those alone are kept.
-  const bool grouped = options.group.by != GroupSpec::By::None;
   std::set<std::string> keep;
   if (grouped)
     keep =
         metric.empty() ? std::set<std::string>{"val_loss", "loss"} : std::set<std::string>{metric};
-  std::vector<std::string> problems;
-  std::vector<RunSummary> summaries;
   summaries.reserve(runs.size());
   constexpr size_t kBatch = 32;  // a shared console log is read once per batch
   const auto readBatches = [&](const std::set<std::string>& curves, bool first) {
@@ -236,7 +275,14 @@ int runRuns(int argc, char** argv) {
     const std::string chosen = defaultTableMetric(names);
     if (!keep.count(chosen)) readBatches({chosen}, /*first=*/false);
   }
+  return printTable(summaries, options, grouped, groupBy, filter, problems, json, csv);
+}
 
+namespace {
+
+int printTable(const std::vector<RunSummary>& summaries, const RunsTableOptions& options,
+               bool grouped, const std::string& groupBy, const std::string& filter,
+               const std::vector<std::string>& problems, bool json, bool csv) {
   RunsTable table;
   try {
     table = buildRunsTable(summaries, options);
@@ -257,5 +303,7 @@ int runRuns(int argc, char** argv) {
   std::fflush(stdout);
   return kExitOk;
 }
+
+}  // namespace
 
 }  // namespace ckpt::cli

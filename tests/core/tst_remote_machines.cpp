@@ -13,6 +13,7 @@
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <tuple>
 
 #include "ckpt/remote/remote_path.h"
 #include "run_process.h"
@@ -106,6 +107,7 @@ class TestRemoteMachines : public QObject {
   void metricsOnTwoHosts();
   void aFailingMachineFailsTheCommand();
   void scanHereAndOnAHost();
+  void runsTable();
 };
 
 void TestRemoteMachines::initTestCase() {
@@ -114,6 +116,16 @@ void TestRemoteMachines::initTestCase() {
   m_runB = m_tmp.path() + "/exp/runB";
   writeRun(m_runA, 30, 3.0);
   writeRun(m_runB, 20, 5.0);
+  // Hyperparameters as the reference trainer's RUN.json holds them.
+  for (const auto& [dir, lr, seed] :
+       {std::tuple{m_runA, "0.001", 0}, std::tuple{m_runB, "0.0003", 1}}) {
+    QFile f(dir + "/RUN.json");
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(QString("{\"training\": {\"learning_rate\": %1, \"seed\": %2}}\n")
+                .arg(lr)
+                .arg(seed)
+                .toUtf8());
+  }
   m_skip = ckpt::test::SshServer::unavailable();
   if (!m_skip.isEmpty()) return;
   QString why;
@@ -296,6 +308,51 @@ void TestRemoteMachines::scanHereAndOnAHost() {
   const ProcessResult ta = cli({"scan", safe});
   const ProcessResult tb = cli({"scan", bad});
   QCOMPARE(text.out, "here:\n" + ta.out + "\n" + endpoint("127.0.0.1").toUtf8() + ":\n" + tb.out);
+}
+
+// The runs table (`runs`): of a folder on a host, byte for byte what the
+// same command prints for it here (the host reads the curves and the
+// hyperparameters); of runs here and on a host, the table of both as if
+// both were here, the host's row named with its host.
+void TestRemoteMachines::runsTable() {
+  if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+  const QString exp = m_tmp.path() + "/exp";
+  for (const QStringList& form : {QStringList{"--json"}, QStringList{"--csv"}, QStringList{},
+                                  QStringList{"--group-by", "learning_rate"}}) {
+    const ProcessResult here = cli(QStringList{"runs"} + form + QStringList{exp});
+    const ProcessResult there =
+        cli(QStringList{"runs"} + form + QStringList{remote("127.0.0.1", exp)});
+    QVERIFY2(here.exitCode == 0, here.err.constData());
+    QCOMPARE(there.exitCode, 0);
+    QCOMPARE(there.out, here.out);
+    QCOMPARE(there.err, here.err);
+  }
+  QVERIFY(cli({"runs", exp}).out.contains("learning_rate"));
+
+  const ProcessResult both = cli({"runs", "--json", m_runA, remote("127.0.0.1", m_runB)});
+  QVERIFY2(both.exitCode == 0, both.err.constData());
+  const ProcessResult local = cli({"runs", "--json", m_runA, m_runB});
+  const QJsonObject d = QJsonDocument::fromJson(both.out).object();
+  const QJsonObject l = QJsonDocument::fromJson(local.out).object();
+  for (const char* key : {"metric", "goal", "columns", "runs_shown", "runs_total"})
+    QCOMPARE(d[key], l[key]);
+  QCOMPARE(d["columns"].toArray(), (QJsonArray{"learning_rate", "seed"}));
+  QMap<QString, QJsonObject> rows;
+  for (const QJsonValue& r : d["rows"].toArray())
+    rows[r.toObject()["path"].toString()] = r.toObject();
+  QCOMPARE(rows.size(), 2);
+  for (const QJsonValue& r : l["rows"].toArray()) {
+    QJsonObject want = r.toObject();
+    if (want["path"].toString() == m_runB) {
+      want["name"] = endpoint("127.0.0.1") + ":" + want["name"].toString();
+      want["path"] = "ssh://" + endpoint("127.0.0.1") + m_runB;
+    }
+    QCOMPARE(rows.value(want["path"].toString()), want);
+  }
+  // The numbers are the ones written: runB's loss ends at 5 - 20/1000.
+  const QJsonObject b = rows.value("ssh://" + endpoint("127.0.0.1") + m_runB);
+  QCOMPARE(b["last"].toDouble(), 5.0 - 20 / 1000.0);
+  QCOMPARE(b["hparams"].toObject()["learning_rate"].toDouble(), 0.0003);
 }
 
 QTEST_GUILESS_MAIN(TestRemoteMachines)
