@@ -480,19 +480,27 @@ RunsRead readRunsAcrossMachines(const std::vector<std::string>& paths) {
         m.agent->post("hparams", Json{{"paths", m.lists[0]}});
     return asked;
   });
+  // This machine's runs read while the hosts read theirs.
+  RunsRead here;
+  for (const Machine& m : machines) {
+    if (m.host) continue;
+    std::vector<RunEntry> runs;
+    for (const std::string& p : m.lists[0])
+      for (RunEntry& r : findMetricRuns(p)) runs.push_back(std::move(r));
+    here.metrics = collectMetrics(runs);
+    for (const RunEntry& run : runs) {
+      here.hparamProblems.emplace_back();
+      here.hparams.push_back(readHparams(run, &here.hparamProblems.back()));
+    }
+  }
   RunsRead out;
   for (size_t i = 0; i < machines.size(); ++i) {
     Machine& m = machines[i];
     if (!m.host) {
-      std::vector<RunEntry> runs;
-      for (const std::string& p : m.lists[0])
-        for (RunEntry& r : findMetricRuns(p)) runs.push_back(std::move(r));
-      std::vector<RunMetrics> metrics = collectMetrics(runs);
-      for (size_t k = 0; k < runs.size(); ++k) {
-        std::vector<std::string> problems;
-        out.hparams.push_back(readHparams(runs[k], &problems));
-        out.hparamProblems.push_back(std::move(problems));
-        out.metrics.push_back(std::move(metrics[k]));
+      for (size_t k = 0; k < here.metrics.size(); ++k) {
+        out.metrics.push_back(std::move(here.metrics[k]));
+        out.hparams.push_back(std::move(here.hparams[k]));
+        out.hparamProblems.push_back(std::move(here.hparamProblems[k]));
       }
       continue;
     }

@@ -329,8 +329,12 @@ void TestRemoteMachines::runsTable() {
   }
   QVERIFY(cli({"runs", exp}).out.contains("learning_rate"));
 
+  // The host named first or last: the same table.
   const ProcessResult both = cli({"runs", "--json", m_runA, remote("127.0.0.1", m_runB)});
   QVERIFY2(both.exitCode == 0, both.err.constData());
+  const ProcessResult hostFirst = cli({"runs", "--json", remote("127.0.0.1", m_runB), m_runA});
+  QVERIFY2(hostFirst.exitCode == 0, hostFirst.err.constData());
+  QCOMPARE(hostFirst.out, both.out);
   const ProcessResult local = cli({"runs", "--json", m_runA, m_runB});
   const QJsonObject d = QJsonDocument::fromJson(both.out).object();
   const QJsonObject l = QJsonDocument::fromJson(local.out).object();
