@@ -37,13 +37,18 @@ class TestHugePageMalloc : public QObject {
     QTest::addColumn<QString>("given");  // GLIBC_TUNABLES before; "-": not set
     QTest::addColumn<QString>("seen");   // in the running program
     QTest::newRow("not set") << "-"
-                             << "glibc.malloc.hugetlb=1:glibc.malloc.top_pad=33554432";
+                             << "glibc.malloc.hugetlb=1:glibc.malloc.top_pad=33554432:"
+                                "glibc.malloc.tcache_count=255";
     QTest::newRow("a person's other tunable kept")
         << "glibc.malloc.arena_max=2"
-        << "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1:glibc.malloc.top_pad=33554432";
+        << "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1:glibc.malloc.top_pad=33554432:"
+           "glibc.malloc.tcache_count=255";
     QTest::newRow("a person's own top_pad kept")
         << "glibc.malloc.top_pad=1048576"
-        << "glibc.malloc.top_pad=1048576:glibc.malloc.hugetlb=1";
+        << "glibc.malloc.top_pad=1048576:glibc.malloc.hugetlb=1:glibc.malloc.tcache_count=255";
+    QTest::newRow("a person's own tcache_count kept")
+        << "glibc.malloc.tcache_count=7"
+        << "glibc.malloc.tcache_count=7:glibc.malloc.hugetlb=1:glibc.malloc.top_pad=33554432";
     QTest::newRow("a person's own hugetlb=0 kept") << "glibc.malloc.hugetlb=0"
                                                    << "glibc.malloc.hugetlb=0";
   }
@@ -81,6 +86,8 @@ class TestHugePageMalloc : public QObject {
     if (given == "glibc.malloc.hugetlb=0") QCOMPARE(block.count("glibc.malloc.hugetlb=1"), 0);
     if (given.contains("top_pad") || given.contains("hugetlb"))
       QCOMPARE(block.count("glibc.malloc.top_pad=33554432"), 0);
+    if (given.contains("tcache_count") || given.contains("hugetlb"))
+      QCOMPARE(block.count("glibc.malloc.tcache_count=255"), 0);
     p.closeWriteChannel();  // the client goes away: the agent ends
     QVERIFY(p.waitForFinished(15000));
     QCOMPARE(p.exitStatus(), QProcess::NormalExit);

@@ -6,8 +6,10 @@
 // its tunables only when a process starts: so the program starts itself
 // again with that added, once, first thing in main (same pid, arguments and
 // open files), and glibc.malloc.top_pad=33554432 (the heap grown 32 MiB at
-// a time, so that what it grows by can be huge pages; not when the person's
-// GLIBC_TUNABLES names top_pad). Nothing is done when the kernel's transparent huge pages are
+// a time, so that what it grows by can be huge pages) and
+// glibc.malloc.tcache_count=255 (each thread keeps up to 255 freed small
+// blocks of a size, not 7), each unless the person's GLIBC_TUNABLES names
+// it. Nothing is done when the kernel's transparent huge pages are
 // "never", when GLIBC_TUNABLES already names glibc.malloc.hugetlb (a
 // person's own value, 0 included, is kept), or when the start fails (the
 // program goes on as it is).
