@@ -357,6 +357,33 @@ void TestRemoteMachines::runsTable() {
   const QJsonObject b = rows.value("ssh://" + endpoint("127.0.0.1") + m_runB);
   QCOMPARE(b["last"].toDouble(), 5.0 - 20 / 1000.0);
   QCOMPARE(b["hparams"].toObject()["learning_rate"].toDouble(), 0.0003);
+
+  // An agent older than `hparams` (the method renamed on its way, so it
+  // answers unknown_method): the table still comes, without the host's
+  // hyperparameters, and says why.
+  const QString old = m_tmp.path() + "/old-agent.sh";
+  {
+    QFile f(old);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(QString("#!/bin/sh\nsed -u 's/\"method\":\"hparams\"/\"method\":\"hparamz\"/' | "
+                    "'%1' \"$@\"\n")
+                .arg(kCli)
+                .toUtf8());
+    f.close();
+    QVERIFY(f.setPermissions(f.permissions() | QFileDevice::ExeOwner));
+  }
+  QProcessEnvironment env = sshEnv();
+  env.insert("CKPTSCOPE_REMOTE_CLI", old);
+  QProcess p;
+  p.setProcessEnvironment(env);
+  p.start(kCli, {"runs", "--json", remote("127.0.0.1", m_runB)});
+  const ProcessResult older = ckpt::test::finishProcess(p, 120000);
+  QVERIFY2(older.exitCode == 0, older.err.constData());
+  const QJsonObject o = QJsonDocument::fromJson(older.out).object();
+  QCOMPARE(o["rows"].toArray().size(), 1);
+  QCOMPARE(o["rows"].toArray()[0].toObject()["last"].toDouble(), 5.0 - 20 / 1000.0);
+  QVERIFY2(older.out.contains("older than `hparams`"), older.out.constData());
+  QVERIFY(!older.out.contains("learning_rate"));
 }
 
 QTEST_GUILESS_MAIN(TestRemoteMachines)
