@@ -526,7 +526,10 @@ RunsRead readRunsAcrossMachines(const std::vector<std::string>& paths) {
         found = std::move(it->second->hparams);
         problems = std::move(it->second->problems);
       }
-      if (!older.empty()) problems.push_back(older);
+      if (!older.empty()) {  // said once, with the host's first run
+        problems.push_back(std::move(older));
+        older.clear();
+      }
       if (several) {
         placeOnHost(run, *m.host);
         for (std::string& p : problems) p = m.host->endpoint() + ": " + p;
