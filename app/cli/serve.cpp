@@ -138,8 +138,8 @@ class Agent {
   // are a megabyte each, a sweep's metrics tens of megabytes; a new string
   // for each cost more in page faults than making the text).
   void sendLine(std::string_view head, std::string_view body, std::string_view tail);
-  // Writes all of `parts`, in order, with a newline after them (m_outMutex held).
-  void writeAll(std::initializer_list<std::string_view> parts);
+  // Writes `head`, `body` and `tail`, then a newline (m_outMutex held).
+  void writeAll(std::string_view head, std::string_view body = {}, std::string_view tail = {});
   void error(const Json& id, const std::string& code, const std::string& message) {
     send(Json{{"id", id}, {"error", {{"code", code}, {"message", message}}}});
   }
@@ -172,22 +172,20 @@ void Agent::send(const Json& message) {
 
 void Agent::sendLine(std::string_view line) {
   std::lock_guard lock(m_outMutex);
-  writeAll({line});
+  writeAll(line);
 }
 
 void Agent::sendLine(std::string_view head, std::string_view body, std::string_view tail) {
   std::lock_guard lock(m_outMutex);
-  writeAll({head, body, tail});
+  writeAll(head, body, tail);
 }
 
-void Agent::writeAll(std::initializer_list<std::string_view> parts) {
+void Agent::writeAll(std::string_view head, std::string_view body, std::string_view tail) {
   if (m_outBroken) return;
-  std::array<iovec, 5> io{};
+  std::array<iovec, 4> io{};
   size_t count = 0;
-  for (const std::string_view part : parts)
-    if (!part.empty() && count + 1 < io.size())
-      io[count++] = iovec{const_cast<char*>(part.data()), part.size()};
-  io[count++] = iovec{const_cast<char*>("\n"), 1};
+  for (const std::string_view part : {head, body, tail, std::string_view("\n")})
+    if (!part.empty()) io[count++] = iovec{const_cast<char*>(part.data()), part.size()};
   for (iovec* at = io.data(); count > 0;) {
     const ssize_t n = ::writev(STDOUT_FILENO, at, int(count));
     if (n < 0 && errno == EINTR) continue;
