@@ -9,6 +9,7 @@ namespace ckpt::cli {
 constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;  // a file cannot be read, a check failed
 constexpr int kExitUsage = 2;
+constexpr int kExitDangerous = 3;  // scan found a file that would run code
 
 // "ckptscope-cli: <message>" on stderr; returns kExitFailure.
 int failWith(const std::string& message);

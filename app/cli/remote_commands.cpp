@@ -13,7 +13,6 @@
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/remote/agent_client.h"
 #include "ckpt/remote/cross_diff.h"
-#include "ckpt/remote/hparams_wire.h"
 #include "ckpt/remote/metrics_request.h"
 #include "ckpt/version.h"
 #include "common.h"
@@ -102,20 +101,11 @@ int textReport(const char* command, const std::vector<const RemotePath*>& paths,
   });
 }
 
-constexpr int kExitDangerous = 3;  // scan found a file that would run code
-
-// A host's path as an ssh:// location.
-std::string locationOn(const RemotePath& where, const std::string& path) {
-  RemotePath r = where;
-  r.path = path;
-  return r.display();
-}
-
 // A host's run among the runs of several machines: named with its host
 // and its files named as ssh:// locations, so that two machines' runs never
 // share a name and each path can be handed to another command as it is.
 void placeOnHost(RunMetrics& run, const RemotePath& where) {
-  const auto at = [&where](std::string& path) { path = locationOn(where, path); };
+  const auto at = [&where](std::string& path) { path = where.locationOf(path); };
   run.run = where.endpoint() + ":" + run.run;
   at(run.path);
   for (MetricSeries& s : run.series)
@@ -443,11 +433,11 @@ int runScanAcrossMachines(const std::vector<std::string>& paths, bool recursive,
         document = std::move(answer["document"]);
         exit = answer["exit"].get<int>();
         // Files named where the CLI finds them again.
-        for (Json& f : document["files"]) f["file"] = locationOn(*m.host, f["file"]);
+        for (Json& f : document["files"]) f["file"] = m.host->locationOf(f["file"]);
         for (Json& c : document["checkpoints"]) {
-          c["path"] = locationOn(*m.host, c["path"]);
-          if (c["file"].is_string()) c["file"] = locationOn(*m.host, c["file"]);
-          for (Json& f : c["files"]) f = locationOn(*m.host, f);
+          c["path"] = m.host->locationOf(c["path"]);
+          if (c["file"].is_string()) c["file"] = m.host->locationOf(c["file"]);
+          for (Json& f : c["files"]) f = m.host->locationOf(f);
         }
       } else {
         document = std::move(here.document);
@@ -476,8 +466,7 @@ RunsRead readRunsAcrossMachines(const std::vector<std::string>& paths) {
   std::vector<int64_t> hparamsAsked(machines.size(), -1);
   connectAndPost(machines, [&machines, &hparamsAsked](Machine& m) {
     const int64_t asked = remote::postRunMetrics(*m.agent, m.lists[0]);
-    hparamsAsked[size_t(&m - machines.data())] =
-        m.agent->post("hparams", Json{{"paths", m.lists[0]}});
+    hparamsAsked[size_t(&m - machines.data())] = remote::postRunHparams(*m.agent, m.lists[0]);
     return asked;
   });
   // This machine's runs read while the hosts read theirs.
@@ -509,14 +498,11 @@ RunsRead readRunsAcrossMachines(const std::vector<std::string>& paths) {
     std::string older;  // an agent from before `hparams`: the table has no hyperparameters
     onHost(m, [&] {
       metrics = remote::awaitRunMetrics(*m.agent, m.asked);
-      try {
-        hparams = remote::hparamsFromWire(m.agent->await(hparamsAsked[i], "hparams"));
-      } catch (const remote::RemoteError& e) {
-        if (e.code() != "unknown_method") throw;
-        older = "hyperparameters not read: the ckptscope-cli on " + m.host->endpoint() +
-                " is older than `hparams`";
-      }
+      hparams = remote::awaitRunHparams(*m.agent, hparamsAsked[i], older);
     });
+    if (!older.empty())
+      older = "hyperparameters not read: the ckptscope-cli on " + m.host->endpoint() +
+              " is older than `hparams`";
     std::map<std::string, remote::RunHparams*> byPath;
     for (remote::RunHparams& h : hparams) byPath[h.path] = &h;
     for (RunMetrics& run : metrics) {

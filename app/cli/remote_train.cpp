@@ -160,11 +160,7 @@ int runRemoteTrain(int argc, char** argv) {
     for (const std::string& root : remote::launchRoots(request))
       agent->call("open", Json{{"path", root}});
     const Json params = remote::launchParams(request);
-    auto runAt = [&](const std::string& runDir) {
-      RemotePath run = *where;
-      run.path = runDir;
-      return run.display();
-    };
+    auto runAt = [&](const std::string& runDir) { return where->locationOf(runDir); };
     auto follow = [&](const std::string& runDir) {
       return "ckptscope-cli metrics " + runAt(runDir);
     };

@@ -29,8 +29,6 @@ namespace fs = std::filesystem;
 namespace ckpt::cli {
 namespace {
 
-constexpr int kExitDangerous = 3;
-
 // Files a directory walk picks up: checkpoints and the files that hold pickles.
 bool isScanCandidate(const fs::path& p) {
   std::string ext = p.extension().string();

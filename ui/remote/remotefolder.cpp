@@ -71,21 +71,16 @@ struct CurvesAsked {
 CurvesAsked postCurves(remote::AgentClient& agent, const std::string& path) {
   CurvesAsked asked;
   asked.metrics = remote::postRunMetrics(agent, {path});
-  asked.hparams = agent.post("hparams", Json{{"paths", Json::array({path})}});
+  asked.hparams = remote::postRunHparams(agent, {path});
   return asked;
 }
 
 void takeCurves(remote::AgentClient& agent, CurvesAsked asked, const remote::RemotePath& where,
                 RemoteFolder& folder) {
   std::vector<RunMetrics> runs = remote::awaitRunMetrics(agent, asked.metrics);
-  Json hparamsAnswer;
   std::string hparamsError;
-  try {
-    hparamsAnswer = agent.await(asked.hparams, "hparams");
-  } catch (const remote::RemoteError& e) {
-    if (e.code() != "unknown_method") throw;
-    hparamsError = e.what();
-  }
+  std::vector<remote::RunHparams> hparams =
+      remote::awaitRunHparams(agent, asked.hparams, hparamsError);
   folder.files.clear();
   folder.curves.clear();
   for (RunMetrics& m : runs) {
@@ -111,7 +106,6 @@ void takeCurves(remote::AgentClient& agent, CurvesAsked asked, const remote::Rem
                           .arg(fromStd(hparamsError));
     return;
   }
-  std::vector<remote::RunHparams> hparams = remote::hparamsFromWire(hparamsAnswer);
   std::map<QString, remote::RunHparams*> byPath;
   for (remote::RunHparams& h : hparams) byPath[pathFromStd(h.path)] = &h;
   for (CurveRun& run : folder.curves)
@@ -136,9 +130,7 @@ QString remoteRunName(const remote::RemotePath& where, const std::string& run) {
 }
 
 QString remoteLocation(const remote::RemotePath& where, const std::string& path) {
-  remote::RemotePath at = where;
-  at.path = path;
-  return pathFromStd(at.display());
+  return pathFromStd(where.locationOf(path));
 }
 
 std::vector<BrowseGroup> remoteGroups(ScanResult scan, const remote::RemotePath& where) {

@@ -24,4 +24,19 @@ std::vector<RunMetrics> awaitRunMetrics(AgentClient& agent, int64_t id,
   return metricsResultFromText(agent.awaitText(id, "metrics", progress, cancelled));
 }
 
+int64_t postRunHparams(AgentClient& agent, const std::vector<std::string>& paths) {
+  return agent.post("hparams", AgentClient::Json{{"paths", paths}});
+}
+
+std::vector<RunHparams> awaitRunHparams(AgentClient& agent, int64_t id, std::string& older) {
+  older.clear();
+  try {
+    return hparamsFromWire(agent.await(id, "hparams"));
+  } catch (const RemoteError& e) {
+    if (e.code() != "unknown_method") throw;
+    older = e.what();
+    return {};
+  }
+}
+
 }  // namespace ckpt::remote

@@ -14,11 +14,15 @@ std::string RemotePath::endpoint() const {
 }
 
 std::string RemotePath::display() const {
+  return locationOf(path);
+}
+
+std::string RemotePath::locationOf(const std::string& other) const {
   // A path that is not absolute is in the home folder (where the agent
   // starts): ssh://host/~/x, which parseRemotePath reads back as "x".
-  if (path.rfind('/', 0) == 0) return "ssh://" + endpoint() + path;
-  if (path.empty() || path == ".") return "ssh://" + endpoint() + "/~";
-  return "ssh://" + endpoint() + "/~/" + (path.rfind("./", 0) == 0 ? path.substr(2) : path);
+  if (other.rfind('/', 0) == 0) return "ssh://" + endpoint() + other;
+  if (other.empty() || other == ".") return "ssh://" + endpoint() + "/~";
+  return "ssh://" + endpoint() + "/~/" + (other.rfind("./", 0) == 0 ? other.substr(2) : other);
 }
 
 namespace {

@@ -8,6 +8,7 @@
 
 #include "ckpt/index/metrics.h"
 #include "ckpt/remote/agent_client.h"
+#include "ckpt/remote/hparams_wire.h"
 
 namespace ckpt::remote {
 
@@ -31,5 +32,12 @@ int64_t postRunMetrics(AgentClient& agent, const std::vector<std::string>& paths
 std::vector<RunMetrics> awaitRunMetrics(AgentClient& agent, int64_t id,
                                         const AgentClient::ProgressFn& progress = {},
                                         const AgentClient::CancelFn& cancelled = {});
+
+// The runs' hyperparameters at `paths` (`hparams`), posted alongside their
+// curves and read after them, as the app and ckptscope-cli's remote `runs`
+// ask. An agent older than `hparams` answers unknown_method: then no runs,
+// and `older` gets its message (empty otherwise); any other error is thrown.
+int64_t postRunHparams(AgentClient& agent, const std::vector<std::string>& paths);
+std::vector<RunHparams> awaitRunHparams(AgentClient& agent, int64_t id, std::string& older);
 
 }  // namespace ckpt::remote

@@ -21,6 +21,9 @@ struct RemotePath {
   [[nodiscard]] std::string endpoint() const;
   // "ssh://..." as a person would write it back.
   [[nodiscard]] std::string display() const;
+  // The same for another path on this host ("ssh://host/~/x" for one in
+  // the home folder, which parseRemotePath reads back as "x").
+  [[nodiscard]] std::string locationOf(const std::string& other) const;
 };
 
 // The remote path `arg` names, or nothing when it is a local path. Throws
