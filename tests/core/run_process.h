@@ -1,6 +1,7 @@
 #pragma once
 // Runs a program the way a user would and collects what it printed.
 
+#include <QFile>
 #include <QProcess>
 #include <QString>
 #include <QStringList>
@@ -32,6 +33,24 @@ inline ProcessResult runProcess(const QString& program, const QStringList& args,
   if (!cwd.isEmpty()) p.setWorkingDirectory(cwd);
   p.start(program, args);
   return finishProcess(p, timeoutMs);
+}
+
+// Writes `text` to `path`, executable by its owner: a wrapper a test
+// starts in place of a program. False when it cannot.
+inline bool writeScript(const QString& path, const QByteArray& text) {
+  QFile f(path);
+  if (!f.open(QIODevice::WriteOnly) || f.write(text) != text.size()) return false;
+  f.close();
+  return f.setPermissions(f.permissions() | QFileDevice::ExeOwner);
+}
+
+// A wrapper of the agent `cli` that renames `method` in the requests on
+// their way in: the agent answers unknown_method, as one from before that
+// method does.
+inline QByteArray renamingAgentScript(const QString& cli, const QString& method) {
+  return QString("#!/bin/sh\nsed -u 's/\"method\":\"%1\"/\"method\":\"%1z\"/' | '%2' \"$@\"\n")
+      .arg(method, cli)
+      .toUtf8();
 }
 
 }  // namespace ckpt::test

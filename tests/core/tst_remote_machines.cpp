@@ -363,16 +363,7 @@ void TestRemoteMachines::runsTable() {
   // answers unknown_method): the table still comes, without the host's
   // hyperparameters, and says why.
   const QString old = m_tmp.path() + "/old-agent.sh";
-  {
-    QFile f(old);
-    QVERIFY(f.open(QIODevice::WriteOnly));
-    f.write(QString("#!/bin/sh\nsed -u 's/\"method\":\"hparams\"/\"method\":\"hparamz\"/' | "
-                    "'%1' \"$@\"\n")
-                .arg(kCli)
-                .toUtf8());
-    f.close();
-    QVERIFY(f.setPermissions(f.permissions() | QFileDevice::ExeOwner));
-  }
+  QVERIFY(ckpt::test::writeScript(old, ckpt::test::renamingAgentScript(kCli, "hparams")));
   QProcessEnvironment env = sshEnv();
   env.insert("CKPTSCOPE_REMOTE_CLI", old);
   QProcess p;

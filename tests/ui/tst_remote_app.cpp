@@ -468,17 +468,12 @@ class TestRemoteApp : public QObject {
     // logs the requests (after an older agent's filter) and the answers, a
     // pair of files for each agent started (the window's, its watch's).
     const QString wrapper = dir + "/agent.sh";
-    {
-      QFile f(wrapper);
-      QVERIFY(f.open(QIODevice::WriteOnly));
-      const QString filter = olderAgent ? "sed -u 's/,\"columns\":true//' | " : "";
-      f.write(QString("#!/bin/sh\n%1tee '%2/sent-'$$.jsonl | '%3' \"$@\" | tee "
-                      "'%2/answered-'$$.jsonl\n")
-                  .arg(filter, dir, CKPT_CLI)
-                  .toUtf8());
-      f.close();
-      QVERIFY(f.setPermissions(f.permissions() | QFileDevice::ExeOwner));
-    }
+    const QString filter = olderAgent ? "sed -u 's/,\"columns\":true//' | " : "";
+    QVERIFY(ckpt::test::writeScript(wrapper,
+                                    QString("#!/bin/sh\n%1tee '%2/sent-'$$.jsonl | '%3' \"$@\" | "
+                                            "tee '%2/answered-'$$.jsonl\n")
+                                        .arg(filter, dir, CKPT_CLI)
+                                        .toUtf8()));
     const QByteArray cli = qgetenv("CKPTSCOPE_REMOTE_CLI");
     qputenv("CKPTSCOPE_REMOTE_CLI", wrapper.toUtf8());
     auto restore = qScopeGuard([&] { qputenv("CKPTSCOPE_REMOTE_CLI", cli); });

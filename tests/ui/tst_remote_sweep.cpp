@@ -104,38 +104,33 @@ class TestRemoteSweep : public QObject {
     const QString logs = m_tmp.path() + "/relay-logs";
     QVERIFY(QDir().mkpath(logs));
     const QString relay = m_tmp.path() + "/relay.py";
-    {
-      QFile f(relay);
-      QVERIFY(f.open(QIODevice::WriteOnly));
-      f.write(QString("#!/usr/bin/python3\n"
-                      "import os, re, subprocess, sys, threading, time\n"
-                      "log = open('%1/relay.%d.log' % os.getpid(), 'a', buffering=1)\n"
-                      "agent = subprocess.Popen(['%2'] + sys.argv[1:], stdin=subprocess.PIPE,\n"
-                      "                         stdout=subprocess.PIPE)\n"
-                      "lock = threading.Lock()\n"
-                      "def note(text):\n"
-                      "    with lock:\n"
-                      "        log.write(text + '\\n')\n"
-                      "def up():\n"
-                      "    for line in sys.stdin.buffer:\n"
-                      "        m = re.match(rb'\\{\"id\":(\\d+),\"method\":\"([^\"]*)\"', line)\n"
-                      "        note('> %s %s' % (m.group(1).decode(), m.group(2).decode()) if m "
-                      "else '> ?')\n"
-                      "        agent.stdin.write(line)\n"
-                      "        agent.stdin.flush()\n"
-                      "    agent.stdin.close()\n"
-                      "threading.Thread(target=up, daemon=True).start()\n"
-                      "for line in agent.stdout:\n"
-                      "    time.sleep(0.2)\n"
-                      "    m = re.match(rb'\\{\"id\":(\\d+)', line)\n"
-                      "    note('< %s' % m.group(1).decode() if m else '< ?')\n"
-                      "    sys.stdout.buffer.write(line)\n"
-                      "    sys.stdout.buffer.flush()\n")
-                  .arg(logs, CKPT_CLI)
-                  .toUtf8());
-      f.close();
-      QVERIFY(f.setPermissions(f.permissions() | QFileDevice::ExeOwner));
-    }
+    QVERIFY(ckpt::test::writeScript(
+        relay, QString("#!/usr/bin/python3\n"
+                       "import os, re, subprocess, sys, threading, time\n"
+                       "log = open('%1/relay.%d.log' % os.getpid(), 'a', buffering=1)\n"
+                       "agent = subprocess.Popen(['%2'] + sys.argv[1:], stdin=subprocess.PIPE,\n"
+                       "                         stdout=subprocess.PIPE)\n"
+                       "lock = threading.Lock()\n"
+                       "def note(text):\n"
+                       "    with lock:\n"
+                       "        log.write(text + '\\n')\n"
+                       "def up():\n"
+                       "    for line in sys.stdin.buffer:\n"
+                       "        m = re.match(rb'\\{\"id\":(\\d+),\"method\":\"([^\"]*)\"', line)\n"
+                       "        note('> %s %s' % (m.group(1).decode(), m.group(2).decode()) if m "
+                       "else '> ?')\n"
+                       "        agent.stdin.write(line)\n"
+                       "        agent.stdin.flush()\n"
+                       "    agent.stdin.close()\n"
+                       "threading.Thread(target=up, daemon=True).start()\n"
+                       "for line in agent.stdout:\n"
+                       "    time.sleep(0.2)\n"
+                       "    m = re.match(rb'\\{\"id\":(\\d+)', line)\n"
+                       "    note('< %s' % m.group(1).decode() if m else '< ?')\n"
+                       "    sys.stdout.buffer.write(line)\n"
+                       "    sys.stdout.buffer.flush()\n")
+                   .arg(logs, CKPT_CLI)
+                   .toUtf8()));
     const QByteArray cli = qgetenv("CKPTSCOPE_REMOTE_CLI");
     qputenv("CKPTSCOPE_REMOTE_CLI", relay.toUtf8());
     auto restore = qScopeGuard([&] { qputenv("CKPTSCOPE_REMOTE_CLI", cli); });
@@ -188,16 +183,7 @@ class TestRemoteSweep : public QObject {
     // The agent behind a filter that renames the method: it answers
     // unknown_method, as an agent from before `hparams` does.
     const QString wrapper = m_tmp.path() + "/old-agent.sh";
-    {
-      QFile f(wrapper);
-      QVERIFY(f.open(QIODevice::WriteOnly));
-      f.write(QString("#!/bin/sh\nsed -u 's/\"method\":\"hparams\"/\"method\":\"hparamz\"/' | "
-                      "'%1' \"$@\"\n")
-                  .arg(CKPT_CLI)
-                  .toUtf8());
-      f.close();
-      QVERIFY(f.setPermissions(f.permissions() | QFileDevice::ExeOwner));
-    }
+    QVERIFY(ckpt::test::writeScript(wrapper, ckpt::test::renamingAgentScript(CKPT_CLI, "hparams")));
     const QByteArray cli = qgetenv("CKPTSCOPE_REMOTE_CLI");
     qputenv("CKPTSCOPE_REMOTE_CLI", wrapper.toUtf8());
     auto restore = qScopeGuard([&] { qputenv("CKPTSCOPE_REMOTE_CLI", cli); });
