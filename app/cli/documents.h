@@ -3,6 +3,7 @@
 // command (ls.cpp, info.cpp, ...) and the agent (serve.cpp) call the same
 // functions, so a remote answer is the local one (docs/REMOTE.md).
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "ckpt/analysis/diff.h"
 #include "ckpt/format/checkpoint_file.h"
 #include "ckpt/index/metrics.h"
+#include "ckpt/index/metrics_each.h"
 #include "ckpt/index/scanner.h"
 
 namespace ckpt::cli {
@@ -46,8 +48,27 @@ SafetyScan scanSafety(const std::vector<std::string>& paths, bool recursive, boo
 // `logs`); throws std::runtime_error naming a path that cannot be read.
 std::vector<RunMetrics> metricsOf(const std::vector<std::string>& paths,
                                   std::vector<std::string> logs);
+// The same runs handed to `each` in that order as each is read (metrics_each.h).
+void metricsOf(const std::vector<std::string>& paths, std::vector<std::string> logs,
+               const RunMetricsFn& each);
 enum class MetricsFormat { Text, Json, Csv };
 void printMetrics(const std::vector<RunMetrics>& runs, const std::vector<std::string>& metrics,
                   MetricsFormat format);
+// printMetrics a run at a time, the same bytes: each run is written as it
+// comes (a remote sweep is printed while the host reads its next runs).
+class MetricsPrinter {
+ public:
+  MetricsPrinter(std::vector<std::string> metrics, MetricsFormat format);
+  ~MetricsPrinter();
+  MetricsPrinter(const MetricsPrinter&) = delete;
+  MetricsPrinter& operator=(const MetricsPrinter&) = delete;
+  void add(const RunMetrics& run);
+  // The output's end (JSON's closing brackets), flushed.
+  void finish();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> m;
+};
 
 }  // namespace ckpt::cli

@@ -198,123 +198,153 @@ void jsonObject(Out& o, const std::map<std::string, double>& values) {
   o.put("}");
 }
 
-void printJson(const std::vector<RunMetrics>& runs, const std::vector<std::string>& metrics) {
-  Out o;
-  o.put("{\"runs\": [");
-  bool firstRun = true;
-  for (const RunMetrics& r : runs) {
-    o.put(firstRun ? "\n {\"name\": " : ",\n {\"name\": ");
-    firstRun = false;
-    o.jsonString(r.run);
-    o.put(", \"path\": ");
-    o.jsonString(r.path);
-    o.put(", \"series\": [");
-    bool firstSeries = true;
-    for (const MetricSeries& s : r.series) {
-      if (!wanted(s, metrics)) continue;
-      o.put(firstSeries ? "\n  {\"metric\": " : ",\n  {\"metric\": ");
-      firstSeries = false;
-      o.jsonString(s.metric);
-      o.put(", \"source\": ");
-      o.jsonString(metricSourceName(s.source));
-      o.put(", \"files\": [");
-      for (size_t i = 0; i < s.files.size(); ++i) {
-        if (i) o.put(", ");
-        o.jsonString(s.files[i]);
-      }
-      o.put("], \"restarts\": [");
-      for (size_t i = 0; i < s.restarts.size(); ++i) {
-        if (i) o.put(", ");
-        o.integer(s.restarts[i]);
-      }
-      o.put("], \"points\": [");
-      o.rows(s.points.size(),
-             [&s](std::string& out, size_t i) { Out::point(out, s.points, i, i > 0); });
-      o.put("]}");
-    }
-    o.put(firstSeries ? "], \"markers\": [" : "\n  ], \"markers\": [");
-    for (size_t i = 0; i < r.markers.size(); ++i) {
-      const CheckpointMarker& m = r.markers[i];
-      o.put(i ? ", {\"step\": " : "{\"step\": ");
-      o.integer(m.step);
-      o.put(", \"file\": ");
-      o.jsonString(m.path);
-      o.put(", \"loss\": ");
-      if (const auto v = r.markerValue(m, "loss"))
-        jsonValue(o, *v);
-      else
-        o.put("null");
-      o.put(", \"recorded\": ");
-      jsonObject(o, m.recorded);
-      o.put("}");
-    }
-    o.put("], \"summary\": ");
-    jsonObject(o, r.summary);
-    o.put(", \"problems\": [");
-    for (size_t i = 0; i < r.problems.size(); ++i) {
+// What every format prints of a run, one run at a time: printMetrics and
+// MetricsPrinter write the same bytes.
+void printJsonRun(Out& o, const RunMetrics& r, const std::vector<std::string>& metrics) {
+  o.jsonString(r.run);
+  o.put(", \"path\": ");
+  o.jsonString(r.path);
+  o.put(", \"series\": [");
+  bool firstSeries = true;
+  for (const MetricSeries& s : r.series) {
+    if (!wanted(s, metrics)) continue;
+    o.put(firstSeries ? "\n  {\"metric\": " : ",\n  {\"metric\": ");
+    firstSeries = false;
+    o.jsonString(s.metric);
+    o.put(", \"source\": ");
+    o.jsonString(metricSourceName(s.source));
+    o.put(", \"files\": [");
+    for (size_t i = 0; i < s.files.size(); ++i) {
       if (i) o.put(", ");
-      o.jsonString(r.problems[i]);
+      o.jsonString(s.files[i]);
     }
+    o.put("], \"restarts\": [");
+    for (size_t i = 0; i < s.restarts.size(); ++i) {
+      if (i) o.put(", ");
+      o.integer(s.restarts[i]);
+    }
+    o.put("], \"points\": [");
+    o.rows(s.points.size(),
+           [&s](std::string& out, size_t i) { Out::point(out, s.points, i, i > 0); });
     o.put("]}");
   }
-  o.put(firstRun ? "]}\n" : "\n]}\n");
+  o.put(firstSeries ? "], \"markers\": [" : "\n  ], \"markers\": [");
+  for (size_t i = 0; i < r.markers.size(); ++i) {
+    const CheckpointMarker& m = r.markers[i];
+    o.put(i ? ", {\"step\": " : "{\"step\": ");
+    o.integer(m.step);
+    o.put(", \"file\": ");
+    o.jsonString(m.path);
+    o.put(", \"loss\": ");
+    if (const auto v = r.markerValue(m, "loss"))
+      jsonValue(o, *v);
+    else
+      o.put("null");
+    o.put(", \"recorded\": ");
+    jsonObject(o, m.recorded);
+    o.put("}");
+  }
+  o.put("], \"summary\": ");
+  jsonObject(o, r.summary);
+  o.put(", \"problems\": [");
+  for (size_t i = 0; i < r.problems.size(); ++i) {
+    if (i) o.put(", ");
+    o.jsonString(r.problems[i]);
+  }
+  o.put("]}");
 }
 
-void printCsv(const std::vector<RunMetrics>& runs, const std::vector<std::string>& metrics) {
-  Out o;
-  o.put("run,metric,step,value,wall_time,tokens,source\n");
-  for (const RunMetrics& r : runs)
-    for (const MetricSeries& s : r.series) {
-      if (!wanted(s, metrics)) continue;
-      const std::string source =
-          s.files.size() == 1 ? s.files.front() : std::string(metricSourceName(s.source));
-      // What every row of the series shares, quoted once.
-      Out prefix, suffix;
-      prefix.csvField(r.run);
-      prefix.put(',');
-      prefix.csvField(s.metric);
-      prefix.put(',');
-      suffix.put(',');
-      suffix.csvField(source);
-      suffix.put('\n');
-      const std::string head = prefix.take(), tail = suffix.take();
-      o.rows(s.points.size(),
-             [&](std::string& out, size_t i) { Out::csvRow(out, head, s.points, i, tail); });
-    }
-}
-
-void printText(const std::vector<RunMetrics>& runs, const std::vector<std::string>& metrics) {
-  for (const RunMetrics& r : runs) {
-    std::printf("%s  (%s)\n", r.run.c_str(), r.path.c_str());
-    size_t shown = 0;
-    for (const MetricSeries& s : r.series) {
-      if (!wanted(s, metrics)) continue;
-      ++shown;
-      const MetricPoint first = s.points.front();
-      const MetricPoint last = s.points.back();
-      std::printf("  %-16s %8zu points  steps %lld..%lld  last %.6g  from %s", s.metric.c_str(),
-                  s.points.size(), static_cast<long long>(first.step),
-                  static_cast<long long>(last.step), last.value,
-                  s.files.size() == 1 ? s.files.front().c_str()
-                                      : std::string(metricSourceName(s.source)).c_str());
-      for (int64_t step : s.restarts)
-        std::printf("  (restarted at step %lld)", static_cast<long long>(step));
-      std::printf("\n");
-    }
-    if (!shown) std::printf("  no metrics found\n");
-    size_t withValue = 0;
-    for (const CheckpointMarker& m : r.markers) withValue += r.markerValue(m, "loss") ? 1 : 0;
-    if (!r.markers.empty())
-      std::printf("  %zu checkpoint%s, %zu with a recorded or logged loss\n", r.markers.size(),
-                  r.markers.size() == 1 ? "" : "s", withValue);
-    if (!r.summary.empty()) {
-      std::printf("  summary (%s):", r.summaryFile.c_str());
-      for (const auto& [k, v] : r.summary) std::printf(" %s=%.6g", k.c_str(), v);
-      std::printf("\n");
-    }
-    for (const std::string& p : r.problems) std::printf("  problem: %s\n", p.c_str());
+void printCsvRun(Out& o, const RunMetrics& r, const std::vector<std::string>& metrics) {
+  for (const MetricSeries& s : r.series) {
+    if (!wanted(s, metrics)) continue;
+    const std::string source =
+        s.files.size() == 1 ? s.files.front() : std::string(metricSourceName(s.source));
+    // What every row of the series shares, quoted once.
+    Out prefix, suffix;
+    prefix.csvField(r.run);
+    prefix.put(',');
+    prefix.csvField(s.metric);
+    prefix.put(',');
+    suffix.put(',');
+    suffix.csvField(source);
+    suffix.put('\n');
+    const std::string head = prefix.take(), tail = suffix.take();
+    o.rows(s.points.size(),
+           [&](std::string& out, size_t i) { Out::csvRow(out, head, s.points, i, tail); });
   }
 }
+
+void printTextRun(const RunMetrics& r, const std::vector<std::string>& metrics) {
+  std::printf("%s  (%s)\n", r.run.c_str(), r.path.c_str());
+  size_t shown = 0;
+  for (const MetricSeries& s : r.series) {
+    if (!wanted(s, metrics)) continue;
+    ++shown;
+    const MetricPoint first = s.points.front();
+    const MetricPoint last = s.points.back();
+    std::printf("  %-16s %8zu points  steps %lld..%lld  last %.6g  from %s", s.metric.c_str(),
+                s.points.size(), static_cast<long long>(first.step),
+                static_cast<long long>(last.step), last.value,
+                s.files.size() == 1 ? s.files.front().c_str()
+                                    : std::string(metricSourceName(s.source)).c_str());
+    for (int64_t step : s.restarts)
+      std::printf("  (restarted at step %lld)", static_cast<long long>(step));
+    std::printf("\n");
+  }
+  if (!shown) std::printf("  no metrics found\n");
+  size_t withValue = 0;
+  for (const CheckpointMarker& m : r.markers) withValue += r.markerValue(m, "loss") ? 1 : 0;
+  if (!r.markers.empty())
+    std::printf("  %zu checkpoint%s, %zu with a recorded or logged loss\n", r.markers.size(),
+                r.markers.size() == 1 ? "" : "s", withValue);
+  if (!r.summary.empty()) {
+    std::printf("  summary (%s):", r.summaryFile.c_str());
+    for (const auto& [k, v] : r.summary) std::printf(" %s=%.6g", k.c_str(), v);
+    std::printf("\n");
+  }
+  for (const std::string& p : r.problems) std::printf("  problem: %s\n", p.c_str());
+}
+
+}  // namespace
+
+struct MetricsPrinter::Impl {
+  std::vector<std::string> metrics;
+  MetricsFormat format;
+  Out out;
+  bool first = true;
+};
+
+MetricsPrinter::MetricsPrinter(std::vector<std::string> metrics, MetricsFormat format)
+    : m(new Impl{std::move(metrics), format, {}, true}) {
+  if (format == MetricsFormat::Json) m->out.put("{\"runs\": [");
+  if (format == MetricsFormat::Csv) m->out.put("run,metric,step,value,wall_time,tokens,source\n");
+}
+
+MetricsPrinter::~MetricsPrinter() = default;
+
+void MetricsPrinter::add(const RunMetrics& run) {
+  if (m->format == MetricsFormat::Json) {
+    m->out.put(m->first ? "\n {\"name\": " : ",\n {\"name\": ");
+    printJsonRun(m->out, run, m->metrics);
+  } else if (m->format == MetricsFormat::Csv) {
+    printCsvRun(m->out, run, m->metrics);
+  } else {
+    printTextRun(run, m->metrics);
+  }
+  m->first = false;
+  // Out: a run is seen as soon as it is printed (a remote sweep arrives a
+  // run at a time); a write per run costs nothing next to its points.
+  m->out.flush();
+  std::fflush(stdout);
+}
+
+void MetricsPrinter::finish() {
+  if (m->format == MetricsFormat::Json) m->out.put(m->first ? "]}\n" : "\n]}\n");
+  m->out.flush();
+  std::fflush(stdout);
+}
+
+namespace {
 
 // --stats, on stderr as one JSON line: the points held and the bytes their
 // columns take, and what the metrics cache did (for the benchmark).
@@ -393,6 +423,13 @@ int runMetrics(int argc, char** argv) {
 
 std::vector<RunMetrics> metricsOf(const std::vector<std::string>& paths,
                                   std::vector<std::string> logs) {
+  std::vector<RunMetrics> out;
+  metricsOf(paths, std::move(logs), [&out](RunMetrics&& run) { out.push_back(std::move(run)); });
+  return out;
+}
+
+void metricsOf(const std::vector<std::string>& paths, std::vector<std::string> logs,
+               const RunMetricsFn& each) {
   std::vector<RunEntry> runs;
   for (const std::string& p : paths) {
     std::error_code ec;
@@ -402,18 +439,14 @@ std::vector<RunMetrics> metricsOf(const std::vector<std::string>& paths,
     }
     for (RunEntry& r : findMetricRuns(p)) runs.push_back(std::move(r));
   }
-  return collectMetrics(runs, logs);
+  collectMetrics(runs, logs, each);
 }
 
 void printMetrics(const std::vector<RunMetrics>& runs, const std::vector<std::string>& metrics,
                   MetricsFormat format) {
-  if (format == MetricsFormat::Json)
-    printJson(runs, metrics);
-  else if (format == MetricsFormat::Csv)
-    printCsv(runs, metrics);
-  else
-    printText(runs, metrics);
-  std::fflush(stdout);
+  MetricsPrinter printer(metrics, format);
+  for (const RunMetrics& run : runs) printer.add(run);
+  printer.finish();
 }
 
 }  // namespace ckpt::cli

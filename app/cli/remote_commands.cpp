@@ -286,8 +286,11 @@ int runRemoteMetrics(const std::vector<RemotePath>& paths, const std::vector<Rem
       logNames.push_back(p.path);
     }
     auto agent = connect(paths.empty() ? logs.front() : paths.front(), opened);
-    const std::vector<RunMetrics> runs = remote::requestRunMetrics(*agent, names, logNames);
-    printMetrics(runs, metrics, format);
+    // Printed as the runs arrive: while the host reads the next ones.
+    MetricsPrinter printer(metrics, format);
+    remote::awaitRunMetrics(*agent, remote::postRunMetrics(*agent, names, logNames),
+                            [&printer](RunMetrics&& run) { printer.add(run); });
+    printer.finish();
     return kExitOk;
   });
 }

@@ -314,8 +314,24 @@ Json runMethod(const std::string& method, Call& call) {
     // `columns`: the client reads the compact form (docs/REMOTE.md).
     const Json columns = call.params.contains("columns") ? call.params["columns"] : Json(false);
     if (!columns.is_boolean()) throw ProtocolError("bad_field", "columns: must be true or false");
+    // `stream`: each run an event as soon as it is read, the result none
+    // (docs/REMOTE.md): the client decodes and prints one while the next is read.
+    const Json stream = call.params.contains("stream") ? call.params["stream"] : Json(false);
+    if (!stream.is_boolean()) throw ProtocolError("bad_field", "stream: must be true or false");
     // Written as text: a tree of a sweep's points cost more than reading them.
-    remote::appendMetricsResultText(call.resultText, metricsOf(paths, logs), columns.get<bool>());
+    if (!stream.get<bool>()) {
+      remote::appendMetricsResultText(call.resultText, metricsOf(paths, logs), columns.get<bool>());
+      return Json();
+    }
+    std::vector<RunMetrics> one(1);
+    std::string text;
+    metricsOf(paths, logs, [&](RunMetrics&& run) {
+      one.front() = std::move(run);
+      text.clear();
+      remote::appendMetricsResultText(text, one, columns.get<bool>());
+      call.eventText(text);
+    });
+    remote::appendMetricsResultText(call.resultText, {}, columns.get<bool>());
     return Json();
   }
   if (method == "diff") {

@@ -468,7 +468,8 @@ class TestRemoteApp : public QObject {
     // logs the requests (after an older agent's filter) and the answers, a
     // pair of files for each agent started (the window's, its watch's).
     const QString wrapper = dir + "/agent.sh";
-    const QString filter = olderAgent ? "sed -u 's/,\"columns\":true//' | " : "";
+    const QString filter =
+        olderAgent ? "sed -u 's/,\"columns\":true//; s/,\"stream\":true//' | " : "";
     QVERIFY(ckpt::test::writeScript(wrapper,
                                     QString("#!/bin/sh\n%1tee '%2/sent-'$$.jsonl | '%3' \"$@\" | "
                                             "tee '%2/answered-'$$.jsonl\n")
@@ -502,19 +503,28 @@ class TestRemoteApp : public QObject {
 
     // What the app asked, and how the agent answered (tee may write its
     // file after the app has read the answer: waited for).
+    // A run comes in an event of its own (`stream`), or in the answer.
     QJsonObject asked, steadyAnswer;
+    QString steadyCameIn;
     const auto logged = [&] {
       for (const QJsonObject& m : jsonLines(dir, "sent-*.jsonl"))
         if (m["method"].toString() == "metrics") asked = m["params"].toObject();
       for (const QJsonObject& m : jsonLines(dir, "answered-*.jsonl"))
-        for (const QJsonValue& run : m["result"].toObject()["runs"].toArray())
-          if (run.toObject()["name"].toString() == "steady") steadyAnswer = run.toObject();
+        for (const QString part : {"result", "event"})
+          for (const QJsonValue& run : m[part].toObject()["runs"].toArray())
+            if (run.toObject()["name"].toString() == "steady") {
+              steadyAnswer = run.toObject();
+              steadyCameIn = part;
+            }
       return !asked.isEmpty() && !steadyAnswer.isEmpty();
     };
     QTRY_VERIFY_WITH_TIMEOUT(logged(), 10000);
     QCOMPARE(asked["paths"].toArray(), QJsonArray{dir});
     QCOMPARE(asked.contains("columns"), !olderAgent);  // the older agent's filter took it out
+    QCOMPARE(asked.contains("stream"), !olderAgent);
     if (!olderAgent) QCOMPARE(asked["columns"], QJsonValue(true));
+    if (!olderAgent) QCOMPARE(asked["stream"], QJsonValue(true));
+    QCOMPARE(steadyCameIn, QString(olderAgent ? "result" : "event"));
     const QJsonArray answered = steadyAnswer["series"].toArray();
     QCOMPARE(answered.size(), 2);
     for (const QJsonValue& series : answered) {

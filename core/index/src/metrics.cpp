@@ -1,6 +1,7 @@
 // Where a run's curves come from and how its sources merge into series.
 #include "ckpt/index/metrics.h"
 #include "ckpt/index/metrics_cache.h"
+#include "ckpt/index/metrics_each.h"
 
 #include "ckpt/index/folder_listing.h"
 #include "ckpt/index/hf_trainer.h"
@@ -23,6 +24,7 @@
 #include <exception>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <unordered_map>
@@ -492,8 +494,15 @@ void forEachOnThreads(size_t n, const Work& work) {
 
 std::vector<RunMetrics> collectMetrics(const std::vector<RunEntry>& runs,
                                        const std::vector<std::string>& extraLogs) {
-  FileCache cache;
   std::vector<RunMetrics> out;
+  out.reserve(runs.size());
+  collectMetrics(runs, extraLogs, [&out](RunMetrics&& run) { out.push_back(std::move(run)); });
+  return out;
+}
+
+void collectMetrics(const std::vector<RunEntry>& runs, const std::vector<std::string>& extraLogs,
+                    const RunMetricsFn& each) {
+  FileCache cache;
   // Per extra file, the filters of the runs that read it: what none takes
   // makes log-only runs.
   std::map<std::string, std::vector<LogFilter>> claimed;
@@ -511,8 +520,19 @@ std::vector<RunMetrics> collectMetrics(const std::vector<RunEntry>& runs,
                                                                     : s.filter);
     }
   }
-  out.resize(runs.size());
-  forEachOnThreads(runs.size(), [&](size_t i) { out[i] = collectOne(runs[i], sources[i], cache); });
+  // A run read waits here until those before it are handed over.
+  std::vector<std::optional<RunMetrics>> read(runs.size());
+  size_t handed = 0;
+  std::mutex handing;
+  forEachOnThreads(runs.size(), [&](size_t i) {
+    RunMetrics run = collectOne(runs[i], sources[i], cache);
+    const std::lock_guard lock(handing);
+    read[i] = std::move(run);
+    for (; handed < read.size() && read[handed]; ++handed) {
+      each(std::move(*read[handed]));
+      read[handed].reset();
+    }
+  });
 
   // Log-only runs, from the extra files in the order given.
   struct ExtraRun {
@@ -541,7 +561,7 @@ std::vector<RunMetrics> collectMetrics(const std::vector<RunEntry>& runs,
       bad.path = p.string();
       bad.problems.push_back(p.string() + ": " +
                              (fs::exists(p, ec) ? "not a regular file" : "no such file"));
-      out.push_back(std::move(bad));
+      each(std::move(bad));
       continue;
     }
     const auto& filters = claimed[key];
@@ -573,9 +593,8 @@ std::vector<RunMetrics> collectMetrics(const std::vector<RunEntry>& runs,
   }
   for (ExtraRun& r : extraRuns) {
     finishSeries(r.first, r.second);
-    out.push_back(std::move(r.first));
+    each(std::move(r.first));
   }
-  return out;
 }
 
 RunMetrics collectRunMetrics(const RunEntry& run, const std::vector<std::string>& extraLogs) {

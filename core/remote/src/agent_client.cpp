@@ -387,9 +387,10 @@ AgentClient::Json AgentClient::await(int64_t id, const std::string& method,
 }
 
 std::string AgentClient::awaitText(int64_t id, const std::string& method,
-                                   const ProgressFn& progress, const CancelFn& cancelled) {
+                                   const ProgressFn& progress, const CancelFn& cancelled,
+                                   const EventTextFn& eventText) {
   std::string text;
-  receive(id, method, progress, cancelled, {}, &text, {});
+  receive(id, method, progress, cancelled, {}, &text, eventText);
   return text;
 }
 

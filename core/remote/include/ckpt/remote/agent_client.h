@@ -100,8 +100,9 @@ class AgentClient {
   // (`method` names it in messages).
   Json await(int64_t id, const std::string& method, const ProgressFn& progress = {},
              const CancelFn& cancelled = {});
+  // awaitText hands the request's events to `eventText` as their text.
   std::string awaitText(int64_t id, const std::string& method, const ProgressFn& progress = {},
-                        const CancelFn& cancelled = {});
+                        const CancelFn& cancelled = {}, const EventTextFn& eventText = {});
 
   // From any thread: ends the connection now (the program, ssh, is sent
   // SIGTERM), so a call waiting on it throws RemoteError("connection") at

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ckpt/index/metrics.h"
+#include "ckpt/index/metrics_each.h"
 #include "ckpt/remote/agent_client.h"
 #include "ckpt/remote/hparams_wire.h"
 
@@ -32,6 +33,13 @@ int64_t postRunMetrics(AgentClient& agent, const std::vector<std::string>& paths
 std::vector<RunMetrics> awaitRunMetrics(AgentClient& agent, int64_t id,
                                         const AgentClient::ProgressFn& progress = {},
                                         const AgentClient::CancelFn& cancelled = {});
+// The runs handed to `each` in their order as each arrives: the request
+// asks for them as a stream (`stream`, docs/REMOTE.md), so a run is decoded
+// (and printed, drawn) while the host reads the next. An agent older than
+// `stream` sends them all in its answer: they are handed over then.
+void awaitRunMetrics(AgentClient& agent, int64_t id, const RunMetricsFn& each,
+                     const AgentClient::ProgressFn& progress = {},
+                     const AgentClient::CancelFn& cancelled = {});
 
 // The runs' hyperparameters at `paths` (`hparams`), posted alongside their
 // curves and read after them, as the app and ckptscope-cli's remote `runs`
