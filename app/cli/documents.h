@@ -54,11 +54,12 @@ void metricsOf(const std::vector<std::string>& paths, std::vector<std::string> l
 enum class MetricsFormat { Text, Json, Csv };
 void printMetrics(const std::vector<RunMetrics>& runs, const std::vector<std::string>& metrics,
                   MetricsFormat format);
-// printMetrics a run at a time, the same bytes: each run is written as it
-// comes (a remote sweep is printed while the host reads its next runs).
+// printMetrics a run at a time, the same bytes (a remote sweep is printed
+// while the host reads its next runs). `eachRunOut`: each run written out
+// at once, not when a megabyte is ready.
 class MetricsPrinter {
  public:
-  MetricsPrinter(std::vector<std::string> metrics, MetricsFormat format);
+  MetricsPrinter(std::vector<std::string> metrics, MetricsFormat format, bool eachRunOut = false);
   ~MetricsPrinter();
   MetricsPrinter(const MetricsPrinter&) = delete;
   MetricsPrinter& operator=(const MetricsPrinter&) = delete;
@@ -67,6 +68,7 @@ class MetricsPrinter {
   void finish();
 
  private:
+  void start();  // the output's head, before the first run (or the end)
   struct Impl;
   std::unique_ptr<Impl> m;
 };

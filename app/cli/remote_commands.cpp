@@ -287,7 +287,7 @@ int runRemoteMetrics(const std::vector<RemotePath>& paths, const std::vector<Rem
     }
     auto agent = connect(paths.empty() ? logs.front() : paths.front(), opened);
     // Printed as the runs arrive: while the host reads the next ones.
-    MetricsPrinter printer(metrics, format);
+    MetricsPrinter printer(metrics, format, /*eachRunOut=*/true);
     remote::awaitRunMetrics(*agent, remote::postRunMetrics(*agent, names, logNames),
                             [&printer](RunMetrics&& run) { printer.add(run); });
     printer.finish();
