@@ -66,7 +66,7 @@ void MainWindow::setUpRemoteFollowing() {
 void MainWindow::startRemoteFollowing() {
   if (!m_remote->where) return;
   if (m_remote->watch.location() != pathFromStd(m_remote->where->display()))
-    m_remote->watch.start(*m_remote->where);
+    m_remote->watch.start(*m_remote->where, m_remote->listedAt);
 }
 
 void MainWindow::leaveRemote() {

@@ -90,6 +90,7 @@ bool MainWindow::openRemote(const QString& location) {
   m_summaryPending = false;
   std::vector<QString> shownRuns;
   for (const CurveRun& r : m_curves->runs()) shownRuns.push_back(r.path);
+  const auto asked = std::chrono::steady_clock::now();
   auto work = [connections = m_remote->connections, at = *where, refresh, files = m_remote->files,
                shownRuns](JobProgress& progress) {
     RemoteRefresh loaded;
@@ -105,9 +106,10 @@ bool MainWindow::openRemote(const QString& location) {
   };
   m_remote->job.start(
       std::move(work),
-      [this, at = *where, location](JobOutcome outcome, std::optional<RemoteRefresh> result,
-                                    const QString& error) {
+      [this, at = *where, location, asked](JobOutcome outcome, std::optional<RemoteRefresh> result,
+                                           const QString& error) {
         if (outcome == JobOutcome::Done && result) {
+          m_remote->listedAt = asked;
           m_remote->where = at;
           m_remote->location = location;
           m_paths = {location};
@@ -174,7 +176,15 @@ void MainWindow::onRemoteFinished(JobOutcome outcome, std::optional<RemoteRefres
   m_remote->curvesReloaded = result->reloaded;
   m_remote->curves = std::move(result->folder.curves);
   m_remote->batches = std::move(result->batches);
-  startRemoteFollowing();  // the host's agent watches it from now on
+  // The host's agent watches it from now on: once the curves are drawn
+  // (its ssh session, started beside the drawing, slowed the first look at
+  // a sweep by a tenth), at once where none are read again. What changes
+  // meanwhile it reports at its first look (RemoteWatch::start's listedAt).
+  if (m_remote->curvesReloaded)
+    connect(m_curves, &CurvesView::curvesReady, this, &MainWindow::startRemoteFollowing,
+            Qt::SingleShotConnection);
+  else
+    startRemoteFollowing();
   if (m_remote->followPending) followRemote({}, false);
   // The rows as a local scan's are shown (selection, status, the curves).
   onScanFinished(std::move(result->folder.groups), {});

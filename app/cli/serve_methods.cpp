@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <filesystem>
 #include <map>
 #include <thread>
@@ -157,8 +158,23 @@ Snapshot snapshot(const std::string& root) {
 Json watch(Call& call) {
   const std::string path = call.path("path");
   const int64_t intervalMs = call.integer("interval_ms", 1000, 100, 3600 * 1000);
+  // `recent_ms`: the client listed the folder that long ago (at most a day):
+  // what was written since is reported at once, as changed (a checkpoint
+  // saved between the listing and this first look would go unreported).
+  const int64_t recentMs = call.integer("recent_ms", 0, 0, 86400 * 1000);
   Snapshot before = snapshot(path);
   call.event(Json{{"watching", path}, {"files", before.size()}, {"interval_ms", intervalMs}});
+  if (recentMs > 0) {
+    timespec now{};
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    const int64_t since = int64_t(now.tv_sec) * 1000000000 + now.tv_nsec - recentMs * 1000000;
+    Json recent = Json::array();
+    for (const auto& [p, st] : before)
+      if (st.second >= since) recent.push_back(p);
+    if (!recent.empty())
+      call.event(Json{
+          {"added", Json::array()}, {"changed", std::move(recent)}, {"removed", Json::array()}});
+  }
   for (;;) {
     // Sleep in short steps: cancel (or the client leaving) ends the watch at once.
     const auto due = std::chrono::steady_clock::now() + std::chrono::milliseconds(intervalMs);

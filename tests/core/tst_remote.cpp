@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <QDateTime>
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
@@ -143,6 +144,7 @@ class TestRemote : public QObject {
   void metricsSinceOffset();
   void metricsSinceWandbHistory();
   void watchReportsNewCheckpoint();
+  void watchReportsRecentFiles();
   void clientGoneEndsAgent();
 
   // ---- through a real sshd
@@ -523,6 +525,37 @@ void TestRemote::watchReportsNewCheckpoint() {
     if (m["id"] == "w") stopped = m["result"]["stopped"] == true;
   }
   QVERIFY(stopped);
+}
+
+// `recent_ms`: a file written since the client's listing (its time within
+// those ms of the host's clock) is reported at the watch's first look; an
+// older one is not.
+void TestRemote::watchReportsRecentFiles() {
+  const QString dir = m_tmp.path() + "/recent";
+  QVERIFY(QDir().mkpath(dir));
+  writeFile(dir + "/old.log", "a\n");
+  writeFile(dir + "/new.log", "b\n");
+  QFile old(dir + "/old.log");
+  QVERIFY(old.open(QIODevice::ReadWrite));
+  QVERIFY(old.setFileTime(QDateTime::currentDateTime().addSecs(-3600),
+                          QFileDevice::FileModificationTime));
+  old.close();
+  Agent a;
+  a.call(1, "hello");
+  a.call(2, "open", {{"path", dir.toStdString()}});
+  a.send(json{
+      {"id", "w"},
+      {"method", "watch"},
+      {"params", {{"path", dir.toStdString()}, {"interval_ms", 100000}, {"recent_ms", 60000}}}});
+  json m = a.next();
+  QCOMPARE(m["event"]["files"], 2);
+  m = a.next(5000);
+  QCOMPARE(m["id"], "w");
+  QCOMPARE(QByteArray::fromStdString(m["event"]["changed"].dump()),
+           QByteArray::fromStdString(json::array({(dir + "/new.log").toStdString()}).dump()));
+  QVERIFY(m["event"]["added"].empty() && m["event"]["removed"].empty());
+  QCOMPARE(a.call(3, "watch", {{"path", dir.toStdString()}, {"recent_ms", -1}})["error"]["code"],
+           "bad_field");
 }
 
 void TestRemote::clientGoneEndsAgent() {

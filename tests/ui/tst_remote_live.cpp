@@ -9,12 +9,14 @@
 
 #include <QDir>
 #include <QElapsedTimer>
+#include <QScopeGuard>
 #include <QStatusBar>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <cmath>
 
 #include "../core/copy_tree.h"
+#include "../core/run_process.h"
 #include "../core/ssh_server.h"
 #include "browser/checkpointlistmodel.h"
 #include "curves/curvesview.h"
@@ -118,6 +120,42 @@ class TestRemoteLive : public QObject {
     QVERIFY(append(run + "/metrics.jsonl", "{\"step\": 40, \"loss\": 3.5}\n"));
     QTRY_VERIFY_WITH_TIMEOUT(shows(view, run, "loss", 40, 3.5), 20000);
     QVERIFY(!ckpt::test::descendants(m_server.pid()).isEmpty());  // a new session
+  }
+
+  // A checkpoint saved after the folder was listed but before the watch's
+  // first look (the watch request held back until it is written): that
+  // look sees no change, yet the browser must show it without F5.
+  void savedBeforeTheWatchLooks() {
+    if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+    const QString flag = m_tmp.path() + "/saved", relay = m_tmp.path() + "/hold-watch.py";
+    QVERIFY(ckpt::test::writeScript(
+        relay, QString("#!/usr/bin/python3\n"
+                       "import os, subprocess, sys, time\n"
+                       "agent = subprocess.Popen(['%1'] + sys.argv[1:], stdin=subprocess.PIPE)\n"
+                       "for line in sys.stdin.buffer:\n"
+                       "    if b'\"method\":\"watch\"' in line:\n"
+                       "        t = time.time()\n"
+                       "        while not os.path.exists('%2') and time.time() - t < 30:\n"
+                       "            time.sleep(0.05)\n"
+                       "    agent.stdin.write(line)\n"
+                       "    agent.stdin.flush()\n"
+                       "agent.stdin.close()\n"
+                       "sys.exit(agent.wait())\n")
+                   .arg(CKPT_CLI, flag)
+                   .toUtf8()));
+    qputenv("CKPTSCOPE_REMOTE_CLI", relay.toUtf8());
+    auto restore = qScopeGuard([] { qputenv("CKPTSCOPE_REMOTE_CLI", CKPT_CLI); });
+    const QString dir = m_tmp.path() + "/held";
+    QVERIFY(ckpt::test::copyTree(m_dir + "/live", dir + "/live"));
+    MainWindow w;
+    QString why;
+    QVERIFY2(ckpt::test::openOnCurvesTab(w, {host() + dir}, {1200, 800}, 60000, &why),
+             qPrintable(why));
+    const QString saved = dir + "/live/live_step60.pt";
+    QVERIFY(!w.checkpointModel()->indexOfPath(saved).isValid());
+    QVERIFY(QFile::copy(m_dir + "/checkpoints/tiny-pretrain/tiny-pretrain_step80.pt", saved));
+    QFile(flag).open(QIODevice::WriteOnly);  // the watch request goes on
+    QTRY_VERIFY_WITH_TIMEOUT(w.checkpointModel()->indexOfPath(saved).isValid(), 15000);
   }
 };
 

@@ -4,6 +4,7 @@
 // reads on from, and the one job that loads or refreshes it.
 
 #include <QString>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
@@ -45,6 +46,7 @@ struct RemoteSession {
   // own connection, and the refresh it asks for (what changed: only the
   // curves' files, or more). A change seen while one runs is read after it.
   RemoteWatch watch;
+  std::chrono::steady_clock::time_point listedAt;  // when the shown listing was asked for
   BackgroundJob<RemoteRefresh> follow;
   bool followPending = false;
   RefreshScope followScope{/*rows=*/false, /*rereadCurves=*/false};

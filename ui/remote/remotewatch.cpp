@@ -42,7 +42,18 @@ struct RemoteWatch::Shared {
 
 namespace {
 
-void follow(std::shared_ptr<RemoteWatch::Shared> shared, remote::RemotePath where, int intervalMs) {
+// How long ago `listedAt` was, with a margin for the host's file times
+// (coarse on some network filesystems) and for when the host listed it;
+// capped: a watch started long after has little to catch up on.
+int64_t recentMs(std::chrono::steady_clock::time_point listedAt) {
+  if (listedAt == std::chrono::steady_clock::time_point{}) return 0;
+  const auto ago = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - listedAt);
+  return std::clamp<int64_t>(ago.count() + 2000, 0, 600000);
+}
+
+void follow(std::shared_ptr<RemoteWatch::Shared> shared, remote::RemotePath where,
+            std::chrono::steady_clock::time_point listedAt, int intervalMs) {
   int failures = 0;
   bool again = false;
   while (!shared->stopping) {
@@ -66,9 +77,12 @@ void follow(std::shared_ptr<RemoteWatch::Shared> shared, remote::RemotePath wher
       const Json opened = agent.call("open", Json{{"path", where.path}});
       std::string path = where.path;
       if (path.empty() || path.front() != '/') path = opened.value("root", where.path);
+      // Once: after a lost connection everything is read again (`again`).
+      Json params{{"path", path}, {"interval_ms", intervalMs}};
+      if (!again)
+        if (const int64_t recent = recentMs(listedAt)) params["recent_ms"] = recent;
       agent.call(
-          "watch", Json{{"path", path}, {"interval_ms", intervalMs}}, {},
-          [&shared] { return shared->stopping.load(); },
+          "watch", std::move(params), {}, [&shared] { return shared->stopping.load(); },
           [&](const Json& event) {
             if (event.contains("watching")) {
               failures = 0;
@@ -125,12 +139,13 @@ int RemoteWatch::backoffMs(int failures) {
   return std::min(30000, 1000 << std::clamp(failures, 0, 5));
 }
 
-void RemoteWatch::start(const remote::RemotePath& where, int intervalMs) {
+void RemoteWatch::start(const remote::RemotePath& where,
+                        std::chrono::steady_clock::time_point listedAt, int intervalMs) {
   stop();
   m_location = pathFromStd(where.display());
   m_shared = std::make_shared<Shared>();
   m_shared->owner = this;
-  std::thread(follow, m_shared, where, intervalMs).detach();
+  std::thread(follow, m_shared, where, listedAt, intervalMs).detach();
 }
 
 void RemoteWatch::stop() {

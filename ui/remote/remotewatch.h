@@ -11,6 +11,7 @@
 #include <QObject>
 #include <QString>
 #include <QStringList>
+#include <chrono>
 #include <memory>
 
 #include "ckpt/remote/remote_path.h"
@@ -26,8 +27,11 @@ class RemoteWatch : public QObject {
   ~RemoteWatch() override;
 
   // Follows `where` (its host, and its path as the window asked for it);
-  // a watch of another place is stopped first.
-  void start(const remote::RemotePath& where, int intervalMs = 1000);
+  // a watch of another place is stopped first. `listedAt`: when what is
+  // shown was asked for; what changed on the host since is reported at the
+  // watch's first look (`recent_ms`), not only what changes after it.
+  void start(const remote::RemotePath& where, std::chrono::steady_clock::time_point listedAt = {},
+             int intervalMs = 1000);
   void stop();
   // What is followed ("" when nothing).
   [[nodiscard]] QString location() const { return m_location; }
