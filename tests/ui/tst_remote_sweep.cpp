@@ -166,7 +166,7 @@ class TestRemoteSweep : public QObject {
     QCOMPARE(w.curvesView()->runs().size(), size_t(15));
     QStringList lines = logWith("hparams");
     QVERIFY2(!lines.isEmpty(), "no relay log asked hparams");
-    QCOMPARE(askedBeforeAnAnswer(lines, 1), (QStringList{"open", "scan", "metrics", "hparams"}));
+    QCOMPARE(askedBeforeAnAnswer(lines, 1), (QStringList{"open", "scan", "hparams", "metrics"}));
 
     w.activateWindow();
     QVERIFY(QTest::qWaitForWindowActive(&w));

@@ -68,22 +68,25 @@ struct CurvesAsked {
   int64_t metrics = -1, hparams = -1;
 };
 
+// The hyperparameters are asked first: the host reads them (a sweep's
+// RUN.json files) before the curves, whose runs then arrive one by one
+// (`stream`), each made a curve here while the host reads the next; asked
+// after, they were waited for once the last run was in.
 CurvesAsked postCurves(remote::AgentClient& agent, const std::string& path) {
   CurvesAsked asked;
-  asked.metrics = remote::postRunMetrics(agent, {path});
   asked.hparams = remote::postRunHparams(agent, {path});
+  asked.metrics = remote::postRunMetrics(agent, {path});
   return asked;
 }
 
 void takeCurves(remote::AgentClient& agent, CurvesAsked asked, const remote::RemotePath& where,
                 RemoteFolder& folder) {
-  std::vector<RunMetrics> runs = remote::awaitRunMetrics(agent, asked.metrics);
   std::string hparamsError;
   std::vector<remote::RunHparams> hparams =
       remote::awaitRunHparams(agent, asked.hparams, hparamsError);
   folder.files.clear();
   folder.curves.clear();
-  for (RunMetrics& m : runs) {
+  remote::awaitRunMetrics(agent, asked.metrics, [&folder, &where](RunMetrics&& m) {
     for (const auto& [file, offset] : m.readEnds) {
       RemoteFile& f = folder.files[file];
       f.offset = offset;
@@ -95,7 +98,7 @@ void takeCurves(remote::AgentClient& agent, CurvesAsked asked, const remote::Rem
         if (const auto it = folder.files.find(file); it != folder.files.end())
           it->second.kind = s.source;
     folder.curves.push_back(remoteCurveRun(std::move(m), where));
-  }
+  });
   // An agent older than `hparams` groups by name only, and the runs say why.
   if (folder.curves.empty()) return;
   if (!hparamsError.empty()) {
