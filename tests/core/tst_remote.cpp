@@ -14,6 +14,7 @@
 #include <QtTest>
 #include <nlohmann/json.hpp>
 
+#include "agent_pipe.h"
 #include "run_process.h"
 #include "ssh_server.h"
 
@@ -32,40 +33,9 @@ void writeFile(const QString& path, const QByteArray& bytes, bool append = false
 }
 
 // One agent on a pipe (in `cwd`, where relative paths are read from).
-class Agent {
+class Agent : public ckpt::test::AgentPipe {
  public:
-  explicit Agent(const QString& cwd = {}) {
-    if (!cwd.isEmpty()) m_p.setWorkingDirectory(cwd);
-    m_p.start(kCli, {"serve", "--stdio"});
-    m_p.waitForStarted();
-  }
-  ~Agent() {
-    m_p.closeWriteChannel();
-    if (!m_p.waitForFinished(5000)) m_p.kill();
-    m_p.waitForFinished();
-  }
-  void sendLine(const QByteArray& line) {
-    m_p.write(line + "\n");
-    m_p.waitForBytesWritten();
-  }
-  void send(const json& j) { sendLine(QByteArray::fromStdString(j.dump())); }
-  json call(int id, const std::string& method, const json& params = json::object()) {
-    send(json{{"id", id}, {"method", method}, {"params", params}});
-    return next();
-  }
-  // The next message (null after `timeoutMs` without one).
-  json next(int timeoutMs = 20000) {
-    QElapsedTimer t;
-    t.start();
-    while (!m_p.canReadLine() && t.elapsed() < timeoutMs)
-      m_p.waitForReadyRead(int(std::max<qint64>(1, timeoutMs - t.elapsed())));
-    if (!m_p.canReadLine()) return json();
-    return json::parse(m_p.readLine().toStdString());
-  }
-  QProcess& process() { return m_p; }
-
- private:
-  QProcess m_p;
+  explicit Agent(const QString& cwd = {}) : AgentPipe(kCli, cwd) {}
 };
 
 // A safetensors file (8-byte little-endian header length, JSON header,

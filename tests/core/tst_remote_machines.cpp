@@ -17,6 +17,7 @@
 #include <tuple>
 
 #include "ckpt/remote/remote_path.h"
+#include "loss_run.h"
 #include "run_process.h"
 #include "ssh_server.h"
 
@@ -28,14 +29,7 @@ const QString kCli = QStringLiteral(CKPT_CLI);
 
 // A run folder with a metrics.jsonl of `steps` lines: loss = base - step / 1000.
 void writeRun(const QString& dir, int steps, double base) {
-  QVERIFY(QDir().mkpath(dir));
-  QFile f(dir + "/metrics.jsonl");
-  QVERIFY(f.open(QIODevice::WriteOnly));
-  for (int s = 1; s <= steps; ++s)
-    f.write(QString("{\"step\": %1, \"loss\": %2}\n")
-                .arg(s)
-                .arg(base - s / 1000.0, 0, 'g', 17)
-                .toUtf8());
+  ckpt::test::writeLossRun(dir, steps, base, 1000.0);
 }
 
 QJsonArray runsOf(const QByteArray& out) {

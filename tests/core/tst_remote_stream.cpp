@@ -17,67 +17,24 @@
 #include <QtTest>
 #include <nlohmann/json.hpp>
 
+#include "agent_pipe.h"
+#include "loss_run.h"
 #include "run_process.h"
 #include "ssh_server.h"
 
-using json = nlohmann::ordered_json;
+using json = nlohmann::json;
 using ckpt::test::ProcessResult;
 
 namespace {
 
 const QString kCli = QStringLiteral(CKPT_CLI);
 
-// A run folder with a metrics.jsonl of `steps` lines: loss = base - step / 1e5.
-void writeRun(const QString& dir, int steps, double base) {
-  QVERIFY(QDir().mkpath(dir));
-  QFile f(dir + "/metrics.jsonl");
-  QVERIFY(f.open(QIODevice::WriteOnly));
-  QByteArray text;
-  for (int s = 1; s <= steps; ++s)
-    text +=
-        QString("{\"step\": %1, \"loss\": %2}\n").arg(s).arg(base - s / 1e5, 0, 'g', 17).toUtf8();
-  f.write(text);
-}
-
-// The agent on a pipe, one message at a time.
-class Agent {
+class Agent : public ckpt::test::AgentPipe {
  public:
-  Agent() {
-    m_p.start(kCli, {"serve", "--stdio"});
-    m_p.waitForStarted();
-  }
-  ~Agent() {
-    m_p.closeWriteChannel();
-    if (!m_p.waitForFinished(5000)) m_p.kill();
-    m_p.waitForFinished();
-  }
+  Agent() : AgentPipe(kCli) {}
   void send(int id, const std::string& method, const json& params) {
-    m_p.write(
-        QByteArray::fromStdString(json{{"id", id}, {"method", method}, {"params", params}}.dump()) +
-        "\n");
-    m_p.waitForBytesWritten();
+    AgentPipe::send(json{{"id", id}, {"method", method}, {"params", params}});
   }
-  // The next message (null after 60 s without one).
-  json next() {
-    QElapsedTimer t;
-    t.start();
-    while (!m_p.canReadLine() && t.elapsed() < 60000) m_p.waitForReadyRead(1000);
-    if (!m_p.canReadLine()) return json();
-    return json::parse(m_p.readLine().toStdString());
-  }
-  // The messages of request `id` up to its result or error (the last).
-  std::vector<json> answer(int id) {
-    std::vector<json> out;
-    for (json m = next(); !m.is_null(); m = next()) {
-      if (m.value("id", -1) != id) continue;
-      out.push_back(m);
-      if (m.contains("result") || m.contains("error")) break;
-    }
-    return out;
-  }
-
- private:
-  QProcess m_p;
 };
 
 }  // namespace
@@ -111,7 +68,7 @@ class TestRemoteStream : public QObject {
     // run_1 is long: the other thread reads several short runs meanwhile.
     for (int i = 0; i < 12; ++i) {
       const QString name = QString("run_%1").arg(i, 2, 10, QChar('0'));
-      writeRun(m_sweep + "/" + name, i == 1 ? 200000 : 50 + i, 3.0 + i);
+      ckpt::test::writeLossRun(m_sweep + "/" + name, i == 1 ? 200000 : 50 + i, 3.0 + i, 1e5);
       m_names << name;
     }
     m_skip = ckpt::test::SshServer::unavailable();
