@@ -465,12 +465,12 @@ int runScanAcrossMachines(const std::vector<std::string>& paths, bool recursive,
 RunsRead readRunsAcrossMachines(const std::vector<std::string>& paths) {
   std::vector<Machine> machines = byMachine({&paths});
   const bool several = machines.size() > 1;
-  // The curves and the hyperparameters of each host's runs asked at once.
+  // The hyperparameters and the curves of each host's runs asked at once
+  // (in that order, as the app asks: the runs stream in last).
   std::vector<int64_t> hparamsAsked(machines.size(), -1);
   connectAndPost(machines, [&machines, &hparamsAsked](Machine& m) {
-    const int64_t asked = remote::postRunMetrics(*m.agent, m.lists[0]);
     hparamsAsked[size_t(&m - machines.data())] = remote::postRunHparams(*m.agent, m.lists[0]);
-    return asked;
+    return remote::postRunMetrics(*m.agent, m.lists[0]);
   });
   // This machine's runs read while the hosts read theirs.
   RunsRead here;
@@ -500,8 +500,8 @@ RunsRead readRunsAcrossMachines(const std::vector<std::string>& paths) {
     std::vector<remote::RunHparams> hparams;
     std::string older;  // an agent from before `hparams`: the table has no hyperparameters
     onHost(m, [&] {
-      metrics = remote::awaitRunMetrics(*m.agent, m.asked);
       hparams = remote::awaitRunHparams(*m.agent, hparamsAsked[i], older);
+      metrics = remote::awaitRunMetrics(*m.agent, m.asked);
     });
     if (!older.empty())
       older = "hyperparameters not read: the ckptscope-cli on " + m.host->endpoint() +
