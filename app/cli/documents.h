@@ -3,6 +3,7 @@
 // command (ls.cpp, info.cpp, ...) and the agent (serve.cpp) call the same
 // functions, so a remote answer is the local one (docs/REMOTE.md).
 
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -46,11 +47,14 @@ SafetyScan scanSafety(const std::vector<std::string>& paths, bool recursive, boo
 
 // `metrics`: the runs under `paths` (console logs among them are read as
 // `logs`); throws std::runtime_error naming a path that cannot be read.
+// How the runs under a path are found: findMetricRuns (empty), or as the
+// agent shares a folder's scan among the requests that came together.
+using FindRunsFn = std::function<std::vector<RunEntry>(const std::string& path)>;
 std::vector<RunMetrics> metricsOf(const std::vector<std::string>& paths,
-                                  std::vector<std::string> logs);
+                                  std::vector<std::string> logs, const FindRunsFn& find = {});
 // The same runs handed to `each` in that order as each is read (metrics_each.h).
 void metricsOf(const std::vector<std::string>& paths, std::vector<std::string> logs,
-               const RunMetricsFn& each);
+               const FindRunsFn& find, const RunMetricsFn& each);
 enum class MetricsFormat { Text, Json, Csv };
 void printMetrics(const std::vector<RunMetrics>& runs, const std::vector<std::string>& metrics,
                   MetricsFormat format);

@@ -443,14 +443,15 @@ int runMetrics(int argc, char** argv) {
 }
 
 std::vector<RunMetrics> metricsOf(const std::vector<std::string>& paths,
-                                  std::vector<std::string> logs) {
+                                  std::vector<std::string> logs, const FindRunsFn& find) {
   std::vector<RunMetrics> out;
-  metricsOf(paths, std::move(logs), [&out](RunMetrics&& run) { out.push_back(std::move(run)); });
+  metricsOf(paths, std::move(logs), find,
+            [&out](RunMetrics&& run) { out.push_back(std::move(run)); });
   return out;
 }
 
 void metricsOf(const std::vector<std::string>& paths, std::vector<std::string> logs,
-               const RunMetricsFn& each) {
+               const FindRunsFn& find, const RunMetricsFn& each) {
   std::vector<RunEntry> runs;
   for (const std::string& p : paths) {
     std::error_code ec;
@@ -458,7 +459,7 @@ void metricsOf(const std::vector<std::string>& paths, std::vector<std::string> l
       logs.push_back(p);
       continue;
     }
-    for (RunEntry& r : findMetricRuns(p)) runs.push_back(std::move(r));
+    for (RunEntry& r : find ? find(p) : findMetricRuns(p)) runs.push_back(std::move(r));
   }
   collectMetrics(runs, logs, each);
 }

@@ -123,6 +123,7 @@ struct Request {
   std::string method;
   Json params;
   std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
+  ScanShare::Clock::time_point received = ScanShare::Clock::now();
 };
 
 class Agent {
@@ -154,6 +155,7 @@ class Agent {
   std::mutex m_outMutex;  // one line at a time on stdout
   bool m_outBroken = false;
   Roots m_roots;
+  ScanShare m_scans;
   bool m_hello = false;
 
   std::mutex m_mutex;  // the queue, the running requests
@@ -290,7 +292,7 @@ void Agent::handleLine(const std::string& line, size_t lineNo) {
 
 void Agent::execute(const Request& r) {
   auto last = std::chrono::steady_clock::now() - std::chrono::seconds(1);
-  Call call{r.params, *r.cancelled, m_roots, {}, {}, {}, {}};
+  Call call{r.params, *r.cancelled, m_roots, {}, {}, {}, {}, r.received, &m_scans};
   call.progress = [&](uint64_t done, uint64_t total) {
     // A few messages a second are enough to draw a bar.
     const auto now = std::chrono::steady_clock::now();
@@ -337,6 +339,8 @@ void Agent::work() {
       m_queue.pop_front();
     }
     execute(r);
+    const std::lock_guard lock(m_mutex);
+    if (m_queue.empty()) m_scans.clear();  // no request waits to share its scan
   }
 }
 

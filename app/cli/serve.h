@@ -3,12 +3,16 @@
 // methods (serve_methods.cpp) see of the transport (serve.cpp).
 
 #include <atomic>
+#include <chrono>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "ckpt/index/scanner.h"
 
 namespace ckpt::cli::serve {
 
@@ -41,6 +45,29 @@ class Roots {
   std::vector<std::string> m_roots;  // real paths
 };
 
+// A folder's scan shared by the requests that arrived before it was done:
+// the app posts `scan`, `hparams` and `metrics` of one folder at once, and
+// the host lists it once for the three (on a network filesystem a listing
+// of a big sweep costs seconds), so their answers describe one listing.
+// A request that arrives after the scan is done lists the folder anew.
+// The agent forgets it once no request is waiting.
+class ScanShare {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // scanDirectory(path), or the same scan made earlier for a request and
+  // done at or after `received`.
+  std::shared_ptr<const ScanResult> scan(const std::string& path, Clock::time_point received);
+  // The runs under `path` as findMetricRuns finds them, a folder's from scan().
+  std::vector<RunEntry> runs(const std::string& path, Clock::time_point received);
+  void clear();
+
+ private:
+  std::mutex m_mutex;
+  std::string m_path;
+  std::shared_ptr<const ScanResult> m_scan;
+  Clock::time_point m_done;
+};
+
 // One request as a method sees it.
 struct Call {
   const Json& params;
@@ -56,6 +83,9 @@ struct Call {
   // An event already written as JSON text (`tensorBytes`' chunks of
   // base64: no tree built, no string escaped), sent as event() sends one.
   std::function<void(const std::string& eventJson)> eventText;
+  // When the request arrived, and the agent's shared scan (scan, hparams, metrics).
+  ScanShare::Clock::time_point received;
+  ScanShare* scans = nullptr;
 
   // params[field] as a string / an array of strings / a number, else
   // ProtocolError("bad_field") naming it.

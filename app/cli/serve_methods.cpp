@@ -201,6 +201,12 @@ Json watch(Call& call) {
   }
 }
 
+// The runs under `path` as findMetricRuns finds them, a folder's listing
+// shared with the requests that came with this one (ScanShare).
+std::vector<RunEntry> runsUnder(const Call& call, const std::string& path) {
+  return call.scans ? call.scans->runs(path, call.received) : findMetricRuns(path);
+}
+
 // Each run's hyperparameters under `paths` (the runs `metrics` reads
 // there), read on the host's cores: a sweep's RUN.json files are a thousand
 // small reads.
@@ -209,7 +215,7 @@ Json hparams(Call& call) {
   for (std::string& p : paths) p = call.roots.check(p, "paths");
   std::vector<RunEntry> runs;
   for (const std::string& p : paths)
-    for (RunEntry& r : findMetricRuns(p)) runs.push_back(std::move(r));
+    for (RunEntry& r : runsUnder(call, p)) runs.push_back(std::move(r));
   std::vector<remote::RunHparams> out(runs.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
@@ -234,15 +240,43 @@ Json hparams(Call& call) {
 
 }  // namespace
 
+std::shared_ptr<const ScanResult> ScanShare::scan(const std::string& path,
+                                                  Clock::time_point received) {
+  {
+    const std::lock_guard lock(m_mutex);
+    if (m_scan && m_path == path && received <= m_done) return m_scan;
+  }
+  auto made = std::make_shared<const ScanResult>(scanDirectory(path));
+  const std::lock_guard lock(m_mutex);
+  m_path = path;
+  m_scan = made;
+  m_done = Clock::now();
+  return made;
+}
+
+std::vector<RunEntry> ScanShare::runs(const std::string& path, Clock::time_point received) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return findMetricRuns(path);
+  return scan(path, received)->runs;
+}
+
+void ScanShare::clear() {
+  const std::lock_guard lock(m_mutex);
+  m_scan.reset();
+  m_path.clear();
+}
+
 Json runMethod(const std::string& method, Call& call) {
   if (method == "open") return Json{{"root", call.roots.open(call.text("path"))}};
   if (method == "scan") {
     // `full`: every field of the scan (the app lists remote runs with it), not only ls --json's.
     const Json full = call.params.contains("full") ? call.params["full"] : Json(false);
     if (!full.is_boolean()) throw ProtocolError("bad_field", "full: must be true or false");
-    const ScanResult scanned = scanDirectory(call.path("path"));
-    return full.get<bool>() ? Json{{"scan", remote::scanToWire(scanned, /*full=*/true)}}
-                            : Json{{"document", lsDocument(scanned)}};
+    const std::shared_ptr<const ScanResult> scanned =
+        call.scans ? call.scans->scan(call.path("path"), call.received)
+                   : std::make_shared<const ScanResult>(scanDirectory(call.path("path")));
+    return full.get<bool>() ? Json{{"scan", remote::scanToWire(*scanned, /*full=*/true)}}
+                            : Json{{"document", lsDocument(*scanned)}};
   }
   if (method == "info") {
     const auto file = openCheckpoint(call.path("path"));
@@ -334,14 +368,16 @@ Json runMethod(const std::string& method, Call& call) {
     // (docs/REMOTE.md): the client decodes and prints one while the next is read.
     const Json stream = call.params.contains("stream") ? call.params["stream"] : Json(false);
     if (!stream.is_boolean()) throw ProtocolError("bad_field", "stream: must be true or false");
+    const FindRunsFn find = [&call](const std::string& p) { return runsUnder(call, p); };
     // Written as text: a tree of a sweep's points cost more than reading them.
     if (!stream.get<bool>()) {
-      remote::appendMetricsResultText(call.resultText, metricsOf(paths, logs), columns.get<bool>());
+      remote::appendMetricsResultText(call.resultText, metricsOf(paths, logs, find),
+                                      columns.get<bool>());
       return Json();
     }
     std::vector<RunMetrics> one(1);
     std::string text;
-    metricsOf(paths, logs, [&](RunMetrics&& run) {
+    metricsOf(paths, logs, find, [&](RunMetrics&& run) {
       one.front() = std::move(run);
       text.clear();
       remote::appendMetricsResultText(text, one, columns.get<bool>());

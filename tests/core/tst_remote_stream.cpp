@@ -16,6 +16,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "agent_pipe.h"
 #include "loss_run.h"
@@ -133,6 +134,48 @@ class TestRemoteStream : public QObject {
     const std::vector<json> good = a.answer(4);
     QCOMPARE(good.size(), size_t(2));
     QCOMPARE(good[0]["event"]["runs"][0]["name"].get<std::string>(), std::string("run_00"));
+  }
+
+  // scan, hparams and metrics of one folder asked together share the
+  // host's listing of it (serve.h ScanShare); asked again after a run was
+  // added, they list it anew and all see the new run.
+  void askedTogetherThenAgain() {
+    const QString dir = m_tmp.path() + "/together";
+    for (int i = 0; i < 3; ++i)
+      ckpt::test::writeLossRun(dir + QString("/r%1").arg(i), 20 + i, 2.0 + i, 100.0);
+    Agent a;
+    a.send(1, "hello", {{"protocol", 1}});
+    a.answer(1);
+    a.send(2, "open", {{"path", dir.toStdString()}});
+    a.answer(2);
+    const json paths = {dir.toStdString()};
+    const auto ask = [&](int first) {
+      // One write: the three arrive together, as the app posts them.
+      QByteArray lines;
+      for (const auto& [id, method, params] :
+           {std::tuple{first, "scan", json{{"path", dir.toStdString()}, {"full", true}}},
+            std::tuple{first + 1, "hparams", json{{"paths", paths}}},
+            std::tuple{first + 2, "metrics", json{{"paths", paths}, {"stream", true}}}})
+        lines += QByteArray::fromStdString(
+                     json{{"id", id}, {"method", method}, {"params", params}}.dump()) +
+                 "\n";
+      a.sendLine(lines.chopped(1));
+      QStringList scanned, hparams, streamed;
+      const json scan = a.answer(first).back(), read = a.answer(first + 1).back();
+      for (const json& r : scan["result"]["scan"]["runs"])
+        scanned << QString::fromStdString(r["name"].get<std::string>());
+      for (const json& r : read["result"]["runs"])
+        hparams << QString::fromStdString(r["run"].get<std::string>());
+      const std::vector<json> metrics = a.answer(first + 2);
+      for (const json& m : metrics)
+        if (m.contains("event")) streamed << QString::fromStdString(m["event"]["runs"][0]["name"]);
+      return std::tuple{scanned, hparams, streamed};
+    };
+    const QStringList three{"r0", "r1", "r2"};
+    QCOMPARE(ask(3), (std::tuple{three, three, three}));
+    ckpt::test::writeLossRun(dir + "/r3", 5, 9.0, 100.0);
+    const QStringList four{"r0", "r1", "r2", "r3"};
+    QCOMPARE(ask(6), (std::tuple{four, four, four}));
   }
 
   // The host's last answer is held until the command has printed the first
