@@ -1,5 +1,6 @@
 // Curve sources: metrics.jsonl, the reference library's console logs and
 // checkpoint metadata, merged into one series per metric and run.
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <cstring>
@@ -10,6 +11,7 @@
 #include <set>
 
 #include "ckpt/index/metrics.h"
+#include "ckpt/index/metrics_each.h"
 #include "json_compare.h"
 
 using namespace ckpt;
@@ -176,6 +178,40 @@ class TestMetrics : public QObject {
     QVERIFY(val);
     QCOMPARE(int(val->source), int(MetricSource::ConsoleLog));
     QCOMPARE(val->points.front().value, 3.25);
+  }
+
+  // collectMetrics with `each` (metrics_each.h): the runs in the order the
+  // vector form holds them, though the threads finish them out of order
+  // (run 1 is 10,000 times longer than the rest); an `each` that throws
+  // ends the handing over, and its exception comes out.
+  void runsHandedOverInOrder() {
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    for (int i = 0; i < 16; ++i) {
+      const fs::path dir = fs::path(tmp.path().toStdString()) / ("r" + std::to_string(10 + i));
+      fs::create_directories(dir);
+      std::ofstream f(dir / "metrics.jsonl");
+      for (int s = 1; s <= (i == 1 ? 100000 : 10); ++s)
+        f << "{\"step\": " << s << ", \"loss\": " << i << "}\n";
+    }
+    const std::vector<RunEntry> runs = findMetricRuns(tmp.path().toStdString());
+    QCOMPARE(runs.size(), size_t(16));
+    std::vector<std::string> names, want;
+    std::vector<double> losses;
+    collectMetrics(runs, {}, [&](RunMetrics&& r) {
+      names.push_back(r.run);
+      losses.push_back(r.series.front().points.back().value);
+    });
+    for (const RunMetrics& r : collectMetrics(runs)) want.push_back(r.run);
+    QCOMPARE(names, want);
+    for (int i = 0; i < 16; ++i) QCOMPARE(names[size_t(i)], "r" + std::to_string(10 + i));
+    QCOMPARE(losses, (std::vector<double>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}));
+
+    size_t calls = 0;
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, collectMetrics(runs, {}, [&](RunMetrics&&) {
+                               if (++calls == 4) throw std::runtime_error("stop");
+                             }));
+    QCOMPARE(calls, size_t(4));
   }
 
   void referenceExperiment() {

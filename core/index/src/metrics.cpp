@@ -520,16 +520,23 @@ void collectMetrics(const std::vector<RunEntry>& runs, const std::vector<std::st
                                                                     : s.filter);
     }
   }
-  // A run read waits here until those before it are handed over.
+  // A run read waits here until those before it are handed over. Once
+  // `each` has thrown, no run is handed over again.
   std::vector<std::optional<RunMetrics>> read(runs.size());
   size_t handed = 0;
+  bool stopped = false;
   std::mutex handing;
   forEachOnThreads(runs.size(), [&](size_t i) {
     RunMetrics run = collectOne(runs[i], sources[i], cache);
     const std::lock_guard lock(handing);
     read[i] = std::move(run);
-    for (; handed < read.size() && read[handed]; ++handed) {
-      each(std::move(*read[handed]));
+    for (; !stopped && handed < read.size() && read[handed]; ++handed) {
+      try {
+        each(std::move(*read[handed]));
+      } catch (...) {
+        stopped = true;
+        throw;
+      }
       read[handed].reset();
     }
   });
