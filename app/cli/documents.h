@@ -68,6 +68,8 @@ class MetricsPrinter {
   MetricsPrinter(const MetricsPrinter&) = delete;
   MetricsPrinter& operator=(const MetricsPrinter&) = delete;
   void add(const RunMetrics& run);
+  // add() of each, the runs' texts made on several threads (JSON, CSV).
+  void addAll(const std::vector<RunMetrics>& runs);
   // The output's end (JSON's closing brackets), flushed.
   void finish();
 
