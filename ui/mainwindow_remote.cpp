@@ -177,10 +177,7 @@ void MainWindow::onRemoteFinished(JobOutcome outcome, std::optional<RemoteRefres
   m_remote->curves = std::move(result->folder.curves);
   m_remote->batches = std::move(result->batches);
   // The host's agent watches it from now on; what changes before its first
-  // look it reports then (RemoteWatch::start's listedAt). (Started once the
-  // curves were drawn, a warm open of a sweep over loopback ssh was ~0.14 s
-  // sooner, but in 3 of ~24 runs of tst_remote_login's two windows a watch
-  // connected 20 s late, the cause not found: started at once, as before.)
+  // look it reports then (RemoteWatch::start's listedAt).
   startRemoteFollowing();
   if (m_remote->followPending) followRemote({}, false);
   // The rows as a local scan's are shown (selection, status, the curves).

@@ -6,13 +6,6 @@
 
 namespace ckpt::remote {
 
-std::vector<RunMetrics> requestRunMetrics(AgentClient& agent, const std::vector<std::string>& paths,
-                                          const std::vector<std::string>& logs,
-                                          const AgentClient::ProgressFn& progress,
-                                          const AgentClient::CancelFn& cancelled) {
-  return awaitRunMetrics(agent, postRunMetrics(agent, paths, logs), progress, cancelled);
-}
-
 int64_t postRunMetrics(AgentClient& agent, const std::vector<std::string>& paths,
                        const std::vector<std::string>& logs) {
   AgentClient::Json params{{"paths", paths}, {"columns", true}, {"stream", true}};

@@ -14,20 +14,15 @@
 namespace ckpt::remote {
 
 // The curves of the runs at `paths` (folders, a run each or runs below)
-// and of the extra console `logs`, as the host reads them. Asks with
-// `columns` (progressions travel as first and stride; an agent older than
-// `columns` ignores it and sends `points`) and reads the answer's text
-// straight into the series' columns (metricsResultFromText: no JSON tree of
-// the points). Throws RemoteError as AgentClient::call does, and
-// std::runtime_error naming where an answer cannot be read.
-std::vector<RunMetrics> requestRunMetrics(AgentClient& agent, const std::vector<std::string>& paths,
-                                          const std::vector<std::string>& logs = {},
-                                          const AgentClient::ProgressFn& progress = {},
-                                          const AgentClient::CancelFn& cancelled = {});
-
-// The same request posted (AgentClient::post), so that another can follow
-// it before its answer is read; the answer is then read with
-// awaitRunMetrics (in the order the requests were posted).
+// and of the extra console `logs`, as the host reads them, asked
+// (AgentClient::post: another request can follow before its answer is read)
+// with `columns` (progressions travel as first and stride; an agent older
+// than `columns` ignores it and sends `points`) and `stream`. The answer is
+// then read with awaitRunMetrics (in the order the requests were posted),
+// its text straight into the series' columns (metricsResultFromText: no
+// JSON tree of the points). awaitRunMetrics throws RemoteError as
+// AgentClient::call does, and std::runtime_error naming where an answer
+// cannot be read.
 int64_t postRunMetrics(AgentClient& agent, const std::vector<std::string>& paths,
                        const std::vector<std::string>& logs = {});
 std::vector<RunMetrics> awaitRunMetrics(AgentClient& agent, int64_t id,
@@ -41,10 +36,11 @@ void awaitRunMetrics(AgentClient& agent, int64_t id, const RunMetricsFn& each,
                      const AgentClient::ProgressFn& progress = {},
                      const AgentClient::CancelFn& cancelled = {});
 
-// The runs' hyperparameters at `paths` (`hparams`), posted alongside their
-// curves and read after them, as the app and ckptscope-cli's remote `runs`
-// ask. An agent older than `hparams` answers unknown_method: then no runs,
-// and `older` gets its message (empty otherwise); any other error is thrown.
+// The runs' hyperparameters at `paths` (`hparams`), posted with their
+// curves and before them (the streamed runs are then the last thing
+// waited for), as the app and ckptscope-cli's remote `runs` ask. An agent older than `hparams`
+// answers unknown_method: then no runs, and `older` gets its message (empty otherwise); any other
+// error is thrown.
 int64_t postRunHparams(AgentClient& agent, const std::vector<std::string>& paths);
 std::vector<RunHparams> awaitRunHparams(AgentClient& agent, int64_t id, std::string& older);
 
