@@ -7,6 +7,7 @@
 #include <QFile>
 #include <QList>
 #include <QString>
+#include <QStringList>
 
 namespace ckpt::test {
 
@@ -62,6 +63,38 @@ inline QList<qint64> processesMentioning(const QByteArray& text) {
     if (f.open(QIODevice::ReadOnly) && f.readAll().contains(text)) out << id;
   }
   return out;
+}
+
+// The app's ssh connections to hosts: its ssh children that run the agent
+// (`ssh ... serve --stdio`). Not the `ssh -G` that reads the person's config
+// before each connection (ckpt/remote/ssh_sharing.h): it comes and goes
+// within moments, so counting it would see a connection that is not there.
+inline QList<qint64> agentConnections(qint64 pid) {
+  QList<qint64> out;
+  for (qint64 id : childrenNamed(pid, "ssh")) {
+    QFile f(QString("/proc/%1/cmdline").arg(id));
+    // The remote command is one word of argv or several: "... serve --stdio".
+    if (f.open(QIODevice::ReadOnly) && f.readAll().replace('\0', ' ').contains(" --stdio "))
+      out << id;
+  }
+  return out;
+}
+
+// `pids` as "PID STATE argv", for a failure's message.
+inline QString describe(const QList<qint64>& pids) {
+  QStringList out;
+  for (qint64 id : pids) {
+    QFile cmd(QString("/proc/%1/cmdline").arg(id)), stat(QString("/proc/%1/stat").arg(id));
+    QByteArray argv = cmd.open(QIODevice::ReadOnly) ? cmd.readAll() : QByteArray();
+    argv.replace('\0', ' ');
+    const QByteArray st = stat.open(QIODevice::ReadOnly) ? stat.readAll() : QByteArray();
+    const qsizetype close = st.lastIndexOf(')');
+    out << QString("%1 %2 %3")
+               .arg(id)
+               .arg(close > 0 ? QString(st.mid(close + 2, 1)) : "gone",
+                    QString::fromUtf8(argv.trimmed()));
+  }
+  return out.join('\n');
 }
 
 }  // namespace ckpt::test

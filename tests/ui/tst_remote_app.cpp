@@ -332,7 +332,7 @@ class TestRemoteApp : public QObject {
     QVERIFY(pressF5(w));
     QTRY_COMPARE_WITH_TIMEOUT(asked(), 3, 20000);
     QTRY_COMPARE_WITH_TIMEOUT(
-        ckpt::test::childrenNamed(QCoreApplication::applicationPid(), "ssh").size(), qsizetype(2),
+        ckpt::test::agentConnections(QCoreApplication::applicationPid()).size(), qsizetype(2),
         20000);
   }
 

@@ -59,6 +59,12 @@ qsizetype sshChildren() {
   return ckpt::test::childrenNamed(QCoreApplication::applicationPid(), "ssh").size();
 }
 
+// The app's connections to the host (ckpt::test::agentConnections: not the
+// `ssh -G` before each, which a count of ssh children would take for one).
+qsizetype connections() {
+  return ckpt::test::agentConnections(QCoreApplication::applicationPid()).size();
+}
+
 bool running(qint64 pid) {
   qint64 parent = 0;
   QByteArray comm;
@@ -119,10 +125,12 @@ class TestRemoteLogin : public QObject {
     }
     QElapsedTimer t;
     t.start();
-    while (sshChildren() < 2 && t.elapsed() < 20000) QTest::qWait(50);
-    if (sshChildren() < 2) {
-      *why = QString("%1 ssh running for the window, not 2 (its requests and its watch)")
-                 .arg(sshChildren());
+    while (connections() < 2 && t.elapsed() < 20000) QTest::qWait(50);
+    if (connections() < 2) {
+      *why = QString("%1 connections of the window's, not 2 (its requests and its watch):\n%2")
+                 .arg(connections())
+                 .arg(ckpt::test::describe(
+                     ckpt::test::childrenNamed(QCoreApplication::applicationPid(), "ssh")));
       return false;
     }
     QTest::qWait(1500);  // the watch's first look at the folder
@@ -293,7 +301,8 @@ class TestRemoteLogin : public QObject {
     QVERIFY(!a.findChild<QMessageBox*>("remoteError"));
     QVERIFY(!b.findChild<QMessageBox*>("remoteError"));
     // Both windows' requests and watches: four connections, one question.
-    QTRY_COMPARE_WITH_TIMEOUT(sshChildren(), qsizetype(4), 20000);
+    // (The watches connect after `loaded`, one after the other.)
+    QTRY_COMPARE_WITH_TIMEOUT(connections(), qsizetype(4), 20000);
     QCOMPARE(asked() - before, 1);
     QCOMPARE(SshServer::controlSockets().size(), qsizetype(1));
   }
