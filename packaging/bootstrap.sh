@@ -22,6 +22,8 @@ packages=(
   lld
   # libraries
   qt6-base-dev libqcustomplot-dev nlohmann-json3-dev libtorch-dev zlib1g-dev
+  # io_uring: a listing reads its small files in batches (core/index/src/read_ahead.h)
+  liburing-dev
   # the gloo headers LibTorch's c10d ProcessGroupGloo.hpp includes
   # (data-parallel training on the CPU)
   libgloo-dev

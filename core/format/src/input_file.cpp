@@ -6,13 +6,35 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
 #include "ckpt/format/error.h"
 #include "ckpt/format/file_stamp_of.h"
+#include "ckpt/format/offered_file.h"
 
 namespace ckpt {
+namespace {
+
+thread_local const OfferedFile* t_offered = nullptr;
+thread_local bool t_offerTaken = false;  // by an open since it was made
+std::atomic<uint64_t> g_taken{0};
+
+}  // namespace
+
+FileOffer::FileOffer(const OfferedFile* file) {
+  t_offered = file;
+  t_offerTaken = false;
+}
+
+FileOffer::~FileOffer() {
+  t_offered = nullptr;
+}
+
+uint64_t offeredFilesTaken() {
+  return g_taken.load(std::memory_order_relaxed);
+}
 
 InputFile::InputFile(const std::string& path) : m_path(path) {
   if (!openPath()) fail("is a directory");
@@ -25,6 +47,15 @@ std::unique_ptr<InputFile> InputFile::openUnlessDirectory(const std::string& pat
 }
 
 bool InputFile::openPath() {
+  if (const OfferedFile* f = t_offered; f && f->path == m_path) {
+    m_memory = f->bytes;
+    m_size = f->bytes.size;
+    m_mtime = f->mtime;
+    m_stamp = f->stamp;
+    if (!t_offerTaken) g_taken.fetch_add(1, std::memory_order_relaxed);
+    t_offerTaken = true;
+    return true;
+  }
   m_fd = ::open(m_path.c_str(), O_RDONLY | O_CLOEXEC);
   if (m_fd < 0) fail(std::string("cannot open: ") + std::strerror(errno));
   struct stat st {};

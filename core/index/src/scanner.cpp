@@ -34,6 +34,7 @@
 #include "ckpt/index/torchtitan.h"
 #include "ckpt/index/trainers.h"
 #include "ckpt/index/wandb.h"
+#include "read_ahead.h"
 #include "scan_walk.h"
 
 namespace fs = std::filesystem;
@@ -433,22 +434,51 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
   std::atomic<bool> stop{false};
   std::exception_ptr failure;
   std::mutex failureMutex;
+  // Each thread takes the next items, a batch of them when it reads files
+  // ahead (read_ahead.h: a few system calls for the batch's small files,
+  // each then described from its bytes); false when none are left.
+  const bool readAhead = items.size() > 16;
+  struct Taken {
+    size_t first = 0, last = 0;
+  };
+  auto take = [&](ReadAhead& ahead, Taken* t) {
+    const size_t count = ahead.on() ? ReadAhead::kBatch : 1;
+    t->first = next.fetch_add(count);
+    if (t->first >= items.size()) return false;
+    t->last = std::min(items.size(), t->first + count);
+    if (ahead.on()) {
+      // Not a file the cache has a record of: it is stat'ed, and read only when changed.
+      std::vector<const std::string*> paths(t->last - t->first, nullptr);
+      for (size_t i = t->first; i < t->last; ++i) {
+        const Item& item = items[itemAt[i]];
+        if (item.kind == Item::Kind::File && !(cache && cache->knows(i, item.path.native())))
+          paths[i - t->first] = &item.path.native();
+      }
+      ahead.read(paths);
+    }
+    return true;
+  };
+  auto describe = [&](ReadAhead& ahead, const Taken& t, size_t i, ListingCache::Folder* folder) {
+    const FileOffer offer(ahead.file(i - t.first));
+    entries[i] = std::make_unique<CheckpointEntry>(
+        describeItem(items[itemAt[i]], rootPath, cache.get(), i, folder));
+  };
   auto work = [&] {
     ListingCache::Folder folder;
-    while (!stop.load(std::memory_order_relaxed)) {
-      const size_t i = next++;
-      if (i >= items.size()) break;
-      try {
-        entries[i] = std::make_unique<CheckpointEntry>(
-            describeItem(items[itemAt[i]], rootPath, cache.get(), i, &folder));
-      } catch (...) {
-        const std::lock_guard lock(failureMutex);
-        if (!failure) failure = std::current_exception();
-        stop = true;
+    ReadAhead ahead(readAhead);
+    Taken t;
+    while (!stop.load(std::memory_order_relaxed) && take(ahead, &t))
+      for (size_t i = t.first; i < t.last && !stop.load(std::memory_order_relaxed); ++i) {
+        try {
+          describe(ahead, t, i, &folder);
+        } catch (...) {
+          const std::lock_guard lock(failureMutex);
+          if (!failure) failure = std::current_exception();
+          stop = true;
+        }
+        itemPending[i]->left.fetch_sub(1, std::memory_order_acq_rel);
+        done.fetch_add(1, std::memory_order_release);
       }
-      itemPending[i]->left.fetch_sub(1, std::memory_order_acq_rel);
-      done.fetch_add(1, std::memory_order_release);
-    }
   };
   auto finish = [&](Pending& p) {
     p.run->checkpoints.reserve(p.run->checkpoints.size() + p.items.size());
@@ -473,22 +503,24 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
   if (items.size() > 16)
     for (unsigned t = 1; t < threads; ++t) helpers.emplace_back(work);
   emitReady();  // runs without checkpoints at the front
-  ListingCache::Folder folder;
-  while (!stop) {
-    const size_t i = next++;
-    if (i >= items.size()) break;
-    try {
-      entries[i] = std::make_unique<CheckpointEntry>(
-          describeItem(items[itemAt[i]], rootPath, cache.get(), i, &folder));
-    } catch (...) {
-      stop = true;
-      for (std::thread& h : helpers) h.join();
-      throw;
-    }
-    itemPending[i]->left.fetch_sub(1, std::memory_order_acq_rel);
-    const size_t n = done.fetch_add(1, std::memory_order_acq_rel) + 1;
-    if (options.progress && !options.progress(n, items.size())) stop = true;
-    emitReady();
+  {
+    ListingCache::Folder folder;
+    ReadAhead ahead(readAhead);
+    Taken t;
+    while (!stop && take(ahead, &t))
+      for (size_t i = t.first; i < t.last && !stop; ++i) {
+        try {
+          describe(ahead, t, i, &folder);
+        } catch (...) {
+          stop = true;
+          for (std::thread& h : helpers) h.join();
+          throw;
+        }
+        itemPending[i]->left.fetch_sub(1, std::memory_order_acq_rel);
+        const size_t n = done.fetch_add(1, std::memory_order_acq_rel) + 1;
+        if (options.progress && !options.progress(n, items.size())) stop = true;
+        emitReady();
+      }
   }
   for (std::thread& h : helpers) h.join();
   if (failure) std::rethrow_exception(failure);

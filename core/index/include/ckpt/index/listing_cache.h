@@ -97,6 +97,11 @@ class ListingCache {
   // and a `folder` each (none: the path is stat'ed).
   CheckpointEntry entry(size_t slot, const std::string& path, const std::string& file,
                         const Read& read, Folder* folder = nullptr);
+  // Whether the cache has a record of the file at `path` (slot `slot`):
+  // entry() then stats the file before anything of it is read.
+  [[nodiscard]] bool knows(size_t slot, const std::string& path) {
+    return find(slot, path) != nullptr;
+  }
   // Writes the cache file when the listing differs from what was loaded:
   // the files of this listing only (a file gone is dropped).
   void save();
