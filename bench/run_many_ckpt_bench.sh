@@ -12,6 +12,9 @@
 #   - the anchor: a plain Python loop that lists each zip's names
 #     (zipfile.ZipFile(f).namelist() for every .pt under DIR), a fresh
 #     process, median of REPEAT;
+#   - a cold `ls DIR` with CKPTSCOPE_READ_AHEAD=0: the files read one by
+#     one, not in io_uring batches (core/index/src/read_ahead.h), median of
+#     REPEAT, taken in turn with the others;
 #   - the system calls of one `ls` (strace -f -c), per checkpoint.
 # and prints the ratios against the anchor and issue #26's goals (ls <= 0.5 s,
 # first rows <= 0.3 s, complete <= 1 s).
@@ -88,7 +91,7 @@ timed() {
 # The warm cache: what a listing of DIR leaves (every file is older than
 # the 2 s a listing waits before keeping a file).
 CKPTSCOPE_CACHE_DIR="$tmp/warm" "$CLI" ls "$DIR" >/dev/null
-py_t=() py_m=()
+py_t=() py_m=() one_t=()
 for state in cold warm; do
   declare -a "ls_t_$state=()" "ls_m_$state=()" "js_t_$state=()" "js_m_$state=()" \
     "gui_first_$state=()" "gui_done_$state=()" "gui_m_$state=()"
@@ -113,6 +116,8 @@ print(d["first_rows_ms"], d["complete_ms"], d["peak_rss_mb"])' "$tmp/gui.json")"
       eval "gui_first_$state+=($f) gui_done_$state+=($c) gui_m_$state+=($m)"
     fi
   done
+  read -r t m <<<"$(CKPTSCOPE_CACHE_DIR="$tmp/cold-$i-one" CKPTSCOPE_READ_AHEAD=0 timed "$CLI" ls "$DIR")"
+  one_t+=("$t")
   read -r t m <<<"$(timed python3 "$tmp/anchor.py" "$DIR")"
   py_t+=("$t") py_m+=("$m")
 done
@@ -141,6 +146,11 @@ for state in cold warm; do
       "$done_ms" "$(echo "$done_ms / $py_ms" | bc -l)" "$(verdict "$done_ms" 1000)" "$(med "${gm[@]}")" \
       "$(printf '%.0f ' "${gd[@]}")"
     unset -n gf gd gm
+  fi
+  if [[ "$state" == cold ]]; then
+    one_ms=$(med "${one_t[@]}")
+    printf '  ls DIR, files read one by one          %8.1f ms  (CKPTSCOPE_READ_AHEAD=0; read in batches: %.2fx faster)  (all: %s)\n' \
+      "$one_ms" "$(echo "$one_ms / $ls_ms" | bc -l)" "$(printf '%.0f ' "${one_t[@]}")"
   fi
   unset -n lt lm jt jm
 done

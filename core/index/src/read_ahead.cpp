@@ -92,57 +92,75 @@ void ReadAhead::read(const std::vector<const std::string*>& paths) {
   const size_t n = std::min(paths.size(), kBatch);
   m_files.resize(n);
   std::fill(r.fds.begin(), r.fds.end(), -1);
+  // (The ring holds 2 * kBatch entries and is empty at each round's start:
+  // a missing entry is a failure all the same.)
+  bool ok = true;
+  auto entry = [&]() -> io_uring_sqe* {
+    io_uring_sqe* sqe = ok ? io_uring_get_sqe(&r.ring) : nullptr;
+    if (!sqe) ok = false;
+    return sqe;
+  };
   // The opens.
   unsigned queued = 0;
-  for (size_t j = 0; j < n; ++j) {
+  for (size_t j = 0; j < n && ok; ++j) {
     if (!paths[j]) continue;
-    io_uring_sqe* sqe = io_uring_get_sqe(&r.ring);
-    if (!sqe) break;
-    io_uring_prep_openat(sqe, AT_FDCWD, paths[j]->c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY, 0);
-    io_uring_sqe_set_data64(sqe, j);
-    ++queued;
-  }
-  bool ok = submitAndReap(r.ring, queued, [&](uint64_t j, int res) {
-    if (j < n) r.fds[j] = res;
-  });
-  // Each open file's statx and read.
-  queued = 0;
-  if (ok)
-    for (size_t j = 0; j < n; ++j) {
-      if (r.fds[j] < 0) continue;
-      io_uring_sqe* st = io_uring_get_sqe(&r.ring);
-      io_uring_prep_statx(st, r.fds[j], "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT,
-                          STATX_BASIC_STATS, &r.stats[j]);
-      io_uring_sqe_set_data64(st, 2 * j);
-      io_uring_sqe* rd = io_uring_get_sqe(&r.ring);
-      std::shared_ptr<uint8_t[]>& buffer = r.buffers[j];
-      if (!buffer || buffer.use_count() > 1)
-        buffer = std::shared_ptr<uint8_t[]>(new uint8_t[InputFile::kReadWholeBytes]);
-      io_uring_prep_read(rd, r.fds[j], buffer.get(), unsigned(InputFile::kReadWholeBytes), 0);
-      io_uring_sqe_set_data64(rd, 2 * j + 1);
-      r.statResult[j] = r.readResult[j] = -1;
-      queued += 2;
-    }
-  ok = ok && submitAndReap(r.ring, queued, [&](uint64_t tag, int res) {
-         const size_t j = tag / 2;
-         if (j >= n) return;
-         (tag % 2 ? r.readResult[j] : r.statResult[j]) = res;
-       });
-  // The closes (by the ring while it works, else here).
-  queued = 0;
-  if (ok)
-    for (size_t j = 0; j < n; ++j) {
-      if (r.fds[j] < 0) continue;
-      io_uring_prep_close(io_uring_get_sqe(&r.ring), r.fds[j]);
+    if (io_uring_sqe* sqe = entry()) {
+      io_uring_prep_openat(sqe, AT_FDCWD, paths[j]->c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY, 0);
+      io_uring_sqe_set_data64(sqe, j);
       ++queued;
     }
-  const bool closed = ok && submitAndReap(r.ring, queued, [](uint64_t, int) {});
-  if (!ok || !closed) {
+  }
+  ok = submitAndReap(r.ring, queued,
+                     [&](uint64_t j, int res) {
+                       if (j < n) r.fds[j] = res;
+                     }) &&
+       ok;
+  // Each open file's statx and read.
+  queued = 0;
+  for (size_t j = 0; j < n && ok; ++j) {
+    if (r.fds[j] < 0) continue;
+    r.statResult[j] = r.readResult[j] = -1;
+    io_uring_sqe* st = entry();
+    io_uring_sqe* rd = entry();
+    if (!ok) break;
+    io_uring_prep_statx(st, r.fds[j], "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_BASIC_STATS,
+                        &r.stats[j]);
+    io_uring_sqe_set_data64(st, 2 * j);
+    std::shared_ptr<uint8_t[]>& buffer = r.buffers[j];
+    if (!buffer || buffer.use_count() > 1)
+      buffer = std::shared_ptr<uint8_t[]>(new uint8_t[InputFile::kReadWholeBytes]);
+    io_uring_prep_read(rd, r.fds[j], buffer.get(), unsigned(InputFile::kReadWholeBytes), 0);
+    io_uring_sqe_set_data64(rd, 2 * j + 1);
+    queued += 2;
+  }
+  ok = submitAndReap(r.ring, queued,
+                     [&](uint64_t tag, int res) {
+                       const size_t j = tag / 2;
+                       if (j < n) (tag % 2 ? r.readResult[j] : r.statResult[j]) = res;
+                     }) &&
+       ok;
+  // The closes: by the ring while it works, else here. A close handed to
+  // the ring is never made again here: the number may be another
+  // thread's file by then (a descriptor is left open instead, on a ring
+  // that failed).
+  std::vector<bool> handed(n, false);
+  queued = 0;
+  for (size_t j = 0; j < n && ok; ++j) {
+    if (r.fds[j] < 0) continue;
+    if (io_uring_sqe* sqe = entry()) {
+      io_uring_prep_close(sqe, r.fds[j]);
+      handed[j] = true;
+      ++queued;
+    }
+  }
+  ok = submitAndReap(r.ring, queued, [](uint64_t, int) {}) && ok;
+  if (!ok) {
     for (size_t j = 0; j < n; ++j)
-      if (r.fds[j] >= 0) ::close(r.fds[j]);
+      if (r.fds[j] >= 0 && !handed[j]) ::close(r.fds[j]);
     r.broken = true;
     m_ring.reset();
     m_files.clear();
+    m_read.assign(paths.size(), false);
     return;
   }
   for (size_t j = 0; j < n; ++j) {
