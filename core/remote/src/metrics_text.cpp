@@ -391,6 +391,15 @@ RunMetrics readRun(TextReader& in) {
 // when value i is first + stride * i for every point (integers wrapping as
 // uint64; reals as fma(stride, i, first), one rounding, the same bits on
 // every machine), else an array of the N values, null where a point has none.
+void appendIntProgression(std::string& out, int64_t first, int64_t stride) {
+  char b[kNumberTextMax + 2];
+  out += "{\"first\":";
+  out.append(b, size_t(writeInteger(b, first) - b));
+  out += ",\"stride\":";
+  out.append(b, size_t(writeInteger(b, stride) - b));
+  out += '}';
+}
+
 template <typename Get>
 void appendIntColumn(std::string& out, size_t n, const Get& get) {
   char b[kNumberTextMax + 2];
@@ -404,11 +413,7 @@ void appendIntColumn(std::string& out, size_t n, const Get& get) {
     progression = v && uint64_t(*v) == uint64_t(*first) + stride * uint64_t(i);
   }
   if (progression) {
-    out += "{\"first\":";
-    out.append(b, size_t(writeInteger(b, *first) - b));
-    out += ",\"stride\":";
-    out.append(b, size_t(writeInteger(b, int64_t(stride)) - b));
-    out += '}';
+    appendIntProgression(out, *first, int64_t(stride));
     return;
   }
   out += '[';
@@ -463,7 +468,13 @@ void appendColumnsText(std::string& out, const SeriesPoints& p) {
   out += "{\"count\":";
   out += std::to_string(n);
   out += ",\"step\":";
-  appendIntColumn(out, n, [&p](size_t i) { return std::optional<int64_t>(p.step(i)); });
+  // Steps kept as a progression (series_points.h) are one, exactly as the
+  // check below would find point by point: given as it is.
+  if (const PointColumn<int64_t>& steps = p.stepColumn(); n >= 2 && !steps.data()) {
+    appendIntProgression(out, steps.first(), steps.stride());
+  } else {
+    appendIntColumn(out, n, [&p](size_t i) { return std::optional<int64_t>(p.step(i)); });
+  }
   out += ",\"value\":";
   appendRealColumn(out, n, [&p](size_t i) { return std::optional<double>(p.value(i)); });
   if (p.hasWallTimes()) {
