@@ -31,7 +31,7 @@ constexpr uint32_t kByteOrder = 0x01020304;
 // without its size or times changing: it is not recorded.
 constexpr int64_t kRacyNs = 2'000'000'000;
 
-std::atomic<uint64_t> g_hits{0}, g_misses{0}, g_rejected{0}, g_writes{0};
+std::atomic<uint64_t> g_hits{0}, g_misses{0}, g_rejected{0}, g_writes{0}, g_stamped{0};
 
 int64_t nowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -206,11 +206,11 @@ bool keepable(const CheckpointEntry& e, const std::string& path) {
 }  // namespace
 
 ListingCacheStats listingCacheStats() {
-  return {g_hits, g_misses, g_rejected, g_writes};
+  return {g_hits, g_misses, g_rejected, g_writes, g_stamped};
 }
 
 void resetListingCacheStats() {
-  for (auto* c : {&g_hits, &g_misses, &g_rejected, &g_writes}) *c = 0;
+  for (auto* c : {&g_hits, &g_misses, &g_rejected, &g_writes, &g_stamped}) *c = 0;
 }
 
 std::string listingCacheDir() {
@@ -341,7 +341,7 @@ bool statFile(const std::string& path, int* fd, std::string* held, struct stat& 
 }  // namespace
 
 CheckpointEntry ListingCache::entry(size_t slot, const std::string& path, const std::string& file,
-                                    const Read& read, Folder* folder) {
+                                    const Read& read, Folder* folder, const FileStamp* stamped) {
   std::optional<FileStamp> stamp;
   if (slot >= m_slots.size()) {
     ++g_misses;
@@ -350,13 +350,21 @@ CheckpointEntry ListingCache::entry(size_t slot, const std::string& path, const 
   // A file with a record is stat'ed and taken from the cache when it is
   // what was recorded; one without is read at once (its open stamps it).
   if (const Record* r = find(slot, path)) {
-    struct stat st {};
-    if (!statFile(path, folder ? &folder->m_fd : nullptr, folder ? &folder->m_path : nullptr, st) ||
-        !S_ISREG(st.st_mode)) {
-      ++g_misses;
-      return read(&stamp);
+    FileStamp now;
+    if (stamped) {
+      now = *stamped;
+      ++g_stamped;
+    } else {
+      struct stat st {};
+      if (!statFile(path, folder ? &folder->m_fd : nullptr, folder ? &folder->m_path : nullptr,
+                    st) ||
+          !S_ISREG(st.st_mode)) {
+        ++g_misses;
+        return read(&stamp);
+      }
+      now = fileStampOf(st);
     }
-    if (r->stat == fileStampOf(st))
+    if (r->stat == now)
       if (std::optional<CheckpointEntry> e = decodeEntry(r->entry)) {
         ++g_hits;
         m_slots[slot] = r->whole;

@@ -25,7 +25,8 @@ struct ReadAhead::Ring {
   // when the next batch comes (the reader kept a view of its bytes) is
   // left to its holder and a new one made in its place.
   std::vector<std::shared_ptr<uint8_t[]>> buffers;
-  std::vector<struct statx> stats;
+  std::vector<struct statx> stats, pathStats;
+  std::vector<int> pathStatResult;
   std::vector<int> fds;
   std::vector<int> statResult, readResult;
   bool live = false;    // set up
@@ -41,6 +42,13 @@ struct ReadAhead::Ring {
 namespace {
 
 constexpr unsigned kEntries = 2 * ReadAhead::kBatch;
+
+// What fileStampOf (file_stamp_of.h) makes of fstat's answer, from statx's.
+FileStamp stampOf(const struct statx& sx) {
+  return FileStamp{uint64_t(makedev(sx.stx_dev_major, sx.stx_dev_minor)), sx.stx_ino, sx.stx_size,
+                   int64_t(sx.stx_mtime.tv_sec) * 1'000'000'000 + sx.stx_mtime.tv_nsec,
+                   int64_t(sx.stx_ctime.tv_sec) * 1'000'000'000 + sx.stx_ctime.tv_nsec};
+}
 
 // Submits what was queued and reaps `count` completions, each handed to
 // `take(user_data, res)`. False when the ring failed (nothing more is sent).
@@ -76,6 +84,8 @@ ReadAhead::ReadAhead(bool wanted) {
   ring->live = true;
   ring->buffers.resize(kBatch);
   ring->stats.resize(kBatch);
+  ring->pathStats.resize(kBatch);
+  ring->pathStatResult.resize(kBatch);
   ring->fds.resize(kBatch);
   ring->statResult.resize(kBatch);
   ring->readResult.resize(kBatch);
@@ -84,14 +94,19 @@ ReadAhead::ReadAhead(bool wanted) {
 
 ReadAhead::~ReadAhead() = default;
 
-void ReadAhead::read(const std::vector<const std::string*>& paths) {
+void ReadAhead::read(const std::vector<const std::string*>& paths,
+                     const std::vector<const std::string*>& stat) {
   m_files.clear();
   m_read.assign(paths.size(), false);
+  m_stamped.assign(stat.size(), false);
   if (!m_ring) return;
   Ring& r = *m_ring;
   const size_t n = std::min(paths.size(), kBatch);
+  const size_t ns = std::min(stat.size(), kBatch);
   m_files.resize(n);
+  m_stamps.resize(ns);
   std::fill(r.fds.begin(), r.fds.end(), -1);
+  std::fill(r.pathStatResult.begin(), r.pathStatResult.end(), -1);
   // (The ring holds 2 * kBatch entries and is empty at each round's start:
   // a missing entry is a failure all the same.)
   bool ok = true;
@@ -100,7 +115,7 @@ void ReadAhead::read(const std::vector<const std::string*>& paths) {
     if (!sqe) ok = false;
     return sqe;
   };
-  // The opens.
+  // The opens, and the stats by path.
   unsigned queued = 0;
   for (size_t j = 0; j < n && ok; ++j) {
     if (!paths[j]) continue;
@@ -110,9 +125,21 @@ void ReadAhead::read(const std::vector<const std::string*>& paths) {
       ++queued;
     }
   }
+  for (size_t j = 0; j < ns && ok; ++j) {
+    if (!stat[j]) continue;
+    if (io_uring_sqe* sqe = entry()) {
+      io_uring_prep_statx(sqe, AT_FDCWD, stat[j]->c_str(), AT_STATX_SYNC_AS_STAT, STATX_BASIC_STATS,
+                          &r.pathStats[j]);
+      io_uring_sqe_set_data64(sqe, kBatch + j);
+      ++queued;
+    }
+  }
   ok = submitAndReap(r.ring, queued,
-                     [&](uint64_t j, int res) {
-                       if (j < n) r.fds[j] = res;
+                     [&](uint64_t tag, int res) {
+                       if (tag < n)
+                         r.fds[tag] = res;
+                       else if (tag >= kBatch && tag - kBatch < ns)
+                         r.pathStatResult[tag - kBatch] = res;
                      }) &&
        ok;
   // Each open file's statx and read.
@@ -161,8 +188,14 @@ void ReadAhead::read(const std::vector<const std::string*>& paths) {
     m_ring.reset();
     m_files.clear();
     m_read.assign(paths.size(), false);
+    m_stamped.assign(stat.size(), false);
     return;
   }
+  for (size_t j = 0; j < ns; ++j)
+    if (r.pathStatResult[j] == 0 && S_ISREG(r.pathStats[j].stx_mode)) {
+      m_stamps[j] = stampOf(r.pathStats[j]);
+      m_stamped[j] = true;
+    }
   for (size_t j = 0; j < n; ++j) {
     if (r.fds[j] < 0 || r.statResult[j] != 0 || r.readResult[j] < 0) continue;
     const struct statx& sx = r.stats[j];
@@ -173,10 +206,7 @@ void ReadAhead::read(const std::vector<const std::string*>& paths) {
     const std::shared_ptr<uint8_t[]>& buffer = r.buffers[j];
     OfferedFile& f = m_files[j];
     f.path = *paths[j];
-    f.stamp =
-        FileStamp{uint64_t(makedev(sx.stx_dev_major, sx.stx_dev_minor)), sx.stx_ino, sx.stx_size,
-                  int64_t(sx.stx_mtime.tv_sec) * 1'000'000'000 + sx.stx_mtime.tv_nsec,
-                  int64_t(sx.stx_ctime.tv_sec) * 1'000'000'000 + sx.stx_ctime.tv_nsec};
+    f.stamp = stampOf(sx);
     f.mtime = int64_t(sx.stx_mtime.tv_sec);
     f.bytes.data = buffer.get();
     f.bytes.size = got;
@@ -190,15 +220,21 @@ void ReadAhead::read(const std::vector<const std::string*>& paths) {
 struct ReadAhead::Ring {};
 ReadAhead::ReadAhead(bool) {}
 ReadAhead::~ReadAhead() = default;
-void ReadAhead::read(const std::vector<const std::string*>& paths) {
+void ReadAhead::read(const std::vector<const std::string*>& paths,
+                     const std::vector<const std::string*>& stat) {
   m_files.clear();
   m_read.assign(paths.size(), false);
+  m_stamped.assign(stat.size(), false);
 }
 
 #endif
 
 const OfferedFile* ReadAhead::file(size_t index) const {
   return index < m_read.size() && m_read[index] ? &m_files[index] : nullptr;
+}
+
+const FileStamp* ReadAhead::stamp(size_t index) const {
+  return index < m_stamped.size() && m_stamped[index] ? &m_stamps[index] : nullptr;
 }
 
 }  // namespace ckpt::detail

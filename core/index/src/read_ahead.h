@@ -34,18 +34,27 @@ class ReadAhead {
   // Whether files are read ahead here (a ring was set up).
   [[nodiscard]] bool on() const { return m_ring != nullptr; }
   // Reads each of `paths` (at most kBatch; a null entry is skipped) that
-  // is a regular file of at most InputFile::kReadWholeBytes, whole; what a
-  // previous read() gave is let go. Does nothing when off.
-  void read(const std::vector<const std::string*>& paths);
+  // is a regular file of at most InputFile::kReadWholeBytes, whole, and
+  // stats (statx, following a symlink as stat(2) does) each of `stat`
+  // (as many, null where none: a file the listing cache knows, which is
+  // read only when it changed), in the same system calls; what a previous
+  // read() gave is let go. Does nothing when off.
+  void read(const std::vector<const std::string*>& paths,
+            const std::vector<const std::string*>& stat = {});
   // The file at `index` in the last read()'s paths, or null when it was
   // not read whole.
   [[nodiscard]] const OfferedFile* file(size_t index) const;
+  // The stamp of the regular file at `index` in the last read()'s `stat`,
+  // or null (not asked, not a regular file, an error: stat it again).
+  [[nodiscard]] const FileStamp* stamp(size_t index) const;
 
  private:
   struct Ring;
   std::unique_ptr<Ring> m_ring;
   std::vector<OfferedFile> m_files;
   std::vector<bool> m_read;
+  std::vector<FileStamp> m_stamps;
+  std::vector<bool> m_stamped;
 };
 
 }  // namespace ckpt::detail

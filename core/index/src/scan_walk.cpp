@@ -571,7 +571,7 @@ bool hasDotOrEmptyPart(std::string_view rest) {
 }  // namespace
 
 CheckpointEntry describeItem(const Item& item, const fs::path& rootPath, ListingCache* cache,
-                             size_t slot, ListingCache::Folder* folder) {
+                             size_t slot, ListingCache::Folder* folder, const FileStamp* stamped) {
   auto relative = [&](const fs::path& p) {
     // Below the root as the walk joined it (the root, a slash, names):
     // the rest of the path, as lexically_relative gives it.
@@ -609,7 +609,7 @@ CheckpointEntry describeItem(const Item& item, const fs::path& rootPath, Listing
   auto read = [&](std::optional<FileStamp>* stamp) {
     return describeCheckpoint(path, file, stamp);
   };
-  CheckpointEntry e = cache ? cache->entry(slot, path, file, read, folder) : read(nullptr);
+  CheckpointEntry e = cache ? cache->entry(slot, path, file, read, folder, stamped) : read(nullptr);
   if (!item.trainer.empty()) e.trainer = std::string(item.trainer);
   return e;
 }

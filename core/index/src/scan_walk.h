@@ -82,9 +82,11 @@ std::optional<fs::path> eventFolderOwner(const fs::path& dir);
 std::vector<Item> itemsOf(Found& found);
 // One item's entry, its path relative to `rootPath`. A file is answered
 // from `cache` when the cache knows it unchanged (listing_cache.h); slot
-// `slot` of the cache is the item's, `folder` the calling thread's.
+// `slot` of the cache is the item's, `folder` the calling thread's;
+// `stamped`, the file's stamp as its batch stat'ed it (ListingCache::entry).
 CheckpointEntry describeItem(const Item& item, const fs::path& rootPath,
                              ListingCache* cache = nullptr, size_t slot = 0,
-                             ListingCache::Folder* folder = nullptr);
+                             ListingCache::Folder* folder = nullptr,
+                             const FileStamp* stamped = nullptr);
 
 }  // namespace ckpt::detail

@@ -447,21 +447,23 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
     if (t->first >= items.size()) return false;
     t->last = std::min(items.size(), t->first + count);
     if (ahead.on()) {
-      // Not a file the cache has a record of: it is stat'ed, and read only when changed.
-      std::vector<const std::string*> paths(t->last - t->first, nullptr);
+      // A file the cache has a record of is stat'ed (and read only when it
+      // changed); any other is read.
+      std::vector<const std::string*> read(t->last - t->first, nullptr), stat(read.size(), nullptr);
       for (size_t i = t->first; i < t->last; ++i) {
         const Item& item = items[itemAt[i]];
-        if (item.kind == Item::Kind::File && !(cache && cache->knows(i, item.path.native())))
-          paths[i - t->first] = &item.path.native();
+        if (item.kind != Item::Kind::File) continue;
+        (cache && cache->knows(i, item.path.native()) ? stat : read)[i - t->first] =
+            &item.path.native();
       }
-      ahead.read(paths);
+      ahead.read(read, stat);
     }
     return true;
   };
   auto describe = [&](ReadAhead& ahead, const Taken& t, size_t i, ListingCache::Folder* folder) {
     const FileOffer offer(ahead.file(i - t.first));
     entries[i] = std::make_unique<CheckpointEntry>(
-        describeItem(items[itemAt[i]], rootPath, cache.get(), i, folder));
+        describeItem(items[itemAt[i]], rootPath, cache.get(), i, folder, ahead.stamp(i - t.first)));
   };
   auto work = [&] {
     ListingCache::Folder folder;

@@ -49,6 +49,7 @@ struct ListingCacheStats {
   uint64_t misses = 0;    // files read (not in the cache, changed, or never kept)
   uint64_t rejected = 0;  // cache files found damaged or foreign
   uint64_t writes = 0;    // cache files written
+  uint64_t stamped = 0;   // files whose stamp the caller took (entry()'s `stamped`)
 };
 [[nodiscard]] ListingCacheStats listingCacheStats();
 void resetListingCacheStats();
@@ -94,9 +95,12 @@ class ListingCache {
   // the file. A file the cache has no record of is not stat'ed first
   // (a folder listed for the first time costs what a listing without the
   // cache costs, and the cache's writing). Safe on several threads, a slot
-  // and a `folder` each (none: the path is stat'ed).
+  // and a `folder` each (none: the path is stat'ed). `stamped`: the
+  // file's stamp as a stat of its path took it just now (a regular file:
+  // the listing's batches, read_ahead.h), so it is not stat'ed again.
   CheckpointEntry entry(size_t slot, const std::string& path, const std::string& file,
-                        const Read& read, Folder* folder = nullptr);
+                        const Read& read, Folder* folder = nullptr,
+                        const FileStamp* stamped = nullptr);
   // Whether the cache has a record of the file at `path` (slot `slot`):
   // entry() then stats the file before anything of it is read.
   [[nodiscard]] bool knows(size_t slot, const std::string& path) {
