@@ -48,6 +48,7 @@ struct NotExamined {
   size_t zipArchives = 0;  // zip archives with no pickle record (a dataset's .zip)
   size_t other = 0;        // neither pickle, zip nor safetensors by their first bytes
   size_t unopened = 0;     // could not be opened to look
+  size_t folders = 0;      // folders in a directory named, not entered (no --recursive)
 };
 
 // A file a walk meets whose name says nothing: by its first bytes, would
@@ -119,7 +120,13 @@ bool collect(const std::string& arg, bool recursive, std::vector<std::string>& o
     }
   } else {
     fs::directory_iterator it(arg, fs::directory_options::skip_permission_denied, ec), end;
-    for (; !ec && it != end; it.increment(ec)) consider(*it);
+    for (; !ec && it != end; it.increment(ec)) {
+      std::error_code dec;
+      if (it->is_directory(dec))
+        ++skipped.folders;  // said under the totals: its files were not looked at
+      else
+        consider(*it);
+    }
   }
   if (ec) {
     problem = arg + ": " + ec.message();
@@ -324,11 +331,15 @@ SafetyScan scanSafety(const std::vector<std::string>& paths, bool recursive, boo
       std::printf("%zu other file%s not examined: %s\n", notExamined, notExamined == 1 ? "" : "s",
                   why.c_str());
     }
+    if (skipped.folders)
+      std::printf("%zu folder%s not entered (--recursive goes below)\n", skipped.folders,
+                  skipped.folders == 1 ? "" : "s");
   }
   out["not_examined"] = {{"not_pickles", skipped.other},
                          {"tar_archives", skipped.archives},
                          {"zip_archives", skipped.zipArchives},
-                         {"unopened", skipped.unopened}};
+                         {"unopened", skipped.unopened},
+                         {"folders", skipped.folders}};
   const size_t dangerous = size_t(Verdict::Dangerous), unreadable = size_t(Verdict::Unreadable);
   result.document = std::move(out);
   if (counts[dangerous] || checkpointCounts[dangerous])

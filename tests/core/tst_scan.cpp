@@ -419,6 +419,37 @@ class TestScan : public QObject {
              text.out.constData());
   }
 
+  // A folder named without --recursive: its subfolders are not entered, and
+  // the totals say so, so that "0 dangerous" is not read as "this folder is
+  // safe" (before: "1 file: 1 safe", exit 0, a dangerous file one level down
+  // unmentioned).
+  void foldersNotEnteredAreSaid() {
+    QTemporaryDir tmp;
+    const std::filesystem::path dir = tmp.path().toStdString();
+    std::filesystem::copy_file(kFixtures + "/runs/tiny/tiny_step100.pt", dir / "model.pt");
+    for (const char* run : {"run_a", "run_b"}) {
+      std::filesystem::create_directory(dir / run);
+      std::filesystem::copy_file(kFixtures + "/hostile/pwn_eval.pt", dir / run / "step_1.pt");
+    }
+    const auto text = ckpt::test::runProcess(CKPT_CLI, {"scan", tmp.path()});
+    QCOMPARE(text.exitCode, 0);
+    QVERIFY2(text.out.contains("1 file: 1 safe, 0 suspicious, 0 dangerous, 0 unreadable\n"
+                               "2 folders not entered (--recursive goes below)\n"),
+             text.out.constData());
+    const auto js = ckpt::test::runProcess(CKPT_CLI, {"scan", "--json", tmp.path()});
+    QCOMPARE(js.exitCode, 0);
+    QCOMPARE(json::parse(js.out.toStdString())["not_examined"]["folders"].get<int>(), 2);
+    // Below them: the two dangerous files, no folder left out.
+    const auto deep =
+        ckpt::test::runProcess(CKPT_CLI, {"scan", "--json", "--recursive", tmp.path()});
+    QCOMPARE(deep.exitCode, 3);
+    const json got = json::parse(deep.out.toStdString());
+    QCOMPARE(got["files"].size(), size_t(3));
+    QCOMPARE(got["not_examined"]["folders"].get<int>(), 0);
+    const auto deepText = ckpt::test::runProcess(CKPT_CLI, {"scan", "--recursive", tmp.path()});
+    QVERIFY2(!deepText.out.contains("not entered"), deepText.out.constData());
+  }
+
   // The hostile fixtures that would run code are dangerous; their controls safe.
   void hostileFixtures() {
     const json entries = readJson(kFixtures + "/hostile/hostile.json");
