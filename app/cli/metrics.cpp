@@ -330,15 +330,19 @@ struct MetricsPrinter::Impl {
   Out out;
   bool first = true;
 
-  // A run's JSON or CSV text (`first`: the first run of the output).
-  [[nodiscard]] std::string text(const RunMetrics& run, bool firstRun) const {
-    Out o(/*toStdout=*/false);
+  // A run's JSON or CSV text into `o` (`firstRun`: the first run of the output).
+  void put(Out& o, const RunMetrics& run, bool firstRun) const {
     if (format == MetricsFormat::Json) {
       o.put(firstRun ? "\n {\"name\": " : ",\n {\"name\": ");
       printJsonRun(o, run, metrics);
     } else {
       printCsvRun(o, run, metrics);
     }
+  }
+  // The same as a string, made on another thread.
+  [[nodiscard]] std::string text(const RunMetrics& run, bool firstRun) const {
+    Out o(/*toStdout=*/false);
+    put(o, run, firstRun);
     return o.take();
   }
 };
@@ -413,14 +417,10 @@ MetricsPrinter::~MetricsPrinter() = default;
 
 void MetricsPrinter::add(const RunMetrics& run) {
   start();
-  if (m->format == MetricsFormat::Json) {
-    m->out.put(m->first ? "\n {\"name\": " : ",\n {\"name\": ");
-    printJsonRun(m->out, run, m->metrics);
-  } else if (m->format == MetricsFormat::Csv) {
-    printCsvRun(m->out, run, m->metrics);
-  } else {
+  if (m->format == MetricsFormat::Text)
     printTextRun(run, m->metrics);
-  }
+  else
+    m->put(m->out, run, m->first);
   m->first = false;
   // A run that arrives from a host is seen as soon as it is printed.
   if (!m->eachRunOut) return;

@@ -3,6 +3,7 @@
 
 #include <QFile>
 #include <QProcess>
+#include <QProcessEnvironment>
 #include <QString>
 #include <QStringList>
 
@@ -33,6 +34,15 @@ inline ProcessResult runProcess(const QString& program, const QStringList& args,
   if (!cwd.isEmpty()) p.setWorkingDirectory(cwd);
   p.start(program, args);
   return finishProcess(p, timeoutMs);
+}
+
+// The same with `env` as the program's environment.
+inline ProcessResult runProcess(const QString& program, const QStringList& args,
+                                const QProcessEnvironment& env) {
+  QProcess p;
+  p.setProcessEnvironment(env);
+  p.start(program, args);
+  return finishProcess(p);
 }
 
 // Writes `text` to `path`, executable by its owner: a wrapper a test

@@ -86,13 +86,10 @@ class TestListingCache : public QObject {
   }
 
   ckpt::test::ProcessResult cli(const QStringList& args, bool noCacheEnv = false) {
-    QProcess p;
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     env.insert(QStringLiteral("CKPTSCOPE_CACHE_DIR"), QString::fromStdString(m_cache));
     if (noCacheEnv) env.insert(QStringLiteral("CKPTSCOPE_NO_CACHE"), QStringLiteral("1"));
-    p.setProcessEnvironment(env);
-    p.start(QStringLiteral(CKPT_CLI), args);
-    return ckpt::test::finishProcess(p);
+    return ckpt::test::runProcess(QStringLiteral(CKPT_CLI), args, env);
   }
 
  private slots:

@@ -11,7 +11,6 @@
 #include <QTemporaryDir>
 #include <QtTest>
 #include <chrono>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -48,28 +47,25 @@ class TestReadAhead : public QObject {
   Q_OBJECT
 
   QTemporaryDir m_tmp;
-  std::string m_root, m_cache;
+  std::string m_root;
   json m_truth;
 
   ckpt::test::ProcessResult ls(bool readAhead) {
-    QProcess p;
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     env.insert(QStringLiteral("CKPTSCOPE_NO_CACHE"), QStringLiteral("1"));
     if (readAhead)
       env.remove(QStringLiteral("CKPTSCOPE_READ_AHEAD"));
     else
       env.insert(QStringLiteral("CKPTSCOPE_READ_AHEAD"), QStringLiteral("0"));
-    p.setProcessEnvironment(env);
-    p.start(QStringLiteral(CKPT_CLI),
-            {QStringLiteral("ls"), QStringLiteral("--json"), QString::fromStdString(m_root)});
-    return ckpt::test::finishProcess(p);
+    return ckpt::test::runProcess(
+        QStringLiteral(CKPT_CLI),
+        {QStringLiteral("ls"), QStringLiteral("--json"), QString::fromStdString(m_root)}, env);
   }
 
  private slots:
   void initTestCase() {
     QVERIFY(m_tmp.isValid());
     m_root = m_tmp.filePath(QStringLiteral("sweep")).toStdString();
-    m_cache = m_tmp.filePath(QStringLiteral("cache")).toStdString();
     const ckpt::test::ProcessResult r = ckpt::test::runProcess(
         QStringLiteral(CKPT_TORCH_PYTHON),
         {QStringLiteral(CKPT_SOURCE_DIR "/tests/python/read_ahead_fixture.py"),

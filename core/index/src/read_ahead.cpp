@@ -2,13 +2,15 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+
+#include "ckpt/format/file_stamp_of.h"
 
 #ifdef CKPT_HAVE_URING
 #include <liburing.h>
@@ -19,36 +21,34 @@ namespace ckpt::detail {
 #ifdef CKPT_HAVE_URING
 
 struct ReadAhead::Ring {
+  // What the ring did for the file at one index of a batch.
+  struct Slot {
+    int fd = -1;                           // opened to be read (-errno: not)
+    int statResult = -1, readResult = -1;  // of that descriptor
+    struct statx stat {};
+    // A buffer of InputFile::kReadWholeBytes read into by the kernel and
+    // offered as it is (no copy). One still held when the next batch
+    // comes (the reader kept a view of its bytes) is left to its holder
+    // and a new one made in its place.
+    std::shared_ptr<uint8_t[]> buffer;
+    int pathStatResult = -1;  // of the stat by path
+    struct statx pathStat {};
+  };
   io_uring ring{};
-  // A buffer of InputFile::kReadWholeBytes for each file of a batch, read
-  // into by the kernel and offered as they are (no copy). One still held
-  // when the next batch comes (the reader kept a view of its bytes) is
-  // left to its holder and a new one made in its place.
-  std::vector<std::shared_ptr<uint8_t[]>> buffers;
-  std::vector<struct statx> stats, pathStats;
-  std::vector<int> pathStatResult;
-  std::vector<int> fds;
-  std::vector<int> statResult, readResult;
+  std::array<Slot, kBatch> slots;
   bool live = false;    // set up
   bool broken = false;  // a wait failed: requests may be in flight
   ~Ring() {
     if (live) io_uring_queue_exit(&ring);
     // The kernel may still complete what was in flight into these buffers.
     if (broken)
-      for (auto& b : buffers) new std::shared_ptr<uint8_t[]>(std::move(b));  // never freed
+      for (Slot& s : slots) new std::shared_ptr<uint8_t[]>(std::move(s.buffer));  // never freed
   }
 };
 
 namespace {
 
 constexpr unsigned kEntries = 2 * ReadAhead::kBatch;
-
-// What fileStampOf (file_stamp_of.h) makes of fstat's answer, from statx's.
-FileStamp stampOf(const struct statx& sx) {
-  return FileStamp{uint64_t(makedev(sx.stx_dev_major, sx.stx_dev_minor)), sx.stx_ino, sx.stx_size,
-                   int64_t(sx.stx_mtime.tv_sec) * 1'000'000'000 + sx.stx_mtime.tv_nsec,
-                   int64_t(sx.stx_ctime.tv_sec) * 1'000'000'000 + sx.stx_ctime.tv_nsec};
-}
 
 // Submits what was queued and reaps `count` completions, each handed to
 // `take(user_data, res)`. False when the ring failed (nothing more is sent).
@@ -82,31 +82,15 @@ ReadAhead::ReadAhead(bool wanted) {
   // ENOSYS, EPERM (seccomp, kernel.io_uring_disabled), ENOMEM: off.
   if (io_uring_queue_init(kEntries, &ring->ring, 0) < 0) return;
   ring->live = true;
-  ring->buffers.resize(kBatch);
-  ring->stats.resize(kBatch);
-  ring->pathStats.resize(kBatch);
-  ring->pathStatResult.resize(kBatch);
-  ring->fds.resize(kBatch);
-  ring->statResult.resize(kBatch);
-  ring->readResult.resize(kBatch);
   m_ring = std::move(ring);
 }
 
-ReadAhead::~ReadAhead() = default;
-
-void ReadAhead::read(const std::vector<const std::string*>& paths,
-                     const std::vector<const std::string*>& stat) {
-  m_files.clear();
-  m_read.assign(paths.size(), false);
-  m_stamped.assign(stat.size(), false);
-  if (!m_ring) return;
+bool ReadAhead::readOnRing(const std::vector<const std::string*>& paths,
+                           const std::vector<const std::string*>& stat) {
   Ring& r = *m_ring;
   const size_t n = std::min(paths.size(), kBatch);
   const size_t ns = std::min(stat.size(), kBatch);
-  m_files.resize(n);
-  m_stamps.resize(ns);
-  std::fill(r.fds.begin(), r.fds.end(), -1);
-  std::fill(r.pathStatResult.begin(), r.pathStatResult.end(), -1);
+  for (Ring::Slot& s : r.slots) s.fd = s.pathStatResult = -1;
   // (The ring holds 2 * kBatch entries and is empty at each round's start:
   // a missing entry is a failure all the same.)
   bool ok = true;
@@ -129,7 +113,7 @@ void ReadAhead::read(const std::vector<const std::string*>& paths,
     if (!stat[j]) continue;
     if (io_uring_sqe* sqe = entry()) {
       io_uring_prep_statx(sqe, AT_FDCWD, stat[j]->c_str(), AT_STATX_SYNC_AS_STAT, STATX_BASIC_STATS,
-                          &r.pathStats[j]);
+                          &r.slots[j].pathStat);
       io_uring_sqe_set_data64(sqe, kBatch + j);
       ++queued;
     }
@@ -137,45 +121,45 @@ void ReadAhead::read(const std::vector<const std::string*>& paths,
   ok = submitAndReap(r.ring, queued,
                      [&](uint64_t tag, int res) {
                        if (tag < n)
-                         r.fds[tag] = res;
+                         r.slots[tag].fd = res;
                        else if (tag >= kBatch && tag - kBatch < ns)
-                         r.pathStatResult[tag - kBatch] = res;
+                         r.slots[tag - kBatch].pathStatResult = res;
                      }) &&
        ok;
   // Each open file's statx and read.
   queued = 0;
   for (size_t j = 0; j < n && ok; ++j) {
-    if (r.fds[j] < 0) continue;
-    r.statResult[j] = r.readResult[j] = -1;
+    Ring::Slot& s = r.slots[j];
+    if (s.fd < 0) continue;
+    s.statResult = s.readResult = -1;
     io_uring_sqe* st = entry();
     io_uring_sqe* rd = entry();
     if (!ok) break;
-    io_uring_prep_statx(st, r.fds[j], "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_BASIC_STATS,
-                        &r.stats[j]);
+    io_uring_prep_statx(st, s.fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_BASIC_STATS,
+                        &s.stat);
     io_uring_sqe_set_data64(st, 2 * j);
-    std::shared_ptr<uint8_t[]>& buffer = r.buffers[j];
-    if (!buffer || buffer.use_count() > 1)
-      buffer = std::shared_ptr<uint8_t[]>(new uint8_t[InputFile::kReadWholeBytes]);
-    io_uring_prep_read(rd, r.fds[j], buffer.get(), unsigned(InputFile::kReadWholeBytes), 0);
+    if (!s.buffer || s.buffer.use_count() > 1)
+      s.buffer = std::shared_ptr<uint8_t[]>(new uint8_t[InputFile::kReadWholeBytes]);
+    io_uring_prep_read(rd, s.fd, s.buffer.get(), unsigned(InputFile::kReadWholeBytes), 0);
     io_uring_sqe_set_data64(rd, 2 * j + 1);
     queued += 2;
   }
   ok = submitAndReap(r.ring, queued,
                      [&](uint64_t tag, int res) {
                        const size_t j = tag / 2;
-                       if (j < n) (tag % 2 ? r.readResult[j] : r.statResult[j]) = res;
+                       if (j < n) (tag % 2 ? r.slots[j].readResult : r.slots[j].statResult) = res;
                      }) &&
        ok;
   // The closes: by the ring while it works, else here. A close handed to
   // the ring is never made again here: the number may be another
   // thread's file by then (a descriptor is left open instead, on a ring
   // that failed).
-  std::vector<bool> handed(n, false);
+  std::array<bool, kBatch> handed{};
   queued = 0;
   for (size_t j = 0; j < n && ok; ++j) {
-    if (r.fds[j] < 0) continue;
+    if (r.slots[j].fd < 0) continue;
     if (io_uring_sqe* sqe = entry()) {
-      io_uring_prep_close(sqe, r.fds[j]);
+      io_uring_prep_close(sqe, r.slots[j].fd);
       handed[j] = true;
       ++queued;
     }
@@ -183,58 +167,58 @@ void ReadAhead::read(const std::vector<const std::string*>& paths,
   ok = submitAndReap(r.ring, queued, [](uint64_t, int) {}) && ok;
   if (!ok) {
     for (size_t j = 0; j < n; ++j)
-      if (r.fds[j] >= 0 && !handed[j]) ::close(r.fds[j]);
-    r.broken = true;
-    m_ring.reset();
-    m_files.clear();
-    m_read.assign(paths.size(), false);
-    m_stamped.assign(stat.size(), false);
-    return;
+      if (r.slots[j].fd >= 0 && !handed[j]) ::close(r.slots[j].fd);
+    return false;
   }
   for (size_t j = 0; j < ns; ++j)
-    if (r.pathStatResult[j] == 0 && S_ISREG(r.pathStats[j].stx_mode)) {
-      m_stamps[j] = stampOf(r.pathStats[j]);
-      m_stamped[j] = true;
-    }
+    if (r.slots[j].pathStatResult == 0 && S_ISREG(r.slots[j].pathStat.stx_mode))
+      m_stamps[j] = fileStampOf(r.slots[j].pathStat);
   for (size_t j = 0; j < n; ++j) {
-    if (r.fds[j] < 0 || r.statResult[j] != 0 || r.readResult[j] < 0) continue;
-    const struct statx& sx = r.stats[j];
-    if (!S_ISREG(sx.stx_mode) || sx.stx_size > InputFile::kReadWholeBytes) continue;
+    const Ring::Slot& s = r.slots[j];
+    if (s.fd < 0 || s.statResult != 0 || s.readResult < 0) continue;
+    if (!S_ISREG(s.stat.stx_mode) || s.stat.stx_size > InputFile::kReadWholeBytes) continue;
     // As InputFile reads a small file: the size its fstat said, or what
     // was there when it shrank meanwhile.
-    const uint64_t got = std::min<uint64_t>(uint64_t(r.readResult[j]), sx.stx_size);
-    const std::shared_ptr<uint8_t[]>& buffer = r.buffers[j];
-    OfferedFile& f = m_files[j];
+    OfferedFile& f = m_files[j].emplace();
     f.path = *paths[j];
-    f.stamp = stampOf(sx);
-    f.mtime = int64_t(sx.stx_mtime.tv_sec);
-    f.bytes.data = buffer.get();
-    f.bytes.size = got;
-    f.bytes.owner = std::shared_ptr<const void>(buffer, f.bytes.data);
-    m_read[j] = true;
+    f.stamp = fileStampOf(s.stat);
+    f.mtime = int64_t(s.stat.stx_mtime.tv_sec);
+    f.bytes.data = s.buffer.get();
+    f.bytes.size = std::min<uint64_t>(uint64_t(s.readResult), s.stat.stx_size);
+    f.bytes.owner = std::shared_ptr<const void>(s.buffer, f.bytes.data);
   }
+  return true;
 }
 
 #else  // no liburing at build time: nothing is read ahead
 
 struct ReadAhead::Ring {};
 ReadAhead::ReadAhead(bool) {}
-ReadAhead::~ReadAhead() = default;
-void ReadAhead::read(const std::vector<const std::string*>& paths,
-                     const std::vector<const std::string*>& stat) {
-  m_files.clear();
-  m_read.assign(paths.size(), false);
-  m_stamped.assign(stat.size(), false);
-}
 
 #endif
 
+ReadAhead::~ReadAhead() = default;
+
+void ReadAhead::read(const std::vector<const std::string*>& paths,
+                     const std::vector<const std::string*>& stat) {
+  m_files.assign(paths.size(), std::nullopt);
+  m_stamps.assign(stat.size(), std::nullopt);
+#ifdef CKPT_HAVE_URING
+  if (m_ring && !readOnRing(paths, stat)) {
+    m_ring->broken = true;
+    m_ring.reset();
+    m_files.assign(paths.size(), std::nullopt);
+    m_stamps.assign(stat.size(), std::nullopt);
+  }
+#endif
+}
+
 const OfferedFile* ReadAhead::file(size_t index) const {
-  return index < m_read.size() && m_read[index] ? &m_files[index] : nullptr;
+  return index < m_files.size() && m_files[index] ? &*m_files[index] : nullptr;
 }
 
 const FileStamp* ReadAhead::stamp(size_t index) const {
-  return index < m_stamped.size() && m_stamped[index] ? &m_stamps[index] : nullptr;
+  return index < m_stamps.size() && m_stamps[index] ? &*m_stamps[index] : nullptr;
 }
 
 }  // namespace ckpt::detail

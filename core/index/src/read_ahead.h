@@ -13,6 +13,7 @@
 // is read ahead. One per thread.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,11 +51,14 @@ class ReadAhead {
 
  private:
   struct Ring;
+  // Reads on the ring into m_files and m_stamps (cleared); false when the
+  // ring failed (it is no use any more).
+  // (Defined only where liburing is: the ring is null elsewhere.)
+  bool readOnRing(const std::vector<const std::string*>& paths,
+                  const std::vector<const std::string*>& stat);
   std::unique_ptr<Ring> m_ring;
-  std::vector<OfferedFile> m_files;
-  std::vector<bool> m_read;
-  std::vector<FileStamp> m_stamps;
-  std::vector<bool> m_stamped;
+  std::vector<std::optional<OfferedFile>> m_files;  // by index in the last read()'s paths
+  std::vector<std::optional<FileStamp>> m_stamps;   // by index in its `stat`
 };
 
 }  // namespace ckpt::detail

@@ -434,10 +434,11 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
   std::atomic<bool> stop{false};
   std::exception_ptr failure;
   std::mutex failureMutex;
+  // A listing of a few files is read on this thread alone, one by one.
+  const bool many = items.size() > 16;
   // Each thread takes the next items, a batch of them when it reads files
   // ahead (read_ahead.h: a few system calls for the batch's small files,
   // each then described from its bytes); false when none are left.
-  const bool readAhead = items.size() > 16;
   struct Taken {
     size_t first = 0, last = 0;
   };
@@ -467,7 +468,7 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
   };
   auto work = [&] {
     ListingCache::Folder folder;
-    ReadAhead ahead(readAhead);
+    ReadAhead ahead(many);
     Taken t;
     while (!stop.load(std::memory_order_relaxed) && take(ahead, &t))
       for (size_t i = t.first; i < t.last && !stop.load(std::memory_order_relaxed); ++i) {
@@ -502,12 +503,12 @@ ScanResult scanDirectory(const std::string& root, const ScanOptions& options) {
     }
   };
   std::vector<std::thread> helpers;
-  if (items.size() > 16)
+  if (many)
     for (unsigned t = 1; t < threads; ++t) helpers.emplace_back(work);
   emitReady();  // runs without checkpoints at the front
   {
     ListingCache::Folder folder;
-    ReadAhead ahead(readAhead);
+    ReadAhead ahead(many);
     Taken t;
     while (!stop && take(ahead, &t))
       for (size_t i = t.first; i < t.last && !stop; ++i) {

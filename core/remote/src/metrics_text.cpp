@@ -387,10 +387,7 @@ RunMetrics readRun(TextReader& in) {
   return r;
 }
 
-// A column as docs/REMOTE.md's `columns` give it: {"first":a,"stride":b}
-// when value i is first + stride * i for every point (integers wrapping as
-// uint64; reals as fma(stride, i, first), one rounding, the same bits on
-// every machine), else an array of the N values, null where a point has none.
+// An integer column that is a progression, as `columns` give it.
 void appendIntProgression(std::string& out, int64_t first, int64_t stride) {
   char b[kNumberTextMax + 2];
   out += "{\"first\":";
@@ -400,6 +397,10 @@ void appendIntProgression(std::string& out, int64_t first, int64_t stride) {
   out += '}';
 }
 
+// A column as docs/REMOTE.md's `columns` give it: {"first":a,"stride":b}
+// when value i is first + stride * i for every point (integers wrapping as
+// uint64; reals as fma(stride, i, first), one rounding, the same bits on
+// every machine), else an array of the N values, null where a point has none.
 template <typename Get>
 void appendIntColumn(std::string& out, size_t n, const Get& get) {
   char b[kNumberTextMax + 2];
