@@ -4,6 +4,7 @@
 // `tensorBytes` sends one tensor's bytes, in base64 events of 1 MiB.
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <memory>
 #include <mutex>
 
@@ -40,6 +41,19 @@ std::shared_ptr<const CheckpointFile> openCached(const std::string& path) {
   return cached;
 }
 
+// [{offset, data}] of `ranges` of `in`, the bytes in base64.
+Json partsJson(const InputFile& in, const std::vector<ByteRange>& ranges) {
+  Json parts = Json::array();
+  for (const ByteRange& r : ranges) {
+    const std::vector<uint8_t> bytes = in.read(r.offset, r.length);
+    parts.push_back(
+        Json{{"offset", r.offset},
+             {"data", remote::base64Encode(std::string_view(
+                          reinterpret_cast<const char*>(bytes.data()), bytes.size()))}});
+  }
+  return parts;
+}
+
 Json shapeJson(const Dims& shape) {
   Json out = Json::array();
   for (int64_t d : shape) out.push_back(d);
@@ -51,20 +65,41 @@ Json shapeJson(const Dims& shape) {
 Json skeleton(Call& call) {
   const std::string path = call.path("path");
   const auto file = openCached(path);
-  if (file->shards())
-    throw ProtocolError("failed", path +
-                                      ": a sharded checkpoint cannot be compared with one on "
-                                      "another machine yet (compare it on its host)");
   const Json digestsField = call.params.contains("digests") ? call.params["digests"] : Json(true);
   if (!digestsField.is_boolean())
     throw ProtocolError("bad_field", "digests: must be true or false");
-  Json parts = Json::array();
-  for (const ByteRange& r : skeletonRanges(*file)) {
-    const std::vector<uint8_t> bytes = file->input().read(r.offset, r.length);
-    parts.push_back(
-        Json{{"offset", r.offset},
-             {"data", remote::base64Encode(std::string_view(
-                          reinterpret_cast<const char*>(bytes.data()), bytes.size()))}});
+  Json answer{{"path", path},
+              {"size", file->shards() ? file->fileSize() : file->input().size()},
+              {"format", std::string(formatName(file->format()))}};
+  if (!file->shards()) {
+    answer["parts"] = partsJson(file->input(), skeletonRanges(*file));
+  } else {
+    // Every file its reader reads, below the folder the path names (or the
+    // index's folder), as that folder's name and paths relative to it.
+    namespace fs = std::filesystem;
+    struct stat st {};
+    const bool folder = ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    fs::path base = fs::path(path).lexically_normal();
+    if (base.has_parent_path() && base.filename().empty()) base = base.parent_path();
+    std::string open;
+    if (!folder) {
+      open = base.filename().string();
+      base = base.parent_path();
+    }
+    if (base.empty()) base = ".";
+    Json files = Json::array();
+    for (const SkeletonFileRanges& f : shardedSkeletonRanges(*file, base.string())) {
+      throwIfCancelled(call);
+      const InputFile in((base / f.file).string());
+      if (in.size() != f.size)
+        throw ProtocolError("failed", (base / f.file).string() + " changed while it was read");
+      files.push_back(Json{{"file", f.file}, {"size", f.size}, {"parts", partsJson(in, f.ranges)}});
+    }
+    answer["folder"] = fs::absolute(base).lexically_normal().filename().string();
+    answer["base"] = base.string();
+    answer["open"] = open;
+    answer["summary"] = file->shards()->summary();
+    answer["files"] = std::move(files);
   }
   // Digests of the tensors a diff compares: the model state dict's (an
   // optimizer's moments, twice the model, are not read), or every tensor
@@ -105,11 +140,8 @@ Json skeleton(Call& call) {
     tensors.push_back(std::move(entry));
   }
   call.progress(total, total);
-  return Json{{"path", path},
-              {"size", file->input().size()},
-              {"format", std::string(formatName(file->format()))},
-              {"parts", std::move(parts)},
-              {"tensors", std::move(tensors)}};
+  answer["tensors"] = std::move(tensors);
+  return answer;
 }
 
 Json tensorBytes(Call& call) {

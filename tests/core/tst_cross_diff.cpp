@@ -7,15 +7,20 @@
 // sides are not fetched (the bytes and requests counted); a cancelled
 // comparison comes back cancelled with the agent still serving; a host
 // that cannot be reached, drops mid-tensor or sends more than the header
-// says fails with a message naming the host and the tensor.
+// says fails with a message naming the host and the tensor. A checkpoint
+// of many files on a host (every sharded layout) is compared the same way,
+// its files sent without their storages' bytes.
 #include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <QDirIterator>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QScopeGuard>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -137,6 +142,28 @@ class TestCrossDiff : public QObject {
       const QString tag = QFileInfo(a).dir().dirName() + "/" + QFileInfo(a).fileName();
       QTest::newRow(qPrintable(tag)) << a << b << QStringList{"--json"};
     }
+    // Checkpoints of many files (a host's sent as its files without their
+    // storages' bytes): every layout, an index file named instead of its
+    // folder, DeepSpeed's `latest`, a Megatron join, and broken ones (a
+    // tensor that cannot be read is that tensor's error, as here).
+    const QString sh = kFixtures + "/sharded";
+    const QList<QPair<QString, QString>> sharded{
+        {sh + "/dcp_ws3", sh + "/reference.pt"},
+        {sh + "/hf_st/model.safetensors.index.json", sh + "/hf_bin"},
+        {sh + "/fsdp_dtensor_ws3", sh + "/fsdp_ws2"},
+        {sh + "/ds_run", sh + "/ds_z3_ws2/global_step1000"},
+        {kFixtures + "/megatron_titan/mg_join/gpt/iter_0000300",
+         kFixtures + "/megatron_titan/mg_join/bad/iter_0000010"},
+        {sh + "/hostile/dcp_pastend", sh + "/reference.pt"},
+        {sh + "/hostile/fsdp_overlap", sh + "/hostile/hf_nokey"},
+        {kCross + "/sharded_base", kCross + "/sharded_changed"},
+    };
+    for (const auto& [a, b] : sharded) {
+      const QString tag = "sharded " + QFileInfo(a).fileName() + " " + QFileInfo(b).fileName();
+      QTest::newRow(qPrintable(tag)) << a << b << QStringList{"--json"};
+    }
+    QTest::newRow("sharded text") << sh + "/hostile/dcp_pastend" << sh + "/dcp_ws3"
+                                  << QStringList{};
     QTest::newRow("cross top") << kCross + "/base.pt" << kCross + "/changed.pt"
                                << QStringList{"--json", "--top", "3"};
     QTest::newRow("cross text") << kCross + "/base.pt" << kCross + "/changed.pt" << QStringList{};
@@ -215,6 +242,112 @@ class TestCrossDiff : public QObject {
     QCOMPARE(int(r.trafficA.tensorsFetched), changedCount + identical);
     QCOMPARE(int(r.trafficB.tensorsFetched), changedCount);
     QCOMPARE(qint64(r.trafficB.tensorBytes), changedBytes);
+  }
+
+  // A checkpoint of many files on a host (Hugging Face shards: an index and
+  // two torch.save files) against the same state here: its files travel
+  // without their storages' bytes, written here as sparse files in a
+  // private folder under TMPDIR that goes with the comparison; only the
+  // changed tensors are fetched (cross.json, as for one file). The report
+  // is the one of the two folders here.
+  void shardedOnHost() {
+    const QString base = kCross + "/sharded_base", changed = kCross + "/sharded_changed";
+    const QString tmp = m_tmp.path() + "/skeletons";
+    QVERIFY(QDir().mkpath(tmp));
+    const QByteArray oldTmp = qgetenv("TMPDIR");
+    qputenv("TMPDIR", tmp.toUtf8());
+    const auto restore = qScopeGuard([&] { qputenv("TMPDIR", oldTmp); });
+    const int changedCount = int(m_expected.value("changed").toArray().size());
+    const qint64 changedBytes = qint64(m_expected.value("changed_bytes").toDouble());
+    const auto agent = pipeAgent(kCross);
+    ckpt::remote::DiffEnd here{base.toStdString(), nullptr, ""};
+    ckpt::remote::DiffEnd there{changed.toStdString(), agent.get(), "test"};
+    auto r =
+        std::make_unique<ckpt::remote::CrossDiff>(ckpt::remote::diffAcrossMachines(here, there));
+    QCOMPARE(QString::fromStdString(ckpt::diffToJson(r->diff).dump(1)),
+             QString::fromStdString(localJson(base, changed)));
+    QCOMPARE(int(r->trafficB.tensorsFetched), changedCount);
+    QCOMPARE(qint64(r->trafficB.tensorBytes), changedBytes);
+    QCOMPARE(int(r->trafficA.tensorsFetched), 0);
+    qint64 hostBytes = 0;
+    for (const QFileInfo& f : QDir(changed).entryInfoList(QDir::Files)) hostBytes += f.size();
+    QVERIFY2(qint64(r->trafficB.skeletonBytes) < hostBytes / 10,
+             qPrintable(QString("%1 of %2").arg(r->trafficB.skeletonBytes).arg(hostBytes)));
+
+    // While the comparison is held: the host's files by name and size, in
+    // one private folder named as on the host, holes where the storages are.
+    const QStringList made = QDir(tmp).entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+    QCOMPARE(made.size(), 1);
+    QVERIFY2(made[0].startsWith("ckptscope-skeleton-"), qPrintable(made[0]));
+    QCOMPARE(QFileInfo(tmp + "/" + made[0]).permissions() & (QFile::ReadOther | QFile::ReadGroup),
+             QFile::Permissions());
+    const QString mirror = tmp + "/" + made[0] + "/sharded_changed";
+    qint64 allocated = 0, sizes = 0;
+    for (const QFileInfo& f : QDir(changed).entryInfoList(QDir::Files)) {
+      const QFileInfo m(mirror + "/" + f.fileName());
+      QVERIFY2(m.exists(), qPrintable(m.filePath()));
+      QCOMPARE(m.size(), f.size());
+      struct stat st {};
+      QCOMPARE(::stat(m.filePath().toLocal8Bit().constData(), &st), 0);
+      allocated += qint64(st.st_blocks) * 512;
+      sizes += m.size();
+    }
+    QVERIFY2(allocated < sizes / 2, qPrintable(QString("%1 of %2").arg(allocated).arg(sizes)));
+    r.reset();
+    QVERIFY2(QDir(tmp).isEmpty(), qPrintable(QDir(tmp).entryList().join(", ")));
+
+    // Both on hosts (each its own folder), and the host's folder named by its index.
+    const auto agent2 = pipeAgent(kCross);
+    ckpt::remote::DiffEnd first{(base + "/pytorch_model.bin.index.json").toStdString(),
+                                agent2.get(), "one"};
+    r = std::make_unique<ckpt::remote::CrossDiff>(ckpt::remote::diffAcrossMachines(first, there));
+    QCOMPARE(QString::fromStdString(ckpt::diffToJson(r->diff).dump(1)),
+             QString::fromStdString(localJson(base + "/pytorch_model.bin.index.json", changed)));
+    QCOMPARE(int(r->trafficB.tensorsFetched), changedCount);
+    QCOMPARE(QDir(tmp).entryList(QDir::Dirs | QDir::NoDotAndDotDot).size(), 2);
+    r.reset();
+    QVERIFY(QDir(tmp).isEmpty());
+  }
+
+  void lyingShardedHostFails_data() {
+    QTest::addColumn<QString>("mode");
+    QTest::addColumn<QString>("says");
+    QTest::newRow("a file outside its folder")
+        << "escape"
+        << "is not a plain path inside the checkpoint's folder";
+    QTest::newRow("a file sent twice") << "twice"
+                                       << "is sent twice";
+    QTest::newRow("a folder named ..") << "folder"
+                                       << "which is not a plain folder name";
+    QTest::newRow("a file of 2^60 bytes") << "bigfile"
+                                          << "holds 1152921504606846976 bytes";
+    QTest::newRow("read otherwise") << "summary"
+                                    << "update ckptscope-cli on one of them";
+  }
+
+  // A host that lies about a checkpoint of many files: exit 1, nothing on
+  // stdout, a message naming the host and what is wrong; nothing is
+  // written outside the private folder, and the folder goes.
+  void lyingShardedHostFails() {
+    if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+    QFETCH(QString, mode);
+    QFETCH(QString, says);
+    const QString wrapper = lyingCli(mode);
+    QVERIFY(!wrapper.isEmpty());
+    const QString tmp = m_tmp.path() + "/lying-skeletons/" + mode + "/deep/tmp";
+    QVERIFY(QDir().mkpath(tmp));
+    QProcessEnvironment env = sshEnv(wrapper);
+    env.insert("TMPDIR", tmp);
+    const ProcessResult r =
+        cli({"diff", "--json", kCross + "/sharded_base", host1(kCross + "/sharded_changed")}, env);
+    QVERIFY2(r.exitCode == 1, r.err.constData());
+    QVERIFY(r.out.isEmpty());
+    QVERIFY2(r.err.contains(says.toUtf8()), r.err.constData());
+    QVERIFY2(r.err.contains(QString("127.0.0.1:%1").arg(m_server.port()).toUtf8()),
+             r.err.constData());
+    QVERIFY2(QDir(tmp).isEmpty(), qPrintable(QDir(tmp).entryList().join(", ")));
+    QDirIterator it(m_tmp.path() + "/lying-skeletons", QDirIterator::Subdirectories);
+    while (it.hasNext()) QVERIFY2(!it.next().contains("escaped"), qPrintable(it.filePath()));
   }
 
   // ---- cancel and failures

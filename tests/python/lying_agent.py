@@ -11,6 +11,12 @@ each `tensorBytes` event (a chunk of a tensor's bytes) is changed by MODE:
   cut      the agent's output ends in the middle of the first chunk (the
            connection drops while a tensor is on its way)
   huge     the skeleton claims a file of 2^60 bytes
+A sharded checkpoint's skeleton (its `files`) is changed by MODE:
+  escape   its first file is named ../../escaped (outside its folder)
+  twice    its first file is sent twice
+  folder   its folder is named ".."
+  bigfile  its first file claims 2^60 bytes
+  summary  the host says it reads the checkpoint otherwise (its summary)
 Everything else reaches the client as the real agent sent it.
 """
 import base64
@@ -29,6 +35,19 @@ def main():
         result = msg.get("result")
         if mode == "huge" and isinstance(result, dict) and "parts" in result:
             result["size"] = 1 << 60
+            line = (json.dumps(msg) + "\n").encode()
+        if isinstance(result, dict) and "files" in result and result["files"]:
+            files = result["files"]
+            if mode == "escape":
+                files[0]["file"] = "../../escaped"
+            elif mode == "twice":
+                files.append(dict(files[0]))
+            elif mode == "folder":
+                result["folder"] = ".."
+            elif mode == "bigfile":
+                files[0]["size"] = 1 << 60
+            elif mode == "summary":
+                result["summary"] += " (read otherwise)"
             line = (json.dumps(msg) + "\n").encode()
         if isinstance(event, dict) and "data" in event:
             if mode == "cut":

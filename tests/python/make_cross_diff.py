@@ -12,6 +12,8 @@ are byte for byte equal and which differ, and how many bytes the changed
 ones hold (what a comparison must fetch from a host, and no more):
 {"identical": [name], "changed": [name], "changed_bytes": N}
 (a tied entry counts once: its storage is compared once).
+OUTDIR/sharded_base/ and OUTDIR/sharded_changed/: the same two states as
+Hugging Face sharded checkpoints (an index and two torch.save shards each).
 """
 import collections
 import json
@@ -22,6 +24,25 @@ import torch
 
 torch.manual_seed(27)
 OrderedDict = collections.OrderedDict
+
+
+def hf_shards(folder, sd, shards=2):
+    """pytorch_model-0000N-of-0000M.bin files of consecutive keys and
+    pytorch_model.bin.index.json naming which holds each."""
+    os.makedirs(folder, exist_ok=True)
+    names = list(sd)
+    per = (len(names) + shards - 1) // shards
+    weight_map = OrderedDict()
+    total = 0
+    for i in range(shards):
+        group = names[i * per:(i + 1) * per]
+        file = f"pytorch_model-{i + 1:05d}-of-{shards:05d}.bin"
+        torch.save(OrderedDict((k, sd[k].clone()) for k in group), os.path.join(folder, file))
+        for k in group:
+            weight_map[k] = file
+            total += sd[k].numel() * sd[k].element_size()
+    with open(os.path.join(folder, "pytorch_model.bin.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=2)
 
 
 def main():
@@ -60,6 +81,14 @@ def main():
     torch.save({"model_state": changed, "step": 200, "stage": "sft",
                 "config": {"d_model": d, "n_layers": 3, "vocab_size": vocab}},
                os.path.join(out, "changed.pt"))
+
+    # The same two states as a Hugging Face sharded checkpoint each (the
+    # index and torch.save shards, as transformers' save_pretrained writes
+    # them with safe_serialization=False): a checkpoint of many files on a
+    # host compared with one here. Every tensor its own storage (a tie
+    # across shards does not survive sharding).
+    hf_shards(os.path.join(out, "sharded_base"), sd)
+    hf_shards(os.path.join(out, "sharded_changed"), changed)
 
     identical = [n for n in sd if n not in touched and n != "lm_head.weight"]
     changed_names = [n for n in sd if n in touched]

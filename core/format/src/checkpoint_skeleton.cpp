@@ -4,12 +4,15 @@
 #include "ckpt/format/checkpoint_skeleton.h"
 
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "ckpt/format/error.h"
+#include "ckpt/format/sharded.h"
 #include "ckpt/format/tensor_data.h"
 #include "ckpt/format/zip_archive.h"
 
@@ -121,6 +124,101 @@ std::vector<ByteRange> skeletonRanges(const CheckpointFile& file) {
     at = std::max(at, end);
   }
   if (at < size) out.push_back({at, size - at});
+  return out;
+}
+
+// A part (or an archive in one) the reader cannot read is sent whole up to this.
+constexpr uint64_t kBrokenWholeBytes = uint64_t(64) << 20;
+
+std::vector<SkeletonFileRanges> shardedSkeletonRanges(const CheckpointFile& file,
+                                                      const std::string& base) {
+  namespace fs = std::filesystem;
+  const ShardSet* shards = file.shards();
+  if (!shards) fail(file.path() + ": not a sharded checkpoint");
+  const fs::path root = fs::path(base).lexically_normal();
+  auto relative = [&](const std::string& path) {
+    const fs::path rel = fs::path(path).lexically_normal().lexically_relative(root);
+    if (rel.empty() || rel.is_absolute() || *rel.begin() == "..")
+      fail(path + " lies outside " + base + ", the folder sent");
+    return rel.generic_string();
+  };
+  std::vector<SkeletonFileRanges> out;
+  auto whole = [&](const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+      fail(path + ": cannot be read (" + std::strerror(errno) + ")");
+    out.push_back({relative(path), uint64_t(st.st_size), {{0, uint64_t(st.st_size)}}});
+  };
+  if (!shards->entry().empty()) whole(shards->entry());
+  const std::vector<ShardPart>& parts = shards->parts();
+  const bool dcp = shards->layout() == ShardLayout::Dcp;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const ShardPart& p = parts[i];
+    if (!p.present) continue;  // missing there as here
+    SkeletonFileRanges f{relative(p.path), p.size, {}};
+    // What the reader could not make sense of is sent whole, so that a
+    // reader elsewhere fails on the same bytes with the same words.
+    auto sendWhole = [&](const std::string& why, uint64_t offset, uint64_t length) {
+      offset = std::min(offset, p.size);
+      length = std::min(length, p.size - offset);
+      if (length > kBrokenWholeBytes)
+        fail(p.path + " cannot be read (" + why + ") and is too large to send whole");
+      f.ranges.push_back({offset, length});
+    };
+    if (!p.error.empty()) {
+      sendWhole(p.error, 0, p.size);
+    } else if (!dcp) {
+      const CheckpointFile* part = shards->partFile(int(i));
+      if (!part) fail(p.path + " is not open, so it cannot be sent in parts");
+      f.ranges = skeletonRanges(*part);
+    } else {
+      // Each archive .metadata places in the part, without its storages.
+      for (const ShardSet::StorageSlice& s : shards->storageSlices()) {
+        if (s.part != int(i) || !s.error.empty()) continue;
+        ReadOptions options;
+        options.sliceOffset = s.offset;
+        options.sliceLength = s.length;
+        std::unique_ptr<CheckpointFile> slice;
+        try {
+          slice = CheckpointFile::open(p.path, options);
+        } catch (const FormatError& e) {
+          sendWhole(e.what(), s.offset, s.length);
+          continue;
+        }
+        for (const ByteRange& r : skeletonRanges(*slice))
+          f.ranges.push_back({s.offset + r.offset, r.length});
+      }
+      std::sort(f.ranges.begin(), f.ranges.end(),
+                [](const ByteRange& x, const ByteRange& y) { return x.offset < y.offset; });
+      // Two entries naming one archive: its ranges once.
+      std::vector<ByteRange> merged;
+      for (const ByteRange& r : f.ranges) {
+        if (!merged.empty() && r.offset <= merged.back().offset + merged.back().length) {
+          ByteRange& m = merged.back();
+          m.length = std::max(m.offset + m.length, r.offset + r.length) - m.offset;
+        } else {
+          merged.push_back(r);
+        }
+      }
+      f.ranges = std::move(merged);
+    }
+    out.push_back(std::move(f));
+  }
+  if (dcp) {
+    // The ranks a DCP folder counts include .distcp files no entry names:
+    // there by name and size, none of their bytes read.
+    std::error_code ec;
+    for (fs::directory_iterator it(shards->folder(), ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (name.size() < 7 || name.compare(name.size() - 7, 7, ".distcp") != 0) continue;
+      const std::string rel = relative(it->path().string());
+      if (std::any_of(out.begin(), out.end(), [&](const auto& f) { return f.file == rel; }))
+        continue;
+      std::error_code sec;
+      if (!it->is_regular_file(sec)) continue;
+      out.push_back({rel, uint64_t(it->file_size(sec)), {}});
+    }
+  }
   return out;
 }
 

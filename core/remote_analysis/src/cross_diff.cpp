@@ -13,6 +13,7 @@
 #include "ckpt/format/tensor_data.h"
 #include "ckpt/remote/agent_client.h"
 #include "ckpt/remote/bytes_wire.h"
+#include "skeleton_folder.h"
 #include "wire_reader.h"
 
 namespace ckpt::remote {
@@ -20,6 +21,8 @@ namespace {
 
 // The largest file a skeleton may claim (64 TiB).
 constexpr uint64_t kMaxFileBytes = uint64_t(1) << 46;
+// The most files a sharded checkpoint's skeleton may hold.
+constexpr size_t kMaxSkeletonFiles = size_t(1) << 20;
 
 // Thrown through diffCheckpoints' workers when the comparison was cancelled.
 struct Cancelled {};
@@ -64,6 +67,10 @@ struct End {
   std::vector<std::string> digests;  // a host's, by tensor index ("": none)
   std::mutex agentMutex;             // one request at a time on its agent
   EndTraffic traffic;
+  // A host's sharded checkpoint: its files here, and the folder they are
+  // in on the host (what the reader's messages name there).
+  std::shared_ptr<SkeletonFolder> folder;
+  std::string hostBase;
 
   explicit End(const DiffEnd& w) : where(w) {}
   [[nodiscard]] bool remote() const { return where.agent != nullptr; }
@@ -85,7 +92,18 @@ class Comparison {
         return report("comparing", done, total);
       };
       options.tensorBytes = [this](const TensorDiff& t) { return pair(t); };
-      out.diff = diffCheckpoints(*m_a.file, *m_b.file, options);
+      try {
+        out.diff = diffCheckpoints(*m_a.file, *m_b.file, options);
+      } catch (const FormatError& err) {
+        throw FormatError(asHost(err.what()));
+      }
+      for (End* e : {&m_a, &m_b}) {
+        if (!e->folder) continue;
+        // What the reader said here of a host's files, as it names them there.
+        (e == &m_a ? out.diff.pathA : out.diff.pathB) = e->where.path;
+        for (TensorDiff& t : out.diff.tensors) t.error = asHost(std::move(t.error));
+        for (std::string& n : out.diff.notes) n = asHost(std::move(n));
+      }
     } catch (const Cancelled&) {
       m_cancelled = true;
     } catch (const RemoteError& e) {
@@ -97,6 +115,10 @@ class Comparison {
       out.diff.pathB = m_b.where.path;
       out.diff.cancelled = true;
     }
+    if (m_a.folder || m_b.folder)
+      out.skeletonFolders = std::make_shared<
+          std::pair<std::shared_ptr<SkeletonFolder>, std::shared_ptr<SkeletonFolder>>>(m_a.folder,
+                                                                                       m_b.folder);
     out.a = std::move(m_a.file);
     out.b = std::move(m_b.file);
     out.trafficA = m_a.traffic;
@@ -112,6 +134,65 @@ class Comparison {
     std::lock_guard lock(m_progressMutex);
     if (!m_options.progress(phase, done, total)) m_cancelled = true;
     return !m_cancelled;
+  }
+
+  // `text` with each host's sharded checkpoint named as on its host.
+  std::string asHost(std::string text) const {
+    for (const End* e : {&m_a, &m_b})
+      if (e->folder) text = e->folder->asHost(std::move(text), e->hostBase);
+    return text;
+  }
+
+  // A skeleton's [{offset, data}] parts, decoded (counted as travelled).
+  std::vector<SkeletonPart> partsOf(End& e, const Reader& r, const std::string& what) {
+    std::vector<SkeletonPart> parts;
+    const Json& ps = r.array("parts", true);
+    for (size_t i = 0; i < ps.size(); ++i) {
+      const Reader p = Reader::object(ps[i], "parts[" + std::to_string(i) + "]", what);
+      SkeletonPart part;
+      part.offset = p.integer<uint64_t>("offset");
+      if (!base64Decode(p.text("data", true), part.bytes)) p.fail("data", "is not base64");
+      e.traffic.skeletonBytes += part.bytes.size();
+      parts.push_back(std::move(part));
+    }
+    return parts;
+  }
+
+  // A host's sharded checkpoint: its files written here without their
+  // storages' bytes, opened by the reader that opens such a folder here.
+  void openSharded(End& e, const Reader& top, const std::string& what) {
+    e.hostBase = top.text("base", true);
+    const std::string open = top.text("open");
+    auto folder = std::make_shared<SkeletonFolder>(e.name(), top.text("folder", true));
+    const Json& files = top.array("files", true);
+    if (files.size() > kMaxSkeletonFiles)
+      throw std::runtime_error(e.name() + ": the host sends " + std::to_string(files.size()) +
+                               " files (more than " + std::to_string(kMaxSkeletonFiles) + ")");
+    bool opensSent = open.empty();
+    for (size_t i = 0; i < files.size(); ++i) {
+      const Reader f = Reader::object(files[i], "files[" + std::to_string(i) + "]", what);
+      const std::string file = f.text("file", true);
+      const uint64_t size = f.integer<uint64_t>("size");
+      if (size > kMaxFileBytes)
+        throw std::runtime_error(e.name() + ": the host says " + file + " holds " +
+                                 std::to_string(size) + " bytes (more than " +
+                                 std::to_string(kMaxFileBytes) + ")");
+      folder->add(file, size, partsOf(e, f, what));
+      opensSent = opensSent || file == open;
+    }
+    if (!opensSent) top.fail("open", "names no file it sent");
+    e.folder = folder;
+    try {
+      e.file = CheckpointFile::open(folder->path(open));
+    } catch (const FormatError& err) {
+      throw FormatError(folder->asHost(err.what(), e.hostBase));
+    }
+    const std::string summary = top.text("summary", true);
+    if (!e.file->shards() || e.file->shards()->summary() != summary)
+      throw std::runtime_error(
+          e.where.host + " reads " + e.where.path + " as " + summary + ", this ckptscope-cli as " +
+          (e.file->shards() ? e.file->shards()->summary() : std::string("one file")) +
+          ": update ckptscope-cli on one of them");
   }
 
   // Whether the comparison is to stop (asked by the agents' calls too).
@@ -151,23 +232,18 @@ class Comparison {
     if (stopping()) throw Cancelled{};
     const std::string what = "skeleton of " + e.name();
     const Reader top = Reader::object(r, "result", what);
-    const uint64_t size = top.integer<uint64_t>("size");
-    // Reserved (not filled) as one mapping: a claim past what any disk
-    // holds is a broken or hostile host, not a file.
-    if (size > kMaxFileBytes)
-      throw std::runtime_error(e.name() + ": the host says the file holds " + std::to_string(size) +
-                               " bytes (more than " + std::to_string(kMaxFileBytes) + ")");
-    std::vector<SkeletonPart> parts;
-    const Json& ps = top.array("parts", true);
-    for (size_t i = 0; i < ps.size(); ++i) {
-      const Reader p = Reader::object(ps[i], "parts[" + std::to_string(i) + "]", what);
-      SkeletonPart part;
-      part.offset = p.integer<uint64_t>("offset");
-      if (!base64Decode(p.text("data", true), part.bytes)) p.fail("data", "is not base64");
-      e.traffic.skeletonBytes += part.bytes.size();
-      parts.push_back(std::move(part));
+    if (top.has("files")) {
+      openSharded(e, top, what);
+    } else {
+      const uint64_t size = top.integer<uint64_t>("size");
+      // Reserved (not filled) as one mapping: a claim past what any disk
+      // holds is a broken or hostile host, not a file.
+      if (size > kMaxFileBytes)
+        throw std::runtime_error(e.name() + ": the host says the file holds " +
+                                 std::to_string(size) + " bytes (more than " +
+                                 std::to_string(kMaxFileBytes) + ")");
+      e.file = openSkeleton(e.where.path, size, partsOf(e, top, what));
     }
-    e.file = openSkeleton(e.where.path, size, parts);
     // The host read the file as this program does, or the tensors differ:
     // an agent of another version must not be trusted to have sent what
     // this reader needs.

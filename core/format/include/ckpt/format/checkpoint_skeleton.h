@@ -31,6 +31,24 @@ struct ByteRange {
 // Throws FormatError for a sharded checkpoint.
 [[nodiscard]] std::vector<ByteRange> skeletonRanges(const CheckpointFile& file);
 
+// A sharded checkpoint (file.shards()) without its storages' bytes: every
+// file its reader reads, named relative to `base` (the folder the path
+// names, or the folder of the index file it names): the description (an
+// index, DCP's .metadata, DeepSpeed's `latest`) whole, each part without
+// its storages' bytes (a DCP part: each torch.save archive in it without
+// theirs; bytes between them are not read). A part that is missing is not
+// listed (a reader given these files finds it missing too); a part or an
+// archive the reader cannot read is sent whole (a reader given it fails
+// as this one did), up to 64 MiB: past that, and for a file outside
+// `base`, throws FormatError naming it.
+struct SkeletonFileRanges {
+  std::string file;  // relative to `base`, '/'-separated
+  uint64_t size = 0;
+  std::vector<ByteRange> ranges;
+};
+[[nodiscard]] std::vector<SkeletonFileRanges> shardedSkeletonRanges(const CheckpointFile& file,
+                                                                    const std::string& base);
+
 struct SkeletonPart {
   uint64_t offset = 0;
   std::string bytes;

@@ -3,7 +3,8 @@
 // on a host, or on two hosts): `diff A B` where no one machine holds both
 // (docs/REMOTE.md, "Comparing across machines"). Each file on a host is
 // sent without its storages' bytes (the agent's `skeleton`) and opened here
-// as the same CheckpointFile; the comparison is then made by
+// as the same CheckpointFile (a sharded checkpoint: its files so, in a
+// private folder); the comparison is then made by
 // diffCheckpoints, the code that compares two files here, so the report is
 // the one two files here give (byte for byte in diff --json). Tensor bytes
 // travel only where a tensor differs: each side's digest of a tensor's
@@ -53,6 +54,10 @@ struct CrossDiffOptions {
 
 struct CrossDiff {
   CheckpointDiff diff;  // `cancelled` set (and nothing else) when it was cancelled
+  // Where a host's sharded checkpoint is read from here (its files without
+  // their storages' bytes, in a private folder removed with this): held
+  // while `a` and `b` are (declared before them, it goes after them).
+  std::shared_ptr<const void> skeletonFolders;
   // Both files, as diffCheckpoints saw them (a host's: its skeleton, no
   // tensor bytes): for their metadata (diffMetadata with everyKey) and the
   // text report's summary line.
