@@ -35,6 +35,9 @@ namespace serve {
 
 namespace {
 
+// Files `metrics` may name for `since` beyond the roots, at most.
+constexpr size_t kMaxFollowedFiles = size_t(1) << 20;
+
 std::string realPath(const std::string& path, const std::string& field) {
   char buf[PATH_MAX];
   if (!::realpath(path.c_str(), buf))
@@ -61,6 +64,19 @@ std::string Roots::check(const std::string& path, const std::string& field) cons
       return path;
   throw ProtocolError("outside_roots", field + ": " + path + " (" + real +
                                            ") is outside every folder opened with `open`");
+}
+
+void Roots::follow(const std::string& file) {
+  std::lock_guard lock(m_mutex);
+  if (m_followed.size() < kMaxFollowedFiles) m_followed.insert(file);
+}
+
+std::string Roots::checkFollowed(const std::string& path, const std::string& field) const {
+  {
+    std::lock_guard lock(m_mutex);
+    if (m_followed.count(path)) return path;
+  }
+  return check(path, field);
 }
 
 // ------------------------------------------------------------------ params

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -39,10 +40,17 @@ class Roots {
   // `path` when it exists and resolves inside a root; else ProtocolError
   // naming `field` and the path.
   [[nodiscard]] std::string check(const std::string& path, const std::string& field) const;
+  // A file a `metrics` answer named as one of a run's sources (its read
+  // ends): a log beside a run folder opened as the root lies outside it,
+  // and `metrics` with `since` may follow it all the same.
+  void follow(const std::string& file);
+  // check(), or `path` when it is a followed file.
+  [[nodiscard]] std::string checkFollowed(const std::string& path, const std::string& field) const;
 
  private:
   mutable std::mutex m_mutex;
   std::vector<std::string> m_roots;  // real paths
+  std::set<std::string> m_followed;  // as metrics named them
 };
 
 // A folder's scan shared by the requests that arrived before it was done:

@@ -92,7 +92,7 @@ Json metricsSince(const Call& call) {
   Json files = Json::array();
   for (auto it = since.begin(); it != since.end(); ++it) {
     throwIfCancelled(call);
-    const std::string file = call.roots.check(it.key(), "since");
+    const std::string file = call.roots.checkFollowed(it.key(), "since");
     if (!it.value().is_number_unsigned() && !it.value().is_number_integer())
       throw ProtocolError("bad_field", "since: the offset of " + it.key() + " is not a number");
     const int64_t from = it.value().get<int64_t>();
@@ -272,6 +272,27 @@ Json runMethod(const std::string& method, Call& call) {
     // `full`: every field of the scan (the app lists remote runs with it), not only ls --json's.
     const Json full = call.params.contains("full") ? call.params["full"] : Json(false);
     if (!full.is_boolean()) throw ProtocolError("bad_field", "full: must be true or false");
+    // `file`: a path that is one file (ssh://host/run/step_100.pt opened in
+    // the app) is listed as that file in its folder, as the app lists a
+    // file opened here, and the answer says so ({file: true}); without it
+    // such a path is refused, as `ls FILE` refuses it.
+    const Json file = call.params.contains("file") ? call.params["file"] : Json(false);
+    if (!file.is_boolean()) throw ProtocolError("bad_field", "file: must be true or false");
+    if (file.get<bool>()) {
+      const std::string path = call.path("path");
+      struct stat st {};
+      if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+        const fs::path p(path);
+        RunEntry run;
+        run.path = run.root = p.parent_path().string();
+        run.name = p.parent_path().filename().string();
+        run.checkpoints.push_back(describeCheckpoint(path, p.filename().string()));
+        ScanResult one;
+        one.root = run.path;
+        one.runs.push_back(std::move(run));
+        return Json{{"scan", remote::scanToWire(one, full.get<bool>())}, {"file", true}};
+      }
+    }
     const std::shared_ptr<const ScanResult> scanned =
         call.scans ? call.scans->scan(call.path("path"), call.received)
                    : std::make_shared<const ScanResult>(scanDirectory(call.path("path")));
@@ -370,14 +391,21 @@ Json runMethod(const std::string& method, Call& call) {
     if (!stream.is_boolean()) throw ProtocolError("bad_field", "stream: must be true or false");
     const FindRunsFn find = [&call](const std::string& p) { return runsUnder(call, p); };
     // Written as text: a tree of a sweep's points cost more than reading them.
+    // Each source a run was read from may be followed (`since`), inside
+    // the roots or not (a log beside the run folder opened).
+    const auto followed = [&call](const RunMetrics& run) {
+      for (const auto& [file, end] : run.readEnds) call.roots.follow(file);
+    };
     if (!stream.get<bool>()) {
-      remote::appendMetricsResultText(call.resultText, metricsOf(paths, logs, find),
-                                      columns.get<bool>());
+      const std::vector<RunMetrics> runs = metricsOf(paths, logs, find);
+      for (const RunMetrics& run : runs) followed(run);
+      remote::appendMetricsResultText(call.resultText, runs, columns.get<bool>());
       return Json();
     }
     std::vector<RunMetrics> one(1);
     std::string text;
     metricsOf(paths, logs, find, [&](RunMetrics&& run) {
+      followed(run);
       one.front() = std::move(run);
       text.clear();
       remote::appendMetricsResultText(text, one, columns.get<bool>());

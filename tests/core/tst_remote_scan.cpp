@@ -3,6 +3,10 @@
 // `ckptscope-cli serve --stdio` on a pipe, converted back, equal what
 // scanDirectory and collectMetrics give for the same folder here, field by
 // field (the app lists and draws remote runs from these).
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+#include <QTemporaryDir>
 #include <QtTest>
 #include <cmath>
 
@@ -202,6 +206,89 @@ class TestRemoteScan : public QObject {
       }
     }
     QVERIFY(points > 0);
+  }
+
+  // One file opened (ssh://host/run/step_100.pt in the app): `scan` with
+  // `file` lists it in its folder as describeCheckpoint here describes it
+  // (a checkpoint, a sharded checkpoint's index, a file that is none), and
+  // says so; without `file` the path is refused as ls FILE refuses it.
+  void oneFileIsListedAsAFile_data() {
+    QTest::addColumn<QString>("file");
+    const QString f = QString::fromStdString(kFixtures);
+    QTest::newRow("checkpoint") << f + "/cross/base.pt";
+    QTest::newRow("sharded index") << f + "/sharded/hf_st/model.safetensors.index.json";
+    QTest::newRow("not a checkpoint") << f + "/cross/cross.json";
+  }
+  void oneFileIsListedAsAFile() {
+    QFETCH(QString, file);
+    const std::string path = file.toStdString();
+    const QFileInfo info(file);
+    const CheckpointEntry local = ckpt::describeCheckpoint(path, info.fileName().toStdString());
+    ckpt::remote::AgentClient agent({CKPT_CLI, "serve", "--stdio"}, "the test's agent",
+                                    "tst_remote_scan");
+    agent.call("open", Json{{"path", path}});
+    const Json answer = agent.call("scan", Json{{"path", path}, {"full", true}, {"file", true}});
+    QCOMPARE(answer.value("file", false), true);
+    const ScanResult r = ckpt::remote::scanFromWire(answer["scan"]);
+    QCOMPARE(r.runs.size(), size_t(1));
+    QCOMPARE(QString::fromStdString(r.runs[0].path), info.absolutePath());
+    QCOMPARE(QString::fromStdString(r.runs[0].name), info.absoluteDir().dirName());
+    QCOMPARE(r.runs[0].checkpoints.size(), size_t(1));
+    compareEntry(r.runs[0].checkpoints[0], local, /*full=*/true);
+    try {
+      (void)agent.call("scan", Json{{"path", path}, {"full", true}});
+      QFAIL("a file was scanned as a folder");
+    } catch (const ckpt::remote::RemoteError& e) {
+      QVERIFY2(QString(e.what()).endsWith("not a directory"), e.what());
+    }
+    try {
+      (void)agent.call("scan", Json{{"path", path}, {"file", "yes"}});
+      QFAIL("file: \"yes\" was taken");
+    } catch (const ckpt::remote::RemoteError& e) {
+      QCOMPARE(QString::fromStdString(e.code()), QString("bad_field"));
+    }
+  }
+
+  // A log beside the run folder opened (a sweep's train.log) is one of the
+  // run's sources, outside the root: `metrics` names it, and `since` then
+  // follows it (what the app asks when the folder changes); a file it did
+  // not name stays outside.
+  void logBesideTheRunIsFollowed() {
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    const QString run = tmp.path() + "/sweep/run1";
+    QVERIFY(QDir().mkpath(run));
+    QVERIFY(
+        QFile::copy(QString::fromStdString(kFixtures) + "/cross/base.pt", run + "/step_100.pt"));
+    const QString log = tmp.path() + "/sweep/run1.log", other = tmp.path() + "/sweep/notes.txt";
+    auto write = [](const QString& path, const QByteArray& text, QIODevice::OpenMode mode) {
+      QFile f(path);
+      return f.open(mode) && f.write(text) == text.size();
+    };
+    QVERIFY(write(log, "step=10 loss=2.5\n", QIODevice::WriteOnly));
+    QVERIFY(write(other, "step=10 loss=9\n", QIODevice::WriteOnly));
+    ckpt::remote::AgentClient agent({CKPT_CLI, "serve", "--stdio"}, "the test's agent",
+                                    "tst_remote_scan");
+    agent.call("open", Json{{"path", run.toStdString()}});
+    const Json answer = agent.call("metrics", Json{{"paths", {run.toStdString()}}});
+    QCOMPARE(answer["runs"].size(), size_t(1));
+    const ckpt::RunMetrics m = ckpt::remote::runMetricsFromWire(answer["runs"][0]);
+    const auto end = m.readEnds.find(log.toStdString());
+    QVERIFY2(end != m.readEnds.end(), "the log beside the run is not one of its sources");
+    QCOMPARE(end->second, uint64_t(QFileInfo(log).size()));
+
+    QVERIFY(write(log, "step=20 loss=2.25\n", QIODevice::Append));
+    const Json gained =
+        agent.call("metrics", Json{{"since", Json{{log.toStdString(), end->second}}}});
+    QCOMPARE(gained["files"].size(), size_t(1));
+    QCOMPARE(gained["files"][0]["to"].get<uint64_t>(), uint64_t(QFileInfo(log).size()));
+    QCOMPARE(gained["files"][0]["points"].size(), size_t(1));
+    try {
+      (void)agent.call("metrics", Json{{"since", Json{{other.toStdString(), 0}}}});
+      QFAIL("a file outside the root that metrics did not name was read");
+    } catch (const ckpt::remote::RemoteError& e) {
+      QCOMPARE(QString::fromStdString(e.code()), QString("outside_roots"));
+    }
   }
 
   // Requests posted one after another (scan, metrics, hparams, and one the

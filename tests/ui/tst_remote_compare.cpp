@@ -347,6 +347,52 @@ class TestRemoteCompare : public QObject {
     QVERIFY(view->model()->rowCount() > 20);
   }
 
+  // A checkpoint of many files on the host (Hugging Face shards: its row is
+  // the index) compared with one here (Compare With..., its index picked):
+  // the rows, metadata and status those two show compared here; the host
+  // sent its files without their storages' bytes, then the 4 tensors that
+  // differ (make_cross_diff.py's cross.json).
+  void shardedOnHostIsCompared() {
+    if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+    const QString cross = QStringLiteral(CKPT_FIXTURE_DIR) + "/cross";
+    QFile expected(cross + "/cross.json");
+    QVERIFY2(expected.open(QIODevice::ReadOnly),
+             "no fixtures: run ctest (make_cross_diff_fixtures)");
+    const int changed =
+        int(QJsonDocument::fromJson(expected.readAll()).object().value("changed").toArray().size());
+    const QString dir = m_tmp.path() + "/shards";
+    QVERIFY(ckpt::test::copyTree(cross + "/sharded_base", dir + "/sharded_base"));
+    QVERIFY(ckpt::test::copyTree(cross + "/sharded_changed",
+                                 m_tmp.path() + "/here-shards/sharded_changed"));
+    const QString a = dir + "/sharded_base/pytorch_model.bin.index.json";
+    const QString here = m_tmp.path() + "/here-shards/sharded_changed/pytorch_model.bin.index.json";
+    MainWindow local;
+    QVERIFY(openWindow(local, {dir}, {1000, 700}));
+    bool ok = false;
+    QVERIFY(compareWith(local, a, here, &ok));
+    QVERIFY2(ok, qPrintable(local.compareView()->statusText()));
+    const QStringList rowsHere = shownRows(local.compareView());
+    QVERIFY(rowsHere.size() > 20);
+
+    const QString log = m_tmp.path() + "/sharded-requests.jsonl";
+    const QString wrapper = recordingCli(m_tmp.path(), log);
+    QVERIFY(!wrapper.isEmpty());
+    qputenv("CKPTSCOPE_REMOTE_CLI", wrapper.toUtf8());
+    auto restore = qScopeGuard([] { qputenv("CKPTSCOPE_REMOTE_CLI", CKPT_CLI); });
+    MainWindow w;
+    QVERIFY(openWindow(w, {host() + dir}, {1000, 700}));
+    QVERIFY(compareWith(w, a, here, &ok));
+    CompareView* view = w.compareView();
+    QVERIFY2(ok, qPrintable(view->statusText()));
+    QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(view));
+    QCOMPARE(view->pathA(), host() + a);
+    QCOMPARE(shownRows(view), rowsHere);
+    QCOMPARE(view->statusText(), local.compareView()->statusText());
+    QCOMPARE(view->metadataTable()->rowCount(), local.compareView()->metadataTable()->rowCount());
+    QCOMPARE(asked(log, "skeleton"), 1);
+    QCOMPARE(asked(log, "tensorBytes"), changed);
+  }
+
   // The host slow to send a tensor: the Compare tab's Cancel stops the
   // comparison (the agent is sent `cancel`), and nothing of it is shown.
   void mixedPairCancel() {

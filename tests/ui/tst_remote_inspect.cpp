@@ -2,10 +2,12 @@
 // loopback (tests/core/ssh_server.h) and the real agent behind it. A click
 // on a checkpoint's row must show the Summary, Parameters and Metadata of
 // the same file opened here, a click on a tensor its statistics and values
-// as computed here; Cancel while the host is slow to answer stops the
-// request (the agent is sent `cancel` with its id) and shows no error.
+// as computed here (a checkpoint file opened by its location too); Cancel
+// while the host is slow to answer stops the request (the agent is sent
+// `cancel` with its id) and shows no error.
 #include <qcustomplot.h>
 #include <QApplication>
+#include <QDirIterator>
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -237,6 +239,47 @@ class TestRemoteInspect : public QObject {
     for (int i = 0; i < counts.size(); ++i)
       QCOMPARE(hr.counts[size_t(i)], uint64_t(counts[i].toInteger()));
     QVERIFY(!w.findChild<QMessageBox*>());
+  }
+
+  // One checkpoint file on the host opened by its location (ssh://host/
+  // run/file.pt, as a person pastes it): listed as files opened here are,
+  // under the host's "Files", and its Summary and tensors are those of the
+  // same file opened here. No message box.
+  void oneRemoteFileOpens() {
+    if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+    QString file;
+    QDirIterator it(m_dir, {"*.pt"}, QDir::Files, QDirIterator::Subdirectories);
+    if (it.hasNext()) file = it.next();
+    QVERIFY(!file.isEmpty());
+    auto open = [](MainWindow& w, const QString& path, Shown* shown) {
+      w.resize(1000, 700);
+      w.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&w));
+      QSignalSpy summary(&w, &MainWindow::summaryShown);
+      QVERIFY(ckpt::test::openAndWait(w, {path}, 60000));
+      QVERIFY(summary.count() > 0 || summary.wait(60000));
+      QCOMPARE(summary.last().at(0).toString(), path);
+      *shown = shownOf(w);
+    };
+    MainWindow local;
+    Shown here;
+    open(local, file, &here);
+    QVERIFY2(here.summary.contains("Parameters"), qPrintable(here.summary));
+
+    MainWindow w;
+    Shown there;
+    open(w, host() + file, &there);
+    QVERIFY(w.isRemote());
+    QVERIFY(!w.findChild<QMessageBox*>());
+    const QAbstractItemModel* m = w.checkpointView()->model();
+    QCOMPARE(m->rowCount(), 1);
+    QCOMPARE(m->index(0, 0).data().toString(), QString("127.0.0.1:Files"));
+    QCOMPARE(m->rowCount(m->index(0, 0)), 1);
+    QCOMPARE(m->index(0, 0, m->index(0, 0)).data().toString(), QFileInfo(file).fileName());
+    there.summary.replace(host() + file, file);
+    QCOMPARE(there.summary, here.summary);
+    QCOMPARE(there.tensors, here.tensors);
+    QCOMPARE(there.metadata, here.metadata);
   }
 
   // The Optimizer tab of a checkpoint with Adam state on the host: the

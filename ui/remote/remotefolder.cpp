@@ -1,5 +1,6 @@
 #include "remote/remotefolder.h"
 
+#include <QCoreApplication>
 #include <QObject>
 #include <QStringList>
 #include <algorithm>
@@ -48,8 +49,10 @@ std::string folderPath(RemoteConnections& connections, const remote::RemotePath&
   return root.get<std::string>();
 }
 
+// `file`: a location that is one checkpoint file comes back as that file
+// in its folder (an agent older than `file` refuses it: "not a directory").
 int64_t postScan(remote::AgentClient& agent, const std::string& path) {
-  return agent.post("scan", Json{{"path", path}, {"full", true}});
+  return agent.post("scan", Json{{"path", path}, {"full", true}, {"file", true}});
 }
 
 std::vector<BrowseGroup> takeScan(remote::AgentClient& agent, int64_t id,
@@ -57,7 +60,15 @@ std::vector<BrowseGroup> takeScan(remote::AgentClient& agent, int64_t id,
   const Json answer = agent.await(id, "scan");
   // An agent older than `full` sends ls --json's document: listed all the same.
   const Json& doc = answer.contains("scan") ? answer["scan"] : member(answer, "document", "scan");
-  return remoteGroups(remote::scanFromWire(doc), where);
+  std::vector<BrowseGroup> groups = remoteGroups(remote::scanFromWire(doc), where);
+  // One file opened: listed as files opened here are, under "Files".
+  if (answer.value("file", false))
+    for (BrowseGroup& g : groups) {
+      g.kind = BrowseGroup::Kind::Files;
+      g.name = remoteRunName(where,
+                             pathToStd(QCoreApplication::translate("ckpt::BrowseGroup", "Files")));
+    }
+  return groups;
 }
 
 // The runs' curves, asked as ckptscope-cli's remote `metrics` asks (columns,
