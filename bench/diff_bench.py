@@ -16,6 +16,12 @@
                                        prints JSON {"load_s", "loop_s",
                                        "total_s", "peak_rss", "tensors"};
                                        --out F: its per-tensor numbers
+    diff_bench.py shard SRC DSTDIR [N] SRC's model state as a Hugging Face
+                                       sharded checkpoint (N torch.save shards,
+                                       default 4, and pytorch_model.bin.index.json,
+                                       as save_pretrained writes them with
+                                       safe_serialization=False; every tensor
+                                       its own storage); cached as perturb is
     diff_bench.py measure N CMD...     runs CMD N times; prints JSON
                                        {"wall_s": [...], "cpu_s": [user + sys
                                        per run], "peak_rss": bytes (largest
@@ -92,6 +98,50 @@ def perturb(src, dst, blocks=None):
     return 0
 
 
+def shard(src, dst, shards=4):
+    stamp_path = os.path.join(dst, ".stamp.json")
+    st = os.stat(src)
+    want = {"generator_version": GENERATOR_VERSION, "src": os.path.basename(src), "src_size": st.st_size,
+            "src_mtime": int(st.st_mtime), "shards": shards}
+    try:
+        with open(stamp_path) as f:
+            if json.load(f) == want:
+                print("diff_bench: %s is up to date, not rewritten" % dst)
+                return 0
+    except (OSError, ValueError):
+        pass
+    import collections
+    import torch
+    t0 = time.perf_counter()
+    sd = torch.load(src, map_location="cpu")["model_state"]
+    names = list(sd)
+    sizes = {n: sd[n].numel() * sd[n].element_size() for n in names}
+    per = sum(sizes.values()) / shards
+    groups, group, held = [], [], 0
+    for n in names:  # consecutive keys, a shard about the same bytes as the next
+        if group and held + sizes[n] > per * 1.05 and len(groups) < shards - 1:
+            groups.append(group)
+            group, held = [], 0
+        group.append(n)
+        held += sizes[n]
+    groups.append(group)
+    if os.path.isdir(dst):
+        shutil.rmtree(dst)
+    os.makedirs(dst)
+    weight_map = collections.OrderedDict()
+    for i, g in enumerate(groups):
+        file = "pytorch_model-%05d-of-%05d.bin" % (i + 1, len(groups))
+        torch.save(collections.OrderedDict((n, sd[n].clone()) for n in g), os.path.join(dst, file))
+        for n in g:
+            weight_map[n] = file
+    with open(os.path.join(dst, "pytorch_model.bin.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": sum(sizes.values())}, "weight_map": weight_map}, f, indent=2)
+    with open(stamp_path, "w") as f:
+        json.dump(want, f)
+    print("diff_bench: wrote %s (%d shards) in %.1f s" % (dst, len(groups), time.perf_counter() - t0))
+    return 0
+
+
 def python_anchor(a, b, out=None):
     import torch
     import diff_reference
@@ -142,6 +192,8 @@ def main(argv):
         if len(argv) >= 6 and argv[4] == "--blocks":
             blocks = [int(b) for b in argv[5].split(",")]
         return perturb(argv[2], argv[3], blocks)
+    if len(argv) >= 4 and argv[1] == "shard":
+        return shard(argv[2], argv[3], int(argv[4]) if len(argv) >= 5 else 4)
     if len(argv) >= 4 and argv[1] == "python":
         return python_anchor(argv[2], argv[3], argv[5] if len(argv) >= 6 and argv[4] == "--out" else None)
     if len(argv) >= 4 and argv[1] == "measure":

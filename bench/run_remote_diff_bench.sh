@@ -5,8 +5,10 @@
 # travels) against the same command on the local paths, run in turn in the
 # same benchmark, output checked identical; and the bytes the ssh connection
 # carried. Also the comparison across machines (`A` here, `ssh://.../B`:
-# docs/REMOTE.md "Comparing across machines"), reported beside it. An sshd of
-# its own (bench/sshd_loopback.sh) is started and stopped here.
+# docs/REMOTE.md "Comparing across machines"), reported beside it; and the
+# same for two Hugging Face sharded checkpoints of 4 files each (a host's
+# sent without its storages' bytes). An sshd of its own
+# (bench/sshd_loopback.sh) is started and stopped here.
 #
 #   bench/run_remote_diff_bench.sh [BUILD_DIR]
 #
@@ -49,6 +51,12 @@ C="$DATA/gpt2s-sinks_step13000-last2blocks.pt"
 "$TORCH_PY" "$REPO/bench/make_checkpoint.py" "$A" # kept when its stamp matches
 "$TORCH_PY" "$REPO/bench/diff_bench.py" perturb "$A" "$B"
 "$TORCH_PY" "$REPO/bench/diff_bench.py" perturb "$A" "$C" --blocks 10,11
+# The same two states as Hugging Face sharded checkpoints (4 torch.save
+# shards and an index each): a checkpoint of many files on the host.
+SA="$DATA/gpt2s-sinks_step12000-hf4"
+SC="$DATA/gpt2s-sinks_step13000-last2blocks-hf4"
+"$TORCH_PY" "$REPO/bench/diff_bench.py" shard "$A" "$SA" 4
+"$TORCH_PY" "$REPO/bench/diff_bench.py" shard "$C" "$SC" 4
 
 TMP="$(mktemp -d)"
 cleanup() {
@@ -73,11 +81,13 @@ echo "libblas: ${blas:-not installed}; ckptscope-cli links $(ldd "$CLI" | grep -
 echo "files:   $A ($(stat -c %s "$A") bytes)"
 echo "         $B ($(stat -c %s "$B") bytes; every model tensor changed)"
 echo "         $C ($(stat -c %s "$C") bytes; blocks 10 and 11 changed)"
-cat "$A" "$B" "$C" >/dev/null # the page cache: every run reads warm files
+echo "         $SA/, $SC/ (the model states of the first and the last, $(cat "$SA"/*.bin | wc -c) and $(cat "$SC"/*.bin | wc -c) bytes in 4 shards each)"
+cat "$A" "$B" "$C" "$SA"/* "$SC"/* >/dev/null # the page cache: every run reads warm files
 echo
-"$TORCH_PY" - "$CLI" "$A" "$B" "$C" "$REPEAT" "$PORT" "$TMP" "${COLD:-0}" <<'PY'
+"$TORCH_PY" - "$CLI" "$A" "$B" "$C" "$REPEAT" "$PORT" "$TMP" "${COLD:-0}" \
+  "$SA/pytorch_model.bin.index.json" "$SC/pytorch_model.bin.index.json" <<'PY'
 import json, os, re, statistics, subprocess, sys, time
-cli, a, b, c, repeat, port, tmp, cold = sys.argv[1:9]
+cli, a, b, c, repeat, port, tmp, cold, sa, sc = sys.argv[1:11]
 repeat, cold = int(repeat), cold == "1"
 ssh = os.environ["CKPTSCOPE_SSH"]
 host = lambda p: "ssh://127.0.0.1:%s%s" % (port, p)
@@ -90,6 +100,9 @@ subprocess.run(mux.split() + ["-o", "ControlMaster=yes", "-o", "ControlPersist=6
 def evict(*paths):
     """COLD=1: these files' pages dropped from the page cache (only theirs)."""
     for p in paths:
+        if p.endswith(".index.json"):  # a sharded checkpoint: every file of its folder
+            evict(*[os.path.join(os.path.dirname(p), f) for f in os.listdir(os.path.dirname(p))])
+            continue
         fd = os.open(p, os.O_RDONLY)
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         os.close(fd)
@@ -198,6 +211,8 @@ print("goal (both on the host): < 1 MB moved: %d bytes, %s; <= 1.2x local: %.2fx
     tk / base, "met" if tk <= 1.2 * base else "NOT met"))
 print()
 pair("a fine-tune of blocks 10 and 11", a, c)
+print()
+pair("the same fine-tune, each a Hugging Face checkpoint of 4 shards", sa, sc)
 subprocess.run(mux.split() + ["-O", "exit", "127.0.0.1"], stderr=subprocess.DEVNULL)
 PY
 echo
