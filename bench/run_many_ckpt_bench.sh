@@ -15,6 +15,8 @@
 #   - a cold `ls DIR` with CKPTSCOPE_READ_AHEAD=0: the files read one by
 #     one, not in io_uring batches (core/index/src/read_ahead.h), median of
 #     REPEAT, taken in turn with the others;
+#   - `scan --recursive DIR` (the safety scan: every file's pickles walked,
+#     no cache), median of REPEAT, taken in turn with the others;
 #   - the system calls of one `ls` (strace -f -c), per checkpoint.
 # and prints the ratios against the anchor and issue #26's goals (ls <= 0.5 s,
 # first rows <= 0.3 s, complete <= 1 s).
@@ -91,7 +93,7 @@ timed() {
 # The warm cache: what a listing of DIR leaves (every file is older than
 # the 2 s a listing waits before keeping a file).
 CKPTSCOPE_CACHE_DIR="$tmp/warm" "$CLI" ls "$DIR" >/dev/null
-py_t=() py_m=() one_t=()
+py_t=() py_m=() one_t=() scan_t=() scan_m=()
 for state in cold warm; do
   declare -a "ls_t_$state=()" "ls_m_$state=()" "js_t_$state=()" "js_m_$state=()" \
     "gui_first_$state=()" "gui_done_$state=()" "gui_m_$state=()"
@@ -118,6 +120,8 @@ print(d["first_rows_ms"], d["complete_ms"], d["peak_rss_mb"])' "$tmp/gui.json")"
   done
   read -r t m <<<"$(CKPTSCOPE_CACHE_DIR="$tmp/cold-$i-one" CKPTSCOPE_READ_AHEAD=0 timed "$CLI" ls "$DIR")"
   one_t+=("$t")
+  read -r t m <<<"$(timed "$CLI" scan --recursive "$DIR")"
+  scan_t+=("$t") scan_m+=("$m")
   read -r t m <<<"$(timed python3 "$tmp/anchor.py" "$DIR")"
   py_t+=("$t") py_m+=("$m")
 done
@@ -128,6 +132,9 @@ echo "== $FILES checkpoints in $RUNS runs, median of $REPEAT fresh processes (lo
 verdict() { echo "$1 <= $2" | bc -l | sed 's/1/PASS/;s/0/not met/'; }
 printf '  python: zipfile namelist of each file  %8.1f ms  peak RSS %6.1f MB  (all: %s)\n' \
   "$py_ms" "$(med "${py_m[@]}")" "$(printf '%.0f ' "${py_t[@]}")"
+scan_ms=$(med "${scan_t[@]}")
+printf '  ckptscope-cli scan --recursive DIR     %8.1f ms  peak RSS %6.1f MB  %.2fx the anchor  (the safety scan; all: %s)\n' \
+  "$scan_ms" "$(med "${scan_m[@]}")" "$(echo "$scan_ms / $py_ms" | bc -l)" "$(printf '%.0f ' "${scan_t[@]}")"
 for state in cold warm; do
   declare -n lt="ls_t_$state" lm="ls_m_$state" jt="js_t_$state" jm="js_m_$state"
   echo "  -- $state: $([[ $state == cold ]] && echo 'an empty listing cache (every file read)' || echo 'the folder opened again (the listing cache)')"
