@@ -422,16 +422,36 @@ void MainWindow::reload() {
 }
 
 void MainWindow::openPaths(const QStringList& paths) {
-  if (paths.size() == 1 && isRemoteLocation(paths.front())) {
-    openRemote(paths.front());
+  QStringList remoteOnes, here;
+  for (const QString& p : paths) (isRemoteLocation(p) ? remoteOnes : here) << p;
+  m_remote->compareWithHere.clear();
+  if (remoteOnes.size() == 1 && here.isEmpty()) {
+    openRemote(remoteOnes.front());
     return;
   }
-  for (const QString& p : paths)
-    if (isRemoteLocation(p)) {
-      statusBar()->showMessage(
-          tr("%1: open a remote location on its own (File > Open Remote...)").arg(p), 10000);
-      return;
-    }
+  // `--view compare ssh://host/a.pt b.pt`: the host's location listed, then
+  // its checkpoint compared with the file here (as Compare With... does).
+  if (remoteOnes.size() == 1 && m_view == View::Compare) {
+    m_remote->compareWithHere = here;
+    openRemote(remoteOnes.front());
+    return;
+  }
+  if (!remoteOnes.isEmpty()) {
+    // A window shows one remote location, or paths here: said where it
+    // stays, not only for a moment in the status bar.
+    const QString p = remoteOnes.front();
+    m_inspector->showMessage(
+        tr("A remote location opens on its own"),
+        tr("<p>%1 is on another machine: a window shows one remote location, or files and "
+           "folders here, not both.</p><p>Open it alone (File &gt; Open Remote...); a checkpoint "
+           "of it is compared with a file here with Checkpoint &gt; Compare With..., or from "
+           "the command line with <code>ckptscope --view compare %1 FILE</code>.</p>")
+            .arg(p.toHtmlEscaped()));
+    m_tabs->setCurrentWidget(m_inspector);
+    statusBar()->showMessage(
+        tr("%1: open a remote location on its own (File > Open Remote...)").arg(p), 10000);
+    return;
+  }
   m_remote->job.drop();
   m_remoteCancel->hide();
   leaveRemote();
@@ -599,8 +619,20 @@ void MainWindow::onScanFinished(std::vector<BrowseGroup> groups, const QString& 
 
 void MainWindow::compareOnOpen() {
   // `ckptscope --view compare A B`: the two files; a directory: the first
-  // run's last two checkpoints (what its latest save changed).
+  // run's last two checkpoints (what its latest save changed); a remote
+  // location and a file here: the location's checkpoint (a run's last)
+  // with the file.
   const std::vector<BrowseGroup> groups = m_model->groups();
+  if (const QStringList here = std::exchange(m_remote->compareWithHere, {}); !here.isEmpty()) {
+    for (const BrowseGroup& g : groups) {
+      const std::vector<const CheckpointEntry*> chain = checkpointChain(g.checkpoints);
+      if (chain.empty()) continue;
+      compareCheckpoints(pathFromStd(inspectPathOf(*chain.back())), here.front());
+      return;
+    }
+    m_compare->showMessage(tr("Nothing on the host to compare with %1.").arg(here.front()));
+    return;
+  }
   for (const BrowseGroup& g : groups) {
     // Files opened by name are compared as given; a run along its chain.
     std::vector<const CheckpointEntry*> readable;

@@ -235,6 +235,13 @@ class TestRemoteScan : public QObject {
     QCOMPARE(QString::fromStdString(r.runs[0].name), info.absoluteDir().dirName());
     QCOMPARE(r.runs[0].checkpoints.size(), size_t(1));
     compareEntry(r.runs[0].checkpoints[0], local, /*full=*/true);
+    // The curves the app asks of it with the scan: its folder's run.
+    if (local.error.empty()) {
+      const Json curves = agent.call("metrics", Json{{"paths", {path}}});
+      QCOMPARE(curves["runs"].size(), size_t(1));
+      QCOMPARE(QString::fromStdString(curves["runs"][0]["path"].get<std::string>()),
+               info.absolutePath());
+    }
     try {
       (void)agent.call("scan", Json{{"path", path}, {"full", true}});
       QFAIL("a file was scanned as a folder");

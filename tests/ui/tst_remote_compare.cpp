@@ -29,6 +29,7 @@
 #include "compare/diffmodel.h"
 #include "compare/driftview.h"
 #include "gestures.h"
+#include "inspector/inspectorwidget.h"
 
 using ckpt::CompareView;
 using ckpt::DiffModel;
@@ -391,6 +392,55 @@ class TestRemoteCompare : public QObject {
     QCOMPARE(view->metadataTable()->rowCount(), local.compareView()->metadataTable()->rowCount());
     QCOMPARE(asked(log, "skeleton"), 1);
     QCOMPARE(asked(log, "tensorBytes"), changed);
+  }
+
+  // `ckptscope --view compare ssh://host/a.pt b.pt` (the view set as
+  // main.cpp sets it, then the paths opened): the host's checkpoint
+  // compared with the file here, the rows those two show compared here.
+  // Without the compare view the window says, where it stays, that a
+  // remote location opens on its own, and lists nothing.
+  void commandLineCompareAcross() {
+    if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+    QString a, b;
+    {
+      MainWindow probe;
+      QVERIFY(openWindow(probe, {m_dir}, {1000, 700}));
+      QVERIFY(lastTwo(probe, &a, &b));
+    }
+    const QString here = m_tmp.path() + "/here/command-line.pt";
+    QVERIFY(copyTo(b, here));
+    MainWindow local;
+    QVERIFY(openWindow(local, {m_dir}, {1000, 700}));
+    bool ok = false;
+    QVERIFY(compareWith(local, a, here, &ok));
+    QVERIFY2(ok, qPrintable(local.compareView()->statusText()));
+
+    MainWindow w;
+    w.setView(MainWindow::View::Compare);
+    w.resize(1000, 700);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QSignalSpy done(w.compareView(), &CompareView::finished);
+    w.openPaths({host() + a, here});
+    QVERIFY(done.wait(kTimeoutMs));
+    QVERIFY2(done.back().front().toBool(), qPrintable(w.compareView()->statusText()));
+    QVERIFY(w.isRemote());
+    QCOMPARE(w.tabs()->currentWidget(), static_cast<QWidget*>(w.compareView()));
+    QCOMPARE(w.compareView()->pathA(), host() + a);
+    QCOMPARE(w.compareView()->pathB(), here);
+    QCOMPARE(shownRows(w.compareView()), shownRows(local.compareView()));
+    QCOMPARE(w.compareView()->statusText(), local.compareView()->statusText());
+
+    MainWindow mixed;
+    mixed.resize(1000, 700);
+    mixed.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&mixed));
+    mixed.openPaths({host() + m_dir, here});
+    QVERIFY2(mixed.inspector()->text().contains("opens on its own"),
+             qPrintable(mixed.inspector()->text()));
+    QCOMPARE(mixed.tabs()->currentWidget(), static_cast<QWidget*>(mixed.inspector()));
+    QVERIFY(!mixed.isRemote());
+    QCOMPARE(mixed.checkpointView()->model()->rowCount(), 0);
   }
 
   // The host slow to send a tensor: the Compare tab's Cancel stops the

@@ -3,6 +3,7 @@
 #include "ckpt/index/metrics_cache.h"
 #include "ckpt/index/metrics_each.h"
 
+#include "ckpt/format/sharded.h"
 #include "ckpt/index/folder_listing.h"
 #include "ckpt/index/hf_trainer.h"
 #include "ckpt/index/lightning.h"
@@ -624,8 +625,9 @@ std::vector<RunEntry> findMetricRuns(const std::string& path) {
         path + ": " + (fs::exists(path, ec) ? "not a regular file" : "no such file or directory"));
   const fs::path p(path);
   const std::string name = p.filename().string();
+  // (A sharded checkpoint's index or .metadata names its folder's run too.)
   if (name != "metrics.jsonl" && !isTfEventsFileName(name) && p.extension() != ".wandb" &&
-      !isWandbHistoryJsonl(path) && !isCandidateName(name))
+      !isWandbHistoryJsonl(path) && !isCandidateName(name) && !isShardDescriptionName(path))
     throw std::runtime_error(path +
                              ": neither a checkpoint, a metrics.jsonl nor a directory, nor a "
                              "TensorBoard event file or a W&B .wandb or wandb-history.jsonl");
