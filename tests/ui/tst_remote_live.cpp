@@ -4,12 +4,14 @@
 // sshd) must reach the Curves tab, a checkpoint saved there the browser,
 // each within seconds (the watch polls every second); once the sshd side
 // of the connections is killed, the watch connects again and what is
-// written next still arrives.
+// written next still arrives. A log beside the run folder opened is
+// followed with F5, before and after a connection is made again.
 #include <signal.h>
 
 #include <QDir>
 #include <QElapsedTimer>
 #include <QScopeGuard>
+#include <QSignalSpy>
 #include <QStatusBar>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -120,6 +122,50 @@ class TestRemoteLive : public QObject {
     QVERIFY(append(run + "/metrics.jsonl", "{\"step\": 40, \"loss\": 3.5}\n"));
     QTRY_VERIFY_WITH_TIMEOUT(shows(view, run, "loss", 40, 3.5), 20000);
     QVERIFY(!ckpt::test::descendants(m_server.pid()).isEmpty());  // a new session
+  }
+
+  // A run folder opened whose log lies beside it (sweep/run1.log, a job's
+  // log: one of the run's sources, outside the folder opened): F5 brings
+  // what it gained (the agent refused to follow it: "outside every folder
+  // opened" in the status bar), and still does after the connections were
+  // killed and made again. No error in the status bar.
+  void logBesideTheRunFollowed() {
+    if (!m_skip.isEmpty()) QSKIP(qPrintable(m_skip));
+    const QString run = m_tmp.path() + "/sweep/run1", log = m_tmp.path() + "/sweep/run1.log";
+    QVERIFY(QDir().mkpath(run));
+    QVERIFY(QFile::copy(m_dir + "/checkpoints/tiny-pretrain/tiny-pretrain_step40.pt",
+                        run + "/run1_step40.pt"));
+    QVERIFY(append(log, "step=10 loss=5.5\n"));
+    MainWindow w;
+    QString why;
+    ckpt::CurvesView* view =
+        ckpt::test::openOnCurvesTab(w, {host() + run}, {1200, 800}, 60000, &why);
+    QVERIFY2(view, qPrintable(why));
+    QVERIFY(shows(view, run, "loss", 10, 5.5));
+    auto pressF5 = [&w] {
+      w.activateWindow();
+      if (!QTest::qWaitForWindowActive(&w)) return false;
+      QSignalSpy loaded(&w, &MainWindow::loaded);
+      QTest::keyClick(&w, Qt::Key_F5);
+      return loaded.count() > 0 || loaded.wait(60000);
+    };
+    QVERIFY(append(log, "step=20 loss=5.25\n"));
+    QVERIFY(pressF5());
+    QTRY_VERIFY_WITH_TIMEOUT(shows(view, run, "loss", 20, 5.25), 20000);
+    QVERIFY2(!w.statusBar()->currentMessage().contains("outside"),
+             qPrintable(w.statusBar()->currentMessage()));
+
+    const QList<qint64> sessions = ckpt::test::descendants(m_server.pid());
+    QVERIFY2(!sessions.isEmpty(), "no ssh session to kill");
+    for (qint64 p : sessions) ::kill(pid_t(p), SIGKILL);
+    QTRY_VERIFY_WITH_TIMEOUT(ckpt::test::descendants(m_server.pid()).isEmpty() ||
+                                 w.statusBar()->currentMessage().contains("Not following"),
+                             10000);
+    QVERIFY(append(log, "step=30 loss=5.0\n"));
+    QVERIFY(pressF5());
+    QTRY_VERIFY_WITH_TIMEOUT(shows(view, run, "loss", 30, 5.0), 20000);
+    QVERIFY2(!w.statusBar()->currentMessage().contains("outside"),
+             qPrintable(w.statusBar()->currentMessage()));
   }
 
   // A checkpoint saved after the folder was listed but before the watch's
