@@ -432,7 +432,7 @@ void MainWindow::openPaths(const QStringList& paths) {
   // `--view compare ssh://host/a.pt b.pt`: the host's location listed, then
   // its checkpoint compared with the file here (as Compare With... does).
   if (remoteOnes.size() == 1 && m_view == View::Compare) {
-    m_remote->compareWithHere = here;
+    m_remote->compareWithHere = here.front();
     openRemote(remoteOnes.front());
     return;
   }
@@ -623,14 +623,14 @@ void MainWindow::compareOnOpen() {
   // location and a file here: the location's checkpoint (a run's last)
   // with the file.
   const std::vector<BrowseGroup> groups = m_model->groups();
-  if (const QStringList here = std::exchange(m_remote->compareWithHere, {}); !here.isEmpty()) {
+  if (const QString here = std::exchange(m_remote->compareWithHere, {}); !here.isEmpty()) {
     for (const BrowseGroup& g : groups) {
       const std::vector<const CheckpointEntry*> chain = checkpointChain(g.checkpoints);
       if (chain.empty()) continue;
-      compareCheckpoints(pathFromStd(inspectPathOf(*chain.back())), here.front());
+      compareCheckpoints(pathFromStd(inspectPathOf(*chain.back())), here);
       return;
     }
-    m_compare->showMessage(tr("Nothing on the host to compare with %1.").arg(here.front()));
+    m_compare->showMessage(tr("Nothing on the host to compare with %1.").arg(here));
     return;
   }
   for (const BrowseGroup& g : groups) {

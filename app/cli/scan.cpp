@@ -9,16 +9,12 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
-#include <exception>
 #include <filesystem>
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "ckpt/format/checkpoint_file.h"
@@ -29,6 +25,7 @@
 #include "ckpt/format/zip_archive.h"
 #include "common.h"
 #include "documents.h"
+#include "on_cores.h"
 #include "remote_commands.h"
 
 namespace fs = std::filesystem;
@@ -256,34 +253,16 @@ namespace {
 // Files scanned at once: what a batch's reports hold, a moment's output.
 constexpr size_t kScanBatch = 512;
 
-// Each of `n` files' verdict, on as many threads as there are cores (two
-// here). A .distcp file is scanned where its folder's .metadata places its
-// archives; a file that is itself a sharded checkpoint's description, met
-// here only when its folder was not recognised, gets the plain scan.
+// Each of `n` files' verdict, on the machine's cores. A .distcp file is
+// scanned where its folder's .metadata places its archives; a file that is
+// itself a sharded checkpoint's description, met here only when its folder
+// was not recognised, gets the plain scan.
 std::vector<SafetyReport> scanInParallel(const std::string* files, size_t n) {
   std::vector<SafetyReport> reports(n);
-  std::atomic<size_t> next{0};
-  std::mutex failureMutex;
-  std::exception_ptr failure;
-  auto work = [&] {
-    for (size_t i; (i = next++) < n;) {
-      try {
-        const CheckpointSafety c = scanCheckpoint(files[i]);
-        reports[i] = c.sharded() ? scanFile(files[i]) : c.files.front().report;
-      } catch (...) {
-        std::lock_guard lock(failureMutex);
-        if (!failure) failure = std::current_exception();
-        next = n;
-      }
-    }
-  };
-  const size_t threads =
-      std::min<size_t>(n, std::max(1u, std::min(8u, std::thread::hardware_concurrency())));
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
+  forEachOnCores(n, [&](size_t i) {
+    const CheckpointSafety c = scanCheckpoint(files[i]);
+    reports[i] = c.sharded() ? scanFile(files[i]) : c.files.front().report;
+  });
   return reports;
 }
 

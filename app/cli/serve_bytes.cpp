@@ -95,7 +95,9 @@ Json skeleton(Call& call) {
         throw ProtocolError("failed", (base / f.file).string() + " changed while it was read");
       files.push_back(Json{{"file", f.file}, {"size", f.size}, {"parts", partsJson(in, f.ranges)}});
     }
-    answer["folder"] = fs::absolute(base).lexically_normal().filename().string();
+    fs::path named = fs::absolute(base).lexically_normal();  // "/x/." -> "/x/": its name
+    if (!named.has_filename()) named = named.parent_path();
+    answer["folder"] = named.filename().string();
     answer["base"] = base.string();
     answer["open"] = open;
     answer["summary"] = file->shards()->summary();

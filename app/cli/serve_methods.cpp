@@ -3,7 +3,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -28,6 +27,7 @@
 #include "ckpt/remote/scan_wire.h"
 #include "ckpt/remote/shards_wire.h"
 #include "documents.h"
+#include "on_cores.h"
 #include "serve.h"
 
 namespace fs = std::filesystem;
@@ -217,23 +217,18 @@ Json hparams(Call& call) {
   for (const std::string& p : paths)
     for (RunEntry& r : runsUnder(call, p)) runs.push_back(std::move(r));
   std::vector<remote::RunHparams> out(runs.size());
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i; (i = next++) < runs.size() && !call.cancelled;) {
-      out[i].run = runs[i].name;
-      out[i].path = runs[i].path;
-      try {
-        out[i].hparams = readHparams(runs[i], &out[i].problems);
-      } catch (const std::exception& e) {  // (its sources say what they could not read)
-        out[i].problems.push_back(runs[i].path + ": " + e.what());
-      }
-    }
-  };
-  std::vector<std::thread> helpers;
-  const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
-  for (unsigned t = 1; t < threads && t < runs.size(); ++t) helpers.emplace_back(work);
-  work();
-  for (std::thread& t : helpers) t.join();
+  forEachOnCores(
+      runs.size(),
+      [&](size_t i) {
+        out[i].run = runs[i].name;
+        out[i].path = runs[i].path;
+        try {
+          out[i].hparams = readHparams(runs[i], &out[i].problems);
+        } catch (const std::exception& e) {  // (its sources say what they could not read)
+          out[i].problems.push_back(runs[i].path + ": " + e.what());
+        }
+      },
+      [&call] { return bool(call.cancelled); });
   throwIfCancelled(call);
   return remote::hparamsToWire(out);
 }

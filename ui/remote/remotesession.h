@@ -4,7 +4,6 @@
 // reads on from, and the one job that loads or refreshes it.
 
 #include <QString>
-#include <QStringList>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -59,9 +58,9 @@ struct RemoteSession {
   remote::StopRequest stopRequest;
   bool describing = false;  // the window's summary job asks the host for a checkpoint
   bool tensorBusy = false;  // the Tensor tab's statistics are computed on the host
-  // `ckptscope --view compare ssh://host/a.pt b.pt`: the files here the
+  // `ckptscope --view compare ssh://host/a.pt b.pt`: the file here the
   // host's checkpoint is compared with once its location is listed.
-  QStringList compareWithHere;
+  QString compareWithHere;
 };
 
 }  // namespace ckpt

@@ -15,6 +15,7 @@
 #include "ckpt/format/sharded.h"
 #include "ckpt/format/tensor_data.h"
 #include "ckpt/format/zip_archive.h"
+#include "sharded_util.h"
 
 namespace ckpt {
 namespace {
@@ -145,8 +146,9 @@ std::vector<SkeletonFileRanges> shardedSkeletonRanges(const CheckpointFile& file
   std::vector<SkeletonFileRanges> out;
   auto whole = [&](const std::string& path) {
     struct stat st {};
-    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+    if (::stat(path.c_str(), &st) != 0)
       fail(path + ": cannot be read (" + std::strerror(errno) + ")");
+    if (!S_ISREG(st.st_mode)) fail(path + ": not a regular file");
     out.push_back({relative(path), uint64_t(st.st_size), {{0, uint64_t(st.st_size)}}});
   };
   if (!shards->entry().empty()) whole(shards->entry());
@@ -175,12 +177,9 @@ std::vector<SkeletonFileRanges> shardedSkeletonRanges(const CheckpointFile& file
       // Each archive .metadata places in the part, without its storages.
       for (const ShardSet::StorageSlice& s : shards->storageSlices()) {
         if (s.part != int(i) || !s.error.empty()) continue;
-        ReadOptions options;
-        options.sliceOffset = s.offset;
-        options.sliceLength = s.length;
         std::unique_ptr<CheckpointFile> slice;
         try {
-          slice = CheckpointFile::open(p.path, options);
+          slice = sharded::openArchiveAt(p.path, s.offset, s.length);
         } catch (const FormatError& e) {
           sendWhole(e.what(), s.offset, s.length);
           continue;
@@ -209,8 +208,7 @@ std::vector<SkeletonFileRanges> shardedSkeletonRanges(const CheckpointFile& file
     // there by name and size, none of their bytes read.
     std::error_code ec;
     for (fs::directory_iterator it(shards->folder(), ec), end; !ec && it != end; it.increment(ec)) {
-      const std::string name = it->path().filename().string();
-      if (name.size() < 7 || name.compare(name.size() - 7, 7, ".distcp") != 0) continue;
+      if (!sharded::endsWith(it->path().filename().native(), ".distcp")) continue;
       const std::string rel = relative(it->path().string());
       if (std::any_of(out.begin(), out.end(), [&](const auto& f) { return f.file == rel; }))
         continue;
@@ -222,14 +220,19 @@ std::vector<SkeletonFileRanges> shardedSkeletonRanges(const CheckpointFile& file
   return out;
 }
 
-std::unique_ptr<CheckpointFile> openSkeleton(const std::string& name, uint64_t size,
-                                             const std::vector<SkeletonPart>& parts,
-                                             const ReadOptions& options) {
+void checkSkeletonParts(const std::string& name, uint64_t size,
+                        const std::vector<SkeletonPart>& parts) {
   for (const SkeletonPart& p : parts)
     if (p.offset > size || p.bytes.size() > size - p.offset)
       fail(name + ": a part of " + std::to_string(p.bytes.size()) + " bytes at offset " +
            std::to_string(p.offset) + " lies past the end of the file (" + std::to_string(size) +
            " bytes)");
+}
+
+std::unique_ptr<CheckpointFile> openSkeleton(const std::string& name, uint64_t size,
+                                             const std::vector<SkeletonPart>& parts,
+                                             const ReadOptions& options) {
+  checkSkeletonParts(name, size, parts);
   const size_t span = size_t(std::max<uint64_t>(size, 1));
   // Reserved, not filled: pages no part touches are never made.
   void* mem = ::mmap(nullptr, span, PROT_READ | PROT_WRITE,

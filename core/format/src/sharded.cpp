@@ -228,12 +228,9 @@ const CheckpointFile* ShardSet::chunkFile(const ShardChunk& chunk) const {
   std::unique_ptr<CheckpointFile>& f = m_slices[size_t(chunk.slice)];
   if (f) return f.get();
   const ShardPart& p = m_parts[size_t(spec.part)];
-  ReadOptions options;
-  options.sliceOffset = spec.offset;
-  options.sliceLength = spec.length;
   std::unique_ptr<CheckpointFile> opened;
   try {
-    opened = CheckpointFile::open(p.path, options);
+    opened = sharded::openArchiveAt(p.path, spec.offset, spec.length);
   } catch (const FormatError& e) {
     throw FormatError(std::string(e.what()) + " (" + spec.what + ")");
   }

@@ -120,11 +120,8 @@ void ShardSet::openDcp(bool metadataOnly) {
       error = p.error;
       return -1;
     }
-    ReadOptions options;
-    options.sliceOffset = w.offset;
-    options.sliceLength = w.length;
     try {
-      m_itemFiles.push_back(CheckpointFile::open(p.path, options));
+      m_itemFiles.push_back(openArchiveAt(p.path, w.offset, w.length));
       return int(m_itemFiles.size() - 1);
     } catch (const FormatError& e) {
       error = e.what();

@@ -1,19 +1,32 @@
 #pragma once
-// Small helpers the sharded layouts share (sharded*.cpp only): reading the
+// Small helpers the sharded layouts share (sharded*.cpp, and the safety
+// scan and skeleton of such a checkpoint): reading the
 // opaque objects the safe pickle reader leaves for the writers' classes by
 // field name, and the pieces of their error messages.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "ckpt/format/checkpoint_file.h"
 #include "ckpt/format/dtype.h"
 #include "ckpt/format/tensor_info.h"
 #include "ckpt/format/value.h"
 
 namespace ckpt::sharded {
+
+// The torch.save archive DCP keeps at [offset, offset + length) of a
+// .distcp part, opened as a file of its own. Throws FormatError.
+inline std::unique_ptr<CheckpointFile> openArchiveAt(const std::string& path, uint64_t offset,
+                                                     uint64_t length) {
+  ReadOptions options;
+  options.sliceOffset = offset;
+  options.sliceLength = length;
+  return CheckpointFile::open(path, options);
+}
 
 inline bool endsWith(std::string_view s, std::string_view tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;

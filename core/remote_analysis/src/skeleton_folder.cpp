@@ -36,8 +36,11 @@ SkeletonFolder::SkeletonFolder(const std::string& what, const std::string& name)
   m_root = pattern;
   m_folders.push_back(m_root);
   m_folder = m_root + "/" + name;
-  if (::mkdir(m_folder.c_str(), 0700) != 0)
-    throw std::runtime_error(what + ": cannot make " + m_folder + ": " + errnoText());
+  if (::mkdir(m_folder.c_str(), 0700) != 0) {
+    const std::string why = errnoText();
+    ::rmdir(m_root.c_str());  // (no destructor runs for a constructor that throws)
+    throw std::runtime_error(what + ": cannot make " + m_folder + ": " + why);
+  }
   m_folders.push_back(m_folder);
 }
 
@@ -70,11 +73,7 @@ void SkeletonFolder::add(const std::string& file, uint64_t size,
     }
     from = slash + 1;
   }
-  for (const SkeletonPart& p : parts)
-    if (p.offset > size || p.bytes.size() > size - p.offset)
-      throw std::runtime_error(what + ": a part of " + std::to_string(p.bytes.size()) +
-                               " bytes at offset " + std::to_string(p.offset) +
-                               " lies past its end (" + std::to_string(size) + " bytes)");
+  checkSkeletonParts(what, size, parts);
   // A folder of ours, made above: O_EXCL refuses a name sent twice (or a
   // folder's name as a file), O_NOFOLLOW anything that is not our own.
   const int fd = ::open(at.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);

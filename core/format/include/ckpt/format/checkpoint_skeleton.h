@@ -54,6 +54,11 @@ struct SkeletonPart {
   std::string bytes;
 };
 
+// Throws FormatError naming `name` when one of `parts` lies past the end
+// of a file of `size` bytes.
+void checkSkeletonParts(const std::string& name, uint64_t size,
+                        const std::vector<SkeletonPart>& parts);
+
 // A file of `size` bytes of which `parts` are known (the rest reads as
 // zeros, never touched by the reader), opened as `name`. The storages'
 // bytes are not there: its tensorData() must not be used for a comparison
