@@ -57,6 +57,13 @@ namespace ckpt {
 
 namespace {
 
+// The file dialogs' filter: checkpoint files, and a sharded checkpoint's
+// index (model.safetensors.index.json), which opens it whole.
+QString checkpointFilter() {
+  return MainWindow::tr(
+      "Checkpoints (*.pt *.pth *.bin *.ckpt *.safetensors *.index.json);;All files (*)");
+}
+
 // The curves view takes runs as the index describes them: each scanned run,
 // and files opened directly grouped by their directory (whose metrics.jsonl
 // and logs then count too).
@@ -291,8 +298,7 @@ void MainWindow::compareWithFile() {
   }
   const QString other = QFileDialog::getOpenFileName(
       this, tr("Compare %1 with").arg(QFileInfo(selected[0]).fileName()),
-      QFileInfo(selected[0]).absolutePath(),
-      tr("Checkpoints (*.pt *.pth *.bin *.ckpt *.safetensors);;All files (*)"));
+      QFileInfo(selected[0]).absolutePath(), checkpointFilter());
   if (!other.isEmpty()) compareCheckpoints(selected[0], other);
 }
 
@@ -378,9 +384,8 @@ void MainWindow::chooseDirectory() {
 }
 
 void MainWindow::chooseFiles() {
-  const QStringList files = QFileDialog::getOpenFileNames(
-      this, tr("Open checkpoints"), {},
-      tr("Checkpoints (*.pt *.pth *.bin *.ckpt *.safetensors);;All files (*)"));
+  const QStringList files =
+      QFileDialog::getOpenFileNames(this, tr("Open checkpoints"), {}, checkpointFilter());
   if (!files.isEmpty()) openPaths(files);
 }
 

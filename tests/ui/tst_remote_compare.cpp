@@ -11,6 +11,7 @@
 // and shows the steps the run shows here.
 #include <qcustomplot.h>
 #include <QDir>
+#include <QFileDialog>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -369,9 +370,20 @@ class TestRemoteCompare : public QObject {
     const QString here = m_tmp.path() + "/here-shards/sharded_changed/pytorch_model.bin.index.json";
     MainWindow local;
     QVERIFY(openWindow(local, {dir}, {1000, 700}));
+    // The dialog shows an index among the checkpoints (its first filter).
+    QStringList filters;
+    QTimer grab;
+    connect(&grab, &QTimer::timeout, [&filters] {
+      for (QWidget* top : QApplication::topLevelWidgets())
+        if (auto* d = qobject_cast<QFileDialog*>(top); d && d->isVisible())
+          filters = d->nameFilters();
+    });
+    grab.start(20);
     bool ok = false;
     QVERIFY(compareWith(local, a, here, &ok));
+    grab.stop();
     QVERIFY2(ok, qPrintable(local.compareView()->statusText()));
+    QVERIFY2(filters.value(0).contains("*.index.json"), qPrintable(filters.join(";;")));
     const QStringList rowsHere = shownRows(local.compareView());
     QVERIFY(rowsHere.size() > 20);
 
